@@ -1,0 +1,83 @@
+/** `authz explain PATH... --agent A --action X [--resource R] [--amount N] [--context JSON] [--all] [--format text|json]` */
+import { isValidAction } from '../patterns/action.js';
+import type { DecisionRequest } from '../policy/types.js';
+import { explain } from '../table/explain.js';
+import { renderDiagnostics, type OutputFormat } from './diagnostics-format.js';
+import { EXIT_OK, EXIT_PROBLEMS, UsageError, type CliIo } from './io.js';
+import { loadPolicies } from './load-policies.js';
+
+export interface ExplainOptions {
+  paths: string[];
+  agent?: string;
+  action?: string;
+  resource?: string;
+  amount?: string;
+  context?: string;
+  all: boolean;
+  format: OutputFormat;
+}
+
+export function requestFromOptions(o: ExplainOptions): DecisionRequest {
+  if (!o.agent) throw new UsageError('explain needs --agent AGENT_ID');
+  if (!o.action) throw new UsageError('explain needs --action NAMESPACE.VERB');
+  if (!isValidAction(o.action)) throw new UsageError(`--action ${o.action} is not namespace.verb ([a-z][a-z0-9_]* each, no wildcards)`);
+  const request: DecisionRequest = { agent_id: o.agent, action: o.action };
+  if (o.resource !== undefined) request.resource = o.resource;
+  if (o.amount !== undefined) {
+    const amount = Number(o.amount);
+    if (o.amount.trim() === '' || !Number.isFinite(amount) || amount < 0) throw new UsageError(`--amount must be a number >= 0, not ${o.amount}`);
+    request.amount = amount;
+  }
+  if (o.context !== undefined) {
+    let context: unknown;
+    try {
+      context = JSON.parse(o.context);
+    } catch (e) {
+      throw new UsageError(`--context is not valid JSON: ${(e as Error).message}`);
+    }
+    if (context === null || typeof context !== 'object' || Array.isArray(context)) throw new UsageError('--context must be a JSON object');
+    request.context = context as Record<string, unknown>;
+  }
+  return request;
+}
+
+export function runExplain(options: ExplainOptions, io: CliIo): number {
+  const request = requestFromOptions(options);
+  const loaded = loadPolicies(options.paths, io.cwd);
+  if (!loaded.table) {
+    for (const line of renderDiagnostics(loaded.diagnostics, options.format === 'json' ? 'text' : options.format, io.isTTY, loaded.sources)) io.err(line);
+    return EXIT_PROBLEMS;
+  }
+  const { evaluation, trace } = explain(loaded.table, request);
+  const where = (id: string) => {
+    const o = loaded.origins.get(id);
+    return o?.file ? `${o.file}:${o.line}` : '';
+  };
+  if (options.format === 'json') {
+    io.out(
+      JSON.stringify(
+        {
+          request,
+          decision: { ...evaluation, matched: evaluation.matched.map((p) => p.id) },
+          policies: trace
+            .filter((t) => options.all || (t.outcome !== 'action' && t.outcome !== 'agent'))
+            .map((t) => ({ id: t.policy.id, priority: t.policy.priority, effect: t.policy.effect, outcome: t.outcome, detail: t.detail, source: where(t.policy.id) })),
+        },
+        null,
+        2,
+      ),
+    );
+    return EXIT_OK;
+  }
+  io.out(`decision: ${evaluation.effect} (${evaluation.reason})${evaluation.policy_id ? ` by ${evaluation.policy_id}` : ''}`);
+  for (const w of evaluation.warnings) io.out(`warning: ${w.code}: ${w.message}`);
+  const shown = trace.filter((t) => options.all || (t.outcome !== 'action' && t.outcome !== 'agent'));
+  const hidden = trace.length - shown.length;
+  io.out(shown.length ? 'policies:' : 'no policy matched the agent and action');
+  for (const t of shown) {
+    const mark = t.outcome === 'matched' ? (t.policy.id === evaluation.policy_id ? '=>' : ' +') : ' -';
+    io.out(`  ${mark} ${t.policy.id} (priority ${t.policy.priority}, ${t.policy.effect}) ${t.outcome === 'matched' ? 'matched' : `dropped at ${t.outcome}`}: ${t.detail}${where(t.policy.id) ? `  [${where(t.policy.id)}]` : ''}`);
+  }
+  if (hidden > 0) io.out(`${hidden} other ${hidden === 1 ? 'policy does' : 'policies do'} not match the agent or action (--all lists them)`);
+  return EXIT_OK;
+}

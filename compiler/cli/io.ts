@@ -1,0 +1,22 @@
+/** Where CLI commands write: injected so tests can run commands in-process. */
+export interface CliIo {
+  out(text: string): void;
+  err(text: string): void;
+  /** Whether stdout is a terminal (code frames, colour). */
+  isTTY: boolean;
+  cwd: string;
+}
+
+export const processIo: CliIo = {
+  out: (text) => process.stdout.write(text.endsWith('\n') ? text : `${text}\n`),
+  err: (text) => process.stderr.write(text.endsWith('\n') ? text : `${text}\n`),
+  isTTY: Boolean(process.stdout.isTTY),
+  cwd: process.cwd(),
+};
+
+/** Exit codes: 0 fine, 1 the input has problems (or tests failed), 2 usage error. */
+export const EXIT_OK = 0;
+export const EXIT_PROBLEMS = 1;
+export const EXIT_USAGE = 2;
+
+export class UsageError extends Error {}

@@ -1,0 +1,90 @@
+/** The `authz` command line: validate, compile, test, explain. */
+import { parseArgs } from 'node:util';
+import { compilerVersion } from '../version.js';
+import { runCompile } from './compile.js';
+import type { OutputFormat } from './diagnostics-format.js';
+import { runExplain } from './explain.js';
+import { EXIT_OK, EXIT_USAGE, UsageError, processIo, type CliIo } from './io.js';
+import { runTestCommand } from './test.js';
+import { runValidate } from './validate.js';
+
+export const USAGE = `usage: authz <command> [options]
+
+commands:
+  validate PATH...            check policy files; problems as FILE:LINE:COL: message
+           [--strict] [--format text|json|github]
+  compile PATH... -o FILE     validate, then write the bundle artifact (-o - for stdout)
+           [--strict] [--format text|json|github]
+  test PATH...                run policy test files (*.test.yaml)
+           [--coverage] [--format text|json]
+  explain PATH... --agent ID --action NS.VERB [--resource R] [--amount N]
+           [--context JSON] [--all] [--format text|json]
+                              the decision and why, policy by policy
+
+exit codes: 0 ok, 1 problems found or tests failed, 2 usage error`;
+
+const FORMATS: readonly OutputFormat[] = ['text', 'json', 'github'];
+
+function format(value: string | undefined): OutputFormat {
+  if (value === undefined) return 'text';
+  if (!FORMATS.includes(value as OutputFormat)) throw new UsageError(`--format must be one of ${FORMATS.join(', ')}`);
+  return value as OutputFormat;
+}
+
+export function main(argv: readonly string[], io: CliIo = processIo): number {
+  const [command, ...rest] = argv;
+  try {
+    switch (command) {
+      case 'validate': {
+        const { values, positionals } = parseArgs({ args: rest, allowPositionals: true, options: { strict: { type: 'boolean' }, format: { type: 'string' } } });
+        return runValidate({ paths: positionals, strict: values.strict ?? false, format: format(values.format) }, io);
+      }
+      case 'compile': {
+        const { values, positionals } = parseArgs({
+          args: rest,
+          allowPositionals: true,
+          options: { output: { type: 'string', short: 'o' }, strict: { type: 'boolean' }, format: { type: 'string' } },
+        });
+        return runCompile({ paths: positionals, output: values.output, strict: values.strict ?? false, format: format(values.format) }, io);
+      }
+      case 'test': {
+        const { values, positionals } = parseArgs({ args: rest, allowPositionals: true, options: { coverage: { type: 'boolean' }, format: { type: 'string' } } });
+        return runTestCommand({ paths: positionals, coverage: values.coverage ?? false, format: format(values.format) }, io);
+      }
+      case 'explain': {
+        const { values, positionals } = parseArgs({
+          args: rest,
+          allowPositionals: true,
+          options: {
+            agent: { type: 'string' },
+            action: { type: 'string' },
+            resource: { type: 'string' },
+            amount: { type: 'string' },
+            context: { type: 'string' },
+            all: { type: 'boolean' },
+            format: { type: 'string' },
+          },
+        });
+        return runExplain({ paths: positionals, ...values, all: values.all ?? false, format: format(values.format) }, io);
+      }
+      case '--version':
+      case 'version':
+        io.out(compilerVersion());
+        return EXIT_OK;
+      case undefined:
+      case 'help':
+      case '--help':
+      case '-h':
+        io.out(USAGE);
+        return command === undefined ? EXIT_USAGE : EXIT_OK;
+      default:
+        throw new UsageError(`unknown command "${command}"`);
+    }
+  } catch (e) {
+    if (e instanceof UsageError || (e as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      io.err(`authz: ${(e as Error).message}\n\n${USAGE}`);
+      return EXIT_USAGE;
+    }
+    throw e;
+  }
+}

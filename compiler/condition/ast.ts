@@ -1,0 +1,355 @@
+/**
+ * The typed AST of a condition, and `parseCondition`, which lexes, bounds the
+ * nesting, parses with the shared chevrotain parser and builds the AST with a CST
+ * visitor. The AST is made of plain JSON-serialisable objects (it is stored in
+ * compiled bundles); every node records where it starts in the condition text.
+ *
+ * Problems are returned, never thrown. The AST is returned only when there are no
+ * issues: syntax, limits, unknown names, unknown functions, arity. Types are
+ * checked separately (check.ts).
+ */
+import { EOF, type CstNode, type IToken } from 'chevrotain';
+import { describeLexError, tokenize } from './lexer.js';
+import { conditionParser, MAX_DEPTH, nestingViolation, notAllInputMessage } from './parser.js';
+
+/** Longest accepted condition text, in UTF-16 code units. */
+export const MAX_LENGTH = 4096;
+
+export interface SourcePos {
+  /** 0-based offset into the condition text. */
+  offset: number;
+  /** 1-based. */
+  line: number;
+  /** 1-based, in UTF-16 code units. */
+  col: number;
+}
+
+export interface ConditionIssue {
+  code: string;
+  message: string;
+  offset: number;
+  line: number;
+  col: number;
+}
+
+/** Static types: `unknown` is any JSON value (context paths). */
+export type ConditionType = 'number' | 'string' | 'bool' | 'null' | 'list' | 'unknown' | 'string|null' | 'number|null';
+
+export type PathRoot = 'agent_id' | 'action' | 'resource' | 'amount' | 'context';
+export type FunctionName = 'startsWith' | 'endsWith' | 'contains' | 'matches';
+export type CompareOperator = '==' | '!=' | '<' | '<=' | '>' | '>=' | 'in';
+export type LiteralValue = string | number | boolean | null;
+
+export const PATH_ROOTS: readonly PathRoot[] = ['agent_id', 'action', 'resource', 'amount', 'context'];
+/** Every function takes exactly this many arguments. */
+export const FUNCTION_ARITY: Readonly<Record<FunctionName, number>> = { startsWith: 2, endsWith: 2, contains: 2, matches: 2 };
+export const FUNCTION_NAMES = Object.keys(FUNCTION_ARITY) as FunctionName[];
+/** Context field names that are never walked (prototype pollution / confusion). */
+export const FORBIDDEN_FIELDS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
+/** What a context field name looks like (keywords included: `context.in` is fine). */
+export const FIELD_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+export interface LiteralNode {
+  kind: 'literal';
+  value: LiteralValue;
+  pos: SourcePos;
+}
+export interface PathNode {
+  kind: 'path';
+  root: PathRoot;
+  /** Field names after `context` (always empty for other roots). */
+  segments: string[];
+  pos: SourcePos;
+}
+export interface ListNode {
+  kind: 'list';
+  items: Array<LiteralNode | PathNode>;
+  pos: SourcePos;
+}
+export interface NotNode {
+  kind: 'not';
+  operand: ConditionAst;
+  pos: SourcePos;
+}
+/** `a && b && c` is one node with three operands. */
+export interface LogicalNode {
+  kind: 'and' | 'or';
+  operands: ConditionAst[];
+  pos: SourcePos;
+}
+export interface CompareNode {
+  kind: 'compare';
+  op: CompareOperator;
+  left: ConditionAst;
+  right: ConditionAst;
+  /** Start of the left operand. */
+  pos: SourcePos;
+  /** The operator. */
+  opPos: SourcePos;
+}
+export interface CallNode {
+  kind: 'call';
+  fn: FunctionName;
+  args: ConditionAst[];
+  pos: SourcePos;
+}
+
+export type ConditionAst = LiteralNode | PathNode | ListNode | NotNode | LogicalNode | CompareNode | CallNode;
+
+/** Maps offsets to 1-based line/col (line breaks: \n, \r\n, \r). */
+export class LineMap {
+  private readonly starts: number[] = [0];
+  constructor(text: string) {
+    for (let i = 0; i < text.length; i++) {
+      const c = text.charCodeAt(i);
+      if (c === 10 || (c === 13 && text.charCodeAt(i + 1) !== 10)) this.starts.push(i + 1);
+    }
+  }
+  pos(offset: number): SourcePos {
+    let lo = 0;
+    let hi = this.starts.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (this.starts[mid]! <= offset) lo = mid;
+      else hi = mid - 1;
+    }
+    return { offset, line: lo + 1, col: offset - this.starts[lo]! + 1 };
+  }
+}
+
+export function issueAt(code: string, message: string, pos: SourcePos): ConditionIssue {
+  return { code, message, offset: pos.offset, line: pos.line, col: pos.col };
+}
+
+// ---- CST shapes (labels from parser.ts) ----
+
+interface OrCtx { operands: CstNode[] }
+interface NotCtx { nots?: IToken[]; comparison: CstNode[] }
+interface ComparisonCtx { left: CstNode[]; op?: IToken[]; right?: CstNode[] }
+interface OperandCtx { literal?: CstNode[]; list?: CstNode[]; parenExpr?: CstNode[]; call?: CstNode[]; path?: CstNode[] }
+interface LiteralCtx { token: IToken[] }
+interface ListCtx { open: IToken[]; items?: CstNode[] }
+interface ListItemCtx { literal?: CstNode[]; path?: CstNode[] }
+interface ParenCtx { inner: CstNode[] }
+interface CallCtx { name: IToken[]; args?: CstNode[] }
+interface PathCtx { root: IToken[]; segments?: IToken[] }
+
+const ESCAPES: Record<string, string> = { '\\': '\\', "'": "'", '"': '"', n: '\n', t: '\t' };
+const ROOTS: ReadonlySet<string> = new Set(PATH_ROOTS);
+
+const BaseVisitor = conditionParser.getBaseCstVisitorConstructor<void, ConditionAst>();
+
+class AstBuilder extends BaseVisitor {
+  lines!: LineMap;
+  issues: ConditionIssue[] = [];
+
+  constructor() {
+    super();
+    this.validateVisitor();
+  }
+
+  private at(token: IToken): SourcePos {
+    return this.lines.pos(token.startOffset);
+  }
+
+  private problem(code: string, message: string, pos: SourcePos): void {
+    this.issues.push(issueAt(code, message, pos));
+  }
+
+  condition(ctx: { orExpr: CstNode[] }): ConditionAst {
+    return this.visit(ctx.orExpr[0]!);
+  }
+
+  orExpr(ctx: OrCtx): ConditionAst {
+    return this.logical('or', ctx);
+  }
+
+  andExpr(ctx: OrCtx): ConditionAst {
+    return this.logical('and', ctx);
+  }
+
+  private logical(kind: 'and' | 'or', ctx: OrCtx): ConditionAst {
+    const operands = ctx.operands.map((c) => this.visit(c) as ConditionAst);
+    if (operands.length === 1) return operands[0]!;
+    return { kind, operands, pos: operands[0]!.pos };
+  }
+
+  notExpr(ctx: NotCtx): ConditionAst {
+    let node: ConditionAst = this.visit(ctx.comparison[0]!);
+    const nots = ctx.nots ?? [];
+    for (let i = nots.length - 1; i >= 0; i--) node = { kind: 'not', operand: node, pos: this.at(nots[i]!) };
+    return node;
+  }
+
+  comparison(ctx: ComparisonCtx): ConditionAst {
+    const left: ConditionAst = this.visit(ctx.left[0]!);
+    if (!ctx.op || !ctx.right) return left;
+    const right: ConditionAst = this.visit(ctx.right[0]!);
+    const op = ctx.op[0]!;
+    return { kind: 'compare', op: op.image as CompareOperator, left, right, pos: left.pos, opPos: this.at(op) };
+  }
+
+  operand(ctx: OperandCtx): ConditionAst {
+    const child = ctx.literal ?? ctx.list ?? ctx.parenExpr ?? ctx.call ?? ctx.path;
+    return this.visit(child![0]!);
+  }
+
+  parenExpr(ctx: ParenCtx): ConditionAst {
+    return this.visit(ctx.inner[0]!);
+  }
+
+  literal(ctx: LiteralCtx): LiteralNode {
+    const token = ctx.token[0]!;
+    const pos = this.at(token);
+    const image = token.image;
+    switch (token.tokenType.name) {
+      case 'True':
+        return { kind: 'literal', value: true, pos };
+      case 'False':
+        return { kind: 'literal', value: false, pos };
+      case 'Null':
+        return { kind: 'literal', value: null, pos };
+      case 'NumberLiteral': {
+        let value = Number(image);
+        if (!Number.isFinite(value)) this.problem('condition.syntax', `number ${image} is too large`, pos);
+        if (Object.is(value, -0) || !Number.isFinite(value)) value = 0;
+        return { kind: 'literal', value, pos };
+      }
+      default:
+        return { kind: 'literal', value: this.unescape(token), pos };
+    }
+  }
+
+  private unescape(token: IToken): string {
+    const raw = token.image;
+    let out = '';
+    for (let i = 1; i < raw.length - 1; i++) {
+      const c = raw[i]!;
+      if (c !== '\\') {
+        out += c;
+        continue;
+      }
+      const next = raw[i + 1]!;
+      const decoded = ESCAPES[next];
+      if (decoded === undefined) {
+        this.problem(
+          'condition.syntax',
+          `unknown escape '\\${next}' in string (use \\\\, \\', \\", \\n or \\t)`,
+          this.lines.pos(token.startOffset + i),
+        );
+      } else {
+        out += decoded;
+      }
+      i++;
+    }
+    return out;
+  }
+
+  list(ctx: ListCtx): ListNode {
+    const items = (ctx.items ?? []).map((c) => this.visit(c) as LiteralNode | PathNode);
+    return { kind: 'list', items, pos: this.at(ctx.open[0]!) };
+  }
+
+  listItem(ctx: ListItemCtx): ConditionAst {
+    return this.visit((ctx.literal ?? ctx.path)![0]!);
+  }
+
+  call(ctx: CallCtx): CallNode {
+    const name = ctx.name[0]!;
+    const pos = this.at(name);
+    const args = (ctx.args ?? []).map((c) => this.visit(c) as ConditionAst);
+    const fn = name.image;
+    if (!Object.hasOwn(FUNCTION_ARITY, fn)) {
+      const near = FUNCTION_NAMES.find((f) => f.toLowerCase() === fn.toLowerCase());
+      this.problem(
+        'condition.unknown_function',
+        `unknown function '${fn}'${near ? ` (did you mean ${near}?)` : ''}; expected startsWith, endsWith, contains or matches`,
+        pos,
+      );
+    } else if (args.length !== FUNCTION_ARITY[fn as FunctionName]) {
+      const n = FUNCTION_ARITY[fn as FunctionName];
+      this.problem('condition.arity', `${fn} takes ${n} arguments but got ${args.length}`, pos);
+    }
+    return { kind: 'call', fn: fn as FunctionName, args, pos };
+  }
+
+  path(ctx: PathCtx): PathNode {
+    const root = ctx.root[0]!;
+    const pos = this.at(root);
+    const segments = (ctx.segments ?? []).map((t) => t.image);
+    if (!ROOTS.has(root.image)) {
+      this.problem('condition.unknown_name', `unknown name '${root.image}'; expected agent_id, action, resource, amount or context.…`, pos);
+    } else if (root.image !== 'context' && segments.length > 0) {
+      this.problem('condition.unknown_name', `${root.image} has no fields (only context.… paths have dotted fields)`, this.at(ctx.segments![0]!));
+    } else {
+      for (const [i, segment] of segments.entries()) {
+        if (FORBIDDEN_FIELDS.has(segment)) {
+          this.problem('condition.unknown_name', `'${segment}' cannot be used as a context field name`, this.at(ctx.segments![i]!));
+        }
+      }
+    }
+    return { kind: 'path', root: root.image as PathRoot, segments, pos };
+  }
+}
+
+const builder = new AstBuilder();
+
+export interface ParseResult {
+  ast?: ConditionAst;
+  issues: ConditionIssue[];
+}
+
+/**
+ * Parses a condition. Returns the AST when there are no issues, otherwise the
+ * issues (syntax, too_long, too_deep, unknown_name, unknown_function, arity).
+ */
+export function parseCondition(text: string): ParseResult {
+  if (typeof text !== 'string') {
+    return { issues: [issueAt('condition.syntax', 'a condition must be a string', { offset: 0, line: 1, col: 1 })] };
+  }
+  const lines = new LineMap(text);
+  if (text.length > MAX_LENGTH) {
+    return {
+      issues: [issueAt('condition.too_long', `condition is ${text.length} characters long; the limit is ${MAX_LENGTH}`, lines.pos(MAX_LENGTH))],
+    };
+  }
+  const lexed = tokenize(text);
+  if (lexed.errors.length > 0) {
+    return { issues: lexed.errors.map((e) => issueAt('condition.syntax', describeLexError(text, e.offset), lines.pos(e.offset))) };
+  }
+  const tooDeep = nestingViolation(lexed.tokens);
+  if (tooDeep) {
+    return {
+      issues: [
+        issueAt(
+          'condition.too_deep',
+          `condition is nested too deeply (more than ${MAX_DEPTH} levels of brackets and '!')`,
+          lines.pos(tooDeep.token.startOffset),
+        ),
+      ],
+    };
+  }
+  conditionParser.input = lexed.tokens;
+  const cst = conditionParser.condition();
+  const errors = conditionParser.errors;
+  if (errors.length > 0) {
+    return {
+      issues: errors.map((e) => {
+        const token = e.token;
+        const offset = token.tokenType === EOF || Number.isNaN(token.startOffset) ? text.length : token.startOffset;
+        let message = e.message;
+        if (e.name === 'NotAllInputParsedException') {
+          const index = lexed.tokens.indexOf(token);
+          message = notAllInputMessage(token, index > 0 ? lexed.tokens[index - 1] : undefined);
+        }
+        return issueAt('condition.syntax', message, lines.pos(offset));
+      }),
+    };
+  }
+  builder.lines = lines;
+  builder.issues = [];
+  const ast = builder.visit(cst) as ConditionAst;
+  const issues = builder.issues;
+  builder.issues = [];
+  return issues.length > 0 ? { issues } : { ast, issues: [] };
+}

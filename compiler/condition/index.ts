@@ -1,0 +1,24 @@
+export type {
+  CallNode,
+  CompareNode,
+  CompareOperator,
+  ConditionAst,
+  ConditionIssue,
+  ConditionType,
+  FunctionName,
+  ListNode,
+  LiteralNode,
+  LiteralValue,
+  LogicalNode,
+  NotNode,
+  PathNode,
+  PathRoot,
+  SourcePos,
+} from './ast.js';
+export { MAX_LENGTH, parseCondition } from './ast.js';
+export { MAX_DEPTH } from './parser.js';
+export { checkCondition } from './check.js';
+export { compileCondition } from './compile.js';
+export { isConstantFalse } from './fold.js';
+export { conditionPaths, printCondition } from './print.js';
+export { analyzeCondition, type ConditionAnalysis } from './analyze.js';

@@ -1,0 +1,83 @@
+/**
+ * Lints (warnings; errors under --strict): policies that can never decide because
+ * a higher-priority policy of another effect covers them; same-priority policies
+ * that conflict; policies that can never match.
+ */
+import { isConstantFalse } from '../condition/index.js';
+import type { Diagnostic } from '../diagnostics/diagnostic.js';
+import { actionPatternCovers, actionPatternsOverlap } from '../patterns/action.js';
+import { globCovers, globsIntersect } from '../patterns/glob.js';
+import type { PolicyOrigin } from '../policy/read.js';
+import type { Policy } from '../policy/types.js';
+import type { DecisionTable } from '../table/build.js';
+import type { PolicyRow } from '../table/rows.js';
+import { forEachOverlappingPair } from './pairs.js';
+
+type Origins = ReadonlyMap<string, PolicyOrigin>;
+
+export function lintTable(table: DecisionTable, origins: Origins): Diagnostic[] {
+  const out: Diagnostic[] = [];
+  const warn = (row: PolicyRow, code: string, message: string) => {
+    const o = origins.get(row.policy.id);
+    out.push({
+      severity: 'warning',
+      code,
+      message,
+      path: o?.pointer || '/',
+      ...(o?.file ? { file: o.file, line: o.line, col: o.col } : {}),
+    });
+  };
+  const where = (p: Policy) => {
+    const o = origins.get(p.id);
+    return o?.file ? ` (${o.file}:${o.line})` : '';
+  };
+  for (const row of table.rows) {
+    if (row.conditionAst && isConstantFalse(row.conditionAst)) {
+      warn(row, 'lint.never_matches', `policy ${row.policy.id} can never match: its condition is always false`);
+    }
+  }
+  forEachOverlappingPair(table, (a, b) => {
+    if (!a.enabled || !b.enabled || a.policy.effect === b.policy.effect) return;
+    const p = a.policy;
+    const q = b.policy;
+    if (p.priority === q.priority) {
+      if (p.condition === undefined && q.condition === undefined && overlaps(p, q)) {
+        warn(b, 'lint.conflict', `policies ${p.id}${where(p)} and ${q.id} have the same priority ${p.priority} and different effects (${p.effect}, ${q.effect}) for some requests; ${p.id} wins by the deny > review > allow rule`);
+      }
+      return;
+    }
+    if (p.condition === undefined && covers(p, q)) {
+      warn(b, 'lint.shadowed', `policy ${q.id} (${q.effect}, priority ${q.priority}) can never decide: ${p.id}${where(p)} (${p.effect}, priority ${p.priority}) matches every request it matches`);
+    }
+  });
+  return out;
+}
+
+function overlapsList(a: string[] | undefined, b: string[] | undefined, test: (x: string, y: string) => boolean): boolean {
+  if (a === undefined || b === undefined) return true;
+  return a.some((x) => b.some((y) => test(x, y)));
+}
+
+/** Whether some request matches both (conditions aside). */
+function overlaps(p: Policy, q: Policy): boolean {
+  return (
+    overlapsList(p.agents, q.agents, globsIntersect) &&
+    overlapsList(p.actions, q.actions, actionPatternsOverlap) &&
+    overlapsList(p.resources, q.resources, globsIntersect)
+  );
+}
+
+function coversList(outer: string[] | undefined, inner: string[] | undefined, test: (o: string, i: string) => boolean): boolean {
+  if (outer === undefined) return true;
+  if (inner === undefined) return false;
+  return inner.every((i) => outer.some((o) => test(o, i)));
+}
+
+/** Whether every request `inner` matches is matched by `outer` (conservative). */
+function covers(outer: Policy, inner: Policy): boolean {
+  return (
+    coversList(outer.agents, inner.agents, globCovers) &&
+    coversList(outer.actions, inner.actions, actionPatternCovers) &&
+    coversList(outer.resources, inner.resources, globCovers)
+  );
+}

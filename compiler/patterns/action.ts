@@ -1,0 +1,43 @@
+/**
+ * Action strings (`namespace.verb`) and action patterns (`*` alone or as either part).
+ */
+export const ACTION_RE = /^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$/;
+const PART = '(\\*|[a-z][a-z0-9_]*)';
+export const ACTION_PATTERN_RE = new RegExp(`^(\\*|${PART}\\.${PART})$`);
+
+export function isValidAction(action: string): boolean {
+  return ACTION_RE.test(action);
+}
+
+export function isValidActionPattern(pattern: string): boolean {
+  return ACTION_PATTERN_RE.test(pattern);
+}
+
+/** The two parts of a pattern; `*` alone is `*.*`. */
+export function actionPatternParts(pattern: string): [string, string] {
+  if (pattern === '*') return ['*', '*'];
+  const dot = pattern.indexOf('.');
+  return [pattern.slice(0, dot), pattern.slice(dot + 1)];
+}
+
+export function actionPatternMatches(pattern: string, action: string): boolean {
+  if (pattern === '*') return true;
+  const [ns, verb] = actionPatternParts(pattern);
+  const dot = action.indexOf('.');
+  if (dot < 0) return false;
+  return (ns === '*' || ns === action.slice(0, dot)) && (verb === '*' || verb === action.slice(dot + 1));
+}
+
+/** Whether some action matches both patterns. */
+export function actionPatternsOverlap(a: string, b: string): boolean {
+  const [an, av] = actionPatternParts(a);
+  const [bn, bv] = actionPatternParts(b);
+  return (an === '*' || bn === '*' || an === bn) && (av === '*' || bv === '*' || av === bv);
+}
+
+/** Whether every action matching `inner` matches `outer`. */
+export function actionPatternCovers(outer: string, inner: string): boolean {
+  const [on, ov] = actionPatternParts(outer);
+  const [inn, iv] = actionPatternParts(inner);
+  return (on === '*' || on === inn) && (ov === '*' || ov === iv);
+}

@@ -1,0 +1,36 @@
+/** Defaults and derived fields: turns a schema-valid policy value into a `Policy`. */
+import { DEFAULT_PRIORITY, type Policy } from './types.js';
+
+/** `pol_` + the name with every character outside [A-Za-z0-9_] replaced by `_`. */
+export function idFromName(name: string): string {
+  return `pol_${name.replace(/[^A-Za-z0-9_]/g, '_')}`.slice(0, 68);
+}
+
+/**
+ * `value` must already have passed schema validation. A missing id is derived from
+ * the name (files) or taken from `generateId` (API); a missing name is the id.
+ */
+export function normalizePolicy(value: Record<string, unknown>, generateId?: () => string): Policy {
+  const v = value as Partial<Policy>;
+  const id = v.id ?? (v.name !== undefined ? idFromName(v.name) : generateId!());
+  const policy: Policy = {
+    id,
+    name: v.name ?? id,
+    state: v.state ?? 'enabled',
+    priority: v.priority ?? DEFAULT_PRIORITY,
+    effect: v.effect!,
+    actions: [...v.actions!],
+  };
+  if (v.description !== undefined) policy.description = v.description;
+  if (v.agents !== undefined) policy.agents = [...v.agents];
+  if (v.resources !== undefined) policy.resources = [...v.resources];
+  if (v.condition !== undefined) policy.condition = v.condition;
+  if (v.rate_limit !== undefined) policy.rate_limit = { ...v.rate_limit };
+  if (v.budget !== undefined) policy.budget = { ...v.budget };
+  return policy;
+}
+
+/** Field order used in bundles and API responses. */
+export function canonicalPolicy(p: Policy): Policy {
+  return normalizePolicy(p as unknown as Record<string, unknown>);
+}

@@ -1,0 +1,50 @@
+/** The normalised form of a policy: defaults applied, every field present or explicitly absent. */
+export type Effect = 'allow' | 'deny' | 'review';
+export type PolicyState = 'enabled' | 'disabled';
+export type BudgetPeriod = 'hourly' | 'daily' | 'weekly' | 'monthly' | 'yearly';
+
+export const EFFECTS: readonly Effect[] = ['allow', 'deny', 'review'];
+export const BUDGET_PERIODS: readonly BudgetPeriod[] = ['hourly', 'daily', 'weekly', 'monthly', 'yearly'];
+export const RATE_WINDOWS = ['per_second', 'per_minute', 'per_hour', 'per_day'] as const;
+export type RateWindow = (typeof RATE_WINDOWS)[number];
+
+export type RateLimit = Partial<Record<RateWindow, number>>;
+
+export interface Budget {
+  /** ISO 4217 code (fiat, consumes the request's amount) or `calls` (consumes 1 per allowed decision). */
+  unit: string;
+  limit: number;
+  period: BudgetPeriod;
+  /** Fraction of the limit, 0 < x < 1, at which `budget.threshold` fires. */
+  threshold_alert?: number;
+}
+
+export interface Policy {
+  id: string;
+  name: string;
+  description?: string;
+  state: PolicyState;
+  priority: number;
+  effect: Effect;
+  /** Agent id globs; absent = every agent. */
+  agents?: string[];
+  /** Action patterns: `namespace.verb`, with `*` alone or as either part. */
+  actions: string[];
+  /** Resource globs; absent = any resource (including none). */
+  resources?: string[];
+  condition?: string;
+  rate_limit?: RateLimit;
+  budget?: Budget;
+}
+
+/** Default priority when a policy gives none (lower number wins). */
+export const DEFAULT_PRIORITY = 100;
+
+/** What a decision is asked about. */
+export interface DecisionRequest {
+  agent_id: string;
+  action: string;
+  resource?: string | null;
+  amount?: number | null;
+  context?: Record<string, unknown> | null;
+}

@@ -1,0 +1,97 @@
+/**
+ * The action index: a two-level trie over an action's namespace and verb, each
+ * level with exact branches and one wildcard branch. A lookup visits at most four
+ * leaves (ns.verb, ns.*, *.verb, *.*), so its cost does not grow with the number
+ * of policies that name other actions.
+ */
+import { actionPatternParts } from '../patterns/action.js';
+import { addToAgentIndex, collectForAgent, emptyAgentIndex, type AgentIndex } from './agent-index.js';
+import type { PolicyRow } from './rows.js';
+
+export interface VerbNode {
+  readonly exact: Map<string, AgentIndex>;
+  wildcard: AgentIndex | null;
+}
+
+export interface ActionTrie {
+  readonly exact: Map<string, VerbNode>;
+  wildcard: VerbNode | null;
+}
+
+export function emptyActionTrie(): ActionTrie {
+  return { exact: new Map(), wildcard: null };
+}
+
+function emptyVerbNode(): VerbNode {
+  return { exact: new Map(), wildcard: null };
+}
+
+/** The leaf for a pattern, created on demand. */
+export function leafFor(trie: ActionTrie, pattern: string): AgentIndex {
+  const [ns, verb] = actionPatternParts(pattern);
+  let node: VerbNode;
+  if (ns === '*') node = trie.wildcard ??= emptyVerbNode();
+  else {
+    let found = trie.exact.get(ns);
+    if (!found) trie.exact.set(ns, (found = emptyVerbNode()));
+    node = found;
+  }
+  if (verb === '*') return (node.wildcard ??= emptyAgentIndex());
+  let leaf = node.exact.get(verb);
+  if (!leaf) node.exact.set(verb, (leaf = emptyAgentIndex()));
+  return leaf;
+}
+
+/** Inserts a row under each of its action patterns (rows in row order). */
+export function insertRow(trie: ActionTrie, row: PolicyRow): void {
+  const leaves = new Set<AgentIndex>();
+  for (const pattern of row.policy.actions) leaves.add(leafFor(trie, pattern));
+  for (const leaf of leaves) addToAgentIndex(leaf, row);
+}
+
+/**
+ * The rows whose agent filter and action pattern match, in row order, each once.
+ */
+export function lookupCandidates(trie: ActionTrie, agentId: string, action: string): PolicyRow[] {
+  const dot = action.indexOf('.');
+  const ns = action.slice(0, dot);
+  const verb = action.slice(dot + 1);
+  const out: PolicyRow[] = [];
+  let sources = 0;
+  const exactNs = trie.exact.get(ns);
+  if (exactNs !== undefined) sources += collectVerb(exactNs, verb, agentId, out);
+  if (trie.wildcard !== null) sources += collectVerb(trie.wildcard, verb, agentId, out);
+  if (sources > 1 || out.length > 1) return sortUnique(out);
+  return out;
+}
+
+function collectVerb(node: VerbNode, verb: string, agentId: string, out: PolicyRow[]): number {
+  let n = 0;
+  const leaf = node.exact.get(verb);
+  if (leaf !== undefined) {
+    collectForAgent(leaf, agentId, out);
+    n++;
+  }
+  if (node.wildcard !== null) {
+    collectForAgent(node.wildcard, agentId, out);
+    n++;
+  }
+  return n;
+}
+
+/** Sorts by row index and drops repeats (a row reached through several leaves or buckets). */
+function sortUnique(rows: PolicyRow[]): PolicyRow[] {
+  let sorted = true;
+  for (let i = 1; i < rows.length; i++) {
+    if (rows[i - 1]!.index >= rows[i]!.index) {
+      sorted = false;
+      break;
+    }
+  }
+  if (sorted) return rows;
+  rows.sort((a, b) => a.index - b.index);
+  let w = 1;
+  for (let r = 1; r < rows.length; r++) if (rows[r] !== rows[w - 1]) rows[w++] = rows[r]!;
+  rows.length = w;
+  return rows;
+}

@@ -1,0 +1,96 @@
+/**
+ * Deciding a request against a table: steps 4-6 of the contract's evaluation
+ * order. Candidate selection has two interchangeable paths, the index (action trie
+ * + agent index) and a linear scan of every row, which is the reference the index
+ * is property-tested against and what `explain` walks; both feed one `decide`.
+ */
+import type { DecisionRequest, Effect, Policy } from '../policy/types.js';
+import { lookupCandidates } from './action-trie.js';
+import type { DecisionTable } from './build.js';
+import { actionMatches, agentMatches, conditionHolds, resourceMatches, type PolicyRow } from './rows.js';
+
+export type EvaluationReason = 'policy.matched' | 'policy.not_found' | 'policy.disabled' | 'resource.not_allowed';
+
+export interface EvaluationWarning {
+  code: 'policy.conflict';
+  message: string;
+  policy_ids: string[];
+}
+
+export interface Evaluation {
+  effect: Effect;
+  reason: EvaluationReason;
+  /** The deciding policy; null when none matched. */
+  policy_id: string | null;
+  /** Every enabled policy that matched (agent, action, resource, condition), in rank order. */
+  matched: Policy[];
+  warnings: EvaluationWarning[];
+}
+
+/** Indexed evaluation: the hot path. */
+export function evaluate(table: DecisionTable, request: DecisionRequest): Evaluation {
+  return decide(lookupCandidates(table.trie, request.agent_id, request.action), request);
+}
+
+/** Unindexed evaluation over every row: the reference for the index. */
+export function evaluateLinear(table: DecisionTable, request: DecisionRequest): Evaluation {
+  return decide(linearCandidates(table, request), request);
+}
+
+/** The rows whose agent filter and action pattern match, in rank order, by scanning all. */
+export function linearCandidates(table: DecisionTable, request: DecisionRequest): PolicyRow[] {
+  return table.rows.filter((row) => agentMatches(row, request.agent_id) && actionMatches(row, request.action));
+}
+
+/**
+ * Decides from the candidates (rows matching agent and action, in rank order,
+ * disabled ones included).
+ */
+export function decide(candidates: readonly PolicyRow[], request: DecisionRequest): Evaluation {
+  let enabled = 0;
+  let disabled = 0;
+  let allowCandidates = 0;
+  let allowResourceDrops = 0;
+  let matched: Policy[] | null = null;
+  for (let i = 0; i < candidates.length; i++) {
+    const row = candidates[i]!;
+    if (!row.enabled) {
+      disabled++;
+      continue;
+    }
+    enabled++;
+    const isAllow = row.policy.effect === 'allow';
+    if (isAllow) allowCandidates++;
+    if (!resourceMatches(row, request.resource)) {
+      if (isAllow) allowResourceDrops++;
+      continue;
+    }
+    if (!conditionHolds(row, request)) continue;
+    (matched ??= []).push(row.policy);
+  }
+  if (matched === null) {
+    if (enabled === 0 && disabled > 0) return { effect: 'deny', reason: 'policy.disabled', policy_id: null, matched: [], warnings: [] };
+    if (allowCandidates > 0 && allowResourceDrops === allowCandidates) {
+      return { effect: 'deny', reason: 'resource.not_allowed', policy_id: null, matched: [], warnings: [] };
+    }
+    return { effect: 'deny', reason: 'policy.not_found', policy_id: null, matched: [], warnings: [] };
+  }
+  const winner = matched[0]!;
+  let warnings: EvaluationWarning[] = [];
+  for (let i = 1; i < matched.length; i++) {
+    if (matched[i]!.effect !== winner.effect) {
+      warnings = [conflictWarning(winner, matched)];
+      break;
+    }
+  }
+  return { effect: winner.effect, reason: 'policy.matched', policy_id: winner.id, matched, warnings };
+}
+
+function conflictWarning(winner: Policy, matched: Policy[]): EvaluationWarning {
+  const effects = [...new Set(matched.map((p) => p.effect))].join(', ');
+  return {
+    code: 'policy.conflict',
+    message: `${matched.length} policies matched with different effects (${effects}); ${winner.id} (priority ${winner.priority}, ${winner.effect}) decided`,
+    policy_ids: matched.map((p) => p.id),
+  };
+}

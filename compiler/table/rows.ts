@@ -1,0 +1,63 @@
+/**
+ * A decision table row: one policy with its patterns compiled, numbered in the
+ * order decisions rank them (priority ascending; at equal priority deny, review,
+ * allow; then id), so the first surviving row of a request is the winner.
+ */
+import { compileGlob, globMatches, type CompiledGlob } from '../patterns/glob.js';
+import { compileCondition, type ConditionAst } from '../condition/index.js';
+import type { DecisionRequest, Effect, Policy } from '../policy/types.js';
+import { actionPatternMatches } from '../patterns/action.js';
+
+export interface PolicyRow {
+  /** Rank of the row: lower decides first. */
+  readonly index: number;
+  readonly policy: Policy;
+  readonly enabled: boolean;
+  /** Agent globs; null = every agent. */
+  readonly agents: readonly CompiledGlob[] | null;
+  /** Resource globs; null = any resource (or none). */
+  readonly resources: readonly CompiledGlob[] | null;
+  readonly conditionAst: ConditionAst | null;
+  readonly condition: ((request: DecisionRequest) => boolean) | null;
+}
+
+export const EFFECT_RANK: Record<Effect, number> = { deny: 0, review: 1, allow: 2 };
+
+/** The order rows are ranked in: priority, then deny > review > allow, then id. */
+export function comparePolicies(a: Policy, b: Policy): number {
+  return a.priority - b.priority || EFFECT_RANK[a.effect] - EFFECT_RANK[b.effect] || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+}
+
+export function buildRow(index: number, policy: Policy, conditionAst: ConditionAst | null): PolicyRow {
+  return {
+    index,
+    policy,
+    enabled: policy.state === 'enabled',
+    agents: policy.agents ? policy.agents.map(compileGlob) : null,
+    resources: policy.resources ? policy.resources.map(compileGlob) : null,
+    conditionAst,
+    condition: conditionAst ? compileCondition(conditionAst) : null,
+  };
+}
+
+export function agentMatches(row: PolicyRow, agentId: string): boolean {
+  if (row.agents === null) return true;
+  for (const glob of row.agents) if (globMatches(glob, agentId)) return true;
+  return false;
+}
+
+export function actionMatches(row: PolicyRow, action: string): boolean {
+  for (const pattern of row.policy.actions) if (actionPatternMatches(pattern, action)) return true;
+  return false;
+}
+
+export function resourceMatches(row: PolicyRow, resource: string | null | undefined): boolean {
+  if (row.resources === null) return true;
+  if (resource === undefined || resource === null) return false;
+  for (const glob of row.resources) if (globMatches(glob, resource)) return true;
+  return false;
+}
+
+export function conditionHolds(row: PolicyRow, request: DecisionRequest): boolean {
+  return row.condition === null || row.condition(request);
+}
