@@ -44,29 +44,33 @@ function timeDecisions(evaluate: (r: DecisionRequest) => 'allow' | 'deny', reque
 
 const fmt = (ms: number) => (ms >= 1 ? ms.toFixed(2) : ms >= 0.01 ? ms.toFixed(3) : ms.toFixed(4));
 
+const header = ['peer', 'policies', 'prepare ms', 'median ms/decision', 'p95 ms', 'decisions timed', 'allow'];
+const widths = [22, 8, 10, 18, 8, 15, 5];
+const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+
+function print(r: Row) {
+  console.log(
+    line([r.peer, String(r.n), r.prepareMs.toFixed(1), fmt(r.medianMs), fmt(r.p95Ms), String(r.decisions), `${Math.round((100 * r.allows) / r.decisions)}%`]),
+  );
+}
+
 async function main() {
   const sizes = process.argv.slice(2).map(Number).filter((x) => x > 0);
-  const rows: Row[] = [];
+  console.log(line(header));
+  console.log(widths.map((w) => '-'.repeat(w)).join('  '));
   for (const n of sizes.length > 0 ? sizes : [10, 1000, 10000]) {
     const { policies, requests } = generatePolicySet(n, 1);
     const cedar = prepareCedar(policies);
     try {
-      rows.push({ peer: 'cedar', n, prepareMs: cedar.prepareMs, ...timeDecisions((r) => cedar.evaluate(r), requests, 20_000) });
+      print({ peer: 'cedar', n, prepareMs: cedar.prepareMs, ...timeDecisions((r) => cedar.evaluate(r), requests, 20_000) });
     } finally {
       cedar.dispose();
     }
     const casbin = await prepareCasbin(policies);
-    rows.push({ peer: 'casbin', n, prepareMs: casbin.prepareMs, ...timeDecisions((r) => casbin.evaluate(r), requests, 20_000) });
+    print({ peer: 'casbin', n, prepareMs: casbin.prepareMs, ...timeDecisions((r) => casbin.evaluate(r), requests, 20_000) });
     const casbinDo = await prepareCasbin(policies, { effect: 'deny-override' });
-    rows.push({ peer: 'casbin (deny-override)', n, prepareMs: casbinDo.prepareMs, ...timeDecisions((r) => casbinDo.evaluate(r), requests, 20_000) });
+    print({ peer: 'casbin (deny-override)', n, prepareMs: casbinDo.prepareMs, ...timeDecisions((r) => casbinDo.evaluate(r), requests, 20_000) });
   }
-  const header = ['peer', 'policies', 'prepare ms', 'median ms/decision', 'p95 ms', 'decisions timed', 'allow'];
-  const table = rows.map((r) => [r.peer, String(r.n), r.prepareMs.toFixed(1), fmt(r.medianMs), fmt(r.p95Ms), String(r.decisions), `${Math.round((100 * r.allows) / r.decisions)}%`]);
-  const widths = header.map((h, i) => Math.max(h.length, ...table.map((row) => row[i]!.length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
-  console.log(line(header));
-  console.log(widths.map((w) => '-'.repeat(w)).join('  '));
-  for (const row of table) console.log(line(row));
 }
 
 await main();

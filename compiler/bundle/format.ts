@@ -4,10 +4,18 @@ import type { Policy } from '../policy/types.js';
 export const BUNDLE_FORMAT = 'agent-authz.bundle';
 export const BUNDLE_FORMAT_VERSION = 1;
 
+/** A glob of a row: [row index, position of the glob in the policy's `agents`]. */
+export type SerializedGlobRef = [number, number];
+
 /** Row indexes (positions in `table.rows`) of one action-trie leaf, by agent. */
 export interface SerializedLeaf {
   exact: Record<string, number[]>;
-  globs: number[];
+  /** Globs by their literal prefix. */
+  prefixed: Record<string, SerializedGlobRef[]>;
+  /** Globs with no literal prefix, by their literal suffix. */
+  suffixed: Record<string, SerializedGlobRef[]>;
+  /** Other globs. */
+  globs: SerializedGlobRef[];
   any: number[];
 }
 

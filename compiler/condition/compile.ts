@@ -10,11 +10,13 @@
  * 1. Values. `agent_id`, `action` are the request's strings. `resource` and
  *    `amount` are MISSING when absent or null. `context` is the request's context
  *    (MISSING when absent or null); `context.a.b` walks own properties only
- *    (`Object.hasOwn`), and only through plain objects (prototype `Object.prototype`
- *    or null): walking into an array, a class instance, a primitive or an absent
- *    key gives MISSING, and so does a value that is `undefined`. Field names
- *    `__proto__`, `constructor`, `prototype` are rejected at compile time and read
- *    as MISSING here.
+ *    (`Object.hasOwn`: inherited and polluted prototype properties are never
+ *    seen), and only through plain objects (prototype `Object.prototype` or null;
+ *    an object whose `constructor` is `Object` counts as plain without the
+ *    prototype lookup): walking into an array, a class instance, a Date, a
+ *    primitive or an absent key gives MISSING, and so does a value that is
+ *    `undefined`. Field names `__proto__`, `constructor`, `prototype` are
+ *    rejected at compile time and read as MISSING here.
  * 2. Missing values. A comparison (`== != < <= > >= in`) or a function call that
  *    reads a MISSING operand is false — `!=` included: with no `context.tier`,
  *    both `context.tier == 'gold'` and `context.tier != 'gold'` are false, while
@@ -60,10 +62,24 @@ const SET_THRESHOLD = 8;
 const TRUE: Test = () => true;
 const FALSE: Test = () => false;
 
+/** Prototype null, or a prototype whose own prototype is null (Object.prototype of any realm). */
 function isPlainRecord(v: unknown): v is Record<string, unknown> {
   if (typeof v !== 'object' || v === null) return false;
   const proto = Object.getPrototypeOf(v) as object | null;
   return proto === Object.prototype || proto === null || Object.getPrototypeOf(proto) === null;
+}
+
+/**
+ * Rule 1: own property `s` of `v` when `v` is a plain object, else undefined.
+ * Ordered for the hot path: one keyed load for a miss; for a hit, `Object.hasOwn`
+ * and a `constructor === Object` test, with the exact prototype test only for
+ * objects that fail it (null prototype, own `constructor` key, other realm).
+ */
+function ownField(v: unknown, s: string): unknown {
+  if (typeof v !== 'object' || v === null) return undefined;
+  const x = (v as Record<string, unknown>)[s];
+  if (x === undefined || !Object.hasOwn(v, s)) return undefined;
+  return (v as { constructor?: unknown }).constructor === Object || isPlainRecord(v) ? x : undefined;
 }
 
 /** Rule 3: deep equality of JSON values. */
@@ -95,20 +111,17 @@ function contextGetter(segments: readonly string[]): Value {
   }
   if (n === 1) {
     const s0 = segments[0]!;
-    return (input) => {
-      const c = input.context;
-      return isPlainRecord(c) && Object.hasOwn(c, s0) ? c[s0] : undefined;
-    };
+    return (input) => ownField(input.context, s0);
+  }
+  if (n === 2) {
+    const s0 = segments[0]!;
+    const s1 = segments[1]!;
+    return (input) => ownField(ownField(input.context, s0), s1);
   }
   const segs = [...segments];
   return (input) => {
     let v: unknown = input.context;
-    for (let k = 0; k < n; k++) {
-      if (!isPlainRecord(v)) return undefined;
-      const s = segs[k]!;
-      if (!Object.hasOwn(v, s)) return undefined;
-      v = v[s];
-    }
+    for (let k = 0; k < n && v !== undefined; k++) v = ownField(v, segs[k]!);
     return v;
   };
 }

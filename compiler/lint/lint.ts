@@ -37,9 +37,9 @@ export function lintTable(table: DecisionTable, origins: Origins): Diagnostic[] 
     }
   }
   forEachOverlappingPair(table, (a, b) => {
-    if (!a.enabled || !b.enabled || a.policy.effect === b.policy.effect) return;
     const p = a.policy;
     const q = b.policy;
+    if (p.effect === q.effect || !a.enabled || !b.enabled) return;
     if (p.priority === q.priority) {
       if (p.condition === undefined && q.condition === undefined && overlaps(p, q)) {
         warn(b, 'lint.conflict', `policies ${p.id}${where(p)} and ${q.id} have the same priority ${p.priority} and different effects (${p.effect}, ${q.effect}) for some requests; ${p.id} wins by the deny > review > allow rule`);
@@ -75,6 +75,8 @@ function coversList(outer: string[] | undefined, inner: string[] | undefined, te
 
 /** Whether every request `inner` matches is matched by `outer` (conservative). */
 function covers(outer: Policy, inner: Policy): boolean {
+  // Cheap rejections first: a filter on the outer side that the inner side lacks.
+  if ((outer.resources && !inner.resources) || (outer.agents && !inner.agents)) return false;
   return (
     coversList(outer.agents, inner.agents, globCovers) &&
     coversList(outer.actions, inner.actions, actionPatternCovers) &&

@@ -1,9 +1,12 @@
 /**
- * Pairs of rows that might both apply to one request, found through the decision
- * table's own index rather than by comparing every pair: a row whose agents and
- * actions are all exact looks itself up in the trie (which returns every row that
- * can match those agent/action pairs); rows with globs or wildcards ("broad") are
- * compared with each other, grouped by action namespace.
+ * Pairs of rows that might both apply to one request, found through indexes rather
+ * than by comparing every pair:
+ * - a row whose agents and actions are all exact ("narrow") looks each agent/action
+ *   pair up in the decision table, which returns every row that can match it;
+ * - rows with agent globs or action wildcards ("broad") meet each other through an
+ *   index by action namespace and agent-pattern literal prefix: two agent patterns
+ *   can only overlap when one literal prefix is a prefix of the other.
+ * Narrow/broad pairs are found from the narrow side. The visitor checks real overlap.
  */
 import { actionPatternParts } from '../patterns/action.js';
 import { lookupCandidates } from '../table/action-trie.js';
@@ -14,43 +17,85 @@ function isNarrow(row: PolicyRow): boolean {
   return row.agents !== null && row.agents.every((g) => g.exact !== undefined) && row.policy.actions.every((a) => !a.includes('*'));
 }
 
-/** Calls `visit(a, b)` once per unordered pair that shares some agent and action, with a ranked before b. */
-export function forEachOverlappingPair(table: DecisionTable, visit: (a: PolicyRow, b: PolicyRow) => void): void {
-  const seen = new Set<number>();
-  const n = table.rows.length;
-  const emit = (x: PolicyRow, y: PolicyRow) => {
-    if (x === y) return;
-    const [a, b] = x.index < y.index ? [x, y] : [y, x];
-    const key = a.index * n + b.index;
-    if (seen.has(key)) return;
-    seen.add(key);
-    visit(a, b);
-  };
-  const broad: PolicyRow[] = [];
-  for (const row of table.rows) {
-    if (!isNarrow(row)) {
-      broad.push(row);
-      continue;
+/** Literal prefixes of a row's agent patterns ('' for every agent). */
+function agentKeys(row: PolicyRow): string[] {
+  return row.agents === null ? [''] : row.agents.map((g) => g.exact ?? g.prefix);
+}
+
+/** Rows keyed by agent-pattern literal prefix, probing ancestors and descendants of a key. */
+class PrefixGroup {
+  private readonly byKey = new Map<string, PolicyRow[]>();
+  private sortedKeys: string[] = [];
+  private lengths: number[] = [];
+
+  add(key: string, row: PolicyRow): void {
+    const list = this.byKey.get(key);
+    if (list) {
+      if (list[list.length - 1] !== row) list.push(row);
+    } else this.byKey.set(key, [row]);
+  }
+
+  seal(): void {
+    this.sortedKeys = [...this.byKey.keys()].sort();
+    this.lengths = [...new Set(this.sortedKeys.map((k) => k.length))].sort((a, b) => a - b);
+  }
+
+  /** Rows whose key is a prefix of `key`, or starts with it. */
+  compatible(key: string, visit: (row: PolicyRow) => void): void {
+    for (const len of this.lengths) {
+      if (len >= key.length) break;
+      this.byKey.get(key.slice(0, len))?.forEach(visit);
     }
+    let lo = 0;
+    let hi = this.sortedKeys.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.sortedKeys[mid]! < key) lo = mid + 1;
+      else hi = mid;
+    }
+    for (let i = lo; i < this.sortedKeys.length && this.sortedKeys[i]!.startsWith(key); i++) this.byKey.get(this.sortedKeys[i]!)!.forEach(visit);
+  }
+}
+
+/** Calls `visit(a, b)` once per unordered pair that may share an agent and an action, with a ranked before b. */
+export function forEachOverlappingPair(table: DecisionTable, visit: (a: PolicyRow, b: PolicyRow) => void): void {
+  const broad: PolicyRow[] = [];
+  const narrow = new Set<PolicyRow>();
+  for (const row of table.rows) (isNarrow(row) ? narrow.add(row) : broad.push(row));
+
+  for (const row of narrow) {
+    // One agent and one action: one lookup, whose rows are already unique.
+    const seen = row.agents!.length * row.policy.actions.length > 1 ? new Set<PolicyRow>() : null;
     for (const agent of row.agents!) {
       for (const action of row.policy.actions) {
-        for (const other of lookupCandidates(table.trie, agent.exact!, action)) emit(row, other);
+        for (const other of lookupCandidates(table.trie, agent.exact!, action)) {
+          if (other === row || seen?.has(other)) continue;
+          seen?.add(other);
+          // A narrow/narrow pair is met from both sides: keep the one from the lower row.
+          if (narrow.has(other) && other.index < row.index) continue;
+          if (row.index < other.index) visit(row, other);
+          else visit(other, row);
+        }
       }
     }
   }
-  // Broad rows: group by namespace; a wildcard-namespace row meets every broad row.
-  const byNs = new Map<string, PolicyRow[]>();
-  const anyNs: PolicyRow[] = [];
+
+  const groups = new Map<string, PrefixGroup>();
+  const group = (ns: string) => groups.get(ns) ?? groups.set(ns, new PrefixGroup()).get(ns)!;
   for (const row of broad) {
     const namespaces = new Set(row.policy.actions.map((a) => actionPatternParts(a)[0]));
-    if (namespaces.has('*')) anyNs.push(row);
-    else for (const ns of namespaces) (byNs.get(ns) ?? byNs.set(ns, []).get(ns)!).push(row);
+    for (const ns of namespaces) for (const key of agentKeys(row)) group(ns).add(key, row);
   }
-  for (const group of byNs.values()) {
-    for (let i = 0; i < group.length; i++) for (let j = i + 1; j < group.length; j++) emit(group[i]!, group[j]!);
-  }
-  for (let i = 0; i < anyNs.length; i++) {
-    for (let j = i + 1; j < anyNs.length; j++) emit(anyNs[i]!, anyNs[j]!);
-    for (const row of broad) emit(anyNs[i]!, row);
+  for (const g of groups.values()) g.seal();
+  for (const row of broad) {
+    const seen = new Set<PolicyRow>();
+    const meet = (other: PolicyRow) => {
+      if (other.index <= row.index || seen.has(other)) return;
+      seen.add(other);
+      visit(row, other);
+    };
+    const namespaces = new Set(row.policy.actions.map((a) => actionPatternParts(a)[0]));
+    const probe = namespaces.has('*') ? [...groups.values()] : [...namespaces, '*'].flatMap((ns) => groups.get(ns) ?? []);
+    for (const g of probe) for (const key of agentKeys(row)) g.compatible(key, meet);
   }
 }

@@ -37,7 +37,11 @@ export function actionPatternsOverlap(a: string, b: string): boolean {
 
 /** Whether every action matching `inner` matches `outer`. */
 export function actionPatternCovers(outer: string, inner: string): boolean {
-  const [on, ov] = actionPatternParts(outer);
-  const [inn, iv] = actionPatternParts(inner);
-  return (on === '*' || on === inn) && (ov === '*' || ov === iv);
+  if (outer === '*' || outer === inner) return true;
+  if (inner === '*') return outer === '*.*';
+  const od = outer.indexOf('.');
+  const id = inner.indexOf('.');
+  const on = outer.slice(0, od);
+  const ov = outer.slice(od + 1);
+  return (on === '*' || on === inner.slice(0, id)) && (ov === '*' || ov === inner.slice(id + 1));
 }

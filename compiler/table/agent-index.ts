@@ -1,52 +1,102 @@
 /**
- * The rows of one action-trie leaf, indexed by agent: rows naming exact agent ids
- * sit in a map, rows with agent globs apart (tested one by one), rows for every
- * agent in a list of their own. Every list is kept in row order.
+ * The rows of one action-trie leaf, indexed by agent, so that a lookup does not
+ * grow with the number of rows for other agents:
+ * - exact agent ids in a map;
+ * - globs with a literal prefix (`support-*`, `agent-0001*`) in a map keyed by
+ *   that prefix, probed once per distinct prefix length;
+ * - globs with no literal prefix but a literal suffix (`*-bot`) likewise by suffix;
+ * - rows for every agent (no filter, or `*`) in a list;
+ * - what remains (`*x*`) in a list tested one by one.
+ * Every list is kept in row order; a row may be reached more than once (several
+ * patterns), which the caller's sort-unique removes.
  */
-import { globMatches } from '../patterns/glob.js';
+import { globMatches, isWildcardOnly, type CompiledGlob } from '../patterns/glob.js';
 import type { PolicyRow } from './rows.js';
+
+export interface GlobEntry {
+  readonly row: PolicyRow;
+  readonly glob: CompiledGlob;
+}
+
+/** Globs keyed by a literal affix, with the distinct affix lengths to probe. */
+export interface AffixIndex {
+  readonly byAffix: Map<string, GlobEntry[]>;
+  /** Distinct affix lengths present, ascending. */
+  readonly lengths: number[];
+}
 
 export interface AgentIndex {
   readonly exact: Map<string, PolicyRow[]>;
-  readonly globs: PolicyRow[];
+  readonly prefixed: AffixIndex;
+  readonly suffixed: AffixIndex;
+  readonly globs: GlobEntry[];
   readonly any: PolicyRow[];
 }
 
+function emptyAffixIndex(): AffixIndex {
+  return { byAffix: new Map(), lengths: [] };
+}
+
 export function emptyAgentIndex(): AgentIndex {
-  return { exact: new Map(), globs: [], any: [] };
+  return { exact: new Map(), prefixed: emptyAffixIndex(), suffixed: emptyAffixIndex(), globs: [], any: [] };
+}
+
+function addAffix(index: AffixIndex, affix: string, entry: GlobEntry): void {
+  const list = index.byAffix.get(affix);
+  if (list) list.push(entry);
+  else {
+    index.byAffix.set(affix, [entry]);
+    if (!index.lengths.includes(affix.length)) {
+      index.lengths.push(affix.length);
+      index.lengths.sort((a, b) => a - b);
+    }
+  }
+}
+
+function pushOnce(list: PolicyRow[], row: PolicyRow): void {
+  if (list[list.length - 1] !== row) list.push(row);
 }
 
 /** Adds a row (rows must be added in row order so the lists stay sorted). */
 export function addToAgentIndex(index: AgentIndex, row: PolicyRow): void {
-  if (row.agents === null) {
+  if (row.agents === null || row.agents.some((g) => isWildcardOnly(g.source))) {
     index.any.push(row);
     return;
   }
-  let hasGlob = false;
   for (const glob of row.agents) {
-    if (glob.exact === undefined) {
-      hasGlob = true;
-      continue;
-    }
-    const list = index.exact.get(glob.exact);
-    if (list === undefined) index.exact.set(glob.exact, [row]);
-    else if (list[list.length - 1] !== row) list.push(row);
+    if (glob.exact !== undefined) {
+      const list = index.exact.get(glob.exact);
+      if (list === undefined) index.exact.set(glob.exact, [row]);
+      else pushOnce(list, row);
+    } else if (glob.prefix.length > 0) addAffix(index.prefixed, glob.prefix, { row, glob });
+    else if (glob.suffix.length > 0) addAffix(index.suffixed, glob.suffix, { row, glob });
+    else index.globs.push({ row, glob });
   }
-  if (hasGlob) index.globs.push(row);
 }
 
 /** Appends to `out` the rows of this leaf that apply to `agentId` (may repeat a row). */
 export function collectForAgent(index: AgentIndex, agentId: string, out: PolicyRow[]): void {
   const exact = index.exact.get(agentId);
   if (exact !== undefined) for (let i = 0; i < exact.length; i++) out.push(exact[i]!);
+  if (index.prefixed.lengths.length > 0) collectAffix(index.prefixed, agentId, true, out);
+  if (index.suffixed.lengths.length > 0) collectAffix(index.suffixed, agentId, false, out);
   for (let i = 0; i < index.globs.length; i++) {
-    const row = index.globs[i]!;
-    for (const glob of row.agents!) {
-      if (glob.exact === undefined && globMatches(glob, agentId)) {
-        out.push(row);
-        break;
-      }
-    }
+    const entry = index.globs[i]!;
+    if (globMatches(entry.glob, agentId)) out.push(entry.row);
   }
   for (let i = 0; i < index.any.length; i++) out.push(index.any[i]!);
+}
+
+function collectAffix(index: AffixIndex, agentId: string, prefix: boolean, out: PolicyRow[]): void {
+  const { lengths, byAffix } = index;
+  for (let i = 0; i < lengths.length; i++) {
+    const len = lengths[i]!;
+    if (len > agentId.length) break;
+    const entries = byAffix.get(prefix ? agentId.slice(0, len) : agentId.slice(agentId.length - len));
+    if (entries === undefined) continue;
+    for (let j = 0; j < entries.length; j++) {
+      const entry = entries[j]!;
+      if (globMatches(entry.glob, agentId)) out.push(entry.row);
+    }
+  }
 }
