@@ -11,7 +11,7 @@
 export interface CompiledGlob {
   readonly source: string;
   /** No star: the subject must equal this. */
-  readonly exact?: string;
+  readonly exact: string | undefined;
   readonly prefix: string;
   readonly suffix: string;
   readonly middles: readonly Segment[];
@@ -28,12 +28,13 @@ export function compileGlob(pattern: string): CompiledGlob {
   if (!pattern.includes('*')) {
     return { source: pattern, exact: pattern, prefix: pattern, suffix: '', middles: [], minLength: pattern.length };
   }
+  // Every compiled glob has the same shape (`exact` present, maybe undefined): one hidden class on the hot path.
   const parts = pattern.split('*');
   const prefix = parts[0]!;
   const suffix = parts[parts.length - 1]!;
   const middles = parts.slice(1, -1).filter((p) => p.length > 0).map((text) => ({ text, fail: failureTable(text) }));
   const minLength = prefix.length + suffix.length + middles.reduce((n, m) => n + m.text.length, 0);
-  return { source: pattern, prefix, suffix, middles, minLength };
+  return { source: pattern, exact: undefined, prefix, suffix, middles, minLength };
 }
 
 export function globMatches(glob: CompiledGlob, subject: string): boolean {

@@ -50,37 +50,34 @@ export function insertRow(trie: ActionTrie, row: PolicyRow): void {
 }
 
 /**
- * The rows whose agent filter and action pattern match, in row order, each once.
+ * The rows whose agent filter and action pattern match, in no particular order and
+ * possibly more than once (a row reached through several leaves or buckets): what
+ * `decide` needs, without the cost of ordering every candidate.
  */
-export function lookupCandidates(trie: ActionTrie, agentId: string, action: string): PolicyRow[] {
+export function collectCandidates(trie: ActionTrie, agentId: string, action: string): PolicyRow[] {
   const dot = action.indexOf('.');
   const ns = action.slice(0, dot);
   const verb = action.slice(dot + 1);
   const out: PolicyRow[] = [];
-  let sources = 0;
   const exactNs = trie.exact.get(ns);
-  if (exactNs !== undefined) sources += collectVerb(exactNs, verb, agentId, out);
-  if (trie.wildcard !== null) sources += collectVerb(trie.wildcard, verb, agentId, out);
-  if (sources > 1 || out.length > 1) return sortUnique(out);
+  if (exactNs !== undefined) collectVerb(exactNs, verb, agentId, out);
+  if (trie.wildcard !== null) collectVerb(trie.wildcard, verb, agentId, out);
   return out;
 }
 
-function collectVerb(node: VerbNode, verb: string, agentId: string, out: PolicyRow[]): number {
-  let n = 0;
-  const leaf = node.exact.get(verb);
-  if (leaf !== undefined) {
-    collectForAgent(leaf, agentId, out);
-    n++;
-  }
-  if (node.wildcard !== null) {
-    collectForAgent(node.wildcard, agentId, out);
-    n++;
-  }
-  return n;
+/** The same rows in row order, each once. */
+export function lookupCandidates(trie: ActionTrie, agentId: string, action: string): PolicyRow[] {
+  return sortUnique(collectCandidates(trie, agentId, action));
 }
 
-/** Sorts by row index and drops repeats (a row reached through several leaves or buckets). */
-function sortUnique(rows: PolicyRow[]): PolicyRow[] {
+function collectVerb(node: VerbNode, verb: string, agentId: string, out: PolicyRow[]): void {
+  const leaf = node.exact.get(verb);
+  if (leaf !== undefined) collectForAgent(leaf, agentId, out);
+  if (node.wildcard !== null) collectForAgent(node.wildcard, agentId, out);
+}
+
+/** Sorts by row index and drops repeats. */
+export function sortUnique<T extends { index: number }>(rows: T[]): T[] {
   let sorted = true;
   for (let i = 1; i < rows.length; i++) {
     if (rows[i - 1]!.index >= rows[i]!.index) {

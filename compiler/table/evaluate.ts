@@ -5,7 +5,7 @@
  * is property-tested against and what `explain` walks; both feed one `decide`.
  */
 import type { DecisionRequest, Effect, Policy } from '../policy/types.js';
-import { lookupCandidates } from './action-trie.js';
+import { collectCandidates, sortUnique } from './action-trie.js';
 import type { DecisionTable } from './build.js';
 import { actionMatches, agentMatches, conditionHolds, resourceMatches, type PolicyRow } from './rows.js';
 
@@ -29,7 +29,7 @@ export interface Evaluation {
 
 /** Indexed evaluation: the hot path. */
 export function evaluate(table: DecisionTable, request: DecisionRequest): Evaluation {
-  return decide(lookupCandidates(table.trie, request.agent_id, request.action), request);
+  return decide(collectCandidates(table.trie, request.agent_id, request.action), request);
 }
 
 /** Unindexed evaluation over every row: the reference for the index. */
@@ -43,15 +43,17 @@ export function linearCandidates(table: DecisionTable, request: DecisionRequest)
 }
 
 /**
- * Decides from the candidates (rows matching agent and action, in rank order,
- * disabled ones included).
+ * Decides from the candidates: the rows matching agent and action, disabled ones
+ * included, in any order and possibly repeated (a repeat counts the same way on
+ * both sides of every comparison below, so the counts still decide correctly);
+ * the surviving rows are put in rank order and made unique at the end.
  */
 export function decide(candidates: readonly PolicyRow[], request: DecisionRequest): Evaluation {
   let enabled = 0;
   let disabled = 0;
   let allowCandidates = 0;
   let allowResourceDrops = 0;
-  let matched: Policy[] | null = null;
+  let survivors: PolicyRow[] | null = null;
   for (let i = 0; i < candidates.length; i++) {
     const row = candidates[i]!;
     if (!row.enabled) {
@@ -59,22 +61,23 @@ export function decide(candidates: readonly PolicyRow[], request: DecisionReques
       continue;
     }
     enabled++;
-    const isAllow = row.policy.effect === 'allow';
+    const isAllow = row.isAllow;
     if (isAllow) allowCandidates++;
     if (!resourceMatches(row, request.resource)) {
       if (isAllow) allowResourceDrops++;
       continue;
     }
     if (!conditionHolds(row, request)) continue;
-    (matched ??= []).push(row.policy);
+    (survivors ??= []).push(row);
   }
-  if (matched === null) {
+  if (survivors === null) {
     if (enabled === 0 && disabled > 0) return { effect: 'deny', reason: 'policy.disabled', policy_id: null, matched: [], warnings: [] };
     if (allowCandidates > 0 && allowResourceDrops === allowCandidates) {
       return { effect: 'deny', reason: 'resource.not_allowed', policy_id: null, matched: [], warnings: [] };
     }
     return { effect: 'deny', reason: 'policy.not_found', policy_id: null, matched: [], warnings: [] };
   }
+  const matched = (survivors.length > 1 ? sortUnique(survivors) : survivors).map((row) => row.policy);
   const winner = matched[0]!;
   let warnings: EvaluationWarning[] = [];
   for (let i = 1; i < matched.length; i++) {

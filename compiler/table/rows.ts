@@ -13,6 +13,8 @@ export interface PolicyRow {
   readonly index: number;
   readonly policy: Policy;
   readonly enabled: boolean;
+  /** Copied from the policy so the hot path reads one object shape. */
+  readonly isAllow: boolean;
   /** Agent globs; null = every agent. */
   readonly agents: readonly CompiledGlob[] | null;
   /** Resource globs; null = any resource (or none). */
@@ -33,6 +35,7 @@ export function buildRow(index: number, policy: Policy, conditionAst: ConditionA
     index,
     policy,
     enabled: policy.state === 'enabled',
+    isAllow: policy.effect === 'allow',
     agents: policy.agents ? policy.agents.map(compileGlob) : null,
     resources: policy.resources ? policy.resources.map(compileGlob) : null,
     conditionAst,

@@ -1,0 +1,56 @@
+/**
+ * The HTTP application: a Fastify instance with request ids, JSON validation, the
+ * one error mapping, API key authentication, and one route plugin per resource,
+ * registered explicitly.
+ */
+import Fastify, { type FastifyInstance } from 'fastify';
+import { registerAuthentication } from './auth/authenticate.js';
+import { registerErrorHandling } from './http/error-handler.js';
+import { validatorCompiler } from './http/validation.js';
+import { newId } from './ids.js';
+import { adminRoutes } from './routes/admin.js';
+import { agentRoutes } from './routes/agents.js';
+import { bundleRoutes } from './routes/bundle.js';
+import { decisionRoutes } from './routes/decisions.js';
+import { eventRoutes } from './routes/events.js';
+import { healthRoutes } from './routes/health.js';
+import { policyRoutes } from './routes/policies.js';
+import type { Services } from './services.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    services: Services;
+  }
+}
+
+export const BODY_LIMIT = 1024 * 1024;
+
+export interface AppOptions {
+  logger?: boolean | object;
+}
+
+export async function buildApp(services: Services, options: AppOptions = {}): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: options.logger ?? false,
+    bodyLimit: BODY_LIMIT,
+    genReqId: () => newId('req'),
+    requestIdHeader: false,
+    return503OnClosing: true,
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: false } },
+  });
+  app.setValidatorCompiler(validatorCompiler);
+  app.decorate('services', services);
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('request-id', request.id);
+  });
+  registerErrorHandling(app);
+  registerAuthentication(app, services.keys);
+  await app.register(healthRoutes);
+  await app.register(decisionRoutes);
+  await app.register(policyRoutes);
+  await app.register(bundleRoutes);
+  await app.register(agentRoutes);
+  await app.register(eventRoutes);
+  await app.register(adminRoutes);
+  return app;
+}

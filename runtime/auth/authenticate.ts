@@ -1,0 +1,48 @@
+/**
+ * Bearer API key authentication and scope checks. A route states the scope it
+ * needs in its config (`config: { scope: 'decisions:write' }`); this hook resolves
+ * the key to its account and environment (the request's tenant) before anything
+ * else runs.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { InvalidKeyError, ScopeInsufficientError } from '../errors/api-error.js';
+import { hasScope, type Environment, type Scope } from './api-keys.js';
+import type { ApiKeyCache } from './key-cache.js';
+
+export interface Principal {
+  keyId: string;
+  accountId: string;
+  environment: Environment;
+  scopes: string[];
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Scope a route needs; routes without one are public. */
+    scope?: Scope;
+  }
+  interface FastifyRequest {
+    principal: Principal;
+  }
+}
+
+export function bearerToken(request: FastifyRequest): string | null {
+  const header = request.headers.authorization;
+  if (typeof header !== 'string') return null;
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return m ? m[1]! : null;
+}
+
+export function registerAuthentication(app: FastifyInstance, keys: ApiKeyCache): void {
+  app.decorateRequest('principal', null as unknown as Principal);
+  app.addHook('onRequest', async (request) => {
+    const scope = request.routeOptions.config?.scope;
+    if (scope === undefined) return;
+    const token = bearerToken(request);
+    if (token === null) throw new InvalidKeyError('send an API key as Authorization: Bearer svc_test_sk_... or svc_live_sk_...');
+    const row = await keys.resolve(token);
+    if (row === null) throw new InvalidKeyError('the API key does not exist, is revoked or is malformed');
+    if (!hasScope(row.scopes, scope)) throw new ScopeInsufficientError(`this API key lacks the scope ${scope}`);
+    request.principal = { keyId: row.id, accountId: row.account_id, environment: row.environment, scopes: row.scopes };
+  });
+}

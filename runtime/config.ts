@@ -1,0 +1,44 @@
+/** Configuration from the environment (contract: Start-up). */
+import { resolve } from 'node:path';
+
+export interface Config {
+  port: number;
+  host: string;
+  databaseUrl?: string;
+  dataDir: string;
+  adminToken?: string;
+  testClock: boolean;
+  /** Base URL of this service: the permit tokens' `iss`. */
+  baseUrl: string;
+  /** Group commit: most decisions written in one statement. */
+  decisionBatchSize: number;
+}
+
+export class ConfigError extends Error {}
+
+function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max) throw new ConfigError(`${name} must be an integer from ${min} to ${max}, not ${JSON.stringify(raw)}`);
+  return n;
+}
+
+export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
+  const port = int(env, 'PORT', 8080, 0, 65535);
+  const host = env.HOST || '127.0.0.1';
+  const config: Config = {
+    port,
+    host,
+    dataDir: resolve(env.AUTHZ_DATA_DIR || '.authz'),
+    testClock: env.AUTHZ_TEST_CLOCK === '1',
+    baseUrl: (env.AUTHZ_BASE_URL || `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/$/, ''),
+    decisionBatchSize: int(env, 'AUTHZ_DECISION_BATCH', 500, 1, 10_000),
+  };
+  if (env.DATABASE_URL) config.databaseUrl = env.DATABASE_URL;
+  if (env.AUTHZ_ADMIN_TOKEN) {
+    if (env.AUTHZ_ADMIN_TOKEN.length < 16) throw new ConfigError('AUTHZ_ADMIN_TOKEN must be at least 16 characters');
+    config.adminToken = env.AUTHZ_ADMIN_TOKEN;
+  }
+  return config;
+}

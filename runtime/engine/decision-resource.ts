@@ -1,0 +1,31 @@
+/** The public form of a decision (contract: Decisions). */
+import type { DecisionRow } from '../store/decisions.js';
+
+export type PublicStatus = DecisionRow['status'] | 'expired';
+
+export function publicStatus(row: DecisionRow, nowMs: number): PublicStatus {
+  return row.status === 'pending' && row.expires_at.getTime() <= nowMs ? 'expired' : row.status;
+}
+
+export function decisionResource(row: DecisionRow, nowMs: number, options: { withToken?: boolean } = {}): Record<string, unknown> {
+  return {
+    id: row.id,
+    object: 'decision',
+    effect: row.effect,
+    reason: row.reason,
+    agent_id: row.agent_id,
+    action: row.action,
+    resource: row.resource,
+    amount: row.amount,
+    policy_id: row.policy_id,
+    status: publicStatus(row, nowMs),
+    evaluated_at: row.evaluated_at.toISOString(),
+    expires_at: row.expires_at.toISOString(),
+    ttl_seconds: row.ttl_seconds,
+    ...(options.withToken === false ? {} : { permit_token: row.permit_token }),
+    livemode: row.environment === 'live',
+    resolved_at: row.resolved_at ? row.resolved_at.toISOString() : null,
+    confirmed_amount: row.confirmed_amount,
+    metadata: { matched_policy_ids: row.matched_policy_ids, warnings: row.warnings },
+  };
+}

@@ -1,0 +1,76 @@
+/**
+ * Group commit for decisions: every decision is stored durably before its
+ * response is sent, but concurrent decisions share one statement. While one batch
+ * is being written, new decisions queue; when it completes, the next batch takes
+ * everything queued (up to `maxBatch`). Under load the batch grows with the
+ * concurrency; alone, a decision waits only for its own write.
+ */
+import type { Sql } from '../store/connect.js';
+import { writeDecisionBatch, type DecisionRow, type NewAgent } from '../store/decisions.js';
+import type { EventRow } from '../store/events.js';
+
+export interface PendingWrite {
+  decision: DecisionRow;
+  events: EventRow[];
+  /** Set when the agent was not known to be in the store. */
+  newAgent?: NewAgent;
+}
+
+interface Queued {
+  write: PendingWrite;
+  resolve: (registered: boolean) => void;
+  reject: (error: unknown) => void;
+}
+
+export class DecisionWriter {
+  private queue: Queued[] = [];
+  private flushing: Promise<void> | null = null;
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly maxBatch = 500,
+  ) {}
+
+  /** Resolves once stored, with whether this write registered its agent. */
+  write(write: PendingWrite): Promise<boolean> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ write, resolve, reject });
+      if (this.flushing === null) this.flushing = this.drain();
+    });
+  }
+
+  /** Waits until everything queued so far is stored. */
+  async idle(): Promise<void> {
+    while (this.flushing !== null) await this.flushing;
+  }
+
+  private async drain(): Promise<void> {
+    // Let the current tick's requests join the first batch.
+    await new Promise<void>((r) => setImmediate(r));
+    while (this.queue.length > 0) {
+      const batch = this.queue.splice(0, this.maxBatch);
+      try {
+        const agents = new Map<string, NewAgent>();
+        for (const q of batch) {
+          const a = q.write.newAgent;
+          if (a) agents.set(`${a.account_id}:${a.environment}:${a.agent_id}`, a);
+        }
+        const registered = await writeDecisionBatch(
+          this.sql,
+          batch.map((q) => q.write.decision),
+          batch.flatMap((q) => q.write.events),
+          [...agents.values()],
+        );
+        // The first decision of the batch for a newly registered agent owns the registration.
+        for (const q of batch) {
+          const a = q.write.newAgent;
+          const key = a && `${a.account_id}:${a.environment}:${a.agent_id}`;
+          q.resolve(key !== undefined && registered.delete(key));
+        }
+      } catch (error) {
+        for (const q of batch) q.reject(error);
+      }
+    }
+    this.flushing = null;
+  }
+}

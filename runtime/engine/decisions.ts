@@ -1,0 +1,148 @@
+/**
+ * Deciding, reading and resolving decisions: the contract's evaluation order.
+ * 1. validate (route schema + action format); 2. revoked agent -> deny
+ * agent.revoked; 3. exhausted budget -> deny budget.exceeded; 4-6. the compiled
+ * table (compiler/table/evaluate.ts); 7. limits and budgets of every matched
+ * policy. The decision, its event and (first sight) the agent's registration are
+ * stored together, batched with concurrent decisions, before the answer is sent.
+ */
+import { isValidAction } from '../../compiler/patterns/action.js';
+import { evaluate } from '../../compiler/table/evaluate.js';
+import type { Principal } from '../auth/authenticate.js';
+import type { Clock } from '../clock.js';
+import {
+  DecisionAlreadyConfirmedError,
+  DecisionExpiredError,
+  DecisionNotFoundError,
+  DecisionNotPendingError,
+  InvalidActionError,
+} from '../errors/api-error.js';
+import { eventRow } from '../events/event-row.js';
+import { newId } from '../ids.js';
+import type { Sql } from '../store/connect.js';
+import { findDecision, listDecisions, resolveDecision, type DecisionRow } from '../store/decisions.js';
+import type { Page, PageParams } from '../store/pagination.js';
+import type { AgentDirectory } from './agent-directory.js';
+import { decisionResource } from './decision-resource.js';
+import type { DecisionWriter } from './decision-writer.js';
+import type { PolicySets } from './policy-sets.js';
+import type { DecisionLimits, PermitIssuer } from './seams.js';
+
+export interface DecisionInput {
+  agent_id: string;
+  action: string;
+  resource?: string;
+  amount?: number;
+  context?: Record<string, unknown>;
+  ttl_seconds?: number;
+}
+
+export const DEFAULT_TTL_SECONDS = 300;
+
+export interface DecisionDeps {
+  sql: Sql;
+  clock: Clock;
+  policySets: PolicySets;
+  agents: AgentDirectory;
+  writer: DecisionWriter;
+  limits: DecisionLimits;
+  permits: PermitIssuer;
+}
+
+type Outcome = Pick<DecisionRow, 'effect' | 'reason' | 'policy_id' | 'matched_policy_ids' | 'warnings'>;
+
+export class DecisionService {
+  constructor(private readonly deps: DecisionDeps) {}
+
+  async decide(principal: Principal, input: DecisionInput): Promise<DecisionRow> {
+    if (!isValidAction(input.action)) {
+      throw new InvalidActionError(`action "${input.action}" must be namespace.verb ([a-z][a-z0-9_]* each part, no wildcards)`);
+    }
+    const { clock, agents, policySets, limits } = this.deps;
+    const { accountId, environment } = principal;
+    const nowMs = clock.now();
+    const id = newId('dec');
+    const status = await agents.status(accountId, environment, input.agent_id);
+    let outcome: Outcome;
+    if (status === 'revoked') {
+      outcome = deny('agent.revoked');
+    } else if (await limits.exhausted(principal, input.agent_id, nowMs)) {
+      outcome = deny('budget.exceeded');
+    } else {
+      const set = await policySets.get(accountId, environment);
+      const evaluation = evaluate(set.table, {
+        agent_id: input.agent_id,
+        action: input.action,
+        resource: input.resource ?? null,
+        amount: input.amount ?? null,
+        context: input.context ?? null,
+      });
+      outcome = {
+        effect: evaluation.effect,
+        reason: evaluation.reason,
+        policy_id: evaluation.policy_id,
+        matched_policy_ids: evaluation.matched.map((p) => p.id),
+        warnings: evaluation.warnings,
+      };
+      if (evaluation.effect !== 'deny') {
+        const applied = await limits.apply({ principal, agentId: input.agent_id, amount: input.amount ?? null, matched: evaluation.matched, nowMs, decisionId: id });
+        if (applied && 'deny' in applied) outcome = { ...outcome, effect: 'deny', reason: applied.deny, policy_id: null };
+        else if (applied) outcome = { ...outcome, warnings: [...outcome.warnings, ...applied.warnings] };
+      }
+    }
+    const ttl = input.ttl_seconds ?? DEFAULT_TTL_SECONDS;
+    const row: DecisionRow = {
+      account_id: accountId,
+      environment,
+      id,
+      agent_id: input.agent_id,
+      action: input.action,
+      resource: input.resource ?? null,
+      amount: input.amount ?? null,
+      context: input.context ?? null,
+      ...outcome,
+      status: outcome.effect === 'deny' ? 'denied' : 'pending',
+      evaluated_at: new Date(nowMs),
+      expires_at: new Date(nowMs + ttl * 1000),
+      ttl_seconds: ttl,
+      permit_token: null,
+      resolved_at: null,
+      confirmed_amount: null,
+    };
+    if (row.effect !== 'deny') row.permit_token = this.deps.permits.issue(row);
+    const event = eventRow(`decision.${row.effect}`, accountId, environment, nowMs, { decision: decisionResource(row, nowMs, { withToken: false }) });
+    await this.deps.writer.write({
+      decision: row,
+      events: [event],
+      ...(status === 'unknown' ? { newAgent: { account_id: accountId, environment, agent_id: input.agent_id, first_seen_at: row.evaluated_at } } : {}),
+    });
+    if (status === 'unknown') agents.set(accountId, environment, input.agent_id, 'active');
+    return row;
+  }
+
+  async get(principal: Principal, id: string): Promise<DecisionRow> {
+    const row = await findDecision(this.deps.sql, principal.accountId, principal.environment, id);
+    if (!row) throw new DecisionNotFoundError(`no decision ${id}`);
+    return row;
+  }
+
+  list(principal: Principal, page: PageParams, agentId?: string): Promise<Page<DecisionRow>> {
+    return listDecisions(this.deps.sql, principal.accountId, principal.environment, page, agentId);
+  }
+
+  /** Confirm or reject (spec section 3): 404, then 409 already confirmed / not pending, 410 expired. */
+  async resolve(principal: Principal, id: string, to: 'confirmed' | 'rejected', amount?: number): Promise<DecisionRow> {
+    const at = new Date(this.deps.clock.now());
+    const { accountId, environment } = principal;
+    const done = await resolveDecision(this.deps.sql, accountId, environment, id, to, at, to === 'confirmed' ? (amount ?? null) : null);
+    if (done) return done;
+    const row = await this.get(principal, id);
+    if (row.status === 'confirmed' && to === 'confirmed') throw new DecisionAlreadyConfirmedError(`decision ${id} is already confirmed`);
+    if (row.status === 'pending') throw new DecisionExpiredError(`decision ${id} expired at ${row.expires_at.toISOString()}; it can no longer be confirmed or rejected`);
+    throw new DecisionNotPendingError(`decision ${id} is ${row.status}; only pending decisions can be ${to}`);
+  }
+}
+
+function deny(reason: string): Outcome {
+  return { effect: 'deny', reason, policy_id: null, matched_policy_ids: [], warnings: [] };
+}

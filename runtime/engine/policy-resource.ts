@@ -1,0 +1,19 @@
+/** The public form of a policy, and what changed between two versions of one. */
+import type { Policy } from '../../compiler/policy/types.js';
+import type { Environment } from '../auth/api-keys.js';
+
+export type PolicyChange = 'created' | 'updated' | 'enabled' | 'disabled' | 'deleted';
+
+export function policyResource(policy: Policy, environment: Environment, createdAt: Date, updatedAt: Date): Record<string, unknown> {
+  return { ...policy, object: 'policy', livemode: environment === 'live', created_at: createdAt.toISOString(), updated_at: updatedAt.toISOString() };
+}
+
+/** Null when nothing changed. */
+export function changeKind(before: Policy | undefined, after: Policy | undefined): PolicyChange | null {
+  if (!before && after) return 'created';
+  if (before && !after) return 'deleted';
+  if (!before || !after) return null;
+  if (JSON.stringify(before) === JSON.stringify(after)) return null;
+  if (before.state !== after.state) return after.state === 'enabled' ? 'enabled' : 'disabled';
+  return 'updated';
+}

@@ -1,0 +1,139 @@
+/**
+ * The compiled decision table of each environment, swapped atomically on change.
+ *
+ * A change runs in one transaction that locks the environment's policy_sets row,
+ * reads the stored policies, applies the change, compiles the whole new set (an
+ * invalid result aborts with every problem listed), writes the rows, bumps the
+ * version and writes the policy.updated events; after commit this process swaps in
+ * the new table, so its very next decision sees it. Other processes learn of the
+ * new version through NOTIFY (PostgreSQL) and a periodic version check, and
+ * recompile from the store.
+ */
+import { compileItems } from '../../compiler/compile.js';
+import type { Diagnostic } from '../../compiler/diagnostics/diagnostic.js';
+import { policySetHash } from '../../compiler/bundle/write.js';
+import { readPolicyValue, type ReadPolicy } from '../../compiler/policy/read.js';
+import type { Policy } from '../../compiler/policy/types.js';
+import type { DecisionTable } from '../../compiler/table/build.js';
+import type { Environment } from '../auth/api-keys.js';
+import type { Clock } from '../clock.js';
+import { InvalidPolicyError, type ErrorDetail } from '../errors/api-error.js';
+import type { Sql, Tx } from '../store/connect.js';
+import { insertEvents, type EventRow } from '../store/events.js';
+import { bumpPolicySet, loadPolicies, lockPolicySet, readPolicySetVersion } from '../store/policies.js';
+
+export interface CompiledSet {
+  version: number;
+  hash: string;
+  table: DecisionTable;
+}
+
+export type TenantKey = `${string}:${Environment}`;
+export const tenantKey = (accountId: string, environment: Environment): TenantKey => `${accountId}:${environment}`;
+
+/** Turns compiler diagnostics into the API's error details. */
+export function diagnosticsToDetails(diagnostics: readonly Diagnostic[], prefix = ''): ErrorDetail[] {
+  return diagnostics.filter((d) => d.severity === 'error').map((d) => ({ path: prefix + (d.path ?? '/'), message: d.message }));
+}
+
+/** Compiles stored (already normalised) policies; they were valid when written. */
+export function compileStored(policies: readonly Policy[]): { table?: DecisionTable; diagnostics: Diagnostic[] } {
+  const items: ReadPolicy[] = [];
+  const diagnostics: Diagnostic[] = [];
+  policies.forEach((p, i) => {
+    const r = readPolicyValue(p, `/policies/${i}`);
+    items.push(...r.items);
+    diagnostics.push(...r.diagnostics);
+  });
+  if (diagnostics.length > 0) return { diagnostics };
+  const result = compileItems(items, { lint: false });
+  return result.table ? { table: result.table, diagnostics: [] } : { diagnostics: result.diagnostics };
+}
+
+export interface ChangeResult<T> {
+  /** The complete new set. */
+  policies: Policy[];
+  events: EventRow[];
+  value: T;
+}
+
+export class PolicySets {
+  private readonly sets = new Map<TenantKey, CompiledSet>();
+  private readonly loading = new Map<TenantKey, Promise<CompiledSet>>();
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly clock: Clock,
+  ) {}
+
+  /** The environment's current table (compiled from the store on first use). */
+  get(accountId: string, environment: Environment): CompiledSet | Promise<CompiledSet> {
+    const key = tenantKey(accountId, environment);
+    return this.sets.get(key) ?? this.load(accountId, environment);
+  }
+
+  /** Like refresh, but only for environments this process has loaded. */
+  async refreshIfLoaded(accountId: string, environment: Environment, version: number): Promise<void> {
+    const current = this.sets.get(tenantKey(accountId, environment));
+    if (current && version > current.version) await this.load(accountId, environment, true);
+  }
+
+  /** Recompiles from the store when the stored version is newer than ours. */
+  async refresh(accountId: string, environment: Environment, version?: number): Promise<void> {
+    const current = this.sets.get(tenantKey(accountId, environment));
+    if (current && version !== undefined && version <= current.version) return;
+    await this.load(accountId, environment, true);
+  }
+
+  private load(accountId: string, environment: Environment, force = false): Promise<CompiledSet> {
+    const key = tenantKey(accountId, environment);
+    const pending = this.loading.get(key);
+    if (pending && !force) return pending;
+    const promise = (async () => {
+      const version = await readPolicySetVersion(this.sql, accountId, environment);
+      const records = await loadPolicies(this.sql, accountId, environment);
+      const policies = records.map((r) => r.policy);
+      const { table, diagnostics } = compileStored(policies);
+      if (!table) throw new Error(`stored policies of ${key} do not compile: ${diagnostics[0]?.message}`);
+      const set: CompiledSet = { version: version?.version ?? 0, hash: policySetHash(policies), table };
+      const current = this.sets.get(key);
+      if (!current || current.version <= set.version) this.sets.set(key, set);
+      return this.sets.get(key)!;
+    })();
+    this.loading.set(key, promise);
+    promise.then(
+      () => this.loading.get(key) === promise && this.loading.delete(key),
+      () => this.loading.get(key) === promise && this.loading.delete(key),
+    );
+    return promise;
+  }
+
+  /**
+   * Applies a change to the stored set atomically. `mutate` gets the transaction
+   * and the stored policies, writes its rows and returns the complete new set.
+   */
+  async change<T>(accountId: string, environment: Environment, mutate: (tx: Tx, current: Policy[]) => Promise<ChangeResult<T>>): Promise<T> {
+    const { value, set } = await this.sql.begin(async (tx) => {
+      const locked = await lockPolicySet(tx, accountId, environment);
+      const current = (await loadPolicies(tx, accountId, environment)).map((r) => r.policy);
+      const result = await mutate(tx, current);
+      const { table, diagnostics } = compileStored(result.policies);
+      if (!table) throw new InvalidPolicyError(`the policy set would not be valid: ${diagnostics[0]?.message}`, { details: diagnosticsToDetails(diagnostics) });
+      const hash = policySetHash(result.policies);
+      const version = locked.version + 1;
+      await bumpPolicySet(tx, accountId, environment, version, hash, new Date(this.clock.now()));
+      await insertEvents(tx, result.events);
+      await tx`select pg_notify('authz_policies', ${`${accountId}:${environment}:${version}`})`;
+      return { value: result.value, set: { version, hash, table } satisfies CompiledSet };
+    });
+    const key = tenantKey(accountId, environment);
+    const current = this.sets.get(key);
+    if (!current || current.version < set.version) this.sets.set(key, set);
+    return value as T;
+  }
+
+  /** Forgets every compiled table (tests, reloads). */
+  clear(): void {
+    this.sets.clear();
+  }
+}

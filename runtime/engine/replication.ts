@@ -1,0 +1,51 @@
+/**
+ * Keeping several server processes on one PostgreSQL in step: policy-set changes
+ * and agent status changes are announced with NOTIFY by the process that made
+ * them; every process LISTENs, and also compares every environment's stored
+ * version with its compiled one each `intervalMs` (a missed notification, a
+ * reconnect), so a replica never serves a stale set for longer than that.
+ */
+import type { Environment } from '../auth/api-keys.js';
+import type { Store } from '../store/connect.js';
+import { allPolicySetVersions } from '../store/policies.js';
+import type { AgentDirectory } from './agent-directory.js';
+import type { PolicySets } from './policy-sets.js';
+
+export interface Replication {
+  stop(): Promise<void>;
+}
+
+export async function startReplication(store: Store, policySets: PolicySets, agents: AgentDirectory, intervalMs = 1000, onError: (e: unknown) => void = () => {}): Promise<Replication> {
+  const listeners: Array<{ unlisten(): Promise<void> }> = [];
+  if (store.supportsListen) {
+    listeners.push(
+      await store.sql.listen('authz_policies', (payload) => {
+        const [accountId, environment, version] = payload.split(':');
+        if (accountId && environment && version) policySets.refresh(accountId, environment as Environment, Number(version)).catch(onError);
+      }),
+    );
+    listeners.push(
+      await store.sql.listen('authz_agents', (payload) => {
+        const [accountId, environment, status, ...rest] = payload.split(':');
+        if (accountId && environment && status) agents.set(accountId, environment as Environment, rest.join(':'), status === 'revoked' ? 'revoked' : 'active');
+      }),
+    );
+  }
+  let running = true;
+  let inFlight: Promise<void> = Promise.resolve();
+  const timer = setInterval(() => {
+    if (!running) return;
+    inFlight = (async () => {
+      for (const v of await allPolicySetVersions(store.sql)) await policySets.refreshIfLoaded(v.account_id, v.environment, v.version);
+    })().catch(onError);
+  }, intervalMs);
+  timer.unref();
+  return {
+    async stop() {
+      running = false;
+      clearInterval(timer);
+      await inFlight;
+      for (const l of listeners) await l.unlisten().catch(() => {});
+    },
+  };
+}

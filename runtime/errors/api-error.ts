@@ -1,0 +1,189 @@
+/**
+ * Errors as typed values. Each class carries the spec's code (static `code`) and
+ * HTTP status; http/error-handler.ts is the one place that turns them into
+ * responses (spec 2.6: { error: { code, message, request_id } }).
+ */
+export interface ErrorDetail {
+  path: string;
+  message: string;
+}
+
+export class ApiError extends Error {
+  static readonly code: string = 'internal.error';
+  static readonly status: number = 500;
+  readonly details?: ErrorDetail[];
+  /** Extra response headers (e.g. Retry-After). */
+  readonly headers?: Record<string, string>;
+
+  constructor(message: string, options: { details?: ErrorDetail[]; headers?: Record<string, string> } = {}) {
+    super(message);
+    this.name = new.target.name;
+    if (options.details) this.details = options.details;
+    if (options.headers) this.headers = options.headers;
+  }
+
+  get code(): string {
+    return (this.constructor as typeof ApiError).code;
+  }
+
+  get status(): number {
+    return (this.constructor as typeof ApiError).status;
+  }
+}
+
+// --- authentication (spec 5) ---------------------------------------------------
+export class InvalidKeyError extends ApiError {
+  static override readonly code = 'auth.invalid_key';
+  static override readonly status = 401;
+}
+export class ScopeInsufficientError extends ApiError {
+  static override readonly code = 'auth.scope_insufficient';
+  static override readonly status = 403;
+}
+export class TokenExpiredError extends ApiError {
+  static override readonly code = 'auth.expired';
+  static override readonly status = 401;
+}
+export class SignatureInvalidError extends ApiError {
+  static override readonly code = 'auth.signature_invalid';
+  static override readonly status = 401;
+}
+
+// --- validation (spec 4, contract conventions) -----------------------------------
+export class MissingFieldError extends ApiError {
+  static override readonly code = 'validation.missing_field';
+  static override readonly status = 400;
+}
+export class InvalidFieldError extends ApiError {
+  static override readonly code = 'validation.invalid_field';
+  static override readonly status = 400;
+}
+export class InvalidActionError extends ApiError {
+  static override readonly code = 'validation.invalid_action';
+  static override readonly status = 400;
+}
+export class InvalidJsonError extends ApiError {
+  static override readonly code = 'validation.invalid_json';
+  static override readonly status = 400;
+}
+export class BodyTooLargeError extends ApiError {
+  static override readonly code = 'validation.body_too_large';
+  static override readonly status = 413;
+}
+export class UnsupportedMediaTypeError extends ApiError {
+  static override readonly code = 'validation.unsupported_media_type';
+  static override readonly status = 415;
+}
+export class InvalidPolicyError extends ApiError {
+  static override readonly code = 'validation.invalid_policy';
+  static override readonly status = 400;
+}
+export class InvalidBundleError extends ApiError {
+  static override readonly code = 'validation.invalid_bundle';
+  static override readonly status = 400;
+}
+
+// --- decisions (spec 3) -------------------------------------------------------
+export class DecisionNotFoundError extends ApiError {
+  static override readonly code = 'decision.not_found';
+  static override readonly status = 404;
+}
+export class DecisionAlreadyConfirmedError extends ApiError {
+  static override readonly code = 'decision.already_confirmed';
+  static override readonly status = 409;
+}
+export class DecisionExpiredError extends ApiError {
+  static override readonly code = 'decision.expired';
+  static override readonly status = 410;
+}
+export class DecisionNotPendingError extends ApiError {
+  static override readonly code = 'decision.not_pending';
+  static override readonly status = 409;
+}
+
+// --- other resources ----------------------------------------------------------
+export class PolicyNotFoundError extends ApiError {
+  static override readonly code = 'policy.not_found';
+  static override readonly status = 404;
+}
+export class PolicyConflictError extends ApiError {
+  static override readonly code = 'policy.already_exists';
+  static override readonly status = 409;
+}
+export class AgentNotFoundError extends ApiError {
+  static override readonly code = 'agent.not_found';
+  static override readonly status = 404;
+}
+export class EventNotFoundError extends ApiError {
+  static override readonly code = 'event.not_found';
+  static override readonly status = 404;
+}
+export class AccountNotFoundError extends ApiError {
+  static override readonly code = 'account.not_found';
+  static override readonly status = 404;
+}
+export class ApiKeyNotFoundError extends ApiError {
+  static override readonly code = 'api_key.not_found';
+  static override readonly status = 404;
+}
+export class AdminAuthError extends ApiError {
+  static override readonly code = 'auth.invalid_admin_token';
+  static override readonly status = 401;
+}
+export class RouteNotFoundError extends ApiError {
+  static override readonly code = 'route.not_found';
+  static override readonly status = 404;
+}
+export class MethodNotAllowedError extends ApiError {
+  static override readonly code = 'route.method_not_allowed';
+  static override readonly status = 405;
+}
+
+// --- limits and availability ----------------------------------------------------
+export class RateLimitExceededError extends ApiError {
+  static override readonly code = 'rate_limit.exceeded';
+  static override readonly status = 429;
+  constructor(message: string, retryAfterSeconds: number) {
+    super(message, { headers: { 'retry-after': String(Math.max(1, Math.ceil(retryAfterSeconds))) } });
+  }
+}
+export class ServiceUnavailableError extends ApiError {
+  static override readonly code = 'service.unavailable';
+  static override readonly status = 503;
+}
+export class InternalError extends ApiError {
+  static override readonly code = 'internal.error';
+  static override readonly status = 500;
+}
+
+/** Every error class, for the README check and the OpenAPI document. */
+export const ERROR_CLASSES = [
+  InvalidKeyError,
+  ScopeInsufficientError,
+  TokenExpiredError,
+  SignatureInvalidError,
+  MissingFieldError,
+  InvalidFieldError,
+  InvalidActionError,
+  InvalidJsonError,
+  BodyTooLargeError,
+  UnsupportedMediaTypeError,
+  InvalidPolicyError,
+  InvalidBundleError,
+  DecisionNotFoundError,
+  DecisionAlreadyConfirmedError,
+  DecisionExpiredError,
+  DecisionNotPendingError,
+  PolicyNotFoundError,
+  PolicyConflictError,
+  AgentNotFoundError,
+  EventNotFoundError,
+  AccountNotFoundError,
+  ApiKeyNotFoundError,
+  AdminAuthError,
+  RouteNotFoundError,
+  MethodNotAllowedError,
+  RateLimitExceededError,
+  ServiceUnavailableError,
+  InternalError,
+] as const;

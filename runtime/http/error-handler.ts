@@ -1,0 +1,59 @@
+/**
+ * The one place errors become HTTP responses: typed ApiErrors with their code and
+ * status; Fastify's own errors (bad JSON, body too large, schema validation) with
+ * the contract's codes; anything else a logged 500 that never leaks internals.
+ */
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import {
+  ApiError,
+  BodyTooLargeError,
+  InternalError,
+  InvalidJsonError,
+  MethodNotAllowedError,
+  RouteNotFoundError,
+  UnsupportedMediaTypeError,
+} from '../errors/api-error.js';
+import { toApiError } from './validation.js';
+
+export function errorBody(error: ApiError, requestId: string): object {
+  return {
+    error: {
+      code: error.code,
+      message: error.message,
+      request_id: requestId,
+      ...(error.details ? { details: error.details } : {}),
+    },
+  };
+}
+
+function fromFastify(error: FastifyError, request: FastifyRequest): ApiError {
+  if (error instanceof ApiError) return error;
+  if (error.validation) return toApiError(error.validation as never, error.validationContext, request.body);
+  switch (error.code) {
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new InvalidJsonError(error.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' ? 'the body is empty; send a JSON object' : `the body is not valid JSON: ${error.message}`);
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new BodyTooLargeError('the body is larger than 1 MiB');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new UnsupportedMediaTypeError('send the body as application/json');
+  }
+  if (error instanceof SyntaxError) return new InvalidJsonError(`the body is not valid JSON: ${error.message}`);
+  if (error.statusCode === 405) return new MethodNotAllowedError(`${request.method} is not allowed here`);
+  return new InternalError('internal error; quote the request id to support');
+}
+
+export function sendError(reply: FastifyReply, error: ApiError): FastifyReply {
+  if (error.headers) reply.headers(error.headers);
+  return reply.code(error.status).send(errorBody(error, String(reply.request.id)));
+}
+
+export function registerErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const api = fromFastify(error, request);
+    if (api instanceof InternalError) request.log.error({ err: error }, 'unhandled error');
+    return sendError(reply, api);
+  });
+  app.setNotFoundHandler((request, reply) => sendError(reply, new RouteNotFoundError(`no route ${request.method} ${request.url.split('?')[0]}`)));
+}

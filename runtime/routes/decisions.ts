@@ -1,0 +1,49 @@
+/** /v1/decisions: decide, read, list, confirm, reject. */
+import type { FastifyPluginAsync } from 'fastify';
+import { loadSchema } from '../../compiler/schemas.js';
+import { decisionResource } from '../engine/decision-resource.js';
+import type { DecisionInput } from '../engine/decisions.js';
+import { listBody, listQuerySchema, pageParams, type ListQuery } from '../http/list.js';
+
+const idParams = { type: 'object', properties: { id: { type: 'string', minLength: 1, maxLength: 100 } }, required: ['id'] } as const;
+
+export const decisionRoutes: FastifyPluginAsync = async (app) => {
+  const { decisions, clock } = app.services;
+
+  app.post<{ Body: DecisionInput }>(
+    '/v1/decisions',
+    { config: { scope: 'decisions:write' }, schema: { body: loadSchema('api/decision-request') } },
+    async (request) => {
+      const row = await decisions.decide(request.principal, request.body);
+      return decisionResource(row, clock.now());
+    },
+  );
+
+  app.get<{ Querystring: ListQuery }>('/v1/decisions', { config: { scope: 'decisions:read' }, schema: { querystring: listQuerySchema } }, async (request) => {
+    const page = await decisions.list(request.principal, pageParams(request.query), request.query.agent_id);
+    const now = clock.now();
+    return listBody(page.data.map((row) => decisionResource(row, now)), page.has_more, '/v1/decisions');
+  });
+
+  app.get<{ Params: { id: string } }>('/v1/decisions/:id', { config: { scope: 'decisions:read' }, schema: { params: idParams } }, async (request) =>
+    decisionResource(await decisions.get(request.principal, request.params.id), clock.now()),
+  );
+
+  for (const [verb, to] of [['confirm', 'confirmed'], ['reject', 'rejected']] as const) {
+    app.post<{ Params: { id: string }; Body: { amount?: number } | undefined }>(
+      `/v1/decisions/:id/${verb}`,
+      {
+        config: { scope: 'decisions:write' },
+        schema: { params: idParams, body: loadSchema('api/decision-resolve') },
+        // The body is optional here: no body means {}.
+        preValidation: async (request) => {
+          request.body ??= {};
+        },
+      },
+      async (request) => {
+        const amount = to === 'confirmed' ? request.body?.amount : undefined;
+        return decisionResource(await decisions.resolve(request.principal, request.params.id, to, amount), clock.now());
+      },
+    );
+  }
+};

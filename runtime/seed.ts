@@ -1,0 +1,69 @@
+/**
+ * First start of an embedded store: a `default` account, a test and a live key
+ * with every scope (printed once: only their hashes are kept), and the example
+ * policies (or a bundle) in the test environment, so a newcomer's first curl gets
+ * a decision.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { loadBundle } from '../compiler/bundle/load.js';
+import { findYamlFiles, isPolicyFile, readSource } from '../compiler/cli/files.js';
+import { compileSources } from '../compiler/compile.js';
+import type { Policy } from '../compiler/policy/types.js';
+import { packageRoot } from '../compiler/schemas.js';
+import type { Environment } from './auth/api-keys.js';
+import { eventRow } from './events/event-row.js';
+import { createAccount, createApiKey, type CreatedKey } from './routes/admin.js';
+import type { Services } from './services.js';
+import { countAccounts } from './store/accounts.js';
+import { deleteAllPolicies, upsertPolicy } from './store/policies.js';
+
+export interface Seeded {
+  accountId: string;
+  keys: CreatedKey[];
+}
+
+/** Creates the default account and keys when the store has no account at all. */
+export async function seedIfEmpty(services: Services): Promise<Seeded | null> {
+  const sql = services.store.sql;
+  return sql.begin(async (tx) => {
+    await tx`select pg_advisory_xact_lock(7261)`;
+    if ((await countAccounts(tx)) > 0) return null;
+    const at = new Date(services.clock.now());
+    const account = await createAccount(tx, 'default', at);
+    const keys = [await createApiKey(tx, account.id, 'test', ['*'], at), await createApiKey(tx, account.id, 'live', ['*'], at)];
+    return { accountId: account.id, keys };
+  });
+}
+
+export async function defaultAccountId(services: Services): Promise<string | undefined> {
+  const [row] = await services.store.sql<Array<{ id: string }>>`select id from accounts where name = 'default' order by created_at limit 1`;
+  return row?.id;
+}
+
+/** The example policy sets shipped in examples/. */
+export function examplePolicies(): Policy[] {
+  const root = packageRoot();
+  const files = findYamlFiles([join(root, 'examples')], root).filter(isPolicyFile);
+  const result = compileSources(files.map((f) => readSource(f, root)));
+  if (!result.table) throw new Error(`examples do not compile: ${result.diagnostics.find((d) => d.severity === 'error')?.message}`);
+  return result.policies;
+}
+
+/** Policies of a bundle file (authz compile output). */
+export function bundlePolicies(path: string): Policy[] {
+  const loaded = loadBundle(JSON.parse(readFileSync(path, 'utf8')));
+  if (!loaded.ok) throw new Error(`${path}: ${loaded.problems.map((p) => p.message).join('; ')}`);
+  return loaded.bundle.policies;
+}
+
+/** Replaces an environment's policies (start-up seeding and --bundle). */
+export async function installPolicies(services: Services, accountId: string, environment: Environment, policies: Policy[]): Promise<void> {
+  const now = services.clock.now();
+  await services.policySets.change(accountId, environment, async (tx) => {
+    await deleteAllPolicies(tx, accountId, environment);
+    for (const p of policies) await upsertPolicy(tx, accountId, environment, p, new Date(now));
+    const events = policies.map((p) => eventRow('policy.updated', accountId, environment, now, { policy: { ...p, object: 'policy' }, change: 'created' }));
+    return { policies, events, value: null };
+  });
+}

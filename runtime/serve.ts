@@ -1,0 +1,71 @@
+/**
+ * `authz serve` / `npm start`: configuration from the environment, the store
+ * (PostgreSQL with DATABASE_URL, else embedded under AUTHZ_DATA_DIR), migrations,
+ * first-start seeding, the HTTP server, replication between processes, and a
+ * graceful stop on SIGTERM/SIGINT (stop accepting, finish in-flight requests,
+ * flush pending writes, close the store).
+ */
+import { parseArgs } from 'node:util';
+import { buildApp } from './app.js';
+import { configFromEnv, ConfigError } from './config.js';
+import { startReplication } from './engine/replication.js';
+import { bundlePolicies, defaultAccountId, examplePolicies, installPolicies, seedIfEmpty } from './seed.js';
+import { buildServices } from './services.js';
+import { openStore } from './store/connect.js';
+import { migrate } from './store/migrate.js';
+
+export async function serve(argv: readonly string[]): Promise<number> {
+  const { values } = parseArgs({ args: [...argv], options: { bundle: { type: 'string' } } });
+  let config;
+  try {
+    config = configFromEnv();
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      process.stderr.write(`authz serve: ${e.message}\n`);
+      return 2;
+    }
+    throw e;
+  }
+  const bundle = values.bundle ? bundlePolicies(values.bundle) : undefined;
+  const store = await openStore(config.databaseUrl ? { databaseUrl: config.databaseUrl } : { dataDir: config.dataDir });
+  await migrate(store.sql);
+  const services = buildServices({ config, store });
+  const log = (line: string) => process.stdout.write(`${line}\n`);
+
+  const seeded = store.kind === 'embedded' ? await seedIfEmpty(services) : null;
+  if (seeded) {
+    log(`Created account "default" (${seeded.accountId}). These keys are shown once; store them now:`);
+    for (const k of seeded.keys) log(`  ${k.environment} key: ${k.key}`);
+  }
+  const accountId = await defaultAccountId(services);
+  if (accountId && (bundle || seeded)) {
+    const policies = bundle ?? examplePolicies();
+    await installPolicies(services, accountId, 'test', policies);
+    log(`Loaded ${policies.length} policies ${bundle ? `from ${values.bundle}` : 'from examples/'} into the test environment.`);
+  }
+
+  const app = await buildApp(services, { logger: { level: process.env.LOG_LEVEL ?? 'info' } });
+  const replication = await startReplication(store, services.policySets, services.agents, 1000, (e) => app.log.error({ err: e }, 'replication'));
+  await app.listen({ port: config.port, host: config.host });
+  log(`agent-authz listening on http://${config.host}:${config.port} (store: ${store.kind === 'embedded' ? `embedded, ${config.dataDir}` : 'PostgreSQL'})`);
+  if (seeded) {
+    const testKey = seeded.keys.find((k) => k.environment === 'test')!.key;
+    log(`Try: curl -s http://${config.host}:${config.port}/v1/decisions -H 'Authorization: Bearer ${testKey}' -H 'Content-Type: application/json' \\`);
+    log(`       -d '{"agent_id":"support-bot-1","action":"orders.read","resource":"order:1001"}'`);
+  }
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    app.log.info(`${signal}: stopping`);
+    await replication.stop();
+    await app.close();
+    await services.writer.idle();
+    await store.close();
+    process.exit(0);
+  };
+  process.once('SIGTERM', () => void stop('SIGTERM'));
+  process.once('SIGINT', () => void stop('SIGINT'));
+  return 0;
+}

@@ -1,0 +1,53 @@
+/** What route plugins use: built once per app from the store and the clock. */
+import type { Config } from './config.js';
+import type { Clock } from './clock.js';
+import { AdjustableClock } from './clock.js';
+import { ApiKeyCache } from './auth/key-cache.js';
+import { AgentDirectory } from './engine/agent-directory.js';
+import { DecisionWriter } from './engine/decision-writer.js';
+import { DecisionService } from './engine/decisions.js';
+import { PolicySets } from './engine/policy-sets.js';
+import { noLimits, noPermits, type DecisionLimits, type PermitIssuer } from './engine/seams.js';
+import type { Store } from './store/connect.js';
+
+export interface Services {
+  config: Config;
+  store: Store;
+  clock: Clock;
+  /** Present when the server runs with AUTHZ_TEST_CLOCK=1. */
+  testClock: AdjustableClock | null;
+  keys: ApiKeyCache;
+  agents: AgentDirectory;
+  policySets: PolicySets;
+  writer: DecisionWriter;
+  decisions: DecisionService;
+}
+
+export interface ServiceOptions {
+  config: Config;
+  store: Store;
+  clock?: Clock;
+  limits?: DecisionLimits;
+  permits?: PermitIssuer;
+}
+
+export function buildServices(options: ServiceOptions): Services {
+  const { config, store } = options;
+  const testClock = options.clock ? null : config.testClock ? new AdjustableClock() : null;
+  const clock = options.clock ?? testClock ?? new AdjustableClock();
+  const sql = store.sql;
+  const agents = new AgentDirectory(sql, clock);
+  const policySets = new PolicySets(sql, clock);
+  const writer = new DecisionWriter(sql, config.decisionBatchSize);
+  return {
+    config,
+    store,
+    clock,
+    testClock,
+    keys: new ApiKeyCache(sql, clock),
+    agents,
+    policySets,
+    writer,
+    decisions: new DecisionService({ sql, clock, policySets, agents, writer, limits: options.limits ?? noLimits, permits: options.permits ?? noPermits }),
+  };
+}

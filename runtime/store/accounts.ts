@@ -1,0 +1,54 @@
+/** Accounts and their API keys. */
+import type { Environment } from '../auth/api-keys.js';
+import type { SqlOrTx } from './connect.js';
+
+export interface AccountRow {
+  id: string;
+  name: string;
+  created_at: Date;
+}
+
+export interface ApiKeyRow {
+  id: string;
+  account_id: string;
+  environment: Environment;
+  key_prefix: string;
+  scopes: string[];
+  created_at: Date;
+  revoked_at: Date | null;
+}
+
+export async function insertAccount(sql: SqlOrTx, account: AccountRow): Promise<void> {
+  await sql`insert into accounts (id, name, created_at) values (${account.id}, ${account.name}, ${account.created_at})`;
+  await sql`insert into policy_sets (account_id, environment, version, updated_at)
+            values (${account.id}, 'test', 0, ${account.created_at}), (${account.id}, 'live', 0, ${account.created_at})`;
+}
+
+export async function findAccount(sql: SqlOrTx, id: string): Promise<AccountRow | undefined> {
+  const [row] = await sql<AccountRow[]>`select id, name, created_at from accounts where id = ${id}`;
+  return row;
+}
+
+export async function countAccounts(sql: SqlOrTx): Promise<number> {
+  const [row] = await sql<{ n: number }[]>`select count(*)::int as n from accounts`;
+  return row!.n;
+}
+
+export async function insertApiKey(sql: SqlOrTx, key: ApiKeyRow, hash: Buffer): Promise<void> {
+  await sql`insert into api_keys (id, account_id, environment, key_hash, key_prefix, scopes, created_at)
+            values (${key.id}, ${key.account_id}, ${key.environment}, ${hash}, ${key.key_prefix}, ${key.scopes}, ${key.created_at})`;
+}
+
+/** The live (not revoked) key with this hash. */
+export async function findApiKeyByHash(sql: SqlOrTx, hash: Buffer): Promise<ApiKeyRow | undefined> {
+  const [row] = await sql<ApiKeyRow[]>`
+    select id, account_id, environment, key_prefix, scopes, created_at, revoked_at
+    from api_keys where key_hash = ${hash} and revoked_at is null`;
+  return row;
+}
+
+/** Marks the key revoked; false when there is no such key. */
+export async function revokeApiKey(sql: SqlOrTx, id: string, at: Date): Promise<boolean> {
+  const rows = await sql`update api_keys set revoked_at = coalesce(revoked_at, ${at}) where id = ${id} returning id`;
+  return rows.length > 0;
+}

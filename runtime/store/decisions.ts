@@ -1,0 +1,126 @@
+/** Decisions: written in batches (group commit), read and resolved one by one. */
+import type { EvaluationWarning } from '../../compiler/table/evaluate.js';
+import type { Effect } from '../../compiler/policy/types.js';
+import type { Environment } from '../auth/api-keys.js';
+import type { SqlOrTx } from './connect.js';
+import type { EventRow } from './events.js';
+import { pageQuery, type Page, type PageParams } from './pagination.js';
+
+export type DecisionStatus = 'pending' | 'confirmed' | 'rejected' | 'denied';
+
+export interface DecisionRow {
+  account_id: string;
+  environment: Environment;
+  id: string;
+  agent_id: string;
+  action: string;
+  resource: string | null;
+  amount: number | null;
+  context: Record<string, unknown> | null;
+  effect: Effect;
+  reason: string;
+  policy_id: string | null;
+  matched_policy_ids: string[];
+  warnings: Array<EvaluationWarning | { code: string; message: string }>;
+  status: DecisionStatus;
+  evaluated_at: Date;
+  expires_at: Date;
+  ttl_seconds: number;
+  permit_token: string | null;
+  resolved_at: Date | null;
+  confirmed_amount: number | null;
+}
+
+export interface NewAgent {
+  account_id: string;
+  environment: Environment;
+  agent_id: string;
+  first_seen_at: Date;
+}
+
+const ISO = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
+
+/**
+ * One statement (so one round trip, atomically): registers the new agents (each
+ * exactly once across processes: ON CONFLICT DO NOTHING, the event only for rows
+ * actually inserted), inserts the decisions and their events. Returns the agents
+ * this batch registered, as `account:environment:agent_id`.
+ */
+export async function writeDecisionBatch(sql: SqlOrTx, decisions: readonly DecisionRow[], events: readonly EventRow[], agents: readonly NewAgent[]): Promise<Set<string>> {
+  const rows = await sql<Array<{ registered: string | null }>>`
+    with new_agents as (
+      insert into agents (account_id, environment, agent_id, status, first_seen_at)
+      select account_id, environment, agent_id, 'active', first_seen_at
+      from jsonb_to_recordset(${sql.json(agents as never)}::jsonb)
+        as x(account_id text, environment text, agent_id text, first_seen_at timestamptz)
+      on conflict do nothing
+      returning account_id, environment, agent_id, first_seen_at
+    ), agent_events as (
+      insert into events (id, account_id, environment, type, created_at, data)
+      select 'evt_' || replace(gen_random_uuid()::text, '-', ''), account_id, environment, 'agent.registered', first_seen_at,
+        jsonb_build_object('agent_id', agent_id, 'agent', jsonb_build_object(
+          'agent_id', agent_id, 'status', 'active',
+          'first_seen_at', to_char(first_seen_at at time zone 'UTC', ${sql.unsafe(ISO)}), 'revoked_at', null))
+      from new_agents
+      returning account_id || ':' || environment || ':' || (data->>'agent_id') as registered
+    ), new_decisions as (
+      insert into decisions (account_id, environment, id, agent_id, action, resource, amount, context, effect, reason,
+        policy_id, matched_policy_ids, warnings, status, evaluated_at, expires_at, ttl_seconds, permit_token)
+      select account_id, environment, id, agent_id, action, resource, amount, context, effect, reason,
+        policy_id, matched_policy_ids, warnings, status, evaluated_at, expires_at, ttl_seconds, permit_token
+      from jsonb_to_recordset(${sql.json(decisions as never)}::jsonb)
+        as x(account_id text, environment text, id text, agent_id text, action text, resource text, amount float8,
+             context jsonb, effect text, reason text, policy_id text, matched_policy_ids text[], warnings jsonb,
+             status text, evaluated_at timestamptz, expires_at timestamptz, ttl_seconds int, permit_token text)
+      returning 1
+    ), decision_events as (
+      insert into events (id, account_id, environment, type, created_at, data)
+      select id, account_id, environment, type, created_at, data
+      from jsonb_to_recordset(${sql.json(events as never)}::jsonb)
+        as x(id text, account_id text, environment text, type text, created_at timestamptz, data jsonb)
+      returning 1
+    )
+    -- Data-modifying CTEs run to completion whether or not they are read.
+    select registered from agent_events`;
+  return new Set(rows.map((r) => r.registered).filter((r): r is string => r !== null));
+}
+
+const COLUMNS = (sql: SqlOrTx) => sql`account_id, environment, id, agent_id, action, resource, amount, context, effect, reason,
+  policy_id, matched_policy_ids, warnings, status, evaluated_at, expires_at, ttl_seconds, permit_token, resolved_at, confirmed_amount`;
+
+export async function findDecision(sql: SqlOrTx, accountId: string, environment: Environment, id: string): Promise<DecisionRow | undefined> {
+  const [row] = await sql<DecisionRow[]>`select ${COLUMNS(sql)} from decisions
+    where account_id = ${accountId} and environment = ${environment} and id = ${id}`;
+  return row;
+}
+
+export async function listDecisions(sql: SqlOrTx, accountId: string, environment: Environment, page: PageParams, agentId?: string): Promise<Page<DecisionRow>> {
+  return pageQuery(page, (cursor, limit) => sql<Array<DecisionRow & { seq: number }>>`
+    select ${COLUMNS(sql)}, seq from decisions
+    where account_id = ${accountId} and environment = ${environment}
+      ${agentId === undefined ? sql`` : sql`and agent_id = ${agentId}`}
+      ${cursor === null ? sql`` : sql`and seq < (select seq from decisions where account_id = ${accountId} and environment = ${environment} and id = ${cursor})`}
+    order by seq desc limit ${limit}`);
+}
+
+/**
+ * Moves a pending, unexpired decision to confirmed or rejected in one conditional
+ * UPDATE (so two concurrent confirms cannot both succeed). Undefined when the
+ * decision was not pending or had expired; the caller reads it to say why.
+ */
+export async function resolveDecision(
+  sql: SqlOrTx,
+  accountId: string,
+  environment: Environment,
+  id: string,
+  to: 'confirmed' | 'rejected',
+  at: Date,
+  confirmedAmount: number | null,
+): Promise<DecisionRow | undefined> {
+  const [row] = await sql<DecisionRow[]>`
+    update decisions set status = ${to}, resolved_at = ${at}, confirmed_amount = ${confirmedAmount}
+    where account_id = ${accountId} and environment = ${environment} and id = ${id}
+      and status = 'pending' and expires_at > ${at}
+    returning ${COLUMNS(sql)}`;
+  return row;
+}

@@ -1,0 +1,79 @@
+/** Policies of an environment and the version of the set they form. */
+import type { Policy } from '../../compiler/policy/types.js';
+import type { Environment } from '../auth/api-keys.js';
+import type { SqlOrTx } from './connect.js';
+import { pageQuery, type Page, type PageParams } from './pagination.js';
+
+export interface PolicyRecord {
+  policy: Policy;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface PolicySetVersion {
+  version: number;
+  hash: string | null;
+}
+
+/** Locks the environment's set for a change (until the transaction ends) and returns its version. */
+export async function lockPolicySet(tx: SqlOrTx, accountId: string, environment: Environment): Promise<PolicySetVersion> {
+  const [row] = await tx<PolicySetVersion[]>`
+    select version::int as version, hash from policy_sets
+    where account_id = ${accountId} and environment = ${environment} for update`;
+  if (!row) throw new Error(`no policy set for ${accountId}/${environment}`);
+  return row;
+}
+
+export async function readPolicySetVersion(sql: SqlOrTx, accountId: string, environment: Environment): Promise<PolicySetVersion | undefined> {
+  const [row] = await sql<PolicySetVersion[]>`
+    select version::int as version, hash from policy_sets where account_id = ${accountId} and environment = ${environment}`;
+  return row;
+}
+
+/** Every environment's version (replicas compare these with what they have compiled). */
+export async function allPolicySetVersions(sql: SqlOrTx): Promise<Array<{ account_id: string; environment: Environment; version: number }>> {
+  return sql`select account_id, environment, version::int as version from policy_sets`;
+}
+
+export async function bumpPolicySet(tx: SqlOrTx, accountId: string, environment: Environment, version: number, hash: string, at: Date): Promise<void> {
+  await tx`update policy_sets set version = ${version}, hash = ${hash}, updated_at = ${at}
+           where account_id = ${accountId} and environment = ${environment}`;
+}
+
+export async function loadPolicies(sql: SqlOrTx, accountId: string, environment: Environment): Promise<PolicyRecord[]> {
+  const rows = await sql<Array<{ body: Policy; created_at: Date; updated_at: Date }>>`
+    select body, created_at, updated_at from policies
+    where account_id = ${accountId} and environment = ${environment} order by seq`;
+  return rows.map((r) => ({ policy: r.body, created_at: r.created_at, updated_at: r.updated_at }));
+}
+
+export async function findPolicy(sql: SqlOrTx, accountId: string, environment: Environment, id: string): Promise<PolicyRecord | undefined> {
+  const [row] = await sql<Array<{ body: Policy; created_at: Date; updated_at: Date }>>`
+    select body, created_at, updated_at from policies
+    where account_id = ${accountId} and environment = ${environment} and id = ${id}`;
+  return row && { policy: row.body, created_at: row.created_at, updated_at: row.updated_at };
+}
+
+export async function listPolicies(sql: SqlOrTx, accountId: string, environment: Environment, page: PageParams): Promise<Page<PolicyRecord>> {
+  const result = await pageQuery(page, (cursor, limit) => sql<Array<{ body: Policy; created_at: Date; updated_at: Date; seq: number }>>`
+    select body, created_at, updated_at, seq from policies
+    where account_id = ${accountId} and environment = ${environment}
+      ${cursor === null ? sql`` : sql`and seq < (select seq from policies where account_id = ${accountId} and environment = ${environment} and id = ${cursor})`}
+    order by seq desc limit ${limit}`);
+  return { has_more: result.has_more, data: result.data.map((r) => ({ policy: r.body, created_at: r.created_at, updated_at: r.updated_at })) };
+}
+
+export async function upsertPolicy(tx: SqlOrTx, accountId: string, environment: Environment, policy: Policy, at: Date): Promise<void> {
+  await tx`insert into policies (account_id, environment, id, body, created_at, updated_at)
+           values (${accountId}, ${environment}, ${policy.id}, ${tx.json(policy as never)}, ${at}, ${at})
+           on conflict (account_id, environment, id) do update set body = excluded.body, updated_at = excluded.updated_at`;
+}
+
+export async function deletePolicy(tx: SqlOrTx, accountId: string, environment: Environment, id: string): Promise<boolean> {
+  const rows = await tx`delete from policies where account_id = ${accountId} and environment = ${environment} and id = ${id} returning id`;
+  return rows.length > 0;
+}
+
+export async function deleteAllPolicies(tx: SqlOrTx, accountId: string, environment: Environment): Promise<void> {
+  await tx`delete from policies where account_id = ${accountId} and environment = ${environment}`;
+}
