@@ -38,7 +38,7 @@ export function buildServices(options: ServiceOptions): Services {
   const sql = store.sql;
   const agents = new AgentDirectory(sql, clock);
   const policySets = new PolicySets(sql, clock);
-  const writer = new DecisionWriter(sql, config.decisionBatchSize);
+  const writer = new DecisionWriter(sql, config.decisionBatchSize, store.kind === 'postgres' ? 4 : 1);
   return {
     config,
     store,

@@ -24,53 +24,70 @@ interface Queued {
 
 export class DecisionWriter {
   private queue: Queued[] = [];
-  private flushing: Promise<void> | null = null;
+  private inFlight = 0;
+  private scheduled = false;
+  private idleWaiters: Array<() => void> = [];
 
+  /**
+   * `maxInFlight` batches may be written at once (PostgreSQL: several pooled
+   * connections hide each commit's latency; the embedded store has one).
+   */
   constructor(
     private readonly sql: Sql,
     private readonly maxBatch = 500,
+    private readonly maxInFlight = 1,
   ) {}
 
   /** Resolves once stored, with whether this write registered its agent. */
   write(write: PendingWrite): Promise<boolean> {
     return new Promise((resolve, reject) => {
       this.queue.push({ write, resolve, reject });
-      if (this.flushing === null) this.flushing = this.drain();
+      this.schedule();
     });
   }
 
   /** Waits until everything queued so far is stored. */
-  async idle(): Promise<void> {
-    while (this.flushing !== null) await this.flushing;
+  idle(): Promise<void> {
+    if (this.queue.length === 0 && this.inFlight === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
-  private async drain(): Promise<void> {
-    // Let the current tick's requests join the first batch.
-    await new Promise<void>((r) => setImmediate(r));
-    while (this.queue.length > 0) {
-      const batch = this.queue.splice(0, this.maxBatch);
-      try {
-        const agents = new Map<string, NewAgent>();
-        for (const q of batch) {
-          const a = q.write.newAgent;
-          if (a) agents.set(`${a.account_id}:${a.environment}:${a.agent_id}`, a);
-        }
-        const registered = await writeDecisionBatch(
-          this.sql,
-          batch.map((q) => q.write.decision),
-          batch.flatMap((q) => q.write.events),
-          [...agents.values()],
-        );
-        // The first decision of the batch for a newly registered agent owns the registration.
-        for (const q of batch) {
-          const a = q.write.newAgent;
-          const key = a && `${a.account_id}:${a.environment}:${a.agent_id}`;
-          q.resolve(key !== undefined && registered.delete(key));
-        }
-      } catch (error) {
-        for (const q of batch) q.reject(error);
+  private schedule(): void {
+    if (this.scheduled || this.inFlight >= this.maxInFlight) return;
+    this.scheduled = true;
+    // Let the current tick's requests join the batch.
+    setImmediate(() => {
+      this.scheduled = false;
+      while (this.queue.length > 0 && this.inFlight < this.maxInFlight) void this.flush(this.queue.splice(0, this.maxBatch));
+    });
+  }
+
+  private async flush(batch: Queued[]): Promise<void> {
+    this.inFlight++;
+    try {
+      const agents = new Map<string, NewAgent>();
+      for (const q of batch) {
+        const a = q.write.newAgent;
+        if (a) agents.set(`${a.account_id}:${a.environment}:${a.agent_id}`, a);
       }
+      const registered = await writeDecisionBatch(
+        this.sql,
+        batch.map((q) => q.write.decision),
+        batch.flatMap((q) => q.write.events),
+        [...agents.values()],
+      );
+      // The first decision of the batch for a newly registered agent owns the registration.
+      for (const q of batch) {
+        const a = q.write.newAgent;
+        const key = a && `${a.account_id}:${a.environment}:${a.agent_id}`;
+        q.resolve(key !== undefined && registered.delete(key));
+      }
+    } catch (error) {
+      for (const q of batch) q.reject(error);
+    } finally {
+      this.inFlight--;
+      if (this.queue.length > 0) this.schedule();
+      else if (this.inFlight === 0) for (const wake of this.idleWaiters.splice(0)) wake();
     }
-    this.flushing = null;
   }
 }

@@ -10,7 +10,7 @@ import type { Policy } from '../../compiler/policy/types.js';
 import type { Principal } from '../auth/authenticate.js';
 import { diagnosticsToDetails } from '../engine/policy-sets.js';
 import { changeKind, policyResource } from '../engine/policy-resource.js';
-import { InvalidPolicyError, PolicyConflictError, PolicyNotFoundError } from '../errors/api-error.js';
+import { InvalidPolicyError, PolicyConflictError, PolicyNotFoundError, type ErrorDetail } from '../errors/api-error.js';
 import { eventRow } from '../events/event-row.js';
 import { listBody, listQuerySchema, pageParams, type ListQuery } from '../http/list.js';
 import { newId } from '../ids.js';
@@ -20,20 +20,34 @@ const idParams = { type: 'object', properties: { id: { type: 'string', minLength
 
 /** Validates a policy body with the compiler; every problem becomes a detail. */
 export function policyFromBody(body: unknown, id?: string): Policy {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new InvalidPolicyError('the body must be a JSON object describing a policy');
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw new InvalidPolicyError('the body must be a JSON object describing a policy', { details: [{ path: '/', message: 'must be a JSON object describing a policy' }] });
+  }
   const value = { ...(body as Record<string, unknown>) };
+  const details: ErrorDetail[] = [];
   if (id !== undefined) {
     if (value.id !== undefined && value.id !== id) {
-      throw new InvalidPolicyError(`the body's id ${JSON.stringify(value.id)} differs from the path's ${id}`, { details: [{ path: '/id', message: 'must equal the id in the path' }] });
+      details.push({ path: '/id', message: `the body's id ${JSON.stringify(value.id)} differs from the path's ${id}; it must equal the id in the path` });
     }
     value.id = id;
   }
-  const r = readPolicyValue(value, '', undefined, () => newId('pol'));
-  if (r.items.length === 0) {
-    const details = diagnosticsToDetails(r.diagnostics);
+  // The API generates an opaque id when none is given (ids derived from the name are for files).
+  if (value.id === undefined) value.id = newId('pol');
+  const r = readPolicyValue(value, '');
+  details.push(...diagnosticsToDetails(r.diagnostics));
+  if (r.items.length === 0 || details.length > 0) {
     throw new InvalidPolicyError(`invalid policy: ${details[0]?.message ?? 'unknown problem'}`, { details });
   }
   return canonicalPolicy(r.items[0]!.policy);
+}
+
+/** Names are unique per environment: a clash is a problem of the body's /name. */
+function checkNameFree(current: readonly Policy[], policy: Policy): void {
+  const holder = current.find((c) => c.id !== policy.id && c.name === policy.name);
+  if (holder) {
+    const message = `duplicate policy name "${policy.name}" (policy ${holder.id} has it); names are unique per environment`;
+    throw new InvalidPolicyError(`invalid policy: ${message}`, { details: [{ path: '/name', message }] });
+  }
 }
 
 export const policyRoutes: FastifyPluginAsync = async (app) => {
@@ -49,6 +63,7 @@ export const policyRoutes: FastifyPluginAsync = async (app) => {
     const now = clock.now();
     await policySets.change(p.accountId, p.environment, async (tx, current) => {
       if (current.some((c) => c.id === policy.id)) throw new PolicyConflictError(`a policy with id ${policy.id} already exists; use PUT /v1/policies/${policy.id} to replace it`);
+      checkNameFree(current, policy);
       await upsertPolicy(tx, p.accountId, p.environment, policy, new Date(now));
       return { policies: [...current, policy], events: [changeEvent(p, policy, 'created', now)], value: null };
     });
@@ -59,19 +74,21 @@ export const policyRoutes: FastifyPluginAsync = async (app) => {
     const p = request.principal;
     const policy = policyFromBody(request.body, request.params.id);
     const now = clock.now();
-    const created = await policySets.change(p.accountId, p.environment, async (tx, current) => {
+    const stamps = await policySets.change(p.accountId, p.environment, async (tx, current) => {
       const before = current.find((c) => c.id === policy.id);
       if (!before) throw new PolicyNotFoundError(`no policy ${policy.id}; create it with POST /v1/policies`);
+      checkNameFree(current, policy);
       const change = changeKind(before, policy);
       const record = await findPolicy(tx, p.accountId, p.environment, policy.id);
       if (change) await upsertPolicy(tx, p.accountId, p.environment, policy, new Date(now));
       return {
         policies: current.map((c) => (c.id === policy.id ? policy : c)),
         events: change ? [changeEvent(p, policy, change, now)] : [],
-        value: record!.created_at,
+        // Unchanged: the stored updated_at stays, so the answer matches a later GET.
+        value: { created: record!.created_at, updated: change ? new Date(now) : record!.updated_at },
       };
     });
-    return policyResource(policy, p.environment, created, new Date(now));
+    return policyResource(policy, p.environment, stamps.created, stamps.updated);
   });
 
   app.get<{ Querystring: ListQuery }>('/v1/policies', { config: { scope: 'policies:read' }, schema: { querystring: listQuerySchema } }, async (request) => {

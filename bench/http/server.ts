@@ -1,0 +1,67 @@
+/**
+ * A benchmark target process: the runtime on a given store with an account, a
+ * key and a small policy set, or (`--bare`) a bare Fastify route that parses and
+ * returns similar JSON. Prints one JSON line `{ "port", "key" }` when listening.
+ */
+import Fastify from 'fastify';
+import { parseArgs } from 'node:util';
+import { buildApp } from '../../runtime/app.js';
+import { configFromEnv } from '../../runtime/config.js';
+import { createAccount, createApiKey } from '../../runtime/routes/admin.js';
+import { installPolicies } from '../../runtime/seed.js';
+import { buildServices } from '../../runtime/services.js';
+import { openStore } from '../../runtime/store/connect.js';
+import { migrate } from '../../runtime/store/migrate.js';
+import type { Policy } from '../../compiler/policy/types.js';
+
+const { values } = parseArgs({ options: { bare: { type: 'boolean' }, 'database-url': { type: 'string' }, 'data-dir': { type: 'string' } } });
+
+export const BENCH_POLICIES: Policy[] = [
+  { id: 'pol_bench_allow', name: 'bench-allow', state: 'enabled', priority: 100, effect: 'allow', agents: ['bench-*'], actions: ['orders.read'], resources: ['order:*'] },
+  { id: 'pol_bench_deny', name: 'bench-deny', state: 'enabled', priority: 10, effect: 'deny', agents: ['bench-*'], actions: ['orders.delete'] },
+];
+
+async function main(): Promise<void> {
+  if (values.bare) {
+    const app = Fastify({ logger: false });
+    let n = 0;
+    app.post('/v1/decisions', async (request) => {
+      const body = request.body as Record<string, unknown>;
+      n++;
+      return {
+        id: `dec_${n.toString(36).padStart(24, '0')}`,
+        object: 'decision',
+        effect: 'allow',
+        reason: 'policy.matched',
+        agent_id: body.agent_id,
+        action: body.action,
+        resource: body.resource ?? null,
+        evaluated_at: new Date().toISOString(),
+        metadata: { matched_policy_ids: [], warnings: [] },
+      };
+    });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const address = app.server.address();
+    process.stdout.write(`${JSON.stringify({ port: typeof address === 'object' && address ? address.port : 0, key: '' })}\n`);
+    return;
+  }
+  const store = await openStore(values['database-url'] ? { databaseUrl: values['database-url'], max: 10 } : { dataDir: values['data-dir'] ?? 'memory://' });
+  await migrate(store.sql);
+  const services = buildServices({ config: configFromEnv({}), store });
+  const at = new Date();
+  const account = await createAccount(store.sql, 'bench', at);
+  const key = (await createApiKey(store.sql, account.id, 'test', ['*'], at)).key;
+  await installPolicies(services, account.id, 'test', BENCH_POLICIES);
+  const app = await buildApp(services);
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const address = app.server.address();
+  process.stdout.write(`${JSON.stringify({ port: typeof address === 'object' && address ? address.port : 0, key })}\n`);
+  process.once('SIGTERM', async () => {
+    await app.close();
+    await services.writer.idle();
+    await store.close();
+    process.exit(0);
+  });
+}
+
+await main();

@@ -1,0 +1,106 @@
+/**
+ * A runtime under test: a fresh migrated store of the given kind, services on a
+ * manual clock, an app for `inject`, and an account with test and live keys plus
+ * a second account (for isolation checks). Each call is independent: its own
+ * database (PostgreSQL) or its own in-memory PGlite.
+ */
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import type { Policy } from '../../../compiler/policy/types.js';
+import { buildApp } from '../../../runtime/app.js';
+import type { Scope } from '../../../runtime/auth/api-keys.js';
+import { ManualClock } from '../../../runtime/clock.js';
+import { configFromEnv, type Config } from '../../../runtime/config.js';
+import type { DecisionLimits, PermitIssuer } from '../../../runtime/engine/seams.js';
+import { createAccount, createApiKey } from '../../../runtime/routes/admin.js';
+import { installPolicies } from '../../../runtime/seed.js';
+import { buildServices, type Services } from '../../../runtime/services.js';
+import { openTestStore, type StoreKind, type TestStore } from '../../helpers/postgres.js';
+
+export const START = Date.parse('2026-11-21T10:00:00.000Z');
+export const ADMIN_TOKEN = 'admin-token-for-tests-0123456789';
+
+export interface TestRuntime {
+  app: FastifyInstance;
+  services: Services;
+  store: TestStore;
+  clock: ManualClock;
+  accountId: string;
+  /** Keys of the main account with every scope. */
+  testKey: string;
+  liveKey: string;
+  /** A test key of another account. */
+  otherKey: string;
+  otherAccountId: string;
+  /** Creates a key of the main account with the given scopes. */
+  keyWith(scopes: Scope[], environment?: 'test' | 'live'): Promise<string>;
+  /** Replaces the environment's policies. */
+  setPolicies(policies: Array<Partial<Policy> & Pick<Policy, 'effect' | 'actions'>>, environment?: 'test' | 'live'): Promise<void>;
+  /** inject with the key as a bearer token. */
+  call(key: string | null, options: InjectOptions): Promise<LightMyRequestResponse>;
+  close(): Promise<void>;
+}
+
+export interface TestRuntimeOptions {
+  config?: Partial<Config>;
+  limits?: DecisionLimits;
+  permits?: PermitIssuer;
+  /** Use an existing store (restart tests); it is not disposed on close. */
+  store?: TestStore;
+}
+
+export async function startRuntime(kind: StoreKind, options: TestRuntimeOptions = {}): Promise<TestRuntime> {
+  const store = options.store ?? (await openTestStore(kind));
+  const clock = new ManualClock(START);
+  const config: Config = { ...configFromEnv({ AUTHZ_ADMIN_TOKEN: ADMIN_TOKEN }), ...options.config };
+  const services = buildServices({ config, store, clock, ...(options.limits ? { limits: options.limits } : {}), ...(options.permits ? { permits: options.permits } : {}) });
+  const app = await buildApp(services);
+  const at = new Date(START);
+  const [{ accountId, testKey, liveKey }, other] = options.store
+    ? [await existingAccount(services), null]
+    : [await newAccount(services, 'main', at), await newAccount(services, 'other', at)];
+  const runtime: TestRuntime = {
+    app,
+    services,
+    store,
+    clock,
+    accountId,
+    testKey,
+    liveKey,
+    otherKey: other?.testKey ?? '',
+    otherAccountId: other?.accountId ?? '',
+    async keyWith(scopes, environment = 'test') {
+      return (await createApiKey(store.sql, accountId, environment, scopes, at)).key;
+    },
+    async setPolicies(policies, environment = 'test') {
+      const full = policies.map((p, i) => ({ id: `pol_t${i}`, name: `t${i}`, state: 'enabled', priority: 100, ...p }) as Policy);
+      await installPolicies(services, accountId, environment, full);
+    },
+    call(key, opts) {
+      return app.inject({ ...opts, headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...(opts.headers ?? {}) } });
+    },
+    async close() {
+      await app.close();
+      await services.writer.idle();
+      if (!options.store) await store.dispose();
+    },
+  };
+  return runtime;
+}
+
+async function newAccount(services: Services, name: string, at: Date) {
+  const account = await createAccount(services.store.sql, name, at);
+  const testKey = (await createApiKey(services.store.sql, account.id, 'test', ['*'], at)).key;
+  const liveKey = (await createApiKey(services.store.sql, account.id, 'live', ['*'], at)).key;
+  return { accountId: account.id, testKey, liveKey };
+}
+
+/** Restarts reuse the account made by the first start (keys are re-created: only hashes are stored). */
+async function existingAccount(services: Services) {
+  const [row] = await services.store.sql<Array<{ id: string }>>`select id from accounts where name = 'main'`;
+  const at = new Date(START);
+  const testKey = (await createApiKey(services.store.sql, row!.id, 'test', ['*'], at)).key;
+  const liveKey = (await createApiKey(services.store.sql, row!.id, 'live', ['*'], at)).key;
+  return { accountId: row!.id, testKey, liveKey };
+}
+
+export const json = (response: LightMyRequestResponse) => response.json() as Record<string, any>;
