@@ -5,8 +5,9 @@
  */
 import Fastify, { type FastifyInstance } from 'fastify';
 import { registerAuthentication } from './auth/authenticate.js';
-import { registerErrorHandling } from './http/error-handler.js';
-import { validatorCompiler } from './http/validation.js';
+import { InvalidFieldError } from './errors/api-error.js';
+import { registerErrorHandling, sendError } from './http/error-handler.js';
+import { rejectUnstorableInput, validatorCompiler } from './http/validation.js';
 import { newId } from './ids.js';
 import { adminRoutes } from './routes/admin.js';
 import { agentRoutes } from './routes/agents.js';
@@ -36,6 +37,15 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     genReqId: () => newId('req'),
     requestIdHeader: false,
     return503OnClosing: true,
+    // An agent id may have 256 characters, percent-encoded in /v1/agents/:agent_id up to 12 each.
+    routerOptions: { maxParamLength: 4096 },
+    // Errors the router raises before any hook runs (bad percent-encoding, over-long
+    // parameter): still the contract's error body and request-id header.
+    frameworkErrors: (error, request, reply) => {
+      reply.header('request-id', request.id);
+      const message = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path parameter is too long' : 'the URL is not valid: check its percent-encoding';
+      sendError(reply, new InvalidFieldError(message));
+    },
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false } },
   });
   app.setValidatorCompiler(validatorCompiler);
@@ -44,6 +54,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     reply.header('request-id', request.id);
   });
   registerErrorHandling(app);
+  app.addHook('preValidation', rejectUnstorableInput);
   registerAuthentication(app, services.keys);
   await app.register(healthRoutes);
   await app.register(decisionRoutes);

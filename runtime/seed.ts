@@ -12,10 +12,12 @@ import { compileSources } from '../compiler/compile.js';
 import type { Policy } from '../compiler/policy/types.js';
 import { packageRoot } from '../compiler/schemas.js';
 import type { Environment } from './auth/api-keys.js';
+import { changeKind } from './engine/policy-resource.js';
 import { eventRow } from './events/event-row.js';
 import { createAccount, createApiKey, type CreatedKey } from './routes/admin.js';
 import type { Services } from './services.js';
 import { countAccounts } from './store/accounts.js';
+import type { EventRow } from './store/events.js';
 import { deleteAllPolicies, upsertPolicy } from './store/policies.js';
 
 export interface Seeded {
@@ -60,10 +62,17 @@ export function bundlePolicies(path: string): Policy[] {
 /** Replaces an environment's policies (start-up seeding and --bundle). */
 export async function installPolicies(services: Services, accountId: string, environment: Environment, policies: Policy[]): Promise<void> {
   const now = services.clock.now();
-  await services.policySets.change(accountId, environment, async (tx) => {
+  await services.policySets.change(accountId, environment, async (tx, current) => {
     await deleteAllPolicies(tx, accountId, environment);
     for (const p of policies) await upsertPolicy(tx, accountId, environment, p, new Date(now));
-    const events = policies.map((p) => eventRow('policy.updated', accountId, environment, now, { policy: { ...p, object: 'policy' }, change: 'created' }));
+    // policy.updated for each policy that changed, as PUT /v1/bundle does.
+    const before = new Map(current.map((c) => [c.id, c]));
+    const after = new Map(policies.map((c) => [c.id, c]));
+    const events: EventRow[] = [];
+    for (const id of new Set([...before.keys(), ...after.keys()])) {
+      const change = changeKind(before.get(id), after.get(id));
+      if (change) events.push(eventRow('policy.updated', accountId, environment, now, { policy: { ...(after.get(id) ?? before.get(id))!, object: 'policy' }, change }));
+    }
     return { policies, events, value: null };
   });
 }

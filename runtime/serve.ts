@@ -26,7 +26,15 @@ export async function serve(argv: readonly string[]): Promise<number> {
     }
     throw e;
   }
-  const bundle = values.bundle ? bundlePolicies(values.bundle) : undefined;
+  let bundle;
+  try {
+    bundle = values.bundle ? bundlePolicies(values.bundle) : undefined;
+  } catch (e) {
+    // A missing, unreadable or invalid bundle file: a clear message, not a stack trace.
+    const message = e instanceof Error ? e.message : String(e);
+    process.stderr.write(`authz serve: cannot load --bundle ${message.includes(values.bundle!) ? '' : `${values.bundle}: `}${message}\n`);
+    return 2;
+  }
   const store = await openStore(config.databaseUrl ? { databaseUrl: config.databaseUrl } : { dataDir: config.dataDir });
   await migrate(store.sql);
   const services = buildServices({ config, store });
@@ -38,6 +46,9 @@ export async function serve(argv: readonly string[]): Promise<number> {
     for (const k of seeded.keys) log(`  ${k.environment} key: ${k.key}`);
   }
   const accountId = await defaultAccountId(services);
+  if (bundle && !accountId) {
+    process.stderr.write('authz serve: --bundle needs the "default" account, which only a fresh embedded store creates; with PostgreSQL use PUT /v1/bundle (authz push)\n');
+  }
   if (accountId && (bundle || seeded)) {
     const policies = bundle ?? examplePolicies();
     await installPolicies(services, accountId, 'test', policies);
@@ -47,10 +58,13 @@ export async function serve(argv: readonly string[]): Promise<number> {
   const app = await buildApp(services, { logger: { level: process.env.LOG_LEVEL ?? 'info' } });
   const replication = await startReplication(store, services.policySets, services.agents, 1000, (e) => app.log.error({ err: e }, 'replication'));
   await app.listen({ port: config.port, host: config.host });
-  log(`agent-authz listening on http://${config.host}:${config.port} (store: ${store.kind === 'embedded' ? `embedded, ${config.dataDir}` : 'PostgreSQL'})`);
+  // The bound port (PORT=0 asks the system for a free one).
+  const bound = app.server.address();
+  const port = typeof bound === 'object' && bound !== null ? bound.port : config.port;
+  log(`agent-authz listening on http://${config.host}:${port} (store: ${store.kind === 'embedded' ? `embedded, ${config.dataDir}` : 'PostgreSQL'})`);
   if (seeded) {
     const testKey = seeded.keys.find((k) => k.environment === 'test')!.key;
-    log(`Try: curl -s http://${config.host}:${config.port}/v1/decisions -H 'Authorization: Bearer ${testKey}' -H 'Content-Type: application/json' \\`);
+    log(`Try: curl -s http://${config.host}:${port}/v1/decisions -H 'Authorization: Bearer ${testKey}' -H 'Content-Type: application/json' \\`);
     log(`       -d '{"agent_id":"support-bot-1","action":"orders.read","resource":"order:1001"}'`);
   }
 

@@ -83,7 +83,9 @@ export class DecisionWriter {
         q.resolve(key !== undefined && registered.delete(key));
       }
     } catch (error) {
-      for (const q of batch) q.reject(error);
+      // One bad row must not fail its neighbours: write them one by one.
+      if (batch.length === 1) batch[0]!.reject(error);
+      else for (const q of batch) await this.flush([q]);
     } finally {
       this.inFlight--;
       if (this.queue.length > 0) this.schedule();

@@ -55,8 +55,8 @@ export class DecisionService {
   constructor(private readonly deps: DecisionDeps) {}
 
   async decide(principal: Principal, input: DecisionInput): Promise<DecisionRow> {
-    if (!isValidAction(input.action)) {
-      throw new InvalidActionError(`action "${input.action}" must be namespace.verb ([a-z][a-z0-9_]* each part, no wildcards)`);
+    if (input.action.length > 256 || !isValidAction(input.action)) {
+      throw new InvalidActionError(`action "${input.action}" must be namespace.verb ([a-z][a-z0-9_]* each part, no wildcards), at most 256 characters`);
     }
     const { clock, agents, policySets, limits } = this.deps;
     const { accountId, environment } = principal;

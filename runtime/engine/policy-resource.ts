@@ -1,4 +1,5 @@
 /** The public form of a policy, and what changed between two versions of one. */
+import { canonicalJson } from '../../compiler/bundle/canonical-json.js';
 import type { Policy } from '../../compiler/policy/types.js';
 import type { Environment } from '../auth/api-keys.js';
 
@@ -13,7 +14,8 @@ export function changeKind(before: Policy | undefined, after: Policy | undefined
   if (!before && after) return 'created';
   if (before && !after) return 'deleted';
   if (!before || !after) return null;
-  if (JSON.stringify(before) === JSON.stringify(after)) return null;
+  // Key order is not meaningful (jsonb does not keep it): compare canonical JSON.
+  if (canonicalJson(before) === canonicalJson(after)) return null;
   if (before.state !== after.state) return after.state === 'enabled' ? 'enabled' : 'disabled';
   return 'updated';
 }

@@ -134,10 +134,6 @@ export class RouteNotFoundError extends ApiError {
   static override readonly code = 'route.not_found';
   static override readonly status = 404;
 }
-export class MethodNotAllowedError extends ApiError {
-  static override readonly code = 'route.method_not_allowed';
-  static override readonly status = 405;
-}
 
 // --- limits and availability ----------------------------------------------------
 export class RateLimitExceededError extends ApiError {
@@ -182,7 +178,6 @@ export const ERROR_CLASSES = [
   ApiKeyNotFoundError,
   AdminAuthError,
   RouteNotFoundError,
-  MethodNotAllowedError,
   RateLimitExceededError,
   ServiceUnavailableError,
   InternalError,

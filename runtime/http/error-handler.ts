@@ -9,7 +9,6 @@ import {
   BodyTooLargeError,
   InternalError,
   InvalidJsonError,
-  MethodNotAllowedError,
   RouteNotFoundError,
   UnsupportedMediaTypeError,
 } from '../errors/api-error.js';
@@ -40,7 +39,6 @@ function fromFastify(error: FastifyError, request: FastifyRequest): ApiError {
       return new UnsupportedMediaTypeError('send the body as application/json');
   }
   if (error instanceof SyntaxError) return new InvalidJsonError(`the body is not valid JSON: ${error.message}`);
-  if (error.statusCode === 405) return new MethodNotAllowedError(`${request.method} is not allowed here`);
   return new InternalError('internal error; quote the request id to support');
 }
 

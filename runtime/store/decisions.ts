@@ -53,14 +53,18 @@ export async function writeDecisionBatch(sql: SqlOrTx, decisions: readonly Decis
       select account_id, environment, agent_id, 'active', first_seen_at
       from jsonb_to_recordset(${sql.json(agents as never)}::jsonb)
         as x(account_id text, environment text, agent_id text, first_seen_at timestamptz)
+      -- One lock order for every batch: batches written at once that register the
+      -- same new agents would otherwise deadlock on each other's uncommitted rows.
+      order by account_id, environment, agent_id
       on conflict do nothing
       returning account_id, environment, agent_id, first_seen_at
     ), agent_events as (
       insert into events (id, account_id, environment, type, created_at, data)
       select 'evt_' || replace(gen_random_uuid()::text, '-', ''), account_id, environment, 'agent.registered', first_seen_at,
         jsonb_build_object('agent_id', agent_id, 'agent', jsonb_build_object(
-          'agent_id', agent_id, 'status', 'active',
-          'first_seen_at', to_char(first_seen_at at time zone 'UTC', ${sql.unsafe(ISO)}), 'revoked_at', null))
+          'agent_id', agent_id, 'object', 'agent', 'status', 'active',
+          'first_seen_at', to_char(first_seen_at at time zone 'UTC', ${sql.unsafe(ISO)}), 'revoked_at', null,
+          'livemode', environment = 'live'))
       from new_agents
       returning account_id || ':' || environment || ':' || (data->>'agent_id') as registered
     ), new_decisions as (

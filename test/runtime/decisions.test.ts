@@ -275,8 +275,30 @@ describe.each(STORE_KINDS)('decisions over HTTP (%s)', (kind) => {
       ],
     );
 
-    it.each(cases)('%s -> %i %s', async (_name, send, status, code) => {
+    // Valid JSON that the store cannot hold: still a 400, never a 500 (contract: conventions).
+    const raw = (text: string) => () =>
+      rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', headers: { 'content-type': 'application/json' }, payload: text });
+    cases.push(
+      ['NUL in agent_id', post({ agent_id: 'a\u0000b', action: 'orders.read' }), 400, 'validation.invalid_field'],
+      ['NUL in resource', post({ ...valid(), resource: 'order:\u0000' }), 400, 'validation.invalid_field'],
+      ['NUL in a context value', post({ ...valid(), context: { a: ['x\u0000'] } }), 400, 'validation.invalid_field'],
+      ['NUL in a context key', post({ ...valid(), context: { 'k\u0000': 1 } }), 400, 'validation.invalid_field'],
+      ['unpaired surrogate in agent_id', raw('{"agent_id":"a\\ud800","action":"orders.read"}'), 400, 'validation.invalid_field'],
+      ['unpaired surrogate in context', raw('{"agent_id":"a-1","action":"orders.read","context":{"x":"\\udc00y"}}'), 400, 'validation.invalid_field'],
+      ['amount 1e400 (Infinity)', raw('{"agent_id":"a-1","action":"orders.read","amount":1e400}'), 400, 'validation.invalid_field'],
+      ['context nested 5000 deep', raw(`{"agent_id":"a-1","action":"orders.read","context":{"a":${'['.repeat(5000)}${']'.repeat(5000)}}}`), 400, 'validation.invalid_field'],
+    );
+
+    it.each(cases.map(([name, send, status, code]) => ({ name, send, status, code })))('$name -> $status $code', async ({ send, status, code }) => {
       expectError(await send(), status, code);
+    });
+
+    it('well-formed unicode, astral characters and moderate nesting are accepted and kept', async () => {
+      const a = `${agent('uni')}-é-😀-日本`;
+      const context = { deep: JSON.parse(`${'['.repeat(30)}"x"${']'.repeat(30)}`), emoji: '😀' };
+      const d = await decideOk({ agent_id: a, action: 'orders.read', resource: 'order:ü😀', context });
+      expect(d).toMatchObject({ agent_id: a, resource: 'order:ü😀', effect: 'allow' });
+      expect(json(await getDecision(d.id)).agent_id).toBe(a);
     });
 
     it('a missing field beside an invalid one is still missing_field', async () => {
@@ -314,6 +336,17 @@ describe.each(STORE_KINDS)('decisions over HTTP (%s)', (kind) => {
       // And a valid request through the same key is stored (the check above can see rows).
       await decideOk({ agent_id: 'val-nothing', action: 'orders.read' }, key);
       expect(json(await rt.call(key, { method: 'GET', url: '/v1/decisions' })).data).toHaveLength(1);
+    });
+
+    it('input the store cannot hold, sent among concurrent valid requests, fails alone', async () => {
+      const good = Array.from({ length: 10 }, () => decide({ agent_id: agent('batch'), action: 'orders.read' }));
+      const bad = [
+        decide({ agent_id: 'batch-\u0000', action: 'orders.read' }),
+        decide({ agent_id: agent('batch'), action: 'orders.read', context: { k: '\u0000' } }),
+      ];
+      const rs = await Promise.all([...good, ...bad]);
+      expect(rs.slice(0, 10).map((r) => r.statusCode)).toEqual(Array(10).fill(200));
+      for (const r of rs.slice(10)) expectError(r, 400, 'validation.invalid_field');
     });
 
     it('the main account list count is unchanged by rejected requests', async () => {
@@ -429,6 +462,24 @@ describe.each(STORE_KINDS)('decisions over HTTP (%s)', (kind) => {
       const noBody = await rt.call(rt.testKey, { method: 'POST', url: `/v1/decisions/${n.id}/confirm` });
       expect(noBody.statusCode, noBody.body).toBe(200);
       expect(json(noBody).status).toBe('confirmed');
+
+      // An empty body sent as application/json (what many clients send) is no body too.
+      const e = await decideOk({ agent_id: agent('amt'), action: 'orders.read' });
+      const emptyJson = await rt.call(rt.testKey, { method: 'POST', url: `/v1/decisions/${e.id}/confirm`, headers: { 'content-type': 'application/json' }, payload: '' });
+      expect(emptyJson.statusCode, emptyJson.body).toBe(200);
+      expect(json(emptyJson).status).toBe('confirmed');
+      const e2 = await decideOk({ agent_id: agent('amt'), action: 'orders.read' });
+      const emptyReject = await rt.call(rt.testKey, { method: 'POST', url: `/v1/decisions/${e2.id}/reject`, headers: { 'content-type': 'application/json' }, payload: '' });
+      expect(emptyReject.statusCode, emptyReject.body).toBe(200);
+      expect(json(emptyReject).status).toBe('rejected');
+      // Malformed JSON on confirm is still invalid_json, and leaves the decision pending.
+      const m = await decideOk({ agent_id: agent('amt'), action: 'orders.read' });
+      expectError(
+        await rt.call(rt.testKey, { method: 'POST', url: `/v1/decisions/${m.id}/confirm`, headers: { 'content-type': 'application/json' }, payload: '{"amount":' }),
+        400,
+        'validation.invalid_json',
+      );
+      expect(json(await getDecision(m.id)).status).toBe('pending');
 
       const r = await decideOk({ agent_id: agent('amt'), action: 'orders.read' });
       const rejectNoBody = await rt.call(rt.testKey, { method: 'POST', url: `/v1/decisions/${r.id}/reject` });

@@ -1,0 +1,75 @@
+/**
+ * The README documents every error code: each `code` of ERROR_CLASSES
+ * (runtime/errors/api-error.ts) and each code of the spec's section 7 table
+ * (../shared/spec/service-spec.md, "7. Errors") appears inside backticks.
+ */
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { ERROR_CLASSES } from '../../runtime/errors/api-error.js';
+
+/** Spec section 7, in table order. */
+const SPEC_SECTION_7_CODES = [
+  'auth.invalid_key',
+  'auth.expired',
+  'auth.signature_invalid',
+  'auth.scope_insufficient',
+  'policy.not_found',
+  'policy.conflict',
+  'policy.disabled',
+  'rate_limit.exceeded',
+  'budget.exceeded',
+  'budget.below_threshold',
+  'resource.not_allowed',
+  'decision.already_confirmed',
+  'decision.expired',
+  'decision.not_found',
+  'validation.missing_field',
+  'validation.invalid_action',
+] as const;
+
+const README = fileURLToPath(new URL('../../README.md', import.meta.url));
+
+/** Every token that appears inside an inline code span (`...`) or a fenced block of the README. */
+function backtickedTokens(markdown: string): Set<string> {
+  const tokens = new Set<string>();
+  const add = (text: string) => {
+    for (const t of text.split(/[^A-Za-z0-9_.]+/)) if (t) tokens.add(t.replace(/\.+$/, ''));
+  };
+  const withoutFences = markdown.replace(/^(```|~~~)[^\n]*\n([\s\S]*?)^\1[ \t]*$/gm, (_m, _f, body: string) => {
+    add(body);
+    return '';
+  });
+  for (const m of withoutFences.matchAll(/(`+)([^`]|[^`][\s\S]*?[^`])\1(?!`)/g)) add(m[2]!);
+  return tokens;
+}
+
+describe('README error codes', () => {
+  const readme = readFileSync(README, 'utf8');
+  const documented = backtickedTokens(readme);
+  const runtimeCodes = [...new Set(ERROR_CLASSES.map((c) => c.code))];
+
+  it('the helper finds codes in backticks and nowhere else', () => {
+    const sample = 'A `auth.invalid_key` here, `policy.conflict (200)` there, plain decision.expired, and\n```\nerror: validation.invalid_json\n```\n';
+    const found = backtickedTokens(sample);
+    expect(found.has('auth.invalid_key')).toBe(true);
+    expect(found.has('policy.conflict')).toBe(true);
+    expect(found.has('validation.invalid_json')).toBe(true);
+    expect(found.has('decision.expired')).toBe(false);
+  });
+
+  it('ERROR_CLASSES has a code for every class and no duplicates', () => {
+    expect(runtimeCodes.length).toBe(ERROR_CLASSES.length);
+    for (const code of runtimeCodes) expect(code).toMatch(/^[a-z_]+\.[a-z_]+$/);
+  });
+
+  it('documents every runtime error code (ERROR_CLASSES) in backticks', () => {
+    const missing = runtimeCodes.filter((c) => !documented.has(c));
+    expect(missing, `README.md lacks these runtime error codes in backticks: ${missing.join(', ')}`).toEqual([]);
+  });
+
+  it('documents every error code of spec section 7 in backticks', () => {
+    const missing = SPEC_SECTION_7_CODES.filter((c) => !documented.has(c));
+    expect(missing, `README.md lacks these spec section 7 error codes in backticks: ${missing.join(', ')}`).toEqual([]);
+  });
+});
