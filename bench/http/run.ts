@@ -19,7 +19,8 @@ import { packageRoot } from '../../compiler/schemas.js';
 import { compilerVersion } from '../../compiler/version.js';
 import { startCluster } from '../../scripts/pg-cluster.js';
 
-const { values } = parseArgs({ options: { duration: { type: 'string' }, connections: { type: 'string' } } });
+const { values } = parseArgs({ options: { duration: { type: 'string' }, connections: { type: 'string' }, targets: { type: 'string' } } });
+const targets = new Set((values.targets ?? 'bare,embedded,postgres').split(','));
 const duration = Number(values.duration ?? 10);
 const connections = Number(values.connections ?? 50);
 const serverScript = fileURLToPath(new URL('./server.js', import.meta.url));
@@ -80,18 +81,22 @@ async function main(): Promise<void> {
     process.stderr.write(`${target} ${scenario}: ${r.requests.average.toFixed(0)} req/s, p50 ${r.latency.p50} ms, p99 ${r.latency.p99} ms, non-2xx ${r.non2xx}\n`);
   };
 
-  const bare = await startTarget(['--bare']);
-  record('bare Fastify', 'parse + return JSON', await load(bare, BODIES.allow));
-  await stopTarget(bare);
+  if (targets.has('bare')) {
+    const bare = await startTarget(['--bare']);
+    record('bare Fastify', 'parse + return JSON', await load(bare, BODIES.allow));
+    await stopTarget(bare);
+  }
 
-  const dir = mkdtempSync(join(tmpdir(), 'authz-bench-'));
-  const embedded = await startTarget(['--data-dir', join(dir, 'data')]);
-  for (const [scenario, body] of Object.entries(BODIES)) record('embedded (PGlite on disk)', scenario, await load(embedded, body));
-  await stopTarget(embedded);
-  rmSync(dir, { recursive: true, force: true });
+  if (targets.has('embedded')) {
+    const dir = mkdtempSync(join(tmpdir(), 'authz-bench-'));
+    const embedded = await startTarget(['--data-dir', join(dir, 'data')]);
+    for (const [scenario, body] of Object.entries(BODIES)) record('embedded (PGlite on disk)', scenario, await load(embedded, body));
+    await stopTarget(embedded);
+    rmSync(dir, { recursive: true, force: true });
+  }
 
-  const cluster = await startCluster({ durable: true, log: () => {} });
-  try {
+  const cluster = targets.has('postgres') ? await startCluster({ durable: true, log: () => {} }) : null;
+  if (cluster) try {
     const pg = await startTarget(['--database-url', cluster.url]);
     for (const [scenario, body] of Object.entries(BODIES)) record('PostgreSQL', scenario, await load(pg, body));
     await stopTarget(pg);
@@ -99,7 +104,7 @@ async function main(): Promise<void> {
     await cluster.stop();
   }
 
-  const bareRps = results[0]!.rps;
+  const bareRps = results.find((r) => r.target === 'bare Fastify')?.rps ?? NaN;
   const lines = [
     '# HTTP benchmark: POST /v1/decisions',
     '',

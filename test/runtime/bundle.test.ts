@@ -53,26 +53,14 @@ describe.each(STORE_KINDS)('bundles (%s store)', (kind) => {
   });
 
   const putBundle = (body: unknown, key = rt.testKey) => rt.call(key, { method: 'PUT', url: '/v1/bundle', payload: body as object });
-  const getBundle = async (key = rt.testKey) => {
-    const r = await rt.call(key, { method: 'GET', url: '/v1/bundle' });
-    expect(r.statusCode).toBe(200);
-    return json(r);
-  };
+  const getBundle = (key = rt.testKey) => rt.getOk('/v1/bundle', key);
   const decide = async (payload: Record<string, unknown>, key = rt.testKey) => {
     const r = await rt.call(key, { method: 'POST', url: '/v1/decisions', payload });
     expect(r.statusCode).toBe(200);
     return json(r);
   };
-  const policyEvents = async (key = rt.testKey) => {
-    const r = await rt.call(key, { method: 'GET', url: '/v1/events?type=policy.updated&limit=100' });
-    expect(r.statusCode).toBe(200);
-    return json(r).data as Array<Record<string, any>>;
-  };
-  const policyIds = async (key = rt.testKey) => {
-    const r = await rt.call(key, { method: 'GET', url: '/v1/policies?limit=100' });
-    expect(r.statusCode).toBe(200);
-    return (json(r).data as Array<{ id: string }>).map((p) => p.id).sort();
-  };
+  const policyEvents = async (key = rt.testKey) => (await rt.getOk('/v1/events?type=policy.updated&limit=100', key)).data as Array<Record<string, any>>;
+  const policyIds = async (key = rt.testKey) => ((await rt.getOk('/v1/policies?limit=100', key)).data as Array<{ id: string }>).map((p) => p.id).sort();
   const readOrder = { agent_id: 'support-bot-1', action: 'orders.read', resource: 'order:1001' };
 
   /** Runs `fn` and checks that the active set, the policies and the events are as before. */

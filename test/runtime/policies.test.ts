@@ -32,11 +32,7 @@ describe.each(STORE_KINDS)('policies API (%s store)', (kind) => {
     expect(r.statusCode).toBe(200);
     return json(r);
   };
-  const policyEvents = async (key = rt.testKey) => {
-    const r = await rt.call(key, { method: 'GET', url: '/v1/events?type=policy.updated&limit=100' });
-    expect(r.statusCode).toBe(200);
-    return json(r).data as Array<Record<string, any>>;
-  };
+  const policyEvents = async (key = rt.testKey) => (await rt.getOk('/v1/events?type=policy.updated&limit=100', key)).data as Array<Record<string, any>>;
   const bundleState = async (key = rt.testKey) => json(await rt.call(key, { method: 'GET', url: '/v1/bundle' }));
 
   describe('create', () => {

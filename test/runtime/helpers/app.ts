@@ -5,6 +5,7 @@
  * database (PostgreSQL) or its own in-memory PGlite.
  */
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import { expect } from 'vitest';
 import type { Policy } from '../../../compiler/policy/types.js';
 import { buildApp } from '../../../runtime/app.js';
 import type { Scope } from '../../../runtime/auth/api-keys.js';
@@ -37,6 +38,8 @@ export interface TestRuntime {
   setPolicies(policies: Array<Partial<Policy> & Pick<Policy, 'effect' | 'actions'>>, environment?: 'test' | 'live'): Promise<void>;
   /** inject with the key as a bearer token. */
   call(key: string | null, options: InjectOptions): Promise<LightMyRequestResponse>;
+  /** GET that must answer 200; the parsed body. */
+  getOk(url: string, key?: string): Promise<Record<string, any>>;
   close(): Promise<void>;
 }
 
@@ -77,6 +80,11 @@ export async function startRuntime(kind: StoreKind, options: TestRuntimeOptions 
     },
     call(key, opts) {
       return app.inject({ ...opts, headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...(opts.headers ?? {}) } });
+    },
+    async getOk(url, key = testKey) {
+      const r = await runtime.call(key, { method: 'GET', url });
+      expect(r.statusCode, r.body).toBe(200);
+      return json(r);
     },
     async close() {
       await app.close();
