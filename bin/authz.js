@@ -5,15 +5,15 @@
 import { existsSync } from 'node:fs';
 
 const args = process.argv.slice(2);
-const target = args[0] === 'serve' ? '../dist/runtime/serve.js' : '../dist/compiler/cli/main.js';
-const entry = new URL(target, import.meta.url);
+const runtime = { serve: ['../dist/runtime/serve.js', 'serve'], keys: ['../dist/runtime/cli/keys.js', 'keysCommand'] }[args[0]];
+const entry = new URL(runtime ? runtime[0] : '../dist/compiler/cli/main.js', import.meta.url);
 if (!existsSync(entry)) {
   process.stderr.write('authz: dist/ is missing; run `npm run build` (npm ci does it) first\n');
   process.exit(2);
 }
 const mod = await import(entry.href);
-if (args[0] === 'serve') {
-  const code = await mod.serve(args.slice(1));
+if (runtime) {
+  const code = await mod[runtime[1]](args.slice(1));
   if (code !== 0) process.exit(code);
 } else {
   process.exitCode = mod.main(args);

@@ -15,6 +15,7 @@ import { bundleRoutes } from './routes/bundle.js';
 import { decisionRoutes } from './routes/decisions.js';
 import { eventRoutes } from './routes/events.js';
 import { healthRoutes } from './routes/health.js';
+import { permitRoutes } from './routes/permits.js';
 import { policyRoutes } from './routes/policies.js';
 import type { Services } from './services.js';
 
@@ -62,6 +63,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   await app.register(bundleRoutes);
   await app.register(agentRoutes);
   await app.register(eventRoutes);
+  await app.register(permitRoutes);
   await app.register(adminRoutes);
   return app;
 }

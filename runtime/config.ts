@@ -12,6 +12,8 @@ export interface Config {
   baseUrl: string;
   /** Group commit: most decisions written in one statement. */
   decisionBatchSize: number;
+  /** Seals the signing keys at rest (AES-256-GCM) when set. */
+  masterKey?: string;
 }
 
 export class ConfigError extends Error {}
@@ -36,6 +38,10 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
     decisionBatchSize: int(env, 'AUTHZ_DECISION_BATCH', 500, 1, 10_000),
   };
   if (env.DATABASE_URL) config.databaseUrl = env.DATABASE_URL;
+  if (env.AUTHZ_MASTER_KEY) {
+    if (env.AUTHZ_MASTER_KEY.length < 16) throw new ConfigError('AUTHZ_MASTER_KEY must be at least 16 characters');
+    config.masterKey = env.AUTHZ_MASTER_KEY;
+  }
   if (env.AUTHZ_ADMIN_TOKEN) {
     if (env.AUTHZ_ADMIN_TOKEN.length < 16) throw new ConfigError('AUTHZ_ADMIN_TOKEN must be at least 16 characters');
     config.adminToken = env.AUTHZ_ADMIN_TOKEN;

@@ -10,7 +10,7 @@ import { buildApp } from './app.js';
 import { configFromEnv, ConfigError } from './config.js';
 import { startReplication } from './engine/replication.js';
 import { bundlePolicies, defaultAccountId, examplePolicies, installPolicies, seedIfEmpty } from './seed.js';
-import { buildServices } from './services.js';
+import { openServices } from './services.js';
 import { openStore } from './store/connect.js';
 import { migrate } from './store/migrate.js';
 
@@ -37,8 +37,17 @@ export async function serve(argv: readonly string[]): Promise<number> {
   }
   const store = await openStore(config.databaseUrl ? { databaseUrl: config.databaseUrl } : { dataDir: config.dataDir });
   await migrate(store.sql);
-  const services = buildServices({ config, store });
+  const services = await openServices({ config, store });
   const log = (line: string) => process.stdout.write(`${line}\n`);
+  if (!config.masterKey) {
+    const [live] = await store.sql<Array<{ n: number }>>`select count(*)::int as n from api_keys where environment = 'live' and revoked_at is null`;
+    if ((live?.n ?? 0) > 0 || store.kind === 'embedded') {
+      process.stderr.write(
+        '\n*** WARNING: AUTHZ_MASTER_KEY is not set: the Ed25519 keys that sign permit tokens are stored unencrypted.\n' +
+          '*** Anyone who can read the store can forge permits for the live environment. Set AUTHZ_MASTER_KEY (16+ characters).\n\n',
+      );
+    }
+  }
 
   const seeded = store.kind === 'embedded' ? await seedIfEmpty(services) : null;
   if (seeded) {

@@ -1,13 +1,16 @@
 /** What route plugins use: built once per app from the store and the clock. */
 import type { Config } from './config.js';
 import type { Clock } from './clock.js';
-import { AdjustableClock } from './clock.js';
+import { AdjustableClock, systemClock } from './clock.js';
 import { ApiKeyCache } from './auth/key-cache.js';
 import { AgentDirectory } from './engine/agent-directory.js';
 import { DecisionWriter } from './engine/decision-writer.js';
 import { DecisionService } from './engine/decisions.js';
 import { PolicySets } from './engine/policy-sets.js';
-import { noLimits, noPermits, type DecisionLimits, type PermitIssuer } from './engine/seams.js';
+import { noLimits, type DecisionLimits, type PermitIssuer } from './engine/seams.js';
+import { SecuritySignals } from './engine/security-signals.js';
+import { ringPermitIssuer } from './permits/issuer.js';
+import { KeyRing } from './permits/key-ring.js';
 import type { Store } from './store/connect.js';
 
 export interface Services {
@@ -21,6 +24,8 @@ export interface Services {
   policySets: PolicySets;
   writer: DecisionWriter;
   decisions: DecisionService;
+  ring: KeyRing;
+  signals: SecuritySignals;
 }
 
 export interface ServiceOptions {
@@ -28,13 +33,20 @@ export interface ServiceOptions {
   store: Store;
   clock?: Clock;
   limits?: DecisionLimits;
+  /** Replaces the key ring's issuer (tests). */
   permits?: PermitIssuer;
 }
 
-export function buildServices(options: ServiceOptions): Services {
-  const { config, store } = options;
-  const testClock = options.clock ? null : config.testClock ? new AdjustableClock() : null;
-  const clock = options.clock ?? testClock ?? new AdjustableClock();
+/** Opens what needs the store (the signing keys), then builds the services. */
+export async function openServices(options: ServiceOptions): Promise<Services> {
+  const testClock = options.clock ? null : options.config.testClock ? new AdjustableClock() : null;
+  const clock = options.clock ?? testClock ?? systemClock;
+  const ring = await KeyRing.open(options.store.sql, clock, options.config.masterKey);
+  return buildServices({ ...options, clock }, ring, testClock);
+}
+
+function buildServices(options: ServiceOptions & { clock: Clock }, ring: KeyRing, testClock: AdjustableClock | null): Services {
+  const { config, store, clock } = options;
   const sql = store.sql;
   const agents = new AgentDirectory(sql, clock);
   const policySets = new PolicySets(sql, clock);
@@ -48,6 +60,16 @@ export function buildServices(options: ServiceOptions): Services {
     agents,
     policySets,
     writer,
-    decisions: new DecisionService({ sql, clock, policySets, agents, writer, limits: options.limits ?? noLimits, permits: options.permits ?? noPermits }),
+    decisions: new DecisionService({
+      sql,
+      clock,
+      policySets,
+      agents,
+      writer,
+      limits: options.limits ?? noLimits,
+      permits: options.permits ?? ringPermitIssuer(ring, config.baseUrl),
+    }),
+    ring,
+    signals: new SecuritySignals(clock),
   };
 }

@@ -9,7 +9,7 @@ import { buildApp } from '../../runtime/app.js';
 import { configFromEnv } from '../../runtime/config.js';
 import { createAccount, createApiKey } from '../../runtime/routes/admin.js';
 import { installPolicies } from '../../runtime/seed.js';
-import { buildServices } from '../../runtime/services.js';
+import { openServices } from '../../runtime/services.js';
 import { openStore } from '../../runtime/store/connect.js';
 import { migrate } from '../../runtime/store/migrate.js';
 import type { Policy } from '../../compiler/policy/types.js';
@@ -47,7 +47,7 @@ async function main(): Promise<void> {
   }
   const store = await openStore(values['database-url'] ? { databaseUrl: values['database-url'], max: 10 } : { dataDir: values['data-dir'] ?? 'memory://' });
   await migrate(store.sql);
-  const services = buildServices({ config: configFromEnv({}), store });
+  const services = await openServices({ config: configFromEnv({}), store });
   const at = new Date();
   const account = await createAccount(store.sql, 'bench', at);
   const key = (await createApiKey(store.sql, account.id, 'test', ['*'], at)).key;

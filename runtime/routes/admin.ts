@@ -45,7 +45,7 @@ function digest(s: string): Buffer {
 }
 
 export const adminRoutes: FastifyPluginAsync = async (app) => {
-  const { config, store, clock, keys, testClock } = app.services;
+  const { config, store, clock, keys, testClock, ring } = app.services;
   const token = config.adminToken;
   if (token === undefined) return;
   const expected = digest(token);
@@ -74,6 +74,11 @@ export const adminRoutes: FastifyPluginAsync = async (app) => {
     if (!(await revokeApiKey(sql, request.params.id, new Date(clock.now())))) throw new ApiKeyNotFoundError(`no API key ${request.params.id}`);
     keys.forget(request.params.id);
     return { id: request.params.id, object: 'api_key', revoked: true };
+  });
+
+  app.post('/admin/signing-keys/rotate', { onRequest: requireAdmin }, async () => {
+    const jwk = await ring.rotate();
+    return { object: 'signing_key', kid: jwk.kid, public_jwk: jwk, jwks: ring.jwks() };
   });
 
   if (testClock) {

@@ -10,7 +10,7 @@ import { ManualClock, type Clock } from '../../runtime/clock.js';
 import { configFromEnv } from '../../runtime/config.js';
 import type { PermitIssuer } from '../../runtime/engine/seams.js';
 import { createAccount, createApiKey } from '../../runtime/routes/admin.js';
-import { buildServices } from '../../runtime/services.js';
+import { openServices } from '../../runtime/services.js';
 import { openTestStore, STORE_KINDS, type TestStore } from '../helpers/postgres.js';
 import { ADMIN_TOKEN, json, startRuntime, type TestRuntime } from './helpers/app.js';
 
@@ -428,7 +428,7 @@ describe.each(STORE_KINDS)('operator API switches (%s)', (kind) => {
   afterAll(() => store.dispose());
 
   async function serverWith(env: Record<string, string>, clock?: Clock) {
-    const services = buildServices({ config: configFromEnv(env), store, ...(clock ? { clock } : {}) });
+    const services = await openServices({ config: configFromEnv(env), store, ...(clock ? { clock } : {}) });
     const app = await buildApp(services);
     return {
       services,

@@ -12,7 +12,7 @@ import { ManualClock } from '../../runtime/clock.js';
 import { configFromEnv } from '../../runtime/config.js';
 import { startReplication, type Replication } from '../../runtime/engine/replication.js';
 import { createAccount, createApiKey } from '../../runtime/routes/admin.js';
-import { buildServices, type Services } from '../../runtime/services.js';
+import { openServices, type Services } from '../../runtime/services.js';
 import { openStore, type Store } from '../../runtime/store/connect.js';
 import { migrate } from '../../runtime/store/migrate.js';
 import { createTestDatabase } from '../helpers/postgres.js';
@@ -46,7 +46,7 @@ describe('replication between runtimes on one PostgreSQL', () => {
     const store: Store = listen ? opened : { ...opened, supportsListen: false };
     // A clock that stands still: the agent directory's cache never expires on its
     // own, so a revocation can only arrive through replication.
-    const services = buildServices({ config: configFromEnv({}), store, clock: new ManualClock(START) });
+    const services = await openServices({ config: configFromEnv({}), store, clock: new ManualClock(START) });
     const app = await buildApp(services);
     const replication = await startReplication(store, services.policySets, services.agents); // the default interval, as `authz serve`
     const node: Node = {

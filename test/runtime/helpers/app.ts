@@ -14,7 +14,7 @@ import { configFromEnv, type Config } from '../../../runtime/config.js';
 import type { DecisionLimits, PermitIssuer } from '../../../runtime/engine/seams.js';
 import { createAccount, createApiKey } from '../../../runtime/routes/admin.js';
 import { installPolicies } from '../../../runtime/seed.js';
-import { buildServices, type Services } from '../../../runtime/services.js';
+import { openServices, type Services } from '../../../runtime/services.js';
 import { openTestStore, type StoreKind, type TestStore } from '../../helpers/postgres.js';
 
 export const START = Date.parse('2026-11-21T10:00:00.000Z');
@@ -55,7 +55,7 @@ export async function startRuntime(kind: StoreKind, options: TestRuntimeOptions 
   const store = options.store ?? (await openTestStore(kind));
   const clock = new ManualClock(START);
   const config: Config = { ...configFromEnv({ AUTHZ_ADMIN_TOKEN: ADMIN_TOKEN }), ...options.config };
-  const services = buildServices({ config, store, clock, ...(options.limits ? { limits: options.limits } : {}), ...(options.permits ? { permits: options.permits } : {}) });
+  const services = await openServices({ config, store, clock, ...(options.limits ? { limits: options.limits } : {}), ...(options.permits ? { permits: options.permits } : {}) });
   const app = await buildApp(services);
   const at = new Date(START);
   const [{ accountId, testKey, liveKey }, other] = options.store

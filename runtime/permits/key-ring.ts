@@ -1,0 +1,116 @@
+/**
+ * The signing keys this process uses: the one current signer and every published
+ * public key (the JWKS). The first start generates a key (under an advisory lock,
+ * so concurrent first starts make one). Rotation retires the signer, which stays
+ * in the JWKS until every token it can have signed has expired, and makes a new
+ * one; other processes reload on NOTIFY authz_keys (and on every unknown kid).
+ */
+import type { KeyObject } from 'node:crypto';
+import type { Clock } from '../clock.js';
+import type { Sql, Tx } from '../store/connect.js';
+import { countActiveSigningKeys, insertSigningKey, publishedSigningKeys, retireSigningKeys } from '../store/signing-keys.js';
+import { generateKeyMaterial, openPrivateKey, sealPrivateKey, type KeyMaterial, type PublicJwk } from './key-material.js';
+
+/** Longest token lifetime (ttl_seconds max) plus a minute for clock skew. */
+export const RETIRED_KEY_GRACE_SECONDS = 3600 + 60;
+
+interface Published {
+  jwk: PublicJwk;
+  publicKey: KeyObject;
+  expiresAt: number | null;
+}
+
+export class KeyRing {
+  private signerKey!: KeyMaterial;
+  private published = new Map<string, Published>();
+
+  private constructor(
+    private readonly sql: Sql,
+    private readonly clock: Clock,
+    private readonly masterSecret: string | undefined,
+  ) {}
+
+  static async open(sql: Sql, clock: Clock, masterSecret: string | undefined): Promise<KeyRing> {
+    const ring = new KeyRing(sql, clock, masterSecret);
+    await sql.begin(async (tx) => {
+      await tx`select pg_advisory_xact_lock(7262)`;
+      if ((await countActiveSigningKeys(tx)) === 0) await ring.insertNew(tx);
+    });
+    await ring.reload();
+    return ring;
+  }
+
+  private async insertNew(tx: Tx): Promise<KeyMaterial> {
+    const material = generateKeyMaterial();
+    const sealed = sealPrivateKey(material.privateKey, this.masterSecret);
+    await insertSigningKey(tx, {
+      kid: material.kid,
+      public_jwk: { ...material.jwk },
+      private_key: sealed.text,
+      encrypted: sealed.encrypted,
+      created_at: new Date(this.clock.now()),
+      retired_at: null,
+      expires_at: null,
+    });
+    return material;
+  }
+
+  private lastReload = 0;
+
+  /** Reloads at most once a second (an unknown kid may be a key rotated by another process). */
+  async reloadIfStale(): Promise<void> {
+    const now = this.clock.now();
+    if (now - this.lastReload < 1000) return;
+    await this.reload();
+  }
+
+  async reload(): Promise<void> {
+    this.lastReload = this.clock.now();
+    const rows = await publishedSigningKeys(this.sql, new Date(this.clock.now()));
+    const published = new Map<string, Published>();
+    let signer: KeyMaterial | undefined;
+    for (const row of rows) {
+      const material = openPrivateKey(row.private_key, row.encrypted, this.masterSecret);
+      if (row.retired_at === null && !signer) signer = material;
+      published.set(row.kid, { jwk: material.jwk, publicKey: material.publicKey, expiresAt: row.expires_at?.getTime() ?? null });
+    }
+    if (!signer) throw new Error('no current signing key in the store');
+    this.signerKey = signer;
+    this.published = published;
+  }
+
+  /** Retires the current signer and starts signing with a new key; returns its public JWK. */
+  async rotate(): Promise<PublicJwk> {
+    const now = this.clock.now();
+    const material = await this.sql.begin(async (tx) => {
+      await tx`select pg_advisory_xact_lock(7262)`;
+      await retireSigningKeys(tx, new Date(now), new Date(now + RETIRED_KEY_GRACE_SECONDS * 1000));
+      const made = await this.insertNew(tx);
+      await tx`select pg_notify('authz_keys', ${made.kid})`;
+      return made;
+    });
+    await this.reload();
+    return material.jwk;
+  }
+
+  signer(): KeyMaterial {
+    return this.signerKey;
+  }
+
+  /** The public key of a published kid (null when unknown or past its publication). */
+  publicKey(kid: string): KeyObject | null {
+    const entry = this.published.get(kid);
+    if (!entry || (entry.expiresAt !== null && entry.expiresAt <= this.clock.now())) return null;
+    return entry.publicKey;
+  }
+
+  jwks(): { keys: PublicJwk[] } {
+    const now = this.clock.now();
+    return { keys: [...this.published.values()].filter((p) => p.expiresAt === null || p.expiresAt > now).map((p) => p.jwk) };
+  }
+
+  /** Whether the stored keys are sealed with AUTHZ_MASTER_KEY. */
+  get encrypted(): boolean {
+    return this.masterSecret !== undefined;
+  }
+}
