@@ -100,6 +100,10 @@ async function main(): Promise<void> {
     const pg = await startTarget(['--database-url', cluster.url]);
     for (const [scenario, body] of Object.entries(BODIES)) record('PostgreSQL', scenario, await load(pg, body));
     await stopTarget(pg);
+    // The same allow decisions without signing a permit token: what tokens cost.
+    const noTokens = await startTarget(['--database-url', cluster.url, '--no-permits']);
+    record('PostgreSQL', 'allow, no permit token', await load(noTokens, BODIES.allow));
+    await stopTarget(noTokens);
   } finally {
     await cluster.stop();
   }
@@ -109,7 +113,7 @@ async function main(): Promise<void> {
     '# HTTP benchmark: POST /v1/decisions',
     '',
     `${compilerVersion()}, Node ${process.version}, ${cpus().length} x ${cpus()[0]?.model ?? 'cpu'}; autocannon ${connections} connections, ${duration} s after a 2 s warm-up, target and load generator in separate processes on this machine.`,
-    'PostgreSQL: a throwaway local cluster with default durability (fsync, synchronous_commit on). Permit tokens, budgets and rate limits not yet in the path.',
+    'PostgreSQL: a throwaway local cluster with default durability (fsync, synchronous_commit on). Allow decisions carry an Ed25519 permit token (node:crypto); budgets and rate limits not yet in the path.',
     '',
     '| target | scenario | req/s | p50 ms | p99 ms | vs bare | non-2xx |',
     '| --- | --- | ---: | ---: | ---: | ---: | ---: |',

@@ -9,12 +9,13 @@ import { buildApp } from '../../runtime/app.js';
 import { configFromEnv } from '../../runtime/config.js';
 import { createAccount, createApiKey } from '../../runtime/routes/admin.js';
 import { installPolicies } from '../../runtime/seed.js';
+import { noPermits } from '../../runtime/engine/seams.js';
 import { openServices } from '../../runtime/services.js';
 import { openStore } from '../../runtime/store/connect.js';
 import { migrate } from '../../runtime/store/migrate.js';
 import type { Policy } from '../../compiler/policy/types.js';
 
-const { values } = parseArgs({ options: { bare: { type: 'boolean' }, 'database-url': { type: 'string' }, 'data-dir': { type: 'string' } } });
+const { values } = parseArgs({ options: { bare: { type: 'boolean' }, 'database-url': { type: 'string' }, 'data-dir': { type: 'string' }, 'no-permits': { type: 'boolean' } } });
 
 export const BENCH_POLICIES: Policy[] = [
   { id: 'pol_bench_allow', name: 'bench-allow', state: 'enabled', priority: 100, effect: 'allow', agents: ['bench-*'], actions: ['orders.read'], resources: ['order:*'] },
@@ -47,7 +48,7 @@ async function main(): Promise<void> {
   }
   const store = await openStore(values['database-url'] ? { databaseUrl: values['database-url'], max: 10 } : { dataDir: values['data-dir'] ?? 'memory://' });
   await migrate(store.sql);
-  const services = await openServices({ config: configFromEnv({}), store });
+  const services = await openServices({ config: configFromEnv({}), store, ...(values['no-permits'] ? { permits: noPermits } : {}) });
   const at = new Date();
   const account = await createAccount(store.sql, 'bench', at);
   const key = (await createApiKey(store.sql, account.id, 'test', ['*'], at)).key;

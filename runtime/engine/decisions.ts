@@ -109,7 +109,9 @@ export class DecisionService {
       resolved_at: null,
       confirmed_amount: null,
     };
-    if (row.effect !== 'deny') row.permit_token = this.deps.permits.issue(row);
+    // The token is a bearer credential: it is answered once and stored nowhere (a
+    // decisions:read key must not be able to obtain permits).
+    const token = row.effect === 'deny' ? null : this.deps.permits.issue(row);
     const event = eventRow(`decision.${row.effect}`, accountId, environment, nowMs, { decision: decisionResource(row, nowMs, { withToken: false }) });
     await this.deps.writer.write({
       decision: row,
@@ -117,6 +119,7 @@ export class DecisionService {
       ...(status === 'unknown' ? { newAgent: { account_id: accountId, environment, agent_id: input.agent_id, first_seen_at: row.evaluated_at } } : {}),
     });
     if (status === 'unknown') agents.set(accountId, environment, input.agent_id, 'active');
+    row.permit_token = token;
     return row;
   }
 

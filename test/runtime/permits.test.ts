@@ -179,3 +179,19 @@ describe('signing keys at rest', () => {
     }
   });
 });
+
+describe('permit tokens are not stored', () => {
+  it('are answered by POST only; GET and the store have none', async () => {
+    const rt = await startRuntime('postgres');
+    try {
+      await rt.setPolicies([{ effect: 'allow', actions: ['orders.read'] }]);
+      const d = json(await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'a', action: 'orders.read' } }));
+      expect(typeof d.permit_token).toBe('string');
+      expect((await rt.getOk(`/v1/decisions/${d.id}`)).permit_token).toBeNull();
+      const [row] = await rt.store.sql<Array<{ permit_token: string | null }>>`select permit_token from decisions where id = ${d.id}`;
+      expect(row!.permit_token).toBeNull();
+    } finally {
+      await rt.close();
+    }
+  });
+});
