@@ -1,0 +1,10 @@
+export { compileSources, compileItems, type CompileOptions, type CompileResult } from './compile.js';
+export { evaluate, evaluateLinear, type Evaluation, type EvaluationReason, type EvaluationWarning } from './table/evaluate.js';
+export { explain, type Explanation, type PolicyTrace } from './table/explain.js';
+export type { DecisionTable } from './table/build.js';
+export { createBundle, policySetHash } from './bundle/write.js';
+export { loadBundle, type LoadedBundle } from './bundle/load.js';
+export { BUNDLE_FORMAT, BUNDLE_FORMAT_VERSION, type Bundle } from './bundle/format.js';
+export type { Diagnostic, Severity } from './diagnostics/diagnostic.js';
+export type { Policy, DecisionRequest, Effect, Budget, RateLimit } from './policy/types.js';
+export type { SourceFile } from './policy/source.js';

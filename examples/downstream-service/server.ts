@@ -1,0 +1,108 @@
+/**
+ * A downstream service that admits agents by permit token (spec 1.5, 5.2): each
+ * route names the action and resource it performs, and a request gets through
+ * only with `Authorization: Bearer <permit>` whose `act` and `res` are exactly
+ * those. The token is verified locally against the authorization service's JWKS.
+ *
+ *   POST /orders/:order_id/refund   act payments.refund, res order:<order_id>
+ *   GET  /orders/:order_id          act orders.read,     res order:<order_id>
+ *
+ * 401 auth.expired / auth.signature_invalid (bad or missing token), 403
+ * permit.mismatch (a valid permit for something else), 503 service.unavailable
+ * (the issuer's keys could not be fetched).
+ *
+ * Run: `node dist/examples/downstream-service/server.js` (AUTHZ_URL, default
+ * http://127.0.0.1:8080; PORT, default 8090; HOST, default 127.0.0.1).
+ */
+import { realpathSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import {
+  createPermitVerifier,
+  PermitError,
+  PermitSignatureInvalidError,
+  PermitUnavailableError,
+  type PermitVerifierOptions,
+} from '../../verifier/index.js';
+
+export interface DownstreamServiceOptions {
+  /** The authorization service's JWKS, `{base}/.well-known/jwks.json`. */
+  jwksUrl: string | URL;
+  /** The authorization service's base URL, as in the tokens' `iss`. */
+  issuer: string;
+  /** Further verifier options (cache and cooldown durations, a test clock). */
+  verifier?: Omit<PermitVerifierOptions, 'jwksUrl' | 'issuer'>;
+  logger?: boolean;
+}
+
+type OrderRequest = FastifyRequest<{ Params: { order_id: string } }>;
+
+/** The token of `Authorization: Bearer <token>`. */
+function bearerToken(request: FastifyRequest): string {
+  const header = request.headers.authorization;
+  const match = typeof header === 'string' ? /^Bearer +(\S+) *$/i.exec(header) : null;
+  if (!match?.[1]) throw new PermitSignatureInvalidError('a permit token is required: Authorization: Bearer <token>');
+  return match[1];
+}
+
+export async function buildDownstreamService(options: DownstreamServiceOptions): Promise<FastifyInstance> {
+  const verifier = createPermitVerifier({ ...options.verifier, jwksUrl: options.jwksUrl, issuer: options.issuer });
+  const app = Fastify({ logger: options.logger ?? false });
+
+  app.setErrorHandler((error, request, reply) => {
+    if (!(error instanceof PermitError)) throw error; // Fastify's own handling
+    let message = error.message;
+    if (error instanceof PermitUnavailableError) {
+      request.log.error({ err: error }, 'permit verification unavailable');
+      message = 'the permit cannot be checked right now: the authorization service is unreachable';
+    }
+    if (error.status === 401) reply.header('www-authenticate', 'Bearer error="invalid_token"');
+    return reply.code(error.status).send({ error: { code: error.code, message } });
+  });
+
+  app.post('/orders/:order_id/refund', async (request: OrderRequest) => {
+    const orderId = request.params.order_id;
+    const permit = await verifier.verify(bearerToken(request), { action: 'payments.refund', resource: `order:${orderId}` });
+    // A real service would refund here (and, for eff "review", flag the refund for a human).
+    return { order_id: orderId, refunded: true, decision_id: permit.dec, agent_id: permit.sub, effect: permit.eff };
+  });
+
+  app.get('/orders/:order_id', async (request: OrderRequest) => {
+    const orderId = request.params.order_id;
+    const permit = await verifier.verify(bearerToken(request), { action: 'orders.read', resource: `order:${orderId}` });
+    return { order_id: orderId, status: 'delivered', decision_id: permit.dec, agent_id: permit.sub, effect: permit.eff };
+  });
+
+  return app;
+}
+
+async function main(): Promise<void> {
+  const authzUrl = (process.env.AUTHZ_URL || 'http://127.0.0.1:8080').replace(/\/+$/, '');
+  const port = Number(process.env.PORT || 8090);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`PORT must be a port number, not ${JSON.stringify(process.env.PORT)}`);
+  const host = process.env.HOST || '127.0.0.1';
+  const app = await buildDownstreamService({ jwksUrl: `${authzUrl}/.well-known/jwks.json`, issuer: authzUrl, logger: true });
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      void app.close().then(() => process.exit(0));
+    });
+  }
+  await app.listen({ port, host });
+}
+
+function runDirectly(): boolean {
+  const script = process.argv[1];
+  if (!script) return false;
+  try {
+    return realpathSync(script) === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+}
+
+if (runDirectly()) {
+  main().catch((err: unknown) => {
+    console.error(err instanceof Error ? err.message : err);
+    process.exit(1);
+  });
+}

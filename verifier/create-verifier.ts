@@ -1,0 +1,220 @@
+/**
+ * Verifying permit tokens in a downstream service (spec 1.5, 5.2; contract
+ * "Permit tokens"): the issuer's public keys come from its JWKS
+ * (`{base}/.well-known/jwks.json`) through jose's remote key set, which
+ *
+ * - refetches the set once it is older than `cacheMaxAgeMs` (spec 5.2.4: refresh
+ *   periodically rather than keep keys for long), and
+ * - refetches early when a token names a kid it doesn't know (a rotation), but at
+ *   most once per `cooldownMs`, so a stream of tokens with made-up kids cannot
+ *   turn into a stream of requests to the issuer.
+ *
+ * Only `alg: EdDSA` with `typ: permit+jwt` and the configured `iss` is accepted;
+ * the algorithm is checked before any key is looked up, so `none`/`HS256` tokens
+ * never reach the key set. Expiry is checked after the signature: a forged
+ * expired token is `auth.signature_invalid`, not `auth.expired`.
+ */
+import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey, type JWTVerifyOptions } from 'jose';
+import {
+  PermitError,
+  PermitExpiredError,
+  PermitMismatchError,
+  PermitSignatureInvalidError,
+  PermitUnavailableError,
+} from './errors.js';
+
+/** The claims of a permit token (contract "Permit tokens"). Times are seconds since the epoch. */
+export interface PermitClaims {
+  /** The issuing service's base URL. */
+  iss: string;
+  /** agent_id. */
+  sub: string;
+  /** The action, e.g. `payments.refund`. */
+  act: string;
+  /** The resource, absent when the decision had none. */
+  res?: string;
+  /** `review`: allowed, but flagged for human review. */
+  eff: 'allow' | 'review';
+  /** Decision id (`dec_...`). */
+  dec: string;
+  /** Account id (`acc_...`). */
+  acc: string;
+  env: 'test' | 'live';
+  iat: number;
+  exp: number;
+  jti: string;
+}
+
+/** What the caller requires of the token beyond a valid signature. Omitted fields are not checked. */
+export interface PermitExpectations {
+  /** Must equal `act`; else PermitMismatchError. */
+  action?: string;
+  /** Must equal `res` (a token without `res` does not match); else PermitMismatchError. */
+  resource?: string;
+  /** Must equal `acc`; else PermitSignatureInvalidError (a token of another account is not valid here). */
+  account?: string;
+  /** Must equal `env`; else PermitSignatureInvalidError (a test token is not valid in live, and back). */
+  environment?: 'test' | 'live';
+}
+
+export interface PermitVerifierOptions {
+  /** The issuer's JWKS, e.g. `http://127.0.0.1:8080/.well-known/jwks.json`. */
+  jwksUrl: string | URL;
+  /** Expected `iss`: the service's base URL, e.g. `http://127.0.0.1:8080` (no trailing slash). */
+  issuer: string;
+  /** Permit tokens carry no `aud`. */
+  audience?: never;
+  /** Leeway for `exp`, in seconds. Default 0. */
+  clockToleranceSeconds?: number;
+  /** Minimum time between two JWKS fetches caused by an unknown kid, in ms. Default 30 000. */
+  cooldownMs?: number;
+  /** Age after which the JWKS is fetched again before use, in ms. Default 300 000 (the JWKS's max-age). */
+  cacheMaxAgeMs?: number;
+  /**
+   * Current time in ms (tests). Used for the `exp` check only; the key set's own
+   * cache timing (cooldown, max age) follows the real clock.
+   */
+  now?: () => number;
+}
+
+export interface PermitVerifier {
+  /**
+   * Verifies `token` and returns its claims, or throws a PermitError:
+   * PermitExpiredError (`auth.expired`), PermitSignatureInvalidError
+   * (`auth.signature_invalid`), PermitMismatchError (`permit.mismatch`),
+   * PermitUnavailableError (`service.unavailable`).
+   */
+  verify(token: string, expect?: PermitExpectations): Promise<PermitClaims>;
+}
+
+function nonNegative(value: number | undefined, fallback: number, name: string): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !(value >= 0)) throw new TypeError(`createPermitVerifier: ${name} must be a non-negative number`);
+  return value;
+}
+
+/** Attacker-supplied text in messages: quoted and cut short. */
+function quote(value: unknown): string {
+  const s = JSON.stringify(value) ?? String(value);
+  return s.length > 80 ? `${s.slice(0, 77)}...` : s;
+}
+
+/** "fetch failed" says little: add its cause (ECONNREFUSED...). */
+function describe(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const cause = err.cause instanceof Error ? ((err.cause as { code?: unknown }).code ?? err.cause.message) : undefined;
+  return cause === undefined || cause === '' ? err.message : `${err.message} (${String(cause)})`;
+}
+
+function invalid(why: string, cause?: unknown): PermitSignatureInvalidError {
+  return new PermitSignatureInvalidError(`the permit token is not valid: ${why}`, cause === undefined ? undefined : { cause });
+}
+
+function readClaims(payload: JWTPayload): PermitClaims {
+  const c = payload as Record<string, unknown>;
+  const malformed = (claim: string, what: string) => invalid(`claim "${claim}" is missing or not ${what}`);
+  const str = (claim: string): string => {
+    const v = c[claim];
+    if (typeof v !== 'string' || v === '') throw malformed(claim, 'a non-empty string');
+    return v;
+  };
+  const num = (claim: string): number => {
+    const v = c[claim];
+    if (typeof v !== 'number' || !Number.isFinite(v)) throw malformed(claim, 'a number');
+    return v;
+  };
+  const iss = str('iss');
+  const sub = str('sub');
+  const act = str('act');
+  if (c.res !== undefined && (typeof c.res !== 'string' || c.res === '')) throw invalid('claim "res" is not a non-empty string');
+  if (c.eff !== 'allow' && c.eff !== 'review') throw malformed('eff', '"allow" or "review"');
+  const eff = c.eff;
+  const dec = str('dec');
+  const acc = str('acc');
+  if (c.env !== 'test' && c.env !== 'live') throw malformed('env', '"test" or "live"');
+  const env = c.env;
+  const iat = num('iat');
+  const exp = num('exp');
+  const jti = str('jti');
+  const claims: PermitClaims = { iss, sub, act, eff, dec, acc, env, iat, exp, jti };
+  if (typeof c.res === 'string') claims.res = c.res;
+  return claims;
+}
+
+/** jose's errors (and anything else out of jwtVerify) as PermitErrors. */
+function mapError(err: unknown): unknown {
+  if (err instanceof PermitError) return err;
+  // JWTExpired extends JWTClaimValidationFailed: test it first.
+  if (err instanceof errors.JWTExpired) {
+    const exp = err.payload.exp;
+    const when = typeof exp === 'number' && Number.isFinite(exp) ? ` at ${new Date(exp * 1000).toISOString()}` : '';
+    return new PermitExpiredError(`the permit token expired${when}`, { cause: err });
+  }
+  if (err instanceof errors.JWSSignatureVerificationFailed) return invalid('the signature does not verify', err);
+  if (err instanceof errors.JOSEAlgNotAllowed) return invalid('the algorithm is not accepted (EdDSA only)', err);
+  if (err instanceof errors.JWTClaimValidationFailed) {
+    if (err.claim === 'typ') return invalid('not a permit token (typ is not "permit+jwt")', err);
+    if (err.claim === 'iss') return invalid('issued by another service (iss)', err);
+    return invalid(err.message, err);
+  }
+  if (err instanceof errors.JWSInvalid || err instanceof errors.JWTInvalid) return invalid(`malformed token (${err.message})`, err);
+  // JOSENotSupported (e.g. an unknown `crit` extension) and any other JOSE error
+  // about the token itself.
+  if (err instanceof errors.JOSEError) return invalid(err.message, err);
+  return err; // not about the token (a bug, a bad option): surfaced as is
+}
+
+export function createPermitVerifier(options: PermitVerifierOptions): PermitVerifier {
+  if (typeof options.issuer !== 'string' || options.issuer === '') throw new TypeError('createPermitVerifier: issuer must be a non-empty string');
+  if ((options as { audience?: unknown }).audience !== undefined) throw new TypeError('createPermitVerifier: permit tokens carry no audience');
+  const jwksUrl = new URL(options.jwksUrl);
+  if (jwksUrl.protocol !== 'https:' && jwksUrl.protocol !== 'http:') throw new TypeError('createPermitVerifier: jwksUrl must be an http(s) URL');
+  const clockTolerance = nonNegative(options.clockToleranceSeconds, 0, 'clockToleranceSeconds');
+  const cooldownDuration = nonNegative(options.cooldownMs, 30_000, 'cooldownMs');
+  const cacheMaxAge = nonNegative(options.cacheMaxAgeMs, 300_000, 'cacheMaxAgeMs');
+  const { issuer, now } = options;
+  if (now !== undefined && typeof now !== 'function') throw new TypeError('createPermitVerifier: now must be a function');
+
+  const jwks = createRemoteJWKSet(jwksUrl, { cooldownDuration, cacheMaxAge });
+
+  // Key lookup is the only step that talks to the network: its failures are told
+  // apart here, from the token's own faults.
+  const getKey: JWTVerifyGetKey = async (header, token) => {
+    const { kid } = header;
+    if (typeof kid !== 'string' || kid === '') throw invalid('no key id (kid) in the header');
+    try {
+      return await jwks(header, token);
+    } catch (err) {
+      if (err instanceof errors.JWKSNoMatchingKey) throw invalid(`signed by a key the issuer does not publish (kid ${quote(kid)})`, err);
+      if (err instanceof errors.JWKSMultipleMatchingKeys || err instanceof errors.JOSENotSupported) throw invalid(err.message, err);
+      // JWKSTimeout, fetch's TypeError (refused, DNS...), non-200, not JSON, not a key set.
+      const why = describe(err);
+      throw new PermitUnavailableError(`the issuer's public keys could not be fetched from ${jwksUrl.href}: ${why}`, { cause: err });
+    }
+  };
+
+  return {
+    async verify(token: string, expect: PermitExpectations = {}): Promise<PermitClaims> {
+      if (typeof token !== 'string' || token === '') throw invalid('no token');
+      const verifyOptions: JWTVerifyOptions = { issuer, algorithms: ['EdDSA'], typ: 'permit+jwt', clockTolerance };
+      if (now) verifyOptions.currentDate = new Date(now());
+      let payload: JWTPayload;
+      try {
+        ({ payload } = await jwtVerify(token, getKey, verifyOptions));
+      } catch (err) {
+        throw mapError(err);
+      }
+      const claims = readClaims(payload);
+      if (expect.account !== undefined && claims.acc !== expect.account) throw invalid('issued for another account');
+      if (expect.environment !== undefined && claims.env !== expect.environment) throw invalid(`issued for the ${claims.env} environment, not ${expect.environment}`);
+      if (expect.action !== undefined && claims.act !== expect.action) {
+        throw new PermitMismatchError(`the permit is for action ${quote(claims.act)}, not ${quote(expect.action)}`);
+      }
+      if (expect.resource !== undefined && claims.res !== expect.resource) {
+        const has = claims.res === undefined ? 'no resource' : `resource ${quote(claims.res)}`;
+        throw new PermitMismatchError(`the permit is for ${has}, not ${quote(expect.resource)}`);
+      }
+      return claims;
+    },
+  };
+}

@@ -1,0 +1,52 @@
+/**
+ * Errors of the permit verifier. Each class carries its code (static `code`, the
+ * service's error codes of spec 7 where one exists) and the HTTP status a
+ * downstream service should answer with (static `status`); instances expose both
+ * through getters, so `err.code` works without knowing the class.
+ */
+export class PermitError extends Error {
+  static readonly code: string = 'permit.error';
+  static readonly status: number = 401;
+
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+
+  get code(): string {
+    return (this.constructor as typeof PermitError).code;
+  }
+
+  get status(): number {
+    return (this.constructor as typeof PermitError).status;
+  }
+}
+
+/** The token is past its `exp` (spec 5.2.2). Only raised for a correctly signed token. */
+export class PermitExpiredError extends PermitError {
+  static override readonly code = 'auth.expired';
+  static override readonly status = 401;
+}
+
+/**
+ * The token is not a valid permit of this issuer: malformed, tampered, signed by
+ * a key not in the JWKS, an algorithm other than EdDSA (`none`, `HS256`...), wrong
+ * `typ` or `iss`, missing or mistyped claims, or of another account/environment
+ * than expected (spec 5.2.3).
+ */
+export class PermitSignatureInvalidError extends PermitError {
+  static override readonly code = 'auth.signature_invalid';
+  static override readonly status = 401;
+}
+
+/** A valid permit, but for another action or resource than the one requested. */
+export class PermitMismatchError extends PermitError {
+  static override readonly code = 'permit.mismatch';
+  static override readonly status = 403;
+}
+
+/** The JWKS could not be fetched (network error, timeout, non-200, unusable body). */
+export class PermitUnavailableError extends PermitError {
+  static override readonly code = 'service.unavailable';
+  static override readonly status = 503;
+}

@@ -1,0 +1,10 @@
+/** agent-authz/verifier: verifying permit tokens in downstream services. */
+export { createPermitVerifier } from './create-verifier.js';
+export type { PermitClaims, PermitExpectations, PermitVerifier, PermitVerifierOptions } from './create-verifier.js';
+export {
+  PermitError,
+  PermitExpiredError,
+  PermitMismatchError,
+  PermitSignatureInvalidError,
+  PermitUnavailableError,
+} from './errors.js';
