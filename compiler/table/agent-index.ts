@@ -31,6 +31,57 @@ export interface AgentIndex {
   readonly suffixed: AffixIndex;
   readonly globs: GlobEntry[];
   readonly any: PolicyRow[];
+  /** `any` grouped by resource patterns (derived on first use). */
+  anyGroups?: ResourceGroup[];
+}
+
+/**
+ * Rows for every agent that share the same resource patterns: when the request's
+ * resource matches none of them, the whole group drops out at once, its counts
+ * added to the tally (guardrails such as "nobody touches secret:*" in a namespace
+ * are many rows with one pattern).
+ */
+export interface ResourceGroup {
+  readonly resources: readonly CompiledGlob[] | null;
+  readonly rows: PolicyRow[];
+  enabled: number;
+  disabled: number;
+  allowEnabled: number;
+}
+
+/** What rows skipped by a group would have counted in `decide`. */
+export interface Tally {
+  enabled: number;
+  disabled: number;
+  allowCandidates: number;
+  allowResourceDrops: number;
+}
+
+export interface CandidateFilter {
+  resource: string | null | undefined;
+  tally: Tally;
+}
+
+function groupByResources(rows: readonly PolicyRow[]): ResourceGroup[] {
+  const groups = new Map<string, ResourceGroup>();
+  for (const row of rows) {
+    const key = row.resources === null ? '' : JSON.stringify(row.policy.resources);
+    let group = groups.get(key);
+    if (!group) groups.set(key, (group = { resources: row.resources, rows: [], enabled: 0, disabled: 0, allowEnabled: 0 }));
+    group.rows.push(row);
+    if (!row.enabled) group.disabled++;
+    else {
+      group.enabled++;
+      if (row.isAllow) group.allowEnabled++;
+    }
+  }
+  return [...groups.values()];
+}
+
+function resourceMatchesAny(globs: readonly CompiledGlob[], resource: string | null | undefined): boolean {
+  if (resource === undefined || resource === null) return false;
+  for (let i = 0; i < globs.length; i++) if (globMatches(globs[i]!, resource)) return true;
+  return false;
 }
 
 function emptyAffixIndex(): AffixIndex {
@@ -74,8 +125,12 @@ export function addToAgentIndex(index: AgentIndex, row: PolicyRow): void {
   }
 }
 
-/** Appends to `out` the rows of this leaf that apply to `agentId` (may repeat a row). */
-export function collectForAgent(index: AgentIndex, agentId: string, out: PolicyRow[]): void {
+/**
+ * Appends to `out` the rows of this leaf that apply to `agentId` (may repeat a
+ * row). With a filter, groups of every-agent rows whose resources cannot match
+ * are not appended but counted into the filter's tally.
+ */
+export function collectForAgent(index: AgentIndex, agentId: string, out: PolicyRow[], filter?: CandidateFilter): void {
   const exact = index.exact.get(agentId);
   if (exact !== undefined) for (let i = 0; i < exact.length; i++) out.push(exact[i]!);
   if (index.prefixed.lengths.length > 0) collectAffix(index.prefixed, agentId, true, out);
@@ -84,7 +139,23 @@ export function collectForAgent(index: AgentIndex, agentId: string, out: PolicyR
     const entry = index.globs[i]!;
     if (globMatches(entry.glob, agentId)) out.push(entry.row);
   }
-  for (let i = 0; i < index.any.length; i++) out.push(index.any[i]!);
+  if (filter === undefined || index.any.length < 2) {
+    for (let i = 0; i < index.any.length; i++) out.push(index.any[i]!);
+    return;
+  }
+  const groups = (index.anyGroups ??= groupByResources(index.any));
+  for (let i = 0; i < groups.length; i++) {
+    const group = groups[i]!;
+    if (group.resources === null || resourceMatchesAny(group.resources, filter.resource)) {
+      for (let j = 0; j < group.rows.length; j++) out.push(group.rows[j]!);
+    } else {
+      const t = filter.tally;
+      t.enabled += group.enabled;
+      t.disabled += group.disabled;
+      t.allowCandidates += group.allowEnabled;
+      t.allowResourceDrops += group.allowEnabled;
+    }
+  }
 }
 
 function collectAffix(index: AffixIndex, agentId: string, prefix: boolean, out: PolicyRow[]): void {

@@ -6,6 +6,7 @@
  */
 import type { DecisionRequest, Effect, Policy } from '../policy/types.js';
 import { collectCandidates, sortUnique } from './action-trie.js';
+import type { Tally } from './agent-index.js';
 import type { DecisionTable } from './build.js';
 import { actionMatches, agentMatches, conditionHolds, resourceMatches, type PolicyRow } from './rows.js';
 
@@ -29,7 +30,8 @@ export interface Evaluation {
 
 /** Indexed evaluation: the hot path. */
 export function evaluate(table: DecisionTable, request: DecisionRequest): Evaluation {
-  return decide(collectCandidates(table.trie, request.agent_id, request.action), request);
+  const tally: Tally = { enabled: 0, disabled: 0, allowCandidates: 0, allowResourceDrops: 0 };
+  return decide(collectCandidates(table.trie, request.agent_id, request.action, { resource: request.resource, tally }), request, tally);
 }
 
 /** Unindexed evaluation over every row: the reference for the index. */
@@ -48,11 +50,12 @@ export function linearCandidates(table: DecisionTable, request: DecisionRequest)
  * both sides of every comparison below, so the counts still decide correctly);
  * the surviving rows are put in rank order and made unique at the end.
  */
-export function decide(candidates: readonly PolicyRow[], request: DecisionRequest): Evaluation {
-  let enabled = 0;
-  let disabled = 0;
-  let allowCandidates = 0;
-  let allowResourceDrops = 0;
+export function decide(candidates: readonly PolicyRow[], request: DecisionRequest, skipped?: Tally): Evaluation {
+  // Rows the index already dropped on resource (whole groups) count as if seen here.
+  let enabled = skipped?.enabled ?? 0;
+  let disabled = skipped?.disabled ?? 0;
+  let allowCandidates = skipped?.allowCandidates ?? 0;
+  let allowResourceDrops = skipped?.allowResourceDrops ?? 0;
   let survivors: PolicyRow[] | null = null;
   for (let i = 0; i < candidates.length; i++) {
     const row = candidates[i]!;
@@ -90,10 +93,11 @@ export function decide(candidates: readonly PolicyRow[], request: DecisionReques
 }
 
 function conflictWarning(winner: Policy, matched: Policy[]): EvaluationWarning {
-  const effects = [...new Set(matched.map((p) => p.effect))].join(', ');
+  const ids = new Array<string>(matched.length);
+  for (let i = 0; i < matched.length; i++) ids[i] = matched[i]!.id;
   return {
     code: 'policy.conflict',
-    message: `${matched.length} policies matched with different effects (${effects}); ${winner.id} (priority ${winner.priority}, ${winner.effect}) decided`,
-    policy_ids: matched.map((p) => p.id),
+    message: `${matched.length} matching policies disagree on the effect; ${winner.id} (priority ${winner.priority}, ${winner.effect}) decided`,
+    policy_ids: ids,
   };
 }
