@@ -7,11 +7,10 @@
  */
 import type { Sql } from '../store/connect.js';
 import { writeDecisionBatch, type DecisionRow, type NewAgent } from '../store/decisions.js';
-import type { EventRow } from '../store/events.js';
 
 export interface PendingWrite {
+  /** Stored with its decision.* event (built from the row by the store). */
   decision: DecisionRow;
-  events: EventRow[];
   /** Set when the agent was not known to be in the store. */
   newAgent?: NewAgent;
 }
@@ -73,7 +72,6 @@ export class DecisionWriter {
       const registered = await writeDecisionBatch(
         this.sql,
         batch.map((q) => q.write.decision),
-        batch.flatMap((q) => q.write.events),
         [...agents.values()],
       );
       // The first decision of the batch for a newly registered agent owns the registration.

@@ -17,13 +17,11 @@ import {
   DecisionNotPendingError,
   InvalidActionError,
 } from '../errors/api-error.js';
-import { eventRow } from '../events/event-row.js';
 import { newId } from '../ids.js';
 import type { Sql } from '../store/connect.js';
 import { findDecision, listDecisions, resolveDecision, type DecisionRow } from '../store/decisions.js';
 import type { Page, PageParams } from '../store/pagination.js';
 import type { AgentDirectory } from './agent-directory.js';
-import { decisionResource } from './decision-resource.js';
 import type { DecisionWriter } from './decision-writer.js';
 import type { PolicySets } from './policy-sets.js';
 import type { DecisionLimits, PermitIssuer } from './seams.js';
@@ -112,10 +110,8 @@ export class DecisionService {
     // The token is a bearer credential: it is answered once and stored nowhere (a
     // decisions:read key must not be able to obtain permits).
     const token = row.effect === 'deny' ? null : this.deps.permits.issue(row);
-    const event = eventRow(`decision.${row.effect}`, accountId, environment, nowMs, { decision: decisionResource(row, nowMs, { withToken: false }) });
     await this.deps.writer.write({
       decision: row,
-      events: [event],
       ...(status === 'unknown' ? { newAgent: { account_id: accountId, environment, agent_id: input.agent_id, first_seen_at: row.evaluated_at } } : {}),
     });
     if (status === 'unknown') agents.set(accountId, environment, input.agent_id, 'active');

@@ -3,7 +3,6 @@ import type { EvaluationWarning } from '../../compiler/table/evaluate.js';
 import type { Effect } from '../../compiler/policy/types.js';
 import type { Environment } from '../auth/api-keys.js';
 import type { SqlOrTx } from './connect.js';
-import type { EventRow } from './events.js';
 import { pageQuery, type Page, type PageParams } from './pagination.js';
 
 export type DecisionStatus = 'pending' | 'confirmed' | 'rejected' | 'denied';
@@ -43,10 +42,11 @@ const ISO = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
 /**
  * One statement (so one round trip, atomically): registers the new agents (each
  * exactly once across processes: ON CONFLICT DO NOTHING, the event only for rows
- * actually inserted), inserts the decisions and their events. Returns the agents
- * this batch registered, as `account:environment:agent_id`.
+ * actually inserted), inserts the decisions and their decision.* events. Permit
+ * tokens are never stored. Returns the agents this batch registered, as
+ * `account:environment:agent_id`.
  */
-export async function writeDecisionBatch(sql: SqlOrTx, decisions: readonly DecisionRow[], events: readonly EventRow[], agents: readonly NewAgent[]): Promise<Set<string>> {
+export async function writeDecisionBatch(sql: SqlOrTx, decisions: readonly DecisionRow[], agents: readonly NewAgent[]): Promise<Set<string>> {
   const rows = await sql<Array<{ registered: string | null }>>`
     with new_agents as (
       insert into agents (account_id, environment, agent_id, status, first_seen_at)
@@ -71,17 +71,27 @@ export async function writeDecisionBatch(sql: SqlOrTx, decisions: readonly Decis
       insert into decisions (account_id, environment, id, agent_id, action, resource, amount, context, effect, reason,
         policy_id, matched_policy_ids, warnings, status, evaluated_at, expires_at, ttl_seconds, permit_token)
       select account_id, environment, id, agent_id, action, resource, amount, context, effect, reason,
-        policy_id, matched_policy_ids, warnings, status, evaluated_at, expires_at, ttl_seconds, permit_token
+        policy_id, matched_policy_ids, warnings, status, evaluated_at, expires_at, ttl_seconds, null
       from jsonb_to_recordset(${sql.json(decisions as never)}::jsonb)
         as x(account_id text, environment text, id text, agent_id text, action text, resource text, amount float8,
              context jsonb, effect text, reason text, policy_id text, matched_policy_ids text[], warnings jsonb,
-             status text, evaluated_at timestamptz, expires_at timestamptz, ttl_seconds int, permit_token text)
-      returning 1
+             status text, evaluated_at timestamptz, expires_at timestamptz, ttl_seconds int)
+      returning *
     ), decision_events as (
+      -- Each decision's event, its data built here from the row just stored (the
+      -- decision travels once); engine/decision-resource.ts is the same shape, and
+      -- a test holds the two equal.
       insert into events (id, account_id, environment, type, created_at, data)
-      select id, account_id, environment, type, created_at, data
-      from jsonb_to_recordset(${sql.json(events as never)}::jsonb)
-        as x(id text, account_id text, environment text, type text, created_at timestamptz, data jsonb)
+      select 'evt_' || replace(gen_random_uuid()::text, '-', ''), account_id, environment, 'decision.' || effect, evaluated_at,
+        jsonb_build_object('decision', jsonb_build_object(
+          'id', id, 'object', 'decision', 'effect', effect, 'reason', reason, 'agent_id', agent_id, 'action', action,
+          'resource', resource, 'amount', amount, 'policy_id', policy_id, 'status', status,
+          'evaluated_at', to_char(evaluated_at at time zone 'UTC', ${sql.unsafe(ISO)}),
+          'expires_at', to_char(expires_at at time zone 'UTC', ${sql.unsafe(ISO)}),
+          'ttl_seconds', ttl_seconds, 'livemode', environment = 'live', 'resolved_at', null, 'confirmed_amount', null,
+          'metadata', jsonb_build_object('matched_policy_ids', to_jsonb(matched_policy_ids), 'warnings', warnings)))
+      from new_decisions
+      order by seq
       returning 1
     )
     -- Data-modifying CTEs run to completion whether or not they are read.

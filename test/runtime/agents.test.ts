@@ -121,9 +121,9 @@ describe.each(STORE_KINDS)('agents over HTTP (%s)', (kind) => {
       list.map((agent_id) => ({ account_id: rt.accountId, environment: 'test', agent_id, first_seen_at: new Date(START) }));
     const sql = rt.store.sql;
     const written = await Promise.all([
-      writeDecisionBatch(sql, [], [], rows(ids)),
-      writeDecisionBatch(sql, [], [], rows([...ids].reverse())),
-      writeDecisionBatch(sql, [], [], rows([...ids.slice(150), ...ids.slice(0, 150)])),
+      writeDecisionBatch(sql, [], rows(ids)),
+      writeDecisionBatch(sql, [], rows([...ids].reverse())),
+      writeDecisionBatch(sql, [], rows([...ids.slice(150), ...ids.slice(0, 150)])),
     ]);
     // Every agent registered by exactly one of them.
     const all = written.flatMap((set) => [...set]);
