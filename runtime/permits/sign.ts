@@ -6,21 +6,10 @@
 import { sign } from 'node:crypto';
 import { randomBase62 } from '../ids.js';
 import type { DecisionRow } from '../store/decisions.js';
+import type { PermitClaims } from '../../verifier/index.js';
 import type { KeyRing } from './key-ring.js';
 
-export interface PermitClaims {
-  iss: string;
-  sub: string;
-  act: string;
-  res?: string;
-  eff: 'allow' | 'review';
-  dec: string;
-  acc: string;
-  env: 'test' | 'live';
-  iat: number;
-  exp: number;
-  jti: string;
-}
+export type { PermitClaims };
 
 const headerCache = new Map<string, string>();
 
