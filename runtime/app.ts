@@ -56,7 +56,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   });
   registerErrorHandling(app);
   app.addHook('preValidation', rejectUnstorableInput);
-  registerAuthentication(app, services.keys);
+  registerAuthentication(app, services.keys, (principal) => services.limits.admitKey(principal));
   await app.register(healthRoutes);
   await app.register(decisionRoutes);
   await app.register(policyRoutes);

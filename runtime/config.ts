@@ -12,9 +12,14 @@ export interface Config {
   baseUrl: string;
   /** Group commit: most decisions written in one statement. */
   decisionBatchSize: number;
+  /** Platform rate limit: requests per second per API key (0: off). */
+  keyRateLimit: number;
   /** Seals the signing keys at rest (AES-256-GCM) when set. */
   masterKey?: string;
 }
+
+/** Requests per second per API key unless AUTHZ_KEY_RATE_LIMIT says otherwise. */
+export const DEFAULT_KEY_RATE_LIMIT = 1000;
 
 export class ConfigError extends Error {}
 
@@ -36,6 +41,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
     testClock: env.AUTHZ_TEST_CLOCK === '1',
     baseUrl: (env.AUTHZ_BASE_URL || `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/$/, ''),
     decisionBatchSize: int(env, 'AUTHZ_DECISION_BATCH', 500, 1, 10_000),
+    keyRateLimit: int(env, 'AUTHZ_KEY_RATE_LIMIT', DEFAULT_KEY_RATE_LIMIT, 0, 1_000_000_000),
   };
   if (env.DATABASE_URL) config.databaseUrl = env.DATABASE_URL;
   if (env.AUTHZ_MASTER_KEY) {

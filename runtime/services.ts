@@ -7,7 +7,8 @@ import { AgentDirectory } from './engine/agent-directory.js';
 import { DecisionWriter } from './engine/decision-writer.js';
 import { DecisionService } from './engine/decisions.js';
 import { PolicySets } from './engine/policy-sets.js';
-import { noLimits, type DecisionLimits, type PermitIssuer } from './engine/seams.js';
+import type { PermitIssuer } from './engine/seams.js';
+import { Limits } from './limits/limits.js';
 import { SecuritySignals } from './engine/security-signals.js';
 import { ringPermitIssuer } from './permits/issuer.js';
 import { KeyRing } from './permits/key-ring.js';
@@ -24,6 +25,7 @@ export interface Services {
   policySets: PolicySets;
   writer: DecisionWriter;
   decisions: DecisionService;
+  limits: Limits;
   ring: KeyRing;
   signals: SecuritySignals;
 }
@@ -32,7 +34,6 @@ export interface ServiceOptions {
   config: Config;
   store: Store;
   clock?: Clock;
-  limits?: DecisionLimits;
   /** Replaces the key ring's issuer (tests). */
   permits?: PermitIssuer;
 }
@@ -50,7 +51,9 @@ function buildServices(options: ServiceOptions & { clock: Clock }, ring: KeyRing
   const sql = store.sql;
   const agents = new AgentDirectory(sql, clock);
   const policySets = new PolicySets(sql, clock);
-  const writer = new DecisionWriter(sql, config.decisionBatchSize, store.kind === 'postgres' ? 4 : 1);
+  const inFlight = store.kind === 'postgres' ? 4 : 1;
+  const writer = new DecisionWriter(sql, config.decisionBatchSize, inFlight);
+  const limits = new Limits(sql, clock, { keyRateLimit: config.keyRateLimit, maxInFlight: inFlight });
   return {
     config,
     store,
@@ -66,9 +69,10 @@ function buildServices(options: ServiceOptions & { clock: Clock }, ring: KeyRing
       policySets,
       agents,
       writer,
-      limits: options.limits ?? noLimits,
+      limits,
       permits: options.permits ?? ringPermitIssuer(ring, config.baseUrl),
     }),
+    limits,
     ring,
     signals: new SecuritySignals(clock),
   };

@@ -33,7 +33,11 @@ export function bearerToken(request: FastifyRequest): string | null {
   return m ? m[1]! : null;
 }
 
-export function registerAuthentication(app: FastifyInstance, keys: ApiKeyCache): void {
+/**
+ * `admit` runs once the key is known (the platform rate limit per API key); it
+ * throws to refuse the request.
+ */
+export function registerAuthentication(app: FastifyInstance, keys: ApiKeyCache, admit: (principal: Principal) => Promise<void>): void {
   app.decorateRequest('principal', null as unknown as Principal);
   app.addHook('onRequest', async (request) => {
     const scope = request.routeOptions.config?.scope;
@@ -44,5 +48,6 @@ export function registerAuthentication(app: FastifyInstance, keys: ApiKeyCache):
     if (row === null) throw new InvalidKeyError('the API key does not exist, is revoked or is malformed');
     if (!hasScope(row.scopes, scope)) throw new ScopeInsufficientError(`this API key lacks the scope ${scope}`);
     request.principal = { keyId: row.id, accountId: row.account_id, environment: row.environment, scopes: row.scopes };
+    await admit(request.principal);
   });
 }

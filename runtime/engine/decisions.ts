@@ -60,14 +60,18 @@ export class DecisionService {
     const { accountId, environment } = principal;
     const nowMs = clock.now();
     const id = newId('dec');
+    const ttl = input.ttl_seconds ?? DEFAULT_TTL_SECONDS;
+    const expiresAt = new Date(nowMs + ttl * 1000);
     const status = await agents.status(accountId, environment, input.agent_id);
+    const set = await policySets.get(accountId, environment);
+    const policy = (policyId: string) => set.table.byId.get(policyId)?.policy;
     let outcome: Outcome;
+    let blocked: { policy_id: string } | null;
     if (status === 'revoked') {
       outcome = deny('agent.revoked');
-    } else if (await limits.exhausted(principal, input.agent_id, nowMs)) {
-      outcome = deny('budget.exceeded');
+    } else if ((blocked = limits.exhausted(principal, input.agent_id, nowMs, policy))) {
+      outcome = { ...deny('budget.exceeded'), policy_id: blocked.policy_id };
     } else {
-      const set = await policySets.get(accountId, environment);
       const evaluation = evaluate(set.table, {
         agent_id: input.agent_id,
         action: input.action,
@@ -83,12 +87,11 @@ export class DecisionService {
         warnings: evaluation.warnings,
       };
       if (evaluation.effect !== 'deny') {
-        const applied = await limits.apply({ principal, agentId: input.agent_id, amount: input.amount ?? null, matched: evaluation.matched, nowMs, decisionId: id });
-        if (applied && 'deny' in applied) outcome = { ...outcome, effect: 'deny', reason: applied.deny, policy_id: null };
-        else if (applied) outcome = { ...outcome, warnings: [...outcome.warnings, ...applied.warnings] };
+        const verdict = await limits.apply({ principal, agentId: input.agent_id, amount: input.amount ?? null, matched: evaluation.matched, nowMs, decisionId: id, expiresAt });
+        if (verdict && 'deny' in verdict) outcome = { ...outcome, effect: 'deny', reason: verdict.deny, policy_id: verdict.policy_id };
+        else if (verdict) outcome = { ...outcome, warnings: [...outcome.warnings, ...verdict.warnings] };
       }
     }
-    const ttl = input.ttl_seconds ?? DEFAULT_TTL_SECONDS;
     const row: DecisionRow = {
       account_id: accountId,
       environment,
@@ -101,7 +104,7 @@ export class DecisionService {
       ...outcome,
       status: outcome.effect === 'deny' ? 'denied' : 'pending',
       evaluated_at: new Date(nowMs),
-      expires_at: new Date(nowMs + ttl * 1000),
+      expires_at: expiresAt,
       ttl_seconds: ttl,
       permit_token: null,
       resolved_at: null,
@@ -131,10 +134,18 @@ export class DecisionService {
 
   /** Confirm or reject (spec section 3): 404, then 409 already confirmed / not pending, 410 expired. */
   async resolve(principal: Principal, id: string, to: 'confirmed' | 'rejected', amount?: number): Promise<DecisionRow> {
-    const at = new Date(this.deps.clock.now());
+    const { sql, clock, limits } = this.deps;
+    const at = new Date(clock.now());
     const { accountId, environment } = principal;
-    const done = await resolveDecision(this.deps.sql, accountId, environment, id, to, at, to === 'confirmed' ? (amount ?? null) : null);
-    if (done) return done;
+    // The decision's status and its budget holds change together or not at all.
+    const done = await sql.begin(async (tx) => {
+      const row = await resolveDecision(tx, accountId, environment, id, to, at, to === 'confirmed' ? (amount ?? null) : null);
+      return row && { row, usage: await limits.resolveHolds(tx, principal, id, to === 'confirmed', to === 'confirmed' ? (amount ?? null) : null) };
+    });
+    if (done) {
+      limits.note(principal, done.usage);
+      return done.row;
+    }
     const row = await this.get(principal, id);
     if (row.status === 'confirmed' && to === 'confirmed') throw new DecisionAlreadyConfirmedError(`decision ${id} is already confirmed`);
     if (row.status === 'pending') throw new DecisionExpiredError(`decision ${id} expired at ${row.expires_at.toISOString()}; it can no longer be confirmed or rejected`);

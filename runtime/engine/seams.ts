@@ -1,11 +1,12 @@
 /**
- * Where budgets, rate limits (issue: budgets and rate limits) and permit tokens
- * (issue: permit tokens) plug into the decision path. The runtime core runs with
- * the pass-through implementations below until those land.
+ * Where budgets and rate limits (runtime/limits/) and permit tokens
+ * (runtime/permits/) plug into the decision path.
  */
 import type { Policy } from '../../compiler/policy/types.js';
 import type { Principal } from '../auth/authenticate.js';
+import type { SqlOrTx } from '../store/connect.js';
 import type { DecisionRow } from '../store/decisions.js';
+import type { BudgetUsage } from '../store/limits.js';
 
 export interface LimitContext {
   principal: Principal;
@@ -15,26 +16,36 @@ export interface LimitContext {
   matched: readonly Policy[];
   nowMs: number;
   decisionId: string;
+  /** When the decision (and a fiat hold of its amount) expires. */
+  expiresAt: Date;
 }
+
+export interface LimitWarning {
+  code: string;
+  message: string;
+  policy_ids: string[];
+}
+
+export type LimitVerdict = { deny: 'budget.exceeded'; policy_id: string; message: string } | { warnings: LimitWarning[] } | null;
 
 export interface DecisionLimits {
-  /** Evaluation step 3: the agent has exhausted a budget this period. */
-  exhausted(principal: Principal, agentId: string, nowMs: number): boolean | Promise<boolean>;
+  /** Evaluation step 3: the agent's budget exhausted this period, if any. */
+  exhausted(principal: Principal, agentId: string, nowMs: number, policy: (id: string) => Policy | undefined): { policy_id: string } | null;
   /**
-   * Evaluation step 7, for allow and review: rate limits (throw RateLimitExceededError)
-   * and budgets (return a deny). Null when nothing applies.
+   * Evaluation step 7, for allow and review: rate limits (throws
+   * RateLimitExceededError) and budgets (a deny, or warnings). Null when nothing applies.
    */
-  apply(context: LimitContext): Promise<{ deny: 'budget.exceeded'; message: string } | { warnings: Array<{ code: string; message: string }> } | null>;
+  apply(context: LimitContext): Promise<LimitVerdict>;
+  /** Confirm or reject inside the caller's transaction: the decision's holds. */
+  resolveHolds(tx: SqlOrTx, principal: Principal, decisionId: string, confirm: boolean, amount: number | null): Promise<BudgetUsage[]>;
+  /** After the transaction of `resolveHolds` commits. */
+  note(principal: Principal, usage: readonly BudgetUsage[]): void;
 }
-
-export const noLimits: DecisionLimits = {
-  exhausted: () => false,
-  apply: async () => null,
-};
 
 export interface PermitIssuer {
   /** The permit token of an allow or review decision (null when tokens are not issued). */
   issue(decision: DecisionRow): string | null;
 }
 
+/** No tokens (the bench's "allow without token" figure). */
 export const noPermits: PermitIssuer = { issue: () => null };

@@ -55,6 +55,9 @@ describe.each(STORE_KINDS)('bundles (%s store)', (kind) => {
   const putBundle = (body: unknown, key = rt.testKey) => rt.call(key, { method: 'PUT', url: '/v1/bundle', payload: body as object });
   const getBundle = (key = rt.testKey) => rt.getOk('/v1/bundle', key);
   const decide = async (payload: Record<string, unknown>, key = rt.testKey) => {
+    // The examples rate-limit their agents (orders.read: 10 per second); a second
+    // between decisions keeps these checks clear of those limits.
+    rt.clock.advance(1);
     const r = await rt.call(key, { method: 'POST', url: '/v1/decisions', payload });
     expect(r.statusCode).toBe(200);
     return json(r);

@@ -11,7 +11,7 @@ import { buildApp } from '../../../runtime/app.js';
 import type { Scope } from '../../../runtime/auth/api-keys.js';
 import { ManualClock } from '../../../runtime/clock.js';
 import { configFromEnv, type Config } from '../../../runtime/config.js';
-import type { DecisionLimits, PermitIssuer } from '../../../runtime/engine/seams.js';
+import type { PermitIssuer } from '../../../runtime/engine/seams.js';
 import { createAccount, createApiKey } from '../../../runtime/routes/admin.js';
 import { installPolicies } from '../../../runtime/seed.js';
 import { openServices, type Services } from '../../../runtime/services.js';
@@ -45,7 +45,6 @@ export interface TestRuntime {
 
 export interface TestRuntimeOptions {
   config?: Partial<Config>;
-  limits?: DecisionLimits;
   permits?: PermitIssuer;
   /** Use an existing store (restart tests); it is not disposed on close. */
   store?: TestStore;
@@ -54,8 +53,10 @@ export interface TestRuntimeOptions {
 export async function startRuntime(kind: StoreKind, options: TestRuntimeOptions = {}): Promise<TestRuntime> {
   const store = options.store ?? (await openTestStore(kind));
   const clock = new ManualClock(START);
-  const config: Config = { ...configFromEnv({ AUTHZ_ADMIN_TOKEN: ADMIN_TOKEN }), ...options.config };
-  const services = await openServices({ config, store, clock, ...(options.limits ? { limits: options.limits } : {}), ...(options.permits ? { permits: options.permits } : {}) });
+  // The manual clock stands still: a test's many requests would all fall in one
+  // second of the platform limit, so it is raised (its own tests set it).
+  const config: Config = { ...configFromEnv({ AUTHZ_ADMIN_TOKEN: ADMIN_TOKEN, AUTHZ_KEY_RATE_LIMIT: '1000000' }), ...options.config };
+  const services = await openServices({ config, store, clock, ...(options.permits ? { permits: options.permits } : {}) });
   const app = await buildApp(services);
   const at = new Date(START);
   const [{ accountId, testKey, liveKey }, other] = options.store

@@ -1,0 +1,86 @@
+/**
+ * What one request asks of the limits store (store/limits.ts): the GCRA limiters
+ * and budgets that apply to it. Built from every matching enabled policy
+ * (contract: evaluation step 7) and, for the platform limit, from the API key.
+ */
+import { RATE_WINDOWS, type Policy, type RateWindow } from '../../compiler/policy/types.js';
+import type { Environment } from '../auth/api-keys.js';
+import { periodBounds } from './periods.js';
+
+export interface RateCheck {
+  /** Unique per limiter within the environment. */
+  key: string;
+  /** GCRA emission interval: window / limit. */
+  interval_ms: number;
+  window_ms: number;
+}
+
+export interface BudgetCheck {
+  policy_id: string;
+  unit: string;
+  period: string;
+  period_start: string;
+  period_end: string;
+  limit: number;
+  threshold: number | null;
+}
+
+export interface LimitRequest {
+  account_id: string;
+  environment: Environment;
+  agent_id: string;
+  /** The decision a fiat hold belongs to, and when it expires. */
+  decision_id: string | null;
+  expires_at: string | null;
+  amount: number | null;
+  rates: RateCheck[];
+  budgets: BudgetCheck[];
+}
+
+export const WINDOW_MS: Record<RateWindow, number> = {
+  per_second: 1_000,
+  per_minute: 60_000,
+  per_hour: 3_600_000,
+  per_day: 86_400_000,
+};
+
+export function rateCheck(key: string, limit: number, windowMs: number): RateCheck {
+  return { key, interval_ms: windowMs / limit, window_ms: windowMs };
+}
+
+/** Limiter keys: `policy:<id>:<window>:<agent>` and `key:<api key id>`. */
+export function policyRates(matched: readonly Policy[], agentId: string): RateCheck[] {
+  const checks: RateCheck[] = [];
+  for (const p of matched) {
+    if (!p.rate_limit) continue;
+    for (const w of RATE_WINDOWS) {
+      const n = p.rate_limit[w];
+      if (n !== undefined) checks.push(rateCheck(`policy:${p.id}:${w}:${agentId}`, n, WINDOW_MS[w]));
+    }
+  }
+  return checks;
+}
+
+export function apiKeyRate(keyId: string, perSecond: number): RateCheck {
+  return rateCheck(`key:${keyId}`, perSecond, 1_000);
+}
+
+export function policyBudgets(matched: readonly Policy[], nowMs: number): BudgetCheck[] {
+  const checks: BudgetCheck[] = [];
+  for (const p of matched) {
+    if (!p.budget) continue;
+    const { start, end } = periodBounds(p.budget.period, nowMs);
+    checks.push({
+      policy_id: p.id,
+      unit: p.budget.unit,
+      period: p.budget.period,
+      period_start: new Date(start).toISOString(),
+      period_end: new Date(end).toISOString(),
+      limit: p.budget.limit,
+      threshold: p.budget.threshold_alert ?? null,
+    });
+  }
+  return checks;
+}
+
+export const isFiat = (unit: string): boolean => unit !== 'calls';
