@@ -11,6 +11,7 @@ import { rejectUnstorableInput, validatorCompiler } from './http/validation.js';
 import { newId } from './ids.js';
 import { adminRoutes } from './routes/admin.js';
 import { agentRoutes } from './routes/agents.js';
+import { budgetRoutes } from './routes/budgets.js';
 import { bundleRoutes } from './routes/bundle.js';
 import { decisionRoutes } from './routes/decisions.js';
 import { eventRoutes } from './routes/events.js';
@@ -62,6 +63,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   await app.register(policyRoutes);
   await app.register(bundleRoutes);
   await app.register(agentRoutes);
+  await app.register(budgetRoutes);
   await app.register(eventRoutes);
   await app.register(permitRoutes);
   await app.register(adminRoutes);

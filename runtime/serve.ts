@@ -9,6 +9,7 @@ import { parseArgs } from 'node:util';
 import { buildApp } from './app.js';
 import { configFromEnv, ConfigError } from './config.js';
 import { startReplication } from './engine/replication.js';
+import { startLimitMaintenance } from './limits/maintenance.js';
 import { bundlePolicies, defaultAccountId, examplePolicies, installPolicies, seedIfEmpty } from './seed.js';
 import { openServices } from './services.js';
 import { openStore } from './store/connect.js';
@@ -66,6 +67,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
 
   const app = await buildApp(services, { logger: { level: process.env.LOG_LEVEL ?? 'info' } });
   const replication = await startReplication(store, services.policySets, services.agents, 1000, (e) => app.log.error({ err: e }, 'replication'));
+  const maintenance = await startLimitMaintenance(store, services.limits, services.clock, 5000, (e) => app.log.error({ err: e }, 'budget maintenance'));
   await app.listen({ port: config.port, host: config.host });
   // The bound port (PORT=0 asks the system for a free one).
   const bound = app.server.address();
@@ -83,7 +85,9 @@ export async function serve(argv: readonly string[]): Promise<number> {
     stopping = true;
     app.log.info(`${signal}: stopping`);
     await replication.stop();
+    await maintenance.stop();
     await app.close();
+    await services.limits.idle();
     await services.writer.idle();
     await store.close();
     process.exit(0);

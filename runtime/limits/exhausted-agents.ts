@@ -41,9 +41,11 @@ export class ExhaustedAgents {
     this.byAgent.set(key, entries);
   }
 
-  /** Replaces everything known with the store's list (all environments). */
-  reset(rows: ReadonlyArray<BudgetUsage & { account_id: string; environment: Environment }>): void {
-    this.byAgent.clear();
+  /**
+   * Merges the store's list (all environments). Consumption never falls within a
+   * period, so what is known stays true: merging loses nothing noted meanwhile.
+   */
+  merge(rows: ReadonlyArray<BudgetUsage & { account_id: string; environment: Environment }>): void {
     for (const r of rows) this.note(r.account_id, r.environment, r);
   }
 

@@ -92,6 +92,9 @@ begin
     values (authz_event_id(), u.account_id, u.environment, 'budget.exceeded', now_ts,
             data || '{"reason": "budget.exceeded"}');
     u.exceeded_fired_at := now_ts;
+    -- Every server process blocks the agent (runtime/limits/exhausted-agents.ts).
+    perform pg_notify('authz_budgets', (authz_usage_json(u)
+      || jsonb_build_object('account_id', u.account_id, 'environment', u.environment))::text);
   end if;
   update budget_usage set threshold_fired_at = u.threshold_fired_at, exceeded_fired_at = u.exceeded_fired_at
   where id = u.id;

@@ -13,6 +13,7 @@ import { ManualClock } from '../../../runtime/clock.js';
 import { configFromEnv, type Config } from '../../../runtime/config.js';
 import type { PermitIssuer } from '../../../runtime/engine/seams.js';
 import { createAccount, createApiKey } from '../../../runtime/routes/admin.js';
+import { startLimitMaintenance, type LimitMaintenance } from '../../../runtime/limits/maintenance.js';
 import { installPolicies } from '../../../runtime/seed.js';
 import { openServices, type Services } from '../../../runtime/services.js';
 import { openTestStore, type StoreKind, type TestStore } from '../../helpers/postgres.js';
@@ -25,6 +26,8 @@ export interface TestRuntime {
   services: Services;
   store: TestStore;
   clock: ManualClock;
+  /** The budget sweep and exhausted-agents reload, as `authz serve` runs it (runOnce to force a round). */
+  maintenance: LimitMaintenance;
   accountId: string;
   /** Keys of the main account with every scope. */
   testKey: string;
@@ -58,6 +61,7 @@ export async function startRuntime(kind: StoreKind, options: TestRuntimeOptions 
   const config: Config = { ...configFromEnv({ AUTHZ_ADMIN_TOKEN: ADMIN_TOKEN, AUTHZ_KEY_RATE_LIMIT: '1000000' }), ...options.config };
   const services = await openServices({ config, store, clock, ...(options.permits ? { permits: options.permits } : {}) });
   const app = await buildApp(services);
+  const maintenance = await startLimitMaintenance(store, services.limits, clock, 60_000);
   const at = new Date(START);
   const [{ accountId, testKey, liveKey }, other] = options.store
     ? [await existingAccount(services), null]
@@ -67,6 +71,7 @@ export async function startRuntime(kind: StoreKind, options: TestRuntimeOptions 
     services,
     store,
     clock,
+    maintenance,
     accountId,
     testKey,
     liveKey,
@@ -88,7 +93,9 @@ export async function startRuntime(kind: StoreKind, options: TestRuntimeOptions 
       return json(r);
     },
     async close() {
+      await maintenance.stop();
       await app.close();
+      await services.limits.idle();
       await services.writer.idle();
       if (!options.store) await store.dispose();
     },

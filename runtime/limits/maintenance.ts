@@ -1,0 +1,59 @@
+/**
+ * Background upkeep of budgets, per server process: the sweep that releases
+ * fiat holds whose decision expired (they are also released lazily whenever
+ * their budget is checked), and keeping the exhausted-agents index complete:
+ * loaded from the store at start, told of other processes' exhausted budgets
+ * through NOTIFY (PostgreSQL), and reloaded every `intervalMs` (a missed
+ * notification, a reconnect).
+ */
+import type { Environment } from '../auth/api-keys.js';
+import type { Clock } from '../clock.js';
+import type { Store } from '../store/connect.js';
+import { exhaustedUsage, releaseExpiredHolds, type BudgetUsage } from '../store/limits.js';
+import type { Limits } from './limits.js';
+
+export interface LimitMaintenance {
+  /** One round now (tests; the timer does the same). */
+  runOnce(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function startLimitMaintenance(
+  store: Store,
+  limits: Limits,
+  clock: Clock,
+  intervalMs = 5_000,
+  onError: (e: unknown) => void = () => {},
+): Promise<LimitMaintenance> {
+  const runOnce = async () => {
+    const now = clock.now();
+    await releaseExpiredHolds(store.sql, now);
+    limits.exhaustedAgents.merge(await exhaustedUsage(store.sql, now));
+  };
+  await runOnce();
+  const listener = store.supportsListen
+    ? await store.sql.listen('authz_budgets', (payload) => {
+        try {
+          const u = JSON.parse(payload) as BudgetUsage & { account_id: string; environment: Environment };
+          limits.exhaustedAgents.note(u.account_id, u.environment, u);
+        } catch (e) {
+          onError(e);
+        }
+      })
+    : null;
+  let inFlight: Promise<void> = Promise.resolve();
+  let running = true;
+  const timer = setInterval(() => {
+    if (running) inFlight = runOnce().catch(onError);
+  }, intervalMs);
+  timer.unref();
+  return {
+    runOnce,
+    async stop() {
+      running = false;
+      clearInterval(timer);
+      await inFlight;
+      await listener?.unlisten().catch(() => {});
+    },
+  };
+}
