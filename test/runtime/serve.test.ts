@@ -6,53 +6,16 @@
  * start on the same data dir keeps everything and prints no new keys, and
  * `--bundle FILE` loads that bundle into the test environment.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eachLine, ensureBuilt, freePort, HOST, ROOT } from '../helpers/server-process.js';
 import type { Bundle } from '../../compiler/bundle/format.js';
 import type { CliIo } from '../../compiler/cli/io.js';
 import { main } from '../../compiler/cli/main.js';
 
-const ROOT = join(import.meta.dirname, '..', '..');
-const SERVE_JS = join(ROOT, 'dist', 'runtime', 'serve.js');
-const HOST = '127.0.0.1';
-
-/** Newest modification time of the .ts sources under `dir`. */
-function newestSource(dir: string): number {
-  let newest = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) newest = Math.max(newest, newestSource(path));
-    else if (entry.name.endsWith('.ts')) newest = Math.max(newest, statSync(path).mtimeMs);
-  }
-  return newest;
-}
-
-/** `npm test` builds first (pretest); a bare `vitest run` builds here when dist/ is missing or older than the sources. */
-function ensureBuilt(): void {
-  const stale = !existsSync(SERVE_JS) || statSync(SERVE_JS).mtimeMs < Math.max(newestSource(join(ROOT, 'runtime')), newestSource(join(ROOT, 'compiler')));
-  if (!stale) return;
-  try {
-    execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'pipe' });
-  } catch (err) {
-    // tsc emits even with type errors elsewhere; only a missing output is fatal here.
-    if (!existsSync(SERVE_JS)) throw err;
-  }
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, HOST, () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
-}
 
 interface Server {
   child: ChildProcess;
@@ -90,21 +53,15 @@ async function startServer(dataDir: string, args: string[] = [], options: { port
       resolve({ code, signal });
     });
   });
-  let buffered = '';
   const listening = new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`no "listening" within ${timeoutMs} ms; stdout:\n${stdout.join('\n')}\nstderr:\n${stderr.join('')}`)), timeoutMs);
-    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
-      buffered += chunk;
-      const lines = buffered.split('\n');
-      buffered = lines.pop()!;
-      for (const line of lines) {
-        stdout.push(line);
-        const listeningOn = /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(line);
-        if (listeningOn) {
-          boundPort = Number(listeningOn[1]);
-          clearTimeout(timer);
-          resolve();
-        }
+    eachLine(child.stdout!, (line) => {
+      stdout.push(line);
+      const listeningOn = /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(line);
+      if (listeningOn) {
+        boundPort = Number(listeningOn[1]);
+        clearTimeout(timer);
+        resolve();
       }
     });
     child.stderr!.setEncoding('utf8').on('data', (chunk: string) => stderr.push(chunk));

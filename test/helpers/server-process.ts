@@ -1,0 +1,58 @@
+/**
+ * For tests that run the real server as a child process (`node bin/authz.js
+ * serve`): the build it needs and a free port on 127.0.0.1.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+
+export const ROOT = join(import.meta.dirname, '..', '..');
+export const SERVE_JS = join(ROOT, 'dist', 'runtime', 'serve.js');
+export const HOST = '127.0.0.1';
+
+/** Newest modification time of the .ts sources under `dir`. */
+function newestSource(dir: string): number {
+  let newest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) newest = Math.max(newest, newestSource(path));
+    else if (entry.name.endsWith('.ts')) newest = Math.max(newest, statSync(path).mtimeMs);
+  }
+  return newest;
+}
+
+/** `npm test` builds first (pretest); a bare `vitest run` builds here when dist/ is missing or older than the sources. */
+export function ensureBuilt(): void {
+  const stale = !existsSync(SERVE_JS) || statSync(SERVE_JS).mtimeMs < Math.max(newestSource(join(ROOT, 'runtime')), newestSource(join(ROOT, 'compiler')));
+  if (!stale) return;
+  try {
+    execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'pipe' });
+  } catch (err) {
+    // tsc emits even with type errors elsewhere; only a missing output is fatal here.
+    if (!existsSync(SERVE_JS)) throw err;
+  }
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, HOST, () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+/** Calls `onLine` with each complete line the stream prints. */
+export function eachLine(stream: NodeJS.ReadableStream, onLine: (line: string) => void): void {
+  let buffered = '';
+  stream.setEncoding('utf8');
+  stream.on('data', (chunk: string) => {
+    buffered += chunk;
+    const lines = buffered.split('\n');
+    buffered = lines.pop()!;
+    for (const line of lines) onLine(line);
+  });
+}

@@ -1,0 +1,319 @@
+/**
+ * Budgets and rate limits across server processes (contract: Budgets, "Held +
+ * consumed never exceeds the limit, even under concurrent requests on several
+ * server processes"; Decisions, 429 `rate_limit.exceeded`; evaluation step 3).
+ *
+ * Two real `authz serve` child processes (bin/authz.js -> dist/runtime/serve.js)
+ * on one PostgreSQL database, on the real clock, driven over real HTTP:
+ * concurrent fiat and calls decisions never overspend, a rate limit holds in
+ * total across both processes, and a budget exhausted through one process
+ * blocks the agent in the other (NOTIFY on authz_budgets).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eachLine, ensureBuilt, freePort, HOST, ROOT } from '../helpers/server-process.js';
+import { createTestDatabase } from '../helpers/postgres.js';
+
+const AUTHZ_JS = join(ROOT, 'bin', 'authz.js');
+const ADMIN_TOKEN = 'admin-token-for-limits-processes-0123456789';
+const TEST_TIMEOUT = 60_000;
+
+interface Server {
+  name: string;
+  child: ChildProcess;
+  base: string;
+  stdout: string[];
+  stderr: string[];
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+const running = new Set<Server>();
+
+/** Starts `authz serve` on the database and resolves once it prints that it listens. */
+async function startServer(name: string, databaseUrl: string, timeoutMs = 30_000): Promise<Server> {
+  const port = await freePort();
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    DATABASE_URL: databaseUrl,
+    AUTHZ_ADMIN_TOKEN: ADMIN_TOKEN,
+    PORT: String(port),
+    HOST,
+    LOG_LEVEL: 'warn',
+    AUTHZ_KEY_RATE_LIMIT: '1000000',
+  };
+  delete env.AUTHZ_DATA_DIR;
+  delete env.AUTHZ_TEST_CLOCK;
+  const child = spawn(process.execPath, [AUTHZ_JS, 'serve'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const stdout: string[] = [];
+  const stderr: string[] = [];
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.once('exit', (code, signal) => resolve({ code, signal }));
+  });
+  const server: Server = { name, child, base: `http://${HOST}:${port}`, stdout, stderr, exited };
+  running.add(server);
+  void exited.then(() => running.delete(server));
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${name}: no "listening" within ${timeoutMs} ms; stdout:\n${stdout.join('\n')}\nstderr:\n${stderr.join('')}`)), timeoutMs);
+    eachLine(child.stdout!, (line) => {
+      stdout.push(line);
+      if (line.includes(`listening on http://${HOST}:${port}`)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => stderr.push(chunk));
+    void exited.then(({ code, signal }) => {
+      clearTimeout(timer);
+      reject(new Error(`${name}: authz serve exited (${code ?? signal}) before listening; stdout:\n${stdout.join('\n')}\nstderr:\n${stderr.join('')}`));
+    });
+  });
+  return server;
+}
+
+/** SIGTERM, wait for the exit; SIGKILL after `withinMs`. */
+async function stopServer(server: Server, withinMs = 10_000): Promise<void> {
+  if (server.child.exitCode !== null || server.child.signalCode !== null) return;
+  server.child.kill('SIGTERM');
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => {
+    timer = setTimeout(() => resolve('late'), withinMs);
+  });
+  const result = await Promise.race([server.exited, late]);
+  clearTimeout(timer);
+  if (result === 'late') {
+    server.child.kill('SIGKILL');
+    await server.exited;
+  }
+}
+
+interface Reply {
+  status: number;
+  headers: Headers;
+  body: Record<string, any>;
+}
+
+async function request(base: string, token: string, method: string, path: string, body?: unknown): Promise<Reply> {
+  const r = await fetch(`${base}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await r.text();
+  let parsed: Record<string, any>;
+  try {
+    parsed = text === '' ? {} : (JSON.parse(text) as Record<string, any>);
+  } catch {
+    parsed = { raw: text };
+  }
+  return { status: r.status, headers: r.headers, body: parsed };
+}
+
+let seq = 0;
+/** A fresh agent id per call, so tests never share budget or limiter rows. */
+const agent = (tag: string) => `${tag}-${++seq}-${Math.random().toString(36).slice(2, 8)}`;
+
+/** `count` items, alternating between the two servers (half each). */
+const split = <T>(count: number, a: T, b: T): T[] => Array.from({ length: count }, (_, i) => (i % 2 === 0 ? a : b));
+
+describe('budgets and rate limits across two `authz serve` processes on one PostgreSQL', () => {
+  let db: Awaited<ReturnType<typeof createTestDatabase>> | undefined;
+  let a: Server;
+  let b: Server;
+  let key = '';
+
+  const api = (server: Server, method: string, path: string, body?: unknown) => request(server.base, key, method, path, body);
+  const decide = (server: Server, body: Record<string, unknown>) => api(server, 'POST', '/v1/decisions', body);
+  const decideOk = async (server: Server, body: Record<string, unknown>) => {
+    const r = await decide(server, body);
+    expect(r.status, `${server.name}: ${JSON.stringify(r.body)}`).toBe(200);
+    return r.body;
+  };
+  /**
+   * The agent's budget rows of one policy. With agent_id the list has every enabled
+   * budget whose agent filter covers the agent, used or not (runtime/limits/
+   * budget-list.ts), so other tests' policies show up with zeros.
+   */
+  const budgetsOf = async (server: Server, agentId: string, policyId: string) => {
+    const r = await api(server, 'GET', `/v1/budgets?agent_id=${encodeURIComponent(agentId)}&limit=100`);
+    expect(r.status, `${server.name}: ${JSON.stringify(r.body)}`).toBe(200);
+    return (r.body.data as Array<Record<string, any>>).filter((row) => row.policy_id === policyId);
+  };
+
+  /** Creates the policy through A (POST) and waits until both processes decide with it. */
+  async function install(policy: Record<string, unknown>, probe: Record<string, unknown>) {
+    const created = await api(a, 'POST', '/v1/policies', { state: 'enabled', priority: 100, ...policy });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    for (const server of [a, b]) {
+      await expect
+        .poll(async () => (await decide(server, { ...probe, agent_id: agent(`probe-${server.name}`) })).body.policy_id, { timeout: 5_000, interval: 50 })
+        .toBe(policy.id);
+    }
+  }
+
+  beforeAll(async () => {
+    ensureBuilt();
+    db = await createTestDatabase();
+    // One after the other: each start runs the migrations.
+    a = await startServer('A', db.url);
+    b = await startServer('B', db.url);
+    const account = await request(a.base, ADMIN_TOKEN, 'POST', '/admin/accounts', { name: 'limits-processes' });
+    expect(account.status, JSON.stringify(account.body)).toBe(201);
+    const created = await request(a.base, ADMIN_TOKEN, 'POST', `/admin/accounts/${account.body.id}/api-keys`, { environment: 'test', scopes: ['*'] });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    key = created.body.key as string;
+    expect(key).toMatch(/^svc_test_sk_/);
+    // The key works on both processes (B reads it from the store).
+    for (const server of [a, b]) expect((await api(server, 'GET', '/v1/policies')).status).toBe(200);
+  }, 90_000);
+
+  afterAll(async () => {
+    // Only the processes started here; a failed test must not leave one behind.
+    await Promise.all([...running].map((server) => stopServer(server)));
+    await db?.drop();
+  }, 60_000);
+
+  it(
+    'a USD budget: 200 concurrent decisions over both processes hold exactly floor(1000/7) = 142 x 7, never more; confirm moves held to consumed',
+    async () => {
+      await install(
+        { id: 'pol_usd', name: 'usd-monthly', effect: 'allow', actions: ['payments.charge'], budget: { unit: 'USD', limit: 1000, period: 'monthly' } },
+        { action: 'payments.charge', amount: 0 },
+      );
+      const agentId = agent('usd');
+      const body = { agent_id: agentId, action: 'payments.charge', resource: 'customer:1', amount: 7 };
+      const replies = await Promise.all(split(200, a, b).map((server) => decide(server, body)));
+      for (const r of replies) expect(r.status, JSON.stringify(r.body)).toBe(200);
+      const allowed = replies.filter((r) => r.body.effect === 'allow');
+      const denied = replies.filter((r) => r.body.effect !== 'allow');
+      // Never overspent, and nothing refused that would have fit.
+      expect(allowed.length * 7).toBeLessThanOrEqual(1000);
+      expect(allowed.length).toBe(142);
+      expect(denied.length).toBe(58);
+      for (const d of allowed) expect(d.body).toMatchObject({ reason: 'policy.matched', policy_id: 'pol_usd', status: 'pending', amount: 7 });
+      for (const d of denied) {
+        expect(d.body).toMatchObject({ effect: 'deny', reason: 'budget.exceeded', policy_id: 'pol_usd', status: 'denied', permit_token: null });
+      }
+      // Both processes took part on both sides of the line.
+      const byServer = (list: Reply[]) => list.map((r) => replies.indexOf(r) % 2);
+      expect(new Set(byServer(allowed)).size + new Set(byServer(denied)).size).toBeGreaterThanOrEqual(3);
+
+      // Monthly periods on UTC calendar boundaries: the first of next month, midnight UTC.
+      const now = new Date();
+      const resets = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)).toISOString();
+      const expected = { policy_id: 'pol_usd', agent_id: agentId, unit: 'USD', limit: 1000, period: 'monthly', period_resets_at: resets, consumed: 0, held: 994, status: 'ok' };
+      for (const server of [a, b]) expect(await budgetsOf(server, agentId, 'pol_usd')).toEqual([expect.objectContaining(expected)]);
+
+      // Confirm three: two with the held amount through A, one for less through B.
+      const [c1, c2, c3] = allowed.map((r) => r.body.id as string);
+      expect((await api(a, 'POST', `/v1/decisions/${c1}/confirm`)).body).toMatchObject({ id: c1, status: 'confirmed' });
+      expect((await api(a, 'POST', `/v1/decisions/${c2}/confirm`, {})).body).toMatchObject({ id: c2, status: 'confirmed' });
+      expect((await api(b, 'POST', `/v1/decisions/${c3}/confirm`, { amount: 5 })).body).toMatchObject({ id: c3, status: 'confirmed' });
+      // Confirmed holds become consumption (7 + 7 + 5), the rest stays held.
+      for (const server of [a, b]) {
+        expect(await budgetsOf(server, agentId, 'pol_usd')).toEqual([expect.objectContaining({ ...expected, consumed: 19, held: 994 - 21 })]);
+        expect((await api(server, 'GET', `/v1/decisions/${c1}`)).body.status).toBe('confirmed');
+      }
+      // The 2 released by the smaller confirmation leave 1000 - 19 - 973 = 8: one more 7 fits, then none.
+      expect(await decideOk(b, body)).toMatchObject({ effect: 'allow', reason: 'policy.matched' });
+      expect(await decideOk(a, body)).toMatchObject({ effect: 'deny', reason: 'budget.exceeded' });
+      expect(await decideOk(b, body)).toMatchObject({ effect: 'deny', reason: 'budget.exceeded' });
+      for (const server of [a, b]) expect(await budgetsOf(server, agentId, 'pol_usd')).toEqual([expect.objectContaining({ ...expected, consumed: 19, held: 980 })]);
+    },
+    TEST_TIMEOUT,
+  );
+
+  it(
+    'a calls budget: 200 concurrent decisions over both processes consume exactly the limit (50); the agent is then denied on both',
+    async () => {
+      await install(
+        { id: 'pol_calls_50', name: 'calls-50', effect: 'allow', actions: ['tickets.create'], budget: { unit: 'calls', limit: 50, period: 'daily' } },
+        { action: 'tickets.create' },
+      );
+      const agentId = agent('calls');
+      const body = { agent_id: agentId, action: 'tickets.create' };
+      const replies = await Promise.all(split(200, a, b).map((server) => decide(server, body)));
+      for (const r of replies) expect(r.status, JSON.stringify(r.body)).toBe(200);
+      const allowed = replies.filter((r) => r.body.effect === 'allow');
+      expect(allowed.length).toBe(50);
+      for (const r of replies.filter((x) => x.body.effect !== 'allow')) expect(r.body).toMatchObject({ effect: 'deny', reason: 'budget.exceeded', policy_id: 'pol_calls_50' });
+      for (const server of [a, b]) {
+        expect(await budgetsOf(server, agentId, 'pol_calls_50')).toEqual([
+          expect.objectContaining({ policy_id: 'pol_calls_50', agent_id: agentId, unit: 'calls', limit: 50, consumed: 50, held: 0, period: 'daily', status: 'exceeded' }),
+        ]);
+        expect(await decideOk(server, body)).toMatchObject({ effect: 'deny', reason: 'budget.exceeded' });
+      }
+    },
+    TEST_TIMEOUT,
+  );
+
+  it(
+    'a rate limit of 30 per minute holds in total across both processes: 100 concurrent requests, 30 pass, the rest 429 with Retry-After',
+    async () => {
+      await install({ id: 'pol_rate_30', name: 'rate-30', effect: 'allow', actions: ['orders.search'], rate_limit: { per_minute: 30 } }, { action: 'orders.search' });
+      const agentId = agent('rate');
+      const body = { agent_id: agentId, action: 'orders.search' };
+      const started = Date.now();
+      const replies = await Promise.all(split(100, a, b).map((server) => decide(server, body)));
+      const elapsedMs = Date.now() - started;
+      const ok = replies.filter((r) => r.status === 200);
+      const limited = replies.filter((r) => r.status === 429);
+      expect(ok.length + limited.length, JSON.stringify(replies.find((r) => r.status !== 200 && r.status !== 429)?.body)).toBe(100);
+      // 30 per minute is a burst of 30 refilled one every 2 s (real clock): while the
+      // burst lasts under 2 s (it does, by far) exactly 30 pass.
+      expect(elapsedMs).toBeLessThan(2_000);
+      expect(ok.length).toBe(30);
+      expect(limited.length).toBe(70);
+      for (const r of ok) expect(r.body).toMatchObject({ effect: 'allow', policy_id: 'pol_rate_30' });
+      for (const r of limited) {
+        expect(r.body.error).toMatchObject({ code: 'rate_limit.exceeded' });
+        expect(r.body.error.request_id).toMatch(/^req_/);
+        const retryAfter = r.headers.get('retry-after');
+        expect(retryAfter).toMatch(/^\d+$/);
+        expect(Number(retryAfter)).toBeGreaterThanOrEqual(1);
+        expect(Number(retryAfter)).toBeLessThanOrEqual(2);
+      }
+      // Both processes refused some: the limiter is shared, not per process.
+      expect(new Set(limited.map((r) => replies.indexOf(r) % 2)).size).toBe(2);
+      // Refused requests stored no decision: only the 30 allowed ones are listed.
+      const listed = await api(b, 'GET', `/v1/decisions?agent_id=${encodeURIComponent(agentId)}&limit=100`);
+      expect(listed.status).toBe(200);
+      expect(listed.body.data.length).toBe(30);
+    },
+    TEST_TIMEOUT,
+  );
+
+  it(
+    'exhaustion crosses processes: a calls budget used up through A blocks the agent in B, for an action of another policy, within 3 s',
+    async () => {
+      await install(
+        { id: 'pol_calls_3', name: 'calls-3', effect: 'allow', actions: ['reports.read'], budget: { unit: 'calls', limit: 3, period: 'daily' } },
+        { action: 'reports.read' },
+      );
+      await install({ id: 'pol_reports_list', name: 'reports-list', effect: 'allow', actions: ['reports.list'] }, { action: 'reports.list' });
+      const agentId = agent('exhaust');
+      const list = { agent_id: agentId, action: 'reports.list' };
+      // Before: B allows the other action (it has no budget).
+      expect(await decideOk(b, list)).toMatchObject({ effect: 'allow', policy_id: 'pol_reports_list' });
+
+      for (let i = 0; i < 3; i++) expect(await decideOk(a, { agent_id: agentId, action: 'reports.read' })).toMatchObject({ effect: 'allow', policy_id: 'pol_calls_3' });
+      const exhaustedAt = Date.now();
+      // A knows at once.
+      expect(await decideOk(a, list)).toMatchObject({ effect: 'deny', reason: 'budget.exceeded', policy_id: 'pol_calls_3' });
+      // B learns through NOTIFY (well before the 5 s reload).
+      await expect
+        .poll(async () => (await decideOk(b, list)).reason, { timeout: 3_000, interval: 50 })
+        .toBe('budget.exceeded');
+      const learnedMs = Date.now() - exhaustedAt;
+      expect(learnedMs).toBeLessThan(3_000);
+      expect(await decideOk(b, list)).toMatchObject({ effect: 'deny', reason: 'budget.exceeded', policy_id: 'pol_calls_3', status: 'denied', permit_token: null });
+      expect(await decideOk(b, { agent_id: agentId, action: 'reports.read' })).toMatchObject({ effect: 'deny', reason: 'budget.exceeded' });
+      // Another agent is not affected.
+      expect(await decideOk(b, { ...list, agent_id: agent('exhaust-other') })).toMatchObject({ effect: 'allow' });
+      for (const server of [a, b]) {
+        expect(await budgetsOf(server, agentId, 'pol_calls_3')).toEqual([expect.objectContaining({ policy_id: 'pol_calls_3', consumed: 3, limit: 3, status: 'exceeded' })]);
+      }
+    },
+    TEST_TIMEOUT,
+  );
+});
