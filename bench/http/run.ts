@@ -5,7 +5,13 @@
  * similar JSON, all in one run. Each target runs in its own process; the load
  * generator runs in this one. Writes bench/http/REPORT.md.
  *
- *   node dist/bench/http/run.js [--duration 10] [--connections 50]
+ * Allow decisions are measured unconstrained and on policies with a budget and a
+ * rate limit that are never reached (server.ts), so every request pays the whole
+ * accounting; the report gives constrained / unconstrained. With --rounds N the
+ * scenarios of each store run N times interleaved, and the report gives the
+ * median of each figure.
+ *
+ *   node dist/bench/http/run.js [--duration 10] [--connections 50] [--rounds 1] [--targets bare,embedded,postgres]
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -18,11 +24,16 @@ import autocannon from 'autocannon';
 import { packageRoot } from '../../compiler/schemas.js';
 import { compilerVersion } from '../../compiler/version.js';
 import { startCluster } from '../../scripts/pg-cluster.js';
+import { BENCH_KEY_RATE_LIMIT } from './policies.js';
 
-const { values } = parseArgs({ options: { duration: { type: 'string' }, connections: { type: 'string' }, targets: { type: 'string' } } });
+const { values } = parseArgs({
+  options: { duration: { type: 'string' }, connections: { type: 'string' }, targets: { type: 'string' }, rounds: { type: 'string' } },
+});
 const targets = new Set((values.targets ?? 'bare,embedded,postgres').split(','));
 const duration = Number(values.duration ?? 10);
 const connections = Number(values.connections ?? 50);
+const rounds = Math.max(1, Number(values.rounds ?? 1));
+const WARMUP = 2;
 const serverScript = fileURLToPath(new URL('./server.js', import.meta.url));
 
 interface Target {
@@ -47,22 +58,63 @@ async function stopTarget(t: Target): Promise<void> {
   await new Promise((r) => t.child.once('exit', r));
 }
 
-interface Result {
-  target: string;
-  scenario: string;
+/** Scenario names; the policies behind them are in server.ts. */
+const ALLOW = 'allow, unconstrained';
+const DENY = 'deny';
+const CALLS = 'allow, calls budget + rate limit';
+const FIAT = 'allow, USD budget (amount held) + rate limit';
+const NO_PERMIT = 'allow, unconstrained, no permit token';
+const NO_KEY_LIMIT = 'allow, unconstrained, platform key limit off';
+
+const BODIES: Record<string, object> = {
+  [ALLOW]: { agent_id: 'bench-1', action: 'orders.read', resource: 'order:1' },
+  [DENY]: { agent_id: 'bench-1', action: 'orders.delete', resource: 'order:1' },
+  [CALLS]: { agent_id: 'bench-1', action: 'orders.list', resource: 'order:1' },
+  [FIAT]: { agent_id: 'bench-1', action: 'orders.pay', resource: 'order:1', amount: 1 },
+};
+/** The scenarios run on each store, in this order, every round. */
+const STORE_SCENARIOS = [ALLOW, CALLS, FIAT, DENY];
+
+interface Run {
   rps: number;
   p50: number;
   p99: number;
-  errors: number;
-  non2xx: number;
+  /** 2xx answers, warm-up included (the accounting check). */
+  ok: number;
+  /** Non-2xx answers and connection errors, warm-up included. */
+  bad: number;
+  codes: Record<string, number>;
 }
 
-const BODIES = {
-  allow: { agent_id: 'bench-1', action: 'orders.read', resource: 'order:1' },
-  deny: { agent_id: 'bench-1', action: 'orders.delete', resource: 'order:1' },
-};
+interface Result {
+  target: string;
+  scenario: string;
+  runs: Run[];
+}
 
-async function load(t: Target, body: object, warmup = 2): Promise<autocannon.Result> {
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+const rps = (r: Result) => median(r.runs.map((x) => x.rps));
+const p50 = (r: Result) => median(r.runs.map((x) => x.p50));
+const p99 = (r: Result) => median(r.runs.map((x) => x.p99));
+const bad = (r: Result) => r.runs.reduce((n, x) => n + x.bad, 0);
+
+function nonOkCodes(...rs: autocannon.Result[]): Record<string, number> {
+  const codes: Record<string, number> = {};
+  for (const r of rs) {
+    for (const [code, { count }] of Object.entries(r.statusCodeStats ?? {})) {
+      if (!code.startsWith('2') && count) codes[code] = (codes[code] ?? 0) + count;
+    }
+    if (r.errors) codes.errors = (codes.errors ?? 0) + r.errors;
+  }
+  return codes;
+}
+
+async function load(t: Target, body: object): Promise<Run> {
   const opts = {
     url: `http://127.0.0.1:${t.port}/v1/decisions`,
     method: 'POST' as const,
@@ -70,27 +122,66 @@ async function load(t: Target, body: object, warmup = 2): Promise<autocannon.Res
     headers: { 'content-type': 'application/json', ...(t.key ? { authorization: `Bearer ${t.key}` } : {}) },
     body: JSON.stringify(body),
   };
-  await autocannon({ ...opts, duration: warmup });
-  return autocannon({ ...opts, duration });
+  const warm = await autocannon({ ...opts, duration: WARMUP });
+  const r = await autocannon({ ...opts, duration });
+  return {
+    rps: r.requests.average,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    ok: warm['2xx'] + r['2xx'],
+    bad: warm.non2xx + warm.errors + r.non2xx + r.errors,
+    codes: nonOkCodes(warm, r),
+  };
+}
+
+interface Usage {
+  policy_id: string;
+  unit: string;
+  consumed: number;
+  held: number;
+}
+
+/** The target's budget accounting for the bench agent (GET /v1/budgets). */
+async function budgets(t: Target): Promise<Usage[]> {
+  const res = await fetch(`http://127.0.0.1:${t.port}/v1/budgets?agent_id=bench-1`, { headers: { authorization: `Bearer ${t.key}` } });
+  if (!res.ok) throw new Error(`GET /v1/budgets: ${res.status} ${await res.text()}`);
+  return ((await res.json()) as { data: Usage[] }).data;
 }
 
 async function main(): Promise<void> {
   const results: Result[] = [];
-  const record = (target: string, scenario: string, r: autocannon.Result) => {
-    results.push({ target, scenario, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors, non2xx: r.non2xx });
-    process.stderr.write(`${target} ${scenario}: ${r.requests.average.toFixed(0)} req/s, p50 ${r.latency.p50} ms, p99 ${r.latency.p99} ms, non-2xx ${r.non2xx}\n`);
+  const checks: string[] = [];
+  const record = (target: string, scenario: string, run: Run) => {
+    let r = results.find((x) => x.target === target && x.scenario === scenario);
+    if (!r) results.push((r = { target, scenario, runs: [] }));
+    r.runs.push(run);
+    const codes = Object.entries(run.codes).map(([c, n]) => `${c}: ${n}`).join(', ');
+    process.stderr.write(`${target} ${scenario}: ${run.rps.toFixed(0)} req/s, p50 ${run.p50} ms, p99 ${run.p99} ms, non-2xx ${run.bad}${codes ? ` (${codes})` : ''}\n`);
+  };
+  /** Every scenario on a store, `rounds` times interleaved; then whether the budgets counted every allow. */
+  const storeScenarios = async (target: string, t: Target) => {
+    for (let i = 0; i < rounds; i++) for (const s of STORE_SCENARIOS) record(target, s, await load(t, BODIES[s]!));
+    const usage = await budgets(t);
+    for (const [scenario, unit] of [[CALLS, 'calls'], [FIAT, 'USD']] as const) {
+      const allowed = results.find((r) => r.target === target && r.scenario === scenario)!.runs.reduce((n, x) => n + x.ok, 0);
+      const u = usage.find((x) => x.unit === unit);
+      // Requests still in flight when autocannon stops are accounted but not counted: at most `connections` per load.
+      const accounted = u ? u.consumed + u.held : 0;
+      const consistent = accounted >= allowed && accounted - allowed <= connections * 2 * rounds;
+      checks.push(`${target}, ${unit} budget: ${u ? `consumed ${u.consumed}, held ${u.held}` : 'no usage row'} for ${allowed} allow answers counted by autocannon, warm-ups included (${consistent ? 'consistent: the excess is at most the requests in flight when each load stopped' : 'INCONSISTENT'}).`);
+    }
   };
 
   if (targets.has('bare')) {
     const bare = await startTarget(['--bare']);
-    record('bare Fastify', 'parse + return JSON', await load(bare, BODIES.allow));
+    for (let i = 0; i < rounds; i++) record('bare Fastify', 'parse + return JSON', await load(bare, BODIES[ALLOW]!));
     await stopTarget(bare);
   }
 
   if (targets.has('embedded')) {
     const dir = mkdtempSync(join(tmpdir(), 'authz-bench-'));
     const embedded = await startTarget(['--data-dir', join(dir, 'data')]);
-    for (const [scenario, body] of Object.entries(BODIES)) record('embedded (PGlite on disk)', scenario, await load(embedded, body));
+    await storeScenarios('embedded (PGlite on disk)', embedded);
     await stopTarget(embedded);
     rmSync(dir, { recursive: true, force: true });
   }
@@ -98,27 +189,69 @@ async function main(): Promise<void> {
   const cluster = targets.has('postgres') ? await startCluster({ durable: true, log: () => {} }) : null;
   if (cluster) try {
     const pg = await startTarget(['--database-url', cluster.url]);
-    for (const [scenario, body] of Object.entries(BODIES)) record('PostgreSQL', scenario, await load(pg, body));
+    await storeScenarios('PostgreSQL', pg);
     await stopTarget(pg);
     // The same allow decisions without signing a permit token: what tokens cost.
     const noTokens = await startTarget(['--database-url', cluster.url, '--no-permits']);
-    record('PostgreSQL', 'allow, no permit token', await load(noTokens, BODIES.allow));
+    for (let i = 0; i < rounds; i++) record('PostgreSQL', NO_PERMIT, await load(noTokens, BODIES[ALLOW]!));
     await stopTarget(noTokens);
+    // The same allow decisions with the platform limit off: what its check costs.
+    const noKeyLimit = await startTarget(['--database-url', cluster.url, '--key-rate-limit', '0']);
+    for (let i = 0; i < rounds; i++) record('PostgreSQL', NO_KEY_LIMIT, await load(noKeyLimit, BODIES[ALLOW]!));
+    await stopTarget(noKeyLimit);
   } finally {
     await cluster.stop();
   }
 
-  const bareRps = results.find((r) => r.target === 'bare Fastify')?.rps ?? NaN;
+  const bareRps = results.find((r) => r.target === 'bare Fastify');
+  const codes = (r: Result) => {
+    const all: Record<string, number> = {};
+    for (const x of r.runs) for (const [c, n] of Object.entries(x.codes)) all[c] = (all[c] ?? 0) + n;
+    const list = Object.entries(all).map(([c, n]) => `${c}: ${n}`).join(', ');
+    return list ? `${bad(r)} (${list})` : `${bad(r)}`;
+  };
+  const ratioRows: string[] = [];
+  for (const target of [...new Set(results.map((r) => r.target))]) {
+    const base = results.find((r) => r.target === target && r.scenario === ALLOW);
+    if (!base) continue;
+    for (const s of [ALLOW, CALLS, FIAT]) {
+      const r = results.find((x) => x.target === target && x.scenario === s);
+      if (!r) continue;
+      const perRound = rounds > 1 ? ` | ${r.runs.map((x) => x.rps.toFixed(0)).join(', ')}` : '';
+      ratioRows.push(`| ${target} | ${s} | ${rps(r).toFixed(0)} | ${p50(r)} | ${p99(r)} | ${s === ALLOW ? '100%' : `${((rps(r) / rps(base)) * 100).toFixed(0)}%`}${perRound} | ${codes(r)} |`);
+    }
+  }
+  const pgRatio = (s: string) => {
+    const base = results.find((r) => r.target === 'PostgreSQL' && r.scenario === ALLOW);
+    const r = results.find((x) => x.target === 'PostgreSQL' && x.scenario === s);
+    return base && r ? rps(r) / rps(base) : NaN;
+  };
+  const target70 = [CALLS, FIAT]
+    .filter((s) => !Number.isNaN(pgRatio(s)))
+    .map((s) => `${s}: ${(pgRatio(s) * 100).toFixed(0)}% (${pgRatio(s) >= 0.7 ? 'met' : 'NOT met'})`);
+
   const lines = [
     '# HTTP benchmark: POST /v1/decisions',
     '',
-    `${compilerVersion()}, Node ${process.version}, ${cpus().length} x ${cpus()[0]?.model ?? 'cpu'}; autocannon ${connections} connections, ${duration} s after a 2 s warm-up, target and load generator in separate processes on this machine.`,
-    'PostgreSQL: a throwaway local cluster with default durability (fsync, synchronous_commit on). Allow decisions carry an Ed25519 permit token (node:crypto); budgets and rate limits not yet in the path.',
+    `${compilerVersion()}, Node ${process.version}, ${cpus().length} x ${cpus()[0]?.model ?? 'cpu'}; autocannon ${connections} connections, ${duration} s after a ${WARMUP} s warm-up, target and load generator in separate processes on this machine.` +
+      (rounds > 1 ? ` Each store's scenarios ran ${rounds} times, interleaved; figures are medians of the rounds.` : ''),
+    'PostgreSQL: a throwaway local cluster with default durability (fsync, synchronous_commit on). Allow decisions carry an Ed25519 permit token (node:crypto).',
+    `Budgets and rate limits are in the path. The platform rate limit per API key is on in every scenario (AUTHZ_KEY_RATE_LIMIT = ${BENCH_KEY_RATE_LIMIT.toLocaleString('en-US')} req/s, so it never answers 429): every authenticated request, the bare route excepted, pays its check (one batched authz_apply_limits call), so it is part of every figure below except the row "${NO_KEY_LIMIT}" (AUTHZ_KEY_RATE_LIMIT = 0), which shows what that check costs.`,
     '',
     '| target | scenario | req/s | p50 ms | p99 ms | vs bare | non-2xx |',
     '| --- | --- | ---: | ---: | ---: | ---: | ---: |',
-    ...results.map((r) => `| ${r.target} | ${r.scenario} | ${r.rps.toFixed(0)} | ${r.p50} | ${r.p99} | ${((r.rps / bareRps) * 100).toFixed(0)}% | ${r.non2xx + r.errors} |`),
+    ...results.map((r) => `| ${r.target} | ${r.scenario} | ${rps(r).toFixed(0)} | ${p50(r)} | ${p99(r)} | ${bareRps ? `${((rps(r) / rps(bareRps)) * 100).toFixed(0)}%` : '-'} | ${codes(r)} |`),
     '',
+    '## Budgets and rate limits: constrained / unconstrained',
+    '',
+    'The same request (agent bench-1, resource order:1) on three allow policies: none with limits; one with a `calls` budget (limit 1e12, monthly) and `rate_limit: { per_second: 1000000000 }`; one with a `USD` budget (limit 1e12, monthly; the request carries `amount: 1`, held until the decision is confirmed, rejected or expires, 300 s by default, so holds pile up during the run) and the same rate limit. Neither limit is ever reached, so every allow pays the whole accounting: the rate-limit row and the budget row (all requests hit the same rows: one agent), in the same batched authz_apply_limits call as the platform limit, before the decision is written. Non-2xx counts include the warm-ups.',
+    '',
+    `| target | scenario | decisions/s | p50 ms | p99 ms | vs unconstrained${rounds > 1 ? ' | req/s per round' : ''} | non-2xx |`,
+    `| --- | --- | ---: | ---: | ---: | ---: |${rounds > 1 ? ' --- |' : ''} ---: |`,
+    ...ratioRows,
+    '',
+    ...(target70.length ? [`Target (constrained >= 70% of unconstrained on PostgreSQL): ${target70.join('; ')}.`, ''] : []),
+    ...(checks.length ? ['Accounting check (GET /v1/budgets after the runs):', '', ...checks.map((c) => `- ${c}`), ''] : []),
   ];
   const report = lines.join('\n');
   process.stdout.write(report);

@@ -2,6 +2,10 @@
  * A benchmark target process: the runtime on a given store with an account, a
  * key and a small policy set, or (`--bare`) a bare Fastify route that parses and
  * returns similar JSON. Prints one JSON line `{ "port", "key" }` when listening.
+ *
+ * The platform limit per API key stays on (every request pays for it) but at
+ * BENCH_KEY_RATE_LIMIT, so it never answers 429 (`--key-rate-limit 0`: off, to
+ * measure what it costs). Policies: policies.ts.
  */
 import Fastify from 'fastify';
 import { parseArgs } from 'node:util';
@@ -13,14 +17,9 @@ import { noPermits } from '../../runtime/engine/seams.js';
 import { openServices } from '../../runtime/services.js';
 import { openStore } from '../../runtime/store/connect.js';
 import { migrate } from '../../runtime/store/migrate.js';
-import type { Policy } from '../../compiler/policy/types.js';
+import { BENCH_KEY_RATE_LIMIT, BENCH_POLICIES } from './policies.js';
 
-const { values } = parseArgs({ options: { bare: { type: 'boolean' }, 'database-url': { type: 'string' }, 'data-dir': { type: 'string' }, 'no-permits': { type: 'boolean' } } });
-
-export const BENCH_POLICIES: Policy[] = [
-  { id: 'pol_bench_allow', name: 'bench-allow', state: 'enabled', priority: 100, effect: 'allow', agents: ['bench-*'], actions: ['orders.read'], resources: ['order:*'] },
-  { id: 'pol_bench_deny', name: 'bench-deny', state: 'enabled', priority: 10, effect: 'deny', agents: ['bench-*'], actions: ['orders.delete'] },
-];
+const { values } = parseArgs({ options: { bare: { type: 'boolean' }, 'database-url': { type: 'string' }, 'data-dir': { type: 'string' }, 'no-permits': { type: 'boolean' }, 'key-rate-limit': { type: 'string' } } });
 
 async function main(): Promise<void> {
   if (values.bare) {
@@ -48,7 +47,7 @@ async function main(): Promise<void> {
   }
   const store = await openStore(values['database-url'] ? { databaseUrl: values['database-url'], max: 10 } : { dataDir: values['data-dir'] ?? 'memory://' });
   await migrate(store.sql);
-  const services = await openServices({ config: configFromEnv({}), store, ...(values['no-permits'] ? { permits: noPermits } : {}) });
+  const services = await openServices({ config: configFromEnv({ AUTHZ_KEY_RATE_LIMIT: values['key-rate-limit'] ?? String(BENCH_KEY_RATE_LIMIT) }), store, ...(values['no-permits'] ? { permits: noPermits } : {}) });
   const at = new Date();
   const account = await createAccount(store.sql, 'bench', at);
   const key = (await createApiKey(store.sql, account.id, 'test', ['*'], at)).key;
