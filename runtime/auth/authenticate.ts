@@ -20,6 +20,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Scope a route needs; routes without one are public. */
     scope?: Scope;
+    /** The route applies the platform rate limit itself (decisions: in the same store call as the policies' limits). */
+    admitsItself?: boolean;
   }
   interface FastifyRequest {
     principal: Principal;
@@ -48,6 +50,6 @@ export function registerAuthentication(app: FastifyInstance, keys: ApiKeyCache, 
     if (row === null) throw new InvalidKeyError('the API key does not exist, is revoked or is malformed');
     if (!hasScope(row.scopes, scope)) throw new ScopeInsufficientError(`this API key lacks the scope ${scope}`);
     request.principal = { keyId: row.id, accountId: row.account_id, environment: row.environment, scopes: row.scopes };
-    await admit(request.principal);
+    if (!request.routeOptions.config.admitsItself) await admit(request.principal);
   });
 }

@@ -8,6 +8,7 @@
  */
 import { isValidAction } from '../../compiler/patterns/action.js';
 import { evaluate } from '../../compiler/table/evaluate.js';
+import type { Policy } from '../../compiler/policy/types.js';
 import type { Principal } from '../auth/authenticate.js';
 import type { Clock } from '../clock.js';
 import {
@@ -66,6 +67,7 @@ export class DecisionService {
     const set = await policySets.get(accountId, environment);
     const policy = (policyId: string) => set.table.byId.get(policyId)?.policy;
     let outcome: Outcome;
+    let matched: readonly Policy[] = [];
     let blocked: { policy_id: string } | null;
     if (status === 'revoked') {
       outcome = deny('agent.revoked');
@@ -86,12 +88,12 @@ export class DecisionService {
         matched_policy_ids: evaluation.matched.map((p) => p.id),
         warnings: evaluation.warnings,
       };
-      if (evaluation.effect !== 'deny') {
-        const verdict = await limits.apply({ principal, agentId: input.agent_id, amount: input.amount ?? null, matched: evaluation.matched, nowMs, decisionId: id, expiresAt });
-        if (verdict && 'deny' in verdict) outcome = { ...outcome, effect: 'deny', reason: verdict.deny, policy_id: verdict.policy_id };
-        else if (verdict) outcome = { ...outcome, warnings: [...outcome.warnings, ...verdict.warnings] };
-      }
+      if (evaluation.effect !== 'deny') matched = evaluation.matched;
     }
+    // Step 7 (and the key's platform limit, for every decision): one store call.
+    const verdict = await limits.apply({ principal, agentId: input.agent_id, amount: input.amount ?? null, matched, nowMs, decisionId: id, expiresAt });
+    if (verdict && 'deny' in verdict) outcome = { ...outcome, effect: 'deny', reason: verdict.deny, policy_id: verdict.policy_id };
+    else if (verdict) outcome = { ...outcome, warnings: [...outcome.warnings, ...verdict.warnings] };
     const row: DecisionRow = {
       account_id: accountId,
       environment,

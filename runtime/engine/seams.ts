@@ -12,7 +12,7 @@ export interface LimitContext {
   principal: Principal;
   agentId: string;
   amount: number | null;
-  /** Every matching enabled policy (their limits and budgets all apply). */
+  /** Every matching enabled policy of an allow or review (their limits and budgets all apply); empty otherwise. */
   matched: readonly Policy[];
   nowMs: number;
   decisionId: string;
@@ -32,8 +32,10 @@ export interface DecisionLimits {
   /** Evaluation step 3: the agent's budget exhausted this period, if any. */
   exhausted(principal: Principal, agentId: string, nowMs: number, policy: (id: string) => Policy | undefined): { policy_id: string } | null;
   /**
-   * Evaluation step 7, for allow and review: rate limits (throws
-   * RateLimitExceededError) and budgets (a deny, or warnings). Null when nothing applies.
+   * Every decision: the platform limit of the API key; with evaluation step 7
+   * (allow and review), the matched policies' rate limits and budgets. Over a
+   * limit: throws RateLimitExceededError; a budget: a deny, or warnings. Null
+   * when nothing applies.
    */
   apply(context: LimitContext): Promise<LimitVerdict>;
   /** Confirm or reject inside the caller's transaction: the decision's holds. */

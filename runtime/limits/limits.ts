@@ -13,7 +13,7 @@ import { InvalidFieldError, MissingFieldError, RateLimitExceededError } from '..
 import type { Sql, SqlOrTx } from '../store/connect.js';
 import { applyLimitBatch, CONFIRM_EXCEEDS_HOLD, resolveHolds, type BudgetUsage, type LimitOutcome } from '../store/limits.js';
 import { ExhaustedAgents } from './exhausted-agents.js';
-import { apiKeyRate, isFiat, policyBudgets, policyRates, type LimitRequest } from './limit-request.js';
+import { apiKeyRate, isFiat, policyBudgets, policyRates, type LimitRequest, type RateCheck } from './limit-request.js';
 
 export interface LimitsOptions {
   /** Platform limit: requests per second per API key; 0 turns it off. */
@@ -40,7 +40,8 @@ export class Limits implements DecisionLimits {
 
   async apply(context: LimitContext): Promise<LimitVerdict> {
     const { principal, agentId, matched, nowMs } = context;
-    const rates = policyRates(matched, agentId);
+    // The platform limit of the key travels in the same call as the policies' limits.
+    const rates = [...this.keyRates(principal), ...policyRates(matched, agentId)];
     const budgets = policyBudgets(matched, nowMs);
     if (rates.length === 0 && budgets.length === 0) return null;
     const fiat = budgets.find((b) => isFiat(b.unit));
@@ -60,7 +61,9 @@ export class Limits implements DecisionLimits {
     });
     switch (outcome.outcome) {
       case 'rate_limited':
-        throw rateLimited(outcome, `agent ${agentId} exceeded the rate limit ${describeLimiter(outcome.limiter)}`);
+        throw outcome.limiter.startsWith('key:')
+          ? rateLimited(outcome, this.keyLimitMessage())
+          : rateLimited(outcome, `agent ${agentId} exceeded the rate limit ${describeLimiter(outcome.limiter)}`);
       case 'budget_exceeded': {
         const b = outcome.budget;
         this.note(principal, [b]);
@@ -82,9 +85,13 @@ export class Limits implements DecisionLimits {
     }
   }
 
-  /** The platform limit of the request's API key (every authenticated request). */
+  /**
+   * The platform limit of the request's API key, for every authenticated request
+   * but decisions (which check it within `apply`).
+   */
   async admitKey(principal: Principal): Promise<void> {
-    if (this.options.keyRateLimit === 0) return;
+    const rates = this.keyRates(principal);
+    if (rates.length === 0) return;
     const outcome = await this.gate.submit({
       account_id: principal.accountId,
       environment: principal.environment,
@@ -92,12 +99,18 @@ export class Limits implements DecisionLimits {
       decision_id: null,
       expires_at: null,
       amount: null,
-      rates: [apiKeyRate(principal.keyId, this.options.keyRateLimit)],
+      rates,
       budgets: [],
     });
-    if (outcome.outcome === 'rate_limited') {
-      throw rateLimited(outcome, `this API key exceeded the platform limit of ${this.options.keyRateLimit} requests per second`);
-    }
+    if (outcome.outcome === 'rate_limited') throw rateLimited(outcome, this.keyLimitMessage());
+  }
+
+  private keyRates(principal: Principal): RateCheck[] {
+    return this.options.keyRateLimit === 0 ? [] : [apiKeyRate(principal.keyId, this.options.keyRateLimit)];
+  }
+
+  private keyLimitMessage(): string {
+    return `this API key exceeded the platform limit of ${this.options.keyRateLimit} requests per second`;
   }
 
   /**

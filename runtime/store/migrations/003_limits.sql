@@ -56,7 +56,9 @@ create table budget_holds (
   resolved_at  timestamptz,
   primary key (account_id, environment, decision_id, policy_id)
 );
-create index budget_holds_held on budget_holds (usage_id) where status = 'held';
+-- Every batch looks up its rows' expired holds: with expires_at in the key that
+-- is a range scan touching only the expired ones, however many are held.
+create index budget_holds_held on budget_holds (usage_id, expires_at) where status = 'held';
 create index budget_holds_due on budget_holds (expires_at) where status = 'held';
 
 create function authz_event_id() returns text language sql volatile as
