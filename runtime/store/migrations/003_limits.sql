@@ -49,7 +49,9 @@ create table budget_holds (
   environment  text not null,
   decision_id  text not null,
   policy_id    text not null,
-  usage_id     bigint not null references budget_usage (id),
+  -- The budget_usage row (no foreign key: only authz_apply_limits writes holds,
+  -- with the row locked, and the check would cost a query per hold).
+  usage_id     bigint not null,
   amount       numeric not null,
   expires_at   timestamptz not null,
   status       text not null check (status in ('held', 'confirmed', 'released', 'expired')),
@@ -59,7 +61,6 @@ create table budget_holds (
 -- Every batch looks up its rows' expired holds: with expires_at in the key that
 -- is a range scan touching only the expired ones, however many are held.
 create index budget_holds_held on budget_holds (usage_id, expires_at) where status = 'held';
-create index budget_holds_due on budget_holds (expires_at) where status = 'held';
 
 create function authz_event_id() returns text language sql volatile as
 $$ select 'evt_' || replace(gen_random_uuid()::text, '-', '') $$;
