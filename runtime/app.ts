@@ -18,6 +18,7 @@ import { eventRoutes } from './routes/events.js';
 import { healthRoutes } from './routes/health.js';
 import { permitRoutes } from './routes/permits.js';
 import { policyRoutes } from './routes/policies.js';
+import { webhookRoutes } from './routes/webhooks.js';
 import type { Services } from './services.js';
 
 declare module 'fastify' {
@@ -65,6 +66,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   await app.register(agentRoutes);
   await app.register(budgetRoutes);
   await app.register(eventRoutes);
+  await app.register(webhookRoutes);
   await app.register(permitRoutes);
   await app.register(adminRoutes);
   return app;

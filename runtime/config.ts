@@ -1,5 +1,6 @@
 /** Configuration from the environment (contract: Start-up). */
 import { resolve } from 'node:path';
+import { DEFAULT_ALERT_THRESHOLDS, type AlertThresholds } from './alerts/security-alerts.js';
 
 export interface Config {
   port: number;
@@ -14,6 +15,10 @@ export interface Config {
   decisionBatchSize: number;
   /** Platform rate limit: requests per second per API key (0: off). */
   keyRateLimit: number;
+  /** AUTHZ_WEBHOOK_ALLOW_PRIVATE=1: webhook URLs may resolve to loopback and private addresses (operators on private networks). */
+  webhookAllowPrivate: boolean;
+  /** security.alert thresholds and windows (AUTHZ_ALERT_*). */
+  alerts: AlertThresholds;
   /** Seals the signing keys at rest (AES-256-GCM) when set. */
   masterKey?: string;
 }
@@ -42,6 +47,17 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
     baseUrl: (env.AUTHZ_BASE_URL || `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/$/, ''),
     decisionBatchSize: int(env, 'AUTHZ_DECISION_BATCH', 500, 1, 10_000),
     keyRateLimit: int(env, 'AUTHZ_KEY_RATE_LIMIT', DEFAULT_KEY_RATE_LIMIT, 0, 1_000_000_000),
+    webhookAllowPrivate: env.AUTHZ_WEBHOOK_ALLOW_PRIVATE === '1',
+    alerts: {
+      denyThreshold: int(env, 'AUTHZ_ALERT_DENY_THRESHOLD', DEFAULT_ALERT_THRESHOLDS.denyThreshold, 1, 1e9),
+      denyWindowSeconds: int(env, 'AUTHZ_ALERT_DENY_WINDOW_SECONDS', DEFAULT_ALERT_THRESHOLDS.denyWindowSeconds, 1, 86_400),
+      invalidTokenThreshold: int(env, 'AUTHZ_ALERT_INVALID_TOKEN_THRESHOLD', DEFAULT_ALERT_THRESHOLDS.invalidTokenThreshold, 1, 1e9),
+      invalidTokenWindowSeconds: int(env, 'AUTHZ_ALERT_INVALID_TOKEN_WINDOW_SECONDS', DEFAULT_ALERT_THRESHOLDS.invalidTokenWindowSeconds, 1, 86_400),
+      volumeFactor: int(env, 'AUTHZ_ALERT_VOLUME_FACTOR', DEFAULT_ALERT_THRESHOLDS.volumeFactor, 1, 1e6),
+      volumeMin: int(env, 'AUTHZ_ALERT_VOLUME_MIN', DEFAULT_ALERT_THRESHOLDS.volumeMin, 1, 1e9),
+      volumeWindowSeconds: int(env, 'AUTHZ_ALERT_VOLUME_WINDOW_SECONDS', DEFAULT_ALERT_THRESHOLDS.volumeWindowSeconds, 1, 86_400),
+      volumeBaselineWindows: int(env, 'AUTHZ_ALERT_VOLUME_BASELINE_WINDOWS', DEFAULT_ALERT_THRESHOLDS.volumeBaselineWindows, 1, 10_000),
+    },
   };
   if (env.DATABASE_URL) config.databaseUrl = env.DATABASE_URL;
   if (env.AUTHZ_MASTER_KEY) {

@@ -72,6 +72,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
   // The bound port (PORT=0 asks the system for a free one).
   const bound = app.server.address();
   const port = typeof bound === 'object' && bound !== null ? bound.port : config.port;
+  services.dispatcher.start((e) => app.log.error({ err: e }, 'webhook dispatcher'));
   log(`agent-authz listening on http://${config.host}:${port} (store: ${store.kind === 'embedded' ? `embedded, ${config.dataDir}` : 'PostgreSQL'})`);
   if (seeded) {
     const testKey = seeded.keys.find((k) => k.environment === 'test')!.key;
@@ -87,6 +88,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
     await replication.stop();
     await maintenance.stop();
     await app.close();
+    await services.dispatcher.stop();
     await services.limits.idle();
     await services.writer.idle();
     await store.close();

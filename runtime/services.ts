@@ -9,7 +9,9 @@ import { DecisionService } from './engine/decisions.js';
 import { PolicySets } from './engine/policy-sets.js';
 import type { PermitIssuer } from './engine/seams.js';
 import { Limits } from './limits/limits.js';
-import { SecuritySignals } from './engine/security-signals.js';
+import { WebhookDispatcher } from './webhooks/dispatcher.js';
+import { WebhookEndpoints } from './webhooks/endpoints.js';
+import { SecurityAlerts } from './alerts/security-alerts.js';
 import { ringPermitIssuer } from './permits/issuer.js';
 import { KeyRing } from './permits/key-ring.js';
 import type { Store } from './store/connect.js';
@@ -26,8 +28,11 @@ export interface Services {
   writer: DecisionWriter;
   decisions: DecisionService;
   limits: Limits;
+  webhooks: WebhookEndpoints;
+  /** Not started: `authz serve` starts it (tests run it by hand or start it). */
+  dispatcher: WebhookDispatcher;
   ring: KeyRing;
-  signals: SecuritySignals;
+  alerts: SecurityAlerts;
 }
 
 export interface ServiceOptions {
@@ -53,6 +58,7 @@ function buildServices(options: ServiceOptions & { clock: Clock }, ring: KeyRing
   const policySets = new PolicySets(sql, clock);
   const inFlight = store.kind === 'postgres' ? 4 : 1;
   const writer = new DecisionWriter(sql, config.decisionBatchSize, inFlight);
+  const alerts = new SecurityAlerts(sql, clock, config.alerts);
   const limits = new Limits(sql, clock, { keyRateLimit: config.keyRateLimit, maxInFlight: inFlight });
   return {
     config,
@@ -70,10 +76,13 @@ function buildServices(options: ServiceOptions & { clock: Clock }, ring: KeyRing
       agents,
       writer,
       limits,
+      alerts,
       permits: options.permits ?? ringPermitIssuer(ring, config.baseUrl),
     }),
     limits,
+    webhooks: new WebhookEndpoints(sql, clock, { allowPrivate: config.webhookAllowPrivate, ...(config.masterKey ? { masterKey: config.masterKey } : {}) }),
+    dispatcher: new WebhookDispatcher(sql, clock, { allowPrivate: config.webhookAllowPrivate, ...(config.masterKey ? { masterKey: config.masterKey } : {}) }),
     ring,
-    signals: new SecuritySignals(clock),
+    alerts,
   };
 }

@@ -46,6 +46,8 @@ export interface DecisionDeps {
   writer: DecisionWriter;
   limits: DecisionLimits;
   permits: PermitIssuer;
+  /** Counts decisions for the security alerts (deny spikes, request volume). */
+  alerts: { decision(accountId: string, environment: Principal['environment'], agentId: string, effect: string): void };
 }
 
 type Outcome = Pick<DecisionRow, 'effect' | 'reason' | 'policy_id' | 'matched_policy_ids' | 'warnings'>;
@@ -120,6 +122,7 @@ export class DecisionService {
       ...(status === 'unknown' ? { newAgent: { account_id: accountId, environment, agent_id: input.agent_id, first_seen_at: row.evaluated_at } } : {}),
     });
     if (status === 'unknown') agents.set(accountId, environment, input.agent_id, 'active');
+    this.deps.alerts.decision(accountId, environment, input.agent_id, row.effect);
     row.permit_token = token;
     return row;
   }

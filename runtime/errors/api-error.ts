@@ -58,6 +58,10 @@ export class InvalidFieldError extends ApiError {
   static override readonly code = 'validation.invalid_field';
   static override readonly status = 400;
 }
+export class InvalidUrlError extends ApiError {
+  static override readonly code = 'validation.invalid_url';
+  static override readonly status = 400;
+}
 export class InvalidActionError extends ApiError {
   static override readonly code = 'validation.invalid_action';
   static override readonly status = 400;
@@ -114,6 +118,14 @@ export class AgentNotFoundError extends ApiError {
   static override readonly code = 'agent.not_found';
   static override readonly status = 404;
 }
+export class WebhookNotFoundError extends ApiError {
+  static override readonly code = 'webhook.not_found';
+  static override readonly status = 404;
+}
+export class DeliveryNotFoundError extends ApiError {
+  static override readonly code = 'delivery.not_found';
+  static override readonly status = 404;
+}
 export class EventNotFoundError extends ApiError {
   static override readonly code = 'event.not_found';
   static override readonly status = 404;
@@ -161,6 +173,7 @@ export const ERROR_CLASSES = [
   MissingFieldError,
   InvalidFieldError,
   InvalidActionError,
+  InvalidUrlError,
   InvalidJsonError,
   BodyTooLargeError,
   UnsupportedMediaTypeError,
@@ -173,6 +186,8 @@ export const ERROR_CLASSES = [
   PolicyNotFoundError,
   PolicyConflictError,
   AgentNotFoundError,
+  WebhookNotFoundError,
+  DeliveryNotFoundError,
   EventNotFoundError,
   AccountNotFoundError,
   ApiKeyNotFoundError,

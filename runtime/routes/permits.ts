@@ -8,7 +8,7 @@ import { verifyPermit } from '../permits/verify.js';
 export const JWKS_MAX_AGE_SECONDS = 300;
 
 export const permitRoutes: FastifyPluginAsync = async (app) => {
-  const { ring, clock, config, signals } = app.services;
+  const { ring, clock, config, alerts } = app.services;
 
   app.get('/.well-known/jwks.json', async (_request, reply) => {
     reply.header('cache-control', `public, max-age=${JWKS_MAX_AGE_SECONDS}`);
@@ -24,7 +24,7 @@ export const permitRoutes: FastifyPluginAsync = async (app) => {
         const claims = await verifyPermit(request.body.token, ring, clock, p, config.baseUrl);
         return { object: 'permit_verification', valid: true, claims };
       } catch (error) {
-        if (error instanceof ApiError) signals.record('invalid_permit_tokens', p.accountId, p.environment);
+        if (error instanceof ApiError) alerts.invalidPermitToken(p.accountId, p.environment);
         throw error;
       }
     },

@@ -115,7 +115,14 @@ describe.each(STORE_KINDS)('permit tokens (%s)', (kind) => {
       expect(r.statusCode, name).toBe(401);
       expect(json(r).error.code, name).toBe('auth.signature_invalid');
     }
-    expect(rt.services.signals.count('invalid_permit_tokens', rt.accountId, 'test')).toBeGreaterThanOrEqual(cases.length - 2);
+    // Every refusal counts toward the invalid_permit_tokens alert of the key's account and environment.
+    await rt.services.alerts.idle();
+    const refusedHere = cases.filter(([, , key]) => key === undefined).length;
+    expect(refusedHere).toBeGreaterThan(rt.services.config.alerts.invalidTokenThreshold);
+    const alerts = (await rt.getOk('/v1/events?type=security.alert')).data as Array<{ data: Record<string, unknown> }>;
+    expect(alerts.map((a) => a.data)).toEqual([
+      { alert: 'invalid_permit_tokens', count: rt.services.config.alerts.invalidTokenThreshold + 1, window_seconds: 60, threshold: rt.services.config.alerts.invalidTokenThreshold },
+    ]);
   });
 
   it('needs the permits:verify scope and a token field', async () => {

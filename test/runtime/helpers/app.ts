@@ -94,6 +94,7 @@ export async function startRuntime(kind: StoreKind, options: TestRuntimeOptions 
     },
     async close() {
       await maintenance.stop();
+      await services.dispatcher.stop();
       await app.close();
       await services.limits.idle();
       await services.writer.idle();

@@ -1,0 +1,183 @@
+/**
+ * The webhook dispatcher of one server process. It claims due deliveries from
+ * the store (FOR UPDATE SKIP LOCKED: several processes share the work and never
+ * send the same attempt at once), POSTs each event's envelope signed with its
+ * endpoint's secret, and records the attempts in batches (group commit). A
+ * failed attempt is retried on the spec's schedule, measured from the attempt;
+ * after the last one the delivery is abandoned.
+ *
+ * At most `perEndpoint` attempts per endpoint are in flight (a slow or dead
+ * endpoint holds only its own slots) and `maxInFlight` in all. Due times follow
+ * the service clock; claims are leased in real time, so a process killed
+ * mid-delivery leaves the attempt to another one once the lease runs out (at
+ * least once, with the same event id).
+ */
+import type { Clock } from '../clock.js';
+import { GroupCommit } from '../engine/group-commit.js';
+import { envelope } from '../events/event-row.js';
+import { openText } from '../secrets/sealed-text.js';
+import type { Sql } from '../store/connect.js';
+import { claimDueDeliveries, recordAttempts, type AttemptResult, type ClaimedDelivery } from '../store/webhooks.js';
+import { nextAttemptAfterFailure } from './schedule.js';
+import { sendWebhook } from './send.js';
+import { signWebhookBody } from './signature.js';
+
+export interface DispatcherOptions {
+  allowPrivate: boolean;
+  masterKey?: string;
+  maxInFlight?: number;
+  perEndpoint?: number;
+  /** Pause between claims when nothing was due. */
+  idleMs?: number;
+  timeoutMs?: number;
+  onError?: (error: unknown) => void;
+}
+
+export class WebhookDispatcher {
+  private readonly maxInFlight: number;
+  private readonly perEndpoint: number;
+  private readonly idleMs: number;
+  private readonly timeoutMs: number;
+  private readonly inFlightByEndpoint = new Map<string, number>();
+  private readonly sends = new Set<Promise<void>>();
+  private readonly records: GroupCommit<AttemptResult, undefined>;
+  /** Attempts this dispatcher has made (observability, tests). */
+  attemptsMade = 0;
+  private running = false;
+  private loopDone: Promise<void> = Promise.resolve();
+  private wake: (() => void) | null = null;
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly clock: Clock,
+    private readonly options: DispatcherOptions,
+  ) {
+    this.maxInFlight = options.maxInFlight ?? 256;
+    this.perEndpoint = options.perEndpoint ?? 16;
+    this.idleMs = options.idleMs ?? 200;
+    this.timeoutMs = options.timeoutMs ?? 10_000;
+    this.records = new GroupCommit(async (results) => {
+      await recordAttempts(sql, results);
+      return results.map(() => undefined);
+    }, 500, 2);
+  }
+
+  start(onError?: (error: unknown) => void): void {
+    if (this.running) return;
+    if (onError) this.options.onError = onError;
+    this.running = true;
+    this.loopDone = this.loop();
+  }
+
+  /** Stops claiming, waits for the attempts in flight and their records. */
+  async stop(): Promise<void> {
+    this.running = false;
+    this.wake?.();
+    await this.loopDone;
+    await this.drain();
+  }
+
+  /** Claims what is due now and waits until those attempts are sent and recorded; returns how many (tests). */
+  async runOnce(): Promise<number> {
+    const n = await this.claimAndSend();
+    await this.drain();
+    return n;
+  }
+
+  private async drain(): Promise<void> {
+    while (this.sends.size > 0) await Promise.all([...this.sends]);
+    await this.records.idle();
+  }
+
+  private async loop(): Promise<void> {
+    while (this.running) {
+      let claimed = 0;
+      try {
+        claimed = await this.claimAndSend();
+      } catch (error) {
+        this.options.onError?.(error);
+      }
+      if (claimed === 0 || this.sends.size >= this.maxInFlight) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, this.idleMs);
+          this.wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        this.wake = null;
+      }
+    }
+  }
+
+  private async claimAndSend(): Promise<number> {
+    const free = this.maxInFlight - this.sends.size;
+    if (free <= 0) return 0;
+    const busy = [...this.inFlightByEndpoint].filter(([, n]) => n >= this.perEndpoint).map(([id]) => id);
+    const claimed = await claimDueDeliveries(this.sql, this.clock.now(), free, this.perEndpoint, busy);
+    for (const delivery of claimed) {
+      this.inFlightByEndpoint.set(delivery.endpoint_id, (this.inFlightByEndpoint.get(delivery.endpoint_id) ?? 0) + 1);
+      const send = this.attempt(delivery).finally(() => {
+        this.sends.delete(send);
+        const n = (this.inFlightByEndpoint.get(delivery.endpoint_id) ?? 1) - 1;
+        if (n <= 0) this.inFlightByEndpoint.delete(delivery.endpoint_id);
+        else this.inFlightByEndpoint.set(delivery.endpoint_id, n);
+        // A freed slot may let a waiting delivery go at once.
+        this.wake?.();
+      });
+      this.sends.add(send);
+    }
+    return claimed.length;
+  }
+
+  private async attempt(delivery: ClaimedDelivery): Promise<void> {
+    this.attemptsMade++;
+    const startedMs = this.clock.now();
+    let result: { status_code: number | null; error: string | null; duration_ms: number };
+    try {
+      const body = Buffer.from(
+        JSON.stringify(
+          envelope({
+            id: delivery.event_id,
+            account_id: delivery.account_id,
+            environment: delivery.environment,
+            type: delivery.event_type,
+            created_at: delivery.event_created_at,
+            data: delivery.event_data,
+          }),
+        ),
+      );
+      const secret = openText(delivery.secret, delivery.secret_encrypted, this.options.masterKey, 'the webhook secrets');
+      result = await sendWebhook(
+        delivery.url,
+        body,
+        {
+          'x-service-signature': signWebhookBody(body, secret),
+          'x-service-event-id': delivery.event_id,
+          'x-service-delivery-attempt': String(delivery.attempt),
+        },
+        { environment: delivery.environment, allowPrivate: this.options.allowPrivate },
+        this.timeoutMs,
+      );
+    } catch (error) {
+      result = { status_code: null, error: error instanceof Error ? error.message : String(error), duration_ms: 0 };
+    }
+    const ok = result.error === null && result.status_code !== null && result.status_code >= 200 && result.status_code < 300;
+    const next = ok ? null : nextAttemptAfterFailure(delivery.attempt, startedMs);
+    try {
+      await this.records.submit({
+        delivery_id: delivery.id,
+        attempt: delivery.attempt,
+        started_at: new Date(startedMs),
+        status_code: result.status_code,
+        error: result.error ?? (ok ? null : `HTTP ${result.status_code}`),
+        duration_ms: result.duration_ms,
+        ok,
+        next_attempt_at: next === null ? null : new Date(next),
+      });
+    } catch (error) {
+      // The lease runs out and the attempt is made again: at least once.
+      this.options.onError?.(error);
+    }
+  }
+}

@@ -1,0 +1,119 @@
+/**
+ * Webhook endpoints: registration (URL rules, event filter, the `whsec_`
+ * secret shown once), changes, deletion, and their public resource.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Principal } from '../auth/authenticate.js';
+import type { Clock } from '../clock.js';
+import { InvalidFieldError, InvalidUrlError, WebhookNotFoundError } from '../errors/api-error.js';
+import { EVENT_TYPES } from '../events/event-row.js';
+import { newId } from '../ids.js';
+import { sealText } from '../secrets/sealed-text.js';
+import type { Sql } from '../store/connect.js';
+import { deleteEndpoint, findEndpoint, insertEndpoint, updateEndpoint, type EndpointChange, type EndpointRow } from '../store/webhooks.js';
+import { checkWebhookUrl, resolveProblem, type UrlRules } from './url-policy.js';
+
+export interface EndpointInput {
+  url?: string;
+  events?: string[];
+  description?: string | null;
+  status?: 'enabled' | 'disabled';
+}
+
+export function endpointResource(row: EndpointRow): Record<string, unknown> {
+  return {
+    id: row.id,
+    object: 'webhook_endpoint',
+    url: row.url,
+    events: row.events,
+    description: row.description,
+    status: row.status,
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+    livemode: row.environment === 'live',
+  };
+}
+
+/** A new signing secret: `whsec_` + 32 random bytes (base64url). */
+export function newWebhookSecret(): string {
+  return `whsec_${randomBytes(32).toString('base64url')}`;
+}
+
+function checkEvents(events: readonly string[]): void {
+  if (events.includes('*') && events.length > 1) throw new InvalidFieldError('events: "*" stands alone (every event)', { details: [{ path: '/events', message: '"*" must be the only item' }] });
+  events.forEach((type, i) => {
+    if (type !== '*' && !(EVENT_TYPES as readonly string[]).includes(type)) {
+      const message = `unknown event type "${type}"; known: ${EVENT_TYPES.join(', ')}, or "*"`;
+      throw new InvalidFieldError(message, { details: [{ path: `/events/${i}`, message }] });
+    }
+  });
+}
+
+export class WebhookEndpoints {
+  constructor(
+    private readonly sql: Sql,
+    private readonly clock: Clock,
+    private readonly options: { allowPrivate: boolean; masterKey?: string },
+  ) {}
+
+  private rules(p: Principal): UrlRules {
+    return { environment: p.environment, allowPrivate: this.options.allowPrivate };
+  }
+
+  private async checkUrl(p: Principal, raw: string): Promise<string> {
+    const checked = checkWebhookUrl(raw, this.rules(p));
+    if (!checked.ok) throw new InvalidUrlError(`url: ${checked.reason}`, { details: [{ path: '/url', message: checked.reason }] });
+    const problem = await resolveProblem(checked.url.hostname, this.rules(p));
+    if (problem) throw new InvalidUrlError(`url: ${problem}`, { details: [{ path: '/url', message: problem }] });
+    return checked.url.href;
+  }
+
+  /** The row and its secret in clear (answered once, never again). */
+  async create(p: Principal, input: EndpointInput & { url: string }): Promise<{ row: EndpointRow; secret: string }> {
+    const url = await this.checkUrl(p, input.url);
+    const events = input.events ?? ['*'];
+    checkEvents(events);
+    const secret = newWebhookSecret();
+    const sealed = sealText(secret, this.options.masterKey);
+    const at = new Date(this.clock.now());
+    const row: EndpointRow = {
+      account_id: p.accountId,
+      environment: p.environment,
+      id: newId('we'),
+      url,
+      events,
+      description: input.description ?? null,
+      status: 'enabled',
+      secret: sealed.text,
+      secret_encrypted: sealed.encrypted,
+      created_at: at,
+      updated_at: at,
+    };
+    await insertEndpoint(this.sql, row);
+    return { row, secret };
+  }
+
+  async get(p: Principal, id: string): Promise<EndpointRow> {
+    const row = await findEndpoint(this.sql, p.accountId, p.environment, id);
+    if (!row) throw new WebhookNotFoundError(`no webhook endpoint ${id}`);
+    return row;
+  }
+
+  async update(p: Principal, id: string, input: EndpointInput): Promise<EndpointRow> {
+    const change: EndpointChange = {};
+    if (input.url !== undefined) change.url = await this.checkUrl(p, input.url);
+    if (input.events !== undefined) {
+      checkEvents(input.events);
+      change.events = input.events;
+    }
+    if (input.description !== undefined) change.description = input.description;
+    if (input.status !== undefined) change.status = input.status;
+    const row = await updateEndpoint(this.sql, p.accountId, p.environment, id, change, new Date(this.clock.now()));
+    if (!row) throw new WebhookNotFoundError(`no webhook endpoint ${id}`);
+    return row;
+  }
+
+  async delete(p: Principal, id: string): Promise<void> {
+    if (!(await deleteEndpoint(this.sql, p.accountId, p.environment, id))) throw new WebhookNotFoundError(`no webhook endpoint ${id}`);
+  }
+}
