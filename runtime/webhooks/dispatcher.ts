@@ -7,7 +7,7 @@
  * after the last one the delivery is abandoned.
  *
  * At most `perEndpoint` attempts per endpoint are in flight (a slow or dead
- * endpoint holds only its own slots) and `maxInFlight` in all. Due times follow
+ * endpoint holds only its own slots), claimed a few rounds ahead. Due times follow
  * the service clock; claims are leased in real time, so a process killed
  * mid-delivery leaves the attempt to another one once the lease runs out (at
  * least once, with the same event id).
@@ -21,6 +21,14 @@ import { claimDueDeliveries, recordAttempts, type AttemptResult, type ClaimedDel
 import { nextAttemptAfterFailure } from './schedule.js';
 import { sendWebhook } from './send.js';
 import { signWebhookBody } from './signature.js';
+
+/** Deliveries claimed ahead per in-flight slot. */
+const CLAIM_AHEAD = 4;
+
+interface EndpointQueue {
+  queue: ClaimedDelivery[];
+  active: number;
+}
 
 export interface DispatcherOptions {
   allowPrivate: boolean;
@@ -38,8 +46,12 @@ export class WebhookDispatcher {
   private readonly perEndpoint: number;
   private readonly idleMs: number;
   private readonly timeoutMs: number;
-  private readonly inFlightByEndpoint = new Map<string, number>();
+  private readonly endpoints = new Map<string, EndpointQueue>();
+  /** Claimed and not yet recorded (queued or in flight). */
+  private queued = 0;
+  private readonly maxQueued: number;
   private readonly sends = new Set<Promise<void>>();
+  private readonly recording = new Set<Promise<void>>();
   private readonly records: GroupCommit<AttemptResult, undefined>;
   /** Attempts this dispatcher has made (observability, tests). */
   attemptsMade = 0;
@@ -53,7 +65,8 @@ export class WebhookDispatcher {
     private readonly options: DispatcherOptions,
   ) {
     this.maxInFlight = options.maxInFlight ?? 256;
-    this.perEndpoint = options.perEndpoint ?? 16;
+    this.maxQueued = this.maxInFlight * CLAIM_AHEAD;
+    this.perEndpoint = options.perEndpoint ?? 32;
     this.idleMs = options.idleMs ?? 200;
     this.timeoutMs = options.timeoutMs ?? 10_000;
     this.records = new GroupCommit(async (results) => {
@@ -85,8 +98,8 @@ export class WebhookDispatcher {
   }
 
   private async drain(): Promise<void> {
-    while (this.sends.size > 0) await Promise.all([...this.sends]);
-    await this.records.idle();
+    while (this.sends.size > 0 || this.queued > 0) await Promise.all([...this.sends]);
+    while (this.recording.size > 0) await Promise.all([...this.recording]);
   }
 
   private async loop(): Promise<void> {
@@ -97,7 +110,7 @@ export class WebhookDispatcher {
       } catch (error) {
         this.options.onError?.(error);
       }
-      if (claimed === 0 || this.sends.size >= this.maxInFlight) {
+      if (claimed === 0 || this.queued >= this.maxQueued) {
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, this.idleMs);
           this.wake = () => {
@@ -110,24 +123,46 @@ export class WebhookDispatcher {
     }
   }
 
+  /**
+   * Claims up to `claimAhead` x `perEndpoint` deliveries of an endpoint at once
+   * (fewer store round trips) and queues them locally; at most `perEndpoint` of
+   * an endpoint are in flight. Endpoints with a full local queue are not claimed
+   * for, so a slow endpoint's backlog stays in the store, where other processes
+   * can take it.
+   */
   private async claimAndSend(): Promise<number> {
-    const free = this.maxInFlight - this.sends.size;
+    const free = this.maxQueued - this.queued;
     if (free <= 0) return 0;
-    const busy = [...this.inFlightByEndpoint].filter(([, n]) => n >= this.perEndpoint).map(([id]) => id);
-    const claimed = await claimDueDeliveries(this.sql, this.clock.now(), free, this.perEndpoint, busy);
+    const busy = [...this.endpoints].filter(([, e]) => e.queue.length + e.active >= this.perEndpoint * CLAIM_AHEAD).map(([id]) => id);
+    const claimed = await claimDueDeliveries(this.sql, this.clock.now(), free, this.perEndpoint * CLAIM_AHEAD, busy);
     for (const delivery of claimed) {
-      this.inFlightByEndpoint.set(delivery.endpoint_id, (this.inFlightByEndpoint.get(delivery.endpoint_id) ?? 0) + 1);
+      let e = this.endpoints.get(delivery.endpoint_id);
+      if (!e) {
+        e = { queue: [], active: 0 };
+        this.endpoints.set(delivery.endpoint_id, e);
+      }
+      e.queue.push(delivery);
+      this.queued++;
+      this.pump(delivery.endpoint_id, e);
+    }
+    return claimed.length;
+  }
+
+  private pump(endpointId: string, e: EndpointQueue): void {
+    while (e.active < this.perEndpoint && e.queue.length > 0) {
+      const delivery = e.queue.shift()!;
+      e.active++;
       const send = this.attempt(delivery).finally(() => {
         this.sends.delete(send);
-        const n = (this.inFlightByEndpoint.get(delivery.endpoint_id) ?? 1) - 1;
-        if (n <= 0) this.inFlightByEndpoint.delete(delivery.endpoint_id);
-        else this.inFlightByEndpoint.set(delivery.endpoint_id, n);
-        // A freed slot may let a waiting delivery go at once.
+        this.queued--;
+        e.active--;
+        if (e.active === 0 && e.queue.length === 0) this.endpoints.delete(endpointId);
+        else this.pump(endpointId, e);
+        // Room in the queue: claim more at once.
         this.wake?.();
       });
       this.sends.add(send);
     }
-    return claimed.length;
   }
 
   private async attempt(delivery: ClaimedDelivery): Promise<void> {
@@ -164,19 +199,26 @@ export class WebhookDispatcher {
     }
     const ok = result.error === null && result.status_code !== null && result.status_code >= 200 && result.status_code < 300;
     const next = ok ? null : nextAttemptAfterFailure(delivery.attempt, startedMs);
+    // The endpoint's slot is free once it answered; the record follows in the next batch.
+    const record = this.record({
+      delivery_id: delivery.id,
+      attempt: delivery.attempt,
+      started_at: new Date(startedMs),
+      status_code: result.status_code,
+      error: result.error ?? (ok ? null : `HTTP ${result.status_code}`),
+      duration_ms: result.duration_ms,
+      ok,
+      next_attempt_at: next === null ? null : new Date(next),
+    });
+    this.recording.add(record);
+    void record.finally(() => this.recording.delete(record));
+  }
+
+  private async record(result: AttemptResult): Promise<void> {
     try {
-      await this.records.submit({
-        delivery_id: delivery.id,
-        attempt: delivery.attempt,
-        started_at: new Date(startedMs),
-        status_code: result.status_code,
-        error: result.error ?? (ok ? null : `HTTP ${result.status_code}`),
-        duration_ms: result.duration_ms,
-        ok,
-        next_attempt_at: next === null ? null : new Date(next),
-      });
+      await this.records.submit(result);
     } catch (error) {
-      // The lease runs out and the attempt is made again: at least once.
+      // Unrecorded, the lease runs out and the attempt is made again: at least once.
       this.options.onError?.(error);
     }
   }
