@@ -191,3 +191,12 @@ export async function insertReplay(sql: SqlOrTx, original: { id: string; account
   await sql`insert into webhook_deliveries (id, account_id, environment, endpoint_id, event_id, status, next_attempt_at, replay_of, created_at)
     values (${newId}, ${original.account_id}, ${original.environment}, ${original.endpoint_id}, ${original.event_id}, 'pending', ${at}, ${original.id}, ${at})`;
 }
+
+/** Gives claimed, unsent attempts back (a stopping dispatcher): due again at once, for any process. */
+export async function releaseClaims(sql: SqlOrTx, claims: ReadonlyArray<{ id: string; attempt: number }>): Promise<void> {
+  if (claims.length === 0) return;
+  await sql`
+    update webhook_deliveries d set locked_until = null, attempts = d.attempts - 1
+    from jsonb_to_recordset(${sql.json(claims as never)}::jsonb) as c(id text, attempt int)
+    where d.id = c.id and d.attempts = c.attempt and d.status = 'pending'`;
+}

@@ -17,7 +17,7 @@ import { GroupCommit } from '../engine/group-commit.js';
 import { envelope } from '../events/event-row.js';
 import { openText } from '../secrets/sealed-text.js';
 import type { Sql } from '../store/connect.js';
-import { claimDueDeliveries, recordAttempts, type AttemptResult, type ClaimedDelivery } from '../store/webhooks.js';
+import { claimDueDeliveries, recordAttempts, releaseClaims, type AttemptResult, type ClaimedDelivery } from '../store/webhooks.js';
 import { nextAttemptAfterFailure } from './schedule.js';
 import { sendWebhook } from './send.js';
 import { signWebhookBody } from './signature.js';
@@ -38,6 +38,8 @@ export interface DispatcherOptions {
   /** Pause between claims when nothing was due. */
   idleMs?: number;
   timeoutMs?: number;
+  /** How long a claim is owned (real time) before another dispatcher may take the attempt over. */
+  leaseSeconds?: number;
   onError?: (error: unknown) => void;
 }
 
@@ -82,11 +84,20 @@ export class WebhookDispatcher {
     this.loopDone = this.loop();
   }
 
-  /** Stops claiming, waits for the attempts in flight and their records. */
+  /** Stops claiming, gives back what was claimed but not sent, waits for the attempts in flight and their records. */
   async stop(): Promise<void> {
     this.running = false;
     this.wake?.();
     await this.loopDone;
+    const unsent: ClaimedDelivery[] = [];
+    for (const e of this.endpoints.values()) unsent.push(...e.queue.splice(0));
+    this.queued -= unsent.length;
+    try {
+      await releaseClaims(this.sql, unsent.map((d) => ({ id: d.id, attempt: d.attempt })));
+    } catch (error) {
+      // Their leases run out instead.
+      this.options.onError?.(error);
+    }
     await this.drain();
   }
 
@@ -134,7 +145,7 @@ export class WebhookDispatcher {
     const free = this.maxQueued - this.queued;
     if (free <= 0) return 0;
     const busy = [...this.endpoints].filter(([, e]) => e.queue.length + e.active >= this.perEndpoint * CLAIM_AHEAD).map(([id]) => id);
-    const claimed = await claimDueDeliveries(this.sql, this.clock.now(), free, this.perEndpoint * CLAIM_AHEAD, busy);
+    const claimed = await claimDueDeliveries(this.sql, this.clock.now(), free, this.perEndpoint * CLAIM_AHEAD, busy, this.options.leaseSeconds ?? 60);
     for (const delivery of claimed) {
       let e = this.endpoints.get(delivery.endpoint_id);
       if (!e) {

@@ -8,6 +8,8 @@
 import { createHmac } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { WebhookDispatcher } from '../../runtime/webhooks/dispatcher.js';
+import { claimDueDeliveries } from '../../runtime/store/webhooks.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
 
@@ -182,6 +184,52 @@ describe.each(STORE_KINDS)('webhooks (%s)', (kind) => {
     const gone = await rt.call(rt.testKey, { method: 'GET', url: `/v1/webhooks/${endpoint.id}` });
     expect(gone.statusCode).toBe(404);
     expect(json(gone).error.code).toBe('webhook.not_found');
+  });
+
+  it('a dispatcher that died holding a claim loses nothing: the attempt is made again once its lease runs out', async () => {
+    json(await register({ url: receiver.url, events: ['decision.deny'] }));
+    await decide('orders.delete');
+    // A process claims the delivery (1 s lease) and dies before sending it.
+    const [claimed] = await claimDueDeliveries(rt.store.sql, rt.clock.now(), 10, 10, [], 1);
+    expect(claimed).toBeDefined();
+    expect(await deliver()).toBe(0);
+    await new Promise((r) => setTimeout(r, 1100));
+    expect(await deliver()).toBe(1);
+    expect(receiver.received).toHaveLength(1);
+    expect(receiver.received[0]!.body.id).toBe(claimed!.event_id);
+    expect(receiver.received[0]!.headers['x-service-delivery-attempt']).toBe('2');
+  });
+
+  it('a slow endpoint does not delay the others (per-endpoint cap)', async () => {
+    const hanging = createServer(() => {}); // accepts, never answers
+    await new Promise<void>((resolve) => hanging.listen(0, '127.0.0.1', resolve));
+    const slowUrl = `http://127.0.0.1:${(hanging.address() as { port: number }).port}/hooks`;
+    await register({ url: slowUrl, events: ['decision.deny'] });
+    await register({ url: receiver.url, events: ['decision.deny'] });
+    for (let i = 0; i < 40; i++) await decide('orders.delete', `slow-${i}`);
+    const dispatcher = new WebhookDispatcher(rt.store.sql, rt.clock, { allowPrivate: false, perEndpoint: 4, timeoutMs: 3000 });
+    const slowAttempts = async () => {
+      const slow = (await rt.getOk('/v1/webhooks?limit=100')).data.find((e: { url: string }) => e.url === slowUrl);
+      return ((await rt.getOk(`/v1/webhooks/${slow.id}/deliveries?limit=100`)).data as Array<{ attempt: number; error: string; status: string }>).filter((d) => d.attempt > 0);
+    };
+    dispatcher.start();
+    try {
+      const started = Date.now();
+      while (receiver.received.length < 40 && Date.now() - started < 10_000) await new Promise((r) => setTimeout(r, 20));
+      // All 40 reached the healthy endpoint while the slow one's first attempts were
+      // still hanging: none of them has finished (timed out) yet.
+      expect(receiver.received).toHaveLength(40);
+      expect(await slowAttempts()).toEqual([]);
+    } finally {
+      await dispatcher.stop();
+      hanging.closeAllConnections();
+      await new Promise((r) => hanging.close(r));
+    }
+    // Stopping waited for them: each timed out and is due again; at most 4 were tried at once.
+    const attempts = await slowAttempts();
+    expect(attempts.length).toBeGreaterThan(0);
+    expect(attempts.length).toBeLessThanOrEqual(4);
+    expect(attempts.every((d) => /no response within 3 s/.test(d.error) && d.status === 'pending')).toBe(true);
   });
 });
 
