@@ -1,0 +1,167 @@
+/**
+ * A webhook receiver (spec 5.3, 6): the authorization service POSTs each event's
+ * envelope to `POST /webhooks`, signed with the endpoint's `whsec_...` secret.
+ *
+ *   1. The body is kept as the raw bytes received; the signature
+ *      (`X-Service-Signature: sha256=<hex>`) is checked over exactly those bytes,
+ *      in constant time, before anything is parsed: 401 `{ error: 'invalid signature' }`.
+ *   2. Only then is it parsed: 400 when it is not JSON or not an event envelope.
+ *   3. Delivery is at least once: an envelope id seen before (the last
+ *      `rememberIds` ids, in memory) answers 200 `{ received: true, duplicate: true }`
+ *      without handling the event again.
+ *   4. Otherwise `onEvent(envelope)` runs and the answer is 200 `{ received: true }`.
+ *      When it throws, 500 and the id is forgotten, so the service's retry
+ *      handles the event again. Keep it short (answer within 2 s; 10 s is a
+ *      failed attempt): queue slow work.
+ *
+ * Run: `node dist/examples/webhook-receiver/server.js` (WEBHOOK_SECRET, required:
+ * the endpoint's `whsec_...` secret; PORT, default 4000; HOST, default 127.0.0.1).
+ */
+import { realpathSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { verifyWebhookSignature } from '../../webhooks/index.js';
+
+/** The event envelope (spec 2.5). */
+export interface WebhookEnvelope {
+  id: string;
+  object: 'event';
+  type: string;
+  created_at: string;
+  account_id: string;
+  livemode: boolean;
+  data: Record<string, unknown>;
+}
+
+export interface WebhookReceiverOptions {
+  /** The endpoint's signing secret, `whsec_...`, shown once when it was registered. */
+  secret: string;
+  /** Handles one event, once per envelope id (as far as the receiver remembers). */
+  onEvent?: (envelope: WebhookEnvelope) => void | Promise<void>;
+  /** How many recent envelope ids are remembered for de-duplication (default 10,000). */
+  rememberIds?: number;
+  logger?: boolean;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The envelope in `value`, or null when it is not one (unknown extra fields are allowed). */
+function asEnvelope(value: unknown): WebhookEnvelope | null {
+  if (!isObject(value)) return null;
+  const { id, object, type, created_at, account_id, livemode, data } = value;
+  const ok =
+    typeof id === 'string' &&
+    id.startsWith('evt_') &&
+    id.length > 4 &&
+    object === 'event' &&
+    typeof type === 'string' &&
+    type.length > 0 &&
+    typeof created_at === 'string' &&
+    typeof account_id === 'string' &&
+    typeof livemode === 'boolean' &&
+    isObject(data);
+  return ok ? (value as unknown as WebhookEnvelope) : null;
+}
+
+/** The last `max` ids seen, oldest forgotten first (a Set keeps insertion order). */
+class RecentIds {
+  private readonly ids = new Set<string>();
+  constructor(private readonly max: number) {}
+  has(id: string): boolean {
+    return this.ids.has(id);
+  }
+  add(id: string): void {
+    this.ids.add(id);
+    while (this.ids.size > this.max) {
+      const oldest = this.ids.values().next().value as string;
+      this.ids.delete(oldest);
+    }
+  }
+  delete(id: string): void {
+    this.ids.delete(id);
+  }
+}
+
+export async function buildReceiver(options: WebhookReceiverOptions): Promise<FastifyInstance> {
+  if (typeof options.secret !== 'string' || options.secret.length === 0) throw new TypeError('buildReceiver needs the endpoint signing secret (whsec_...)');
+  const rememberIds = options.rememberIds ?? 10_000;
+  if (!Number.isInteger(rememberIds) || rememberIds < 1) throw new RangeError(`rememberIds must be a positive integer, not ${rememberIds}`);
+  const seen = new RecentIds(rememberIds);
+  const app = Fastify({ logger: options.logger ?? false });
+
+  // The signature is over the exact bytes sent: keep them, parse nothing yet.
+  // (Every other content type is 415.)
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => {
+    done(null, body);
+  });
+
+  app.post('/webhooks', async (request, reply) => {
+    const raw = request.body;
+    if (!Buffer.isBuffer(raw) || !verifyWebhookSignature(raw, request.headers['x-service-signature'], options.secret)) {
+      return reply.code(401).send({ error: 'invalid signature' });
+    }
+
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(raw.toString('utf8'));
+    } catch {
+      return reply.code(400).send({ error: 'the body is not JSON' });
+    }
+    const event = asEnvelope(parsed);
+    if (!event) return reply.code(400).send({ error: 'the body is not an event envelope' });
+
+    const attempt = request.headers['x-service-delivery-attempt'];
+    if (seen.has(event.id)) {
+      request.log.info({ event_id: event.id, type: event.type, attempt }, 'duplicate webhook event');
+      return reply.code(200).send({ received: true, duplicate: true });
+    }
+    // Claimed before handling, so a concurrent copy of the same event is a duplicate.
+    seen.add(event.id);
+    request.log.info({ event_id: event.id, type: event.type, attempt }, 'webhook event');
+    try {
+      await options.onEvent?.(event);
+    } catch (error) {
+      seen.delete(event.id); // not handled: let the service's retry try again
+      request.log.error({ err: error, event_id: event.id }, 'webhook event handler failed');
+      return reply.code(500).send({ error: 'the event could not be handled' });
+    }
+    return reply.code(200).send({ received: true });
+  });
+
+  return app;
+}
+
+async function main(): Promise<void> {
+  const secret = process.env.WEBHOOK_SECRET ?? '';
+  if (!secret.startsWith('whsec_')) throw new Error('WEBHOOK_SECRET must be the endpoint signing secret (whsec_...), shown once by POST /v1/webhooks');
+  const port = Number(process.env.PORT || 4000);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`PORT must be a port number, not ${JSON.stringify(process.env.PORT)}`);
+  const host = process.env.HOST || '127.0.0.1';
+  // Each event's type and id is logged by the route; a real receiver would act on it here.
+  const app = await buildReceiver({ secret, logger: true });
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      void app.close().then(() => process.exit(0));
+    });
+  }
+  await app.listen({ port, host });
+}
+
+/** `import.meta.url === pathToFileURL(process.argv[1]).href`, through symlinks. */
+function runDirectly(): boolean {
+  const script = process.argv[1];
+  if (!script) return false;
+  try {
+    return realpathSync(script) === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+}
+
+if (runDirectly()) {
+  main().catch((err: unknown) => {
+    console.error(err instanceof Error ? err.message : err);
+    process.exit(1);
+  });
+}
