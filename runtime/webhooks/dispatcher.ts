@@ -17,6 +17,7 @@ import { GroupCommit } from '../engine/group-commit.js';
 import { envelope } from '../events/event-row.js';
 import { openText } from '../secrets/sealed-text.js';
 import type { Sql } from '../store/connect.js';
+import { retryTransient } from '../store/transient.js';
 import { claimDueDeliveries, recordAttempts, releaseClaims, type AttemptResult, type ClaimedDelivery } from '../store/webhooks.js';
 import { nextAttemptAfterFailure } from './schedule.js';
 import { sendWebhook } from './send.js';
@@ -71,8 +72,10 @@ export class WebhookDispatcher {
     this.perEndpoint = options.perEndpoint ?? 32;
     this.idleMs = options.idleMs ?? 200;
     this.timeoutMs = options.timeoutMs ?? 10_000;
+    // Every store call is retried in-process on a transient failure (p-retry): an
+    // attempt whose record were lost would be sent again once its lease ran out.
     this.records = new GroupCommit(async (results) => {
-      await recordAttempts(sql, results);
+      await retryTransient(() => recordAttempts(sql, results), { onRetry: this.options.onError });
       return results.map(() => undefined);
     }, 500, 2);
   }
@@ -93,7 +96,8 @@ export class WebhookDispatcher {
     for (const e of this.endpoints.values()) unsent.push(...e.queue.splice(0));
     this.queued -= unsent.length;
     try {
-      await releaseClaims(this.sql, unsent.map((d) => ({ id: d.id, attempt: d.attempt })));
+      const claims = unsent.map((d) => ({ id: d.id, attempt: d.attempt }));
+      await retryTransient(() => releaseClaims(this.sql, claims), { onRetry: this.options.onError });
     } catch (error) {
       // Their leases run out instead.
       this.options.onError?.(error);
@@ -145,7 +149,10 @@ export class WebhookDispatcher {
     const free = this.maxQueued - this.queued;
     if (free <= 0) return 0;
     const busy = [...this.endpoints].filter(([, e]) => e.queue.length + e.active >= this.perEndpoint * CLAIM_AHEAD).map(([id]) => id);
-    const claimed = await claimDueDeliveries(this.sql, this.clock.now(), free, this.perEndpoint * CLAIM_AHEAD, busy, this.options.leaseSeconds ?? 60);
+    const claimed = await retryTransient(
+      () => claimDueDeliveries(this.sql, this.clock.now(), free, this.perEndpoint * CLAIM_AHEAD, busy, this.options.leaseSeconds ?? 60),
+      { onRetry: this.options.onError },
+    );
     for (const delivery of claimed) {
       let e = this.endpoints.get(delivery.endpoint_id);
       if (!e) {
