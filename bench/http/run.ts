@@ -13,18 +13,17 @@
  *
  *   node dist/bench/http/run.js [--duration 10] [--connections 50] [--rounds 1] [--targets bare,embedded,postgres]
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { packageRoot } from '../../compiler/schemas.js';
 import { compilerVersion } from '../../compiler/version.js';
 import { startCluster } from '../../scripts/pg-cluster.js';
 import { BENCH_KEY_RATE_LIMIT } from './policies.js';
+import { startTarget, stopTarget, type Target } from './target.js';
 
 const { values } = parseArgs({
   options: { duration: { type: 'string' }, connections: { type: 'string' }, targets: { type: 'string' }, rounds: { type: 'string' } },
@@ -34,29 +33,6 @@ const duration = Number(values.duration ?? 10);
 const connections = Number(values.connections ?? 50);
 const rounds = Math.max(1, Number(values.rounds ?? 1));
 const WARMUP = 2;
-const serverScript = fileURLToPath(new URL('./server.js', import.meta.url));
-
-interface Target {
-  port: number;
-  key: string;
-  child: ChildProcess;
-}
-
-async function startTarget(args: string[]): Promise<Target> {
-  const child = spawn(process.execPath, [serverScript, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const line = await new Promise<string>((resolve, reject) => {
-    const rl = createInterface({ input: child.stdout! });
-    rl.once('line', resolve);
-    child.once('exit', (code) => reject(new Error(`target exited with ${code}`)));
-  });
-  const { port, key } = JSON.parse(line) as { port: number; key: string };
-  return { port, key, child };
-}
-
-async function stopTarget(t: Target): Promise<void> {
-  t.child.kill('SIGTERM');
-  await new Promise((r) => t.child.once('exit', r));
-}
 
 /** Scenario names; the policies behind them are in server.ts. */
 const ALLOW = 'allow, unconstrained';
@@ -65,6 +41,8 @@ const CALLS = 'allow, calls budget + rate limit';
 const FIAT = 'allow, USD budget (amount held) + rate limit';
 const NO_PERMIT = 'allow, unconstrained, no permit token';
 const NO_KEY_LIMIT = 'allow, unconstrained, platform key limit off';
+const WEBHOOK = 'allow, webhook endpoint subscribed to every event';
+const TWO_PROCESSES = 'allow, two server processes on one database (load split evenly)';
 
 const BODIES: Record<string, object> = {
   [ALLOW]: { agent_id: 'bench-1', action: 'orders.read', resource: 'order:1' },
@@ -114,11 +92,11 @@ function nonOkCodes(...rs: autocannon.Result[]): Record<string, number> {
   return codes;
 }
 
-async function load(t: Target, body: object): Promise<Run> {
+async function load(t: Target, body: object, conns = connections): Promise<Run> {
   const opts = {
     url: `http://127.0.0.1:${t.port}/v1/decisions`,
     method: 'POST' as const,
-    connections,
+    connections: conns,
     headers: { 'content-type': 'application/json', ...(t.key ? { authorization: `Bearer ${t.key}` } : {}) },
     body: JSON.stringify(body),
   };
@@ -148,8 +126,33 @@ async function budgets(t: Target): Promise<Usage[]> {
   return ((await res.json()) as { data: Usage[] }).data;
 }
 
+/** A webhook receiver on 127.0.0.1 that answers 204 at once and counts deliveries. */
+async function startReceiver(): Promise<{ url: string; count: () => number; close(): Promise<void> }> {
+  let n = 0;
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      n++;
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as { port: number }).port;
+  return { url: `http://127.0.0.1:${port}/hooks`, count: () => n, close: () => new Promise((resolve) => server.close(() => resolve())) };
+}
+
+/** Two loads at once, one per target, half the connections each: the sum of their rates, the worse p50/p99. */
+async function loadTwo(a: Target, b: Target, body: object): Promise<Run> {
+  const half = Math.max(1, Math.floor(connections / 2));
+  const [x, y] = await Promise.all([load(a, body, half), load(b, body, connections - half)]);
+  const codes: Record<string, number> = { ...x.codes };
+  for (const [c, n] of Object.entries(y.codes)) codes[c] = (codes[c] ?? 0) + n;
+  return { rps: x.rps + y.rps, p50: Math.max(x.p50, y.p50), p99: Math.max(x.p99, y.p99), ok: x.ok + y.ok, bad: x.bad + y.bad, codes };
+}
+
 async function main(): Promise<void> {
   const results: Result[] = [];
+  const notes: string[] = [];
   const checks: string[] = [];
   const record = (target: string, scenario: string, run: Run) => {
     let r = results.find((x) => x.target === target && x.scenario === scenario);
@@ -172,6 +175,17 @@ async function main(): Promise<void> {
     }
   };
 
+  /** Allow decisions while this process's dispatcher delivers each decision's event to a receiver. */
+  const webhookScenario = async (target: string, args: string[]) => {
+    const receiver = await startReceiver();
+    const t = await startTarget([...args, '--webhook', receiver.url]);
+    for (let i = 0; i < rounds; i++) record(target, WEBHOOK, await load(t, BODIES[ALLOW]!));
+    await stopTarget(t);
+    const allowed = results.find((r) => r.target === target && r.scenario === WEBHOOK)!.runs.reduce((n, x) => n + x.ok, 0);
+    notes.push(`${target}, webhook scenario: ${receiver.count()} deliveries received while ${allowed} allow answers were counted (warm-ups included; the dispatcher is stopped with the target, so events still pending then are not counted).`);
+    await receiver.close();
+  };
+
   if (targets.has('bare')) {
     const bare = await startTarget(['--bare']);
     for (let i = 0; i < rounds; i++) record('bare Fastify', 'parse + return JSON', await load(bare, BODIES[ALLOW]!));
@@ -183,6 +197,7 @@ async function main(): Promise<void> {
     const embedded = await startTarget(['--data-dir', join(dir, 'data')]);
     await storeScenarios('embedded (PGlite on disk)', embedded);
     await stopTarget(embedded);
+    await webhookScenario('embedded (PGlite on disk)', ['--data-dir', join(dir, 'data-webhook')]);
     rmSync(dir, { recursive: true, force: true });
   }
 
@@ -199,6 +214,11 @@ async function main(): Promise<void> {
     const noKeyLimit = await startTarget(['--database-url', cluster.url, '--key-rate-limit', '0']);
     for (let i = 0; i < rounds; i++) record('PostgreSQL', NO_KEY_LIMIT, await load(noKeyLimit, BODIES[ALLOW]!));
     await stopTarget(noKeyLimit);
+    await webhookScenario('PostgreSQL', ['--database-url', cluster.url]);
+    // Two server processes on the same database share the same total load.
+    const [a, b] = [await startTarget(['--database-url', cluster.url]), await startTarget(['--database-url', cluster.url])];
+    for (let i = 0; i < rounds; i++) record('PostgreSQL', TWO_PROCESSES, await loadTwo(a, b, BODIES[ALLOW]!));
+    await Promise.all([stopTarget(a), stopTarget(b)]);
   } finally {
     await cluster.stop();
   }
@@ -252,6 +272,7 @@ async function main(): Promise<void> {
     '',
     ...(target70.length ? [`Target (constrained >= 70% of unconstrained on PostgreSQL): ${target70.join('; ')}.`, ''] : []),
     ...(checks.length ? ['Accounting check (GET /v1/budgets after the runs):', '', ...checks.map((c) => `- ${c}`), ''] : []),
+    ...(notes.length ? [...notes.map((c) => `- ${c}`), ''] : []),
   ];
   const report = lines.join('\n');
   process.stdout.write(report);

@@ -5,7 +5,9 @@
  *
  * The platform limit per API key stays on (every request pays for it) but at
  * BENCH_KEY_RATE_LIMIT, so it never answers 429 (`--key-rate-limit 0`: off, to
- * measure what it costs). Policies: policies.ts.
+ * measure what it costs). Policies: policies.ts, plus `--policies N` generated
+ * ones. `--webhook URL`: an endpoint subscribed to every event, delivered to by
+ * this process's dispatcher.
  */
 import Fastify from 'fastify';
 import { parseArgs } from 'node:util';
@@ -17,9 +19,22 @@ import { noPermits } from '../../runtime/engine/seams.js';
 import { openServices } from '../../runtime/services.js';
 import { openStore } from '../../runtime/store/connect.js';
 import { migrate } from '../../runtime/store/migrate.js';
+import { generatePolicySet } from '../compiler/generate.js';
 import { BENCH_KEY_RATE_LIMIT, BENCH_POLICIES } from './policies.js';
 
-const { values } = parseArgs({ options: { bare: { type: 'boolean' }, 'database-url': { type: 'string' }, 'data-dir': { type: 'string' }, 'no-permits': { type: 'boolean' }, 'key-rate-limit': { type: 'string' } } });
+const { values } = parseArgs({
+  options: {
+    bare: { type: 'boolean' },
+    'database-url': { type: 'string' },
+    'data-dir': { type: 'string' },
+    'no-permits': { type: 'boolean' },
+    'key-rate-limit': { type: 'string' },
+    /** Adds a generated set of N policies (bench/compiler/generate.ts) beside the bench policies. */
+    policies: { type: 'string' },
+    /** Registers a webhook endpoint subscribed to every event at this URL and runs the dispatcher. */
+    webhook: { type: 'string' },
+  },
+});
 
 async function main(): Promise<void> {
   if (values.bare) {
@@ -51,12 +66,19 @@ async function main(): Promise<void> {
   const at = new Date();
   const account = await createAccount(store.sql, 'bench', at);
   const key = (await createApiKey(store.sql, account.id, 'test', ['*'], at)).key;
-  await installPolicies(services, account.id, 'test', BENCH_POLICIES);
+  const generated = values.policies ? generatePolicySet(Number(values.policies), 1).policies : [];
+  await installPolicies(services, account.id, 'test', [...BENCH_POLICIES, ...generated]);
   const app = await buildApp(services);
+  if (values.webhook) {
+    const r = await app.inject({ method: 'POST', url: '/v1/webhooks', headers: { authorization: `Bearer ${key}` }, payload: { url: values.webhook, events: ['*'] } });
+    if (r.statusCode !== 201) throw new Error(`webhook registration: ${r.statusCode} ${r.body}`);
+    services.dispatcher.start((e) => process.stderr.write(`webhook dispatcher: ${String(e)}\n`));
+  }
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.server.address();
   process.stdout.write(`${JSON.stringify({ port: typeof address === 'object' && address ? address.port : 0, key })}\n`);
   process.once('SIGTERM', async () => {
+    await services.dispatcher.stop();
     await app.close();
     await services.writer.idle();
     await store.close();

@@ -1,0 +1,33 @@
+/**
+ * Benchmark target processes (server.ts): started as children of the load
+ * generator, each printing `{ "port", "key" }` once it listens.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const serverScript = fileURLToPath(new URL('./server.js', import.meta.url));
+
+export interface Target {
+  port: number;
+  key: string;
+  child: ChildProcess;
+}
+
+/** Starts server.ts with `args` (see its flags); `nodeArgs` go to node itself (e.g. --cpu-prof). */
+export async function startTarget(args: string[], nodeArgs: string[] = []): Promise<Target> {
+  const child = spawn(process.execPath, [...nodeArgs, serverScript, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const line = await new Promise<string>((resolve, reject) => {
+    const rl = createInterface({ input: child.stdout! });
+    rl.once('line', resolve);
+    child.once('exit', (code) => reject(new Error(`target exited with ${code}`)));
+  });
+  const { port, key } = JSON.parse(line) as { port: number; key: string };
+  return { port, key, child };
+}
+
+export async function stopTarget(t: Target): Promise<void> {
+  if (t.child.exitCode !== null) return;
+  t.child.kill('SIGTERM');
+  await new Promise((r) => t.child.once('exit', r));
+}
