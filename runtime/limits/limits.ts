@@ -13,7 +13,8 @@ import { InvalidFieldError, MissingFieldError, RateLimitExceededError } from '..
 import type { Sql, SqlOrTx } from '../store/connect.js';
 import { applyLimitBatch, CONFIRM_EXCEEDS_HOLD, resolveHolds, type BudgetUsage, type LimitOutcome } from '../store/limits.js';
 import { ExhaustedAgents } from './exhausted-agents.js';
-import { apiKeyRate, isFiat, policyBudgets, policyRates, type LimitRequest, type RateCheck } from './limit-request.js';
+import { KeyLeases } from './key-leases.js';
+import { isFiat, policyBudgets, policyRates, type LimitRequest, type RateCheck } from './limit-request.js';
 
 export interface LimitsOptions {
   /** Platform limit: requests per second per API key; 0 turns it off. */
@@ -25,6 +26,7 @@ export interface LimitsOptions {
 export class Limits implements DecisionLimits {
   readonly exhaustedAgents = new ExhaustedAgents();
   private readonly gate: GroupCommit<LimitRequest, LimitOutcome>;
+  private readonly keyLeases: KeyLeases;
 
   constructor(
     sql: Sql,
@@ -32,6 +34,7 @@ export class Limits implements DecisionLimits {
     private readonly options: LimitsOptions,
   ) {
     this.gate = new GroupCommit((requests) => applyLimitBatch(sql, requests, clock.now()), 500, options.maxInFlight);
+    this.keyLeases = new KeyLeases(options.keyRateLimit);
   }
 
   exhausted(principal: Principal, agentId: string, nowMs: number, policy: (id: string) => Policy | undefined): { policy_id: string } | null {
@@ -40,25 +43,30 @@ export class Limits implements DecisionLimits {
 
   async apply(context: LimitContext): Promise<LimitVerdict> {
     const { principal, agentId, matched, nowMs } = context;
-    // The platform limit of the key travels in the same call as the policies' limits.
-    const rates = [...this.keyRates(principal), ...policyRates(matched, agentId)];
+    const policyChecks = policyRates(matched, agentId);
     const budgets = policyBudgets(matched, nowMs);
-    if (rates.length === 0 && budgets.length === 0) return null;
     const fiat = budgets.find((b) => isFiat(b.unit));
     if (fiat && context.amount === null) {
       const message = `amount is required: policy ${fiat.policy_id} has a ${fiat.unit} budget, which holds the request's amount`;
       throw new MissingFieldError(message, { details: [{ path: '/amount', message }] });
     }
-    const outcome = await this.gate.submit({
-      account_id: principal.accountId,
-      environment: principal.environment,
-      agent_id: agentId,
-      decision_id: context.decisionId,
-      expires_at: context.expiresAt.toISOString(),
-      amount: context.amount,
-      rates,
-      budgets,
+    // The platform limit of the key travels in the same call as the policies' limits
+    // (when this process holds no lease of the key's tokens).
+    const outcome = await this.withKeyLimit(principal, nowMs, (keyCheck) => {
+      const rates = keyCheck ? [keyCheck, ...policyChecks] : policyChecks;
+      if (rates.length === 0 && budgets.length === 0) return null;
+      return this.gate.submit({
+        account_id: principal.accountId,
+        environment: principal.environment,
+        agent_id: agentId,
+        decision_id: context.decisionId,
+        expires_at: context.expiresAt.toISOString(),
+        amount: context.amount,
+        rates,
+        budgets,
+      });
     });
+    if (outcome === null) return null;
     switch (outcome.outcome) {
       case 'rate_limited':
         throw outcome.limiter.startsWith('key:')
@@ -90,23 +98,50 @@ export class Limits implements DecisionLimits {
    * but decisions (which check it within `apply`).
    */
   async admitKey(principal: Principal): Promise<void> {
-    const rates = this.keyRates(principal);
-    if (rates.length === 0) return;
-    const outcome = await this.gate.submit({
-      account_id: principal.accountId,
-      environment: principal.environment,
-      agent_id: '',
-      decision_id: null,
-      expires_at: null,
-      amount: null,
-      rates,
-      budgets: [],
-    });
-    if (outcome.outcome === 'rate_limited') throw rateLimited(outcome, this.keyLimitMessage());
+    const outcome = await this.withKeyLimit(principal, this.clock.now(), (keyCheck) =>
+      keyCheck
+        ? this.gate.submit({
+            account_id: principal.accountId,
+            environment: principal.environment,
+            agent_id: '',
+            decision_id: null,
+            expires_at: null,
+            amount: null,
+            rates: [keyCheck],
+            budgets: [],
+          })
+        : null,
+    );
+    if (outcome?.outcome === 'rate_limited') throw rateLimited(outcome, this.keyLimitMessage());
   }
 
-  private keyRates(principal: Principal): RateCheck[] {
-    return this.options.keyRateLimit === 0 ? [] : [apiKeyRate(principal.keyId, this.options.keyRateLimit)];
+  /**
+   * Runs `submit` with the key's check when this process must ask the store (no
+   * lease held: a lease, or an exact check near the limit), else without it. A
+   * refused lease is retried once at cost 1, so refusals and Retry-After are exact.
+   */
+  private async withKeyLimit(
+    principal: Principal,
+    nowMs: number,
+    submit: (keyCheck: RateCheck | null) => Promise<LimitOutcome> | null,
+  ): Promise<LimitOutcome | null> {
+    for (;;) {
+      const admission = this.keyLeases.admit(principal.keyId, nowMs);
+      if (admission.kind === 'wait') {
+        await admission.until;
+        continue;
+      }
+      if (admission.kind !== 'store') return submit(null);
+      let outcome: LimitOutcome;
+      try {
+        outcome = (await submit(admission.check))!;
+      } catch (error) {
+        this.keyLeases.abandon(principal.keyId, admission.lease);
+        throw error;
+      }
+      const keyRefusedForMs = outcome.outcome === 'rate_limited' && outcome.limiter === admission.check.key ? outcome.retry_after_ms : null;
+      if (!this.keyLeases.settle(principal.keyId, admission.lease, nowMs, outcome.outcome !== 'rate_limited', keyRefusedForMs)) return outcome;
+    }
   }
 
   private keyLimitMessage(): string {

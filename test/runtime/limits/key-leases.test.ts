@@ -1,0 +1,128 @@
+/**
+ * The platform limit per API key with per-process leases (runtime/limits/key-leases.ts):
+ * the state machine alone, then over HTTP on both stores with a clock that stands
+ * still, so every count is exact: a burst passes exactly the bucket, refusals carry
+ * the exact Retry-After, concurrent requests share one lease, and two processes on
+ * one store never admit more than the bucket together.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../../../runtime/app.js';
+import { KeyLeases, LEASE_LIFETIME_MS } from '../../../runtime/limits/key-leases.js';
+import { openServices } from '../../../runtime/services.js';
+import { STORE_KINDS } from '../../helpers/postgres.js';
+import { json, startRuntime, type TestRuntime } from '../helpers/app.js';
+
+describe('KeyLeases', () => {
+  it('checks every request in the store when a lease would be a single token', () => {
+    const leases = new KeyLeases(39);
+    expect(leases.leaseSize).toBe(1);
+    const a = leases.admit('key_1', 0);
+    expect(a).toMatchObject({ kind: 'store', lease: 1, check: { key: 'key:key_1', interval_ms: 1000 / 39, window_ms: 1000 } });
+    expect(leases.admit('key_1', 0).kind).toBe('store');
+  });
+
+  it('is off at 0', () => {
+    expect(new KeyLeases(0).admit('key_1', 0)).toEqual({ kind: 'off' });
+  });
+
+  it('leases 1/20 of the per-second limit (at most 256), spends it locally, and lets it lapse', () => {
+    expect(new KeyLeases(1_000_000).leaseSize).toBe(256);
+    const leases = new KeyLeases(100);
+    expect(leases.leaseSize).toBe(5);
+    const first = leases.admit('key_1', 0);
+    expect(first).toMatchObject({ kind: 'store', lease: 5, check: { key: 'key:key_1', interval_ms: 50, window_ms: 1000 } });
+    // A second request while the lease is in the store waits for it.
+    const waiting = leases.admit('key_1', 0);
+    expect(waiting.kind).toBe('wait');
+    expect(leases.settle('key_1', 5, 0, true, null)).toBe(false);
+    for (let i = 0; i < 4; i++) expect(leases.admit('key_1', 1).kind).toBe('local');
+    expect(leases.admit('key_1', 1)).toMatchObject({ kind: 'store', lease: 5 });
+    leases.settle('key_1', 5, 1, true, null);
+    // Unused tokens lapse with the lease.
+    expect(leases.admit('key_1', 1 + LEASE_LIFETIME_MS)).toMatchObject({ kind: 'store', lease: 5 });
+  });
+
+  it('after a refused lease, checks each request at cost 1 until the bucket could hold a lease again', () => {
+    const leases = new KeyLeases(100);
+    leases.admit('key_1', 0);
+    // Refused on the key: retry exactly.
+    expect(leases.settle('key_1', 5, 0, false, 30)).toBe(true);
+    expect(leases.admit('key_1', 10)).toMatchObject({ kind: 'store', lease: 1, check: { interval_ms: 10 } });
+    expect(leases.settle('key_1', 1, 10, false, 5)).toBe(false);
+    expect(leases.admit('key_1', 30)).toMatchObject({ kind: 'store', lease: 5 });
+    // Refused on another limiter: no retry, the next request leases again.
+    expect(leases.settle('key_1', 5, 30, false, null)).toBe(false);
+    expect(leases.admit('key_1', 30)).toMatchObject({ kind: 'store', lease: 5 });
+  });
+
+  it('wakes waiters when the lease call fails', async () => {
+    const leases = new KeyLeases(100);
+    leases.admit('key_1', 0);
+    const w = leases.admit('key_1', 0);
+    if (w.kind !== 'wait') throw new Error('expected wait');
+    leases.abandon('key_1', 5);
+    await w.until;
+    expect(leases.admit('key_1', 0)).toMatchObject({ kind: 'store', lease: 5 });
+  });
+});
+
+describe.each(STORE_KINDS)('platform limit with leases (%s)', (kind) => {
+  let rt: TestRuntime;
+  const LIMIT = 100;
+  beforeAll(async () => {
+    rt = await startRuntime(kind, { config: { keyRateLimit: LIMIT } });
+    await rt.setPolicies([{ effect: 'allow', actions: ['orders.read'] }]);
+  });
+  afterAll(() => rt.close());
+
+  const decide = (key: string, app = rt.app) =>
+    app.inject({ method: 'POST', url: '/v1/decisions', payload: { agent_id: 'lease-agent', action: 'orders.read' }, headers: { authorization: `Bearer ${key}` } });
+
+  it('passes exactly the bucket one request after another, then refuses with the exact Retry-After; one interval later exactly one more passes', async () => {
+    rt.clock.advance(10);
+    const key = await rt.keyWith(['*']);
+    const codes: number[] = [];
+    for (let i = 0; i < LIMIT + 3; i++) {
+      const r = i % 2 ? await decide(key) : await rt.call(key, { method: 'GET', url: '/v1/policies' });
+      codes.push(r.statusCode);
+    }
+    expect(codes.filter((c) => c === 200)).toHaveLength(LIMIT);
+    expect(codes.slice(LIMIT)).toEqual([429, 429, 429]);
+    const refused = await decide(key);
+    expect(refused.statusCode).toBe(429);
+    expect(json(refused).error.message).toContain(`platform limit of ${LIMIT} requests per second`);
+    expect(refused.headers['retry-after']).toBe('1');
+    rt.clock.advance(1 / LIMIT);
+    expect((await decide(key)).statusCode).toBe(200);
+    expect((await decide(key)).statusCode).toBe(429);
+  });
+
+  it('concurrent requests share the leases: exactly the bucket passes', async () => {
+    rt.clock.advance(10);
+    const key = await rt.keyWith(['*']);
+    const codes = (await Promise.all(Array.from({ length: LIMIT + 50 }, () => decide(key)))).map((r) => r.statusCode);
+    expect(codes.filter((c) => c === 200)).toHaveLength(LIMIT);
+    expect(codes.filter((c) => c === 429)).toHaveLength(50);
+  });
+
+  it('two processes on one store admit at most the bucket together, and at most a lease per process less', async () => {
+    rt.clock.advance(10);
+    const key = await rt.keyWith(['*']);
+    const other = await openServices({ config: rt.services.config, store: rt.store, clock: rt.clock });
+    const otherApp = await buildApp(other);
+    try {
+      const codes = (
+        await Promise.all(Array.from({ length: LIMIT + 50 }, (_, i) => decide(key, i % 2 ? rt.app : otherApp)))
+      ).map((r) => r.statusCode);
+      const passed = codes.filter((c) => c === 200).length;
+      expect(codes.every((c) => c === 200 || c === 429)).toBe(true);
+      expect(passed).toBeLessThanOrEqual(LIMIT);
+      // Each process may hold at most lease - 1 unused tokens when the bucket runs dry.
+      expect(passed).toBeGreaterThanOrEqual(LIMIT - 2 * (Math.floor(LIMIT / 20) - 1));
+    } finally {
+      await otherApp.close();
+      await other.limits.idle();
+      await other.writer.idle();
+    }
+  });
+});
