@@ -4,6 +4,7 @@
  * derived from AUTHZ_MASTER_KEY when one is set.
  */
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
+import sodium from 'sodium-native';
 import { openText, sealText } from '../secrets/sealed-text.js';
 
 export { MasterKeyError } from '../secrets/sealed-text.js';
@@ -22,6 +23,8 @@ export interface KeyMaterial {
   jwk: PublicJwk;
   privateKey: KeyObject;
   publicKey: KeyObject;
+  /** libsodium's form of the private key (seed || public key, 64 bytes) in guarded memory: what sign.ts signs with. */
+  signingKey: Buffer;
 }
 
 export function thumbprint(x: string): string {
@@ -36,7 +39,11 @@ export function generateKeyMaterial(): KeyMaterial {
 function fromKeys(privateKey: KeyObject, publicKey: KeyObject): KeyMaterial {
   const x = (publicKey.export({ format: 'jwk' }) as { x: string }).x;
   const kid = thumbprint(x);
-  return { kid, jwk: { kty: 'OKP', crv: 'Ed25519', x, kid, use: 'sig', alg: 'EdDSA' }, privateKey, publicKey };
+  const signingKey = sodium.sodium_malloc(sodium.crypto_sign_SECRETKEYBYTES);
+  const seed = Buffer.from((privateKey.export({ format: 'jwk' }) as { d: string }).d, 'base64url');
+  sodium.crypto_sign_seed_keypair(Buffer.alloc(sodium.crypto_sign_PUBLICKEYBYTES), signingKey, seed);
+  seed.fill(0);
+  return { kid, jwk: { kty: 'OKP', crv: 'Ed25519', x, kid, use: 'sig', alg: 'EdDSA' }, privateKey, publicKey, signingKey };
 }
 
 /** The private key as stored: PEM, or sealed when a master secret is given. */

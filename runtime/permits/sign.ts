@@ -1,9 +1,11 @@
 /**
  * Permit tokens: compact JWS (EdDSA / Ed25519, `typ: permit+jwt`) signed directly
- * with node:crypto (about 45 µs a token here, against about 140-200 µs through
- * jose's SignJWT); jose's jwtVerify accepts them (tested).
+ * with libsodium (sodium-native: about 30 µs a token here, against about 60 µs
+ * with node:crypto's OpenSSL and 140-250 µs through jose's SignJWT; Ed25519
+ * signatures are deterministic, so all three give the same bytes); jose's
+ * jwtVerify accepts them (tested).
  */
-import { sign } from 'node:crypto';
+import sodium from 'sodium-native';
 import { randomBase62 } from '../ids.js';
 import type { DecisionRow } from '../store/decisions.js';
 import type { PermitClaims } from '../../verifier/index.js';
@@ -40,8 +42,17 @@ export function permitClaims(decision: DecisionRow, issuer: string): PermitClaim
   return claims;
 }
 
+/** Reused by every call: signing is synchronous. */
+const signature = Buffer.alloc(sodium.crypto_sign_BYTES);
+
+/** The JWS signing input: base64url(header) '.' base64url(claims). */
+export function permitSigningInput(claims: PermitClaims, kid: string): string {
+  return `${encodedHeader(kid)}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}`;
+}
+
 export function signPermit(claims: PermitClaims, ring: KeyRing): string {
   const key = ring.signer();
-  const signingInput = `${encodedHeader(key.kid)}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}`;
-  return `${signingInput}.${sign(null, Buffer.from(signingInput), key.privateKey).toString('base64url')}`;
+  const signingInput = permitSigningInput(claims, key.kid);
+  sodium.crypto_sign_detached(signature, Buffer.from(signingInput), key.signingKey);
+  return `${signingInput}.${signature.toString('base64url')}`;
 }
