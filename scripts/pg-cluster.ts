@@ -47,6 +47,12 @@ function findBinDir(): string {
   throw new Error('initdb/pg_ctl not found on PATH or under /usr/lib/postgresql/*/bin (set DATABASE_URL or install PostgreSQL)');
 }
 
+/** `postgres --version` of the binaries the clusters use (for benchmark reports). */
+export function postgresVersion(): string {
+  const out = spawnSync(join(findBinDir(), 'postgres'), ['--version'], { encoding: 'utf8' });
+  return out.status === 0 ? out.stdout.trim() : 'PostgreSQL (version unknown)';
+}
+
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();

@@ -24,6 +24,7 @@ import { compilerVersion } from '../../compiler/version.js';
 import { generatePolicySet, policySetToYaml } from './generate.js';
 import { prepareCasbin } from './peers/casbin.js';
 import { prepareCedar } from './peers/cedar.js';
+import { writeTargets, type TargetResult } from '../targets.js';
 
 const { values } = parseArgs({
   options: { sizes: { type: 'string' }, 'peer-budget-ms': { type: 'string' }, 'files-of': { type: 'string' }, 'peer-max': { type: 'string' }, one: { type: 'string' } },
@@ -118,6 +119,7 @@ async function main(): Promise<void> {
   const report = render(rows);
   process.stdout.write(report);
   writeFileSync(join(packageRoot(), 'bench', 'compiler', 'REPORT.md'), report);
+  writeTargets('compiler', engineTargets(rows));
 }
 
 async function measure(n: number): Promise<Row> {
@@ -164,6 +166,21 @@ async function measure(n: number): Promise<Row> {
 function agreement(requests: readonly DecisionRequest[], a: (r: DecisionRequest) => string, b: (r: DecisionRequest) => string, max: number): number {
   const sample = requests.slice(0, max);
   return sample.filter((r) => a(r) === b(r)).length / sample.length;
+}
+
+/** Issue targets: at most 2 µs median at 100k policies; at least 1,000x faster than each peer at 10k. */
+function engineTargets(rows: Row[]): TargetResult[] {
+  const out: TargetResult[] = [];
+  const at100k = rows.find((r) => r.n === 100_000);
+  if (at100k) out.push({ target: 'engine: evaluate <= 2 µs median at 100k policies', measured: `${at100k.ourUs.toFixed(2)} µs`, met: at100k.ourUs <= 2 });
+  const at10k = rows.find((r) => r.n === 10_000);
+  for (const [peer, us] of [['Cedar', at10k?.cedarUs], ['Casbin', at10k?.casbinUs]] as const) {
+    if (at10k && us !== undefined) {
+      const ratio = us / at10k.ourUs;
+      out.push({ target: `engine: >= 1,000x faster than ${peer} at 10k policies`, measured: `${Math.round(ratio).toLocaleString('en-US')}x (${us.toFixed(0)} vs ${at10k.ourUs.toFixed(2)} µs)`, met: ratio >= 1000 });
+    }
+  }
+  return out;
 }
 
 function render(rows: Row[]): string {

@@ -24,6 +24,7 @@ import { compilerVersion } from '../../compiler/version.js';
 import { startCluster } from '../../scripts/pg-cluster.js';
 import { BENCH_KEY_RATE_LIMIT } from './policies.js';
 import { startTarget, stopTarget, type Target } from './target.js';
+import { writeTargets, type TargetResult } from '../targets.js';
 
 const { values } = parseArgs({
   options: { duration: { type: 'string' }, connections: { type: 'string' }, targets: { type: 'string' }, rounds: { type: 'string' } },
@@ -150,6 +151,31 @@ async function loadTwo(a: Target, b: Target, body: object): Promise<Run> {
   return { rps: x.rps + y.rps, p50: Math.max(x.p50, y.p50), p99: Math.max(x.p99, y.p99), ok: x.ok + y.ok, bad: x.bad + y.bad, codes };
 }
 
+/**
+ * Issue targets on PostgreSQL: allow with token >= 50% of bare Fastify, deny >= 65%,
+ * p99 under 20 ms at 50 connections; constrained allow >= 70% of unconstrained.
+ */
+function httpTargets(results: Result[]): TargetResult[] {
+  const find = (target: string, scenario: string) => results.find((r) => r.target === target && r.scenario === scenario);
+  const bare = find('bare Fastify', 'parse + return JSON');
+  const out: TargetResult[] = [];
+  for (const [scenario, share] of [[ALLOW, 0.5], [DENY, 0.65]] as const) {
+    const r = find('PostgreSQL', scenario);
+    if (!r) continue;
+    if (bare) {
+      const ratio = rps(r) / rps(bare);
+      out.push({ target: `HTTP: ${scenario} on PostgreSQL >= ${share * 100}% of bare Fastify`, measured: `${(ratio * 100).toFixed(0)}% (${rps(r).toFixed(0)} vs ${rps(bare).toFixed(0)} req/s)`, met: ratio >= share });
+    }
+    out.push({ target: `HTTP: ${scenario} on PostgreSQL, p99 < 20 ms at ${connections} connections`, measured: `${p99(r)} ms`, met: p99(r) < 20 });
+  }
+  const base = find('PostgreSQL', ALLOW);
+  for (const s of [CALLS, FIAT]) {
+    const r = find('PostgreSQL', s);
+    if (base && r) out.push({ target: `HTTP: ${s} >= 70% of unconstrained allow`, measured: `${((rps(r) / rps(base)) * 100).toFixed(0)}%`, met: rps(r) / rps(base) >= 0.7 });
+  }
+  return out;
+}
+
 async function main(): Promise<void> {
   const results: Result[] = [];
   const notes: string[] = [];
@@ -250,13 +276,14 @@ async function main(): Promise<void> {
     .filter((s) => !Number.isNaN(pgRatio(s)))
     .map((s) => `${s}: ${(pgRatio(s) * 100).toFixed(0)}% (${pgRatio(s) >= 0.7 ? 'met' : 'NOT met'})`);
 
+  writeTargets('http', httpTargets(results));
   const lines = [
     '# HTTP benchmark: POST /v1/decisions',
     '',
     `${compilerVersion()}, Node ${process.version}, ${cpus().length} x ${cpus()[0]?.model ?? 'cpu'}; autocannon ${connections} connections, ${duration} s after a ${WARMUP} s warm-up, target and load generator in separate processes on this machine.` +
       (rounds > 1 ? ` Each store's scenarios ran ${rounds} times, interleaved; figures are medians of the rounds.` : ''),
-    'PostgreSQL: a throwaway local cluster with default durability (fsync, synchronous_commit on). Allow decisions carry an Ed25519 permit token (node:crypto).',
-    `Budgets and rate limits are in the path. The platform rate limit per API key is on in every scenario (AUTHZ_KEY_RATE_LIMIT = ${BENCH_KEY_RATE_LIMIT.toLocaleString('en-US')} req/s, so it never answers 429): every authenticated request, the bare route excepted, pays its check (one batched authz_apply_limits call), so it is part of every figure below except the row "${NO_KEY_LIMIT}" (AUTHZ_KEY_RATE_LIMIT = 0), which shows what that check costs.`,
+    'PostgreSQL: a throwaway local cluster with default durability (fsync, synchronous_commit on). Allow decisions carry an Ed25519 permit token (libsodium) unless the row says otherwise; every decision is stored with its event before it is answered.',
+    `Budgets and rate limits are in the path. The platform rate limit per API key is on in every scenario (AUTHZ_KEY_RATE_LIMIT = ${BENCH_KEY_RATE_LIMIT.toLocaleString('en-US')} req/s, so it never answers 429): each process leases the key's tokens from the store 256 at a time (README: Budgets and rate limits), so it is part of every figure below except the row "${NO_KEY_LIMIT}" (AUTHZ_KEY_RATE_LIMIT = 0), which shows what it costs.`,
     '',
     '| target | scenario | req/s | p50 ms | p99 ms | vs bare | non-2xx |',
     '| --- | --- | ---: | ---: | ---: | ---: | ---: |',

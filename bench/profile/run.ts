@@ -7,11 +7,12 @@
  *
  *   node dist/bench/profile/run.js [--scenario allow|deny|calls|usd] [--duration 10] [--connections 50] [--target-args "..."]
  */
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
+import { packageRoot } from '../../compiler/schemas.js';
 import { startCluster } from '../../scripts/pg-cluster.js';
 import { startTarget, stopTarget } from '../http/target.js';
 import { summariseProfile, type CpuProfile } from './summarise.js';
@@ -58,15 +59,16 @@ async function main(): Promise<void> {
     if (!file) throw new Error(`no profile written in ${dir}`);
     const profile = JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile;
     const out = summariseProfile(profile, Number(values.top ?? 25));
-    process.stdout.write(
-      [
-        `scenario ${scenario}: ${Math.round(r.requests.average)} req/s, p50 ${r.latency.p50} ms, p99 ${r.latency.p99} ms, non-2xx ${r.non2xx + r.errors}`,
-        `profile: ${join(dir, file)} (warm-up and start-up included)`,
-        '',
-        out,
-        '',
-      ].join('\n'),
-    );
+    const report = [
+      '# Where the decision path spends its CPU',
+      '',
+      `One bench target on PostgreSQL under \`node --cpu-prof\`, scenario "${scenario}" (${JSON.stringify(body)}), autocannon ${connections} connections for ${duration} s after a 2 s warm-up: ${Math.round(r.requests.average)} req/s, p50 ${r.latency.p50} ms, p99 ${r.latency.p99} ms, non-2xx ${r.non2xx + r.errors}. Self time from the V8 profile (start-up and warm-up included). The profiler samples wall time: time the kernel spends in a socket write, waking PostgreSQL on the other end, shows as \`writeBuffer\`/\`writev\`.`,
+      '',
+      out,
+      '',
+    ].join('\n');
+    process.stdout.write(`${report}\nprofile: ${join(dir, file)}\n`);
+    writeFileSync(join(packageRoot(), 'bench', 'profile', 'REPORT.md'), report);
   } finally {
     await cluster.stop();
   }

@@ -16,6 +16,7 @@ import { packageRoot } from '../../compiler/schemas.js';
 import { compilerVersion } from '../../compiler/version.js';
 import { startCluster } from '../../scripts/pg-cluster.js';
 import { startTarget, stopTarget, type Target } from '../http/target.js';
+import { writeTargets } from '../targets.js';
 
 const { values } = parseArgs({ options: { policies: { type: 'string' }, changes: { type: 'string' }, concurrency: { type: 'string' } } });
 const POLICIES = Number(values.policies ?? 10_000);
@@ -43,6 +44,16 @@ const toggle = (effect: 'allow' | 'deny') => ({ name: 'bench-toggle', state: 'en
 interface Sample {
   start: number;
   end: number;
+}
+
+/** Issue targets: a change visible in under 100 ms, no stall over 50 ms; returns no lines (the report states them below). */
+function recordTargets(visible: number[], stall: number): string[] {
+  const worst = Math.max(...visible);
+  writeTargets('recompile', [
+    { target: 'recompile: one PUT in 10k policies visible to the next decision in < 100 ms', measured: `max ${worst.toFixed(1)} ms, p50 ${quantile(visible, 0.5).toFixed(1)} ms`, met: worst < 100 },
+    { target: 'recompile: no stall over 50 ms to concurrent decisions', measured: `${stall.toFixed(1)} ms`, met: stall <= 50 },
+  ]);
+  return [];
 }
 
 async function main(): Promise<void> {
@@ -84,9 +95,11 @@ async function main(): Promise<void> {
       });
       // Probe: decisions on the toggled action, one after another, until one shows the new effect.
       while (Number.isNaN(visibleAt)) {
+        // A probe sent after the PUT was answered must see the change (one process: read your writes).
+        const sentAfterPut = putDone;
         const r = await call(t, 'POST', '/v1/decisions', { agent_id: 'bench-probe', action: 'toggle.run' });
         if (r.json.effect === effect) visibleAt = performance.now() - start;
-        else if (putDone && r.json.effect !== effect) throw new Error('the change was answered but a later decision did not see it');
+        else if (sentAfterPut) throw new Error('the change was answered but a decision sent after that did not see it');
       }
       changes.push({ start, putMs: await put, visibleMs: visibleAt });
       await sleep(500);
@@ -116,6 +129,7 @@ async function main(): Promise<void> {
       `| concurrent decision latency, baseline (ms; p99 ${f(quantile(baseline, 0.99))}) | ${f(quantile(baseline, 0.5))} | ${f(Math.max(...baseline))} |`,
       `| concurrent decision latency during changes (ms; p99 ${f(quantile(during, 0.99))}) | ${f(quantile(during, 0.5))} | ${f(Math.max(...during))} |`,
       '',
+      ...recordTargets(visible, stall),
       `Longest stall caused to a concurrent decision (max latency during changes - baseline median): ${f(stall)} ms. Targets: visible in under 100 ms (${Math.max(...visible) < 100 ? 'met' : 'NOT met'} at max, ${quantile(visible, 0.5) < 100 ? 'met' : 'NOT met'} at p50); no stall over 50 ms (${stall <= 50 ? 'met' : 'NOT met'}).`,
       '',
     );

@@ -18,6 +18,7 @@ import { openServices } from '../../runtime/services.js';
 import { openStore } from '../../runtime/store/connect.js';
 import { insertEvents } from '../../runtime/store/events.js';
 import { migrate } from '../../runtime/store/migrate.js';
+import { writeTargets } from '../targets.js';
 import { startCluster } from '../../scripts/pg-cluster.js';
 
 const { values } = parseArgs({ options: { events: { type: 'string' } } });
@@ -85,12 +86,14 @@ try {
   }
   const started = Date.now();
   services.dispatcher.start();
-  while (receivedAt.size < EVENTS && Date.now() - started < 120_000) await new Promise((r) => setTimeout(r, 20));
+  // Only the bench's own events count (the decision load may fire a real security.alert too).
+  const benchDelivered = () => [...receivedAt.keys()].filter((id) => createdAt.has(id)).length;
+  while (benchDelivered() < EVENTS && Date.now() - started < 120_000) await new Promise((r) => setTimeout(r, 20));
   const elapsed = (Date.now() - started) / 1000;
-  const delivered = receivedAt.size;
+  const delivered = benchDelivered();
   const deliveredPerSecond = delivered / elapsed;
   await services.dispatcher.stop();
-  const lags = [...receivedAt].map(([id, t]) => t - (createdAt.get(id) ?? t)).sort((a, b) => a - b);
+  const lags = [...receivedAt].filter(([id]) => createdAt.has(id)).map(([id, t]) => t - createdAt.get(id)!).sort((a, b) => a - b);
 
   // A second batch, delivered while decisions are served.
   receivedAt.clear();
@@ -124,6 +127,10 @@ try {
   ];
   const report = lines.join('\n');
   writeFileSync(join(packageRoot(), 'bench', 'webhooks', 'REPORT.md'), report);
+  writeTargets('webhooks', [
+    { target: 'webhooks: >= 2,000 deliveries/s on PostgreSQL', measured: `${Math.round(deliveredPerSecond)}/s (${delivered} of ${EVENTS})`, met: deliveredPerSecond >= 2000 && delivered === EVENTS },
+    { target: 'webhooks: decisions still served while delivering', measured: `${Math.round(withDeliveries)} decisions/s (alone ${Math.round(alone)})`, met: withDeliveries > 0 },
+  ]);
   process.stdout.write(report);
   await app.close();
   await services.writer.idle();
