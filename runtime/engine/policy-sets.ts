@@ -9,10 +9,7 @@
  * new version through NOTIFY (PostgreSQL) and a periodic version check, and
  * recompile from the store.
  */
-import { compileItems } from '../../compiler/compile.js';
 import type { Diagnostic } from '../../compiler/diagnostics/diagnostic.js';
-import { policySetHash } from '../../compiler/bundle/write.js';
-import { readPolicyValue, type ReadPolicy } from '../../compiler/policy/read.js';
 import type { Policy } from '../../compiler/policy/types.js';
 import type { DecisionTable } from '../../compiler/table/build.js';
 import type { Environment } from '../auth/api-keys.js';
@@ -21,11 +18,14 @@ import { InvalidPolicyError, type ErrorDetail } from '../errors/api-error.js';
 import type { Sql, Tx } from '../store/connect.js';
 import { insertEvents, type EventRow } from '../store/events.js';
 import { bumpPolicySet, loadPolicies, lockPolicySet, readPolicySetVersion } from '../store/policies.js';
+import { PolicyCompileCache } from './policy-compile-cache.js';
 
 export interface CompiledSet {
   version: number;
   hash: string;
   table: DecisionTable;
+  /** The stored policies it was compiled from (treated as immutable: a change replaces objects, never edits them). */
+  policies: readonly Policy[];
 }
 
 export type TenantKey = `${string}:${Environment}`;
@@ -38,16 +38,7 @@ export function diagnosticsToDetails(diagnostics: readonly Diagnostic[], prefix 
 
 /** Compiles stored (already normalised) policies; they were valid when written. */
 export function compileStored(policies: readonly Policy[]): { table?: DecisionTable; diagnostics: Diagnostic[] } {
-  const items: ReadPolicy[] = [];
-  const diagnostics: Diagnostic[] = [];
-  policies.forEach((p, i) => {
-    const r = readPolicyValue(p, `/policies/${i}`);
-    items.push(...r.items);
-    diagnostics.push(...r.diagnostics);
-  });
-  if (diagnostics.length > 0) return { diagnostics };
-  const result = compileItems(items, { lint: false });
-  return result.table ? { table: result.table, diagnostics: [] } : { diagnostics: result.diagnostics };
+  return new PolicyCompileCache().compile(policies);
 }
 
 export interface ChangeResult<T> {
@@ -60,6 +51,7 @@ export interface ChangeResult<T> {
 export class PolicySets {
   private readonly sets = new Map<TenantKey, CompiledSet>();
   private readonly loading = new Map<TenantKey, Promise<CompiledSet>>();
+  private readonly cache = new PolicyCompileCache();
 
   constructor(
     private readonly sql: Sql,
@@ -93,9 +85,9 @@ export class PolicySets {
       const version = await readPolicySetVersion(this.sql, accountId, environment);
       const records = await loadPolicies(this.sql, accountId, environment);
       const policies = records.map((r) => r.policy);
-      const { table, diagnostics } = compileStored(policies);
+      const { table, diagnostics } = this.cache.compile(policies);
       if (!table) throw new Error(`stored policies of ${key} do not compile: ${diagnostics[0]?.message}`);
-      const set: CompiledSet = { version: version?.version ?? 0, hash: policySetHash(policies), table };
+      const set: CompiledSet = { version: version?.version ?? 0, hash: this.cache.hash(policies), table, policies };
       const current = this.sets.get(key);
       if (!current || current.version <= set.version) this.sets.set(key, set);
       return this.sets.get(key)!;
@@ -113,20 +105,23 @@ export class PolicySets {
    * and the stored policies, writes its rows and returns the complete new set.
    */
   async change<T>(accountId: string, environment: Environment, mutate: (tx: Tx, current: Policy[]) => Promise<ChangeResult<T>>): Promise<T> {
+    const key = tenantKey(accountId, environment);
     const { value, set } = await this.sql.begin(async (tx) => {
       const locked = await lockPolicySet(tx, accountId, environment);
-      const current = (await loadPolicies(tx, accountId, environment)).map((r) => r.policy);
+      // The set this process holds is the stored one when its version is the locked
+      // version: no need to read every policy again (nor to recompile the unchanged ones).
+      const mine = this.sets.get(key);
+      const current = mine && mine.version === locked.version ? [...mine.policies] : (await loadPolicies(tx, accountId, environment)).map((r) => r.policy);
       const result = await mutate(tx, current);
-      const { table, diagnostics } = compileStored(result.policies);
+      const { table, diagnostics } = this.cache.compile(result.policies);
       if (!table) throw new InvalidPolicyError(`the policy set would not be valid: ${diagnostics[0]?.message}`, { details: diagnosticsToDetails(diagnostics) });
-      const hash = policySetHash(result.policies);
+      const hash = this.cache.hash(result.policies);
       const version = locked.version + 1;
       await bumpPolicySet(tx, accountId, environment, version, hash, new Date(this.clock.now()));
       await insertEvents(tx, result.events);
       await tx`select pg_notify('authz_policies', ${`${accountId}:${environment}:${version}`})`;
-      return { value: result.value, set: { version, hash, table } satisfies CompiledSet };
+      return { value: result.value, set: { version, hash, table, policies: result.policies } satisfies CompiledSet };
     });
-    const key = tenantKey(accountId, environment);
     const current = this.sets.get(key);
     if (!current || current.version < set.version) this.sets.set(key, set);
     return value as T;

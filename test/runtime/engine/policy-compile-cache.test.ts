@@ -1,0 +1,80 @@
+/**
+ * Recompiling with per-policy reuse (runtime/engine/policy-compile-cache.ts) and
+ * the change path that reuses this process's set when it is the stored one: the
+ * hash is byte for byte the bundle's, the table answers as one compiled from
+ * scratch, and a process whose set is stale never drops another process's change.
+ */
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generatePolicySet } from '../../../bench/compiler/generate.js';
+import { policySetHash } from '../../../compiler/bundle/write.js';
+import { evaluate } from '../../../compiler/table/evaluate.js';
+import type { Policy } from '../../../compiler/policy/types.js';
+import { buildApp } from '../../../runtime/app.js';
+import { compileStored } from '../../../runtime/engine/policy-sets.js';
+import { PolicyCompileCache } from '../../../runtime/engine/policy-compile-cache.js';
+import { openServices } from '../../../runtime/services.js';
+import { STORE_KINDS } from '../../helpers/postgres.js';
+import { json, startRuntime, type TestRuntime } from '../helpers/app.js';
+
+describe('PolicyCompileCache', () => {
+  it('hashes exactly as policySetHash, for any subset and order, cached or not', () => {
+    const { policies } = generatePolicySet(300, 7);
+    const cache = new PolicyCompileCache();
+    fc.assert(
+      fc.property(fc.shuffledSubarray(policies), (subset) => {
+        expect(cache.hash(subset)).toBe(policySetHash(subset));
+      }),
+      { numRuns: 50 },
+    );
+  });
+
+  it('after a one-policy change, answers every request as a set compiled from scratch', () => {
+    const { policies, requests } = generatePolicySet(500, 3);
+    const cache = new PolicyCompileCache();
+    cache.compile(policies);
+    const changed: Policy[] = policies.map((p, i) => (i === 17 ? { ...p, effect: p.effect === 'deny' ? 'allow' : 'deny', priority: 1 } : p));
+    const cached = cache.compile(changed).table!;
+    const fresh = compileStored(changed).table!;
+    for (const r of requests) expect(evaluate(cached, r)).toEqual(evaluate(fresh, r));
+  });
+});
+
+describe.each(STORE_KINDS)('policy changes reuse the set this process holds (%s)', (kind) => {
+  let rt: TestRuntime;
+  beforeAll(async () => {
+    rt = await startRuntime(kind);
+  });
+  afterAll(() => rt.close());
+
+  it('a change through a process whose set is stale keeps the change made through another', async () => {
+    const other = await openServices({ config: rt.services.config, store: rt.store, clock: rt.clock });
+    const otherApp = await buildApp(other);
+    const create = (app: typeof rt.app, name: string) =>
+      app.inject({ method: 'POST', url: '/v1/policies', headers: { authorization: `Bearer ${rt.testKey}` }, payload: { name, effect: 'allow', actions: [`${name}.run`] } });
+    const decide = (app: typeof rt.app, action: string) =>
+      app.inject({ method: 'POST', url: '/v1/decisions', headers: { authorization: `Bearer ${rt.testKey}` }, payload: { agent_id: 'a1', action } });
+    try {
+      expect((await create(rt.app, 'first')).statusCode).toBe(201);
+      // The other process loads the set (version 1), then this one moves on to version 2.
+      expect(json(await decide(otherApp, 'first.run')).effect).toBe('allow');
+      expect((await create(rt.app, 'second')).statusCode).toBe(201);
+      // The other process's set is stale (no replication running here): its change must read the store.
+      expect((await create(otherApp, 'third')).statusCode).toBe(201);
+      // This process holds version 2, the store has 3: its next change must not drop "third".
+      expect((await create(rt.app, 'fourth')).statusCode).toBe(201);
+      const listed = (await rt.getOk('/v1/policies?limit=100')).data.map((p: Policy) => p.name).sort();
+      expect(listed).toEqual(['first', 'fourth', 'second', 'third']);
+      for (const action of ['first.run', 'second.run', 'third.run', 'fourth.run']) expect(json(await decide(rt.app, action)).effect).toBe('allow');
+      const bundle = await rt.getOk('/v1/bundle');
+      const stored = (await rt.getOk('/v1/policies?limit=100')).data.map((p: Record<string, unknown>) => {
+        const { object: _o, livemode: _l, created_at: _c, updated_at: _u, ...policy } = p;
+        return policy as unknown as Policy;
+      });
+      expect(bundle.hash).toBe(policySetHash(stored));
+    } finally {
+      await otherApp.close();
+      await other.writer.idle();
+    }
+  });
+});
