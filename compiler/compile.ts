@@ -9,7 +9,7 @@ import { lintTable } from './lint/lint.js';
 import { readPolicySource, type PolicyOrigin, type ReadPolicy } from './policy/read.js';
 import type { SourceFile } from './policy/source.js';
 import type { Policy } from './policy/types.js';
-import { buildTable, type DecisionTable } from './table/build.js';
+import { buildTableSteps, runSteps, type DecisionTable } from './table/build.js';
 
 export interface CompileOptions {
   /** Lints become errors. */
@@ -43,8 +43,21 @@ export function compileItems(items: readonly ReadPolicy[], options: CompileOptio
   return finish(items, [], options);
 }
 
+/**
+ * compileItems in steps (see buildTableSteps): the runtime recompiles a large set
+ * in slices between requests. The result is the same as compileItems'.
+ */
+export function* compileItemsSteps(items: readonly ReadPolicy[], options: CompileOptions = {}): Generator<void, CompileResult> {
+  return yield* finishSteps(items, [], options);
+}
+
 function finish(items: readonly ReadPolicy[], diagnostics: Diagnostic[], options: CompileOptions): CompileResult {
+  return runSteps(finishSteps(items, diagnostics, options));
+}
+
+function* finishSteps(items: readonly ReadPolicy[], diagnostics: Diagnostic[], options: CompileOptions): Generator<void, CompileResult> {
   diagnostics.push(...checkUnique(items));
+  yield;
   const policies = items.map((i) => i.policy);
   const origins = new Map<string, PolicyOrigin>();
   const conditions = new Map<string, ConditionAst>();
@@ -53,7 +66,7 @@ function finish(items: readonly ReadPolicy[], diagnostics: Diagnostic[], options
     if (item.condition) conditions.set(item.policy.id, item.condition);
   }
   if (hasErrors(diagnostics)) return { policies, origins, diagnostics: sortDiagnostics(diagnostics) };
-  const table = buildTable(policies, conditions);
+  const table = yield* buildTableSteps(policies, conditions);
   if (options.lint !== false) {
     for (const d of lintTable(table, origins)) diagnostics.push(options.strict ? { ...d, severity: 'error' } : d);
   }

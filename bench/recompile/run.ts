@@ -59,9 +59,10 @@ function recordTargets(visible: number[], stall: number): string[] {
 async function main(): Promise<void> {
   const cluster = await startCluster({ durable: true, log: () => {} });
   const lines: string[] = [];
+  let target: Target | undefined;
   try {
     const setupStart = performance.now();
-    const t = await startTarget(['--database-url', cluster.url, '--policies', String(POLICIES)]);
+    const t = (target = await startTarget(['--database-url', cluster.url, '--policies', String(POLICIES)]));
     const setupMs = performance.now() - setupStart;
     const created = await call(t, 'POST', '/v1/policies', { id: TOGGLE_ID, ...toggle('allow') });
     if (created.status !== 201) throw new Error(`create toggle policy: ${created.status} ${JSON.stringify(created.json)}`);
@@ -107,6 +108,7 @@ async function main(): Promise<void> {
     running = false;
     await Promise.all(loops);
     await stopTarget(t);
+    target = undefined;
 
     const latency = (s: Sample) => s.end - s.start;
     const baseline = samples.filter((s) => s.start >= baselineFrom && s.end <= baselineTo).map(latency);
@@ -134,6 +136,8 @@ async function main(): Promise<void> {
       '',
     );
   } finally {
+    // A failed run must not leave its server behind.
+    if (target) await stopTarget(target);
     await cluster.stop();
   }
   const report = lines.join('\n');

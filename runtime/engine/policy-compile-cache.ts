@@ -8,20 +8,35 @@
  * Stored policies were valid when written, so a cached read carries no
  * diagnostics; its origin keeps the path of its first read.
  */
-import { compileItems } from '../../compiler/compile.js';
+import { compileItemsSteps } from '../../compiler/compile.js';
 import type { Diagnostic } from '../../compiler/diagnostics/diagnostic.js';
 import { canonicalJson, sha256Hex } from '../../compiler/bundle/canonical-json.js';
 import { canonicalPolicy } from '../../compiler/policy/normalize.js';
 import { readPolicyValue, type ReadResult } from '../../compiler/policy/read.js';
 import type { Policy } from '../../compiler/policy/types.js';
-import type { DecisionTable } from '../../compiler/table/build.js';
+import { ROWS_PER_STEP, runSteps, type DecisionTable } from '../../compiler/table/build.js';
+import { runSliced } from './sliced.js';
+
+export interface StoredCompile {
+  table?: DecisionTable;
+  diagnostics: Diagnostic[];
+}
 
 export class PolicyCompileCache {
   private readonly reads = new WeakMap<Policy, ReadResult>();
   private readonly canonical = new WeakMap<Policy, string>();
 
   /** Like compiling the stored set from scratch, reusing each known policy's read. */
-  compile(policies: readonly Policy[]): { table?: DecisionTable; diagnostics: Diagnostic[] } {
+  compile(policies: readonly Policy[]): StoredCompile {
+    return runSteps(this.compileSteps(policies));
+  }
+
+  /** The same, in slices between the requests being served (runtime/engine/sliced.ts). */
+  compileSliced(policies: readonly Policy[], sliceMs?: number): Promise<StoredCompile> {
+    return runSliced(this.compileSteps(policies), sliceMs);
+  }
+
+  private *compileSteps(policies: readonly Policy[]): Generator<void, StoredCompile> {
     const items = [];
     const diagnostics: Diagnostic[] = [];
     for (let i = 0; i < policies.length; i++) {
@@ -30,12 +45,13 @@ export class PolicyCompileCache {
       if (!read) {
         read = readPolicyValue(p, `/policies/${i}`);
         if (read.diagnostics.length === 0) this.reads.set(p, read);
+        if (i % ROWS_PER_STEP === ROWS_PER_STEP - 1) yield;
       }
       items.push(...read.items);
       diagnostics.push(...read.diagnostics);
     }
     if (diagnostics.length > 0) return { diagnostics };
-    const result = compileItems(items, { lint: false });
+    const result = yield* compileItemsSteps(items, { lint: false });
     return result.table ? { table: result.table, diagnostics: [] } : { diagnostics: result.diagnostics };
   }
 

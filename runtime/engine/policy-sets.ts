@@ -85,7 +85,7 @@ export class PolicySets {
       const version = await readPolicySetVersion(this.sql, accountId, environment);
       const records = await loadPolicies(this.sql, accountId, environment);
       const policies = records.map((r) => r.policy);
-      const { table, diagnostics } = this.cache.compile(policies);
+      const { table, diagnostics } = await this.cache.compileSliced(policies);
       if (!table) throw new Error(`stored policies of ${key} do not compile: ${diagnostics[0]?.message}`);
       const set: CompiledSet = { version: version?.version ?? 0, hash: this.cache.hash(policies), table, policies };
       const current = this.sets.get(key);
@@ -113,7 +113,8 @@ export class PolicySets {
       const mine = this.sets.get(key);
       const current = mine && mine.version === locked.version ? [...mine.policies] : (await loadPolicies(tx, accountId, environment)).map((r) => r.policy);
       const result = await mutate(tx, current);
-      const { table, diagnostics } = this.cache.compile(result.policies);
+      // In slices: decisions keep being served (on the current table) while it builds.
+      const { table, diagnostics } = await this.cache.compileSliced(result.policies);
       if (!table) throw new InvalidPolicyError(`the policy set would not be valid: ${diagnostics[0]?.message}`, { details: diagnosticsToDetails(diagnostics) });
       const hash = this.cache.hash(result.policies);
       const version = locked.version + 1;
