@@ -14,7 +14,6 @@
  *   node dist/bench/http/run.js [--duration 10] [--connections 50] [--rounds 1] [--targets bare,embedded,postgres]
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -23,6 +22,7 @@ import { packageRoot } from '../../compiler/schemas.js';
 import { compilerVersion } from '../../compiler/version.js';
 import { startCluster } from '../../scripts/pg-cluster.js';
 import { BENCH_KEY_RATE_LIMIT } from './policies.js';
+import { startReceiver } from './receiver.js';
 import { startTarget, stopTarget, type Target } from './target.js';
 import { writeTargets, type TargetResult } from '../targets.js';
 
@@ -125,21 +125,6 @@ async function budgets(t: Target): Promise<Usage[]> {
   const res = await fetch(`http://127.0.0.1:${t.port}/v1/budgets?agent_id=bench-1`, { headers: { authorization: `Bearer ${t.key}` } });
   if (!res.ok) throw new Error(`GET /v1/budgets: ${res.status} ${await res.text()}`);
   return ((await res.json()) as { data: Usage[] }).data;
-}
-
-/** A webhook receiver on 127.0.0.1 that answers 204 at once and counts deliveries. */
-async function startReceiver(): Promise<{ url: string; count: () => number; close(): Promise<void> }> {
-  let n = 0;
-  const server = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      n++;
-      res.writeHead(204).end();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as { port: number }).port;
-  return { url: `http://127.0.0.1:${port}/hooks`, count: () => n, close: () => new Promise((resolve) => server.close(() => resolve())) };
 }
 
 /** Two loads at once, one per target, half the connections each: the sum of their rates, the worse p50/p99. */

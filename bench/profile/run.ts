@@ -5,7 +5,7 @@
  * (the profile is written at exit) and prints the self time by function and by
  * package, plus the throughput it saw. The .cpuprofile stays for Chrome DevTools.
  *
- *   node dist/bench/profile/run.js [--scenario allow|deny|calls|usd] [--duration 10] [--connections 50] [--target-args "..."]
+ *   node dist/bench/profile/run.js [--scenario allow|deny|calls|usd] [--webhook] [--duration 10] [--connections 50] [--target-args "..."]
  */
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,6 +14,7 @@ import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { packageRoot } from '../../compiler/schemas.js';
 import { startCluster } from '../../scripts/pg-cluster.js';
+import { startReceiver } from '../http/receiver.js';
 import { startTarget, stopTarget } from '../http/target.js';
 import { summariseProfile, type CpuProfile } from './summarise.js';
 
@@ -24,6 +25,8 @@ const { values } = parseArgs({
     connections: { type: 'string' },
     'target-args': { type: 'string' },
     top: { type: 'string' },
+    /** A receiver on 127.0.0.1 and an endpoint subscribed to every event: the dispatcher runs in the profiled process. */
+    webhook: { type: 'boolean' },
   },
 });
 
@@ -44,6 +47,8 @@ async function main(): Promise<void> {
   const cluster = await startCluster({ durable: true, log: () => {} });
   try {
     const extra = values['target-args'] ? values['target-args'].split(' ').filter(Boolean) : [];
+    const receiver = values.webhook ? await startReceiver() : null;
+    if (receiver) extra.push('--webhook', receiver.url);
     const target = await startTarget(['--database-url', cluster.url, ...extra], ['--cpu-prof', '--cpu-prof-dir', dir]);
     const opts = {
       url: `http://127.0.0.1:${target.port}/v1/decisions`,
@@ -55,6 +60,7 @@ async function main(): Promise<void> {
     await autocannon({ ...opts, duration: 2 });
     const r = await autocannon({ ...opts, duration });
     await stopTarget(target);
+    await receiver?.close();
     const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
     if (!file) throw new Error(`no profile written in ${dir}`);
     const profile = JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile;
@@ -62,7 +68,7 @@ async function main(): Promise<void> {
     const report = [
       '# Where the decision path spends its CPU',
       '',
-      `One bench target on PostgreSQL under \`node --cpu-prof\`, scenario "${scenario}" (${JSON.stringify(body)}), autocannon ${connections} connections for ${duration} s after a 2 s warm-up: ${Math.round(r.requests.average)} req/s, p50 ${r.latency.p50} ms, p99 ${r.latency.p99} ms, non-2xx ${r.non2xx + r.errors}. Self time from the V8 profile (start-up and warm-up included). The profiler samples wall time: time the kernel spends in a socket write, waking PostgreSQL on the other end, shows as \`writeBuffer\`/\`writev\`.`,
+      `One bench target on PostgreSQL under \`node --cpu-prof\`, scenario "${scenario}"${receiver ? ' with a webhook endpoint subscribed to every event' : ''} (${JSON.stringify(body)}), autocannon ${connections} connections for ${duration} s after a 2 s warm-up: ${Math.round(r.requests.average)} req/s, p50 ${r.latency.p50} ms, p99 ${r.latency.p99} ms, non-2xx ${r.non2xx + r.errors}. Self time from the V8 profile (start-up and warm-up included). The profiler samples wall time: time the kernel spends in a socket write, waking PostgreSQL on the other end, shows as \`writeBuffer\`/\`writev\`.`,
       '',
       out,
       '',
