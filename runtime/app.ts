@@ -3,7 +3,7 @@
  * one error mapping, API key authentication, and one route plugin per resource,
  * registered explicitly.
  */
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type RouteOptions } from 'fastify';
 import { registerAuthentication } from './auth/authenticate.js';
 import { InvalidFieldError } from './errors/api-error.js';
 import { registerErrorHandling, sendError } from './http/error-handler.js';
@@ -16,6 +16,7 @@ import { bundleRoutes } from './routes/bundle.js';
 import { decisionRoutes } from './routes/decisions.js';
 import { eventRoutes } from './routes/events.js';
 import { healthRoutes } from './routes/health.js';
+import { registerOpenApi } from './routes/openapi.js';
 import { permitRoutes } from './routes/permits.js';
 import { policyRoutes } from './routes/policies.js';
 import { webhookRoutes } from './routes/webhooks.js';
@@ -31,6 +32,8 @@ export const BODY_LIMIT = 1024 * 1024;
 
 export interface AppOptions {
   logger?: boolean | object;
+  /** Told of every route as it is registered (tests enumerate the routes with it). */
+  onRoute?: (route: RouteOptions) => void;
 }
 
 export async function buildApp(services: Services, options: AppOptions = {}): Promise<FastifyInstance> {
@@ -51,6 +54,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     },
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false } },
   });
+  if (options.onRoute) app.addHook('onRoute', options.onRoute);
   app.setValidatorCompiler(validatorCompiler);
   app.decorate('services', services);
   app.addHook('onRequest', async (request, reply) => {
@@ -59,6 +63,8 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   registerErrorHandling(app);
   app.addHook('preValidation', rejectUnstorableInput);
   registerAuthentication(app, services.keys, (principal) => services.limits.admitKey(principal));
+  // First: the OpenAPI document collects every route registered after it.
+  await registerOpenApi(app);
   await app.register(healthRoutes);
   await app.register(decisionRoutes);
   await app.register(policyRoutes);

@@ -7,7 +7,7 @@
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { expect } from 'vitest';
 import type { Policy } from '../../../compiler/policy/types.js';
-import { buildApp } from '../../../runtime/app.js';
+import { buildApp, type AppOptions } from '../../../runtime/app.js';
 import type { Scope } from '../../../runtime/auth/api-keys.js';
 import { ManualClock } from '../../../runtime/clock.js';
 import { configFromEnv, type Config } from '../../../runtime/config.js';
@@ -51,6 +51,8 @@ export interface TestRuntimeOptions {
   permits?: PermitIssuer;
   /** Use an existing store (restart tests); it is not disposed on close. */
   store?: TestStore;
+  /** Options of buildApp (e.g. onRoute to enumerate the routes). */
+  app?: AppOptions;
 }
 
 export async function startRuntime(kind: StoreKind, options: TestRuntimeOptions = {}): Promise<TestRuntime> {
@@ -60,7 +62,7 @@ export async function startRuntime(kind: StoreKind, options: TestRuntimeOptions 
   // second of the platform limit, so it is raised (its own tests set it).
   const config: Config = { ...configFromEnv({ AUTHZ_ADMIN_TOKEN: ADMIN_TOKEN, AUTHZ_KEY_RATE_LIMIT: '1000000' }), ...options.config };
   const services = await openServices({ config, store, clock, ...(options.permits ? { permits: options.permits } : {}) });
-  const app = await buildApp(services);
+  const app = await buildApp(services, options.app);
   const maintenance = await startLimitMaintenance(store, services.limits, clock, 60_000);
   const at = new Date(START);
   const [{ accountId, testKey, liveKey }, other] = options.store

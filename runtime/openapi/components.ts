@@ -1,0 +1,190 @@
+/**
+ * Reusable schemas of the OpenAPI document (components.schemas): the public
+ * resources as the routes build them, the error body, and the project's JSON
+ * Schemas for policies and bundles (their `$defs` hoisted into components, as
+ * `#/$defs/...` would resolve against the document root). Documentation only:
+ * nothing here validates or serializes a request.
+ */
+import { loadSchema } from '../../compiler/schemas.js';
+
+type Schema = Record<string, unknown>;
+
+const ref = (name: string): Schema => ({ $ref: `#/components/schemas/${name}` });
+const str = (description?: string): Schema => ({ type: 'string', ...(description ? { description } : {}) });
+const nullable = (type: string, description?: string): Schema => ({ type: [type, 'null'], ...(description ? { description } : {}) });
+const timestamp = (description?: string): Schema => ({ type: 'string', format: 'date-time', ...(description ? { description } : {}) });
+const obj = (properties: Record<string, Schema>, required: string[] = Object.keys(properties)): Schema => ({ type: 'object', properties, required });
+
+/** A `$ref` inside one of the project's schema files, rewritten to its component. */
+function rewriteRefs(value: unknown, prefix: string, external: Record<string, string>): unknown {
+  if (Array.isArray(value)) return value.map((v) => rewriteRefs(v, prefix, external));
+  if (value === null || typeof value !== 'object') return value;
+  const out: Schema = {};
+  for (const [k, v] of Object.entries(value)) {
+    if (k === '$schema' || k === '$id' || k === '$defs') continue;
+    if (k === '$ref' && typeof v === 'string') {
+      const local = /^#\/\$defs\/(.+)$/.exec(v);
+      out[k] = local ? `#/components/schemas/${prefix}_${local[1]}` : (external[v] ?? v);
+    } else {
+      out[k] = rewriteRefs(v, prefix, external);
+    }
+  }
+  return out;
+}
+
+/** A schema file as components: `name` for its root, `name_<def>` for each of its $defs. */
+function hoist(file: string, name: string, external: Record<string, string> = {}): Record<string, Schema> {
+  const schema = loadSchema(file);
+  const out: Record<string, Schema> = { [name]: rewriteRefs(schema, name, external) as Schema };
+  for (const [def, body] of Object.entries((schema.$defs ?? {}) as Record<string, unknown>)) out[`${name}_${def}`] = rewriteRefs(body, name, external) as Schema;
+  return out;
+}
+
+const POLICY_DEF = 'https://agent-authz.dev/schemas/policy.schema.json#/$defs/policy';
+
+const warning = obj({ code: str('policy.conflict or budget.below_threshold'), message: str(), policy_ids: { type: 'array', items: str() } });
+
+export const COMPONENT_SCHEMAS: Record<string, Schema> = {
+  // The policy file schema (a policy or a `policies:` list); the API takes one policy: PolicyFile_policy.
+  ...hoist('policy', 'PolicyFile'),
+  ...hoist('bundle', 'Bundle', { [POLICY_DEF]: '#/components/schemas/PolicyFile_policy' }),
+  Error: obj({
+    error: {
+      type: 'object',
+      properties: {
+        code: str('Machine-readable code (README: Error codes).'),
+        message: str('Human-readable description.'),
+        request_id: str('req_...: the Request-Id header; quote it to support.'),
+        details: { type: 'array', items: obj({ path: str('JSON pointer into the input'), message: str() }) },
+      },
+      required: ['code', 'message', 'request_id'],
+    },
+  }),
+  Decision: obj({
+    id: str('dec_...'),
+    object: { const: 'decision' },
+    effect: { enum: ['allow', 'deny', 'review'] },
+    reason: str('policy.matched, or a deny reason: policy.not_found, policy.disabled, resource.not_allowed, budget.exceeded, agent.revoked'),
+    agent_id: str(),
+    action: str(),
+    resource: nullable('string'),
+    amount: nullable('number'),
+    policy_id: nullable('string', 'The deciding policy (for budget.exceeded: the budget\'s policy).'),
+    status: { enum: ['pending', 'confirmed', 'rejected', 'expired', 'denied'] },
+    evaluated_at: timestamp(),
+    expires_at: timestamp(),
+    ttl_seconds: { type: 'integer' },
+    permit_token: nullable('string', 'Ed25519 compact JWS for allow and review, only in the POST /v1/decisions answer; null otherwise.'),
+    livemode: { type: 'boolean' },
+    resolved_at: nullable('string'),
+    confirmed_amount: nullable('number'),
+    metadata: obj({ matched_policy_ids: { type: 'array', items: str() }, warnings: { type: 'array', items: warning } }),
+  }),
+  Policy: {
+    allOf: [
+      ref('PolicyFile_policy'),
+      obj({ object: { const: 'policy' }, livemode: { type: 'boolean' }, created_at: timestamp(), updated_at: timestamp() }),
+    ],
+  },
+  Deleted: obj({ id: str(), object: str(), deleted: { const: true } }),
+  BundleStatus: {
+    type: 'object',
+    properties: { object: { const: 'bundle' }, hash: str('sha256:...'), policies: { type: 'integer' }, version: { type: 'integer', description: 'GET only' } },
+    required: ['object', 'hash', 'policies'],
+  },
+  Agent: obj({
+    agent_id: str(),
+    object: { const: 'agent' },
+    status: { enum: ['active', 'revoked'] },
+    first_seen_at: timestamp(),
+    revoked_at: nullable('string'),
+    livemode: { type: 'boolean' },
+  }),
+  Event: obj({
+    id: str('evt_...'),
+    object: { const: 'event' },
+    type: str(),
+    created_at: timestamp(),
+    account_id: str('acc_...'),
+    livemode: { type: 'boolean' },
+    data: { type: 'object', additionalProperties: true },
+  }),
+  Budget: obj({
+    object: { const: 'budget' },
+    policy_id: str(),
+    agent_id: str(),
+    unit: str('ISO 4217 code or calls'),
+    limit: { type: 'number' },
+    consumed: { type: 'number' },
+    held: { type: 'number' },
+    period: { enum: ['hourly', 'daily', 'weekly', 'monthly', 'yearly'] },
+    period_start: timestamp(),
+    period_resets_at: timestamp(),
+    threshold_alert: nullable('number'),
+    status: { enum: ['ok', 'threshold', 'exceeded'] },
+    livemode: { type: 'boolean' },
+  }),
+  WebhookEndpoint: obj({
+    id: str('we_...'),
+    object: { const: 'webhook_endpoint' },
+    url: str(),
+    events: { type: 'array', items: str() },
+    description: nullable('string'),
+    status: { enum: ['enabled', 'disabled'] },
+    created_at: timestamp(),
+    updated_at: timestamp(),
+    livemode: { type: 'boolean' },
+  }),
+  WebhookEndpointWithSecret: {
+    allOf: [ref('WebhookEndpoint'), obj({ secret: str('whsec_...: the signing secret, shown only in this answer') })],
+  },
+  WebhookDelivery: obj({
+    id: str('whd_...'),
+    object: { const: 'webhook_delivery' },
+    endpoint_id: str(),
+    event_id: str(),
+    event_type: str(),
+    status: { enum: ['pending', 'succeeded', 'abandoned'] },
+    attempt: { type: 'integer' },
+    status_code: nullable('integer'),
+    error: nullable('string'),
+    duration_ms: nullable('integer'),
+    next_attempt_at: nullable('string'),
+    replay_of: nullable('string'),
+    created_at: timestamp(),
+    attempts: {
+      type: 'array',
+      items: obj({
+        attempt: { type: 'integer' },
+        started_at: timestamp(),
+        status_code: nullable('integer'),
+        error: nullable('string'),
+        duration_ms: { type: 'integer' },
+        next_attempt_at: nullable('string'),
+      }),
+    },
+  }),
+  PermitVerification: obj({ object: { const: 'permit_verification' }, valid: { const: true }, claims: { type: 'object', additionalProperties: true } }),
+  Jwks: obj({ keys: { type: 'array', items: obj({ kty: { const: 'OKP' }, crv: { const: 'Ed25519' }, x: str(), kid: str(), use: { const: 'sig' }, alg: { const: 'EdDSA' } }) } }),
+  Account: obj({ id: str('acc_...'), object: { const: 'account' }, name: str(), created_at: timestamp() }),
+  ApiKey: obj({
+    id: str('key_...'),
+    object: { const: 'api_key' },
+    key: str('svc_test_sk_... or svc_live_sk_...: shown only in this answer'),
+    account_id: str(),
+    environment: { enum: ['test', 'live'] },
+    scopes: { type: 'array', items: str() },
+    created_at: timestamp(),
+  }),
+  ApiKeyRevoked: obj({ id: str(), object: { const: 'api_key' }, revoked: { const: true } }),
+  SigningKeyRotation: obj({ object: { const: 'signing_key' }, kid: str(), public_jwk: { type: 'object', additionalProperties: true }, jwks: ref('Jwks') }),
+  ClockState: obj({ object: { const: 'clock' }, now: timestamp() }),
+  Health: { type: 'object', properties: { status: { enum: ['ok', 'ready'] }, store: { enum: ['postgres', 'embedded'] } }, required: ['status'] },
+};
+
+/** `{ object: 'list', data: [item], has_more, url }` (README: Lists). */
+export function listOf(item: string): Schema {
+  return obj({ object: { const: 'list' }, data: { type: 'array', items: ref(item) }, has_more: { type: 'boolean' }, url: str() });
+}
+
+export { ref };
