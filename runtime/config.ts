@@ -17,10 +17,14 @@ export interface Config {
   keyRateLimit: number;
   /** AUTHZ_WEBHOOK_ALLOW_PRIVATE=1: webhook URLs may resolve to loopback and private addresses (operators on private networks). */
   webhookAllowPrivate: boolean;
+  /** AUTHZ_WEBHOOK_LEASE_SECONDS: how long a dispatcher owns a claimed delivery (real time) before another may retry it. */
+  webhookLeaseSeconds: number;
   /** security.alert thresholds and windows (AUTHZ_ALERT_*). */
   alerts: AlertThresholds;
   /** Seals the signing keys at rest (AES-256-GCM) when set. */
   masterKey?: string;
+  /** AUTHZ_METRICS_TOKEN: when set, GET /metrics needs it as a bearer token. */
+  metricsToken?: string;
 }
 
 /** Requests per second per API key unless AUTHZ_KEY_RATE_LIMIT says otherwise. */
@@ -48,6 +52,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
     decisionBatchSize: int(env, 'AUTHZ_DECISION_BATCH', 500, 1, 10_000),
     keyRateLimit: int(env, 'AUTHZ_KEY_RATE_LIMIT', DEFAULT_KEY_RATE_LIMIT, 0, 1_000_000_000),
     webhookAllowPrivate: env.AUTHZ_WEBHOOK_ALLOW_PRIVATE === '1',
+    webhookLeaseSeconds: int(env, 'AUTHZ_WEBHOOK_LEASE_SECONDS', 60, 1, 86_400),
     alerts: {
       denyThreshold: int(env, 'AUTHZ_ALERT_DENY_THRESHOLD', DEFAULT_ALERT_THRESHOLDS.denyThreshold, 1, 1e9),
       denyWindowSeconds: int(env, 'AUTHZ_ALERT_DENY_WINDOW_SECONDS', DEFAULT_ALERT_THRESHOLDS.denyWindowSeconds, 1, 86_400),
@@ -63,6 +68,10 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
   if (env.AUTHZ_MASTER_KEY) {
     if (env.AUTHZ_MASTER_KEY.length < 16) throw new ConfigError('AUTHZ_MASTER_KEY must be at least 16 characters');
     config.masterKey = env.AUTHZ_MASTER_KEY;
+  }
+  if (env.AUTHZ_METRICS_TOKEN) {
+    if (env.AUTHZ_METRICS_TOKEN.length < 16) throw new ConfigError('AUTHZ_METRICS_TOKEN must be at least 16 characters');
+    config.metricsToken = env.AUTHZ_METRICS_TOKEN;
   }
   if (env.AUTHZ_ADMIN_TOKEN) {
     if (env.AUTHZ_ADMIN_TOKEN.length < 16) throw new ConfigError('AUTHZ_ADMIN_TOKEN must be at least 16 characters');
