@@ -30,16 +30,40 @@ export function comparePolicies(a: Policy, b: Policy): number {
   return a.priority - b.priority || EFFECT_RANK[a.effect] - EFFECT_RANK[b.effect] || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 }
 
+type CompiledParts = Pick<PolicyRow, 'agents' | 'resources' | 'conditionAst' | 'condition'>;
+
+/**
+ * A row's compiled patterns and condition depend only on its policy object and
+ * parsed condition (both treated as immutable): a service that rebuilds its table
+ * after a change, from the same objects, reuses them instead of compiling again.
+ */
+const compiledParts = new WeakMap<Policy, CompiledParts>();
+
+function partsOf(policy: Policy, conditionAst: ConditionAst | null): CompiledParts {
+  let parts = compiledParts.get(policy);
+  if (!parts || parts.conditionAst !== conditionAst) {
+    parts = {
+      agents: policy.agents ? policy.agents.map(compileGlob) : null,
+      resources: policy.resources ? policy.resources.map(compileGlob) : null,
+      conditionAst,
+      condition: conditionAst ? compileCondition(conditionAst) : null,
+    };
+    compiledParts.set(policy, parts);
+  }
+  return parts;
+}
+
 export function buildRow(index: number, policy: Policy, conditionAst: ConditionAst | null): PolicyRow {
+  const { agents, resources, condition } = partsOf(policy, conditionAst);
   return {
     index,
     policy,
     enabled: policy.state === 'enabled',
     isAllow: policy.effect === 'allow',
-    agents: policy.agents ? policy.agents.map(compileGlob) : null,
-    resources: policy.resources ? policy.resources.map(compileGlob) : null,
+    agents,
+    resources,
     conditionAst,
-    condition: conditionAst ? compileCondition(conditionAst) : null,
+    condition,
   };
 }
 
