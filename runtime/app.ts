@@ -16,6 +16,7 @@ import { bundleRoutes } from './routes/bundle.js';
 import { decisionRoutes } from './routes/decisions.js';
 import { eventRoutes } from './routes/events.js';
 import { healthRoutes } from './routes/health.js';
+import { metricsRoutes } from './routes/metrics.js';
 import { registerOpenApi } from './routes/openapi.js';
 import { permitRoutes } from './routes/permits.js';
 import { policyRoutes } from './routes/policies.js';
@@ -75,5 +76,6 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   await app.register(webhookRoutes);
   await app.register(permitRoutes);
   await app.register(adminRoutes);
+  await app.register(metricsRoutes);
   return app;
 }

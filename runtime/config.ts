@@ -23,6 +23,8 @@ export interface Config {
   alerts: AlertThresholds;
   /** Seals the signing keys at rest (AES-256-GCM) when set. */
   masterKey?: string;
+  /** AUTHZ_METRICS_TOKEN: when set, GET /metrics needs it as a bearer token. */
+  metricsToken?: string;
 }
 
 /** Requests per second per API key unless AUTHZ_KEY_RATE_LIMIT says otherwise. */
@@ -66,6 +68,10 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
   if (env.AUTHZ_MASTER_KEY) {
     if (env.AUTHZ_MASTER_KEY.length < 16) throw new ConfigError('AUTHZ_MASTER_KEY must be at least 16 characters');
     config.masterKey = env.AUTHZ_MASTER_KEY;
+  }
+  if (env.AUTHZ_METRICS_TOKEN) {
+    if (env.AUTHZ_METRICS_TOKEN.length < 16) throw new ConfigError('AUTHZ_METRICS_TOKEN must be at least 16 characters');
+    config.metricsToken = env.AUTHZ_METRICS_TOKEN;
   }
   if (env.AUTHZ_ADMIN_TOKEN) {
     if (env.AUTHZ_ADMIN_TOKEN.length < 16) throw new ConfigError('AUTHZ_ADMIN_TOKEN must be at least 16 characters');

@@ -14,6 +14,7 @@ import { WebhookEndpoints } from './webhooks/endpoints.js';
 import { SecurityAlerts } from './alerts/security-alerts.js';
 import { ringPermitIssuer } from './permits/issuer.js';
 import { KeyRing } from './permits/key-ring.js';
+import { ServiceMetrics } from './metrics/service-metrics.js';
 import type { Store } from './store/connect.js';
 
 export interface Services {
@@ -33,6 +34,10 @@ export interface Services {
   dispatcher: WebhookDispatcher;
   ring: KeyRing;
   alerts: SecurityAlerts;
+  /** Prometheus metrics of this instance (its own registry). */
+  metrics: ServiceMetrics;
+  /** Signs permit tokens (also a replayed decision's fresh token: runtime/http/idempotency.ts). */
+  permits: PermitIssuer;
 }
 
 export interface ServiceOptions {
@@ -60,6 +65,8 @@ function buildServices(options: ServiceOptions & { clock: Clock }, ring: KeyRing
   const writer = new DecisionWriter(sql, config.decisionBatchSize, inFlight);
   const alerts = new SecurityAlerts(sql, clock, config.alerts);
   const limits = new Limits(sql, clock, { keyRateLimit: config.keyRateLimit, maxInFlight: inFlight });
+  const metrics = new ServiceMetrics(sql, clock);
+  const permits = options.permits ?? ringPermitIssuer(ring, config.baseUrl);
   return {
     config,
     store,
@@ -77,16 +84,19 @@ function buildServices(options: ServiceOptions & { clock: Clock }, ring: KeyRing
       writer,
       limits,
       alerts,
-      permits: options.permits ?? ringPermitIssuer(ring, config.baseUrl),
+      permits,
     }),
     limits,
     webhooks: new WebhookEndpoints(sql, clock, { allowPrivate: config.webhookAllowPrivate, ...(config.masterKey ? { masterKey: config.masterKey } : {}) }),
     dispatcher: new WebhookDispatcher(sql, clock, {
       allowPrivate: config.webhookAllowPrivate,
       leaseSeconds: config.webhookLeaseSeconds,
+      observer: metrics,
       ...(config.masterKey ? { masterKey: config.masterKey } : {}),
     }),
     ring,
     alerts,
+    metrics,
+    permits,
   };
 }

@@ -142,9 +142,23 @@ export class AdminAuthError extends ApiError {
   static override readonly code = 'auth.invalid_admin_token';
   static override readonly status = 401;
 }
+export class MetricsAuthError extends ApiError {
+  static override readonly code = 'auth.invalid_metrics_token';
+  static override readonly status = 401;
+}
 export class RouteNotFoundError extends ApiError {
   static override readonly code = 'route.not_found';
   static override readonly status = 404;
+}
+
+// --- idempotency keys (Idempotency-Key header) -----------------------------------
+export class IdempotencyKeyReusedError extends ApiError {
+  static override readonly code = 'idempotency.key_reused';
+  static override readonly status = 400;
+}
+export class IdempotencyInProgressError extends ApiError {
+  static override readonly code = 'idempotency.in_progress';
+  static override readonly status = 409;
 }
 
 // --- limits and availability ----------------------------------------------------
@@ -192,7 +206,10 @@ export const ERROR_CLASSES = [
   AccountNotFoundError,
   ApiKeyNotFoundError,
   AdminAuthError,
+  MetricsAuthError,
   RouteNotFoundError,
+  IdempotencyKeyReusedError,
+  IdempotencyInProgressError,
   RateLimitExceededError,
   ServiceUnavailableError,
   InternalError,

@@ -8,13 +8,15 @@ import { listBody, listQuerySchema, pageParams, type ListQuery } from '../http/l
 const idParams = { type: 'object', properties: { id: { type: 'string', minLength: 1, maxLength: 100 } }, required: ['id'] } as const;
 
 export const decisionRoutes: FastifyPluginAsync = async (app) => {
-  const { decisions, clock } = app.services;
+  const { decisions, clock, metrics } = app.services;
 
   app.post<{ Body: DecisionInput }>(
     '/v1/decisions',
     { config: { scope: 'decisions:write', admitsItself: true }, schema: { body: loadSchema('api/decision-request') } },
     async (request) => {
+      const started = performance.now();
       const row = await decisions.decide(request.principal, request.body);
+      metrics.decided(row.effect, row.reason, (performance.now() - started) / 1000);
       return decisionResource(row, clock.now());
     },
   );

@@ -17,6 +17,7 @@ import { GroupCommit } from '../engine/group-commit.js';
 import { envelope } from '../events/event-row.js';
 import { openText } from '../secrets/sealed-text.js';
 import type { Sql } from '../store/connect.js';
+import type { DeliveryObserver } from '../metrics/service-metrics.js';
 import { retryTransient } from '../store/transient.js';
 import { claimDueDeliveries, recordAttempts, releaseClaims, type AttemptResult, type ClaimedDelivery } from '../store/webhooks.js';
 import { nextAttemptAfterFailure } from './schedule.js';
@@ -42,6 +43,8 @@ export interface DispatcherOptions {
   /** How long a claim is owned (real time) before another dispatcher may take the attempt over. */
   leaseSeconds?: number;
   onError?: (error: unknown) => void;
+  /** Told each attempt's outcome (metrics). */
+  observer?: DeliveryObserver;
 }
 
 export class WebhookDispatcher {
@@ -217,6 +220,7 @@ export class WebhookDispatcher {
     }
     const ok = result.error === null && result.status_code !== null && result.status_code >= 200 && result.status_code < 300;
     const next = ok ? null : nextAttemptAfterFailure(delivery.attempt, startedMs);
+    this.options.observer?.attempt(ok ? 'succeeded' : next === null ? 'abandoned' : 'failed', ok ? (this.clock.now() - delivery.event_created_at.getTime()) / 1000 : null);
     // The endpoint's slot is free once it answered; the record follows in the next batch.
     const record = this.record({
       delivery_id: delivery.id,

@@ -1,0 +1,206 @@
+/**
+ * GET /metrics (Prometheus text format) on both stores: decisions by effect and
+ * reason and their latency histogram move by exactly the decisions made;
+ * webhook deliveries to a real receiver on 127.0.0.1 count by outcome
+ * (succeeded, failed, abandoned) with the lag from event to success on the
+ * service clock; budget gauges are per policy and unit, aggregated over agents
+ * (no agent label); default process metrics; AUTHZ_METRICS_TOKEN; one registry
+ * per app.
+ */
+import { createServer, type Server } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { STORE_KINDS } from '../helpers/postgres.js';
+import { json, startRuntime, type TestRuntime } from './helpers/app.js';
+
+interface Sample {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
+
+function parse(text: string): Sample[] {
+  const out: Sample[] = [];
+  for (const line of text.split('\n')) {
+    if (line === '' || line.startsWith('#')) continue;
+    const m = /^([A-Za-z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!m) throw new Error(`unparsable exposition line: ${line}`);
+    const labels: Record<string, string> = {};
+    for (const l of (m[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) labels[l[1]!] = l[2]!;
+    out.push({ name: m[1]!, labels, value: Number(m[3]) });
+  }
+  return out;
+}
+
+/** The value of the sample with exactly these labels (0 when absent). */
+function value(samples: Sample[], name: string, labels: Record<string, string> = {}): number {
+  const keys = Object.keys(labels);
+  const s = samples.find((x) => x.name === name && Object.keys(x.labels).length === keys.length && keys.every((k) => x.labels[k] === labels[k]));
+  return s?.value ?? 0;
+}
+
+async function startReceiver(): Promise<{ url: string; status: { code: number }; count: { n: number }; close(): Promise<void> }> {
+  const status = { code: 200 };
+  const count = { n: 0 };
+  const server: Server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      count.n++;
+      res.writeHead(status.code, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as { port: number }).port;
+  return { url: `http://127.0.0.1:${port}/hooks`, status, count, close: () => new Promise((resolve) => server.close(() => resolve())) };
+}
+
+describe.each(STORE_KINDS)('metrics (%s)', (kind) => {
+  let rt: TestRuntime;
+  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  beforeAll(async () => {
+    rt = await startRuntime(kind);
+    receiver = await startReceiver();
+    await rt.setPolicies([
+      { id: 'pol_read', effect: 'allow', actions: ['orders.read'] },
+      { id: 'pol_delete', effect: 'deny', actions: ['orders.delete'] },
+      { id: 'pol_review', effect: 'review', actions: ['orders.refund'] },
+      { id: 'pol_calls', effect: 'allow', actions: ['search.run'], budget: { unit: 'calls', limit: 10, period: 'daily' } },
+    ]);
+  });
+  afterAll(async () => {
+    await rt.close();
+    await receiver.close();
+  });
+
+  const scrape = async () => {
+    const r = await rt.app.inject({ method: 'GET', url: '/metrics' });
+    expect(r.statusCode).toBe(200);
+    expect(r.headers['content-type']).toMatch(/^text\/plain/);
+    return parse(r.body);
+  };
+  const decide = async (action: string, agent = 'metrics-agent') => {
+    const r = await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: agent, action } });
+    expect(r.statusCode, r.body).toBe(200);
+    return json(r);
+  };
+
+  it('counts decisions by effect and reason and times each one', async () => {
+    const before = await scrape();
+    for (let i = 0; i < 3; i++) await decide('orders.read');
+    await decide('orders.delete');
+    await decide('orders.delete');
+    await decide('orders.refund');
+    await decide('nothing.matches');
+    const after = await scrape();
+    const delta = (name: string, labels: Record<string, string> = {}) => value(after, name, labels) - value(before, name, labels);
+    expect(delta('authz_decisions_total', { effect: 'allow', reason: 'policy.matched' })).toBe(3);
+    expect(delta('authz_decisions_total', { effect: 'deny', reason: 'policy.matched' })).toBe(2);
+    expect(delta('authz_decisions_total', { effect: 'review', reason: 'policy.matched' })).toBe(1);
+    expect(delta('authz_decisions_total', { effect: 'deny', reason: 'policy.not_found' })).toBe(1);
+    expect(delta('authz_decision_duration_seconds_count')).toBe(7);
+    expect(delta('authz_decision_duration_seconds_sum')).toBeGreaterThan(0);
+    // Buckets down to half a millisecond; +Inf holds every observation.
+    expect(after.some((s) => s.name === 'authz_decision_duration_seconds_bucket' && s.labels.le === '0.0005')).toBe(true);
+    expect(value(after, 'authz_decision_duration_seconds_bucket', { le: '+Inf' })).toBe(value(after, 'authz_decision_duration_seconds_count'));
+    // Outcomes not seen yet are there at 0.
+    expect(after.some((s) => s.name === 'authz_decisions_total' && s.labels.reason === 'agent.revoked')).toBe(true);
+  });
+
+  it('does not count a request refused before a decision (validation)', async () => {
+    const before = await scrape();
+    const r = await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'a', action: 'Bad Action' } });
+    expect(r.statusCode).toBe(400);
+    const after = await scrape();
+    expect(value(after, 'authz_decision_duration_seconds_count')).toBe(value(before, 'authz_decision_duration_seconds_count'));
+  });
+
+  it('reports budget usage per policy and unit, summed over agents, without an agent label', async () => {
+    await decide('search.run', 'budget-a');
+    await decide('search.run', 'budget-a');
+    await decide('search.run', 'budget-b');
+    await decide('search.run', 'budget-c');
+    const samples = await scrape();
+    const labels = { account_id: rt.accountId, environment: 'test', policy_id: 'pol_calls', unit: 'calls', period: 'daily' };
+    expect(value(samples, 'authz_budget_consumed', labels)).toBe(4);
+    expect(value(samples, 'authz_budget_held', labels)).toBe(0);
+    expect(value(samples, 'authz_budget_limit', labels)).toBe(10);
+    expect(value(samples, 'authz_budget_agents', labels)).toBe(3);
+    expect(value(samples, 'authz_budget_max_utilization', labels)).toBeCloseTo(0.2, 10);
+    expect(samples.filter((s) => s.name.startsWith('authz_')).every((s) => !('agent_id' in s.labels))).toBe(true);
+  });
+
+  it('counts webhook deliveries by outcome and the lag of successes', async () => {
+    const endpoint = json(await rt.call(rt.testKey, { method: 'POST', url: '/v1/webhooks', payload: { url: receiver.url, events: ['decision.deny'] } }));
+    expect(endpoint.id).toMatch(/^we_/);
+    await rt.services.dispatcher.runOnce(); // nothing of earlier tests is due for this endpoint
+    const before = await scrape();
+    const delta = (after: Sample[], name: string, labels: Record<string, string> = {}) => value(after, name, labels) - value(before, name, labels);
+
+    // Two events, delivered 3 s (service clock) after they were created.
+    await decide('orders.delete', 'hook-1');
+    await decide('orders.delete', 'hook-2');
+    rt.clock.advance(3);
+    receiver.count.n = 0;
+    expect(await rt.services.dispatcher.runOnce()).toBe(2);
+    let after = await scrape();
+    expect(receiver.count.n).toBe(2);
+    expect(delta(after, 'authz_webhook_deliveries_total', { outcome: 'succeeded' })).toBe(2);
+    expect(delta(after, 'authz_webhook_delivery_lag_seconds_count')).toBe(2);
+    expect(delta(after, 'authz_webhook_delivery_lag_seconds_sum')).toBeCloseTo(6, 6);
+    expect(delta(after, 'authz_webhook_delivery_lag_seconds_bucket', { le: '2.5' })).toBe(0);
+    expect(delta(after, 'authz_webhook_delivery_lag_seconds_bucket', { le: '5' })).toBe(2);
+
+    // One event the receiver refuses at every attempt: six failures, then abandoned.
+    receiver.status.code = 500;
+    await decide('orders.delete', 'hook-3');
+    for (let i = 0; i < 7; i++) {
+      expect(await rt.services.dispatcher.runOnce()).toBe(1);
+      rt.clock.advance(15 * 3600);
+    }
+    after = await scrape();
+    expect(delta(after, 'authz_webhook_deliveries_total', { outcome: 'failed' })).toBe(6);
+    expect(delta(after, 'authz_webhook_deliveries_total', { outcome: 'abandoned' })).toBe(1);
+    expect(delta(after, 'authz_webhook_delivery_lag_seconds_count')).toBe(2);
+    await rt.call(rt.testKey, { method: 'DELETE', url: `/v1/webhooks/${endpoint.id}` });
+  });
+
+  it("includes the process's default metrics", async () => {
+    const samples = await scrape();
+    expect(samples.some((s) => s.name === 'process_cpu_user_seconds_total')).toBe(true);
+    expect(samples.some((s) => s.name.startsWith('nodejs_'))).toBe(true);
+  });
+});
+
+describe('metrics token and registries', () => {
+  const TOKEN = 'metrics-token-0123456789abcdef';
+  let guarded: TestRuntime;
+  let open: TestRuntime;
+  beforeAll(async () => {
+    guarded = await startRuntime('embedded', { config: { metricsToken: TOKEN } });
+    open = await startRuntime('embedded');
+  });
+  afterAll(async () => {
+    await guarded.close();
+    await open.close();
+  });
+
+  it('with AUTHZ_METRICS_TOKEN set, answers only that bearer token', async () => {
+    for (const authorization of [undefined, 'Bearer wrong-token-0123456789', `Bearer ${guarded.testKey}`]) {
+      const r = await guarded.app.inject({ method: 'GET', url: '/metrics', headers: authorization ? { authorization } : {} });
+      expect(r.statusCode).toBe(401);
+      expect(json(r).error.code).toBe('auth.invalid_metrics_token');
+    }
+    const ok = await guarded.app.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(ok.statusCode).toBe(200);
+    expect(ok.body).toContain('authz_decisions_total');
+  });
+
+  it('keeps one registry per app: decisions of one app do not show in another', async () => {
+    await guarded.setPolicies([{ effect: 'allow', actions: ['orders.read'] }]);
+    const r = await guarded.call(guarded.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'x', action: 'orders.read' } });
+    expect(r.statusCode).toBe(200);
+    const mine = parse((await guarded.app.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${TOKEN}` } })).body);
+    const theirs = parse((await open.app.inject({ method: 'GET', url: '/metrics' })).body);
+    expect(value(mine, 'authz_decisions_total', { effect: 'allow', reason: 'policy.matched' })).toBe(1);
+    expect(value(theirs, 'authz_decisions_total', { effect: 'allow', reason: 'policy.matched' })).toBe(0);
+  });
+});
