@@ -7,7 +7,9 @@
  * BENCH_KEY_RATE_LIMIT, so it never answers 429 (`--key-rate-limit 0`: off, to
  * measure what it costs). Policies: policies.ts, plus `--policies N` generated
  * ones. `--webhook URL`: an endpoint subscribed to every event, delivered to by
- * this process's dispatcher.
+ * this process's dispatcher. `--stats`: `GET /bench/stats` (no auth, this bench
+ * server only) answers the process's `process.memoryUsage()`, after a full GC
+ * with `?gc=1` when node runs with --expose-gc (the soak bench).
  */
 import Fastify from 'fastify';
 import { parseArgs } from 'node:util';
@@ -33,6 +35,8 @@ const { values } = parseArgs({
     policies: { type: 'string' },
     /** Registers a webhook endpoint subscribed to every event at this URL and runs the dispatcher. */
     webhook: { type: 'string' },
+    /** GET /bench/stats: process.memoryUsage() of this process (bench/soak). */
+    stats: { type: 'boolean' },
   },
 });
 
@@ -69,6 +73,7 @@ async function main(): Promise<void> {
   const generated = values.policies ? generatePolicySet(Number(values.policies), 1).policies : [];
   await installPolicies(services, account.id, 'test', [...BENCH_POLICIES, ...generated]);
   const app = await buildApp(services);
+  if (values.stats) app.get<{ Querystring: { gc?: string } }>('/bench/stats', async (request) => (request.query.gc === '1' && globalThis.gc?.(), process.memoryUsage()));
   if (values.webhook) {
     const r = await app.inject({ method: 'POST', url: '/v1/webhooks', headers: { authorization: `Bearer ${key}` }, payload: { url: values.webhook, events: ['*'] } });
     if (r.statusCode !== 201) throw new Error(`webhook registration: ${r.statusCode} ${r.body}`);
