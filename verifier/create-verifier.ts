@@ -141,6 +141,20 @@ function readClaims(payload: JWTPayload): PermitClaims {
   return claims;
 }
 
+const B64URL_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+
+/**
+ * Whether a base64url segment is the one canonical spelling of its bytes (no
+ * padding, unused low bits of the last character zero). jose decodes leniently,
+ * so without this 16 spellings of one signature would all verify.
+ */
+export function canonicalSegment(part: string): boolean {
+  if (!/^[A-Za-z0-9_-]*$/.test(part) || part.length % 4 === 1) return false;
+  const last = B64URL_ALPHABET.indexOf(part[part.length - 1] ?? 'A');
+  const unused = part.length % 4 === 2 ? 15 : part.length % 4 === 3 ? 3 : 0;
+  return (last & unused) === 0;
+}
+
 /** jose's errors (and anything else out of jwtVerify) as PermitErrors. */
 function mapError(err: unknown): unknown {
   if (err instanceof PermitError) return err;
@@ -196,6 +210,7 @@ export function createPermitVerifier(options: PermitVerifierOptions): PermitVeri
   return {
     async verify(token: string, expect: PermitExpectations = {}): Promise<PermitClaims> {
       if (typeof token !== 'string' || token === '') throw invalid('no token');
+      if (!token.split('.').every(canonicalSegment)) throw invalid('not a compact JWS of canonical base64url segments');
       const verifyOptions: JWTVerifyOptions = { issuer, algorithms: ['EdDSA'], typ: 'permit+jwt', clockTolerance };
       if (now) verifyOptions.currentDate = new Date(now());
       let payload: JWTPayload;

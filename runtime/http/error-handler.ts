@@ -25,6 +25,13 @@ export function errorBody(error: ApiError, requestId: string): object {
   };
 }
 
+/** 1048576 -> '1 MiB', 65536 -> '64 KiB'. */
+function byteSize(bytes: number): string {
+  if (bytes % (1024 * 1024) === 0) return `${bytes / (1024 * 1024)} MiB`;
+  if (bytes % 1024 === 0) return `${bytes / 1024} KiB`;
+  return `${bytes} bytes`;
+}
+
 function fromFastify(error: FastifyError, request: FastifyRequest): ApiError {
   if (error instanceof ApiError) return error;
   if (error.validation) return toApiError(error.validation as never, error.validationContext, request.body);
@@ -33,7 +40,7 @@ function fromFastify(error: FastifyError, request: FastifyRequest): ApiError {
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return new InvalidJsonError(error.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' ? 'the body is empty; send a JSON object' : `the body is not valid JSON: ${error.message}`);
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new BodyTooLargeError('the body is larger than 1 MiB');
+      return new BodyTooLargeError(`the body is larger than ${byteSize(request.routeOptions.bodyLimit ?? 1024 * 1024)}, this route's limit`);
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new UnsupportedMediaTypeError('send the body as application/json');

@@ -14,6 +14,15 @@ import type { PermitClaims } from './sign.js';
 
 const B64URL = /^[A-Za-z0-9_-]+$/;
 
+/**
+ * Whether the segment is the one canonical spelling of its bytes: a lenient
+ * decoder ignores the unused low bits of the last character, so without this
+ * check 16 different spellings of one signature would all verify.
+ */
+function canonicalB64url(part: string): boolean {
+  return B64URL.test(part) && Buffer.from(part, 'base64url').toString('base64url') === part;
+}
+
 function decodeJson(part: string): unknown {
   try {
     return JSON.parse(Buffer.from(part, 'base64url').toString('utf8'));
@@ -32,7 +41,7 @@ function isClaims(v: unknown): v is PermitClaims {
 export async function verifyPermit(token: string, ring: KeyRing, clock: Clock, principal: Principal, issuer: string): Promise<PermitClaims> {
   const invalid = (why: string) => new SignatureInvalidError(`the permit token is not valid: ${why}`);
   const parts = token.split('.');
-  if (parts.length !== 3 || !parts.every((p) => B64URL.test(p))) throw invalid('not a compact JWS');
+  if (parts.length !== 3 || !parts.every(canonicalB64url)) throw invalid('not a compact JWS');
   const [h, p, s] = parts as [string, string, string];
   const header = decodeJson(h) as { alg?: unknown; kid?: unknown; typ?: unknown } | undefined;
   if (!header || typeof header !== 'object') throw invalid('unreadable header');

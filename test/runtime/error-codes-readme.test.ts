@@ -3,10 +3,9 @@
  * (runtime/errors/api-error.ts) and each code of the spec's section 7 table
  * (../shared/spec/service-spec.md, "7. Errors") appears inside backticks.
  */
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { ERROR_CLASSES } from '../../runtime/errors/api-error.js';
+import { backtickedTokens, readmeErrorTable, readReadme } from '../helpers/readme-error-codes.js';
 
 /** Spec section 7, in table order. */
 const SPEC_SECTION_7_CODES = [
@@ -28,24 +27,8 @@ const SPEC_SECTION_7_CODES = [
   'validation.invalid_action',
 ] as const;
 
-const README = fileURLToPath(new URL('../../README.md', import.meta.url));
-
-/** Every token that appears inside an inline code span (`...`) or a fenced block of the README. */
-function backtickedTokens(markdown: string): Set<string> {
-  const tokens = new Set<string>();
-  const add = (text: string) => {
-    for (const t of text.split(/[^A-Za-z0-9_.]+/)) if (t) tokens.add(t.replace(/\.+$/, ''));
-  };
-  const withoutFences = markdown.replace(/^(```|~~~)[^\n]*\n([\s\S]*?)^\1[ \t]*$/gm, (_m, _f, body: string) => {
-    add(body);
-    return '';
-  });
-  for (const m of withoutFences.matchAll(/(`+)([^`]|[^`][\s\S]*?[^`])\1(?!`)/g)) add(m[2]!);
-  return tokens;
-}
-
 describe('README error codes', () => {
-  const readme = readFileSync(README, 'utf8');
+  const readme = readReadme();
   const documented = backtickedTokens(readme);
   const runtimeCodes = [...new Set(ERROR_CLASSES.map((c) => c.code))];
 
@@ -66,6 +49,12 @@ describe('README error codes', () => {
   it('documents every runtime error code (ERROR_CLASSES) in backticks', () => {
     const missing = runtimeCodes.filter((c) => !documented.has(c));
     expect(missing, `README.md lacks these runtime error codes in backticks: ${missing.join(', ')}`).toEqual([]);
+  });
+
+  it('the "Error codes" table has a row for every runtime error code, with its HTTP status', () => {
+    const table = readmeErrorTable(readme);
+    const wrong = ERROR_CLASSES.filter((c) => table.get(c.code) !== c.status).map((c) => `${c.code} ${c.status} (README: ${table.get(c.code) ?? 'no row'})`);
+    expect(wrong, 'README.md "Error codes" table rows missing or with another status').toEqual([]);
   });
 
   it('documents every error code of spec section 7 in backticks', () => {

@@ -249,6 +249,19 @@ describe('createPermitVerifier', () => {
       await expectInvalid(verifier().verify(`${h}.${p}.`));
     });
 
+    it('rejects another spelling of the same signature bytes (unused bits of the last character set)', async () => {
+      const token = signToken(keyA);
+      const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+      const last = alphabet.indexOf(token[token.length - 1]!);
+      for (let delta = 1; delta < 16; delta++) {
+        const respelled = token.slice(0, -1) + alphabet[(last & ~15) | ((last + delta) & 15)]!;
+        expect(Buffer.from(respelled.split('.')[2]!, 'base64url')).toEqual(Buffer.from(token.split('.')[2]!, 'base64url'));
+        await expectInvalid(verifier().verify(respelled));
+      }
+      await expectInvalid(verifier().verify(`${token}=`));
+      await expect(verifier().verify(token)).resolves.toBeDefined();
+    });
+
     it('rejects a token signed with another key under a published kid', async () => {
       await expectInvalid(verifier().verify(signToken(stranger, claims(), { kid: keyA.kid })));
     });
