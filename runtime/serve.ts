@@ -9,6 +9,7 @@ import { parseArgs } from 'node:util';
 import { buildApp } from './app.js';
 import { configFromEnv, ConfigError } from './config.js';
 import { startReplication } from './engine/replication.js';
+import { loggerOptions } from './http/logger.js';
 import { startLimitMaintenance } from './limits/maintenance.js';
 import { bundlePolicies, defaultAccountId, examplePolicies, installPolicies, seedIfEmpty } from './seed.js';
 import { openServices } from './services.js';
@@ -65,7 +66,9 @@ export async function serve(argv: readonly string[]): Promise<number> {
     log(`Loaded ${policies.length} policies ${bundle ? `from ${values.bundle}` : 'from examples/'} into the test environment.`);
   }
 
-  const app = await buildApp(services, { logger: { level: process.env.LOG_LEVEL ?? 'info' } });
+  const app = await buildApp(services, {
+    logger: loggerOptions({ level: process.env.LOG_LEVEL ?? 'info', secrets: [config.adminToken, config.masterKey, config.metricsToken] }),
+  });
   const replication = await startReplication(store, services.policySets, services.agents, 1000, (e) => app.log.error({ err: e }, 'replication'));
   const maintenance = await startLimitMaintenance(store, services.limits, services.clock, 5000, (e) => app.log.error({ err: e }, 'budget maintenance'));
   await app.listen({ port: config.port, host: config.host });
