@@ -23,7 +23,7 @@ export function checkPolicy(value: Record<string, unknown>, base: string, locato
   const at = (pointer: string, pos?: { line: number; col: number }) => {
     const full = base + pointer;
     const where = pos ?? locator?.value(full);
-    return { path: full, ...(locator && where ? { file: locator.file, line: where.line, col: where.col } : {}) };
+    return { path: full || '/', ...(locator && where ? { file: locator.file, line: where.line, col: where.col } : {}) };
   };
   if (value.id === undefined && value.name === undefined) {
     diagnostics.push({ severity: 'error', code: 'policy.missing_id', message: 'a policy needs an id or a name', ...at('') });
