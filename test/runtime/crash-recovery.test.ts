@@ -15,15 +15,18 @@
  * - held + consumed never exceed a budget's limit; `held` covers every pending
  *   decision's hold; a calls budget counts every allow answered;
  * - every event in GET /v1/events reaches the receiver (distinct envelope ids,
- *   signatures verified) within a bounded wait, including deliveries the killed
- *   process had claimed: AUTHZ_WEBHOOK_LEASE_SECONDS is short here, so their
- *   claims expire in seconds instead of 60.
+ *   signatures verified, answered 200) within a bounded wait, including the
+ *   deliveries in flight at the kill (the receiver holds its answers just
+ *   before it, so there are some; their connections are then closed
+ *   unanswered): the restarted process sends them again, as a later attempt,
+ *   once the dead process's claims expire. AUTHZ_WEBHOOK_LEASE_SECONDS is 2
+ *   here, so that takes seconds instead of 60.
  *
  * No wall-clock assertion: the kill happens after counts of answers, waits are
  * bounded polls with generous deadlines.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer, type Server as HttpServer } from 'node:http';
+import { createServer, type Server as HttpServer, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyWebhookSignature } from '../../webhooks/index.js';
@@ -135,11 +138,18 @@ async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) 
   return out;
 }
 
-/** A webhook receiver on 127.0.0.1: verifies each signature, answers 200 and keeps the distinct envelope ids. */
+/**
+ * A webhook receiver on 127.0.0.1: verifies each signature, answers 200 and
+ * keeps the distinct envelope ids of the deliveries it answered 200. While
+ * `hold` is on it answers nothing: those deliveries stay in flight until
+ * `dropHeld()` closes their connections, unanswered (not counted as delivered).
+ */
 function startReceiver() {
   let secret = '';
   const delivered = new Map<string, { type: string; times: number; maxAttempt: number }>();
   let badSignatures = 0;
+  let hold = false;
+  const held: Array<{ id: string; res: ServerResponse }> = [];
   const server: HttpServer = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -151,16 +161,25 @@ function startReceiver() {
         return;
       }
       const envelope = JSON.parse(raw.toString('utf8')) as { id: string; type: string };
-      const attempt = Number(req.headers['x-service-delivery-attempt']);
-      const seen = delivered.get(envelope.id);
-      if (seen) {
-        seen.times++;
-        seen.maxAttempt = Math.max(seen.maxAttempt, attempt);
-      } else {
-        delivered.set(envelope.id, { type: envelope.type, times: 1, maxAttempt: attempt });
+      if (hold) {
+        held.push({ id: envelope.id, res });
+        return;
       }
-      // A little latency, like a real receiver: deliveries are in flight when the server is killed.
-      setTimeout(() => res.writeHead(200).end(), 3);
+      const attempt = Number(req.headers['x-service-delivery-attempt']);
+      // A little latency, like a real receiver.
+      setTimeout(
+        () =>
+          res.writeHead(200).end(() => {
+            const seen = delivered.get(envelope.id);
+            if (seen) {
+              seen.times++;
+              seen.maxAttempt = Math.max(seen.maxAttempt, attempt);
+            } else {
+              delivered.set(envelope.id, { type: envelope.type, times: 1, maxAttempt: attempt });
+            }
+          }),
+        3,
+      );
     });
   });
   return {
@@ -168,6 +187,19 @@ function startReceiver() {
     badSignatures: () => badSignatures,
     setSecret: (s: string) => {
       secret = s;
+    },
+    hold: () => {
+      hold = true;
+    },
+    held: () => held.length,
+    /** Closes the held deliveries' connections unanswered, stops holding; returns their event ids. */
+    dropHeld: () => {
+      hold = false;
+      const ids = held.splice(0).map((h) => {
+        h.res.destroy();
+        return h.id;
+      });
+      return ids;
     },
     listen: () => new Promise<number>((resolve) => server.listen(0, HOST, () => resolve((server.address() as { port: number }).port))),
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
@@ -347,10 +379,15 @@ describe('crash recovery: SIGKILL of `authz serve` under load, restart on the sa
         }
       };
       await waitFor('the load before the kill', () => answered.length >= BEFORE_KILL.decisions && confirmed.size >= BEFORE_KILL.confirms && changes >= BEFORE_KILL.changes);
+      // Kill while deliveries are in flight: the receiver stops answering until some are waiting.
+      receiver.hold();
+      await waitFor('deliveries in flight', () => receiver.held() >= 3);
       server.child.kill('SIGKILL');
       const died = await server.exited;
       expect(died.signal).toBe('SIGKILL');
       procs.delete(server);
+      // Claimed by the dead process, never answered: only its lease running out lets them be sent again.
+      const stranded = receiver.dropHeld().filter((id) => !receiver.delivered.has(id));
       const beforeKill = answered.length;
       const confirmsBeforeKill = confirmed.size;
 
@@ -455,6 +492,8 @@ describe('crash recovery: SIGKILL of `authz serve` under load, restart on the sa
         `${missing().length} of ${events.length} events not delivered`,
       ).toEqual([]);
       expect(receiver.badSignatures()).toBe(0);
+      expect(stranded.length).toBeGreaterThan(0);
+      for (const id of stranded) expect(receiver.delivered.get(id)!.maxAttempt, id).toBeGreaterThan(1);
       // Everything received is a real event of this environment.
       const known = new Set((await listEvents()).map((e) => e.id as string));
       expect([...receiver.delivered.keys()].filter((id) => !known.has(id))).toEqual([]);
@@ -463,7 +502,7 @@ describe('crash recovery: SIGKILL of `authz serve` under load, restart on the sa
       const redelivered = [...receiver.delivered.values()].filter((d) => d.times > 1 || d.maxAttempt > 1).length;
       console.log(
         `crash-recovery: ${beforeKill} decisions answered before the kill, ${answered.length - beforeKill} after; ${confirmed.size} confirms; ${changes} changes; ` +
-          `${transportErrors} transport errors; ${events.length} events, all delivered (${redelivered} more than once or on a later attempt)`,
+          `${transportErrors} transport errors; ${events.length} events, all delivered (${stranded.length} in flight at the kill; ${redelivered} more than once or on a later attempt)`,
       );
     },
     240_000,
