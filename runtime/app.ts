@@ -7,6 +7,7 @@ import Fastify, { type FastifyInstance, type RouteOptions } from 'fastify';
 import { registerAuthentication } from './auth/authenticate.js';
 import { InvalidFieldError } from './errors/api-error.js';
 import { registerErrorHandling, sendError } from './http/error-handler.js';
+import { registerIdempotency } from './http/idempotency.js';
 import { rejectUnstorableInput, validatorCompiler } from './http/validation.js';
 import { newId } from './ids.js';
 import { adminRoutes } from './routes/admin.js';
@@ -64,6 +65,8 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   registerErrorHandling(app);
   app.addHook('preValidation', rejectUnstorableInput);
   registerAuthentication(app, services.keys, (principal) => services.limits.admitKey(principal));
+  // Idempotency-Key on POST routes under /v1 (hooks added as they are registered).
+  registerIdempotency(app, services);
   // First: the OpenAPI document collects every route registered after it.
   await registerOpenApi(app);
   await app.register(healthRoutes);

@@ -1,0 +1,187 @@
+/**
+ * `Idempotency-Key` on every POST under /v1 (README: Idempotency keys), with
+ * Stripe's semantics:
+ *
+ * - The first request with a key claims it (preHandler, after authentication
+ *   and validation) and runs; its answer (status, content type, body) is stored
+ *   (onSend) before it is sent.
+ * - The same key again with the same method, path and body (a hash of the
+ *   canonical JSON) answers the stored response with `Idempotent-Replayed: true`.
+ *   Another body or path: 400 idempotency.key_reused. While the first still
+ *   runs: 409 idempotency.in_progress.
+ * - 5xx and 429 answers are not stored (the claim is released, a retry runs);
+ *   other 4xx are, like Stripe. Requests refused before the handler (401, 403,
+ *   a body the route schema refuses) claim nothing.
+ * - Keys are scoped by account and environment, kept 24 h on the service clock;
+ *   expired keys are taken over when reused and swept (at most once a minute,
+ *   by a request that carries a key).
+ * - A decision's permit token is stored nowhere: the stored answer has
+ *   `permit_token: null`, and a replay carries a freshly signed token for the
+ *   same decision (same claims, new jti).
+ * - Stored bodies are sealed with AUTHZ_MASTER_KEY when it is set (a webhook
+ *   endpoint's answer carries its secret).
+ *
+ * A request without the header costs one header lookup per hook: no store call.
+ */
+import { createHash } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
+import { canonicalJson } from '../../compiler/bundle/canonical-json.js';
+import { IdempotencyInProgressError, IdempotencyKeyReusedError, InvalidFieldError } from '../errors/api-error.js';
+import { openText, sealText } from '../secrets/sealed-text.js';
+import type { Services } from '../services.js';
+import {
+  claimIdempotencyKey,
+  completeIdempotencyKey,
+  findIdempotencyKey,
+  releaseIdempotencyKey,
+  sweepIdempotencyKeys,
+  type IdempotencyRow,
+  type IdempotencyScope,
+} from '../store/idempotency.js';
+
+export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
+/** A claim older than this (its process died mid-request) may be taken over by a retry with the same body. */
+export const IDEMPOTENCY_LOCK_MS = 60 * 1000;
+export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
+const SWEEP_EVERY_MS = 60 * 1000;
+const DECISIONS = '/v1/decisions';
+
+interface Claim {
+  scope: IdempotencyScope;
+  fingerprint: string;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set while this request holds an Idempotency-Key claim. */
+    idempotency: Claim | null;
+  }
+}
+
+const asArray = <T>(x: T | T[] | undefined): T[] => (x === undefined ? [] : Array.isArray(x) ? x : [x]);
+
+/** What a key is bound to: a hash of the method, the path (with its query) and the canonical JSON of the body. */
+export function requestFingerprint(method: string, url: string, body: unknown): string {
+  return createHash('sha256').update(`${method} ${url}\n${canonicalJson(body ?? null)}`).digest('hex');
+}
+
+/** Call before the routes are registered: hooks are added to POST routes under /v1. */
+export function registerIdempotency(app: FastifyInstance, services: Services): void {
+  const { store, clock, config } = services;
+  const sql = store.sql;
+  let lastSweep = -Infinity;
+
+  const keyOf = (request: FastifyRequest): IdempotencyScope | null => {
+    const header = request.headers['idempotency-key'];
+    if (header === undefined) return null;
+    if (typeof header !== 'string' || header.length === 0 || header.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
+      const message = `the Idempotency-Key header must be 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`;
+      throw new InvalidFieldError(message, { details: [{ path: 'header:Idempotency-Key', message }] });
+    }
+    const p = request.principal;
+    return { accountId: p.accountId, environment: p.environment, key: header };
+  };
+
+  /** The stored body, with a fresh permit token for a decision. */
+  const replayBody = async (request: FastifyRequest, row: IdempotencyRow): Promise<string> => {
+    const body = openText(row.body ?? '', row.body_encrypted, config.masterKey, 'stored idempotent answers');
+    if (request.routeOptions.url !== DECISIONS || row.status_code !== 200) return body;
+    const answer = JSON.parse(body) as { id: string; permit_token: string | null };
+    answer.permit_token = services.permits.issue(await services.decisions.get(request.principal, answer.id));
+    return JSON.stringify(answer);
+  };
+
+  /** Claims the key, or answers from the store; true when the answer was sent. */
+  const claimOrReplay = async (request: FastifyRequest, reply: FastifyReply, scope: IdempotencyScope): Promise<boolean> => {
+    const now = clock.now();
+    if (now - lastSweep >= SWEEP_EVERY_MS) {
+      lastSweep = now;
+      await sweepIdempotencyKeys(sql, now);
+    }
+    const print = requestFingerprint(request.method, request.url, request.body);
+    // A released claim can vanish between the claim and the read: try again.
+    for (let attempt = 0; attempt < 3; attempt++) {
+      if (await claimIdempotencyKey(sql, scope, print, now, IDEMPOTENCY_LOCK_MS, IDEMPOTENCY_TTL_MS)) {
+        request.idempotency = { scope, fingerprint: print };
+        return false;
+      }
+      const row = await findIdempotencyKey(sql, scope, now);
+      if (row === null) continue;
+      if (row.fingerprint !== print) {
+        throw new IdempotencyKeyReusedError('this Idempotency-Key was used with another request (method, path or body); use a new key for a new request');
+      }
+      if (row.state === 'running') throw new IdempotencyInProgressError('a request with this Idempotency-Key is still running; retry later');
+      // A replayed decision still counts against the key's platform limit.
+      if (request.routeOptions.config.admitsItself) await services.limits.admitKey(request.principal);
+      const body = await replayBody(request, row);
+      reply.code(row.status_code!).header('idempotent-replayed', 'true');
+      if (row.content_type) reply.header('content-type', row.content_type);
+      reply.send(body);
+      return true;
+    }
+    throw new IdempotencyInProgressError('a request with this Idempotency-Key is still running; retry later');
+  };
+
+  const preHandler = (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void): void => {
+    let scope: IdempotencyScope | null;
+    try {
+      scope = keyOf(request);
+    } catch (error) {
+      return done(error as Error);
+    }
+    if (scope === null) return done();
+    claimOrReplay(request, reply, scope).then(
+      (sent) => {
+        if (!sent) done();
+      },
+      (error: Error) => done(error),
+    );
+  };
+
+  const store_ = async (request: FastifyRequest, reply: FastifyReply, claim: Claim, payload: unknown): Promise<void> => {
+    const status = reply.statusCode;
+    const text = typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString('utf8') : null;
+    if (status >= 500 || status === 429 || text === null) {
+      await releaseIdempotencyKey(sql, claim.scope, claim.fingerprint);
+      return;
+    }
+    let body = text;
+    if (request.routeOptions.url === DECISIONS && status === 200) {
+      // The permit token is a bearer credential: never stored (a replay signs a new one).
+      const answer = JSON.parse(text) as Record<string, unknown>;
+      answer.permit_token = null;
+      body = JSON.stringify(answer);
+    }
+    const sealed = sealText(body, config.masterKey);
+    const contentType = reply.getHeader('content-type');
+    await completeIdempotencyKey(sql, claim.scope, claim.fingerprint, {
+      status_code: status,
+      content_type: typeof contentType === 'string' ? contentType : null,
+      body: sealed.text,
+      body_encrypted: sealed.encrypted,
+    });
+  };
+
+  const onSend = (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (error: Error | null, payload?: unknown) => void): void => {
+    const claim = request.idempotency;
+    if (claim === null) return done(null, payload);
+    request.idempotency = null;
+    store_(request, reply, claim, payload).then(
+      () => done(null, payload),
+      (error: unknown) => {
+        // The answer still goes out; the claim stays 'running' until its lock
+        // lapses, then a retry with the same body runs again.
+        request.log.error({ err: error }, 'idempotency: cannot store the answer');
+        done(null, payload);
+      },
+    );
+  };
+
+  app.decorateRequest('idempotency', null);
+  app.addHook('onRoute', (route: RouteOptions) => {
+    const methods = asArray(route.method);
+    if (!methods.includes('POST') || !route.url.startsWith('/v1/')) return;
+    route.preHandler = [...asArray(route.preHandler), preHandler] as RouteOptions['preHandler'];
+    route.onSend = [...asArray(route.onSend), onSend] as RouteOptions['onSend'];
+  });
+}
