@@ -5,8 +5,10 @@
  * by outcome and their lag, and budget usage (set at scrape time from one store
  * query, labelled per policy and unit: never per agent).
  *
- * The decision path's cost is a Map lookup and two increments: label children
- * are bound once per (effect, reason) and kept.
+ * The decision path's cost is two Map lookups, the increment of a plain number
+ * (one slot per effect and reason, made once; prom-client reads them at scrape
+ * time, so no label hashing per request) and one unlabelled histogram
+ * observation.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Clock } from '../clock.js';
@@ -30,8 +32,8 @@ const BUDGET_LABELS = ['account_id', 'environment', 'policy_id', 'unit', 'period
 
 export class ServiceMetrics implements DeliveryObserver {
   readonly registry = new Registry();
-  private readonly decisions: Counter<'effect' | 'reason'>;
-  private readonly bound = new Map<string, Map<string, Counter.Internal>>();
+  /** Decisions per effect, then reason. */
+  private readonly counts = new Map<string, Map<string, { n: number }>>();
   private readonly latency: Histogram;
   private readonly deliveries: Counter<'outcome'>;
   private readonly deliveryByOutcome: Record<DeliveryOutcome, Counter.Internal>;
@@ -44,7 +46,17 @@ export class ServiceMetrics implements DeliveryObserver {
   ) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry });
-    this.decisions = new Counter({ name: 'authz_decisions_total', help: 'Decisions made, by effect and reason.', labelNames: ['effect', 'reason'], registers });
+    const counts = this.counts;
+    new Counter({
+      name: 'authz_decisions_total',
+      help: 'Decisions made, by effect and reason.',
+      labelNames: ['effect', 'reason'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [effect, byReason] of counts) for (const [reason, c] of byReason) this.inc({ effect, reason }, c.n);
+      },
+    });
     // The common outcomes exist (at 0) from the start.
     for (const [effect, reason] of [
       ['allow', 'policy.matched'],
@@ -56,7 +68,7 @@ export class ServiceMetrics implements DeliveryObserver {
       ['deny', 'budget.exceeded'],
       ['deny', 'agent.revoked'],
     ] as const) {
-      this.child(effect, reason).inc(0);
+      this.slot(effect, reason);
     }
     this.latency = new Histogram({
       name: 'authz_decision_duration_seconds',
@@ -83,17 +95,17 @@ export class ServiceMetrics implements DeliveryObserver {
     };
   }
 
-  private child(effect: string, reason: string): Counter.Internal {
-    let byReason = this.bound.get(effect);
-    if (!byReason) this.bound.set(effect, (byReason = new Map()));
+  private slot(effect: string, reason: string): { n: number } {
+    let byReason = this.counts.get(effect);
+    if (!byReason) this.counts.set(effect, (byReason = new Map()));
     let c = byReason.get(reason);
-    if (!c) byReason.set(reason, (c = this.decisions.labels(effect, reason)));
+    if (!c) byReason.set(reason, (c = { n: 0 }));
     return c;
   }
 
   /** A decision was made (and stored) in `seconds`. */
   decided(effect: string, reason: string, seconds: number): void {
-    (this.bound.get(effect)?.get(reason) ?? this.child(effect, reason)).inc();
+    (this.counts.get(effect)?.get(reason) ?? this.slot(effect, reason)).n++;
     this.latency.observe(seconds);
   }
 
