@@ -2,13 +2,14 @@
  * Idempotency-Key on POST routes under /v1, on both stores: replay with
  * Idempotent-Replayed (a decision with a fresh permit token for the same
  * decision, its budget consumed once), key_reused (other body, other path),
- * in_progress, 4xx stored and 429 not, scoping by account and environment,
+ * in_progress, 4xx stored and 5xx and 429 not, scoping by account and environment,
  * expiry after 24 h on the service clock and the sweep, the key length limit.
  */
 import { decodeJwt } from 'jose';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IDEMPOTENCY_LOCK_MS, IDEMPOTENCY_TTL_MS, requestFingerprint } from '../../runtime/http/idempotency.js';
+import { ringPermitIssuer } from '../../runtime/permits/issuer.js';
 import { claimIdempotencyKey } from '../../runtime/store/idempotency.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
@@ -18,8 +19,20 @@ const newKey = () => `idem-${Date.now().toString(36)}-${++n}`;
 
 describe.each(STORE_KINDS)('Idempotency-Key (%s)', (kind) => {
   let rt: TestRuntime;
+  /** Set to make the next permit signing fail: a 500 inside the decision handler. */
+  let failNextPermit = false;
   beforeAll(async () => {
-    rt = await startRuntime(kind);
+    rt = await startRuntime(kind, {
+      permits: {
+        issue: (row) => {
+          if (failNextPermit) {
+            failNextPermit = false;
+            throw new Error('signing failed (test)');
+          }
+          return ringPermitIssuer(rt.services.ring, rt.services.config.baseUrl).issue(row);
+        },
+      },
+    });
     await rt.setPolicies([
       { id: 'pol_read', effect: 'allow', actions: ['orders.read'] },
       { id: 'pol_calls', effect: 'allow', actions: ['search.run'], budget: { unit: 'calls', limit: 10, period: 'daily' } },
@@ -120,6 +133,20 @@ describe.each(STORE_KINDS)('Idempotency-Key (%s)', (kind) => {
     const retried = await decide(body, key);
     expect(retried.statusCode).toBe(200);
     expect(replayed(retried)).toBeUndefined();
+  });
+
+  it('does not store a 5xx: the key is released and a retry runs again', async () => {
+    const key = newKey();
+    const body = { agent_id: 'idem-500', action: 'orders.read' };
+    failNextPermit = true;
+    const failed = await decide(body, key);
+    expect(failed.statusCode).toBe(500);
+    expect(json(failed).error.code).toBe('internal.error');
+    expect(await rt.store.sql`select 1 from idempotency_keys where idempotency_key = ${key}`).toHaveLength(0);
+    const retried = await decide(body, key);
+    expect(retried.statusCode).toBe(200);
+    expect(replayed(retried)).toBeUndefined();
+    expect(replayed(await decide(body, key))).toBe('true');
   });
 
   it('scopes keys by account and environment', async () => {
