@@ -6,6 +6,7 @@
 import Fastify, { type FastifyInstance, type RouteOptions } from 'fastify';
 import { registerAuthentication } from './auth/authenticate.js';
 import { InvalidFieldError } from './errors/api-error.js';
+import { registerDeadline } from './http/deadline.js';
 import { registerErrorHandling, sendError } from './http/error-handler.js';
 import { registerIdempotency } from './http/idempotency.js';
 import { rejectUnstorableInput, validatorCompiler } from './http/validation.js';
@@ -63,6 +64,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     reply.header('request-id', request.id);
   });
   registerErrorHandling(app);
+  registerDeadline(app, services.config.decisionDeadlineMs);
   app.addHook('preValidation', rejectUnstorableInput);
   registerAuthentication(app, services.keys, (principal) => services.limits.admitKey(principal));
   // Idempotency-Key on POST routes under /v1 (hooks added as they are registered).

@@ -17,6 +17,8 @@ export interface Config {
   keyRateLimit: number;
   /** AUTHZ_WEBHOOK_ALLOW_PRIVATE=1: webhook URLs may resolve to loopback and private addresses (operators on private networks). */
   webhookAllowPrivate: boolean;
+  /** AUTHZ_DECISION_DEADLINE_MS: POST /v1/decisions answers 503 service.unavailable when the store has not answered by then. */
+  decisionDeadlineMs: number;
   /** AUTHZ_WEBHOOK_LEASE_SECONDS: how long a dispatcher owns a claimed delivery (real time) before another may retry it. */
   webhookLeaseSeconds: number;
   /** security.alert thresholds and windows (AUTHZ_ALERT_*). */
@@ -53,6 +55,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
     keyRateLimit: int(env, 'AUTHZ_KEY_RATE_LIMIT', DEFAULT_KEY_RATE_LIMIT, 0, 1_000_000_000),
     webhookAllowPrivate: env.AUTHZ_WEBHOOK_ALLOW_PRIVATE === '1',
     webhookLeaseSeconds: int(env, 'AUTHZ_WEBHOOK_LEASE_SECONDS', 60, 1, 86_400),
+    decisionDeadlineMs: int(env, 'AUTHZ_DECISION_DEADLINE_MS', 10_000, 100, 600_000),
     alerts: {
       denyThreshold: int(env, 'AUTHZ_ALERT_DENY_THRESHOLD', DEFAULT_ALERT_THRESHOLDS.denyThreshold, 1, 1e9),
       denyWindowSeconds: int(env, 'AUTHZ_ALERT_DENY_WINDOW_SECONDS', DEFAULT_ALERT_THRESHOLDS.denyWindowSeconds, 1, 86_400),

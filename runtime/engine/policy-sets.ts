@@ -14,7 +14,7 @@ import type { Policy } from '../../compiler/policy/types.js';
 import type { DecisionTable } from '../../compiler/table/build.js';
 import type { Environment } from '../auth/api-keys.js';
 import type { Clock } from '../clock.js';
-import { InvalidPolicyError, type ErrorDetail } from '../errors/api-error.js';
+import { InvalidPolicyError, ServiceUnavailableError, type ErrorDetail } from '../errors/api-error.js';
 import type { Sql, Tx } from '../store/connect.js';
 import { insertEvents, type EventRow } from '../store/events.js';
 import { bumpPolicySet, loadPolicies, lockPolicySet, readPolicySetVersion } from '../store/policies.js';
@@ -85,8 +85,14 @@ export class PolicySets {
       const version = await readPolicySetVersion(this.sql, accountId, environment);
       const records = await loadPolicies(this.sql, accountId, environment);
       const policies = records.map((r) => r.policy);
-      const { table, diagnostics } = await this.cache.compileSliced(policies);
-      if (!table) throw new Error(`stored policies of ${key} do not compile: ${diagnostics[0]?.message}`);
+      // Fail closed: a stored set that does not compile (written behind the API's
+      // back, or by an incompatible version) refuses decisions with 503 until fixed.
+      const unloadable = (why: string | undefined) =>
+        new ServiceUnavailableError(`the policies of this environment cannot be loaded (${why ?? 'unknown problem'}); no decision is made until they are fixed`);
+      const { table, diagnostics } = await this.cache.compileSliced(policies).catch((e: unknown) => {
+        throw unloadable(e instanceof Error ? e.message : String(e));
+      });
+      if (!table) throw unloadable(diagnostics.find((d) => d.severity === 'error')?.message);
       const set: CompiledSet = { version: version?.version ?? 0, hash: this.cache.hash(policies), table, policies };
       const current = this.sets.get(key);
       if (!current || current.version <= set.version) this.sets.set(key, set);

@@ -10,8 +10,10 @@ import {
   InternalError,
   InvalidJsonError,
   RouteNotFoundError,
+  ServiceUnavailableError,
   UnsupportedMediaTypeError,
 } from '../errors/api-error.js';
+import { isStoreUnavailable } from '../store/unavailable.js';
 import { toApiError } from './validation.js';
 
 export function errorBody(error: ApiError, requestId: string): object {
@@ -46,6 +48,8 @@ function fromFastify(error: FastifyError, request: FastifyRequest): ApiError {
       return new UnsupportedMediaTypeError('send the body as application/json');
   }
   if (error instanceof SyntaxError) return new InvalidJsonError(`the body is not valid JSON: ${error.message}`);
+  // Fail closed: a store that cannot be reached answers 503, never a 500 (nor a decision).
+  if (isStoreUnavailable(error)) return new ServiceUnavailableError('the store is not reachable; nothing was decided or changed, try again shortly');
   return new InternalError('internal error; quote the request id to support');
 }
 
@@ -58,6 +62,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const api = fromFastify(error, request);
     if (api instanceof InternalError) request.log.error({ err: error }, 'unhandled error');
+    else if (api instanceof ServiceUnavailableError) request.log.warn({ err: error }, 'service unavailable');
     return sendError(reply, api);
   });
   app.setNotFoundHandler((request, reply) => sendError(reply, new RouteNotFoundError(`no route ${request.method} ${request.url.split('?')[0]}`)));

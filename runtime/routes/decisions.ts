@@ -12,7 +12,7 @@ export const decisionRoutes: FastifyPluginAsync = async (app) => {
 
   app.post<{ Body: DecisionInput }>(
     '/v1/decisions',
-    { config: { scope: 'decisions:write', admitsItself: true }, schema: { body: loadSchema('api/decision-request') } },
+    { config: { scope: 'decisions:write', admitsItself: true, deadline: true }, schema: { body: loadSchema('api/decision-request') } },
     async (request) => {
       const started = performance.now();
       const row = await decisions.decide(request.principal, request.body);

@@ -50,10 +50,21 @@ const bigintAsNumber = {
   parse: (x: string) => Number(x),
 };
 
+/**
+ * Seconds before reconnecting after the retries-th failed connection. postgres.js
+ * defaults to up to 20 s (3^retries / 100), and queries queue for that long: while
+ * the store is down a request would hang instead of answering 503, and after it is
+ * back the first requests would still wait. Capped at 1 s.
+ */
+export function reconnectBackoff(retries: number): number {
+  return Math.min(0.05 * 2 ** retries, 1);
+}
+
 function baseOptions() {
   return {
     onnotice: () => {},
     connect_timeout: 10,
+    backoff: reconnectBackoff,
     types: { bigint: bigintAsNumber },
   };
 }
