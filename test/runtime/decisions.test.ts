@@ -3,7 +3,6 @@
  * contract, validation, spec section 3's transitions, pagination, tenant
  * isolation (a property) and evaluation step 2 (revoked agents), on both stores.
  */
-import fc from 'fast-check';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKey } from '../../runtime/routes/admin.js';
@@ -578,41 +577,7 @@ describe.each(STORE_KINDS)('decisions over HTTP (%s)', (kind) => {
     });
   });
 
-  describe('isolation', () => {
-    it('a decision made with one key is invisible through keys of other accounts or environments (property)', async () => {
-      const keys = () => [rt.testKey, rt.liveKey, rt.otherKey, otherLiveKey];
-      await fc.assert(
-        fc.asyncProperty(
-          fc.integer({ min: 0, max: 3 }),
-          fc.constantFrom('orders.read', 'orders.delete', 'payments.refund', 'nothing.here'),
-          fc.stringMatching(/^[a-z0-9_:@-]{1,20}$/),
-          async (owner, action, suffix) => {
-            const all = keys();
-            const a = `iso-${++seq}-${suffix}`;
-            const d = await decideOk({ agent_id: a, action }, all[owner]);
-            expect(json(await getDecision(d.id, all[owner])).id).toBe(d.id);
-            for (let i = 0; i < all.length; i++) {
-              if (i === owner) continue;
-              const k = all[i]!;
-              expectError(await getDecision(d.id, k), 404, 'decision.not_found');
-              expectError(await resolve(d.id, 'confirm', {}, k), 404, 'decision.not_found');
-              expectError(await resolve(d.id, 'reject', undefined, k), 404, 'decision.not_found');
-              const filtered = json(await rt.call(k, { method: 'GET', url: `/v1/decisions?agent_id=${encodeURIComponent(a)}` }));
-              expect(filtered.data).toEqual([]);
-              const newest = json(await rt.call(k, { method: 'GET', url: '/v1/decisions?limit=100' }));
-              expect(newest.data.map((x: any) => x.id)).not.toContain(d.id);
-              const agentGet = await rt.call(k, { method: 'GET', url: `/v1/agents/${encodeURIComponent(a)}` });
-              expect(agentGet.statusCode).toBe(404);
-            }
-            // The owner still sees it unchanged.
-            const own = json(await getDecision(d.id, all[owner]));
-            expect(own.status).toBe(d.status);
-          },
-        ),
-        { numRuns: 12 },
-      );
-    });
-  });
+  // Isolation of decisions (and of every other resource) across accounts and environments: test/runtime/isolation.test.ts.
 
   describe('evaluation step 2: revoked agents', () => {
     it('a revoked agent gets deny agent.revoked even when a policy allows; restoring lifts it', async () => {
