@@ -17,6 +17,8 @@ export interface Config {
   keyRateLimit: number;
   /** AUTHZ_WEBHOOK_ALLOW_PRIVATE=1: webhook URLs may resolve to loopback and private addresses (operators on private networks). */
   webhookAllowPrivate: boolean;
+  /** AUTHZ_MAX_POLICIES: most policies in one environment (POST /v1/policies and PUT /v1/bundle beyond it: 400 validation.too_many_policies). */
+  maxPolicies: number;
   /** AUTHZ_DECISION_DEADLINE_MS: POST /v1/decisions answers 503 service.unavailable when the store has not answered by then. */
   decisionDeadlineMs: number;
   /** AUTHZ_WEBHOOK_LEASE_SECONDS: how long a dispatcher owns a claimed delivery (real time) before another may retry it. */
@@ -55,6 +57,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
     keyRateLimit: int(env, 'AUTHZ_KEY_RATE_LIMIT', DEFAULT_KEY_RATE_LIMIT, 0, 1_000_000_000),
     webhookAllowPrivate: env.AUTHZ_WEBHOOK_ALLOW_PRIVATE === '1',
     webhookLeaseSeconds: int(env, 'AUTHZ_WEBHOOK_LEASE_SECONDS', 60, 1, 86_400),
+    maxPolicies: int(env, 'AUTHZ_MAX_POLICIES', 100_000, 1, 10_000_000),
     decisionDeadlineMs: int(env, 'AUTHZ_DECISION_DEADLINE_MS', 10_000, 100, 600_000),
     alerts: {
       denyThreshold: int(env, 'AUTHZ_ALERT_DENY_THRESHOLD', DEFAULT_ALERT_THRESHOLDS.denyThreshold, 1, 1e9),

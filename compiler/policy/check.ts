@@ -13,6 +13,21 @@ function isCurrency(code: string): boolean {
   return currencies.has(code);
 }
 
+/** Largest policy accepted, as compact JSON in UTF-8 (its lists alone could otherwise reach megabytes). */
+export const MAX_POLICY_BYTES = 64 * 1024;
+
+/** The policy's size as compact JSON in UTF-8 bytes (Infinity when it cannot be serialised, e.g. a YAML alias cycle). */
+export function policyBytes(value: unknown): number {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value);
+  } catch {
+    return Infinity;
+  }
+  if (text === undefined) return 0;
+  return text.length * 3 <= MAX_POLICY_BYTES ? text.length : Buffer.byteLength(text);
+}
+
 export interface PolicyCheck {
   diagnostics: Diagnostic[];
   condition: ConditionAst | null;
@@ -27,6 +42,11 @@ export function checkPolicy(value: Record<string, unknown>, base: string, locato
   };
   if (value.id === undefined && value.name === undefined) {
     diagnostics.push({ severity: 'error', code: 'policy.missing_id', message: 'a policy needs an id or a name', ...at('') });
+  }
+  const bytes = policyBytes(value);
+  if (bytes > MAX_POLICY_BYTES) {
+    const size = Number.isFinite(bytes) ? `${Math.ceil(bytes / 1024)} KiB` : 'too large to measure';
+    diagnostics.push({ severity: 'error', code: 'policy.too_large', message: `the policy is ${size} as JSON; the limit is ${MAX_POLICY_BYTES / 1024} KiB (split it into several policies)`, ...at('') });
   }
   const budget = value.budget as { unit?: string } | undefined;
   if (typeof budget?.unit === 'string' && /^[A-Z]{3}$/.test(budget.unit) && !isCurrency(budget.unit)) {

@@ -86,6 +86,10 @@ export class InvalidBundleError extends ApiError {
   static override readonly code = 'validation.invalid_bundle';
   static override readonly status = 400;
 }
+export class TooManyPoliciesError extends ApiError {
+  static override readonly code = 'validation.too_many_policies';
+  static override readonly status = 400;
+}
 
 // --- decisions (spec 3) -------------------------------------------------------
 export class DecisionNotFoundError extends ApiError {
@@ -193,6 +197,7 @@ export const ERROR_CLASSES = [
   UnsupportedMediaTypeError,
   InvalidPolicyError,
   InvalidBundleError,
+  TooManyPoliciesError,
   DecisionNotFoundError,
   DecisionAlreadyConfirmedError,
   DecisionExpiredError,

@@ -9,7 +9,7 @@ import { policySetHash } from '../../compiler/bundle/write.js';
 import type { Policy } from '../../compiler/policy/types.js';
 import { diagnosticsToDetails } from '../engine/policy-sets.js';
 import { changeKind } from '../engine/policy-resource.js';
-import { InvalidBundleError } from '../errors/api-error.js';
+import { InvalidBundleError, TooManyPoliciesError } from '../errors/api-error.js';
 import { eventRow } from '../events/event-row.js';
 import type { EventRow } from '../store/events.js';
 import { deleteAllPolicies, loadPolicies, readPolicySetVersion, upsertPolicy } from '../store/policies.js';
@@ -17,7 +17,7 @@ import { deleteAllPolicies, loadPolicies, readPolicySetVersion, upsertPolicy } f
 export const BUNDLE_BODY_LIMIT = 64 * 1024 * 1024;
 
 export const bundleRoutes: FastifyPluginAsync = async (app) => {
-  const { policySets, clock, store } = app.services;
+  const { policySets, clock, store, config } = app.services;
 
   app.put('/v1/bundle', { config: { scope: 'policies:write' }, bodyLimit: BUNDLE_BODY_LIMIT }, async (request) => {
     const p = request.principal;
@@ -27,6 +27,9 @@ export const bundleRoutes: FastifyPluginAsync = async (app) => {
       throw new InvalidBundleError(`invalid bundle: ${details[0]?.message ?? 'unknown problem'}`, { details });
     }
     const next: Policy[] = loaded.bundle.policies;
+    if (next.length > config.maxPolicies) {
+      throw new TooManyPoliciesError(`the bundle has ${next.length} policies; an environment holds at most ${config.maxPolicies} (AUTHZ_MAX_POLICIES)`);
+    }
     const now = clock.now();
     await policySets.change(p.accountId, p.environment, async (tx, current) => {
       const before = new Map(current.map((c) => [c.id, c]));

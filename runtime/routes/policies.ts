@@ -10,7 +10,7 @@ import type { Policy } from '../../compiler/policy/types.js';
 import type { Principal } from '../auth/authenticate.js';
 import { diagnosticsToDetails } from '../engine/policy-sets.js';
 import { changeKind, policyResource } from '../engine/policy-resource.js';
-import { InvalidPolicyError, PolicyConflictError, PolicyNotFoundError, type ErrorDetail } from '../errors/api-error.js';
+import { InvalidPolicyError, PolicyConflictError, PolicyNotFoundError, TooManyPoliciesError, type ErrorDetail } from '../errors/api-error.js';
 import { eventRow } from '../events/event-row.js';
 import { listBody, listQuerySchema, pageParams, type ListQuery } from '../http/list.js';
 import { newId } from '../ids.js';
@@ -51,7 +51,7 @@ function checkNameFree(current: readonly Policy[], policy: Policy): void {
 }
 
 export const policyRoutes: FastifyPluginAsync = async (app) => {
-  const { policySets, clock, store } = app.services;
+  const { policySets, clock, store, config } = app.services;
   const sql = store.sql;
 
   const changeEvent = (p: Principal, policy: Policy, change: string, now: number) =>
@@ -63,6 +63,9 @@ export const policyRoutes: FastifyPluginAsync = async (app) => {
     const now = clock.now();
     await policySets.change(p.accountId, p.environment, async (tx, current) => {
       if (current.some((c) => c.id === policy.id)) throw new PolicyConflictError(`a policy with id ${policy.id} already exists; use PUT /v1/policies/${policy.id} to replace it`);
+      if (current.length >= config.maxPolicies) {
+        throw new TooManyPoliciesError(`this environment already has ${current.length} policies, the most allowed (AUTHZ_MAX_POLICIES=${config.maxPolicies}); delete some first`);
+      }
       checkNameFree(current, policy);
       await upsertPolicy(tx, p.accountId, p.environment, policy, new Date(now));
       return { policies: [...current, policy], events: [changeEvent(p, policy, 'created', now)], value: null };
