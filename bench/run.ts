@@ -12,12 +12,11 @@
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, release, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { packageRoot } from '../compiler/schemas.js';
 import { compilerVersion } from '../compiler/version.js';
-import { postgresVersion } from '../scripts/pg-cluster.js';
+import { machineTable } from './machine.js';
 import { readTargets, verdict } from './targets.js';
 
 const { values } = parseArgs({ options: { only: { type: 'string' }, 'http-rounds': { type: 'string' }, quick: { type: 'boolean' } } });
@@ -53,11 +52,6 @@ const TOPICS: Topic[] = [
   { name: 'profile', title: 'CPU profile of the decision path', script: 'profile/run.js', args: quick ? ['--duration', '3'] : [] },
 ];
 
-const version = (pkg: string) => {
-  const file = join(root, 'node_modules', pkg, 'package.json');
-  return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as { version: string }).version : '-';
-};
-
 /** Headings one level down, so each topic's report nests under the combined one. */
 const nest = (report: string) => report.replace(/^(#+) /gm, '#$1 ');
 
@@ -85,14 +79,7 @@ function main(): number {
     '',
     `${compilerVersion()} (commit ${commit}), ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, \`npm run bench\`${quick ? ' --quick (short runs: not figures to quote)' : ''}, ${((Date.now() - started) / 60_000).toFixed(1)} min.`,
     '',
-    '| machine | |',
-    '| --- | --- |',
-    `| CPU | ${cpus().length} x ${cpus()[0]?.model ?? 'cpu'} |`,
-    `| memory | ${(totalmem() / 2 ** 30).toFixed(0)} GiB |`,
-    `| kernel | Linux ${release()} |`,
-    `| Node | ${process.version} |`,
-    `| PostgreSQL | ${postgresVersion()} (a throwaway local cluster per topic, default durability) |`,
-    `| packages | fastify ${version('fastify')}, postgres ${version('postgres')}, @electric-sql/pglite ${version('@electric-sql/pglite')}, sodium-native ${version('sodium-native')}, @cedar-policy/cedar-wasm ${version('@cedar-policy/cedar-wasm')}, casbin ${version('casbin')}, autocannon ${version('autocannon')} |`,
+    ...machineTable('a throwaway local cluster per topic, default durability', ['fastify', 'postgres', '@electric-sql/pglite', 'sodium-native', '@cedar-policy/cedar-wasm', 'casbin', 'autocannon']),
     '',
     'Everything runs on this one machine: load generator, server processes and PostgreSQL share its cores.',
     '',

@@ -23,14 +23,14 @@
  *
  *   node dist/bench/soak/run.js [--minutes 5] [--max-seconds 15] [--connections 50] [--interval 10] [--share 0.8] [--out FILE]
  */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { cpus, release, totalmem } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { packageRoot } from '../../compiler/schemas.js';
 import { compilerVersion } from '../../compiler/version.js';
-import { postgresVersion, startCluster } from '../../scripts/pg-cluster.js';
+import { startCluster } from '../../scripts/pg-cluster.js';
+import { machineTable } from '../machine.js';
 import { startReceiver } from '../http/receiver.js';
 import { startTarget, stopTarget, type Target } from '../http/target.js';
 
@@ -200,11 +200,6 @@ function verdict(samples: Sample[], rate: number): Verdict {
   };
 }
 
-const version = (pkg: string) => {
-  const file = join(packageRoot(), 'node_modules', pkg, 'package.json');
-  return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as { version: string }).version : '-';
-};
-
 async function main(): Promise<void> {
   const started = new Date();
   const log = (line: string) => process.stderr.write(`[soak] ${line}\n`);
@@ -252,14 +247,7 @@ async function main(): Promise<void> {
       '',
       `${compilerVersion()}, ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC, \`npm run soak${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}\`.`,
       '',
-      '| machine | |',
-      '| --- | --- |',
-      `| CPU | ${cpus().length} x ${cpus()[0]?.model ?? 'cpu'} |`,
-      `| memory | ${(totalmem() / 2 ** 30).toFixed(0)} GiB |`,
-      `| kernel | Linux ${release()} |`,
-      `| Node | ${process.version} |`,
-      `| PostgreSQL | ${postgresVersion()} (a throwaway local cluster, default durability) |`,
-      `| packages | fastify ${version('fastify')}, postgres ${version('postgres')}, sodium-native ${version('sodium-native')}, autocannon ${version('autocannon')} |`,
+      ...machineTable('a throwaway local cluster, default durability', ['fastify', 'postgres', 'sodium-native', 'autocannon']),
       '',
       'The target is one bench server process (bench/http/server.ts: the runtime app on PostgreSQL with its webhook dispatcher, an endpoint subscribed to every event on a receiver in the load generator\'s process; no replication poll or budget sweep, which `authz serve` adds). Load generator, target and PostgreSQL share this machine\'s cores.',
       `Request mix, in turn: ${MIX.join(', ')} (allow: unconstrained; calls: a \`calls\` budget and a rate limit; usd: a USD budget holding amount 1 for a 60 s TTL, and a rate limit; limits never reached), over ${AGENTS} agents. Each slice is a new autocannon run (${connections} connections, \`overallRate\`), so connections are re-opened every ${intervalSeconds} s.`,

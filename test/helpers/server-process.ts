@@ -56,3 +56,26 @@ export function eachLine(stream: NodeJS.ReadableStream, onLine: (line: string) =
     for (const line of lines) onLine(line);
   });
 }
+
+export interface Reply {
+  status: number;
+  headers: Headers;
+  body: Record<string, any>;
+}
+
+/** One JSON request to a server process with a bearer token; a body that is not JSON comes back as `{ raw }`. */
+export async function request(base: string, token: string, method: string, path: string, body?: unknown): Promise<Reply> {
+  const r = await fetch(`${base}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await r.text();
+  let parsed: Record<string, any>;
+  try {
+    parsed = text === '' ? {} : (JSON.parse(text) as Record<string, any>);
+  } catch {
+    parsed = { raw: text };
+  }
+  return { status: r.status, headers: r.headers, body: parsed };
+}

@@ -31,7 +31,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyWebhookSignature } from '../../webhooks/index.js';
 import { createTestDatabase } from '../helpers/postgres.js';
-import { eachLine, ensureBuilt, freePort, HOST, ROOT } from '../helpers/server-process.js';
+import { eachLine, ensureBuilt, freePort, HOST, request, ROOT, type Reply } from '../helpers/server-process.js';
 
 const AUTHZ_JS = join(ROOT, 'bin', 'authz.js');
 const ADMIN_TOKEN = 'admin-token-for-crash-recovery-0123456789';
@@ -100,27 +100,6 @@ async function stopServer(p: Proc): Promise<void> {
     p.child.kill('SIGKILL');
     await p.exited;
   }
-}
-
-interface Reply {
-  status: number;
-  body: Record<string, any>;
-}
-
-async function request(base: string, token: string, method: string, path: string, body?: unknown): Promise<Reply> {
-  const r = await fetch(`${base}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await r.text();
-  let parsed: Record<string, any>;
-  try {
-    parsed = text === '' ? {} : (JSON.parse(text) as Record<string, any>);
-  } catch {
-    parsed = { raw: text };
-  }
-  return { status: r.status, body: parsed };
 }
 
 /** Runs `fn` over `items`, at most `limit` at once. */

@@ -12,7 +12,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eachLine, ensureBuilt, freePort, HOST, ROOT } from '../helpers/server-process.js';
+import { eachLine, ensureBuilt, freePort, HOST, request, ROOT, type Reply } from '../helpers/server-process.js';
 import { createTestDatabase } from '../helpers/postgres.js';
 
 const AUTHZ_JS = join(ROOT, 'bin', 'authz.js');
@@ -85,28 +85,6 @@ async function stopServer(server: Server, withinMs = 10_000): Promise<void> {
     server.child.kill('SIGKILL');
     await server.exited;
   }
-}
-
-interface Reply {
-  status: number;
-  headers: Headers;
-  body: Record<string, any>;
-}
-
-async function request(base: string, token: string, method: string, path: string, body?: unknown): Promise<Reply> {
-  const r = await fetch(`${base}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await r.text();
-  let parsed: Record<string, any>;
-  try {
-    parsed = text === '' ? {} : (JSON.parse(text) as Record<string, any>);
-  } catch {
-    parsed = { raw: text };
-  }
-  return { status: r.status, headers: r.headers, body: parsed };
 }
 
 let seq = 0;
