@@ -1,4 +1,4 @@
-/** The `authz` command line: validate, compile, test, explain. */
+/** The `authz` command line: validate, compile, test, explain (serve, keys and push are the runtime's: bin/authz.js; USAGE lists them too). */
 import { parseArgs } from 'node:util';
 import { compilerVersion } from '../version.js';
 import { runCompile } from './compile.js';
@@ -20,6 +20,18 @@ commands:
   explain PATH... --agent ID --action NS.VERB [--resource R] [--amount N]
            [--context JSON] [--all] [--format text|json]
                               the decision and why, policy by policy
+
+runtime commands (they run or call the service; --url defaults to AUTHZ_URL or
+http://127.0.0.1:8080, --admin-token to AUTHZ_ADMIN_TOKEN):
+  serve [--bundle FILE]       run the service (configuration from the environment)
+  keys create (--account ACC_ID | --account-name NAME) [--environment test|live]
+           [--scopes SCOPE,...] [--format text|json]
+                              a new API key, printed once
+  keys revoke KEY_ID          revoke an API key
+  keys rotate [KEY_ID]        no id: a new permit signing key; an id: a new API key
+                              like it, the old one revoked at once
+  push FILE [--url URL] [--key KEY]
+                              PUT /v1/bundle a compiled bundle (key: AUTHZ_API_KEY)
 
 exit codes: 0 ok, 1 problems found or tests failed, 2 usage error`;
 

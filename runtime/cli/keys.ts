@@ -1,41 +1,163 @@
 /**
- * `authz keys rotate [--url URL] [--admin-token TOKEN]`: asks a running service to
- * rotate its permit signing key (POST /admin/signing-keys/rotate). URL and token
- * default to AUTHZ_URL (http://127.0.0.1:8080) and AUTHZ_ADMIN_TOKEN.
+ * `authz keys`: the operator API from the command line (README: The `authz` CLI).
+ *
+ *   authz keys create --account acc_... | --account-name NAME [--environment test|live] [--scopes a,b] [--format text|json]
+ *   authz keys revoke key_...
+ *   authz keys rotate              the permit signing key (POST /admin/signing-keys/rotate)
+ *   authz keys rotate key_...      an API key: a new key like it, the old one revoked (POST /admin/api-keys/:id/rotate)
+ *
+ * Every subcommand takes --url (default AUTHZ_URL, else http://127.0.0.1:8080) and
+ * --admin-token (default AUTHZ_ADMIN_TOKEN). Exit codes: 0 done, 1 the service
+ * refused or could not be reached (status, code and message printed), 2 usage error.
  */
-import { parseArgs } from 'node:util';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { callService, credential, DEFAULT_URL, defaultIo, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, serviceUrl, type CommandIo } from './http-client.js';
 
-export async function keysCommand(argv: readonly string[]): Promise<number> {
+export const KEYS_USAGE = `usage:
+  authz keys create (--account acc_... | --account-name NAME) [--environment test|live] [--scopes SCOPE,...] [--format text|json]
+  authz keys revoke key_... [--format text|json]
+  authz keys rotate [key_...] [--format text|json]
+options of every subcommand: --url URL (default AUTHZ_URL or ${DEFAULT_URL}), --admin-token TOKEN (default AUTHZ_ADMIN_TOKEN)`;
+
+const COMMON = { url: { type: 'string' }, 'admin-token': { type: 'string' }, format: { type: 'string' } } as const satisfies ParseArgsConfig['options'];
+const CREATE = { ...COMMON, account: { type: 'string' }, 'account-name': { type: 'string' }, environment: { type: 'string' }, scopes: { type: 'string' } } as const;
+
+class Usage extends Error {}
+
+type Format = 'text' | 'json';
+
+interface KeyRecord {
+  id: string;
+  key: string;
+  account_id: string;
+  environment: string;
+  scopes: string[];
+  created_at: string;
+  replaces?: string;
+}
+
+export async function keysCommand(argv: readonly string[], io: CommandIo = defaultIo): Promise<number> {
   const [sub, ...rest] = argv;
-  let values;
+  const command = `authz keys ${sub ?? ''}`.trimEnd();
   try {
-    ({ values } = parseArgs({ args: rest, options: { url: { type: 'string' }, 'admin-token': { type: 'string' } } }));
+    switch (sub) {
+      case 'create': {
+        const { values } = parse(rest, CREATE, 0);
+        return await create(io, command, connection(values), values);
+      }
+      case 'revoke': {
+        const { values, positionals } = parse(rest, COMMON, 1);
+        const fmt = format(values.format);
+        const id = keyId(positionals[0]);
+        const body = await callService(io, { command, ...connection(values), method: 'DELETE', path: `/admin/api-keys/${encodeURIComponent(id)}` });
+        if (!body) return EXIT_PROBLEMS;
+        if (fmt === 'json') io.out(JSON.stringify(body, null, 2));
+        else io.out(`revoked: ${body.id}; it is refused from now on`);
+        return EXIT_OK;
+      }
+      case 'rotate': {
+        const { values, positionals } = parse(rest, COMMON, 0, 1);
+        const fmt = format(values.format);
+        if (positionals.length === 0) {
+          const body = await callService(io, { command, ...connection(values), method: 'POST', path: '/admin/signing-keys/rotate' });
+          if (!body) return EXIT_PROBLEMS;
+          if (fmt === 'json') io.out(JSON.stringify(body, null, 2));
+          else io.out(`rotated: new signing key ${body.kid}; the previous key stays in the JWKS until its tokens expire`);
+          return EXIT_OK;
+        }
+        const id = keyId(positionals[0]);
+        const body = await callService(io, { command, ...connection(values), method: 'POST', path: `/admin/api-keys/${encodeURIComponent(id)}/rotate` });
+        if (!body) return EXIT_PROBLEMS;
+        if (fmt === 'json') io.out(JSON.stringify(body, null, 2));
+        else printKey(io, `rotated: ${body.replaces} is revoked; its replacement:`, body as KeyRecord);
+        return EXIT_OK;
+      }
+      default:
+        throw new Usage(sub === undefined ? 'missing subcommand' : `unknown subcommand ${JSON.stringify(sub)}`);
+    }
   } catch (e) {
-    process.stderr.write(`authz keys: ${(e as Error).message}\n`);
-    return 2;
+    if (!(e instanceof Usage)) throw e;
+    io.err(`${command}: ${e.message}\n\n${KEYS_USAGE}`);
+    return EXIT_USAGE;
   }
-  if (sub !== 'rotate') {
-    process.stderr.write('usage: authz keys rotate [--url URL] [--admin-token TOKEN]\n');
-    return 2;
+}
+
+async function create(io: CommandIo, command: string, conn: Connection, values: Record<string, string | undefined>): Promise<number> {
+  const fmt = format(values.format);
+  if ((values.account === undefined) === (values['account-name'] === undefined)) throw new Usage('give --account acc_... or --account-name NAME (one of them)');
+  const environment = values.environment ?? 'test';
+  if (environment !== 'test' && environment !== 'live') throw new Usage('--environment must be test or live');
+  const scopes = (values.scopes ?? '*')
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+  if (scopes.length === 0) throw new Usage('--scopes needs at least one scope (e.g. decisions:write,policies:read, or *)');
+
+  let accountId = values.account!;
+  let createdAccount: string | undefined;
+  if (values['account-name'] !== undefined) {
+    const account = await callService(io, { command, ...conn, method: 'POST', path: '/admin/accounts', body: { name: values['account-name'] } });
+    if (!account) return EXIT_PROBLEMS;
+    accountId = account.id;
+    createdAccount = `created account ${account.id} (${account.name})`;
   }
-  const url = (values.url ?? process.env.AUTHZ_URL ?? 'http://127.0.0.1:8080').replace(/\/$/, '');
-  const token = values['admin-token'] ?? process.env.AUTHZ_ADMIN_TOKEN;
-  if (!token) {
-    process.stderr.write('authz keys rotate: give --admin-token or set AUTHZ_ADMIN_TOKEN\n');
-    return 2;
+  const body = await callService(io, { command, ...conn, method: 'POST', path: `/admin/accounts/${encodeURIComponent(accountId)}/api-keys`, body: { environment, scopes } });
+  if (!body) {
+    if (createdAccount) io.err(`${command}: ${createdAccount}, but no key: retry with --account ${accountId}`);
+    return EXIT_PROBLEMS;
   }
-  let response: Response;
+  if (fmt === 'json') io.out(JSON.stringify(body, null, 2));
+  else printKey(io, createdAccount ? `${createdAccount}\ncreated API key:` : 'created API key:', body as KeyRecord);
+  return EXIT_OK;
+}
+
+function printKey(io: CommandIo, heading: string, k: KeyRecord): void {
+  io.out(
+    [
+      heading,
+      `  id:          ${k.id}`,
+      `  account:     ${k.account_id}`,
+      `  environment: ${k.environment}`,
+      `  scopes:      ${k.scopes.join(',')}`,
+      `  created:     ${k.created_at}`,
+      `  key:         ${k.key}`,
+      'The full key is shown only this once (the service keeps a hash): store it now.',
+    ].join('\n'),
+  );
+}
+
+interface Connection {
+  url: string;
+  token: string;
+}
+
+function connection(values: { url?: string; 'admin-token'?: string }): Connection {
+  const token = credential(values['admin-token'], 'AUTHZ_ADMIN_TOKEN');
+  if (!token) throw new Usage('give --admin-token or set AUTHZ_ADMIN_TOKEN');
+  return { url: serviceUrl(values.url), token };
+}
+
+function parse<O extends NonNullable<ParseArgsConfig['options']>>(args: string[], options: O, minPositionals: number, maxPositionals = minPositionals) {
+  let parsed;
   try {
-    response = await fetch(`${url}/admin/signing-keys/rotate`, { method: 'POST', headers: { authorization: `Bearer ${token}` } });
+    parsed = parseArgs({ args, options, allowPositionals: true, strict: true });
   } catch (e) {
-    process.stderr.write(`authz keys rotate: cannot reach ${url}: ${(e as Error).message}\n`);
-    return 1;
+    throw new Usage((e as Error).message);
   }
-  const body = (await response.json().catch(() => ({}))) as { kid?: string; error?: { code: string; message: string } };
-  if (!response.ok) {
-    process.stderr.write(`authz keys rotate: ${response.status} ${body.error?.code ?? ''} ${body.error?.message ?? ''}\n`);
-    return 1;
-  }
-  process.stdout.write(`rotated: new signing key ${body.kid}; the previous key stays in the JWKS until its tokens expire\n`);
-  return 0;
+  const n = parsed.positionals.length;
+  if (n < minPositionals) throw new Usage('missing the API key id (key_...)');
+  if (n > maxPositionals) throw new Usage(`unexpected argument ${JSON.stringify(parsed.positionals[maxPositionals])}`);
+  return parsed;
+}
+
+function keyId(id: string | undefined): string {
+  if (id?.startsWith('svc_')) throw new Usage('that is the key itself, not its id: give the key_... id printed when it was created');
+  if (!id || !id.startsWith('key_')) throw new Usage(`expected an API key id (key_...), got ${JSON.stringify(id ?? '')}`);
+  return id;
+}
+
+function format(value: string | undefined): Format {
+  if (value === undefined || value === 'text') return 'text';
+  if (value === 'json') return 'json';
+  throw new Usage('--format must be text or json');
 }

@@ -176,6 +176,9 @@ export const COMPONENT_SCHEMAS: Record<string, Schema> = {
     scopes: { type: 'array', items: str() },
     created_at: timestamp(),
   }),
+  ApiKeyRotated: {
+    allOf: [ref('ApiKey'), { type: 'object', properties: { replaces: str('key_...: the key this one replaces, now revoked') }, required: ['replaces'] }],
+  },
   ApiKeyRevoked: obj({ id: str(), object: { const: 'api_key' }, revoked: { const: true } }),
   SigningKeyRotation: obj({ object: { const: 'signing_key' }, kid: str(), public_jwk: { type: 'object', additionalProperties: true }, jwks: ref('Jwks') }),
   ClockState: obj({ object: { const: 'clock' }, now: timestamp() }),

@@ -63,6 +63,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   'POST /admin/accounts': { summary: 'Create an account', success: [201, ref('Account')] },
   'POST /admin/accounts/{account_id}/api-keys': { summary: 'Create an API key (the key is in this answer only)', success: [201, ref('ApiKey')] },
   'DELETE /admin/api-keys/{id}': { summary: 'Revoke an API key', success: [200, ref('ApiKeyRevoked')] },
+  'POST /admin/api-keys/{id}/rotate': { summary: 'Roll an API key: a new key like it, the old one revoked (the new key is in this answer only)', success: [201, ref('ApiKeyRotated')] },
   'POST /admin/signing-keys/rotate': { summary: 'New permit signing key', success: [200, ref('SigningKeyRotation')] },
   'POST /admin/clock': { summary: 'Move the service clock forward (AUTHZ_TEST_CLOCK=1 only)', success: [200, ref('ClockState')] },
 

@@ -11,7 +11,7 @@ import { bearerToken } from '../auth/authenticate.js';
 import { AccountNotFoundError, AdminAuthError, ApiKeyNotFoundError } from '../errors/api-error.js';
 import { newId } from '../ids.js';
 import type { SqlOrTx } from '../store/connect.js';
-import { findAccount, insertAccount, insertApiKey, revokeApiKey } from '../store/accounts.js';
+import { findAccount, insertAccount, insertApiKey, revokeApiKey, revokeLiveApiKey } from '../store/accounts.js';
 
 const adminSchema = loadSchema('api/admin') as { $defs: Record<string, object> };
 const def = (name: string) => adminSchema.$defs[name]!;
@@ -74,6 +74,22 @@ export const adminRoutes: FastifyPluginAsync = async (app) => {
     if (!(await revokeApiKey(sql, request.params.id, new Date(clock.now())))) throw new ApiKeyNotFoundError(`no API key ${request.params.id}`);
     keys.forget(request.params.id);
     return { id: request.params.id, object: 'api_key', revoked: true };
+  });
+
+  // Rolls an API key (Stripe's "roll key"): a new key of the same account,
+  // environment and scopes, and the old one revoked, in one transaction: either
+  // both happen or neither. An unknown or already revoked key: 404. Like DELETE,
+  // this process refuses the old key at once; others within their cache TTL.
+  app.post<{ Params: { id: string } }>('/admin/api-keys/:id/rotate', { onRequest: requireAdmin }, async (request, reply) => {
+    const oldId = request.params.id;
+    const at = new Date(clock.now());
+    const created = await sql.begin(async (tx) => {
+      const old = await revokeLiveApiKey(tx, oldId, at);
+      return old ? createApiKey(tx, old.account_id, old.environment, old.scopes, at) : null;
+    });
+    if (!created) throw new ApiKeyNotFoundError(`no live API key ${oldId} (unknown or already revoked)`);
+    keys.forget(oldId);
+    return reply.code(201).send({ ...created, replaces: oldId });
   });
 
   app.post('/admin/signing-keys/rotate', { onRequest: requireAdmin }, async () => {

@@ -52,3 +52,15 @@ export async function revokeApiKey(sql: SqlOrTx, id: string, at: Date): Promise<
   const rows = await sql`update api_keys set revoked_at = coalesce(revoked_at, ${at}) where id = ${id} returning id`;
   return rows.length > 0;
 }
+
+/**
+ * Revokes the key only if it is live, and returns its record (now revoked);
+ * undefined when there is no such key or it was revoked already. One statement,
+ * so of two concurrent calls on one key only one gets the record.
+ */
+export async function revokeLiveApiKey(sql: SqlOrTx, id: string, at: Date): Promise<ApiKeyRow | undefined> {
+  const [row] = await sql<ApiKeyRow[]>`
+    update api_keys set revoked_at = ${at} where id = ${id} and revoked_at is null
+    returning id, account_id, environment, key_prefix, scopes, created_at, revoked_at`;
+  return row;
+}
