@@ -24,14 +24,13 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
         const upstream = createConnection({ host: targetHost, port: targetPort });
         sockets.add(client);
         sockets.add(upstream);
-        const forget = () => {
-          sockets.delete(client);
-          sockets.delete(upstream);
-        };
+        // Each socket leaves the set on its own close only: a side half-closed by its peer
+        // stays in it until it is gone, so stop() always destroys it (server.close() waits
+        // for every connection, and hung on one forgotten early).
         // A side that closes lets the other flush what it has (a server's last error
         // message reaches the client); an error cuts both.
-        upstream.on('end', () => client.end()).on('close', forget).on('error', () => client.destroy());
-        client.on('end', () => upstream.end()).on('close', forget).on('error', () => upstream.destroy());
+        upstream.on('end', () => client.end()).on('close', () => sockets.delete(upstream)).on('error', () => client.destroy());
+        client.on('end', () => upstream.end()).on('close', () => sockets.delete(client)).on('error', () => upstream.destroy());
         client.pipe(upstream);
         upstream.pipe(client);
       });
