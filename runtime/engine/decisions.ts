@@ -20,7 +20,7 @@ import {
 } from '../errors/api-error.js';
 import { newId } from '../ids.js';
 import type { Sql } from '../store/connect.js';
-import { findDecision, listDecisions, resolveDecision, type DecisionRow } from '../store/decisions.js';
+import { findDecision, listDecisions, resolveDecision, type DecisionFilters, type DecisionRow } from '../store/decisions.js';
 import type { Page, PageParams } from '../store/pagination.js';
 import type { AgentDirectory } from './agent-directory.js';
 import type { DecisionWriter } from './decision-writer.js';
@@ -133,8 +133,9 @@ export class DecisionService {
     return row;
   }
 
-  list(principal: Principal, page: PageParams, agentId?: string): Promise<Page<DecisionRow>> {
-    return listDecisions(this.deps.sql, principal.accountId, principal.environment, page, agentId);
+  /** Newest first, narrowed by any of agent, effect and reason. */
+  list(principal: Principal, page: PageParams, filters: DecisionFilters = {}): Promise<Page<DecisionRow>> {
+    return listDecisions(this.deps.sql, principal.accountId, principal.environment, page, filters);
   }
 
   /** Confirm or reject (spec section 3): 404, then 409 already confirmed / not pending, 410 expired. */

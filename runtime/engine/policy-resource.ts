@@ -1,5 +1,7 @@
-/** The public form of a policy, and what changed between two versions of one. */
+/** The public form of a policy (JSON resource or YAML document), and what changed between two versions of one. */
+import { stringify } from 'yaml';
 import { canonicalJson } from '../../compiler/bundle/canonical-json.js';
+import { canonicalPolicy } from '../../compiler/policy/normalize.js';
 import type { Policy } from '../../compiler/policy/types.js';
 import type { Environment } from '../auth/api-keys.js';
 
@@ -7,6 +9,16 @@ export type PolicyChange = 'created' | 'updated' | 'enabled' | 'disabled' | 'del
 
 export function policyResource(policy: Policy, environment: Environment, createdAt: Date, updatedAt: Date): Record<string, unknown> {
   return { ...policy, object: 'policy', livemode: environment === 'live', created_at: createdAt.toISOString(), updated_at: updatedAt.toISOString() };
+}
+
+/**
+ * The policy as a user writes it in a policy file: the fields of
+ * schemas/policy.schema.json in canonical order, defaults filled in, nothing of
+ * the resource (object, livemode, timestamps). Reading it back (a YAML PUT)
+ * gives the same policy. Long strings stay on one line (no folding).
+ */
+export function policyYaml(policy: Policy): string {
+  return stringify(canonicalPolicy(policy), { lineWidth: 0 });
 }
 
 /** Null when nothing changed. */

@@ -33,7 +33,9 @@ export const tenantKey = (accountId: string, environment: Environment): TenantKe
 
 /** Turns compiler diagnostics into the API's error details. */
 export function diagnosticsToDetails(diagnostics: readonly Diagnostic[], prefix = ''): ErrorDetail[] {
-  return diagnostics.filter((d) => d.severity === 'error').map((d) => ({ path: prefix + (d.path ?? '/'), message: d.message }));
+  return diagnostics
+    .filter((d) => d.severity === 'error')
+    .map((d) => ({ path: prefix + (d.path ?? '/'), message: d.message, ...(d.line !== undefined ? { line: d.line, column: d.col ?? 1 } : {}) }));
 }
 
 /** Compiles stored (already normalised) policies; they were valid when written. */

@@ -4,8 +4,12 @@
  * responses (spec 2.6: { error: { code, message, request_id } }).
  */
 export interface ErrorDetail {
+  /** JSON pointer into the input (`/` for the whole of it). */
   path: string;
   message: string;
+  /** 1-based line and column of the problem, for input read from YAML (policies sent as application/yaml). */
+  line?: number;
+  column?: number;
 }
 
 export class ApiError extends Error {

@@ -60,9 +60,23 @@ declare module 'fastify' {
 
 const asArray = <T>(x: T | T[] | undefined): T[] => (x === undefined ? [] : Array.isArray(x) ? x : [x]);
 
-/** What a key is bound to: a hash of the method, the path (with its query) and the canonical JSON of the body. */
-export function requestFingerprint(method: string, url: string, body: unknown): string {
-  return createHash('sha256').update(`${method} ${url}\n${canonicalJson(body ?? null)}`).digest('hex');
+/**
+ * What a key is bound to: a hash of the method, the path (with its query) and
+ * the body: the canonical JSON of a JSON body, or, for a body read as text (YAML
+ * on the policy routes), its media type and the text as sent, so that it never
+ * equals a JSON string of the same characters.
+ */
+export function requestFingerprint(method: string, url: string, body: unknown, textMediaType?: string): string {
+  const content = textMediaType !== undefined && typeof body === 'string' ? `${textMediaType}:${body}` : canonicalJson(body ?? null);
+  return createHash('sha256').update(`${method} ${url}\n${content}`).digest('hex');
+}
+
+/** The media type of a body that is not JSON (e.g. application/yaml); undefined for JSON or no body. */
+function textMediaType(request: FastifyRequest): string | undefined {
+  const type = request.headers['content-type'];
+  if (typeof type !== 'string') return undefined;
+  const media = type.split(';')[0]!.trim().toLowerCase();
+  return media === 'application/json' || media.endsWith('+json') ? undefined : media;
 }
 
 /** Call before the routes are registered: hooks are added to POST routes under /v1. */
@@ -98,7 +112,7 @@ export function registerIdempotency(app: FastifyInstance, services: Services): v
       lastSweep = now;
       await sweepIdempotencyKeys(sql, now);
     }
-    const print = requestFingerprint(request.method, request.url, request.body);
+    const print = requestFingerprint(request.method, request.url, request.body, textMediaType(request));
     // A released claim can vanish between the claim and the read: try again.
     for (let attempt = 0; attempt < 3; attempt++) {
       if (await claimIdempotencyKey(sql, scope, print, now, IDEMPOTENCY_LOCK_MS, IDEMPOTENCY_TTL_MS)) {

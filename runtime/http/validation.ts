@@ -49,6 +49,10 @@ export function toApiError(errors: ErrorObject[], part: string | undefined, body
     if (e.keyword === 'type' && e.instancePath === '' && part === 'body' && (body === undefined || body === null)) {
       return { path: '/', message: 'a JSON object body is required', missing: true };
     }
+    if (e.keyword === 'enum') {
+      const allowed = (e.params as { allowedValues: unknown[] }).allowedValues.map((v) => (typeof v === 'string' ? v : JSON.stringify(v)));
+      return { path: e.instancePath || '/', message: `${where(part, e.instancePath)} must be one of ${allowed.join(', ')}`, missing: false };
+    }
     return { path: e.instancePath || '/', message: `${where(part, e.instancePath)} ${e.message ?? 'is invalid'}`, missing: false };
   });
   const first = details.find((d) => d.missing) ?? details[0]!;

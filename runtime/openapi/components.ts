@@ -55,7 +55,18 @@ export const COMPONENT_SCHEMAS: Record<string, Schema> = {
         code: str('Machine-readable code (README: Error codes).'),
         message: str('Human-readable description.'),
         request_id: str('req_...: the Request-Id header; quote it to support.'),
-        details: { type: 'array', items: obj({ path: str('JSON pointer into the input'), message: str() }) },
+        details: {
+          type: 'array',
+          items: obj(
+            {
+              path: str('JSON pointer into the input'),
+              message: str(),
+              line: { type: 'integer', minimum: 1, description: '1-based line, for a policy sent as YAML' },
+              column: { type: 'integer', minimum: 1, description: '1-based column, for a policy sent as YAML' },
+            },
+            ['path', 'message'],
+          ),
+        },
       },
       required: ['code', 'message', 'request_id'],
     },
@@ -86,6 +97,24 @@ export const COMPONENT_SCHEMAS: Record<string, Schema> = {
       obj({ object: { const: 'policy' }, livemode: { type: 'boolean' }, created_at: timestamp(), updated_at: timestamp() }),
     ],
   },
+  PolicyValidation: obj({
+    object: { const: 'policy_validation' },
+    valid: { type: 'boolean', description: 'No errors (warnings allowed): POST or PUT would accept the policy.' },
+    diagnostics: {
+      type: 'array',
+      items: obj(
+        {
+          severity: { enum: ['error', 'warning'] },
+          code: str('The compiler\'s code: yaml.syntax, policy.invalid_field, condition.*, policy.duplicate_name, lint.shadowed, lint.conflict, lint.never_matches, ...'),
+          message: str(),
+          path: str('JSON pointer into the policy'),
+          line: { type: 'integer', minimum: 1, description: '1-based, for a YAML body' },
+          column: { type: 'integer', minimum: 1, description: '1-based, for a YAML body' },
+        },
+        ['severity', 'code', 'message', 'path'],
+      ),
+    },
+  }),
   Deleted: obj({ id: str(), object: str(), deleted: { const: true } }),
   BundleStatus: {
     type: 'object',

@@ -15,6 +15,8 @@ type Json = Record<string, any>;
 export const DOCUMENT_ROUTES = ['/v1/openapi.json', '/docs'];
 
 const json = (schema: Json) => ({ 'application/json': { schema } });
+/** YAML bodies and answers of the policy routes (runtime/http/yaml.ts). */
+const yaml = (schema: Json) => ({ 'application/yaml': { schema }, 'text/yaml': { schema } });
 
 const IDEMPOTENCY_HEADER = {
   in: 'header',
@@ -60,10 +62,13 @@ function complete(document: Json): Json {
       const [status, schema] = doc.success;
       const isText = path === '/metrics';
       operation.responses = {
-        [String(status)]: { description: 'Success', content: isText ? { 'text/plain': { schema } } : json(schema) },
+        [String(status)]: {
+          description: 'Success',
+          content: isText ? { 'text/plain': { schema } } : { ...json(schema), ...(doc.yamlAnswer ? { 'application/yaml': { schema: doc.yamlAnswer } } : {}) },
+        },
         default: { description: 'An error (README: Error codes); every answer carries Request-Id', content: json(ref('Error')) },
       };
-      if (doc.body) operation.requestBody = { required: true, content: json(doc.body) };
+      if (doc.body) operation.requestBody = { required: true, content: { ...json(doc.body), ...(doc.yamlBody ? yaml(doc.body) : {}) } };
       if (doc.optionalBody && operation.requestBody) operation.requestBody.required = false;
       if (method === 'post' && path.startsWith('/v1/')) operation.parameters = [...(operation.parameters ?? []), IDEMPOTENCY_HEADER];
     }

@@ -18,6 +18,10 @@ export interface OperationDoc {
   body?: Schema;
   /** The body may be left out (confirm, reject). */
   optionalBody?: true;
+  /** The body may also be sent as YAML (application/yaml, text/yaml), of the same shape. */
+  yamlBody?: true;
+  /** With Accept: application/yaml the answer is this schema as a YAML document. */
+  yamlAnswer?: Schema;
 }
 
 /** Keyed by `METHOD /path/{param}` as in the document. */
@@ -32,10 +36,16 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   'POST /v1/decisions/{id}/confirm': { summary: 'Confirm a pending decision (optional amount)', success: [200, ref('Decision')], optionalBody: true },
   'POST /v1/decisions/{id}/reject': { summary: 'Reject a pending decision', success: [200, ref('Decision')], optionalBody: true },
 
-  'POST /v1/policies': { summary: 'Create a policy', success: [201, ref('Policy')], body: ref('PolicyFile_policy') },
+  'POST /v1/policies': { summary: 'Create a policy (JSON or YAML body)', success: [201, ref('Policy')], body: ref('PolicyFile_policy'), yamlBody: true },
+  'POST /v1/policies/validate': {
+    summary: 'Check a policy (JSON or YAML) in this environment as POST or PUT would, storing nothing: errors and warnings',
+    success: [200, ref('PolicyValidation')],
+    body: ref('PolicyFile_policy'),
+    yamlBody: true,
+  },
   'GET /v1/policies': { summary: 'List policies', success: [200, listOf('Policy')] },
-  'GET /v1/policies/{id}': { summary: 'Read a policy', success: [200, ref('Policy')] },
-  'PUT /v1/policies/{id}': { summary: 'Replace a policy (state included)', success: [200, ref('Policy')], body: ref('PolicyFile_policy') },
+  'GET /v1/policies/{id}': { summary: 'Read a policy (Accept: application/yaml for the policy as a YAML policy file)', success: [200, ref('Policy')], yamlAnswer: ref('PolicyFile_policy') },
+  'PUT /v1/policies/{id}': { summary: 'Replace a policy, state included (JSON or YAML body)', success: [200, ref('Policy')], body: ref('PolicyFile_policy'), yamlBody: true },
   'DELETE /v1/policies/{id}': { summary: 'Delete a policy', success: [200, ref('Deleted')] },
 
   'PUT /v1/bundle': { summary: "Replace the environment's policies with a compiled bundle", success: [200, ref('BundleStatus')], body: ref('Bundle') },

@@ -1,86 +1,70 @@
 /**
- * /v1/policies: create, replace, read, list, delete. Bodies are checked by the
+ * /v1/policies: create, replace, read, list, delete, and validate. Bodies are
+ * JSON or YAML (application/yaml, text/yaml: read with the compiler's YAML
+ * reader, so every problem has its line and column) and are checked by the
  * compiler (every problem in error.details); each change recompiles the
  * environment's table and fires policy.updated in the same transaction.
+ * `GET /v1/policies/:id` answers YAML when Accept asks for it.
  */
-import type { FastifyPluginAsync } from 'fastify';
-import { canonicalPolicy } from '../../compiler/policy/normalize.js';
-import { readPolicyValue } from '../../compiler/policy/read.js';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { SourceLocator } from '../../compiler/policy/source.js';
 import type { Policy } from '../../compiler/policy/types.js';
 import type { Principal } from '../auth/authenticate.js';
-import { diagnosticsToDetails } from '../engine/policy-sets.js';
-import { changeKind, policyResource } from '../engine/policy-resource.js';
-import { InvalidPolicyError, PolicyConflictError, PolicyNotFoundError, TooManyPoliciesError, type ErrorDetail } from '../errors/api-error.js';
+import { changeKind, policyResource, policyYaml } from '../engine/policy-resource.js';
+import { nameClash, validatePolicy } from '../engine/policy-validation.js';
+import { PolicyConflictError, PolicyNotFoundError, TooManyPoliciesError } from '../errors/api-error.js';
 import { eventRow } from '../events/event-row.js';
 import { listBody, listQuerySchema, pageParams, type ListQuery } from '../http/list.js';
-import { newId } from '../ids.js';
+import { invalidPolicyAt, policyFromInput, policyInput, type PolicyInput } from '../http/policy-body.js';
+import { isYamlBody, prefersYaml, registerYamlBodies, YAML_CONTENT_TYPE } from '../http/yaml.js';
 import { deletePolicy, findPolicy, listPolicies, upsertPolicy } from '../store/policies.js';
 
 const idParams = { type: 'object', properties: { id: { type: 'string', minLength: 1, maxLength: 100 } }, required: ['id'] } as const;
 
-/** Validates a policy body with the compiler; every problem becomes a detail. */
-export function policyFromBody(body: unknown, id?: string): Policy {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-    throw new InvalidPolicyError('the body must be a JSON object describing a policy', { details: [{ path: '/', message: 'must be a JSON object describing a policy' }] });
-  }
-  const value = { ...(body as Record<string, unknown>) };
-  const details: ErrorDetail[] = [];
-  if (id !== undefined) {
-    if (value.id !== undefined && value.id !== id) {
-      details.push({ path: '/id', message: `the body's id ${JSON.stringify(value.id)} differs from the path's ${id}; it must equal the id in the path` });
-    }
-    value.id = id;
-  }
-  // The API generates an opaque id when none is given (ids derived from the name are for files).
-  if (value.id === undefined) value.id = newId('pol');
-  const r = readPolicyValue(value, '');
-  details.push(...diagnosticsToDetails(r.diagnostics));
-  if (r.items.length === 0 || details.length > 0) {
-    throw new InvalidPolicyError(`invalid policy: ${details[0]?.message ?? 'unknown problem'}`, { details });
-  }
-  return canonicalPolicy(r.items[0]!.policy);
-}
+/** The request's body, JSON or YAML. */
+const inputOf = (request: FastifyRequest): PolicyInput => policyInput(request.body, isYamlBody(request));
 
 /** Names are unique per environment: a clash is a problem of the body's /name. */
-function checkNameFree(current: readonly Policy[], policy: Policy): void {
-  const holder = current.find((c) => c.id !== policy.id && c.name === policy.name);
-  if (holder) {
-    const message = `duplicate policy name "${policy.name}" (policy ${holder.id} has it); names are unique per environment`;
-    throw new InvalidPolicyError(`invalid policy: ${message}`, { details: [{ path: '/name', message }] });
-  }
+function checkNameFree(current: readonly Policy[], policy: Policy, locator?: SourceLocator): void {
+  const clash = nameClash(current, policy, locator);
+  if (clash) throw invalidPolicyAt(clash);
 }
 
 export const policyRoutes: FastifyPluginAsync = async (app) => {
   const { policySets, clock, store, config } = app.services;
   const sql = store.sql;
+  // This plugin's routes only: YAML bodies elsewhere stay 415.
+  registerYamlBodies(app);
 
   const changeEvent = (p: Principal, policy: Policy, change: string, now: number) =>
     eventRow('policy.updated', p.accountId, p.environment, now, { policy: { ...policy, object: 'policy' }, change });
 
-  app.post('/v1/policies', { config: { scope: 'policies:write' } }, async (request, reply) => {
+  app.post('/v1/policies', { config: { scope: 'policies:write', yamlBody: true } }, async (request, reply) => {
     const p = request.principal;
-    const policy = policyFromBody(request.body);
+    const input = inputOf(request);
+    const policy = policyFromInput(input);
     const now = clock.now();
     await policySets.change(p.accountId, p.environment, async (tx, current) => {
       if (current.some((c) => c.id === policy.id)) throw new PolicyConflictError(`a policy with id ${policy.id} already exists; use PUT /v1/policies/${policy.id} to replace it`);
       if (current.length >= config.maxPolicies) {
         throw new TooManyPoliciesError(`this environment already has ${current.length} policies, the most allowed (AUTHZ_MAX_POLICIES=${config.maxPolicies}); delete some first`);
       }
-      checkNameFree(current, policy);
+      checkNameFree(current, policy, input.locator);
       await upsertPolicy(tx, p.accountId, p.environment, policy, new Date(now));
       return { policies: [...current, policy], events: [changeEvent(p, policy, 'created', now)], value: null };
     });
     return reply.code(201).send(policyResource(policy, p.environment, new Date(now), new Date(now)));
   });
 
-  app.put<{ Params: { id: string } }>('/v1/policies/:id', { config: { scope: 'policies:write' }, schema: { params: idParams } }, async (request) => {
+  app.put<{ Params: { id: string } }>('/v1/policies/:id', { config: { scope: 'policies:write', yamlBody: true }, schema: { params: idParams } }, async (request) => {
     const p = request.principal;
-    const policy = policyFromBody(request.body, request.params.id);
+    const input = inputOf(request);
+    const policy = policyFromInput(input, request.params.id);
     const now = clock.now();
     const stamps = await policySets.change(p.accountId, p.environment, async (tx, current) => {
       const before = current.find((c) => c.id === policy.id);
       if (!before) throw new PolicyNotFoundError(`no policy ${policy.id}; create it with POST /v1/policies`);
-      checkNameFree(current, policy);
+      checkNameFree(current, policy, input.locator);
       const change = changeKind(before, policy);
       const record = await findPolicy(tx, p.accountId, p.environment, policy.id);
       if (change) await upsertPolicy(tx, p.accountId, p.environment, policy, new Date(now));
@@ -100,11 +84,21 @@ export const policyRoutes: FastifyPluginAsync = async (app) => {
     return listBody(page.data.map((r) => policyResource(r.policy, p.environment, r.created_at, r.updated_at)), page.has_more, '/v1/policies');
   });
 
-  app.get<{ Params: { id: string } }>('/v1/policies/:id', { config: { scope: 'policies:read' }, schema: { params: idParams } }, async (request) => {
+  app.get<{ Params: { id: string } }>('/v1/policies/:id', { config: { scope: 'policies:read' }, schema: { params: idParams } }, async (request, reply) => {
     const p = request.principal;
     const record = await findPolicy(sql, p.accountId, p.environment, request.params.id);
     if (!record) throw new PolicyNotFoundError(`no policy ${request.params.id}`);
+    reply.header('vary', 'Accept');
+    // Accept: application/yaml (or text/yaml): the policy as in a policy file. Errors stay JSON.
+    if (prefersYaml(request.headers.accept)) return reply.type(YAML_CONTENT_TYPE).send(policyYaml(record.policy));
     return policyResource(record.policy, p.environment, record.created_at, record.updated_at);
+  });
+
+  // Checks a policy (JSON or YAML) as POST or PUT would, in this environment; stores nothing.
+  app.post('/v1/policies/validate', { config: { scope: 'policies:read', yamlBody: true } }, async (request) => {
+    const p = request.principal;
+    const input = inputOf(request);
+    return validatePolicy(await policySets.get(p.accountId, p.environment), input);
   });
 
   app.delete<{ Params: { id: string } }>('/v1/policies/:id', { config: { scope: 'policies:write' }, schema: { params: idParams } }, async (request) => {

@@ -108,11 +108,34 @@ export async function findDecision(sql: SqlOrTx, accountId: string, environment:
   return row;
 }
 
-export async function listDecisions(sql: SqlOrTx, accountId: string, environment: Environment, page: PageParams, agentId?: string): Promise<Page<DecisionRow>> {
+/** GET /v1/decisions filters; each one given narrows the list (all of them together: AND). */
+export interface DecisionFilters {
+  agentId?: string;
+  effect?: Effect;
+  reason?: string;
+}
+
+/**
+ * The filters as one SQL fragment (nested fragments, values as parameters).
+ * Migration 007 indexes effects other than allow and reasons other than
+ * policy.matched with partial indexes; the redundant `<> 'allow'` /
+ * `<> 'policy.matched'` lets the planner use them whatever the parameter's value
+ * (a generic plan cannot see that `effect = $1` excludes allow).
+ */
+function filterClause(sql: SqlOrTx, f: DecisionFilters) {
+  const agent = f.agentId === undefined ? sql`` : sql`and agent_id = ${f.agentId}`;
+  const effect =
+    f.effect === undefined ? sql`` : sql`and effect = ${f.effect} ${f.effect === 'allow' ? sql`` : sql`and effect <> 'allow'`}`;
+  const reason =
+    f.reason === undefined ? sql`` : sql`and reason = ${f.reason} ${f.reason === 'policy.matched' ? sql`` : sql`and reason <> 'policy.matched'`}`;
+  return sql`${agent} ${effect} ${reason}`;
+}
+
+export async function listDecisions(sql: SqlOrTx, accountId: string, environment: Environment, page: PageParams, filters: DecisionFilters = {}): Promise<Page<DecisionRow>> {
   return pageQuery(page, (cursor, limit) => sql<Array<DecisionRow & { seq: number }>>`
     select ${COLUMNS(sql)}, seq from decisions
     where account_id = ${accountId} and environment = ${environment}
-      ${agentId === undefined ? sql`` : sql`and agent_id = ${agentId}`}
+      ${filterClause(sql, filters)}
       ${cursor === null ? sql`` : sql`and seq < (select seq from decisions where account_id = ${accountId} and environment = ${environment} and id = ${cursor})`}
     order by seq desc limit ${limit}`);
 }
