@@ -15,6 +15,7 @@ import { adminRoutes } from './routes/admin.js';
 import { agentRoutes } from './routes/agents.js';
 import { budgetRoutes } from './routes/budgets.js';
 import { bundleRoutes } from './routes/bundle.js';
+import { dashboardRoutes } from './routes/dashboard.js';
 import { decisionRoutes } from './routes/decisions.js';
 import { eventRoutes } from './routes/events.js';
 import { healthRoutes } from './routes/health.js';
@@ -82,5 +83,6 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   await app.register(permitRoutes);
   await app.register(adminRoutes);
   await app.register(metricsRoutes);
+  await app.register(dashboardRoutes);
   return app;
 }

@@ -77,6 +77,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
   const port = typeof bound === 'object' && bound !== null ? bound.port : config.port;
   services.dispatcher.start((e) => app.log.error({ err: e }, 'webhook dispatcher'));
   log(`agent-authz listening on http://${config.host}:${port} (store: ${store.kind === 'embedded' ? `embedded, ${config.dataDir}` : 'PostgreSQL'})`);
+  log(`Dashboard: http://${config.host}:${port}/dashboard (sign in with an API key)`);
   if (seeded) {
     const testKey = seeded.keys.find((k) => k.environment === 'test')!.key;
     log(`Try: curl -s http://${config.host}:${port}/v1/decisions -H 'Authorization: Bearer ${testKey}' -H 'Content-Type: application/json' \\`);

@@ -8,8 +8,8 @@ import type { RouteOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
 
-/** Routes that serve the document and the page themselves (not operations of the API). */
-const SELF = (url: string) => url === '/v1/openapi.json' || url === '/docs' || url.startsWith('/docs/');
+/** Routes that serve the document, the docs page and the dashboard (pages, not operations of the API). */
+const SELF = (url: string) => url === '/v1/openapi.json' || url === '/docs' || url.startsWith('/docs/') || url === '/dashboard' || url.startsWith('/dashboard/');
 
 const openapiPath = (url: string) => url.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
 

@@ -6,40 +6,17 @@
  * and a restart with pending deliveries.
  */
 import { createHmac } from 'node:crypto';
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { createServer } from 'node:http';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { WebhookDispatcher } from '../../runtime/webhooks/dispatcher.js';
 import { claimDueDeliveries } from '../../runtime/store/webhooks.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
+import { startReceiver, type Receiver } from '../helpers/webhook-receiver.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
-
-interface Received {
-  headers: IncomingHttpHeaders;
-  raw: string;
-  body: Record<string, any>;
-}
-
-/** A receiver that records every request and answers `status()`. */
-async function startReceiver(): Promise<{ url: string; received: Received[]; status: { code: number }; close(): Promise<void> }> {
-  const received: Received[] = [];
-  const status = { code: 200 };
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const raw = Buffer.concat(chunks).toString('utf8');
-      received.push({ headers: req.headers, raw, body: JSON.parse(raw) });
-      res.writeHead(status.code, { 'content-type': 'application/json' }).end('{}');
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as { port: number }).port;
-  return { url: `http://127.0.0.1:${port}/hooks`, received, status, close: () => new Promise((resolve) => server.close(() => resolve())) };
-}
 
 describe.each(STORE_KINDS)('webhooks (%s)', (kind) => {
   let rt: TestRuntime;
-  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  let receiver: Receiver;
   beforeAll(async () => {
     rt = await startRuntime(kind);
     receiver = await startReceiver();

@@ -1,0 +1,219 @@
+/**
+ * The dashboard in a real browser (Debian's chromium driven by playwright-core)
+ * against the service listening on 127.0.0.1, on both stores: the page and its
+ * headers, sign-in (a bad key refused, the key kept in sessionStorage and never in
+ * the URL), the decisions feed and its filters, disabling a policy and seeing the
+ * next decision change, the policy's YAML with its diagnostics, revoking and
+ * restoring an agent, budget usage, and replaying a failed webhook delivery.
+ * Chromium: $CHROMIUM_PATH, else /usr/bin/chromium (.ci/run installs it).
+ */
+import { existsSync } from 'node:fs';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hashApiKey } from '../../runtime/auth/api-keys.js';
+import { DASHBOARD_CSP } from '../../runtime/routes/dashboard.js';
+import { STORE_KINDS } from '../helpers/postgres.js';
+import { startReceiver, type Receiver } from '../helpers/webhook-receiver.js';
+import { ADMIN_TOKEN, json, startRuntime, type TestRuntime } from './helpers/app.js';
+
+function chromiumPath(): string {
+  const candidates = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'].filter((p): p is string => Boolean(p));
+  const found = candidates.find((p) => existsSync(p));
+  if (!found) throw new Error(`no chromium at ${candidates.join(', ')}: install Debian's chromium (.ci/run does) or set CHROMIUM_PATH`);
+  return found;
+}
+
+let browser: Browser;
+beforeAll(async () => {
+  browser = await chromium.launch({ executablePath: chromiumPath(), args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+});
+afterAll(async () => {
+  await browser?.close();
+});
+
+describe.each(STORE_KINDS)('dashboard in chromium (%s)', (kind) => {
+  let rt: TestRuntime;
+  let base: string;
+  let page: Page;
+  let receiver: Receiver;
+  const agent = `dash-bot-${kind}`;
+
+  const decide = async (action = 'orders.read', agentId = agent, amount?: number) => {
+    const r = await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: agentId, action, ...(amount === undefined ? {} : { amount }) } });
+    expect([200, 429], r.body).toContain(r.statusCode);
+    return json(r);
+  };
+  const row = (selector: string) => page.locator(selector);
+
+  beforeAll(async () => {
+    rt = await startRuntime(kind);
+    receiver = await startReceiver();
+    await rt.setPolicies([
+      { id: 'pol_dash_read', name: 'read-orders', effect: 'allow', actions: ['orders.read'], priority: 10 },
+      { id: 'pol_dash_spend', name: 'spend', effect: 'allow', actions: ['payments.charge'], priority: 20, budget: { unit: 'USD', limit: 100, period: 'daily' } },
+      { id: 'pol_dash_delete', name: 'no-deletes', effect: 'deny', actions: ['orders.delete'], priority: 5 },
+    ] as never);
+    base = await rt.app.listen({ host: '127.0.0.1', port: 0 });
+    page = await browser.newPage();
+    // Fail with the locator's message well before the test's own timeout.
+    page.setDefaultTimeout(10_000);
+  });
+  afterAll(async () => {
+    await page?.close();
+    await rt?.close();
+    await receiver?.close();
+  });
+
+  it('serves the page with a strict CSP and no referrer', async () => {
+    const r = await fetch(`${base}/dashboard`);
+    expect(r.status).toBe(200);
+    expect(r.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(r.headers.get('content-security-policy')).toBe(DASHBOARD_CSP);
+    expect(r.headers.get('referrer-policy')).toBe('no-referrer');
+    const js = await fetch(`${base}/dashboard/app.js`);
+    expect(js.headers.get('content-type')).toMatch(/^text\/javascript/);
+    expect(await js.text()).toContain('sessionStorage');
+  });
+
+  it('refuses a wrong key and signs in with the printed key, kept in sessionStorage only', async () => {
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(`${base}/dashboard`);
+    await page.getByLabel('API key').fill(`svc_test_sk_${'x'.repeat(40)}`);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect.poll(() => page.locator('#sign-in-error').textContent()).toContain('auth.invalid_key');
+    await expect(page.evaluate('sessionStorage.length')).resolves.toBe(0);
+
+    await page.getByLabel('API key').fill(rt.testKey);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('navigation', { name: 'Sections' }).waitFor();
+    await expect(page.locator('#environment').textContent()).resolves.toBe('test environment');
+    await expect(page.evaluate('Object.values(sessionStorage)')).resolves.toEqual([rt.testKey]);
+    await expect(page.evaluate('localStorage.length')).resolves.toBe(0);
+    expect(page.url()).not.toContain(rt.testKey);
+    expect(errors).toEqual([]);
+  });
+
+  it('shows the live decisions feed and filters it by effect, reason and agent', async () => {
+    const allow = await decide('orders.read');
+    const deny = await decide('orders.delete');
+    const other = await decide('orders.read', `${agent}-other`);
+    await page.getByRole('link', { name: 'Decisions' }).click();
+    // Live: decisions made after the page loaded appear without a reload.
+    await row(`tr[data-id="${other.id}"]`).waitFor();
+    const later = await decide('orders.read');
+    await row(`tr[data-id="${later.id}"]`).waitFor({ timeout: 10_000 });
+
+    await page.getByLabel('Effect').selectOption('deny');
+    await row(`tr[data-id="${deny.id}"]`).waitFor();
+    await expect(row(`tr[data-id="${allow.id}"]`).count()).resolves.toBe(0);
+    await page.getByLabel('Effect').selectOption('');
+    await page.getByLabel('Reason').selectOption('policy.matched');
+    await page.getByLabel('Agent', { exact: true }).fill(`${agent}-other`);
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await expect.poll(() => page.locator('tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-id')))).toEqual([other.id]);
+  });
+
+  it('disables a policy and the next decision changes; enables it again', async () => {
+    expect(await decide()).toMatchObject({ effect: 'allow', reason: 'policy.matched', policy_id: 'pol_dash_read' });
+    await page.getByRole('link', { name: 'Policies' }).click();
+    await page.getByRole('button', { name: 'Disable read-orders' }).click();
+    await row('tr[data-id="pol_dash_read"] .state.disabled').waitFor();
+    expect(await decide()).toMatchObject({ effect: 'deny', reason: 'policy.disabled' });
+    const events = (await rt.getOk('/v1/events?type=policy.updated')).data;
+    expect(events[0].data).toMatchObject({ change: 'disabled', policy: { id: 'pol_dash_read', state: 'disabled' } });
+
+    await page.getByRole('button', { name: 'Enable read-orders' }).click();
+    await row('tr[data-id="pol_dash_read"] .state.enabled').waitFor();
+    expect(await decide()).toMatchObject({ effect: 'allow', reason: 'policy.matched' });
+  });
+
+  it("shows a policy's YAML with its diagnostics and saves an edit", async () => {
+    await page.getByRole('button', { name: 'YAML of no-deletes' }).click();
+    const area = page.getByLabel('YAML', { exact: true });
+    await expect.poll(() => area.inputValue()).toContain('orders.delete');
+    await expect.poll(() => page.locator('#policy-diagnostics').textContent()).toContain('Valid');
+
+    // A broken action: reported at its line, nothing saved.
+    const yaml = await area.inputValue();
+    const broken = yaml.replace('orders.delete', 'Orders-Delete');
+    await area.fill(broken);
+    await page.getByRole('button', { name: 'Save' }).click();
+    const line = broken.split('\n').findIndex((l) => l.includes('Orders-Delete')) + 1;
+    await expect.poll(() => page.locator('#policy-diagnostics').textContent()).toContain(`line ${line}`);
+    expect((await rt.getOk('/v1/policies/pol_dash_delete')).actions).toEqual(['orders.delete']);
+
+    // A valid edit is saved and used by the next decision.
+    await area.fill(yaml.replace('orders.delete', 'orders.purge'));
+    await page.getByRole('button', { name: 'Save' }).click();
+    await expect.poll(async () => (await rt.getOk('/v1/policies/pol_dash_delete')).actions).toEqual(['orders.purge']);
+    expect(await decide('orders.purge')).toMatchObject({ effect: 'deny', reason: 'policy.matched', policy_id: 'pol_dash_delete' });
+  });
+
+  it('revokes an agent (its next decision is denied) and restores it', async () => {
+    await page.getByRole('link', { name: 'Agents' }).click();
+    await page.getByRole('button', { name: `Revoke ${agent}`, exact: true }).click();
+    await row(`tr[data-agent="${agent}"] .state.revoked`).waitFor();
+    expect(await decide()).toMatchObject({ effect: 'deny', reason: 'agent.revoked' });
+    const revoked = (await rt.getOk('/v1/events?type=agent.revoked')).data;
+    expect(revoked[0].data.agent_id).toBe(agent);
+
+    await page.getByRole('button', { name: `Restore ${agent}`, exact: true }).click();
+    await row(`tr[data-agent="${agent}"] .state.active`).waitFor();
+    expect(await decide()).toMatchObject({ effect: 'allow' });
+  });
+
+  it('shows budget usage against the limit with the period end', async () => {
+    expect(await decide('payments.charge', agent, 30)).toMatchObject({ effect: 'allow' });
+    await page.getByRole('link', { name: 'Budgets' }).click();
+    const text = page.locator('#view table');
+    await expect.poll(() => text.textContent()).toContain('30 held of 100 USD');
+    const [budget] = (await rt.getOk(`/v1/budgets?agent_id=${agent}`)).data;
+    await expect(text.textContent()).resolves.toContain(budget.period_resets_at.replace('T', ' ').replace(/\.\d+Z$/, 'Z'));
+  });
+
+  it('shows deliveries with their retry history and replays a failed one', async () => {
+    const created = await rt.call(rt.testKey, { method: 'POST', url: '/v1/webhooks', payload: { url: receiver.url, events: ['agent.revoked'] } });
+    expect(created.statusCode, created.body).toBe(201);
+    const endpoint = json(created);
+    receiver.status.code = 500;
+    expect((await rt.call(rt.testKey, { method: 'POST', url: `/v1/agents/${agent}/revoke` })).statusCode).toBe(200);
+    await rt.services.dispatcher.runOnce();
+    expect(receiver.received).toHaveLength(1);
+    const [failed] = (await rt.getOk(`/v1/webhooks/${endpoint.id}/deliveries`)).data;
+    expect(failed).toMatchObject({ status_code: 500, attempt: 1 });
+
+    await page.getByRole('link', { name: 'Webhooks' }).click();
+    await page.getByRole('button', { name: `Deliveries of ${receiver.url}` }).click();
+    const failedRow = row(`tr[data-id="${failed.id}"]`);
+    await failedRow.waitFor();
+    await expect(failedRow.textContent()).resolves.toContain('500');
+    await failedRow.getByText('1 attempt').click();
+    await expect(failedRow.locator('details li').textContent()).resolves.toMatch(/500.*next/);
+
+    receiver.status.code = 200;
+    await page.getByRole('button', { name: `Replay ${failed.id}` }).click();
+    await expect.poll(() => page.locator('#status').textContent()).toMatch(/replayed as whd_/);
+    await rt.services.dispatcher.runOnce();
+    expect(receiver.received).toHaveLength(2);
+    expect(receiver.received[1]!.body.id).toBe(receiver.received[0]!.body.id);
+    await page.getByRole('button', { name: 'Refresh' }).click();
+    const replay = (await rt.getOk(`/v1/webhooks/${endpoint.id}/deliveries`)).data.find((d: Record<string, unknown>) => d.replay_of === failed.id);
+    expect(replay).toMatchObject({ status: 'succeeded', status_code: 200 });
+    await row(`tr[data-id="${replay.id}"] .state.succeeded`).waitFor();
+    await rt.call(rt.testKey, { method: 'POST', url: `/v1/agents/${agent}/restore` });
+  });
+
+  it('signs out when the key is revoked, and on request', async () => {
+    const key = await rt.keyWith(['*']);
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('API key').fill(key);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('navigation', { name: 'Sections' }).waitFor();
+    const keyId = (await rt.store.sql<Array<{ id: string }>>`select id from api_keys where key_hash = ${hashApiKey(key)}`)[0]!.id;
+    expect((await rt.call(null, { method: 'DELETE', url: `/admin/api-keys/${keyId}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).statusCode).toBe(200);
+    await page.getByRole('link', { name: 'Agents' }).click();
+    await expect.poll(() => page.locator('#sign-in-error').textContent()).toContain('refused');
+    await expect(page.evaluate('sessionStorage.length')).resolves.toBe(0);
+  });
+});
