@@ -181,7 +181,11 @@ function startReceiver() {
       return ids;
     },
     listen: () => new Promise<number>((resolve) => server.listen(0, HOST, () => resolve((server.address() as { port: number }).port))),
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    close: () => new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      // Connections still open (a held answer, a keep-alive socket) would keep close() waiting.
+      server.closeAllConnections();
+    }),
   };
 }
 

@@ -23,6 +23,9 @@ function chromiumPath(): string {
   return found;
 }
 
+/** The page's answers under a loaded CI machine: well past expect.poll's default 1 s. */
+const POLL = { timeout: 10_000 };
+
 let browser: Browser;
 beforeAll(async () => {
   browser = await chromium.launch({ executablePath: chromiumPath(), args: ['--no-sandbox', '--disable-dev-shm-usage'] });
@@ -81,7 +84,7 @@ describe.each(STORE_KINDS)('dashboard in chromium (%s)', (kind) => {
     await page.goto(`${base}/dashboard`);
     await page.getByLabel('API key').fill(`svc_test_sk_${'x'.repeat(40)}`);
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await expect.poll(() => page.locator('#sign-in-error').textContent()).toContain('auth.invalid_key');
+    await expect.poll(() => page.locator('#sign-in-error').textContent(), POLL).toContain('auth.invalid_key');
     await expect(page.evaluate('sessionStorage.length')).resolves.toBe(0);
 
     await page.getByLabel('API key').fill(rt.testKey);
@@ -104,14 +107,16 @@ describe.each(STORE_KINDS)('dashboard in chromium (%s)', (kind) => {
     const later = await decide('orders.read');
     await row(`tr[data-id="${later.id}"]`).waitFor({ timeout: 10_000 });
 
+    const shown = () => page.locator('tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-id')));
+    expect(await shown()).toContain(allow.id);
+    // The deny row is already on the page: wait for the filtered list itself.
     await page.getByLabel('Effect').selectOption('deny');
-    await row(`tr[data-id="${deny.id}"]`).waitFor();
-    await expect(row(`tr[data-id="${allow.id}"]`).count()).resolves.toBe(0);
+    await expect.poll(shown, POLL).toEqual([deny.id]);
     await page.getByLabel('Effect').selectOption('');
     await page.getByLabel('Reason').selectOption('policy.matched');
     await page.getByLabel('Agent', { exact: true }).fill(`${agent}-other`);
     await page.getByRole('button', { name: 'Filter' }).click();
-    await expect.poll(() => page.locator('tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-id')))).toEqual([other.id]);
+    await expect.poll(shown, POLL).toEqual([other.id]);
   });
 
   it('disables a policy and the next decision changes; enables it again', async () => {
@@ -131,8 +136,8 @@ describe.each(STORE_KINDS)('dashboard in chromium (%s)', (kind) => {
   it("shows a policy's YAML with its diagnostics and saves an edit", async () => {
     await page.getByRole('button', { name: 'YAML of no-deletes' }).click();
     const area = page.getByLabel('YAML', { exact: true });
-    await expect.poll(() => area.inputValue()).toContain('orders.delete');
-    await expect.poll(() => page.locator('#policy-diagnostics').textContent()).toContain('Valid');
+    await expect.poll(() => area.inputValue(), POLL).toContain('orders.delete');
+    await expect.poll(() => page.locator('#policy-diagnostics').textContent(), POLL).toContain('Valid');
 
     // A broken action: reported at its line, nothing saved.
     const yaml = await area.inputValue();
@@ -140,13 +145,13 @@ describe.each(STORE_KINDS)('dashboard in chromium (%s)', (kind) => {
     await area.fill(broken);
     await page.getByRole('button', { name: 'Save' }).click();
     const line = broken.split('\n').findIndex((l) => l.includes('Orders-Delete')) + 1;
-    await expect.poll(() => page.locator('#policy-diagnostics').textContent()).toContain(`line ${line}`);
+    await expect.poll(() => page.locator('#policy-diagnostics').textContent(), POLL).toContain(`line ${line}`);
     expect((await rt.getOk('/v1/policies/pol_dash_delete')).actions).toEqual(['orders.delete']);
 
     // A valid edit is saved and used by the next decision.
     await area.fill(yaml.replace('orders.delete', 'orders.purge'));
     await page.getByRole('button', { name: 'Save' }).click();
-    await expect.poll(async () => (await rt.getOk('/v1/policies/pol_dash_delete')).actions).toEqual(['orders.purge']);
+    await expect.poll(async () => (await rt.getOk('/v1/policies/pol_dash_delete')).actions, POLL).toEqual(['orders.purge']);
     expect(await decide('orders.purge')).toMatchObject({ effect: 'deny', reason: 'policy.matched', policy_id: 'pol_dash_delete' });
   });
 
@@ -167,7 +172,7 @@ describe.each(STORE_KINDS)('dashboard in chromium (%s)', (kind) => {
     expect(await decide('payments.charge', agent, 30)).toMatchObject({ effect: 'allow' });
     await page.getByRole('link', { name: 'Budgets' }).click();
     const text = page.locator('#view table');
-    await expect.poll(() => text.textContent()).toContain('30 held of 100 USD');
+    await expect.poll(() => text.textContent(), POLL).toContain('30 held of 100 USD');
     const [budget] = (await rt.getOk(`/v1/budgets?agent_id=${agent}`)).data;
     await expect(text.textContent()).resolves.toContain(budget.period_resets_at.replace('T', ' ').replace(/\.\d+Z$/, 'Z'));
   });
@@ -193,7 +198,7 @@ describe.each(STORE_KINDS)('dashboard in chromium (%s)', (kind) => {
 
     receiver.status.code = 200;
     await page.getByRole('button', { name: `Replay ${failed.id}` }).click();
-    await expect.poll(() => page.locator('#status').textContent()).toMatch(/replayed as whd_/);
+    await expect.poll(() => page.locator('#status').textContent(), POLL).toMatch(/replayed as whd_/);
     await rt.services.dispatcher.runOnce();
     expect(receiver.received).toHaveLength(2);
     expect(receiver.received[1]!.body.id).toBe(receiver.received[0]!.body.id);
@@ -213,7 +218,7 @@ describe.each(STORE_KINDS)('dashboard in chromium (%s)', (kind) => {
     const keyId = (await rt.store.sql<Array<{ id: string }>>`select id from api_keys where key_hash = ${hashApiKey(key)}`)[0]!.id;
     expect((await rt.call(null, { method: 'DELETE', url: `/admin/api-keys/${keyId}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).statusCode).toBe(200);
     await page.getByRole('link', { name: 'Agents' }).click();
-    await expect.poll(() => page.locator('#sign-in-error').textContent()).toContain('refused');
+    await expect.poll(() => page.locator('#sign-in-error').textContent(), POLL).toContain('refused');
     await expect(page.evaluate('sessionStorage.length')).resolves.toBe(0);
   });
 });

@@ -50,7 +50,11 @@ async function startReceiver(): Promise<{ url: string; status: { code: number };
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as { port: number }).port;
-  return { url: `http://127.0.0.1:${port}/hooks`, status, count, close: () => new Promise((resolve) => server.close(() => resolve())) };
+  return { url: `http://127.0.0.1:${port}/hooks`, status, count, close: () => new Promise((resolve) => {
+      server.close(() => resolve());
+      // Connections still open (a held answer, a keep-alive socket) would keep close() waiting.
+      server.closeAllConnections();
+    }) };
 }
 
 describe.each(STORE_KINDS)('metrics (%s)', (kind) => {

@@ -41,7 +41,11 @@ async function startReceiver(): Promise<{ base: string; received: Received[]; cl
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as { port: number }).port;
-  return { base: `http://127.0.0.1:${port}`, received, close: () => new Promise((resolve) => server.close(() => resolve())) };
+  return { base: `http://127.0.0.1:${port}`, received, close: () => new Promise((resolve) => {
+      server.close(() => resolve());
+      // Connections still open (a held answer, a keep-alive socket) would keep close() waiting.
+      server.closeAllConnections();
+    }) };
 }
 
 describe.each(STORE_KINDS)('every event type is delivered (%s)', (kind) => {

@@ -213,13 +213,16 @@ function decisionsView() {
     if (agent.value.trim()) q.set('agent_id', agent.value.trim());
     if (effect.value) q.set('effect', effect.value);
     if (reason.value) q.set('reason', reason.value);
-    list = pager(`/v1/decisions${q.size ? `?${q}` : ''}`);
+    const mine = pager(`/v1/decisions${q.size ? `?${q}` : ''}`);
+    list = mine;
     try {
-      await list.first();
+      await mine.first();
+      // A newer filter was chosen meanwhile: its own load renders.
+      if (list !== mine) return;
       updated.textContent = `Updated ${new Date().toLocaleTimeString()}`;
       render();
     } catch (e) {
-      body.replaceChildren(h('p', { class: 'error' }, describe(e)));
+      if (list === mine) body.replaceChildren(h('p', { class: 'error' }, describe(e)));
     }
   };
 
@@ -235,8 +238,9 @@ function decisionsView() {
 
   const timer = setInterval(async () => {
     if (!live.checked || document.hidden || !list) return;
+    const current = list;
     try {
-      if (await list.refresh()) render();
+      if ((await current.refresh()) && list === current) render();
       updated.textContent = `Updated ${new Date().toLocaleTimeString()}`;
     } catch {
       /* the next tick tries again; a refused key signs out in api() */
