@@ -7,9 +7,9 @@
  * (no agent label); default process metrics; AUTHZ_METRICS_TOKEN; one registry
  * per app.
  */
-import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STORE_KINDS } from '../helpers/postgres.js';
+import { startReceiver } from '../helpers/webhook-receiver.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
 
 interface Sample {
@@ -36,25 +36,6 @@ function value(samples: Sample[], name: string, labels: Record<string, string> =
   const keys = Object.keys(labels);
   const s = samples.find((x) => x.name === name && Object.keys(x.labels).length === keys.length && keys.every((k) => x.labels[k] === labels[k]));
   return s?.value ?? 0;
-}
-
-async function startReceiver(): Promise<{ url: string; status: { code: number }; count: { n: number }; close(): Promise<void> }> {
-  const status = { code: 200 };
-  const count = { n: 0 };
-  const server: Server = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      count.n++;
-      res.writeHead(status.code, { 'content-type': 'application/json' }).end('{}');
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as { port: number }).port;
-  return { url: `http://127.0.0.1:${port}/hooks`, status, count, close: () => new Promise((resolve) => {
-      server.close(() => resolve());
-      // Connections still open (a held answer, a keep-alive socket) would keep close() waiting.
-      server.closeAllConnections();
-    }) };
 }
 
 describe.each(STORE_KINDS)('metrics (%s)', (kind) => {
@@ -143,10 +124,10 @@ describe.each(STORE_KINDS)('metrics (%s)', (kind) => {
     await decide('orders.delete', 'hook-1');
     await decide('orders.delete', 'hook-2');
     rt.clock.advance(3);
-    receiver.count.n = 0;
+    receiver.received.length = 0;
     expect(await rt.services.dispatcher.runOnce()).toBe(2);
     let after = await scrape();
-    expect(receiver.count.n).toBe(2);
+    expect(receiver.received).toHaveLength(2);
     expect(delta(after, 'authz_webhook_deliveries_total', { outcome: 'succeeded' })).toBe(2);
     expect(delta(after, 'authz_webhook_delivery_lag_seconds_count')).toBe(2);
     expect(delta(after, 'authz_webhook_delivery_lag_seconds_sum')).toBeCloseTo(6, 6);
