@@ -51,9 +51,7 @@ export async function keysCommand(argv: readonly string[], io: CommandIo = defau
         const id = keyId(positionals[0]);
         const body = await callService(io, { command, ...connection(values), method: 'DELETE', path: `/admin/api-keys/${encodeURIComponent(id)}` });
         if (!body) return EXIT_PROBLEMS;
-        if (fmt === 'json') io.out(JSON.stringify(body, null, 2));
-        else io.out(`revoked: ${body.id}; it is refused from now on`);
-        return EXIT_OK;
+        return done(io, fmt, body, () => io.out(`revoked: ${body.id}; it is refused from now on`));
       }
       case 'rotate': {
         const { values, positionals } = parse(rest, COMMON, 0, 1);
@@ -61,16 +59,12 @@ export async function keysCommand(argv: readonly string[], io: CommandIo = defau
         if (positionals.length === 0) {
           const body = await callService(io, { command, ...connection(values), method: 'POST', path: '/admin/signing-keys/rotate' });
           if (!body) return EXIT_PROBLEMS;
-          if (fmt === 'json') io.out(JSON.stringify(body, null, 2));
-          else io.out(`rotated: new signing key ${body.kid}; the previous key stays in the JWKS until its tokens expire`);
-          return EXIT_OK;
+          return done(io, fmt, body, () => io.out(`rotated: new signing key ${body.kid}; the previous key stays in the JWKS until its tokens expire`));
         }
         const id = keyId(positionals[0]);
         const body = await callService(io, { command, ...connection(values), method: 'POST', path: `/admin/api-keys/${encodeURIComponent(id)}/rotate` });
         if (!body) return EXIT_PROBLEMS;
-        if (fmt === 'json') io.out(JSON.stringify(body, null, 2));
-        else printKey(io, `rotated: ${body.replaces} is revoked; its replacement:`, body as KeyRecord);
-        return EXIT_OK;
+        return done(io, fmt, body, () => printKey(io, `rotated: ${body.replaces} is revoked; its replacement:`, body as KeyRecord));
       }
       default:
         throw new Usage(sub === undefined ? 'missing subcommand' : `unknown subcommand ${JSON.stringify(sub)}`);
@@ -106,8 +100,13 @@ async function create(io: CommandIo, command: string, conn: Connection, values: 
     if (createdAccount) io.err(`${command}: ${createdAccount}, but no key: retry with --account ${accountId}`);
     return EXIT_PROBLEMS;
   }
+  return done(io, fmt, body, () => printKey(io, createdAccount ? `${createdAccount}\ncreated API key:` : 'created API key:', body as KeyRecord));
+}
+
+/** Prints the service's answer as JSON (--format json) or as text; exit 0. */
+function done(io: CommandIo, fmt: Format, body: Record<string, unknown>, text: () => void): number {
   if (fmt === 'json') io.out(JSON.stringify(body, null, 2));
-  else printKey(io, createdAccount ? `${createdAccount}\ncreated API key:` : 'created API key:', body as KeyRecord);
+  else text();
   return EXIT_OK;
 }
 

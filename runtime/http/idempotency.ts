@@ -38,6 +38,7 @@ import {
   type IdempotencyRow,
   type IdempotencyScope,
 } from '../store/idempotency.js';
+import { isJsonMediaType, mediaTypeOf } from './media-type.js';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
 /** A claim older than this (its process died mid-request) may be taken over by a retry with the same body. */
@@ -73,10 +74,8 @@ export function requestFingerprint(method: string, url: string, body: unknown, t
 
 /** The media type of a body that is not JSON (e.g. application/yaml); undefined for JSON or no body. */
 function textMediaType(request: FastifyRequest): string | undefined {
-  const type = request.headers['content-type'];
-  if (typeof type !== 'string') return undefined;
-  const media = type.split(';')[0]!.trim().toLowerCase();
-  return media === 'application/json' || media.endsWith('+json') ? undefined : media;
+  const media = mediaTypeOf(request);
+  return media === undefined || isJsonMediaType(media) ? undefined : media;
 }
 
 /** Call before the routes are registered: hooks are added to POST routes under /v1. */

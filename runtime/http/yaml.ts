@@ -9,6 +9,7 @@
  * (a hash of the text).
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { mediaTypeOf } from './media-type.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -22,8 +23,6 @@ export const YAML_MEDIA_TYPES = ['application/yaml', 'text/yaml'] as const;
 /** The Content-Type of a YAML answer. */
 export const YAML_CONTENT_TYPE = 'application/yaml; charset=utf-8';
 
-const mediaType = (value: string): string => value.split(';')[0]!.trim().toLowerCase();
-
 /** Registers the YAML body parser on `app` (call inside the routes' plugin: it applies to that plugin's routes only). */
 export function registerYamlBodies(app: FastifyInstance): void {
   app.addContentTypeParser([...YAML_MEDIA_TYPES], { parseAs: 'string' }, (_request, body, done) => done(null, body));
@@ -31,8 +30,8 @@ export function registerYamlBodies(app: FastifyInstance): void {
 
 /** Whether the request's body was sent as YAML. */
 export function isYamlBody(request: FastifyRequest): boolean {
-  const type = request.headers['content-type'];
-  return typeof type === 'string' && (YAML_MEDIA_TYPES as readonly string[]).includes(mediaType(type));
+  const media = mediaTypeOf(request);
+  return media !== undefined && (YAML_MEDIA_TYPES as readonly string[]).includes(media);
 }
 
 /**

@@ -4,18 +4,12 @@ import type { Effect } from '../../compiler/policy/types.js';
 import { loadSchema } from '../../compiler/schemas.js';
 import { decisionResource } from '../engine/decision-resource.js';
 import type { DecisionInput } from '../engine/decisions.js';
-import { listBody, pageParams } from '../http/list.js';
+import { listBody, pageParams, type ListQuery } from '../http/list.js';
 
 /** The list parameters plus the filters (an unknown effect: 400 validation.invalid_field). */
 const listQuerySchema = loadSchema('api/decision-list-query');
 
-interface DecisionListQuery {
-  limit?: number;
-  starting_after?: string;
-  agent_id?: string;
-  effect?: Effect;
-  reason?: string;
-}
+type DecisionListQuery = Omit<ListQuery, 'type'> & { effect?: Effect; reason?: string };
 
 const idParams = { type: 'object', properties: { id: { type: 'string', minLength: 1, maxLength: 100 } }, required: ['id'] } as const;
 

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { ADMIN_TOKEN, json, startRuntime, type TestRuntime } from './helpers/app.js';
+import { FULL_POLICY } from './helpers/policies.js';
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const RESOURCE_FIELDS = ['object', 'livemode', 'created_at', 'updated_at'];
@@ -122,20 +123,8 @@ describe.each(STORE_KINDS)('policies as YAML (%s store)', (kind) => {
   const positions = (details: Detail[]) => details.map(({ path, line, column }) => ({ path, line, column })).sort((x, y) => x.path.localeCompare(y.path));
 
   describe('GET with Accept: application/yaml', () => {
-    const FULL = {
-      id: 'pol_refunds_small',
-      name: 'refunds-small',
-      description: `Support agents may refund small orders; ${'a long sentence that must not be folded, '.repeat(4)}end`,
-      state: 'disabled',
-      priority: 7,
-      effect: 'review',
-      agents: ['support-*'],
-      actions: ['payments.refund'],
-      resources: ['order:*'],
-      condition: "amount <= 50 && context.channel == 'chat'",
-      rate_limit: { per_second: 2, per_minute: 30 },
-      budget: { unit: 'USD', limit: 500, period: 'monthly', threshold_alert: 0.8 },
-    };
+    // Every field given; a description long enough that YAML would fold it.
+    const FULL = { ...FULL_POLICY, description: `Support agents may refund small orders; ${'a long sentence that must not be folded, '.repeat(4)}end` };
 
     it('answers the policy as a policy-file document: application/yaml, Vary: Accept, no resource fields', async () => {
       const { key } = await newAccount();

@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
+import { FULL_POLICY } from './helpers/policies.js';
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const GENERATED_ID = /^pol_[0-9A-Za-z]{24}$/;
@@ -55,20 +56,7 @@ describe.each(STORE_KINDS)('policies API (%s store)', (kind) => {
     });
 
     it('keeps every field given, and the id when one is given', async () => {
-      const body = {
-        id: 'pol_refunds_small',
-        name: 'refunds-small',
-        description: 'Support agents may refund small orders',
-        state: 'disabled',
-        priority: 7,
-        effect: 'review',
-        agents: ['support-*'],
-        actions: ['payments.refund'],
-        resources: ['order:*'],
-        condition: "amount <= 50 && context.channel == 'chat'",
-        rate_limit: { per_second: 2, per_minute: 30 },
-        budget: { unit: 'USD', limit: 500, period: 'monthly', threshold_alert: 0.8 },
-      };
+      const body = FULL_POLICY;
       const r = await create(body);
       expect(r.statusCode).toBe(201);
       expect(json(r)).toMatchObject({ ...body, object: 'policy' });

@@ -71,6 +71,10 @@ async function api(method, path, { body, contentType = 'application/json', accep
 }
 
 const describe = (e) => (e instanceof ApiError ? `${e.code}: ${e.message}` : String(e?.message ?? e));
+/** An error in place of a view's content. */
+const failure = (e) => h('p', { class: 'error' }, describe(e));
+/** An API error's details as diagnostics, or the error itself as one. */
+const problemsOf = (e) => (e.details?.length ? e.details : [{ severity: 'error', message: describe(e) }]);
 
 // ---- session ------------------------------------------------------------------
 
@@ -222,7 +226,7 @@ function decisionsView() {
       updated.textContent = `Updated ${new Date().toLocaleTimeString()}`;
       render();
     } catch (e) {
-      if (list === mine) body.replaceChildren(h('p', { class: 'error' }, describe(e)));
+      if (list === mine) body.replaceChildren(failure(e));
     }
   };
 
@@ -300,7 +304,7 @@ function policiesView() {
         const r = await api('POST', '/v1/policies/validate', { body: area.value, contentType: 'application/yaml' });
         problems.replaceChildren(h('h4', {}, r.valid ? 'Valid' : 'Invalid'), diagnosticsList(r.diagnostics));
       } catch (e) {
-        problems.replaceChildren(h('h4', {}, 'Invalid'), diagnosticsList(e.details?.length ? e.details : [{ severity: 'error', message: describe(e) }]));
+        problems.replaceChildren(h('h4', {}, 'Invalid'), diagnosticsList(problemsOf(e)));
       }
     };
     const save = async () => {
@@ -311,7 +315,7 @@ function policiesView() {
         render();
         await check();
       } catch (e) {
-        problems.replaceChildren(h('h4', {}, 'Not saved'), diagnosticsList(e.details?.length ? e.details : [{ severity: 'error', message: describe(e) }]));
+        problems.replaceChildren(h('h4', {}, 'Not saved'), diagnosticsList(problemsOf(e)));
       }
     };
     detail.replaceChildren(
@@ -350,7 +354,7 @@ function policiesView() {
   };
 
   view.replaceChildren(h('h2', {}, 'Policies'), body, detail);
-  list.first().then(render, (e) => body.replaceChildren(h('p', { class: 'error' }, describe(e))));
+  list.first().then(render, (e) => body.replaceChildren(failure(e)));
   return () => {};
 }
 
@@ -393,7 +397,7 @@ function agentsView() {
   };
 
   view.replaceChildren(h('h2', {}, 'Agents'), body);
-  list.first().then(render, (e) => body.replaceChildren(h('p', { class: 'error' }, describe(e))));
+  list.first().then(render, (e) => body.replaceChildren(failure(e)));
   return () => {};
 }
 
@@ -417,7 +421,7 @@ function budgetsView() {
     body.replaceChildren(items.length ? table('Budget usage this period', ['Policy', 'Agent', 'Usage', 'Period', 'Period ends (UTC)', 'Status'], rows) : h('p', {}, 'No budget has been used this period.'));
   };
   view.replaceChildren(h('h2', {}, 'Budgets'), body);
-  api('GET', '/v1/budgets?limit=100').then((page) => render(page.data), (e) => body.replaceChildren(h('p', { class: 'error' }, describe(e))));
+  api('GET', '/v1/budgets?limit=100').then((page) => render(page.data), (e) => body.replaceChildren(failure(e)));
   return () => {};
 }
 
@@ -478,7 +482,7 @@ function webhooksView() {
       await list.first();
       render();
     } catch (e) {
-      deliveries.replaceChildren(h('p', { class: 'error' }, describe(e)));
+      deliveries.replaceChildren(failure(e));
     }
   };
 
@@ -499,7 +503,7 @@ function webhooksView() {
   };
 
   view.replaceChildren(h('h2', {}, 'Webhooks'), body, deliveries);
-  endpoints.first().then(render, (e) => body.replaceChildren(h('p', { class: 'error' }, describe(e))));
+  endpoints.first().then(render, (e) => body.replaceChildren(failure(e)));
   return () => {};
 }
 
