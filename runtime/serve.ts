@@ -8,7 +8,7 @@
 import { parseArgs } from 'node:util';
 import { buildApp } from './app.js';
 import { configFromEnv, ConfigError } from './config.js';
-import { startReplication } from './engine/replication.js';
+import { startReplication } from './domain/replication.js';
 import { loggerOptions } from './http/logger.js';
 import { startLimitMaintenance } from './limits/maintenance.js';
 import { bundlePolicies, defaultAccountId, examplePolicies, installPolicies, seedIfEmpty } from './seed.js';

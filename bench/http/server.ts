@@ -17,7 +17,7 @@ import { buildApp } from '../../runtime/app.js';
 import { configFromEnv } from '../../runtime/config.js';
 import { createAccount, createApiKey } from '../../runtime/routes/admin.js';
 import { installPolicies } from '../../runtime/seed.js';
-import { noPermits } from '../../runtime/engine/seams.js';
+import { noPermits } from '../../runtime/domain/decision-ports.js';
 import { openServices } from '../../runtime/services.js';
 import { openStore } from '../../runtime/store/connect.js';
 import { migrate } from '../../runtime/store/migrate.js';

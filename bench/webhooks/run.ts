@@ -12,7 +12,7 @@ import { parseArgs } from 'node:util';
 import { packageRoot } from '../../compiler/schemas.js';
 import { buildApp } from '../../runtime/app.js';
 import { configFromEnv } from '../../runtime/config.js';
-import { eventRow } from '../../runtime/events/event-row.js';
+import { eventRow } from '../../runtime/events/build.js';
 import { createAccount, createApiKey } from '../../runtime/routes/admin.js';
 import { openServices } from '../../runtime/services.js';
 import { openStore } from '../../runtime/store/connect.js';

@@ -4,7 +4,7 @@
  * Revoking a key through this process drops it at once; other processes see a
  * revocation within `ttlMs`.
  */
-import { TtlCache } from '../cache/ttl-cache.js';
+import { TtlCache } from '../shared/ttl-cache.js';
 import type { Clock } from '../clock.js';
 import type { Sql } from '../store/connect.js';
 import { findApiKeyByHash, type ApiKeyRow } from '../store/accounts.js';

@@ -11,7 +11,7 @@ import { canonicalPolicy } from '../../compiler/policy/normalize.js';
 import { readPolicyValue, type ReadPolicy } from '../../compiler/policy/read.js';
 import { readYaml, type SourceLocator } from '../../compiler/policy/source.js';
 import type { Policy } from '../../compiler/policy/types.js';
-import { diagnosticsToDetails } from '../engine/policy-sets.js';
+import { diagnosticsToDetails } from '../domain/policy-sets.js';
 import { InvalidFieldError, InvalidPolicyError, type ErrorDetail } from '../errors/api-error.js';
 import { newId } from '../ids.js';
 import { unstorableInput } from './validation.js';

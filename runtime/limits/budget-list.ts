@@ -10,7 +10,7 @@ import { matchGlob } from '../../compiler/patterns/glob.js';
 import type { Budget, Policy } from '../../compiler/policy/types.js';
 import type { Principal } from '../auth/authenticate.js';
 import type { Clock } from '../clock.js';
-import type { PolicySets } from '../engine/policy-sets.js';
+import type { PolicySets } from '../domain/policy-sets.js';
 import type { Sql } from '../store/connect.js';
 import { currentUsage, releaseExpiredHolds } from '../store/limits.js';
 import type { Page, PageParams } from '../store/pagination.js';

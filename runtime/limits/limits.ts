@@ -7,8 +7,8 @@
 import type { Policy } from '../../compiler/policy/types.js';
 import type { Principal } from '../auth/authenticate.js';
 import type { Clock } from '../clock.js';
-import { GroupCommit } from '../engine/group-commit.js';
-import type { DecisionLimits, LimitContext, LimitVerdict } from '../engine/seams.js';
+import { GroupCommit } from '../shared/group-commit.js';
+import type { DecisionLimits, LimitContext, LimitVerdict } from '../domain/decision-ports.js';
 import { InvalidFieldError, MissingFieldError, RateLimitExceededError } from '../errors/api-error.js';
 import type { Sql, SqlOrTx } from '../store/connect.js';
 import { applyLimitBatch, CONFIRM_EXCEEDS_HOLD, resolveHolds, type BudgetUsage, type LimitOutcome } from '../store/limits.js';

@@ -1,5 +1,5 @@
 /** The decision path's permit issuer: allow and review decisions get a signed token. */
-import type { PermitIssuer } from '../engine/seams.js';
+import type { PermitIssuer } from '../domain/decision-ports.js';
 import type { DecisionRow } from '../store/decisions.js';
 import type { KeyRing } from './key-ring.js';
 import { permitClaims, signPermit } from './sign.js';

@@ -2,7 +2,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { Principal } from '../auth/authenticate.js';
 import { AgentNotFoundError } from '../errors/api-error.js';
-import { eventRow } from '../events/event-row.js';
+import { eventRow } from '../events/build.js';
 import { listBody, listQuerySchema, pageParams, type ListQuery } from '../http/list.js';
 import { findAgent, listAgents, setAgentStatus, type AgentRow, type AgentStatus } from '../store/agents.js';
 import { insertEvents } from '../store/events.js';

@@ -7,10 +7,10 @@ import type { FastifyPluginAsync } from 'fastify';
 import { loadBundle } from '../../compiler/bundle/load.js';
 import { policySetHash } from '../../compiler/bundle/write.js';
 import type { Policy } from '../../compiler/policy/types.js';
-import { diagnosticsToDetails } from '../engine/policy-sets.js';
-import { changeKind } from '../engine/policy-resource.js';
+import { diagnosticsToDetails } from '../domain/policy-sets.js';
+import { changeKind } from '../presenters/policy.js';
 import { InvalidBundleError, TooManyPoliciesError } from '../errors/api-error.js';
-import { eventRow } from '../events/event-row.js';
+import { eventRow } from '../events/build.js';
 import type { EventRow } from '../store/events.js';
 import { deleteAllPolicies, loadPolicies, readPolicySetVersion, upsertPolicy } from '../store/policies.js';
 

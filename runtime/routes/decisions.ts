@@ -2,8 +2,8 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { Effect } from '../../compiler/policy/types.js';
 import { loadSchema } from '../../compiler/schemas.js';
-import { decisionResource } from '../engine/decision-resource.js';
-import type { DecisionInput } from '../engine/decisions.js';
+import { decisionResource } from '../presenters/decision.js';
+import type { DecisionInput } from '../domain/decisions.js';
 import { listBody, pageParams, type ListQuery } from '../http/list.js';
 
 /** The list parameters plus the filters (an unknown effect: 400 validation.invalid_field). */

@@ -1,7 +1,7 @@
 /** /v1/events: the events of the environment, newest first. */
 import type { FastifyPluginAsync } from 'fastify';
 import { EventNotFoundError } from '../errors/api-error.js';
-import { envelope } from '../events/event-row.js';
+import { envelope } from '../events/build.js';
 import { listBody, listQuerySchema, pageParams, type ListQuery } from '../http/list.js';
 import { findEvent, listEvents } from '../store/events.js';
 

@@ -5,7 +5,7 @@ import { DeliveryNotFoundError } from '../errors/api-error.js';
 import { listBody, listQuerySchema, pageParams, type ListQuery } from '../http/list.js';
 import { newId } from '../ids.js';
 import { findDelivery, insertReplay, listDeliveries, listEndpoints, type DeliveryRow } from '../store/webhooks.js';
-import { endpointResource, type EndpointInput } from '../webhooks/endpoints.js';
+import { endpointResource, type EndpointInput } from '../domain/webhooks.js';
 
 const idParams = { type: 'object', properties: { id: { type: 'string', minLength: 1, maxLength: 100 } }, required: ['id'] } as const;
 const deliveryParams = {

@@ -13,8 +13,8 @@
  * least once, with the same event id).
  */
 import type { Clock } from '../clock.js';
-import { GroupCommit } from '../engine/group-commit.js';
-import { envelope } from '../events/event-row.js';
+import { GroupCommit } from '../shared/group-commit.js';
+import { envelope } from '../events/build.js';
 import { openText } from '../secrets/sealed-text.js';
 import type { Sql } from '../store/connect.js';
 import type { DeliveryObserver } from '../metrics/service-metrics.js';

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../runtime/app.js';
 import { ManualClock, type Clock } from '../../runtime/clock.js';
 import { configFromEnv } from '../../runtime/config.js';
-import type { PermitIssuer } from '../../runtime/engine/seams.js';
+import type { PermitIssuer } from '../../runtime/domain/decision-ports.js';
 import { createAccount, createApiKey } from '../../runtime/routes/admin.js';
 import { openServices } from '../../runtime/services.js';
 import { openTestStore, STORE_KINDS, type TestStore } from '../helpers/postgres.js';

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../runtime/app.js';
 import { ManualClock } from '../../runtime/clock.js';
 import { configFromEnv } from '../../runtime/config.js';
-import { startReplication, type Replication } from '../../runtime/engine/replication.js';
+import { startReplication, type Replication } from '../../runtime/domain/replication.js';
 import { createAccount, createApiKey } from '../../runtime/routes/admin.js';
 import { openServices, type Services } from '../../runtime/services.js';
 import { openStore, type Store } from '../../runtime/store/connect.js';

@@ -11,7 +11,7 @@ import { buildApp, type AppOptions } from '../../../runtime/app.js';
 import type { Scope } from '../../../runtime/auth/api-keys.js';
 import { ManualClock } from '../../../runtime/clock.js';
 import { configFromEnv, type Config } from '../../../runtime/config.js';
-import type { PermitIssuer } from '../../../runtime/engine/seams.js';
+import type { PermitIssuer } from '../../../runtime/domain/decision-ports.js';
 import { createAccount, createApiKey } from '../../../runtime/routes/admin.js';
 import { startLimitMaintenance, type LimitMaintenance } from '../../../runtime/limits/maintenance.js';
 import { installPolicies } from '../../../runtime/seed.js';

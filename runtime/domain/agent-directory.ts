@@ -5,7 +5,7 @@
  * within the TTL at worst, sooner by NOTIFY).
  */
 import type { Environment } from '../auth/api-keys.js';
-import { TtlCache } from '../cache/ttl-cache.js';
+import { TtlCache } from '../shared/ttl-cache.js';
 import type { Clock } from '../clock.js';
 import type { Sql } from '../store/connect.js';
 import { findAgent, type AgentStatus } from '../store/agents.js';

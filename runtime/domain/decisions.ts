@@ -25,7 +25,7 @@ import type { Page, PageParams } from '../store/pagination.js';
 import type { AgentDirectory } from './agent-directory.js';
 import type { DecisionWriter } from './decision-writer.js';
 import type { PolicySets } from './policy-sets.js';
-import type { DecisionLimits, PermitIssuer } from './seams.js';
+import type { DecisionLimits, PermitIssuer } from './decision-ports.js';
 
 export interface DecisionInput {
   agent_id: string;

@@ -14,7 +14,7 @@ import type { SourceLocator } from '../../compiler/policy/source.js';
 import type { Policy } from '../../compiler/policy/types.js';
 import { positionIn, readBodyPolicy, type PolicyInput } from '../http/policy-body.js';
 import type { CompiledSet } from './policy-sets.js';
-import { runSliced } from './sliced.js';
+import { runSliced } from '../shared/sliced.js';
 
 export interface ValidationDiagnostic {
   severity: Severity;

@@ -6,12 +6,12 @@ import { randomBytes } from 'node:crypto';
 import type { Principal } from '../auth/authenticate.js';
 import type { Clock } from '../clock.js';
 import { InvalidFieldError, InvalidUrlError, WebhookNotFoundError } from '../errors/api-error.js';
-import { EVENT_TYPES } from '../events/event-row.js';
+import { EVENT_TYPES } from '../events/build.js';
 import { newId } from '../ids.js';
 import { sealText } from '../secrets/sealed-text.js';
 import type { Sql } from '../store/connect.js';
 import { deleteEndpoint, findEndpoint, insertEndpoint, updateEndpoint, type EndpointChange, type EndpointRow } from '../store/webhooks.js';
-import { checkWebhookUrl, resolveProblem, type UrlRules } from './url-policy.js';
+import { checkWebhookUrl, resolveProblem, type UrlRules } from '../webhooks/url-policy.js';
 
 export interface EndpointInput {
   url?: string;

@@ -4,7 +4,7 @@
  */
 import type { Sql } from '../store/connect.js';
 import { writeDecisionBatch, type DecisionRow, type NewAgent } from '../store/decisions.js';
-import { GroupCommit } from './group-commit.js';
+import { GroupCommit } from '../shared/group-commit.js';
 
 export interface PendingWrite {
   /** Stored with its decision.* event (built from the row by the store). */

@@ -15,7 +15,7 @@ import { canonicalPolicy } from '../../compiler/policy/normalize.js';
 import { readPolicyValue, type ReadResult } from '../../compiler/policy/read.js';
 import type { Policy } from '../../compiler/policy/types.js';
 import { ROWS_PER_STEP, runSteps, type DecisionTable } from '../../compiler/table/build.js';
-import { runSliced } from './sliced.js';
+import { runSliced } from '../shared/sliced.js';
 
 export interface StoredCompile {
   table?: DecisionTable;
