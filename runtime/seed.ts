@@ -11,7 +11,7 @@ import { findYamlFiles, isPolicyFile, readSource } from '../compiler/cli/files.j
 import { compileSources } from '../compiler/compile.js';
 import type { Policy } from '../compiler/policy/types.js';
 import { packageRoot } from '../compiler/schemas.js';
-import type { Environment } from './auth/api-keys.js';
+import type { Environment } from './tenant.js';
 import { changeKind } from './presenters/policy.js';
 import { eventRow } from './events/build.js';
 import { createAccount, createApiKey, type CreatedKey } from './routes/admin.js';

@@ -14,7 +14,7 @@
  * memory; the store keeps at most one alert per kind, subject and window across
  * processes. Alerts are written off the request path.
  */
-import type { Environment } from '../auth/api-keys.js';
+import type { Environment } from '../tenant.js';
 import type { Clock } from '../clock.js';
 import type { Sql } from '../store/connect.js';
 import { recordAlert, type AlertRecord } from '../store/security-alerts.js';

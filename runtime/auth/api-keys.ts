@@ -5,8 +5,8 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { randomBase62 } from '../ids.js';
+import type { Environment } from '../tenant.js';
 
-export type Environment = 'test' | 'live';
 
 export const SCOPES = [
   'decisions:write',

@@ -6,15 +6,9 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { InvalidKeyError, ScopeInsufficientError } from '../errors/api-error.js';
-import { hasScope, type Environment, type Scope } from './api-keys.js';
+import type { Principal } from '../tenant.js';
+import { hasScope, type Scope } from './api-keys.js';
 import type { ApiKeyCache } from './key-cache.js';
-
-export interface Principal {
-  keyId: string;
-  accountId: string;
-  environment: Environment;
-  scopes: string[];
-}
 
 declare module 'fastify' {
   interface FastifyContextConfig {

@@ -4,7 +4,7 @@
  * for `ttlMs` (revocations through this process apply at once, through another
  * within the TTL at worst, sooner by NOTIFY).
  */
-import type { Environment } from '../auth/api-keys.js';
+import type { Environment } from '../tenant.js';
 import { TtlCache } from '../shared/ttl-cache.js';
 import type { Clock } from '../clock.js';
 import type { Sql } from '../store/connect.js';

@@ -3,7 +3,7 @@
  * (runtime/permits/) plug into the decision path.
  */
 import type { Policy } from '../../compiler/policy/types.js';
-import type { Principal } from '../auth/authenticate.js';
+import type { Principal } from '../tenant.js';
 import type { SqlOrTx } from '../store/connect.js';
 import type { DecisionRow } from '../store/decisions.js';
 import type { BudgetUsage } from '../store/limits.js';

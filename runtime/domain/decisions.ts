@@ -9,7 +9,7 @@
 import { isValidAction } from '../../compiler/patterns/action.js';
 import { evaluate } from '../../compiler/table/evaluate.js';
 import type { Policy } from '../../compiler/policy/types.js';
-import type { Principal } from '../auth/authenticate.js';
+import type { Principal } from '../tenant.js';
 import type { Clock } from '../clock.js';
 import {
   DecisionAlreadyConfirmedError,

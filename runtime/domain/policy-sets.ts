@@ -12,7 +12,7 @@
 import type { Diagnostic } from '../../compiler/diagnostics/diagnostic.js';
 import type { Policy } from '../../compiler/policy/types.js';
 import type { DecisionTable } from '../../compiler/table/build.js';
-import type { Environment } from '../auth/api-keys.js';
+import type { Environment } from '../tenant.js';
 import type { Clock } from '../clock.js';
 import { InvalidPolicyError, ServiceUnavailableError, type ErrorDetail } from '../errors/api-error.js';
 import type { Sql, Tx } from '../store/connect.js';

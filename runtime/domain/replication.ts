@@ -5,7 +5,7 @@
  * version with its compiled one each `intervalMs` (a missed notification, a
  * reconnect), so a replica never serves a stale set for longer than that.
  */
-import type { Environment } from '../auth/api-keys.js';
+import type { Environment } from '../tenant.js';
 import type { Store } from '../store/connect.js';
 import { allPolicySetVersions } from '../store/policies.js';
 import type { AgentDirectory } from './agent-directory.js';

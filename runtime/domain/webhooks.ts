@@ -3,7 +3,7 @@
  * secret shown once), changes, deletion, and their public resource.
  */
 import { randomBytes } from 'node:crypto';
-import type { Principal } from '../auth/authenticate.js';
+import type { Principal } from '../tenant.js';
 import type { Clock } from '../clock.js';
 import { InvalidFieldError, InvalidUrlError, WebhookNotFoundError } from '../errors/api-error.js';
 import { EVENT_TYPES } from '../events/build.js';

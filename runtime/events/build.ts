@@ -1,5 +1,5 @@
 /** Building event rows (spec 2.5) and their public envelope. */
-import type { Environment } from '../auth/api-keys.js';
+import type { Environment } from '../tenant.js';
 import { newId } from '../ids.js';
 import type { EventRow } from '../store/events.js';
 

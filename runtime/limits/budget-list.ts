@@ -8,7 +8,7 @@
  */
 import { matchGlob } from '../../compiler/patterns/glob.js';
 import type { Budget, Policy } from '../../compiler/policy/types.js';
-import type { Principal } from '../auth/authenticate.js';
+import type { Principal } from '../tenant.js';
 import type { Clock } from '../clock.js';
 import type { PolicySets } from '../domain/policy-sets.js';
 import type { Sql } from '../store/connect.js';

@@ -12,7 +12,7 @@
  * policy's current limit: raising a limit or removing the budget lifts the block.
  */
 import type { Policy } from '../../compiler/policy/types.js';
-import type { Environment } from '../auth/api-keys.js';
+import type { Environment } from '../tenant.js';
 import type { BudgetUsage } from '../store/limits.js';
 
 interface Entry {

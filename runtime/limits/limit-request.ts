@@ -4,7 +4,7 @@
  * (contract: evaluation step 7) and, for the platform limit, from the API key.
  */
 import { RATE_WINDOWS, type Policy, type RateWindow } from '../../compiler/policy/types.js';
-import type { Environment } from '../auth/api-keys.js';
+import type { Environment } from '../tenant.js';
 import { periodBounds } from './periods.js';
 
 export interface RateCheck {

@@ -5,7 +5,7 @@
  * request waiting), so constrained decisions cost one shared round trip.
  */
 import type { Policy } from '../../compiler/policy/types.js';
-import type { Principal } from '../auth/authenticate.js';
+import type { Principal } from '../tenant.js';
 import type { Clock } from '../clock.js';
 import { GroupCommit } from '../shared/group-commit.js';
 import type { DecisionLimits, LimitContext, LimitVerdict } from '../domain/decision-ports.js';

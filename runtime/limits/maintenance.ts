@@ -6,7 +6,7 @@
  * through NOTIFY (PostgreSQL), and reloaded every `intervalMs` (a missed
  * notification, a reconnect).
  */
-import type { Environment } from '../auth/api-keys.js';
+import type { Environment } from '../tenant.js';
 import type { Clock } from '../clock.js';
 import type { Store } from '../store/connect.js';
 import { exhaustedUsage, releaseExpiredHolds, type BudgetUsage } from '../store/limits.js';

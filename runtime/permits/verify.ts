@@ -6,7 +6,7 @@
  * the signature, so a forged expired token is signature_invalid.
  */
 import { verify } from 'node:crypto';
-import type { Principal } from '../auth/authenticate.js';
+import type { Principal } from '../tenant.js';
 import type { Clock } from '../clock.js';
 import { SignatureInvalidError, TokenExpiredError } from '../errors/api-error.js';
 import type { KeyRing } from './key-ring.js';

@@ -3,7 +3,7 @@ import { stringify } from 'yaml';
 import { canonicalJson } from '../../compiler/bundle/canonical-json.js';
 import { canonicalPolicy } from '../../compiler/policy/normalize.js';
 import type { Policy } from '../../compiler/policy/types.js';
-import type { Environment } from '../auth/api-keys.js';
+import type { Environment } from '../tenant.js';
 
 export type PolicyChange = 'created' | 'updated' | 'enabled' | 'disabled' | 'deleted';
 

@@ -6,7 +6,8 @@
 import { timingSafeEqual, createHash } from 'node:crypto';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { loadSchema } from '../../compiler/schemas.js';
-import { displayPrefix, generateApiKey, hashApiKey, type Environment } from '../auth/api-keys.js';
+import { displayPrefix, generateApiKey, hashApiKey } from '../auth/api-keys.js';
+import type { Environment } from '../tenant.js';
 import { bearerToken } from '../auth/authenticate.js';
 import { AccountNotFoundError, AdminAuthError, ApiKeyNotFoundError } from '../errors/api-error.js';
 import { newId } from '../ids.js';

@@ -1,6 +1,6 @@
 /** /v1/agents: list, read, revoke (fires agent.revoked), restore. */
 import type { FastifyPluginAsync } from 'fastify';
-import type { Principal } from '../auth/authenticate.js';
+import type { Principal } from '../tenant.js';
 import { AgentNotFoundError } from '../errors/api-error.js';
 import { eventRow } from '../events/build.js';
 import { listBody, listQuerySchema, pageParams, type ListQuery } from '../http/list.js';

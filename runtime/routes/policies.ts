@@ -9,7 +9,7 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { SourceLocator } from '../../compiler/policy/source.js';
 import type { Policy } from '../../compiler/policy/types.js';
-import type { Principal } from '../auth/authenticate.js';
+import type { Principal } from '../tenant.js';
 import { changeKind, policyResource, policyYaml } from '../presenters/policy.js';
 import { nameClash, validatePolicy } from '../domain/policy-validation.js';
 import { PolicyConflictError, PolicyNotFoundError, TooManyPoliciesError } from '../errors/api-error.js';

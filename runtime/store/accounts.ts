@@ -1,5 +1,5 @@
 /** Accounts and their API keys. */
-import type { Environment } from '../auth/api-keys.js';
+import type { Environment } from '../tenant.js';
 import type { SqlOrTx } from './connect.js';
 
 export interface AccountRow {

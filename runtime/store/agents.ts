@@ -1,5 +1,5 @@
 /** Agents: registered implicitly by decisions (store/decisions.ts), revoked and restored here. */
-import type { Environment } from '../auth/api-keys.js';
+import type { Environment } from '../tenant.js';
 import type { SqlOrTx } from './connect.js';
 import { pageQuery, type Page, type PageParams } from './pagination.js';
 

@@ -1,7 +1,7 @@
 /** Decisions: written in batches (group commit), read and resolved one by one. */
 import type { EvaluationWarning } from '../../compiler/table/evaluate.js';
 import type { Effect } from '../../compiler/policy/types.js';
-import type { Environment } from '../auth/api-keys.js';
+import type { Environment } from '../tenant.js';
 import type { SqlOrTx } from './connect.js';
 import { pageQuery, type Page, type PageParams } from './pagination.js';
 

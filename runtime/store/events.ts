@@ -1,5 +1,5 @@
 /** The events table: written in the same transaction as the change that caused it. */
-import type { Environment } from '../auth/api-keys.js';
+import type { Environment } from '../tenant.js';
 import type { SqlOrTx } from './connect.js';
 import { pageQuery, type Page, type PageParams } from './pagination.js';
 

@@ -2,7 +2,7 @@
  * Rate limits and budgets in the store: thin calls of the SQL functions of
  * migrations/003_limits.sql, where every check and change is made atomically.
  */
-import type { Environment } from '../auth/api-keys.js';
+import type { Environment } from '../tenant.js';
 import type { LimitRequest } from '../limits/limit-request.js';
 import type { SqlOrTx } from './connect.js';
 

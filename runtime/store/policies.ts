@@ -1,6 +1,6 @@
 /** Policies of an environment and the version of the set they form. */
 import type { Policy } from '../../compiler/policy/types.js';
-import type { Environment } from '../auth/api-keys.js';
+import type { Environment } from '../tenant.js';
 import type { SqlOrTx } from './connect.js';
 import { pageQuery, type Page, type PageParams } from './pagination.js';
 

@@ -1,5 +1,5 @@
 /** security.alert events, at most one per (kind, subject, window) across processes. */
-import type { Environment } from '../auth/api-keys.js';
+import type { Environment } from '../tenant.js';
 import type { SqlOrTx } from './connect.js';
 
 export interface AlertRecord {

@@ -1,5 +1,5 @@
 /** Webhook endpoints, deliveries and attempts (migrations/004_webhooks.sql). */
-import type { Environment } from '../auth/api-keys.js';
+import type { Environment } from '../tenant.js';
 import type { SqlOrTx } from './connect.js';
 import { pageQuery, type Page, type PageParams } from './pagination.js';
 
