@@ -44,7 +44,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   const app = Fastify({
     logger: options.logger ?? false,
     bodyLimit: BODY_LIMIT,
-    genReqId: () => newId('req'),
+    genReqId: () => newId('req', services.clock.now()),
     requestIdHeader: false,
     return503OnClosing: true,
     // An agent id may have 256 characters, percent-encoded in /v1/agents/:agent_id up to 12 each.

@@ -1,7 +1,22 @@
-/** Prefixed opaque ids (`dec_`, `evt_`, ...): prefix + 24 random base62 characters. */
+/**
+ * Prefixed opaque ids (`dec_`, `evt_`, ...), one format for every prefix:
+ * the prefix, `_`, 8 base62 characters of the time in milliseconds (so ids of
+ * one prefix sort by the time they were made, in byte order), then 16 random
+ * base62 characters (95 bits). 24 characters after the prefix in all.
+ *
+ * The store makes some ids in SQL (a budget event fired inside the limits
+ * function, a webhook delivery made by the fan-out trigger): `authz_new_id` in
+ * store/migrations/008_ids.sql mirrors this function exactly, and
+ * test/runtime/store/ids.test.ts holds the two to the same format and time.
+ *
+ * @example
+ * newId('dec', clock.now()); // 'dec_0Q3ZpkLm8f3kT0b9qXe2WzRa'
+ */
 import { randomBytes } from 'node:crypto';
 
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+const TIME_CHARS = 8;
+const RANDOM_CHARS = 16;
 
 /** Random bytes drawn from the CSPRNG in blocks: one system call per ~150 ids, not one per id. */
 const POOL_SIZE = 4096;
@@ -26,8 +41,29 @@ export function randomBase62(length: number): string {
   return out;
 }
 
+/** The time part: `ms` in base62, 8 characters, zero-padded (62^8 ms is about 6,900 years). */
+export function timeBase62(ms: number): string {
+  let n = Math.max(0, Math.floor(ms));
+  let out = '';
+  for (let i = 0; i < TIME_CHARS; i++) {
+    out = ALPHABET[n % 62] + out;
+    n = Math.floor(n / 62);
+  }
+  return out;
+}
+
 export type IdPrefix = 'dec' | 'pol' | 'evt' | 'acc' | 'we' | 'whd' | 'key' | 'req';
 
-export function newId(prefix: IdPrefix): string {
-  return `${prefix}_${randomBase62(24)}`;
+/** A new id of that prefix, made at `atMs` (the service clock's time). */
+export function newId(prefix: IdPrefix, atMs: number): string {
+  return `${prefix}_${timeBase62(atMs)}${randomBase62(RANDOM_CHARS)}`;
+}
+
+/** When an id of this format was made (ms), or null for an id of another form. */
+export function idTime(id: string): number | null {
+  const m = /^[a-z]+_([0-9A-Za-z]{8})[0-9A-Za-z]{16}$/.exec(id);
+  if (!m) return null;
+  let n = 0;
+  for (const c of m[1]!) n = n * 62 + ALPHABET.indexOf(c);
+  return n;
 }

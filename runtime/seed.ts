@@ -14,8 +14,9 @@ import { packageRoot } from '../compiler/schemas.js';
 import type { Environment } from './tenant.js';
 import { changeKind } from './presenters/policy.js';
 import { eventRow } from './events/build.js';
-import { createAccount, createApiKey, type CreatedKey } from './routes/admin.js';
+import { createAccount, createApiKey, type CreatedKey } from './domain/accounts.js';
 import type { Services } from './services.js';
+import { LOCKS, lockFor } from './store/channels.js';
 import { countAccounts } from './store/accounts.js';
 import type { EventRow } from './store/events.js';
 import { deleteAllPolicies, upsertPolicy } from './store/policies.js';
@@ -29,7 +30,7 @@ export interface Seeded {
 export async function seedIfEmpty(services: Services): Promise<Seeded | null> {
   const sql = services.store.sql;
   return sql.begin(async (tx) => {
-    await tx`select pg_advisory_xact_lock(7261)`;
+    await lockFor(tx, LOCKS.seed);
     if ((await countAccounts(tx)) > 0) return null;
     const at = new Date(services.clock.now());
     const account = await createAccount(tx, 'default', at);

@@ -10,12 +10,20 @@ import { PolicySets } from './domain/policy-sets.js';
 import type { PermitIssuer } from './domain/decision-ports.js';
 import { Limits } from './limits/limits.js';
 import { WebhookDispatcher } from './webhooks/dispatcher.js';
-import { WebhookEndpoints } from './domain/webhooks.js';
 import { SecurityAlerts } from './alerts/security-alerts.js';
 import { ringPermitIssuer } from './permits/issuer.js';
 import { KeyRing } from './permits/key-ring.js';
 import { ServiceMetrics } from './metrics/service-metrics.js';
 import type { Store } from './store/connect.js';
+import { AccountService } from './domain/accounts.js';
+import { AgentService } from './domain/agents.js';
+import { BudgetService } from './domain/budgets.js';
+import { BundleService } from './domain/bundles.js';
+import { EventService } from './domain/events.js';
+import { HealthService } from './domain/health.js';
+import { PermitService } from './domain/permits.js';
+import { PolicyService } from './domain/policies.js';
+import { WebhookEndpoints } from './domain/webhooks.js';
 
 export interface Services {
   config: Config;
@@ -29,6 +37,15 @@ export interface Services {
   writer: DecisionWriter;
   decisions: DecisionService;
   limits: Limits;
+  /** The domain services the routes call, one per resource. */
+  policies: PolicyService;
+  bundles: BundleService;
+  agentService: AgentService;
+  accounts: AccountService;
+  events: EventService;
+  budgets: BudgetService;
+  health: HealthService;
+  permitVerification: PermitService;
   webhooks: WebhookEndpoints;
   /** Not started: `authz serve` starts it (tests run it by hand or start it). */
   dispatcher: WebhookDispatcher;
@@ -67,12 +84,13 @@ function buildServices(options: ServiceOptions & { clock: Clock }, ring: KeyRing
   const limits = new Limits(sql, clock, { keyRateLimit: config.keyRateLimit, maxInFlight: inFlight });
   const metrics = new ServiceMetrics(sql, clock);
   const permits = options.permits ?? ringPermitIssuer(ring, config.baseUrl);
+  const keys = new ApiKeyCache(sql, clock);
   return {
     config,
     store,
     clock,
     testClock,
-    keys: new ApiKeyCache(sql, clock),
+    keys,
     agents,
     policySets,
     writer,
@@ -87,6 +105,14 @@ function buildServices(options: ServiceOptions & { clock: Clock }, ring: KeyRing
       permits,
     }),
     limits,
+    policies: new PolicyService(sql, clock, policySets, config),
+    bundles: new BundleService(sql, clock, policySets, config),
+    agentService: new AgentService(sql, clock, agents),
+    accounts: new AccountService(sql, clock, keys),
+    events: new EventService(sql),
+    budgets: new BudgetService({ sql, clock, policySets }),
+    health: new HealthService(store),
+    permitVerification: new PermitService(ring, clock, alerts, config.baseUrl),
     webhooks: new WebhookEndpoints(sql, clock, { allowPrivate: config.webhookAllowPrivate, ...(config.masterKey ? { masterKey: config.masterKey } : {}) }),
     dispatcher: new WebhookDispatcher(sql, clock, {
       allowPrivate: config.webhookAllowPrivate,

@@ -15,7 +15,7 @@ import Fastify from 'fastify';
 import { parseArgs } from 'node:util';
 import { buildApp } from '../../runtime/app.js';
 import { configFromEnv } from '../../runtime/config.js';
-import { createAccount, createApiKey } from '../../runtime/routes/admin.js';
+import { createAccount, createApiKey } from '../../runtime/domain/accounts.js';
 import { installPolicies } from '../../runtime/seed.js';
 import { noPermits } from '../../runtime/domain/decision-ports.js';
 import { openServices } from '../../runtime/services.js';

@@ -13,7 +13,7 @@ import { packageRoot } from '../../compiler/schemas.js';
 import { buildApp } from '../../runtime/app.js';
 import { configFromEnv } from '../../runtime/config.js';
 import { eventRow } from '../../runtime/events/build.js';
-import { createAccount, createApiKey } from '../../runtime/routes/admin.js';
+import { createAccount, createApiKey } from '../../runtime/domain/accounts.js';
 import { openServices } from '../../runtime/services.js';
 import { openStore } from '../../runtime/store/connect.js';
 import { insertEvents } from '../../runtime/store/events.js';

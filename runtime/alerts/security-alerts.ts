@@ -17,6 +17,7 @@
 import type { Environment } from '../tenant.js';
 import type { Clock } from '../clock.js';
 import type { Sql } from '../store/connect.js';
+import { eventRow } from '../events/build.js';
 import { recordAlert, type AlertRecord } from '../store/security-alerts.js';
 
 export interface AlertThresholds {
@@ -103,8 +104,7 @@ export class SecurityAlerts {
         kind,
         subject,
         window_start: new Date(window * windowSeconds * 1000),
-        created_at: new Date(now),
-        data: { alert: kind, ...(subject ? { agent_id: subject } : {}), count: c.count, window_seconds: windowSeconds, threshold },
+        event: eventRow('security.alert', accountId, environment, now, { alert: kind, ...(subject ? { agent_id: subject } : {}), count: c.count, window_seconds: windowSeconds, threshold }),
       });
     }
   }
@@ -137,8 +137,7 @@ export class SecurityAlerts {
         kind: 'request_volume',
         subject: '',
         window_start: new Date(window * volumeWindowSeconds * 1000),
-        created_at: new Date(now),
-        data: { alert: 'request_volume', count: h.current.count, window_seconds: volumeWindowSeconds, threshold },
+        event: eventRow('security.alert', accountId, environment, now, { alert: 'request_volume', count: h.current.count, window_seconds: volumeWindowSeconds, threshold }),
       });
     }
   }

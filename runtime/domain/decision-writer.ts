@@ -4,10 +4,11 @@
  */
 import type { Sql } from '../store/connect.js';
 import { writeDecisionBatch, type DecisionRow, type NewAgent } from '../store/decisions.js';
+import { decisionEvent, registrationEvent } from '../events/build.js';
 import { GroupCommit } from '../shared/group-commit.js';
 
 export interface PendingWrite {
-  /** Stored with its decision.* event (built from the row by the store). */
+  /** Stored with its decision.* event (events/build.ts). */
   decision: DecisionRow;
   /** Set when the agent was not known to be in the store. */
   newAgent?: NewAgent;
@@ -22,7 +23,14 @@ export class DecisionWriter {
     this.commits = new GroupCommit(async (writes) => {
       const agents = new Map<string, NewAgent>();
       for (const w of writes) if (w.newAgent) agents.set(agentKey(w.newAgent), w.newAgent);
-      const registered = await writeDecisionBatch(sql, writes.map((w) => w.decision), [...agents.values()]);
+      const newAgents = [...agents.values()];
+      const registered = await writeDecisionBatch(
+        sql,
+        writes.map((w) => w.decision),
+        writes.map((w) => decisionEvent(w.decision)),
+        newAgents,
+        newAgents.map(registrationEvent),
+      );
       // The first decision of the batch for a newly registered agent owns the registration.
       return writes.map((w) => w.newAgent !== undefined && registered.delete(agentKey(w.newAgent)));
     }, maxBatch, maxInFlight);

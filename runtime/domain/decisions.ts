@@ -62,7 +62,7 @@ export class DecisionService {
     const { clock, agents, policySets, limits } = this.deps;
     const { accountId, environment } = principal;
     const nowMs = clock.now();
-    const id = newId('dec');
+    const id = newId('dec', nowMs);
     const ttl = input.ttl_seconds ?? DEFAULT_TTL_SECONDS;
     const expiresAt = new Date(nowMs + ttl * 1000);
     const status = await agents.status(accountId, environment, input.agent_id);

@@ -15,6 +15,7 @@ import type { DecisionTable } from '../../compiler/table/build.js';
 import type { Environment } from '../tenant.js';
 import type { Clock } from '../clock.js';
 import { InvalidPolicyError, ServiceUnavailableError, type ErrorDetail } from '../errors/api-error.js';
+import { CHANNELS, notify, policySetPayload } from '../store/channels.js';
 import type { Sql, Tx } from '../store/connect.js';
 import { insertEvents, type EventRow } from '../store/events.js';
 import { bumpPolicySet, loadPolicies, lockPolicySet, readPolicySetVersion } from '../store/policies.js';
@@ -85,7 +86,7 @@ export class PolicySets {
     if (pending && !force) return pending;
     const promise = (async () => {
       const version = await readPolicySetVersion(this.sql, accountId, environment);
-      const records = await loadPolicies(this.sql, accountId, environment);
+      const records = await loadPolicies<Policy>(this.sql, accountId, environment);
       const policies = records.map((r) => r.policy);
       // Fail closed: a stored set that does not compile (written behind the API's
       // back, or by an incompatible version) refuses decisions with 503 until fixed.
@@ -119,7 +120,7 @@ export class PolicySets {
       // The set this process holds is the stored one when its version is the locked
       // version: no need to read every policy again (nor to recompile the unchanged ones).
       const mine = this.sets.get(key);
-      const current = mine && mine.version === locked.version ? [...mine.policies] : (await loadPolicies(tx, accountId, environment)).map((r) => r.policy);
+      const current = mine && mine.version === locked.version ? [...mine.policies] : (await loadPolicies<Policy>(tx, accountId, environment)).map((r) => r.policy);
       const result = await mutate(tx, current);
       // In slices: decisions keep being served (on the current table) while it builds.
       const { table, diagnostics } = await this.cache.compileSliced(result.policies);
@@ -128,7 +129,7 @@ export class PolicySets {
       const version = locked.version + 1;
       await bumpPolicySet(tx, accountId, environment, version, hash, new Date(this.clock.now()));
       await insertEvents(tx, result.events);
-      await tx`select pg_notify('authz_policies', ${`${accountId}:${environment}:${version}`})`;
+      await notify(tx, CHANNELS.policies, policySetPayload({ accountId, environment, version }));
       return { value: result.value, set: { version, hash, table, policies: result.policies } satisfies CompiledSet };
     });
     const current = this.sets.get(key);

@@ -12,7 +12,7 @@ import type { Diagnostic, Severity } from '../../compiler/diagnostics/diagnostic
 import type { ReadPolicy } from '../../compiler/policy/read.js';
 import type { SourceLocator } from '../../compiler/policy/source.js';
 import type { Policy } from '../../compiler/policy/types.js';
-import { positionIn, readBodyPolicy, type PolicyInput } from '../http/policy-body.js';
+import { positionIn, readBodyPolicy, type PolicyInput } from './policy-input.js';
 import type { CompiledSet } from './policy-sets.js';
 import { runSliced } from '../shared/sliced.js';
 
@@ -85,8 +85,8 @@ async function inEnvironment(set: CompiledSet, mine: ReadPolicy): Promise<Diagno
   return out;
 }
 
-export async function validatePolicy(set: CompiledSet, input: PolicyInput): Promise<PolicyValidation> {
-  const { item, diagnostics } = readBodyPolicy(input);
+export async function validatePolicy(set: CompiledSet, input: PolicyInput, nowMs: number): Promise<PolicyValidation> {
+  const { item, diagnostics } = readBodyPolicy(input, nowMs);
   if (item) {
     const clash = nameClash(set.policies, item.policy, input.locator);
     // As the compiler: lints run on a set without errors.

@@ -5,7 +5,7 @@
  * version with its compiled one each `intervalMs` (a missed notification, a
  * reconnect), so a replica never serves a stale set for longer than that.
  */
-import type { Environment } from '../tenant.js';
+import { CHANNELS, listen, parseAgentStatusPayload, parsePolicySetPayload } from '../store/channels.js';
 import type { Store } from '../store/connect.js';
 import { allPolicySetVersions } from '../store/policies.js';
 import type { AgentDirectory } from './agent-directory.js';
@@ -19,15 +19,15 @@ export async function startReplication(store: Store, policySets: PolicySets, age
   const listeners: Array<{ unlisten(): Promise<void> }> = [];
   if (store.supportsListen) {
     listeners.push(
-      await store.sql.listen('authz_policies', (payload) => {
-        const [accountId, environment, version] = payload.split(':');
-        if (accountId && environment && version) policySets.refresh(accountId, environment as Environment, Number(version)).catch(onError);
+      await listen(store.sql, CHANNELS.policies, (payload) => {
+        const change = parsePolicySetPayload(payload);
+        if (change) policySets.refresh(change.accountId, change.environment, change.version).catch(onError);
       }),
     );
     listeners.push(
-      await store.sql.listen('authz_agents', (payload) => {
-        const [accountId, environment, status, ...rest] = payload.split(':');
-        if (accountId && environment && status) agents.set(accountId, environment as Environment, rest.join(':'), status === 'revoked' ? 'revoked' : 'active');
+      await listen(store.sql, CHANNELS.agents, (payload) => {
+        const change = parseAgentStatusPayload(payload);
+        if (change) agents.set(change.accountId, change.environment, change.agentId, change.status);
       }),
     );
   }

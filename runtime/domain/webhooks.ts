@@ -1,6 +1,6 @@
 /**
  * Webhook endpoints: registration (URL rules, event filter, the `whsec_`
- * secret shown once), changes, deletion, and their public resource.
+ * secret shown once), changes, deletion; their deliveries and replays.
  */
 import { randomBytes } from 'node:crypto';
 import type { Principal } from '../tenant.js';
@@ -10,7 +10,21 @@ import { EVENT_TYPES } from '../events/build.js';
 import { newId } from '../ids.js';
 import { sealText } from '../secrets/sealed-text.js';
 import type { Sql } from '../store/connect.js';
-import { deleteEndpoint, findEndpoint, insertEndpoint, updateEndpoint, type EndpointChange, type EndpointRow } from '../store/webhooks.js';
+import type { Page, PageParams } from '../store/pagination.js';
+import {
+  deleteEndpoint,
+  findDelivery,
+  findEndpoint,
+  insertEndpoint,
+  insertReplay,
+  listDeliveries,
+  listEndpoints,
+  updateEndpoint,
+  type DeliveryRow,
+  type EndpointChange,
+  type EndpointRow,
+} from '../store/webhooks.js';
+import { DeliveryNotFoundError } from '../errors/api-error.js';
 import { checkWebhookUrl, resolveProblem, type UrlRules } from '../webhooks/url-policy.js';
 
 export interface EndpointInput {
@@ -18,20 +32,6 @@ export interface EndpointInput {
   events?: string[];
   description?: string | null;
   status?: 'enabled' | 'disabled';
-}
-
-export function endpointResource(row: EndpointRow): Record<string, unknown> {
-  return {
-    id: row.id,
-    object: 'webhook_endpoint',
-    url: row.url,
-    events: row.events,
-    description: row.description,
-    status: row.status,
-    created_at: row.created_at.toISOString(),
-    updated_at: row.updated_at.toISOString(),
-    livemode: row.environment === 'live',
-  };
 }
 
 /** A new signing secret: `whsec_` + 32 random bytes (base64url). */
@@ -79,7 +79,7 @@ export class WebhookEndpoints {
     const row: EndpointRow = {
       account_id: p.accountId,
       environment: p.environment,
-      id: newId('we'),
+      id: newId('we', this.clock.now()),
       url,
       events,
       description: input.description ?? null,
@@ -115,5 +115,26 @@ export class WebhookEndpoints {
 
   async delete(p: Principal, id: string): Promise<void> {
     if (!(await deleteEndpoint(this.sql, p.accountId, p.environment, id))) throw new WebhookNotFoundError(`no webhook endpoint ${id}`);
+  }
+
+  list(p: Principal, page: PageParams): Promise<Page<EndpointRow>> {
+    return listEndpoints(this.sql, p.accountId, p.environment, page);
+  }
+
+  /** The endpoint's deliveries, newest first (404 for an unknown endpoint). */
+  async deliveries(p: Principal, endpointId: string, page: PageParams): Promise<{ endpoint: EndpointRow; page: Page<DeliveryRow> }> {
+    const endpoint = await this.get(p, endpointId);
+    return { endpoint, page: await listDeliveries(this.sql, p.accountId, p.environment, endpoint.id, page) };
+  }
+
+  /** Delivers a delivery's event again now, as a new delivery (`replay_of` the original). */
+  async replay(p: Principal, endpointId: string, deliveryId: string): Promise<DeliveryRow> {
+    const endpoint = await this.get(p, endpointId);
+    const original = await findDelivery(this.sql, p.accountId, p.environment, endpoint.id, deliveryId);
+    if (!original) throw new DeliveryNotFoundError(`no delivery ${deliveryId} of webhook endpoint ${endpoint.id}`);
+    const now = this.clock.now();
+    const id = newId('whd', now);
+    await insertReplay(this.sql, { ...original, account_id: p.accountId, environment: p.environment }, id, new Date(now));
+    return (await findDelivery(this.sql, p.accountId, p.environment, endpoint.id, id))!;
   }
 }

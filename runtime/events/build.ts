@@ -1,7 +1,19 @@
-/** Building event rows (spec 2.5) and their public envelope. */
-import type { Environment } from '../tenant.js';
+/**
+ * Every event body (spec 2.5) is built here, in TypeScript, from the presenters'
+ * public forms: decision.*, agent.*, policy.updated and security.alert. The two
+ * budget events are the one exception: they are fired inside the limits
+ * function (migrations/003_limits.sql, `authz_budget_events`) in the same
+ * statement that moves the money, so that an event is never lost nor doubled;
+ * their shape is held to the contract by test/runtime/budgets.test.ts.
+ */
 import { newId } from '../ids.js';
+import { agentResource } from '../presenters/agent.js';
+import { decisionResource } from '../presenters/decision.js';
+import type { PolicyChange } from '../presenters/policy.js';
+import type { AgentRow } from '../store/agents.js';
+import type { DecisionRow, NewAgent } from '../store/decisions.js';
 import type { EventRow } from '../store/events.js';
+import type { Environment, Tenant } from '../tenant.js';
 
 export const EVENT_TYPES = [
   'decision.allow',
@@ -16,28 +28,33 @@ export const EVENT_TYPES = [
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
+/** An event row of any type, its id from the one id function (sorting by time). */
 export function eventRow(type: EventType, accountId: string, environment: Environment, atMs: number, data: Record<string, unknown>): EventRow {
-  return { id: newId('evt'), account_id: accountId, environment, type, created_at: new Date(atMs), data };
+  return { id: newId('evt', atMs), account_id: accountId, environment, type, created_at: new Date(atMs), data };
 }
 
-export interface EventEnvelope {
-  id: string;
-  object: 'event';
-  type: string;
-  created_at: string;
-  account_id: string;
-  livemode: boolean;
-  data: Record<string, unknown>;
+/**
+ * `decision.allow|deny|review`: `data.decision` is the decision as answered
+ * (its permit token left out: a bearer credential is never stored).
+ */
+export function decisionEvent(row: DecisionRow): EventRow {
+  const at = row.evaluated_at.getTime();
+  const decision = decisionResource({ ...row, permit_token: null }, at, { withToken: false });
+  return eventRow(`decision.${row.effect}`, row.account_id, row.environment, at, { decision });
 }
 
-export function envelope(row: EventRow): EventEnvelope {
-  return {
-    id: row.id,
-    object: 'event',
-    type: row.type,
-    created_at: row.created_at.toISOString(),
-    account_id: row.account_id,
-    livemode: row.environment === 'live',
-    data: row.data,
-  };
+/** `agent.registered` / `agent.revoked`: `data.agent_id` and `data.agent`. */
+export function agentEvent(type: 'agent.registered' | 'agent.revoked', row: AgentRow, tenant: Tenant, atMs: number): EventRow {
+  return eventRow(type, tenant.accountId, tenant.environment, atMs, { agent_id: row.agent_id, agent: agentResource(row, tenant.environment) });
+}
+
+/** `agent.registered` for an agent a decision saw first (stored only by the batch that inserts the agent). */
+export function registrationEvent(a: NewAgent): EventRow {
+  const row: AgentRow = { agent_id: a.agent_id, status: 'active', first_seen_at: a.first_seen_at, revoked_at: null };
+  return agentEvent('agent.registered', row, { accountId: a.account_id, environment: a.environment }, a.first_seen_at.getTime());
+}
+
+/** `policy.updated`: `data.policy` (the policy as in a policy file, with `object`) and `data.change`. */
+export function policyEvent(tenant: Tenant, policy: object, change: PolicyChange, atMs: number): EventRow {
+  return eventRow('policy.updated', tenant.accountId, tenant.environment, atMs, { policy: { ...policy, object: 'policy' }, change });
 }

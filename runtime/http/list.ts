@@ -1,4 +1,4 @@
-/** List responses (contract: Lists) and the shared query-string schema. */
+/** List query strings (contract: Lists): the shared schema and the page they ask for. */
 import { loadSchema } from '../../compiler/schemas.js';
 import type { PageParams } from '../store/pagination.js';
 
@@ -13,8 +13,4 @@ export interface ListQuery {
 
 export function pageParams(query: ListQuery): PageParams {
   return { limit: query.limit ?? 20, startingAfter: query.starting_after ?? null };
-}
-
-export function listBody<T>(data: T[], hasMore: boolean, url: string): { object: 'list'; data: T[]; has_more: boolean; url: string } {
-  return { object: 'list', data, has_more: hasMore, url };
 }

@@ -5,37 +5,11 @@
  */
 import { RATE_WINDOWS, type Policy, type RateWindow } from '../../compiler/policy/types.js';
 import type { Environment } from '../tenant.js';
+import type { BudgetCheck, RateCheck } from '../store/limits.js';
 import { periodBounds } from './periods.js';
 
-export interface RateCheck {
-  /** Unique per limiter within the environment. */
-  key: string;
-  /** GCRA emission interval: window / limit. */
-  interval_ms: number;
-  window_ms: number;
-}
+export type { BudgetCheck, LimitRequest, RateCheck } from '../store/limits.js';
 
-export interface BudgetCheck {
-  policy_id: string;
-  unit: string;
-  period: string;
-  period_start: string;
-  period_end: string;
-  limit: number;
-  threshold: number | null;
-}
-
-export interface LimitRequest {
-  account_id: string;
-  environment: Environment;
-  agent_id: string;
-  /** The decision a fiat hold belongs to, and when it expires. */
-  decision_id: string | null;
-  expires_at: string | null;
-  amount: number | null;
-  rates: RateCheck[];
-  budgets: BudgetCheck[];
-}
 
 export const WINDOW_MS: Record<RateWindow, number> = {
   per_second: 1_000,

@@ -8,6 +8,7 @@
  */
 import type { Environment } from '../tenant.js';
 import type { Clock } from '../clock.js';
+import { CHANNELS, listen } from '../store/channels.js';
 import type { Store } from '../store/connect.js';
 import { exhaustedUsage, releaseExpiredHolds, type BudgetUsage } from '../store/limits.js';
 import type { Limits } from './limits.js';
@@ -32,7 +33,7 @@ export async function startLimitMaintenance(
   };
   await runOnce();
   const listener = store.supportsListen
-    ? await store.sql.listen('authz_budgets', (payload) => {
+    ? await listen(store.sql, CHANNELS.budgets, (payload) => {
         try {
           const u = JSON.parse(payload) as BudgetUsage & { account_id: string; environment: Environment };
           limits.exhaustedAgents.note(u.account_id, u.environment, u);

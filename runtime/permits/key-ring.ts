@@ -7,6 +7,7 @@
  */
 import type { KeyObject } from 'node:crypto';
 import type { Clock } from '../clock.js';
+import { CHANNELS, LOCKS, lockFor, notify } from '../store/channels.js';
 import type { Sql, Tx } from '../store/connect.js';
 import { countActiveSigningKeys, insertSigningKey, publishedSigningKeys, retireSigningKeys } from '../store/signing-keys.js';
 import { generateKeyMaterial, openPrivateKey, sealPrivateKey, type KeyMaterial, type PublicJwk } from './key-material.js';
@@ -33,7 +34,7 @@ export class KeyRing {
   static async open(sql: Sql, clock: Clock, masterSecret: string | undefined): Promise<KeyRing> {
     const ring = new KeyRing(sql, clock, masterSecret);
     await sql.begin(async (tx) => {
-      await tx`select pg_advisory_xact_lock(7262)`;
+      await lockFor(tx, LOCKS.signingKeys);
       if ((await countActiveSigningKeys(tx)) === 0) await ring.insertNew(tx);
     });
     await ring.reload();
@@ -83,10 +84,10 @@ export class KeyRing {
   async rotate(): Promise<PublicJwk> {
     const now = this.clock.now();
     const material = await this.sql.begin(async (tx) => {
-      await tx`select pg_advisory_xact_lock(7262)`;
+      await lockFor(tx, LOCKS.signingKeys);
       await retireSigningKeys(tx, new Date(now), new Date(now + RETIRED_KEY_GRACE_SECONDS * 1000));
       const made = await this.insertNew(tx);
-      await tx`select pg_notify('authz_keys', ${made.kid})`;
+      await notify(tx, CHANNELS.keys, made.kid);
       return made;
     });
     await this.reload();

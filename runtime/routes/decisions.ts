@@ -4,7 +4,8 @@ import type { Effect } from '../../compiler/policy/types.js';
 import { loadSchema } from '../../compiler/schemas.js';
 import { decisionResource } from '../presenters/decision.js';
 import type { DecisionInput } from '../domain/decisions.js';
-import { listBody, pageParams, type ListQuery } from '../http/list.js';
+import { pageParams, type ListQuery } from '../http/list.js';
+import { listBody } from '../presenters/list.js';
 
 /** The list parameters plus the filters (an unknown effect: 400 validation.invalid_field). */
 const listQuerySchema = loadSchema('api/decision-list-query');

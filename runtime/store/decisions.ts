@@ -1,11 +1,18 @@
 /** Decisions: written in batches (group commit), read and resolved one by one. */
-import type { EvaluationWarning } from '../../compiler/table/evaluate.js';
-import type { Effect } from '../../compiler/policy/types.js';
 import type { Environment } from '../tenant.js';
 import type { SqlOrTx } from './connect.js';
+import type { EventRow } from './events.js';
 import { pageQuery, type Page, type PageParams } from './pagination.js';
 
 export type DecisionStatus = 'pending' | 'confirmed' | 'rejected' | 'denied';
+export type DecisionEffect = 'allow' | 'deny' | 'review';
+
+/** A warning in a decision's metadata (policy.conflict, budget.below_threshold). */
+export interface DecisionWarning {
+  code: string;
+  message: string;
+  policy_ids?: string[];
+}
 
 export interface DecisionRow {
   account_id: string;
@@ -16,11 +23,11 @@ export interface DecisionRow {
   resource: string | null;
   amount: number | null;
   context: Record<string, unknown> | null;
-  effect: Effect;
+  effect: DecisionEffect;
   reason: string;
   policy_id: string | null;
   matched_policy_ids: string[];
-  warnings: Array<EvaluationWarning | { code: string; message: string }>;
+  warnings: DecisionWarning[];
   status: DecisionStatus;
   evaluated_at: Date;
   expires_at: Date;
@@ -37,16 +44,20 @@ export interface NewAgent {
   first_seen_at: Date;
 }
 
-const ISO = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
-
 /**
  * One statement (so one round trip, atomically): registers the new agents (each
- * exactly once across processes: ON CONFLICT DO NOTHING, the event only for rows
- * actually inserted), inserts the decisions and their decision.* events. Permit
- * tokens are never stored. Returns the agents this batch registered, as
- * `account:environment:agent_id`.
+ * exactly once across processes: ON CONFLICT DO NOTHING, its event only when
+ * this statement inserted the row), inserts the decisions and their events.
+ * Event bodies come built (runtime/events/build.ts). Permit tokens are never
+ * stored. Returns the agents this batch registered, as `account:environment:agent_id`.
  */
-export async function writeDecisionBatch(sql: SqlOrTx, decisions: readonly DecisionRow[], agents: readonly NewAgent[]): Promise<Set<string>> {
+export async function writeDecisionBatch(
+  sql: SqlOrTx,
+  decisions: readonly DecisionRow[],
+  decisionEvents: readonly EventRow[],
+  agents: readonly NewAgent[],
+  agentEvents: readonly EventRow[],
+): Promise<Set<string>> {
   const rows = await sql<Array<{ registered: string | null }>>`
     with new_agents as (
       insert into agents (account_id, environment, agent_id, status, first_seen_at)
@@ -57,16 +68,15 @@ export async function writeDecisionBatch(sql: SqlOrTx, decisions: readonly Decis
       -- same new agents would otherwise deadlock on each other's uncommitted rows.
       order by account_id, environment, agent_id
       on conflict do nothing
-      returning account_id, environment, agent_id, first_seen_at
+      returning account_id, environment, agent_id
     ), agent_events as (
       insert into events (id, account_id, environment, type, created_at, data)
-      select 'evt_' || replace(gen_random_uuid()::text, '-', ''), account_id, environment, 'agent.registered', first_seen_at,
-        jsonb_build_object('agent_id', agent_id, 'agent', jsonb_build_object(
-          'agent_id', agent_id, 'object', 'agent', 'status', 'active',
-          'first_seen_at', to_char(first_seen_at at time zone 'UTC', ${sql.unsafe(ISO)}), 'revoked_at', null,
-          'livemode', environment = 'live'))
-      from new_agents
-      returning account_id || ':' || environment || ':' || (data->>'agent_id') as registered
+      select e.v->>'id', e.v->>'account_id', e.v->>'environment', e.v->>'type', (e.v->>'created_at')::timestamptz, e.v->'data'
+      from jsonb_array_elements(${sql.json(agentEvents as never)}::jsonb) with ordinality as e(v, ord)
+      join new_agents n on n.account_id = e.v->>'account_id' and n.environment = e.v->>'environment'
+        and n.agent_id = e.v->'data'->>'agent_id'
+      order by e.ord
+      returning 1
     ), new_decisions as (
       insert into decisions (account_id, environment, id, agent_id, action, resource, amount, context, effect, reason,
         policy_id, matched_policy_ids, warnings, status, evaluated_at, expires_at, ttl_seconds, permit_token)
@@ -76,26 +86,16 @@ export async function writeDecisionBatch(sql: SqlOrTx, decisions: readonly Decis
         as x(account_id text, environment text, id text, agent_id text, action text, resource text, amount float8,
              context jsonb, effect text, reason text, policy_id text, matched_policy_ids text[], warnings jsonb,
              status text, evaluated_at timestamptz, expires_at timestamptz, ttl_seconds int)
-      returning *
+      returning 1
     ), decision_events as (
-      -- Each decision's event, its data built here from the row just stored (the
-      -- decision travels once); engine/decision-resource.ts is the same shape, and
-      -- a test holds the two equal.
       insert into events (id, account_id, environment, type, created_at, data)
-      select 'evt_' || replace(gen_random_uuid()::text, '-', ''), account_id, environment, 'decision.' || effect, evaluated_at,
-        jsonb_build_object('decision', jsonb_build_object(
-          'id', id, 'object', 'decision', 'effect', effect, 'reason', reason, 'agent_id', agent_id, 'action', action,
-          'resource', resource, 'amount', amount, 'policy_id', policy_id, 'status', status,
-          'evaluated_at', to_char(evaluated_at at time zone 'UTC', ${sql.unsafe(ISO)}),
-          'expires_at', to_char(expires_at at time zone 'UTC', ${sql.unsafe(ISO)}),
-          'ttl_seconds', ttl_seconds, 'livemode', environment = 'live', 'resolved_at', null, 'confirmed_amount', null,
-          'metadata', jsonb_build_object('matched_policy_ids', to_jsonb(matched_policy_ids), 'warnings', warnings)))
-      from new_decisions
-      order by seq
+      select e.v->>'id', e.v->>'account_id', e.v->>'environment', e.v->>'type', (e.v->>'created_at')::timestamptz, e.v->'data'
+      from jsonb_array_elements(${sql.json(decisionEvents as never)}::jsonb) with ordinality as e(v, ord)
+      order by e.ord
       returning 1
     )
     -- Data-modifying CTEs run to completion whether or not they are read.
-    select registered from agent_events`;
+    select account_id || ':' || environment || ':' || agent_id as registered from new_agents`;
   return new Set(rows.map((r) => r.registered).filter((r): r is string => r !== null));
 }
 
@@ -111,7 +111,7 @@ export async function findDecision(sql: SqlOrTx, accountId: string, environment:
 /** GET /v1/decisions filters; each one given narrows the list (all of them together: AND). */
 export interface DecisionFilters {
   agentId?: string;
-  effect?: Effect;
+  effect?: DecisionEffect;
   reason?: string;
 }
 

@@ -3,8 +3,37 @@
  * migrations/003_limits.sql, where every check and change is made atomically.
  */
 import type { Environment } from '../tenant.js';
-import type { LimitRequest } from '../limits/limit-request.js';
 import type { SqlOrTx } from './connect.js';
+
+export interface RateCheck {
+  /** Unique per limiter within the environment. */
+  key: string;
+  /** GCRA emission interval: window / limit. */
+  interval_ms: number;
+  window_ms: number;
+}
+
+export interface BudgetCheck {
+  policy_id: string;
+  unit: string;
+  period: string;
+  period_start: string;
+  period_end: string;
+  limit: number;
+  threshold: number | null;
+}
+
+export interface LimitRequest {
+  account_id: string;
+  environment: Environment;
+  agent_id: string;
+  /** The decision a fiat hold belongs to, and when it expires. */
+  decision_id: string | null;
+  expires_at: string | null;
+  amount: number | null;
+  rates: RateCheck[];
+  budgets: BudgetCheck[];
+}
 
 /** A budget row as the runtime sees it after a change (numbers, not numeric strings). */
 export interface BudgetUsage {

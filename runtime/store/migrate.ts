@@ -17,10 +17,9 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { LOCKS } from './channels.js';
 import type { Sql, Tx } from './connect.js';
 
-/** Arbitrary constant key of the advisory lock serialising migrations. */
-const LOCK_KEY = 7_263_511_904;
 const MIGRATION_FILE = /^\d{3}_[A-Za-z0-9_-]+\.sql$/;
 
 export interface MigrateOptions {
@@ -62,7 +61,7 @@ export async function migrate(sql: Sql, options: MigrateOptions = {}): Promise<s
 }
 
 async function lock(tx: Tx): Promise<void> {
-  await tx.unsafe(`select pg_advisory_xact_lock(${LOCK_KEY})`);
+  await tx.unsafe(`select pg_advisory_xact_lock(${LOCKS.migrations})`);
 }
 
 let cachedDir: string | undefined;

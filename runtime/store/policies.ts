@@ -1,11 +1,15 @@
 /** Policies of an environment and the version of the set they form. */
-import type { Policy } from '../../compiler/policy/types.js';
 import type { Environment } from '../tenant.js';
 import type { SqlOrTx } from './connect.js';
 import { pageQuery, type Page, type PageParams } from './pagination.js';
 
-export interface PolicyRecord {
-  policy: Policy;
+/** What the store knows of a policy: a JSON document with an id (the compiler's Policy, to the domain). */
+export interface PolicyDocument {
+  id: string;
+}
+
+export interface PolicyRecord<P extends PolicyDocument = PolicyDocument> {
+  policy: P;
   created_at: Date;
   updated_at: Date;
 }
@@ -40,22 +44,22 @@ export async function bumpPolicySet(tx: SqlOrTx, accountId: string, environment:
            where account_id = ${accountId} and environment = ${environment}`;
 }
 
-export async function loadPolicies(sql: SqlOrTx, accountId: string, environment: Environment): Promise<PolicyRecord[]> {
-  const rows = await sql<Array<{ body: Policy; created_at: Date; updated_at: Date }>>`
+export async function loadPolicies<P extends PolicyDocument>(sql: SqlOrTx, accountId: string, environment: Environment): Promise<Array<PolicyRecord<P>>> {
+  const rows = await sql<Array<{ body: P; created_at: Date; updated_at: Date }>>`
     select body, created_at, updated_at from policies
     where account_id = ${accountId} and environment = ${environment} order by seq`;
   return rows.map((r) => ({ policy: r.body, created_at: r.created_at, updated_at: r.updated_at }));
 }
 
-export async function findPolicy(sql: SqlOrTx, accountId: string, environment: Environment, id: string): Promise<PolicyRecord | undefined> {
-  const [row] = await sql<Array<{ body: Policy; created_at: Date; updated_at: Date }>>`
+export async function findPolicy<P extends PolicyDocument>(sql: SqlOrTx, accountId: string, environment: Environment, id: string): Promise<PolicyRecord<P> | undefined> {
+  const [row] = await sql<Array<{ body: P; created_at: Date; updated_at: Date }>>`
     select body, created_at, updated_at from policies
     where account_id = ${accountId} and environment = ${environment} and id = ${id}`;
   return row && { policy: row.body, created_at: row.created_at, updated_at: row.updated_at };
 }
 
-export async function listPolicies(sql: SqlOrTx, accountId: string, environment: Environment, page: PageParams): Promise<Page<PolicyRecord>> {
-  const result = await pageQuery(page, (cursor, limit) => sql<Array<{ body: Policy; created_at: Date; updated_at: Date; seq: number }>>`
+export async function listPolicies<P extends PolicyDocument>(sql: SqlOrTx, accountId: string, environment: Environment, page: PageParams): Promise<Page<PolicyRecord<P>>> {
+  const result = await pageQuery(page, (cursor, limit) => sql<Array<{ body: P; created_at: Date; updated_at: Date; seq: number }>>`
     select body, created_at, updated_at, seq from policies
     where account_id = ${accountId} and environment = ${environment}
       ${cursor === null ? sql`` : sql`and seq < (select seq from policies where account_id = ${accountId} and environment = ${environment} and id = ${cursor})`}
@@ -63,7 +67,7 @@ export async function listPolicies(sql: SqlOrTx, accountId: string, environment:
   return { has_more: result.has_more, data: result.data.map((r) => ({ policy: r.body, created_at: r.created_at, updated_at: r.updated_at })) };
 }
 
-export async function upsertPolicy(tx: SqlOrTx, accountId: string, environment: Environment, policy: Policy, at: Date): Promise<void> {
+export async function upsertPolicy(tx: SqlOrTx, accountId: string, environment: Environment, policy: PolicyDocument, at: Date): Promise<void> {
   await tx`insert into policies (account_id, environment, id, body, created_at, updated_at)
            values (${accountId}, ${environment}, ${policy.id}, ${tx.json(policy as never)}, ${at}, ${at})
            on conflict (account_id, environment, id) do update set body = excluded.body, updated_at = excluded.updated_at`;

@@ -14,7 +14,7 @@
  */
 import type { Clock } from '../clock.js';
 import { GroupCommit } from '../shared/group-commit.js';
-import { envelope } from '../events/build.js';
+import { envelope } from '../presenters/event.js';
 import { openText } from '../secrets/sealed-text.js';
 import type { Sql } from '../store/connect.js';
 import type { DeliveryObserver } from '../metrics/service-metrics.js';

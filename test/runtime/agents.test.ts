@@ -3,6 +3,7 @@
  * under concurrency), GET /v1/agents[/:agent_id], revoke (agent.revoked) and
  * restore, 404 agent.not_found, and the agents:read / agents:write scopes.
  */
+import { registrationEvent } from '../../runtime/events/build.js';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeDecisionBatch, type NewAgent } from '../../runtime/store/decisions.js';
@@ -121,9 +122,9 @@ describe.each(STORE_KINDS)('agents over HTTP (%s)', (kind) => {
       list.map((agent_id) => ({ account_id: rt.accountId, environment: 'test', agent_id, first_seen_at: new Date(START) }));
     const sql = rt.store.sql;
     const written = await Promise.all([
-      writeDecisionBatch(sql, [], rows(ids)),
-      writeDecisionBatch(sql, [], rows([...ids].reverse())),
-      writeDecisionBatch(sql, [], rows([...ids.slice(150), ...ids.slice(0, 150)])),
+      writeDecisionBatch(sql, [], [], rows(ids), rows(ids).map(registrationEvent)),
+      writeDecisionBatch(sql, [], [], rows([...ids].reverse()), rows([...ids].reverse()).map(registrationEvent)),
+      writeDecisionBatch(sql, [], [], rows([...ids.slice(150), ...ids.slice(0, 150)]), rows([...ids.slice(150), ...ids.slice(0, 150)]).map(registrationEvent)),
     ]);
     // Every agent registered by exactly one of them.
     const all = written.flatMap((set) => [...set]);

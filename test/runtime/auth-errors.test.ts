@@ -9,7 +9,7 @@ import { buildApp } from '../../runtime/app.js';
 import { ManualClock, type Clock } from '../../runtime/clock.js';
 import { configFromEnv } from '../../runtime/config.js';
 import type { PermitIssuer } from '../../runtime/domain/decision-ports.js';
-import { createAccount, createApiKey } from '../../runtime/routes/admin.js';
+import { createAccount, createApiKey } from '../../runtime/domain/accounts.js';
 import { openServices } from '../../runtime/services.js';
 import { openTestStore, STORE_KINDS, type TestStore } from '../helpers/postgres.js';
 import { ADMIN_TOKEN, json, startRuntime, type TestRuntime } from './helpers/app.js';

@@ -12,7 +12,7 @@
 import type { LightMyRequestResponse } from 'fastify';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAccount } from '../../runtime/routes/admin.js';
+import { createAccount } from '../../runtime/domain/accounts.js';
 import { openStore } from '../../runtime/store/connect.js';
 import { migrate } from '../../runtime/store/migrate.js';
 import { createTestDatabase, pgAdminUrl, STORE_KINDS, type TestStore } from '../helpers/postgres.js';

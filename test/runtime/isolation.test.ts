@@ -10,7 +10,7 @@
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApiKey } from '../../runtime/routes/admin.js';
+import { createApiKey } from '../../runtime/domain/accounts.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { expectContractAnswer } from '../fuzz/helpers/contract.js';
 import { collectRoutes, fillPath, type RouteInfo } from '../fuzz/helpers/routes.js';

@@ -11,7 +11,7 @@ import { buildApp } from '../../runtime/app.js';
 import { ManualClock } from '../../runtime/clock.js';
 import { configFromEnv } from '../../runtime/config.js';
 import { startReplication, type Replication } from '../../runtime/domain/replication.js';
-import { createAccount, createApiKey } from '../../runtime/routes/admin.js';
+import { createAccount, createApiKey } from '../../runtime/domain/accounts.js';
 import { openServices, type Services } from '../../runtime/services.js';
 import { openStore, type Store } from '../../runtime/store/connect.js';
 import { migrate } from '../../runtime/store/migrate.js';

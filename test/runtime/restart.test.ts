@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createAccount } from '../../runtime/routes/admin.js';
+import { createAccount } from '../../runtime/domain/accounts.js';
 import { openStore, type StoreOptions } from '../../runtime/store/connect.js';
 import { migrate } from '../../runtime/store/migrate.js';
 import { createTestDatabase, type StoreKind, type TestStore } from '../helpers/postgres.js';

@@ -4,6 +4,7 @@
  * per agent, invalid permit tokens per account, request volume far above the
  * trailing baseline; at most one alert per kind, subject and window.
  */
+import { eventRow } from '../../runtime/events/build.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_ALERT_THRESHOLDS } from '../../runtime/alerts/security-alerts.js';
 import { recordAlert } from '../../runtime/store/security-alerts.js';
@@ -76,16 +77,22 @@ describe.each(STORE_KINDS)('security alerts (%s)', (kind) => {
   });
 
   it('one alert per kind, subject and window across processes (the store decides)', async () => {
-    const alert = {
+    // Each process builds its own event (its own id) for the same window.
+    const alert = () => ({
       account_id: rt.accountId,
       environment: 'test' as const,
       kind: 'deny_spike' as const,
       subject: 'shared-agent',
       window_start: new Date('2026-11-21T15:00:00.000Z'),
-      created_at: new Date('2026-11-21T15:00:10.000Z'),
-      data: { alert: 'deny_spike', agent_id: 'shared-agent', count: 4, window_seconds: 60, threshold: 3 },
-    };
-    const results = await Promise.all([recordAlert(rt.store.sql, alert), recordAlert(rt.store.sql, alert)]);
+      event: eventRow('security.alert', rt.accountId, 'test', Date.parse('2026-11-21T15:00:10.000Z'), {
+        alert: 'deny_spike',
+        agent_id: 'shared-agent',
+        count: 4,
+        window_seconds: 60,
+        threshold: 3,
+      }),
+    });
+    const results = await Promise.all([recordAlert(rt.store.sql, alert()), recordAlert(rt.store.sql, alert())]);
     expect(results.sort()).toEqual([false, true]);
     expect((await alerts()).filter((a) => a.data.agent_id === 'shared-agent')).toHaveLength(1);
   });

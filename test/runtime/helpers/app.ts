@@ -12,7 +12,7 @@ import type { Scope } from '../../../runtime/auth/api-keys.js';
 import { ManualClock } from '../../../runtime/clock.js';
 import { configFromEnv, type Config } from '../../../runtime/config.js';
 import type { PermitIssuer } from '../../../runtime/domain/decision-ports.js';
-import { createAccount, createApiKey } from '../../../runtime/routes/admin.js';
+import { createAccount, createApiKey } from '../../../runtime/domain/accounts.js';
 import { startLimitMaintenance, type LimitMaintenance } from '../../../runtime/limits/maintenance.js';
 import { installPolicies } from '../../../runtime/seed.js';
 import { openServices, type Services } from '../../../runtime/services.js';

@@ -14,7 +14,7 @@ import type { PolicySets } from '../domain/policy-sets.js';
 import type { Sql } from '../store/connect.js';
 import { currentUsage, releaseExpiredHolds } from '../store/limits.js';
 import type { Page, PageParams } from '../store/pagination.js';
-import { periodBounds } from './periods.js';
+import { periodBounds } from '../limits/periods.js';
 
 export type BudgetStatus = 'ok' | 'threshold' | 'exceeded';
 
@@ -92,4 +92,13 @@ export async function listBudgets(
   const from = page.startingAfter === null ? 0 : sorted.findIndex(([key]) => key > page.startingAfter!);
   const rest = from < 0 ? [] : sorted.slice(from);
   return { data: rest.slice(0, page.limit).map(([, v]) => v), has_more: rest.length > page.limit };
+}
+
+/** GET /v1/budgets as a service: the function above with this process's store, clock and policy sets. */
+export class BudgetService {
+  constructor(private readonly deps: { sql: Sql; clock: Clock; policySets: PolicySets }) {}
+
+  list(principal: Principal, page: PageParams, agentId?: string): Promise<Page<BudgetResource>> {
+    return listBudgets(this.deps, principal, page, agentId);
+  }
 }

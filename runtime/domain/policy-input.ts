@@ -11,10 +11,10 @@ import { canonicalPolicy } from '../../compiler/policy/normalize.js';
 import { readPolicyValue, type ReadPolicy } from '../../compiler/policy/read.js';
 import { readYaml, type SourceLocator } from '../../compiler/policy/source.js';
 import type { Policy } from '../../compiler/policy/types.js';
-import { diagnosticsToDetails } from '../domain/policy-sets.js';
+import { diagnosticsToDetails } from './policy-sets.js';
 import { InvalidFieldError, InvalidPolicyError, type ErrorDetail } from '../errors/api-error.js';
 import { newId } from '../ids.js';
-import { unstorableInput } from './validation.js';
+import { unstorableInput } from '../shared/storable.js';
 
 /** The name a YAML body goes by in diagnostics (the API never shows it). */
 const BODY_FILE = 'body.yaml';
@@ -95,7 +95,7 @@ export function positionIn(locator: SourceLocator | undefined, pointer: string, 
  * which a body's id must equal; without one and without an id in the body the
  * policy gets a generated opaque id (ids derived from the name are for files).
  */
-export function readBodyPolicy(input: PolicyInput, pathId?: string): { item?: ReadPolicy; diagnostics: Diagnostic[] } {
+export function readBodyPolicy(input: PolicyInput, nowMs: number, pathId?: string): { item?: ReadPolicy; diagnostics: Diagnostic[] } {
   const diagnostics = [...input.diagnostics];
   if (hasErrors(diagnostics)) return { diagnostics };
   const { value, locator } = input;
@@ -121,7 +121,7 @@ export function readBodyPolicy(input: PolicyInput, pathId?: string): { item?: Re
     }
     record.id = pathId;
   }
-  if (record.id === undefined) record.id = newId('pol');
+  if (record.id === undefined) record.id = newId('pol', nowMs);
   const read = readPolicyValue(record, '', locator);
   diagnostics.push(...read.diagnostics);
   return hasErrors(diagnostics) ? { diagnostics } : { item: read.items[0]!, diagnostics };
@@ -135,8 +135,8 @@ function invalidPolicy(details: ErrorDetail[]): InvalidPolicyError {
 }
 
 /** The body's policy in canonical form, or 400 validation.invalid_policy with every problem (line and column too, for YAML). */
-export function policyFromInput(input: PolicyInput, pathId?: string): Policy {
-  const { item, diagnostics } = readBodyPolicy(input, pathId);
+export function policyFromInput(input: PolicyInput, nowMs: number, pathId?: string): Policy {
+  const { item, diagnostics } = readBodyPolicy(input, nowMs, pathId);
   if (!item) throw invalidPolicy(diagnosticsToDetails(diagnostics));
   return canonicalPolicy(item.policy);
 }

@@ -1,0 +1,96 @@
+/**
+ * Accounts and their API keys (the operator API, the seed, the CLI's keys
+ * commands): create an account, create, revoke and roll a key. The full key
+ * exists only in the value `createApiKey` returns; the store keeps its hash.
+ */
+import { displayPrefix, generateApiKey, hashApiKey } from '../auth/api-keys.js';
+import type { ApiKeyCache } from '../auth/key-cache.js';
+import type { Clock } from '../clock.js';
+import { AccountNotFoundError, ApiKeyNotFoundError } from '../errors/api-error.js';
+import { newId } from '../ids.js';
+import { findAccount, insertAccount, insertApiKey, revokeApiKey, revokeLiveApiKey } from '../store/accounts.js';
+import type { Sql, SqlOrTx } from '../store/connect.js';
+import type { Environment } from '../tenant.js';
+
+export interface CreatedKey {
+  id: string;
+  object: 'api_key';
+  key: string;
+  account_id: string;
+  environment: Environment;
+  scopes: string[];
+  created_at: string;
+}
+
+export interface CreatedAccount {
+  id: string;
+  object: 'account';
+  name: string;
+  created_at: string;
+}
+
+/**
+ * Creates an API key in the caller's transaction; the full key exists only in the returned value.
+ *
+ * @example
+ * const { key } = await createApiKey(sql, accountId, 'test', ['*'], new Date(clock.now()));
+ */
+export async function createApiKey(sql: SqlOrTx, accountId: string, environment: Environment, scopes: string[], at: Date): Promise<CreatedKey> {
+  const key = generateApiKey(environment);
+  const id = newId('key', at.getTime());
+  await insertApiKey(sql, { id, account_id: accountId, environment, key_prefix: displayPrefix(key), scopes, created_at: at, revoked_at: null }, hashApiKey(key));
+  return { id, object: 'api_key', key, account_id: accountId, environment, scopes, created_at: at.toISOString() };
+}
+
+/**
+ * Creates an account in the caller's transaction.
+ *
+ * @example
+ * const account = await createAccount(sql, 'acme', new Date(clock.now()));
+ */
+export async function createAccount(sql: SqlOrTx, name: string, at: Date): Promise<CreatedAccount> {
+  const id = newId('acc', at.getTime());
+  await insertAccount(sql, { id, name, created_at: at });
+  return { id, object: 'account', name, created_at: at.toISOString() };
+}
+
+export class AccountService {
+  constructor(
+    private readonly sql: Sql,
+    private readonly clock: Clock,
+    private readonly keys: ApiKeyCache,
+  ) {}
+
+  createAccount(name: string): Promise<CreatedAccount> {
+    return createAccount(this.sql, name, new Date(this.clock.now()));
+  }
+
+  /** 404 account.not_found for an unknown account. */
+  async createApiKey(accountId: string, environment: Environment, scopes: string[]): Promise<CreatedKey> {
+    const account = await findAccount(this.sql, accountId);
+    if (!account) throw new AccountNotFoundError(`no account ${accountId}`);
+    return createApiKey(this.sql, account.id, environment, scopes, new Date(this.clock.now()));
+  }
+
+  /** Revokes a key; this process refuses it at once, others within their key cache's lifetime. */
+  async revokeApiKey(id: string): Promise<void> {
+    if (!(await revokeApiKey(this.sql, id, new Date(this.clock.now())))) throw new ApiKeyNotFoundError(`no API key ${id}`);
+    this.keys.forget(id);
+  }
+
+  /**
+   * Rolls a key (Stripe's "roll key"): a new key of the same account,
+   * environment and scopes, and the old one revoked, in one transaction. An
+   * unknown or already revoked key: 404.
+   */
+  async rotateApiKey(oldId: string): Promise<CreatedKey> {
+    const at = new Date(this.clock.now());
+    const created = await this.sql.begin(async (tx) => {
+      const old = await revokeLiveApiKey(tx, oldId, at);
+      return old ? createApiKey(tx, old.account_id, old.environment, old.scopes, at) : null;
+    });
+    if (!created) throw new ApiKeyNotFoundError(`no live API key ${oldId} (unknown or already revoked)`);
+    this.keys.forget(oldId);
+    return created;
+  }
+}

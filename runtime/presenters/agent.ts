@@ -1,0 +1,14 @@
+/** The public form of an agent (contract: Agents). */
+import type { AgentRow } from '../store/agents.js';
+import type { Environment } from '../tenant.js';
+
+export function agentResource(row: AgentRow, environment: Environment): Record<string, unknown> {
+  return {
+    agent_id: row.agent_id,
+    object: 'agent',
+    status: row.status,
+    first_seen_at: row.first_seen_at.toISOString(),
+    revoked_at: row.revoked_at ? row.revoked_at.toISOString() : null,
+    livemode: environment === 'live',
+  };
+}

@@ -1,0 +1,45 @@
+/** The public forms of a webhook endpoint and of a delivery with its attempts. */
+import type { DeliveryRow, EndpointRow } from '../store/webhooks.js';
+
+const iso = (v: Date | string | null): string | null => (v === null ? null : new Date(v).toISOString());
+
+export function endpointResource(row: EndpointRow): Record<string, unknown> {
+  return {
+    id: row.id,
+    object: 'webhook_endpoint',
+    url: row.url,
+    events: row.events,
+    description: row.description,
+    status: row.status,
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+    livemode: row.environment === 'live',
+  };
+}
+
+export function deliveryResource(d: DeliveryRow): Record<string, unknown> {
+  const last = d.attempt_list[d.attempt_list.length - 1];
+  return {
+    id: d.id,
+    object: 'webhook_delivery',
+    endpoint_id: d.endpoint_id,
+    event_id: d.event_id,
+    event_type: d.event_type,
+    status: d.status,
+    attempt: d.attempt_list.length,
+    status_code: last?.status_code ?? null,
+    error: last?.error ?? null,
+    duration_ms: last?.duration_ms ?? null,
+    next_attempt_at: iso(d.next_attempt_at),
+    replay_of: d.replay_of,
+    created_at: iso(d.created_at),
+    attempts: d.attempt_list.map((a) => ({
+      attempt: a.attempt,
+      started_at: iso(a.started_at),
+      status_code: a.status_code,
+      error: a.error,
+      duration_ms: a.duration_ms,
+      next_attempt_at: iso(a.next_attempt_at),
+    })),
+  };
+}

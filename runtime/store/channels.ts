@@ -1,0 +1,80 @@
+/**
+ * The store's named coordination points: the NOTIFY channels every server
+ * process LISTENs on, with their payload formats, and the advisory-lock keys.
+ * Senders and listeners both go through these functions, so a channel's name
+ * and payload are written in one place.
+ *
+ * Budget exhaustion is announced from PL/pgSQL (`authz_budget_events` in
+ * migrations/003_limits.sql) on {@link CHANNELS.budgets}, with the usage row
+ * as JSON; runtime/limits/maintenance.ts listens.
+ */
+import type { Environment } from '../tenant.js';
+import type { Sql, SqlOrTx } from './connect.js';
+
+export const CHANNELS = {
+  /** A policy set's new version: `account:environment:version`. */
+  policies: 'authz_policies',
+  /** An agent's new status: `account:environment:status:agent_id`. */
+  agents: 'authz_agents',
+  /** An exhausted budget (from PL/pgSQL): the usage row as JSON. */
+  budgets: 'authz_budgets',
+  /** A new signing key: its kid. */
+  keys: 'authz_keys',
+  /** A revoked API key: its id. */
+  apiKeys: 'authz_api_keys',
+} as const;
+export type Channel = (typeof CHANNELS)[keyof typeof CHANNELS];
+
+/** Transaction-level advisory locks (pg_advisory_xact_lock keys). */
+export const LOCKS = {
+  /** Seeding a fresh store (one process seeds it). */
+  seed: 7261,
+  /** Creating or rotating the signing key. */
+  signingKeys: 7262,
+  /** Applying migrations. */
+  migrations: 7_263_511_904,
+} as const;
+
+/** Holds `lock` until the transaction ends. */
+export async function lockFor(tx: SqlOrTx, lock: (typeof LOCKS)[keyof typeof LOCKS]): Promise<void> {
+  await tx`select pg_advisory_xact_lock(${lock})`;
+}
+
+/** Sends `payload` on `channel` (delivered when the transaction commits). */
+export async function notify(tx: SqlOrTx, channel: Channel, payload: string): Promise<void> {
+  await tx`select pg_notify(${channel}, ${payload})`;
+}
+
+/** Listens on `channel`; the returned handle stops it. */
+export function listen(sql: Sql, channel: Channel, onPayload: (payload: string) => void): Promise<{ unlisten(): Promise<void> }> {
+  return sql.listen(channel, onPayload);
+}
+
+export interface PolicySetChange {
+  accountId: string;
+  environment: Environment;
+  version: number;
+}
+
+export const policySetPayload = (c: PolicySetChange): string => `${c.accountId}:${c.environment}:${c.version}`;
+
+export function parsePolicySetPayload(payload: string): PolicySetChange | null {
+  const [accountId, environment, version] = payload.split(':');
+  if (!accountId || (environment !== 'test' && environment !== 'live') || !version) return null;
+  return { accountId, environment, version: Number(version) };
+}
+
+export interface AgentStatusChange {
+  accountId: string;
+  environment: Environment;
+  status: 'active' | 'revoked';
+  agentId: string;
+}
+
+export const agentStatusPayload = (c: AgentStatusChange): string => `${c.accountId}:${c.environment}:${c.status}:${c.agentId}`;
+
+export function parseAgentStatusPayload(payload: string): AgentStatusChange | null {
+  const [accountId, environment, status, ...rest] = payload.split(':');
+  if (!accountId || (environment !== 'test' && environment !== 'live') || !status) return null;
+  return { accountId, environment, status: status === 'revoked' ? 'revoked' : 'active', agentId: rest.join(':') };
+}
