@@ -4,11 +4,11 @@
  * registered explicitly.
  */
 import Fastify, { type FastifyInstance, type RouteOptions } from 'fastify';
-import { registerAuthentication } from './auth/authenticate.js';
+import { registerAuthentication, registerKeyAdmission } from './auth/authenticate.js';
 import { InvalidFieldError } from './errors/api-error.js';
-import { registerDeadline } from './http/deadline.js';
 import { registerErrorHandling, sendError } from './http/error-handler.js';
 import { registerIdempotency } from './http/idempotency.js';
+import { refuseOtherMediaTypes } from './http/media-type.js';
 import { rejectUnstorableInput, validatorCompiler } from './http/validation.js';
 import { newId } from './ids.js';
 import { adminRoutes } from './routes/admin.js';
@@ -16,7 +16,7 @@ import { agentRoutes } from './routes/agents.js';
 import { budgetRoutes } from './routes/budgets.js';
 import { bundleRoutes } from './routes/bundle.js';
 import { dashboardRoutes } from './routes/dashboard.js';
-import { decisionRoutes } from './routes/decisions.js';
+import { decideRoutes, decisionRoutes } from './routes/decisions.js';
 import { eventRoutes } from './routes/events.js';
 import { healthRoutes } from './routes/health.js';
 import { metricsRoutes } from './routes/metrics.js';
@@ -65,24 +65,30 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     reply.header('request-id', request.id);
   });
   registerErrorHandling(app);
-  registerDeadline(app, services.config.decisionDeadlineMs);
+  refuseOtherMediaTypes(app, 'application/json');
   app.addHook('preValidation', rejectUnstorableInput);
-  registerAuthentication(app, services.keys, (principal) => services.limits.admitKey(principal));
+  registerAuthentication(app, services.keys);
   // Idempotency-Key on POST routes under /v1 (hooks added as they are registered).
-  registerIdempotency(app, services);
+  registerIdempotency(app, { sql: services.store.sql, clock: services.clock, masterKey: services.config.masterKey });
   // First: the OpenAPI document collects every route registered after it.
   await registerOpenApi(app);
   await app.register(healthRoutes);
-  await app.register(decisionRoutes);
-  await app.register(policyRoutes);
-  await app.register(bundleRoutes);
-  await app.register(agentRoutes);
-  await app.register(budgetRoutes);
-  await app.register(eventRoutes);
-  await app.register(webhookRoutes);
-  await app.register(permitRoutes);
-  await app.register(adminRoutes);
-  await app.register(metricsRoutes);
-  await app.register(dashboardRoutes);
+  // Decisions apply the key's platform limit themselves (in the store call of the policies' limits).
+  await app.register(decideRoutes);
+  // Every other authenticated route is admitted by the key's platform limit first.
+  await app.register(async (admitted) => {
+    registerKeyAdmission(admitted, (principal) => services.limits.admitKey(principal));
+    await admitted.register(decisionRoutes);
+    await admitted.register(policyRoutes);
+    await admitted.register(bundleRoutes);
+    await admitted.register(agentRoutes);
+    await admitted.register(budgetRoutes);
+    await admitted.register(eventRoutes);
+    await admitted.register(webhookRoutes);
+    await admitted.register(permitRoutes);
+    await admitted.register(adminRoutes);
+    await admitted.register(metricsRoutes);
+    await admitted.register(dashboardRoutes);
+  });
   return app;
 }

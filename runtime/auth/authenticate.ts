@@ -14,8 +14,6 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Scope a route needs; routes without one are public. */
     scope?: Scope;
-    /** The route applies the platform rate limit itself (decisions: in the same store call as the policies' limits). */
-    admitsItself?: boolean;
   }
   interface FastifyRequest {
     principal: Principal;
@@ -30,10 +28,10 @@ export function bearerToken(request: FastifyRequest): string | null {
 }
 
 /**
- * `admit` runs once the key is known (the platform rate limit per API key); it
- * throws to refuse the request.
+ * Resolves the API key of every route that names a scope to its principal
+ * (401 auth.invalid_key, 403 auth.scope_insufficient) before anything else runs.
  */
-export function registerAuthentication(app: FastifyInstance, keys: ApiKeyCache, admit: (principal: Principal) => Promise<void>): void {
+export function registerAuthentication(app: FastifyInstance, keys: ApiKeyCache): void {
   app.decorateRequest('principal', null as unknown as Principal);
   app.addHook('onRequest', async (request) => {
     const scope = request.routeOptions.config?.scope;
@@ -44,6 +42,17 @@ export function registerAuthentication(app: FastifyInstance, keys: ApiKeyCache, 
     if (row === null) throw new InvalidKeyError('the API key does not exist, is revoked or is malformed');
     if (!hasScope(row.scopes, scope)) throw new ScopeInsufficientError(`this API key lacks the scope ${scope}`);
     request.principal = { keyId: row.id, accountId: row.account_id, environment: row.environment, scopes: row.scopes };
-    if (!request.routeOptions.config.admitsItself) await admit(request.principal);
+  });
+}
+
+/**
+ * The platform rate limit per API key, for the routes registered in `scope`
+ * (every authenticated route but POST /v1/decisions, whose decision service
+ * applies it in the same store call as the policies' limits); `admit` throws
+ * to refuse the request.
+ */
+export function registerKeyAdmission(scope: FastifyInstance, admit: (principal: Principal) => Promise<void>): void {
+  scope.addHook('onRequest', async (request) => {
+    if (request.principal) await admit(request.principal);
   });
 }

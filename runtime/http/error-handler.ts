@@ -45,8 +45,7 @@ function fromFastify(error: FastifyError, request: FastifyRequest): ApiError {
       return new BodyTooLargeError(`the body is larger than ${byteSize(request.routeOptions.bodyLimit ?? 1024 * 1024)}, this route's limit`);
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
-      // The policy routes also read YAML (runtime/http/yaml.ts).
-      return new UnsupportedMediaTypeError(request.routeOptions.config?.yamlBody ? 'send the body as application/json or application/yaml' : 'send the body as application/json');
+      return new UnsupportedMediaTypeError('send the body as application/json');
   }
   if (error instanceof SyntaxError) return new InvalidJsonError(`the body is not valid JSON: ${error.message}`);
   // Fail closed: a store that cannot be reached answers 503, never a 500 (nor a decision).

@@ -15,9 +15,11 @@
  * - Keys are scoped by account and environment, kept 24 h on the service clock;
  *   expired keys are taken over when reused and swept (at most once a minute,
  *   by a request that carries a key).
- * - A decision's permit token is stored nowhere: the stored answer has
- *   `permit_token: null`, and a replay carries a freshly signed token for the
- *   same decision (same claims, new jti).
+ * - The layer knows no resource: a route whose stored answer must differ from
+ *   the one sent hands it `config.idempotency` ({@link IdempotentAnswers}).
+ *   The decisions route does: a permit token is stored nowhere (the stored
+ *   answer has `permit_token: null`) and a replay carries a freshly signed
+ *   token for the same decision.
  * - Stored bodies are sealed with AUTHZ_MASTER_KEY when it is set (a webhook
  *   endpoint's answer carries its secret).
  *
@@ -25,10 +27,11 @@
  */
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
+import type { Clock } from '../clock.js';
 import { canonicalJson } from '../../compiler/bundle/canonical-json.js';
 import { IdempotencyInProgressError, IdempotencyKeyReusedError, InvalidFieldError } from '../errors/api-error.js';
 import { openText, sealText } from '../secrets/sealed-text.js';
-import type { Services } from '../services.js';
+import type { Sql } from '../store/connect.js';
 import {
   claimIdempotencyKey,
   completeIdempotencyKey,
@@ -45,7 +48,14 @@ export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
 export const IDEMPOTENCY_LOCK_MS = 60 * 1000;
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
 const SWEEP_EVERY_MS = 60 * 1000;
-const DECISIONS = '/v1/decisions';
+
+/** What a route hands the idempotency layer when the answer it stores is not the answer it sent. */
+export interface IdempotentAnswers {
+  /** The form of a 200 answer to store (e.g. without a bearer credential). */
+  toStore(body: string): string;
+  /** The answer a replay sends from the stored 200 form (it may also refuse, by throwing). */
+  replay(request: FastifyRequest, stored: string): Promise<string>;
+}
 
 interface Claim {
   scope: IdempotencyScope;
@@ -53,6 +63,10 @@ interface Claim {
 }
 
 declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route's stored and replayed forms of a 200 answer (default: the answer as sent). */
+    idempotency?: IdempotentAnswers;
+  }
   interface FastifyRequest {
     /** Set while this request holds an Idempotency-Key claim. */
     idempotency: Claim | null;
@@ -79,9 +93,8 @@ function textMediaType(request: FastifyRequest): string | undefined {
 }
 
 /** Call before the routes are registered: hooks are added to POST routes under /v1. */
-export function registerIdempotency(app: FastifyInstance, services: Services): void {
-  const { store, clock, config } = services;
-  const sql = store.sql;
+export function registerIdempotency(app: FastifyInstance, deps: { sql: Sql; clock: Clock; masterKey: string | undefined }): void {
+  const { sql, clock, masterKey } = deps;
   let lastSweep = -Infinity;
 
   const keyOf = (request: FastifyRequest): IdempotencyScope | null => {
@@ -95,13 +108,11 @@ export function registerIdempotency(app: FastifyInstance, services: Services): v
     return { accountId: p.accountId, environment: p.environment, key: header };
   };
 
-  /** The stored body, with a fresh permit token for a decision. */
+  /** The stored body, as the route replays it. */
   const replayBody = async (request: FastifyRequest, row: IdempotencyRow): Promise<string> => {
-    const body = openText(row.body ?? '', row.body_encrypted, config.masterKey, 'stored idempotent answers');
-    if (request.routeOptions.url !== DECISIONS || row.status_code !== 200) return body;
-    const answer = JSON.parse(body) as { id: string; permit_token: string | null };
-    answer.permit_token = services.permits.issue(await services.decisions.get(request.principal, answer.id));
-    return JSON.stringify(answer);
+    const body = openText(row.body ?? '', row.body_encrypted, masterKey, 'stored idempotent answers');
+    const answers = request.routeOptions.config.idempotency;
+    return answers && row.status_code === 200 ? answers.replay(request, body) : body;
   };
 
   /** Claims the key, or answers from the store; true when the answer was sent. */
@@ -124,8 +135,6 @@ export function registerIdempotency(app: FastifyInstance, services: Services): v
         throw new IdempotencyKeyReusedError('this Idempotency-Key was used with another request (method, path or body); use a new key for a new request');
       }
       if (row.state === 'running') throw new IdempotencyInProgressError('a request with this Idempotency-Key is still running; retry later');
-      // A replayed decision still counts against the key's platform limit.
-      if (request.routeOptions.config.admitsItself) await services.limits.admitKey(request.principal);
       const body = await replayBody(request, row);
       reply.code(row.status_code!).header('idempotent-replayed', 'true');
       if (row.content_type) reply.header('content-type', row.content_type);
@@ -158,14 +167,9 @@ export function registerIdempotency(app: FastifyInstance, services: Services): v
       await releaseIdempotencyKey(sql, claim.scope, claim.fingerprint);
       return;
     }
-    let body = text;
-    if (request.routeOptions.url === DECISIONS && status === 200) {
-      // The permit token is a bearer credential: never stored (a replay signs a new one).
-      const answer = JSON.parse(text) as Record<string, unknown>;
-      answer.permit_token = null;
-      body = JSON.stringify(answer);
-    }
-    const sealed = sealText(body, config.masterKey);
+    const answers = request.routeOptions.config.idempotency;
+    const body = answers && status === 200 ? answers.toStore(text) : text;
+    const sealed = sealText(body, masterKey);
     const contentType = reply.getHeader('content-type');
     await completeIdempotencyKey(sql, claim.scope, claim.fingerprint, {
       status_code: status,

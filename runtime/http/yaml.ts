@@ -9,14 +9,7 @@
  * (a hash of the text).
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { mediaTypeOf } from './media-type.js';
-
-declare module 'fastify' {
-  interface FastifyContextConfig {
-    /** The route also takes YAML bodies (for the 415 message). */
-    yamlBody?: boolean;
-  }
-}
+import { mediaTypeOf, refuseOtherMediaTypes } from './media-type.js';
 
 export const YAML_MEDIA_TYPES = ['application/yaml', 'text/yaml'] as const;
 
@@ -26,6 +19,7 @@ export const YAML_CONTENT_TYPE = 'application/yaml; charset=utf-8';
 /** Registers the YAML body parser on `app` (call inside the routes' plugin: it applies to that plugin's routes only). */
 export function registerYamlBodies(app: FastifyInstance): void {
   app.addContentTypeParser([...YAML_MEDIA_TYPES], { parseAs: 'string' }, (_request, body, done) => done(null, body));
+  refuseOtherMediaTypes(app, 'application/json or application/yaml');
 }
 
 /** Whether the request's body was sent as YAML. */

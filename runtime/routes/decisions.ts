@@ -1,9 +1,11 @@
-/** /v1/decisions: decide, read, list, confirm, reject. */
+/** /v1/decisions: decide (decideRoutes), read, list, confirm, reject (decisionRoutes). */
 import type { FastifyPluginAsync } from 'fastify';
 import type { Effect } from '../../compiler/policy/types.js';
 import { loadSchema } from '../../compiler/schemas.js';
 import { decisionResource } from '../presenters/decision.js';
 import type { DecisionInput } from '../domain/decisions.js';
+import { requestDeadline } from '../http/deadline.js';
+import type { IdempotentAnswers } from '../http/idempotency.js';
 import { pageParams, type ListQuery } from '../http/list.js';
 import { listBody } from '../presenters/list.js';
 
@@ -14,12 +16,32 @@ type DecisionListQuery = Omit<ListQuery, 'type'> & { effect?: Effect; reason?: s
 
 const idParams = { type: 'object', properties: { id: { type: 'string', minLength: 1, maxLength: 100 } }, required: ['id'] } as const;
 
-export const decisionRoutes: FastifyPluginAsync = async (app) => {
-  const { decisions, clock, metrics } = app.services;
+/** POST /v1/decisions: deciding. The key's platform limit is applied by the decision service, in the same store call as the policies' limits. */
+export const decideRoutes: FastifyPluginAsync = async (app) => {
+  const { decisions, clock, metrics, config, limits, permits } = app.services;
+  // Fail closed in bounded time: 503 when the store hangs.
+  const deadline = requestDeadline(config.decisionDeadlineMs);
+  // A permit token is a bearer credential: the stored answer has none, and a
+  // replay (which still counts against the key's platform limit) signs a fresh
+  // token for the same decision.
+  const answers: IdempotentAnswers = {
+    toStore: (body) => JSON.stringify({ ...(JSON.parse(body) as object), permit_token: null }),
+    async replay(request, stored) {
+      await limits.admitKey(request.principal);
+      const answer = JSON.parse(stored) as { id: string; permit_token: string | null };
+      answer.permit_token = permits.issue(await decisions.get(request.principal, answer.id));
+      return JSON.stringify(answer);
+    },
+  };
 
   app.post<{ Body: DecisionInput }>(
     '/v1/decisions',
-    { config: { scope: 'decisions:write', admitsItself: true, deadline: true }, schema: { body: loadSchema('api/decision-request') } },
+    {
+      config: { scope: 'decisions:write', idempotency: answers },
+      schema: { body: loadSchema('api/decision-request') },
+      onRequest: deadline.onRequest,
+      onResponse: deadline.onResponse,
+    },
     async (request) => {
       const started = performance.now();
       const row = await decisions.decide(request.principal, request.body);
@@ -27,6 +49,11 @@ export const decisionRoutes: FastifyPluginAsync = async (app) => {
       return decisionResource(row, clock.now());
     },
   );
+};
+
+/** Reading, listing, confirming and rejecting decisions (admitted by the key's platform limit like other routes). */
+export const decisionRoutes: FastifyPluginAsync = async (app) => {
+  const { decisions, clock } = app.services;
 
   app.get<{ Querystring: DecisionListQuery }>('/v1/decisions', { config: { scope: 'decisions:read' }, schema: { querystring: listQuerySchema } }, async (request) => {
     const { agent_id: agentId, effect, reason } = request.query;

@@ -21,13 +21,13 @@ export const policyRoutes: FastifyPluginAsync = async (app) => {
   // This plugin's routes only: YAML bodies elsewhere stay 415.
   registerYamlBodies(app);
 
-  app.post('/v1/policies', { config: { scope: 'policies:write', yamlBody: true } }, async (request, reply) => {
+  app.post('/v1/policies', { config: { scope: 'policies:write' } }, async (request, reply) => {
     const p = request.principal;
     const stored = await policies.create(p, inputOf(request));
     return reply.code(201).send(policyResource(stored.policy, p.environment, stored.created_at, stored.updated_at));
   });
 
-  app.put<{ Params: { id: string } }>('/v1/policies/:id', { config: { scope: 'policies:write', yamlBody: true }, schema: { params: idParams } }, async (request) => {
+  app.put<{ Params: { id: string } }>('/v1/policies/:id', { config: { scope: 'policies:write' }, schema: { params: idParams } }, async (request) => {
     const p = request.principal;
     const stored = await policies.replace(p, request.params.id, inputOf(request));
     return policyResource(stored.policy, p.environment, stored.created_at, stored.updated_at);
@@ -49,7 +49,7 @@ export const policyRoutes: FastifyPluginAsync = async (app) => {
   });
 
   // Checks a policy (JSON or YAML) as POST or PUT would, in this environment; stores nothing.
-  app.post('/v1/policies/validate', { config: { scope: 'policies:read', yamlBody: true } }, async (request) =>
+  app.post('/v1/policies/validate', { config: { scope: 'policies:read' } }, async (request) =>
     policies.validate(request.principal, inputOf(request)),
   );
 
