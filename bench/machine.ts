@@ -2,7 +2,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { cpus, release, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { packageRoot } from '../compiler/schemas.js';
+import { packageRoot } from '../compiler/index.js';
 import { postgresVersion } from '../scripts/pg-cluster.js';
 
 /** An installed package's version, or '-'. */

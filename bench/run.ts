@@ -14,8 +14,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { packageRoot } from '../compiler/schemas.js';
-import { compilerVersion } from '../compiler/version.js';
+import { compilerVersion, packageRoot } from '../compiler/index.js';
 import { machineTable } from './machine.js';
 import { readTargets, verdict } from './targets.js';
 

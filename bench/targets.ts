@@ -5,7 +5,7 @@
  */
 import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { packageRoot } from '../compiler/schemas.js';
+import { packageRoot } from '../compiler/index.js';
 
 export interface TargetResult {
   /** What was aimed at, e.g. "allow with token on PostgreSQL >= 50% of bare Fastify". */

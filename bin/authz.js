@@ -2,7 +2,7 @@
 // The `authz` command. The TypeScript sources are compiled to dist/ by `npm run build`
 // (run automatically by `npm ci` / `npm install` through the prepare script).
 // `serve`, `keys` and `push` are the runtime's (they run or call the service);
-// every other command is the compiler's CLI.
+// every other command is the compiler's CLI (`main` of agent-authz/compiler).
 import { existsSync } from 'node:fs';
 
 const args = process.argv.slice(2);
@@ -11,7 +11,7 @@ const runtime = {
   keys: ['../dist/runtime/cli/keys.js', 'keysCommand'],
   push: ['../dist/runtime/cli/push.js', 'pushCommand'],
 }[args[0]];
-const entry = new URL(runtime ? runtime[0] : '../dist/compiler/cli/main.js', import.meta.url);
+const entry = new URL(runtime ? runtime[0] : '../dist/compiler/index.js', import.meta.url);
 if (!existsSync(entry)) {
   process.stderr.write('authz: dist/ is missing; run `npm run build` (npm ci does it) first\n');
   process.exit(2);

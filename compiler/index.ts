@@ -1,10 +1,76 @@
-export { compileSources, compileItems, type CompileOptions, type CompileResult } from './compile.js';
+/**
+ * `agent-authz/compiler`: policy YAML -> validated policies -> decision table ->
+ * decisions and bundles. The only door into the compiler for the runtime, the
+ * benchmarks, the examples and the docs; this file only re-exports (each
+ * function's documentation, with an example, sits on its definition).
+ *
+ * @example
+ * ```ts
+ * import { compileSources, evaluate } from 'agent-authz/compiler';
+ *
+ * const text = 'effect: allow\nname: read-orders\nactions: [orders.read]\n';
+ * const { table, diagnostics } = compileSources([{ file: 'p.yaml', text }]);
+ * console.log(diagnostics.length); // => 0
+ * console.log(evaluate(table, { agent_id: 'bot', action: 'orders.read' }).effect); // => allow
+ * ```
+ */
+
+// Compiling a policy set.
+export { compileSources, compileItems, compileItemsSteps, type CompileOptions, type CompileResult } from './compile.js';
+
+// Policies: their types, reading them from YAML or JSON values, their canonical form.
+export {
+  RATE_WINDOWS,
+  type Budget,
+  type BudgetPeriod,
+  type DecisionRequest,
+  type Effect,
+  type Policy,
+  type PolicyState,
+  type RateLimit,
+  type RateWindow,
+} from './policy/types.js';
+export { readPolicyValue, readPolicyDocument, readPolicySource, type PolicyOrigin, type ReadPolicy, type ReadResult } from './policy/read.js';
+export { validatePolicyShape } from './policy/validate.js';
+export { MAX_POLICY_BYTES } from './policy/check.js';
+export { canonicalPolicy } from './policy/normalize.js';
+export { readYaml, type Position, type SourceFile, type SourceLocator, type YamlDocument } from './policy/source.js';
+
+// The condition language.
+export {
+  MAX_DEPTH,
+  MAX_LENGTH,
+  checkCondition,
+  compileCondition,
+  parseCondition,
+  type ConditionAst,
+  type ConditionIssue,
+} from './condition/index.js';
+export type { ParseResult } from './condition/ast.js';
+
+// Action strings and glob patterns.
+export { isValidAction } from './patterns/action.js';
+export { matchGlob } from './patterns/glob.js';
+
+// The decision table: building it, deciding with it, explaining a decision.
+export { ROWS_PER_STEP, buildTableSteps, runSteps, type DecisionTable } from './table/build.js';
 export { evaluate, evaluateLinear, type Evaluation, type EvaluationReason, type EvaluationWarning } from './table/evaluate.js';
-export { explain, type Explanation, type PolicyTrace } from './table/explain.js';
-export type { DecisionTable } from './table/build.js';
+export { explain, type DropStep, type Explanation, type PolicyTrace } from './table/explain.js';
+
+// Bundles: the compiled artifact, and the canonical JSON its hash is taken over.
 export { createBundle, policySetHash } from './bundle/write.js';
 export { loadBundle, type LoadedBundle } from './bundle/load.js';
 export { BUNDLE_FORMAT, BUNDLE_FORMAT_VERSION, type Bundle } from './bundle/format.js';
-export type { Diagnostic, Severity } from './diagnostics/diagnostic.js';
-export type { Policy, DecisionRequest, Effect, Budget, RateLimit } from './policy/types.js';
-export type { SourceFile } from './policy/source.js';
+export { canonicalJson, sha256Hex } from './bundle/canonical-json.js';
+
+// Diagnostics.
+export { hasErrors, type Diagnostic, type Severity } from './diagnostics/diagnostic.js';
+
+// The package: its version, root folder and JSON Schemas.
+export { compilerVersion } from './version.js';
+export { loadSchema, packageRoot } from './schemas.js';
+
+// The `authz` command line (bin/authz.js) and its file helpers.
+export { main } from './cli/main.js';
+export { EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, processIo, type CliIo } from './cli/io.js';
+export { findYamlFiles, isPolicyFile, readSource } from './cli/files.js';

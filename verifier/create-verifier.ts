@@ -83,6 +83,15 @@ export interface PermitVerifier {
    * PermitExpiredError (`auth.expired`), PermitSignatureInvalidError
    * (`auth.signature_invalid`), PermitMismatchError (`permit.mismatch`),
    * PermitUnavailableError (`service.unavailable`).
+   *
+   * @param token - the compact JWS, without `Bearer `.
+   * @param expect - what the claims must say beyond a valid signature; omitted fields are not checked.
+   *
+   * @example
+   * ```ts
+   * const claims = await verifier.verify(token, { action: 'payments.refund', resource: 'order:100482', environment: 'live' });
+   * console.log(claims.sub, claims.eff); // e.g. support-bot-1 allow
+   * ```
    */
   verify(token: string, expect?: PermitExpectations): Promise<PermitClaims>;
 }
@@ -178,6 +187,51 @@ function mapError(err: unknown): unknown {
   return err; // not about the token (a bug, a bad option): surfaced as is
 }
 
+/**
+ * A verifier of the service's permit tokens for a downstream service: checks the
+ * EdDSA signature against the issuer's JWKS (fetched over HTTP, cached for
+ * `cacheMaxAgeMs`, refetched early for an unknown kid at most once per
+ * `cooldownMs`), `typ: permit+jwt`, `iss`, the expiry, the claims' shapes, and
+ * what the caller expects (action, resource, account, environment). No request
+ * is made until the first `verify`.
+ *
+ * @param options - `jwksUrl` (`{base}/.well-known/jwks.json`) and `issuer` (the
+ *   service's base URL) are required; `clockToleranceSeconds`, `cooldownMs`,
+ *   `cacheMaxAgeMs` and `now` are optional.
+ * @returns a PermitVerifier whose `verify(token, expect?)` resolves to the
+ *   token's claims, or rejects with a PermitError subclass whose `code` and
+ *   `status` a service can answer with directly: PermitExpiredError
+ *   (`auth.expired`, 401), PermitSignatureInvalidError (`auth.signature_invalid`,
+ *   401), PermitMismatchError (`permit.mismatch`, 403), PermitUnavailableError
+ *   (`service.unavailable`, 503: the JWKS could not be fetched).
+ * @throws TypeError at once for bad options (no issuer, a non-http(s) jwksUrl,
+ *   a negative duration, an `audience`).
+ *
+ * @example
+ * ```ts
+ * import { createPermitVerifier, PermitError } from 'agent-authz/verifier';
+ *
+ * const verifier = createPermitVerifier({
+ *   jwksUrl: 'http://127.0.0.1:8080/.well-known/jwks.json',
+ *   issuer: 'http://127.0.0.1:8080',
+ * });
+ *
+ * // In a route that refunds order 100482: admit the agent only with a permit for exactly that.
+ * async function admit(authorization) {
+ *   try {
+ *     const claims = await verifier.verify(authorization?.replace(/^Bearer /, '') ?? '', {
+ *       action: 'payments.refund',
+ *       resource: 'order:100482',
+ *     });
+ *     return { status: 200, agent: claims.sub, decision: claims.dec };
+ *   } catch (e) {
+ *     if (e instanceof PermitError) return { status: e.status, code: e.code };
+ *     throw e;
+ *   }
+ * }
+ * console.log(JSON.stringify(await admit('Bearer not-a-permit'))); // => {"status":401,"code":"auth.signature_invalid"}
+ * ```
+ */
 export function createPermitVerifier(options: PermitVerifierOptions): PermitVerifier {
   if (typeof options.issuer !== 'string' || options.issuer === '') throw new TypeError('createPermitVerifier: issuer must be a non-empty string');
   if ((options as { audience?: unknown }).audience !== undefined) throw new TypeError('createPermitVerifier: permit tokens carry no audience');

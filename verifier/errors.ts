@@ -1,8 +1,19 @@
 /**
- * Errors of the permit verifier. Each class carries its code (static `code`, the
- * service's error codes of spec 7 where one exists) and the HTTP status a
- * downstream service should answer with (static `status`); instances expose both
- * through getters, so `err.code` works without knowing the class.
+ * The base class of the permit verifier's errors: every error `verify` throws
+ * about a token is one; anything else out of `verify` is not about the token.
+ * Each class carries its code (static `code`, the service's error codes of spec 7
+ * where one exists) and the HTTP status a downstream service should answer with
+ * (static `status`); instances expose both through getters, so `err.code` works
+ * without knowing the class.
+ *
+ * @example
+ * ```ts
+ * import { PermitError, PermitMismatchError } from 'agent-authz/verifier';
+ *
+ * const e = new PermitMismatchError('the permit is for action "orders.read", not "payments.refund"');
+ * console.log(e instanceof PermitError, e.name, e.code, e.status); // => true PermitMismatchError permit.mismatch 403
+ * console.log(PermitError.code, PermitError.status); // => permit.error 401
+ * ```
  */
 export class PermitError extends Error {
   static readonly code: string = 'permit.error';

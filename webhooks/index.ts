@@ -4,5 +4,56 @@
  * `verifyWebhookSignature(rawBody, header, secret)` (constant time; 401 when it
  * is false), then de-duplicate on the envelope `id`. `signWebhookBody` makes the
  * same signature (tests, local tooling). See examples/webhook-receiver.
+ *
+ * The functions are the service's own (runtime/webhooks/signature.ts, what its
+ * dispatcher signs with), published here under their documented names.
  */
-export { verifyWebhookSignature, signWebhookBody } from '../runtime/webhooks/signature.js';
+import { signWebhookBody as sign, verifyWebhookSignature as verify } from '../runtime/webhooks/signature.js';
+
+/**
+ * Whether `header` (the `X-Service-Signature` value as Node gives it) is the
+ * signature of `rawBody` under `secret`: `sha256=` and the hex HMAC-SHA256 of the
+ * exact bytes received (never a re-serialised parse), keyed with the endpoint's
+ * whole `whsec_...` secret. Compared in constant time. A missing, empty,
+ * malformed, repeated, other-scheme or wrong-length header is false, never an
+ * exception.
+ *
+ * @param rawBody - the request body exactly as received (string as UTF-8, or bytes).
+ * @param header - the `X-Service-Signature` header (`req.headers['x-service-signature']`).
+ * @param secret - the endpoint's signing secret, `whsec_...`.
+ * @returns true when the signature is right; answer 401 when it is false.
+ * @throws TypeError for a programming error: an empty or non-string secret, or a
+ *   body that is neither a string nor bytes (a parsed object).
+ *
+ * @example
+ * ```ts
+ * import { signWebhookBody, verifyWebhookSignature } from 'agent-authz/webhooks';
+ *
+ * const secret = 'whsec_0123456789abcdef';
+ * const rawBody = '{"id":"evt_1","type":"decision.created"}';
+ * const header = signWebhookBody(rawBody, secret); // what the service sends
+ * console.log(verifyWebhookSignature(rawBody, header, secret)); // => true
+ * console.log(verifyWebhookSignature(rawBody.replace('evt_1', 'evt_2'), header, secret)); // => false
+ * console.log(verifyWebhookSignature(rawBody, undefined, secret)); // => false
+ * ```
+ */
+export const verifyWebhookSignature: typeof verify = verify;
+
+/**
+ * The `X-Service-Signature` value for `body`: `sha256=` and the lower-case hex
+ * HMAC-SHA256 of the body (a string is hashed as UTF-8) keyed with `secret`, as
+ * the service signs its deliveries. For tests and local tooling.
+ *
+ * @param body - the exact body to be sent.
+ * @param secret - the endpoint's signing secret, `whsec_...`.
+ * @returns `sha256=<64 hex digits>`.
+ * @throws TypeError when the secret is empty or not a string.
+ *
+ * @example
+ * ```ts
+ * import { signWebhookBody } from 'agent-authz/webhooks';
+ *
+ * console.log(signWebhookBody('{}', 'whsec_test')); // => sha256=46bdc2a2e83964bd2695acc6a1f97162d8bafc135a071aa5cd5c99aae5481440
+ * ```
+ */
+export const signWebhookBody: typeof sign = sign;

@@ -21,7 +21,7 @@
  * terms. A set with an allow exception that outranks a deny would not have this
  * property; the generator never makes one.
  */
-import type { DecisionRequest, Effect, Policy } from '../../compiler/policy/types.js';
+import type { DecisionRequest, Effect, Policy } from '../../compiler/index.js';
 
 export interface GeneratedSet {
   policies: Policy[];

@@ -17,7 +17,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import type { DecisionRequest } from '../../compiler/policy/types.js';
+import type { DecisionRequest } from '../../compiler/index.js';
 import { generatePolicySet } from './generate.js';
 import { prepareCasbin } from './peers/casbin.js';
 import { prepareCedar } from './peers/cedar.js';

@@ -2,7 +2,7 @@
  * The benchmark targets' policy set and platform limit (server.ts), beside the
  * load generator (run.ts). No side effects: run.ts imports it.
  */
-import type { Policy } from '../../compiler/policy/types.js';
+import type { Policy } from '../../compiler/index.js';
 
 /** Requests per second per API key: the platform limit on, but never reached. */
 export const BENCH_KEY_RATE_LIMIT = 1_000_000_000;

@@ -8,7 +8,7 @@ import { sign } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { importPKCS8, SignJWT } from 'jose';
-import { packageRoot } from '../../compiler/schemas.js';
+import { packageRoot } from '../../compiler/index.js';
 import { ManualClock } from '../../runtime/clock.js';
 import { generateKeyMaterial } from '../../runtime/permits/key-material.js';
 import { permitClaims, permitSigningInput, signPermit } from '../../runtime/permits/sign.js';

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
-import { packageRoot } from '../../compiler/schemas.js';
+import { packageRoot } from '../../compiler/index.js';
 import { startCluster } from '../../scripts/pg-cluster.js';
 import { startReceiver } from '../http/receiver.js';
 import { startTarget, stopTarget } from '../http/target.js';

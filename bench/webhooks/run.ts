@@ -9,7 +9,7 @@ import { writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { packageRoot } from '../../compiler/schemas.js';
+import { packageRoot } from '../../compiler/index.js';
 import { buildApp } from '../../runtime/app.js';
 import { configFromEnv } from '../../runtime/config.js';
 import { eventRow } from '../../runtime/events/build.js';

@@ -31,6 +31,32 @@ function problem(message: string, path = '/'): LoadedBundle {
   return { ok: false, problems: [{ severity: 'error', code: 'bundle.invalid', message, path }] };
 }
 
+/**
+ * Loads a bundle (the parsed JSON of a file {@link createBundle} wrote): checks
+ * its format and version, validates it against schemas/bundle.schema.json,
+ * recomputes its hash, checks every policy (conditions parsed and type-checked)
+ * and that the table's rows are in rank order, then restores the index. Linear in
+ * the bundle's size. A bad bundle is a value, not an exception.
+ *
+ * @param value - the parsed bundle JSON (anything: it is checked).
+ * @returns `{ ok: true, bundle, table }`, or `{ ok: false, problems }` with
+ *   `bundle.invalid` (or policy) diagnostics naming what is wrong.
+ *
+ * @example
+ * ```ts
+ * import { compileSources, createBundle, evaluate, loadBundle } from 'agent-authz/compiler';
+ *
+ * const { table } = compileSources([{ file: 'p.yaml', text: 'name: reads\neffect: allow\nactions: [orders.read]\n' }]);
+ * const text = JSON.stringify(createBundle(table)); // what authz compile -o writes
+ *
+ * const loaded = loadBundle(JSON.parse(text));
+ * if (!loaded.ok) throw new Error(loaded.problems[0].message);
+ * console.log(evaluate(loaded.table, { agent_id: 'bot', action: 'orders.read' }).effect); // => allow
+ *
+ * const altered = loadBundle({ ...JSON.parse(text), hash: `sha256:${'0'.repeat(64)}` });
+ * console.log(altered.ok, altered.ok || altered.problems[0].code); // => false bundle.invalid
+ * ```
+ */
 export function loadBundle(value: unknown): LoadedBundle {
   if (value === null || typeof value !== 'object' || (value as { format?: unknown }).format !== BUNDLE_FORMAT) {
     return problem(`not an agent-authz bundle (expected "format": "${BUNDLE_FORMAT}"; write one with authz compile)`, '/format');

@@ -7,6 +7,7 @@ export interface CliIo {
   cwd: string;
 }
 
+/** The process's own stdout, stderr and working directory: {@link main}'s default `io`. */
 export const processIo: CliIo = {
   out: (text) => process.stdout.write(text.endsWith('\n') ? text : `${text}\n`),
   err: (text) => process.stderr.write(text.endsWith('\n') ? text : `${text}\n`),

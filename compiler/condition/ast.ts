@@ -300,8 +300,24 @@ export interface ParseResult {
 }
 
 /**
- * Parses a condition. Returns the AST when there are no issues, otherwise the
- * issues (syntax, too_long, too_deep, unknown_name, unknown_function, arity).
+ * Parses a condition (the policy's `condition` text). Returns the AST when there
+ * are no issues, otherwise the issues (`condition.syntax`, `condition.too_long`
+ * beyond {@link MAX_LENGTH} characters, `condition.too_deep` beyond
+ * {@link MAX_DEPTH} levels, unknown names and functions, arity), each with its
+ * offset, line and column in the text. Never throws. Types are checked
+ * separately by {@link checkCondition}.
+ *
+ * @param text - the condition, e.g. `amount <= 50 && context.channel == 'chat'`.
+ * @returns `{ ast, issues: [] }`, or `{ issues }` without an AST.
+ *
+ * @example
+ * ```ts
+ * import { parseCondition } from 'agent-authz/compiler';
+ *
+ * console.log(parseCondition("amount <= 50 && context.channel == 'chat'").ast.kind); // => and
+ * const { ast, issues } = parseCondition('amount <= ');
+ * console.log(ast, issues[0].code, issues[0].col); // => undefined condition.syntax 11
+ * ```
  */
 export function parseCondition(text: string): ParseResult {
   if (typeof text !== 'string') {

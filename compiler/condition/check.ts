@@ -290,7 +290,23 @@ class Checker {
   }
 }
 
-/** Type errors in a parsed condition; [] when it is fine. */
+/**
+ * Type-checks a parsed condition: comparisons of values that can never be equal
+ * or ordered, function arguments of the wrong type, a condition that is not a
+ * boolean. Never throws.
+ *
+ * @param ast - an AST from {@link parseCondition}.
+ * @returns the `condition.type` issues; `[]` when the condition is fine.
+ *
+ * @example
+ * ```ts
+ * import { checkCondition, parseCondition } from 'agent-authz/compiler';
+ *
+ * console.log(checkCondition(parseCondition('amount <= 50').ast).length); // => 0
+ * const [issue] = checkCondition(parseCondition("amount == 'ten'").ast);
+ * console.log(issue.code, issue.col); // => condition.type 8
+ * ```
+ */
 export function checkCondition(ast: ConditionAst): ConditionIssue[] {
   const checker = new Checker();
   const t = checker.typeOf(ast, 0);

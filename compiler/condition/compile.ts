@@ -432,7 +432,24 @@ function call(node: CallNode): Test {
   }
 }
 
-/** The condition as a closure; see the semantics above. Expects a checked AST. */
+/**
+ * The condition as a closure over a decision request, with the semantics above
+ * (a missing value makes a comparison false; non-booleans count as false). No
+ * `eval`; calling it never throws for any request.
+ *
+ * @param ast - an AST from {@link parseCondition} that {@link checkCondition} found no issue in.
+ * @returns `(request) => boolean`.
+ * @throws Error when the AST is structurally broken (not one parseCondition made).
+ *
+ * @example
+ * ```ts
+ * import { compileCondition, parseCondition } from 'agent-authz/compiler';
+ *
+ * const holds = compileCondition(parseCondition("amount <= 50 && context.channel == 'chat'").ast);
+ * const request = { agent_id: 'support-bot-1', action: 'payments.refund', amount: 20, context: { channel: 'chat' } };
+ * console.log(holds(request), holds({ ...request, amount: 80 }), holds({ ...request, context: null })); // => true false false
+ * ```
+ */
 export function compileCondition(ast: ConditionAst): (input: DecisionRequest) => boolean {
   return test(ast);
 }

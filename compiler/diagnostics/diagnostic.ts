@@ -19,6 +19,20 @@ export function errorsIn(diagnostics: readonly Diagnostic[]): Diagnostic[] {
   return diagnostics.filter((d) => d.severity === 'error');
 }
 
+/**
+ * Whether any diagnostic is an error (warnings, e.g. lints, do not count).
+ *
+ * @param diagnostics - diagnostics from compiling, reading or loading.
+ * @returns true when at least one has `severity: 'error'`.
+ *
+ * @example
+ * ```ts
+ * import { compileSources, hasErrors } from 'agent-authz/compiler';
+ *
+ * const { diagnostics } = compileSources([{ file: 'p.yaml', text: 'name: x\neffect: allow\nactions: [Orders.Read]\n' }]);
+ * console.log(hasErrors(diagnostics), hasErrors([{ severity: 'warning', code: 'lint.shadowed', message: '...' }])); // => true false
+ * ```
+ */
 export function hasErrors(diagnostics: readonly Diagnostic[]): boolean {
   return diagnostics.some((d) => d.severity === 'error');
 }

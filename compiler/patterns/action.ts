@@ -5,6 +5,20 @@ export const ACTION_RE = /^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$/;
 const PART = '(\\*|[a-z][a-z0-9_]*)';
 export const ACTION_PATTERN_RE = new RegExp(`^(\\*|${PART}\\.${PART})$`);
 
+/**
+ * Whether `action` is an action string, `namespace.verb`: each part a lower-case
+ * letter then lower-case letters, digits or `_`. (Patterns with `*` are not actions.)
+ *
+ * @param action - the string to test.
+ * @returns true when it is an action.
+ *
+ * @example
+ * ```ts
+ * import { isValidAction } from 'agent-authz/compiler';
+ *
+ * console.log(isValidAction('payments.refund'), isValidAction('Payments.Refund'), isValidAction('payments.*')); // => true false false
+ * ```
+ */
 export function isValidAction(action: string): boolean {
   return ACTION_RE.test(action);
 }

@@ -59,7 +59,23 @@ export function globMatches(glob: CompiledGlob, subject: string): boolean {
   return true;
 }
 
-/** Convenience for one-off matches; compile once when matching repeatedly. */
+/**
+ * Whether `subject` matches the glob `pattern` (agent ids, resources): `*`
+ * matches any run of characters, none included; every other character matches
+ * itself. Linear time in the lengths of both, whatever the input. For one-off
+ * matches (the pattern is compiled on each call).
+ *
+ * @param pattern - the glob, e.g. `support-*` or `order:*`.
+ * @param subject - the string to test.
+ * @returns true when the whole subject matches.
+ *
+ * @example
+ * ```ts
+ * import { matchGlob } from 'agent-authz/compiler';
+ *
+ * console.log(matchGlob('support-*', 'support-tier2-7'), matchGlob('order:*', 'customer:9')); // => true false
+ * ```
+ */
 export function matchGlob(pattern: string, subject: string): boolean {
   return globMatches(compileGlob(pattern), subject);
 }

@@ -30,7 +30,23 @@ export function normalizePolicy(value: Record<string, unknown>, generateId?: () 
   return policy;
 }
 
-/** Field order used in bundles and API responses. */
+/**
+ * The policy with its fields in the canonical order used in bundles and API
+ * responses (id, name, description, state, priority, effect, agents, actions,
+ * resources, condition, rate_limit, budget), absent fields left out, lists copied.
+ * Expects a normalised policy (as {@link readPolicyValue} returns).
+ *
+ * @param p - a normalised policy.
+ * @returns a new object; `p` is not changed.
+ *
+ * @example
+ * ```ts
+ * import { canonicalPolicy } from 'agent-authz/compiler';
+ *
+ * const p = { actions: ['orders.read'], effect: 'allow', priority: 100, state: 'enabled', name: 'r', id: 'pol_r' };
+ * console.log(Object.keys(canonicalPolicy(p)).join()); // => id,name,state,priority,effect,actions
+ * ```
+ */
 export function canonicalPolicy(p: Policy): Policy {
   return normalizePolicy(p as unknown as Record<string, unknown>);
 }

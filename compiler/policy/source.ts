@@ -121,7 +121,25 @@ export interface YamlDocument {
   locator: SourceLocator;
 }
 
-/** Parses every YAML document of a file, collecting syntax errors as diagnostics. */
+/**
+ * Parses every YAML document of a file, keeping where each value came from:
+ * each document comes with a SourceLocator that gives the line and column of any
+ * value by its JSON pointer. Syntax errors become `yaml.syntax` diagnostics (never
+ * thrown); duplicate keys are errors; empty documents are skipped.
+ *
+ * @param source - `{ file, text }`; `file` names the file in diagnostics and locators.
+ * @returns the documents' values with their locators, and the diagnostics.
+ *
+ * @example
+ * ```ts
+ * import { readYaml } from 'agent-authz/compiler';
+ *
+ * const { documents } = readYaml({ file: 'p.yaml', text: 'name: a\nactions:\n  - orders.read\n' });
+ * console.log(JSON.stringify(documents[0].value)); // => {"name":"a","actions":["orders.read"]}
+ * console.log(JSON.stringify(documents[0].locator.value('/actions/0'))); // => {"line":3,"col":5}
+ * console.log(readYaml({ file: 'bad.yaml', text: 'a: [1,' }).diagnostics[0].code); // => yaml.syntax
+ * ```
+ */
 export function readYaml(source: SourceFile): { documents: YamlDocument[]; diagnostics: Diagnostic[] } {
   const lines = new LineCounter();
   const diagnostics: Diagnostic[] = [];

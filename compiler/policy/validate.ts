@@ -23,9 +23,25 @@ function policyValidator(): ValidateFunction {
 const POLICY_FIELDS = ['id', 'name', 'description', 'state', 'priority', 'effect', 'agents', 'actions', 'resources', 'condition', 'rate_limit', 'budget'];
 
 /**
- * Validates one policy value. `base` is the JSON pointer of the policy within its
- * document ('' for a lone policy, `/policies/3` in a list); diagnostics carry
- * pointers relative to the policy itself in `path`.
+ * Validates the shape of one policy value against schemas/policy.schema.json
+ * (fields, types, formats), every problem at once; the condition and the other
+ * checks beyond the schema are {@link readPolicyValue}'s. Never throws.
+ *
+ * @param value - the policy value.
+ * @param base - JSON pointer of the policy within its document ('' for a lone
+ *   policy, `/policies/3` in a list); diagnostics carry pointers relative to the
+ *   policy itself in `path`.
+ * @param locator - source positions, for `file:line:col` in diagnostics.
+ * @returns the problems; `[]` when the shape is valid.
+ *
+ * @example
+ * ```ts
+ * import { validatePolicyShape } from 'agent-authz/compiler';
+ *
+ * console.log(validatePolicyShape({ name: 'a', effect: 'allow', actions: ['orders.read'] }).length); // => 0
+ * const problems = validatePolicyShape({ name: 'a', effect: 'allow', actions: [], priority: 'high' });
+ * console.log(problems.map((d) => d.path).sort().join()); // => /actions,/priority
+ * ```
  */
 export function validatePolicyShape(value: unknown, base = '', locator?: SourceLocator): Diagnostic[] {
   const validate = policyValidator();

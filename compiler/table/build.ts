@@ -18,11 +18,27 @@ export interface DecisionTable {
 export const ROWS_PER_STEP = 256;
 
 /**
- * Builds the table, pausing (yield) every ROWS_PER_STEP rows of each loop: a
- * service can rebuild a large set in slices between its requests instead of
- * stalling them (runtime/engine/sliced.ts); the CLI runs it straight through
- * (runSteps). `conditions` gives the parsed condition of each policy id that has
- * one; the caller (compile or bundle load) has already parsed and checked them.
+ * Builds the decision table: rows ranked once (priority, then deny before review
+ * before allow, then id), indexed by action and agent. Pauses (yield) every
+ * {@link ROWS_PER_STEP} rows of each loop: a service can rebuild a large set in
+ * slices between its requests instead of stalling them; the CLI runs it straight
+ * through ({@link runSteps}). This step alone checks nothing (no duplicate ids,
+ * no lints): {@link compileItems} and {@link compileSources} are the checked way
+ * to a table.
+ *
+ * @param policies - normalised, valid policies with unique ids.
+ * @param conditions - the parsed, checked condition of each policy id that has one.
+ * @returns a generator whose return value is the DecisionTable.
+ *
+ * @example
+ * ```ts
+ * import { buildTableSteps, evaluate, readPolicyValue, runSteps } from 'agent-authz/compiler';
+ *
+ * const { items } = readPolicyValue({ name: 'small-refunds', effect: 'allow', actions: ['payments.refund'], condition: 'amount <= 50' });
+ * const conditions = new Map(items.filter((i) => i.condition).map((i) => [i.policy.id, i.condition]));
+ * const table = runSteps(buildTableSteps(items.map((i) => i.policy), conditions));
+ * console.log(evaluate(table, { agent_id: 'bot', action: 'payments.refund', amount: 20 }).effect); // => allow
+ * ```
  */
 export function* buildTableSteps(policies: readonly Policy[], conditions: ReadonlyMap<string, ConditionAst>): Generator<void, DecisionTable> {
   const ranked = [...policies].sort(comparePolicies);
@@ -54,7 +70,21 @@ export function tableFromRows(rows: PolicyRow[], trie?: ActionTrie): DecisionTab
   return { rows, trie, byId };
 }
 
-/** Runs a stepped computation to its end, without pausing. */
+/**
+ * Runs a stepped computation ({@link compileItemsSteps}, {@link buildTableSteps})
+ * to its end without pausing, and returns its result.
+ *
+ * @param steps - the generator.
+ * @returns the generator's return value.
+ *
+ * @example
+ * ```ts
+ * import { compileItemsSteps, readPolicyValue, runSteps } from 'agent-authz/compiler';
+ *
+ * const { items } = readPolicyValue({ name: 'read-orders', effect: 'allow', actions: ['orders.read'] });
+ * console.log(runSteps(compileItemsSteps(items)).table.rows.length); // => 1
+ * ```
+ */
 export function runSteps<T>(steps: Generator<void, T>): T {
   for (;;) {
     const next = steps.next();

@@ -23,6 +23,27 @@ export interface Explanation {
   trace: PolicyTrace[];
 }
 
+/**
+ * Why a request gets its decision: the evaluation, and every policy of the table
+ * in rank order with the step at which it dropped out (`action`, `agent`,
+ * `disabled`, `resource`, `condition`, with the values the condition read) or
+ * `matched`. Walks every row; what `authz explain` prints. Never throws.
+ *
+ * @param table - a compiled table.
+ * @param request - the decision request.
+ * @returns the evaluation (as {@link evaluate}'s) and the trace.
+ *
+ * @example
+ * ```ts
+ * import { compileSources, explain } from 'agent-authz/compiler';
+ *
+ * const text = 'name: small-refunds\neffect: allow\nactions: [payments.refund]\ncondition: amount <= 50\n';
+ * const { table } = compileSources([{ file: 'p.yaml', text }]);
+ * const { evaluation, trace } = explain(table, { agent_id: 'bot', action: 'payments.refund', amount: 80 });
+ * console.log(evaluation.effect, trace[0].outcome); // => deny condition
+ * console.log(trace[0].detail); // => condition is false: amount <= 50 (amount = 80)
+ * ```
+ */
 export function explain(table: DecisionTable, request: DecisionRequest): Explanation {
   const trace: PolicyTrace[] = [];
   const candidates: PolicyRow[] = [];

@@ -9,7 +9,7 @@ import { parse } from 'yaml';
 import { generatePolicySet, policySetToYaml } from '../../bench/compiler/generate.js';
 import { cedarAgreesWithPriorities, policyToCedar, prepareCedar, type CedarPeer } from '../../bench/compiler/peers/cedar.js';
 import { prepareCasbin } from '../../bench/compiler/peers/casbin.js';
-import type { DecisionRequest, Policy } from '../../compiler/policy/types.js';
+import type { DecisionRequest, Policy } from '../../compiler/index.js';
 
 const globCache = new Map<string, RegExp>();
 function globRe(glob: string): RegExp {

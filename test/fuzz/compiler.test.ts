@@ -9,10 +9,16 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { compileSources } from '../../compiler/compile.js';
-import { checkCondition, compileCondition, MAX_DEPTH, MAX_LENGTH, parseCondition } from '../../compiler/condition/index.js';
-import { readPolicyValue } from '../../compiler/policy/read.js';
-import type { DecisionRequest } from '../../compiler/policy/types.js';
+import {
+  checkCondition,
+  compileCondition,
+  compileSources,
+  MAX_DEPTH,
+  MAX_LENGTH,
+  parseCondition,
+  readPolicyValue,
+  type DecisionRequest,
+} from '../../compiler/index.js';
 import { weirdValue } from './helpers/mutations.js';
 
 const example = (p: string) => readFileSync(fileURLToPath(new URL(`../../examples/${p}`, import.meta.url)), 'utf8');

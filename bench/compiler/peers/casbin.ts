@@ -29,7 +29,7 @@
  */
 import { createRequire } from 'node:module';
 import type { Adapter, Model } from 'casbin';
-import type { DecisionRequest, Policy } from '../../../compiler/policy/types.js';
+import type { DecisionRequest, Policy } from '../../../compiler/index.js';
 
 /**
  * The CommonJS build, on purpose: casbin's ESM build (what `import 'casbin'`

@@ -33,7 +33,7 @@
  * not do that. Review is reported as allow. Conditions are not translated.
  */
 import { preparsePolicySet, statefulIsAuthorized, type Context, type EntityUid } from '@cedar-policy/cedar-wasm/nodejs';
-import type { DecisionRequest, Policy } from '../../../compiler/policy/types.js';
+import type { DecisionRequest, Policy } from '../../../compiler/index.js';
 
 export interface CedarPeer {
   evaluate(req: DecisionRequest): 'allow' | 'deny';

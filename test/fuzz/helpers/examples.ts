@@ -4,8 +4,7 @@
  * token): the seeds the fuzzers mutate. A route without an example here is
  * still fuzzed, from an empty body and made-up ids.
  */
-import { compileSources } from '../../../compiler/compile.js';
-import { createBundle } from '../../../compiler/bundle/write.js';
+import { compileSources, createBundle } from '../../../compiler/index.js';
 import { ADMIN_TOKEN, json, type TestRuntime } from '../../runtime/helpers/app.js';
 import type { RouteInfo } from './routes.js';
 
