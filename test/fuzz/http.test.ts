@@ -3,7 +3,7 @@
  * a new route is covered without touching this file), on both stores: mutated
  * valid bodies, raw bytes under any content type, odd query strings and path
  * parameters. Whatever comes in: never a 5xx; every error has the contract's
- * body with a code of the README's table and the status it gives; and a
+ * body with a code of docs/errors.md's table and the status it gives; and a
  * rejected request leaves the store exactly as it was.
  */
 import type { InjectOptions } from 'fastify';

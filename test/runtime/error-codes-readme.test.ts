@@ -1,11 +1,13 @@
 /**
- * The README documents every error code: each `code` of ERROR_CLASSES
- * (runtime/errors/api-error.ts) and each code of the spec's section 7 table
- * (../shared/spec/service-spec.md, "7. Errors") appears inside backticks.
+ * The documentation covers every error code: each `code` of ERROR_CLASSES
+ * (runtime/errors/api-error.ts) has a row with its HTTP status in the "Error
+ * codes" table of docs/errors.md, and it and each code of the spec's section 7
+ * table ("7. Errors" of the interface specification) appear inside backticks in
+ * README.md or docs/*.md.
  */
 import { describe, expect, it } from 'vitest';
 import { ERROR_CLASSES } from '../../runtime/errors/api-error.js';
-import { backtickedTokens, readmeErrorTable, readReadme } from '../helpers/readme-error-codes.js';
+import { backtickedTokens, documentedErrorTable, readAllDocs, readErrorsDoc } from '../helpers/docs-error-codes.js';
 
 /** Spec section 7, in table order. */
 const SPEC_SECTION_7_CODES = [
@@ -27,9 +29,8 @@ const SPEC_SECTION_7_CODES = [
   'validation.invalid_action',
 ] as const;
 
-describe('README error codes', () => {
-  const readme = readReadme();
-  const documented = backtickedTokens(readme);
+describe('documented error codes (README.md, docs/*.md)', () => {
+  const documented = backtickedTokens(readAllDocs());
   const runtimeCodes = [...new Set(ERROR_CLASSES.map((c) => c.code))];
 
   it('the helper finds codes in backticks and nowhere else', () => {
@@ -48,17 +49,23 @@ describe('README error codes', () => {
 
   it('documents every runtime error code (ERROR_CLASSES) in backticks', () => {
     const missing = runtimeCodes.filter((c) => !documented.has(c));
-    expect(missing, `README.md lacks these runtime error codes in backticks: ${missing.join(', ')}`).toEqual([]);
+    expect(missing, `README.md and docs/*.md lack these runtime error codes in backticks: ${missing.join(', ')}`).toEqual([]);
   });
 
   it('the "Error codes" table has a row for every runtime error code, with its HTTP status', () => {
-    const table = readmeErrorTable(readme);
-    const wrong = ERROR_CLASSES.filter((c) => table.get(c.code) !== c.status).map((c) => `${c.code} ${c.status} (README: ${table.get(c.code) ?? 'no row'})`);
-    expect(wrong, 'README.md "Error codes" table rows missing or with another status').toEqual([]);
+    const table = documentedErrorTable(readErrorsDoc());
+    const wrong = ERROR_CLASSES.filter((c) => table.get(c.code) !== c.status).map((c) => `${c.code} ${c.status} (docs/errors.md: ${table.get(c.code) ?? 'no row'})`);
+    expect(wrong, 'docs/errors.md "Error codes" table rows missing or with another status').toEqual([]);
+  });
+
+  it('the "Error codes" table has no row for a code the service never answers', () => {
+    const known = new Set<string>(runtimeCodes);
+    const stale = [...documentedErrorTable(readErrorsDoc()).keys()].filter((code) => !known.has(code));
+    expect(stale, 'docs/errors.md "Error codes" rows with no error class').toEqual([]);
   });
 
   it('documents every error code of spec section 7 in backticks', () => {
     const missing = SPEC_SECTION_7_CODES.filter((c) => !documented.has(c));
-    expect(missing, `README.md lacks these spec section 7 error codes in backticks: ${missing.join(', ')}`).toEqual([]);
+    expect(missing, `README.md and docs/*.md lack these spec section 7 error codes in backticks: ${missing.join(', ')}`).toEqual([]);
   });
 });

@@ -1,5 +1,5 @@
 /**
- * Input limits, each with a clear error (README: "Input limits"), on both
+ * Input limits, each with a clear error (docs/operations.md: "Input limits"), on both
  * stores: a policy's size (64 KiB), policies per environment
  * (AUTHZ_MAX_POLICIES), condition length and depth through the API, list items
  * per policy, agent_id length, context depth, body sizes (1 MiB; 64 MiB for

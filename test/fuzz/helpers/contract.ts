@@ -1,18 +1,18 @@
 /**
  * What every answer must look like, whatever the input: never a 5xx; a
  * `Request-Id` header; an error body of exactly `{ error: { code, message,
- * request_id, details? } }` whose code is a row of the README's "Error codes"
- * table with the status the table gives it.
+ * request_id, details? } }` whose code is a row of the "Error codes" table of
+ * docs/errors.md with the status the table gives it.
  */
 import type { LightMyRequestResponse } from 'fastify';
 import { expect } from 'vitest';
-import { readmeErrorTable, readReadme } from '../../helpers/readme-error-codes.js';
+import { documentedErrorTable, readErrorsDoc } from '../../helpers/docs-error-codes.js';
 
 const REQ_ID = /^req_[0-9A-Za-z]+$/;
 
 let table: Map<string, number> | undefined;
 export function documentedErrors(): Map<string, number> {
-  table ??= readmeErrorTable(readReadme());
+  table ??= documentedErrorTable(readErrorsDoc());
   return table;
 }
 
@@ -46,6 +46,6 @@ export function expectContractAnswer(r: LightMyRequestResponse, what: string): s
   }
   const documented = documentedErrors();
   expect(documented.has(error.code as string), `undocumented error code ${String(error.code)}: ${context}`).toBe(true);
-  expect(r.statusCode, `status of ${String(error.code)} differs from the README table: ${context}`).toBe(documented.get(error.code as string));
+  expect(r.statusCode, `status of ${String(error.code)} differs from the docs/errors.md table: ${context}`).toBe(documented.get(error.code as string));
   return error.code as string;
 }
