@@ -4,10 +4,12 @@
  * headers, sign-in (a bad key refused, the key kept in sessionStorage and never in
  * the URL), the decisions feed and its filters, disabling a policy and seeing the
  * next decision change, the policy's YAML with its diagnostics, revoking and
- * restoring an agent, budget usage, and replaying a failed webhook delivery.
+ * restoring an agent, a 256-character agent id kept within the page, budget usage,
+ * and replaying a failed webhook delivery.
  * Chromium: $CHROMIUM_PATH, else /usr/bin/chromium (.ci/run installs it).
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashApiKey } from '../../runtime/auth/api-keys.js';
@@ -76,6 +78,21 @@ describe.each(STORE_KINDS)('dashboard in chromium (%s)', (kind) => {
     const js = await fetch(`${base}/dashboard/app.js`);
     expect(js.headers.get('content-type')).toMatch(/^text\/javascript/);
     expect(await js.text()).toContain('sessionStorage');
+  });
+
+  it('serves every file of the page (app.js and the modules it imports) with its type, under the same CSP', async () => {
+    const dir = join(import.meta.dirname, '..', '..', 'runtime', 'dashboard', 'public');
+    const files = readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((f) => /\.(js|css)$/.test(f));
+    expect(files).toEqual(expect.arrayContaining(['app.js', 'router.js', 'style.css', join('views', 'agents.js')]));
+    for (const file of files) {
+      const r = await fetch(`${base}/dashboard/${file.split('\\').join('/')}`);
+      expect(r.status, file).toBe(200);
+      expect(r.headers.get('content-type'), file).toMatch(file.endsWith('.js') ? /^text\/javascript/ : /^text\/css/);
+      expect(r.headers.get('content-security-policy'), file).toBe(DASHBOARD_CSP);
+      expect(r.headers.get('x-content-type-options'), file).toBe('nosniff');
+    }
+    expect((await fetch(`${base}/dashboard/tsconfig.json`)).status).toBe(404);
+    expect((await fetch(`${base}/dashboard/views/`)).status).toBe(404);
   });
 
   it('refuses a wrong key and signs in with the printed key, kept in sessionStorage only', async () => {
@@ -166,6 +183,48 @@ describe.each(STORE_KINDS)('dashboard in chromium (%s)', (kind) => {
     await page.getByRole('button', { name: `Restore ${agent}`, exact: true }).click();
     await row(`tr[data-agent="${agent}"] .state.active`).waitFor();
     expect(await decide()).toMatchObject({ effect: 'allow' });
+  });
+
+  it('keeps a 256-character agent id within the page: the tables wrap it and Revoke stays on screen', async () => {
+    const long = `${agent}-${'x'.repeat(256)}`.slice(0, 256);
+    expect(long).toHaveLength(256);
+    const made = await decide('orders.read', long);
+    const width = page.viewportSize()!.width;
+    /** The widths of the view's table and of the page, and the right edge of `selector`. */
+    const layout = async (selector: string) => ({
+      table: (await page.locator('#view table').boundingBox())!.width,
+      page: (await page.evaluate('document.documentElement.scrollWidth')) as number,
+      right: await page.locator(selector).boundingBox().then((b) => b!.x + b!.width),
+    });
+
+    // Leave the agents view first, so that its link draws it anew.
+    await page.getByRole('link', { name: 'Decisions' }).click();
+    await row(`tr[data-id="${made.id}"]`).waitFor();
+    const decisions = await layout(`tr[data-id="${made.id}"] td:last-child`);
+    expect(decisions.table).toBeLessThanOrEqual(width);
+    expect(decisions.page).toBeLessThanOrEqual(width);
+    expect(decisions.right).toBeLessThanOrEqual(width);
+
+    await page.getByRole('link', { name: 'Agents' }).click();
+    const revoke = page.getByRole('button', { name: `Revoke ${long}`, exact: true });
+    await revoke.waitFor();
+    const agents = await layout(`tr[data-agent="${long}"] button`);
+    expect(agents.table).toBeLessThanOrEqual(width);
+    expect(agents.page).toBeLessThanOrEqual(width);
+    expect(agents.right).toBeLessThanOrEqual(width);
+    const box = (await revoke.boundingBox())!;
+    expect(box.x).toBeGreaterThanOrEqual(0);
+    expect(box.x + box.width).toBeLessThanOrEqual(width);
+    // The whole id is in the cell's text and its title, however much of it shows.
+    const cell = row(`tr[data-agent="${long}"] th .long`);
+    await expect(cell.getAttribute('title')).resolves.toBe(long);
+    await expect(cell.textContent()).resolves.toBe(long);
+
+    await revoke.click();
+    await row(`tr[data-agent="${long}"] .state.revoked`).waitFor();
+    expect(await decide('orders.read', long)).toMatchObject({ effect: 'deny', reason: 'agent.revoked' });
+    await page.getByRole('button', { name: `Restore ${long}`, exact: true }).click();
+    await row(`tr[data-agent="${long}"] .state.active`).waitFor();
   });
 
   it('shows budget usage against the limit with the period end', async () => {

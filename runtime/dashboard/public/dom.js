@@ -1,0 +1,104 @@
+// @ts-check
+// DOM helpers of the dashboard: element lookup, element building (text nodes only,
+// never innerHTML), tables, timestamps and the status line.
+
+/** @typedef {Node | string | number | false | null | undefined} Leaf */
+/** @typedef {Leaf | Leaf[]} Child */
+/** @typedef {(event: Event) => unknown} Handler */
+/** @typedef {string | number | boolean | null | undefined | Handler | Record<string, string>} AttrValue */
+/**
+ * Attributes of `h`: `on<event>` handlers, `dataset` (an object of data-* values),
+ * true for a bare attribute, false/null/undefined for none, anything else as a string.
+ * @typedef {Record<string, AttrValue>} Attrs
+ */
+
+/**
+ * The element with this id, checked to be of `type` (HTMLElement by default).
+ * Example: `byId('api-key', HTMLInputElement).value`
+ * @template {HTMLElement} [T=HTMLElement]
+ * @param {string} id
+ * @param {new () => T} [type]
+ * @returns {T}
+ */
+export function byId(id, type) {
+  const el = document.getElementById(id);
+  if (!el || !(el instanceof (type ?? HTMLElement))) throw new Error(`the page has no #${id}${type ? ` of type ${type.name}` : ''}`);
+  return /** @type {T} */ (el);
+}
+
+/**
+ * A new element with attributes and children (strings become text nodes).
+ * Example: `h('button', { type: 'button', onclick: () => go() }, 'Go')`
+ * @template {keyof HTMLElementTagNameMap} K
+ * @param {K} tag
+ * @param {Attrs} [attrs]
+ * @param {...Child} children
+ * @returns {HTMLElementTagNameMap[K]}
+ */
+export function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === null || v === false) continue;
+    if (typeof v === 'function') {
+      if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    } else if (typeof v === 'object') {
+      if (k === 'dataset') Object.assign(el.dataset, v);
+    } else if (v === true) el.setAttribute(k, '');
+    else el.setAttribute(k, String(v));
+  }
+  for (const c of children.flat()) if (c !== null && c !== undefined && c !== false) el.append(c instanceof Node ? c : String(c));
+  return el;
+}
+
+/**
+ * A value that may be long (an id, a URL, an error): wraps anywhere, is cut after
+ * three lines, and keeps the full value in its title.
+ * Example: `h('td', {}, long(agent.agent_id))`
+ * @param {string} value
+ * @returns {HTMLSpanElement}
+ */
+export function long(value) {
+  return h('span', { class: 'long', title: value }, value);
+}
+
+/**
+ * An API timestamp as shown: `2024-05-01T12:00:00.123Z` -> `2024-05-01 12:00:00Z`; none -> an em dash.
+ * @param {string | null | undefined} iso
+ * @returns {string}
+ */
+export const time = (iso) => (iso ? iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z') : '—');
+
+/**
+ * A table with a caption, column headings and body rows.
+ * Example: `table('Agents', ['Agent', 'Status'], rows)`
+ * @param {string} caption
+ * @param {string[]} headers
+ * @param {HTMLTableRowElement[]} rows
+ * @returns {HTMLTableElement}
+ */
+export function table(caption, headers, rows) {
+  return h('table', {},
+    h('caption', {}, caption),
+    h('thead', {}, h('tr', {}, headers.map((t) => h('th', { scope: 'col' }, t)))),
+    h('tbody', {}, rows),
+  );
+}
+
+/**
+ * Shows a message on the status line (announced to screen readers).
+ * Example: `say('Policy saved.')`, `say('Could not save', 'error')`
+ * @param {string} message
+ * @param {'info' | 'error'} [kind]
+ */
+export function say(message, kind = 'info') {
+  const s = byId('status');
+  s.textContent = message;
+  s.className = kind;
+}
+
+/**
+ * A message in place of a view's content.
+ * @param {string} message
+ * @returns {HTMLParagraphElement}
+ */
+export const failure = (message) => h('p', { class: 'error' }, message);

@@ -1,0 +1,42 @@
+// @ts-check
+// Routing: the location hash names the view (#decisions when none or unknown); one
+// view at a time, the previous one stopped first.
+import { byId, say } from './dom.js';
+import { agentsView } from './views/agents.js';
+import { budgetsView } from './views/budgets.js';
+import { decisionsView } from './views/decisions.js';
+import { policiesView } from './views/policies.js';
+import { webhooksView } from './views/webhooks.js';
+
+/** Draws a view into its root; answers a function that stops it. @typedef {(root: HTMLElement) => () => void} View */
+
+/** @type {Record<string, View>} */
+const VIEWS = { decisions: decisionsView, policies: policiesView, agents: agentsView, budgets: budgetsView, webhooks: webhooksView };
+
+let stopCurrent = () => {};
+
+/**
+ * Stops the view on show (its polling, if any); its content stays on the page.
+ * Example: `stopView(); byId('view').replaceChildren();` on sign-out.
+ */
+export function stopView() {
+  stopCurrent();
+  stopCurrent = () => {};
+}
+
+/**
+ * Shows the view the location hash names, in place of the one on show, and marks
+ * its link as the current page. Example: `window.addEventListener('hashchange', () => route())`
+ */
+export function route() {
+  stopView();
+  const hash = location.hash.slice(1);
+  const name = hash in VIEWS ? hash : 'decisions';
+  for (const a of document.querySelectorAll('nav a')) {
+    if (a.getAttribute('href') === `#${name}`) a.setAttribute('aria-current', 'page');
+    else a.removeAttribute('aria-current');
+  }
+  say('');
+  stopCurrent = VIEWS[name](byId('view'));
+  document.title = `${name[0].toUpperCase()}${name.slice(1)} · agent-authz`;
+}

@@ -1,0 +1,38 @@
+// @ts-check
+// Budget usage this period: consumed and held against each limit, with the period end.
+import { api, describe } from '../api.js';
+import { failure, h, long, table, time } from '../dom.js';
+
+/** @typedef {import('../api.js').Budget} Budget */
+
+/**
+ * Draws the budgets view into `root`; answers a function that stops it (nothing to stop).
+ * Example: `const stop = budgetsView(byId('view'));`
+ * @param {HTMLElement} root
+ * @returns {() => void}
+ */
+export function budgetsView(root) {
+  const body = h('div');
+  /** @param {Budget[]} items */
+  const render = (items) => {
+    const rows = items.map((b) => {
+      const used = b.consumed + b.held;
+      return h('tr', {},
+        h('td', { class: 'mono' }, long(b.policy_id)),
+        h('td', {}, long(b.agent_id)),
+        h('td', {}, h('meter', { min: 0, max: b.limit, value: Math.min(used, b.limit), high: (b.threshold_alert ?? 0.8) * b.limit, optimum: 0, 'aria-label': `${used} of ${b.limit} ${b.unit}` }),
+          ` ${b.consumed} consumed + ${b.held} held of ${b.limit} ${b.unit}`),
+        h('td', {}, b.period),
+        h('td', { class: 'time' }, time(b.period_resets_at)),
+        h('td', {}, h('span', { class: `state ${b.status}` }, b.status)),
+      );
+    });
+    body.replaceChildren(items.length ? table('Budget usage this period', ['Policy', 'Agent', 'Usage', 'Period', 'Period ends (UTC)', 'Status'], rows) : h('p', {}, 'No budget has been used this period.'));
+  };
+  root.replaceChildren(h('h2', {}, 'Budgets'), body);
+  api('GET', '/v1/budgets?limit=100').then(
+    (page) => render(/** @type {import('../api.js').Page<Budget>} */ (page).data),
+    (e) => body.replaceChildren(failure(describe(e))),
+  );
+  return () => {};
+}

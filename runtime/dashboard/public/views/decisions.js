@@ -1,0 +1,95 @@
+// @ts-check
+// The decisions feed: newest first, filtered by agent, effect and reason, and kept
+// live by polling for newer decisions while the tab is visible.
+import { describe } from '../api.js';
+import { failure, h, long, table, time } from '../dom.js';
+import { moreButton, pager } from '../list.js';
+
+/** @typedef {import('../api.js').Decision} Decision */
+
+const POLL_MS = 2000;
+const REASONS = ['policy.matched', 'policy.not_found', 'policy.disabled', 'resource.not_allowed', 'budget.exceeded', 'agent.revoked'];
+
+/**
+ * Draws the decisions view into `root`; answers a function that stops its polling.
+ * Example: `const stop = decisionsView(byId('view')); ... stop();`
+ * @param {HTMLElement} root
+ * @returns {() => void}
+ */
+export function decisionsView(root) {
+  const agent = h('input', { id: 'filter-agent', type: 'search', autocomplete: 'off' });
+  const effect = h('select', { id: 'filter-effect' }, h('option', { value: '' }, 'any'), ['allow', 'deny', 'review'].map((e) => h('option', { value: e }, e)));
+  const reason = h('select', { id: 'filter-reason' }, h('option', { value: '' }, 'any'), REASONS.map((r) => h('option', { value: r }, r)));
+  const live = h('input', { id: 'live', type: 'checkbox', checked: true });
+  const updated = h('p', { class: 'muted', id: 'decisions-updated' });
+  const body = h('div');
+  /** @type {import('../list.js').Pager<Decision> | undefined} */
+  let list;
+
+  /** Draws the current list (the one of the newest filter). */
+  const render = () => {
+    const shown = list;
+    if (!shown) return;
+    const rows = shown.items.map((d) =>
+      h('tr', { dataset: { id: d.id } },
+        h('td', { class: 'time' }, time(d.evaluated_at)),
+        h('td', {}, long(d.agent_id)),
+        h('td', {}, long(d.action)),
+        h('td', {}, d.resource == null ? '—' : long(d.resource)),
+        h('td', {}, h('span', { class: `effect ${d.effect}` }, d.effect)),
+        h('td', {}, d.reason),
+        h('td', {}, d.policy_id == null ? '—' : long(d.policy_id)),
+        h('td', {}, d.status),
+        h('td', { class: 'mono' }, long(d.id)),
+      ),
+    );
+    body.replaceChildren(
+      shown.items.length ? table('Decisions, newest first', ['Time (UTC)', 'Agent', 'Action', 'Resource', 'Effect', 'Reason', 'Policy', 'Status', 'Id'], rows) : h('p', {}, 'No decisions match.'),
+      moreButton(shown, render),
+    );
+  };
+
+  const load = async () => {
+    const q = new URLSearchParams();
+    if (agent.value.trim()) q.set('agent_id', agent.value.trim());
+    if (effect.value) q.set('effect', effect.value);
+    if (reason.value) q.set('reason', reason.value);
+    /** @type {import('../list.js').Pager<Decision>} */
+    const mine = pager(`/v1/decisions${q.size ? `?${q}` : ''}`, 50, (d) => d.id);
+    list = mine;
+    try {
+      await mine.first();
+      // A newer filter was chosen meanwhile: its own load renders.
+      if (list !== mine) return;
+      updated.textContent = `Updated ${new Date().toLocaleTimeString()}`;
+      render();
+    } catch (e) {
+      if (list === mine) body.replaceChildren(failure(describe(e)));
+    }
+  };
+
+  const form = h('form', { class: 'filters', onsubmit: (e) => (e.preventDefault(), load()) },
+    h('label', { for: 'filter-agent' }, 'Agent'), agent,
+    h('label', { for: 'filter-effect' }, 'Effect'), effect,
+    h('label', { for: 'filter-reason' }, 'Reason'), reason,
+    h('button', { type: 'submit' }, 'Filter'),
+    h('label', { class: 'inline' }, live, ' Live'),
+  );
+  effect.addEventListener('change', load);
+  reason.addEventListener('change', load);
+
+  const timer = setInterval(async () => {
+    if (!live.checked || document.hidden || !list) return;
+    const current = list;
+    try {
+      if ((await current.refresh()) && list === current) render();
+      updated.textContent = `Updated ${new Date().toLocaleTimeString()}`;
+    } catch {
+      /* the next tick tries again; a refused key signs out in api() */
+    }
+  }, POLL_MS);
+
+  root.replaceChildren(h('h2', {}, 'Decisions'), form, updated, body);
+  load();
+  return () => clearInterval(timer);
+}

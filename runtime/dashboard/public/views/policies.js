@@ -1,0 +1,137 @@
+// @ts-check
+// Policies: the list with enable/disable, and one policy's YAML with its
+// diagnostics, validated and saved through the API.
+import { api, describe, problemsOf } from '../api.js';
+import { failure, h, long, say, table, time } from '../dom.js';
+import { moreButton, pager } from '../list.js';
+
+/** @typedef {import('../api.js').Policy} Policy */
+/** @typedef {import('../api.js').Diagnostic} Diagnostic */
+/** @typedef {import('../api.js').Validation} Validation */
+
+/** Fields of a policy answer that a PUT does not take back. */
+const EDITABLE_OMIT = ['object', 'livemode', 'created_at', 'updated_at'];
+
+/**
+ * A policy answer as a PUT body: without its read-only fields.
+ * @param {Record<string, unknown>} policy
+ * @returns {Record<string, unknown>}
+ */
+function editable(policy) {
+  const copy = { ...policy };
+  for (const k of EDITABLE_OMIT) delete copy[k];
+  return copy;
+}
+
+/**
+ * Diagnostics as a list (`line 3, column 5: error: ...`), or "No problems found."
+ * @param {Diagnostic[]} diagnostics
+ * @returns {HTMLElement}
+ */
+function diagnosticsList(diagnostics) {
+  if (!diagnostics.length) return h('p', { class: 'ok' }, 'No problems found.');
+  return h('ul', { class: 'diagnostics' }, diagnostics.map((d) => {
+    const where = d.line ? `line ${d.line}, column ${d.column ?? 1}` : d.path ?? '/';
+    return h('li', { class: d.severity === 'warning' ? 'warning' : 'error' }, `${where}: ${d.severity ?? 'error'}: ${d.message}`);
+  }));
+}
+
+/**
+ * Draws the policies view into `root`; answers a function that stops it (nothing to stop).
+ * Example: `const stop = policiesView(byId('view'));`
+ * @param {HTMLElement} root
+ * @returns {() => void}
+ */
+export function policiesView(root) {
+  const body = h('div');
+  const detail = h('section', { id: 'policy-detail', 'aria-label': 'Policy' });
+  /** @type {import('../list.js').Pager<Policy>} */
+  const list = pager('/v1/policies', 100, (p) => p.id);
+  /** @param {string} id */
+  const url = (id) => `/v1/policies/${encodeURIComponent(id)}`;
+
+  /**
+   * @param {Policy} p
+   * @param {'enabled' | 'disabled'} state
+   */
+  const setState = async (p, state) => {
+    try {
+      const current = /** @type {Record<string, unknown>} */ (await api('GET', url(p.id)));
+      await api('PUT', url(p.id), { body: { ...editable(current), state } });
+      say(`Policy ${p.name} ${state}.`);
+      await list.first();
+      render();
+    } catch (e) {
+      say(`Could not change ${p.name}: ${describe(e)}`, 'error');
+    }
+  };
+
+  /** @param {Policy} p */
+  const open = async (p) => {
+    let yaml;
+    try {
+      yaml = /** @type {string} */ (await api('GET', url(p.id), { accept: 'application/yaml' }));
+    } catch (e) {
+      say(describe(e), 'error');
+      return;
+    }
+    const area = h('textarea', { id: 'policy-yaml', rows: 18, spellcheck: 'false' }, yaml);
+    const problems = h('div', { id: 'policy-diagnostics', 'aria-live': 'polite' });
+    const check = async () => {
+      try {
+        const r = /** @type {Validation} */ (await api('POST', '/v1/policies/validate', { body: area.value, contentType: 'application/yaml' }));
+        problems.replaceChildren(h('h4', {}, r.valid ? 'Valid' : 'Invalid'), diagnosticsList(r.diagnostics));
+      } catch (e) {
+        problems.replaceChildren(h('h4', {}, 'Invalid'), diagnosticsList(problemsOf(e)));
+      }
+    };
+    const save = async () => {
+      try {
+        await api('PUT', url(p.id), { body: area.value, contentType: 'application/yaml' });
+        say(`Policy ${p.name} saved.`);
+        await list.first();
+        render();
+        await check();
+      } catch (e) {
+        problems.replaceChildren(h('h4', {}, 'Not saved'), diagnosticsList(problemsOf(e)));
+      }
+    };
+    detail.replaceChildren(
+      h('h3', {}, `Policy ${p.name}`),
+      h('label', { for: 'policy-yaml' }, 'YAML'),
+      area,
+      h('div', { class: 'actions' }, h('button', { type: 'button', onclick: check }, 'Validate'), h('button', { type: 'button', onclick: save }, 'Save')),
+      problems,
+    );
+    await check();
+    area.focus();
+  };
+
+  const render = () => {
+    const rows = list.items.map((p) =>
+      h('tr', { dataset: { id: p.id, name: p.name } },
+        h('th', { scope: 'row' }, long(p.name)),
+        h('td', { class: 'mono' }, long(p.id)),
+        h('td', {}, h('span', { class: `effect ${p.effect}` }, p.effect)),
+        h('td', {}, p.priority ?? '—'),
+        h('td', {}, long((p.actions ?? []).join(', '))),
+        h('td', {}, h('span', { class: `state ${p.state}` }, p.state)),
+        h('td', { class: 'time' }, time(p.updated_at)),
+        h('td', { class: 'actions' },
+          p.state === 'enabled'
+            ? h('button', { type: 'button', onclick: () => setState(p, 'disabled'), 'aria-label': `Disable ${p.name}` }, 'Disable')
+            : h('button', { type: 'button', onclick: () => setState(p, 'enabled'), 'aria-label': `Enable ${p.name}` }, 'Enable'),
+          h('button', { type: 'button', onclick: () => open(p), 'aria-label': `YAML of ${p.name}` }, 'YAML'),
+        ),
+      ),
+    );
+    body.replaceChildren(
+      list.items.length ? table('Policies', ['Name', 'Id', 'Effect', 'Priority', 'Actions', 'State', 'Updated (UTC)', ''], rows) : h('p', {}, 'No policies in this environment.'),
+      moreButton(list, render),
+    );
+  };
+
+  root.replaceChildren(h('h2', {}, 'Policies'), body, detail);
+  list.first().then(render, (e) => body.replaceChildren(failure(describe(e))));
+  return () => {};
+}
