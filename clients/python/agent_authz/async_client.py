@@ -1,0 +1,158 @@
+"""The asyncio client: :class:`AsyncAuthzClient`, the same methods as coroutines.
+
+Each HTTP attempt runs the blocking urllib call in the loop's default executor
+(a thread), and waits between retries with ``asyncio.sleep``: the event loop
+never blocks. Standard library only.
+
+Example::
+
+    import asyncio
+    from agent_authz import AsyncAuthzClient
+
+    async def main():
+        authz = AsyncAuthzClient(base_url="http://127.0.0.1:8080", api_key="svc_test_sk_...")
+        async with authz.guard(agent_id="agent_7", action="orders.read") as decision:
+            await read_orders()
+
+    asyncio.run(main())
+"""
+import asyncio
+import functools
+from typing import Any, Dict, Optional, Union
+
+from ._calls import Call, CallRun, confirm_call, decide_call, get_call, reject_call
+from ._http import NetworkFailure, Response, Transport
+from .client import confirmed_elsewhere
+from .guard import AsyncGuard
+from .retry import RetryPolicy
+
+Decision = Dict[str, Any]
+
+
+class AsyncAuthzClient:
+    """:class:`~agent_authz.AuthzClient` for asyncio: same arguments, same answers, same errors.
+
+    Example::
+
+        authz = AsyncAuthzClient(base_url=url, api_key=key)
+        d = await authz.decide(agent_id="agent_7", action="orders.read")
+        await authz.confirm(d["id"])
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        timeout: float = 10.0,
+        retries: int = 3,
+        session_id: Optional[str] = None,
+        on_behalf_of: Optional[str] = None,
+        retry_policy: Optional[RetryPolicy] = None,
+    ) -> None:
+        self._transport = Transport(base_url, api_key, timeout)
+        self.retry_policy = retry_policy if retry_policy is not None else RetryPolicy(retries=retries)
+        self.session_id = session_id
+        self.on_behalf_of = on_behalf_of
+
+    @property
+    def base_url(self) -> str:
+        return self._transport.base_url
+
+    def _send_blocking(self, run: CallRun) -> Union[Response, NetworkFailure]:
+        call = run.call
+        try:
+            return self._transport.send(call.method, call.path, call.body, run.idempotency_key)
+        except NetworkFailure as failure:
+            return failure
+
+    async def _run(self, call: Call) -> CallRun:
+        """Runs the call's attempts until it is over; the finished run."""
+        run = CallRun(call, self.retry_policy, self.base_url)
+        loop = asyncio.get_running_loop()
+        while True:
+            # run_in_executor rather than asyncio.to_thread: the same on every Python >= 3.7.
+            answer = await loop.run_in_executor(None, functools.partial(self._send_blocking, run))
+            wait = run.outcome(answer)
+            if wait is None:
+                return run
+            await self.retry_policy.async_sleep(wait)
+
+    async def decide(
+        self,
+        *,
+        agent_id: str,
+        action: str,
+        resource: Optional[str] = None,
+        amount: Optional[float] = None,
+        context: Optional[Dict[str, Any]] = None,
+        ttl_seconds: Optional[int] = None,
+        session_id: Optional[str] = None,
+        on_behalf_of: Optional[str] = None,
+    ) -> Decision:
+        """``POST /v1/decisions`` (see ``AuthzClient.decide``).
+
+        Example: ``(await authz.decide(agent_id="a", action="orders.read"))["effect"]``.
+        """
+        call = decide_call(
+            agent_id,
+            action,
+            resource=resource,
+            amount=amount,
+            context=context,
+            ttl_seconds=ttl_seconds,
+            session_id=session_id if session_id is not None else self.session_id,
+            on_behalf_of=on_behalf_of if on_behalf_of is not None else self.on_behalf_of,
+        )
+        return (await self._run(call)).result()
+
+    async def confirm(self, id: str, amount: Optional[float] = None) -> Decision:
+        """``POST /v1/decisions/:id/confirm`` (see ``AuthzClient.confirm``).
+
+        Example: ``await authz.confirm(d["id"], amount=9.99)``.
+        """
+        run = await self._run(confirm_call(id, amount))
+        if not run.done_earlier:
+            return run.result()
+        try:
+            return await self.get(id)
+        except Exception:  # the confirm is done; reading it back is a courtesy
+            return confirmed_elsewhere(id)
+
+    async def reject(self, id: str) -> Decision:
+        """``POST /v1/decisions/:id/reject``. Example: ``await authz.reject(d["id"])``."""
+        return (await self._run(reject_call(id))).result()
+
+    async def get(self, id: str) -> Decision:
+        """``GET /v1/decisions/:id``. Example: ``(await authz.get(d["id"]))["status"]``."""
+        return (await self._run(get_call(id))).result()
+
+    def guard(
+        self,
+        *,
+        agent_id: str,
+        action: str,
+        resource: Optional[str] = None,
+        amount: Optional[float] = None,
+        context: Optional[Dict[str, Any]] = None,
+        ttl_seconds: Optional[int] = None,
+        session_id: Optional[str] = None,
+        on_behalf_of: Optional[str] = None,
+    ) -> AsyncGuard:
+        """``async with authz.guard(...) as decision:`` or ``@authz.guard(...)`` on an ``async def``.
+
+        Example::
+
+            async with authz.guard(agent_id="agent_7", action="payments.charge", amount=5) as d:
+                await charge(d["permit_token"])
+        """
+        request = {
+            "agent_id": agent_id,
+            "action": action,
+            "resource": resource,
+            "amount": amount,
+            "context": context,
+            "ttl_seconds": ttl_seconds,
+            "session_id": session_id,
+            "on_behalf_of": on_behalf_of,
+        }
+        return AsyncGuard(self, request)

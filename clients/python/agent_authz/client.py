@@ -1,0 +1,180 @@
+"""The blocking client: :class:`AuthzClient`.
+
+Example::
+
+    from agent_authz import AuthzClient
+
+    authz = AuthzClient(base_url="http://127.0.0.1:8080", api_key="svc_test_sk_...")
+    decision = authz.decide(agent_id="agent_7", action="payments.charge", amount=12.5)
+    if decision["effect"] != "deny":
+        charge()
+        authz.confirm(decision["id"], amount=12.5)
+"""
+from typing import Any, Dict, Optional, Union
+
+from ._calls import Call, CallRun, confirm_call, decide_call, get_call, reject_call
+from ._http import NetworkFailure, Response, Transport
+from .guard import Guard
+from .retry import RetryPolicy
+
+Decision = Dict[str, Any]
+
+
+def confirmed_elsewhere(decision_id: str) -> Decision:
+    """What ``confirm`` answers when a retry found the decision already confirmed by
+    its earlier attempt and the decision cannot be read back (a key without
+    ``decisions:read``): the id and the status it is known to have."""
+    return {"id": decision_id, "object": "decision", "status": "confirmed"}
+
+
+class AuthzClient:
+    """A client of the agent-authz service (standard library only, blocking).
+
+    Args:
+        base_url: the service, e.g. ``http://127.0.0.1:8080``.
+        api_key: ``svc_test_sk_...`` or ``svc_live_sk_...``.
+        timeout: seconds per HTTP attempt.
+        retries: retries after the first attempt for network failures, 5xx and
+            429 (backoff 0.2 s, 0.4 s, 0.8 s ..., or the ``Retry-After``).
+        session_id, on_behalf_of: defaults for every ``decide`` (sent only when set).
+        retry_policy: a :class:`RetryPolicy` replacing ``retries`` and the backoff.
+
+    Every error answer raises :class:`AuthzError`; no answer after the retries
+    raises ``AuthzError`` ``client.network_error``: the client fails closed.
+
+    Example::
+
+        authz = AuthzClient(base_url=url, api_key=key, retries=5)
+        d = authz.decide(agent_id="agent_7", action="orders.read", resource="order:1")
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        timeout: float = 10.0,
+        retries: int = 3,
+        session_id: Optional[str] = None,
+        on_behalf_of: Optional[str] = None,
+        retry_policy: Optional[RetryPolicy] = None,
+    ) -> None:
+        self._transport = Transport(base_url, api_key, timeout)
+        self.retry_policy = retry_policy if retry_policy is not None else RetryPolicy(retries=retries)
+        self.session_id = session_id
+        self.on_behalf_of = on_behalf_of
+
+    @property
+    def base_url(self) -> str:
+        return self._transport.base_url
+
+    def _send(self, run: CallRun) -> Union[Response, NetworkFailure]:
+        call = run.call
+        try:
+            return self._transport.send(call.method, call.path, call.body, run.idempotency_key)
+        except NetworkFailure as failure:
+            return failure
+
+    def _run(self, call: Call) -> CallRun:
+        """Runs the call's attempts until it is over; the finished run."""
+        run = CallRun(call, self.retry_policy, self.base_url)
+        while True:
+            wait = run.outcome(self._send(run))
+            if wait is None:
+                return run
+            self.retry_policy.sleep(wait)
+
+    def decide(
+        self,
+        *,
+        agent_id: str,
+        action: str,
+        resource: Optional[str] = None,
+        amount: Optional[float] = None,
+        context: Optional[Dict[str, Any]] = None,
+        ttl_seconds: Optional[int] = None,
+        session_id: Optional[str] = None,
+        on_behalf_of: Optional[str] = None,
+    ) -> Decision:
+        """``POST /v1/decisions``: the decision dict for allow, deny and review alike (a deny is a value).
+
+        Example::
+
+            d = authz.decide(agent_id="agent_7", action="orders.delete")
+            d["effect"], d["reason"]   # ("deny", "policy.not_found")
+        """
+        call = decide_call(
+            agent_id,
+            action,
+            resource=resource,
+            amount=amount,
+            context=context,
+            ttl_seconds=ttl_seconds,
+            session_id=session_id if session_id is not None else self.session_id,
+            on_behalf_of=on_behalf_of if on_behalf_of is not None else self.on_behalf_of,
+        )
+        return self._run(call).result()
+
+    def confirm(self, id: str, amount: Optional[float] = None) -> Decision:
+        """``POST /v1/decisions/:id/confirm``: the confirmed decision.
+
+        A retry answered ``409 decision.already_confirmed`` (its earlier attempt
+        was applied) counts as done: the decision is read back and answered.
+
+        Example: ``authz.confirm(d["id"], amount=9.99)["status"]`` is ``"confirmed"``.
+        """
+        run = self._run(confirm_call(id, amount))
+        if not run.done_earlier:
+            return run.result()
+        try:
+            return self.get(id)
+        except Exception:  # the confirm is done; reading it back is a courtesy
+            return confirmed_elsewhere(id)
+
+    def reject(self, id: str) -> Decision:
+        """``POST /v1/decisions/:id/reject``: the rejected decision (its holds are released).
+
+        Example: ``authz.reject(d["id"])["status"]`` is ``"rejected"``.
+        """
+        return self._run(reject_call(id)).result()
+
+    def get(self, id: str) -> Decision:
+        """``GET /v1/decisions/:id``: the decision as it stands (``pending``, ``confirmed`` ...).
+
+        Example: ``authz.get("dec_...")["status"]``.
+        """
+        return self._run(get_call(id)).result()
+
+    def guard(
+        self,
+        *,
+        agent_id: str,
+        action: str,
+        resource: Optional[str] = None,
+        amount: Optional[float] = None,
+        context: Optional[Dict[str, Any]] = None,
+        ttl_seconds: Optional[int] = None,
+        session_id: Optional[str] = None,
+        on_behalf_of: Optional[str] = None,
+    ) -> Guard:
+        """Decide, run the work only if allowed, then confirm or reject (see :mod:`agent_authz.guard`).
+
+        Example::
+
+            with authz.guard(agent_id="agent_7", action="payments.charge", amount=5) as d:
+                charge(d["permit_token"])          # confirmed with amount=5 on exit
+
+            @authz.guard(agent_id="agent_7", action="orders.read")
+            def read():                            # each call decided, then confirmed
+                ...
+        """
+        request = {
+            "agent_id": agent_id,
+            "action": action,
+            "resource": resource,
+            "amount": amount,
+            "context": context,
+            "ttl_seconds": ttl_seconds,
+            "session_id": session_id,
+            "on_behalf_of": on_behalf_of,
+        }
+        return Guard(self, request)
