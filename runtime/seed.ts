@@ -6,11 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadBundle } from '../compiler/bundle/load.js';
-import { findYamlFiles, isPolicyFile, readSource } from '../compiler/cli/files.js';
-import { compileSources } from '../compiler/compile.js';
-import type { Policy } from '../compiler/policy/types.js';
-import { packageRoot } from '../compiler/schemas.js';
+import { loadBundle, findYamlFiles, isPolicyFile, readSource, compileSources, type Policy, packageRoot } from '../compiler/index.js';
 import type { Environment } from './tenant.js';
 import { changeKind } from './presenters/policy.js';
 import { eventRow } from './events/build.js';

@@ -5,8 +5,7 @@
  * code, message and each `error.details` entry) so that every command reports
  * errors the same way.
  */
-import type { CliIo } from '../../compiler/cli/io.js';
-import { EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, processIo } from '../../compiler/cli/io.js';
+import { type CliIo, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, processIo } from '../../compiler/index.js';
 
 export { EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE };
 

@@ -6,8 +6,7 @@
  * policy id then agent id; `starting_after` takes `<policy_id>:<agent_id>` of
  * the last item of the previous page.
  */
-import { matchGlob } from '../../compiler/patterns/glob.js';
-import type { Budget, Policy } from '../../compiler/policy/types.js';
+import { matchGlob, type Budget, type Policy } from '../../compiler/index.js';
 import type { Principal } from '../tenant.js';
 import type { Clock } from '../clock.js';
 import type { PolicySets } from '../domain/policy-sets.js';

@@ -3,9 +3,7 @@
  * set atomically, `policy.updated` for each policy that changed; and the
  * active set's hash.
  */
-import { loadBundle } from '../../compiler/bundle/load.js';
-import { policySetHash } from '../../compiler/bundle/write.js';
-import type { Policy } from '../../compiler/policy/types.js';
+import { loadBundle, policySetHash, type Policy } from '../../compiler/index.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import { InvalidBundleError, TooManyPoliciesError } from '../errors/api-error.js';

@@ -2,7 +2,7 @@
  * Where budgets and rate limits (runtime/limits/) and permit tokens
  * (runtime/permits/) plug into the decision path.
  */
-import type { Policy } from '../../compiler/policy/types.js';
+import type { Policy } from '../../compiler/index.js';
 import type { Principal } from '../tenant.js';
 import type { SqlOrTx } from '../store/connect.js';
 import type { DecisionRow } from '../store/decisions.js';

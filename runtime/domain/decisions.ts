@@ -6,9 +6,7 @@
  * policy. The decision, its event and (first sight) the agent's registration are
  * stored together, batched with concurrent decisions, before the answer is sent.
  */
-import { isValidAction } from '../../compiler/patterns/action.js';
-import { evaluate } from '../../compiler/table/evaluate.js';
-import type { Policy } from '../../compiler/policy/types.js';
+import { isValidAction, evaluate, type Policy } from '../../compiler/index.js';
 import type { Principal } from '../tenant.js';
 import type { Clock } from '../clock.js';
 import {

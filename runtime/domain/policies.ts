@@ -5,7 +5,7 @@
  * recompiles, bumps the version, stores the `policy.updated` events and
  * notifies the other processes.
  */
-import type { Policy } from '../../compiler/policy/types.js';
+import type { Policy } from '../../compiler/index.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import { PolicyConflictError, PolicyNotFoundError, TooManyPoliciesError } from '../errors/api-error.js';

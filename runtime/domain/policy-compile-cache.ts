@@ -8,13 +8,7 @@
  * Stored policies were valid when written, so a cached read carries no
  * diagnostics; its origin keeps the path of its first read.
  */
-import { compileItemsSteps } from '../../compiler/compile.js';
-import type { Diagnostic } from '../../compiler/diagnostics/diagnostic.js';
-import { canonicalJson, sha256Hex } from '../../compiler/bundle/canonical-json.js';
-import { canonicalPolicy } from '../../compiler/policy/normalize.js';
-import { readPolicyValue, type ReadResult } from '../../compiler/policy/read.js';
-import type { Policy } from '../../compiler/policy/types.js';
-import { ROWS_PER_STEP, runSteps, type DecisionTable } from '../../compiler/table/build.js';
+import { compileItemsSteps, type Diagnostic, canonicalJson, sha256Hex, canonicalPolicy, readPolicyValue, type ReadResult, type Policy, ROWS_PER_STEP, runSteps, type DecisionTable } from '../../compiler/index.js';
 import { runSliced } from '../shared/sliced.js';
 
 export interface StoredCompile {

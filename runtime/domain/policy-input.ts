@@ -6,11 +6,7 @@
  * validation.invalid_policy, every problem in details); POST
  * /v1/policies/validate reports them (runtime/engine/policy-validation.ts).
  */
-import { hasErrors, type Diagnostic } from '../../compiler/diagnostics/diagnostic.js';
-import { canonicalPolicy } from '../../compiler/policy/normalize.js';
-import { readPolicyValue, type ReadPolicy } from '../../compiler/policy/read.js';
-import { readYaml, type SourceLocator } from '../../compiler/policy/source.js';
-import type { Policy } from '../../compiler/policy/types.js';
+import { hasErrors, type Diagnostic, canonicalPolicy, readPolicyValue, type ReadPolicy, readYaml, type SourceLocator, type Policy } from '../../compiler/index.js';
 import { diagnosticsToDetails } from './policy-sets.js';
 import { InvalidFieldError, InvalidPolicyError, type ErrorDetail } from '../errors/api-error.js';
 import { newId } from '../ids.js';

@@ -9,9 +9,7 @@
  * new version through NOTIFY (PostgreSQL) and a periodic version check, and
  * recompile from the store.
  */
-import type { Diagnostic } from '../../compiler/diagnostics/diagnostic.js';
-import type { Policy } from '../../compiler/policy/types.js';
-import type { DecisionTable } from '../../compiler/table/build.js';
+import type { Diagnostic, Policy, DecisionTable } from '../../compiler/index.js';
 import type { Environment } from '../tenant.js';
 import type { Clock } from '../clock.js';
 import { InvalidPolicyError, ServiceUnavailableError, type ErrorDetail } from '../errors/api-error.js';

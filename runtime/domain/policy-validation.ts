@@ -7,11 +7,7 @@
  * this policy. A policy whose id is in the environment is checked as its
  * replacement (what PUT would store), any other as a new policy (POST).
  */
-import { compileItemsSteps } from '../../compiler/compile.js';
-import type { Diagnostic, Severity } from '../../compiler/diagnostics/diagnostic.js';
-import type { ReadPolicy } from '../../compiler/policy/read.js';
-import type { SourceLocator } from '../../compiler/policy/source.js';
-import type { Policy } from '../../compiler/policy/types.js';
+import { compileItemsSteps, type Diagnostic, type Severity, type ReadPolicy, type SourceLocator, type Policy } from '../../compiler/index.js';
 import { positionIn, readBodyPolicy, type PolicyInput } from './policy-input.js';
 import type { CompiledSet } from './policy-sets.js';
 import { runSliced } from '../shared/sliced.js';

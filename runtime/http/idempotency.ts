@@ -28,7 +28,7 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import type { Clock } from '../clock.js';
-import { canonicalJson } from '../../compiler/bundle/canonical-json.js';
+import { canonicalJson } from '../../compiler/index.js';
 import { IdempotencyInProgressError, IdempotencyKeyReusedError, InvalidFieldError } from '../errors/api-error.js';
 import { openText, sealText } from '../secrets/sealed-text.js';
 import type { Sql } from '../store/connect.js';

@@ -1,5 +1,5 @@
 /** List query strings (contract: Lists): the shared schema and the page they ask for. */
-import { loadSchema } from '../../compiler/schemas.js';
+import { loadSchema } from '../../compiler/index.js';
 import type { PageParams } from '../store/pagination.js';
 
 export const listQuerySchema = loadSchema('api/list-query');

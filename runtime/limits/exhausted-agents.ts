@@ -11,7 +11,7 @@
  * budget (same unit and period) and the recorded consumption reaches the
  * policy's current limit: raising a limit or removing the budget lifts the block.
  */
-import type { Policy } from '../../compiler/policy/types.js';
+import type { Policy } from '../../compiler/index.js';
 import type { Environment } from '../tenant.js';
 import type { BudgetUsage } from '../store/limits.js';
 

@@ -3,7 +3,7 @@
  * and budgets that apply to it. Built from every matching enabled policy
  * (contract: evaluation step 7) and, for the platform limit, from the API key.
  */
-import { RATE_WINDOWS, type Policy, type RateWindow } from '../../compiler/policy/types.js';
+import { RATE_WINDOWS, type Policy, type RateWindow } from '../../compiler/index.js';
 import type { Environment } from '../tenant.js';
 import type { BudgetCheck, RateCheck } from '../store/limits.js';
 import { periodBounds } from './periods.js';

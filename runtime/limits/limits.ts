@@ -4,7 +4,7 @@
  * the store in batches (group commit: one call of authz_apply_limits for every
  * request waiting), so constrained decisions cost one shared round trip.
  */
-import type { Policy } from '../../compiler/policy/types.js';
+import type { Policy } from '../../compiler/index.js';
 import type { Principal } from '../tenant.js';
 import type { Clock } from '../clock.js';
 import { GroupCommit } from '../shared/group-commit.js';

@@ -3,7 +3,7 @@
  * a week starting Monday 00:00, a calendar month, a calendar year. The period of
  * an instant is [start, end); `end` is when the budget resets.
  */
-import type { BudgetPeriod } from '../../compiler/policy/types.js';
+import type { BudgetPeriod } from '../../compiler/index.js';
 
 export interface PeriodBounds {
   /** ms since the epoch, inclusive. */

@@ -5,7 +5,7 @@
  * `#/$defs/...` would resolve against the document root). Documentation only:
  * nothing here validates or serializes a request.
  */
-import { loadSchema } from '../../compiler/schemas.js';
+import { loadSchema } from '../../compiler/index.js';
 
 type Schema = Record<string, unknown>;
 

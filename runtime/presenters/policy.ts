@@ -1,8 +1,6 @@
 /** The public form of a policy (JSON resource or YAML document), and what changed between two versions of one. */
 import { stringify } from 'yaml';
-import { canonicalJson } from '../../compiler/bundle/canonical-json.js';
-import { canonicalPolicy } from '../../compiler/policy/normalize.js';
-import type { Policy } from '../../compiler/policy/types.js';
+import { canonicalJson, canonicalPolicy, type Policy } from '../../compiler/index.js';
 import type { Environment } from '../tenant.js';
 
 export type PolicyChange = 'created' | 'updated' | 'enabled' | 'disabled' | 'deleted';

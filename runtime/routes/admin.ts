@@ -5,7 +5,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import { loadSchema } from '../../compiler/schemas.js';
+import { loadSchema } from '../../compiler/index.js';
 import { bearerToken } from '../auth/authenticate.js';
 import { AdminAuthError } from '../errors/api-error.js';
 import type { Environment } from '../tenant.js';

@@ -11,7 +11,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { extname, join, relative, sep } from 'node:path';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
-import { packageRoot } from '../../compiler/schemas.js';
+import { packageRoot } from '../../compiler/index.js';
 
 export const DASHBOARD_CSP = [
   "default-src 'none'",

@@ -1,7 +1,6 @@
 /** /v1/decisions: decide (decideRoutes), read, list, confirm, reject (decisionRoutes). */
 import type { FastifyPluginAsync } from 'fastify';
-import type { Effect } from '../../compiler/policy/types.js';
-import { loadSchema } from '../../compiler/schemas.js';
+import { type Effect, loadSchema } from '../../compiler/index.js';
 import { decisionResource } from '../presenters/decision.js';
 import type { DecisionInput } from '../domain/decisions.js';
 import { requestDeadline } from '../http/deadline.js';

@@ -8,7 +8,7 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
-import { compilerVersion } from '../../compiler/version.js';
+import { compilerVersion } from '../../compiler/index.js';
 import { swaggerOptions } from '../openapi/document.js';
 
 export async function registerOpenApi(app: FastifyInstance): Promise<void> {

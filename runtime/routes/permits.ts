@@ -1,6 +1,6 @@
 /** GET /.well-known/jwks.json (public) and POST /v1/permits/verify. */
 import type { FastifyPluginAsync } from 'fastify';
-import { loadSchema } from '../../compiler/schemas.js';
+import { loadSchema } from '../../compiler/index.js';
 
 /** Verifiers should refresh the key set about this often (spec 5.2.4). */
 export const JWKS_MAX_AGE_SECONDS = 300;

@@ -1,6 +1,6 @@
 /** /v1/webhooks: endpoints (create, list, read, change, delete), their deliveries, replay (domain/webhooks.ts). */
 import type { FastifyPluginAsync } from 'fastify';
-import { loadSchema } from '../../compiler/schemas.js';
+import { loadSchema } from '../../compiler/index.js';
 import type { EndpointInput } from '../domain/webhooks.js';
 import { listQuerySchema, pageParams, type ListQuery } from '../http/list.js';
 import { listBody } from '../presenters/list.js';
