@@ -49,7 +49,7 @@ export {
 export type { ParseResult } from './condition/ast.js';
 
 // Action strings and glob patterns.
-export { isValidAction } from './patterns/action.js';
+export { actionPatternMatches, isValidAction } from './patterns/action.js';
 export { matchGlob } from './patterns/glob.js';
 
 // The decision table: building it, deciding with it, explaining a decision.

@@ -14,6 +14,7 @@
  * never reach the key set. Expiry is checked after the signature: a forged
  * expired token is `auth.signature_invalid`, not `auth.expired`.
  */
+import { argsDigest } from './args-digest.js';
 import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey, type JWTVerifyOptions } from 'jose';
 import {
   PermitError,
@@ -43,6 +44,12 @@ export interface PermitClaims {
   iat: number;
   exp: number;
   jti: string;
+  /** The decision's `session_id` (the agent run), when it had one. */
+  sid?: string;
+  /** The decision's `on_behalf_of` (the user), when it had one. */
+  obo?: string;
+  /** The decision's `args_digest`: the permit holds only for those exact arguments (see `argsDigest`). */
+  args?: string;
 }
 
 /** What the caller requires of the token beyond a valid signature. Omitted fields are not checked. */
@@ -55,6 +62,12 @@ export interface PermitExpectations {
   account?: string;
   /** Must equal `env`; else PermitSignatureInvalidError (a test token is not valid in live, and back). */
   environment?: 'test' | 'live';
+  /**
+   * The arguments of the call the permit is used for: their `argsDigest` must
+   * equal the claim `args` (a token without `args` does not match); else
+   * PermitMismatchError.
+   */
+  arguments?: unknown;
 }
 
 export interface PermitVerifierOptions {
@@ -147,6 +160,12 @@ function readClaims(payload: JWTPayload): PermitClaims {
   const jti = str('jti');
   const claims: PermitClaims = { iss, sub, act, eff, dec, acc, env, iat, exp, jti };
   if (typeof c.res === 'string') claims.res = c.res;
+  for (const name of ['sid', 'obo', 'args'] as const) {
+    const v = c[name];
+    if (v === undefined) continue;
+    if (typeof v !== 'string' || v === '') throw invalid(`claim "${name}" is not a non-empty string`);
+    claims[name] = v;
+  }
   return claims;
 }
 
@@ -282,6 +301,10 @@ export function createPermitVerifier(options: PermitVerifierOptions): PermitVeri
       if (expect.resource !== undefined && claims.res !== expect.resource) {
         const has = claims.res === undefined ? 'no resource' : `resource ${quote(claims.res)}`;
         throw new PermitMismatchError(`the permit is for ${has}, not ${quote(expect.resource)}`);
+      }
+      if (Object.hasOwn(expect, 'arguments')) {
+        if (claims.args === undefined) throw new PermitMismatchError('the permit is not bound to arguments (no args claim), and these calls need one that is');
+        if (claims.args !== argsDigest(expect.arguments)) throw new PermitMismatchError('the permit was issued for other arguments (args digest differs)');
       }
       return claims;
     },

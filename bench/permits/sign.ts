@@ -39,6 +39,10 @@ const decision = (i: number): DecisionRow => ({
   permit_token: null,
   resolved_at: null,
   confirmed_amount: null,
+  session_id: null,
+  on_behalf_of: null,
+  args_digest: null,
+  key_id: null,
 });
 
 async function time(label: string, n: number, run: (i: number) => unknown): Promise<number> {

@@ -21,6 +21,12 @@ export interface DecisionRequest {
   context?: Record<string, unknown> | null;
   /** Decision (and permit token) lifetime, 1..3600 seconds; default 300. */
   ttl_seconds?: number;
+  /** The agent run, conversation or task (at most 256 characters). `null`: none, overriding the client's `sessionId`. */
+  session_id?: string | null;
+  /** The user the agent acts for (at most 256 characters). `null`: none, overriding the client's `onBehalfOf`. */
+  on_behalf_of?: string | null;
+  /** base64url SHA-256 (43 characters) of the canonical JSON of the tool's arguments; the permit carries it as `args`. */
+  args_digest?: string | null;
 }
 
 /**
@@ -30,14 +36,8 @@ export interface DecisionRequest {
  * each only when it is set.
  */
 export interface DecisionRequestExtensions {
-  /** The agent run, conversation or task (at most 256 characters). `null`: none, overriding the client's `sessionId`. */
-  session_id?: string | null;
-  /** The user the agent acts for (at most 256 characters). `null`: none, overriding the client's `onBehalfOf`. */
-  on_behalf_of?: string | null;
   /** One amount per held unit when budgets of several units apply, e.g. `{ USD: 0.12, tokens: 3000 }`. */
   amounts?: Record<string, number>;
-  /** base64url SHA-256 (43 characters) of the canonical JSON of the tool's arguments; the permit carries it as `args`. */
-  args_digest?: string;
 }
 
 /** What `decide`, `preview` and `guard` take. */
@@ -96,6 +96,8 @@ export interface Decision {
   context?: Record<string, unknown> | null;
   session_id?: string | null;
   on_behalf_of?: string | null;
+  /** The request's `args_digest`, when it gave one. */
+  args_digest?: string;
   /** `null` on allow and deny (contract: Human review). */
   review?: DecisionReview | null;
   /** Set while a decision awaits approval. */

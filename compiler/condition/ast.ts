@@ -35,12 +35,12 @@ export interface ConditionIssue {
 /** Static types: `unknown` is any JSON value (context paths). */
 export type ConditionType = 'number' | 'string' | 'bool' | 'null' | 'list' | 'unknown' | 'string|null' | 'number|null';
 
-export type PathRoot = 'agent_id' | 'action' | 'resource' | 'amount' | 'context';
+export type PathRoot = 'agent_id' | 'action' | 'resource' | 'amount' | 'session_id' | 'on_behalf_of' | 'context';
 export type FunctionName = 'startsWith' | 'endsWith' | 'contains' | 'matches';
 export type CompareOperator = '==' | '!=' | '<' | '<=' | '>' | '>=' | 'in';
 export type LiteralValue = string | number | boolean | null;
 
-export const PATH_ROOTS: readonly PathRoot[] = ['agent_id', 'action', 'resource', 'amount', 'context'];
+export const PATH_ROOTS: readonly PathRoot[] = ['agent_id', 'action', 'resource', 'amount', 'session_id', 'on_behalf_of', 'context'];
 /** Every function takes exactly this many arguments. */
 export const FUNCTION_ARITY: Readonly<Record<FunctionName, number>> = { startsWith: 2, endsWith: 2, contains: 2, matches: 2 };
 export const FUNCTION_NAMES = Object.keys(FUNCTION_ARITY) as FunctionName[];

@@ -39,6 +39,8 @@ const PATH_TYPES: Record<string, ConditionType> = {
   action: 'string',
   resource: 'string|null',
   amount: 'number|null',
+  session_id: 'string|null',
+  on_behalf_of: 'string|null',
   context: 'unknown',
 };
 const ROOTS: ReadonlySet<string> = new Set(PATH_ROOTS);
@@ -179,7 +181,7 @@ class Checker {
     const root: unknown = node.root;
     const segments: unknown = node.segments;
     if (typeof root !== 'string' || !ROOTS.has(root)) {
-      this.error('condition.unknown_name', `unknown name '${String(root)}'; expected agent_id, action, resource, amount or context.…`, node);
+      this.error('condition.unknown_name', `unknown name '${String(root)}'; expected agent_id, action, resource, amount, session_id, on_behalf_of or context.…`, node);
       return 'unknown';
     }
     if (!Array.isArray(segments)) {

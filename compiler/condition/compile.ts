@@ -142,6 +142,10 @@ function pathGetter(node: PathNode): Value {
         const a = input.amount;
         return a === null ? undefined : a;
       };
+    case 'session_id':
+      return (input) => input.session_id ?? undefined;
+    case 'on_behalf_of':
+      return (input) => input.on_behalf_of ?? undefined;
     case 'context':
       return contextGetter(node.segments);
     default:

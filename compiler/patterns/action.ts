@@ -34,6 +34,19 @@ export function actionPatternParts(pattern: string): [string, string] {
   return [pattern.slice(0, dot), pattern.slice(dot + 1)];
 }
 
+/**
+ * Whether a policy's action pattern (`*`, `ns.*`, `*.verb`, `ns.verb`) matches a concrete action.
+ *
+ * @param pattern - a valid action pattern (isValidActionPattern).
+ * @param action - a request's action.
+ *
+ * @example
+ * ```ts
+ * import { actionPatternMatches } from 'agent-authz/compiler';
+ *
+ * console.log(actionPatternMatches('payments.*', 'payments.refund'), actionPatternMatches('*.read', 'orders.write')); // => true false
+ * ```
+ */
 export function actionPatternMatches(pattern: string, action: string): boolean {
   if (pattern === '*') return true;
   const [ns, verb] = actionPatternParts(pattern);

@@ -46,5 +46,9 @@ export interface DecisionRequest {
   action: string;
   resource?: string | null;
   amount?: number | null;
+  /** The agent run (session) the request belongs to, when the caller says. */
+  session_id?: string | null;
+  /** The user the agent acts for, when the caller says. */
+  on_behalf_of?: string | null;
   context?: Record<string, unknown> | null;
 }

@@ -38,6 +38,8 @@ export interface DecisionLimits {
    * when nothing applies.
    */
   apply(context: LimitContext): Promise<LimitVerdict>;
+  /** What `apply` would answer now for the policies' limits and budgets, using nothing (a rate limit as a value). */
+  preview(context: Omit<LimitContext, 'decisionId' | 'expiresAt'>): Promise<LimitVerdict | { rate_limited: number; message: string }>;
   /** Confirm or reject inside the caller's transaction: the decision's holds. */
   resolveHolds(tx: SqlOrTx, principal: Principal, decisionId: string, confirm: boolean, amount: number | null): Promise<BudgetUsage[]>;
   /** After the transaction of `resolveHolds` commits. */

@@ -1,13 +1,14 @@
 /**
- * Deciding, reading and resolving decisions: the contract's evaluation order.
- * 1. validate (route schema + action format); 2. revoked agent -> deny
- * agent.revoked; 3. exhausted budget -> deny budget.exceeded; 4-6. the compiled
- * table (compiler/table/evaluate.ts); 7. limits and budgets of every matched
- * policy. The decision, its event and (first sight) the agent's registration are
- * stored together, batched with concurrent decisions, before the answer is sent.
+ * Deciding, previewing, reading and resolving decisions: the contract's
+ * evaluation order. 1. validate (route schema + action format); 2. revoked
+ * agent -> deny agent.revoked; 3. exhausted budget -> deny budget.exceeded;
+ * 4-6. the compiled table (the compiler's `evaluate`); 7. limits and budgets
+ * of every matched policy. The decision, its event and (first sight) the
+ * agent's registration are stored together, batched with concurrent
+ * decisions, before the answer is sent. A preview runs the same steps and
+ * uses nothing.
  */
-import { isValidAction, evaluate, type Policy } from '../../compiler/index.js';
-import type { Principal } from '../tenant.js';
+import { actionPatternMatches, evaluate, isValidAction, matchGlob, type Policy } from '../../compiler/index.js';
 import type { Clock } from '../clock.js';
 import {
   DecisionAlreadyConfirmedError,
@@ -15,23 +16,28 @@ import {
   DecisionNotFoundError,
   DecisionNotPendingError,
   InvalidActionError,
+  InvalidFieldError,
 } from '../errors/api-error.js';
 import { newId } from '../ids.js';
 import type { Sql } from '../store/connect.js';
-import { findDecision, listDecisions, resolveDecision, type DecisionFilters, type DecisionRow } from '../store/decisions.js';
+import { findDecision, listDecisions, resolveDecision, type DecisionFilters, type DecisionRow, type DecisionWarning } from '../store/decisions.js';
 import type { Page, PageParams } from '../store/pagination.js';
-import type { AgentDirectory } from './agent-directory.js';
+import type { Environment, Principal } from '../tenant.js';
+import type { AgentDirectory, KnownStatus } from './agent-directory.js';
+import type { DecisionLimits, PermitIssuer } from './decision-ports.js';
 import type { DecisionWriter } from './decision-writer.js';
 import type { PolicySets } from './policy-sets.js';
-import type { DecisionLimits, PermitIssuer } from './decision-ports.js';
 
 export interface DecisionInput {
   agent_id: string;
   action: string;
-  resource?: string;
-  amount?: number;
-  context?: Record<string, unknown>;
+  resource?: string | null;
+  amount?: number | null;
+  context?: Record<string, unknown> | null;
   ttl_seconds?: number;
+  session_id?: string | null;
+  on_behalf_of?: string | null;
+  args_digest?: string | null;
 }
 
 export const DEFAULT_TTL_SECONDS = 300;
@@ -45,51 +51,37 @@ export interface DecisionDeps {
   limits: DecisionLimits;
   permits: PermitIssuer;
   /** Counts decisions for the security alerts (deny spikes, request volume). */
-  alerts: { decision(accountId: string, environment: Principal['environment'], agentId: string, effect: string): void };
+  alerts: { decision(accountId: string, environment: Environment, agentId: string, effect: string): void };
 }
 
 type Outcome = Pick<DecisionRow, 'effect' | 'reason' | 'policy_id' | 'matched_policy_ids' | 'warnings'>;
+
+/** POST /v1/decisions/preview: what a decision would be now. */
+export interface DecisionPreview extends Outcome {
+  /** Set when the decision would be refused with 429 rate_limit.exceeded (then effect deny, reason rate_limit.exceeded). */
+  retry_after_seconds?: number;
+}
+
+/** Steps 2-6 of the evaluation order, and the policies whose limits step 7 applies. */
+interface Evaluated {
+  outcome: Outcome;
+  matched: readonly Policy[];
+  status: KnownStatus;
+}
 
 export class DecisionService {
   constructor(private readonly deps: DecisionDeps) {}
 
   async decide(principal: Principal, input: DecisionInput): Promise<DecisionRow> {
-    if (input.action.length > 256 || !isValidAction(input.action)) {
-      throw new InvalidActionError(`action "${input.action}" must be namespace.verb ([a-z][a-z0-9_]* each part, no wildcards), at most 256 characters`);
-    }
-    const { clock, agents, policySets, limits } = this.deps;
+    checkAction(input.action);
+    const { clock, agents, limits } = this.deps;
     const { accountId, environment } = principal;
     const nowMs = clock.now();
     const id = newId('dec', nowMs);
     const ttl = input.ttl_seconds ?? DEFAULT_TTL_SECONDS;
     const expiresAt = new Date(nowMs + ttl * 1000);
-    const status = await agents.status(accountId, environment, input.agent_id);
-    const set = await policySets.get(accountId, environment);
-    const policy = (policyId: string) => set.table.byId.get(policyId)?.policy;
-    let outcome: Outcome;
-    let matched: readonly Policy[] = [];
-    let blocked: { policy_id: string } | null;
-    if (status === 'revoked') {
-      outcome = deny('agent.revoked');
-    } else if ((blocked = limits.exhausted(principal, input.agent_id, nowMs, policy))) {
-      outcome = { ...deny('budget.exceeded'), policy_id: blocked.policy_id };
-    } else {
-      const evaluation = evaluate(set.table, {
-        agent_id: input.agent_id,
-        action: input.action,
-        resource: input.resource ?? null,
-        amount: input.amount ?? null,
-        context: input.context ?? null,
-      });
-      outcome = {
-        effect: evaluation.effect,
-        reason: evaluation.reason,
-        policy_id: evaluation.policy_id,
-        matched_policy_ids: evaluation.matched.map((p) => p.id),
-        warnings: evaluation.warnings,
-      };
-      if (evaluation.effect !== 'deny') matched = evaluation.matched;
-    }
+    const { outcome: evaluated, matched, status } = await this.evaluate(principal, input, nowMs);
+    let outcome = evaluated;
     // Step 7 (and the key's platform limit, for every decision): one store call.
     const verdict = await limits.apply({ principal, agentId: input.agent_id, amount: input.amount ?? null, matched, nowMs, decisionId: id, expiresAt });
     if (verdict && 'deny' in verdict) outcome = { ...outcome, effect: 'deny', reason: verdict.deny, policy_id: verdict.policy_id };
@@ -111,6 +103,10 @@ export class DecisionService {
       permit_token: null,
       resolved_at: null,
       confirmed_amount: null,
+      session_id: input.session_id ?? null,
+      on_behalf_of: input.on_behalf_of ?? null,
+      args_digest: input.args_digest ?? null,
+      key_id: principal.keyId,
     };
     // The token is a bearer credential: it is answered once and stored nowhere (a
     // decisions:read key must not be able to obtain permits).
@@ -125,25 +121,67 @@ export class DecisionService {
     return row;
   }
 
+  /**
+   * What a decision would be now, counting the current limits and budgets
+   * without using them: stores, holds, signs and fires nothing, and registers
+   * no agent.
+   */
+  async preview(principal: Principal, input: DecisionInput): Promise<DecisionPreview> {
+    checkAction(input.action);
+    const nowMs = this.deps.clock.now();
+    const { outcome, matched } = await this.evaluate(principal, input, nowMs);
+    const verdict = await this.deps.limits.preview({ principal, agentId: input.agent_id, amount: input.amount ?? null, matched, nowMs });
+    if (verdict === null) return outcome;
+    if ('rate_limited' in verdict) return { ...outcome, effect: 'deny', reason: 'rate_limit.exceeded', retry_after_seconds: verdict.rate_limited };
+    if ('deny' in verdict) return { ...outcome, effect: 'deny', reason: verdict.deny, policy_id: verdict.policy_id };
+    return { ...outcome, warnings: [...outcome.warnings, ...verdict.warnings] };
+  }
+
+  /**
+   * For each action, whether this agent could ever be allowed it: false when
+   * the agent is revoked or no enabled allow or review policy matches the agent
+   * and the action (resources, conditions, limits and deny policies aside).
+   * Says yes or no, never which policy.
+   */
+  async possible(principal: Principal, agentId: string, actions: readonly string[]): Promise<Array<{ action: string; possible: boolean }>> {
+    actions.forEach((action, i) => checkAction(action, `/actions/${i}`));
+    const { agents, policySets } = this.deps;
+    if ((await agents.status(principal.accountId, principal.environment, agentId)) === 'revoked') return actions.map((action) => ({ action, possible: false }));
+    const set = await policySets.get(principal.accountId, principal.environment);
+    const grants = set.policies.filter((p) => p.state === 'enabled' && p.effect !== 'deny' && (p.agents === undefined || p.agents.some((g) => matchGlob(g, agentId))));
+    return actions.map((action) => ({ action, possible: grants.some((p) => p.actions.some((pattern) => actionPatternMatches(pattern, action))) }));
+  }
+
   async get(principal: Principal, id: string): Promise<DecisionRow> {
     const row = await findDecision(this.deps.sql, principal.accountId, principal.environment, id);
     if (!row) throw new DecisionNotFoundError(`no decision ${id}`);
     return row;
   }
 
-  /** Newest first, narrowed by any of agent, effect and reason. */
+  /** Newest first, narrowed by any of agent, session, user, effect and reason. */
   list(principal: Principal, page: PageParams, filters: DecisionFilters = {}): Promise<Page<DecisionRow>> {
     return listDecisions(this.deps.sql, principal.accountId, principal.environment, page, filters);
   }
 
-  /** Confirm or reject (spec section 3): 404, then 409 already confirmed / not pending, 410 expired. */
+  /**
+   * Confirm or reject (spec section 3): 404, then 409 already confirmed / not
+   * pending, 410 expired. A confirm's `amount` is for a decision that had one
+   * (400 otherwise); without one, the amount decided is the amount confirmed.
+   */
   async resolve(principal: Principal, id: string, to: 'confirmed' | 'rejected', amount?: number): Promise<DecisionRow> {
     const { sql, clock, limits } = this.deps;
     const at = new Date(clock.now());
     const { accountId, environment } = principal;
     // The decision's status and its budget holds change together or not at all.
     const done = await sql.begin(async (tx) => {
-      const row = await resolveDecision(tx, accountId, environment, id, to, at, to === 'confirmed' ? (amount ?? null) : null);
+      const current = await findDecision(tx, accountId, environment, id);
+      const resolvable = current !== undefined && current.status === 'pending' && current.expires_at > at;
+      if (resolvable && to === 'confirmed' && amount !== undefined && current.amount === null) {
+        const message = `decision ${id} was made without an amount; confirm it without one`;
+        throw new InvalidFieldError(message, { details: [{ path: '/amount', message }] });
+      }
+      const confirmed = to === 'confirmed' ? (amount ?? current?.amount ?? null) : null;
+      const row = await resolveDecision(tx, accountId, environment, id, to, at, confirmed);
       return row && { row, usage: await limits.resolveHolds(tx, principal, id, to === 'confirmed', to === 'confirmed' ? (amount ?? null) : null) };
     });
     if (done) {
@@ -154,6 +192,43 @@ export class DecisionService {
     if (row.status === 'confirmed' && to === 'confirmed') throw new DecisionAlreadyConfirmedError(`decision ${id} is already confirmed`);
     if (row.status === 'pending') throw new DecisionExpiredError(`decision ${id} expired at ${row.expires_at.toISOString()}; it can no longer be confirmed or rejected`);
     throw new DecisionNotPendingError(`decision ${id} is ${row.status}; only pending decisions can be ${to}`);
+  }
+
+  /** Steps 2-6: revoked agent, exhausted budget, the compiled table. */
+  private async evaluate(principal: Principal, input: DecisionInput, nowMs: number): Promise<Evaluated> {
+    const { agents, policySets, limits } = this.deps;
+    const status = await agents.status(principal.accountId, principal.environment, input.agent_id);
+    const set = await policySets.get(principal.accountId, principal.environment);
+    const policy = (policyId: string) => set.table.byId.get(policyId)?.policy;
+    let blocked: { policy_id: string } | null;
+    if (status === 'revoked') return { outcome: deny('agent.revoked'), matched: [], status };
+    if ((blocked = limits.exhausted(principal, input.agent_id, nowMs, policy))) {
+      return { outcome: { ...deny('budget.exceeded'), policy_id: blocked.policy_id }, matched: [], status };
+    }
+    const evaluation = evaluate(set.table, {
+      agent_id: input.agent_id,
+      action: input.action,
+      resource: input.resource ?? null,
+      amount: input.amount ?? null,
+      session_id: input.session_id ?? null,
+      on_behalf_of: input.on_behalf_of ?? null,
+      context: input.context ?? null,
+    });
+    const outcome: Outcome = {
+      effect: evaluation.effect,
+      reason: evaluation.reason,
+      policy_id: evaluation.policy_id,
+      matched_policy_ids: evaluation.matched.map((p) => p.id),
+      warnings: evaluation.warnings as DecisionWarning[],
+    };
+    return { outcome, matched: evaluation.effect === 'deny' ? [] : evaluation.matched, status };
+  }
+}
+
+function checkAction(action: string, path = '/action'): void {
+  if (action.length > 256 || !isValidAction(action)) {
+    const message = `action "${action}" must be namespace.verb ([a-z][a-z0-9_]* each part, no wildcards), at most 256 characters`;
+    throw new InvalidActionError(message, path === '/action' ? {} : { details: [{ path, message }] });
   }
 }
 

@@ -173,8 +173,12 @@ export class IdempotencyInProgressError extends ApiError {
 export class RateLimitExceededError extends ApiError {
   static override readonly code = 'rate_limit.exceeded';
   static override readonly status = 429;
+  /** Whole seconds (>= 1), as sent in Retry-After. */
+  readonly retryAfterSeconds: number;
   constructor(message: string, retryAfterSeconds: number) {
-    super(message, { headers: { 'retry-after': String(Math.max(1, Math.ceil(retryAfterSeconds))) } });
+    const seconds = Math.max(1, Math.ceil(retryAfterSeconds));
+    super(message, { headers: { 'retry-after': String(seconds) } });
+    this.retryAfterSeconds = seconds;
   }
 }
 export class ServiceUnavailableError extends ApiError {

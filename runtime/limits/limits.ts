@@ -11,7 +11,7 @@ import { GroupCommit } from '../shared/group-commit.js';
 import type { DecisionLimits, LimitContext, LimitVerdict } from '../domain/decision-ports.js';
 import { InvalidFieldError, MissingFieldError, RateLimitExceededError } from '../errors/api-error.js';
 import type { Sql, SqlOrTx } from '../store/connect.js';
-import { applyLimitBatch, CONFIRM_EXCEEDS_HOLD, resolveHolds, type BudgetUsage, type LimitOutcome } from '../store/limits.js';
+import { applyLimitBatch, CONFIRM_EXCEEDS_HOLD, previewLimits, resolveHolds, type BudgetUsage, type LimitOutcome } from '../store/limits.js';
 import { ExhaustedAgents } from './exhausted-agents.js';
 import { KeyLeases } from './key-leases.js';
 import { isFiat, policyBudgets, policyRates, type LimitRequest, type RateCheck } from './limit-request.js';
@@ -29,7 +29,7 @@ export class Limits implements DecisionLimits {
   private readonly keyLeases: KeyLeases;
 
   constructor(
-    sql: Sql,
+    private readonly sql: Sql,
     private readonly clock: Clock,
     private readonly options: LimitsOptions,
   ) {
@@ -67,14 +67,20 @@ export class Limits implements DecisionLimits {
       });
     });
     if (outcome === null) return null;
+    if (outcome.outcome === 'rate_limited') {
+      throw outcome.limiter.startsWith('key:')
+        ? rateLimited(outcome, this.keyLimitMessage())
+        : rateLimited(outcome, `agent ${agentId} exceeded the rate limit ${describeLimiter(outcome.limiter)}`);
+    }
+    return this.verdict(principal, outcome, true);
+  }
+
+  /** A budget outcome as the decision sees it; `note` tells this process's exhausted-agents index. */
+  private verdict(principal: Principal, outcome: Exclude<LimitOutcome, { outcome: 'rate_limited' }>, note: boolean): LimitVerdict {
     switch (outcome.outcome) {
-      case 'rate_limited':
-        throw outcome.limiter.startsWith('key:')
-          ? rateLimited(outcome, this.keyLimitMessage())
-          : rateLimited(outcome, `agent ${agentId} exceeded the rate limit ${describeLimiter(outcome.limiter)}`);
       case 'budget_exceeded': {
         const b = outcome.budget;
-        this.note(principal, [b]);
+        if (note) this.note(principal, [b]);
         return {
           deny: 'budget.exceeded',
           policy_id: b.policy_id,
@@ -82,7 +88,7 @@ export class Limits implements DecisionLimits {
         };
       }
       case 'ok': {
-        this.note(principal, outcome.budgets);
+        if (note) this.note(principal, outcome.budgets);
         const warnings = outcome.budgets.filter((b) => b.past_threshold).map((b) => ({
           code: 'budget.below_threshold',
           message: `policy ${b.policy_id}'s ${b.period} budget is past its ${Math.round(b.threshold! * 100)}% threshold: ${b.consumed} of ${b.limit} ${b.unit} consumed`,
@@ -91,6 +97,33 @@ export class Limits implements DecisionLimits {
         return warnings.length > 0 ? { warnings } : null;
       }
     }
+  }
+
+  /**
+   * What `apply` would answer now for the policies' limits and budgets, using
+   * nothing (POST /v1/decisions/preview): no limiter moves, no hold is placed,
+   * no event fires. A rate limit is a value here (`rate_limited`), not a 429.
+   */
+  async preview(context: Omit<LimitContext, 'decisionId' | 'expiresAt'>): Promise<LimitVerdict | { rate_limited: number; message: string }> {
+    const { principal, agentId, matched, nowMs } = context;
+    const rates = policyRates(matched, agentId);
+    const budgets = policyBudgets(matched, nowMs);
+    const fiat = budgets.find((b) => isFiat(b.unit));
+    if (fiat && context.amount === null) {
+      const message = `amount is required: policy ${fiat.policy_id} has a ${fiat.unit} budget, which holds the request's amount`;
+      throw new MissingFieldError(message, { details: [{ path: '/amount', message }] });
+    }
+    if (rates.length === 0 && budgets.length === 0) return null;
+    const outcome = await previewLimits(
+      this.sql,
+      { account_id: principal.accountId, environment: principal.environment, agent_id: agentId, decision_id: null, expires_at: null, amount: context.amount, rates, budgets },
+      nowMs,
+    );
+    if (outcome.outcome === 'rate_limited') {
+      const error = rateLimited(outcome, `agent ${agentId} would exceed the rate limit ${describeLimiter(outcome.limiter)}`);
+      return { rate_limited: error.retryAfterSeconds, message: error.message };
+    }
+    return this.verdict(principal, outcome, false);
   }
 
   /**

@@ -14,6 +14,8 @@ const str = (description?: string): Schema => ({ type: 'string', ...(description
 const nullable = (type: string, description?: string): Schema => ({ type: [type, 'null'], ...(description ? { description } : {}) });
 const timestamp = (description?: string): Schema => ({ type: 'string', format: 'date-time', ...(description ? { description } : {}) });
 const obj = (properties: Record<string, Schema>, required: string[] = Object.keys(properties)): Schema => ({ type: 'object', properties, required });
+/** An object whose properties are all required but the `optional` ones. */
+const objExcept = (properties: Record<string, Schema>, optional: string[]): Schema => obj(properties, Object.keys(properties).filter((k) => !optional.includes(k)));
 
 /** A `$ref` inside one of the project's schema files, rewritten to its component. */
 function rewriteRefs(value: unknown, prefix: string, external: Record<string, string>): unknown {
@@ -71,7 +73,7 @@ export const COMPONENT_SCHEMAS: Record<string, Schema> = {
       required: ['code', 'message', 'request_id'],
     },
   }),
-  Decision: obj({
+  Decision: objExcept({
     id: str('dec_...'),
     object: { const: 'decision' },
     effect: { enum: ['allow', 'deny', 'review'] },
@@ -89,7 +91,24 @@ export const COMPONENT_SCHEMAS: Record<string, Schema> = {
     livemode: { type: 'boolean' },
     resolved_at: nullable('string'),
     confirmed_amount: nullable('number'),
+    context: { type: ['object', 'null'], description: 'The request\'s context as stored (extension).' },
+    session_id: nullable('string', 'The agent run the request belongs to (extension).'),
+    on_behalf_of: nullable('string', 'The user the agent acts for (extension).'),
+    args_digest: str('base64url SHA-256 of the tool call\'s canonical arguments, when the request gave one (extension).'),
     metadata: obj({ matched_policy_ids: { type: 'array', items: str() }, warnings: { type: 'array', items: warning } }),
+  }, ['args_digest']),
+  DecisionPreview: objExcept({
+    object: { const: 'decision_preview' },
+    effect: { enum: ['allow', 'deny', 'review'] },
+    reason: str('As a decision\'s, or rate_limit.exceeded when the decision would be refused with 429.'),
+    policy_id: nullable('string'),
+    matched_policy_ids: { type: 'array', items: str() },
+    warnings: { type: 'array', items: warning },
+    retry_after_seconds: { type: 'integer', description: 'With rate_limit.exceeded: the Retry-After the decision would get.' },
+  }, ['retry_after_seconds']),
+  ActionsPossible: obj({
+    object: { const: 'list' },
+    data: { type: 'array', items: obj({ action: str(), possible: { type: 'boolean' } }) },
   }),
   Policy: {
     allOf: [

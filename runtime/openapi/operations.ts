@@ -31,6 +31,8 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   'GET /.well-known/jwks.json': { summary: 'Public keys of permit tokens', success: [200, ref('Jwks')] },
 
   'POST /v1/decisions': { summary: 'Decide: allow, deny or review', success: [200, ref('Decision')] },
+  'POST /v1/decisions/preview': { summary: 'What a decision would be now; stores, holds, signs and fires nothing (extension)', success: [200, ref('DecisionPreview')] },
+  'POST /v1/actions/possible': { summary: 'Whether the agent could ever be allowed each action (extension)', success: [200, ref('ActionsPossible')] },
   'GET /v1/decisions': { summary: 'List decisions, newest first', success: [200, listOf('Decision')] },
   'GET /v1/decisions/{id}': { summary: 'Read a decision (permit_token is always null here)', success: [200, ref('Decision')] },
   'POST /v1/decisions/{id}/confirm': { summary: 'Confirm a pending decision (optional amount)', success: [200, ref('Decision')], optionalBody: true },

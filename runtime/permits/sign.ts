@@ -39,6 +39,9 @@ export function permitClaims(decision: DecisionRow, issuer: string): PermitClaim
     jti: `pmt_${randomBase62(24)}`,
   };
   if (decision.resource !== null) claims.res = decision.resource;
+  if (decision.session_id !== null) claims.sid = decision.session_id;
+  if (decision.on_behalf_of !== null) claims.obo = decision.on_behalf_of;
+  if (decision.args_digest !== null) claims.args = decision.args_digest;
   return claims;
 }
 

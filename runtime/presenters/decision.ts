@@ -1,4 +1,5 @@
 /** The public form of a decision (contract: Decisions). */
+import type { DecisionPreview } from '../domain/decisions.js';
 import type { DecisionRow } from '../store/decisions.js';
 
 export type PublicStatus = DecisionRow['status'] | 'expired';
@@ -26,6 +27,23 @@ export function decisionResource(row: DecisionRow, nowMs: number, options: { wit
     livemode: row.environment === 'live',
     resolved_at: row.resolved_at ? row.resolved_at.toISOString() : null,
     confirmed_amount: row.confirmed_amount,
+    // Extensions (contract, second part): the request's context as stored, the run and the user.
+    context: row.context,
+    session_id: row.session_id,
+    on_behalf_of: row.on_behalf_of,
+    ...(row.args_digest === null ? {} : { args_digest: row.args_digest }),
     metadata: { matched_policy_ids: row.matched_policy_ids, warnings: row.warnings },
+  };
+}
+
+/** A preview's public form (without `object`, which the route sets). */
+export function previewResource(p: DecisionPreview): Record<string, unknown> {
+  return {
+    effect: p.effect,
+    reason: p.reason,
+    policy_id: p.policy_id,
+    matched_policy_ids: p.matched_policy_ids,
+    warnings: p.warnings,
+    ...(p.retry_after_seconds === undefined ? {} : { retry_after_seconds: p.retry_after_seconds }),
   };
 }

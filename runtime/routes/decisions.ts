@@ -1,7 +1,7 @@
 /** /v1/decisions: decide (decideRoutes), read, list, confirm, reject (decisionRoutes). */
 import type { FastifyPluginAsync } from 'fastify';
 import { type Effect, loadSchema } from '../../compiler/index.js';
-import { decisionResource } from '../presenters/decision.js';
+import { decisionResource, previewResource } from '../presenters/decision.js';
 import type { DecisionInput } from '../domain/decisions.js';
 import { requestDeadline } from '../http/deadline.js';
 import type { IdempotentAnswers } from '../http/idempotency.js';
@@ -11,7 +11,7 @@ import { listBody } from '../presenters/list.js';
 /** The list parameters plus the filters (an unknown effect: 400 validation.invalid_field). */
 const listQuerySchema = loadSchema('api/decision-list-query');
 
-type DecisionListQuery = Omit<ListQuery, 'type'> & { effect?: Effect; reason?: string };
+type DecisionListQuery = Omit<ListQuery, 'type'> & { effect?: Effect; reason?: string; session_id?: string; on_behalf_of?: string };
 
 const idParams = { type: 'object', properties: { id: { type: 'string', minLength: 1, maxLength: 100 } }, required: ['id'] } as const;
 
@@ -55,11 +55,25 @@ export const decisionRoutes: FastifyPluginAsync = async (app) => {
   const { decisions, clock } = app.services;
 
   app.get<{ Querystring: DecisionListQuery }>('/v1/decisions', { config: { scope: 'decisions:read' }, schema: { querystring: listQuerySchema } }, async (request) => {
-    const { agent_id: agentId, effect, reason } = request.query;
-    const page = await decisions.list(request.principal, pageParams(request.query), { agentId, effect, reason });
+    const { agent_id: agentId, effect, reason, session_id: sessionId, on_behalf_of: onBehalfOf } = request.query;
+    const page = await decisions.list(request.principal, pageParams(request.query), { agentId, effect, reason, sessionId, onBehalfOf });
     const now = clock.now();
     return listBody(page.data.map((row) => decisionResource(row, now)), page.has_more, '/v1/decisions');
   });
+
+  // What a decision would be now: stores, holds, signs and fires nothing.
+  app.post<{ Body: DecisionInput }>(
+    '/v1/decisions/preview',
+    { config: { scope: 'decisions:write' }, schema: { body: loadSchema('api/decision-request') } },
+    async (request) => ({ object: 'decision_preview', ...previewResource(await decisions.preview(request.principal, request.body)) }),
+  );
+
+  // Yes or no per action for this agent, never which policy.
+  app.post<{ Body: { agent_id: string; actions: string[] } }>(
+    '/v1/actions/possible',
+    { config: { scope: 'decisions:write' }, schema: { body: loadSchema('api/actions-possible') } },
+    async (request) => ({ object: 'list', data: await decisions.possible(request.principal, request.body.agent_id, request.body.actions) }),
+  );
 
   app.get<{ Params: { id: string } }>('/v1/decisions/:id', { config: { scope: 'decisions:read' }, schema: { params: idParams } }, async (request) =>
     decisionResource(await decisions.get(request.principal, request.params.id), clock.now()),

@@ -35,6 +35,11 @@ export interface DecisionRow {
   permit_token: string | null;
   resolved_at: Date | null;
   confirmed_amount: number | null;
+  session_id: string | null;
+  on_behalf_of: string | null;
+  args_digest: string | null;
+  /** The API key that asked. */
+  key_id: string | null;
 }
 
 export interface NewAgent {
@@ -79,13 +84,16 @@ export async function writeDecisionBatch(
       returning 1
     ), new_decisions as (
       insert into decisions (account_id, environment, id, agent_id, action, resource, amount, context, effect, reason,
-        policy_id, matched_policy_ids, warnings, status, evaluated_at, expires_at, ttl_seconds, permit_token)
+        policy_id, matched_policy_ids, warnings, status, evaluated_at, expires_at, ttl_seconds, permit_token,
+        session_id, on_behalf_of, args_digest, key_id)
       select account_id, environment, id, agent_id, action, resource, amount, context, effect, reason,
-        policy_id, matched_policy_ids, warnings, status, evaluated_at, expires_at, ttl_seconds, null
+        policy_id, matched_policy_ids, warnings, status, evaluated_at, expires_at, ttl_seconds, null,
+        session_id, on_behalf_of, args_digest, key_id
       from jsonb_to_recordset(${sql.json(decisions as never)}::jsonb)
         as x(account_id text, environment text, id text, agent_id text, action text, resource text, amount float8,
              context jsonb, effect text, reason text, policy_id text, matched_policy_ids text[], warnings jsonb,
-             status text, evaluated_at timestamptz, expires_at timestamptz, ttl_seconds int)
+             status text, evaluated_at timestamptz, expires_at timestamptz, ttl_seconds int,
+             session_id text, on_behalf_of text, args_digest text, key_id text)
       returning 1
     ), decision_events as (
       insert into events (id, account_id, environment, type, created_at, data)
@@ -100,7 +108,8 @@ export async function writeDecisionBatch(
 }
 
 const COLUMNS = (sql: SqlOrTx) => sql`account_id, environment, id, agent_id, action, resource, amount, context, effect, reason,
-  policy_id, matched_policy_ids, warnings, status, evaluated_at, expires_at, ttl_seconds, permit_token, resolved_at, confirmed_amount`;
+  policy_id, matched_policy_ids, warnings, status, evaluated_at, expires_at, ttl_seconds, permit_token, resolved_at, confirmed_amount,
+  session_id, on_behalf_of, args_digest, key_id`;
 
 export async function findDecision(sql: SqlOrTx, accountId: string, environment: Environment, id: string): Promise<DecisionRow | undefined> {
   const [row] = await sql<DecisionRow[]>`select ${COLUMNS(sql)} from decisions
@@ -111,6 +120,8 @@ export async function findDecision(sql: SqlOrTx, accountId: string, environment:
 /** GET /v1/decisions filters; each one given narrows the list (all of them together: AND). */
 export interface DecisionFilters {
   agentId?: string;
+  sessionId?: string;
+  onBehalfOf?: string;
   effect?: DecisionEffect;
   reason?: string;
 }
@@ -128,7 +139,9 @@ function filterClause(sql: SqlOrTx, f: DecisionFilters) {
     f.effect === undefined ? sql`` : sql`and effect = ${f.effect} ${f.effect === 'allow' ? sql`` : sql`and effect <> 'allow'`}`;
   const reason =
     f.reason === undefined ? sql`` : sql`and reason = ${f.reason} ${f.reason === 'policy.matched' ? sql`` : sql`and reason <> 'policy.matched'`}`;
-  return sql`${agent} ${effect} ${reason}`;
+  const session = f.sessionId === undefined ? sql`` : sql`and session_id = ${f.sessionId}`;
+  const user = f.onBehalfOf === undefined ? sql`` : sql`and on_behalf_of = ${f.onBehalfOf}`;
+  return sql`${agent} ${session} ${user} ${effect} ${reason}`;
 }
 
 export async function listDecisions(sql: SqlOrTx, accountId: string, environment: Environment, page: PageParams, filters: DecisionFilters = {}): Promise<Page<DecisionRow>> {

@@ -114,3 +114,9 @@ export function currentUsage(sql: SqlOrTx, accountId: string, environment: Envir
       and period_end > to_timestamp(${nowMs}::float8 / 1000) and period_start <= to_timestamp(${nowMs}::float8 / 1000)
     order by policy_id, agent_id`;
 }
+
+/** What applyLimitBatch would answer for one request now, read only (POST /v1/decisions/preview). */
+export async function previewLimits(sql: SqlOrTx, request: LimitRequest, nowMs: number): Promise<LimitOutcome> {
+  const [row] = await sql<Array<{ result: LimitOutcome }>>`select authz_preview_limits(${sql.json(request as never)}::jsonb, ${nowMs}::float8) as result`;
+  return row!.result;
+}

@@ -36,8 +36,8 @@ const schemaProperties = (name: string): string[] =>
   Object.keys((JSON.parse(readFileSync(new URL(`../../schemas/api/${name}.schema.json`, import.meta.url), 'utf8')) as { properties: object }).properties).sort();
 
 /** Every field of the request types, set: the compiler refuses a field missing here or unknown to the type. */
-const FULL_REQUEST = { agent_id: 'a', action: 'orders.read', resource: 'r', amount: 1, context: {}, ttl_seconds: 60 } satisfies Required<DecisionRequest>;
-const FULL_EXTENSIONS = { session_id: 's', on_behalf_of: 'u', amounts: { USD: 1 }, args_digest: 'd' } satisfies Required<DecisionRequestExtensions>;
+const FULL_REQUEST = { agent_id: 'a', action: 'orders.read', resource: 'r', amount: 1, context: {}, ttl_seconds: 60, session_id: 's', on_behalf_of: 'u', args_digest: 'd' } satisfies Required<DecisionRequest>;
+const FULL_EXTENSIONS = { amounts: { USD: 1 } } satisfies Required<DecisionRequestExtensions>;
 const FULL_CONFIRM = { amount: 1 } satisfies Required<ConfirmOptions>;
 const FULL_DECISION = {
   id: 'dec_1',
@@ -63,9 +63,10 @@ const FULL_DECISION = {
   on_behalf_of: null,
   review: null,
   approval_expires_at: null,
+  args_digest: 'd',
 } satisfies Required<Decision>;
 /** Decision fields the contract's second part adds, which a service may not send yet. */
-const DECISION_EXTENSION_FIELDS: Array<keyof Decision> = ['context', 'session_id', 'on_behalf_of', 'review', 'approval_expires_at'];
+const DECISION_EXTENSION_FIELDS: Array<keyof Decision> = ['context', 'session_id', 'on_behalf_of', 'args_digest', 'review', 'approval_expires_at'];
 
 describe('agent-authz/client types follow the service schemas', () => {
   it('DecisionRequest has exactly the properties of schemas/api/decision-request.schema.json', () => {
