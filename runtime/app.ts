@@ -13,6 +13,7 @@ import { rejectUnstorableInput, validatorCompiler } from './http/validation.js';
 import { newId } from './ids.js';
 import { adminRoutes } from './routes/admin.js';
 import { agentRoutes } from './routes/agents.js';
+import { authzenRoutes } from './routes/authzen.js';
 import { budgetRoutes } from './routes/budgets.js';
 import { bundleRoutes } from './routes/bundle.js';
 import { dashboardRoutes } from './routes/dashboard.js';
@@ -75,6 +76,8 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   await app.register(healthRoutes);
   // Decisions apply the key's platform limit themselves (in the store call of the policies' limits).
   await app.register(decideRoutes);
+  // AuthZEN evaluations are decisions too: the decision service applies the key's platform limit.
+  await app.register(authzenRoutes);
   // Every other authenticated route is admitted by the key's platform limit first.
   await app.register(async (admitted) => {
     registerKeyAdmission(admitted, (principal) => services.limits.admitKey(principal));

@@ -1,5 +1,5 @@
 /**
- * `Idempotency-Key` on every POST under /v1 (README: Idempotency keys), with
+ * `Idempotency-Key` on every POST under /v1 and /access/v1 (README: Idempotency keys), with
  * Stripe's semantics:
  *
  * - The first request with a key claims it (preHandler, after authentication
@@ -92,7 +92,10 @@ function textMediaType(request: FastifyRequest): string | undefined {
   return media === undefined || isJsonMediaType(media) ? undefined : media;
 }
 
-/** Call before the routes are registered: hooks are added to POST routes under /v1. */
+/** The POST routes that take an Idempotency-Key: the API under /v1 and AuthZEN's under /access/v1. */
+export const IDEMPOTENT_PREFIXES = ['/v1/', '/access/v1/'];
+
+/** Call before the routes are registered: hooks are added to POST routes under the {@link IDEMPOTENT_PREFIXES}. */
 export function registerIdempotency(app: FastifyInstance, deps: { sql: Sql; clock: Clock; masterKey: string | undefined }): void {
   const { sql, clock, masterKey } = deps;
   let lastSweep = -Infinity;
@@ -197,7 +200,7 @@ export function registerIdempotency(app: FastifyInstance, deps: { sql: Sql; cloc
   app.decorateRequest('idempotency', null);
   app.addHook('onRoute', (route: RouteOptions) => {
     const methods = asArray(route.method);
-    if (!methods.includes('POST') || !route.url.startsWith('/v1/')) return;
+    if (!methods.includes('POST') || !IDEMPOTENT_PREFIXES.some((prefix) => route.url.startsWith(prefix))) return;
     route.preHandler = [...asArray(route.preHandler), preHandler] as RouteOptions['preHandler'];
     route.onSend = [...asArray(route.onSend), onSend] as RouteOptions['onSend'];
   });

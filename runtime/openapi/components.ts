@@ -231,6 +231,26 @@ export const COMPONENT_SCHEMAS: Record<string, Schema> = {
   SigningKeyRotation: obj({ object: { const: 'signing_key' }, kid: str(), public_jwk: { type: 'object', additionalProperties: true }, jwks: ref('Jwks') }),
   ClockState: obj({ object: { const: 'clock' }, now: timestamp() }),
   Health: { type: 'object', properties: { status: { enum: ['ok', 'ready'] }, store: { enum: ['postgres', 'embedded'] } }, required: ['status'] },
+  AuthzenAnswer: obj({
+    decision: { type: 'boolean', description: 'true for allow and review; false for deny (and for a batch entry that failed)' },
+    context: {
+      oneOf: [
+        {
+          type: 'object',
+          properties: {
+            id: str('dec_...: the stored decision (GET /v1/decisions/{id})'),
+            effect: { enum: ['allow', 'deny', 'review'] },
+            reason: str(),
+            permit_token: str('Ed25519 compact JWS for allow and review (absent for deny)'),
+          },
+          required: ['id', 'effect', 'reason'],
+        },
+        obj({ error: obj({ code: str('the error code (docs/errors.md)'), message: str() }) }),
+      ],
+    },
+  }),
+  AuthzenAnswers: obj({ evaluations: { type: 'array', items: ref('AuthzenAnswer'), description: 'One answer per entry, in order' } }),
+  AuthzenConfiguration: obj({ policy_decision_point: str('the service base URL (AUTHZ_BASE_URL)'), access_evaluation_endpoint: str(), access_evaluations_endpoint: str() }),
 };
 
 /** `{ object: 'list', data: [item], has_more, url }` (README: Lists). */

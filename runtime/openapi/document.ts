@@ -6,6 +6,7 @@
  */
 import type { FastifyDynamicSwaggerOptions } from '@fastify/swagger';
 import type { RouteOptions } from 'fastify';
+import { IDEMPOTENT_PREFIXES } from '../http/idempotency.js';
 import { COMPONENT_SCHEMAS, ref } from './components.js';
 import { OPERATIONS } from './operations.js';
 
@@ -40,6 +41,7 @@ function tag(url: string): string {
   const parts = url.split('/').filter(Boolean);
   if (parts[0] === 'v1') return parts[1] ?? 'v1';
   if (parts[0] === 'admin') return 'operator';
+  if (parts[0] === 'access' || url === '/.well-known/authzen-configuration') return 'authzen';
   if (parts[0] === '.well-known') return 'permits';
   return 'service';
 }
@@ -70,7 +72,7 @@ function complete(document: Json): Json {
       };
       if (doc.body) operation.requestBody = { required: true, content: { ...json(doc.body), ...(doc.yamlBody ? yaml(doc.body) : {}) } };
       if (doc.optionalBody && operation.requestBody) operation.requestBody.required = false;
-      if (method === 'post' && path.startsWith('/v1/')) operation.parameters = [...(operation.parameters ?? []), IDEMPOTENCY_HEADER];
+      if (method === 'post' && IDEMPOTENT_PREFIXES.some((prefix) => path.startsWith(prefix))) operation.parameters = [...(operation.parameters ?? []), IDEMPOTENCY_HEADER];
     }
   }
   return document;

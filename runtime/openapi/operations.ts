@@ -70,6 +70,13 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   'GET /v1/webhooks/{id}/deliveries': { summary: "An endpoint's deliveries, newest first", success: [200, listOf('WebhookDelivery')] },
   'POST /v1/webhooks/{id}/deliveries/{delivery_id}/replay': { summary: 'Deliver that event again now (a new delivery)', success: [200, ref('WebhookDelivery')] },
 
+  'POST /access/v1/evaluation': { summary: 'AuthZEN 1.0 access evaluation: one decision', success: [200, ref('AuthzenAnswer')] },
+  'POST /access/v1/evaluations': {
+    summary: 'AuthZEN 1.0 access evaluations: one decision per entry, in order (without evaluations: one evaluation)',
+    success: [200, { oneOf: [ref('AuthzenAnswers'), ref('AuthzenAnswer')] }],
+  },
+  'GET /.well-known/authzen-configuration': { summary: 'AuthZEN policy decision point metadata', success: [200, ref('AuthzenConfiguration')] },
+
   'POST /v1/permits/verify': { summary: 'Verify a permit token', success: [200, ref('PermitVerification')] },
 
   'POST /admin/accounts': { summary: 'Create an account', success: [201, ref('Account')] },
