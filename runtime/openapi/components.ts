@@ -160,12 +160,13 @@ export const COMPONENT_SCHEMAS: Record<string, Schema> = {
     events: { type: 'array', items: str() },
     description: nullable('string'),
     status: { enum: ['enabled', 'disabled'] },
+    standard_webhooks: { type: 'boolean', description: 'Deliveries also carry webhook-id, webhook-timestamp and webhook-signature (Standard Webhooks)' },
     created_at: timestamp(),
     updated_at: timestamp(),
     livemode: { type: 'boolean' },
   }),
   WebhookEndpointWithSecret: {
-    allOf: [ref('WebhookEndpoint'), obj({ secret: str('whsec_...: the signing secret, shown only in this answer') })],
+    allOf: [ref('WebhookEndpoint'), obj({ secret: str('whsec_ + base64 of 32 random bytes: the signing secret, shown only in this answer') })],
   },
   WebhookDelivery: obj({
     id: str('whd_...'),
