@@ -6,6 +6,7 @@
  * nothing here validates or serializes a request.
  */
 import { loadSchema } from '../../compiler/index.js';
+import { PERMIT_INVALID_REASONS } from '../domain/permits.js';
 
 type Schema = Record<string, unknown>;
 
@@ -194,7 +195,16 @@ export const COMPONENT_SCHEMAS: Record<string, Schema> = {
       }),
     },
   }),
-  PermitVerification: obj({ object: { const: 'permit_verification' }, valid: { const: true }, claims: { type: 'object', additionalProperties: true } }),
+  PermitVerification: {
+    type: 'object',
+    properties: {
+      object: { const: 'permit_verification' },
+      valid: { type: 'boolean', description: 'false: well signed and unexpired, but the permit no longer stands (see reason)' },
+      reason: { enum: [...PERMIT_INVALID_REASONS], description: 'only when valid is false' },
+      claims: { type: 'object', additionalProperties: true },
+    },
+    required: ['object', 'valid', 'claims'],
+  },
   Jwks: obj({ keys: { type: 'array', items: obj({ kty: { const: 'OKP' }, crv: { const: 'Ed25519' }, x: str(), kid: str(), use: { const: 'sig' }, alg: { const: 'EdDSA' } }) } }),
   Account: obj({ id: str('acc_...'), object: { const: 'account' }, name: str(), created_at: timestamp() }),
   ApiKey: obj({
