@@ -8,6 +8,7 @@
 import { parseArgs } from 'node:util';
 import { buildApp } from './app.js';
 import { configFromEnv, ConfigError } from './config.js';
+import { startKeyReplication } from './domain/key-replication.js';
 import { startReplication } from './domain/replication.js';
 import { loggerOptions } from './http/logger.js';
 import { startLimitMaintenance } from './limits/maintenance.js';
@@ -70,6 +71,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
     logger: loggerOptions({ level: process.env.LOG_LEVEL ?? 'info', secrets: [config.adminToken, config.masterKey, config.metricsToken] }),
   });
   const replication = await startReplication(store, services.policySets, services.agents, 1000, (e) => app.log.error({ err: e }, 'replication'));
+  const keyReplication = await startKeyReplication(store, { apiKeys: services.keys, ring: services.ring }, (e) => app.log.error({ err: e }, 'key replication'));
   const maintenance = await startLimitMaintenance(store, services.limits, services.clock, 5000, (e) => app.log.error({ err: e }, 'budget maintenance'));
   await app.listen({ port: config.port, host: config.host });
   // The bound port (PORT=0 asks the system for a free one).
@@ -90,6 +92,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
     stopping = true;
     app.log.info(`${signal}: stopping`);
     await replication.stop();
+    await keyReplication.stop();
     await maintenance.stop();
     await app.close();
     await services.dispatcher.stop();

@@ -112,7 +112,7 @@ function buildServices(options: ServiceOptions & { clock: Clock }, ring: KeyRing
     events: new EventService(sql),
     budgets: new BudgetService({ sql, clock, policySets }),
     health: new HealthService(store),
-    permitVerification: new PermitService(ring, clock, alerts, config.baseUrl),
+    permitVerification: new PermitService({ ring, clock, alerts, baseUrl: config.baseUrl, sql, policySets }),
     webhooks: new WebhookEndpoints(sql, clock, { allowPrivate: config.webhookAllowPrivate, ...(config.masterKey ? { masterKey: config.masterKey } : {}) }),
     dispatcher: new WebhookDispatcher(sql, clock, {
       allowPrivate: config.webhookAllowPrivate,

@@ -1,4 +1,10 @@
-/** agent-authz/verifier: verifying permit tokens in downstream services. */
+/**
+ * agent-authz/verifier: verifying permit tokens in downstream services, offline
+ * (signature and expiry against the JWKS). It cannot see what happened after a
+ * token was issued (a revoked agent, a rejected decision, a deleted policy): a
+ * permit it accepts is bounded by its `exp` only. `POST /v1/permits/verify`
+ * sees those (docs/permits.md).
+ */
 export { createPermitVerifier } from './create-verifier.js';
 export { argsDigest, canonicalizeJson } from './args-digest.js';
 export type { PermitClaims, PermitExpectations, PermitVerifier, PermitVerifierOptions } from './create-verifier.js';

@@ -5,6 +5,11 @@
  *   1. The body is kept as the raw bytes received; the signature
  *      (`X-Service-Signature: sha256=<hex>`) is checked over exactly those bytes,
  *      in constant time, before anything is parsed: 401 `{ error: 'invalid signature' }`.
+ *      With `standardWebhooks` (an endpoint registered with
+ *      `"standard_webhooks": true`) the Standard Webhooks headers must verify
+ *      too, and a delivery whose `webhook-timestamp` is more than
+ *      `toleranceSeconds` (300) from now is refused, so an old delivery sent
+ *      again by someone who captured it is 401 `{ error: 'invalid signature' }`.
  *   2. Only then is it parsed: 400 when it is not JSON or not an event envelope.
  *   3. Delivery is at least once: an envelope id seen before (the last
  *      `rememberIds` ids, in memory) answers 200 `{ received: true, duplicate: true }`
@@ -15,12 +20,13 @@
  *      failed attempt): queue slow work.
  *
  * Run: `node dist/examples/webhook-receiver/server.js` (WEBHOOK_SECRET, required:
- * the endpoint's `whsec_...` secret; PORT, default 4000; HOST, default 127.0.0.1).
+ * the endpoint's `whsec_...` secret; STANDARD_WEBHOOKS=1 to require the Standard
+ * Webhooks headers; PORT, default 4000; HOST, default 127.0.0.1).
  */
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { verifyWebhookSignature } from '../../webhooks/index.js';
+import { verifyStandardWebhook, verifyWebhookSignature } from '../../webhooks/index.js';
 
 /** The event envelope (spec 2.5). */
 export interface WebhookEnvelope {
@@ -38,6 +44,13 @@ export interface WebhookReceiverOptions {
   secret: string;
   /** Handles one event, once per envelope id (as far as the receiver remembers). */
   onEvent?: (envelope: WebhookEnvelope) => void | Promise<void>;
+  /**
+   * Require the Standard Webhooks headers too (the endpoint was registered with
+   * `"standard_webhooks": true`), refusing deliveries older than `toleranceSeconds`.
+   */
+  standardWebhooks?: boolean;
+  /** How far (seconds) `webhook-timestamp` may be from now (default 300). */
+  toleranceSeconds?: number;
   /** How many recent envelope ids are remembered for de-duplication (default 10,000). */
   rememberIds?: number;
   logger?: boolean;
@@ -84,6 +97,10 @@ class RecentIds {
 
 export async function buildReceiver(options: WebhookReceiverOptions): Promise<FastifyInstance> {
   if (typeof options.secret !== 'string' || options.secret.length === 0) throw new TypeError('buildReceiver needs the endpoint signing secret (whsec_...)');
+  if (options.standardWebhooks) {
+    // Fails now, not on the first delivery, for a secret that is not whsec_ + base64.
+    verifyStandardWebhook('', {}, options.secret);
+  }
   const rememberIds = options.rememberIds ?? 10_000;
   if (!Number.isInteger(rememberIds) || rememberIds < 1) throw new RangeError(`rememberIds must be a positive integer, not ${rememberIds}`);
   const seen = new RecentIds(rememberIds);
@@ -99,6 +116,11 @@ export async function buildReceiver(options: WebhookReceiverOptions): Promise<Fa
   app.post('/webhooks', async (request, reply) => {
     const raw = request.body;
     if (!Buffer.isBuffer(raw) || !verifyWebhookSignature(raw, request.headers['x-service-signature'], options.secret)) {
+      return reply.code(401).send({ error: 'invalid signature' });
+    }
+    // Also authentic and recent (a captured delivery sent again later is refused).
+    const tolerance = options.toleranceSeconds === undefined ? {} : { toleranceSeconds: options.toleranceSeconds };
+    if (options.standardWebhooks && !verifyStandardWebhook(raw, request.headers, options.secret, tolerance)) {
       return reply.code(401).send({ error: 'invalid signature' });
     }
 
@@ -139,7 +161,7 @@ async function main(): Promise<void> {
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`PORT must be a port number, not ${JSON.stringify(process.env.PORT)}`);
   const host = process.env.HOST || '127.0.0.1';
   // Each event's type and id is logged by the route; a real receiver would act on it here.
-  const app = await buildReceiver({ secret, logger: true });
+  const app = await buildReceiver({ secret, standardWebhooks: process.env.STANDARD_WEBHOOKS === '1', logger: true });
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => {
       void app.close().then(() => process.exit(0));

@@ -1,8 +1,10 @@
 /**
  * Resolving an API key to its account, environment and scopes without a store
  * round trip per request: results (found or not) are kept for a short time.
- * Revoking a key through this process drops it at once; other processes see a
- * revocation within `ttlMs`.
+ * Revoking or rolling a key drops it at once in the process that did it, and in
+ * every other process on the same PostgreSQL when `NOTIFY authz_api_keys`
+ * arrives (runtime/domain/key-replication.ts calls `forget`); `ttlMs` bounds
+ * what a missed notification (a reconnect) can leave behind.
  */
 import { TtlCache } from '../shared/ttl-cache.js';
 import type { Clock } from '../clock.js';
@@ -12,6 +14,8 @@ import { hashApiKey, parseApiKey } from './api-keys.js';
 
 export class ApiKeyCache {
   private readonly cache: TtlCache<ApiKeyRow | null>;
+  /** Bumped by every `forget`: a lookup that was in flight across one is not cached. */
+  private revocations = 0;
 
   constructor(
     private readonly sql: Sql,
@@ -29,13 +33,21 @@ export class ApiKeyCache {
     const cacheKey = hash.toString('base64');
     const hit = this.cache.get(cacheKey);
     if (hit) return hit.value;
+    const before = this.revocations;
     const row = (await findApiKeyByHash(this.sql, hash)) ?? null;
-    this.cache.set(cacheKey, row);
+    // A revocation that arrived while the row was read may be newer than the row.
+    if (before === this.revocations) this.cache.set(cacheKey, row);
     return row;
   }
 
-  /** Forgets every cached key with this id (after a revocation). */
+  /**
+   * Forgets every cached key with this id (after a revocation, here or in another process).
+   *
+   * @example
+   * keys.forget('key_01HV...'); // the next request with that key reads the store again: 401
+   */
   forget(keyId: string): void {
+    this.revocations++;
     this.cache.deleteWhere((row) => row?.id === keyId);
   }
 }

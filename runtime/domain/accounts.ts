@@ -2,6 +2,8 @@
  * Accounts and their API keys (the operator API, the seed, the CLI's keys
  * commands): create an account, create, revoke and roll a key. The full key
  * exists only in the value `createApiKey` returns; the store keeps its hash.
+ * A revocation (also the old key of a roll) commits with `NOTIFY
+ * authz_api_keys`, so every process drops the key from its cache at once.
  */
 import { displayPrefix, generateApiKey, hashApiKey } from '../auth/api-keys.js';
 import type { ApiKeyCache } from '../auth/key-cache.js';
@@ -9,6 +11,7 @@ import type { Clock } from '../clock.js';
 import { AccountNotFoundError, ApiKeyNotFoundError } from '../errors/api-error.js';
 import { newId } from '../ids.js';
 import { findAccount, insertAccount, insertApiKey, revokeApiKey, revokeLiveApiKey } from '../store/accounts.js';
+import { CHANNELS, notify } from '../store/channels.js';
 import type { Sql, SqlOrTx } from '../store/connect.js';
 import type { Environment } from '../tenant.js';
 
@@ -72,22 +75,34 @@ export class AccountService {
     return createApiKey(this.sql, account.id, environment, scopes, new Date(this.clock.now()));
   }
 
-  /** Revokes a key; this process refuses it at once, others within their key cache's lifetime. */
+  /**
+   * Revokes a key: this process refuses it at once, other processes when the
+   * `NOTIFY authz_api_keys` sent with the change reaches them (milliseconds).
+   */
   async revokeApiKey(id: string): Promise<void> {
-    if (!(await revokeApiKey(this.sql, id, new Date(this.clock.now())))) throw new ApiKeyNotFoundError(`no API key ${id}`);
+    const at = new Date(this.clock.now());
+    const found = await this.sql.begin(async (tx) => {
+      if (!(await revokeApiKey(tx, id, at))) return false;
+      await notify(tx, CHANNELS.apiKeys, id);
+      return true;
+    });
+    if (!found) throw new ApiKeyNotFoundError(`no API key ${id}`);
     this.keys.forget(id);
   }
 
   /**
    * Rolls a key (Stripe's "roll key"): a new key of the same account,
-   * environment and scopes, and the old one revoked, in one transaction. An
-   * unknown or already revoked key: 404.
+   * environment and scopes, and the old one revoked, in one transaction (with
+   * the `NOTIFY authz_api_keys` of the old one). An unknown or already revoked
+   * key: 404.
    */
   async rotateApiKey(oldId: string): Promise<CreatedKey> {
     const at = new Date(this.clock.now());
     const created = await this.sql.begin(async (tx) => {
       const old = await revokeLiveApiKey(tx, oldId, at);
-      return old ? createApiKey(tx, old.account_id, old.environment, old.scopes, at) : null;
+      if (!old) return null;
+      await notify(tx, CHANNELS.apiKeys, oldId);
+      return createApiKey(tx, old.account_id, old.environment, old.scopes, at);
     });
     if (!created) throw new ApiKeyNotFoundError(`no live API key ${oldId} (unknown or already revoked)`);
     this.keys.forget(oldId);

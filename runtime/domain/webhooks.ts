@@ -1,6 +1,7 @@
 /**
  * Webhook endpoints: registration (URL rules, event filter, the `whsec_`
- * secret shown once), changes, deletion; their deliveries and replays.
+ * secret shown once, the Standard Webhooks opt-in), changes, deletion; their
+ * deliveries and replays.
  */
 import { randomBytes } from 'node:crypto';
 import type { Principal } from '../tenant.js';
@@ -8,7 +9,7 @@ import type { Clock } from '../clock.js';
 import { InvalidFieldError, InvalidUrlError, WebhookNotFoundError } from '../errors/api-error.js';
 import { EVENT_TYPES } from '../events/build.js';
 import { newId } from '../ids.js';
-import { sealText } from '../secrets/sealed-text.js';
+import { openText, sealText } from '../secrets/sealed-text.js';
 import type { Sql } from '../store/connect.js';
 import type { Page, PageParams } from '../store/pagination.js';
 import {
@@ -25,6 +26,7 @@ import {
   type EndpointRow,
 } from '../store/webhooks.js';
 import { DeliveryNotFoundError } from '../errors/api-error.js';
+import { standardWebhookKey } from '../webhooks/standard-webhooks.js';
 import { checkWebhookUrl, resolveProblem, type UrlRules } from '../webhooks/url-policy.js';
 
 export interface EndpointInput {
@@ -32,11 +34,21 @@ export interface EndpointInput {
   events?: string[];
   description?: string | null;
   status?: 'enabled' | 'disabled';
+  /** Deliveries also carry the Standard Webhooks headers (webhook-id, webhook-timestamp, webhook-signature). */
+  standard_webhooks?: boolean;
 }
 
-/** A new signing secret: `whsec_` + 32 random bytes (base64url). */
+/**
+ * A new signing secret: `whsec_` + 32 random bytes in base64 (with `+`, `/`
+ * and `=`): the form the Standard Webhooks libraries decode into their key.
+ * (Endpoints registered before had base64url secrets: they keep them, and
+ * cannot turn `standard_webhooks` on.)
+ *
+ * @example
+ * newWebhookSecret(); // 'whsec_q3N0Z0...Yw='
+ */
 export function newWebhookSecret(): string {
-  return `whsec_${randomBytes(32).toString('base64url')}`;
+  return `whsec_${randomBytes(32).toString('base64')}`;
 }
 
 function checkEvents(events: readonly string[]): void {
@@ -84,6 +96,7 @@ export class WebhookEndpoints {
       events,
       description: input.description ?? null,
       status: 'enabled',
+      standard_webhooks: input.standard_webhooks ?? false,
       secret: sealed.text,
       secret_encrypted: sealed.encrypted,
       created_at: at,
@@ -108,9 +121,23 @@ export class WebhookEndpoints {
     }
     if (input.description !== undefined) change.description = input.description;
     if (input.status !== undefined) change.status = input.status;
+    if (input.standard_webhooks !== undefined) {
+      if (input.standard_webhooks) await this.checkStandardSecret(p, id);
+      change.standard_webhooks = input.standard_webhooks;
+    }
     const row = await updateEndpoint(this.sql, p.accountId, p.environment, id, change, new Date(this.clock.now()));
     if (!row) throw new WebhookNotFoundError(`no webhook endpoint ${id}`);
     return row;
+  }
+
+  /** 400 when the endpoint's secret is of the older base64url form, which Standard Webhooks receivers cannot decode. */
+  private async checkStandardSecret(p: Principal, id: string): Promise<void> {
+    const row = await this.get(p, id);
+    const secret = openText(row.secret, row.secret_encrypted, this.options.masterKey, 'the webhook secrets');
+    if (standardWebhookKey(secret) !== null) return;
+    const message =
+      'standard_webhooks: this endpoint was registered before Standard Webhooks support and its secret is not whsec_ + base64; register a new endpoint with "standard_webhooks": true';
+    throw new InvalidFieldError(message, { details: [{ path: '/standard_webhooks', message }] });
   }
 
   async delete(p: Principal, id: string): Promise<void> {

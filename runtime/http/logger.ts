@@ -36,7 +36,8 @@ export const REDACT_PATHS = [
 /** Secrets recognisable by their shape. */
 const SHAPED = [
   /(svc_(?:test|live)_sk_)[A-Za-z0-9]+/g,
-  /(whsec_)[A-Za-z0-9_-]+/g,
+  // base64 (now) or base64url (endpoints registered before): every character of either.
+  /(whsec_)[A-Za-z0-9_+/=-]+/g,
   // A compact JWS (permit token): base64url JSON header and claims, then the signature.
   /(eyJ[A-Za-z0-9_-]*\.)eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+/g,
 ];

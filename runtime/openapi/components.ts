@@ -6,6 +6,7 @@
  * nothing here validates or serializes a request.
  */
 import { loadSchema } from '../../compiler/index.js';
+import { PERMIT_INVALID_REASONS } from '../domain/permits.js';
 
 type Schema = Record<string, unknown>;
 
@@ -179,12 +180,13 @@ export const COMPONENT_SCHEMAS: Record<string, Schema> = {
     events: { type: 'array', items: str() },
     description: nullable('string'),
     status: { enum: ['enabled', 'disabled'] },
+    standard_webhooks: { type: 'boolean', description: 'Deliveries also carry webhook-id, webhook-timestamp and webhook-signature (Standard Webhooks)' },
     created_at: timestamp(),
     updated_at: timestamp(),
     livemode: { type: 'boolean' },
   }),
   WebhookEndpointWithSecret: {
-    allOf: [ref('WebhookEndpoint'), obj({ secret: str('whsec_...: the signing secret, shown only in this answer') })],
+    allOf: [ref('WebhookEndpoint'), obj({ secret: str('whsec_ + base64 of 32 random bytes: the signing secret, shown only in this answer') })],
   },
   WebhookDelivery: obj({
     id: str('whd_...'),
@@ -212,7 +214,16 @@ export const COMPONENT_SCHEMAS: Record<string, Schema> = {
       }),
     },
   }),
-  PermitVerification: obj({ object: { const: 'permit_verification' }, valid: { const: true }, claims: { type: 'object', additionalProperties: true } }),
+  PermitVerification: {
+    type: 'object',
+    properties: {
+      object: { const: 'permit_verification' },
+      valid: { type: 'boolean', description: 'false: well signed and unexpired, but the permit no longer stands (see reason)' },
+      reason: { enum: [...PERMIT_INVALID_REASONS], description: 'only when valid is false' },
+      claims: { type: 'object', additionalProperties: true },
+    },
+    required: ['object', 'valid', 'claims'],
+  },
   Jwks: obj({ keys: { type: 'array', items: obj({ kty: { const: 'OKP' }, crv: { const: 'Ed25519' }, x: str(), kid: str(), use: { const: 'sig' }, alg: { const: 'EdDSA' } }) } }),
   Account: obj({ id: str('acc_...'), object: { const: 'account' }, name: str(), created_at: timestamp() }),
   ApiKey: obj({

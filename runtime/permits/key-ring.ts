@@ -3,7 +3,8 @@
  * public key (the JWKS). The first start generates a key (under an advisory lock,
  * so concurrent first starts make one). Rotation retires the signer, which stays
  * in the JWKS until every token it can have signed has expired, and makes a new
- * one; other processes reload on NOTIFY authz_keys (and on every unknown kid).
+ * one; other processes reload on NOTIFY authz_keys (runtime/domain/
+ * key-replication.ts) and on an unknown kid.
  */
 import type { KeyObject } from 'node:crypto';
 import type { Clock } from '../clock.js';
@@ -65,7 +66,22 @@ export class KeyRing {
     await this.reload();
   }
 
-  async reload(): Promise<void> {
+  /** Reloads one at a time, in call order: a slow older read never overwrites a newer one. */
+  private reloading: Promise<void> = Promise.resolve();
+
+  /**
+   * Reads the signing keys again (after a rotation by another process).
+   *
+   * @example
+   * await ring.reload(); // ring.signer().kid is now the store's current signer
+   */
+  reload(): Promise<void> {
+    const next = this.reloading.catch(() => {}).then(() => this.load());
+    this.reloading = next;
+    return next;
+  }
+
+  private async load(): Promise<void> {
     this.lastReload = this.clock.now();
     const rows = await publishedSigningKeys(this.sql, new Date(this.clock.now()));
     const published = new Map<string, Published>();

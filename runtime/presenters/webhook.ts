@@ -11,6 +11,7 @@ export function endpointResource(row: EndpointRow): Record<string, unknown> {
     events: row.events,
     description: row.description,
     status: row.status,
+    standard_webhooks: row.standard_webhooks,
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
     livemode: row.environment === 'live',

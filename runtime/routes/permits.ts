@@ -16,6 +16,7 @@ export const permitRoutes: FastifyPluginAsync = async (app) => {
   app.post<{ Body: { token: string } }>(
     '/v1/permits/verify',
     { config: { scope: 'permits:verify' }, schema: { body: loadSchema('api/permit-verify') } },
-    async (request) => ({ object: 'permit_verification', valid: true, claims: await permitVerification.verify(request.principal, request.body.token) }),
+    // 200 { valid: true, claims } or { valid: false, reason, claims } (the permit no longer stands); 401 for a bad token.
+    async (request) => ({ object: 'permit_verification', ...(await permitVerification.verify(request.principal, request.body.token)) }),
   );
 };

@@ -11,6 +11,8 @@ export interface EndpointRow {
   events: string[];
   description: string | null;
   status: 'enabled' | 'disabled';
+  /** Deliveries also carry the Standard Webhooks headers (migrations/010_standard_webhooks.sql). */
+  standard_webhooks: boolean;
   secret: string;
   secret_encrypted: boolean;
   created_at: Date;
@@ -18,10 +20,10 @@ export interface EndpointRow {
 }
 
 const ENDPOINT = (sql: SqlOrTx) =>
-  sql`account_id, environment, id, url, events, description, status, secret, secret_encrypted, created_at, updated_at`;
+  sql`account_id, environment, id, url, events, description, status, standard_webhooks, secret, secret_encrypted, created_at, updated_at`;
 
 export async function insertEndpoint(sql: SqlOrTx, row: EndpointRow): Promise<void> {
-  await sql`insert into webhook_endpoints ${sql(row as never, 'account_id', 'environment', 'id', 'url', 'events', 'description', 'status', 'secret', 'secret_encrypted', 'created_at', 'updated_at')}`;
+  await sql`insert into webhook_endpoints ${sql(row as never, 'account_id', 'environment', 'id', 'url', 'events', 'description', 'status', 'standard_webhooks', 'secret', 'secret_encrypted', 'created_at', 'updated_at')}`;
 }
 
 export async function findEndpoint(sql: SqlOrTx, accountId: string, environment: Environment, id: string): Promise<EndpointRow | undefined> {
@@ -38,7 +40,7 @@ export function listEndpoints(sql: SqlOrTx, accountId: string, environment: Envi
     order by seq desc limit ${limit}`);
 }
 
-export type EndpointChange = Partial<Pick<EndpointRow, 'url' | 'events' | 'description' | 'status'>>;
+export type EndpointChange = Partial<Pick<EndpointRow, 'url' | 'events' | 'description' | 'status' | 'standard_webhooks'>>;
 
 export async function updateEndpoint(sql: SqlOrTx, accountId: string, environment: Environment, id: string, change: EndpointChange, at: Date): Promise<EndpointRow | undefined> {
   const values = { ...change, updated_at: at };
@@ -65,6 +67,7 @@ export interface ClaimedDelivery {
   url: string;
   secret: string;
   secret_encrypted: boolean;
+  standard_webhooks: boolean;
   event_id: string;
   event_type: string;
   event_created_at: Date;
@@ -105,7 +108,7 @@ export function claimDueDeliveries(
       from picked where d.id = picked.id
       returning d.id, d.attempts, d.account_id, d.environment, d.endpoint_id, d.event_id
     )
-    select c.id, c.attempts as attempt, c.account_id, c.environment, c.endpoint_id, w.url, w.secret, w.secret_encrypted,
+    select c.id, c.attempts as attempt, c.account_id, c.environment, c.endpoint_id, w.url, w.secret, w.secret_encrypted, w.standard_webhooks,
       c.event_id, e.type as event_type, e.created_at as event_created_at, e.data as event_data
     from claimed c
     join webhook_endpoints w on w.account_id = c.account_id and w.environment = c.environment and w.id = c.endpoint_id

@@ -6,6 +6,10 @@
  * failed attempt is retried on the spec's schedule, measured from the attempt;
  * after the last one the delivery is abandoned.
  *
+ * Endpoints registered with `standard_webhooks` also get the Standard Webhooks
+ * headers (standard-webhooks.ts), timestamped with the service clock at the
+ * attempt.
+ *
  * At most `perEndpoint` attempts per endpoint are in flight (a slow or dead
  * endpoint holds only its own slots), claimed a few rounds ahead. Due times follow
  * the service clock; claims are leased in real time, so a process killed
@@ -23,6 +27,7 @@ import { claimDueDeliveries, recordAttempts, releaseClaims, type AttemptResult, 
 import { nextAttemptAfterFailure } from './schedule.js';
 import { sendWebhook } from './send.js';
 import { signWebhookBody } from './signature.js';
+import { signStandardWebhook } from './standard-webhooks.js';
 
 /** Deliveries claimed ahead per in-flight slot. */
 const CLAIM_AHEAD = 4;
@@ -204,14 +209,22 @@ export class WebhookDispatcher {
         ),
       );
       const secret = openText(delivery.secret, delivery.secret_encrypted, this.options.masterKey, 'the webhook secrets');
+      const headers: Record<string, string> = {
+        'x-service-signature': signWebhookBody(body, secret),
+        'x-service-event-id': delivery.event_id,
+        'x-service-delivery-attempt': String(delivery.attempt),
+      };
+      if (delivery.standard_webhooks) {
+        // The service clock at this attempt: a receiver refuses it once it is old (a replay).
+        const timestamp = Math.floor(startedMs / 1000);
+        headers['webhook-id'] = delivery.event_id;
+        headers['webhook-timestamp'] = String(timestamp);
+        headers['webhook-signature'] = signStandardWebhook(delivery.event_id, timestamp, body, secret);
+      }
       result = await sendWebhook(
         delivery.url,
         body,
-        {
-          'x-service-signature': signWebhookBody(body, secret),
-          'x-service-event-id': delivery.event_id,
-          'x-service-delivery-attempt': String(delivery.attempt),
-        },
+        headers,
         { environment: delivery.environment, allowPrivate: this.options.allowPrivate },
         this.timeoutMs,
       );

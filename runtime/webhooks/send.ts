@@ -3,6 +3,11 @@
  * success. Redirects are not followed (a 3xx is a failure). The connection goes
  * only to an address the URL rules allow, checked on the very resolution used to
  * connect (no DNS-rebinding window); literal addresses are checked before.
+ *
+ * The status line is the answer. Its body is read only so that the connection
+ * can be reused, and at most {@link RESPONSE_READ_LIMIT} bytes of it: a longer
+ * (or endless) body closes the connection there, and a body still arriving at
+ * the timeout is cut off, the status recorded as it came.
  */
 import http from 'node:http';
 import https from 'node:https';
@@ -13,6 +18,9 @@ export interface SendResult {
   error: string | null;
   duration_ms: number;
 }
+
+/** The most of an answer's body that is read (64 KiB); past it the connection is closed. */
+export const RESPONSE_READ_LIMIT = 64 * 1024;
 
 const agents = {
   http: new http.Agent({ keepAlive: true, maxSockets: 256 }),
@@ -28,6 +36,8 @@ export function sendWebhook(url: string, body: Buffer, headers: Record<string, s
   const isHttps = target.protocol === 'https:';
   return new Promise((resolve) => {
     let settled = false;
+    /** The answer's status, once its head arrived. */
+    let status: number | null = null;
     const finish = (r: SendResult) => {
       if (settled) return;
       settled = true;
@@ -41,15 +51,30 @@ export function sendWebhook(url: string, body: Buffer, headers: Record<string, s
       headers: { ...headers, 'content-type': 'application/json', 'content-length': String(body.length), 'user-agent': 'agent-authz-webhooks/1' },
     });
     const timer = setTimeout(() => {
+      // Answered in time, the body still coming: the status stands.
+      if (status !== null) finish(done(status, null));
       request.destroy(new Error(`no response within ${timeoutMs / 1000} s`));
     }, timeoutMs);
     request.on('response', (response) => {
-      // Read (and drop) the body so the connection can be reused.
-      response.resume();
-      response.on('end', () => finish(done(response.statusCode ?? null, null)));
-      response.on('error', (e) => finish(done(response.statusCode ?? null, e.message)));
+      status = response.statusCode ?? null;
+      let read = 0;
+      response.on('data', (chunk: Buffer) => {
+        read += chunk.length;
+        if (read <= RESPONSE_READ_LIMIT) return;
+        // Enough: stop reading and close the connection (it cannot be reused mid-body).
+        finish(done(status, null));
+        request.destroy();
+      });
+      // Read to the end (the connection goes back to the pool), or cut off by the
+      // other side: either way the status is the answer.
+      response.on('end', () => finish(done(status, null)));
+      response.on('error', () => finish(done(status, null)));
+      response.on('close', () => finish(done(status, null)));
     });
-    request.on('error', (e: NodeJS.ErrnoException) => finish(done(null, e.code === 'WEBHOOK_ADDRESS_FORBIDDEN' ? `address refused: ${e.message}` : e.message)));
+    request.on('error', (e: NodeJS.ErrnoException) => {
+      if (status !== null) finish(done(status, null));
+      else finish(done(null, e.code === 'WEBHOOK_ADDRESS_FORBIDDEN' ? `address refused: ${e.message}` : e.message));
+    });
     request.end(body);
   });
 }

@@ -157,3 +157,40 @@ describe('webhook receiver', () => {
     await expect(buildReceiver({ secret: '' })).rejects.toThrow(TypeError);
   });
 });
+
+describe('webhook receiver with standardWebhooks (endpoints registered with "standard_webhooks": true)', () => {
+  const STANDARD_SECRET = `whsec_${Buffer.alloc(32, 0x5a).toString('base64')}`;
+  const standardHeaders = (body: string, id: string, timestamp: number) => ({
+    'webhook-id': id,
+    'webhook-timestamp': String(timestamp),
+    'webhook-signature': `v1,${createHmac('sha256', Buffer.alloc(32, 0x5a)).update(`${id}.${timestamp}.${body}`).digest('base64')}`,
+  });
+  async function post(url: string, body: string, headers: Record<string, string>) {
+    const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+    return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+  }
+
+  it('accepts a fresh delivery signed both ways; refuses an old one (a replay), a missing header or a bad signature', async () => {
+    const { url, events } = await start({ secret: STANDARD_SECRET, standardWebhooks: true });
+    const now = Math.floor(Date.now() / 1000);
+    const body = JSON.stringify(envelope('evt_std'));
+    const both = (b: string, id: string, ts: number) => ({ 'x-service-signature': sign(b, STANDARD_SECRET), ...standardHeaders(b, id, ts) });
+    const invalid = { status: 401, body: { error: 'invalid signature' } };
+
+    expect(await post(url, body, both(body, 'evt_std', now - 600))).toEqual(invalid); // captured 10 minutes ago
+    expect(await post(url, body, { 'x-service-signature': sign(body, STANDARD_SECRET) })).toEqual(invalid);
+    expect(await post(url, body, { ...both(body, 'evt_std', now), 'x-service-signature': sign(body) })).toEqual(invalid);
+    expect(await post(url, body, { ...both(body, 'evt_std', now), 'webhook-id': 'evt_other' })).toEqual(invalid);
+    expect(events).toEqual([]);
+    expect(await post(url, body, both(body, 'evt_std', now))).toEqual({ status: 200, body: { received: true } });
+    expect(events.map((e) => e.id)).toEqual(['evt_std']);
+  });
+
+  it('honours toleranceSeconds, and refuses to start with a secret that is not whsec_ + base64', async () => {
+    const { url } = await start({ secret: STANDARD_SECRET, standardWebhooks: true, toleranceSeconds: 3600 });
+    const body = JSON.stringify(envelope('evt_late'));
+    const ts = Math.floor(Date.now() / 1000) - 600;
+    expect((await post(url, body, { 'x-service-signature': sign(body, STANDARD_SECRET), ...standardHeaders(body, 'evt_late', ts) })).status).toBe(200);
+    await expect(buildReceiver({ secret: SECRET, standardWebhooks: true })).rejects.toThrow(TypeError);
+  });
+});

@@ -115,4 +115,14 @@ describe('logger options', () => {
     expect(message!.msg).toBe(`a message quoting svc_live_sk_${REDACTED} and whsec_${REDACTED} and ${REDACTED}`);
     expect(boom!.err.message).toBe(`failed with svc_live_sk_${REDACTED}`);
   });
+
+  it('masks a whole base64 webhook secret (with + / =), as new endpoints have', async () => {
+    const lines: string[] = [];
+    const app = Fastify({ logger: loggerOptions({ level: 'info', stream: { write: (l) => void lines.push(l) } }) });
+    const whsec = 'whsec_ab+c/de+fg/hi+jk/lm+no/pq+rs/tu+vw/xy+z0/12345=';
+    app.log.warn(`quoting ${whsec} here`);
+    await app.close();
+    expect(lines.join('')).not.toContain('+c/de');
+    expect((JSON.parse(lines[0]!) as { msg: string }).msg).toBe(`quoting whsec_${REDACTED} here`);
+  });
 });

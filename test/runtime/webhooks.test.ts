@@ -46,7 +46,7 @@ describe.each(STORE_KINDS)('webhooks (%s)', (kind) => {
     const endpoint = json(r);
     expect(endpoint).toMatchObject({ object: 'webhook_endpoint', url: receiver.url, events: ['*'], status: 'enabled', description: 'all', livemode: false });
     expect(endpoint.id).toMatch(/^we_/);
-    expect(endpoint.secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
+    expect(endpoint.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
     const read = await rt.getOk(`/v1/webhooks/${endpoint.id}`);
     expect(read).not.toHaveProperty('secret');
     expect((await rt.getOk('/v1/webhooks')).data.map((e: { id: string }) => e.id)).toEqual([endpoint.id]);

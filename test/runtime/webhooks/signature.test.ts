@@ -4,6 +4,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { signWebhookBody, verifyWebhookSignature } from '../../../runtime/webhooks/signature.js';
 import * as publicEntry from '../../../webhooks/index.js';
+import * as standard from '../../../runtime/webhooks/standard-webhooks.js';
 
 const SECRET = 'whsec_3q2-7wAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA';
 const BODY =
@@ -146,9 +147,12 @@ describe('verifyWebhookSignature', () => {
 });
 
 describe('agent-authz/webhooks', () => {
-  it('re-exports exactly the two functions', () => {
-    expect(Object.keys(publicEntry).sort()).toEqual(['signWebhookBody', 'verifyWebhookSignature']);
+  it('re-exports exactly the service signature functions and the Standard Webhooks ones', () => {
+    expect(Object.keys(publicEntry).sort()).toEqual(['DEFAULT_TOLERANCE_SECONDS', 'signStandardWebhook', 'signWebhookBody', 'verifyStandardWebhook', 'verifyWebhookSignature']);
     expect(publicEntry.verifyWebhookSignature).toBe(verifyWebhookSignature);
     expect(publicEntry.signWebhookBody).toBe(signWebhookBody);
+    expect(publicEntry.verifyStandardWebhook).toBe(standard.verifyStandardWebhook);
+    expect(publicEntry.signStandardWebhook).toBe(standard.signStandardWebhook);
+    expect(publicEntry.DEFAULT_TOLERANCE_SECONDS).toBe(300);
   });
 });
