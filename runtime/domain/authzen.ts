@@ -151,7 +151,7 @@ export function runFields(context: Json | null | undefined, at = ''): { session_
   const out: { session_id?: string; on_behalf_of?: string } = {};
   for (const key of ['session_id', 'on_behalf_of'] as const) {
     const value = context?.[key];
-    if (typeof value !== 'string') continue;
+    if (typeof value !== 'string' || value === '') continue;
     if (value.length > MAX_RUN_FIELD_LENGTH) throw invalid(`${at}/context/${key}`, `must NOT have more than ${MAX_RUN_FIELD_LENGTH} characters`);
     out[key] = value;
   }
@@ -183,18 +183,8 @@ export function toDecisionInput(evaluation: AuthzenEvaluation, at = ''): Decisio
     ...(amount !== undefined ? { amount } : {}),
     context: { ...context, subject: subject.properties ?? {}, action: action.properties ?? {}, resource: resource.properties ?? {} },
   };
-  // RUN FIELDS PASS-THROUGH: DecisionInput has no session_id / on_behalf_of yet
-  // (being added with the spend controls). When it has them, pass them on here:
-  //   return { ...input, ...run };
-  // and delete RUN_FIELDS_NOT_IN_DECISION_INPUT below (it stops compiling then, as a reminder).
-  void run;
-  return input;
+  return { ...input, ...run };
 }
-
-/** True while DecisionInput lacks both run fields; a compile error once it has either (see toDecisionInput). */
-type RunFieldsMissing = Extract<keyof DecisionInput, 'session_id' | 'on_behalf_of'> extends never ? true : false;
-const RUN_FIELDS_NOT_IN_DECISION_INPUT: RunFieldsMissing = true;
-void RUN_FIELDS_NOT_IN_DECISION_INPUT;
 
 async function decideOne(deps: AuthzenDeps, principal: Principal, input: DecisionInput): Promise<DecisionRow> {
   const started = performance.now();

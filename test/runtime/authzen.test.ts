@@ -103,6 +103,11 @@ describe.each(STORE_KINDS)('AuthZEN (%s)', (kind) => {
     expect(json(confirmed).status).toBe('confirmed');
     // Registered on first sight like any agent.
     expect((await rt.getOk(`/v1/agents/${encodeURIComponent(a)}`)).status).toBe('active');
+    // The context's session_id and on_behalf_of (strings) become the decision's.
+    const run = await ok(evaluation({ ...body, context: { ...body.context, session_id: 'run-7', on_behalf_of: 'user-9' } }));
+    expect(await rt.getOk(`/v1/decisions/${run.context.id}`)).toMatchObject({ session_id: 'run-7', on_behalf_of: 'user-9' });
+    const notStrings = await ok(evaluation({ ...body, context: { ...body.context, session_id: 7, on_behalf_of: '' } }));
+    expect(await rt.getOk(`/v1/decisions/${notStrings.context.id}`)).toMatchObject({ session_id: null, on_behalf_of: null });
   });
 
   it('applies budgets to context.amount (a number; anything else is no amount)', async () => {
