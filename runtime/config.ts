@@ -1,6 +1,7 @@
 /** Configuration from the environment (contract: Start-up). */
 import { resolve } from 'node:path';
 import { DEFAULT_ALERT_THRESHOLDS, type AlertThresholds } from './alerts/security-alerts.js';
+import { parseRedactionPaths, type RedactionPath } from './shared/redact.js';
 
 export interface Config {
   port: number;
@@ -29,6 +30,8 @@ export interface Config {
   masterKey?: string;
   /** AUTHZ_METRICS_TOKEN: when set, GET /metrics needs it as a bearer token. */
   metricsToken?: string;
+  /** AUTHZ_REDACT_CONTEXT: context paths never stored (evaluated, then dropped from the stored decision and its events). */
+  redactContext: RedactionPath[];
 }
 
 /** Requests per second per API key unless AUTHZ_KEY_RATE_LIMIT says otherwise. */
@@ -42,6 +45,14 @@ function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number
   const n = Number(raw);
   if (!Number.isInteger(n) || n < min || n > max) throw new ConfigError(`${name} must be an integer from ${min} to ${max}, not ${JSON.stringify(raw)}`);
   return n;
+}
+
+function redactionPaths(list: string): RedactionPath[] {
+  try {
+    return parseRedactionPaths(list);
+  } catch (e) {
+    throw new ConfigError(`AUTHZ_REDACT_CONTEXT: ${(e as Error).message}`);
+  }
 }
 
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
@@ -69,6 +80,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
       volumeWindowSeconds: int(env, 'AUTHZ_ALERT_VOLUME_WINDOW_SECONDS', DEFAULT_ALERT_THRESHOLDS.volumeWindowSeconds, 1, 86_400),
       volumeBaselineWindows: int(env, 'AUTHZ_ALERT_VOLUME_BASELINE_WINDOWS', DEFAULT_ALERT_THRESHOLDS.volumeBaselineWindows, 1, 10_000),
     },
+    redactContext: redactionPaths(env.AUTHZ_REDACT_CONTEXT ?? ''),
   };
   if (env.DATABASE_URL) config.databaseUrl = env.DATABASE_URL;
   if (env.AUTHZ_MASTER_KEY) {

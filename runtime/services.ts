@@ -103,6 +103,7 @@ function buildServices(options: ServiceOptions & { clock: Clock }, ring: KeyRing
       limits,
       alerts,
       permits,
+      redact: config.redactContext,
     }),
     limits,
     policies: new PolicyService(sql, clock, policySets, config),

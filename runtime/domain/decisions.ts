@@ -20,7 +20,17 @@ import {
 } from '../errors/api-error.js';
 import { newId } from '../ids.js';
 import type { Sql } from '../store/connect.js';
-import { findDecision, listDecisions, resolveDecision, type DecisionFilters, type DecisionRow, type DecisionWarning } from '../store/decisions.js';
+import {
+  exportDecisionPage,
+  findDecision,
+  listDecisions,
+  resolveDecision,
+  type DecisionFilters,
+  type DecisionRow,
+  type DecisionWarning,
+  type ExportCursor,
+} from '../store/decisions.js';
+import { redactContext, type RedactionPath } from '../shared/redact.js';
 import type { Page, PageParams } from '../store/pagination.js';
 import type { Environment, Principal } from '../tenant.js';
 import type { AgentDirectory, KnownStatus } from './agent-directory.js';
@@ -52,7 +62,12 @@ export interface DecisionDeps {
   permits: PermitIssuer;
   /** Counts decisions for the security alerts (deny spikes, request volume). */
   alerts: { decision(accountId: string, environment: Environment, agentId: string, effect: string): void };
+  /** Context paths never stored (AUTHZ_REDACT_CONTEXT). */
+  redact?: readonly RedactionPath[];
 }
+
+/** Rows read per page of an export. */
+const EXPORT_PAGE = 1000;
 
 type Outcome = Pick<DecisionRow, 'effect' | 'reason' | 'policy_id' | 'matched_policy_ids' | 'warnings'>;
 
@@ -94,7 +109,8 @@ export class DecisionService {
       action: input.action,
       resource: input.resource ?? null,
       amount: input.amount ?? null,
-      context: input.context ?? null,
+      // Evaluated whole, stored without the redacted paths.
+      context: redactContext(input.context ?? null, this.deps.redact ?? []),
       ...outcome,
       status: outcome.effect === 'deny' ? 'denied' : 'pending',
       evaluated_at: new Date(nowMs),
@@ -156,6 +172,21 @@ export class DecisionService {
     const row = await findDecision(this.deps.sql, principal.accountId, principal.environment, id);
     if (!row) throw new DecisionNotFoundError(`no decision ${id}`);
     return row;
+  }
+
+  /**
+   * Every decision with `since <= evaluated_at < until`, oldest first, read a
+   * page at a time (constant memory however many): for GET /v1/decisions/export.
+   */
+  async *export(principal: Principal, range: { since: Date; until: Date }): AsyncGenerator<DecisionRow> {
+    let cursor: ExportCursor | null = null;
+    for (;;) {
+      const page = await exportDecisionPage(this.deps.sql, principal.accountId, principal.environment, range, cursor, EXPORT_PAGE);
+      for (const { seq: _seq, ...row } of page) yield row;
+      if (page.length < EXPORT_PAGE) return;
+      const last = page[page.length - 1]!;
+      cursor = { evaluatedAt: last.evaluated_at, seq: last.seq };
+    }
   }
 
   /** Newest first, narrowed by any of agent, session, user, effect and reason. */

@@ -66,7 +66,11 @@ function complete(document: Json): Json {
       operation.responses = {
         [String(status)]: {
           description: 'Success',
-          content: isText ? { 'text/plain': { schema } } : { ...json(schema), ...(doc.yamlAnswer ? { 'application/yaml': { schema: doc.yamlAnswer } } : {}) },
+          content: isText
+            ? { 'text/plain': { schema } }
+            : doc.ndjsonAnswer
+              ? { 'application/x-ndjson': { schema, description: 'One JSON document of this schema per line' } }
+              : { ...json(schema), ...(doc.yamlAnswer ? { 'application/yaml': { schema: doc.yamlAnswer } } : {}) },
         },
         default: { description: 'An error (README: Error codes); every answer carries Request-Id', content: json(ref('Error')) },
       };

@@ -22,6 +22,8 @@ export interface OperationDoc {
   yamlBody?: true;
   /** With Accept: application/yaml the answer is this schema as a YAML document. */
   yamlAnswer?: Schema;
+  /** The answer is application/x-ndjson: one document of the success schema per line. */
+  ndjsonAnswer?: true;
 }
 
 /** Keyed by `METHOD /path/{param}` as in the document. */
@@ -33,6 +35,11 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   'POST /v1/decisions': { summary: 'Decide: allow, deny or review', success: [200, ref('Decision')] },
   'POST /v1/decisions/preview': { summary: 'What a decision would be now; stores, holds, signs and fires nothing (extension)', success: [200, ref('DecisionPreview')] },
   'POST /v1/actions/possible': { summary: 'Whether the agent could ever be allowed each action (extension)', success: [200, ref('ActionsPossible')] },
+  'GET /v1/decisions/export': {
+    summary: 'Every decision with since <= evaluated_at < until, oldest first, one decision body per line (application/x-ndjson), streamed (extension)',
+    success: [200, ref('Decision')],
+    ndjsonAnswer: true,
+  },
   'GET /v1/decisions': { summary: 'List decisions, newest first', success: [200, listOf('Decision')] },
   'GET /v1/decisions/{id}': { summary: 'Read a decision (permit_token is always null here)', success: [200, ref('Decision')] },
   'POST /v1/decisions/{id}/confirm': { summary: 'Confirm a pending decision (optional amount)', success: [200, ref('Decision')], optionalBody: true },

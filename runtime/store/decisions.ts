@@ -174,3 +174,30 @@ export async function resolveDecision(
     returning ${COLUMNS(sql)}`;
   return row;
 }
+
+/** Where an export page starts: after this (evaluated_at, seq), or at the range's start. */
+export interface ExportCursor {
+  evaluatedAt: Date;
+  seq: number;
+}
+
+/**
+ * One page of decisions with `since <= evaluated_at < until`, oldest first
+ * (ties by insertion order), after `cursor`: a keyset page, so reading a range
+ * of any size holds one page at a time.
+ */
+export async function exportDecisionPage(
+  sql: SqlOrTx,
+  accountId: string,
+  environment: Environment,
+  range: { since: Date; until: Date },
+  cursor: ExportCursor | null,
+  limit: number,
+): Promise<Array<DecisionRow & { seq: number }>> {
+  const after =
+    cursor === null ? sql`and evaluated_at >= ${range.since}` : sql`and (evaluated_at, seq) > (${cursor.evaluatedAt}, ${cursor.seq}) and evaluated_at >= ${range.since}`;
+  return sql<Array<DecisionRow & { seq: number }>>`
+    select ${COLUMNS(sql)}, seq from decisions
+    where account_id = ${accountId} and environment = ${environment} and evaluated_at < ${range.until} ${after}
+    order by evaluated_at, seq limit ${limit}`;
+}
