@@ -62,6 +62,8 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   if (options.onRoute) app.addHook('onRoute', options.onRoute);
   app.setValidatorCompiler(validatorCompiler);
   app.decorate('services', services);
+  // AUTHZ_OTEL: a span per request, first, so every later hook and the handler run in it.
+  if (services.tracing.enabled) (await import('./telemetry/otel.js')).registerRequestSpans(app, services.tracing);
   app.addHook('onRequest', async (request, reply) => {
     reply.header('request-id', request.id);
   });

@@ -32,6 +32,8 @@ export interface Config {
   metricsToken?: string;
   /** AUTHZ_REDACT_CONTEXT: context paths never stored (evaluated, then dropped from the stored decision and its events). */
   redactContext: RedactionPath[];
+  /** AUTHZ_OTEL=1: traces over OTLP/HTTP (the standard OTEL_* variables configure the exporter). */
+  otel: boolean;
 }
 
 /** Requests per second per API key unless AUTHZ_KEY_RATE_LIMIT says otherwise. */
@@ -81,6 +83,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
       volumeBaselineWindows: int(env, 'AUTHZ_ALERT_VOLUME_BASELINE_WINDOWS', DEFAULT_ALERT_THRESHOLDS.volumeBaselineWindows, 1, 10_000),
     },
     redactContext: redactionPaths(env.AUTHZ_REDACT_CONTEXT ?? ''),
+    otel: env.AUTHZ_OTEL === '1',
   };
   if (env.DATABASE_URL) config.databaseUrl = env.DATABASE_URL;
   if (env.AUTHZ_MASTER_KEY) {

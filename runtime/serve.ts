@@ -98,6 +98,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
     await services.dispatcher.stop();
     await services.limits.idle();
     await services.writer.idle();
+    await services.tracing.shutdown().catch(() => {});
     await store.close();
     process.exit(0);
   };

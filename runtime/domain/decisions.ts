@@ -31,6 +31,7 @@ import {
   type ExportCursor,
 } from '../store/decisions.js';
 import { redactContext, type RedactionPath } from '../shared/redact.js';
+import type { Tracing } from '../telemetry/tracing.js';
 import type { Page, PageParams } from '../store/pagination.js';
 import type { Environment, Principal } from '../tenant.js';
 import type { AgentDirectory, KnownStatus } from './agent-directory.js';
@@ -64,6 +65,8 @@ export interface DecisionDeps {
   alerts: { decision(accountId: string, environment: Environment, agentId: string, effect: string): void };
   /** Context paths never stored (AUTHZ_REDACT_CONTEXT). */
   redact?: readonly RedactionPath[];
+  /** AUTHZ_OTEL: a span per decision, its store calls as children. */
+  tracing?: Tracing;
 }
 
 /** Rows read per page of an export. */
@@ -89,6 +92,19 @@ export class DecisionService {
 
   async decide(principal: Principal, input: DecisionInput): Promise<DecisionRow> {
     checkAction(input.action);
+    const tracing = this.deps.tracing;
+    if (!tracing?.enabled) return this.decideIn(principal, input, null);
+    return tracing.inSpan('decision', async (span) => {
+      span.setAttributes({ 'authz.agent_id': input.agent_id, 'authz.action': input.action });
+      const row = await this.decideIn(principal, input, tracing);
+      span.setAttributes({ 'authz.decision_id': row.id, 'authz.effect': row.effect, 'authz.reason': row.reason, 'authz.policy_id': row.policy_id ?? undefined });
+      return row;
+    });
+  }
+
+  /** `traced`: the tracing whose child spans wrap the store calls, or null (tracing off). */
+  private async decideIn(principal: Principal, input: DecisionInput, traced: Tracing | null): Promise<DecisionRow> {
+    const inStore = <T>(name: string, call: () => Promise<T>): Promise<T> => (traced ? traced.inSpan(name, call) : call());
     const { clock, agents, limits } = this.deps;
     const { accountId, environment } = principal;
     const nowMs = clock.now();
@@ -98,7 +114,9 @@ export class DecisionService {
     const { outcome: evaluated, matched, status } = await this.evaluate(principal, input, nowMs);
     let outcome = evaluated;
     // Step 7 (and the key's platform limit, for every decision): one store call.
-    const verdict = await limits.apply({ principal, agentId: input.agent_id, amount: input.amount ?? null, matched, nowMs, decisionId: id, expiresAt });
+    const verdict = await inStore('store.limits', () =>
+      limits.apply({ principal, agentId: input.agent_id, amount: input.amount ?? null, matched, nowMs, decisionId: id, expiresAt }),
+    );
     if (verdict && 'deny' in verdict) outcome = { ...outcome, effect: 'deny', reason: verdict.deny, policy_id: verdict.policy_id };
     else if (verdict) outcome = { ...outcome, warnings: [...outcome.warnings, ...verdict.warnings] };
     const row: DecisionRow = {
@@ -127,10 +145,12 @@ export class DecisionService {
     // The token is a bearer credential: it is answered once and stored nowhere (a
     // decisions:read key must not be able to obtain permits).
     const token = row.effect === 'deny' ? null : this.deps.permits.issue(row);
-    await this.deps.writer.write({
-      decision: row,
-      ...(status === 'unknown' ? { newAgent: { account_id: accountId, environment, agent_id: input.agent_id, first_seen_at: row.evaluated_at } } : {}),
-    });
+    await inStore('store.write', () =>
+      this.deps.writer.write({
+        decision: row,
+        ...(status === 'unknown' ? { newAgent: { account_id: accountId, environment, agent_id: input.agent_id, first_seen_at: row.evaluated_at } } : {}),
+      }),
+    );
     if (status === 'unknown') agents.set(accountId, environment, input.agent_id, 'active');
     this.deps.alerts.decision(accountId, environment, input.agent_id, row.effect);
     row.permit_token = token;
