@@ -4,7 +4,7 @@
  * bench/replay/REPORT.md and targets.json.
  *
  * - Evaluation: the candidate table deciding the stored requests in this process,
- *   1,000,000 evaluations (best of three passes): evaluations per second.
+ *   1,000,000 evaluations (best of five passes): evaluations per second.
  * - End to end: a real `node bin/authz.js replay BUNDLE --format json` child
  *   reading the export, chunked NDJSON, from a server on 127.0.0.1 in this
  *   process (which makes each line on demand): decisions per second from the
@@ -22,7 +22,7 @@ import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { cpus, tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { compileItems, compilerVersion, createBundle, evaluate, packageRoot, readPolicyValue, type DecisionTable, type Policy } from '../../compiler/index.js';
@@ -54,6 +54,7 @@ function peakRss(pid: number): number {
 }
 
 async function main(): Promise<void> {
+  const load = loadavg()[0]!;
   const { policies, requests } = generatePolicySet(POLICIES, 1, { requests: REQUESTS });
   const live = compile(policies);
   let flipped = 0;
@@ -100,7 +101,7 @@ async function main(): Promise<void> {
 
   // 1. Evaluation alone.
   const passes: number[] = [];
-  for (let pass = 0; pass < 3; pass++) {
+  for (let pass = 0; pass < 5; pass++) {
     const t0 = process.hrtime.bigint();
     for (let i = 0; i < DECISIONS; i++) evaluate(candidate, requests[i % REQUESTS]!);
     passes.push(DECISIONS / (Number(process.hrtime.bigint() - t0) / 1e9));
@@ -167,12 +168,12 @@ async function main(): Promise<void> {
     '',
     '| measure | figure |',
     '| --- | ---: |',
-    `| evaluation alone (candidate table, best of 3 passes) | ${n(evalPerSecond)} decisions/s |`,
+    `| evaluation alone (candidate table, best of 5 passes) | ${n(evalPerSecond)} decisions/s |`,
     `| end to end: \`authz replay --format json\` reading the export over HTTP (parse, evaluate, compare, spool the changes) | ${n(e2ePerSecond)} decisions/s |`,
     `| end to end: wall time from the first byte served to the exit | ${((ended - firstByte) / 1000).toFixed(1)} s |`,
     `| peak RSS of the \`authz replay\` process | ${(peak / 2 ** 20).toFixed(0)} MiB |`,
     '',
-    'The export server runs in the benchmark process, on the same cores as the CLI it feeds.',
+    `The export server runs in the benchmark process, on the same cores as the CLI it feeds. Load average (1 min) when the run started: ${load.toFixed(1)} on ${cpus().length} cores.`,
     '',
   ].join('\n');
   process.stdout.write(report);

@@ -47,13 +47,17 @@ export interface ShadowOutcome {
  * deny, then review, then allow). No match is a deny with reason
  * `policy.not_found`, `policy.disabled` (only disabled policies matched) or
  * `resource.not_allowed` (allows matched but not on this resource). Matching
- * policies that disagree add a `policy.conflict` warning. Uses the table's index;
- * never throws.
+ * policies that disagree add a `policy.conflict` warning. Shadow policies
+ * (`state: shadow`) take no part in any of this; when the table has some, the
+ * outcome with them enabled is worked out too and returned as `shadow` if its
+ * effect or reason differs ({@link evaluateWithShadow} gives it in full). Uses
+ * the table's index; never throws.
  *
  * @param table - a compiled table (`compileSources(...).table`, `loadBundle(...).table`).
  * @param request - `{ agent_id, action, resource?, amount?, context? }`.
  * @returns the effect, the reason, the deciding policy id (null when none), every
- *   matching policy in rank order, and warnings.
+ *   matching policy in rank order, warnings, and `shadow` when the outcome with
+ *   the shadow policies enabled differs.
  *
  * @example
  * ```ts
