@@ -70,7 +70,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
     logger: loggerOptions({ level: process.env.LOG_LEVEL ?? 'info', secrets: [config.adminToken, config.masterKey, config.metricsToken] }),
   });
   const replication = await startReplication(store, services.policySets, services.agents, 1000, (e) => app.log.error({ err: e }, 'replication'));
-  const maintenance = await startLimitMaintenance(store, services.limits, services.clock, 5000, (e) => app.log.error({ err: e }, 'budget maintenance'));
+  const maintenance = await startLimitMaintenance(store, services.limits, services.clock, config.budgetSweepSeconds * 1000, (e) => app.log.error({ err: e }, 'budget maintenance'));
   await app.listen({ port: config.port, host: config.host });
   // The bound port (PORT=0 asks the system for a free one).
   const bound = app.server.address();
