@@ -8,6 +8,7 @@ import { registerAuthentication, registerKeyAdmission } from './auth/authenticat
 import { InvalidFieldError } from './errors/api-error.js';
 import { registerErrorHandling, sendError } from './http/error-handler.js';
 import { registerIdempotency } from './http/idempotency.js';
+import { registerJsonBodies } from './http/json-body.js';
 import { refuseOtherMediaTypes } from './http/media-type.js';
 import { rejectUnstorableInput, validatorCompiler } from './http/validation.js';
 import { newId } from './ids.js';
@@ -68,6 +69,8 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     reply.header('request-id', request.id);
   });
   registerErrorHandling(app);
+  // JSON bodies: an empty one is no body; __proto__ fields are refused with their path.
+  registerJsonBodies(app);
   refuseOtherMediaTypes(app, 'application/json');
   app.addHook('preValidation', rejectUnstorableInput);
   registerAuthentication(app, services.keys);

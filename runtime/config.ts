@@ -24,6 +24,8 @@ export interface Config {
   decisionDeadlineMs: number;
   /** AUTHZ_WEBHOOK_LEASE_SECONDS: how long a dispatcher owns a claimed delivery (real time) before another may retry it. */
   webhookLeaseSeconds: number;
+  /** AUTHZ_BUDGET_SWEEP_SECONDS: how often a process releases expired budget holds and reloads exhausted budgets (others' arrive by NOTIFY at once). */
+  budgetSweepSeconds: number;
   /** security.alert thresholds and windows (AUTHZ_ALERT_*). */
   alerts: AlertThresholds;
   /** Seals the signing keys at rest (AES-256-GCM) when set. */
@@ -70,6 +72,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
     keyRateLimit: int(env, 'AUTHZ_KEY_RATE_LIMIT', DEFAULT_KEY_RATE_LIMIT, 0, 1_000_000_000),
     webhookAllowPrivate: env.AUTHZ_WEBHOOK_ALLOW_PRIVATE === '1',
     webhookLeaseSeconds: int(env, 'AUTHZ_WEBHOOK_LEASE_SECONDS', 60, 1, 86_400),
+    budgetSweepSeconds: int(env, 'AUTHZ_BUDGET_SWEEP_SECONDS', 5, 1, 86_400),
     maxPolicies: int(env, 'AUTHZ_MAX_POLICIES', 100_000, 1, 10_000_000),
     decisionDeadlineMs: int(env, 'AUTHZ_DECISION_DEADLINE_MS', 10_000, 100, 600_000),
     alerts: {

@@ -72,7 +72,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
   });
   const replication = await startReplication(store, services.policySets, services.agents, 1000, (e) => app.log.error({ err: e }, 'replication'));
   const keyReplication = await startKeyReplication(store, { apiKeys: services.keys, ring: services.ring }, (e) => app.log.error({ err: e }, 'key replication'));
-  const maintenance = await startLimitMaintenance(store, services.limits, services.clock, 5000, (e) => app.log.error({ err: e }, 'budget maintenance'));
+  const maintenance = await startLimitMaintenance(store, services.limits, services.clock, config.budgetSweepSeconds * 1000, (e) => app.log.error({ err: e }, 'budget maintenance'));
   await app.listen({ port: config.port, host: config.host });
   // The bound port (PORT=0 asks the system for a free one).
   const bound = app.server.address();

@@ -16,6 +16,7 @@ import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { compileSources, compilerVersion, evaluate, packageRoot, readYaml, type DecisionRequest, type Policy } from '../../compiler/index.js';
+import { measureAdversarial, renderAdversarial } from './adversarial.js';
 import { generatePolicySet, policySetToYaml } from './generate.js';
 import { prepareCasbin } from './peers/casbin.js';
 import { prepareCedar } from './peers/cedar.js';
@@ -115,7 +116,7 @@ async function main(): Promise<void> {
       `n=${n}: compile ${row.compileMs.toFixed(0)} ms, ours ${row.ourUs.toFixed(3)} µs, cedar ${row.cedarUs?.toFixed(1) ?? '-'} µs, casbin ${row.casbinUs?.toFixed(1) ?? '-'} µs\n`,
     );
   }
-  const report = render(rows);
+  const report = `${render(rows)}\n${renderAdversarial(measureAdversarial())}`;
   process.stdout.write(report);
   writeFileSync(join(packageRoot(), 'bench', 'compiler', 'REPORT.md'), report);
   writeTargets('compiler', engineTargets(rows));

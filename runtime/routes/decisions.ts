@@ -15,7 +15,8 @@ const listQuerySchema = loadSchema('api/decision-list-query');
 
 type DecisionListQuery = Omit<ListQuery, 'type'> & { effect?: Effect; reason?: string; session_id?: string; on_behalf_of?: string };
 
-const idParams = { type: 'object', properties: { id: { type: 'string', minLength: 1, maxLength: 100 } }, required: ['id'] } as const;
+// No minLength: an empty id (what fetch or a browser sends for the id `.`, resolving dot segments) is the resource's 404 like any unknown id.
+const idParams = { type: 'object', properties: { id: { type: 'string', maxLength: 100 } }, required: ['id'] } as const;
 
 /** POST /v1/decisions: deciding. The key's platform limit is applied by the decision service, in the same store call as the policies' limits. */
 export const decideRoutes: FastifyPluginAsync = async (app) => {
@@ -95,34 +96,23 @@ export const decisionRoutes: FastifyPluginAsync = async (app) => {
     decisionResource(await decisions.get(request.principal, request.params.id), clock.now()),
   );
 
-  // confirm and reject take an optional body: none, or an empty one sent as
-  // application/json (as many clients do), means {}.
-  await app.register(async (resolving) => {
-    const parseJson = resolving.getDefaultJsonParser('error', 'error');
-    resolving.removeContentTypeParser('application/json');
-    resolving.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-      const text = body as string;
-      if (text.trim() === '') return done(null, undefined);
-      parseJson(request, text, done);
-    });
-    for (const [verb, to] of [['confirm', 'confirmed'], ['reject', 'rejected']] as const) {
-      resolving.post<{ Params: { id: string }; Body: { amount?: number } | undefined }>(
-        `/v1/decisions/:id/${verb}`,
-        {
-          config: { scope: 'decisions:write' },
-          schema: { params: idParams, body: loadSchema('api/decision-resolve') },
-          // The body is optional here: no body means {}.
-          preValidation: async (request) => {
-            request.body ??= {};
-          },
+  // confirm and reject take an optional body: none, or an empty one (runtime/http/json-body.ts), means {}.
+  for (const [verb, to] of [['confirm', 'confirmed'], ['reject', 'rejected']] as const) {
+    app.post<{ Params: { id: string }; Body: { amount?: number } | undefined }>(
+      `/v1/decisions/:id/${verb}`,
+      {
+        config: { scope: 'decisions:write' },
+        schema: { params: idParams, body: loadSchema('api/decision-resolve') },
+        preValidation: async (request) => {
+          request.body ??= {};
         },
-        async (request) => {
-          const amount = to === 'confirmed' ? request.body?.amount : undefined;
-          return decisionResource(await decisions.resolve(request.principal, request.params.id, to, amount), clock.now());
-        },
-      );
-    }
-  });
+      },
+      async (request) => {
+        const amount = to === 'confirmed' ? request.body?.amount : undefined;
+        return decisionResource(await decisions.resolve(request.principal, request.params.id, to, amount), clock.now());
+      },
+    );
+  }
 };
 
 /** An ISO 8601 time of the query string (400 validation.invalid_field naming the parameter otherwise). */

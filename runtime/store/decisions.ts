@@ -2,7 +2,7 @@
 import type { Environment } from '../tenant.js';
 import type { SqlOrTx } from './connect.js';
 import type { EventRow } from './events.js';
-import { pageQuery, type Page, type PageParams } from './pagination.js';
+import { exists, pageQuery, type Page, type PageParams } from './pagination.js';
 
 export type DecisionStatus = 'pending' | 'confirmed' | 'rejected' | 'denied';
 export type DecisionEffect = 'allow' | 'deny' | 'review';
@@ -150,7 +150,9 @@ export async function listDecisions(sql: SqlOrTx, accountId: string, environment
     where account_id = ${accountId} and environment = ${environment}
       ${filterClause(sql, filters)}
       ${cursor === null ? sql`` : sql`and seq < (select seq from decisions where account_id = ${accountId} and environment = ${environment} and id = ${cursor})`}
-    order by seq desc limit ${limit}`);
+    order by seq desc limit ${limit}`,
+    (cursor) => exists(sql`select 1 from decisions where account_id = ${accountId} and environment = ${environment} and id = ${cursor}`),
+  );
 }
 
 /**
