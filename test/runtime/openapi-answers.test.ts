@@ -148,6 +148,23 @@ describe.each(STORE_KINDS)('OpenAPI document against real answers (%s store)', (
     await ok('POST /v1/decisions/:id/confirm', { id: allow.id }); // 60 of 100 consumed: past the threshold
     await ok('POST /v1/decisions/:id/reject', { id: pendingReview.id });
     await ok('POST /v1/permits/verify', {}, { payload: { token: allow.permit_token } });
+    // Would it be allowed? The export of everything so far (NDJSON). AuthZEN.
+    await ok('POST /v1/decisions/preview', {}, { payload: { agent_id: 'oa-bot', action: 'orders.read', resource: 'order:1', amount: 1 } });
+    await ok('POST /v1/actions/possible', {}, { payload: { agent_id: 'oa-bot', actions: ['orders.read', 'nothing.here'] } });
+    await ok('GET /v1/decisions/export', {}, { url: '/v1/decisions/export?since=2000-01-01T00:00:00.000Z&until=2100-01-01T00:00:00.000Z' } as never);
+    await ok('GET /.well-known/authzen-configuration', {}, { auth: null });
+    const subject = { type: 'agent', id: 'oa-bot' };
+    await ok('POST /access/v1/evaluation', {}, { payload: { subject, action: { name: 'orders.read' }, resource: { type: 'order', id: '7' }, context: { amount: 1 } } });
+    await ok('POST /access/v1/evaluations', {}, {
+      payload: {
+        subject,
+        context: { amount: 1 },
+        evaluations: [
+          { action: { name: 'orders.read' }, resource: { type: 'order', id: '8' } },
+          { action: { name: 'Not.Valid' }, resource: { type: 'order', id: '9' } },
+        ],
+      },
+    });
 
     // Agents, revoked and restored (a decision in between is denied agent.revoked).
     await ok('GET /v1/agents');
@@ -279,9 +296,15 @@ describe.each(STORE_KINDS)('OpenAPI document against real answers (%s store)', (
         problems.push(`${a.what} -> ${a.status}: answered ${media}, documented ${Object.keys(response.content ?? {}).join(', ')}`);
         continue;
       }
-      const value = media === 'application/json' ? JSON.parse(a.body) : media === 'application/yaml' ? parseYaml(a.body) : a.body;
+      // NDJSON: each line is a document of the schema.
+      const values =
+        media === 'application/x-ndjson'
+          ? a.body.split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as unknown)
+          : [media === 'application/json' ? JSON.parse(a.body) : media === 'application/yaml' ? parseYaml(a.body) : a.body];
       const validate = validators[a.app]!(['paths', path, method.toLowerCase(), 'responses', String(a.status), 'content', media, 'schema']);
-      if (!validate(value)) problems.push(`${a.what} -> ${a.status}: ${JSON.stringify(validate.errors!.slice(0, 3))} in ${a.body.slice(0, 300)}`);
+      for (const value of values) {
+        if (!validate(value)) problems.push(`${a.what} -> ${a.status}: ${JSON.stringify(validate.errors!.slice(0, 3))} in ${JSON.stringify(value).slice(0, 300)}`);
+      }
     }
     expect(problems).toEqual([]);
     // Not vacuous: many answers of every class.
