@@ -28,9 +28,14 @@ export interface Config {
   budgetSweepSeconds: number;
   /** security.alert thresholds and windows (AUTHZ_ALERT_*). */
   alerts: AlertThresholds;
-  /** Seals the signing keys at rest (AES-256-GCM) when set. */
+  /**
+   * Seals secrets at rest (AES-256-GCM) when set: AUTHZ_MASTER_KEY here; `authz serve`
+   * fills it from the key file when the variable is unset (secrets/master-key.ts).
+   */
   masterKey?: string;
-  /** AUTHZ_METRICS_TOKEN: when set, GET /metrics needs it as a bearer token. */
+  /** AUTHZ_MASTER_KEY_FILE: where `authz serve` reads (or first generates) the master key when AUTHZ_MASTER_KEY is unset. Default `<dataDir>.master-key`. */
+  masterKeyFile: string;
+  /** AUTHZ_METRICS_TOKEN: GET /metrics needs it as a bearer token; unset, /metrics answers 404. */
   metricsToken?: string;
   /** AUTHZ_REDACT_CONTEXT: context paths never stored (evaluated, then dropped from the stored decision and its events). */
   redactContext: RedactionPath[];
@@ -62,10 +67,12 @@ function redactionPaths(list: string): RedactionPath[] {
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
   const port = int(env, 'PORT', 8080, 0, 65535);
   const host = env.HOST || '127.0.0.1';
+  const dataDir = resolve(env.AUTHZ_DATA_DIR || '.authz');
   const config: Config = {
     port,
     host,
-    dataDir: resolve(env.AUTHZ_DATA_DIR || '.authz'),
+    dataDir,
+    masterKeyFile: resolve(env.AUTHZ_MASTER_KEY_FILE || `${dataDir}.master-key`),
     testClock: env.AUTHZ_TEST_CLOCK === '1',
     baseUrl: (env.AUTHZ_BASE_URL || `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/$/, ''),
     decisionBatchSize: int(env, 'AUTHZ_DECISION_BATCH', 500, 1, 10_000),

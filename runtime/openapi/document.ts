@@ -35,7 +35,7 @@ function security(route: RouteOptions, url: string): { security: Json[]; descrip
   const scope = route.config?.scope;
   if (scope) return { security: [{ apiKey: [] }], description: `API key with the scope \`${scope}\` (or \`*\`).` };
   if (url.startsWith('/admin/')) return { security: [{ adminToken: [] }], description: 'Operator token (AUTHZ_ADMIN_TOKEN); these routes exist only when it is set.' };
-  if (url === '/metrics') return { security: [{}, { metricsToken: [] }], description: 'Open, unless AUTHZ_METRICS_TOKEN is set: then Bearer that token.' };
+  if (url === '/metrics') return { security: [{ metricsToken: [] }], description: 'Bearer AUTHZ_METRICS_TOKEN. Without that setting the route is off: 404 route.not_found.' };
   return { security: [] };
 }
 
@@ -102,7 +102,7 @@ export function swaggerOptions(version: string): FastifyDynamicSwaggerOptions {
         securitySchemes: {
           apiKey: { type: 'http', scheme: 'bearer', description: 'An API key: svc_test_sk_... (test) or svc_live_sk_... (live).' },
           adminToken: { type: 'http', scheme: 'bearer', description: 'The operator token (AUTHZ_ADMIN_TOKEN).' },
-          metricsToken: { type: 'http', scheme: 'bearer', description: 'AUTHZ_METRICS_TOKEN, when set.' },
+          metricsToken: { type: 'http', scheme: 'bearer', description: 'AUTHZ_METRICS_TOKEN (GET /metrics is off without it).' },
         },
         schemas: COMPONENT_SCHEMAS as never,
       },
