@@ -110,6 +110,7 @@ function buildServices(options: ServiceOptions & { clock: Clock }, ring: KeyRing
       permits,
       redact: config.redactContext,
       tracing,
+      shadowDiverged: (policyId) => metrics.shadowDiverged(policyId),
     }),
     limits,
     policies: new PolicyService(sql, clock, policySets, config),

@@ -43,6 +43,7 @@ const decision = (i: number): DecisionRow => ({
   on_behalf_of: null,
   args_digest: null,
   key_id: null,
+  shadow: null,
 });
 
 async function time(label: string, n: number, run: (i: number) => unknown): Promise<number> {

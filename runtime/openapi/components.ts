@@ -55,6 +55,9 @@ function extend(base: Schema, more: Record<string, Schema>, alsoRequired: string
 
 const POLICY_FILE = hoist('policy', 'PolicyFile');
 
+/** The outcome with the shadow policies enabled, when it differs (extension). */
+const SHADOW = obj({ effect: { enum: ['allow', 'deny', 'review'] }, reason: str(), policy_id: nullable('string', 'The winner with the shadow policies enabled; null when none.') });
+
 const WEBHOOK_ENDPOINT = obj({
   id: str('we_...'),
   object: { const: 'webhook_endpoint' },
@@ -127,7 +130,7 @@ export const COMPONENT_SCHEMAS: Record<string, Schema> = {
     session_id: nullable('string', 'The agent run the request belongs to (extension).'),
     on_behalf_of: nullable('string', 'The user the agent acts for (extension).'),
     args_digest: str('base64url SHA-256 of the tool call\'s canonical arguments, when the request gave one (extension).'),
-    metadata: obj({ matched_policy_ids: { type: 'array', items: str() }, warnings: { type: 'array', items: warning } }),
+    metadata: objExcept({ matched_policy_ids: { type: 'array', items: str() }, warnings: { type: 'array', items: warning }, shadow: SHADOW }, ['shadow']),
   }, ['args_digest']),
   DecisionPreview: objExcept({
     object: { const: 'decision_preview' },
@@ -136,8 +139,9 @@ export const COMPONENT_SCHEMAS: Record<string, Schema> = {
     policy_id: nullable('string'),
     matched_policy_ids: { type: 'array', items: str() },
     warnings: { type: 'array', items: warning },
+    shadow: SHADOW,
     retry_after_seconds: { type: 'integer', description: 'With rate_limit.exceeded: the Retry-After the decision would get.' },
-  }, ['retry_after_seconds']),
+  }, ['retry_after_seconds', 'shadow']),
   ActionsPossible: obj({
     object: { const: 'list' },
     data: { type: 'array', items: obj({ action: str(), possible: { type: 'boolean' } }) },

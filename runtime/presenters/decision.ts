@@ -32,7 +32,7 @@ export function decisionResource(row: DecisionRow, nowMs: number, options: { wit
     session_id: row.session_id,
     on_behalf_of: row.on_behalf_of,
     ...(row.args_digest === null ? {} : { args_digest: row.args_digest }),
-    metadata: { matched_policy_ids: row.matched_policy_ids, warnings: row.warnings },
+    metadata: { matched_policy_ids: row.matched_policy_ids, warnings: row.warnings, ...(row.shadow ? { shadow: row.shadow } : {}) },
   };
 }
 
@@ -44,6 +44,7 @@ export function previewResource(p: DecisionPreview): Record<string, unknown> {
     policy_id: p.policy_id,
     matched_policy_ids: p.matched_policy_ids,
     warnings: p.warnings,
+    ...(p.shadow ? { shadow: p.shadow } : {}),
     ...(p.retry_after_seconds === undefined ? {} : { retry_after_seconds: p.retry_after_seconds }),
   };
 }
