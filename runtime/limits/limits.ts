@@ -16,7 +16,7 @@ import type { Sql, SqlOrTx } from '../store/connect.js';
 import { applyLimitBatch, CONFIRM_EXCEEDS_HOLD, previewLimits, resolveHolds, type BudgetUsage, type LimitOutcome } from '../store/limits.js';
 import { ExhaustedAgents } from './exhausted-agents.js';
 import { KeyLeases } from './key-leases.js';
-import { isFiat, policyBudgets, policyRates, type LimitRequest, type RateCheck } from './limit-request.js';
+import { isFiat, policyBudgets, policyRates, type BudgetCheck, type LimitRequest, type RateCheck } from './limit-request.js';
 
 export interface LimitsOptions {
   /** Platform limit: requests per second per API key; 0 turns it off. */
@@ -47,11 +47,7 @@ export class Limits implements DecisionLimits {
     const { principal, agentId, matched, nowMs } = context;
     const policyChecks = policyRates(matched, agentId);
     const budgets = policyBudgets(matched, nowMs);
-    const fiat = budgets.find((b) => isFiat(b.unit));
-    if (fiat && context.amount === null) {
-      const message = `amount is required: policy ${fiat.policy_id} has a ${fiat.unit} budget, which holds the request's amount`;
-      throw new MissingFieldError(message, { details: [{ path: '/amount', message }] });
-    }
+    requireAmount(budgets, context.amount);
     // The platform limit of the key travels in the same call as the policies' limits
     // (when this process holds no lease of the key's tokens).
     const outcome = await this.withKeyLimit(principal, nowMs, (keyCheck) => {
@@ -110,11 +106,7 @@ export class Limits implements DecisionLimits {
     const { principal, agentId, matched, nowMs } = context;
     const rates = policyRates(matched, agentId);
     const budgets = policyBudgets(matched, nowMs);
-    const fiat = budgets.find((b) => isFiat(b.unit));
-    if (fiat && context.amount === null) {
-      const message = `amount is required: policy ${fiat.policy_id} has a ${fiat.unit} budget, which holds the request's amount`;
-      throw new MissingFieldError(message, { details: [{ path: '/amount', message }] });
-    }
+    requireAmount(budgets, context.amount);
     if (rates.length === 0 && budgets.length === 0) return null;
     const outcome = await previewLimits(
       this.sql,
@@ -206,6 +198,15 @@ export class Limits implements DecisionLimits {
 
   idle(): Promise<void> {
     return this.gate.idle();
+  }
+}
+
+/** A fiat budget holds the request's amount: without one, 400 validation.missing_field. */
+function requireAmount(budgets: readonly BudgetCheck[], amount: number | null): void {
+  const fiat = budgets.find((b) => isFiat(b.unit));
+  if (fiat && amount === null) {
+    const message = `amount is required: policy ${fiat.policy_id} has a ${fiat.unit} budget, which holds the request's amount`;
+    throw new MissingFieldError(message, { details: [{ path: '/amount', message }] });
   }
 }
 
