@@ -1,4 +1,4 @@
-/** The `authz` command line: validate, compile, test, explain (serve, keys and push are the runtime's: bin/authz.js; USAGE lists them too). */
+/** The `authz` command line: validate, compile, test, explain (serve, keys and push are the runtime's, mcp-proxy is clients/mcp-proxy's: bin/authz.js; USAGE lists them too). */
 import { parseArgs } from 'node:util';
 import { compilerVersion } from '../version.js';
 import { runCompile } from './compile.js';
@@ -32,6 +32,10 @@ http://127.0.0.1:8080, --admin-token to AUTHZ_ADMIN_TOKEN):
                               like it, the old one revoked at once
   push FILE [--url URL] [--key KEY]
                               PUT /v1/bundle a compiled bundle (key: AUTHZ_API_KEY)
+  mcp-proxy --config FILE [--listen HOST:PORT] [--url URL] [--key KEY] [--session ID]
+           (-- COMMAND [ARGS...] | --upstream-url URL)
+                              an MCP server that asks the service before every tool
+                              call of the MCP server behind it (docs/mcp.md)
 
 exit codes: 0 ok, 1 problems found or tests failed, 2 usage error`;
 
