@@ -1,7 +1,8 @@
 /**
  * Lints (warnings; errors under --strict): policies that can never decide because
  * a higher-priority policy of another effect covers them; same-priority policies
- * that conflict; policies that can never match.
+ * that conflict; policies that can never match; shadow policies that decide
+ * exactly like an enabled one (./shadow.ts).
  */
 import { isConstantFalse } from '../condition/index.js';
 import type { Diagnostic } from '../diagnostics/diagnostic.js';
@@ -12,6 +13,7 @@ import type { Policy } from '../policy/types.js';
 import type { DecisionTable } from '../table/build.js';
 import type { PolicyRow } from '../table/rows.js';
 import { forEachOverlappingPair } from './pairs.js';
+import { lintShadowDuplicates } from './shadow.js';
 
 type Origins = ReadonlyMap<string, PolicyOrigin>;
 
@@ -36,6 +38,7 @@ export function lintTable(table: DecisionTable, origins: Origins): Diagnostic[] 
       warn(row, 'lint.never_matches', `policy ${row.policy.id} can never match: its condition is always false`);
     }
   }
+  lintShadowDuplicates(table, (row, message) => warn(row, 'lint.shadow_duplicate', message));
   forEachOverlappingPair(table, (a, b) => {
     const p = a.policy;
     const q = b.policy;
