@@ -167,6 +167,7 @@ export async function mcpProxyCommand(argv: readonly string[], io: ProxyIo = std
       });
       if (!listening) return EXIT_PROBLEMS;
       say(`listening on ${listening.url}`);
+      if (!listening.loopback) say(`warning: ${listening.url} takes MCP clients without authentication: whoever reaches it calls tools as ${config.agent_id}`);
       const upstreamEnded = await Promise.race([stop.promise.then(() => false), upstreamGone.then(() => true)]);
       await listening.close();
       if (upstreamEnded) say('the upstream MCP server went away');

@@ -28,6 +28,8 @@ export interface ListenOptions {
 export interface Listening {
   /** `http://HOST:PORT/mcp` with the port actually bound. */
   url: string;
+  /** Bound to a loopback address (only this machine reaches it). */
+  loopback: boolean;
   close(): Promise<void>;
 }
 
@@ -147,6 +149,7 @@ export async function listenStreamableHttp(options: ListenOptions): Promise<List
   const host = options.host.includes(':') ? `[${options.host}]` : options.host;
   return {
     url: `http://${host}:${port}${MCP_PATH}`,
+    loopback,
     async close() {
       for (const { transport, server } of [...sessions.values()]) {
         await transport.close().catch(() => undefined);

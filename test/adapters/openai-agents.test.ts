@@ -7,12 +7,14 @@
  * any LLM, and tracing is off.
  */
 import { Agent, run, setTracingDisabled, Usage, type Model, type ModelRequest, type ModelResponse } from '@openai/agents';
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createAgentsToolGuard } from '../../clients/adapters/openai-agents.js';
 import type { Decision } from '../../clients/typescript/index.js';
 import { argsDigest } from '../../verifier/index.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
+import { ensureProxyBuilt } from '../mcp/helpers/proxy.js';
 import { startAdapterService, supportAgent, type AdapterService } from './helpers/service.js';
 
 setTracingDisabled(true);
@@ -50,6 +52,14 @@ function outputSeen(model: ScriptedModel, callId: string): string | undefined {
   }
   return undefined;
 }
+
+it('package.json exports ./adapters/openai-agents, the built module with createAgentsToolGuard', async () => {
+  ensureProxyBuilt();
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { exports: Record<string, string> };
+  expect(pkg.exports['./adapters/openai-agents']).toBe('./dist/clients/adapters/openai-agents.js');
+  const built = (await import(new URL(`../../${pkg.exports['./adapters/openai-agents']}`, import.meta.url).href)) as Record<string, unknown>;
+  expect(typeof built.createAgentsToolGuard).toBe('function');
+}, 180_000);
 
 describe.each(STORE_KINDS)('OpenAI Agents SDK adapter (%s store)', (kind) => {
   let svc: AdapterService;

@@ -5,12 +5,14 @@
  */
 import { generateText, stepCountIs, type ModelMessage } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { guardedTool } from '../../clients/adapters/vercel-ai.js';
 import { DecisionDeniedError, type Decision } from '../../clients/typescript/index.js';
 import { argsDigest } from '../../verifier/index.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
+import { ensureProxyBuilt } from '../mcp/helpers/proxy.js';
 import { startAdapterService, supportAgent, type AdapterService } from './helpers/service.js';
 
 const usage = {
@@ -43,6 +45,14 @@ function toolOutputsSeen(model: MockLanguageModelV3): Record<string, unknown> {
   }
   return out;
 }
+
+it('package.json exports ./adapters/vercel-ai, the built module with guardedTool', async () => {
+  ensureProxyBuilt();
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { exports: Record<string, string> };
+  expect(pkg.exports['./adapters/vercel-ai']).toBe('./dist/clients/adapters/vercel-ai.js');
+  const built = (await import(new URL(`../../${pkg.exports['./adapters/vercel-ai']}`, import.meta.url).href)) as Record<string, unknown>;
+  expect(typeof built.guardedTool).toBe('function');
+}, 180_000);
 
 describe.each(STORE_KINDS)('Vercel AI SDK adapter (%s store)', (kind) => {
   let svc: AdapterService;
