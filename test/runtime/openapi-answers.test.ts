@@ -66,6 +66,8 @@ function documentValidator(doc: Json): (pointer: string[]) => ValidateFunction {
   };
 }
 
+const METRICS_TOKEN = 'metrics-token-for-the-openapi-test';
+
 describe.each(STORE_KINDS)('OpenAPI document against real answers (%s store)', (kind) => {
   let rt: TestRuntime;
   let doc: Json;
@@ -76,6 +78,8 @@ describe.each(STORE_KINDS)('OpenAPI document against real answers (%s store)', (
 
   beforeAll(async () => {
     rt = await startRuntime(kind, {
+      // /metrics is off without a token.
+      config: { metricsToken: METRICS_TOKEN },
       app: {
         onRoute: (route: RouteOptions) => {
           for (const method of ([] as string[]).concat(route.method)) if (method !== 'HEAD' && !SELF(route.url)) routes.push({ method, url: route.url });
@@ -116,7 +120,7 @@ describe.each(STORE_KINDS)('OpenAPI document against real answers (%s store)', (
     await ok('GET /healthz');
     await ok('GET /readyz');
     await ok('GET /.well-known/jwks.json', {}, { auth: null });
-    await ok('GET /metrics', {}, { auth: null });
+    await ok('GET /metrics', {}, { auth: `Bearer ${METRICS_TOKEN}` });
 
     // Policies: JSON and YAML bodies, one of each effect, a budget and a rate limit.
     const budgeted = await ok('POST /v1/policies', {}, { payload: { name: 'oa-orders', effect: 'allow', agents: ['oa-*'], actions: ['orders.*'], resources: ['order:*'], condition: 'amount <= 500', budget: { unit: 'USD', limit: 100, period: 'daily', threshold_alert: 0.5 }, rate_limit: { per_hour: 1000 } } });
