@@ -113,6 +113,7 @@ export class Limits implements DecisionLimits {
       this.sql,
       { account_id: principal.accountId, environment: principal.environment, agent_id: agentId, decision_id: null, expires_at: null, amount: context.amount, rates, budgets },
       nowMs,
+      this.clock.realTimeOffsetMs?.() ?? null,
     );
     if (outcome.outcome === 'rate_limited') {
       const error = rateLimited(outcome, `agent ${agentId} would exceed the rate limit ${describeLimiter(outcome.limiter)}`);

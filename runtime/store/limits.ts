@@ -121,7 +121,8 @@ export function currentUsage(sql: SqlOrTx, accountId: string, environment: Envir
 }
 
 /** What applyLimitBatch would answer for one request now, read only (POST /v1/decisions/preview). */
-export async function previewLimits(sql: SqlOrTx, request: LimitRequest, nowMs: number): Promise<LimitOutcome> {
-  const [row] = await sql<Array<{ result: LimitOutcome }>>`select authz_preview_limits(${sql.json(request as never)}::jsonb, ${nowMs}::float8) as result`;
+export async function previewLimits(sql: SqlOrTx, request: LimitRequest, nowMs: number, rateOffsetMs: number | null): Promise<LimitOutcome> {
+  const [row] = await sql<Array<{ result: LimitOutcome }>>`
+    select authz_preview_limits(${sql.json(request as never)}::jsonb, ${nowMs}::float8, ${rateOffsetMs}::float8) as result`;
   return row!.result;
 }

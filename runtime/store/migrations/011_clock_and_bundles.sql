@@ -145,3 +145,115 @@ begin
     return next;
   end loop;
 end $$;
+
+-- POST /v1/decisions/preview judges rate limits as authz_apply_limits does (above).
+drop function authz_preview_limits(jsonb, double precision);
+create function authz_preview_limits(req jsonb, now_ms double precision, rate_offset_ms double precision default null)
+returns jsonb
+language plpgsql stable as $$
+declare
+  now_ts constant timestamptz := to_timestamp(now_ms / 1000.0);
+  rate_now constant double precision :=
+    case when rate_offset_ms is null then now_ms else extract(epoch from clock_timestamp()) * 1000 + rate_offset_ms end;
+  x jsonb;
+  tat double precision;
+  wait_ms double precision := 0;
+  worst text;
+  u budget_usage;
+  expired numeric;
+  cost numeric;
+  usages jsonb := '[]';
+begin
+  for x in select value from jsonb_array_elements(req->'rates') loop
+    -- least(): as authz_apply_limits would bring a row further ahead than a full window back to it.
+    select least(r.tat_ms, rate_now + (x->>'window_ms')::float8) into tat from rate_limits r
+    where r.account_id = req->>'account_id' and r.environment = req->>'environment' and r.limiter_key = x->>'key';
+    tat := coalesce(tat, 0);
+    if greatest(tat, rate_now) + (x->>'interval_ms')::float8 - (x->>'window_ms')::float8 - rate_now > wait_ms then
+      wait_ms := greatest(tat, rate_now) + (x->>'interval_ms')::float8 - (x->>'window_ms')::float8 - rate_now;
+      worst := x->>'key';
+    end if;
+  end loop;
+  if wait_ms > 0.001 then
+    return jsonb_build_object('outcome', 'rate_limited', 'retry_after_ms', wait_ms, 'limiter', worst);
+  end if;
+  for x in select value from jsonb_array_elements(req->'budgets') loop
+    select * into u from budget_usage b
+    where b.account_id = req->>'account_id' and b.environment = req->>'environment' and b.policy_id = x->>'policy_id'
+      and b.agent_id = req->>'agent_id' and b.unit = x->>'unit' and b.period = x->>'period'
+      and b.period_start = (x->>'period_start')::timestamptz;
+    if not found then
+      u.account_id := req->>'account_id'; u.environment := req->>'environment'; u.policy_id := x->>'policy_id';
+      u.agent_id := req->>'agent_id'; u.unit := x->>'unit'; u.period := x->>'period';
+      u.period_start := (x->>'period_start')::timestamptz; u.period_end := (x->>'period_end')::timestamptz;
+      u.limit_amount := (x->>'limit')::numeric; u.threshold_pct := (x->>'threshold')::float8;
+      u.consumed := 0; u.held := 0;
+    else
+      select coalesce(sum(h.amount), 0) into expired from budget_holds h
+      where h.usage_id = u.id and h.status = 'held' and h.expires_at <= now_ts;
+      u.held := u.held - expired;
+      u.limit_amount := (x->>'limit')::numeric; u.threshold_pct := (x->>'threshold')::float8;
+    end if;
+    cost := case when u.unit = 'calls' then 1 else coalesce((req->>'amount')::numeric, 0) end;
+    if u.consumed + u.held + cost > u.limit_amount then
+      return jsonb_build_object('outcome', 'budget_exceeded', 'budget', authz_usage_json(u), 'cost', cost);
+    end if;
+    -- As the decision would leave it: a call consumed, an amount held.
+    if u.unit = 'calls' then u.consumed := u.consumed + 1; else u.held := u.held + cost; end if;
+    usages := usages || authz_usage_json(u);
+  end loop;
+  return jsonb_build_object('outcome', 'ok', 'budgets', usages);
+end $$;
+
+-- Bundle pushes without a long transaction (domain/bundles.ts). A push writes the
+-- new set beside the active one, in many short statements, under a generation of
+-- its own, and stages its policy.updated events; one short transaction then makes
+-- that generation the active one; afterwards the staged events move into
+-- `events` and the replaced rows are deleted, again in short statements. So a
+-- push of 100,000 policies never holds the store for long (the embedded store
+-- has one session: a long transaction there stops every other tenant's writes).
+-- Readers see only the active generation's rows (store/policies.ts).
+alter table policy_sets add column generation bigint not null default 0;
+alter table policies add column generation bigint not null default 0;
+alter table policies drop constraint policies_pkey;
+alter table policies add primary key (account_id, environment, generation, id);
+drop index policies_list;
+create index policies_list on policies (account_id, environment, generation, seq desc);
+-- A row written without a generation (by hand: an operator's repair) joins the active set.
+alter table policies alter column generation drop default;
+create function authz_policy_generation() returns trigger language plpgsql as $$
+begin
+  if new.generation is null then
+    select s.generation into new.generation from policy_sets s
+    where s.account_id = new.account_id and s.environment = new.environment;
+  end if;
+  return new;
+end $$;
+create trigger policies_generation before insert on policies for each row execute function authz_policy_generation();
+
+-- Generations of pushes (0 is every set's first).
+create sequence policy_generations;
+
+-- A push under way ('staging': its rows are being written, invisible) or made
+-- active ('committed': its events are being moved, the replaced rows deleted).
+-- A row left behind by a process that stopped is finished (committed) or undone
+-- (staging, after an hour) by the next push or start (BundleService.recover).
+create table bundle_pushes (
+  generation           bigint primary key,
+  account_id           text not null,
+  environment          text not null,
+  state                text not null check (state in ('staging', 'committed')),
+  started_at           timestamptz not null default now(),
+  replaced_generation  bigint
+);
+
+-- A push's policy.updated events until they move into `events`, in order.
+create table bundle_push_events (
+  generation   bigint not null,
+  ord          int not null,
+  id           text not null,
+  type         text not null,
+  created_at   timestamptz not null,
+  data         jsonb not null,
+  primary key (generation, ord)
+);
