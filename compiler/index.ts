@@ -67,7 +67,7 @@ export { explain, type DropStep, type Explanation, type PolicyTrace } from './ta
 
 // Bundles: the compiled artifact, and the canonical JSON its hash is taken over.
 export { createBundle, policySetHash } from './bundle/write.js';
-export { loadBundle, type LoadedBundle } from './bundle/load.js';
+export { loadBundle, loadBundleSteps, type LoadedBundle } from './bundle/load.js';
 export { BUNDLE_FORMAT, BUNDLE_FORMAT_VERSION, type Bundle } from './bundle/format.js';
 export { canonicalJson, sha256Hex } from './bundle/canonical-json.js';
 

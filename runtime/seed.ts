@@ -8,14 +8,10 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadBundle, findYamlFiles, isPolicyFile, readSource, compileSources, type Policy, packageRoot } from '../compiler/index.js';
 import type { Environment } from './tenant.js';
-import { changeKind } from './presenters/policy.js';
-import { eventRow } from './events/build.js';
 import { createAccount, createApiKey, type CreatedKey } from './domain/accounts.js';
 import type { Services } from './services.js';
 import { LOCKS, lockFor } from './store/channels.js';
 import { countAccounts } from './store/accounts.js';
-import type { EventRow } from './store/events.js';
-import { deleteAllPolicies, upsertPolicy } from './store/policies.js';
 
 export interface Seeded {
   accountId: string;
@@ -56,20 +52,7 @@ export function bundlePolicies(path: string): Policy[] {
   return loaded.bundle.policies;
 }
 
-/** Replaces an environment's policies (start-up seeding and --bundle). */
+/** Replaces an environment's policies (start-up seeding and --bundle), as PUT /v1/bundle does (domain/bundles.ts). */
 export async function installPolicies(services: Services, accountId: string, environment: Environment, policies: Policy[]): Promise<void> {
-  const now = services.clock.now();
-  await services.policySets.change(accountId, environment, async (tx, current) => {
-    await deleteAllPolicies(tx, accountId, environment);
-    for (const p of policies) await upsertPolicy(tx, accountId, environment, p, new Date(now));
-    // policy.updated for each policy that changed, as PUT /v1/bundle does.
-    const before = new Map(current.map((c) => [c.id, c]));
-    const after = new Map(policies.map((c) => [c.id, c]));
-    const events: EventRow[] = [];
-    for (const id of new Set([...before.keys(), ...after.keys()])) {
-      const change = changeKind(before.get(id), after.get(id));
-      if (change) events.push(eventRow('policy.updated', accountId, environment, now, { policy: { ...(after.get(id) ?? before.get(id))!, object: 'policy' }, change }));
-    }
-    return { policies, events, value: null };
-  });
+  await services.bundles.replace({ accountId, environment }, policies);
 }

@@ -76,6 +76,8 @@ export async function serve(argv: readonly string[]): Promise<number> {
     );
     return 2;
   }
+  // A bundle push cut short by a stop: finished when it had committed, else undone.
+  await services.bundles.recover();
 
   const seeded = store.kind === 'embedded' ? await seedIfEmpty(services) : null;
   if (seeded) {

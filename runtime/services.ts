@@ -1,7 +1,7 @@
 /** What route plugins use: built once per app from the store and the clock. */
 import type { Config } from './config.js';
 import type { Clock } from './clock.js';
-import { AdjustableClock, systemClock } from './clock.js';
+import { systemClock, type AdjustableClock } from './clock.js';
 import { ApiKeyCache } from './auth/key-cache.js';
 import { AgentDirectory } from './domain/agent-directory.js';
 import { DecisionWriter } from './domain/decision-writer.js';
@@ -22,6 +22,7 @@ import { BudgetService } from './domain/budgets.js';
 import { BundleService } from './domain/bundles.js';
 import { EventService } from './domain/events.js';
 import { HealthService } from './domain/health.js';
+import { openTestClock } from './domain/test-clock.js';
 import { PermitService } from './domain/permits.js';
 import { PolicyService } from './domain/policies.js';
 import { WebhookEndpoints } from './domain/webhooks.js';
@@ -70,7 +71,8 @@ export interface ServiceOptions {
 
 /** Opens what needs the store (the signing keys), then builds the services. */
 export async function openServices(options: ServiceOptions): Promise<Services> {
-  const testClock = options.clock ? null : options.config.testClock ? new AdjustableClock() : null;
+  // The test clock starts where it was left (its offset is stored).
+  const testClock = options.clock ? null : options.config.testClock ? await openTestClock(options.store.sql) : null;
   const clock = options.clock ?? testClock ?? systemClock;
   const ring = await KeyRing.open(options.store.sql, clock, options.config.masterKey);
   // The OpenTelemetry SDK is loaded only when tracing is on.

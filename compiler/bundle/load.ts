@@ -3,26 +3,41 @@
  * policy's condition parsed, rows rebuilt in their recorded order (checked to be
  * the rank order) and the serialised trie restored. Linear in the bundle's size.
  */
+import { createHash } from 'node:crypto';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import type { Diagnostic } from '../diagnostics/diagnostic.js';
 import { checkPolicy } from '../policy/check.js';
 import type { Policy } from '../policy/types.js';
 import { loadSchema } from '../schemas.js';
-import { tableFromRows, type DecisionTable } from '../table/build.js';
+import { ROWS_PER_STEP, runSteps, tableFromRows, type DecisionTable } from '../table/build.js';
 import { buildRow, comparePolicies, type PolicyRow } from '../table/rows.js';
-import { canonicalJson, sha256Hex } from './canonical-json.js';
+import { canonicalJson } from './canonical-json.js';
 import { BUNDLE_FORMAT, BUNDLE_FORMAT_VERSION, type Bundle } from './format.js';
-import { deserializeTrie, TableFormatError } from './serialize.js';
+import { deserializeTrieSteps, TableFormatError } from './serialize.js';
 
-let validator: ValidateFunction | undefined;
+interface BundleValidators {
+  /** The whole bundle (its `policies` are checked one by one with `policy`). */
+  bundle: ValidateFunction;
+  /** One element of `policies`, as the bundle schema has it. */
+  policy: ValidateFunction;
+}
 
-function bundleValidator(): ValidateFunction {
-  if (validator) return validator;
+let validators: BundleValidators | undefined;
+
+function bundleValidators(): BundleValidators {
+  if (validators) return validators;
   const ajv = new Ajv2020({ allErrors: false, strict: true });
   ajv.addKeyword({ keyword: 'x-message', schemaType: 'string' });
   ajv.addSchema(loadSchema('policy'));
-  validator = ajv.compile(loadSchema('bundle'));
-  return validator;
+  const bundle = ajv.compile(loadSchema('bundle'));
+  const policy = ajv.compile({ $ref: 'https://agent-authz.dev/schemas/bundle.schema.json#/properties/policies/items' });
+  validators = { bundle, policy };
+  return validators;
+}
+
+function schemaProblem(e: { instancePath: string; message?: string }, prefix = ''): LoadedBundle {
+  const path = prefix + e.instancePath || '/';
+  return problem(`bundle does not match schemas/bundle.schema.json: ${path} ${e.message ?? 'is invalid'}`, path);
 }
 
 export type LoadedBundle = { ok: true; bundle: Bundle; table: DecisionTable } | { ok: false; problems: Diagnostic[] };
@@ -58,6 +73,26 @@ function problem(message: string, path = '/'): LoadedBundle {
  * ```
  */
 export function loadBundle(value: unknown): LoadedBundle {
+  return runSteps(loadBundleSteps(value));
+}
+
+/**
+ * {@link loadBundle} in steps of {@link ROWS_PER_STEP} policies (schema, hash,
+ * checks and index alike), so that a service can load a large bundle in slices
+ * between the requests it serves; `runSteps` runs it straight through.
+ *
+ * @example
+ * ```ts
+ * import { compileSources, createBundle, loadBundleSteps, runSteps } from 'agent-authz/compiler';
+ *
+ * const { table } = compileSources([{ file: 'p.yaml', text: 'name: reads\neffect: allow\nactions: [orders.read]\n' }]);
+ * const bundle = JSON.parse(JSON.stringify(createBundle(table)));
+ * // A service runs the steps in slices (runtime/shared/sliced.ts); runSteps runs them straight through.
+ * const loaded = runSteps(loadBundleSteps(bundle));
+ * console.log(loaded.ok, loaded.ok && loaded.table.rows.length); // => true 1
+ * ```
+ */
+export function* loadBundleSteps(value: unknown): Generator<void, LoadedBundle> {
   if (value === null || typeof value !== 'object' || (value as { format?: unknown }).format !== BUNDLE_FORMAT) {
     return problem(`not an agent-authz bundle (expected "format": "${BUNDLE_FORMAT}"; write one with authz compile)`, '/format');
   }
@@ -69,13 +104,19 @@ export function loadBundle(value: unknown): LoadedBundle {
       '/format_version',
     );
   }
-  const validate = bundleValidator();
-  if (!validate(value)) {
-    const e = validate.errors![0]!;
-    return problem(`bundle does not match schemas/bundle.schema.json: ${e.instancePath || '/'} ${e.message ?? 'is invalid'}`, e.instancePath || '/');
-  }
+  // The schema: everything but the policies at once, then each policy.
+  const validate = bundleValidators();
+  const listed = (value as { policies?: unknown }).policies;
+  if (!validate.bundle(Array.isArray(listed) ? { ...value, policies: [] } : value)) return schemaProblem(validate.bundle.errors![0]!);
   const bundle = value as Bundle;
-  const hash = `sha256:${sha256Hex(canonicalJson(bundle.policies))}`;
+  // The hash of the canonical JSON of the policies, `[` + each policy's canonical JSON joined by `,` + `]`, fed piece by piece.
+  const hasher = createHash('sha256').update('[');
+  for (const [i, policy] of bundle.policies.entries()) {
+    if (!validate.policy(policy)) return schemaProblem(validate.policy.errors![0]!, `/policies/${i}`);
+    hasher.update(i === 0 ? canonicalJson(policy) : `,${canonicalJson(policy)}`);
+    if (i % ROWS_PER_STEP === ROWS_PER_STEP - 1) yield;
+  }
+  const hash = `sha256:${hasher.update(']').digest('hex')}`;
   if (hash !== bundle.hash) return problem(`bundle hash does not match its policies (expected ${bundle.hash}, computed ${hash}); the file was altered after compile`, '/hash');
   const problems: Diagnostic[] = [];
   const rows: PolicyRow[] = [];
@@ -92,11 +133,12 @@ export function loadBundle(value: unknown): LoadedBundle {
     const previous = rows[i - 1];
     if (previous && comparePolicies(previous.policy, policy) >= 0) return problem(`table rows are not in rank order at row ${i}`, `/table/rows/${i}`);
     rows.push(buildRow(i, policy, checked.condition));
+    if (i % ROWS_PER_STEP === ROWS_PER_STEP - 1) yield;
   }
   if (used.size !== bundle.policies.length) return problem('the table does not cover every policy', '/table/rows');
   if (problems.length > 0) return { ok: false, problems };
   try {
-    return { ok: true, bundle, table: tableFromRows(rows, deserializeTrie(bundle.table, rows)) };
+    return { ok: true, bundle, table: tableFromRows(rows, yield* deserializeTrieSteps(bundle.table, rows)) };
   } catch (e) {
     if (e instanceof TableFormatError) return problem(e.message, '/table');
     throw e;

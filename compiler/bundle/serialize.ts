@@ -3,6 +3,7 @@ import type { CompiledGlob } from '../patterns/glob.js';
 import type { AffixIndex, AgentIndex, GlobEntry } from '../table/agent-index.js';
 import type { ActionTrie, VerbNode } from '../table/action-trie.js';
 import type { PolicyRow } from '../table/rows.js';
+import { ROWS_PER_STEP, runSteps } from '../table/build.js';
 import type { SerializedGlobRef, SerializedLeaf, SerializedTable, SerializedVerbNode } from './format.js';
 
 export function serializeTable(rows: readonly PolicyRow[], trie: ActionTrie, positionOf: (row: PolicyRow) => number): SerializedTable {
@@ -31,6 +32,14 @@ export function serializeTable(rows: readonly PolicyRow[], trie: ActionTrie, pos
 export class TableFormatError extends Error {}
 
 export function deserializeTrie(table: SerializedTable, rows: readonly PolicyRow[]): ActionTrie {
+  return runSteps(deserializeTrieSteps(table, rows));
+}
+
+/** {@link deserializeTrie} in steps of about {@link ROWS_PER_STEP} index entries (loadBundleSteps). */
+export function* deserializeTrieSteps(table: SerializedTable, rows: readonly PolicyRow[]): Generator<void, ActionTrie> {
+  let done = 0;
+  /** True every ROWS_PER_STEP entries: the caller yields. */
+  const tick = (): boolean => ++done % ROWS_PER_STEP === 0;
   const row = (i: number): PolicyRow => {
     const r = rows[i];
     if (r === undefined) throw new TableFormatError(`table refers to row ${i}, but there are ${rows.length}`);
@@ -44,25 +53,34 @@ export function deserializeTrie(table: SerializedTable, rows: readonly PolicyRow
     if (!glob || !check(glob)) throw new TableFormatError(`table refers to agent pattern ${g} of row ${r}, which does not fit`);
     return { row: target, glob };
   };
-  const affix = (record: Record<string, SerializedGlobRef[]>, prefix: boolean): AffixIndex => {
-    const byAffix = new Map(
-      Object.entries(record).map(([key, refs]) => [key, refs.map((x) => entry(x, (glob) => (prefix ? glob.prefix === key : glob.prefix === '' && glob.suffix === key)))]),
-    );
+  function* affix(record: Record<string, SerializedGlobRef[]>, prefix: boolean): Generator<void, AffixIndex> {
+    const byAffix = new Map<string, GlobEntry[]>();
+    for (const [key, refs] of Object.entries(record)) {
+      byAffix.set(key, refs.map((x) => entry(x, (glob) => (prefix ? glob.prefix === key : glob.prefix === '' && glob.suffix === key))));
+      if (tick()) yield;
+    }
     return { byAffix, lengths: [...new Set([...byAffix.keys()].map((k) => k.length))].sort((a, b) => a - b) };
-  };
-  const leaf = (l: SerializedLeaf): AgentIndex => ({
-    exact: new Map(Object.entries(l.exact).map(([agent, list]) => [agent, list.map(row)])),
-    prefixed: affix(l.prefixed, true),
-    suffixed: affix(l.suffixed, false),
-    globs: l.globs.map((x) => entry(x, (glob) => glob.exact === undefined)),
-    any: l.any.map(row),
-  });
-  const verbNode = (n: SerializedVerbNode): VerbNode => ({
-    exact: new Map(Object.entries(n.exact).map(([verb, l]) => [verb, leaf(l)])),
-    wildcard: n.wildcard ? leaf(n.wildcard) : null,
-  });
-  return {
-    exact: new Map(Object.entries(table.actions.exact).map(([ns, n]) => [ns, verbNode(n)])),
-    wildcard: table.actions.wildcard ? verbNode(table.actions.wildcard) : null,
-  };
+  }
+  function* leaf(l: SerializedLeaf): Generator<void, AgentIndex> {
+    const exact = new Map<string, PolicyRow[]>();
+    for (const [agent, list] of Object.entries(l.exact)) {
+      exact.set(agent, list.map(row));
+      if (tick()) yield;
+    }
+    return {
+      exact,
+      prefixed: yield* affix(l.prefixed, true),
+      suffixed: yield* affix(l.suffixed, false),
+      globs: l.globs.map((x) => entry(x, (glob) => glob.exact === undefined)),
+      any: l.any.map(row),
+    };
+  }
+  function* verbNode(n: SerializedVerbNode): Generator<void, VerbNode> {
+    const exact = new Map<string, AgentIndex>();
+    for (const [verb, l] of Object.entries(n.exact)) exact.set(verb, yield* leaf(l));
+    return { exact, wildcard: n.wildcard ? yield* leaf(n.wildcard) : null };
+  }
+  const exact = new Map<string, VerbNode>();
+  for (const [ns, n] of Object.entries(table.actions.exact)) exact.set(ns, yield* verbNode(n));
+  return { exact, wildcard: table.actions.wildcard ? yield* verbNode(table.actions.wildcard) : null };
 }

@@ -153,6 +153,33 @@ export class PolicySets {
     return value as T;
   }
 
+  /**
+   * Compiles a complete new set and hashes it, in slices, outside any transaction
+   * (a bundle push: domain/bundles.ts); 400 when it would not be valid.
+   */
+  async prepare(policies: readonly Policy[]): Promise<{ table: DecisionTable; hash: string }> {
+    const { table, diagnostics } = await this.cache.compileSliced(policies);
+    if (!table) throw new InvalidPolicyError(`the policy set would not be valid: ${diagnostics[0]?.message}`, { details: diagnosticsToDetails(diagnostics) });
+    return { table, hash: await this.cache.hashSliced(policies) };
+  }
+
+  /** Policies checked by loadBundle need not be read again when compiled (PolicyCompileCache.prime). */
+  primeReads(rows: Parameters<PolicyCompileCache['prime']>[0]): void {
+    this.cache.prime(rows);
+  }
+
+  /** The policy's canonical JSON, kept with the compiled sets' other per-policy work. */
+  canonicalOf(policy: Policy): string {
+    return this.cache.canonicalOf(policy);
+  }
+
+  /** After a change committed outside `change` (a bundle push): this process serves `set` from now on. */
+  adopt(accountId: string, environment: Environment, set: CompiledSet): void {
+    const key = tenantKey(accountId, environment);
+    const current = this.sets.get(key);
+    if (!current || current.version < set.version) this.sets.set(key, set);
+  }
+
   /** Forgets every compiled table (tests, reloads). */
   clear(): void {
     this.sets.clear();

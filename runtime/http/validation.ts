@@ -6,9 +6,17 @@
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import type { FastifySchemaCompiler } from 'fastify';
 import { ApiError, InvalidFieldError, MissingFieldError } from '../errors/api-error.js';
-import { unstorableInput, where } from '../shared/storable.js';
+import { runSliced } from '../shared/sliced.js';
+import { unstorableInput, unstorableInputSteps, where } from '../shared/storable.js';
 
 export { MAX_INPUT_DEPTH, unstorableInput } from '../shared/storable.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route checks its (large) body itself, in slices (rejectUnstorableBodySliced); the hook skips it. */
+    bodyCheckedInSlices?: boolean;
+  }
+}
 
 const strict = new Ajv2020({ allErrors: true, coerceTypes: false, removeAdditional: false, useDefaults: false, strict: false });
 const coercing = new Ajv2020({ allErrors: true, coerceTypes: true, removeAdditional: false, useDefaults: true, strict: false });
@@ -54,9 +62,31 @@ export function toApiError(errors: ErrorObject[], part: string | undefined, body
 }
 
 /** preValidation hook: body, query string and path parameters must be storable (never a 500 for bad input). */
-export async function rejectUnstorableInput(request: { body?: unknown; query?: unknown; params?: unknown }): Promise<void> {
-  for (const [part, value] of [['params', request.params], ['querystring', request.query], ['body', request.body]] as const) {
+export async function rejectUnstorableInput(request: {
+  body?: unknown;
+  query?: unknown;
+  params?: unknown;
+  routeOptions?: { config?: { bodyCheckedInSlices?: boolean } };
+}): Promise<void> {
+  const body = request.routeOptions?.config?.bodyCheckedInSlices ? undefined : request.body;
+  for (const [part, value] of [['params', request.params], ['querystring', request.query], ['body', body]] as const) {
     const problem = unstorableInput(value, part);
     if (problem) throw new InvalidFieldError(problem.message, { details: [problem] });
   }
+}
+
+/**
+ * The same check of a body, in slices between other requests (PUT /v1/bundle:
+ * 100,000 policies are a few million values), for a route whose config has
+ * `bodyCheckedInSlices`.
+ *
+ * @example
+ * app.put('/v1/bundle', { config: { bodyCheckedInSlices: true } }, async (request) => {
+ *   await rejectUnstorableBodySliced(request.body);
+ *   return bundles.put(request.principal, request.body);
+ * });
+ */
+export async function rejectUnstorableBodySliced(body: unknown): Promise<void> {
+  const problem = await runSliced(unstorableInputSteps(body, 'body'));
+  if (problem) throw new InvalidFieldError(problem.message, { details: [problem] });
 }

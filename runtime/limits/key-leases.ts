@@ -12,6 +12,12 @@
  * process holds unused (at most k - 1 each); unused tokens lapse after
  * LEASE_LIFETIME_MS of the service clock (spent, never returned: the error is on
  * the side of refusing early).
+ *
+ * A step of the service clock never stretches this local state: a lease and an
+ * exact spell hold only while the clock reads between the moment they began and
+ * their end, so after a step back the process leases (or checks exactly) at once
+ * instead of keeping stale tokens or checking every request in the store for as
+ * long as the step.
  */
 import { apiKeyRate, type RateCheck } from './limit-request.js';
 
@@ -33,13 +39,18 @@ export type KeyAdmission =
 
 interface KeyState {
   tokens: number;
+  leasedAtMs: number;
   lapsesAtMs: number;
   /** Set while one request's lease is in the store. */
   leasing: Promise<void> | null;
   wake: (() => void) | null;
-  /** Until then, leases would be refused: check each request at cost 1. */
+  /** From exactFromMs until exactUntilMs leases would be refused: check each request at cost 1. */
+  exactFromMs: number;
   exactUntilMs: number;
 }
+
+/** `from <= now < until`: a span of the service clock that a step back ends at once. */
+const within = (nowMs: number, fromMs: number, untilMs: number): boolean => fromMs <= nowMs && nowMs < untilMs;
 
 export class KeyLeases {
   /** Tokens per lease; 1 means every request is checked in the store. */
@@ -56,14 +67,14 @@ export class KeyLeases {
     if (this.leaseSize === 1) return exact;
     let s = this.keys.get(keyId);
     if (!s) {
-      s = { tokens: 0, lapsesAtMs: 0, leasing: null, wake: null, exactUntilMs: 0 };
+      s = { tokens: 0, leasedAtMs: 0, lapsesAtMs: 0, leasing: null, wake: null, exactFromMs: 0, exactUntilMs: 0 };
       this.keys.set(keyId, s);
     }
-    if (s.tokens > 0 && nowMs < s.lapsesAtMs) {
+    if (s.tokens > 0 && within(nowMs, s.leasedAtMs, s.lapsesAtMs)) {
       s.tokens--;
       return { kind: 'local' };
     }
-    if (nowMs < s.exactUntilMs) return exact;
+    if (within(nowMs, s.exactFromMs, s.exactUntilMs)) return exact;
     if (s.leasing) return { kind: 'wait', until: s.leasing };
     s.leasing = new Promise<void>((resolve) => (s.wake = resolve));
     const k = this.leaseSize;
@@ -81,8 +92,10 @@ export class KeyLeases {
     const s = this.keys.get(keyId)!;
     if (passed) {
       s.tokens = lease - 1;
+      s.leasedAtMs = nowMs;
       s.lapsesAtMs = nowMs + LEASE_LIFETIME_MS;
     } else if (keyRefusedForMs !== null) {
+      s.exactFromMs = nowMs;
       s.exactUntilMs = nowMs + keyRefusedForMs;
     }
     s.leasing = null;

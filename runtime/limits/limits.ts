@@ -35,7 +35,8 @@ export class Limits implements DecisionLimits {
     private readonly clock: Clock,
     private readonly options: LimitsOptions,
   ) {
-    this.gate = new GroupCommit((requests) => applyLimitBatch(sql, requests, clock.now()), 500, options.maxInFlight);
+    // Rate limiters are judged on the database's clock when the service clock follows real time (clock.ts).
+    this.gate = new GroupCommit((requests) => applyLimitBatch(sql, requests, clock.now(), clock.realTimeOffsetMs?.() ?? null), 500, options.maxInFlight);
     this.keyLeases = new KeyLeases(options.keyRateLimit);
   }
 
@@ -87,7 +88,7 @@ export class Limits implements DecisionLimits {
       }
       case 'ok': {
         if (note) this.note(principal, outcome.budgets);
-        const warnings = outcome.budgets.filter((b) => b.past_threshold).map((b) => ({
+        const warnings = outcome.budgets.filter(warnsBelowThreshold).map((b) => ({
           code: 'budget.below_threshold',
           message: `policy ${b.policy_id}'s ${b.period} budget is past its ${Math.round(b.threshold! * 100)}% threshold: ${b.consumed} of ${b.limit} ${b.unit} consumed`,
           policy_ids: [b.policy_id],
@@ -112,6 +113,7 @@ export class Limits implements DecisionLimits {
       this.sql,
       { account_id: principal.accountId, environment: principal.environment, agent_id: agentId, decision_id: null, expires_at: null, amount: context.amount, rates, budgets },
       nowMs,
+      this.clock.realTimeOffsetMs?.() ?? null,
     );
     if (outcome.outcome === 'rate_limited') {
       const error = rateLimited(outcome, `agent ${agentId} would exceed the rate limit ${describeLimiter(outcome.limiter)}`);
@@ -208,6 +210,16 @@ function requireAmount(budgets: readonly BudgetCheck[], amount: number | null): 
     const message = `amount is required: policy ${fiat.policy_id} has a ${fiat.unit} budget, which holds the request's amount`;
     throw new MissingFieldError(message, { details: [{ path: '/amount', message }] });
   }
+}
+
+/**
+ * Contract (Budgets): a decision carries the budget.below_threshold warning while
+ * its budget is past its threshold but under its limit, after this decision's
+ * change: not on the decision that reaches the limit (the budget is then
+ * exceeded, and GET /v1/budgets says so). Consumption decides, as for the status.
+ */
+export function warnsBelowThreshold(b: BudgetUsage): boolean {
+  return b.past_threshold && b.consumed < b.limit;
 }
 
 function rateLimited(outcome: { retry_after_ms: number }, message: string): RateLimitExceededError {

@@ -56,7 +56,7 @@ export const adminRoutes: FastifyPluginAsync = async (app) => {
 
   if (testClock) {
     app.post<{ Body: { advance_seconds: number } }>('/admin/clock', { onRequest: requireAdmin, schema: { body: def('clock') } }, async (request) => {
-      testClock.advance(request.body.advance_seconds);
+      await testClock.advance(request.body.advance_seconds);
       return { object: 'clock', now: new Date(testClock.now()).toISOString() };
     });
   }

@@ -4,11 +4,16 @@
  * other bodies (BUNDLE_BODY_LIMIT).
  */
 import type { FastifyPluginAsync } from 'fastify';
+import { rejectUnstorableBodySliced } from '../http/validation.js';
 
 export const BUNDLE_BODY_LIMIT = 64 * 1024 * 1024;
 
 export const bundleRoutes: FastifyPluginAsync = async (app) => {
   const { bundles } = app.services;
-  app.put('/v1/bundle', { config: { scope: 'policies:write' }, bodyLimit: BUNDLE_BODY_LIMIT }, async (request) => bundles.put(request.principal, request.body));
+  // A bundle's body is large: its storability is checked in slices, not by the app-wide hook.
+  app.put('/v1/bundle', { config: { scope: 'policies:write', bodyCheckedInSlices: true }, bodyLimit: BUNDLE_BODY_LIMIT }, async (request) => {
+    await rejectUnstorableBodySliced(request.body);
+    return bundles.put(request.principal, request.body);
+  });
   app.get('/v1/bundle', { config: { scope: 'policies:read' } }, async (request) => bundles.get(request.principal));
 };

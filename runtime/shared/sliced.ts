@@ -17,3 +17,18 @@ export async function runSliced<T>(steps: Generator<void, T>, sliceMs = SLICE_MS
     }
   }
 }
+
+/**
+ * Gives the event loop a turn before going on. Between two store calls this
+ * matters on the embedded store: it answers in-process, so a run of calls can
+ * complete in microtasks alone and starve every other request meanwhile.
+ *
+ * @example
+ * for (const chunk of chunks) {
+ *   await write(chunk);
+ *   await nextTurn(); // requests waiting are served here
+ * }
+ */
+export function nextTurn(): Promise<void> {
+  return new Promise<void>((resolve) => setImmediate(resolve));
+}

@@ -12,8 +12,14 @@ export interface EventRow {
   data: Record<string, unknown>;
 }
 
+/** Rows per insert: six parameters each, well under PostgreSQL's 65,535 parameters per statement. */
+const INSERT_CHUNK = 5_000;
+
 export async function insertEvents(sql: SqlOrTx, events: readonly EventRow[]): Promise<void> {
-  if (events.length === 0) return;
+  for (let i = 0; i < events.length; i += INSERT_CHUNK) await insertChunk(sql, events.slice(i, i + INSERT_CHUNK));
+}
+
+async function insertChunk(sql: SqlOrTx, events: readonly EventRow[]): Promise<void> {
   await sql`insert into events ${sql(
     events.map((e) => ({ ...e, data: sql.json(e.data as never) })) as never,
     'id',

@@ -55,10 +55,15 @@ export type LimitOutcome =
   | { outcome: 'rate_limited'; retry_after_ms: number; limiter: string }
   | { outcome: 'budget_exceeded'; budget: BudgetUsage; cost: number };
 
-/** One call for a whole batch; the outcomes in the batch's order. */
-export async function applyLimitBatch(sql: SqlOrTx, requests: readonly LimitRequest[], nowMs: number): Promise<LimitOutcome[]> {
+/**
+ * One call for a whole batch; the outcomes in the batch's order. Budgets are
+ * judged at `nowMs` (the service clock); rate limiters on the database's clock
+ * plus `rateOffsetMs` when it is given (a service clock that follows real time),
+ * else at `nowMs` too (migrations/011_clock_and_bundles.sql).
+ */
+export async function applyLimitBatch(sql: SqlOrTx, requests: readonly LimitRequest[], nowMs: number, rateOffsetMs: number | null): Promise<LimitOutcome[]> {
   const rows = await sql<Array<{ i: number; result: LimitOutcome }>>`
-    select i, result from authz_apply_limits(${sql.json(requests as never)}::jsonb, ${nowMs}::float8)`;
+    select i, result from authz_apply_limits(${sql.json(requests as never)}::jsonb, ${nowMs}::float8, ${rateOffsetMs}::float8)`;
   const out: LimitOutcome[] = new Array(requests.length);
   for (const r of rows) out[r.i - 1] = r.result;
   return out;
@@ -116,7 +121,8 @@ export function currentUsage(sql: SqlOrTx, accountId: string, environment: Envir
 }
 
 /** What applyLimitBatch would answer for one request now, read only (POST /v1/decisions/preview). */
-export async function previewLimits(sql: SqlOrTx, request: LimitRequest, nowMs: number): Promise<LimitOutcome> {
-  const [row] = await sql<Array<{ result: LimitOutcome }>>`select authz_preview_limits(${sql.json(request as never)}::jsonb, ${nowMs}::float8) as result`;
+export async function previewLimits(sql: SqlOrTx, request: LimitRequest, nowMs: number, rateOffsetMs: number | null): Promise<LimitOutcome> {
+  const [row] = await sql<Array<{ result: LimitOutcome }>>`
+    select authz_preview_limits(${sql.json(request as never)}::jsonb, ${nowMs}::float8, ${rateOffsetMs}::float8) as result`;
   return row!.result;
 }

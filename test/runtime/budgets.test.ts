@@ -53,8 +53,9 @@ describe.each(STORE_KINDS)('budgets (%s)', (kind) => {
       const seen: Array<Record<string, any>> = [];
       for (let i = 1; i <= 5; i++) seen.push(await decideOk({ agent_id: a, action: 'orders.read' }));
       expect(seen.map((d) => d.effect)).toEqual(['allow', 'allow', 'allow', 'allow', 'allow']);
-      // Past the threshold (3 of 5 = 60%) allowed decisions carry the informational warning.
-      expect(seen.map((d) => warningCodes(d).includes('budget.below_threshold'))).toEqual([false, false, true, true, true]);
+      // Past the threshold (3 of 5 = 60%) but under the limit, allowed decisions carry the
+      // informational warning; the decision that reaches the limit does not (the budget is exceeded).
+      expect(seen.map((d) => warningCodes(d).includes('budget.below_threshold'))).toEqual([false, false, true, true, false]);
 
       const events = await budgetEvents(a);
       expect(events.map((e) => e.type)).toEqual(['budget.threshold', 'budget.exceeded']);
@@ -100,6 +101,23 @@ describe.each(STORE_KINDS)('budgets (%s)', (kind) => {
         ['budget.threshold', '2026-11-22T00:00:00.000Z'],
         ['budget.exceeded', '2026-11-22T00:00:00.000Z'],
         ['budget.threshold', '2026-11-23T00:00:00.000Z'],
+      ]);
+    });
+
+    it('the warning is for past the threshold and under the limit: not on the decision that reaches the limit', async () => {
+      await install([
+        { id: 'pol_one', effect: 'allow', actions: ['orders.read'], budget: { unit: 'calls', limit: 1, period: 'daily', threshold_alert: 0.5 } },
+        { id: 'pol_four', effect: 'allow', actions: ['orders.read'], budget: { unit: 'calls', limit: 4, period: 'daily', threshold_alert: 0.5 } },
+      ]);
+      const a = agent('limit-reached');
+      // pol_one goes from 0 to its limit (past 50% and at 100% at once): no warning of its;
+      // pol_four is at 1 of 4, under its threshold: none either.
+      const first = await decideOk({ agent_id: a, action: 'orders.read' });
+      expect(first.effect).toBe('allow');
+      expect(first.metadata.warnings).toEqual([]);
+      expect((await budgetsOf(a)).map((b) => [b.policy_id, b.status])).toEqual([
+        ['pol_four', 'ok'],
+        ['pol_one', 'exceeded'],
       ]);
     });
 

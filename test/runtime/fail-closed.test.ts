@@ -141,7 +141,7 @@ describe.each(STORE_KINDS)('fail closed: stored policies that do not load (%s)',
   async function corrupt(body: string): Promise<void> {
     await rt.store.sql.unsafe(
       `insert into policies (account_id, environment, id, body, created_at, updated_at) values ($1, 'live', 'pol_corrupt', $2::jsonb, now(), now())
-       on conflict (account_id, environment, id) do update set body = excluded.body`,
+       on conflict (account_id, environment, generation, id) do update set body = excluded.body`,
       [rt.accountId, body],
     );
     await rt.store.sql`update policy_sets set version = version + 1 where account_id = ${rt.accountId} and environment = 'live'`;
