@@ -8,7 +8,7 @@
  * decisions, before the answer is sent. A preview runs the same steps and
  * uses nothing.
  */
-import { actionPatternMatches, evaluate, isValidAction, matchGlob, type Policy } from '../../compiler/index.js';
+import { actionPatternMatches, DEFAULT_APPROVAL_TIMEOUT_SECONDS, evaluate, isValidAction, matchGlob, type Policy } from '../../compiler/index.js';
 import type { Clock } from '../clock.js';
 import {
   DecisionAlreadyConfirmedError,
@@ -24,7 +24,8 @@ import { findDecision, listDecisions, resolveDecision, type DecisionFilters, typ
 import type { Page, PageParams } from '../store/pagination.js';
 import type { Environment, Principal } from '../tenant.js';
 import type { AgentDirectory, KnownStatus } from './agent-directory.js';
-import type { DecisionLimits, PermitIssuer } from './decision-ports.js';
+import { isOverdue } from './approvals.js';
+import type { ApprovalTimeouts, DecisionLimits, PermitIssuer } from './decision-ports.js';
 import type { DecisionWriter } from './decision-writer.js';
 import type { PolicySets } from './policy-sets.js';
 
@@ -52,6 +53,8 @@ export interface DecisionDeps {
   permits: PermitIssuer;
   /** Counts decisions for the security alerts (deny spikes, request volume). */
   alerts: { decision(accountId: string, environment: Environment, agentId: string, effect: string): void };
+  /** Approvals that timed out, settled when read (absent: shown as stored). */
+  approvals?: ApprovalTimeouts;
 }
 
 type Outcome = Pick<DecisionRow, 'effect' | 'reason' | 'policy_id' | 'matched_policy_ids' | 'warnings'>;
@@ -67,6 +70,8 @@ interface Evaluated {
   outcome: Outcome;
   matched: readonly Policy[];
   status: KnownStatus;
+  /** The winning review policy asks for approval: within this many seconds. */
+  approvalSeconds: number | null;
 }
 
 export class DecisionService {
@@ -80,12 +85,25 @@ export class DecisionService {
     const id = newId('dec', nowMs);
     const ttl = input.ttl_seconds ?? DEFAULT_TTL_SECONDS;
     const expiresAt = new Date(nowMs + ttl * 1000);
-    const { outcome: evaluated, matched, status } = await this.evaluate(principal, input, nowMs);
+    const { outcome: evaluated, matched, status, approvalSeconds } = await this.evaluate(principal, input, nowMs);
     let outcome = evaluated;
+    // Approval before the action: the decision (and its holds) last until the approval deadline.
+    const approvalExpiresAt = approvalSeconds === null ? null : new Date(nowMs + approvalSeconds * 1000);
+    const holdUntil = approvalExpiresAt ?? expiresAt;
     // Step 7 (and the key's platform limit, for every decision): one store call.
-    const verdict = await limits.apply({ principal, agentId: input.agent_id, amount: input.amount ?? null, matched, nowMs, decisionId: id, expiresAt });
+    const verdict = await limits.apply({
+      principal,
+      agentId: input.agent_id,
+      amount: input.amount ?? null,
+      matched,
+      nowMs,
+      decisionId: id,
+      expiresAt: holdUntil,
+      ...(approvalExpiresAt ? { deferCalls: true } : {}),
+    });
     if (verdict && 'deny' in verdict) outcome = { ...outcome, effect: 'deny', reason: verdict.deny, policy_id: verdict.policy_id };
     else if (verdict) outcome = { ...outcome, warnings: [...outcome.warnings, ...verdict.warnings] };
+    const awaiting = approvalExpiresAt !== null && outcome.effect === 'review';
     const row: DecisionRow = {
       account_id: accountId,
       environment,
@@ -96,9 +114,9 @@ export class DecisionService {
       amount: input.amount ?? null,
       context: input.context ?? null,
       ...outcome,
-      status: outcome.effect === 'deny' ? 'denied' : 'pending',
+      status: outcome.effect === 'deny' ? 'denied' : awaiting ? 'awaiting_approval' : 'pending',
       evaluated_at: new Date(nowMs),
-      expires_at: expiresAt,
+      expires_at: awaiting ? approvalExpiresAt : expiresAt,
       ttl_seconds: ttl,
       permit_token: null,
       resolved_at: null,
@@ -107,10 +125,17 @@ export class DecisionService {
       on_behalf_of: input.on_behalf_of ?? null,
       args_digest: input.args_digest ?? null,
       key_id: principal.keyId,
+      review_status: outcome.effect === 'review' ? 'open' : null,
+      reviewer: null,
+      review_note: null,
+      reviewed_at: null,
+      reviewer_key_id: null,
+      approval_expires_at: awaiting ? approvalExpiresAt : null,
     };
     // The token is a bearer credential: it is answered once and stored nowhere (a
-    // decisions:read key must not be able to obtain permits).
-    const token = row.effect === 'deny' ? null : this.deps.permits.issue(row);
+    // decisions:read key must not be able to obtain permits). A decision awaiting
+    // approval has none until it is approved (POST /v1/decisions/:id/permit).
+    const token = row.effect === 'deny' || awaiting ? null : this.deps.permits.issue(row);
     await this.deps.writer.write({
       decision: row,
       ...(status === 'unknown' ? { newAgent: { account_id: accountId, environment, agent_id: input.agent_id, first_seen_at: row.evaluated_at } } : {}),
@@ -152,14 +177,17 @@ export class DecisionService {
     return actions.map((action) => ({ action, possible: grants.some((p) => p.actions.some((pattern) => actionPatternMatches(pattern, action))) }));
   }
 
+  /** The decision as it is now: an approval whose time is up is denied (review.timeout) before it is answered. */
   async get(principal: Principal, id: string): Promise<DecisionRow> {
     const row = await findDecision(this.deps.sql, principal.accountId, principal.environment, id);
     if (!row) throw new DecisionNotFoundError(`no decision ${id}`);
+    if (this.deps.approvals && isOverdue(row, this.deps.clock.now())) return (await this.deps.approvals.timeOut(principal, id)) ?? this.get(principal, id);
     return row;
   }
 
-  /** Newest first, narrowed by any of agent, session, user, effect and reason. */
-  list(principal: Principal, page: PageParams, filters: DecisionFilters = {}): Promise<Page<DecisionRow>> {
+  /** Newest first, narrowed by any of agent, session, user, effect and reason (approvals whose time is up denied first). */
+  async list(principal: Principal, page: PageParams, filters: DecisionFilters = {}): Promise<Page<DecisionRow>> {
+    await this.deps.approvals?.timeOutOverdue(principal);
     return listDecisions(this.deps.sql, principal.accountId, principal.environment, page, filters);
   }
 
@@ -201,9 +229,9 @@ export class DecisionService {
     const set = await policySets.get(principal.accountId, principal.environment);
     const policy = (policyId: string) => set.table.byId.get(policyId)?.policy;
     let blocked: { policy_id: string } | null;
-    if (status === 'revoked') return { outcome: deny('agent.revoked'), matched: [], status };
+    if (status === 'revoked') return { outcome: deny('agent.revoked'), matched: [], status, approvalSeconds: null };
     if ((blocked = limits.exhausted(principal, input.agent_id, nowMs, policy))) {
-      return { outcome: { ...deny('budget.exceeded'), policy_id: blocked.policy_id }, matched: [], status };
+      return { outcome: { ...deny('budget.exceeded'), policy_id: blocked.policy_id }, matched: [], status, approvalSeconds: null };
     }
     const evaluation = evaluate(set.table, {
       agent_id: input.agent_id,
@@ -221,7 +249,9 @@ export class DecisionService {
       matched_policy_ids: evaluation.matched.map((p) => p.id),
       warnings: evaluation.warnings as DecisionWarning[],
     };
-    return { outcome, matched: evaluation.effect === 'deny' ? [] : evaluation.matched, status };
+    const approval = evaluation.effect === 'review' && evaluation.policy_id !== null ? policy(evaluation.policy_id)?.approval : undefined;
+    const approvalSeconds = approval?.required ? (approval.timeout_seconds ?? DEFAULT_APPROVAL_TIMEOUT_SECONDS) : null;
+    return { outcome, matched: evaluation.effect === 'deny' ? [] : evaluation.matched, status, approvalSeconds };
   }
 }
 

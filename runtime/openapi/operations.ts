@@ -34,9 +34,24 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   'POST /v1/decisions/preview': { summary: 'What a decision would be now; stores, holds, signs and fires nothing (extension)', success: [200, ref('DecisionPreview')] },
   'POST /v1/actions/possible': { summary: 'Whether the agent could ever be allowed each action (extension)', success: [200, ref('ActionsPossible')] },
   'GET /v1/decisions': { summary: 'List decisions, newest first', success: [200, listOf('Decision')] },
-  'GET /v1/decisions/{id}': { summary: 'Read a decision (permit_token is always null here)', success: [200, ref('Decision')] },
+  'GET /v1/decisions/{id}': {
+    summary: 'Read a decision (permit_token is always null here); with wait=SECONDS, held while it awaits approval until its review changes',
+    success: [200, ref('Decision')],
+  },
   'POST /v1/decisions/{id}/confirm': { summary: 'Confirm a pending decision (optional amount)', success: [200, ref('Decision')], optionalBody: true },
   'POST /v1/decisions/{id}/reject': { summary: 'Reject a pending decision', success: [200, ref('Decision')], optionalBody: true },
+  'POST /v1/decisions/{id}/review': {
+    summary: "A reviewer's verdict on a review decision: approve or deny one awaiting approval, or record a judgement after the fact (extension; fires decision.reviewed)",
+    success: [200, ref('Decision')],
+  },
+  'POST /v1/decisions/{id}/permit': {
+    summary: 'A fresh permit token for a pending allow or review decision, e.g. once approved (extension; 409 decision.awaiting_approval before)',
+    success: [200, ref('Permit')],
+    optionalBody: true,
+  },
+  'GET /v1/reviews': { summary: 'Review decisions by review status: open ones oldest first, others newest first (extension)', success: [200, listOf('Decision')] },
+  'GET /v1/stats/decisions': { summary: 'Decisions per minute by effect over the last minutes, and the agents and actions denied most (extension)', success: [200, ref('DecisionStats')] },
+  'GET /v1/stats/budgets': { summary: 'The budgets of this period nearest their limits (extension)', success: [200, listOf('BudgetNearLimit')] },
 
   'POST /v1/policies': { summary: 'Create a policy (JSON or YAML body)', success: [201, ref('Policy')], body: ref('PolicyFile_policy'), yamlBody: true },
   'POST /v1/policies/validate': {
