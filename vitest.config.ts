@@ -6,5 +6,7 @@ export default defineConfig({
     globalSetup: ['test/global-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
+    // Memory tests (the decision export) force a full GC before each heap sample.
+    execArgv: ['--expose-gc'],
   },
 });

@@ -40,6 +40,7 @@ const TOPICS: Topic[] = [
     args: quick ? ['--sizes', '10,1000', '--peer-max', '1000'] : [],
   },
   { name: 'recompile', title: 'Recompile: one change in 10k policies', script: 'recompile/run.js', args: quick ? ['--policies', '1000', '--changes', '4'] : [] },
+  { name: 'replay', title: 'Replay: 1M stored decisions against 10k policies', script: 'replay/run.js', args: quick ? ['--decisions', '100000'] : [] },
   {
     name: 'http',
     title: 'HTTP: POST /v1/decisions vs bare Fastify',

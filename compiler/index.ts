@@ -55,8 +55,16 @@ export { actionPatternMatches, isValidAction } from './patterns/action.js';
 export { matchGlob } from './patterns/glob.js';
 
 // The decision table: building it, deciding with it, explaining a decision.
-export { ROWS_PER_STEP, buildTableSteps, runSteps, type DecisionTable } from './table/build.js';
-export { evaluate, evaluateLinear, type Evaluation, type EvaluationReason, type EvaluationWarning } from './table/evaluate.js';
+export { ROWS_PER_STEP, buildTableSteps, runSteps, type DecisionTable, type ShadowRows } from './table/build.js';
+export {
+  evaluate,
+  evaluateLinear,
+  evaluateWithShadow,
+  type Evaluation,
+  type EvaluationReason,
+  type EvaluationWarning,
+  type ShadowOutcome,
+} from './table/evaluate.js';
 export { explain, type DropStep, type Explanation, type PolicyTrace } from './table/explain.js';
 
 // Bundles: the compiled artifact, and the canonical JSON its hash is taken over.
@@ -74,5 +82,6 @@ export { loadSchema, packageRoot } from './schemas.js';
 
 // The `authz` command line (bin/authz.js) and its file helpers.
 export { main } from './cli/main.js';
+export { replayCommand } from './cli/replay.js';
 export { EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, processIo, type CliIo } from './cli/io.js';
 export { findYamlFiles, isPolicyFile, readSource } from './cli/files.js';

@@ -8,6 +8,7 @@ import { registerAuthentication, registerKeyAdmission } from './auth/authenticat
 import { InvalidFieldError } from './errors/api-error.js';
 import { registerErrorHandling, sendError } from './http/error-handler.js';
 import { registerIdempotency } from './http/idempotency.js';
+import { registerJsonBodies } from './http/json-body.js';
 import { refuseOtherMediaTypes } from './http/media-type.js';
 import { rejectUnstorableInput, validatorCompiler } from './http/validation.js';
 import { newId } from './ids.js';
@@ -63,10 +64,14 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   if (options.onRoute) app.addHook('onRoute', options.onRoute);
   app.setValidatorCompiler(validatorCompiler);
   app.decorate('services', services);
+  // AUTHZ_OTEL: a span per request, first, so every later hook and the handler run in it.
+  if (services.tracing.enabled) (await import('./telemetry/otel.js')).registerRequestSpans(app, services.tracing);
   app.addHook('onRequest', async (request, reply) => {
     reply.header('request-id', request.id);
   });
   registerErrorHandling(app);
+  // JSON bodies: an empty one is no body; __proto__ fields are refused with their path.
+  registerJsonBodies(app);
   refuseOtherMediaTypes(app, 'application/json');
   app.addHook('preValidation', rejectUnstorableInput);
   registerAuthentication(app, services.keys);

@@ -1,6 +1,7 @@
 /** Configuration from the environment (contract: Start-up). */
 import { resolve } from 'node:path';
 import { DEFAULT_ALERT_THRESHOLDS, type AlertThresholds } from './alerts/security-alerts.js';
+import { parseRedactionPaths, type RedactionPath } from './shared/redact.js';
 
 export interface Config {
   port: number;
@@ -23,12 +24,23 @@ export interface Config {
   decisionDeadlineMs: number;
   /** AUTHZ_WEBHOOK_LEASE_SECONDS: how long a dispatcher owns a claimed delivery (real time) before another may retry it. */
   webhookLeaseSeconds: number;
+  /** AUTHZ_BUDGET_SWEEP_SECONDS: how often a process releases expired budget holds and reloads exhausted budgets (others' arrive by NOTIFY at once). */
+  budgetSweepSeconds: number;
   /** security.alert thresholds and windows (AUTHZ_ALERT_*). */
   alerts: AlertThresholds;
-  /** Seals the signing keys at rest (AES-256-GCM) when set. */
+  /**
+   * Seals secrets at rest (AES-256-GCM) when set: AUTHZ_MASTER_KEY here; `authz serve`
+   * fills it from the key file when the variable is unset (secrets/master-key.ts).
+   */
   masterKey?: string;
-  /** AUTHZ_METRICS_TOKEN: when set, GET /metrics needs it as a bearer token. */
+  /** AUTHZ_MASTER_KEY_FILE: where `authz serve` reads (or first generates) the master key when AUTHZ_MASTER_KEY is unset. Default `<dataDir>.master-key`. */
+  masterKeyFile: string;
+  /** AUTHZ_METRICS_TOKEN: GET /metrics needs it as a bearer token; unset, /metrics answers 404. */
   metricsToken?: string;
+  /** AUTHZ_REDACT_CONTEXT: context paths never stored (evaluated, then dropped from the stored decision and its events). */
+  redactContext: RedactionPath[];
+  /** AUTHZ_OTEL=1: traces over OTLP/HTTP (the standard OTEL_* variables configure the exporter). */
+  otel: boolean;
 }
 
 /** Requests per second per API key unless AUTHZ_KEY_RATE_LIMIT says otherwise. */
@@ -44,19 +56,30 @@ function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number
   return n;
 }
 
+function redactionPaths(list: string): RedactionPath[] {
+  try {
+    return parseRedactionPaths(list);
+  } catch (e) {
+    throw new ConfigError(`AUTHZ_REDACT_CONTEXT: ${(e as Error).message}`);
+  }
+}
+
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
   const port = int(env, 'PORT', 8080, 0, 65535);
   const host = env.HOST || '127.0.0.1';
+  const dataDir = resolve(env.AUTHZ_DATA_DIR || '.authz');
   const config: Config = {
     port,
     host,
-    dataDir: resolve(env.AUTHZ_DATA_DIR || '.authz'),
+    dataDir,
+    masterKeyFile: resolve(env.AUTHZ_MASTER_KEY_FILE || `${dataDir}.master-key`),
     testClock: env.AUTHZ_TEST_CLOCK === '1',
     baseUrl: (env.AUTHZ_BASE_URL || `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/$/, ''),
     decisionBatchSize: int(env, 'AUTHZ_DECISION_BATCH', 500, 1, 10_000),
     keyRateLimit: int(env, 'AUTHZ_KEY_RATE_LIMIT', DEFAULT_KEY_RATE_LIMIT, 0, 1_000_000_000),
     webhookAllowPrivate: env.AUTHZ_WEBHOOK_ALLOW_PRIVATE === '1',
     webhookLeaseSeconds: int(env, 'AUTHZ_WEBHOOK_LEASE_SECONDS', 60, 1, 86_400),
+    budgetSweepSeconds: int(env, 'AUTHZ_BUDGET_SWEEP_SECONDS', 5, 1, 86_400),
     maxPolicies: int(env, 'AUTHZ_MAX_POLICIES', 100_000, 1, 10_000_000),
     decisionDeadlineMs: int(env, 'AUTHZ_DECISION_DEADLINE_MS', 10_000, 100, 600_000),
     alerts: {
@@ -69,6 +92,8 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
       volumeWindowSeconds: int(env, 'AUTHZ_ALERT_VOLUME_WINDOW_SECONDS', DEFAULT_ALERT_THRESHOLDS.volumeWindowSeconds, 1, 86_400),
       volumeBaselineWindows: int(env, 'AUTHZ_ALERT_VOLUME_BASELINE_WINDOWS', DEFAULT_ALERT_THRESHOLDS.volumeBaselineWindows, 1, 10_000),
     },
+    redactContext: redactionPaths(env.AUTHZ_REDACT_CONTEXT ?? ''),
+    otel: env.AUTHZ_OTEL === '1',
   };
   if (env.DATABASE_URL) config.databaseUrl = env.DATABASE_URL;
   if (env.AUTHZ_MASTER_KEY) {

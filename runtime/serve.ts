@@ -1,10 +1,14 @@
 /**
- * `authz serve` / `npm start`: configuration from the environment, the store
- * (PostgreSQL with DATABASE_URL, else embedded under AUTHZ_DATA_DIR), migrations,
+ * `authz serve` / `npm start`: configuration from the environment, the master
+ * key (AUTHZ_MASTER_KEY, else the key file, generated at the first start), the
+ * store (PostgreSQL with DATABASE_URL, else embedded under AUTHZ_DATA_DIR, with a
+ * line before and after opening it), migrations,
  * first-start seeding, the HTTP server, replication between processes, and a
  * graceful stop on SIGTERM/SIGINT (stop accepting, finish in-flight requests,
  * flush pending writes, close the store).
  */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { buildApp } from './app.js';
 import { configFromEnv, ConfigError } from './config.js';
@@ -14,8 +18,10 @@ import { startReviewMaintenance } from './domain/review-maintenance.js';
 import { loggerOptions } from './http/logger.js';
 import { startLimitMaintenance } from './limits/maintenance.js';
 import { bundlePolicies, defaultAccountId, examplePolicies, installPolicies, seedIfEmpty } from './seed.js';
+import { MasterKeyError, prepareSealing } from './secrets/sealed-text.js';
+import { resolveMasterKey, type MasterKey } from './secrets/master-key.js';
 import { openServices } from './services.js';
-import { openStore } from './store/connect.js';
+import { openStore, type Store } from './store/connect.js';
 import { migrate } from './store/migrate.js';
 
 export async function serve(argv: readonly string[]): Promise<number> {
@@ -39,18 +45,37 @@ export async function serve(argv: readonly string[]): Promise<number> {
     process.stderr.write(`authz serve: cannot load --bundle ${message.includes(values.bundle!) ? '' : `${values.bundle}: `}${message}\n`);
     return 2;
   }
-  const store = await openStore(config.databaseUrl ? { databaseUrl: config.databaseUrl } : { dataDir: config.dataDir });
-  await migrate(store.sql);
-  const services = await openServices({ config, store });
   const log = (line: string) => process.stdout.write(`${line}\n`);
-  if (!config.masterKey) {
-    const [live] = await store.sql<Array<{ n: number }>>`select count(*)::int as n from api_keys where environment = 'live' and revoked_at is null`;
-    if ((live?.n ?? 0) > 0 || store.kind === 'embedded') {
-      process.stderr.write(
-        '\n*** WARNING: AUTHZ_MASTER_KEY is not set: the Ed25519 keys that sign permit tokens are stored unencrypted.\n' +
-          '*** Anyone who can read the store can forge permits for the live environment. Set AUTHZ_MASTER_KEY (16+ characters).\n\n',
-      );
-    }
+  let master: MasterKey;
+  try {
+    master = resolveMasterKey(config.masterKey, config.masterKeyFile);
+  } catch (e) {
+    // An unusable file (too short, not a file) or one that cannot be read or written.
+    if (!(e instanceof Error)) throw e;
+    process.stderr.write(`authz serve: cannot use the master key file: ${e.message}\n`);
+    return 2;
+  }
+  config = { ...config, masterKey: master.secret };
+  prepareSealing(master.secret);
+  if (master.source === 'generated') {
+    log(`Generated a master key in ${master.path} (mode 0600): it seals the permit signing keys and webhook secrets at rest.`);
+    log('  Back it up with the data: without it they cannot be opened. Every process on one store needs the same key (AUTHZ_MASTER_KEY or this file).');
+  } else if (master.source === 'file') {
+    log(`Master key: ${master.path}`);
+  }
+
+  const store = await openStoreVerbosely(config.databaseUrl, config.dataDir, log);
+  let services;
+  try {
+    services = await openServices({ config, store });
+  } catch (e) {
+    if (!(e instanceof MasterKeyError)) throw e;
+    await store.close();
+    const from = master.source === 'env' ? 'AUTHZ_MASTER_KEY' : `the master key in ${master.path}`;
+    process.stderr.write(
+      `authz serve: ${e.message}\n  (the master key used: ${from}; secrets sealed under another key need that key: set AUTHZ_MASTER_KEY or AUTHZ_MASTER_KEY_FILE)\n`,
+    );
+    return 2;
   }
 
   const seeded = store.kind === 'embedded' ? await seedIfEmpty(services) : null;
@@ -73,7 +98,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
   });
   const replication = await startReplication(store, services.policySets, services.agents, 1000, (e) => app.log.error({ err: e }, 'replication'));
   const keyReplication = await startKeyReplication(store, { apiKeys: services.keys, ring: services.ring }, (e) => app.log.error({ err: e }, 'key replication'));
-  const maintenance = await startLimitMaintenance(store, services.limits, services.clock, 5000, (e) => app.log.error({ err: e }, 'budget maintenance'));
+  const maintenance = await startLimitMaintenance(store, services.limits, services.clock, config.budgetSweepSeconds * 1000, (e) => app.log.error({ err: e }, 'budget maintenance'));
   const reviews = await startReviewMaintenance(store, services.approvals, services.reviewWaiters, 5000, (e) => app.log.error({ err: e }, 'review maintenance'));
   await app.listen({ port: config.port, host: config.host });
   // The bound port (PORT=0 asks the system for a free one).
@@ -101,10 +126,33 @@ export async function serve(argv: readonly string[]): Promise<number> {
     await services.dispatcher.stop();
     await services.limits.idle();
     await services.writer.idle();
+    await services.tracing.shutdown().catch(() => {});
     await store.close();
     process.exit(0);
   };
   process.once('SIGTERM', () => void stop('SIGTERM'));
   process.once('SIGINT', () => void stop('SIGINT'));
   return 0;
+}
+
+/**
+ * Opens and migrates the store; the embedded store says what it does, as a first
+ * start spends seconds creating the database:
+ *
+ *   Creating the embedded store in /srv/.authz (first start) ...
+ *   Embedded store ready in 4.1 s.
+ */
+async function openStoreVerbosely(databaseUrl: string | undefined, dataDir: string, log: (line: string) => void): Promise<Store> {
+  if (databaseUrl) {
+    const store = await openStore({ databaseUrl });
+    await migrate(store.sql);
+    return store;
+  }
+  const fresh = !existsSync(join(dataDir, 'PG_VERSION'));
+  log(fresh ? `Creating the embedded store in ${dataDir} (first start) ...` : `Opening the embedded store in ${dataDir} ...`);
+  const started = performance.now();
+  const store = await openStore({ dataDir });
+  await migrate(store.sql);
+  log(`Embedded store ready in ${((performance.now() - started) / 1000).toFixed(1)} s.`);
+  return store;
 }

@@ -15,6 +15,7 @@ import { ringPermitIssuer } from './permits/issuer.js';
 import { KeyRing } from './permits/key-ring.js';
 import { ServiceMetrics } from './metrics/service-metrics.js';
 import type { Store } from './store/connect.js';
+import { NO_TRACING, type Tracing } from './telemetry/tracing.js';
 import { AccountService } from './domain/accounts.js';
 import { AgentService } from './domain/agents.js';
 import { BudgetService } from './domain/budgets.js';
@@ -57,6 +58,8 @@ export interface Services {
   alerts: SecurityAlerts;
   /** Prometheus metrics of this instance (its own registry). */
   metrics: ServiceMetrics;
+  /** AUTHZ_OTEL traces, or NO_TRACING. */
+  tracing: Tracing;
   /** Signs permit tokens (also a replayed decision's fresh token: runtime/http/idempotency.ts). */
   permits: PermitIssuer;
   /** Human review: the queue, verdicts, waiting for one, permits after approval. */
@@ -82,10 +85,12 @@ export async function openServices(options: ServiceOptions): Promise<Services> {
   const testClock = options.clock ? null : options.config.testClock ? new AdjustableClock() : null;
   const clock = options.clock ?? testClock ?? systemClock;
   const ring = await KeyRing.open(options.store.sql, clock, options.config.masterKey);
-  return buildServices({ ...options, clock }, ring, testClock);
+  // The OpenTelemetry SDK is loaded only when tracing is on.
+  const tracing = options.config.otel ? (await import('./telemetry/otel.js')).startOtel() : NO_TRACING;
+  return buildServices({ ...options, clock }, ring, testClock, tracing);
 }
 
-function buildServices(options: ServiceOptions & { clock: Clock }, ring: KeyRing, testClock: AdjustableClock | null): Services {
+function buildServices(options: ServiceOptions & { clock: Clock }, ring: KeyRing, testClock: AdjustableClock | null, tracing: Tracing): Services {
   const { config, store, clock } = options;
   const sql = store.sql;
   const agents = new AgentDirectory(sql, clock);
@@ -109,6 +114,8 @@ function buildServices(options: ServiceOptions & { clock: Clock }, ring: KeyRing
     alerts,
     permits,
     approvals,
+    redact: config.redactContext,
+    tracing,
   });
   const budgets = new BudgetService({ sql, clock, policySets });
   return {
@@ -141,6 +148,7 @@ function buildServices(options: ServiceOptions & { clock: Clock }, ring: KeyRing
     alerts,
     metrics,
     permits,
+    tracing,
     reviews: new ReviewService({ sql, clock, decisions, approvals, waiters: reviewWaiters, permits }),
     approvals,
     reviewWaiters,

@@ -15,7 +15,8 @@ import { fileURLToPath } from 'node:url';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { compileSources, compilerVersion, evaluate, packageRoot, readYaml, type DecisionRequest } from '../../compiler/index.js';
+import { compileSources, compilerVersion, evaluate, packageRoot, readYaml, type DecisionRequest, type Policy } from '../../compiler/index.js';
+import { measureAdversarial, renderAdversarial } from './adversarial.js';
 import { generatePolicySet, policySetToYaml } from './generate.js';
 import { prepareCasbin } from './peers/casbin.js';
 import { prepareCedar } from './peers/cedar.js';
@@ -89,6 +90,10 @@ interface Row {
   heapMiB: number;
   ourUs: number;
   ourP99Us: number;
+  /** The same set plus shadow copies of 1% of its policies. */
+  shadowUs?: number;
+  /** The plain set again, measured after the shadow one (the ratio's denominator). */
+  plainAgainUs?: number;
   cedarUs?: number;
   cedarPrepareMs?: number;
   casbinUs?: number;
@@ -111,7 +116,7 @@ async function main(): Promise<void> {
       `n=${n}: compile ${row.compileMs.toFixed(0)} ms, ours ${row.ourUs.toFixed(3)} µs, cedar ${row.cedarUs?.toFixed(1) ?? '-'} µs, casbin ${row.casbinUs?.toFixed(1) ?? '-'} µs\n`,
     );
   }
-  const report = render(rows);
+  const report = `${render(rows)}\n${renderAdversarial(measureAdversarial())}`;
   process.stdout.write(report);
   writeFileSync(join(packageRoot(), 'bench', 'compiler', 'REPORT.md'), report);
   writeTargets('compiler', engineTargets(rows));
@@ -138,6 +143,13 @@ async function measure(n: number): Promise<Row> {
     const heapMiB = (heap() - before) / 2 ** 20;
     const ours = ourDecisionTime((r) => evaluate(table, r), requests);
     const row: Row = { n, yamlMiB: yamlBytes / 2 ** 20, compileMs, yamlParseMs, heapMiB, ourUs: ours.medianUs, ourP99Us: ours.p99Us };
+    // The same set plus shadow copies of 1% of its policies (effect flipped): what trying changes in shadow costs.
+    {
+      const shadowed = compileSources([...sources, { file: 'shadow.yaml', text: policySetToYaml(shadowCopies(policies)) }], { lint: false }).table;
+      if (!shadowed?.shadow) throw new Error(`bench set of ${n} with shadow copies does not compile`);
+      row.shadowUs = ourDecisionTime((r) => evaluate(shadowed, r), requests).medianUs;
+      row.plainAgainUs = ourDecisionTime((r) => evaluate(table, r), requests).medianUs;
+    }
     const ourEffect = (r: DecisionRequest) => (evaluate(table, r).effect === 'deny' ? 'deny' : 'allow');
     if (n > peerMax) return row;
 
@@ -155,6 +167,14 @@ async function measure(n: number): Promise<Row> {
     row.agreeCasbin = agreement(requests, ourEffect, (r) => casbin.evaluate(r), 200);
     return row;
   }
+}
+
+/** Shadow copies of one policy in a hundred (at least one), effect flipped, ranked just before their original. */
+function shadowCopies(policies: readonly Policy[]): Policy[] {
+  const flip = { allow: 'deny', deny: 'allow', review: 'allow' } as const;
+  return policies
+    .filter((_, i) => i % 100 === 0)
+    .map((p) => ({ ...p, id: `${p.id}_shadow`, name: `${p.name}-shadow`, state: 'shadow' as const, effect: flip[p.effect], priority: Math.max(0, p.priority - 1) }));
 }
 
 /** Fraction of (up to `max`) requests on which both answer the same allow/deny. */
@@ -208,6 +228,11 @@ function render(rows: Row[]): string {
         r.agreeCedar === undefined ? '-' : `${f(r.agreeCedar * 100, 0)}%, ${f((r.agreeCasbin ?? 0) * 100, 0)}%`,
       ].join(' | '),
     ).map((l) => `| ${l} |`),
+    '',
+    `Shadow policies (state shadow): the same sets plus shadow copies of 1% of their policies (effect flipped), so every decision also computes the outcome with them; measured right after the plain set again, in the same process. µs/decision, plain -> with shadow (ratio): ${rows
+      .filter((r) => r.shadowUs !== undefined)
+      .map((r) => `${r.n}: ${f(r.plainAgainUs, 3)} -> ${f(r.shadowUs, 3)} (${f(r.shadowUs! / r.plainAgainUs!, 2)}x)`)
+      .join('; ')}. A set without shadow policies takes no shadow step (one null check).`,
     '',
     `Peers run up to ${peerMax} policies (--peer-max). Peer prepare (translate + parse/load), ms: ${rows.filter((r) => r.cedarPrepareMs !== undefined).map((r) => `${r.n}: Cedar ${f(r.cedarPrepareMs, 0)}, Casbin ${f(r.casbinPrepareMs, 0)}`).join('; ')}.`,
     '',

@@ -34,6 +34,8 @@ export function deserializeTrie(table: SerializedTable, rows: readonly PolicyRow
   const row = (i: number): PolicyRow => {
     const r = rows[i];
     if (r === undefined) throw new TableFormatError(`table refers to row ${i}, but there are ${rows.length}`);
+    // Shadow policies are indexed apart, at load: one in the enforcement index would decide.
+    if (r.policy.state === 'shadow') throw new TableFormatError(`table indexes row ${i}, a shadow policy, for enforcement`);
     return r;
   };
   const entry = ([r, g]: SerializedGlobRef, check: (glob: CompiledGlob) => boolean): GlobEntry => {

@@ -48,20 +48,28 @@ export function runExplain(options: ExplainOptions, io: CliIo): number {
     for (const line of renderDiagnostics(loaded.diagnostics, options.format === 'json' ? 'text' : options.format, io.isTTY, loaded.sources)) io.err(line);
     return EXIT_PROBLEMS;
   }
-  const { evaluation, trace } = explain(loaded.table, request);
+  const { evaluation, withShadow, trace } = explain(loaded.table, request);
   const where = (id: string) => {
     const o = loaded.origins.get(id);
     return o?.file ? `${o.file}:${o.line}` : '';
   };
+  const shown = trace.filter((t) => options.all || (t.outcome !== 'action' && t.outcome !== 'agent'));
   if (options.format === 'json') {
     io.out(
       JSON.stringify(
         {
           request,
           decision: { ...evaluation, matched: evaluation.matched.map((p) => p.id) },
-          policies: trace
-            .filter((t) => options.all || (t.outcome !== 'action' && t.outcome !== 'agent'))
-            .map((t) => ({ id: t.policy.id, priority: t.policy.priority, effect: t.policy.effect, outcome: t.outcome, detail: t.detail, source: where(t.policy.id) })),
+          ...(withShadow ? { with_shadow: { ...withShadow, matched: withShadow.matched.map((p) => p.id) } } : {}),
+          policies: shown.map((t) => ({
+            id: t.policy.id,
+            priority: t.policy.priority,
+            effect: t.policy.effect,
+            ...(t.shadow ? { shadow: true } : {}),
+            outcome: t.outcome,
+            detail: t.detail,
+            source: where(t.policy.id),
+          })),
         },
         null,
         2,
@@ -71,12 +79,18 @@ export function runExplain(options: ExplainOptions, io: CliIo): number {
   }
   io.out(`decision: ${evaluation.effect} (${evaluation.reason})${evaluation.policy_id ? ` by ${evaluation.policy_id}` : ''}`);
   for (const w of evaluation.warnings) io.out(`warning: ${w.code}: ${w.message}`);
-  const shown = trace.filter((t) => options.all || (t.outcome !== 'action' && t.outcome !== 'agent'));
+  if (withShadow) {
+    const outcome = `${withShadow.effect} (${withShadow.reason})${withShadow.policy_id ? ` by ${withShadow.policy_id}` : ''}`;
+    io.out(`shadow: ${outcome}${evaluation.shadow ? ' <- differs: what the decision would be with the shadow policies enabled' : ', the same effect and reason with the shadow policies enabled'}`);
+  }
   const hidden = trace.length - shown.length;
   io.out(shown.length ? 'policies:' : 'no policy matched the agent and action');
   for (const t of shown) {
-    const mark = t.outcome === 'matched' ? (t.policy.id === evaluation.policy_id ? '=>' : ' +') : ' -';
-    io.out(`  ${mark} ${t.policy.id} (priority ${t.policy.priority}, ${t.policy.effect}) ${t.outcome === 'matched' ? 'matched' : `dropped at ${t.outcome}`}: ${t.detail}${where(t.policy.id) ? `  [${where(t.policy.id)}]` : ''}`);
+    // => the deciding policy, + another match, ~> the winner with the shadow policies enabled (a shadow one), - dropped out.
+    const mark =
+      t.outcome !== 'matched' ? ' -' : t.policy.id === evaluation.policy_id ? '=>' : t.shadow && t.policy.id === withShadow?.policy_id ? '~>' : ' +';
+    const tag = t.shadow ? ' [shadow]' : '';
+    io.out(`  ${mark} ${t.policy.id}${tag} (priority ${t.policy.priority}, ${t.policy.effect}) ${t.outcome === 'matched' ? 'matched' : `dropped at ${t.outcome}`}: ${t.detail}${where(t.policy.id) ? `  [${where(t.policy.id)}]` : ''}`);
   }
   if (hidden > 0) io.out(`${hidden} other ${hidden === 1 ? 'policy does' : 'policies do'} not match the agent or action (--all lists them)`);
   return EXIT_OK;

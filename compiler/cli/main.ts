@@ -1,7 +1,11 @@
-/** The `authz` command line: validate, compile, test, explain (serve, keys and push are the runtime's: bin/authz.js; USAGE lists them too). */
+/**
+ * The `authz` command line: validate, compile, test, explain, diff (serve, keys and push are the runtime's, and
+ * replay, which is asynchronous, is {@link replayCommand}: bin/authz.js dispatches them; USAGE lists them too).
+ */
 import { parseArgs } from 'node:util';
 import { compilerVersion } from '../version.js';
 import { runCompile } from './compile.js';
+import { runDiff } from './diff.js';
 import type { OutputFormat } from './diagnostics-format.js';
 import { runExplain } from './explain.js';
 import { EXIT_OK, EXIT_USAGE, UsageError, processIo, type CliIo } from './io.js';
@@ -16,10 +20,13 @@ commands:
   compile PATH... -o FILE     validate, then write the bundle artifact (-o - for stdout)
            [--strict] [--format text|json|github]
   test PATH...                run policy test files (*.test.yaml)
-           [--coverage] [--format text|json]
+           [--coverage] [--min-coverage PERCENT] [--format text|json|github]
   explain PATH... --agent ID --action NS.VERB [--resource R] [--amount N]
            [--context JSON] [--all] [--format text|json]
-                              the decision and why, policy by policy
+                              the decision and why, policy by policy (shadow ones marked)
+  diff OLD NEW [--sample N] [--format text|json]
+                              what changes between two policy sets (bundles or policy
+                              files): policies added, removed, changed; winners by action
 
 runtime commands (they run or call the service; --url defaults to AUTHZ_URL or
 http://127.0.0.1:8080, --admin-token to AUTHZ_ADMIN_TOKEN):
@@ -32,8 +39,12 @@ http://127.0.0.1:8080, --admin-token to AUTHZ_ADMIN_TOKEN):
                               like it, the old one revoked at once
   push FILE [--url URL] [--key KEY]
                               PUT /v1/bundle a compiled bundle (key: AUTHZ_API_KEY)
+  replay BUNDLE [--url URL] [--key KEY] [--since 7d] [--limit N]
+           [--format text|json|github] [--quiet]
+                              the stored decisions decided again against a candidate:
+                              which would change (key: AUTHZ_API_KEY)
 
-exit codes: 0 ok, 1 problems found or tests failed, 2 usage error`;
+exit codes: 0 ok, 1 problems found, tests failed, or changes (diff, replay), 2 usage error`;
 
 const FORMATS: readonly OutputFormat[] = ['text', 'json', 'github'];
 
@@ -43,9 +54,16 @@ function format(value: string | undefined): OutputFormat {
   return value as OutputFormat;
 }
 
+function minCoverage(value: string | undefined): { minCoverage?: number } {
+  if (value === undefined) return {};
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isFinite(n) || n < 0 || n > 100) throw new UsageError(`--min-coverage must be a percentage from 0 to 100, not ${value}`);
+  return { minCoverage: n };
+}
+
 /**
  * Runs one `authz` command of the compiler (`validate`, `compile`, `test`,
- * `explain`, `version`, `help`) in-process, as bin/authz.js does with the
+ * `explain`, `diff`, `version`, `help`) in-process, as bin/authz.js does with the
  * process's arguments; `authz help` lists them. Output goes to `io`.
  *
  * @param argv - the arguments after `authz`, e.g. `['validate', 'policies/']`.
@@ -82,9 +100,19 @@ export function main(argv: readonly string[], io: CliIo = processIo): number {
         return runCompile({ paths: positionals, output: values.output, strict: values.strict ?? false, format: format(values.format) }, io);
       }
       case 'test': {
-        const { values, positionals } = parseArgs({ args: rest, allowPositionals: true, options: { coverage: { type: 'boolean' }, format: { type: 'string' } } });
-        return runTestCommand({ paths: positionals, coverage: values.coverage ?? false, format: format(values.format) }, io);
+        const { values, positionals } = parseArgs({
+          args: rest,
+          allowPositionals: true,
+          options: { coverage: { type: 'boolean' }, 'min-coverage': { type: 'string' }, format: { type: 'string' } },
+        });
+        return runTestCommand({ paths: positionals, coverage: values.coverage ?? false, ...minCoverage(values['min-coverage']), format: format(values.format) }, io);
       }
+      case 'diff': {
+        const { values, positionals } = parseArgs({ args: rest, allowPositionals: true, options: { sample: { type: 'string' }, format: { type: 'string' } } });
+        return runDiff({ paths: positionals, ...(values.sample !== undefined ? { sample: values.sample } : {}), format: format(values.format) }, io);
+      }
+      case 'replay':
+        throw new UsageError('replay reads from a service, asynchronously: run it as `authz replay` (bin/authz.js), or call replayCommand()');
       case 'explain': {
         const { values, positionals } = parseArgs({
           args: rest,

@@ -1,7 +1,8 @@
 /**
  * Lints (warnings; errors under --strict): policies that can never decide because
  * a higher-priority policy of another effect covers them; same-priority policies
- * that conflict; policies that can never match; an approval on a policy whose
+ * that conflict; policies that can never match; shadow policies that decide
+ * exactly like an enabled one (./shadow.ts); an approval on a policy whose
  * effect is not review (it has no effect there).
  */
 import { isConstantFalse } from '../condition/index.js';
@@ -13,6 +14,7 @@ import type { Policy } from '../policy/types.js';
 import type { DecisionTable } from '../table/build.js';
 import type { PolicyRow } from '../table/rows.js';
 import { forEachOverlappingPair } from './pairs.js';
+import { lintShadowDuplicates } from './shadow.js';
 
 type Origins = ReadonlyMap<string, PolicyOrigin>;
 
@@ -40,6 +42,7 @@ export function lintTable(table: DecisionTable, origins: Origins): Diagnostic[] 
       warn(row, 'lint.approval_ignored', `policy ${row.policy.id} has approval but its effect is ${row.policy.effect}: only review policies wait for approval, so it is ignored (make the effect review, or remove approval)`);
     }
   }
+  lintShadowDuplicates(table, (row, message) => warn(row, 'lint.shadow_duplicate', message));
   forEachOverlappingPair(table, (a, b) => {
     const p = a.policy;
     const q = b.policy;

@@ -1,9 +1,17 @@
 /** The normalised form of a policy: defaults applied, every field present or explicitly absent. */
 export type Effect = 'allow' | 'deny' | 'review';
-export type PolicyState = 'enabled' | 'disabled';
+/**
+ * `enabled`: decides. `disabled`: does not exist for decisions (reason
+ * `policy.disabled` when only disabled policies would have matched).
+ * `shadow`: does not exist for enforcement either (not even as a disabled one),
+ * but decisions also compute what they would be with the shadow policies enabled
+ * (`Evaluation.shadow`), to try a change on live traffic.
+ */
+export type PolicyState = 'enabled' | 'disabled' | 'shadow';
 export type BudgetPeriod = 'hourly' | 'daily' | 'weekly' | 'monthly' | 'yearly';
 
 export const EFFECTS: readonly Effect[] = ['allow', 'deny', 'review'];
+export const POLICY_STATES: readonly PolicyState[] = ['enabled', 'disabled', 'shadow'];
 export const BUDGET_PERIODS: readonly BudgetPeriod[] = ['hourly', 'daily', 'weekly', 'monthly', 'yearly'];
 export const RATE_WINDOWS = ['per_second', 'per_minute', 'per_hour', 'per_day'] as const;
 export type RateWindow = (typeof RATE_WINDOWS)[number];

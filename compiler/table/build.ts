@@ -5,13 +5,42 @@
 import type { ConditionAst } from '../condition/index.js';
 import type { Policy } from '../policy/types.js';
 import { emptyActionTrie, insertRow, type ActionTrie } from './action-trie.js';
-import { buildRow, comparePolicies, type PolicyRow } from './rows.js';
+import { buildRow, comparePolicies, shadowRow, type PolicyRow } from './rows.js';
 
 export interface DecisionTable {
-  /** Every policy's row, in rank order (row.index === position). */
+  /** Every policy's row, shadow ones included, in rank order (row.index === position). */
   readonly rows: readonly PolicyRow[];
+  /** The index of the rows enforcement sees: enabled and disabled policies (never shadow ones). */
   readonly trie: ActionTrie;
   readonly byId: ReadonlyMap<string, PolicyRow>;
+  /** The shadow policies (state `shadow`), indexed apart; null when the set has none. */
+  readonly shadow: ShadowRows | null;
+}
+
+/**
+ * The shadow part of a table: a row per shadow policy, enabled and with its rank
+ * among all rows, in its own index. Deciding with the enforcement candidates plus
+ * these gives the outcome with the shadow policies enabled; a table without
+ * shadow policies has none, and its decisions never look here.
+ */
+export interface ShadowRows {
+  readonly rows: readonly PolicyRow[];
+  readonly trie: ActionTrie;
+}
+
+/** Whether a row belongs to enforcement (its policy is not in the shadow state). */
+export function isEnforced(row: PolicyRow): boolean {
+  return row.policy.state !== 'shadow';
+}
+
+/** The shadow part of a table with these rows (null when none is a shadow policy). */
+export function shadowRowsOf(rows: readonly PolicyRow[]): ShadowRows | null {
+  let shadow: PolicyRow[] | null = null;
+  for (const row of rows) if (!isEnforced(row)) (shadow ??= []).push(shadowRow(row));
+  if (shadow === null) return null;
+  const trie = emptyActionTrie();
+  for (const row of shadow) insertRow(trie, row);
+  return { rows: shadow, trie };
 }
 
 /** Rows between two points where a stepped build may pause. */
@@ -54,10 +83,10 @@ export function* buildTableSteps(policies: readonly Policy[], conditions: Readon
   yield;
   const trie = emptyActionTrie();
   for (let i = 0; i < rows.length; i++) {
-    insertRow(trie, rows[i]!);
+    if (isEnforced(rows[i]!)) insertRow(trie, rows[i]!);
     if (i % ROWS_PER_STEP === ROWS_PER_STEP - 1) yield;
   }
-  return { rows, trie, byId };
+  return { rows, trie, byId, shadow: shadowRowsOf(rows) };
 }
 
 export function tableFromRows(rows: PolicyRow[], trie?: ActionTrie): DecisionTable {
@@ -65,9 +94,9 @@ export function tableFromRows(rows: PolicyRow[], trie?: ActionTrie): DecisionTab
   for (const row of rows) byId.set(row.policy.id, row);
   if (!trie) {
     trie = emptyActionTrie();
-    for (const row of rows) insertRow(trie, row);
+    for (const row of rows) if (isEnforced(row)) insertRow(trie, row);
   }
-  return { rows, trie, byId };
+  return { rows, trie, byId, shadow: shadowRowsOf(rows) };
 }
 
 /**

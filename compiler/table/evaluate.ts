@@ -7,7 +7,7 @@
 import type { DecisionRequest, Effect, Policy } from '../policy/types.js';
 import { collectCandidates, sortUnique } from './action-trie.js';
 import type { Tally } from './agent-index.js';
-import type { DecisionTable } from './build.js';
+import { isEnforced, type DecisionTable, type ShadowRows } from './build.js';
 import { actionMatches, agentMatches, conditionHolds, resourceMatches, type PolicyRow } from './rows.js';
 
 export type EvaluationReason = 'policy.matched' | 'policy.not_found' | 'policy.disabled' | 'resource.not_allowed';
@@ -26,6 +26,18 @@ export interface Evaluation {
   /** Every enabled policy that matched (agent, action, resource, condition), in rank order. */
   matched: Policy[];
   warnings: EvaluationWarning[];
+  /**
+   * The outcome with the shadow policies enabled, present only when the table has
+   * shadow policies and that outcome differs from this one in effect or reason.
+   */
+  shadow?: ShadowOutcome;
+}
+
+/** What a decision would be with the shadow policies enabled (`policy_id`: the winner then, null when none). */
+export interface ShadowOutcome {
+  effect: Effect;
+  reason: EvaluationReason;
+  policy_id: string | null;
 }
 
 /**
@@ -35,13 +47,17 @@ export interface Evaluation {
  * deny, then review, then allow). No match is a deny with reason
  * `policy.not_found`, `policy.disabled` (only disabled policies matched) or
  * `resource.not_allowed` (allows matched but not on this resource). Matching
- * policies that disagree add a `policy.conflict` warning. Uses the table's index;
- * never throws.
+ * policies that disagree add a `policy.conflict` warning. Shadow policies
+ * (`state: shadow`) take no part in any of this; when the table has some, the
+ * outcome with them enabled is worked out too and returned as `shadow` if its
+ * effect or reason differs ({@link evaluateWithShadow} gives it in full). Uses
+ * the table's index; never throws.
  *
  * @param table - a compiled table (`compileSources(...).table`, `loadBundle(...).table`).
  * @param request - `{ agent_id, action, resource?, amount?, context? }`.
  * @returns the effect, the reason, the deciding policy id (null when none), every
- *   matching policy in rank order, and warnings.
+ *   matching policy in rank order, warnings, and `shadow` when the outcome with
+ *   the shadow policies enabled differs.
  *
  * @example
  * ```ts
@@ -64,7 +80,11 @@ export interface Evaluation {
  */
 export function evaluate(table: DecisionTable, request: DecisionRequest): Evaluation {
   const tally: Tally = { enabled: 0, disabled: 0, allowCandidates: 0, allowResourceDrops: 0 };
-  return decide(collectCandidates(table.trie, request.agent_id, request.action, { resource: request.resource, tally }), request, tally);
+  const candidates = collectCandidates(table.trie, request.agent_id, request.action, { resource: request.resource, tally });
+  const evaluation = decide(candidates, request, tally);
+  // A set without shadow policies stops here: one null check is all they cost.
+  if (table.shadow === null) return evaluation;
+  return compareShadow(evaluation, shadowDecision(table.shadow, candidates, tally, request));
 }
 
 /**
@@ -86,12 +106,79 @@ export function evaluate(table: DecisionTable, request: DecisionRequest): Evalua
  * ```
  */
 export function evaluateLinear(table: DecisionTable, request: DecisionRequest): Evaluation {
-  return decide(linearCandidates(table, request), request);
+  const candidates = linearCandidates(table, request);
+  const evaluation = decide(candidates, request);
+  if (table.shadow === null) return evaluation;
+  return compareShadow(evaluation, decide([...candidates, ...linearShadowCandidates(table.shadow, request)], request));
 }
 
-/** The rows whose agent filter and action pattern match, in rank order, by scanning all. */
+/** The enforcement rows (no shadow policy) whose agent filter and action pattern match, in rank order, by scanning all. */
 export function linearCandidates(table: DecisionTable, request: DecisionRequest): PolicyRow[] {
-  return table.rows.filter((row) => agentMatches(row, request.agent_id) && actionMatches(row, request.action));
+  return table.rows.filter((row) => isEnforced(row) && agentMatches(row, request.agent_id) && actionMatches(row, request.action));
+}
+
+/** The shadow rows (enabled) whose agent filter and action pattern match, by scanning all. */
+export function linearShadowCandidates(shadow: ShadowRows, request: DecisionRequest): PolicyRow[] {
+  return shadow.rows.filter((row) => agentMatches(row, request.agent_id) && actionMatches(row, request.action));
+}
+
+/**
+ * Decides a request with the shadow policies enabled: the full evaluation
+ * (winner, every matching policy, warnings) as if every `state: shadow` policy
+ * were `enabled`. Without shadow policies, the same as {@link evaluate}. What
+ * `authz test --coverage` and `authz explain` use to show shadow policies at work.
+ *
+ * @param table - a compiled table.
+ * @param request - the decision request.
+ * @returns the evaluation with the shadow policies enabled (no `shadow` field).
+ *
+ * @example
+ * ```ts
+ * import { compileSources, evaluate, evaluateWithShadow } from 'agent-authz/compiler';
+ *
+ * const text = [
+ *   'policies:',
+ *   '  - { name: refunds, effect: allow, actions: [payments.refund] }',
+ *   '  - { name: big-refunds-review, state: shadow, priority: 10, effect: review, actions: [payments.refund], condition: "amount > 100" }',
+ * ].join('\n');
+ * const { table } = compileSources([{ file: 'p.yaml', text }]);
+ * const request = { agent_id: 'bot', action: 'payments.refund', amount: 500 };
+ * const d = evaluate(table, request);
+ * console.log(d.effect, d.policy_id, d.shadow.effect, d.shadow.policy_id); // => allow pol_refunds review pol_big_refunds_review
+ * console.log(evaluateWithShadow(table, request).matched.map((p) => p.id).join()); // => pol_big_refunds_review,pol_refunds
+ * console.log(evaluate(table, { ...request, amount: 5 }).shadow); // => undefined
+ * ```
+ */
+export function evaluateWithShadow(table: DecisionTable, request: DecisionRequest): Evaluation {
+  const tally: Tally = { enabled: 0, disabled: 0, allowCandidates: 0, allowResourceDrops: 0 };
+  const candidates = collectCandidates(table.trie, request.agent_id, request.action, { resource: request.resource, tally });
+  if (table.shadow === null) return decide(candidates, request, tally);
+  return shadowDecision(table.shadow, candidates, tally, request) ?? decide(candidates, request, tally);
+}
+
+/**
+ * The decision with the shadow rows added to the enforcement candidates (and
+ * their tally); null when no shadow row concerns the request's agent and action,
+ * so the outcome cannot differ.
+ */
+function shadowDecision(shadow: ShadowRows, candidates: PolicyRow[], tally: Tally, request: DecisionRequest): Evaluation | null {
+  const shadowTally: Tally = { enabled: 0, disabled: 0, allowCandidates: 0, allowResourceDrops: 0 };
+  const extra = collectCandidates(shadow.trie, request.agent_id, request.action, { resource: request.resource, tally: shadowTally });
+  if (extra.length === 0 && shadowTally.enabled === 0) return null;
+  const sum: Tally = {
+    enabled: tally.enabled + shadowTally.enabled,
+    disabled: tally.disabled + shadowTally.disabled,
+    allowCandidates: tally.allowCandidates + shadowTally.allowCandidates,
+    allowResourceDrops: tally.allowResourceDrops + shadowTally.allowResourceDrops,
+  };
+  return decide(candidates.concat(extra), request, sum);
+}
+
+/** `evaluation`, with `shadow` set when the outcome with the shadow policies differs in effect or reason. */
+export function compareShadow(evaluation: Evaluation, withShadow: Evaluation | null): Evaluation {
+  if (withShadow === null || (withShadow.effect === evaluation.effect && withShadow.reason === evaluation.reason)) return evaluation;
+  evaluation.shadow = { effect: withShadow.effect, reason: withShadow.reason, policy_id: withShadow.policy_id };
+  return evaluation;
 }
 
 /**

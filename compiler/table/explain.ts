@@ -6,20 +6,26 @@
  */
 import { conditionPaths } from '../condition/index.js';
 import type { DecisionRequest, Policy } from '../policy/types.js';
-import type { DecisionTable } from './build.js';
-import { decide, type Evaluation } from './evaluate.js';
+import { isEnforced, type DecisionTable } from './build.js';
+import { compareShadow, decide, type Evaluation } from './evaluate.js';
 import { actionMatches, agentMatches, conditionHolds, resourceMatches, type PolicyRow } from './rows.js';
 
 export type DropStep = 'action' | 'agent' | 'disabled' | 'resource' | 'condition';
 
 export interface PolicyTrace {
   policy: Policy;
+  /** For a shadow policy: where it drops out (or `matched`) when the shadow policies are enabled. */
   outcome: 'matched' | DropStep;
   detail: string;
+  /** Set on shadow policies (state `shadow`): not part of the decision, only of its shadow outcome. */
+  shadow?: true;
 }
 
 export interface Explanation {
+  /** As {@link evaluate} gives it (with `shadow` when the shadow outcome differs). */
   evaluation: Evaluation;
+  /** The full evaluation with the shadow policies enabled; present when the table has shadow policies. */
+  withShadow?: Evaluation;
   trace: PolicyTrace[];
 }
 
@@ -47,29 +53,37 @@ export interface Explanation {
 export function explain(table: DecisionTable, request: DecisionRequest): Explanation {
   const trace: PolicyTrace[] = [];
   const candidates: PolicyRow[] = [];
+  const shadowCandidates: PolicyRow[] = [];
+  const shadowRows = new Map(table.shadow?.rows.map((r) => [r.index, r]));
   for (const row of table.rows) {
     const p = row.policy;
+    const shadow = !isEnforced(row);
+    const push = (t: PolicyTrace) => trace.push(shadow ? { ...t, shadow: true } : t);
     if (!actionMatches(row, request.action)) {
-      trace.push({ policy: p, outcome: 'action', detail: `action ${request.action} matches none of ${list(p.actions)}` });
+      push({ policy: p, outcome: 'action', detail: `action ${request.action} matches none of ${list(p.actions)}` });
       continue;
     }
     if (!agentMatches(row, request.agent_id)) {
-      trace.push({ policy: p, outcome: 'agent', detail: `agent ${request.agent_id} matches none of ${list(p.agents!)}` });
+      push({ policy: p, outcome: 'agent', detail: `agent ${request.agent_id} matches none of ${list(p.agents!)}` });
       continue;
     }
-    candidates.push(row);
-    if (!row.enabled) {
-      trace.push({ policy: p, outcome: 'disabled', detail: 'policy is disabled (treated as non-existent)' });
+    if (shadow) shadowCandidates.push(shadowRows.get(row.index)!);
+    else candidates.push(row);
+    if (!row.enabled && !shadow) {
+      push({ policy: p, outcome: 'disabled', detail: 'policy is disabled (treated as non-existent)' });
     } else if (!resourceMatches(row, request.resource)) {
       const what = request.resource == null ? 'request has no resource' : `resource ${request.resource} matches none`;
-      trace.push({ policy: p, outcome: 'resource', detail: `${what} of ${list(p.resources!)}` });
+      push({ policy: p, outcome: 'resource', detail: `${what} of ${list(p.resources!)}` });
     } else if (!conditionHolds(row, request)) {
-      trace.push({ policy: p, outcome: 'condition', detail: `condition is false: ${p.condition}${inputs(row, request)}` });
+      push({ policy: p, outcome: 'condition', detail: `condition is false: ${p.condition}${inputs(row, request)}` });
     } else {
-      trace.push({ policy: p, outcome: 'matched', detail: 'agent, action, resource and condition match' });
+      push({ policy: p, outcome: 'matched', detail: `agent, action, resource and condition match${shadow ? ' (shadow: counts only with the shadow policies enabled)' : ''}` });
     }
   }
-  return { evaluation: decide(candidates, request), trace };
+  const evaluation = decide(candidates, request);
+  if (table.shadow === null) return { evaluation, trace };
+  const withShadow = decide([...candidates, ...shadowCandidates], request);
+  return { evaluation: compareShadow(evaluation, withShadow), withShadow, trace };
 }
 
 function list(values: readonly string[]): string {

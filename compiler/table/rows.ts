@@ -67,6 +67,25 @@ export function buildRow(index: number, policy: Policy, conditionAst: ConditionA
   };
 }
 
+/**
+ * The row a shadow policy has in the table's shadow part: the same rank, patterns
+ * and condition, but enabled, so that deciding with the enforcement rows plus
+ * these gives the outcome "with the shadow policies enabled". Built with the
+ * same literal as {@link buildRow}, so both kinds share one object shape.
+ */
+export function shadowRow(row: PolicyRow): PolicyRow {
+  return {
+    index: row.index,
+    policy: row.policy,
+    enabled: true,
+    isAllow: row.isAllow,
+    agents: row.agents,
+    resources: row.resources,
+    conditionAst: row.conditionAst,
+    condition: row.condition,
+  };
+}
+
 export function agentMatches(row: PolicyRow, agentId: string): boolean {
   if (row.agents === null) return true;
   for (const glob of row.agents) if (globMatches(glob, agentId)) return true;

@@ -4,7 +4,7 @@
  * budget whose agent filter covers that agent is listed, used or not; without
  * one, every (policy, agent) with accounting in its current period. Ordered by
  * policy id then agent id; `starting_after` takes `<policy_id>:<agent_id>` of
- * the last item of the previous page.
+ * the last item of the previous page (one that is not an item: UnknownCursorError).
  */
 import { matchGlob, type Budget, type Policy } from '../../compiler/index.js';
 import type { Principal } from '../tenant.js';
@@ -12,7 +12,7 @@ import type { Clock } from '../clock.js';
 import type { PolicySets } from '../domain/policy-sets.js';
 import type { Sql } from '../store/connect.js';
 import { currentUsage, releaseExpiredHolds } from '../store/limits.js';
-import type { Page, PageParams } from '../store/pagination.js';
+import { UnknownCursorError, type Page, type PageParams } from '../store/pagination.js';
 import { periodBounds } from '../limits/periods.js';
 
 export type BudgetStatus = 'ok' | 'threshold' | 'exceeded';
@@ -87,6 +87,8 @@ export async function listBudgets(
       if (p.agents === undefined || p.agents.some((g) => matchGlob(g, agentId))) items.set(`${p.id}:${agentId}`, item(p, agentId, 0, 0));
     }
   }
+  // A cursor must be an item of this list (like every list's starting_after).
+  if (page.startingAfter !== null && !items.has(page.startingAfter)) throw new UnknownCursorError(page.startingAfter);
   const sorted = [...items.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   const from = page.startingAfter === null ? 0 : sorted.findIndex(([key]) => key > page.startingAfter!);
   const rest = from < 0 ? [] : sorted.slice(from);

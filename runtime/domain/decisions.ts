@@ -20,7 +20,18 @@ import {
 } from '../errors/api-error.js';
 import { newId } from '../ids.js';
 import type { Sql } from '../store/connect.js';
-import { findDecision, listDecisions, resolveDecision, type DecisionFilters, type DecisionRow, type DecisionWarning } from '../store/decisions.js';
+import {
+  exportDecisionPage,
+  findDecision,
+  listDecisions,
+  resolveDecision,
+  type DecisionFilters,
+  type DecisionRow,
+  type DecisionWarning,
+  type ExportCursor,
+} from '../store/decisions.js';
+import { redactContext, type RedactionPath } from '../shared/redact.js';
+import type { Tracing } from '../telemetry/tracing.js';
 import type { Page, PageParams } from '../store/pagination.js';
 import type { Environment, Principal } from '../tenant.js';
 import type { AgentDirectory, KnownStatus } from './agent-directory.js';
@@ -53,9 +64,16 @@ export interface DecisionDeps {
   permits: PermitIssuer;
   /** Counts decisions for the security alerts (deny spikes, request volume). */
   alerts: { decision(accountId: string, environment: Environment, agentId: string, effect: string): void };
+  /** Context paths never stored (AUTHZ_REDACT_CONTEXT). */
+  redact?: readonly RedactionPath[];
+  /** AUTHZ_OTEL: a span per decision, its store calls as children. */
+  tracing?: Tracing;
   /** Approvals that timed out, settled when read (absent: shown as stored). */
   approvals?: ApprovalTimeouts;
 }
+
+/** Rows read per page of an export. */
+const EXPORT_PAGE = 1000;
 
 type Outcome = Pick<DecisionRow, 'effect' | 'reason' | 'policy_id' | 'matched_policy_ids' | 'warnings'>;
 
@@ -79,6 +97,19 @@ export class DecisionService {
 
   async decide(principal: Principal, input: DecisionInput): Promise<DecisionRow> {
     checkAction(input.action);
+    const tracing = this.deps.tracing;
+    if (!tracing?.enabled) return this.decideIn(principal, input, null);
+    return tracing.inSpan('decision', async (span) => {
+      span.setAttributes({ 'authz.agent_id': input.agent_id, 'authz.action': input.action });
+      const row = await this.decideIn(principal, input, tracing);
+      span.setAttributes({ 'authz.decision_id': row.id, 'authz.effect': row.effect, 'authz.reason': row.reason, 'authz.policy_id': row.policy_id ?? undefined });
+      return row;
+    });
+  }
+
+  /** `traced`: the tracing whose child spans wrap the store calls, or null (tracing off). */
+  private async decideIn(principal: Principal, input: DecisionInput, traced: Tracing | null): Promise<DecisionRow> {
+    const inStore = <T>(name: string, call: () => Promise<T>): Promise<T> => (traced ? traced.inSpan(name, call) : call());
     const { clock, agents, limits } = this.deps;
     const { accountId, environment } = principal;
     const nowMs = clock.now();
@@ -91,16 +122,18 @@ export class DecisionService {
     const approvalExpiresAt = approvalSeconds === null ? null : new Date(nowMs + approvalSeconds * 1000);
     const holdUntil = approvalExpiresAt ?? expiresAt;
     // Step 7 (and the key's platform limit, for every decision): one store call.
-    const verdict = await limits.apply({
-      principal,
-      agentId: input.agent_id,
-      amount: input.amount ?? null,
-      matched,
-      nowMs,
-      decisionId: id,
-      expiresAt: holdUntil,
-      ...(approvalExpiresAt ? { deferCalls: true } : {}),
-    });
+    const verdict = await inStore('store.limits', () =>
+      limits.apply({
+        principal,
+        agentId: input.agent_id,
+        amount: input.amount ?? null,
+        matched,
+        nowMs,
+        decisionId: id,
+        expiresAt: holdUntil,
+        ...(approvalExpiresAt ? { deferCalls: true } : {}),
+      }),
+    );
     if (verdict && 'deny' in verdict) outcome = { ...outcome, effect: 'deny', reason: verdict.deny, policy_id: verdict.policy_id };
     else if (verdict) outcome = { ...outcome, warnings: [...outcome.warnings, ...verdict.warnings] };
     const awaiting = approvalExpiresAt !== null && outcome.effect === 'review';
@@ -112,7 +145,8 @@ export class DecisionService {
       action: input.action,
       resource: input.resource ?? null,
       amount: input.amount ?? null,
-      context: input.context ?? null,
+      // Evaluated whole, stored without the redacted paths.
+      context: redactContext(input.context ?? null, this.deps.redact ?? []),
       ...outcome,
       status: outcome.effect === 'deny' ? 'denied' : awaiting ? 'awaiting_approval' : 'pending',
       evaluated_at: new Date(nowMs),
@@ -136,10 +170,12 @@ export class DecisionService {
     // decisions:read key must not be able to obtain permits). A decision awaiting
     // approval has none until it is approved (POST /v1/decisions/:id/permit).
     const token = row.effect === 'deny' || awaiting ? null : this.deps.permits.issue(row);
-    await this.deps.writer.write({
-      decision: row,
-      ...(status === 'unknown' ? { newAgent: { account_id: accountId, environment, agent_id: input.agent_id, first_seen_at: row.evaluated_at } } : {}),
-    });
+    await inStore('store.write', () =>
+      this.deps.writer.write({
+        decision: row,
+        ...(status === 'unknown' ? { newAgent: { account_id: accountId, environment, agent_id: input.agent_id, first_seen_at: row.evaluated_at } } : {}),
+      }),
+    );
     if (status === 'unknown') agents.set(accountId, environment, input.agent_id, 'active');
     this.deps.alerts.decision(accountId, environment, input.agent_id, row.effect);
     row.permit_token = token;
@@ -183,6 +219,21 @@ export class DecisionService {
     if (!row) throw new DecisionNotFoundError(`no decision ${id}`);
     if (this.deps.approvals && isOverdue(row, this.deps.clock.now())) return (await this.deps.approvals.timeOut(principal, id)) ?? this.get(principal, id);
     return row;
+  }
+
+  /**
+   * Every decision with `since <= evaluated_at < until`, oldest first, read a
+   * page at a time (constant memory however many): for GET /v1/decisions/export.
+   */
+  async *export(principal: Principal, range: { since: Date; until: Date }): AsyncGenerator<DecisionRow> {
+    let cursor: ExportCursor | null = null;
+    for (;;) {
+      const page = await exportDecisionPage(this.deps.sql, principal.accountId, principal.environment, range, cursor, EXPORT_PAGE);
+      for (const { seq: _seq, ...row } of page) yield row;
+      if (page.length < EXPORT_PAGE) return;
+      const last = page[page.length - 1]!;
+      cursor = { evaluatedAt: last.evaluated_at, seq: last.seq };
+    }
   }
 
   /** Newest first, narrowed by any of agent, session, user, effect and reason (approvals whose time is up denied first). */

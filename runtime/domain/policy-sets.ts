@@ -52,6 +52,8 @@ export interface ChangeResult<T> {
 export class PolicySets {
   private readonly sets = new Map<TenantKey, CompiledSet>();
   private readonly loading = new Map<TenantKey, Promise<CompiledSet>>();
+  /** Every load still running (a newer one may have replaced an older one in `loading`). */
+  private readonly running = new Set<Promise<unknown>>();
   private readonly cache = new PolicyCompileCache();
 
   constructor(
@@ -100,11 +102,27 @@ export class PolicySets {
       return this.sets.get(key)!;
     })();
     this.loading.set(key, promise);
+    this.running.add(promise);
+    promise.then(
+      () => this.running.delete(promise),
+      () => this.running.delete(promise),
+    );
     promise.then(
       () => this.loading.get(key) === promise && this.loading.delete(key),
       () => this.loading.get(key) === promise && this.loading.delete(key),
     );
     return promise;
+  }
+
+  /**
+   * Resolves once no load is running: every refresh that a notification or a
+   * version check started has finished (tests wait on it instead of sleeping).
+   *
+   * @example
+   * await policySets.idle();
+   */
+  async idle(): Promise<void> {
+    while (this.running.size > 0) await Promise.allSettled([...this.running]);
   }
 
   /**

@@ -8,11 +8,13 @@ import {
   ApiError,
   BodyTooLargeError,
   InternalError,
+  InvalidFieldError,
   InvalidJsonError,
   RouteNotFoundError,
   ServiceUnavailableError,
   UnsupportedMediaTypeError,
 } from '../errors/api-error.js';
+import { UnknownCursorError } from '../store/pagination.js';
 import { isStoreUnavailable } from '../store/unavailable.js';
 import { toApiError } from './validation.js';
 
@@ -46,6 +48,10 @@ function fromFastify(error: FastifyError, request: FastifyRequest): ApiError {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new UnsupportedMediaTypeError('send the body as application/json');
+  }
+  if (error instanceof UnknownCursorError) {
+    const message = `query parameter starting_after: ${JSON.stringify(error.cursor)} is not an item of this list; pass the id of the last item of the previous page`;
+    return new InvalidFieldError(message, { details: [{ path: '/starting_after', message }] });
   }
   if (error instanceof SyntaxError) return new InvalidJsonError(`the body is not valid JSON: ${error.message}`);
   // Fail closed: a store that cannot be reached answers 503, never a 500 (nor a decision).

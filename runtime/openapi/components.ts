@@ -47,9 +47,40 @@ const POLICY_DEF = 'https://agent-authz.dev/schemas/policy.schema.json#/$defs/po
 
 const warning = obj({ code: str('policy.conflict or budget.below_threshold'), message: str(), policy_ids: { type: 'array', items: str() } });
 
+/** An object schema with more properties, all required (and `alsoRequired` of base's): `base` with `more` (no allOf, which cannot close an object). */
+function extend(base: Schema, more: Record<string, Schema>, alsoRequired: string[] = []): Schema {
+  const required = [...new Set([...((base.required as string[] | undefined) ?? []), ...alsoRequired, ...Object.keys(more)])];
+  return { ...base, type: 'object', properties: { ...(base.properties as Record<string, Schema>), ...more }, required };
+}
+
+const POLICY_FILE = hoist('policy', 'PolicyFile');
+
+const WEBHOOK_ENDPOINT = obj({
+  id: str('we_...'),
+  object: { const: 'webhook_endpoint' },
+  url: str(),
+  events: { type: 'array', items: str() },
+  description: nullable('string'),
+  status: { enum: ['enabled', 'disabled'] },
+  standard_webhooks: { type: 'boolean', description: 'Deliveries also carry webhook-id, webhook-timestamp and webhook-signature (Standard Webhooks)' },
+  created_at: timestamp(),
+  updated_at: timestamp(),
+  livemode: { type: 'boolean' },
+});
+
+const API_KEY = obj({
+  id: str('key_...'),
+  object: { const: 'api_key' },
+  key: str('svc_test_sk_... or svc_live_sk_...: shown only in this answer'),
+  account_id: str(),
+  environment: { enum: ['test', 'live'] },
+  scopes: { type: 'array', items: str() },
+  created_at: timestamp(),
+});
+
 export const COMPONENT_SCHEMAS: Record<string, Schema> = {
   // The policy file schema (a policy or a `policies:` list); the API takes one policy: PolicyFile_policy.
-  ...hoist('policy', 'PolicyFile'),
+  ...POLICY_FILE,
   ...hoist('bundle', 'Bundle', { [POLICY_DEF]: '#/components/schemas/PolicyFile_policy' }),
   Error: obj({
     error: {
@@ -137,12 +168,13 @@ export const COMPONENT_SCHEMAS: Record<string, Schema> = {
     object: { const: 'list' },
     data: { type: 'array', items: obj({ action: str(), possible: { type: 'boolean' } }) },
   }),
-  Policy: {
-    allOf: [
-      ref('PolicyFile_policy'),
-      obj({ object: { const: 'policy' }, livemode: { type: 'boolean' }, created_at: timestamp(), updated_at: timestamp() }),
-    ],
-  },
+  // The policy file's fields (which forbid others: an allOf with it could never hold the resource's) and the
+  // resource's own; a stored policy always has its id, name, state and priority (defaults filled in).
+  Policy: extend(
+    POLICY_FILE.PolicyFile_policy!,
+    { object: { const: 'policy' }, livemode: { type: 'boolean' }, created_at: timestamp(), updated_at: timestamp() },
+    ['id', 'name', 'state', 'priority'],
+  ),
   PolicyValidation: obj({
     object: { const: 'policy_validation' },
     valid: { type: 'boolean', description: 'No errors (warnings allowed): POST or PUT would accept the policy.' },
@@ -199,21 +231,8 @@ export const COMPONENT_SCHEMAS: Record<string, Schema> = {
     status: { enum: ['ok', 'threshold', 'exceeded'] },
     livemode: { type: 'boolean' },
   }),
-  WebhookEndpoint: obj({
-    id: str('we_...'),
-    object: { const: 'webhook_endpoint' },
-    url: str(),
-    events: { type: 'array', items: str() },
-    description: nullable('string'),
-    status: { enum: ['enabled', 'disabled'] },
-    standard_webhooks: { type: 'boolean', description: 'Deliveries also carry webhook-id, webhook-timestamp and webhook-signature (Standard Webhooks)' },
-    created_at: timestamp(),
-    updated_at: timestamp(),
-    livemode: { type: 'boolean' },
-  }),
-  WebhookEndpointWithSecret: {
-    allOf: [ref('WebhookEndpoint'), obj({ secret: str('whsec_ + base64 of 32 random bytes: the signing secret, shown only in this answer') })],
-  },
+  WebhookEndpoint: WEBHOOK_ENDPOINT,
+  WebhookEndpointWithSecret: extend(WEBHOOK_ENDPOINT, { secret: str('whsec_ + base64 of 32 random bytes: the signing secret, shown only in this answer') }),
   WebhookDelivery: obj({
     id: str('whd_...'),
     object: { const: 'webhook_delivery' },
@@ -252,18 +271,8 @@ export const COMPONENT_SCHEMAS: Record<string, Schema> = {
   },
   Jwks: obj({ keys: { type: 'array', items: obj({ kty: { const: 'OKP' }, crv: { const: 'Ed25519' }, x: str(), kid: str(), use: { const: 'sig' }, alg: { const: 'EdDSA' } }) } }),
   Account: obj({ id: str('acc_...'), object: { const: 'account' }, name: str(), created_at: timestamp() }),
-  ApiKey: obj({
-    id: str('key_...'),
-    object: { const: 'api_key' },
-    key: str('svc_test_sk_... or svc_live_sk_...: shown only in this answer'),
-    account_id: str(),
-    environment: { enum: ['test', 'live'] },
-    scopes: { type: 'array', items: str() },
-    created_at: timestamp(),
-  }),
-  ApiKeyRotated: {
-    allOf: [ref('ApiKey'), { type: 'object', properties: { replaces: str('key_...: the key this one replaces, now revoked') }, required: ['replaces'] }],
-  },
+  ApiKey: API_KEY,
+  ApiKeyRotated: extend(API_KEY, { replaces: str('key_...: the key this one replaces, now revoked') }),
   ApiKeyRevoked: obj({ id: str(), object: { const: 'api_key' }, revoked: { const: true } }),
   SigningKeyRotation: obj({ object: { const: 'signing_key' }, kid: str(), public_jwk: { type: 'object', additionalProperties: true }, jwks: ref('Jwks') }),
   ClockState: obj({ object: { const: 'clock' }, now: timestamp() }),

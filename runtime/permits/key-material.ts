@@ -1,11 +1,12 @@
 /**
  * Ed25519 key material: generation, the JWK thumbprint used as `kid` (RFC 7638),
- * and the private key at rest — PKCS#8 PEM, sealed with AES-256-GCM under a key
- * derived from AUTHZ_MASTER_KEY when one is set.
+ * and the private key at rest — PKCS#8 PEM, sealed under the master key when one
+ * is given (secrets/sealed-text.ts; `authz serve` always has one), and sealed
+ * again when stored in the clear or in an older envelope.
  */
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
 import sodium from 'sodium-native';
-import { openText, sealText } from '../secrets/sealed-text.js';
+import { needsReseal, openText, sealText } from '../secrets/sealed-text.js';
 
 export { MasterKeyError } from '../secrets/sealed-text.js';
 
@@ -49,6 +50,17 @@ function fromKeys(privateKey: KeyObject, publicKey: KeyObject): KeyMaterial {
 /** The private key as stored: PEM, or sealed when a master secret is given. */
 export function sealPrivateKey(key: KeyObject, secret: string | undefined): { text: string; encrypted: boolean } {
   return sealText(key.export({ format: 'pem', type: 'pkcs8' }) as string, secret);
+}
+
+/**
+ * The stored private key sealed under the current envelope and master key, or
+ * null when it already is (or there is no master key).
+ *
+ *   const again = resealPrivateKey(row.private_key, row.encrypted, masterKey); // null | { text, encrypted: true }
+ */
+export function resealPrivateKey(text: string, encrypted: boolean, secret: string | undefined): { text: string; encrypted: boolean } | null {
+  if (!needsReseal(text, encrypted, secret)) return null;
+  return sealText(openText(text, encrypted, secret, 'the signing keys'), secret);
 }
 
 export function openPrivateKey(text: string, encrypted: boolean, secret: string | undefined): KeyMaterial {

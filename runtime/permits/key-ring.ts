@@ -5,13 +5,22 @@
  * in the JWKS until every token it can have signed has expired, and makes a new
  * one; other processes reload on NOTIFY authz_keys (runtime/domain/
  * key-replication.ts) and on an unknown kid.
+ * With a master key, opening re-seals every private key stored in the clear or
+ * in an older envelope (stores written by earlier versions), under the same lock.
  */
 import type { KeyObject } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { CHANNELS, LOCKS, lockFor, notify } from '../store/channels.js';
 import type { Sql, Tx } from '../store/connect.js';
-import { countActiveSigningKeys, insertSigningKey, publishedSigningKeys, retireSigningKeys } from '../store/signing-keys.js';
-import { generateKeyMaterial, openPrivateKey, sealPrivateKey, type KeyMaterial, type PublicJwk } from './key-material.js';
+import {
+  allSigningKeySecrets,
+  countActiveSigningKeys,
+  insertSigningKey,
+  publishedSigningKeys,
+  retireSigningKeys,
+  updateSigningKeySecret,
+} from '../store/signing-keys.js';
+import { generateKeyMaterial, openPrivateKey, resealPrivateKey, sealPrivateKey, type KeyMaterial, type PublicJwk } from './key-material.js';
 
 /** Longest token lifetime (ttl_seconds max) plus a minute for clock skew. */
 export const RETIRED_KEY_GRACE_SECONDS = 3600 + 60;
@@ -36,10 +45,23 @@ export class KeyRing {
     const ring = new KeyRing(sql, clock, masterSecret);
     await sql.begin(async (tx) => {
       await lockFor(tx, LOCKS.signingKeys);
+      await ring.resealStored(tx);
       if ((await countActiveSigningKeys(tx)) === 0) await ring.insertNew(tx);
     });
     await ring.reload();
     return ring;
+  }
+
+  /** Seals (again) the private keys stored in the clear or in an older envelope; returns how many. */
+  private async resealStored(tx: Tx): Promise<number> {
+    let count = 0;
+    for (const row of await allSigningKeySecrets(tx)) {
+      const sealed = resealPrivateKey(row.private_key, row.encrypted, this.masterSecret);
+      if (!sealed) continue;
+      await updateSigningKeySecret(tx, row.kid, sealed.text, sealed.encrypted);
+      count++;
+    }
+    return count;
   }
 
   private async insertNew(tx: Tx): Promise<KeyMaterial> {

@@ -4,7 +4,8 @@ import { listQuerySchema, pageParams, type ListQuery } from '../http/list.js';
 import { agentResource } from '../presenters/agent.js';
 import { listBody } from '../presenters/list.js';
 
-const params = { type: 'object', properties: { agent_id: { type: 'string', minLength: 1, maxLength: 256 } }, required: ['agent_id'] } as const;
+// No minLength: an empty id (what fetch or a browser sends for the id `.`, resolving dot segments) is the resource's 404 like any unknown id.
+const params = { type: 'object', properties: { agent_id: { type: 'string', maxLength: 256 } }, required: ['agent_id'] } as const;
 
 export const agentRoutes: FastifyPluginAsync = async (app) => {
   const { agentService } = app.services;

@@ -1,5 +1,7 @@
 /** /v1/decisions: decide (decideRoutes), read, list, confirm, reject (decisionRoutes). */
+import { Readable } from 'node:stream';
 import type { FastifyPluginAsync } from 'fastify';
+import { InvalidFieldError } from '../errors/api-error.js';
 import { type Effect, loadSchema } from '../../compiler/index.js';
 import { decisionResource, previewResource } from '../presenters/decision.js';
 import type { DecisionInput } from '../domain/decisions.js';
@@ -13,7 +15,8 @@ const listQuerySchema = loadSchema('api/decision-list-query');
 
 type DecisionListQuery = Omit<ListQuery, 'type'> & { effect?: Effect; reason?: string; session_id?: string; on_behalf_of?: string };
 
-const idParams = { type: 'object', properties: { id: { type: 'string', minLength: 1, maxLength: 100 } }, required: ['id'] } as const;
+// No minLength: an empty id (what fetch or a browser sends for the id `.`, resolving dot segments) is the resource's 404 like any unknown id.
+const idParams = { type: 'object', properties: { id: { type: 'string', maxLength: 100 } }, required: ['id'] } as const;
 
 /** POST /v1/decisions: deciding. The key's platform limit is applied by the decision service, in the same store call as the policies' limits. */
 export const decideRoutes: FastifyPluginAsync = async (app) => {
@@ -76,6 +79,20 @@ export const decisionRoutes: FastifyPluginAsync = async (app) => {
     async (request) => ({ object: 'list', data: await decisions.possible(request.principal, request.body.agent_id, request.body.actions) }),
   );
 
+  // NDJSON, oldest first, streamed a page at a time (constant memory however many).
+  app.get<{ Querystring: { since: string; until?: string } }>(
+    '/v1/decisions/export',
+    { config: { scope: 'decisions:read' }, schema: { querystring: loadSchema('api/decision-export-query') } },
+    async (request, reply) => {
+      const since = isoTime(request.query.since, 'since');
+      const until = request.query.until === undefined ? new Date(clock.now()) : isoTime(request.query.until, 'until');
+      if (since.getTime() > until.getTime()) throw new InvalidFieldError('since must not be after until', { details: [{ path: 'query:since', message: 'must not be after until' }] });
+      const rows = decisions.export(request.principal, { since, until });
+      reply.type('application/x-ndjson; charset=utf-8');
+      return reply.send(Readable.from(ndjson(rows, (row) => decisionResource(row, clock.now()))));
+    },
+  );
+
   // ?wait=SECONDS (extension): held while the decision awaits approval, answered as soon as its review changes.
   app.get<{ Params: { id: string }; Querystring: { wait?: number } }>(
     '/v1/decisions/:id',
@@ -91,32 +108,44 @@ export const decisionRoutes: FastifyPluginAsync = async (app) => {
     },
   );
 
-  // confirm and reject take an optional body: none, or an empty one sent as
-  // application/json (as many clients do), means {}.
-  await app.register(async (resolving) => {
-    const parseJson = resolving.getDefaultJsonParser('error', 'error');
-    resolving.removeContentTypeParser('application/json');
-    resolving.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-      const text = body as string;
-      if (text.trim() === '') return done(null, undefined);
-      parseJson(request, text, done);
-    });
-    for (const [verb, to] of [['confirm', 'confirmed'], ['reject', 'rejected']] as const) {
-      resolving.post<{ Params: { id: string }; Body: { amount?: number } | undefined }>(
-        `/v1/decisions/:id/${verb}`,
-        {
-          config: { scope: 'decisions:write' },
-          schema: { params: idParams, body: loadSchema('api/decision-resolve') },
-          // The body is optional here: no body means {}.
-          preValidation: async (request) => {
-            request.body ??= {};
-          },
+  // confirm and reject take an optional body: none, or an empty one (runtime/http/json-body.ts), means {}.
+  for (const [verb, to] of [['confirm', 'confirmed'], ['reject', 'rejected']] as const) {
+    app.post<{ Params: { id: string }; Body: { amount?: number } | undefined }>(
+      `/v1/decisions/:id/${verb}`,
+      {
+        config: { scope: 'decisions:write' },
+        schema: { params: idParams, body: loadSchema('api/decision-resolve') },
+        preValidation: async (request) => {
+          request.body ??= {};
         },
-        async (request) => {
-          const amount = to === 'confirmed' ? request.body?.amount : undefined;
-          return decisionResource(await decisions.resolve(request.principal, request.params.id, to, amount), clock.now());
-        },
-      );
-    }
-  });
+      },
+      async (request) => {
+        const amount = to === 'confirmed' ? request.body?.amount : undefined;
+        return decisionResource(await decisions.resolve(request.principal, request.params.id, to, amount), clock.now());
+      },
+    );
+  }
 };
+
+/** An ISO 8601 time of the query string (400 validation.invalid_field naming the parameter otherwise). */
+function isoTime(value: string, name: string): Date {
+  const ms = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2}))?$/.test(value) ? Date.parse(value) : Number.NaN;
+  if (Number.isNaN(ms)) {
+    const message = `${name} must be an ISO 8601 time such as 2026-11-21T10:00:00.000Z`;
+    throw new InvalidFieldError(message, { details: [{ path: `query:${name}`, message }] });
+  }
+  return new Date(ms);
+}
+
+/** One JSON document per line, in chunks of about 64 KiB. */
+async function* ndjson<T>(rows: AsyncIterable<T>, present: (row: T) => unknown): AsyncGenerator<string> {
+  let chunk = '';
+  for await (const row of rows) {
+    chunk += `${JSON.stringify(present(row))}\n`;
+    if (chunk.length >= 65_536) {
+      yield chunk;
+      chunk = '';
+    }
+  }
+  if (chunk !== '') yield chunk;
+}

@@ -11,7 +11,8 @@ import { isYamlBody, prefersYaml, registerYamlBodies, YAML_CONTENT_TYPE } from '
 import { listBody } from '../presenters/list.js';
 import { policyResource, policyYaml } from '../presenters/policy.js';
 
-const idParams = { type: 'object', properties: { id: { type: 'string', minLength: 1, maxLength: 100 } }, required: ['id'] } as const;
+// No minLength: an empty id (what fetch or a browser sends for the id `.`, resolving dot segments) is the resource's 404 like any unknown id.
+const idParams = { type: 'object', properties: { id: { type: 'string', maxLength: 100 } }, required: ['id'] } as const;
 
 /** The request's body, JSON or YAML. */
 const inputOf = (request: FastifyRequest): PolicyInput => policyInput(request.body, isYamlBody(request));

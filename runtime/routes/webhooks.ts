@@ -6,10 +6,11 @@ import { listQuerySchema, pageParams, type ListQuery } from '../http/list.js';
 import { listBody } from '../presenters/list.js';
 import { deliveryResource, endpointResource } from '../presenters/webhook.js';
 
-const idParams = { type: 'object', properties: { id: { type: 'string', minLength: 1, maxLength: 100 } }, required: ['id'] } as const;
+// No minLength: an empty id (what fetch or a browser sends for the id `.`, resolving dot segments) is the resource's 404 like any unknown id.
+const idParams = { type: 'object', properties: { id: { type: 'string', maxLength: 100 } }, required: ['id'] } as const;
 const deliveryParams = {
   type: 'object',
-  properties: { id: { type: 'string', minLength: 1, maxLength: 100 }, delivery_id: { type: 'string', minLength: 1, maxLength: 100 } },
+  properties: { id: { type: 'string', maxLength: 100 }, delivery_id: { type: 'string', maxLength: 100 } },
   required: ['id', 'delivery_id'],
 } as const;
 

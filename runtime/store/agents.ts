@@ -1,7 +1,7 @@
 /** Agents: registered implicitly by decisions (store/decisions.ts), revoked and restored here. */
 import type { Environment } from '../tenant.js';
 import type { SqlOrTx } from './connect.js';
-import { pageQuery, type Page, type PageParams } from './pagination.js';
+import { exists, pageQuery, type Page, type PageParams } from './pagination.js';
 
 export type AgentStatus = 'active' | 'revoked';
 
@@ -23,7 +23,9 @@ export async function listAgents(sql: SqlOrTx, accountId: string, environment: E
     select agent_id, status, first_seen_at, revoked_at, seq from agents
     where account_id = ${accountId} and environment = ${environment}
       ${cursor === null ? sql`` : sql`and seq < (select seq from agents where account_id = ${accountId} and environment = ${environment} and agent_id = ${cursor})`}
-    order by seq desc limit ${limit}`);
+    order by seq desc limit ${limit}`,
+    (cursor) => exists(sql`select 1 from agents where account_id = ${accountId} and environment = ${environment} and agent_id = ${cursor}`),
+  );
 }
 
 /**

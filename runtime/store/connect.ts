@@ -3,21 +3,23 @@
  *
  * - `databaseUrl` set → a pooled connection to PostgreSQL (`kind: 'postgres'`).
  * - otherwise → the embedded store (`kind: 'embedded'`): PGlite (on disk in
- *   `dataDir`, or in memory with `'memory://'`) served over the PostgreSQL wire
- *   protocol by `PGLiteSocketServer` on 127.0.0.1 with an ephemeral port, and
- *   postgres.js connects to it with a single connection (PGlite runs one
- *   session). LISTEN/NOTIFY needs a second connection, so the embedded store
- *   reports `supportsListen: false` and callers must not LISTEN.
+ *   `dataDir`, or in memory with `'memory://'`) spoken to over the PostgreSQL
+ *   wire protocol in process (pglite-wire.ts: postgres.js's `socket` option), so
+ *   there is no listener any other process could connect to. One connection
+ *   (PGlite runs one session). LISTEN/NOTIFY needs a second connection, so the
+ *   embedded store reports `supportsListen: false` and callers must not LISTEN.
+ *   On disk, the data directory is 0700 and its files owner-only
+ *   (private-files.ts), fixed at every open and close.
  *
  * Repositories take `SqlOrTx` and use tagged templates, so they run unchanged
  * on both. Column names come back as in the schema (snake_case, no transform);
  * `bigint` columns (e.g. `seq`, `version`, `count(*)`) come back as JS numbers,
  * `timestamptz` as `Date`, `double precision` as number, `jsonb` parsed.
  */
-import { mkdirSync } from 'node:fs';
 import postgres from 'postgres';
 import { PGlite } from '@electric-sql/pglite';
-import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
+import { PGliteWire } from './pglite-wire.js';
+import { ensurePrivateDir, restrictTree } from './private-files.js';
 
 export type Sql = postgres.Sql<{}>;
 export type Tx = postgres.TransactionSql<{}>;
@@ -27,7 +29,7 @@ export interface Store {
   sql: Sql;
   kind: 'postgres' | 'embedded';
   supportsListen: boolean;
-  /** Closes the client (and, embedded, the socket server and PGlite, flushing to disk). Idempotent. */
+  /** Closes the client (and, embedded, PGlite, flushing to disk). Idempotent. */
   close(): Promise<void>;
 }
 
@@ -96,31 +98,27 @@ async function openPostgres(url: string, max: number): Promise<Store> {
 }
 
 async function openEmbedded(dataDir: string): Promise<Store> {
-  if (!dataDir.includes('://')) mkdirSync(dataDir, { recursive: true });
+  const onDisk = !dataDir.includes('://');
+  if (onDisk) ensurePrivateDir(dataDir);
   const db = await PGlite.create(dataDir);
-  // maxConnections 2 (not 1): the client only ever holds one connection, but if
-  // it reconnects the old socket's handler may not be released yet.
-  const server = new PGLiteSocketServer({ db, host: '127.0.0.1', port: 0, maxConnections: 2 });
   let sql: Sql | undefined;
   try {
-    await server.start();
-    const port = Number(server.getServerConn().split(':').pop());
-    if (!Number.isInteger(port) || port <= 0) throw new Error(`embedded store: no port from ${server.getServerConn()}`);
+    if (onDisk) restrictTree(dataDir);
     sql = postgres({
       ...baseOptions(),
-      host: '127.0.0.1',
-      port,
+      // No host, port or path: every connection is a PGliteWire in this process.
+      socket: () => new PGliteWire(db),
+      ssl: false,
       user: 'postgres',
       database: 'postgres',
       max: 1,
       // One long-lived connection: never close it for idleness or age.
       idle_timeout: 0,
       max_lifetime: null,
-    }) as unknown as Sql;
+    } as postgres.Options<{}>) as unknown as Sql;
     await sql`select 1`;
   } catch (err) {
     await sql?.end({ timeout: 0 }).catch(() => {});
-    await server.stop().catch(() => {});
     await db.close().catch(() => {});
     throw err;
   }
@@ -135,11 +133,8 @@ async function openEmbedded(dataDir: string): Promise<Store> {
         try {
           await client.end({ timeout: 5 });
         } finally {
-          try {
-            await server.stop();
-          } finally {
-            await db.close();
-          }
+          await db.close();
+          if (onDisk) restrictTree(dataDir);
         }
       })();
       return closing;

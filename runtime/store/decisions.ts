@@ -2,7 +2,7 @@
 import type { Environment } from '../tenant.js';
 import type { SqlOrTx } from './connect.js';
 import type { EventRow } from './events.js';
-import { pageQuery, type Page, type PageParams } from './pagination.js';
+import { exists, pageQuery, type Page, type PageParams } from './pagination.js';
 
 export type DecisionStatus = 'pending' | 'confirmed' | 'rejected' | 'denied' | 'awaiting_approval';
 export type DecisionEffect = 'allow' | 'deny' | 'review';
@@ -163,7 +163,9 @@ export async function listDecisions(sql: SqlOrTx, accountId: string, environment
     where account_id = ${accountId} and environment = ${environment}
       ${filterClause(sql, filters)}
       ${cursor === null ? sql`` : sql`and seq < (select seq from decisions where account_id = ${accountId} and environment = ${environment} and id = ${cursor})`}
-    order by seq desc limit ${limit}`);
+    order by seq desc limit ${limit}`,
+    (cursor) => exists(sql`select 1 from decisions where account_id = ${accountId} and environment = ${environment} and id = ${cursor}`),
+  );
 }
 
 /**
@@ -186,4 +188,31 @@ export async function resolveDecision(
       and status = 'pending' and expires_at > ${at}
     returning ${COLUMNS(sql)}`;
   return row;
+}
+
+/** Where an export page starts: after this (evaluated_at, seq), or at the range's start. */
+export interface ExportCursor {
+  evaluatedAt: Date;
+  seq: number;
+}
+
+/**
+ * One page of decisions with `since <= evaluated_at < until`, oldest first
+ * (ties by insertion order), after `cursor`: a keyset page, so reading a range
+ * of any size holds one page at a time.
+ */
+export async function exportDecisionPage(
+  sql: SqlOrTx,
+  accountId: string,
+  environment: Environment,
+  range: { since: Date; until: Date },
+  cursor: ExportCursor | null,
+  limit: number,
+): Promise<Array<DecisionRow & { seq: number }>> {
+  const after =
+    cursor === null ? sql`and evaluated_at >= ${range.since}` : sql`and (evaluated_at, seq) > (${cursor.evaluatedAt}, ${cursor.seq}) and evaluated_at >= ${range.since}`;
+  return sql<Array<DecisionRow & { seq: number }>>`
+    select ${COLUMNS(sql)}, seq from decisions
+    where account_id = ${accountId} and environment = ${environment} and evaluated_at < ${range.until} ${after}
+    order by evaluated_at, seq limit ${limit}`;
 }

@@ -1,7 +1,7 @@
 /** The events table: written in the same transaction as the change that caused it. */
 import type { Environment } from '../tenant.js';
 import type { SqlOrTx } from './connect.js';
-import { pageQuery, type Page, type PageParams } from './pagination.js';
+import { exists, pageQuery, type Page, type PageParams } from './pagination.js';
 
 export interface EventRow {
   id: string;
@@ -44,5 +44,7 @@ export async function listEvents(
     where account_id = ${accountId} and environment = ${environment}
       ${type ? sql`and type = ${type}` : sql``}
       ${cursor === null ? sql`` : sql`and seq < (select seq from events where account_id = ${accountId} and environment = ${environment} and id = ${cursor})`}
-    order by seq desc limit ${limit}`);
+    order by seq desc limit ${limit}`,
+    (cursor) => exists(sql`select 1 from events where account_id = ${accountId} and environment = ${environment} and id = ${cursor}`),
+  );
 }

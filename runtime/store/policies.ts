@@ -1,7 +1,7 @@
 /** Policies of an environment and the version of the set they form. */
 import type { Environment } from '../tenant.js';
 import type { SqlOrTx } from './connect.js';
-import { pageQuery, type Page, type PageParams } from './pagination.js';
+import { exists, pageQuery, type Page, type PageParams } from './pagination.js';
 
 /** What the store knows of a policy: a JSON document with an id (the compiler's Policy, to the domain). */
 export interface PolicyDocument {
@@ -63,7 +63,9 @@ export async function listPolicies<P extends PolicyDocument>(sql: SqlOrTx, accou
     select body, created_at, updated_at, seq from policies
     where account_id = ${accountId} and environment = ${environment}
       ${cursor === null ? sql`` : sql`and seq < (select seq from policies where account_id = ${accountId} and environment = ${environment} and id = ${cursor})`}
-    order by seq desc limit ${limit}`);
+    order by seq desc limit ${limit}`,
+    (cursor) => exists(sql`select 1 from policies where account_id = ${accountId} and environment = ${environment} and id = ${cursor}`),
+  );
   return { has_more: result.has_more, data: result.data.map((r) => ({ policy: r.body, created_at: r.created_at, updated_at: r.updated_at })) };
 }
 

@@ -7,7 +7,7 @@ import type { Tenant } from '../tenant.js';
 import type { SqlOrTx, Tx } from './connect.js';
 import { COLUMNS, type DecisionRow, type ReviewStatus } from './decisions.js';
 import { applyLimitBatch, type LimitOutcome, type LimitRequest } from './limits.js';
-import { pageQuery, type Page, type PageParams } from './pagination.js';
+import { exists, pageQuery, type Page, type PageParams } from './pagination.js';
 
 /** The decision, locked until the transaction ends (a verdict and a timeout never interleave). */
 export async function lockDecision(tx: Tx, t: Tenant, id: string): Promise<DecisionRow | undefined> {
@@ -75,5 +75,7 @@ export function listReviews(sql: SqlOrTx, t: Tenant, status: ReviewStatus, page:
     select ${COLUMNS(sql)}, seq from decisions
     where account_id = ${accountId} and environment = ${environment} and review_status = ${status}
       ${cursor === null ? sql`` : oldestFirst ? sql`and seq > ${cursorSeq(cursor)}` : sql`and seq < ${cursorSeq(cursor)}`}
-    order by seq ${oldestFirst ? sql`asc` : sql`desc`} limit ${limit}`);
+    order by seq ${oldestFirst ? sql`asc` : sql`desc`} limit ${limit}`,
+    (cursor) => exists(sql`select 1 from decisions where account_id = ${accountId} and environment = ${environment} and id = ${cursor} and review_status = ${status}`),
+  );
 }

@@ -14,7 +14,7 @@ const inWindow = (sql: SqlOrTx, t: Tenant, sinceMs: number, untilMs: number) => 
   account_id = ${t.accountId} and environment = ${t.environment}
   and evaluated_at >= to_timestamp(${sinceMs}::float8 / 1000) and evaluated_at < to_timestamp(${untilMs}::float8 / 1000)`;
 
-/** Decisions per minute and effect (migration 012 indexes evaluated_at); minutes without any are absent. */
+/** Decisions per minute and effect (read through decisions_by_time, migration 013); minutes without any are absent. */
 export function decisionsPerMinute(sql: SqlOrTx, t: Tenant, sinceMs: number, untilMs: number): Promise<MinuteCount[]> {
   return sql<MinuteCount[]>`
     select (floor(extract(epoch from evaluated_at) / 60) * 60000)::float8 as minute_ms, effect, count(*)::int as count

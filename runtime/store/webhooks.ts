@@ -1,7 +1,7 @@
 /** Webhook endpoints, deliveries and attempts (migrations/004_webhooks.sql). */
 import type { Environment } from '../tenant.js';
 import type { SqlOrTx } from './connect.js';
-import { pageQuery, type Page, type PageParams } from './pagination.js';
+import { exists, pageQuery, type Page, type PageParams } from './pagination.js';
 
 export interface EndpointRow {
   account_id: string;
@@ -37,7 +37,9 @@ export function listEndpoints(sql: SqlOrTx, accountId: string, environment: Envi
     select ${ENDPOINT(sql)}, seq from webhook_endpoints
     where account_id = ${accountId} and environment = ${environment}
       ${cursor === null ? sql`` : sql`and seq < (select seq from webhook_endpoints where account_id = ${accountId} and environment = ${environment} and id = ${cursor})`}
-    order by seq desc limit ${limit}`);
+    order by seq desc limit ${limit}`,
+    (cursor) => exists(sql`select 1 from webhook_endpoints where account_id = ${accountId} and environment = ${environment} and id = ${cursor}`),
+  );
 }
 
 export type EndpointChange = Partial<Pick<EndpointRow, 'url' | 'events' | 'description' | 'status' | 'standard_webhooks'>>;
@@ -179,7 +181,9 @@ export function listDeliveries(sql: SqlOrTx, accountId: string, environment: Env
     select ${DELIVERY(sql)}, d.seq from webhook_deliveries d join events e on e.id = d.event_id
     where d.account_id = ${accountId} and d.environment = ${environment} and d.endpoint_id = ${endpointId}
       ${cursor === null ? sql`` : sql`and d.seq < (select seq from webhook_deliveries where id = ${cursor} and account_id = ${accountId} and environment = ${environment})`}
-    order by d.seq desc limit ${limit}`);
+    order by d.seq desc limit ${limit}`,
+    (cursor) => exists(sql`select 1 from webhook_deliveries where account_id = ${accountId} and environment = ${environment} and id = ${cursor}`),
+  );
 }
 
 export async function findDelivery(sql: SqlOrTx, accountId: string, environment: Environment, endpointId: string, id: string): Promise<DeliveryRow | undefined> {

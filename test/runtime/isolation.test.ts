@@ -5,9 +5,14 @@
  * registers (enumerated, so a new one must be mapped here or this test fails)
  * and random (owner, caller) pairs, the caller addressing the owner's objects
  * gets 404 with the resource's not_found code and the store is unchanged; made-up
- * ids get the same 404. Lists (budgets included) never show another tenant's ids.
+ * ids get the same 404: random ones (FC_SEED replays a run; the seed is in the
+ * failure message) and `.`, `..`, `%2e`, `%2E%2E`, sent over a real socket as
+ * given (inject, like fetch, resolves dot segments first: `.` then arrives as an
+ * empty id, the same 404). Lists (budgets included) never show another tenant's ids.
  * (Generalises the decisions-only property that was in decisions.test.ts.)
  */
+import { request as httpRequest } from 'node:http';
+import type { LightMyRequestResponse } from 'fastify';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKey } from '../../runtime/domain/accounts.js';
@@ -66,6 +71,7 @@ describe.each(STORE_KINDS)('tenant isolation (%s store)', (kind) => {
   let byId: RouteInfo[];
   let lists: RouteInfo[];
   let tenants: TenantObjects[];
+  let port: number;
 
   beforeAll(async () => {
     const collector = collectRoutes();
@@ -73,6 +79,8 @@ describe.each(STORE_KINDS)('tenant isolation (%s store)', (kind) => {
     rt = await startRuntime(kind, { app: { onRoute: collector.onRoute }, config: { webhookAllowPrivate: true } });
     const v1 = collector.routes.filter((r) => r.url.startsWith('/v1/') && r.method !== 'HEAD');
     byId = v1.filter((r) => r.params.length > 0);
+    await rt.app.listen({ port: 0, host: '127.0.0.1' });
+    port = (rt.app.server.address() as { port: number }).port;
     lists = v1.filter((r) => r.params.length === 0 && r.method === 'GET');
     const otherLive = (await createApiKey(rt.store.sql, rt.otherAccountId, 'live', ['*'], new Date(START))).key;
     const keys: Array<[string, string]> = [['main/test', rt.testKey], ['main/live', rt.liveKey], ['other/test', rt.otherKey], ['other/live', otherLive]];
@@ -128,29 +136,80 @@ describe.each(STORE_KINDS)('tenant isolation (%s store)', (kind) => {
     }
   });
 
-  it('made-up ids answer the same 404 on every by-id route (property)', async () => {
+  /**
+   * A request over a real socket with the path exactly as given: `.` and `..`
+   * segments reach the server as sent (inject, like fetch and browsers, would
+   * resolve them on the client first: see the WHATWG case below).
+   */
+  async function raw(key: string, method: string, path: string, payload?: object): Promise<LightMyRequestResponse> {
+    const body = payload === undefined ? undefined : JSON.stringify(payload);
+    return new Promise((resolve, reject) => {
+      const req = httpRequest(
+        { host: '127.0.0.1', port, method, path, agent: false, headers: { authorization: `Bearer ${key}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) } },
+        (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => (text += chunk));
+          res.on('end', () => resolve({ statusCode: res.statusCode!, headers: res.headers, body: text } as unknown as LightMyRequestResponse));
+        },
+      );
+      req.on('error', reject);
+      req.end(body);
+    });
+  }
+
+  /** One made-up id (already in URL form) on one by-id route: the resource's 404 (a PUT policy body may be refused first: 400), nothing changed. */
+  async function expectMadeUpNotFound(route: RouteInfo, target: Target, callerIndex: number, segment: string, id = segment): Promise<void> {
+    const caller = tenants[callerIndex]!;
+    const fake: TenantObjects = { ...caller, decision: id, policy: id, agent: id, event: id, webhook: id, delivery: id };
+    const values = Object.fromEntries(Object.entries(target.params(fake, caller)).map(([k, v]) => [k, v === id ? segment : encodeURIComponent(v)]));
+    const url = fillPath(route, values);
+    const before = await stateDigest(rt.store.sql);
+    const r = await raw(caller.key, route.method, url, target.body?.(fake));
+    const code = expectContractAnswer(r, `${route.method} ${url}`);
+    if (r.statusCode === 400) expect(route.key, `${route.method} ${url}: ${r.body}`).toBe('PUT /v1/policies/:id');
+    else {
+      expect(r.statusCode, `${route.method} ${url}: ${r.body}`).toBe(404);
+      expect(code, `${route.method} ${url}`).toBe(target.code);
+    }
+    expect(await stateDigest(rt.store.sql), `${route.method} ${url} changed the store`).toEqual(before);
+  }
+
+  it('made-up ids answer the same 404 on every by-id route (property; FC_SEED=<seed> replays a run)', async () => {
     const cases = byId.flatMap((route) => (TARGETS[route.key] ?? []).map((target) => ({ route, target })));
     const id = fc.oneof(fc.stringMatching(/^(dec|pol|evt|we|whd)_[0-9A-Za-z]{1,24}$/), fc.string({ minLength: 1, maxLength: 40 }).filter((s) => !/[\u0000\ud800-\udfff]/.test(s)));
-    await fc.assert(
-      fc.asyncProperty(fc.constantFrom(...cases), id, fc.integer({ min: 0, max: 3 }), async ({ route, target }, made, callerIndex) => {
-        const caller = tenants[callerIndex]!;
-        const fake: TenantObjects = { ...caller, decision: made, policy: made, agent: made, event: made, webhook: made, delivery: made };
-        // The delivery case under the caller's own endpoint keeps that endpoint's real id.
-        const params = target.params(fake, caller);
-        const before = await stateDigest(rt.store.sql);
-        const url = fillPath(route, enc(params));
-        const r = await rt.call(caller.key, { method: route.method as 'GET', url, ...(target.body ? { payload: target.body(fake) } : {}) });
-        const code = expectContractAnswer(r, `${route.method} ${url}`);
-        // Made-up policy ids may not be valid ids for a PUT body (400); anything else is the not_found.
-        if (r.statusCode === 400) expect(route.key).toBe('PUT /v1/policies/:id');
-        else {
-          expect(r.statusCode, `${route.method} ${url}: ${r.body}`).toBe(404);
-          expect(code).toBe(target.code);
-        }
-        expect(await stateDigest(rt.store.sql)).toEqual(before);
-      }),
-      { numRuns: 120 },
+    const seed = process.env.FC_SEED === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(process.env.FC_SEED);
+    const result = await fc.check(
+      fc.asyncProperty(fc.constantFrom(...cases), id, fc.integer({ min: 0, max: 3 }), ({ route, target }, made, callerIndex) =>
+        expectMadeUpNotFound(route, target, callerIndex, encodeURIComponent(made), made),
+      ),
+      { numRuns: 120, seed },
     );
+    expect(result.failed, `replay with FC_SEED=${seed}\n${fc.defaultReportMessage(result) ?? ''}`).toBe(false);
+  });
+
+  it('`.`, `..`, `%2e`, `%2E%2E` (and an empty id) as ids: the resource\'s 404 on every by-id route, sent as is', async () => {
+    const cases = byId.flatMap((route) => (TARGETS[route.key] ?? []).map((target) => ({ route, target })));
+    for (const [segment, id] of [['.', '.'], ['..', '..'], ['%2e', '.'], ['%2E%2E', '..'], ['.%2E', '..'], ['', '']]) {
+      for (const { route, target } of cases) await expectMadeUpNotFound(route, target, 0, segment!, id!);
+    }
+  });
+
+  it('through a client that resolves dot segments (inject, as fetch): `.` as the last segment is an empty id, the same 404; elsewhere a 404 too', async () => {
+    const caller = tenants[0]!;
+    for (const { route, target } of byId.flatMap((r) => (TARGETS[r.key] ?? []).map((t) => ({ route: r, target: t })))) {
+      for (const segment of ['.', '%2e', '..', '%2E%2E']) {
+        const fake: TenantObjects = { ...caller, decision: '\0', policy: '\0', agent: '\0', event: '\0', webhook: '\0', delivery: '\0' };
+        const values = Object.fromEntries(Object.entries(target.params(fake, caller)).map(([k, v]) => [k, v === '\0' ? segment : encodeURIComponent(v)]));
+        const url = fillPath(route, values);
+        const r = await rt.call(caller.key, { method: route.method as 'GET', url, ...(target.body ? { payload: target.body({ ...fake, policy: '' }) } : {}) });
+        const code = expectContractAnswer(r, `${route.method} ${url}`);
+        if (route.key === 'PUT /v1/policies/:id' && r.statusCode === 400) continue;
+        expect(r.statusCode, `${route.method} ${url}: ${r.body}`).toBe(404);
+        const last = route.url.endsWith(`:${route.params.at(-1)}`) && url.endsWith(`/${segment}`);
+        if (last && (segment === '.' || segment === '%2e')) expect(code, `${route.method} ${url}`).toBe(target.code);
+      }
+    }
   });
 
   it("lists never show another tenant's objects, budgets included", async () => {

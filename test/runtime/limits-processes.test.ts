@@ -7,7 +7,8 @@
  * on one PostgreSQL database, on the real clock, driven over real HTTP:
  * concurrent fiat and calls decisions never overspend, a rate limit holds in
  * total across both processes, and a budget exhausted through one process
- * blocks the agent in the other (NOTIFY on authz_budgets).
+ * blocks the agent in the other (NOTIFY on authz_budgets: the periodic reload
+ * is set to an hour, so NOTIFY is the only way). No timing is asserted.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
@@ -41,6 +42,8 @@ async function startServer(name: string, databaseUrl: string, timeoutMs = 30_000
     HOST,
     LOG_LEVEL: 'warn',
     AUTHZ_KEY_RATE_LIMIT: '1000000',
+    // No periodic reload of exhausted budgets during the test: they cross processes by NOTIFY only.
+    AUTHZ_BUDGET_SWEEP_SECONDS: '3600',
   };
   delete env.AUTHZ_DATA_DIR;
   delete env.AUTHZ_TEST_CLOCK;
@@ -226,20 +229,17 @@ describe('budgets and rate limits across two `authz serve` processes on one Post
   );
 
   it(
-    'a rate limit of 30 per minute holds in total across both processes: 100 concurrent requests, 30 pass, the rest 429 with Retry-After',
+    'a rate limit of 30 per hour holds in total across both processes: 100 concurrent requests, 30 pass, the rest 429 with Retry-After',
     async () => {
-      await install({ id: 'pol_rate_30', name: 'rate-30', effect: 'allow', actions: ['orders.search'], rate_limit: { per_minute: 30 } }, { action: 'orders.search' });
+      await install({ id: 'pol_rate_30', name: 'rate-30', effect: 'allow', actions: ['orders.search'], rate_limit: { per_hour: 30 } }, { action: 'orders.search' });
       const agentId = agent('rate');
       const body = { agent_id: agentId, action: 'orders.search' };
-      const started = Date.now();
       const replies = await Promise.all(split(100, a, b).map((server) => decide(server, body)));
-      const elapsedMs = Date.now() - started;
       const ok = replies.filter((r) => r.status === 200);
       const limited = replies.filter((r) => r.status === 429);
       expect(ok.length + limited.length, JSON.stringify(replies.find((r) => r.status !== 200 && r.status !== 429)?.body)).toBe(100);
-      // 30 per minute is a burst of 30 refilled one every 2 s (real clock): while the
-      // burst lasts under 2 s (it does, by far) exactly 30 pass.
-      expect(elapsedMs).toBeLessThan(2_000);
+      // 30 per hour is a burst of 30 refilled one every 120 s (real clock), longer
+      // than this test may run (TEST_TIMEOUT): exactly 30 pass, however slow the machine.
       expect(ok.length).toBe(30);
       expect(limited.length).toBe(70);
       for (const r of ok) expect(r.body).toMatchObject({ effect: 'allow', policy_id: 'pol_rate_30' });
@@ -249,7 +249,7 @@ describe('budgets and rate limits across two `authz serve` processes on one Post
         const retryAfter = r.headers.get('retry-after');
         expect(retryAfter).toMatch(/^\d+$/);
         expect(Number(retryAfter)).toBeGreaterThanOrEqual(1);
-        expect(Number(retryAfter)).toBeLessThanOrEqual(2);
+        expect(Number(retryAfter)).toBeLessThanOrEqual(120);
       }
       // Both processes refused some: the limiter is shared, not per process.
       expect(new Set(limited.map((r) => replies.indexOf(r) % 2)).size).toBe(2);
@@ -262,7 +262,7 @@ describe('budgets and rate limits across two `authz serve` processes on one Post
   );
 
   it(
-    'exhaustion crosses processes: a calls budget used up through A blocks the agent in B, for an action of another policy, within 3 s',
+    'exhaustion crosses processes: a calls budget used up through A blocks the agent in B (by NOTIFY), for an action of another policy',
     async () => {
       await install(
         { id: 'pol_calls_3', name: 'calls-3', effect: 'allow', actions: ['reports.read'], budget: { unit: 'calls', limit: 3, period: 'daily' } },
@@ -275,15 +275,12 @@ describe('budgets and rate limits across two `authz serve` processes on one Post
       expect(await decideOk(b, list)).toMatchObject({ effect: 'allow', policy_id: 'pol_reports_list' });
 
       for (let i = 0; i < 3; i++) expect(await decideOk(a, { agent_id: agentId, action: 'reports.read' })).toMatchObject({ effect: 'allow', policy_id: 'pol_calls_3' });
-      const exhaustedAt = Date.now();
       // A knows at once.
       expect(await decideOk(a, list)).toMatchObject({ effect: 'deny', reason: 'budget.exceeded', policy_id: 'pol_calls_3' });
-      // B learns through NOTIFY (well before the 5 s reload).
+      // B learns through NOTIFY (its periodic reload is an hour away): poll until it denies.
       await expect
-        .poll(async () => (await decideOk(b, list)).reason, { timeout: 3_000, interval: 50 })
+        .poll(async () => (await decideOk(b, list)).reason, { timeout: 15_000, interval: 50 })
         .toBe('budget.exceeded');
-      const learnedMs = Date.now() - exhaustedAt;
-      expect(learnedMs).toBeLessThan(3_000);
       expect(await decideOk(b, list)).toMatchObject({ effect: 'deny', reason: 'budget.exceeded', policy_id: 'pol_calls_3', status: 'denied', permit_token: null });
       expect(await decideOk(b, { agent_id: agentId, action: 'reports.read' })).toMatchObject({ effect: 'deny', reason: 'budget.exceeded' });
       // Another agent is not affected.

@@ -4,7 +4,8 @@
  * webhook deliveries to a real receiver on 127.0.0.1 count by outcome
  * (succeeded, failed, abandoned) with the lag from event to success on the
  * service clock; budget gauges are per policy and unit, aggregated over agents
- * (no agent label); default process metrics; AUTHZ_METRICS_TOKEN; one registry
+ * (no agent label); default process metrics; AUTHZ_METRICS_TOKEN required
+ * (without it /metrics is off: 404, nothing of any tenant shown); one registry
  * per app.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -38,11 +39,13 @@ function value(samples: Sample[], name: string, labels: Record<string, string> =
   return s?.value ?? 0;
 }
 
+const TOKEN = 'metrics-token-0123456789abcdef';
+
 describe.each(STORE_KINDS)('metrics (%s)', (kind) => {
   let rt: TestRuntime;
   let receiver: Awaited<ReturnType<typeof startReceiver>>;
   beforeAll(async () => {
-    rt = await startRuntime(kind);
+    rt = await startRuntime(kind, { config: { metricsToken: TOKEN } });
     receiver = await startReceiver();
     await rt.setPolicies([
       { id: 'pol_read', effect: 'allow', actions: ['orders.read'] },
@@ -57,7 +60,7 @@ describe.each(STORE_KINDS)('metrics (%s)', (kind) => {
   });
 
   const scrape = async () => {
-    const r = await rt.app.inject({ method: 'GET', url: '/metrics' });
+    const r = await rt.app.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${TOKEN}` } });
     expect(r.statusCode).toBe(200);
     expect(r.headers['content-type']).toMatch(/^text\/plain/);
     return parse(r.body);
@@ -156,20 +159,23 @@ describe.each(STORE_KINDS)('metrics (%s)', (kind) => {
 });
 
 describe('metrics token and registries', () => {
-  const TOKEN = 'metrics-token-0123456789abcdef';
   let guarded: TestRuntime;
-  let open: TestRuntime;
+  let other: TestRuntime;
+  let unset: TestRuntime;
+  const OTHER_TOKEN = 'other-metrics-token-0123456789';
   beforeAll(async () => {
     guarded = await startRuntime('embedded', { config: { metricsToken: TOKEN } });
-    open = await startRuntime('embedded');
+    other = await startRuntime('embedded', { config: { metricsToken: OTHER_TOKEN } });
+    unset = await startRuntime('embedded');
   });
   afterAll(async () => {
     await guarded.close();
-    await open.close();
+    await other.close();
+    await unset.close();
   });
 
-  it('with AUTHZ_METRICS_TOKEN set, answers only that bearer token', async () => {
-    for (const authorization of [undefined, 'Bearer wrong-token-0123456789', `Bearer ${guarded.testKey}`]) {
+  it('answers only the AUTHZ_METRICS_TOKEN bearer token', async () => {
+    for (const authorization of [undefined, 'Bearer wrong-token-0123456789', `Bearer ${guarded.testKey}`, `Bearer ${OTHER_TOKEN}`]) {
       const r = await guarded.app.inject({ method: 'GET', url: '/metrics', headers: authorization ? { authorization } : {} });
       expect(r.statusCode).toBe(401);
       expect(json(r).error.code).toBe('auth.invalid_metrics_token');
@@ -179,12 +185,25 @@ describe('metrics token and registries', () => {
     expect(ok.body).toContain('authz_decisions_total');
   });
 
+  it('is off without AUTHZ_METRICS_TOKEN: 404 saying how to turn it on, and no tenant data', async () => {
+    await unset.setPolicies([{ id: 'pol_secret_budget', effect: 'allow', actions: ['search.run'], budget: { unit: 'calls', limit: 10, period: 'daily' } }]);
+    expect((await unset.call(unset.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'x', action: 'search.run' } })).statusCode).toBe(200);
+    for (const authorization of [undefined, `Bearer ${TOKEN}`, `Bearer ${unset.testKey}`]) {
+      const r = await unset.app.inject({ method: 'GET', url: '/metrics', headers: authorization ? { authorization } : {} });
+      expect(r.statusCode).toBe(404);
+      expect(json(r).error.code).toBe('route.not_found');
+      expect(json(r).error.message).toContain('AUTHZ_METRICS_TOKEN');
+      expect(r.body).not.toContain(unset.accountId);
+      expect(r.body).not.toContain('pol_secret_budget');
+    }
+  });
+
   it('keeps one registry per app: decisions of one app do not show in another', async () => {
     await guarded.setPolicies([{ effect: 'allow', actions: ['orders.read'] }]);
     const r = await guarded.call(guarded.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'x', action: 'orders.read' } });
     expect(r.statusCode).toBe(200);
     const mine = parse((await guarded.app.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${TOKEN}` } })).body);
-    const theirs = parse((await open.app.inject({ method: 'GET', url: '/metrics' })).body);
+    const theirs = parse((await other.app.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${OTHER_TOKEN}` } })).body);
     expect(value(mine, 'authz_decisions_total', { effect: 'allow', reason: 'policy.matched' })).toBe(1);
     expect(value(theirs, 'authz_decisions_total', { effect: 'allow', reason: 'policy.matched' })).toBe(0);
   });

@@ -74,17 +74,15 @@ async function startServer(dataDir: string, args: string[] = [], options: { port
   return { child, port: boundPort, base: `http://${HOST}:${boundPort}`, startup: [...stdout], stdout, stderr, exited };
 }
 
-/** SIGTERM, then the exit code (failing after `withinMs`). */
-async function stopServer(server: Server, withinMs = 10_000): Promise<{ code: number | null; signal: NodeJS.Signals | null; ms: number }> {
-  const started = Date.now();
+/** SIGTERM, then the exit code and signal (failing when it has not exited after `withinMs`: a deadline, not a measure). */
+async function stopServer(server: Server, withinMs = 10_000): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
   server.child.kill('SIGTERM');
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`authz serve did not exit within ${withinMs} ms of SIGTERM`)), withinMs);
   });
   try {
-    const result = await Promise.race([server.exited, timeout]);
-    return { ...result, ms: Date.now() - started };
+    return await Promise.race([server.exited, timeout]);
   } finally {
     clearTimeout(timer);
   }
@@ -167,9 +165,8 @@ describe('authz serve (child process, embedded store on disk)', () => {
     expect(live.body).toMatchObject({ effect: 'deny', reason: 'policy.not_found', livemode: true });
     expect((await api(first, 'svc_test_sk_notarealkeynotarealkeynotarealkey00', 'GET', `/v1/decisions/${decided.body.id}`)).status).toBe(401);
 
-    const stopped = await stopServer(first);
-    expect(stopped.code).toBe(0);
-    expect(stopped.ms).toBeLessThan(5_000);
+    // It stops by itself on SIGTERM (exit code 0, not killed by the signal).
+    expect(await stopServer(first)).toEqual({ code: 0, signal: null });
 
     // Second start, same data dir: nothing seeded again, nothing lost.
     const second = await startServer(dataDir);

@@ -36,5 +36,5 @@ create index decisions_reviews on decisions (account_id, environment, review_sta
 create index decisions_awaiting on decisions (approval_expires_at)
   where status = 'awaiting_approval';
 
--- GET /v1/stats/decisions: decisions of one environment in a time window.
-create index decisions_by_time on decisions (account_id, environment, evaluated_at);
+-- GET /v1/stats/decisions reads a time window through decisions_by_time
+-- (migration 013: account, environment, evaluated_at, seq).

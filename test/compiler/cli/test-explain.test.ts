@@ -59,7 +59,7 @@ describe('authz test', () => {
     expect(r.out).toContain('coverage: 2/3 policies matched by at least one case');
     expect(r.out).toMatch(/not exercised: pol_unused \(policies\.yaml:\d+\)/);
     const json = JSON.parse(runCli(['test', '.', '--coverage', '--format', 'json'], dir).out);
-    expect(json.coverage).toEqual({ policies: 3, exercised: 2, not_exercised: ['pol_unused'] });
+    expect(json.coverage).toEqual({ policies: 3, exercised: 2, percent: 66.6, not_exercised: ['pol_unused'], disabled_not_counted: 0 });
     expect(json.passed).toBe(3);
   });
 

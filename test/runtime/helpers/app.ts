@@ -100,6 +100,7 @@ export async function startRuntime(kind: StoreKind, options: TestRuntimeOptions 
       await app.close();
       await services.limits.idle();
       await services.writer.idle();
+      await services.tracing.shutdown();
       if (!options.store) await store.dispose();
     },
   };
