@@ -7,12 +7,14 @@
  * a reviewer approves one and denies another with notes, and agents waiting
  * with GET /v1/decisions/:id?wait= (requests the test holds over HTTP) get each
  * answer; the reviewer's name is kept for the session; a decision the
- * dashboard's own key made cannot be approved there; decisions open into a
+ * dashboard's own key made cannot be approved there; a chat notification's
+ * link opens its review with the button focused; decisions open into a
  * panel (warnings, matched policies, review, expiry) from the lists; policies
  * show by name with their id on hover.
  */
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { reviewLink } from '../../examples/review-receiver/message.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { launchChromium, POLL } from './helpers/browser.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
@@ -151,6 +153,16 @@ describe.each(STORE_KINDS)('dashboard reviews in chromium (%s)', (kind) => {
     await page.getByRole('button', { name: `Approve ${own.id}` }).click();
     await expect.poll(() => page.locator('#status').textContent(), POLL).toContain('review.self_review');
     expect((await rt.getOk(`/v1/decisions/${own.id}`)).status).toBe('awaiting_approval');
+  });
+
+  it("a chat notification's link opens the review with its button focused, and sends nothing", async () => {
+    const d = await decide({ agent_id: 'link-bot', action: 'payments.refund', amount: 3 });
+    await page.goto(reviewLink(`${base}/dashboard`, d.id, 'deny'));
+    await expect.poll(() => page.evaluate(() => document.activeElement?.getAttribute('aria-label')), POLL).toBe(`Deny ${d.id}`);
+    await expect(page.locator(`tr[data-id="${d.id}"]`).getAttribute('class')).resolves.toContain('target');
+    expect((await rt.getOk(`/v1/decisions/${d.id}`)).status).toBe('awaiting_approval');
+    await page.goto(reviewLink(`${base}/dashboard`, d.id, 'approve'));
+    await expect.poll(() => page.evaluate(() => document.activeElement?.getAttribute('aria-label')), POLL).toBe(`Approve ${d.id}`);
   });
 
   it('opens a decision into a panel from the lists: warnings, matched policies, review, expiry', async () => {

@@ -10,7 +10,11 @@ import { policiesView } from './views/policies.js';
 import { reviewsView } from './views/reviews.js';
 import { webhooksView } from './views/webhooks.js';
 
-/** Draws a view into its root; answers a function that stops it. @typedef {(root: HTMLElement) => () => void} View */
+/**
+ * Draws a view into its root; answers a function that stops it. `rest` is what
+ * follows the view's name in the hash (`#reviews/dec_1/approve` -> ['dec_1', 'approve']).
+ * @typedef {(root: HTMLElement, rest: string[]) => () => void} View
+ */
 
 /** @type {Record<string, View>} */
 const VIEWS = {
@@ -40,13 +44,13 @@ export function stopView() {
  */
 export function route() {
   stopView();
-  const hash = location.hash.slice(1);
+  const [hash = '', ...rest] = location.hash.slice(1).split('/').map((part) => decodeURIComponent(part));
   const name = hash in VIEWS ? hash : 'overview';
   for (const a of document.querySelectorAll('nav a')) {
     if (a.getAttribute('href') === `#${name}`) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');
   }
   say('');
-  stopCurrent = VIEWS[name](byId('view'));
+  stopCurrent = VIEWS[name](byId('view'), rest);
   document.title = `${name[0].toUpperCase()}${name.slice(1)} · agent-authz`;
 }

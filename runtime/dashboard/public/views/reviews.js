@@ -17,11 +17,16 @@ const POLL_MS = 3000;
 
 /**
  * Draws the reviews view into `root`; answers a function that stops its polling.
- * Example: `const stop = reviewsView(byId('view'));`
+ * `#reviews/<decision id>[/approve|deny]` (the links of a chat notification)
+ * brings that review into view with its button focused: nothing is sent until
+ * the reviewer clicks.
+ * Example: `const stop = reviewsView(byId('view'), ['dec_1', 'approve']);`
  * @param {HTMLElement} root
+ * @param {string[]} [target]
  * @returns {() => void}
  */
-export function reviewsView(root) {
+export function reviewsView(root, target = []) {
+  const [targetId, targetVerdict] = target;
   const reviewer = h('input', { id: 'reviewer-name', type: 'text', autocomplete: 'name', value: sessionStorage.getItem(REVIEWER_STORE) ?? '' });
   reviewer.addEventListener('input', () => sessionStorage.setItem(REVIEWER_STORE, reviewer.value.trim()));
   const status = h('select', { id: 'review-status' }, ['open', 'approved', 'denied'].map((s) => h('option', { value: s }, s)));
@@ -92,12 +97,26 @@ export function reviewsView(root) {
     );
   };
 
+  /** The review a link named: into view, its Approve or Deny button focused (or a word when it is not open any more). */
+  const showTarget = () => {
+    const row = [...body.querySelectorAll('tr')].find((tr) => tr.dataset.id === targetId);
+    if (!row) {
+      say(`Decision ${targetId} is not waiting for review any more (see Approved and Denied).`);
+      return;
+    }
+    row.classList.add('target');
+    row.scrollIntoView({ block: 'center' });
+    const button = row.querySelector(targetVerdict === 'deny' ? 'button.deny' : 'button.approve');
+    if (button instanceof HTMLButtonElement) button.focus();
+  };
+
   const load = async () => {
     const mine = pager(`/v1/reviews?status=${status.value}`, 50, (d) => d.id);
     list = mine;
     try {
       [names] = await Promise.all([policyNames(), mine.first()]);
       if (list === mine) render();
+      if (list === mine && targetId) showTarget();
     } catch (e) {
       if (list === mine) body.replaceChildren(failure(describe(e)));
     }
