@@ -3,14 +3,19 @@
  * per process, keyed by decision. Nothing here polls the store: a waiter sleeps
  * until `wake` names its decision (the process that changed the review, at
  * once; every other process through `NOTIFY authz_reviews`, domain/review-
- * maintenance.ts) or its time is up; then its request reads the decision once.
+ * maintenance.ts) or its time is up; then the decision is read once. Every
+ * waiter woken by one `wake` gets the same {@link Wake}, so they can share
+ * that one read (domain/reviews.ts does).
  */
 import type { ReviewChange } from '../store/channels.js';
 import { reviewPayload } from '../store/channels.js';
 
+/** One call of `wake`: the same object for every waiter it woke. */
+export type Wake = object;
+
 export interface Waiter {
-  /** Resolves true when woken, false when `ms` pass (or `signal` aborts) first. Already woken: true at once. */
-  wait(ms: number, signal?: AbortSignal): Promise<boolean>;
+  /** Resolves with the wake when woken, null when `ms` pass (or `signal` aborts) first. Already woken: at once. */
+  wait(ms: number, signal?: AbortSignal): Promise<Wake | null>;
   /** Forgets the waiter (always call it, e.g. in `finally`). */
   cancel(): void;
 }
@@ -19,7 +24,7 @@ export interface Waiter {
 export const waiterKey = (c: ReviewChange): string => reviewPayload(c);
 
 export class ReviewWaiters {
-  private readonly waiting = new Map<string, Set<() => void>>();
+  private readonly waiting = new Map<string, Set<(wake: Wake) => void>>();
 
   /**
    * A waiter for the decision, registered now: register before reading the
@@ -36,11 +41,11 @@ export class ReviewWaiters {
    * }
    */
   register(key: string): Waiter {
-    let woken = false;
-    let resolve: ((value: boolean) => void) | null = null;
-    const onWake = () => {
-      woken = true;
-      resolve?.(true);
+    let woken: Wake | null = null;
+    let resolve: ((value: Wake | null) => void) | null = null;
+    const onWake = (wake: Wake) => {
+      woken = wake;
+      resolve?.(wake);
     };
     let set = this.waiting.get(key);
     if (!set) this.waiting.set(key, (set = new Set()));
@@ -54,18 +59,18 @@ export class ReviewWaiters {
     return {
       cancel,
       wait(ms, signal) {
-        if (woken) return Promise.resolve(true);
-        return new Promise<boolean>((done) => {
-          const finish = (value: boolean) => {
+        if (woken) return Promise.resolve(woken);
+        return new Promise<Wake | null>((done) => {
+          const finish = (value: Wake | null) => {
             clearTimeout(timer);
             signal?.removeEventListener('abort', onAbort);
             resolve = null;
             done(value);
           };
-          const onAbort = () => finish(false);
-          const timer = setTimeout(() => finish(false), Math.max(0, ms));
+          const onAbort = () => finish(null);
+          const timer = setTimeout(() => finish(null), Math.max(0, ms));
           resolve = finish;
-          if (signal?.aborted) finish(false);
+          if (signal?.aborted) finish(null);
           else signal?.addEventListener('abort', onAbort, { once: true });
         });
       },
@@ -77,7 +82,8 @@ export class ReviewWaiters {
     const set = this.waiting.get(key);
     if (!set) return 0;
     this.waiting.delete(key);
-    for (const onWake of set) onWake();
+    const wake: Wake = {};
+    for (const onWake of set) onWake(wake);
     return set.size;
   }
 

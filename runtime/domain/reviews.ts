@@ -21,7 +21,7 @@ import type { Principal } from '../tenant.js';
 import type { Approvals, VerdictInput } from './approvals.js';
 import type { PermitIssuer } from './decision-ports.js';
 import type { DecisionService } from './decisions.js';
-import { waiterKey, type ReviewWaiters } from './review-waiters.js';
+import { waiterKey, type ReviewWaiters, type Wake } from './review-waiters.js';
 
 export interface ReviewServiceDeps {
   sql: Sql;
@@ -42,6 +42,9 @@ export interface ReviewBody {
 export const MAX_WAIT_SECONDS = 60;
 
 export class ReviewService {
+  /** The read after a wake, shared by every waiter that wake woke (1,000 agents waiting on one decision: one read). */
+  private readonly readsAfterWake = new WeakMap<Wake, Promise<DecisionRow>>();
+
   constructor(private readonly deps: ReviewServiceDeps) {}
 
   /** GET /v1/reviews: open ones oldest first (the queue), approved and denied ones newest first. */
@@ -79,7 +82,8 @@ export class ReviewService {
    * GET /v1/decisions/:id?wait=SECONDS: the decision as soon as its review
    * changes, or when `seconds` pass (or `signal` aborts: the client left), or at
    * once when it is not awaiting approval. No store polling: the waiter sleeps
-   * until woken (domain/review-waiters.ts), then the decision is read once.
+   * until woken (domain/review-waiters.ts), then the decision is read once, one
+   * read for every waiter of that decision the same wake woke.
    */
   async wait(principal: Principal, id: string, seconds: number, signal?: AbortSignal): Promise<DecisionRow> {
     const { decisions, waiters, clock } = this.deps;
@@ -89,8 +93,12 @@ export class ReviewService {
       if (row.status !== 'awaiting_approval' || row.approval_expires_at === null) return row;
       // Wake at the approval deadline too (service clock), when it comes before the wait's end.
       const untilDeadline = Math.max(0, row.approval_expires_at.getTime() - clock.now());
-      await waiter.wait(Math.min(seconds * 1000, untilDeadline), signal);
-      return await decisions.get(principal, id);
+      const wake = await waiter.wait(Math.min(seconds * 1000, untilDeadline), signal);
+      if (wake === null) return await decisions.get(principal, id);
+      // Started after the wake (so after the change's commit), shared by everyone it woke.
+      let read = this.readsAfterWake.get(wake);
+      if (!read) this.readsAfterWake.set(wake, (read = decisions.get(principal, id)));
+      return await read;
     } finally {
       waiter.cancel();
     }
