@@ -45,6 +45,23 @@ function hoist(file: string, name: string, external: Record<string, string> = {}
 
 const POLICY_DEF = 'https://agent-authz.dev/schemas/policy.schema.json#/$defs/policy';
 
+/** A budget as GET /v1/budgets lists it. */
+const budget = obj({
+  object: { const: 'budget' },
+  policy_id: str(),
+  agent_id: str(),
+  unit: str('ISO 4217 code or calls'),
+  limit: { type: 'number' },
+  consumed: { type: 'number' },
+  held: { type: 'number' },
+  period: { enum: ['hourly', 'daily', 'weekly', 'monthly', 'yearly'] },
+  period_start: timestamp(),
+  period_resets_at: timestamp(),
+  threshold_alert: nullable('number'),
+  status: { enum: ['ok', 'threshold', 'exceeded'] },
+  livemode: { type: 'boolean' },
+});
+
 const warning = obj({ code: str('policy.conflict or budget.below_threshold'), message: str(), policy_ids: { type: 'array', items: str() } });
 
 /** An object schema with more properties, all required (and `alsoRequired` of base's): `base` with `more` (no allOf, which cannot close an object). */
@@ -163,7 +180,7 @@ export const COMPONENT_SCHEMAS: Record<string, Schema> = {
     top_denied_actions: { type: 'array', items: obj({ action: str(), count: { type: 'integer' } }) },
     livemode: { type: 'boolean' },
   }),
-  BudgetNearLimit: { allOf: [ref('Budget'), obj({ used_fraction: { type: 'number', description: '(consumed + held) / limit' } })] },
+  BudgetNearLimit: extend(budget, { used_fraction: { type: 'number', description: '(consumed + held) / limit' } }),
   ActionsPossible: obj({
     object: { const: 'list' },
     data: { type: 'array', items: obj({ action: str(), possible: { type: 'boolean' } }) },
@@ -216,21 +233,7 @@ export const COMPONENT_SCHEMAS: Record<string, Schema> = {
     livemode: { type: 'boolean' },
     data: { type: 'object', additionalProperties: true },
   }),
-  Budget: obj({
-    object: { const: 'budget' },
-    policy_id: str(),
-    agent_id: str(),
-    unit: str('ISO 4217 code or calls'),
-    limit: { type: 'number' },
-    consumed: { type: 'number' },
-    held: { type: 'number' },
-    period: { enum: ['hourly', 'daily', 'weekly', 'monthly', 'yearly'] },
-    period_start: timestamp(),
-    period_resets_at: timestamp(),
-    threshold_alert: nullable('number'),
-    status: { enum: ['ok', 'threshold', 'exceeded'] },
-    livemode: { type: 'boolean' },
-  }),
+  Budget: budget,
   WebhookEndpoint: WEBHOOK_ENDPOINT,
   WebhookEndpointWithSecret: extend(WEBHOOK_ENDPOINT, { secret: str('whsec_ + base64 of 32 random bytes: the signing secret, shown only in this answer') }),
   WebhookDelivery: obj({

@@ -27,6 +27,7 @@ const SELF = (url: string) => url === '/v1/openapi.json' || url === '/docs' || u
 const openapiPath = (url: string) => url.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
 const WRITES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+const METRICS_TOKEN = 'metrics-token-for-tests-0123456789';
 
 interface Answer {
   /** Which app answered: the main one, or the AUTHZ_TEST_CLOCK=1 one (its document has POST /admin/clock). */
@@ -76,6 +77,7 @@ describe.each(STORE_KINDS)('OpenAPI document against real answers (%s store)', (
 
   beforeAll(async () => {
     rt = await startRuntime(kind, {
+      config: { metricsToken: METRICS_TOKEN },
       app: {
         onRoute: (route: RouteOptions) => {
           for (const method of ([] as string[]).concat(route.method)) if (method !== 'HEAD' && !SELF(route.url)) routes.push({ method, url: route.url });
@@ -116,7 +118,7 @@ describe.each(STORE_KINDS)('OpenAPI document against real answers (%s store)', (
     await ok('GET /healthz');
     await ok('GET /readyz');
     await ok('GET /.well-known/jwks.json', {}, { auth: null });
-    await ok('GET /metrics', {}, { auth: null });
+    await ok('GET /metrics', {}, { auth: `Bearer ${METRICS_TOKEN}` });
 
     // Policies: JSON and YAML bodies, one of each effect, a budget and a rate limit.
     const budgeted = await ok('POST /v1/policies', {}, { payload: { name: 'oa-orders', effect: 'allow', agents: ['oa-*'], actions: ['orders.*'], resources: ['order:*'], condition: 'amount <= 500', budget: { unit: 'USD', limit: 100, period: 'daily', threshold_alert: 0.5 }, rate_limit: { per_hour: 1000 } } });
@@ -166,6 +168,23 @@ describe.each(STORE_KINDS)('OpenAPI document against real answers (%s store)', (
       },
     });
 
+    // Human review: approval before the action, the queue, a verdict (fires decision.reviewed), the wait, the permit; the overview figures.
+    await ok('POST /v1/policies', {}, { payload: { id: 'pol_oa_approval', name: 'oa-approval', effect: 'review', actions: ['wires.send'], approval: { required: true, timeout_seconds: 600 } } });
+    const awaiting = await ok('POST /v1/decisions', {}, { payload: { agent_id: 'oa-bot', action: 'wires.send' } });
+    expect(awaiting.status).toBe('awaiting_approval');
+    await ok('GET /v1/reviews');
+    const reviewer = await rt.keyWith(['reviews:read', 'reviews:write']);
+    await ok('POST /v1/decisions/:id/review', { id: awaiting.id }, { payload: { verdict: 'approve', reviewer: 'oa-reviewer', note: 'fine' }, auth: `Bearer ${reviewer}` });
+    await ok('GET /v1/decisions/:id', { id: awaiting.id }, { url: `/v1/decisions/${awaiting.id}?wait=1` } as never);
+    await ok('POST /v1/decisions/:id/permit', { id: awaiting.id });
+    await ok('GET /v1/reviews', {}, { url: '/v1/reviews?status=approved' } as never);
+    await ok('GET /v1/stats/decisions', {}, { url: '/v1/stats/decisions?minutes=60' } as never);
+    await ok('GET /v1/stats/budgets');
+    const refused = await ok('POST /v1/decisions', {}, { payload: { agent_id: 'oa-bot', action: 'wires.send' } });
+    expect((await send('POST /v1/decisions/:id/permit', { id: refused.id })).statusCode).toBe(409);
+    expect((await send('POST /v1/decisions/:id/review', { id: refused.id }, { payload: { verdict: 'deny', reviewer: 'me' } })).statusCode).toBe(403);
+    expect((await send('POST /v1/decisions/:id/review', { id: allow.id }, { payload: { verdict: 'deny', reviewer: 'x' }, auth: `Bearer ${reviewer}` })).statusCode).toBe(409);
+
     // Agents, revoked and restored (a decision in between is denied agent.revoked).
     await ok('GET /v1/agents');
     await ok('GET /v1/agents/:agent_id', { agent_id: 'oa-bot' });
@@ -187,7 +206,7 @@ describe.each(STORE_KINDS)('OpenAPI document against real answers (%s store)', (
       seenTypes.add(e.type);
       await ok('GET /v1/events/:id', { id: e.id });
     }
-    expect([...seenTypes]).toEqual(expect.arrayContaining(['decision.allow', 'decision.deny', 'decision.review', 'agent.registered', 'agent.revoked', 'policy.updated', 'budget.threshold']));
+    expect([...seenTypes]).toEqual(expect.arrayContaining(['decision.allow', 'decision.deny', 'decision.review', 'decision.reviewed', 'agent.registered', 'agent.revoked', 'policy.updated', 'budget.threshold']));
     await ok('GET /v1/webhooks');
     await ok('GET /v1/webhooks/:id', { id: hook.id });
     await ok('PUT /v1/webhooks/:id', { id: hook.id }, { payload: { status: 'disabled', description: null } });
