@@ -223,9 +223,12 @@ export class DecisionService {
 
   /**
    * Every decision with `since <= evaluated_at < until`, oldest first, read a
-   * page at a time (constant memory however many): for GET /v1/decisions/export.
+   * page at a time (constant memory however many): for GET /v1/decisions/export
+   * (approvals whose time is up denied first).
    */
   async *export(principal: Principal, range: { since: Date; until: Date }): AsyncGenerator<DecisionRow> {
+    // Approvals whose time is up read as denied here too.
+    await this.deps.approvals?.timeOutOverdue(principal);
     let cursor: ExportCursor | null = null;
     for (;;) {
       const page = await exportDecisionPage(this.deps.sql, principal.accountId, principal.environment, range, cursor, EXPORT_PAGE);

@@ -94,6 +94,8 @@ export class ReviewService {
       // Wake at the approval deadline too (service clock), when it comes before the wait's end.
       const untilDeadline = Math.max(0, row.approval_expires_at.getTime() - clock.now());
       const wake = await waiter.wait(Math.min(seconds * 1000, untilDeadline), signal);
+      // The client left: nobody reads the answer.
+      if (signal?.aborted) return row;
       if (wake === null) return await decisions.get(principal, id);
       // Started after the wake (so after the change's commit), shared by everyone it woke.
       let read = this.readsAfterWake.get(wake);

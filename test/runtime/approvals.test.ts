@@ -181,6 +181,12 @@ for (const kind of STORE_KINDS) {
       const fourth = await decide();
       rt.clock.advance(TIMEOUT);
       expect((await rt.getOk('/v1/reviews?status=denied')).data.find((x: any) => x.id === fourth.id)).toMatchObject({ reason: 'review.timeout' });
+      // And the export.
+      const fifth = await decide();
+      rt.clock.advance(TIMEOUT);
+      const exported = await rt.call(rt.testKey, { method: 'GET', url: `/v1/decisions/export?since=${encodeURIComponent(fifth.evaluated_at)}` });
+      const line = exported.body.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>).find((d) => d.id === fifth.id);
+      expect(line).toMatchObject({ status: 'denied', reason: 'review.timeout' });
     });
 
     it('GET ?wait= answers at once when not awaiting, and refuses waits outside 1..60', async () => {
