@@ -49,6 +49,7 @@ const TOPICS: Topic[] = [
   },
   { name: 'permits', title: 'Permit token signing', script: 'permits/sign.js', args: [] },
   { name: 'webhooks', title: 'Webhook delivery', script: 'webhooks/run.js', args: quick ? ['--events', '2000'] : [] },
+  { name: 'mcp', title: 'MCP proxy: latency added per tool call', script: 'mcp/run.js', args: quick ? ['--calls', '400'] : [] },
   { name: 'profile', title: 'CPU profile of the decision path', script: 'profile/run.js', args: quick ? ['--duration', '3'] : [] },
 ];
 

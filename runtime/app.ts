@@ -27,6 +27,7 @@ import { permitRoutes } from './routes/permits.js';
 import { policyRoutes } from './routes/policies.js';
 import { reviewRoutes } from './routes/reviews.js';
 import { webhookRoutes } from './routes/webhooks.js';
+import { systemClock } from './clock.js';
 import type { Services } from './services.js';
 
 declare module 'fastify' {
@@ -69,6 +70,14 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   app.addHook('onRequest', async (request, reply) => {
     reply.header('request-id', request.id);
   });
+  // With a clock other than the system's (the test clock), Date says the service's time
+  // (authz replay reads its window's end from it). With the system clock Node's own Date is that.
+  const { clock } = services;
+  if (clock !== systemClock) {
+    app.addHook('onSend', async (_request, reply) => {
+      reply.header('date', new Date(clock.now()).toUTCString());
+    });
+  }
   registerErrorHandling(app);
   // JSON bodies: an empty one is no body; __proto__ fields are refused with their path.
   registerJsonBodies(app);

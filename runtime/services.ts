@@ -116,6 +116,7 @@ function buildServices(options: ServiceOptions & { clock: Clock }, ring: KeyRing
     approvals,
     redact: config.redactContext,
     tracing,
+    shadowDiverged: (policyId) => metrics.shadowDiverged(policyId),
   });
   const budgets = new BudgetService({ sql, clock, policySets });
   return {

@@ -100,7 +100,8 @@ export const DEFAULT_TOLERANCE_SECONDS: number = TOLERANCE;
  * const timestamp = Math.floor(Date.now() / 1000);
  * const headers = { 'webhook-id': 'evt_1', 'webhook-timestamp': String(timestamp), 'webhook-signature': signStandardWebhook('evt_1', timestamp, rawBody, secret) };
  * console.log(verifyStandardWebhook(rawBody, headers, secret)); // => true
- * console.log(verifyStandardWebhook(rawBody, headers, secret, { now: Date.now() + 600_000 })); // => false (10 minutes later: a replay)
+ * // 10 minutes later the same delivery is refused as a replay:
+ * console.log(verifyStandardWebhook(rawBody, headers, secret, { now: Date.now() + 600_000 })); // => false
  * ```
  */
 export const verifyStandardWebhook: typeof verifyStandard = verifyStandard;
@@ -114,7 +115,7 @@ export const verifyStandardWebhook: typeof verifyStandard = verifyStandard;
  * ```ts
  * import { signStandardWebhook } from 'agent-authz/webhooks';
  *
- * signStandardWebhook('evt_1', 1795600000, '{}', 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'); // => 'v1,...'
+ * console.log(signStandardWebhook('evt_1', 1795600000, '{}', 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw')); // => v1,u7FnG3BrOdQF4dBHKGoZunA+zapFn5MNiIkBHHu4lxk=
  * ```
  */
 export const signStandardWebhook: typeof signStandard = signStandard;

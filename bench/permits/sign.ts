@@ -43,6 +43,7 @@ const decision = (i: number): DecisionRow => ({
   on_behalf_of: null,
   args_digest: null,
   key_id: null,
+  shadow: null,
   review_status: null,
   reviewer: null,
   review_note: null,

@@ -1,6 +1,7 @@
 /**
- * The `authz` command line: validate, compile, test, explain, diff (serve, keys and push are the runtime's, and
- * replay, which is asynchronous, is {@link replayCommand}: bin/authz.js dispatches them; USAGE lists them too).
+ * The `authz` command line: validate, compile, test, explain, diff (serve, keys and push are the runtime's,
+ * mcp-proxy is clients/mcp-proxy's, and replay, which is asynchronous, is {@link replayCommand}: bin/authz.js
+ * dispatches them; USAGE lists them too).
  */
 import { parseArgs } from 'node:util';
 import { compilerVersion } from '../version.js';
@@ -43,6 +44,10 @@ http://127.0.0.1:8080, --admin-token to AUTHZ_ADMIN_TOKEN):
            [--format text|json|github] [--quiet]
                               the stored decisions decided again against a candidate:
                               which would change (key: AUTHZ_API_KEY)
+  mcp-proxy --config FILE [--listen HOST:PORT] [--url URL] [--key KEY] [--session ID]
+           (-- COMMAND [ARGS...] | --upstream-url URL)
+                              an MCP server that asks the service before every tool
+                              call of the MCP server behind it (docs/mcp.md)
 
 exit codes: 0 ok, 1 problems found, tests failed, or changes (diff, replay), 2 usage error`;
 

@@ -66,6 +66,8 @@ export interface DecisionDeps {
   alerts: { decision(accountId: string, environment: Environment, agentId: string, effect: string): void };
   /** Context paths never stored (AUTHZ_REDACT_CONTEXT). */
   redact?: readonly RedactionPath[];
+  /** Counts a decision whose shadow outcome differs, by the shadow winner (metrics). */
+  shadowDiverged?: (policyId: string | null) => void;
   /** AUTHZ_OTEL: a span per decision, its store calls as children. */
   tracing?: Tracing;
   /** Approvals that timed out, settled when read (absent: shown as stored). */
@@ -75,7 +77,7 @@ export interface DecisionDeps {
 /** Rows read per page of an export. */
 const EXPORT_PAGE = 1000;
 
-type Outcome = Pick<DecisionRow, 'effect' | 'reason' | 'policy_id' | 'matched_policy_ids' | 'warnings'>;
+type Outcome = Pick<DecisionRow, 'effect' | 'reason' | 'policy_id' | 'matched_policy_ids' | 'warnings'> & { shadow?: DecisionRow['shadow'] };
 
 /** POST /v1/decisions/preview: what a decision would be now. */
 export interface DecisionPreview extends Outcome {
@@ -159,6 +161,7 @@ export class DecisionService {
       on_behalf_of: input.on_behalf_of ?? null,
       args_digest: input.args_digest ?? null,
       key_id: principal.keyId,
+      shadow: outcome.shadow ?? null,
       review_status: outcome.effect === 'review' ? 'open' : null,
       reviewer: null,
       review_note: null,
@@ -178,6 +181,7 @@ export class DecisionService {
     );
     if (status === 'unknown') agents.set(accountId, environment, input.agent_id, 'active');
     this.deps.alerts.decision(accountId, environment, input.agent_id, row.effect);
+    if (row.shadow) this.deps.shadowDiverged?.(row.shadow.policy_id);
     row.permit_token = token;
     return row;
   }
@@ -302,6 +306,8 @@ export class DecisionService {
       policy_id: evaluation.policy_id,
       matched_policy_ids: evaluation.matched.map((p) => p.id),
       warnings: evaluation.warnings as DecisionWarning[],
+      // Shadow policies: the table's outcome with them enabled, when it differs.
+      ...(evaluation.shadow ? { shadow: evaluation.shadow } : {}),
     };
     const approval = evaluation.effect === 'review' && evaluation.policy_id !== null ? policy(evaluation.policy_id)?.approval : undefined;
     const approvalSeconds = approval?.required ? (approval.timeout_seconds ?? DEFAULT_APPROVAL_TIMEOUT_SECONDS) : null;

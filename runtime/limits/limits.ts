@@ -3,6 +3,8 @@
  * 7, Budgets) and the platform limit per API key. Checks and changes are made by
  * the store in batches (group commit: one call of authz_apply_limits for every
  * request waiting), so constrained decisions cost one shared round trip.
+ * What stays in PL/pgSQL (the checks and changes, the budget events) and why:
+ * runtime/limits/README.md.
  */
 import type { Policy } from '../../compiler/index.js';
 import type { Principal } from '../tenant.js';
@@ -15,7 +17,7 @@ import { applyLimitsInTransaction } from '../store/reviews.js';
 import { applyLimitBatch, CONFIRM_EXCEEDS_HOLD, previewLimits, resolveHolds, type BudgetUsage, type LimitOutcome } from '../store/limits.js';
 import { ExhaustedAgents } from './exhausted-agents.js';
 import { KeyLeases } from './key-leases.js';
-import { isFiat, policyBudgets, policyRates, type LimitRequest, type RateCheck } from './limit-request.js';
+import { isFiat, policyBudgets, policyRates, type BudgetCheck, type LimitRequest, type RateCheck } from './limit-request.js';
 
 export interface LimitsOptions {
   /** Platform limit: requests per second per API key; 0 turns it off. */
@@ -46,11 +48,7 @@ export class Limits implements DecisionLimits {
     const { principal, agentId, matched, nowMs } = context;
     const policyChecks = policyRates(matched, agentId);
     let budgets = policyBudgets(matched, nowMs);
-    const fiat = budgets.find((b) => isFiat(b.unit));
-    if (fiat && context.amount === null) {
-      const message = `amount is required: policy ${fiat.policy_id} has a ${fiat.unit} budget, which holds the request's amount`;
-      throw new MissingFieldError(message, { details: [{ path: '/amount', message }] });
-    }
+    requireAmount(budgets, context.amount);
     // Awaiting approval: calls are consumed on approval; now they are only checked.
     let deferredDeny: LimitOutcome | null = null;
     if (context.deferCalls) {
@@ -132,11 +130,7 @@ export class Limits implements DecisionLimits {
     const { principal, agentId, matched, nowMs } = context;
     const rates = policyRates(matched, agentId);
     const budgets = policyBudgets(matched, nowMs);
-    const fiat = budgets.find((b) => isFiat(b.unit));
-    if (fiat && context.amount === null) {
-      const message = `amount is required: policy ${fiat.policy_id} has a ${fiat.unit} budget, which holds the request's amount`;
-      throw new MissingFieldError(message, { details: [{ path: '/amount', message }] });
-    }
+    requireAmount(budgets, context.amount);
     if (rates.length === 0 && budgets.length === 0) return null;
     const outcome = await previewLimits(
       this.sql,
@@ -228,6 +222,15 @@ export class Limits implements DecisionLimits {
 
   idle(): Promise<void> {
     return this.gate.idle();
+  }
+}
+
+/** A fiat budget holds the request's amount: without one, 400 validation.missing_field. */
+function requireAmount(budgets: readonly BudgetCheck[], amount: number | null): void {
+  const fiat = budgets.find((b) => isFiat(b.unit));
+  if (fiat && amount === null) {
+    const message = `amount is required: policy ${fiat.policy_id} has a ${fiat.unit} budget, which holds the request's amount`;
+    throw new MissingFieldError(message, { details: [{ path: '/amount', message }] });
   }
 }
 

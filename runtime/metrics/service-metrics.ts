@@ -36,6 +36,7 @@ export class ServiceMetrics implements DeliveryObserver {
   private readonly counts = new Map<string, Map<string, { n: number }>>();
   private readonly latency: Histogram;
   private readonly deliveries: Counter<'outcome'>;
+  private readonly shadow: Counter<'policy_id'>;
   private readonly deliveryByOutcome: Record<DeliveryOutcome, Counter.Internal>;
   private readonly lag: Histogram;
   private readonly budget: Record<'consumed' | 'held' | 'limit' | 'agents' | 'maxUtilization', Gauge<(typeof BUDGET_LABELS)[number]>>;
@@ -85,6 +86,12 @@ export class ServiceMetrics implements DeliveryObserver {
       buckets: DELIVERY_LAG_BUCKETS,
       registers,
     });
+    this.shadow = new Counter({
+      name: 'authz_shadow_divergences_total',
+      help: 'Decisions whose outcome with the shadow policies enabled differs, by the winning policy then (none: no policy).',
+      labelNames: ['policy_id'],
+      registers,
+    });
     const gauge = (name: string, help: string) => new Gauge({ name, help, labelNames: BUDGET_LABELS, registers });
     this.budget = {
       consumed: gauge('authz_budget_consumed', 'Budget consumed this period, summed over agents.'),
@@ -101,6 +108,11 @@ export class ServiceMetrics implements DeliveryObserver {
     let c = byReason.get(reason);
     if (!c) byReason.set(reason, (c = { n: 0 }));
     return c;
+  }
+
+  /** A decision whose outcome with the shadow policies enabled differs (by the shadow winner). */
+  shadowDiverged(policyId: string | null): void {
+    this.shadow.labels(policyId ?? 'none').inc();
   }
 
   /** A decision was made (and stored) in `seconds`. */

@@ -72,6 +72,9 @@ function extend(base: Schema, more: Record<string, Schema>, alsoRequired: string
 
 const POLICY_FILE = hoist('policy', 'PolicyFile');
 
+/** The outcome with the shadow policies enabled, when it differs (extension). */
+const SHADOW = obj({ effect: { enum: ['allow', 'deny', 'review'] }, reason: str(), policy_id: nullable('string', 'The winner with the shadow policies enabled; null when none.') });
+
 const WEBHOOK_ENDPOINT = obj({
   id: str('we_...'),
   object: { const: 'webhook_endpoint' },
@@ -157,7 +160,7 @@ export const COMPONENT_SCHEMAS: Record<string, Schema> = {
       description: 'Extension: the review of a decision a review policy decided; null on allow and deny.',
     },
     approval_expires_at: nullable('string', 'Extension: until when the decision waits for approval (null when its policy asks for none).'),
-    metadata: obj({ matched_policy_ids: { type: 'array', items: str() }, warnings: { type: 'array', items: warning } }),
+    metadata: objExcept({ matched_policy_ids: { type: 'array', items: str() }, warnings: { type: 'array', items: warning }, shadow: SHADOW }, ['shadow']),
   }, ['args_digest']),
   DecisionPreview: objExcept({
     object: { const: 'decision_preview' },
@@ -166,8 +169,9 @@ export const COMPONENT_SCHEMAS: Record<string, Schema> = {
     policy_id: nullable('string'),
     matched_policy_ids: { type: 'array', items: str() },
     warnings: { type: 'array', items: warning },
+    shadow: SHADOW,
     retry_after_seconds: { type: 'integer', description: 'With rate_limit.exceeded: the Retry-After the decision would get.' },
-  }, ['retry_after_seconds']),
+  }, ['retry_after_seconds', 'shadow']),
   Permit: obj({ object: { const: 'permit' }, permit_token: nullable('string', 'Ed25519 compact JWS; a fresh one each call') }),
   DecisionStats: obj({
     object: { const: 'decision_stats' },

@@ -35,7 +35,7 @@ export function decisionResource(row: DecisionRow, nowMs: number, options: { wit
     // Extensions (contract, second part: Human review).
     review: reviewResource(row),
     approval_expires_at: row.approval_expires_at ? row.approval_expires_at.toISOString() : null,
-    metadata: { matched_policy_ids: row.matched_policy_ids, warnings: row.warnings },
+    metadata: { matched_policy_ids: row.matched_policy_ids, warnings: row.warnings, ...(row.shadow ? { shadow: row.shadow } : {}) },
   };
 }
 
@@ -64,6 +64,7 @@ export function previewResource(p: DecisionPreview): Record<string, unknown> {
     policy_id: p.policy_id,
     matched_policy_ids: p.matched_policy_ids,
     warnings: p.warnings,
+    ...(p.shadow ? { shadow: p.shadow } : {}),
     ...(p.retry_after_seconds === undefined ? {} : { retry_after_seconds: p.retry_after_seconds }),
   };
 }

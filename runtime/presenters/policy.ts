@@ -3,7 +3,7 @@ import { stringify } from 'yaml';
 import { canonicalJson, canonicalPolicy, type Policy } from '../../compiler/index.js';
 import type { Environment } from '../tenant.js';
 
-export type PolicyChange = 'created' | 'updated' | 'enabled' | 'disabled' | 'deleted';
+export type PolicyChange = 'created' | 'updated' | 'enabled' | 'disabled' | 'shadowed' | 'deleted';
 
 export function policyResource(policy: Policy, environment: Environment, createdAt: Date, updatedAt: Date): Record<string, unknown> {
   return { ...policy, object: 'policy', livemode: environment === 'live', created_at: createdAt.toISOString(), updated_at: updatedAt.toISOString() };
@@ -26,6 +26,6 @@ export function changeKind(before: Policy | undefined, after: Policy | undefined
   if (!before || !after) return null;
   // Key order is not meaningful (jsonb does not keep it): compare canonical JSON.
   if (canonicalJson(before) === canonicalJson(after)) return null;
-  if (before.state !== after.state) return after.state === 'enabled' ? 'enabled' : 'disabled';
+  if (before.state !== after.state) return after.state === 'enabled' ? 'enabled' : after.state === 'shadow' ? 'shadowed' : 'disabled';
   return 'updated';
 }

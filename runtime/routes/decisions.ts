@@ -13,7 +13,7 @@ import { listBody } from '../presenters/list.js';
 /** The list parameters plus the filters (an unknown effect: 400 validation.invalid_field). */
 const listQuerySchema = loadSchema('api/decision-list-query');
 
-type DecisionListQuery = Omit<ListQuery, 'type'> & { effect?: Effect; reason?: string; session_id?: string; on_behalf_of?: string };
+type DecisionListQuery = Omit<ListQuery, 'type'> & { effect?: Effect; reason?: string; session_id?: string; on_behalf_of?: string; shadow_diverged?: boolean };
 
 // No minLength: an empty id (what fetch or a browser sends for the id `.`, resolving dot segments) is the resource's 404 like any unknown id.
 const idParams = { type: 'object', properties: { id: { type: 'string', maxLength: 100 } }, required: ['id'] } as const;
@@ -59,8 +59,8 @@ export const decisionRoutes: FastifyPluginAsync = async (app) => {
   const { decisions, reviews, clock } = app.services;
 
   app.get<{ Querystring: DecisionListQuery }>('/v1/decisions', { config: { scope: 'decisions:read' }, schema: { querystring: listQuerySchema } }, async (request) => {
-    const { agent_id: agentId, effect, reason, session_id: sessionId, on_behalf_of: onBehalfOf } = request.query;
-    const page = await decisions.list(request.principal, pageParams(request.query), { agentId, effect, reason, sessionId, onBehalfOf });
+    const { agent_id: agentId, effect, reason, session_id: sessionId, on_behalf_of: onBehalfOf, shadow_diverged: shadowDiverged } = request.query;
+    const page = await decisions.list(request.principal, pageParams(request.query), { agentId, effect, reason, sessionId, onBehalfOf, shadowDiverged });
     const now = clock.now();
     return listBody(page.data.map((row) => decisionResource(row, now)), page.has_more, '/v1/decisions');
   });

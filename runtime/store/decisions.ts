@@ -42,6 +42,8 @@ export interface DecisionRow {
   args_digest: string | null;
   /** The API key that asked. */
   key_id: string | null;
+  /** The outcome with the shadow policies enabled, when it differs in effect or reason. */
+  shadow: { effect: DecisionEffect; reason: string; policy_id: string | null } | null;
   /** Set on decisions a review policy decided (null on allow and deny). */
   review_status: ReviewStatus | null;
   reviewer: string | null;
@@ -96,15 +98,15 @@ export async function writeDecisionBatch(
     ), new_decisions as (
       insert into decisions (account_id, environment, id, agent_id, action, resource, amount, context, effect, reason,
         policy_id, matched_policy_ids, warnings, status, evaluated_at, expires_at, ttl_seconds, permit_token,
-        session_id, on_behalf_of, args_digest, key_id, review_status, approval_expires_at)
+        session_id, on_behalf_of, args_digest, key_id, shadow, review_status, approval_expires_at)
       select account_id, environment, id, agent_id, action, resource, amount, context, effect, reason,
         policy_id, matched_policy_ids, warnings, status, evaluated_at, expires_at, ttl_seconds, null,
-        session_id, on_behalf_of, args_digest, key_id, review_status, approval_expires_at
+        session_id, on_behalf_of, args_digest, key_id, shadow, review_status, approval_expires_at
       from jsonb_to_recordset(${sql.json(decisions as never)}::jsonb)
         as x(account_id text, environment text, id text, agent_id text, action text, resource text, amount float8,
              context jsonb, effect text, reason text, policy_id text, matched_policy_ids text[], warnings jsonb,
              status text, evaluated_at timestamptz, expires_at timestamptz, ttl_seconds int,
-             session_id text, on_behalf_of text, args_digest text, key_id text,
+             session_id text, on_behalf_of text, args_digest text, key_id text, shadow jsonb,
              review_status text, approval_expires_at timestamptz)
       returning 1
     ), decision_events as (
@@ -122,7 +124,7 @@ export async function writeDecisionBatch(
 /** Every column of a DecisionRow (also used by store/reviews.ts). */
 export const COLUMNS = (sql: SqlOrTx) => sql`account_id, environment, id, agent_id, action, resource, amount, context, effect, reason,
   policy_id, matched_policy_ids, warnings, status, evaluated_at, expires_at, ttl_seconds, permit_token, resolved_at, confirmed_amount,
-  session_id, on_behalf_of, args_digest, key_id, review_status, reviewer, review_note, reviewed_at, reviewer_key_id, approval_expires_at`;
+  session_id, on_behalf_of, args_digest, key_id, shadow, review_status, reviewer, review_note, reviewed_at, reviewer_key_id, approval_expires_at`;
 
 export async function findDecision(sql: SqlOrTx, accountId: string, environment: Environment, id: string): Promise<DecisionRow | undefined> {
   const [row] = await sql<DecisionRow[]>`select ${COLUMNS(sql)} from decisions
@@ -135,6 +137,8 @@ export interface DecisionFilters {
   agentId?: string;
   sessionId?: string;
   onBehalfOf?: string;
+  /** Only decisions whose shadow outcome differs (true), or only those whose does not (false). */
+  shadowDiverged?: boolean;
   effect?: DecisionEffect;
   reason?: string;
 }
@@ -154,7 +158,8 @@ function filterClause(sql: SqlOrTx, f: DecisionFilters) {
     f.reason === undefined ? sql`` : sql`and reason = ${f.reason} ${f.reason === 'policy.matched' ? sql`` : sql`and reason <> 'policy.matched'`}`;
   const session = f.sessionId === undefined ? sql`` : sql`and session_id = ${f.sessionId}`;
   const user = f.onBehalfOf === undefined ? sql`` : sql`and on_behalf_of = ${f.onBehalfOf}`;
-  return sql`${agent} ${session} ${user} ${effect} ${reason}`;
+  const shadow = f.shadowDiverged === undefined ? sql`` : f.shadowDiverged ? sql`and shadow is not null` : sql`and shadow is null`;
+  return sql`${agent} ${session} ${user} ${shadow} ${effect} ${reason}`;
 }
 
 export async function listDecisions(sql: SqlOrTx, accountId: string, environment: Environment, page: PageParams, filters: DecisionFilters = {}): Promise<Page<DecisionRow>> {

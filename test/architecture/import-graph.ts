@@ -59,6 +59,10 @@ export const RULES: Rule[] = [
         : null,
   },
   {
+    name: 'the clients (the TypeScript client, the MCP proxy, the framework adapters) import nothing from the runtime or the compiler',
+    check: (e) => (isIn(e.from, 'clients') && (isIn(e.to, 'runtime') || isIn(e.to, 'compiler')) ? `${e.from} imports ${e.to}` : null),
+  },
+  {
     name: 'shared utilities import nothing of the project but each other and the clock',
     check: (e) =>
       isIn(e.from, 'runtime/shared') && isRelative(e.to) && !isIn(e.to, 'runtime/shared') && e.to !== 'runtime/clock.ts' ? `${e.from} imports ${e.to}` : null,

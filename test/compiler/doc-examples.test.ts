@@ -133,7 +133,7 @@ describe('the published entry points are documented', () => {
     const names = (entry: string) => exportsList.filter((e) => e.entry === entry && (e.kind === 'function' || e.kind === 'class' || e.kind === 'value')).map((e) => e.name);
     expect(names('compiler')).toEqual(expect.arrayContaining(['compileSources', 'evaluate', 'createBundle', 'loadBundle', 'main']));
     expect(names('verifier')).toEqual(expect.arrayContaining(['createPermitVerifier', 'PermitError']));
-    expect(names('webhooks').sort()).toEqual(['signWebhookBody', 'verifyWebhookSignature']);
+    expect(names('webhooks').sort()).toEqual(['DEFAULT_TOLERANCE_SECONDS', 'signStandardWebhook', 'signWebhookBody', 'verifyStandardWebhook', 'verifyWebhookSignature']);
   });
 
   it.each(ENTRIES)('every function of agent-authz/%s has a doc comment with an example, every class a doc comment', (entry) => {

@@ -27,7 +27,6 @@ const SELF = (url: string) => url === '/v1/openapi.json' || url === '/docs' || u
 const openapiPath = (url: string) => url.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
 const WRITES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-const METRICS_TOKEN = 'metrics-token-for-tests-0123456789';
 
 interface Answer {
   /** Which app answered: the main one, or the AUTHZ_TEST_CLOCK=1 one (its document has POST /admin/clock). */
@@ -67,6 +66,8 @@ function documentValidator(doc: Json): (pointer: string[]) => ValidateFunction {
   };
 }
 
+const METRICS_TOKEN = 'metrics-token-for-the-openapi-test';
+
 describe.each(STORE_KINDS)('OpenAPI document against real answers (%s store)', (kind) => {
   let rt: TestRuntime;
   let doc: Json;
@@ -77,6 +78,7 @@ describe.each(STORE_KINDS)('OpenAPI document against real answers (%s store)', (
 
   beforeAll(async () => {
     rt = await startRuntime(kind, {
+      // /metrics is off without a token.
       config: { metricsToken: METRICS_TOKEN },
       app: {
         onRoute: (route: RouteOptions) => {

@@ -18,7 +18,7 @@ import time
 import urllib.parse
 from typing import Any, Dict, FrozenSet, NamedTuple, Optional, Union
 
-from ._http import NetworkFailure, Response
+from ._http import NetworkFailure, Response, Transport
 from .errors import NETWORK_ERROR, UNEXPECTED_RESPONSE, AuthzError
 from .retry import RetryPolicy, is_retryable_status, new_idempotency_key
 
@@ -201,3 +201,33 @@ class CallRun:
         if self._error is not None:
             raise self._error
         return self._value if self._value is not None else {}
+
+
+class ClientCore:
+    """What the blocking and the asyncio clients share: the transport, the retry policy, the run defaults, one attempt."""
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        timeout: float = 10.0,
+        retries: int = 3,
+        session_id: Optional[str] = None,
+        on_behalf_of: Optional[str] = None,
+        retry_policy: Optional[RetryPolicy] = None,
+    ) -> None:
+        self._transport = Transport(base_url, api_key, timeout)
+        self.retry_policy = retry_policy if retry_policy is not None else RetryPolicy(retries=retries)
+        self.session_id = session_id
+        self.on_behalf_of = on_behalf_of
+
+    @property
+    def base_url(self) -> str:
+        return self._transport.base_url
+
+    def _send(self, run: CallRun) -> Union[Response, NetworkFailure]:
+        call = run.call
+        try:
+            return self._transport.send(call.method, call.path, call.body, run.idempotency_key)
+        except NetworkFailure as failure:
+            return failure

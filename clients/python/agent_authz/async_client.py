@@ -18,18 +18,16 @@ Example::
 """
 import asyncio
 import functools
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, Optional
 
-from ._calls import Call, CallRun, confirm_call, decide_call, get_call, reject_call
-from ._http import NetworkFailure, Response, Transport
+from ._calls import Call, CallRun, ClientCore, confirm_call, decide_call, get_call, reject_call
 from .client import confirmed_elsewhere
 from .guard import AsyncGuard
-from .retry import RetryPolicy
 
 Decision = Dict[str, Any]
 
 
-class AsyncAuthzClient:
+class AsyncAuthzClient(ClientCore):
     """:class:`~agent_authz.AuthzClient` for asyncio: same arguments, same answers, same errors.
 
     Example::
@@ -39,39 +37,13 @@ class AsyncAuthzClient:
         await authz.confirm(d["id"])
     """
 
-    def __init__(
-        self,
-        base_url: str,
-        api_key: str,
-        timeout: float = 10.0,
-        retries: int = 3,
-        session_id: Optional[str] = None,
-        on_behalf_of: Optional[str] = None,
-        retry_policy: Optional[RetryPolicy] = None,
-    ) -> None:
-        self._transport = Transport(base_url, api_key, timeout)
-        self.retry_policy = retry_policy if retry_policy is not None else RetryPolicy(retries=retries)
-        self.session_id = session_id
-        self.on_behalf_of = on_behalf_of
-
-    @property
-    def base_url(self) -> str:
-        return self._transport.base_url
-
-    def _send_blocking(self, run: CallRun) -> Union[Response, NetworkFailure]:
-        call = run.call
-        try:
-            return self._transport.send(call.method, call.path, call.body, run.idempotency_key)
-        except NetworkFailure as failure:
-            return failure
-
     async def _run(self, call: Call) -> CallRun:
         """Runs the call's attempts until it is over; the finished run."""
         run = CallRun(call, self.retry_policy, self.base_url)
         loop = asyncio.get_running_loop()
         while True:
             # run_in_executor rather than asyncio.to_thread: the same on every Python >= 3.7.
-            answer = await loop.run_in_executor(None, functools.partial(self._send_blocking, run))
+            answer = await loop.run_in_executor(None, functools.partial(self._send, run))
             wait = run.outcome(answer)
             if wait is None:
                 return run

@@ -10,12 +10,10 @@ Example::
         charge()
         authz.confirm(decision["id"], amount=12.5)
 """
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, Optional
 
-from ._calls import Call, CallRun, confirm_call, decide_call, get_call, reject_call
-from ._http import NetworkFailure, Response, Transport
+from ._calls import Call, CallRun, ClientCore, confirm_call, decide_call, get_call, reject_call
 from .guard import Guard
-from .retry import RetryPolicy
 
 Decision = Dict[str, Any]
 
@@ -27,7 +25,7 @@ def confirmed_elsewhere(decision_id: str) -> Decision:
     return {"id": decision_id, "object": "decision", "status": "confirmed"}
 
 
-class AuthzClient:
+class AuthzClient(ClientCore):
     """A client of the agent-authz service (standard library only, blocking).
 
     Args:
@@ -47,32 +45,6 @@ class AuthzClient:
         authz = AuthzClient(base_url=url, api_key=key, retries=5)
         d = authz.decide(agent_id="agent_7", action="orders.read", resource="order:1")
     """
-
-    def __init__(
-        self,
-        base_url: str,
-        api_key: str,
-        timeout: float = 10.0,
-        retries: int = 3,
-        session_id: Optional[str] = None,
-        on_behalf_of: Optional[str] = None,
-        retry_policy: Optional[RetryPolicy] = None,
-    ) -> None:
-        self._transport = Transport(base_url, api_key, timeout)
-        self.retry_policy = retry_policy if retry_policy is not None else RetryPolicy(retries=retries)
-        self.session_id = session_id
-        self.on_behalf_of = on_behalf_of
-
-    @property
-    def base_url(self) -> str:
-        return self._transport.base_url
-
-    def _send(self, run: CallRun) -> Union[Response, NetworkFailure]:
-        call = run.call
-        try:
-            return self._transport.send(call.method, call.path, call.body, run.idempotency_key)
-        except NetworkFailure as failure:
-            return failure
 
     def _run(self, call: Call) -> CallRun:
         """Runs the call's attempts until it is over; the finished run."""

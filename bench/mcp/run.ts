@@ -1,0 +1,138 @@
+/**
+ * `npm run bench:mcp`: the latency `authz mcp-proxy` adds to an MCP tool call.
+ * One run, on this machine: a throwaway PostgreSQL cluster (default
+ * durability), the service on it (bench/http/server.ts), and an MCP server
+ * with tools that answer at once (echo-server.ts). The same SDK client calls
+ * the same tool directly (client -> server over stdio) and through the proxy
+ * (client -> proxy -> server, stdio on both sides), one call at a time, in
+ * alternating blocks so that both paths share the machine's noise. Also timed:
+ * a call the proxy denies (decided, never forwarded), and the proxy's two
+ * service calls alone (AuthzClient decide + confirm from this process).
+ * Writes bench/mcp/REPORT.md.
+ *
+ *   node dist/bench/mcp/run.js [--calls 2000] [--block 100] [--warmup 200]
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { AuthzClient } from '../../clients/typescript/index.js';
+import { packageRoot } from '../../compiler/index.js';
+import { startCluster } from '../../scripts/pg-cluster.js';
+import { startTarget, stopTarget } from '../http/target.js';
+import { machineTable } from '../machine.js';
+
+const { values } = parseArgs({ options: { calls: { type: 'string' }, block: { type: 'string' }, warmup: { type: 'string' } } });
+const CALLS = Number(values.calls ?? 2000);
+const BLOCK = Number(values.block ?? 100);
+const WARMUP = Number(values.warmup ?? 200);
+
+const root = packageRoot();
+const echoServer = fileURLToPath(new URL('./echo-server.js', import.meta.url));
+const CONFIG = `agent_id: bench-mcp
+server: bench
+tools:
+  lookup: { action: orders.read, resource: "order:{order_id}" }
+  remove: { action: orders.delete, resource: "order:{order_id}" }
+`;
+
+type Sample = number[];
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))]!;
+}
+
+function stats(samples: Sample) {
+  const s = [...samples].sort((a, b) => a - b);
+  return { p50: percentile(s, 0.5), p99: percentile(s, 0.99), mean: s.reduce((a, b) => a + b, 0) / s.length, n: s.length };
+}
+
+async function connect(command: string, args: string[], env: Record<string, string>): Promise<Client> {
+  const client = new Client({ name: 'bench-agent', version: '1.0.0' });
+  await client.connect(new StdioClientTransport({ command, args, env, stderr: 'inherit' }));
+  return client;
+}
+
+/** Times `n` sequential calls of one tool; every answer must be what the path promises (allowed or refused). */
+async function timeCalls(client: Client, tool: string, n: number, expectError: boolean, into: Sample | null, seq: { i: number }): Promise<void> {
+  for (let k = 0; k < n; k++) {
+    const started = performance.now();
+    const result = await client.callTool({ name: tool, arguments: { order_id: String(seq.i++) } });
+    const ms = performance.now() - started;
+    if (Boolean(result.isError) !== expectError) throw new Error(`${tool}: unexpected answer ${JSON.stringify(result)}`);
+    into?.push(ms);
+  }
+}
+
+async function main(): Promise<void> {
+  const cluster = await startCluster({ durable: true, log: () => {} });
+  const target = await startTarget(['--database-url', cluster.url]);
+  const base = `http://127.0.0.1:${target.port}`;
+  const dir = mkdtempSync(join(tmpdir(), 'authz-bench-mcp-'));
+  const config = join(dir, 'mcp.yaml');
+  writeFileSync(config, CONFIG);
+  const env: Record<string, string> = { PATH: process.env.PATH ?? '', AUTHZ_URL: base, AUTHZ_API_KEY: target.key };
+  const direct = await connect(process.execPath, [echoServer], env);
+  const proxied = await connect(process.execPath, [join(root, 'bin', 'authz.js'), 'mcp-proxy', '--config', config, '--', process.execPath, echoServer], env);
+  const authz = new AuthzClient({ baseUrl: base, apiKey: target.key });
+  const samples = { direct: [] as Sample, proxied: [] as Sample, denied: [] as Sample, service: [] as Sample };
+  const seq = { i: 0 };
+  try {
+    if ((await proxied.listTools()).tools.map((t) => t.name).join() !== 'lookup') throw new Error('the proxy should list lookup only');
+    await timeCalls(direct, 'lookup', WARMUP, false, null, seq);
+    await timeCalls(proxied, 'lookup', WARMUP, false, null, seq);
+    await timeCalls(proxied, 'remove', WARMUP / 4, true, null, seq);
+    for (let done = 0; done < CALLS; done += BLOCK) {
+      await timeCalls(direct, 'lookup', BLOCK, false, samples.direct, seq);
+      await timeCalls(proxied, 'lookup', BLOCK, false, samples.proxied, seq);
+      await timeCalls(proxied, 'remove', BLOCK / 4, true, samples.denied, seq);
+      for (let k = 0; k < BLOCK / 4; k++) {
+        const started = performance.now();
+        const d = await authz.decide({ agent_id: 'bench-mcp', action: 'orders.read', resource: `order:${seq.i++}` });
+        await authz.confirm(d.id);
+        samples.service.push(performance.now() - started);
+      }
+    }
+  } finally {
+    await direct.close();
+    await proxied.close();
+    await stopTarget(target);
+    await cluster.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+
+  const d = stats(samples.direct);
+  const p = stats(samples.proxied);
+  const x = stats(samples.denied);
+  const s = stats(samples.service);
+  const f = (ms: number) => ms.toFixed(2);
+  const row = (name: string, r: ReturnType<typeof stats>) => `| ${name} | ${r.n} | ${f(r.p50)} | ${f(r.p99)} | ${f(r.mean)} |`;
+  const report = [
+    '# MCP proxy: latency added per tool call',
+    '',
+    `\`npm run bench:mcp\`, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC: ${CALLS} calls per path, one at a time, in alternating blocks of ${BLOCK} (after ${WARMUP} warm-up calls).`,
+    '',
+    ...machineTable('a throwaway local cluster, default durability', ['@modelcontextprotocol/sdk', 'fastify', 'postgres']),
+    '',
+    'The service runs on PostgreSQL; client, proxy, MCP server, service and PostgreSQL share this machine\'s cores.',
+    '',
+    '| path | calls | p50 ms | p99 ms | mean ms |',
+    '| --- | --- | --- | --- | --- |',
+    row('direct: SDK client -> MCP server (stdio)', d),
+    row('through `authz mcp-proxy`, allowed: decide, forward, confirm', p),
+    row('through `authz mcp-proxy`, denied: decide only, never forwarded', x),
+    row('the proxy\'s service calls alone: AuthzClient decide + confirm', s),
+    '',
+    `**Added by the proxy to an allowed call: ${f(p.p50 - d.p50)} ms at p50, ${f(p.p99 - d.p99)} ms at p99** (proxied minus direct).`,
+    'An allowed call costs two round trips to the service before its answer (the decision, then the confirm once the',
+    'upstream answered) plus one more stdio hop; the service calls alone account for most of it.',
+    '',
+  ].join('\n');
+  writeFileSync(join(root, 'bench', 'mcp', 'REPORT.md'), report);
+  process.stdout.write(report);
+}
+
+await main();

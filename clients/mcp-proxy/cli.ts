@@ -1,0 +1,194 @@
+/**
+ * `authz mcp-proxy`: an MCP server that asks agent-authz before every tool call
+ * of the MCP server behind it (contract, second part: MCP enforcement proxy).
+ *
+ *   authz mcp-proxy --config mcp.yaml -- <upstream command> [args...]   # upstream over stdio
+ *   authz mcp-proxy --config mcp.yaml --upstream-url http://host/mcp     # upstream over Streamable HTTP
+ *
+ * It speaks MCP over stdio to its client (stdout is the MCP channel; messages
+ * go to stderr), or over Streamable HTTP with `--listen HOST:PORT`. Exit codes:
+ * 0 the client went away (or a signal ended the listener), 1 the configuration
+ * or the upstream's tool names are unusable, or the upstream could not be
+ * reached or went away, 2 usage error.
+ */
+import { randomUUID } from 'node:crypto';
+import { parseArgs } from 'node:util';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { AuthzClient } from '../typescript/index.js';
+import { loadProxyConfig, ProxyConfigError, type ProxyConfig } from './config.js';
+import { listenStreamableHttp, parseListen } from './http-listen.js';
+import { McpProxy, type UpstreamTarget } from './proxy.js';
+
+export const MCP_PROXY_USAGE = `usage: authz mcp-proxy --config FILE [options] -- COMMAND [ARGS...]
+       authz mcp-proxy --config FILE [options] --upstream-url URL
+  --config FILE        the proxy's YAML configuration (agent_id, server, tools)
+  --upstream-url URL   the upstream MCP server over Streamable HTTP (instead of COMMAND)
+  --listen HOST:PORT   serve MCP over Streamable HTTP at http://HOST:PORT/mcp (default: stdio)
+  --url URL            the agent-authz service (default AUTHZ_URL or http://127.0.0.1:8080)
+  --key KEY            an API key with scope decisions:write (default AUTHZ_API_KEY)
+  --session ID         the decisions' session_id (default AUTHZ_SESSION_ID, else a fresh id)`;
+
+const DEFAULT_URL = 'http://127.0.0.1:8080';
+export const EXIT_OK = 0;
+export const EXIT_PROBLEMS = 1;
+export const EXIT_USAGE = 2;
+
+/** Variables the upstream process does not inherit: the proxy's credentials are not the tools' business. */
+const WITHHELD_ENV = ['AUTHZ_API_KEY', 'AUTHZ_ADMIN_TOKEN'];
+
+export interface ProxyIo {
+  /** One line of operator output (stderr). */
+  err(text: string): void;
+}
+
+const stderrIo: ProxyIo = { err: (text) => void process.stderr.write(text.endsWith('\n') ? text : `${text}\n`) };
+
+interface Invocation {
+  configPath: string;
+  url: string;
+  key: string;
+  sessionId: string;
+  listen?: { host: string; port: number };
+  upstream: UpstreamTarget;
+}
+
+class UsageProblem extends Error {}
+
+/** The flags before `--`, and the upstream command after it. */
+function readInvocation(argv: readonly string[], env: NodeJS.ProcessEnv): Invocation {
+  const dash = argv.indexOf('--');
+  const own = dash < 0 ? [...argv] : argv.slice(0, dash);
+  const command = dash < 0 ? [] : argv.slice(dash + 1);
+  const { values, positionals } = parseArgs({
+    args: own,
+    allowPositionals: true,
+    options: {
+      config: { type: 'string' },
+      'upstream-url': { type: 'string' },
+      listen: { type: 'string' },
+      url: { type: 'string' },
+      key: { type: 'string' },
+      session: { type: 'string' },
+    },
+  });
+  if (positionals.length > 0) throw new UsageProblem(`unexpected ${JSON.stringify(positionals[0])}: put the upstream command after --`);
+  if (!values.config) throw new UsageProblem('missing --config FILE');
+  const key = values.key || env.AUTHZ_API_KEY;
+  if (!key) throw new UsageProblem('give --key or set AUTHZ_API_KEY');
+  const url = (values.url || env.AUTHZ_URL || DEFAULT_URL).replace(/\/+$/, '');
+  if (!URL.canParse(url)) throw new UsageProblem(`--url ${JSON.stringify(url)} is not a URL`);
+  let upstream: UpstreamTarget;
+  if (values['upstream-url'] !== undefined) {
+    if (command.length > 0) throw new UsageProblem('give either --upstream-url or a command after --, not both');
+    if (!URL.canParse(values['upstream-url'])) throw new UsageProblem(`--upstream-url ${JSON.stringify(values['upstream-url'])} is not a URL`);
+    upstream = { kind: 'http', url: new URL(values['upstream-url']) };
+  } else {
+    if (command.length === 0) throw new UsageProblem('missing the upstream: a command after -- or --upstream-url URL');
+    const childEnv: Record<string, string> = {};
+    for (const [k, v] of Object.entries(env)) if (v !== undefined && !WITHHELD_ENV.includes(k)) childEnv[k] = v;
+    upstream = { kind: 'stdio', command: command[0]!, args: command.slice(1), env: childEnv };
+  }
+  let listen: Invocation['listen'];
+  if (values.listen !== undefined) {
+    listen = parseListen(values.listen) ?? undefined;
+    if (!listen) throw new UsageProblem(`--listen ${JSON.stringify(values.listen)}: expected HOST:PORT, e.g. 127.0.0.1:8090`);
+  }
+  const sessionId = values.session || env.AUTHZ_SESSION_ID || `mcp-${randomUUID()}`;
+  return { configPath: values.config, url, key, sessionId, upstream, ...(listen ? { listen } : {}) };
+}
+
+/** Resolves when the process is asked to stop (SIGINT, SIGTERM). */
+function signalled(): { promise: Promise<void>; dispose(): void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  const on = () => resolve();
+  process.once('SIGINT', on);
+  process.once('SIGTERM', on);
+  return { promise, dispose: () => (process.off('SIGINT', on), process.off('SIGTERM', on)) };
+}
+
+/**
+ * Runs the proxy until its client goes away (stdio), a signal ends it, or the
+ * upstream closes. bin/authz.js calls it with the arguments after `mcp-proxy`.
+ *
+ * @returns the exit code (see the module comment).
+ *
+ * @example
+ * ```ts
+ * // authz mcp-proxy --config mcp.yaml -- node tools-server.js
+ * process.exitCode = await mcpProxyCommand(['--config', 'mcp.yaml', '--', 'node', 'tools-server.js']);
+ * ```
+ */
+export async function mcpProxyCommand(argv: readonly string[], io: ProxyIo = stderrIo, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  const say = (line: string) => io.err(`authz mcp-proxy: ${line}`);
+  let invocation: Invocation;
+  let config: ProxyConfig;
+  try {
+    invocation = readInvocation(argv, env);
+  } catch (e) {
+    if (!(e instanceof UsageProblem) && !(e as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) throw e;
+    io.err(`authz mcp-proxy: ${(e as Error).message}\n\n${MCP_PROXY_USAGE}`);
+    return EXIT_USAGE;
+  }
+  try {
+    config = loadProxyConfig(invocation.configPath, env);
+  } catch (e) {
+    if (!(e instanceof ProxyConfigError)) throw e;
+    say(`invalid configuration ${e.message}`);
+    return EXIT_PROBLEMS;
+  }
+
+  const authz = new AuthzClient({
+    baseUrl: invocation.url,
+    apiKey: invocation.key,
+    sessionId: invocation.sessionId,
+    ...(config.on_behalf_of === undefined ? {} : { onBehalfOf: config.on_behalf_of }),
+    // A 429 is answered to the agent with its Retry-After at once, never waited for here.
+    maxRetryAfterSeconds: 0,
+  });
+  let upstreamClosed!: () => void;
+  const upstreamGone = new Promise<void>((resolve) => (upstreamClosed = resolve));
+  let proxy: McpProxy;
+  try {
+    proxy = await McpProxy.start({ config, authz, upstream: invocation.upstream, log: say, onUpstreamClosed: () => upstreamClosed() });
+  } catch (e) {
+    if (e instanceof ProxyConfigError) say(`cannot start: ${e.message}`);
+    else say(`cannot connect to the upstream MCP server: ${(e as Error).message}`);
+    return EXIT_PROBLEMS;
+  }
+  say(`agent ${config.agent_id}, server ${config.server}, session ${invocation.sessionId}, decisions from ${invocation.url}`);
+
+  const stop = signalled();
+  try {
+    if (invocation.listen) {
+      const listening = await listenStreamableHttp({ ...invocation.listen, createServer: () => proxy.createServer(), log: say }).catch((e: Error) => {
+        say(`cannot listen on ${invocation.listen!.host}:${invocation.listen!.port}: ${e.message}`);
+        return null;
+      });
+      if (!listening) return EXIT_PROBLEMS;
+      say(`listening on ${listening.url}`);
+      if (!listening.loopback) say(`warning: ${listening.url} takes MCP clients without authentication: whoever reaches it calls tools as ${config.agent_id}`);
+      const upstreamEnded = await Promise.race([stop.promise.then(() => false), upstreamGone.then(() => true)]);
+      await listening.close();
+      if (upstreamEnded) say('the upstream MCP server went away');
+      return upstreamEnded ? EXIT_PROBLEMS : EXIT_OK;
+    }
+    const server = proxy.createServer();
+    const clientGone = new Promise<void>((resolve) => {
+      const previous = server.onclose;
+      server.onclose = () => {
+        previous?.();
+        resolve();
+      };
+      process.stdin.once('end', resolve);
+      process.stdin.once('close', resolve);
+    });
+    await server.connect(new StdioServerTransport());
+    const upstreamEnded = await Promise.race([clientGone.then(() => false), stop.promise.then(() => false), upstreamGone.then(() => true)]);
+    if (upstreamEnded) say('the upstream MCP server went away');
+    return upstreamEnded ? EXIT_PROBLEMS : EXIT_OK;
+  } finally {
+    stop.dispose();
+    await proxy.close();
+  }
+}

@@ -1,0 +1,156 @@
+/**
+ * The configuration of `authz mcp-proxy` (contract, second part: MCP
+ * enforcement proxy): a YAML file naming the agent, the server's namespace and
+ * optional per-tool mappings. Every problem is collected and reported at once,
+ * with its place in the file, so the proxy stops at start with a clear message.
+ *
+ * ```yaml
+ * agent_id: research-bot            # the agent these calls are made for
+ * server: files                     # namespace of this server's actions
+ * on_behalf_of: user-42             # optional; or AUTHZ_ON_BEHALF_OF
+ * approval_wait_seconds: 50         # optional: how long a call awaiting a human's approval waits
+ * ttl_seconds: 300                  # optional: the decisions' (and permits') lifetime
+ * tools:
+ *   write_file: { action: files.write, resource: "file:{path}" }
+ *   charge: { action: payments.charge, resource: "customer:{customer_id}", amount: amount }
+ * ```
+ */
+import { readFileSync } from 'node:fs';
+import { parseDocument } from 'yaml';
+import { ACTION_PATTERN, templateProblems } from './actions.js';
+
+/** How one tool's calls become decisions. */
+export interface ToolMapping {
+  /** The action decided for the tool (`namespace.verb`); default `<server>.<tool>`, sanitised. */
+  action?: string;
+  /** A resource template: `{name}` is the tool argument of that name, e.g. `file:{path}`. */
+  resource?: string;
+  /** The name of the argument that carries the decision's `amount`. */
+  amount?: string;
+}
+
+export interface ProxyConfig {
+  agent_id: string;
+  /** Namespace of the server's actions (an unmapped tool's action is `<server>.<tool>`). */
+  server: string;
+  on_behalf_of?: string;
+  /** Longest wait, in seconds, for a human's approval of a decision that awaits it. */
+  approval_wait_seconds: number;
+  /** Lifetime of each decision and its permit (1..3600); the service's default when absent. */
+  ttl_seconds?: number;
+  /** Per-tool mappings, by the upstream's tool name. */
+  tools: Record<string, ToolMapping>;
+}
+
+/** Default `approval_wait_seconds`: below the 60 s default request timeout of MCP SDK clients. */
+export const DEFAULT_APPROVAL_WAIT_SECONDS = 50;
+
+/** A configuration that cannot be used; `problems` lists every reason, one line each. */
+export class ProxyConfigError extends Error {
+  readonly code = 'mcp_proxy.invalid_config';
+  constructor(
+    readonly source: string,
+    readonly problems: string[],
+  ) {
+    super(`${source}: ${problems.length === 1 ? problems[0] : `${problems.length} problems:\n  ${problems.join('\n  ')}`}`);
+    this.name = 'ProxyConfigError';
+  }
+}
+
+const TOP_LEVEL = new Set(['agent_id', 'server', 'on_behalf_of', 'approval_wait_seconds', 'ttl_seconds', 'tools']);
+const TOOL_FIELDS = new Set(['action', 'resource', 'amount']);
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const nonEmpty = (v: unknown, max = 256): v is string => typeof v === 'string' && v.trim() !== '' && v.length <= max;
+
+/**
+ * Checks a parsed configuration value and answers the typed configuration.
+ * `env.AUTHZ_ON_BEHALF_OF` fills `on_behalf_of` when the file has none.
+ *
+ * @throws ProxyConfigError listing every problem.
+ *
+ * @example
+ * ```ts
+ * const config = parseProxyConfig({ agent_id: 'research-bot', server: 'files', tools: { write_file: { action: 'files.write', resource: 'file:{path}' } } });
+ * console.log(config.tools.write_file?.action, config.approval_wait_seconds); // => files.write 50
+ * ```
+ */
+export function parseProxyConfig(value: unknown, source = 'config', env: NodeJS.ProcessEnv = {}): ProxyConfig {
+  const problems: string[] = [];
+  if (!isRecord(value)) throw new ProxyConfigError(source, ['the configuration must be a YAML mapping (agent_id, server, tools...)']);
+  for (const key of Object.keys(value)) if (!TOP_LEVEL.has(key)) problems.push(`unknown field "${key}" (known: ${[...TOP_LEVEL].join(', ')})`);
+
+  if (!nonEmpty(value.agent_id)) problems.push('agent_id: required, a non-empty string of at most 256 characters');
+  if (!nonEmpty(value.server, 100)) problems.push('server: required, a non-empty string (the namespace of this server\'s actions)');
+  const onBehalfOf = value.on_behalf_of ?? (env.AUTHZ_ON_BEHALF_OF || undefined);
+  if (onBehalfOf !== undefined && !nonEmpty(onBehalfOf)) problems.push('on_behalf_of: a non-empty string of at most 256 characters');
+
+  const wait = value.approval_wait_seconds ?? DEFAULT_APPROVAL_WAIT_SECONDS;
+  if (typeof wait !== 'number' || !Number.isInteger(wait) || wait < 0 || wait > 3600) problems.push('approval_wait_seconds: a whole number of seconds, 0..3600');
+  const ttl = value.ttl_seconds;
+  if (ttl !== undefined && (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < 1 || ttl > 3600)) problems.push('ttl_seconds: a whole number of seconds, 1..3600');
+
+  const tools: Record<string, ToolMapping> = {};
+  const rawTools = value.tools ?? {};
+  if (!isRecord(rawTools)) problems.push('tools: a mapping from tool names to { action, resource, amount }');
+  else {
+    for (const [tool, raw] of Object.entries(rawTools)) {
+      const at = `tools.${tool}`;
+      if (!isRecord(raw)) {
+        problems.push(`${at}: a mapping with action, resource and/or amount`);
+        continue;
+      }
+      for (const key of Object.keys(raw)) if (!TOOL_FIELDS.has(key)) problems.push(`${at}: unknown field "${key}" (known: action, resource, amount)`);
+      const mapping: ToolMapping = {};
+      if (raw.action !== undefined) {
+        if (typeof raw.action !== 'string' || !ACTION_PATTERN.test(raw.action)) {
+          problems.push(`${at}.action: ${JSON.stringify(raw.action)} is not an action: namespace.verb, each part [a-z][a-z0-9_]* (no wildcards)`);
+        } else mapping.action = raw.action;
+      }
+      if (raw.resource !== undefined) {
+        if (typeof raw.resource !== 'string' || raw.resource === '') problems.push(`${at}.resource: a non-empty template string such as "file:{path}"`);
+        else {
+          for (const p of templateProblems(raw.resource)) problems.push(`${at}.resource: ${p}`);
+          mapping.resource = raw.resource;
+        }
+      }
+      if (raw.amount !== undefined) {
+        if (!nonEmpty(raw.amount)) problems.push(`${at}.amount: the name of the argument that carries the amount`);
+        else mapping.amount = raw.amount;
+      }
+      tools[tool] = mapping;
+    }
+  }
+  if (problems.length > 0) throw new ProxyConfigError(source, problems);
+  return {
+    agent_id: value.agent_id as string,
+    server: value.server as string,
+    ...(onBehalfOf === undefined ? {} : { on_behalf_of: onBehalfOf as string }),
+    approval_wait_seconds: wait as number,
+    ...(ttl === undefined ? {} : { ttl_seconds: ttl as number }),
+    tools,
+  };
+}
+
+/**
+ * Reads and checks the YAML configuration file.
+ *
+ * @throws ProxyConfigError (unreadable file, YAML errors with their line, every invalid field).
+ *
+ * @example
+ * ```ts
+ * const config = loadProxyConfig('mcp.yaml', process.env);
+ * console.log(config.agent_id); // => research-bot
+ * ```
+ */
+export function loadProxyConfig(path: string, env: NodeJS.ProcessEnv = process.env): ProxyConfig {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (e) {
+    throw new ProxyConfigError(path, [`cannot read the file: ${(e as Error).message}`]);
+  }
+  const doc = parseDocument(text, { prettyErrors: true });
+  if (doc.errors.length > 0) throw new ProxyConfigError(path, doc.errors.map((e) => e.message.split('\n')[0]!));
+  return parseProxyConfig(doc.toJS(), path, env);
+}

@@ -1,0 +1,73 @@
+/**
+ * An agent whose tools sit behind `authz mcp-proxy` (docs/mcp.md): it starts
+ * the proxy in front of the support tools server (support-tools-server.ts),
+ * connects to it with the official SDK's MCP client, lists the tools it may use
+ * and calls a few, printing what was allowed and what was refused.
+ *
+ *   node dist/examples/agents/mcp-agent.js [CONFIG]
+ *       starts `node bin/authz.js mcp-proxy --config CONFIG -- node support-tools-server.js`
+ *       over stdio (CONFIG default: mcp.yaml); AUTHZ_URL and AUTHZ_API_KEY pass on to it
+ *   node dist/examples/agents/mcp-agent.js --url http://127.0.0.1:8091/mcp
+ *       a proxy already listening (`authz mcp-proxy ... --listen 127.0.0.1:8091`)
+ */
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+
+const { values, positionals } = parseArgs({ allowPositionals: true, options: { url: { type: 'string' } } });
+
+/** The calls this agent makes, in order. */
+const CALLS: Array<{ name: string; arguments: Record<string, unknown> }> = [
+  { name: 'lookup_order', arguments: { order_id: '1001' } },
+  { name: 'refund_order', arguments: { order_id: '1001', amount: 80 } },
+  { name: 'add_note', arguments: { order_id: '1001', text: 'customer called about the refund' } },
+  { name: 'add_note', arguments: { order_id: '2001', text: 'not one of ours' } },
+  { name: 'delete_customer', arguments: { customer_id: 'cus_1' } },
+];
+
+function proxyTransport(): { transport: Transport; stderr: () => string } {
+  if (values.url) return { transport: new StreamableHTTPClientTransport(new URL(values.url)), stderr: () => '' };
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [
+      fileURLToPath(new URL('../../../bin/authz.js', import.meta.url)),
+      'mcp-proxy',
+      '--config',
+      positionals[0] ?? 'mcp.yaml',
+      '--',
+      process.execPath,
+      fileURLToPath(new URL('./support-tools-server.js', import.meta.url)),
+    ],
+    env,
+    stderr: 'pipe',
+  });
+  let err = '';
+  transport.stderr?.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
+  return { transport, stderr: () => err };
+}
+
+const text = (content: unknown) => ((content ?? []) as Array<{ text?: string }>).map((c) => c.text ?? '').join(' ');
+
+const { transport, stderr } = proxyTransport();
+const client = new Client({ name: 'support-agent', version: '1.0.0' });
+try {
+  await client.connect(transport);
+} catch (error) {
+  process.stderr.write(`could not start the proxy: ${(error as Error).message}\n${stderr()}`);
+  process.exit(1);
+}
+try {
+  const { tools } = await client.listTools();
+  console.log(`tools the agent sees: ${tools.map((t) => t.name).join(', ') || '(none)'}`);
+  for (const call of CALLS) {
+    const result = await client.callTool(call);
+    console.log(`${call.name} ${JSON.stringify(call.arguments)}\n  -> ${result.isError ? 'refused' : 'allowed'}: ${text(result.content)}`);
+  }
+} finally {
+  await client.close();
+}

@@ -1,0 +1,67 @@
+/**
+ * A small MCP server (the official SDK's McpServer, over stdio): the tools of a
+ * customer-support agent at Northpeak Outfitters, the fictional retailer of
+ * examples/support. It is the "real MCP server" behind `authz mcp-proxy` in
+ * docs/mcp.md and in mcp-agent.ts.
+ *
+ *   lookup_order    { order_id }             an order's status
+ *   refund_order    { order_id, amount }     refunds an order (USD)
+ *   add_note        { order_id, text }       adds a note to an order
+ *   delete_customer { customer_id }          deletes a customer record
+ *
+ * Like any downstream service, it checks the permit the proxy passes in
+ * `_meta["agent-authz/permit"]` before acting: the signature against the
+ * service's JWKS, and that the permit was issued for these exact arguments
+ * (`verify(token, { arguments })`). AUTHZ_URL names the service (default
+ * http://127.0.0.1:8080), AUTHZ_ISSUER the tokens' `iss` if it differs.
+ *
+ * Run: `node dist/examples/agents/support-tools-server.js` (an MCP client starts it).
+ */
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import { createPermitVerifier, PermitError } from '../../verifier/index.js';
+
+const service = (process.env.AUTHZ_URL ?? 'http://127.0.0.1:8080').replace(/\/+$/, '');
+const verifier = createPermitVerifier({ jwksUrl: `${service}/.well-known/jwks.json`, issuer: process.env.AUTHZ_ISSUER ?? service });
+
+type Meta = Record<string, unknown> | undefined;
+
+/** Runs `act` only with a valid permit for these arguments; the text says so. */
+async function withPermit(meta: Meta, args: Record<string, unknown>, act: () => string): Promise<CallToolResult> {
+  const token = meta?.['agent-authz/permit'];
+  if (typeof token !== 'string') return { content: [{ type: 'text', text: 'refused: no agent-authz permit' }], isError: true };
+  try {
+    await verifier.verify(token, { arguments: args });
+  } catch (error) {
+    const code = error instanceof PermitError ? error.code : 'error';
+    return { content: [{ type: 'text', text: `refused: the permit is not valid for this call (${code})` }], isError: true };
+  }
+  return { content: [{ type: 'text', text: `${act()} (permit checked)` }] };
+}
+
+const server = new McpServer({ name: 'northpeak-support', version: '1.0.0' });
+
+server.registerTool(
+  'lookup_order',
+  { description: "An order's status", inputSchema: { order_id: z.string() } },
+  async (args, extra) => withPermit(extra._meta, args, () => `order ${args.order_id}: 2 items, shipped`),
+);
+server.registerTool(
+  'refund_order',
+  { description: 'Refund an order, in USD', inputSchema: { order_id: z.string(), amount: z.number() } },
+  async (args, extra) => withPermit(extra._meta, args, () => `refunded ${args.amount} USD on order ${args.order_id}`),
+);
+server.registerTool(
+  'add_note',
+  { description: 'Add a note to an order', inputSchema: { order_id: z.string(), text: z.string() } },
+  async (args, extra) => withPermit(extra._meta, args, () => `note added to order ${args.order_id}`),
+);
+server.registerTool(
+  'delete_customer',
+  { description: 'Delete a customer record', inputSchema: { customer_id: z.string() } },
+  async (args, extra) => withPermit(extra._meta, args, () => `customer ${args.customer_id} deleted`),
+);
+
+await server.connect(new StdioServerTransport());

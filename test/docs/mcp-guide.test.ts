@@ -1,0 +1,122 @@
+/**
+ * docs/mcp.md works as written: a real `node bin/authz.js serve` started as
+ * section 1 says (a fresh data dir, the printed test key), the configuration of
+ * section 2 saved in the checkout, and the commands of sections 3, 4 and 5 run
+ * through `sh` as they stand (the config file name and the port aside), each
+ * printing exactly the output the page shows (decision ids aside: they are
+ * `dec_...` on the page).
+ */
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eachLine, freePort, HOST, ROOT } from '../helpers/server-process.js';
+import { ensureProxyBuilt } from '../mcp/helpers/proxy.js';
+
+const run = promisify(execFile);
+const PAGE = readFileSync(join(ROOT, 'docs', 'mcp.md'), 'utf8');
+
+/** The fenced blocks of a section of the page (`## <n>. ...`), in order, with their languages. */
+function blocksOf(section: string): Array<{ lang: string; body: string }> {
+  const start = PAGE.indexOf(`\n## ${section}`);
+  if (start < 0) throw new Error(`docs/mcp.md has no section "## ${section}"`);
+  const end = PAGE.indexOf('\n## ', start + 1);
+  const text = PAGE.slice(start, end < 0 ? undefined : end);
+  return [...text.matchAll(/```(\w*)\n([\s\S]*?)```/g)].map((m) => ({ lang: m[1]!, body: m[2]! }));
+}
+
+const block = (section: string, lang: string, nth = 0) => {
+  const found = blocksOf(section).filter((b) => b.lang === lang)[nth];
+  if (!found) throw new Error(`no ${lang} block #${nth} in "${section}"`);
+  return found.body;
+};
+
+const normalised = (text: string) => text.replace(/dec_\w+/g, 'dec_...');
+
+describe('docs/mcp.md', () => {
+  let dataDir: string;
+  let child: ChildProcess;
+  let exited: Promise<unknown>;
+  let env: NodeJS.ProcessEnv;
+  const config = `.mcp-doc-${process.pid}.yaml`;
+  /** A command of the page with this test's config file name. */
+  const asWritten = (command: string) => command.replaceAll('mcp.yaml', config);
+
+  beforeAll(async () => {
+    ensureProxyBuilt();
+    dataDir = mkdtempSync(join(tmpdir(), 'authz-mcp-doc-'));
+    const port = await freePort();
+    const serverEnv: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST, AUTHZ_DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
+    for (const k of ['DATABASE_URL', 'AUTHZ_TEST_CLOCK', 'AUTHZ_ADMIN_TOKEN', 'AUTHZ_BASE_URL']) delete serverEnv[k];
+    expect(block('1.', 'sh')).toContain('node bin/authz.js serve');
+    child = spawn(process.execPath, [join(ROOT, 'bin', 'authz.js'), 'serve'], { cwd: ROOT, env: serverEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+    exited = new Promise((resolve) => child.once('exit', resolve));
+    const output: string[] = [];
+    const testKey = await new Promise<string>((resolve, reject) => {
+      eachLine(child.stdout!, (line) => {
+        output.push(line);
+        const key = /test key: (svc_test_sk_\w+)/.exec(line)?.[1];
+        if (key) resolve(key);
+      });
+      child.stderr!.setEncoding('utf8').on('data', (chunk: string) => output.push(chunk));
+      void exited.then(() => reject(new Error(`authz serve exited:\n${output.join('\n')}`)));
+    });
+    const base = `http://${HOST}:${port}`;
+    for (;;) {
+      if (await fetch(`${base}/healthz`).then((r) => r.ok, () => false)) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    env = { ...process.env, AUTHZ_URL: base, AUTHZ_API_KEY: testKey, NO_PROXY: '127.0.0.1,localhost', no_proxy: '127.0.0.1,localhost' };
+    // Section 2: the configuration, saved in the clone.
+    writeFileSync(join(ROOT, config), block('2.', 'yaml'));
+  }, 120_000);
+
+  afterAll(async () => {
+    rmSync(join(ROOT, config), { force: true });
+    if (child && child.exitCode === null) {
+      child.kill('SIGTERM');
+      await exited;
+    }
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  const sh = async (script: string) => (await run('sh', ['-c', script], { cwd: ROOT, env })).stdout;
+
+  it('section 3: the agent, through the proxy, prints what the page shows', async () => {
+    const command = block('3.', 'sh');
+    expect(command.trim()).toBe('node dist/examples/agents/mcp-agent.js mcp.yaml');
+    expect(normalised(await sh(asWritten(command)))).toBe(block('3.', 'text'));
+  });
+
+  it('section 4: the new policy, then the agent again, prints what the page shows', async () => {
+    expect(normalised(await sh(asWritten(block('4.', 'sh'))))).toBe(block('4.', 'text'));
+  });
+
+  it('section 5: the proxy over Streamable HTTP, and the agent through it', async () => {
+    const [serveLine, agentLine] = block('5.', 'sh').trim().split('\n');
+    expect(serveLine).toMatch(/ --listen 127\.0\.0\.1:8091 .* &$/);
+    const port = String(await freePort());
+    const proxy = spawn('sh', ['-c', `exec ${asWritten(serveLine!.replace(/ &$/, '')).replace('8091', port)}`], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] });
+    const proxyExited = new Promise((resolve) => proxy.once('exit', resolve));
+    try {
+      const listening = await new Promise<string>((resolve, reject) => {
+        eachLine(proxy.stderr!, (line) => {
+          if (line.includes('listening on')) resolve(line);
+        });
+        void proxyExited.then(() => reject(new Error('the proxy exited')));
+      });
+      expect(listening.replace(port, '8091')).toBe('authz mcp-proxy: listening on http://127.0.0.1:8091/mcp');
+      expect(normalised(await sh(agentLine!.replace('8091', port)))).toBe(block('4.', 'text'));
+    } finally {
+      proxy.kill('SIGTERM');
+      await proxyExited;
+    }
+  });
+
+  it('the client configuration example is JSON naming the proxy command', () => {
+    const json = JSON.parse(block('5.', 'json')) as { mcpServers: Record<string, { command: string; args: string[] }> };
+    expect(json.mcpServers.support!.args.slice(0, 2)).toEqual(['authz', 'mcp-proxy']);
+  });
+});

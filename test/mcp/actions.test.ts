@@ -1,0 +1,97 @@
+/**
+ * The proxy's action-name rules and configuration parsing (contract, second
+ * part: MCP enforcement proxy), in process.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ActionMap, actionPart, amountFrom, ArgumentProblem, defaultAction, fillTemplate } from '../../clients/mcp-proxy/actions.js';
+import { DEFAULT_APPROVAL_WAIT_SECONDS, loadProxyConfig, parseProxyConfig, ProxyConfigError } from '../../clients/mcp-proxy/config.js';
+import { scratch } from './helpers/proxy.js';
+
+const problemsOf = (value: unknown): string[] => {
+  try {
+    parseProxyConfig(value);
+  } catch (e) {
+    if (e instanceof ProxyConfigError) return e.problems;
+    throw e;
+  }
+  return [];
+};
+
+describe('derived action names', () => {
+  it('lower-cases each part, replaces every character outside [a-z0-9_] and puts t_ before a part not starting with a letter', () => {
+    expect(defaultAction('files', 'read_file')).toBe('files.read_file');
+    expect(defaultAction('My Server', 'Send.Mail')).toBe('my_server.send_mail');
+    expect(defaultAction('files', '2fa-reset')).toBe('files.t_2fa_reset');
+    expect(defaultAction('_x', 'Ünïcode')).toBe('t__x.t__n_code');
+    expect(actionPart('')).toBe('t_');
+    for (const [server, tool] of [['a', 'b'], ['Ä', '9'], ['x.y', 'z z'], ['', '']]) {
+      expect(defaultAction(server!, tool!)).toMatch(/^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$/);
+    }
+  });
+
+  it('finds collisions that involve a derived name, and lets explicit shared mappings through', () => {
+    const map = new ActionMap({ server: 'files', tools: { write: { action: 'files.write' }, save: { action: 'files.write' }, copy: { action: 'files.read_file' } } });
+    expect(map.collisions(['write', 'save'])).toEqual([]);
+    expect(map.collisions(['Read-File', 'read_file', 'write'])).toEqual([{ action: 'files.read_file', tools: ['Read-File', 'read_file'] }]);
+    expect(map.collisions(['copy', 'read_file'])).toEqual([{ action: 'files.read_file', tools: ['copy', 'read_file'] }]);
+    expect(map.unknownMappings(['write'])).toEqual(['save', 'copy']);
+  });
+
+  it('fills resource templates and amounts from the arguments, refusing what is missing or of the wrong type', () => {
+    const map = new ActionMap({ server: 'pay', tools: { charge: { action: 'payments.charge', resource: 'customer:{customer_id}/{n}', amount: 'amount' } } });
+    expect(map.target('charge', { customer_id: 'cus_1', n: 2, amount: 12.5 })).toEqual({ action: 'payments.charge', resource: 'customer:cus_1/2', amount: 12.5 });
+    expect(map.target('refund', { amount: 3 })).toEqual({ action: 'pay.refund' });
+    expect(() => map.target('charge', { n: 1, amount: 1 })).toThrow(ArgumentProblem);
+    expect(() => fillTemplate('x:{a}', { a: { nested: true } })).toThrow(/needs the argument "a"/);
+    expect(() => amountFrom({ amount: -1 }, 'amount')).toThrow(/must be a number >= 0/);
+    expect(() => amountFrom({ amount: '5' }, 'amount')).toThrow(ArgumentProblem);
+    // A tool named like an Object.prototype member is an unmapped tool, not a mapping.
+    expect(map.target('constructor', {})).toEqual({ action: 'pay.constructor' });
+  });
+});
+
+describe('the proxy configuration', () => {
+  it('reads the contract example, with defaults and AUTHZ_ON_BEHALF_OF', () => {
+    const { config } = scratch(`agent_id: research-bot
+server: files
+tools:
+  write_file: { action: files.write, resource: "file:{path}" }
+  charge: { action: payments.charge, resource: "customer:{customer_id}", amount: amount }
+`);
+    expect(loadProxyConfig(config, { AUTHZ_ON_BEHALF_OF: 'user-7' })).toEqual({
+      agent_id: 'research-bot',
+      server: 'files',
+      on_behalf_of: 'user-7',
+      approval_wait_seconds: DEFAULT_APPROVAL_WAIT_SECONDS,
+      tools: {
+        write_file: { action: 'files.write', resource: 'file:{path}' },
+        charge: { action: 'payments.charge', resource: 'customer:{customer_id}', amount: 'amount' },
+      },
+    });
+    expect(parseProxyConfig({ agent_id: 'a', server: 's', on_behalf_of: 'file-wins' }, 'c', { AUTHZ_ON_BEHALF_OF: 'env' }).on_behalf_of).toBe('file-wins');
+  });
+
+  it('lists every problem at once', () => {
+    expect(problemsOf({ agent_id: '', server: 's', approval_wait_seconds: -1, ttl_seconds: 0, tools: { t: { action: 'A.b', resource: 'x:{a', amount: '', extra: 1 }, u: 'no' } })).toEqual([
+      'agent_id: required, a non-empty string of at most 256 characters',
+      'approval_wait_seconds: a whole number of seconds, 0..3600',
+      'ttl_seconds: a whole number of seconds, 1..3600',
+      'tools.t: unknown field "extra" (known: action, resource, amount)',
+      'tools.t.action: "A.b" is not an action: namespace.verb, each part [a-z][a-z0-9_]* (no wildcards)',
+      'tools.t.resource: unbalanced "{" or "}" in "x:{a"',
+      'tools.t.amount: the name of the argument that carries the amount',
+      'tools.u: a mapping with action, resource and/or amount',
+    ]);
+    expect(problemsOf(['a list'])).toEqual(['the configuration must be a YAML mapping (agent_id, server, tools...)']);
+  });
+
+  it('reports YAML syntax errors and unreadable files', () => {
+    const { dir } = scratch('');
+    const bad = join(dir, 'bad.yaml');
+    writeFileSync(bad, 'agent_id: [unclosed\n');
+    expect(() => loadProxyConfig(bad, {})).toThrow(ProxyConfigError);
+    expect(() => loadProxyConfig(join(dir, 'missing.yaml'), {})).toThrow(/cannot read the file/);
+  });
+});
