@@ -158,11 +158,11 @@ describe.each(STORE_KINDS)('dashboard reviews in chromium (%s)', (kind) => {
   it("a chat notification's link opens the review with its button focused, and sends nothing", async () => {
     const d = await decide({ agent_id: 'link-bot', action: 'payments.refund', amount: 3 });
     await page.goto(reviewLink(`${base}/dashboard`, d.id, 'deny'));
-    await expect.poll(() => page.evaluate(() => document.activeElement?.getAttribute('aria-label')), POLL).toBe(`Deny ${d.id}`);
+    await expect.poll(() => page.evaluate("document.activeElement?.getAttribute('aria-label')"), POLL).toBe(`Deny ${d.id}`);
     await expect(page.locator(`tr[data-id="${d.id}"]`).getAttribute('class')).resolves.toContain('target');
     expect((await rt.getOk(`/v1/decisions/${d.id}`)).status).toBe('awaiting_approval');
     await page.goto(reviewLink(`${base}/dashboard`, d.id, 'approve'));
-    await expect.poll(() => page.evaluate(() => document.activeElement?.getAttribute('aria-label')), POLL).toBe(`Approve ${d.id}`);
+    await expect.poll(() => page.evaluate("document.activeElement?.getAttribute('aria-label')"), POLL).toBe(`Approve ${d.id}`);
   });
 
   it('opens a decision into a panel from the lists: warnings, matched policies, review, expiry', async () => {
