@@ -20,7 +20,9 @@ export { compileSources, compileItems, compileItemsSteps, type CompileOptions, t
 
 // Policies: their types, reading them from YAML or JSON values, their canonical form.
 export {
+  DEFAULT_APPROVAL_TIMEOUT_SECONDS,
   RATE_WINDOWS,
+  type Approval,
   type Budget,
   type BudgetPeriod,
   type DecisionRequest,

@@ -25,6 +25,7 @@ import { metricsRoutes } from './routes/metrics.js';
 import { registerOpenApi } from './routes/openapi.js';
 import { permitRoutes } from './routes/permits.js';
 import { policyRoutes } from './routes/policies.js';
+import { reviewRoutes } from './routes/reviews.js';
 import { webhookRoutes } from './routes/webhooks.js';
 import { systemClock } from './clock.js';
 import type { Services } from './services.js';
@@ -96,6 +97,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   await app.register(async (admitted) => {
     registerKeyAdmission(admitted, (principal) => services.limits.admitKey(principal));
     await admitted.register(decisionRoutes);
+    await admitted.register(reviewRoutes);
     await admitted.register(policyRoutes);
     await admitted.register(bundleRoutes);
     await admitted.register(agentRoutes);

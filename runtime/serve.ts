@@ -14,6 +14,7 @@ import { buildApp } from './app.js';
 import { configFromEnv, ConfigError } from './config.js';
 import { startKeyReplication } from './domain/key-replication.js';
 import { startReplication } from './domain/replication.js';
+import { startReviewMaintenance } from './domain/review-maintenance.js';
 import { loggerOptions } from './http/logger.js';
 import { startLimitMaintenance } from './limits/maintenance.js';
 import { bundlePolicies, defaultAccountId, examplePolicies, installPolicies, seedIfEmpty } from './seed.js';
@@ -100,6 +101,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
   const replication = await startReplication(store, services.policySets, services.agents, 1000, (e) => app.log.error({ err: e }, 'replication'));
   const keyReplication = await startKeyReplication(store, { apiKeys: services.keys, ring: services.ring }, (e) => app.log.error({ err: e }, 'key replication'));
   const maintenance = await startLimitMaintenance(store, services.limits, services.clock, config.budgetSweepSeconds * 1000, (e) => app.log.error({ err: e }, 'budget maintenance'));
+  const reviews = await startReviewMaintenance(store, services.approvals, services.reviewWaiters, 5000, (e) => app.log.error({ err: e }, 'review maintenance'));
   await app.listen({ port: config.port, host: config.host });
   // The bound port (PORT=0 asks the system for a free one).
   const bound = app.server.address();
@@ -121,6 +123,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
     await replication.stop();
     await keyReplication.stop();
     await maintenance.stop();
+    await reviews.stop();
     await app.close();
     await services.dispatcher.stop();
     await services.limits.idle();

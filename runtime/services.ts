@@ -26,6 +26,10 @@ import { openTestClock } from './domain/test-clock.js';
 import { PermitService } from './domain/permits.js';
 import { PolicyService } from './domain/policies.js';
 import { WebhookEndpoints } from './domain/webhooks.js';
+import { Approvals } from './domain/approvals.js';
+import { ReviewService } from './domain/reviews.js';
+import { ReviewWaiters } from './domain/review-waiters.js';
+import { StatsService } from './domain/stats.js';
 
 export interface Services {
   config: Config;
@@ -59,6 +63,14 @@ export interface Services {
   tracing: Tracing;
   /** Signs permit tokens (also a replayed decision's fresh token: runtime/http/idempotency.ts). */
   permits: PermitIssuer;
+  /** Human review: the queue, verdicts, waiting for one, permits after approval. */
+  reviews: ReviewService;
+  /** What a verdict or an approval timeout changes (the sweep runs its timeOutOverdue). */
+  approvals: Approvals;
+  /** This process's requests waiting for a review (woken by NOTIFY authz_reviews: domain/review-maintenance.ts). */
+  reviewWaiters: ReviewWaiters;
+  /** The dashboard's overview figures. */
+  stats: StatsService;
 }
 
 export interface ServiceOptions {
@@ -92,6 +104,23 @@ function buildServices(options: ServiceOptions & { clock: Clock }, ring: KeyRing
   const metrics = new ServiceMetrics(sql, clock);
   const permits = options.permits ?? ringPermitIssuer(ring, config.baseUrl);
   const keys = new ApiKeyCache(sql, clock);
+  const reviewWaiters = new ReviewWaiters();
+  const approvals = new Approvals({ sql, clock, limits, policySets, waiters: reviewWaiters });
+  const decisions = new DecisionService({
+    sql,
+    clock,
+    policySets,
+    agents,
+    writer,
+    limits,
+    alerts,
+    permits,
+    approvals,
+    redact: config.redactContext,
+    tracing,
+    shadowDiverged: (policyId) => metrics.shadowDiverged(policyId),
+  });
+  const budgets = new BudgetService({ sql, clock, policySets });
   return {
     config,
     store,
@@ -101,26 +130,14 @@ function buildServices(options: ServiceOptions & { clock: Clock }, ring: KeyRing
     agents,
     policySets,
     writer,
-    decisions: new DecisionService({
-      sql,
-      clock,
-      policySets,
-      agents,
-      writer,
-      limits,
-      alerts,
-      permits,
-      redact: config.redactContext,
-      tracing,
-      shadowDiverged: (policyId) => metrics.shadowDiverged(policyId),
-    }),
+    decisions,
     limits,
     policies: new PolicyService(sql, clock, policySets, config),
     bundles: new BundleService(sql, clock, policySets, config),
     agentService: new AgentService(sql, clock, agents),
     accounts: new AccountService(sql, clock, keys),
     events: new EventService(sql),
-    budgets: new BudgetService({ sql, clock, policySets }),
+    budgets,
     health: new HealthService(store),
     permitVerification: new PermitService({ ring, clock, alerts, baseUrl: config.baseUrl, sql, policySets }),
     webhooks: new WebhookEndpoints(sql, clock, { allowPrivate: config.webhookAllowPrivate, ...(config.masterKey ? { masterKey: config.masterKey } : {}) }),
@@ -135,5 +152,9 @@ function buildServices(options: ServiceOptions & { clock: Clock }, ring: KeyRing
     metrics,
     permits,
     tracing,
+    reviews: new ReviewService({ sql, clock, decisions, approvals, waiters: reviewWaiters, permits }),
+    approvals,
+    reviewWaiters,
+    stats: new StatsService({ sql, clock, budgets }),
   };
 }

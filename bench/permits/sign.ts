@@ -44,6 +44,12 @@ const decision = (i: number): DecisionRow => ({
   args_digest: null,
   key_id: null,
   shadow: null,
+  review_status: null,
+  reviewer: null,
+  review_note: null,
+  reviewed_at: null,
+  reviewer_key_id: null,
+  approval_expires_at: null,
 });
 
 async function time(label: string, n: number, run: (i: number) => unknown): Promise<number> {

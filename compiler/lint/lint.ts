@@ -2,7 +2,8 @@
  * Lints (warnings; errors under --strict): policies that can never decide because
  * a higher-priority policy of another effect covers them; same-priority policies
  * that conflict; policies that can never match; shadow policies that decide
- * exactly like an enabled one (./shadow.ts).
+ * exactly like an enabled one (./shadow.ts); an approval on a policy whose
+ * effect is not review (it has no effect there).
  */
 import { isConstantFalse } from '../condition/index.js';
 import type { Diagnostic } from '../diagnostics/diagnostic.js';
@@ -36,6 +37,9 @@ export function lintTable(table: DecisionTable, origins: Origins): Diagnostic[] 
   for (const row of table.rows) {
     if (row.conditionAst && isConstantFalse(row.conditionAst)) {
       warn(row, 'lint.never_matches', `policy ${row.policy.id} can never match: its condition is always false`);
+    }
+    if (row.policy.approval && row.policy.effect !== 'review') {
+      warn(row, 'lint.approval_ignored', `policy ${row.policy.id} has approval but its effect is ${row.policy.effect}: only review policies wait for approval, so it is ignored (make the effect review, or remove approval)`);
     }
   }
   lintShadowDuplicates(table, (row, message) => warn(row, 'lint.shadow_duplicate', message));

@@ -27,6 +27,20 @@ export interface Budget {
   threshold_alert?: number;
 }
 
+/**
+ * Approval before the action (extension, review policies only): the decision
+ * waits, without a permit, until a human approves it (or denies it, or nobody
+ * answers within `timeout_seconds`: then it is denied).
+ */
+export interface Approval {
+  required: boolean;
+  /** Seconds a decision waits for a reviewer (1..86400); {@link DEFAULT_APPROVAL_TIMEOUT_SECONDS} when absent. */
+  timeout_seconds?: number;
+}
+
+/** How long a decision awaits approval when the policy does not say. */
+export const DEFAULT_APPROVAL_TIMEOUT_SECONDS = 900;
+
 export interface Policy {
   id: string;
   name: string;
@@ -43,6 +57,8 @@ export interface Policy {
   condition?: string;
   rate_limit?: RateLimit;
   budget?: Budget;
+  /** Review policies only: the decision awaits a human's approval before it has a permit. */
+  approval?: Approval;
 }
 
 /** Default priority when a policy gives none (lower number wins). */

@@ -19,6 +19,9 @@ export const SCOPES = [
   'events:read',
   'webhooks:manage',
   'permits:verify',
+  // Extension (contract, second part: Human review).
+  'reviews:read',
+  'reviews:write',
   '*',
 ] as const;
 export type Scope = (typeof SCOPES)[number];

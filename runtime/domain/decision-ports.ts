@@ -3,8 +3,8 @@
  * (runtime/permits/) plug into the decision path.
  */
 import type { Policy } from '../../compiler/index.js';
-import type { Principal } from '../tenant.js';
-import type { SqlOrTx } from '../store/connect.js';
+import type { Principal, Tenant } from '../tenant.js';
+import type { SqlOrTx, Tx } from '../store/connect.js';
 import type { DecisionRow } from '../store/decisions.js';
 import type { BudgetUsage } from '../store/limits.js';
 
@@ -18,6 +18,12 @@ export interface LimitContext {
   decisionId: string;
   /** When the decision (and a fiat hold of its amount) expires. */
   expiresAt: Date;
+  /**
+   * The decision awaits approval: its `calls` budgets are only checked now
+   * (consumed + held + 1 within the limit, read only) and consumed on approval
+   * ({@link DecisionLimits.applyDeferredCalls}), never twice.
+   */
+  deferCalls?: boolean;
 }
 
 export interface LimitWarning {
@@ -40,10 +46,27 @@ export interface DecisionLimits {
   apply(context: LimitContext): Promise<LimitVerdict>;
   /** What `apply` would answer now for the policies' limits and budgets, using nothing (a rate limit as a value). */
   preview(context: Omit<LimitContext, 'decisionId' | 'expiresAt'>): Promise<LimitVerdict | { rate_limited: number; message: string }>;
+  /**
+   * An approval, inside the caller's transaction: the `calls` budgets of the
+   * matched policies that the decision deferred, consumed now (a deny when one
+   * has no room left). Call `note` with `usage` after commit.
+   */
+  applyDeferredCalls(tx: Tx, principal: Principal, agentId: string, matched: readonly Policy[], nowMs: number): Promise<{ verdict: LimitVerdict; usage: BudgetUsage[] }>;
   /** Confirm or reject inside the caller's transaction: the decision's holds. */
   resolveHolds(tx: SqlOrTx, principal: Principal, decisionId: string, confirm: boolean, amount: number | null): Promise<BudgetUsage[]>;
   /** After the transaction of `resolveHolds` commits. */
   note(principal: Principal, usage: readonly BudgetUsage[]): void;
+}
+
+/**
+ * Approvals that timed out, settled when read (domain/approvals.ts): a read on
+ * the service clock after `approval_expires_at` already shows the denial.
+ */
+export interface ApprovalTimeouts {
+  /** The decision after its approval timed out; undefined when it was not overdue (any more). */
+  timeOut(t: Tenant, id: string): Promise<DecisionRow | undefined>;
+  /** Every overdue approval of the environment (all environments without one); how many. */
+  timeOutOverdue(t?: Tenant): Promise<number>;
 }
 
 export interface PermitIssuer {

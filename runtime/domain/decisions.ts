@@ -8,7 +8,7 @@
  * decisions, before the answer is sent. A preview runs the same steps and
  * uses nothing.
  */
-import { actionPatternMatches, evaluate, isValidAction, matchGlob, type Policy } from '../../compiler/index.js';
+import { actionPatternMatches, DEFAULT_APPROVAL_TIMEOUT_SECONDS, evaluate, isValidAction, matchGlob, type Policy } from '../../compiler/index.js';
 import type { Clock } from '../clock.js';
 import {
   DecisionAlreadyConfirmedError,
@@ -35,7 +35,8 @@ import type { Tracing } from '../telemetry/tracing.js';
 import type { Page, PageParams } from '../store/pagination.js';
 import type { Environment, Principal } from '../tenant.js';
 import type { AgentDirectory, KnownStatus } from './agent-directory.js';
-import type { DecisionLimits, PermitIssuer } from './decision-ports.js';
+import { isOverdue } from './approvals.js';
+import type { ApprovalTimeouts, DecisionLimits, PermitIssuer } from './decision-ports.js';
 import type { DecisionWriter } from './decision-writer.js';
 import type { PolicySets } from './policy-sets.js';
 
@@ -69,6 +70,8 @@ export interface DecisionDeps {
   shadowDiverged?: (policyId: string | null) => void;
   /** AUTHZ_OTEL: a span per decision, its store calls as children. */
   tracing?: Tracing;
+  /** Approvals that timed out, settled when read (absent: shown as stored). */
+  approvals?: ApprovalTimeouts;
 }
 
 /** Rows read per page of an export. */
@@ -87,6 +90,8 @@ interface Evaluated {
   outcome: Outcome;
   matched: readonly Policy[];
   status: KnownStatus;
+  /** The winning review policy asks for approval: within this many seconds. */
+  approvalSeconds: number | null;
 }
 
 export class DecisionService {
@@ -113,14 +118,27 @@ export class DecisionService {
     const id = newId('dec', nowMs);
     const ttl = input.ttl_seconds ?? DEFAULT_TTL_SECONDS;
     const expiresAt = new Date(nowMs + ttl * 1000);
-    const { outcome: evaluated, matched, status } = await this.evaluate(principal, input, nowMs);
+    const { outcome: evaluated, matched, status, approvalSeconds } = await this.evaluate(principal, input, nowMs);
     let outcome = evaluated;
+    // Approval before the action: the decision (and its holds) last until the approval deadline.
+    const approvalExpiresAt = approvalSeconds === null ? null : new Date(nowMs + approvalSeconds * 1000);
+    const holdUntil = approvalExpiresAt ?? expiresAt;
     // Step 7 (and the key's platform limit, for every decision): one store call.
     const verdict = await inStore('store.limits', () =>
-      limits.apply({ principal, agentId: input.agent_id, amount: input.amount ?? null, matched, nowMs, decisionId: id, expiresAt }),
+      limits.apply({
+        principal,
+        agentId: input.agent_id,
+        amount: input.amount ?? null,
+        matched,
+        nowMs,
+        decisionId: id,
+        expiresAt: holdUntil,
+        ...(approvalExpiresAt ? { deferCalls: true } : {}),
+      }),
     );
     if (verdict && 'deny' in verdict) outcome = { ...outcome, effect: 'deny', reason: verdict.deny, policy_id: verdict.policy_id };
     else if (verdict) outcome = { ...outcome, warnings: [...outcome.warnings, ...verdict.warnings] };
+    const awaiting = approvalExpiresAt !== null && outcome.effect === 'review';
     const row: DecisionRow = {
       account_id: accountId,
       environment,
@@ -132,9 +150,9 @@ export class DecisionService {
       // Evaluated whole, stored without the redacted paths.
       context: redactContext(input.context ?? null, this.deps.redact ?? []),
       ...outcome,
-      status: outcome.effect === 'deny' ? 'denied' : 'pending',
+      status: outcome.effect === 'deny' ? 'denied' : awaiting ? 'awaiting_approval' : 'pending',
       evaluated_at: new Date(nowMs),
-      expires_at: expiresAt,
+      expires_at: awaiting ? approvalExpiresAt : expiresAt,
       ttl_seconds: ttl,
       permit_token: null,
       resolved_at: null,
@@ -144,10 +162,17 @@ export class DecisionService {
       args_digest: input.args_digest ?? null,
       key_id: principal.keyId,
       shadow: outcome.shadow ?? null,
+      review_status: outcome.effect === 'review' ? 'open' : null,
+      reviewer: null,
+      review_note: null,
+      reviewed_at: null,
+      reviewer_key_id: null,
+      approval_expires_at: awaiting ? approvalExpiresAt : null,
     };
     // The token is a bearer credential: it is answered once and stored nowhere (a
-    // decisions:read key must not be able to obtain permits).
-    const token = row.effect === 'deny' ? null : this.deps.permits.issue(row);
+    // decisions:read key must not be able to obtain permits). A decision awaiting
+    // approval has none until it is approved (POST /v1/decisions/:id/permit).
+    const token = row.effect === 'deny' || awaiting ? null : this.deps.permits.issue(row);
     await inStore('store.write', () =>
       this.deps.writer.write({
         decision: row,
@@ -192,17 +217,22 @@ export class DecisionService {
     return actions.map((action) => ({ action, possible: grants.some((p) => p.actions.some((pattern) => actionPatternMatches(pattern, action))) }));
   }
 
+  /** The decision as it is now: an approval whose time is up is denied (review.timeout) before it is answered. */
   async get(principal: Principal, id: string): Promise<DecisionRow> {
     const row = await findDecision(this.deps.sql, principal.accountId, principal.environment, id);
     if (!row) throw new DecisionNotFoundError(`no decision ${id}`);
+    if (this.deps.approvals && isOverdue(row, this.deps.clock.now())) return (await this.deps.approvals.timeOut(principal, id)) ?? this.get(principal, id);
     return row;
   }
 
   /**
    * Every decision with `since <= evaluated_at < until`, oldest first, read a
-   * page at a time (constant memory however many): for GET /v1/decisions/export.
+   * page at a time (constant memory however many): for GET /v1/decisions/export
+   * (approvals whose time is up denied first).
    */
   async *export(principal: Principal, range: { since: Date; until: Date }): AsyncGenerator<DecisionRow> {
+    // Approvals whose time is up read as denied here too.
+    await this.deps.approvals?.timeOutOverdue(principal);
     let cursor: ExportCursor | null = null;
     for (;;) {
       const page = await exportDecisionPage(this.deps.sql, principal.accountId, principal.environment, range, cursor, EXPORT_PAGE);
@@ -213,8 +243,9 @@ export class DecisionService {
     }
   }
 
-  /** Newest first, narrowed by any of agent, session, user, effect and reason. */
-  list(principal: Principal, page: PageParams, filters: DecisionFilters = {}): Promise<Page<DecisionRow>> {
+  /** Newest first, narrowed by any of agent, session, user, effect and reason (approvals whose time is up denied first). */
+  async list(principal: Principal, page: PageParams, filters: DecisionFilters = {}): Promise<Page<DecisionRow>> {
+    await this.deps.approvals?.timeOutOverdue(principal);
     return listDecisions(this.deps.sql, principal.accountId, principal.environment, page, filters);
   }
 
@@ -256,9 +287,9 @@ export class DecisionService {
     const set = await policySets.get(principal.accountId, principal.environment);
     const policy = (policyId: string) => set.table.byId.get(policyId)?.policy;
     let blocked: { policy_id: string } | null;
-    if (status === 'revoked') return { outcome: deny('agent.revoked'), matched: [], status };
+    if (status === 'revoked') return { outcome: deny('agent.revoked'), matched: [], status, approvalSeconds: null };
     if ((blocked = limits.exhausted(principal, input.agent_id, nowMs, policy))) {
-      return { outcome: { ...deny('budget.exceeded'), policy_id: blocked.policy_id }, matched: [], status };
+      return { outcome: { ...deny('budget.exceeded'), policy_id: blocked.policy_id }, matched: [], status, approvalSeconds: null };
     }
     const evaluation = evaluate(set.table, {
       agent_id: input.agent_id,
@@ -278,7 +309,9 @@ export class DecisionService {
       // Shadow policies: the table's outcome with them enabled, when it differs.
       ...(evaluation.shadow ? { shadow: evaluation.shadow } : {}),
     };
-    return { outcome, matched: evaluation.effect === 'deny' ? [] : evaluation.matched, status };
+    const approval = evaluation.effect === 'review' && evaluation.policy_id !== null ? policy(evaluation.policy_id)?.approval : undefined;
+    const approvalSeconds = approval?.required ? (approval.timeout_seconds ?? DEFAULT_APPROVAL_TIMEOUT_SECONDS) : null;
+    return { outcome, matched: evaluation.effect === 'deny' ? [] : evaluation.matched, status, approvalSeconds };
   }
 }
 

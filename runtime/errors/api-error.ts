@@ -113,6 +113,24 @@ export class DecisionNotPendingError extends ApiError {
   static override readonly status = 409;
 }
 
+// --- human review (extension: contract, second part) ------------------------------
+export class DecisionNotReviewableError extends ApiError {
+  static override readonly code = 'decision.not_reviewable';
+  static override readonly status = 409;
+}
+export class DecisionAlreadyReviewedError extends ApiError {
+  static override readonly code = 'decision.already_reviewed';
+  static override readonly status = 409;
+}
+export class DecisionAwaitingApprovalError extends ApiError {
+  static override readonly code = 'decision.awaiting_approval';
+  static override readonly status = 409;
+}
+export class SelfReviewError extends ApiError {
+  static override readonly code = 'review.self_review';
+  static override readonly status = 403;
+}
+
 // --- other resources ----------------------------------------------------------
 export class PolicyNotFoundError extends ApiError {
   static override readonly code = 'policy.not_found';
@@ -210,6 +228,10 @@ export const ERROR_CLASSES = [
   DecisionAlreadyConfirmedError,
   DecisionExpiredError,
   DecisionNotPendingError,
+  DecisionNotReviewableError,
+  DecisionAlreadyReviewedError,
+  DecisionAwaitingApprovalError,
+  SelfReviewError,
   PolicyNotFoundError,
   PolicyConflictError,
   AgentNotFoundError,

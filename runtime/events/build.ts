@@ -8,7 +8,7 @@
  */
 import { newId } from '../ids.js';
 import { agentResource } from '../presenters/agent.js';
-import { decisionResource } from '../presenters/decision.js';
+import { decisionResource, reviewResource } from '../presenters/decision.js';
 import type { PolicyChange } from '../presenters/policy.js';
 import type { AgentRow } from '../store/agents.js';
 import type { DecisionRow, NewAgent } from '../store/decisions.js';
@@ -19,6 +19,8 @@ export const EVENT_TYPES = [
   'decision.allow',
   'decision.deny',
   'decision.review',
+  // Extension (contract, second part: Human review).
+  'decision.reviewed',
   'budget.threshold',
   'budget.exceeded',
   'agent.registered',
@@ -41,6 +43,16 @@ export function decisionEvent(row: DecisionRow): EventRow {
   const at = row.evaluated_at.getTime();
   const decision = decisionResource({ ...row, permit_token: null }, at, { withToken: false });
   return eventRow(`decision.${row.effect}`, row.account_id, row.environment, at, { decision });
+}
+
+/**
+ * `decision.reviewed` (extension): a reviewer's verdict, or an approval that
+ * timed out. `data.decision` is the decision after it (no permit token),
+ * `data.review` its review.
+ */
+export function reviewedEvent(row: DecisionRow, atMs: number): EventRow {
+  const decision = decisionResource({ ...row, permit_token: null }, atMs, { withToken: false });
+  return eventRow('decision.reviewed', row.account_id, row.environment, atMs, { decision, review: reviewResource(row) });
 }
 
 /** `agent.registered` / `agent.revoked`: `data.agent_id` and `data.agent`. */

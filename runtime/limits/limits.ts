@@ -12,7 +12,8 @@ import type { Clock } from '../clock.js';
 import { GroupCommit } from '../shared/group-commit.js';
 import type { DecisionLimits, LimitContext, LimitVerdict } from '../domain/decision-ports.js';
 import { InvalidFieldError, MissingFieldError, RateLimitExceededError } from '../errors/api-error.js';
-import type { Sql, SqlOrTx } from '../store/connect.js';
+import type { Sql, SqlOrTx, Tx } from '../store/connect.js';
+import { applyLimitsInTransaction } from '../store/reviews.js';
 import { applyLimitBatch, CONFIRM_EXCEEDS_HOLD, previewLimits, resolveHolds, type BudgetUsage, type LimitOutcome } from '../store/limits.js';
 import { ExhaustedAgents } from './exhausted-agents.js';
 import { KeyLeases } from './key-leases.js';
@@ -47,8 +48,20 @@ export class Limits implements DecisionLimits {
   async apply(context: LimitContext): Promise<LimitVerdict> {
     const { principal, agentId, matched, nowMs } = context;
     const policyChecks = policyRates(matched, agentId);
-    const budgets = policyBudgets(matched, nowMs);
+    let budgets = policyBudgets(matched, nowMs);
     requireAmount(budgets, context.amount);
+    // Awaiting approval: calls are consumed on approval; now they are only checked.
+    let deferredDeny: LimitOutcome | null = null;
+    if (context.deferCalls) {
+      const calls = budgets.filter((b) => !isFiat(b.unit));
+      budgets = budgets.filter((b) => isFiat(b.unit));
+      if (calls.length > 0) {
+        const request = { account_id: principal.accountId, environment: principal.environment, agent_id: agentId, decision_id: null, expires_at: null, amount: null, rates: [], budgets: calls };
+        const checked = await previewLimits(this.sql, request, nowMs);
+        // Out of calls: nothing is held; the rate limits still count the request.
+        if (checked.outcome === 'budget_exceeded') [deferredDeny, budgets] = [checked, []];
+      }
+    }
     // The platform limit of the key travels in the same call as the policies' limits
     // (when this process holds no lease of the key's tokens).
     const outcome = await this.withKeyLimit(principal, nowMs, (keyCheck) => {
@@ -65,13 +78,24 @@ export class Limits implements DecisionLimits {
         budgets,
       });
     });
-    if (outcome === null) return null;
-    if (outcome.outcome === 'rate_limited') {
+    if (outcome?.outcome === 'rate_limited') {
       throw outcome.limiter.startsWith('key:')
         ? rateLimited(outcome, this.keyLimitMessage())
         : rateLimited(outcome, `agent ${agentId} exceeded the rate limit ${describeLimiter(outcome.limiter)}`);
     }
+    if (deferredDeny?.outcome === 'budget_exceeded') return this.verdict(principal, deferredDeny, true);
+    if (outcome === null) return null;
     return this.verdict(principal, outcome, true);
+  }
+
+  async applyDeferredCalls(tx: Tx, principal: Principal, agentId: string, matched: readonly Policy[], nowMs: number): Promise<{ verdict: LimitVerdict; usage: BudgetUsage[] }> {
+    const budgets = policyBudgets(matched, nowMs).filter((b) => !isFiat(b.unit));
+    if (budgets.length === 0) return { verdict: null, usage: [] };
+    const request = { account_id: principal.accountId, environment: principal.environment, agent_id: agentId, decision_id: null, expires_at: null, amount: null, rates: [], budgets };
+    const outcome = await applyLimitsInTransaction(tx, request, nowMs);
+    if (outcome.outcome === 'rate_limited') throw new Error('no rate limit is applied to an approval'); // unreachable: no rates were sent
+    const usage = outcome.outcome === 'ok' ? outcome.budgets : [outcome.budget];
+    return { verdict: this.verdict(principal, outcome, false), usage };
   }
 
   /** A budget outcome as the decision sees it; `note` tells this process's exhausted-agents index. */

@@ -45,6 +45,23 @@ function hoist(file: string, name: string, external: Record<string, string> = {}
 
 const POLICY_DEF = 'https://agent-authz.dev/schemas/policy.schema.json#/$defs/policy';
 
+/** A budget as GET /v1/budgets lists it. */
+const budget = obj({
+  object: { const: 'budget' },
+  policy_id: str(),
+  agent_id: str(),
+  unit: str('ISO 4217 code or calls'),
+  limit: { type: 'number' },
+  consumed: { type: 'number' },
+  held: { type: 'number' },
+  period: { enum: ['hourly', 'daily', 'weekly', 'monthly', 'yearly'] },
+  period_start: timestamp(),
+  period_resets_at: timestamp(),
+  threshold_alert: nullable('number'),
+  status: { enum: ['ok', 'threshold', 'exceeded'] },
+  livemode: { type: 'boolean' },
+});
+
 const warning = obj({ code: str('policy.conflict or budget.below_threshold'), message: str(), policy_ids: { type: 'array', items: str() } });
 
 /** An object schema with more properties, all required (and `alsoRequired` of base's): `base` with `more` (no allOf, which cannot close an object). */
@@ -112,13 +129,13 @@ export const COMPONENT_SCHEMAS: Record<string, Schema> = {
     id: str('dec_...'),
     object: { const: 'decision' },
     effect: { enum: ['allow', 'deny', 'review'] },
-    reason: str('policy.matched, or a deny reason: policy.not_found, policy.disabled, resource.not_allowed, budget.exceeded, agent.revoked'),
+    reason: str('policy.matched, or a deny reason: policy.not_found, policy.disabled, resource.not_allowed, budget.exceeded, agent.revoked, review.denied, review.timeout'),
     agent_id: str(),
     action: str(),
     resource: nullable('string'),
     amount: nullable('number'),
     policy_id: nullable('string', 'The deciding policy (for budget.exceeded: the budget\'s policy).'),
-    status: { enum: ['pending', 'confirmed', 'rejected', 'expired', 'denied'] },
+    status: { enum: ['pending', 'confirmed', 'rejected', 'expired', 'denied', 'awaiting_approval'], description: 'awaiting_approval (extension): a review policy asks for approval first; no permit until approved.' },
     evaluated_at: timestamp(),
     expires_at: timestamp(),
     ttl_seconds: { type: 'integer' },
@@ -130,6 +147,19 @@ export const COMPONENT_SCHEMAS: Record<string, Schema> = {
     session_id: nullable('string', 'The agent run the request belongs to (extension).'),
     on_behalf_of: nullable('string', 'The user the agent acts for (extension).'),
     args_digest: str('base64url SHA-256 of the tool call\'s canonical arguments, when the request gave one (extension).'),
+    review: {
+      oneOf: [
+        { type: 'null' },
+        obj({
+          status: { enum: ['open', 'approved', 'denied'] },
+          reviewer: nullable('string', 'Who reviewed (null while open, and for a timeout)'),
+          note: nullable('string'),
+          reviewed_at: nullable('string', 'When (for a timeout: approval_expires_at)'),
+        }),
+      ],
+      description: 'Extension: the review of a decision a review policy decided; null on allow and deny.',
+    },
+    approval_expires_at: nullable('string', 'Extension: until when the decision waits for approval (null when its policy asks for none).'),
     metadata: objExcept({ matched_policy_ids: { type: 'array', items: str() }, warnings: { type: 'array', items: warning }, shadow: SHADOW }, ['shadow']),
   }, ['args_digest']),
   DecisionPreview: objExcept({
@@ -142,6 +172,19 @@ export const COMPONENT_SCHEMAS: Record<string, Schema> = {
     shadow: SHADOW,
     retry_after_seconds: { type: 'integer', description: 'With rate_limit.exceeded: the Retry-After the decision would get.' },
   }, ['retry_after_seconds', 'shadow']),
+  Permit: obj({ object: { const: 'permit' }, permit_token: nullable('string', 'Ed25519 compact JWS; a fresh one each call') }),
+  DecisionStats: obj({
+    object: { const: 'decision_stats' },
+    minutes: { type: 'integer' },
+    since: timestamp('Start of the first minute'),
+    until: timestamp('The service clock\'s now'),
+    per_minute: { type: 'array', items: obj({ minute: timestamp(), allow: { type: 'integer' }, deny: { type: 'integer' }, review: { type: 'integer' } }), description: 'One entry per minute, oldest first' },
+    totals: obj({ allow: { type: 'integer' }, deny: { type: 'integer' }, review: { type: 'integer' } }),
+    top_denied_agents: { type: 'array', items: obj({ agent_id: str(), count: { type: 'integer' } }) },
+    top_denied_actions: { type: 'array', items: obj({ action: str(), count: { type: 'integer' } }) },
+    livemode: { type: 'boolean' },
+  }),
+  BudgetNearLimit: extend(budget, { used_fraction: { type: 'number', description: '(consumed + held) / limit' } }),
   ActionsPossible: obj({
     object: { const: 'list' },
     data: { type: 'array', items: obj({ action: str(), possible: { type: 'boolean' } }) },
@@ -194,21 +237,7 @@ export const COMPONENT_SCHEMAS: Record<string, Schema> = {
     livemode: { type: 'boolean' },
     data: { type: 'object', additionalProperties: true },
   }),
-  Budget: obj({
-    object: { const: 'budget' },
-    policy_id: str(),
-    agent_id: str(),
-    unit: str('ISO 4217 code or calls'),
-    limit: { type: 'number' },
-    consumed: { type: 'number' },
-    held: { type: 'number' },
-    period: { enum: ['hourly', 'daily', 'weekly', 'monthly', 'yearly'] },
-    period_start: timestamp(),
-    period_resets_at: timestamp(),
-    threshold_alert: nullable('number'),
-    status: { enum: ['ok', 'threshold', 'exceeded'] },
-    livemode: { type: 'boolean' },
-  }),
+  Budget: budget,
   WebhookEndpoint: WEBHOOK_ENDPOINT,
   WebhookEndpointWithSecret: extend(WEBHOOK_ENDPOINT, { secret: str('whsec_ + base64 of 32 random bytes: the signing secret, shown only in this answer') }),
   WebhookDelivery: obj({
@@ -265,7 +294,8 @@ export const COMPONENT_SCHEMAS: Record<string, Schema> = {
             id: str('dec_...: the stored decision (GET /v1/decisions/{id})'),
             effect: { enum: ['allow', 'deny', 'review'] },
             reason: str(),
-            permit_token: str('Ed25519 compact JWS for allow and review (absent for deny)'),
+            permit_token: str('Ed25519 compact JWS for allow and review (absent for deny, and while awaiting approval)'),
+            status: { const: 'awaiting_approval', description: 'Extension: the review policy asks for approval first; decision is false until then' },
           },
           required: ['id', 'effect', 'reason'],
         },

@@ -46,7 +46,11 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     ndjsonAnswer: true,
   },
   'GET /v1/decisions': { summary: 'List decisions, newest first', success: [200, listOf('Decision')] },
-  'GET /v1/decisions/{id}': { summary: 'Read a decision (permit_token is always null here)', success: [200, ref('Decision')], errors: { 404: notFound('decision.not_found') } },
+  'GET /v1/decisions/{id}': {
+    summary: 'Read a decision (permit_token is always null here); with wait=SECONDS, held while it awaits approval until its review changes',
+    success: [200, ref('Decision')],
+    errors: { 404: notFound('decision.not_found') },
+  },
   'POST /v1/decisions/{id}/confirm': {
     summary: 'Confirm a pending decision (optional amount)',
     success: [200, ref('Decision')],
@@ -59,6 +63,28 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     optionalBody: true,
     errors: { 404: notFound('decision.not_found'), 409: 'decision.not_pending; idempotency.in_progress', 410: 'decision.expired: past its TTL' },
   },
+  'POST /v1/decisions/{id}/review': {
+    summary: "A reviewer's verdict on a review decision: approve or deny one awaiting approval, or record a judgement after the fact (extension; fires decision.reviewed)",
+    success: [200, ref('Decision')],
+    errors: {
+      403: 'review.self_review: the key that made the decision cannot review it; auth.scope_insufficient',
+      404: notFound('decision.not_found'),
+      409: 'decision.not_reviewable (not a review decision), decision.already_reviewed; idempotency.in_progress',
+    },
+  },
+  'POST /v1/decisions/{id}/permit': {
+    summary: 'A fresh permit token for a pending allow or review decision, e.g. once approved (extension)',
+    success: [200, ref('Permit')],
+    optionalBody: true,
+    errors: {
+      404: notFound('decision.not_found'),
+      409: 'decision.awaiting_approval (not approved yet), decision.not_pending (denied, rejected or confirmed); idempotency.in_progress',
+      410: 'decision.expired: past its TTL',
+    },
+  },
+  'GET /v1/reviews': { summary: 'Review decisions by review status: open ones oldest first, others newest first (extension)', success: [200, listOf('Decision')] },
+  'GET /v1/stats/decisions': { summary: 'Decisions per minute by effect over the last minutes, and the agents and actions denied most (extension)', success: [200, ref('DecisionStats')] },
+  'GET /v1/stats/budgets': { summary: 'The budgets of this period nearest their limits (extension)', success: [200, listOf('BudgetNearLimit')] },
 
   'POST /v1/policies': {
     summary: 'Create a policy (JSON or YAML body)',

@@ -3,10 +3,10 @@ import type { ApiError } from '../errors/api-error.js';
 import type { DecisionRow } from '../store/decisions.js';
 
 export interface AuthzenAnswer {
-  /** True for allow and review, false for deny and for a batch entry that failed. */
+  /** True for allow and review (not while awaiting approval), false for deny and for a batch entry that failed. */
   decision: boolean;
   context:
-    | { id: string; effect: DecisionRow['effect']; reason: string; permit_token?: string }
+    | { id: string; effect: DecisionRow['effect']; reason: string; permit_token?: string; status?: 'awaiting_approval' }
     | { error: { code: string; message: string } };
 }
 
@@ -17,9 +17,17 @@ export interface AuthzenAnswer {
  * authzenAnswer(row); // => { decision: true, context: { id: 'dec_...', effect: 'review', reason: 'policy.matched', permit_token: 'eyJ...' } }
  */
 export function authzenAnswer(row: DecisionRow): AuthzenAnswer {
+  // A review decision awaiting a human's approval is not (yet) a permission.
+  const awaiting = row.status === 'awaiting_approval';
   return {
-    decision: row.effect !== 'deny',
-    context: { id: row.id, effect: row.effect, reason: row.reason, ...(row.permit_token ? { permit_token: row.permit_token } : {}) },
+    decision: row.effect !== 'deny' && !awaiting,
+    context: {
+      id: row.id,
+      effect: row.effect,
+      reason: row.reason,
+      ...(row.permit_token ? { permit_token: row.permit_token } : {}),
+      ...(awaiting ? { status: 'awaiting_approval' as const } : {}),
+    },
   };
 }
 

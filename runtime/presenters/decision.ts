@@ -32,7 +32,27 @@ export function decisionResource(row: DecisionRow, nowMs: number, options: { wit
     session_id: row.session_id,
     on_behalf_of: row.on_behalf_of,
     ...(row.args_digest === null ? {} : { args_digest: row.args_digest }),
+    // Extensions (contract, second part: Human review).
+    review: reviewResource(row),
+    approval_expires_at: row.approval_expires_at ? row.approval_expires_at.toISOString() : null,
     metadata: { matched_policy_ids: row.matched_policy_ids, warnings: row.warnings, ...(row.shadow ? { shadow: row.shadow } : {}) },
+  };
+}
+
+/**
+ * A decision's review (extension): null unless a review policy decided it. The
+ * reviewing key's id is kept in the store for audit and not answered.
+ *
+ * @example
+ * reviewResource(row); // => { status: 'approved', reviewer: 'alice', note: 'ok', reviewed_at: '2026-11-21T10:05:00.000Z' }
+ */
+export function reviewResource(row: DecisionRow): Record<string, unknown> | null {
+  if (row.review_status === null) return null;
+  return {
+    status: row.review_status,
+    reviewer: row.reviewer,
+    note: row.review_note,
+    reviewed_at: row.reviewed_at ? row.reviewed_at.toISOString() : null,
   };
 }
 

@@ -30,8 +30,9 @@ export const decideRoutes: FastifyPluginAsync = async (app) => {
     toStore: (body) => JSON.stringify({ ...(JSON.parse(body) as object), permit_token: null }),
     async replay(request, stored) {
       await limits.admitKey(request.principal);
-      const answer = JSON.parse(stored) as { id: string; permit_token: string | null };
-      answer.permit_token = permits.issue(await decisions.get(request.principal, answer.id));
+      const answer = JSON.parse(stored) as { id: string; status: string; permit_token: string | null };
+      // A decision that awaited approval has its permit from POST /v1/decisions/:id/permit only.
+      answer.permit_token = answer.status === 'awaiting_approval' ? null : permits.issue(await decisions.get(request.principal, answer.id));
       return JSON.stringify(answer);
     },
   };
@@ -55,7 +56,7 @@ export const decideRoutes: FastifyPluginAsync = async (app) => {
 
 /** Reading, listing, confirming and rejecting decisions (admitted by the key's platform limit like other routes). */
 export const decisionRoutes: FastifyPluginAsync = async (app) => {
-  const { decisions, clock } = app.services;
+  const { decisions, reviews, clock } = app.services;
 
   app.get<{ Querystring: DecisionListQuery }>('/v1/decisions', { config: { scope: 'decisions:read' }, schema: { querystring: listQuerySchema } }, async (request) => {
     const { agent_id: agentId, effect, reason, session_id: sessionId, on_behalf_of: onBehalfOf, shadow_diverged: shadowDiverged } = request.query;
@@ -92,8 +93,19 @@ export const decisionRoutes: FastifyPluginAsync = async (app) => {
     },
   );
 
-  app.get<{ Params: { id: string } }>('/v1/decisions/:id', { config: { scope: 'decisions:read' }, schema: { params: idParams } }, async (request) =>
-    decisionResource(await decisions.get(request.principal, request.params.id), clock.now()),
+  // ?wait=SECONDS (extension): held while the decision awaits approval, answered as soon as its review changes.
+  app.get<{ Params: { id: string }; Querystring: { wait?: number } }>(
+    '/v1/decisions/:id',
+    { config: { scope: 'decisions:read' }, schema: { params: idParams, querystring: loadSchema('api/decision-get-query') } },
+    async (request, reply) => {
+      const { id } = request.params;
+      const { wait } = request.query;
+      if (wait === undefined) return decisionResource(await decisions.get(request.principal, id), clock.now());
+      // The client gone: stop waiting.
+      const left = new AbortController();
+      reply.raw.once('close', () => left.abort());
+      return decisionResource(await reviews.wait(request.principal, id, wait, left.signal), clock.now());
+    },
   );
 
   // confirm and reject take an optional body: none, or an empty one (runtime/http/json-body.ts), means {}.

@@ -22,6 +22,8 @@ export const CHANNELS = {
   keys: 'authz_keys',
   /** A revoked API key: its id. */
   apiKeys: 'authz_api_keys',
+  /** A decision's review changed (a verdict, an approval timeout): `account:environment:decision_id`. */
+  reviews: 'authz_reviews',
 } as const;
 export type Channel = (typeof CHANNELS)[keyof typeof CHANNELS];
 
@@ -45,9 +47,13 @@ export async function notify(tx: SqlOrTx, channel: Channel, payload: string): Pr
   await tx`select pg_notify(${channel}, ${payload})`;
 }
 
-/** Listens on `channel`; the returned handle stops it. */
-export function listen(sql: Sql, channel: Channel, onPayload: (payload: string) => void): Promise<{ unlisten(): Promise<void> }> {
-  return sql.listen(channel, onPayload);
+/**
+ * Listens on `channel`; the returned handle stops it. `onListen` runs each time
+ * the LISTEN is (re)established, e.g. after a reconnect, when notifications
+ * sent meanwhile were missed.
+ */
+export function listen(sql: Sql, channel: Channel, onPayload: (payload: string) => void, onListen?: () => void): Promise<{ unlisten(): Promise<void> }> {
+  return onListen ? sql.listen(channel, onPayload, onListen) : sql.listen(channel, onPayload);
 }
 
 export interface PolicySetChange {
@@ -77,4 +83,18 @@ export function parseAgentStatusPayload(payload: string): AgentStatusChange | nu
   const [accountId, environment, status, ...rest] = payload.split(':');
   if (!accountId || (environment !== 'test' && environment !== 'live') || !status) return null;
   return { accountId, environment, status: status === 'revoked' ? 'revoked' : 'active', agentId: rest.join(':') };
+}
+
+export interface ReviewChange {
+  accountId: string;
+  environment: Environment;
+  decisionId: string;
+}
+
+export const reviewPayload = (c: ReviewChange): string => `${c.accountId}:${c.environment}:${c.decisionId}`;
+
+export function parseReviewPayload(payload: string): ReviewChange | null {
+  const [accountId, environment, decisionId] = payload.split(':');
+  if (!accountId || (environment !== 'test' && environment !== 'live') || !decisionId) return null;
+  return { accountId, environment, decisionId };
 }

@@ -4,8 +4,10 @@ import type { SqlOrTx } from './connect.js';
 import type { EventRow } from './events.js';
 import { exists, pageQuery, type Page, type PageParams } from './pagination.js';
 
-export type DecisionStatus = 'pending' | 'confirmed' | 'rejected' | 'denied';
+export type DecisionStatus = 'pending' | 'confirmed' | 'rejected' | 'denied' | 'awaiting_approval';
 export type DecisionEffect = 'allow' | 'deny' | 'review';
+/** A review decision's review (migration 012): open until a reviewer (or the approval timeout) answers. */
+export type ReviewStatus = 'open' | 'approved' | 'denied';
 
 /** A warning in a decision's metadata (policy.conflict, budget.below_threshold). */
 export interface DecisionWarning {
@@ -42,6 +44,15 @@ export interface DecisionRow {
   key_id: string | null;
   /** The outcome with the shadow policies enabled, when it differs in effect or reason. */
   shadow: { effect: DecisionEffect; reason: string; policy_id: string | null } | null;
+  /** Set on decisions a review policy decided (null on allow and deny). */
+  review_status: ReviewStatus | null;
+  reviewer: string | null;
+  review_note: string | null;
+  reviewed_at: Date | null;
+  /** The API key that reviewed (kept for audit; not answered). */
+  reviewer_key_id: string | null;
+  /** Set when the decision waits for approval (status awaiting_approval) or did. */
+  approval_expires_at: Date | null;
 }
 
 export interface NewAgent {
@@ -87,15 +98,16 @@ export async function writeDecisionBatch(
     ), new_decisions as (
       insert into decisions (account_id, environment, id, agent_id, action, resource, amount, context, effect, reason,
         policy_id, matched_policy_ids, warnings, status, evaluated_at, expires_at, ttl_seconds, permit_token,
-        session_id, on_behalf_of, args_digest, key_id, shadow)
+        session_id, on_behalf_of, args_digest, key_id, shadow, review_status, approval_expires_at)
       select account_id, environment, id, agent_id, action, resource, amount, context, effect, reason,
         policy_id, matched_policy_ids, warnings, status, evaluated_at, expires_at, ttl_seconds, null,
-        session_id, on_behalf_of, args_digest, key_id, shadow
+        session_id, on_behalf_of, args_digest, key_id, shadow, review_status, approval_expires_at
       from jsonb_to_recordset(${sql.json(decisions as never)}::jsonb)
         as x(account_id text, environment text, id text, agent_id text, action text, resource text, amount float8,
              context jsonb, effect text, reason text, policy_id text, matched_policy_ids text[], warnings jsonb,
              status text, evaluated_at timestamptz, expires_at timestamptz, ttl_seconds int,
-             session_id text, on_behalf_of text, args_digest text, key_id text, shadow jsonb)
+             session_id text, on_behalf_of text, args_digest text, key_id text, shadow jsonb,
+             review_status text, approval_expires_at timestamptz)
       returning 1
     ), decision_events as (
       insert into events (id, account_id, environment, type, created_at, data)
@@ -109,9 +121,10 @@ export async function writeDecisionBatch(
   return new Set(rows.map((r) => r.registered).filter((r): r is string => r !== null));
 }
 
-const COLUMNS = (sql: SqlOrTx) => sql`account_id, environment, id, agent_id, action, resource, amount, context, effect, reason,
+/** Every column of a DecisionRow (also used by store/reviews.ts). */
+export const COLUMNS = (sql: SqlOrTx) => sql`account_id, environment, id, agent_id, action, resource, amount, context, effect, reason,
   policy_id, matched_policy_ids, warnings, status, evaluated_at, expires_at, ttl_seconds, permit_token, resolved_at, confirmed_amount,
-  session_id, on_behalf_of, args_digest, key_id, shadow`;
+  session_id, on_behalf_of, args_digest, key_id, shadow, review_status, reviewer, review_note, reviewed_at, reviewer_key_id, approval_expires_at`;
 
 export async function findDecision(sql: SqlOrTx, accountId: string, environment: Environment, id: string): Promise<DecisionRow | undefined> {
   const [row] = await sql<DecisionRow[]>`select ${COLUMNS(sql)} from decisions

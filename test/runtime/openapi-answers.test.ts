@@ -170,6 +170,23 @@ describe.each(STORE_KINDS)('OpenAPI document against real answers (%s store)', (
       },
     });
 
+    // Human review: approval before the action, the queue, a verdict (fires decision.reviewed), the wait, the permit; the overview figures.
+    await ok('POST /v1/policies', {}, { payload: { id: 'pol_oa_approval', name: 'oa-approval', effect: 'review', actions: ['wires.send'], approval: { required: true, timeout_seconds: 600 } } });
+    const awaiting = await ok('POST /v1/decisions', {}, { payload: { agent_id: 'oa-bot', action: 'wires.send' } });
+    expect(awaiting.status).toBe('awaiting_approval');
+    await ok('GET /v1/reviews');
+    const reviewer = await rt.keyWith(['reviews:read', 'reviews:write']);
+    await ok('POST /v1/decisions/:id/review', { id: awaiting.id }, { payload: { verdict: 'approve', reviewer: 'oa-reviewer', note: 'fine' }, auth: `Bearer ${reviewer}` });
+    await ok('GET /v1/decisions/:id', { id: awaiting.id }, { url: `/v1/decisions/${awaiting.id}?wait=1` } as never);
+    await ok('POST /v1/decisions/:id/permit', { id: awaiting.id });
+    await ok('GET /v1/reviews', {}, { url: '/v1/reviews?status=approved' } as never);
+    await ok('GET /v1/stats/decisions', {}, { url: '/v1/stats/decisions?minutes=60' } as never);
+    await ok('GET /v1/stats/budgets');
+    const refused = await ok('POST /v1/decisions', {}, { payload: { agent_id: 'oa-bot', action: 'wires.send' } });
+    expect((await send('POST /v1/decisions/:id/permit', { id: refused.id })).statusCode).toBe(409);
+    expect((await send('POST /v1/decisions/:id/review', { id: refused.id }, { payload: { verdict: 'deny', reviewer: 'me' } })).statusCode).toBe(403);
+    expect((await send('POST /v1/decisions/:id/review', { id: allow.id }, { payload: { verdict: 'deny', reviewer: 'x' }, auth: `Bearer ${reviewer}` })).statusCode).toBe(409);
+
     // Agents, revoked and restored (a decision in between is denied agent.revoked).
     await ok('GET /v1/agents');
     await ok('GET /v1/agents/:agent_id', { agent_id: 'oa-bot' });
@@ -191,7 +208,7 @@ describe.each(STORE_KINDS)('OpenAPI document against real answers (%s store)', (
       seenTypes.add(e.type);
       await ok('GET /v1/events/:id', { id: e.id });
     }
-    expect([...seenTypes]).toEqual(expect.arrayContaining(['decision.allow', 'decision.deny', 'decision.review', 'agent.registered', 'agent.revoked', 'policy.updated', 'budget.threshold']));
+    expect([...seenTypes]).toEqual(expect.arrayContaining(['decision.allow', 'decision.deny', 'decision.review', 'decision.reviewed', 'agent.registered', 'agent.revoked', 'policy.updated', 'budget.threshold']));
     await ok('GET /v1/webhooks');
     await ok('GET /v1/webhooks/:id', { id: hook.id });
     await ok('PUT /v1/webhooks/:id', { id: hook.id }, { payload: { status: 'disabled', description: null } });

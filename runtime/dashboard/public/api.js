@@ -8,6 +8,20 @@
  * @typedef {{ object: 'list', data: T[], has_more: boolean, url: string }} Page
  */
 /**
+ * A decision's review (review decisions only).
+ * @typedef {object} Review
+ * @property {'open' | 'approved' | 'denied'} status
+ * @property {string | null} reviewer
+ * @property {string | null} note
+ * @property {string | null} reviewed_at
+ */
+/**
+ * @typedef {object} Warning
+ * @property {string} code
+ * @property {string} message
+ * @property {string[]} [policy_ids]
+ */
+/**
  * @typedef {object} Decision
  * @property {string} id
  * @property {'allow' | 'deny' | 'review'} effect
@@ -15,9 +29,30 @@
  * @property {string} agent_id
  * @property {string} action
  * @property {string | null} resource
+ * @property {number | null} [amount]
  * @property {string | null} policy_id
  * @property {string} status
  * @property {string} evaluated_at
+ * @property {string} [expires_at]
+ * @property {number} [ttl_seconds]
+ * @property {string | null} [resolved_at]
+ * @property {Record<string, unknown> | null} [context]
+ * @property {string | null} [session_id]
+ * @property {string | null} [on_behalf_of]
+ * @property {Review | null} [review]
+ * @property {string | null} [approval_expires_at]
+ * @property {{ matched_policy_ids: string[], warnings: Warning[] }} [metadata]
+ */
+/**
+ * GET /v1/stats/decisions.
+ * @typedef {object} DecisionStats
+ * @property {number} minutes
+ * @property {string} since
+ * @property {string} until
+ * @property {Array<{ minute: string, allow: number, deny: number, review: number }>} per_minute
+ * @property {{ allow: number, deny: number, review: number }} totals
+ * @property {Array<{ agent_id: string, count: number }>} top_denied_agents
+ * @property {Array<{ action: string, count: number }>} top_denied_actions
  */
 /**
  * A policy as JSON (the fields the dashboard shows; PUT takes it back whole).

@@ -6,9 +6,12 @@
 // the page's CSP allows scripts from this origin only.
 import { ApiError, api, describe, useSession } from './api.js';
 import { byId } from './dom.js';
+import { forgetPolicyNames } from './policy-names.js';
+import { refreshReviewCount } from './review-count.js';
 import { route, stopView } from './router.js';
 
 const KEY_STORE = 'agent-authz.api-key';
+const COUNT_MS = 10_000;
 
 const storedKey = () => sessionStorage.getItem(KEY_STORE) ?? '';
 const signedIn = () => Boolean(storedKey());
@@ -30,6 +33,8 @@ function showSession() {
  */
 function signOut(message) {
   sessionStorage.removeItem(KEY_STORE);
+  forgetPolicyNames();
+  byId('review-count').hidden = true;
   stopView();
   byId('view').replaceChildren();
   showSession();
@@ -46,6 +51,7 @@ function show() {
     return;
   }
   route();
+  refreshReviewCount();
 }
 
 useSession({ key: storedKey, refused: signOut });
@@ -72,6 +78,7 @@ byId('sign-in').addEventListener('submit', async (event) => {
     }
   }
   input.value = '';
+  forgetPolicyNames();
   showSession();
   show();
 });
@@ -79,5 +86,9 @@ byId('sign-in').addEventListener('submit', async (event) => {
 byId('sign-out').addEventListener('click', () => signOut('Signed out.'));
 
 window.addEventListener('hashchange', show);
+// The open reviews' count beside "Reviews", kept current while the tab is visible.
+setInterval(() => {
+  if (signedIn() && !document.hidden) refreshReviewCount();
+}, COUNT_MS);
 showSession();
 show();

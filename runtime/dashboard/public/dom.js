@@ -50,6 +50,23 @@ export function h(tag, attrs = {}, ...children) {
   return el;
 }
 
+const SVG_NS = 'http://www.w3.org/2000/svg';
+
+/**
+ * A new SVG element with attributes (set as they are) and children.
+ * Example: `svg('rect', { x: 0, y: 0, width: 10, height: 20, class: 'allow' })`
+ * @param {string} tag
+ * @param {Record<string, string | number | undefined>} [attrs]
+ * @param {...(SVGElement | string)} children
+ * @returns {SVGElement}
+ */
+export function svg(tag, attrs = {}, ...children) {
+  const el = document.createElementNS(SVG_NS, tag);
+  for (const [k, v] of Object.entries(attrs)) if (v !== undefined) el.setAttribute(k, String(v));
+  for (const c of children) el.append(c);
+  return /** @type {SVGElement} */ (el);
+}
+
 /**
  * A value that may be long (an id, a URL, an error): wraps anywhere, is cut after
  * three lines, and keeps the full value in its title.

@@ -1,17 +1,31 @@
 // @ts-check
-// Routing: the location hash names the view (#decisions when none or unknown); one
+// Routing: the location hash names the view (#overview when none or unknown); one
 // view at a time, the previous one stopped first.
 import { byId, say } from './dom.js';
 import { agentsView } from './views/agents.js';
 import { budgetsView } from './views/budgets.js';
 import { decisionsView } from './views/decisions.js';
+import { overviewView } from './views/overview.js';
 import { policiesView } from './views/policies.js';
+import { reviewsView } from './views/reviews.js';
 import { webhooksView } from './views/webhooks.js';
 
-/** Draws a view into its root; answers a function that stops it. @typedef {(root: HTMLElement) => () => void} View */
+/**
+ * Draws a view into its root; answers a function that stops it. `rest` is what
+ * follows the view's name in the hash (`#reviews/dec_1/approve` -> ['dec_1', 'approve']).
+ * @typedef {(root: HTMLElement, rest: string[]) => () => void} View
+ */
 
 /** @type {Record<string, View>} */
-const VIEWS = { decisions: decisionsView, policies: policiesView, agents: agentsView, budgets: budgetsView, webhooks: webhooksView };
+const VIEWS = {
+  overview: overviewView,
+  reviews: reviewsView,
+  decisions: decisionsView,
+  policies: policiesView,
+  agents: agentsView,
+  budgets: budgetsView,
+  webhooks: webhooksView,
+};
 
 let stopCurrent = () => {};
 
@@ -30,13 +44,13 @@ export function stopView() {
  */
 export function route() {
   stopView();
-  const hash = location.hash.slice(1);
-  const name = hash in VIEWS ? hash : 'decisions';
+  const [hash = '', ...rest] = location.hash.slice(1).split('/').map((part) => decodeURIComponent(part));
+  const name = hash in VIEWS ? hash : 'overview';
   for (const a of document.querySelectorAll('nav a')) {
     if (a.getAttribute('href') === `#${name}`) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');
   }
   say('');
-  stopCurrent = VIEWS[name](byId('view'));
+  stopCurrent = VIEWS[name](byId('view'), rest);
   document.title = `${name[0].toUpperCase()}${name.slice(1)} · agent-authz`;
 }

@@ -2,6 +2,7 @@
 // Budget usage this period: consumed and held against each limit, with the period end.
 import { api, describe } from '../api.js';
 import { failure, h, long, table, time } from '../dom.js';
+import { policyNames, policyRef } from '../policy-names.js';
 
 /** @typedef {import('../api.js').Budget} Budget */
 
@@ -13,12 +14,15 @@ import { failure, h, long, table, time } from '../dom.js';
  */
 export function budgetsView(root) {
   const body = h('div');
-  /** @param {Budget[]} items */
-  const render = (items) => {
+  /**
+   * @param {Budget[]} items
+   * @param {Map<string, string>} names
+   */
+  const render = (items, names) => {
     const rows = items.map((b) => {
       const used = b.consumed + b.held;
       return h('tr', {},
-        h('td', { class: 'mono' }, long(b.policy_id)),
+        h('td', {}, policyRef(b.policy_id, names)),
         h('td', {}, long(b.agent_id)),
         h('td', {}, h('meter', { min: 0, max: b.limit, value: Math.min(used, b.limit), high: (b.threshold_alert ?? 0.8) * b.limit, optimum: 0, 'aria-label': `${used} of ${b.limit} ${b.unit}` }),
           ` ${b.consumed} consumed + ${b.held} held of ${b.limit} ${b.unit}`),
@@ -30,8 +34,8 @@ export function budgetsView(root) {
     body.replaceChildren(items.length ? table('Budget usage this period', ['Policy', 'Agent', 'Usage', 'Period', 'Period ends (UTC)', 'Status'], rows) : h('p', {}, 'No budget has been used this period.'));
   };
   root.replaceChildren(h('h2', {}, 'Budgets'), body);
-  api('GET', '/v1/budgets?limit=100').then(
-    (page) => render(/** @type {import('../api.js').Page<Budget>} */ (page).data),
+  Promise.all([api('GET', '/v1/budgets?limit=100'), policyNames()]).then(
+    ([page, names]) => render(/** @type {import('../api.js').Page<Budget>} */ (page).data, names),
     (e) => body.replaceChildren(failure(describe(e))),
   );
   return () => {};

@@ -2,13 +2,15 @@
 // The decisions feed: newest first, filtered by agent, effect and reason, and kept
 // live by polling for newer decisions while the tab is visible.
 import { describe } from '../api.js';
+import { detailsButton } from '../detail.js';
 import { failure, h, long, table, time } from '../dom.js';
 import { moreButton, pager } from '../list.js';
+import { policyNames, policyRef } from '../policy-names.js';
 
 /** @typedef {import('../api.js').Decision} Decision */
 
 const POLL_MS = 2000;
-const REASONS = ['policy.matched', 'policy.not_found', 'policy.disabled', 'resource.not_allowed', 'budget.exceeded', 'agent.revoked'];
+const REASONS = ['policy.matched', 'policy.not_found', 'policy.disabled', 'resource.not_allowed', 'budget.exceeded', 'agent.revoked', 'review.denied', 'review.timeout'];
 
 /**
  * Draws the decisions view into `root`; answers a function that stops its polling.
@@ -25,6 +27,8 @@ export function decisionsView(root) {
   const body = h('div');
   /** @type {import('../list.js').Pager<Decision> | undefined} */
   let list;
+  /** @type {Map<string, string>} */
+  let names = new Map();
 
   /** Draws the current list (the one of the newest filter). */
   const render = () => {
@@ -38,13 +42,14 @@ export function decisionsView(root) {
         h('td', {}, d.resource == null ? '—' : long(d.resource)),
         h('td', {}, h('span', { class: `effect ${d.effect}` }, d.effect)),
         h('td', {}, d.reason),
-        h('td', {}, d.policy_id == null ? '—' : long(d.policy_id)),
+        h('td', {}, policyRef(d.policy_id, names)),
         h('td', {}, d.status),
         h('td', { class: 'mono' }, long(d.id)),
+        h('td', {}, detailsButton(d.id)),
       ),
     );
     body.replaceChildren(
-      shown.items.length ? table('Decisions, newest first', ['Time (UTC)', 'Agent', 'Action', 'Resource', 'Effect', 'Reason', 'Policy', 'Status', 'Id'], rows) : h('p', {}, 'No decisions match.'),
+      shown.items.length ? table('Decisions, newest first', ['Time (UTC)', 'Agent', 'Action', 'Resource', 'Effect', 'Reason', 'Policy', 'Status', 'Id', ''], rows) : h('p', {}, 'No decisions match.'),
       moreButton(shown, render),
     );
   };
@@ -58,7 +63,7 @@ export function decisionsView(root) {
     const mine = pager(`/v1/decisions${q.size ? `?${q}` : ''}`, 50, (d) => d.id);
     list = mine;
     try {
-      await mine.first();
+      [names] = await Promise.all([policyNames(), mine.first()]);
       // A newer filter was chosen meanwhile: its own load renders.
       if (list !== mine) return;
       updated.textContent = `Updated ${new Date().toLocaleTimeString()}`;
@@ -82,6 +87,7 @@ export function decisionsView(root) {
     if (!live.checked || document.hidden || !list) return;
     const current = list;
     try {
+      names = await policyNames();
       if ((await current.refresh()) && list === current) render();
       updated.textContent = `Updated ${new Date().toLocaleTimeString()}`;
     } catch {

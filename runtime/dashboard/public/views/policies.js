@@ -4,6 +4,7 @@
 import { api, describe, problemsOf } from '../api.js';
 import { failure, h, long, say, table, time } from '../dom.js';
 import { moreButton, pager } from '../list.js';
+import { forgetPolicyNames } from '../policy-names.js';
 
 /** @typedef {import('../api.js').Policy} Policy */
 /** @typedef {import('../api.js').Diagnostic} Diagnostic */
@@ -58,6 +59,7 @@ export function policiesView(root) {
     try {
       const current = /** @type {Record<string, unknown>} */ (await api('GET', url(p.id)));
       await api('PUT', url(p.id), { body: { ...editable(current), state } });
+      forgetPolicyNames();
       say(`Policy ${p.name} ${state}.`);
       await list.first();
       render();
@@ -88,6 +90,7 @@ export function policiesView(root) {
     const save = async () => {
       try {
         await api('PUT', url(p.id), { body: area.value, contentType: 'application/yaml' });
+        forgetPolicyNames();
         say(`Policy ${p.name} saved.`);
         await list.first();
         render();

@@ -1,0 +1,106 @@
+// @ts-check
+// One decision in a panel (a modal <dialog>): its outcome and why (the deciding and
+// matched policies, by name, and the warnings), its review, its expiry and the
+// request's context. Opened from every list of decisions.
+import { api, describe } from './api.js';
+import { h, long, time } from './dom.js';
+import { policyNames, policyRef, policyRefs } from './policy-names.js';
+
+/** @typedef {import('./api.js').Decision} Decision */
+
+/** @type {{ dialog: HTMLDialogElement, body: HTMLElement } | null} */
+let panel = null;
+
+/** The panel, made on first use. */
+function thePanel() {
+  if (panel) return panel;
+  const body = h('div', { id: 'decision-panel-body' });
+  const close = h('button', { type: 'button' }, 'Close');
+  const dialog = h('dialog', { id: 'decision-panel', 'aria-labelledby': 'decision-panel-title' },
+    h('h2', { id: 'decision-panel-title' }, 'Decision'),
+    body,
+    h('div', { class: 'actions' }, close),
+  );
+  close.addEventListener('click', () => dialog.close());
+  document.body.append(dialog);
+  panel = { dialog, body };
+  return panel;
+}
+
+/**
+ * A term and its description in the panel's list.
+ * @param {string} term
+ * @param {import('./dom.js').Child} value
+ * @returns {HTMLElement[]}
+ */
+const item = (term, value) => [h('dt', {}, term), h('dd', {}, value ?? '—')];
+
+/**
+ * A review as one line: `approved by alice (2026-11-21 10:05:00Z): note`.
+ * @param {import('./api.js').Review | null | undefined} r
+ * @returns {string}
+ */
+export function reviewLine(r) {
+  if (!r) return 'none (not a review decision)';
+  if (r.status === 'open') return 'open: waiting for a reviewer';
+  const who = r.reviewer ? ` by ${r.reviewer}` : ' (nobody answered in time)';
+  return `${r.status}${who} at ${time(r.reviewed_at)}${r.note ? `: ${r.note}` : ''}`;
+}
+
+/**
+ * The decision's fields as a description list.
+ * @param {Decision} d
+ * @param {Map<string, string>} names
+ * @returns {HTMLElement}
+ */
+export function decisionDetail(d, names) {
+  const warnings = d.metadata?.warnings ?? [];
+  return h('dl', { class: 'detail', dataset: { id: d.id } },
+    item('Id', h('span', { class: 'mono' }, long(d.id))),
+    item('Effect', h('span', { class: `effect ${d.effect}` }, d.effect)),
+    item('Reason', d.reason),
+    item('Status', h('span', { class: `state ${d.status}` }, d.status)),
+    item('Agent', long(d.agent_id)),
+    item('Action', long(d.action)),
+    item('Resource', d.resource == null ? '—' : long(d.resource)),
+    item('Amount', d.amount == null ? '—' : String(d.amount)),
+    item('Deciding policy', policyRef(d.policy_id, names)),
+    item('Matched policies', policyRefs(d.metadata?.matched_policy_ids ?? [], names)),
+    item('Warnings', warnings.length ? h('ul', { class: 'warnings' }, warnings.map((w) => h('li', {}, `${w.code}: ${w.message}`))) : 'none'),
+    item('Review', h('span', { class: 'review-line' }, reviewLine(d.review))),
+    item('Approval deadline', d.approval_expires_at ? `${time(d.approval_expires_at)}` : 'none (no approval asked)'),
+    item('Evaluated', time(d.evaluated_at)),
+    item('Expires', `${time(d.expires_at)}${d.ttl_seconds ? ` (TTL ${d.ttl_seconds} s)` : ''}`),
+    item('Resolved', time(d.resolved_at)),
+    item('Session', d.session_id ?? '—'),
+    item('On behalf of', d.on_behalf_of ?? '—'),
+    item('Context', d.context ? h('pre', { class: 'context' }, JSON.stringify(d.context, null, 2)) : '—'),
+  );
+}
+
+/**
+ * Opens the panel on the decision with this id, read fresh from the API.
+ * Example: `h('button', { onclick: () => openDecision(d.id) }, 'Details')`
+ * @param {string} id
+ * @returns {Promise<void>}
+ */
+export async function openDecision(id) {
+  const { dialog, body } = thePanel();
+  body.replaceChildren(h('p', {}, 'Loading…'));
+  if (!dialog.open) dialog.showModal();
+  try {
+    const [d, names] = await Promise.all([api('GET', `/v1/decisions/${encodeURIComponent(id)}`), policyNames()]);
+    body.replaceChildren(decisionDetail(/** @type {Decision} */ (d), names));
+  } catch (e) {
+    body.replaceChildren(h('p', { class: 'error' }, describe(e)));
+  }
+}
+
+/**
+ * The "Details" button of a decision's row.
+ * @param {string} id
+ * @returns {HTMLButtonElement}
+ */
+export function detailsButton(id) {
+  return h('button', { type: 'button', onclick: () => openDecision(id), 'aria-label': `Details of ${id}` }, 'Details');
+}

@@ -1,0 +1,165 @@
+// @ts-check
+// The overview the dashboard opens on: decisions per minute by effect over the last
+// hour (an SVG chart drawn here), the agents and actions denied most, the budgets
+// nearest their limits and the open reviews. Refreshed while the tab is visible.
+import { api, ApiError, describe } from '../api.js';
+import { detailsButton } from '../detail.js';
+import { failure, h, long, svg, table, time } from '../dom.js';
+import { policyNames, policyRef } from '../policy-names.js';
+
+/** @typedef {import('../api.js').DecisionStats} DecisionStats */
+/** @typedef {import('../api.js').Decision} Decision */
+/** @typedef {import('../api.js').Budget & { used_fraction: number }} NearBudget */
+
+const REFRESH_MS = 10_000;
+const EFFECTS = /** @type {const} */ (['allow', 'review', 'deny']);
+const WIDTH = 720;
+const HEIGHT = 180;
+const PAD = { left: 36, right: 8, top: 10, bottom: 22 };
+
+/**
+ * Decisions per minute as stacked bars (allow at the bottom, then review, then
+ * deny), one slot per minute; each bar segment carries its minute, effect and
+ * count (data-*) and a title.
+ * @param {DecisionStats} stats
+ * @returns {SVGElement}
+ */
+export function minuteChart(stats) {
+  const slots = stats.per_minute.length;
+  const most = Math.max(1, ...stats.per_minute.map((m) => m.allow + m.deny + m.review));
+  const plotW = WIDTH - PAD.left - PAD.right;
+  const plotH = HEIGHT - PAD.top - PAD.bottom;
+  const slot = plotW / slots;
+  const barW = Math.max(1, slot * 0.8);
+  /** @type {SVGElement[]} */
+  const bars = [];
+  stats.per_minute.forEach((m, i) => {
+    let y = PAD.top + plotH;
+    for (const effect of EFFECTS) {
+      const count = m[effect];
+      if (!count) continue;
+      const height = (count / most) * plotH;
+      y -= height;
+      bars.push(svg('rect', {
+        class: `bar ${effect}`,
+        x: (PAD.left + i * slot + (slot - barW) / 2).toFixed(2),
+        y: y.toFixed(2),
+        width: barW.toFixed(2),
+        height: height.toFixed(2),
+        'data-minute': m.minute,
+        'data-effect': effect,
+        'data-count': count,
+      }, svg('title', {}, `${time(m.minute)}: ${count} ${effect}`)));
+    }
+  });
+  const first = stats.per_minute[0]?.minute;
+  const last = stats.per_minute[slots - 1]?.minute;
+  return svg('svg', {
+    id: 'decision-chart',
+    class: 'chart',
+    viewBox: `0 0 ${WIDTH} ${HEIGHT}`,
+    role: 'img',
+    'aria-label': `Decisions per minute by effect from ${time(first)} to ${time(last)}: ${stats.totals.allow} allow, ${stats.totals.review} review, ${stats.totals.deny} deny; at most ${most} in a minute`,
+  },
+  svg('line', { class: 'axis', x1: PAD.left, y1: PAD.top + plotH, x2: WIDTH - PAD.right, y2: PAD.top + plotH }),
+  svg('line', { class: 'axis', x1: PAD.left, y1: PAD.top, x2: PAD.left, y2: PAD.top + plotH }),
+  svg('text', { class: 'tick', x: PAD.left - 4, y: PAD.top + 10, 'text-anchor': 'end' }, String(most)),
+  svg('text', { class: 'tick', x: PAD.left - 4, y: PAD.top + plotH, 'text-anchor': 'end' }, '0'),
+  svg('text', { class: 'tick', x: PAD.left, y: HEIGHT - 4 }, first ? first.slice(11, 16) : ''),
+  svg('text', { class: 'tick', x: WIDTH - PAD.right, y: HEIGHT - 4, 'text-anchor': 'end' }, last ? `${last.slice(11, 16)} UTC` : ''),
+  ...bars);
+}
+
+/**
+ * A section that shows a failure in place of its content (a key without the scope, say).
+ * @param {unknown} e
+ * @param {string} what
+ */
+const unavailable = (e, what) => failure(e instanceof ApiError && e.status === 403 ? `${what}: this key may not read it (${e.code}).` : describe(e));
+
+/**
+ * Draws the overview into `root`; answers a function that stops its refreshing.
+ * Example: `const stop = overviewView(byId('view'));`
+ * @param {HTMLElement} root
+ * @returns {() => void}
+ */
+export function overviewView(root) {
+  const chart = h('div', { id: 'overview-chart' });
+  const denied = h('div', { id: 'overview-denied', class: 'columns' });
+  const budgets = h('div', { id: 'overview-budgets' });
+  const reviews = h('div', { id: 'overview-reviews' });
+  const updated = h('p', { class: 'muted', id: 'overview-updated' });
+
+  const load = async () => {
+    const [stats, near, open, names] = await Promise.allSettled([
+      api('GET', '/v1/stats/decisions?minutes=60'),
+      api('GET', '/v1/stats/budgets?limit=5'),
+      api('GET', '/v1/reviews?status=open&limit=5'),
+      policyNames(),
+    ]);
+    const policies = names.status === 'fulfilled' ? names.value : new Map();
+    if (stats.status === 'fulfilled') {
+      const s = /** @type {DecisionStats} */ (stats.value);
+      chart.replaceChildren(
+        minuteChart(s),
+        h('p', { class: 'legend' },
+          EFFECTS.map((e) => h('span', { class: `key ${e}` }, `${e} ${s.totals[e]}`)),
+          ` in the last ${s.minutes} minutes`),
+      );
+      denied.replaceChildren(
+        s.top_denied_agents.length
+          ? table('Agents denied most (last hour)', ['Agent', 'Denies'], s.top_denied_agents.map((a) => h('tr', { dataset: { agent: a.agent_id } }, h('td', {}, long(a.agent_id)), h('td', {}, String(a.count)))))
+          : h('p', {}, 'No agent was denied in the last hour.'),
+        s.top_denied_actions.length
+          ? table('Actions denied most (last hour)', ['Action', 'Denies'], s.top_denied_actions.map((a) => h('tr', { dataset: { action: a.action } }, h('td', {}, long(a.action)), h('td', {}, String(a.count)))))
+          : '',
+      );
+    } else {
+      chart.replaceChildren(unavailable(stats.reason, 'Decisions'));
+      denied.replaceChildren();
+    }
+    if (near.status === 'fulfilled') {
+      const items = /** @type {import('../api.js').Page<NearBudget>} */ (near.value).data;
+      budgets.replaceChildren(items.length
+        ? table('Budgets nearest their limits', ['Policy', 'Agent', 'Used', 'Resets (UTC)'], items.map((b) =>
+          h('tr', {},
+            h('td', {}, policyRef(b.policy_id, policies)),
+            h('td', {}, long(b.agent_id)),
+            h('td', {}, h('meter', { min: 0, max: 1, value: Math.min(1, b.used_fraction), high: b.threshold_alert ?? 0.8, optimum: 0, 'aria-label': `${Math.round(b.used_fraction * 100)}% used` }),
+              ` ${Math.round(b.used_fraction * 100)}% (${b.consumed} consumed + ${b.held} held of ${b.limit} ${b.unit})`),
+            h('td', { class: 'time' }, time(b.period_resets_at)),
+          )))
+        : h('p', {}, 'No budget has been used this period.'));
+    } else budgets.replaceChildren(unavailable(near.reason, 'Budgets'));
+    if (open.status === 'fulfilled') {
+      const page = /** @type {import('../api.js').Page<Decision>} */ (open.value);
+      reviews.replaceChildren(page.data.length
+        ? table(`Open reviews, oldest first${page.has_more ? ' (the first 5)' : ''}`, ['Asked (UTC)', 'Agent', 'Action', 'Policy', 'Status', ''], page.data.map((d) =>
+          h('tr', { dataset: { id: d.id } },
+            h('td', { class: 'time' }, time(d.evaluated_at)),
+            h('td', {}, long(d.agent_id)),
+            h('td', {}, long(d.action)),
+            h('td', {}, policyRef(d.policy_id, policies)),
+            h('td', {}, d.status === 'awaiting_approval' ? `waits until ${time(d.approval_expires_at)}` : d.status),
+            h('td', {}, detailsButton(d.id)),
+          )))
+        : h('p', {}, 'No review is waiting.'),
+        h('p', {}, h('a', { href: '#reviews' }, 'All reviews')));
+    } else reviews.replaceChildren(unavailable(open.reason, 'Reviews'));
+    updated.textContent = `Updated ${new Date().toLocaleTimeString()}`;
+  };
+
+  root.replaceChildren(
+    h('h2', {}, 'Overview'),
+    updated,
+    h('section', { 'aria-labelledby': 'overview-chart-title' }, h('h3', { id: 'overview-chart-title' }, 'Decisions per minute, last hour'), chart),
+    h('section', { 'aria-labelledby': 'overview-denied-title' }, h('h3', { id: 'overview-denied-title' }, 'Denied most'), denied),
+    h('section', { 'aria-labelledby': 'overview-budgets-title' }, h('h3', { id: 'overview-budgets-title' }, 'Budgets nearest their limits'), budgets),
+    h('section', { 'aria-labelledby': 'overview-reviews-title' }, h('h3', { id: 'overview-reviews-title' }, 'Open reviews'), reviews),
+  );
+  load();
+  const timer = setInterval(() => {
+    if (!document.hidden) load().catch(() => {});
+  }, REFRESH_MS);
+  return () => clearInterval(timer);
+}

@@ -1,0 +1,71 @@
+/**
+ * Reviews across processes and over time, per server process:
+ *
+ * - one `LISTEN authz_reviews` (PostgreSQL): a review changed by any process
+ *   wakes this process's waiters of that decision (domain/review-waiters.ts);
+ *   after a reconnect, when notifications may have been missed, every waiter
+ *   wakes and reads once. The embedded store has no LISTEN and serves one
+ *   process, which wakes its own waiters when it changes a review.
+ * - the sweep: every `intervalMs`, approvals whose time is up (service clock)
+ *   are denied (`review.timeout`) and their `decision.reviewed` fired, also when
+ *   nobody reads them (a read settles them lazily before that).
+ */
+import { CHANNELS, listen, parseReviewPayload } from '../store/channels.js';
+import type { Store } from '../store/connect.js';
+import type { ApprovalTimeouts } from './decision-ports.js';
+import { waiterKey, type ReviewWaiters } from './review-waiters.js';
+
+export interface ReviewMaintenance {
+  /** One sweep now (tests; the timer does the same). */
+  runOnce(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the LISTEN and the sweep; `stop()` ends both.
+ *
+ * @example
+ * const reviews = await startReviewMaintenance(store, services.approvals, services.reviewWaiters);
+ * // ... on shutdown:
+ * await reviews.stop();
+ */
+export async function startReviewMaintenance(
+  store: Store,
+  approvals: ApprovalTimeouts,
+  waiters: ReviewWaiters,
+  intervalMs = 5_000,
+  onError: (e: unknown) => void = () => {},
+): Promise<ReviewMaintenance> {
+  let listening = false;
+  const listener = store.supportsListen
+    ? await listen(
+        store.sql,
+        CHANNELS.reviews,
+        (payload) => {
+          const change = parseReviewPayload(payload);
+          if (change) waiters.wake(waiterKey(change));
+        },
+        () => {
+          // A reconnect: what was sent meanwhile is lost; every waiter reads again.
+          if (listening) waiters.wakeAll();
+          listening = true;
+        },
+      )
+    : null;
+  const runOnce = () => approvals.timeOutOverdue();
+  let running = true;
+  let inFlight: Promise<unknown> = Promise.resolve();
+  const timer = setInterval(() => {
+    if (running) inFlight = runOnce().catch(onError);
+  }, intervalMs);
+  timer.unref();
+  return {
+    runOnce,
+    async stop() {
+      running = false;
+      clearInterval(timer);
+      await inFlight;
+      await listener?.unlisten().catch(() => {});
+    },
+  };
+}
