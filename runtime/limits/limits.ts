@@ -57,7 +57,7 @@ export class Limits implements DecisionLimits {
       budgets = budgets.filter((b) => isFiat(b.unit));
       if (calls.length > 0) {
         const request = { account_id: principal.accountId, environment: principal.environment, agent_id: agentId, decision_id: null, expires_at: null, amount: null, rates: [], budgets: calls };
-        const checked = await previewLimits(this.sql, request, nowMs);
+        const checked = await previewLimits(this.sql, request, nowMs, this.clock.realTimeOffsetMs?.() ?? null);
         // Out of calls: nothing is held; the rate limits still count the request.
         if (checked.outcome === 'budget_exceeded') [deferredDeny, budgets] = [checked, []];
       }
@@ -92,7 +92,7 @@ export class Limits implements DecisionLimits {
     const budgets = policyBudgets(matched, nowMs).filter((b) => !isFiat(b.unit));
     if (budgets.length === 0) return { verdict: null, usage: [] };
     const request = { account_id: principal.accountId, environment: principal.environment, agent_id: agentId, decision_id: null, expires_at: null, amount: null, rates: [], budgets };
-    const outcome = await applyLimitsInTransaction(tx, request, nowMs);
+    const outcome = await applyLimitsInTransaction(tx, request, nowMs, this.clock.realTimeOffsetMs?.() ?? null);
     if (outcome.outcome === 'rate_limited') throw new Error('no rate limit is applied to an approval'); // unreachable: no rates were sent
     const usage = outcome.outcome === 'ok' ? outcome.budgets : [outcome.budget];
     return { verdict: this.verdict(principal, outcome, false), usage };

@@ -45,8 +45,8 @@ export async function extendHolds(tx: Tx, t: Tenant, decisionId: string, expires
  * off for the transaction it runs in; the review transaction must wait for the
  * disk like any other answer, so it is turned back on.
  */
-export async function applyLimitsInTransaction(tx: Tx, request: LimitRequest, nowMs: number): Promise<LimitOutcome> {
-  const [outcome] = await applyLimitBatch(tx, [request], nowMs);
+export async function applyLimitsInTransaction(tx: Tx, request: LimitRequest, nowMs: number, rateOffsetMs: number | null): Promise<LimitOutcome> {
+  const [outcome] = await applyLimitBatch(tx, [request], nowMs, rateOffsetMs);
   await tx`select set_config('synchronous_commit', 'on', true)`;
   return outcome!;
 }
