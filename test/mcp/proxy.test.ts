@@ -57,6 +57,8 @@ describe.each(STORE_KINDS)('authz mcp-proxy (%s store)', (kind) => {
       { id: 'pol_write_limited', effect: 'allow', agents: ['limited-*'], actions: ['files.write'], rate_limit: { per_minute: 1 } },
       { id: 'pol_charge', effect: 'allow', actions: ['payments.charge'], resources: ['customer:*'], budget: { unit: 'USD', limit: 100, period: 'monthly', threshold_alert: 0.8 } },
       { id: 'pol_fail', effect: 'allow', actions: ['tools.fail'] },
+      // Writes by approve-* agents wait for a human first.
+      { id: 'pol_write_approval', priority: 10, effect: 'review', agents: ['approve-*'], actions: ['files.write'], approval: { required: true, timeout_seconds: 900 } },
     ]);
     await rt.app.listen({ port: 0, host: '127.0.0.1' });
     base = `http://127.0.0.1:${(rt.app.server.address() as { port: number }).port}`;
@@ -221,6 +223,35 @@ describe.each(STORE_KINDS)('authz mcp-proxy (%s store)', (kind) => {
     expect(textOf(result)).toContain('agent.revoked');
     expect(p.calls().map((c) => c.arguments.path)).toEqual(['notes/before']);
     expect((await decisionsOf(p.agentId))[0]).toMatchObject({ reason: 'agent.revoked', session_id: 'env-session' });
+  });
+
+  it('a call awaiting a human approval waits: approved, it is forwarded; denied, it is a tool error and never forwarded', async () => {
+    const reviewer = await rt.keyWith(['reviews:read', 'reviews:write']);
+    const p = await proxyFor('approve');
+    /** Answers the agent's open review as soon as it is in the queue (a bounded poll); the decision's id. */
+    const answerWhenOpen = async (verdict: 'approve' | 'deny'): Promise<string> => {
+      for (let i = 0; i < 600; i++) {
+        const open = ((await rt.getOk('/v1/reviews?status=open&limit=100')).data as Array<{ id: string; agent_id: string }>).filter((d) => d.agent_id === p.agentId);
+        if (open.length > 0) {
+          const r = await rt.call(reviewer, { method: 'POST', url: `/v1/decisions/${open[0]!.id}/review`, payload: { verdict, reviewer: 'ada' } });
+          expect(r.statusCode, r.body).toBe(200);
+          return open[0]!.id;
+        }
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      throw new Error('no open review appeared');
+    };
+    const [approved, approvedId] = await Promise.all([p.proxy.client.callTool({ name: 'write_file', arguments: { path: 'notes/approved', content: 'x' } }), answerWhenOpen('approve')]);
+    expect(approved.isError, textOf(approved)).toBeFalsy();
+    expect(p.calls().map((c) => c.arguments.path)).toEqual(['notes/approved']);
+    expect(p.calls()[0]!.meta!['agent-authz/decision']).toBe(approvedId);
+    expect(await decision(approvedId)).toMatchObject({ effect: 'review', status: 'confirmed', review: { status: 'approved', reviewer: 'ada' } });
+
+    const [denied, deniedId] = await Promise.all([p.proxy.client.callTool({ name: 'write_file', arguments: { path: 'notes/denied', content: 'x' } }), answerWhenOpen('deny')]);
+    expect(denied.isError).toBe(true);
+    expect(textOf(denied)).toContain('review.denied');
+    expect(p.calls().map((c) => c.arguments.path)).toEqual(['notes/approved']);
+    expect(await decision(deniedId)).toMatchObject({ effect: 'deny', reason: 'review.denied', status: 'denied' });
   });
 
   it('the service unreachable: tools/list fails, a call is a tool error, nothing is forwarded', async () => {

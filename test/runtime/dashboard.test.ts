@@ -136,6 +136,34 @@ describe.each(STORE_KINDS)('dashboard in chromium (%s)', (kind) => {
     await expect.poll(shown, POLL).toEqual([other.id]);
   });
 
+  it('marks a decision whose shadow outcome differs, and filters the diverged ones', async () => {
+    const shadowAgent = `${agent}-shadow`;
+    const created = await rt.call(rt.testKey, {
+      method: 'POST',
+      url: '/v1/policies',
+      payload: { id: 'pol_dash_shadow', state: 'shadow', priority: 1, effect: 'deny', agents: [shadowAgent], actions: ['orders.read'] },
+    });
+    expect(created.statusCode, created.body).toBe(201);
+    try {
+      const diverged = await decide('orders.read', shadowAgent);
+      expect(diverged.metadata.shadow).toMatchObject({ effect: 'deny', policy_id: 'pol_dash_shadow' });
+      const plain = await decide('orders.read');
+      await page.getByRole('link', { name: 'Decisions' }).click();
+      const badge = row(`tr[data-id="${diverged.id}"] .badge.shadow`);
+      await badge.waitFor(POLL);
+      await expect(badge.textContent()).resolves.toBe('shadow: deny');
+      await expect(badge.getAttribute('title')).resolves.toContain('pol_dash_shadow');
+      await row(`tr[data-id="${plain.id}"]`).waitFor(POLL);
+      await expect(row(`tr[data-id="${plain.id}"] .badge.shadow`).count()).resolves.toBe(0);
+      const shown = () => page.locator('tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-id')));
+      await page.getByLabel('Shadow diverged').check();
+      await expect.poll(shown, POLL).toEqual([diverged.id]);
+      await page.getByLabel('Shadow diverged').uncheck();
+    } finally {
+      await rt.call(rt.testKey, { method: 'DELETE', url: '/v1/policies/pol_dash_shadow' });
+    }
+  });
+
   it('disables a policy and the next decision changes; enables it again', async () => {
     expect(await decide()).toMatchObject({ effect: 'allow', reason: 'policy.matched', policy_id: 'pol_dash_read' });
     await page.getByRole('link', { name: 'Policies' }).click();

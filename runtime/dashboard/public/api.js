@@ -41,7 +41,7 @@
  * @property {string | null} [on_behalf_of]
  * @property {Review | null} [review]
  * @property {string | null} [approval_expires_at]
- * @property {{ matched_policy_ids: string[], warnings: Warning[] }} [metadata]
+ * @property {{ matched_policy_ids: string[], warnings: Warning[], shadow?: { effect: string, reason: string, policy_id: string | null } }} [metadata]
  */
 /**
  * GET /v1/stats/decisions.

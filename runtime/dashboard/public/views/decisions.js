@@ -13,6 +13,17 @@ const POLL_MS = 2000;
 const REASONS = ['policy.matched', 'policy.not_found', 'policy.disabled', 'resource.not_allowed', 'budget.exceeded', 'agent.revoked', 'review.denied', 'review.timeout'];
 
 /**
+ * A badge when the decision's outcome with the shadow policies enabled differs; its title says how.
+ * @param {Decision} d
+ */
+function shadowBadge(d) {
+  const shadow = d.metadata?.shadow;
+  if (!shadow) return '';
+  const title = `With the shadow policies enabled: ${shadow.effect} (${shadow.reason})${shadow.policy_id ? ` by ${shadow.policy_id}` : ''}`;
+  return h('span', { class: 'badge shadow', title }, `shadow: ${shadow.effect}`);
+}
+
+/**
  * Draws the decisions view into `root`; answers a function that stops its polling.
  * Example: `const stop = decisionsView(byId('view')); ... stop();`
  * @param {HTMLElement} root
@@ -22,6 +33,7 @@ export function decisionsView(root) {
   const agent = h('input', { id: 'filter-agent', type: 'search', autocomplete: 'off' });
   const effect = h('select', { id: 'filter-effect' }, h('option', { value: '' }, 'any'), ['allow', 'deny', 'review'].map((e) => h('option', { value: e }, e)));
   const reason = h('select', { id: 'filter-reason' }, h('option', { value: '' }, 'any'), REASONS.map((r) => h('option', { value: r }, r)));
+  const diverged = h('input', { id: 'filter-shadow', type: 'checkbox' });
   const live = h('input', { id: 'live', type: 'checkbox', checked: true });
   const updated = h('p', { class: 'muted', id: 'decisions-updated' });
   const body = h('div');
@@ -40,7 +52,7 @@ export function decisionsView(root) {
         h('td', {}, long(d.agent_id)),
         h('td', {}, long(d.action)),
         h('td', {}, d.resource == null ? '—' : long(d.resource)),
-        h('td', {}, h('span', { class: `effect ${d.effect}` }, d.effect)),
+        h('td', {}, h('span', { class: `effect ${d.effect}` }, d.effect), shadowBadge(d)),
         h('td', {}, d.reason),
         h('td', {}, policyRef(d.policy_id, names)),
         h('td', {}, d.status),
@@ -59,6 +71,7 @@ export function decisionsView(root) {
     if (agent.value.trim()) q.set('agent_id', agent.value.trim());
     if (effect.value) q.set('effect', effect.value);
     if (reason.value) q.set('reason', reason.value);
+    if (diverged.checked) q.set('shadow_diverged', 'true');
     /** @type {import('../list.js').Pager<Decision>} */
     const mine = pager(`/v1/decisions${q.size ? `?${q}` : ''}`, 50, (d) => d.id);
     list = mine;
@@ -77,10 +90,12 @@ export function decisionsView(root) {
     h('label', { for: 'filter-agent' }, 'Agent'), agent,
     h('label', { for: 'filter-effect' }, 'Effect'), effect,
     h('label', { for: 'filter-reason' }, 'Reason'), reason,
+    h('label', { class: 'inline', for: 'filter-shadow' }, diverged, ' Shadow diverged'),
     h('button', { type: 'submit' }, 'Filter'),
     h('label', { class: 'inline' }, live, ' Live'),
   );
   effect.addEventListener('change', load);
+  diverged.addEventListener('change', load);
   reason.addEventListener('change', load);
 
   const timer = setInterval(async () => {
