@@ -53,27 +53,18 @@ export const reviewRoutes: FastifyPluginAsync = async (app) => {
       return JSON.stringify({ object: 'permit', permit_token: await reviews.permit(request.principal, id) });
     },
   };
-  await app.register(async (permits) => {
-    // No body, or an empty one sent as application/json, means {}.
-    const parseJson = permits.getDefaultJsonParser('error', 'error');
-    permits.removeContentTypeParser('application/json');
-    permits.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-      const text = body as string;
-      if (text.trim() === '') return done(null, undefined);
-      parseJson(request, text, done);
-    });
-    permits.post<{ Params: { id: string } }>(
-      '/v1/decisions/:id/permit',
-      {
-        config: { scope: 'decisions:write', idempotency: permitAnswers },
-        schema: { params: idParams, body: emptyBody },
-        preValidation: async (request) => {
-          request.body ??= {};
-        },
+  // No body, or an empty one sent as application/json (the app's JSON parser reads it as none), means {}.
+  app.post<{ Params: { id: string } }>(
+    '/v1/decisions/:id/permit',
+    {
+      config: { scope: 'decisions:write', idempotency: permitAnswers },
+      schema: { params: idParams, body: emptyBody },
+      preValidation: async (request) => {
+        request.body ??= {};
       },
-      async (request) => ({ object: 'permit', permit_token: await reviews.permit(request.principal, request.params.id) }),
-    );
-  });
+    },
+    async (request) => ({ object: 'permit', permit_token: await reviews.permit(request.principal, request.params.id) }),
+  );
 
   app.get<{ Querystring: { minutes?: number; top?: number } }>(
     '/v1/stats/decisions',

@@ -126,6 +126,10 @@ describe.each(STORE_KINDS)('request bodies (%s store)', (kind) => {
       const id = await pendingDecision();
       return { params: { id }, auth: bearer(), check: async () => expect((await ok('GET', `/v1/decisions/${id}`)).status).toBe('rejected') };
     },
+    'POST /v1/decisions/:id/permit': async () => {
+      const id = await pendingDecision();
+      return { params: { id }, auth: bearer(), check: async (r) => expect(json(r).permit_token).toMatch(/^eyJ/) };
+    },
     'DELETE /admin/api-keys/:id': async () => {
       const created = await ok('POST', `/admin/accounts/${rt.accountId}/api-keys`, { environment: 'test', scopes: ['*'] }, admin);
       expect(await statusOf('/v1/policies', `Bearer ${created.key}`)).toBe(200);
