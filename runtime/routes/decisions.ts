@@ -9,6 +9,7 @@ import { requestDeadline } from '../http/deadline.js';
 import type { IdempotentAnswers } from '../http/idempotency.js';
 import { pageParams, type ListQuery } from '../http/list.js';
 import { listBody } from '../presenters/list.js';
+import { idParams } from '../http/params.js';
 
 /** The list parameters plus the filters (an unknown effect: 400 validation.invalid_field). */
 const listQuerySchema = loadSchema('api/decision-list-query');
@@ -16,7 +17,6 @@ const listQuerySchema = loadSchema('api/decision-list-query');
 type DecisionListQuery = Omit<ListQuery, 'type'> & { effect?: Effect; reason?: string; session_id?: string; on_behalf_of?: string; shadow_diverged?: boolean };
 
 // No minLength: an empty id (what fetch or a browser sends for the id `.`, resolving dot segments) is the resource's 404 like any unknown id.
-const idParams = { type: 'object', properties: { id: { type: 'string', maxLength: 100 } }, required: ['id'] } as const;
 
 /** POST /v1/decisions: deciding. The key's platform limit is applied by the decision service, in the same store call as the policies' limits. */
 export const decideRoutes: FastifyPluginAsync = async (app) => {

@@ -10,9 +10,9 @@ import { listQuerySchema, pageParams, type ListQuery } from '../http/list.js';
 import { isYamlBody, prefersYaml, registerYamlBodies, YAML_CONTENT_TYPE } from '../http/yaml.js';
 import { listBody } from '../presenters/list.js';
 import { policyResource, policyYaml } from '../presenters/policy.js';
+import { idParams } from '../http/params.js';
 
 // No minLength: an empty id (what fetch or a browser sends for the id `.`, resolving dot segments) is the resource's 404 like any unknown id.
-const idParams = { type: 'object', properties: { id: { type: 'string', maxLength: 100 } }, required: ['id'] } as const;
 
 /** The request's body, JSON or YAML. */
 const inputOf = (request: FastifyRequest): PolicyInput => policyInput(request.body, isYamlBody(request));

@@ -13,8 +13,8 @@ import { pageParams } from '../http/list.js';
 import { decisionResource } from '../presenters/decision.js';
 import { listBody } from '../presenters/list.js';
 import { budgetStatsBody, decisionStatsBody } from '../presenters/stats.js';
+import { idParams } from '../http/params.js';
 
-const idParams = { type: 'object', properties: { id: { type: 'string', minLength: 1, maxLength: 100 } }, required: ['id'] } as const;
 /** The permit route takes no fields: no body, or an empty object. */
 const emptyBody = { type: 'object', properties: {}, additionalProperties: false } as const;
 

@@ -5,9 +5,9 @@ import type { EndpointInput } from '../domain/webhooks.js';
 import { listQuerySchema, pageParams, type ListQuery } from '../http/list.js';
 import { listBody } from '../presenters/list.js';
 import { deliveryResource, endpointResource } from '../presenters/webhook.js';
+import { idParams } from '../http/params.js';
 
 // No minLength: an empty id (what fetch or a browser sends for the id `.`, resolving dot segments) is the resource's 404 like any unknown id.
-const idParams = { type: 'object', properties: { id: { type: 'string', maxLength: 100 } }, required: ['id'] } as const;
 const deliveryParams = {
   type: 'object',
   properties: { id: { type: 'string', maxLength: 100 }, delivery_id: { type: 'string', maxLength: 100 } },

@@ -149,6 +149,11 @@ describe.each(STORE_KINDS)('dashboard in chromium (%s)', (kind) => {
       expect(diverged.metadata.shadow).toMatchObject({ effect: 'deny', policy_id: 'pol_dash_shadow' });
       const plain = await decide('orders.read');
       await page.getByRole('link', { name: 'Decisions' }).click();
+      // Clear the filters an earlier test left on the view.
+      await page.getByLabel('Effect').selectOption('');
+      await page.getByLabel('Reason').selectOption('');
+      await page.getByLabel('Agent', { exact: true }).fill('');
+      await page.getByRole('button', { name: 'Filter' }).click();
       const badge = row(`tr[data-id="${diverged.id}"] .badge.shadow`);
       await badge.waitFor(POLL);
       await expect(badge.textContent()).resolves.toBe('shadow: deny');

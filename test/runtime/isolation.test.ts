@@ -47,6 +47,8 @@ const TARGETS: Record<string, Target[]> = {
   'GET /v1/decisions/:id': [{ params: (o) => ({ id: o.decision }), code: 'decision.not_found' }],
   'POST /v1/decisions/:id/confirm': [{ params: (o) => ({ id: o.decision }), code: 'decision.not_found', body: () => ({ amount: 1 }) }],
   'POST /v1/decisions/:id/reject': [{ params: (o) => ({ id: o.decision }), code: 'decision.not_found', body: () => ({}) }],
+  'POST /v1/decisions/:id/review': [{ params: (o) => ({ id: o.decision }), code: 'decision.not_found', body: () => ({ verdict: 'approve', reviewer: 'mallory' }) }],
+  'POST /v1/decisions/:id/permit': [{ params: (o) => ({ id: o.decision }), code: 'decision.not_found', body: () => ({}) }],
   'GET /v1/policies/:id': [{ params: (o) => ({ id: o.policy }), code: 'policy.not_found' }],
   'PUT /v1/policies/:id': [{ params: (o) => ({ id: o.policy }), code: 'policy.not_found', body: (o) => ({ ...POLICY, id: o.policy, name: 'taken-over' }) }],
   'DELETE /v1/policies/:id': [{ params: (o) => ({ id: o.policy }), code: 'policy.not_found' }],

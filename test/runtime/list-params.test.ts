@@ -23,6 +23,7 @@ const CURSOR: Record<string, (item: Record<string, any>) => string> = {
   '/v1/events': (x) => x.id,
   '/v1/webhooks': (x) => x.id,
   '/v1/webhooks/:id/deliveries': (x) => x.id,
+  '/v1/reviews': (x) => x.id,
 };
 
 describe.each(STORE_KINDS)('list parameters (%s store)', (kind) => {
@@ -52,6 +53,9 @@ describe.each(STORE_KINDS)('list parameters (%s store)', (kind) => {
       for (const [agent, action] of [['1', 'lists.a'], ['2', 'lists.b'], ['1', 'lists.b']]) {
         expect((await post('/v1/decisions', { agent_id: `lists-${tenant}-${agent}`, action, amount: 1 })).effect).toBe('allow');
       }
+      // Two open reviews.
+      await post('/v1/policies', { name: 'lists-r', effect: 'review', actions: ['lists.r'] });
+      for (const agent of ['1', '2']) expect((await post('/v1/decisions', { agent_id: `lists-${tenant}-${agent}`, action: 'lists.r' })).effect).toBe('review');
       urls.push(Object.fromEntries(lists.map((url) => [url, url.replace(':id', hook.id)])));
     }
   });
