@@ -10,6 +10,7 @@ import type { Store } from '../store/connect.js';
 import { allPolicySetVersions } from '../store/policies.js';
 import type { AgentDirectory } from './agent-directory.js';
 import type { PolicySets } from './policy-sets.js';
+import { runPeriodically } from '../shared/periodic.js';
 
 export interface Replication {
   stop(): Promise<void>;
@@ -31,20 +32,16 @@ export async function startReplication(store: Store, policySets: PolicySets, age
       }),
     );
   }
-  let running = true;
-  let inFlight: Promise<void> = Promise.resolve();
-  const timer = setInterval(() => {
-    if (!running) return;
-    inFlight = (async () => {
+  const rounds = runPeriodically(
+    async () => {
       for (const v of await allPolicySetVersions(store.sql)) await policySets.refreshIfLoaded(v.account_id, v.environment, v.version);
-    })().catch(onError);
-  }, intervalMs);
-  timer.unref();
+    },
+    intervalMs,
+    onError,
+  );
   return {
     async stop() {
-      running = false;
-      clearInterval(timer);
-      await inFlight;
+      await rounds.stop();
       for (const l of listeners) await l.unlisten().catch(() => {});
     },
   };

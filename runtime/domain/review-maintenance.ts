@@ -14,6 +14,7 @@ import { CHANNELS, listen, parseReviewPayload } from '../store/channels.js';
 import type { Store } from '../store/connect.js';
 import type { ApprovalTimeouts } from './decision-ports.js';
 import { waiterKey, type ReviewWaiters } from './review-waiters.js';
+import { runPeriodically } from '../shared/periodic.js';
 
 export interface ReviewMaintenance {
   /** One sweep now (tests; the timer does the same). */
@@ -53,18 +54,11 @@ export async function startReviewMaintenance(
       )
     : null;
   const runOnce = () => approvals.timeOutOverdue();
-  let running = true;
-  let inFlight: Promise<unknown> = Promise.resolve();
-  const timer = setInterval(() => {
-    if (running) inFlight = runOnce().catch(onError);
-  }, intervalMs);
-  timer.unref();
+  const rounds = runPeriodically(runOnce, intervalMs, onError);
   return {
     runOnce,
     async stop() {
-      running = false;
-      clearInterval(timer);
-      await inFlight;
+      await rounds.stop();
       await listener?.unlisten().catch(() => {});
     },
   };

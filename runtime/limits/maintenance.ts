@@ -12,6 +12,7 @@ import { CHANNELS, listen } from '../store/channels.js';
 import type { Store } from '../store/connect.js';
 import { exhaustedUsage, releaseExpiredHolds, type BudgetUsage } from '../store/limits.js';
 import type { Limits } from './limits.js';
+import { runPeriodically } from '../shared/periodic.js';
 
 export interface LimitMaintenance {
   /** One round now (tests; the timer does the same). */
@@ -42,18 +43,11 @@ export async function startLimitMaintenance(
         }
       })
     : null;
-  let inFlight: Promise<void> = Promise.resolve();
-  let running = true;
-  const timer = setInterval(() => {
-    if (running) inFlight = runOnce().catch(onError);
-  }, intervalMs);
-  timer.unref();
+  const rounds = runPeriodically(runOnce, intervalMs, onError);
   return {
     runOnce,
     async stop() {
-      running = false;
-      clearInterval(timer);
-      await inFlight;
+      await rounds.stop();
       await listener?.unlisten().catch(() => {});
     },
   };

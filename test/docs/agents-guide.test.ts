@@ -9,13 +9,12 @@
  *
  * AUTHZ_TEST_PYTHON picks another interpreter than python3.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { execFile } from 'node:child_process';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eachLine, ensureBuilt, freePort, HOST, ROOT } from '../helpers/server-process.js';
+import { ensureBuilt, ROOT, startFreshServe, type FreshServe } from '../helpers/server-process.js';
 
 const run = promisify(execFile);
 const PYTHON = process.env.AUTHZ_TEST_PYTHON ?? 'python3';
@@ -40,9 +39,7 @@ function agentOf(section: string, lang: string): { code: string; output: string 
 }
 
 describe('docs/agents.md', () => {
-  let dataDir: string;
-  let child: ChildProcess;
-  let exited: Promise<unknown>;
+  let server: FreshServe | undefined;
   let env: NodeJS.ProcessEnv;
   const written: string[] = [];
 
@@ -56,40 +53,15 @@ describe('docs/agents.md', () => {
 
   beforeAll(async () => {
     ensureBuilt();
-    dataDir = mkdtempSync(join(tmpdir(), 'authz-agents-doc-'));
-    const port = await freePort();
-    const serverEnv: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST, AUTHZ_DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
-    for (const k of ['DATABASE_URL', 'AUTHZ_TEST_CLOCK', 'AUTHZ_ADMIN_TOKEN', 'AUTHZ_BASE_URL']) delete serverEnv[k];
-    // Section 1, as written: `AUTHZ_DATA_DIR=... node bin/authz.js serve` in the clone.
     expect(blocksOf('1.').map((b) => b.body).join('\n')).toContain('node bin/authz.js serve');
-    child = spawn(process.execPath, [join(ROOT, 'bin', 'authz.js'), 'serve'], { cwd: ROOT, env: serverEnv, stdio: ['ignore', 'pipe', 'pipe'] });
-    exited = new Promise((resolve) => child.once('exit', resolve));
-    const output: string[] = [];
-    const testKey = await new Promise<string>((resolve, reject) => {
-      eachLine(child.stdout!, (line) => {
-        output.push(line);
-        const key = /test key: (svc_test_sk_\w+)/.exec(line)?.[1];
-        if (key) resolve(key);
-      });
-      child.stderr!.setEncoding('utf8').on('data', (chunk: string) => output.push(chunk));
-      void exited.then(() => reject(new Error(`authz serve exited:\n${output.join('\n')}`)));
-    });
-    const base = `http://${HOST}:${port}`;
-    for (;;) {
-      const up = await fetch(`${base}/healthz`).then((r) => r.ok, () => false);
-      if (up) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    server = await startFreshServe('authz-agents-doc-');
+    const { base, testKey } = server;
     env = { ...process.env, AUTHZ_URL: base, AUTHZ_API_KEY: testKey, NO_PROXY: '127.0.0.1,localhost', no_proxy: '127.0.0.1,localhost' };
   }, 60_000);
 
   afterAll(async () => {
     for (const path of written) rmSync(path, { force: true });
-    if (child && child.exitCode === null) {
-      child.kill('SIGTERM');
-      await exited;
-    }
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+    await server?.stop();
   });
 
   it('the TypeScript agent prints what the page shows', async () => {

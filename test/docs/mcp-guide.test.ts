@@ -6,13 +6,12 @@
  * printing exactly the output the page shows (decision ids aside: they are
  * `dec_...` on the page).
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { execFile, spawn } from 'node:child_process';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eachLine, freePort, HOST, ROOT } from '../helpers/server-process.js';
+import { eachLine, freePort, ROOT, startFreshServe, type FreshServe } from '../helpers/server-process.js';
 import { ensureProxyBuilt } from '../mcp/helpers/proxy.js';
 
 const run = promisify(execFile);
@@ -36,9 +35,7 @@ const block = (section: string, lang: string, nth = 0) => {
 const normalised = (text: string) => text.replace(/dec_\w+/g, 'dec_...');
 
 describe('docs/mcp.md', () => {
-  let dataDir: string;
-  let child: ChildProcess;
-  let exited: Promise<unknown>;
+  let server: FreshServe | undefined;
   let env: NodeJS.ProcessEnv;
   const config = `.mcp-doc-${process.pid}.yaml`;
   /** A command of the page with this test's config file name. */
@@ -46,28 +43,9 @@ describe('docs/mcp.md', () => {
 
   beforeAll(async () => {
     ensureProxyBuilt();
-    dataDir = mkdtempSync(join(tmpdir(), 'authz-mcp-doc-'));
-    const port = await freePort();
-    const serverEnv: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST, AUTHZ_DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
-    for (const k of ['DATABASE_URL', 'AUTHZ_TEST_CLOCK', 'AUTHZ_ADMIN_TOKEN', 'AUTHZ_BASE_URL']) delete serverEnv[k];
     expect(block('1.', 'sh')).toContain('node bin/authz.js serve');
-    child = spawn(process.execPath, [join(ROOT, 'bin', 'authz.js'), 'serve'], { cwd: ROOT, env: serverEnv, stdio: ['ignore', 'pipe', 'pipe'] });
-    exited = new Promise((resolve) => child.once('exit', resolve));
-    const output: string[] = [];
-    const testKey = await new Promise<string>((resolve, reject) => {
-      eachLine(child.stdout!, (line) => {
-        output.push(line);
-        const key = /test key: (svc_test_sk_\w+)/.exec(line)?.[1];
-        if (key) resolve(key);
-      });
-      child.stderr!.setEncoding('utf8').on('data', (chunk: string) => output.push(chunk));
-      void exited.then(() => reject(new Error(`authz serve exited:\n${output.join('\n')}`)));
-    });
-    const base = `http://${HOST}:${port}`;
-    for (;;) {
-      if (await fetch(`${base}/healthz`).then((r) => r.ok, () => false)) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    server = await startFreshServe('authz-mcp-doc-');
+    const { base, testKey } = server;
     env = { ...process.env, AUTHZ_URL: base, AUTHZ_API_KEY: testKey, NO_PROXY: '127.0.0.1,localhost', no_proxy: '127.0.0.1,localhost' };
     // Section 2: the configuration, saved in the clone.
     writeFileSync(join(ROOT, config), block('2.', 'yaml'));
@@ -75,11 +53,7 @@ describe('docs/mcp.md', () => {
 
   afterAll(async () => {
     rmSync(join(ROOT, config), { force: true });
-    if (child && child.exitCode === null) {
-      child.kill('SIGTERM');
-      await exited;
-    }
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+    await server?.stop();
   });
 
   const sh = async (script: string) => (await run('sh', ['-c', script], { cwd: ROOT, env })).stdout;

@@ -2,9 +2,10 @@
  * For tests that run the real server as a child process (`node bin/authz.js
  * serve`): the build it needs and a free port on 127.0.0.1.
  */
-import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 export const ROOT = join(import.meta.dirname, '..', '..');
@@ -78,4 +79,56 @@ export async function request(base: string, token: string, method: string, path:
     parsed = { raw: text };
   }
   return { status: r.status, headers: r.headers, body: parsed };
+}
+
+/** A real `authz serve` on a fresh embedded store, as a new user starts it from the clone. */
+export interface FreshServe {
+  base: string;
+  /** The test key it printed at its first start. */
+  testKey: string;
+  /** Stops it (SIGTERM) and removes its data directory. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts `node bin/authz.js serve` from the checkout with a temporary data
+ * directory (no DATABASE_URL, test clock, operator token or base URL from the
+ * caller's environment), waits for the printed test key and for /healthz.
+ */
+export async function startFreshServe(dataDirPrefix: string): Promise<FreshServe> {
+  const dataDir = mkdtempSync(join(tmpdir(), dataDirPrefix));
+  const port = await freePort();
+  const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST, AUTHZ_DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
+  for (const k of ['DATABASE_URL', 'AUTHZ_TEST_CLOCK', 'AUTHZ_ADMIN_TOKEN', 'AUTHZ_BASE_URL']) delete env[k];
+  const child = spawn(process.execPath, [join(ROOT, 'bin', 'authz.js'), 'serve'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  const stop = async () => {
+    if (child.exitCode === null) {
+      child.kill('SIGTERM');
+      await exited;
+    }
+    rmSync(dataDir, { recursive: true, force: true });
+  };
+  try {
+    const output: string[] = [];
+    const testKey = await new Promise<string>((resolve, reject) => {
+      eachLine(child.stdout!, (line) => {
+        output.push(line);
+        const key = /test key: (svc_test_sk_\w+)/.exec(line)?.[1];
+        if (key) resolve(key);
+      });
+      child.stderr!.setEncoding('utf8').on('data', (chunk: string) => output.push(chunk));
+      void exited.then(() => reject(new Error(`authz serve exited:\n${output.join('\n')}`)));
+    });
+    const base = `http://${HOST}:${port}`;
+    // Bounded poll on its readiness.
+    for (let i = 0; !(await fetch(`${base}/healthz`).then((r) => r.ok, () => false)); i++) {
+      if (i > 600) throw new Error('authz serve did not answer /healthz');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    return { base, testKey, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
 }
