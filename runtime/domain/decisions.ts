@@ -111,7 +111,7 @@ export class DecisionService {
 
   /** `traced`: the tracing whose child spans wrap the store calls, or null (tracing off). */
   private async decideIn(principal: Principal, input: DecisionInput, traced: Tracing | null): Promise<DecisionRow> {
-    const inStore = <T>(name: string, call: () => Promise<T>): Promise<T> => (traced ? traced.inSpan(name, call) : call());
+    const inStore = traced ? <T>(name: string, call: () => Promise<T>): Promise<T> => traced.inSpan(name, call) : untraced;
     const { clock, agents, limits } = this.deps;
     const { accountId, environment } = principal;
     const nowMs = clock.now();
@@ -314,6 +314,9 @@ export class DecisionService {
     return { outcome, matched: evaluation.effect === 'deny' ? [] : evaluation.matched, status, approvalSeconds };
   }
 }
+
+/** A store call without tracing: no wrapper allocated per decision. */
+const untraced = <T>(_name: string, call: () => Promise<T>): Promise<T> => call();
 
 function checkAction(action: string, path = '/action'): void {
   if (action.length > 256 || !isValidAction(action)) {
