@@ -13,7 +13,7 @@ export const SERVE_JS = join(ROOT, 'dist', 'runtime', 'serve.js');
 export const HOST = '127.0.0.1';
 
 /** Newest modification time of the .ts sources under `dir`. */
-function newestSource(dir: string): number {
+export function newestSource(dir: string): number {
   let newest = 0;
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name);

@@ -5,13 +5,13 @@
  * (fixtures/tools-server.mjs) and what it recorded.
  */
 import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ensureBuilt, eachLine, ROOT } from '../../helpers/server-process.js';
+import { ensureBuilt, eachLine, newestSource, ROOT } from '../../helpers/server-process.js';
 
 export const BIN = join(ROOT, 'bin', 'authz.js');
 export const TOOLS_SERVER = join(ROOT, 'test', 'mcp', 'fixtures', 'tools-server.mjs');
@@ -21,16 +21,6 @@ const BUILT = [
   join(ROOT, 'dist', 'examples', 'agents', 'mcp-agent.js'),
   join(ROOT, 'dist', 'examples', 'agents', 'support-tools-server.js'),
 ];
-
-function newestSource(dir: string): number {
-  let newest = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) newest = Math.max(newest, newestSource(path));
-    else if (entry.name.endsWith('.ts')) newest = Math.max(newest, statSync(path).mtimeMs);
-  }
-  return newest;
-}
 
 /** dist/ with the proxy, the verifier and the agent examples, built when missing or older than their sources. */
 export function ensureProxyBuilt(): void {
