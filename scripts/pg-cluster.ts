@@ -17,6 +17,8 @@ const run = promisify(execFile);
 export interface Cluster {
   /** Admin URL (user postgres, database postgres). */
   url: string;
+  /** The cluster's data directory (its postmaster.pid names the server process: bench CPU accounting). */
+  dataDir: string;
   stop(): Promise<void>;
 }
 
@@ -131,6 +133,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     (options.log ?? console.log)(`[pg-cluster] PostgreSQL (${bin}) on 127.0.0.1:${port}, started in ${Date.now() - started} ms`);
     return {
       url,
+      dataDir: data,
       async stop() {
         process.removeListener('exit', stopSync);
         stopSync();

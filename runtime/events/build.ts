@@ -12,7 +12,7 @@ import { decisionResource, reviewResource } from '../presenters/decision.js';
 import type { PolicyChange } from '../presenters/policy.js';
 import type { AgentRow } from '../store/agents.js';
 import type { DecisionRow, NewAgent } from '../store/decisions.js';
-import type { EventRow } from '../store/events.js';
+import type { EventRow, StoredEventRow } from '../store/events.js';
 import type { Environment, Tenant } from '../tenant.js';
 
 export const EVENT_TYPES = [
@@ -37,12 +37,32 @@ export function eventRow(type: EventType, accountId: string, environment: Enviro
 
 /**
  * `decision.allow|deny|review`: `data.decision` is the decision as answered
- * (its permit token left out: a bearer credential is never stored).
+ * (its permit token left out: a bearer credential is never stored). Allow and
+ * deny events are stored by reference (migration 017: `data` null, `decision_id`
+ * set) and get their body from `decisionEventData` when read
+ * (events/references.ts); a review decision's event keeps its body, since a
+ * verdict changes the decision's effect, reason and expiry.
  */
-export function decisionEvent(row: DecisionRow): EventRow {
-  const at = row.evaluated_at.getTime();
-  const decision = decisionResource({ ...row, permit_token: null }, at, { withToken: false });
-  return eventRow(`decision.${row.effect}`, row.account_id, row.environment, at, { decision });
+export function decisionEvent(row: DecisionRow): StoredEventRow {
+  const event = eventRow(`decision.${row.effect}`, row.account_id, row.environment, row.evaluated_at.getTime(), {});
+  return row.effect === 'review' ? { ...event, data: decisionEventData(row) } : { ...event, data: null, decision_id: row.id };
+}
+
+/**
+ * The body of a decision.* event from its decision row. For allow and deny, the
+ * row may have moved on since (confirmed, rejected, expired): the body shows the
+ * decision as decided, as its event did when it was stored by value.
+ *
+ * @example
+ * decisionEventData(confirmedRow).decision.status; // => 'pending' (as decided)
+ */
+export function decisionEventData(row: DecisionRow): Record<string, unknown> {
+  const asDecided: DecisionRow =
+    row.effect === 'review'
+      ? { ...row, permit_token: null }
+      : { ...row, permit_token: null, status: row.effect === 'deny' ? 'denied' : 'pending', resolved_at: null, confirmed_amount: null };
+  const decision = decisionResource(asDecided, row.evaluated_at.getTime(), { withToken: false });
+  return { decision };
 }
 
 /**

@@ -1,7 +1,7 @@
 /** Decisions: written in batches (group commit), read and resolved one by one. */
 import type { Environment } from '../tenant.js';
 import type { SqlOrTx } from './connect.js';
-import type { EventRow } from './events.js';
+import type { StoredEventRow } from './events.js';
 import { exists, pageQuery, type Page, type PageParams } from './pagination.js';
 
 export type DecisionStatus = 'pending' | 'confirmed' | 'rejected' | 'denied' | 'awaiting_approval';
@@ -72,9 +72,9 @@ export interface NewAgent {
 export async function writeDecisionBatch(
   sql: SqlOrTx,
   decisions: readonly DecisionRow[],
-  decisionEvents: readonly EventRow[],
+  decisionEvents: readonly StoredEventRow[],
   agents: readonly NewAgent[],
-  agentEvents: readonly EventRow[],
+  agentEvents: readonly StoredEventRow[],
 ): Promise<Set<string>> {
   const rows = await sql<Array<{ registered: string | null }>>`
     with new_agents as (
@@ -110,8 +110,10 @@ export async function writeDecisionBatch(
              review_status text, approval_expires_at timestamptz)
       returning 1
     ), decision_events as (
-      insert into events (id, account_id, environment, type, created_at, data)
-      select e.v->>'id', e.v->>'account_id', e.v->>'environment', e.v->>'type', (e.v->>'created_at')::timestamptz, e.v->'data'
+      -- By reference (migration 017): an allow or deny event names its decision instead of copying it.
+      insert into events (id, account_id, environment, type, created_at, data, decision_id)
+      select e.v->>'id', e.v->>'account_id', e.v->>'environment', e.v->>'type', (e.v->>'created_at')::timestamptz,
+        nullif(e.v->'data', 'null'::jsonb), e.v->>'decision_id'
       from jsonb_array_elements(${sql.json(decisionEvents as never)}::jsonb) with ordinality as e(v, ord)
       order by e.ord
       returning 1
@@ -130,6 +132,20 @@ export async function findDecision(sql: SqlOrTx, accountId: string, environment:
   const [row] = await sql<DecisionRow[]>`select ${COLUMNS(sql)} from decisions
     where account_id = ${accountId} and environment = ${environment} and id = ${id}`;
   return row;
+}
+
+/**
+ * The decisions named by `keys` (any accounts), in one query: the bodies of
+ * decision events stored by reference (runtime/events/references.ts).
+ */
+export async function findDecisionsByKeys(
+  sql: SqlOrTx,
+  keys: ReadonlyArray<{ account_id: string; environment: Environment; id: string }>,
+): Promise<DecisionRow[]> {
+  if (keys.length === 0) return [];
+  return sql<DecisionRow[]>`select ${COLUMNS(sql)} from decisions
+    where (account_id, environment, id) in (
+      select * from unnest(${keys.map((k) => k.account_id)}::text[], ${keys.map((k) => k.environment)}::text[], ${keys.map((k) => k.id)}::text[]))`;
 }
 
 /** GET /v1/decisions filters; each one given narrows the list (all of them together: AND). */

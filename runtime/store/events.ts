@@ -12,6 +12,17 @@ export interface EventRow {
   data: Record<string, unknown>;
 }
 
+/**
+ * An event as stored: a decision.allow / decision.deny event holds no body
+ * (`data` null) but names its decision (migration 017); runtime/events/references.ts
+ * builds the body when the event is read.
+ */
+export interface StoredEventRow extends Omit<EventRow, 'data'> {
+  data: Record<string, unknown> | null;
+  /** Set on a decision event stored by reference (then `data` is null). */
+  decision_id?: string | null;
+}
+
 /** Rows per insert: six parameters each, well under PostgreSQL's 65,535 parameters per statement. */
 const INSERT_CHUNK = 5_000;
 
@@ -31,9 +42,9 @@ async function insertChunk(sql: SqlOrTx, events: readonly EventRow[]): Promise<v
   )}`;
 }
 
-export async function findEvent(sql: SqlOrTx, accountId: string, environment: Environment, id: string): Promise<EventRow | undefined> {
-  const [row] = await sql<EventRow[]>`
-    select id, account_id, environment, type, created_at, data from events
+export async function findEvent(sql: SqlOrTx, accountId: string, environment: Environment, id: string): Promise<StoredEventRow | undefined> {
+  const [row] = await sql<StoredEventRow[]>`
+    select id, account_id, environment, type, created_at, data, decision_id from events
     where account_id = ${accountId} and environment = ${environment} and id = ${id}`;
   return row;
 }
@@ -44,9 +55,9 @@ export async function listEvents(
   environment: Environment,
   page: PageParams,
   type?: string,
-): Promise<Page<EventRow>> {
-  return pageQuery(page, (cursor, limit) => sql<(EventRow & { seq: number })[]>`
-    select id, account_id, environment, type, created_at, data, seq from events
+): Promise<Page<StoredEventRow>> {
+  return pageQuery(page, (cursor, limit) => sql<(StoredEventRow & { seq: number })[]>`
+    select id, account_id, environment, type, created_at, data, decision_id, seq from events
     where account_id = ${accountId} and environment = ${environment}
       ${type ? sql`and type = ${type}` : sql``}
       ${cursor === null ? sql`` : sql`and seq < (select seq from events where account_id = ${accountId} and environment = ${environment} and id = ${cursor})`}

@@ -73,7 +73,9 @@ export interface ClaimedDelivery {
   event_id: string;
   event_type: string;
   event_created_at: Date;
-  event_data: Record<string, unknown>;
+  /** Null for a decision event stored by reference (migration 017): `decision_id` names its decision. */
+  event_data: Record<string, unknown> | null;
+  decision_id: string | null;
 }
 
 /**
@@ -111,7 +113,7 @@ export function claimDueDeliveries(
       returning d.id, d.attempts, d.account_id, d.environment, d.endpoint_id, d.event_id
     )
     select c.id, c.attempts as attempt, c.account_id, c.environment, c.endpoint_id, w.url, w.secret, w.secret_encrypted, w.standard_webhooks,
-      c.event_id, e.type as event_type, e.created_at as event_created_at, e.data as event_data
+      c.event_id, e.type as event_type, e.created_at as event_created_at, e.data as event_data, e.decision_id
     from claimed c
     join webhook_endpoints w on w.account_id = c.account_id and w.environment = c.environment and w.id = c.endpoint_id
     join events e on e.id = c.event_id`;

@@ -23,6 +23,7 @@ import { openText } from '../secrets/sealed-text.js';
 import type { Sql } from '../store/connect.js';
 import type { DeliveryObserver } from '../metrics/service-metrics.js';
 import { retryTransient } from '../store/transient.js';
+import { eventBodies } from '../events/references.js';
 import { claimDueDeliveries, recordAttempts, releaseClaims, type AttemptResult, type ClaimedDelivery } from '../store/webhooks.js';
 import { nextAttemptAfterFailure } from './schedule.js';
 import { sendWebhook } from './send.js';
@@ -161,6 +162,14 @@ export class WebhookDispatcher {
       () => claimDueDeliveries(this.sql, this.clock.now(), free, this.perEndpoint * CLAIM_AHEAD, busy, this.options.leaseSeconds ?? 60),
       { onRetry: this.options.onError },
     );
+    // Decision events stored by reference: their bodies, from their decisions, in one query.
+    if (claimed.some((c) => c.event_data === null)) {
+      const bodies = await retryTransient(
+        () => eventBodies(this.sql, claimed.map((c) => ({ account_id: c.account_id, environment: c.environment, data: c.event_data, decision_id: c.decision_id }))),
+        { onRetry: this.options.onError },
+      );
+      claimed.forEach((c, i) => (c.event_data = bodies[i]!));
+    }
     for (const delivery of claimed) {
       let e = this.endpoints.get(delivery.endpoint_id);
       if (!e) {
@@ -204,7 +213,7 @@ export class WebhookDispatcher {
             environment: delivery.environment,
             type: delivery.event_type,
             created_at: delivery.event_created_at,
-            data: delivery.event_data,
+            data: delivery.event_data ?? {},
           }),
         ),
       );

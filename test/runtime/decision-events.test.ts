@@ -1,7 +1,8 @@
 /**
- * A decision's event carries the decision as GET /v1/decisions/:id shows it at
- * that moment (built by the store from the stored row; the API builds it in
- * engine/decision-resource.ts: the two must stay the same shape).
+ * A decision's event carries the decision as GET /v1/decisions/:id showed it
+ * when decided. Allow and deny events are stored by reference (migration 017)
+ * and built when read (runtime/events/references.ts), so they must show the
+ * decision as decided even after it was confirmed or rejected.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STORE_KINDS } from '../helpers/postgres.js';
@@ -34,6 +35,41 @@ describe.each(STORE_KINDS)('decision events (%s)', (kind) => {
       const { permit_token: _token, ...stored } = await rt.getOk(`/v1/decisions/${d.id}`);
       expect(event!.data.decision).toEqual(stored);
       expect(event!.data.decision).not.toHaveProperty('permit_token');
+    }
+  });
+
+  it('allow and deny events are stored by reference and still show the decision as decided after it moved on', async () => {
+    const allow = json(await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'ev-3', action: 'orders.read', resource: 'order:7', amount: 4 } }));
+    const rejected = json(await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'ev-3', action: 'orders.read', resource: 'order:8' } }));
+    const deny = json(await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'ev-3', action: 'orders.delete' } }));
+    const review = json(await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'ev-3', action: 'orders.read', resource: 'order:vip-3' } }));
+    const asDecided = new Map<string, unknown>();
+    for (const d of [allow, rejected, deny, review]) {
+      const { permit_token: _token, ...answered } = d;
+      asDecided.set(d.id, answered);
+    }
+    expect(json(await rt.call(rt.testKey, { method: 'POST', url: `/v1/decisions/${allow.id}/confirm`, payload: { amount: 3 } })).status).toBe('confirmed');
+    expect(json(await rt.call(rt.testKey, { method: 'POST', url: `/v1/decisions/${rejected.id}/reject` })).status).toBe('rejected');
+
+    const stored = await rt.store.sql<Array<{ decision_id: string | null; has_data: boolean; type: string }>>`
+      select decision_id, data is not null as has_data, type from events
+      where account_id = ${rt.accountId} and type like 'decision.%'
+        and (decision_id = any(${[allow.id, rejected.id, deny.id]}) or data->'decision'->>'id' = ${review.id})`;
+    expect(stored.map((r) => [r.type, r.has_data, r.decision_id]).sort()).toEqual(
+      [
+        ['decision.allow', false, allow.id],
+        ['decision.allow', false, rejected.id],
+        ['decision.deny', false, deny.id],
+        ['decision.review', true, null],
+      ].sort(),
+    );
+
+    const events = (await rt.getOk('/v1/events?limit=100')).data as Array<Record<string, any>>;
+    for (const [id, answered] of asDecided) {
+      const event = events.find((e) => e.data.decision?.id === id);
+      expect(event, `event of ${id}`).toBeDefined();
+      expect(event!.data.decision).toEqual(answered);
+      expect(await rt.getOk(`/v1/events/${event!.id}`)).toEqual(event);
     }
   });
 });

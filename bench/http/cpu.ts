@@ -1,0 +1,52 @@
+/**
+ * CPU accounting for benchmarks (Linux /proc): the CPU time a process, or a
+ * PostgreSQL cluster (its postmaster and every backend it started), used
+ * between two readings. Divided by the requests answered in between, it gives
+ * the CPU each request costs on each side, which a throughput figure on a
+ * shared 2-core machine hides.
+ *
+ * @example
+ *   const before = cpuOf([target.child.pid!, ...clusterPids(cluster.dataDir)]);
+ *   // ... load ...
+ *   const ms = cpuOf(pids) - before; // CPU milliseconds used meanwhile
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** Clock ticks per second of /proc/<pid>/stat (USER_HZ: 100 on every Linux this runs on). */
+const TICKS_PER_SECOND = 100;
+
+interface Stat {
+  ppid: number;
+  /** utime + stime, in ticks. */
+  ticks: number;
+}
+
+function stat(pid: number): Stat | null {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command (field 2) may hold spaces: fields after its closing parenthesis.
+    const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    return { ppid: Number(fields[1]), ticks: Number(fields[11]) + Number(fields[12]) };
+  } catch {
+    return null;
+  }
+}
+
+/** The postmaster's pid (first line of postmaster.pid) and every process it started, now. */
+export function clusterPids(dataDir: string): number[] {
+  const postmaster = Number(readFileSync(join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+  const pids = [postmaster];
+  for (const name of readdirSync('/proc')) {
+    const pid = Number(name);
+    if (Number.isInteger(pid) && stat(pid)?.ppid === postmaster) pids.push(pid);
+  }
+  return pids;
+}
+
+/** CPU milliseconds `pids` used so far (processes gone since are left out). */
+export function cpuOf(pids: readonly number[]): number {
+  let ticks = 0;
+  for (const pid of pids) ticks += stat(pid)?.ticks ?? 0;
+  return (ticks * 1000) / TICKS_PER_SECOND;
+}
