@@ -42,6 +42,8 @@ export interface AppOptions {
   logger?: boolean | object;
   /** Told of every route as it is registered (tests enumerate the routes with it). */
   onRoute?: (route: RouteOptions) => void;
+  /** A dispatcher process (AUTHZ_ROLE=dispatcher) answers only GET /healthz and /readyz. */
+  healthOnly?: boolean;
 }
 
 export async function buildApp(services: Services, options: AppOptions = {}): Promise<FastifyInstance> {
@@ -79,6 +81,10 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     });
   }
   registerErrorHandling(app);
+  if (options.healthOnly) {
+    await app.register(healthRoutes);
+    return app;
+  }
   // JSON bodies: an empty one is no body; __proto__ fields are refused with their path.
   registerJsonBodies(app);
   refuseOtherMediaTypes(app, 'application/json');

@@ -41,7 +41,17 @@ export interface Config {
   redactContext: RedactionPath[];
   /** AUTHZ_OTEL=1: traces over OTLP/HTTP (the standard OTEL_* variables configure the exporter). */
   otel: boolean;
+  /**
+   * AUTHZ_ROLE: what this process does. `all` (default): serves the API and
+   * sends webhooks; `api`: serves the API, sends none (dispatcher processes do);
+   * `dispatcher`: sends webhooks and answers only the health routes. The split
+   * roles need PostgreSQL (several processes on one store).
+   */
+  role: ProcessRole;
 }
+
+export const PROCESS_ROLES = ['all', 'api', 'dispatcher'] as const;
+export type ProcessRole = (typeof PROCESS_ROLES)[number];
 
 /** Requests per second per API key unless AUTHZ_KEY_RATE_LIMIT says otherwise. */
 export const DEFAULT_KEY_RATE_LIMIT = 1000;
@@ -62,6 +72,12 @@ function redactionPaths(list: string): RedactionPath[] {
   } catch (e) {
     throw new ConfigError(`AUTHZ_REDACT_CONTEXT: ${(e as Error).message}`);
   }
+}
+
+function processRole(value: string | undefined): ProcessRole {
+  if (value === undefined || value === '') return 'all';
+  if ((PROCESS_ROLES as readonly string[]).includes(value)) return value as ProcessRole;
+  throw new ConfigError(`AUTHZ_ROLE must be one of ${PROCESS_ROLES.join(', ')} (got ${JSON.stringify(value)})`);
 }
 
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
@@ -94,8 +110,12 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
     },
     redactContext: redactionPaths(env.AUTHZ_REDACT_CONTEXT ?? ''),
     otel: env.AUTHZ_OTEL === '1',
+    role: processRole(env.AUTHZ_ROLE),
   };
   if (env.DATABASE_URL) config.databaseUrl = env.DATABASE_URL;
+  if (config.role !== 'all' && !config.databaseUrl) {
+    throw new ConfigError(`AUTHZ_ROLE=${config.role} needs DATABASE_URL: the embedded store belongs to one process, which must both serve the API and send the webhooks (AUTHZ_ROLE=all)`);
+  }
   if (env.AUTHZ_MASTER_KEY) {
     if (env.AUTHZ_MASTER_KEY.length < 16) throw new ConfigError('AUTHZ_MASTER_KEY must be at least 16 characters');
     config.masterKey = env.AUTHZ_MASTER_KEY;

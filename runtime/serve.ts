@@ -95,20 +95,30 @@ export async function serve(argv: readonly string[]): Promise<number> {
     log(`Loaded ${policies.length} policies ${bundle ? `from ${values.bundle}` : 'from examples/'} into the test environment.`);
   }
 
+  // AUTHZ_ROLE: a dispatcher process answers only the health routes and runs nothing but the dispatcher.
+  const { role } = config;
   const app = await buildApp(services, {
     logger: loggerOptions({ level: process.env.LOG_LEVEL ?? 'info', secrets: [config.adminToken, config.masterKey, config.metricsToken] }),
+    healthOnly: role === 'dispatcher',
   });
-  const replication = await startReplication(store, services.policySets, services.agents, 1000, (e) => app.log.error({ err: e }, 'replication'));
-  const keyReplication = await startKeyReplication(store, { apiKeys: services.keys, ring: services.ring }, (e) => app.log.error({ err: e }, 'key replication'));
-  const maintenance = await startLimitMaintenance(store, services.limits, services.clock, config.budgetSweepSeconds * 1000, (e) => app.log.error({ err: e }, 'budget maintenance'));
-  const reviews = await startReviewMaintenance(store, services.approvals, services.reviewWaiters, 5000, (e) => app.log.error({ err: e }, 'review maintenance'));
+  const onError = (what: string) => (e: unknown) => app.log.error({ err: e }, what);
+  const upkeep =
+    role === 'dispatcher'
+      ? []
+      : [
+          await startReplication(store, services.policySets, services.agents, 1000, onError('replication')),
+          await startKeyReplication(store, { apiKeys: services.keys, ring: services.ring }, onError('key replication')),
+          await startLimitMaintenance(store, services.limits, services.clock, config.budgetSweepSeconds * 1000, onError('budget maintenance')),
+          await startReviewMaintenance(store, services.approvals, services.reviewWaiters, 5000, onError('review maintenance')),
+        ];
   await app.listen({ port: config.port, host: config.host });
   // The bound port (PORT=0 asks the system for a free one).
   const bound = app.server.address();
   const port = typeof bound === 'object' && bound !== null ? bound.port : config.port;
-  services.dispatcher.start((e) => app.log.error({ err: e }, 'webhook dispatcher'));
-  log(`agent-authz listening on http://${config.host}:${port} (store: ${store.kind === 'embedded' ? `embedded, ${config.dataDir}` : 'PostgreSQL'})`);
-  log(`Dashboard: http://${config.host}:${port}/dashboard (sign in with an API key)`);
+  if (role !== 'api') services.dispatcher.start(onError('webhook dispatcher'));
+  const roleNote = role === 'all' ? '' : role === 'api' ? ', role api: sends no webhooks' : ', role dispatcher: sends webhooks, answers /healthz and /readyz only';
+  log(`agent-authz listening on http://${config.host}:${port} (store: ${store.kind === 'embedded' ? `embedded, ${config.dataDir}` : 'PostgreSQL'}${roleNote})`);
+  if (role !== 'dispatcher') log(`Dashboard: http://${config.host}:${port}/dashboard (sign in with an API key)`);
   if (seeded) {
     const testKey = seeded.keys.find((k) => k.environment === 'test')!.key;
     log(`Try: curl -s http://${config.host}:${port}/v1/decisions -H 'Authorization: Bearer ${testKey}' -H 'Content-Type: application/json' \\`);
@@ -120,10 +130,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
     if (stopping) return;
     stopping = true;
     app.log.info(`${signal}: stopping`);
-    await replication.stop();
-    await keyReplication.stop();
-    await maintenance.stop();
-    await reviews.stop();
+    for (const task of upkeep) await task.stop();
     await app.close();
     await services.dispatcher.stop();
     await services.limits.idle();

@@ -2,7 +2,7 @@
  * For tests that run the real server as a child process (`node bin/authz.js
  * serve`): the build it needs and a free port on 127.0.0.1.
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -130,5 +130,58 @@ export async function startFreshServe(dataDirPrefix: string): Promise<FreshServe
   } catch (error) {
     await stop();
     throw error;
+  }
+}
+
+/** A real `authz serve` child process (bin/authz.js). */
+export interface ServeProcess {
+  child: ChildProcess;
+  stdout: string[];
+  stderr: string[];
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/**
+ * Starts `node bin/authz.js serve` on `port` with `env` over the caller's
+ * environment (without AUTHZ_DATA_DIR, AUTHZ_TEST_CLOCK or
+ * AUTHZ_WEBHOOK_ALLOW_PRIVATE unless `env` sets them), LOG_LEVEL warn; resolves
+ * once it prints that it listens, rejects if it exits first.
+ */
+export async function startServeProcess(port: number, env: NodeJS.ProcessEnv, timeoutMs = 30_000): Promise<ServeProcess> {
+  const full: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST, LOG_LEVEL: 'warn' };
+  for (const k of ['AUTHZ_DATA_DIR', 'AUTHZ_TEST_CLOCK', 'AUTHZ_WEBHOOK_ALLOW_PRIVATE']) delete full[k];
+  Object.assign(full, env);
+  const child = spawn(process.execPath, [join(ROOT, 'bin', 'authz.js'), 'serve'], { cwd: ROOT, env: full, stdio: ['ignore', 'pipe', 'pipe'] });
+  const stdout: string[] = [];
+  const stderr: string[] = [];
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.once('exit', (code, signal) => resolve({ code, signal }));
+  });
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => stderr.push(chunk));
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no "listening" within ${timeoutMs} ms; stdout:\n${stdout.join('\n')}\nstderr:\n${stderr.join('')}`)), timeoutMs);
+    eachLine(child.stdout!, (line) => {
+      stdout.push(line);
+      if (line.includes(`listening on http://${HOST}:${port}`)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    void exited.then(({ code, signal }) => {
+      clearTimeout(timer);
+      reject(new Error(`authz serve exited (${code ?? signal}) before listening; stdout:\n${stdout.join('\n')}\nstderr:\n${stderr.join('')}`));
+    });
+  });
+  return { child, stdout, stderr, exited };
+}
+
+/** SIGTERM, then SIGKILL if it has not stopped within 10 s. */
+export async function stopServer(p: ServeProcess): Promise<void> {
+  if (p.child.exitCode !== null || p.child.signalCode !== null) return;
+  p.child.kill('SIGTERM');
+  const late = await Promise.race([p.exited.then(() => false), new Promise<boolean>((r) => setTimeout(() => r(true), 10_000))]);
+  if (late) {
+    p.child.kill('SIGKILL');
+    await p.exited;
   }
 }

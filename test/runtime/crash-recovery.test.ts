@@ -25,15 +25,12 @@
  * No wall-clock assertion: the kill happens after counts of answers, waits are
  * bounded polls with generous deadlines.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer, type Server as HttpServer, type ServerResponse } from 'node:http';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyWebhookSignature } from '../../webhooks/index.js';
 import { createTestDatabase } from '../helpers/postgres.js';
-import { eachLine, ensureBuilt, freePort, HOST, request, ROOT, type Reply } from '../helpers/server-process.js';
+import { ensureBuilt, freePort, HOST, request, startServeProcess, stopServer, type Reply, type ServeProcess } from '../helpers/server-process.js';
 
-const AUTHZ_JS = join(ROOT, 'bin', 'authz.js');
 const ADMIN_TOKEN = 'admin-token-for-crash-recovery-0123456789';
 const LEASE_SECONDS = 2;
 const USD_LIMIT = 300;
@@ -44,62 +41,16 @@ const AFTER_RESTART = { decisions: 250 };
 const DECISION_WORKERS = 8;
 const CONFIRM_WORKERS = 2;
 
-interface Proc {
-  child: ChildProcess;
-  stdout: string[];
-  stderr: string[];
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** Starts `authz serve` on `port` and resolves once it prints that it listens. */
-async function startServer(databaseUrl: string, port: number, timeoutMs = 30_000): Promise<Proc> {
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
+function startServer(databaseUrl: string, port: number): Promise<ServeProcess> {
+  return startServeProcess(port, {
     DATABASE_URL: databaseUrl,
     AUTHZ_ADMIN_TOKEN: ADMIN_TOKEN,
-    PORT: String(port),
-    HOST,
-    LOG_LEVEL: 'warn',
     AUTHZ_KEY_RATE_LIMIT: '1000000',
     AUTHZ_WEBHOOK_LEASE_SECONDS: String(LEASE_SECONDS),
-  };
-  delete env.AUTHZ_DATA_DIR;
-  delete env.AUTHZ_TEST_CLOCK;
-  delete env.AUTHZ_WEBHOOK_ALLOW_PRIVATE;
-  const child = spawn(process.execPath, [AUTHZ_JS, 'serve'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  const stdout: string[] = [];
-  const stderr: string[] = [];
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-    child.once('exit', (code, signal) => resolve({ code, signal }));
   });
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => stderr.push(chunk));
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no "listening" within ${timeoutMs} ms; stdout:\n${stdout.join('\n')}\nstderr:\n${stderr.join('')}`)), timeoutMs);
-    eachLine(child.stdout!, (line) => {
-      stdout.push(line);
-      if (line.includes(`listening on http://${HOST}:${port}`)) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    void exited.then(({ code, signal }) => {
-      clearTimeout(timer);
-      reject(new Error(`authz serve exited (${code ?? signal}) before listening; stdout:\n${stdout.join('\n')}\nstderr:\n${stderr.join('')}`));
-    });
-  });
-  return { child, stdout, stderr, exited };
-}
-
-async function stopServer(p: Proc): Promise<void> {
-  if (p.child.exitCode !== null || p.child.signalCode !== null) return;
-  p.child.kill('SIGTERM');
-  const late = await Promise.race([p.exited.then(() => false), sleep(10_000).then(() => true)]);
-  if (late) {
-    p.child.kill('SIGKILL');
-    await p.exited;
-  }
 }
 
 /** Runs `fn` over `items`, at most `limit` at once. */
@@ -200,7 +151,7 @@ interface Answered {
 
 describe('crash recovery: SIGKILL of `authz serve` under load, restart on the same PostgreSQL', () => {
   let db: Awaited<ReturnType<typeof createTestDatabase>> | undefined;
-  const procs = new Set<Proc>();
+  const procs = new Set<ServeProcess>();
   const receiver = startReceiver();
 
   beforeAll(() => {
