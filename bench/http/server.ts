@@ -37,6 +37,8 @@ const { values } = parseArgs({
     webhook: { type: 'string' },
     /** GET /bench/stats: process.memoryUsage() of this process (bench/soak). */
     stats: { type: 'boolean' },
+    /** Runs this process's webhook dispatcher (with or without --webhook): AUTHZ_ROLE=all (bench/webhooks). */
+    dispatch: { type: 'boolean' },
   },
 });
 
@@ -77,11 +79,11 @@ async function main(): Promise<void> {
   if (values.webhook) {
     const r = await app.inject({ method: 'POST', url: '/v1/webhooks', headers: { authorization: `Bearer ${key}` }, payload: { url: values.webhook, events: ['*'] } });
     if (r.statusCode !== 201) throw new Error(`webhook registration: ${r.statusCode} ${r.body}`);
-    services.dispatcher.start((e) => process.stderr.write(`webhook dispatcher: ${String(e)}\n`));
   }
+  if (values.webhook || values.dispatch) services.dispatcher.start((e) => process.stderr.write(`webhook dispatcher: ${String(e)}\n`));
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.server.address();
-  process.stdout.write(`${JSON.stringify({ port: typeof address === 'object' && address ? address.port : 0, key })}\n`);
+  process.stdout.write(`${JSON.stringify({ port: typeof address === 'object' && address ? address.port : 0, key, account: account.id })}\n`);
   process.once('SIGTERM', async () => {
     await services.dispatcher.stop();
     await app.close();

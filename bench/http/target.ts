@@ -11,6 +11,8 @@ const serverScript = fileURLToPath(new URL('./server.js', import.meta.url));
 export interface Target {
   port: number;
   key: string;
+  /** The bench account's id (absent for the bare target). */
+  account?: string;
   child: ChildProcess;
 }
 
@@ -22,8 +24,8 @@ export async function startTarget(args: string[], nodeArgs: string[] = []): Prom
     rl.once('line', resolve);
     child.once('exit', (code) => reject(new Error(`target exited with ${code}`)));
   });
-  const { port, key } = JSON.parse(line) as { port: number; key: string };
-  return { port, key, child };
+  const { port, key, account } = JSON.parse(line) as { port: number; key: string; account?: string };
+  return { port, key, ...(account ? { account } : {}), child };
 }
 
 export async function stopTarget(t: Target): Promise<void> {

@@ -1,141 +1,230 @@
 /**
- * Webhook delivery bench (`npm run bench:webhooks`): 10,000 events delivered to
- * a local receiver on a throwaway PostgreSQL cluster (default durability), with
- * decisions served at the same time. Reports deliveries per second, the lag from
- * event to delivery (p50, p99, max) and the decisions/s achieved meanwhile
- * beside the same decision load alone. Writes bench/webhooks/REPORT.md.
+ * Webhook delivery bench (`npm run bench:webhooks`), PostgreSQL (throwaway
+ * cluster, default durability), every party in its own process: the receiver
+ * (receiver-process.ts, answers 200 at once), the server processes
+ * (bench/http/server.ts, and a real `authz serve` with AUTHZ_ROLE=dispatcher)
+ * and the load generator (autocannon, in this process). Batches of `--events`
+ * events (security.alert rows written straight to the store, each fanned out
+ * to one subscribed endpoint by the store's trigger) are delivered:
+ *
+ * 1. one process, AUTHZ_ROLE=all, nothing else running;
+ * 2. the same process while it also answers decisions (autocannon, 50 connections);
+ * 3. an AUTHZ_ROLE=api process answering the same decision load and one
+ *    AUTHZ_ROLE=dispatcher process delivering.
+ *
+ * Reports deliveries/s (from the first event written to the last delivery),
+ * the event-to-delivery lag, and decisions/s with deliveries beside the same
+ * load alone, in the same run. Writes bench/webhooks/REPORT.md and targets.json.
  */
+import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
+import autocannon from 'autocannon';
 import { packageRoot } from '../../compiler/index.js';
-import { buildApp } from '../../runtime/app.js';
-import { configFromEnv } from '../../runtime/config.js';
 import { eventRow } from '../../runtime/events/build.js';
-import { createAccount, createApiKey } from '../../runtime/domain/accounts.js';
-import { openServices } from '../../runtime/services.js';
-import { openStore } from '../../runtime/store/connect.js';
+import { openStore, type Store } from '../../runtime/store/connect.js';
 import { insertEvents } from '../../runtime/store/events.js';
-import { migrate } from '../../runtime/store/migrate.js';
-import { writeTargets } from '../targets.js';
 import { startCluster } from '../../scripts/pg-cluster.js';
+import { clusterPids, cpuOf } from '../http/cpu.js';
+import { startTarget, stopTarget, type Target } from '../http/target.js';
+import { writeTargets } from '../targets.js';
 
-const { values } = parseArgs({ options: { events: { type: 'string' } } });
+const { values } = parseArgs({ options: { events: { type: 'string' }, connections: { type: 'string' } } });
 const EVENTS = Number(values.events ?? 10_000);
+const CONNECTIONS = Number(values.connections ?? 50);
+const MASTER_KEY = 'bench-webhooks-master-key-0123456789';
 
-function quantile(sorted: number[], q: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
+interface BatchStats {
+  count: number;
+  first: number;
+  last: number;
+  lags_ms: [number, number, number];
 }
 
-/** Decisions through inject, `concurrency` at a time, for `ms`; decisions per second. */
-async function decisionLoad(app: Awaited<ReturnType<typeof buildApp>>, key: string, ms: number, concurrency = 16): Promise<number> {
-  let done = 0;
-  const until = Date.now() + ms;
-  await Promise.all(
-    Array.from({ length: concurrency }, async (_, w) => {
-      while (Date.now() < until) {
-        const r = await app.inject({ method: 'POST', url: '/v1/decisions', headers: { authorization: `Bearer ${key}` }, payload: { agent_id: `load-${w}`, action: 'orders.read' } });
-        if (r.statusCode === 200) done++;
-      }
-    }),
-  );
-  return (done * 1000) / ms;
+/** A child process that prints one JSON line when ready. */
+async function startChild(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ child: ChildProcess; ready: Record<string, unknown> }> {
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });
+  const line = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).once('line', resolve);
+    child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code}`)));
+  });
+  return { child, ready: JSON.parse(line) as Record<string, unknown> };
 }
 
-const cluster = await startCluster({ durable: true, log: () => {} });
-try {
-  const store = await openStore({ databaseUrl: cluster.url, max: 10 });
-  await migrate(store.sql);
-  const services = await openServices({ config: { ...configFromEnv({}), keyRateLimit: 0 }, store });
-  const app = await buildApp(services);
-  const at = new Date();
-  const account = await createAccount(store.sql, 'bench', at);
-  const key = (await createApiKey(store.sql, account.id, 'test', ['*'], at)).key;
-  await app.inject({ method: 'POST', url: '/v1/policies', headers: { authorization: `Bearer ${key}` }, payload: { name: 'reads', effect: 'allow', actions: ['orders.read'] } });
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  child.kill('SIGTERM');
+  await new Promise((r) => child.once('exit', r));
+}
 
-  const receivedAt = new Map<string, number>();
-  const receiver = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      receivedAt.set(String(req.headers['x-service-event-id']), Date.now());
-      res.writeHead(200).end();
-    });
+/** `authz serve` as a dispatcher process: resolves once it says it listens. */
+async function startDispatcherProcess(databaseUrl: string): Promise<ChildProcess> {
+  const child = spawn(process.execPath, [join(packageRoot(), 'bin', 'authz.js'), 'serve'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, DATABASE_URL: databaseUrl, AUTHZ_ROLE: 'dispatcher', PORT: '0', HOST: '127.0.0.1', AUTHZ_MASTER_KEY: MASTER_KEY, AUTHZ_WEBHOOK_ALLOW_PRIVATE: '1', LOG_LEVEL: 'warn' },
   });
-  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-  const port = (receiver.address() as { port: number }).port;
-  // The bench's events are security alerts nobody else sends, so the decisions' own events are not subscribed.
-  await app.inject({
-    method: 'POST',
-    url: '/v1/webhooks',
-    headers: { authorization: `Bearer ${key}` },
-    payload: { url: `http://127.0.0.1:${port}/hooks`, events: ['security.alert'] },
+  await new Promise<void>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).on('line', (line) => line.includes('listening on') && resolve());
+    child.once('exit', (code) => reject(new Error(`the dispatcher process exited with ${code}`)));
   });
+  return child;
+}
 
-  const alone = await decisionLoad(app, key, 5_000);
+async function stats(receiverPort: number): Promise<Record<string, BatchStats>> {
+  return (await (await fetch(`http://127.0.0.1:${receiverPort}/stats`)).json()) as Record<string, BatchStats>;
+}
 
-  // The events, stored (with their deliveries, by the trigger) in batches of 1,000.
-  const createdAt = new Map<string, number>();
+/** Writes `EVENTS` security.alert events marked `batch` for the account, 1,000 per statement; resolves with when it started. */
+async function writeEvents(store: Store, accountId: string, batch: string): Promise<number> {
+  const started = Date.now();
   for (let i = 0; i < EVENTS; i += 1000) {
     const now = Date.now();
     const rows = Array.from({ length: Math.min(1000, EVENTS - i) }, (_, j) =>
-      eventRow('security.alert', account.id, 'test', now, { alert: 'request_volume', count: i + j, window_seconds: 60, threshold: 0 }),
+      eventRow('security.alert', accountId, 'test', now, { alert: 'request_volume', count: i + j, window_seconds: 60, threshold: 0, bench: batch }),
     );
     await insertEvents(store.sql, rows);
-    for (const r of rows) createdAt.set(r.id, now);
   }
-  const started = Date.now();
-  services.dispatcher.start();
-  // Only the bench's own events count (the decision load may fire a real security.alert too).
-  const benchDelivered = () => [...receivedAt.keys()].filter((id) => createdAt.has(id)).length;
-  while (benchDelivered() < EVENTS && Date.now() - started < 120_000) await new Promise((r) => setTimeout(r, 20));
-  const elapsed = (Date.now() - started) / 1000;
-  const delivered = benchDelivered();
-  const deliveredPerSecond = delivered / elapsed;
-  await services.dispatcher.stop();
-  const lags = [...receivedAt].filter(([id]) => createdAt.has(id)).map(([id, t]) => t - createdAt.get(id)!).sort((a, b) => a - b);
+  return started;
+}
 
-  // A second batch, delivered while decisions are served.
-  receivedAt.clear();
-  for (let i = 0; i < EVENTS; i += 1000) {
-    const rows = Array.from({ length: Math.min(1000, EVENTS - i) }, (_, j) => eventRow('security.alert', account.id, 'test', Date.now(), { alert: 'request_volume', count: j }));
-    await insertEvents(store.sql, rows);
+/** Waits until the receiver has every event of `batch` (or 180 s pass). */
+async function delivered(receiverPort: number, batch: string): Promise<BatchStats> {
+  const deadline = Date.now() + 180_000;
+  for (;;) {
+    const s = (await stats(receiverPort))[batch];
+    if ((s && s.count >= EVENTS) || Date.now() > deadline) return s ?? { count: 0, first: NaN, last: NaN, lags_ms: [NaN, NaN, NaN] };
+    await new Promise((r) => setTimeout(r, 50));
   }
-  services.dispatcher.start();
-  const t0 = Date.now();
-  const withDeliveries = await decisionLoad(app, key, Math.max(1000, Math.round(elapsed * 1000)));
-  while (receivedAt.size < EVENTS && Date.now() - t0 < 120_000) await new Promise((r) => setTimeout(r, 20));
-  const secondElapsed = (Date.now() - t0) / 1000;
-  await services.dispatcher.stop();
+}
 
+function decisionLoad(t: Target): { stop(): Promise<number> } {
+  let finished: (r: autocannon.Result) => void = () => {};
+  const done = new Promise<autocannon.Result>((resolve) => (finished = resolve));
+  const instance = autocannon(
+    {
+      url: `http://127.0.0.1:${t.port}/v1/decisions`,
+      method: 'POST',
+      connections: CONNECTIONS,
+      duration: 600,
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${t.key}` },
+      body: JSON.stringify({ agent_id: 'bench-1', action: 'orders.read', resource: 'order:1' }),
+    },
+    (_error, result) => finished(result),
+  );
+  return {
+    async stop() {
+      instance.stop();
+      const r = await done;
+      return r['2xx'] / Math.max(0.001, r.duration);
+    },
+  };
+}
+
+async function decisionsAlone(t: Target, seconds: number): Promise<number> {
+  const r = await autocannon({
+    url: `http://127.0.0.1:${t.port}/v1/decisions`,
+    method: 'POST',
+    connections: CONNECTIONS,
+    duration: seconds,
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${t.key}` },
+    body: JSON.stringify({ agent_id: 'bench-1', action: 'orders.read', resource: 'order:1' }),
+  });
+  return r['2xx'] / r.duration;
+}
+
+interface Phase {
+  name: string;
+  /** CPU per delivery of the process that delivers (µs), and of PostgreSQL (µs; the decisions' share included when they run). */
+  dispatcherUs: number;
+  pgUs: number;
+  receiverUs: number;
+  perSecond: number;
+  stats: BatchStats;
+  decisions: number | null;
+  alone: number | null;
+}
+
+const cluster = await startCluster({ durable: true, log: () => {} });
+const children: ChildProcess[] = [];
+const phases: Phase[] = [];
+try {
+  const receiver = await startChild([join(packageRoot(), 'dist', 'bench', 'webhooks', 'receiver-process.js')]);
+  children.push(receiver.child);
+  const receiverPort = receiver.ready.port as number;
+  const store = await openStore({ databaseUrl: cluster.url, max: 4 });
+  const subscribe = async (t: Target) => {
+    const r = await fetch(`http://127.0.0.1:${t.port}/v1/webhooks`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${t.key}` },
+      body: JSON.stringify({ url: `http://127.0.0.1:${receiverPort}/hooks`, events: ['security.alert'] }),
+    });
+    if (r.status !== 201) throw new Error(`webhook registration: ${r.status} ${await r.text()}`);
+  };
+  const phase = async (name: string, t: Target, deliverer: number, batch: string, withDecisions: boolean, alone: number | null) => {
+    const load = withDecisions ? decisionLoad(t) : null;
+    const pgPids = clusterPids(cluster.dataDir);
+    const [cpu0, pg0, rx0] = [cpuOf([deliverer]), cpuOf(pgPids), cpuOf([receiver.child.pid!])];
+    const started = await writeEvents(store, t.account!, batch);
+    const s = await delivered(receiverPort, batch);
+    const per = (ms: number) => (ms * 1000) / Math.max(1, s.count);
+    const [dispatcherUs, pgUs, receiverUs] = [per(cpuOf([deliverer]) - cpu0), per(cpuOf(pgPids) - pg0), per(cpuOf([receiver.child.pid!]) - rx0)];
+    const decisions = load ? await load.stop() : null;
+    const perSecond = (s.count * 1000) / Math.max(1, s.last - started);
+    phases.push({ name, perSecond, stats: s, decisions, alone, dispatcherUs, pgUs, receiverUs });
+    process.stderr.write(`${name}: ${s.count} of ${EVENTS} delivered, ${perSecond.toFixed(0)}/s${decisions === null ? '' : `, decisions ${decisions.toFixed(0)}/s (alone ${alone?.toFixed(0)})`}\n`);
+  };
+
+  // 1 and 2: one process that both serves and delivers.
+  const all = await startTarget(['--database-url', cluster.url, '--dispatch']);
+  children.push(all.child);
+  await subscribe(all);
+  const aloneAll = await decisionsAlone(all, 5);
+  await phase('one process (AUTHZ_ROLE=all), nothing else running', all, all.child.pid!, 'A', false, null);
+  await phase('one process (AUTHZ_ROLE=all), answering decisions too', all, all.child.pid!, 'B', true, aloneAll);
+  await stopTarget(all);
+
+  // 3: an API process and a dispatcher process.
+  const api = await startTarget(['--database-url', cluster.url]);
+  children.push(api.child);
+  await subscribe(api);
+  const aloneApi = await decisionsAlone(api, 5);
+  const dispatcher = await startDispatcherProcess(cluster.url);
+  children.push(dispatcher);
+  await phase('AUTHZ_ROLE=api process answering decisions + AUTHZ_ROLE=dispatcher process', api, dispatcher.pid!, 'C', true, aloneApi);
+  await stopChild(dispatcher);
+  await stopTarget(api);
+  await store.close();
+
+  const split = phases[2]!;
   const lines = [
     '# Webhook delivery benchmark',
     '',
-    `Node ${process.version}; PostgreSQL throwaway cluster (fsync on, synchronous_commit on); receiver on 127.0.0.1 answering 200 at once; one server process, dispatcher defaults (256 in flight, 16 per endpoint); decision load: 16 concurrent injected requests.`,
+    `Node ${process.version}; PostgreSQL throwaway cluster (fsync on, synchronous_commit on). Every party in its own process: the receiver (answers 200 at once), the server processes, the load generator (autocannon, ${CONNECTIONS} connections, allow decisions with a permit). Each batch: ${EVENTS.toLocaleString('en-US')} security.alert events written to the store 1,000 per statement, one subscribed endpoint; deliveries/s is counted from the first event written to the last delivery received. Dispatcher defaults (256 in flight, 32 per endpoint).`,
     '',
-    '| measure | value |',
-    '| --- | ---: |',
-    `| events delivered | first batch ${delivered} of ${EVENTS}, second ${receivedAt.size} of ${EVENTS} |`,
-    `| deliveries/s (first batch, no other load) | ${Math.round(deliveredPerSecond)} |`,
-    `| lag event -> delivery p50 / p99 / max (ms) | ${quantile(lags, 0.5)} / ${quantile(lags, 0.99)} / ${lags[lags.length - 1]} |`,
-    `| deliveries/s (second batch, with decisions) | ${Math.round(EVENTS / secondElapsed)} |`,
-    `| decisions/s alone | ${Math.round(alone)} |`,
-    `| decisions/s while delivering | ${Math.round(withDeliveries)} |`,
+    '| setting | delivered | deliveries/s | lag p50 / p99 / max (ms) | decisions/s meanwhile | decisions/s alone (same process, same run) | CPU per delivery: delivering process / PostgreSQL / receiver (µs) |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: |',
+    ...phases.map((p) => `| ${p.name} | ${p.stats.count} of ${EVENTS} | ${p.perSecond.toFixed(0)} | ${p.stats.lags_ms.join(' / ')} | ${p.decisions === null ? '-' : p.decisions.toFixed(0)} | ${p.alone === null ? '-' : p.alone.toFixed(0)} | ${p.dispatcherUs.toFixed(0)} / ${p.pgUs.toFixed(0)} / ${p.receiverUs.toFixed(0)} |`),
+    '',
+    'CPU per delivery: /proc CPU time of the process that delivers, of the PostgreSQL cluster and of the receiver while the batch was written and delivered, divided by the deliveries (with decisions running, both figures include the decisions\' share: the one-process row\'s process also answers them).',
     '',
     'Target: at least 2,000 deliveries/s on PostgreSQL, with decisions still served.',
     '',
   ];
   const report = lines.join('\n');
   writeFileSync(join(packageRoot(), 'bench', 'webhooks', 'REPORT.md'), report);
+  const best = phases[0]!;
   writeTargets('webhooks', [
-    { target: 'webhooks: >= 2,000 deliveries/s on PostgreSQL', measured: `${Math.round(deliveredPerSecond)}/s (${delivered} of ${EVENTS})`, met: deliveredPerSecond >= 2000 && delivered === EVENTS },
-    { target: 'webhooks: decisions still served while delivering', measured: `${Math.round(withDeliveries)} decisions/s (alone ${Math.round(alone)})`, met: withDeliveries > 0 },
+    { target: 'webhooks: >= 2,000 deliveries/s on PostgreSQL (one process, AUTHZ_ROLE=all)', measured: `${best.perSecond.toFixed(0)}/s (${best.stats.count} of ${EVENTS})`, met: best.perSecond >= 2000 && best.stats.count === EVENTS },
+    {
+      target: 'webhooks: >= 2,000 deliveries/s with decisions still served (API process + dispatcher process)',
+      measured: `${split.perSecond.toFixed(0)}/s while ${split.decisions?.toFixed(0)} decisions/s (alone ${split.alone?.toFixed(0)})`,
+      met: split.perSecond >= 2000 && split.stats.count === EVENTS && (split.decisions ?? 0) > 0,
+    },
   ]);
   process.stdout.write(report);
-  await app.close();
-  await services.writer.idle();
-  await new Promise((r) => receiver.close(r));
-  await store.close();
 } finally {
+  for (const c of children) await stopChild(c);
   await cluster.stop();
 }
