@@ -16,9 +16,15 @@ export interface Target {
   child: ChildProcess;
 }
 
-/** Starts server.ts with `args` (see its flags); `nodeArgs` go to node itself (e.g. --cpu-prof). */
-export async function startTarget(args: string[], nodeArgs: string[] = []): Promise<Target> {
-  const child = spawn(process.execPath, [...nodeArgs, serverScript, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+/**
+ * Starts server.ts with `args` (see its flags); `nodeArgs` go to node itself (e.g. --cpu-prof);
+ * `other.script` runs another build's server.js (bench/compare), `other.env` adds to its environment.
+ */
+export async function startTarget(args: string[], nodeArgs: string[] = [], other: { script?: string; env?: Record<string, string> } = {}): Promise<Target> {
+  const child = spawn(process.execPath, [...nodeArgs, other.script ?? serverScript, ...args], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, ...other.env },
+  });
   const line = await new Promise<string>((resolve, reject) => {
     const rl = createInterface({ input: child.stdout! });
     rl.once('line', resolve);
