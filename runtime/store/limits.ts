@@ -112,7 +112,7 @@ export async function resolveHolds(
 ): Promise<BudgetUsage[]> {
   const rows = await sql<Array<{ usage: BudgetUsage }>>`
     select authz_resolve_holds as usage from authz_resolve_holds(${accountId}, ${environment}, ${decisionId}, ${confirm},
-      ${amount === null ? null : String(amount)}::numeric, ${amounts === null ? null : JSON.stringify(amounts)}::jsonb, ${nowMs}::float8)`;
+      ${amount === null ? null : String(amount)}::numeric, ${amounts === null ? null : sql.json(amounts as never)}::jsonb, ${nowMs}::float8)`;
   return rows.map((r) => r.usage);
 }
 
