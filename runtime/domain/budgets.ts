@@ -186,16 +186,11 @@ export async function remainingBudgets(deps: Deps, principal: Principal, subject
         limit: k.limit,
         consumed,
         held,
-        remaining: Math.max(0, roundDecimal(k.limit - consumed - held)),
+        remaining: row ? row.remaining : k.limit,
         period_resets_at: k.period_end,
       };
     })
     .sort((a, b) => (a.policy_id < b.policy_id ? -1 : a.policy_id > b.policy_id ? 1 : 0));
-}
-
-/** Float subtraction of decimal amounts (5 - 1.2 - 0.3) without binary noise in the answer. */
-function roundDecimal(x: number): number {
-  return Number(x.toPrecision(15));
 }
 
 /** GET /v1/budgets and GET /v1/budgets/remaining as a service: the functions above with this process's store, clock and policy sets. */

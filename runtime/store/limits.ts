@@ -164,25 +164,29 @@ export function currentUsage(
 
 /**
  * The current rows of these budget keys, holds of expired decisions not
- * counted (read only): GET /v1/budgets/remaining. Each looked up through the
- * key's unique index; a key without a row is absent from the answer.
+ * counted (read only), with `remaining` = max(0, the key's limit - consumed -
+ * held) in exact decimals: GET /v1/budgets/remaining. Each looked up through
+ * the key's unique index; a key without a row is absent from the answer.
  */
-export async function usageOfKeys(sql: SqlOrTx, accountId: string, environment: Environment, nowMs: number, keys: readonly BudgetCheck[]): Promise<StoredUsage[]> {
+export async function usageOfKeys(sql: SqlOrTx, accountId: string, environment: Environment, nowMs: number, keys: readonly BudgetCheck[]): Promise<Array<StoredUsage & { remaining: number }>> {
   if (keys.length === 0) return [];
-  const wanted = keys.map((k) => ({ policy_id: k.policy_id, scope: k.scope, agent_id: k.agent_id, session_id: k.session_id, on_behalf_of: k.on_behalf_of, unit: k.unit, period: k.period, period_start: k.period_start }));
-  return sql<StoredUsage[]>`
-    select b.account_id, b.environment, b.policy_id, b.scope, nullif(b.agent_id, '') as agent_id,
-      nullif(b.session_id, '') as session_id, nullif(b.on_behalf_of, '') as on_behalf_of, b.unit, b.period,
-      (extract(epoch from b.period_end) * 1000)::float8 as period_end_ms, b.limit_amount::float8 as limit, b.threshold_pct as threshold,
-      b.consumed::float8 as consumed,
-      (b.held - coalesce((select sum(h.amount) from budget_holds h
-                          where h.usage_id = b.id and h.status = 'held' and h.expires_at <= to_timestamp(${nowMs}::float8 / 1000)), 0))::float8 as held,
-      b.threshold_pct is not null and b.consumed >= b.threshold_pct::numeric * b.limit_amount as past_threshold
-    from jsonb_to_recordset(${sql.json(wanted as never)}::jsonb)
-      as k(policy_id text, scope text, agent_id text, session_id text, on_behalf_of text, unit text, period text, period_start timestamptz)
-    join budget_usage b on b.account_id = ${accountId} and b.environment = ${environment} and b.policy_id = k.policy_id
-      and b.scope = k.scope and b.agent_id = k.agent_id and b.session_id = k.session_id and b.on_behalf_of = k.on_behalf_of
-      and b.unit = k.unit and b.period = k.period and b.period_start = k.period_start`;
+  const wanted = keys.map((k) => ({ policy_id: k.policy_id, scope: k.scope, agent_id: k.agent_id, session_id: k.session_id, on_behalf_of: k.on_behalf_of, unit: k.unit, period: k.period, period_start: k.period_start, limit: String(k.limit) }));
+  return sql<Array<StoredUsage & { remaining: number }>>`
+    select u.*, greatest(0, u.key_limit - u.consumed_n - u.held_n)::float8 as remaining, u.consumed_n::float8 as consumed, u.held_n::float8 as held
+    from (
+      select b.account_id, b.environment, b.policy_id, b.scope, nullif(b.agent_id, '') as agent_id,
+        nullif(b.session_id, '') as session_id, nullif(b.on_behalf_of, '') as on_behalf_of, b.unit, b.period,
+        (extract(epoch from b.period_end) * 1000)::float8 as period_end_ms, b.limit_amount::float8 as limit, b.threshold_pct as threshold,
+        b.threshold_pct is not null and b.consumed >= b.threshold_pct::numeric * b.limit_amount as past_threshold,
+        k."limit"::numeric as key_limit, b.consumed as consumed_n,
+        b.held - coalesce((select sum(h.amount) from budget_holds h
+                           where h.usage_id = b.id and h.status = 'held' and h.expires_at <= to_timestamp(${nowMs}::float8 / 1000)), 0) as held_n
+      from jsonb_to_recordset(${sql.json(wanted as never)}::jsonb)
+        as k(policy_id text, scope text, agent_id text, session_id text, on_behalf_of text, unit text, period text, period_start timestamptz, "limit" text)
+      join budget_usage b on b.account_id = ${accountId} and b.environment = ${environment} and b.policy_id = k.policy_id
+        and b.scope = k.scope and b.agent_id = k.agent_id and b.session_id = k.session_id and b.on_behalf_of = k.on_behalf_of
+        and b.unit = k.unit and b.period = k.period and b.period_start = k.period_start
+    ) u`;
 }
 
 /** What applyLimitBatch would answer for one request now, read only (POST /v1/decisions/preview). */
