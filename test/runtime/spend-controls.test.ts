@@ -181,6 +181,28 @@ describe.each(STORE_KINDS)('spend controls (%s)', (kind) => {
     expect(json(over).error.code).toBe('validation.invalid_field');
   });
 
+  it("under approval: a session calls budget is consumed on approval on that session's row, a user USD hold kept and consumed on confirm", async () => {
+    await install([
+      { id: 'pol_appr_run', effect: 'review', actions: ['deploy.run'], budget: { unit: 'calls', limit: 1, period: 'daily', scope: 'session' }, approval: { required: true, timeout_seconds: 600 } },
+      { id: 'pol_appr_user', effect: 'review', actions: ['deploy.run'], budget: { unit: 'USD', limit: 50, period: 'daily', scope: 'user' }, approval: { required: true, timeout_seconds: 600 } },
+    ]);
+    const reviewer = await rt.keyWith(['reviews:write']);
+    const a = fresh('agent');
+    const [s, u] = [fresh('run'), fresh('user')];
+    const left = async () => (await rt.getOk(`/v1/budgets/remaining?${query({ agent_id: a, session_id: s, on_behalf_of: u })}`)).data.map((r: Record<string, any>) => [r.policy_id, r.consumed, r.held]);
+    const d = await decideOk({ agent_id: a, session_id: s, on_behalf_of: u, action: 'deploy.run', amount: 20 });
+    expect(d.status).toBe('awaiting_approval');
+    expect(await left()).toEqual([['pol_appr_run', 0, 0], ['pol_appr_user', 0, 20]]);
+    const approved = await rt.call(reviewer, { method: 'POST', url: `/v1/decisions/${d.id}/review`, payload: { verdict: 'approve', reviewer: 'ops' } });
+    expect(approved.statusCode, approved.body).toBe(200);
+    expect(await left()).toEqual([['pol_appr_run', 1, 0], ['pol_appr_user', 0, 20]]);
+    expect((await resolve(d.id, 'confirm', { amount: 15 })).statusCode).toBe(200);
+    expect(await left()).toEqual([['pol_appr_run', 1, 0], ['pol_appr_user', 15, 0]]);
+    // The session's one call is used: that session is denied; another session of the agent awaits approval.
+    expect(await decideOk({ agent_id: a, session_id: s, on_behalf_of: u, action: 'deploy.run', amount: 1 })).toMatchObject({ effect: 'deny', reason: 'budget.exceeded', policy_id: 'pol_appr_run' });
+    expect(await decideOk({ agent_id: a, session_id: fresh('run'), on_behalf_of: u, action: 'deploy.run', amount: 1 })).toMatchObject({ status: 'awaiting_approval' });
+  });
+
   it('GET /v1/budgets/remaining: budgets_read, agent_id required, a session or user budget only with its key, isolated per tenant', async () => {
     await install([
       { id: 'pol_r_agent', effect: 'allow', actions: ['orders.read'], budget: { unit: 'calls', limit: 3, period: 'daily' } },

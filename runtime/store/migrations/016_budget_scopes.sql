@@ -37,8 +37,10 @@ begin
 end $$;
 create unique index budget_usage_key on budget_usage
   (account_id, environment, policy_id, scope, agent_id, session_id, on_behalf_of, unit, period, period_start);
--- GET /v1/budgets?on_behalf_of= and the remaining budget of a user: only user rows.
+-- GET /v1/budgets?on_behalf_of= and ?session_id=: only user rows, only session rows. (The
+-- columns of these indexes never change after the insert, so the counters' updates stay HOT.)
 create index budget_usage_by_user on budget_usage (account_id, environment, on_behalf_of, period_end) where on_behalf_of <> '';
+create index budget_usage_by_session on budget_usage (account_id, environment, session_id, period_end) where session_id <> '';
 
 -- The agent whose decision placed the hold (a user budget's row has no agent:
 -- its events name the agent whose confirm crossed the line).
@@ -249,7 +251,9 @@ begin
   select coalesce(array_agg(distinct b.unit order by b.unit), '{}') into units from budget_usage b
   where b.id in (select usage_id from budget_holds
                  where account_id = p_account and environment = p_environment and decision_id = p_decision and status = 'held');
-  if p_confirm and p_amount is not null and cardinality(units) > 1 then
+  -- amount alone is ambiguous over two units (amounts naming every unit makes it unused).
+  if p_confirm and p_amount is not null and cardinality(units) > 1
+     and exists (select 1 from unnest(units) x where p_amounts is null or not p_amounts ? x) then
     raise exception '%', array_to_string(units, ', ') using errcode = 'AZ002';
   end if;
   perform 1 from budget_usage b
