@@ -78,6 +78,25 @@ describe.each(STORE_KINDS)('spend controls (%s)', (kind) => {
     expect((await rt.getOk(`/v1/budgets?${query({ agent_id: a, session_id: s1 })}`)).data).toEqual([expect.objectContaining({ consumed: 1, status: 'threshold' })]);
   });
 
+  it('concurrent decisions on one session budget and one user budget (this process, one batch after another) stop at exactly the limit', async () => {
+    await install([
+      { id: 'pol_race_run', effect: 'allow', actions: ['race.run'], budget: { unit: 'USD', limit: 1, period: 'daily', scope: 'session' } },
+      { id: 'pol_race_user', effect: 'allow', actions: ['race.user'], budget: { unit: 'calls', limit: 25, period: 'daily', scope: 'user' } },
+    ]);
+    const a = fresh('agent');
+    const [run, user] = [fresh('run'), fresh('user')];
+    const runs = await Promise.all(Array.from({ length: 60 }, () => decideOk({ agent_id: a, session_id: run, action: 'race.run', amount: 0.03 })));
+    expect(runs.filter((d) => d.effect === 'allow')).toHaveLength(33);
+    const agents = [fresh('agent'), fresh('agent'), fresh('agent')];
+    const users = await Promise.all(Array.from({ length: 60 }, (_, i) => decideOk({ agent_id: agents[i % 3], on_behalf_of: user, action: 'race.user' })));
+    expect(users.filter((d) => d.effect === 'allow')).toHaveLength(25);
+    const left = (await rt.getOk(`/v1/budgets/remaining?${query({ agent_id: a, session_id: run, on_behalf_of: user })}`)).data as Array<Record<string, any>>;
+    expect(left.filter((r) => r.policy_id.startsWith('pol_race_')).map((r) => [r.policy_id, r.consumed, r.held, r.remaining])).toEqual([
+      ['pol_race_run', 0, 0.99, 0.01],
+      ['pol_race_user', 25, 0, 0],
+    ]);
+  });
+
   it('a user budget is shared by every agent acting for the user; exhausted, it denies them all, not other users', async () => {
     await install([
       { id: 'pol_user', effect: 'allow', actions: ['payments.charge', 'mail.send'], budget: { unit: 'USD', limit: 10, period: 'monthly', scope: 'user' } },
