@@ -20,11 +20,15 @@ export { compileSources, compileItems, compileItemsSteps, type CompileOptions, t
 
 // Policies: their types, reading them from YAML or JSON values, their canonical form.
 export {
+  BUDGET_SCOPES,
   DEFAULT_APPROVAL_TIMEOUT_SECONDS,
   RATE_WINDOWS,
+  budgetScope,
+  isHeldUnit,
   type Approval,
   type Budget,
   type BudgetPeriod,
+  type BudgetScope,
   type DecisionRequest,
   type Effect,
   type Policy,

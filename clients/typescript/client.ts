@@ -8,7 +8,7 @@ import { AuthzError } from './errors.js';
 import { guarded, type GuardClient } from './guard.js';
 import { neverSent, sendOnce, type FetchLike, type HttpAnswer, type HttpTarget } from './http.js';
 import { isRetryable, withRetries, type RetryEvent, type RetryPolicy } from './retry.js';
-import type { ConfirmOptions, Decision, DecisionInput, DecisionPreview, PossibleActions, RequestOptions } from './types.js';
+import type { BudgetRemaining, ConfirmOptions, Decision, DecisionInput, DecisionPreview, PossibleActions, RemainingQuery, RequestOptions } from './types.js';
 
 /** What `onRetry` is told: the failed attempt, the wait, and the call it belongs to. */
 export interface ClientRetryEvent extends RetryEvent {
@@ -140,8 +140,27 @@ export class AuthzClient {
    * await authz.confirm(d.id, { amount: 27.5 });
    */
   async confirm(id: string, confirm: ConfirmOptions = {}, options: RequestOptions = {}): Promise<Decision> {
-    const body = confirm.amount === undefined ? {} : { amount: confirm.amount };
+    const body = { ...(confirm.amount === undefined ? {} : { amount: confirm.amount }), ...(confirm.amounts === undefined ? {} : { amounts: confirm.amounts }) };
     return this.#settle(id, 'confirm', body, options);
+  }
+
+  /**
+   * What is left this period of each budget that would apply to the agent, its
+   * session and its user (`GET /v1/budgets/remaining`, extension; the key needs
+   * `budgets:read`). The client's `sessionId` and `onBehalfOf` fill in
+   * `session_id` and `on_behalf_of` when the query names none.
+   *
+   * @example
+   * const left = await authz.budgetsRemaining({ agent_id: 'research-bot', session_id: 'run_42' });
+   * const usd = left.find((b) => b.unit === 'USD')?.remaining;
+   */
+  async budgetsRemaining(query: RemainingQuery, options: RequestOptions = {}): Promise<BudgetRemaining[]> {
+    const params = new URLSearchParams({ agent_id: query.agent_id });
+    for (const [field, fallback] of [['session_id', this.sessionId], ['on_behalf_of', this.onBehalfOf]] as const) {
+      const value = query[field] === undefined ? fallback : query[field];
+      if (typeof value === 'string') params.set(field, value);
+    }
+    return (await this.#send<{ object: 'list'; data: BudgetRemaining[] }>({ method: 'GET', path: `/v1/budgets/remaining?${params}`, options })).body.data;
   }
 
   /**

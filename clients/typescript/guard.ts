@@ -31,6 +31,12 @@ async function settledApproval(client: GuardClient, decision: Decision): Promise
   return current;
 }
 
+/** What guard confirms: the input's amounts per unit, else its amount, else the held amounts. */
+function confirmation(input: DecisionInput): ConfirmOptions {
+  if (input.amounts) return { amounts: input.amounts };
+  return typeof input.amount === 'number' ? { amount: input.amount } : {};
+}
+
 /**
  * Runs `work` under a decision; see `AuthzClient.guard`.
  *
@@ -52,7 +58,7 @@ export async function guarded<T>(client: GuardClient, input: DecisionInput, work
     throw workError;
   }
   try {
-    await client.confirm(decision.id, typeof input.amount === 'number' ? { amount: input.amount } : {});
+    await client.confirm(decision.id, confirmation(input));
   } catch (error) {
     if (error instanceof AuthzError) error.result = result;
     throw error;

@@ -10,6 +10,7 @@ export { AuthzClient, type AuthzClientOptions, type ClientRetryEvent } from './c
 export { AuthzError, DecisionDeniedError, CLIENT_ERROR_CODES, type ErrorDetail } from './errors.js';
 export type { FetchLike } from './http.js';
 export type {
+  BudgetRemaining,
   ConfirmOptions,
   Decision,
   DecisionEffect,
@@ -21,5 +22,6 @@ export type {
   DecisionStatus,
   DecisionWarning,
   PossibleActions,
+  RemainingQuery,
   RequestOptions,
 } from './types.js';

@@ -15,8 +15,14 @@ export interface DecisionRequest {
   action: string;
   /** Free-form resource, matched by policies' resource globs (at most 1024 characters). */
   resource?: string | null;
-  /** Spend (>= 0) in the unit of the fiat budget that applies. */
+  /** Spend (>= 0) in the unit of the held budget that applies (a currency, or tokens). */
   amount?: number | null;
+  /**
+   * Spend per held unit when budgets of several held units apply, e.g.
+   * `{ USD: 0.12, tokens: 3000 }` (contract: Spend controls for agent runs);
+   * `amount` alone is refused then (400 `validation.invalid_field`).
+   */
+  amounts?: Record<string, number> | null;
   /** Read by policy conditions as `context.*`. */
   context?: Record<string, unknown> | null;
   /** Decision (and permit token) lifetime, 1..3600 seconds; default 300. */
@@ -30,15 +36,12 @@ export interface DecisionRequest {
 }
 
 /**
- * Decision fields the API contract's second part adds (spend controls, MCP
- * argument binding). A server whose request schema does not list them yet
- * answers 400 `validation.invalid_field` when one is sent; the client sends
- * each only when it is set.
+ * Decision fields the API contract adds that the service's request schema does
+ * not list yet (none today: `amounts` moved into DecisionRequest when the
+ * service took it). A server that does not know one answers 400
+ * `validation.invalid_field` when it is sent; the client sends each only when set.
  */
-export interface DecisionRequestExtensions {
-  /** One amount per held unit when budgets of several units apply, e.g. `{ USD: 0.12, tokens: 3000 }`. */
-  amounts?: Record<string, number>;
-}
+export interface DecisionRequestExtensions {}
 
 /** What `decide`, `preview` and `guard` take. */
 export type DecisionInput = DecisionRequest & DecisionRequestExtensions;
@@ -108,6 +111,32 @@ export interface Decision {
 export interface ConfirmOptions {
   /** The amount actually spent; defaults to the held amount. */
   amount?: number;
+  /** Per held unit, what was actually spent (e.g. `{ USD: 0.09, tokens: 2410 }`); a unit not named confirms its held amount. */
+  amounts?: Record<string, number>;
+}
+
+/** Whose budgets `budgetsRemaining` asks about (`GET /v1/budgets/remaining`). */
+export interface RemainingQuery {
+  agent_id: string;
+  /** Session-scoped budgets are answered only with one (default: the client's `sessionId`). `null`: none. */
+  session_id?: string | null;
+  /** User-scoped budgets are answered only with one (default: the client's `onBehalfOf`). `null`: none. */
+  on_behalf_of?: string | null;
+}
+
+/** What is left this period of a budget that would apply (an item of `GET /v1/budgets/remaining`). */
+export interface BudgetRemaining {
+  policy_id: string;
+  /** An ISO 4217 code, `tokens` or `calls`. */
+  unit: string;
+  scope: 'agent' | 'session' | 'user';
+  limit: number;
+  consumed: number;
+  held: number;
+  /** max(0, limit - consumed - held). */
+  remaining: number;
+  /** ISO 8601 UTC: when the period resets. */
+  period_resets_at: string;
 }
 
 /** The answer of `POST /v1/decisions/preview`: what a decision would be now, nothing stored or held. */

@@ -3,14 +3,16 @@
  * a higher-priority policy of another effect covers them; same-priority policies
  * that conflict; policies that can never match; shadow policies that decide
  * exactly like an enabled one (./shadow.ts); an approval on a policy whose
- * effect is not review (it has no effect there).
+ * effect is not review (it has no effect there); a budget on a deny policy
+ * (never applies); two policies that can match one request with budgets held in
+ * different units (such requests must give `amounts` per unit).
  */
 import { isConstantFalse } from '../condition/index.js';
 import type { Diagnostic } from '../diagnostics/diagnostic.js';
 import { actionPatternCovers, actionPatternsOverlap } from '../patterns/action.js';
 import { globCovers, globsIntersect } from '../patterns/glob.js';
 import type { PolicyOrigin } from '../policy/read.js';
-import type { Policy } from '../policy/types.js';
+import { budgetScope, isHeldUnit, type Policy } from '../policy/types.js';
 import type { DecisionTable } from '../table/build.js';
 import type { PolicyRow } from '../table/rows.js';
 import { forEachOverlappingPair } from './pairs.js';
@@ -41,12 +43,19 @@ export function lintTable(table: DecisionTable, origins: Origins): Diagnostic[] 
     if (row.policy.approval && row.policy.effect !== 'review') {
       warn(row, 'lint.approval_ignored', `policy ${row.policy.id} has approval but its effect is ${row.policy.effect}: only review policies wait for approval, so it is ignored (make the effect review, or remove approval)`);
     }
+    if (row.policy.budget && row.policy.effect === 'deny') {
+      warn(row, 'lint.budget_ignored', `policy ${row.policy.id} has a budget but its effect is deny: budgets apply only to allowed and reviewed decisions, so it never counts anything`);
+    }
   }
   lintShadowDuplicates(table, (row, message) => warn(row, 'lint.shadow_duplicate', message));
   forEachOverlappingPair(table, (a, b) => {
     const p = a.policy;
     const q = b.policy;
-    if (p.effect === q.effect || !a.enabled || !b.enabled) return;
+    if (!a.enabled || !b.enabled) return;
+    if (p.effect !== 'deny' && q.effect !== 'deny' && p.budget && q.budget && isHeldUnit(p.budget.unit) && isHeldUnit(q.budget.unit) && p.budget.unit !== q.budget.unit && overlaps(p, q)) {
+      warn(b, 'lint.budget_units', `policies ${p.id}${where(p)} (${p.budget.unit}, ${budgetScope(p.budget)} budget) and ${q.id} (${q.budget.unit}, ${budgetScope(q.budget)} budget) can apply to one request: such a request must give amounts per unit (amounts: { "${p.budget.unit}": ..., "${q.budget.unit}": ... }); amount alone is refused`);
+    }
+    if (p.effect === q.effect) return;
     if (p.priority === q.priority) {
       if (p.condition === undefined && q.condition === undefined && overlaps(p, q)) {
         warn(b, 'lint.conflict', `policies ${p.id}${where(p)} and ${q.id} have the same priority ${p.priority} and different effects (${p.effect}, ${q.effect}) for some requests; ${p.id} wins by the deny > review > allow rule`);

@@ -53,7 +53,7 @@ export function checkPolicy(value: Record<string, unknown>, base: string, locato
     diagnostics.push({
       severity: 'error',
       code: 'policy.invalid_field',
-      message: `budget.unit "${budget.unit}" is not an ISO 4217 currency code (or calls)`,
+      message: `budget.unit "${budget.unit}" is not an ISO 4217 currency code (or calls, or tokens)`,
       ...at('/budget/unit'),
     });
   }

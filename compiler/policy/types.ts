@@ -18,11 +18,51 @@ export type RateWindow = (typeof RATE_WINDOWS)[number];
 
 export type RateLimit = Partial<Record<RateWindow, number>>;
 
+/**
+ * Whose spend a budget counts (extension): `agent` (per policy and agent, the
+ * default), `session` (per policy, agent and the request's `session_id`),
+ * `user` (per policy and the request's `on_behalf_of`, across agents).
+ */
+export type BudgetScope = 'agent' | 'session' | 'user';
+export const BUDGET_SCOPES: readonly BudgetScope[] = ['agent', 'session', 'user'];
+
+/**
+ * A budget's scope, `agent` when the policy does not say.
+ * @example
+ * ```ts
+ * import { budgetScope } from 'agent-authz/compiler';
+ *
+ * console.log(budgetScope({ unit: 'USD', limit: 5, period: 'daily', scope: 'session' }), budgetScope({ unit: 'USD', limit: 5, period: 'daily' })); // => session agent
+ * ```
+ */
+export function budgetScope(budget: Budget): BudgetScope {
+  return budget.scope ?? 'agent';
+}
+
+/**
+ * Whether a budget unit is held on decision and consumed on confirm (a currency
+ * or `tokens`), rather than consumed at once (`calls`).
+ * @example
+ * ```ts
+ * import { isHeldUnit } from 'agent-authz/compiler';
+ *
+ * console.log(isHeldUnit('tokens'), isHeldUnit('USD'), isHeldUnit('calls')); // => true true false
+ * ```
+ */
+export function isHeldUnit(unit: string): boolean {
+  return unit !== 'calls';
+}
+
 export interface Budget {
-  /** ISO 4217 code (fiat, consumes the request's amount) or `calls` (consumes 1 per allowed decision). */
+  /**
+   * ISO 4217 code (fiat, holds the request's amount), `tokens` (holds the
+   * request's tokens, like money) or `calls` (consumes 1 per allowed decision).
+   */
   unit: string;
   limit: number;
   period: BudgetPeriod;
+  /** Absent = `agent`. */
+  scope?: BudgetScope;
   /** Fraction of the limit, 0 < x < 1, at which `budget.threshold` fires. */
   threshold_alert?: number;
 }

@@ -144,7 +144,8 @@ export class Approvals implements ApprovalTimeouts {
     }
     // Approved: the calls deferred at decision time are consumed now.
     const matched = await this.matchedPolicies(principal, row);
-    const { verdict, usage } = await limits.applyDeferredCalls(tx, principal, row.agent_id, matched, atMs);
+    const subject = { agentId: row.agent_id, sessionId: row.session_id, onBehalfOf: row.on_behalf_of };
+    const { verdict, usage } = await limits.applyDeferredCalls(tx, principal, subject, matched, atMs);
     if (verdict && 'deny' in verdict) {
       const released = await limits.resolveHolds(tx, principal, row.id, false, null);
       const denied: DecisionRow = { ...reviewed, effect: 'deny', reason: verdict.deny, policy_id: verdict.policy_id, status: 'denied' };

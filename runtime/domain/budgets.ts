@@ -1,17 +1,28 @@
 /**
- * GET /v1/budgets (contract: Budgets): per (policy, agent), the current period's
- * accounting against the policy's current budget. With an agent, every enabled
- * budget whose agent filter covers that agent is listed, used or not; without
- * one, every (policy, agent) with accounting in its current period. Ordered by
- * policy id then agent id; `starting_after` takes `<policy_id>:<agent_id>` of
- * the last item of the previous page (one that is not an item: UnknownCursorError).
+ * GET /v1/budgets (contract: Budgets; scopes: Spend controls for agent runs):
+ * per budget key, the current period's accounting against the policy's current
+ * budget. A row's key: (policy, agent) for an agent-scoped budget, (policy,
+ * agent, session) for a session-scoped one, (policy, user) for a user-scoped
+ * one. The filters `agent_id`, `session_id`, `on_behalf_of` narrow on the row's
+ * key (all given must hold: a user row has no agent). Every key with accounting
+ * in its current period is listed; with an agent (and no user), every enabled
+ * budget whose agent filter covers it is listed too, used or not: its
+ * agent-scoped budgets, or with a session its session-scoped ones. Ordered by the item's cursor: `<policy_id>:<agent_id>`,
+ * `<policy_id>:<agent_id>:<session_id>`, `<policy_id>::<on_behalf_of>`;
+ * `starting_after` takes that of the last item of the previous page (one that
+ * is not an item: UnknownCursorError).
+ *
+ * GET /v1/budgets/remaining: what is left of each budget that would apply to an
+ * agent, a session and a user (see {@link remainingBudgets}).
  */
-import { matchGlob, type Budget, type Policy } from '../../compiler/index.js';
+import { budgetScope, matchGlob, type Budget, type BudgetScope, type Policy } from '../../compiler/index.js';
 import type { Principal } from '../tenant.js';
 import type { Clock } from '../clock.js';
 import type { PolicySets } from '../domain/policy-sets.js';
 import type { Sql } from '../store/connect.js';
-import { currentUsage, releaseExpiredHolds } from '../store/limits.js';
+import { currentUsage, releaseExpiredHolds, usageOfKeys, type BudgetCheck } from '../store/limits.js';
+import { budgetKey } from '../limits/budget-keys.js';
+import { policyBudgets } from '../limits/limit-request.js';
 import { UnknownCursorError, type Page, type PageParams } from '../store/pagination.js';
 import { periodBounds } from '../limits/periods.js';
 
@@ -20,7 +31,14 @@ export type BudgetStatus = 'ok' | 'threshold' | 'exceeded';
 export interface BudgetResource {
   object: 'budget';
   policy_id: string;
-  agent_id: string;
+  /** Null for a user-scoped budget (shared by every agent acting for the user). */
+  agent_id: string | null;
+  /** Extension: `agent`, `session` or `user`. */
+  scope: BudgetScope;
+  /** The session of a session-scoped budget, else null. */
+  session_id: string | null;
+  /** The user of a user-scoped budget, else null. */
+  on_behalf_of: string | null;
   unit: string;
   limit: number;
   consumed: number;
@@ -42,24 +60,62 @@ export function budgetStatus(consumed: number, budget: Budget): BudgetStatus {
   return 'ok';
 }
 
-export async function listBudgets(
-  deps: { sql: Sql; clock: Clock; policySets: PolicySets },
-  principal: Principal,
-  page: PageParams,
-  agentId?: string,
-): Promise<Page<BudgetResource>> {
+/** One item of GET /v1/budgets/remaining (contract: exactly these fields). */
+export interface RemainingBudget {
+  policy_id: string;
+  unit: string;
+  scope: BudgetScope;
+  limit: number;
+  consumed: number;
+  held: number;
+  /** max(0, limit - consumed - held). */
+  remaining: number;
+  period_resets_at: string;
+}
+
+export interface BudgetFilter {
+  agentId?: string;
+  sessionId?: string;
+  onBehalfOf?: string;
+}
+
+type Deps = { sql: Sql; clock: Clock; policySets: PolicySets };
+type BudgetPolicy = Policy & { budget: Budget };
+
+/** A row's key as its cursor (see the file's comment). */
+function cursorOf(policyId: string, scope: BudgetScope, agentId: string | null, sessionId: string | null, onBehalfOf: string | null): string {
+  if (scope === 'user') return `${policyId}::${onBehalfOf}`;
+  return scope === 'session' ? `${policyId}:${agentId}:${sessionId}` : `${policyId}:${agentId}`;
+}
+
+const covers = (p: Policy, agentId: string) => p.agents === undefined || p.agents.some((g) => matchGlob(g, agentId));
+
+async function enabledBudgets(deps: Deps, principal: Principal): Promise<{ current: (id: string) => BudgetPolicy | undefined; all: BudgetPolicy[] }> {
+  const set = await deps.policySets.get(principal.accountId, principal.environment);
+  const current = (id: string): BudgetPolicy | undefined => {
+    const p = set.table.byId.get(id)?.policy;
+    return p && p.state === 'enabled' && p.budget ? (p as BudgetPolicy) : undefined;
+  };
+  return { current, all: set.table.rows.flatMap((row) => current(row.policy.id) ?? []) };
+}
+
+export async function listBudgets(deps: Deps, principal: Principal, page: PageParams, filter: BudgetFilter = {}): Promise<Page<BudgetResource>> {
   const { accountId, environment } = principal;
   const now = deps.clock.now();
   await releaseExpiredHolds(deps.sql, now, { accountId, environment });
-  const set = await deps.policySets.get(accountId, environment);
-  const usage = await currentUsage(deps.sql, accountId, environment, now, agentId);
+  const { current, all } = await enabledBudgets(deps, principal);
+  const usage = await currentUsage(deps.sql, accountId, environment, now, filter);
   const items = new Map<string, BudgetResource>();
-  const item = (policy: Policy & { budget: Budget }, agent: string, consumed: number, held: number): BudgetResource => {
+  const add = (policy: BudgetPolicy, key: { agent_id: string | null; session_id: string | null; on_behalf_of: string | null }, consumed: number, held: number) => {
+    const scope = budgetScope(policy.budget);
     const { start, end } = periodBounds(policy.budget.period, now);
-    return {
+    items.set(cursorOf(policy.id, scope, key.agent_id, key.session_id, key.on_behalf_of), {
       object: 'budget',
       policy_id: policy.id,
-      agent_id: agent,
+      agent_id: key.agent_id,
+      scope,
+      session_id: key.session_id,
+      on_behalf_of: key.on_behalf_of,
       unit: policy.budget.unit,
       limit: policy.budget.limit,
       consumed,
@@ -70,21 +126,19 @@ export async function listBudgets(
       threshold_alert: policy.budget.threshold_alert ?? null,
       status: budgetStatus(consumed, policy.budget),
       livemode: environment === 'live',
-    };
-  };
-  const current = (id: string): (Policy & { budget: Budget }) | undefined => {
-    const p = set.table.byId.get(id)?.policy;
-    return p && p.state === 'enabled' && p.budget ? (p as Policy & { budget: Budget }) : undefined;
+    });
   };
   for (const u of usage) {
     const p = current(u.policy_id);
-    if (p && p.budget.unit === u.unit && p.budget.period === u.period) items.set(`${u.policy_id}:${u.agent_id}`, item(p, u.agent_id, u.consumed, u.held));
+    if (p && p.budget.unit === u.unit && p.budget.period === u.period && budgetScope(p.budget) === u.scope) add(p, u, u.consumed, u.held);
   }
-  if (agentId !== undefined) {
-    for (const row of set.table.rows) {
-      const p = current(row.policy.id);
-      if (!p || items.has(`${p.id}:${agentId}`)) continue;
-      if (p.agents === undefined || p.agents.some((g) => matchGlob(g, agentId))) items.set(`${p.id}:${agentId}`, item(p, agentId, 0, 0));
+  // With an agent (and no user): its unused budgets too, agent-scoped ones, or session-scoped ones of the session given.
+  if (filter.agentId !== undefined && filter.onBehalfOf === undefined) {
+    const wanted: BudgetScope = filter.sessionId === undefined ? 'agent' : 'session';
+    const shown = { agent_id: filter.agentId, session_id: filter.sessionId ?? null, on_behalf_of: null };
+    for (const p of all) {
+      if (budgetScope(p.budget) !== wanted || !covers(p, filter.agentId)) continue;
+      if (!items.has(cursorOf(p.id, wanted, shown.agent_id, shown.session_id, null))) add(p, shown, 0, 0);
     }
   }
   // A cursor must be an item of this list (like every list's starting_after).
@@ -95,11 +149,59 @@ export async function listBudgets(
   return { data: rest.slice(0, page.limit).map(([, v]) => v), has_more: rest.length > page.limit };
 }
 
-/** GET /v1/budgets as a service: the function above with this process's store, clock and policy sets. */
-export class BudgetService {
-  constructor(private readonly deps: { sql: Sql; clock: Clock; policySets: PolicySets }) {}
+/**
+ * GET /v1/budgets/remaining: for each enabled budget whose agent filter covers
+ * the agent and whose scope's key the request gives (a session-scoped budget
+ * needs `sessionId`, a user-scoped one `onBehalfOf`), what is left this period:
+ * limit (the policy's current one) - consumed - held, at least 0. Holds of
+ * expired decisions do not count. Read only; each budget's row is looked up by
+ * its key, so the answer costs the same however many other sessions and users
+ * have rows. Ordered by policy id.
+ *
+ * @example
+ * ```ts
+ * await remainingBudgets(deps, principal, { agentId: 'bot', sessionId: 'run_1', onBehalfOf: null });
+ * // [{ policy_id: 'pol_run', unit: 'USD', scope: 'session', limit: 5, consumed: 1.2, held: 0.3, remaining: 3.5, period_resets_at: '...' }]
+ * ```
+ */
+export async function remainingBudgets(deps: Deps, principal: Principal, subject: { agentId: string; sessionId: string | null; onBehalfOf: string | null }): Promise<RemainingBudget[]> {
+  const now = deps.clock.now();
+  const { all } = await enabledBudgets(deps, principal);
+  const applying = all.filter((p) => covers(p, subject.agentId));
+  const keyed = policyBudgets(applying, now).flatMap((terms): BudgetCheck[] => {
+    const key = budgetKey(terms, subject);
+    return key ? [{ ...terms, ...key, cost: 0 }] : [];
+  });
+  const rows = await usageOfKeys(deps.sql, principal.accountId, principal.environment, now, keyed);
+  const byPolicy = new Map(rows.map((r) => [`${r.policy_id}\u0000${r.scope}\u0000${r.unit}\u0000${r.period}`, r]));
+  return keyed
+    .map((k) => {
+      const row = byPolicy.get(`${k.policy_id}\u0000${k.scope}\u0000${k.unit}\u0000${k.period}`);
+      const consumed = row?.consumed ?? 0;
+      const held = Math.max(0, row?.held ?? 0);
+      return {
+        policy_id: k.policy_id,
+        unit: k.unit,
+        scope: k.scope,
+        limit: k.limit,
+        consumed,
+        held,
+        remaining: row ? row.remaining : k.limit,
+        period_resets_at: k.period_end,
+      };
+    })
+    .sort((a, b) => (a.policy_id < b.policy_id ? -1 : a.policy_id > b.policy_id ? 1 : 0));
+}
 
-  list(principal: Principal, page: PageParams, agentId?: string): Promise<Page<BudgetResource>> {
-    return listBudgets(this.deps, principal, page, agentId);
+/** GET /v1/budgets and GET /v1/budgets/remaining as a service: the functions above with this process's store, clock and policy sets. */
+export class BudgetService {
+  constructor(private readonly deps: Deps) {}
+
+  list(principal: Principal, page: PageParams, filter: BudgetFilter | string = {}): Promise<Page<BudgetResource>> {
+    return listBudgets(this.deps, principal, page, typeof filter === 'string' ? { agentId: filter } : filter);
+  }
+
+  remaining(principal: Principal, subject: { agentId: string; sessionId: string | null; onBehalfOf: string | null }): Promise<RemainingBudget[]> {
+    return remainingBudgets(this.deps, principal, subject);
   }
 }

@@ -8,10 +8,22 @@ import type { SqlOrTx, Tx } from '../store/connect.js';
 import type { DecisionRow } from '../store/decisions.js';
 import type { BudgetUsage } from '../store/limits.js';
 
+/** Who a request spends for: the keys of agent-, session- and user-scoped budgets. */
+export interface SpendSubject {
+  agentId: string;
+  sessionId: string | null;
+  onBehalfOf: string | null;
+}
+
 export interface LimitContext {
   principal: Principal;
   agentId: string;
+  /** The request's session and user: the keys of session- and user-scoped budgets. */
+  sessionId?: string | null;
+  onBehalfOf?: string | null;
   amount: number | null;
+  /** Per held unit (`{ "USD": 0.12, "tokens": 3000 }`), when budgets of two held units apply. */
+  amounts?: Readonly<Record<string, number>> | null;
   /** Every matching enabled policy of an allow or review (their limits and budgets all apply); empty otherwise. */
   matched: readonly Policy[];
   nowMs: number;
@@ -35,8 +47,8 @@ export interface LimitWarning {
 export type LimitVerdict = { deny: 'budget.exceeded'; policy_id: string; message: string } | { warnings: LimitWarning[] } | null;
 
 export interface DecisionLimits {
-  /** Evaluation step 3: the agent's budget exhausted this period, if any. */
-  exhausted(principal: Principal, agentId: string, nowMs: number, policy: (id: string) => Policy | undefined): { policy_id: string } | null;
+  /** Evaluation step 3: a budget of the agent, of this session or of this user exhausted this period, if any. */
+  exhausted(principal: Principal, subject: SpendSubject, nowMs: number, policy: (id: string) => Policy | undefined): { policy_id: string } | null;
   /**
    * Every decision: the platform limit of the API key; with evaluation step 7
    * (allow and review), the matched policies' rate limits and budgets. Over a
@@ -51,9 +63,9 @@ export interface DecisionLimits {
    * matched policies that the decision deferred, consumed now (a deny when one
    * has no room left). Call `note` with `usage` after commit.
    */
-  applyDeferredCalls(tx: Tx, principal: Principal, agentId: string, matched: readonly Policy[], nowMs: number): Promise<{ verdict: LimitVerdict; usage: BudgetUsage[] }>;
-  /** Confirm or reject inside the caller's transaction: the decision's holds. */
-  resolveHolds(tx: SqlOrTx, principal: Principal, decisionId: string, confirm: boolean, amount: number | null): Promise<BudgetUsage[]>;
+  applyDeferredCalls(tx: Tx, principal: Principal, subject: SpendSubject, matched: readonly Policy[], nowMs: number): Promise<{ verdict: LimitVerdict; usage: BudgetUsage[] }>;
+  /** Confirm or reject inside the caller's transaction: the decision's holds (per unit: `amounts`, else `amount`, else the held amount). */
+  resolveHolds(tx: SqlOrTx, principal: Principal, decisionId: string, confirm: boolean, amount: number | null, amounts?: Record<string, number> | null): Promise<BudgetUsage[]>;
   /** After the transaction of `resolveHolds` commits. */
   note(principal: Principal, usage: readonly BudgetUsage[]): void;
 }

@@ -45,6 +45,8 @@ export interface DecisionInput {
   action: string;
   resource?: string | null;
   amount?: number | null;
+  /** Per held unit, when budgets of two held units apply (`{ "USD": 0.12, "tokens": 3000 }`). */
+  amounts?: Record<string, number> | null;
   context?: Record<string, unknown> | null;
   ttl_seconds?: number;
   session_id?: string | null;
@@ -128,7 +130,10 @@ export class DecisionService {
       limits.apply({
         principal,
         agentId: input.agent_id,
+        sessionId: input.session_id ?? null,
+        onBehalfOf: input.on_behalf_of ?? null,
         amount: input.amount ?? null,
+        amounts: input.amounts ?? null,
         matched,
         nowMs,
         decisionId: id,
@@ -195,7 +200,16 @@ export class DecisionService {
     checkAction(input.action);
     const nowMs = this.deps.clock.now();
     const { outcome, matched } = await this.evaluate(principal, input, nowMs);
-    const verdict = await this.deps.limits.preview({ principal, agentId: input.agent_id, amount: input.amount ?? null, matched, nowMs });
+    const verdict = await this.deps.limits.preview({
+      principal,
+      agentId: input.agent_id,
+      sessionId: input.session_id ?? null,
+      onBehalfOf: input.on_behalf_of ?? null,
+      amount: input.amount ?? null,
+      amounts: input.amounts ?? null,
+      matched,
+      nowMs,
+    });
     if (verdict === null) return outcome;
     if ('rate_limited' in verdict) return { ...outcome, effect: 'deny', reason: 'rate_limit.exceeded', retry_after_seconds: verdict.rate_limited };
     if ('deny' in verdict) return { ...outcome, effect: 'deny', reason: verdict.deny, policy_id: verdict.policy_id };
@@ -252,9 +266,10 @@ export class DecisionService {
   /**
    * Confirm or reject (spec section 3): 404, then 409 already confirmed / not
    * pending, 410 expired. A confirm's `amount` is for a decision that had one
-   * (400 otherwise); without one, the amount decided is the amount confirmed.
+   * or held one unit (400 otherwise); `amounts` confirms per held unit; without
+   * either, the amount decided (held) is the amount confirmed.
    */
-  async resolve(principal: Principal, id: string, to: 'confirmed' | 'rejected', amount?: number): Promise<DecisionRow> {
+  async resolve(principal: Principal, id: string, to: 'confirmed' | 'rejected', amount?: number, amounts?: Record<string, number>): Promise<DecisionRow> {
     const { sql, clock, limits } = this.deps;
     const at = new Date(clock.now());
     const { accountId, environment } = principal;
@@ -262,13 +277,16 @@ export class DecisionService {
     const done = await sql.begin(async (tx) => {
       const current = await findDecision(tx, accountId, environment, id);
       const resolvable = current !== undefined && current.status === 'pending' && current.expires_at > at;
-      if (resolvable && to === 'confirmed' && amount !== undefined && current.amount === null) {
-        const message = `decision ${id} was made without an amount; confirm it without one`;
-        throw new InvalidFieldError(message, { details: [{ path: '/amount', message }] });
-      }
       const confirmed = to === 'confirmed' ? (amount ?? current?.amount ?? null) : null;
       const row = await resolveDecision(tx, accountId, environment, id, to, at, confirmed);
-      return row && { row, usage: await limits.resolveHolds(tx, principal, id, to === 'confirmed', to === 'confirmed' ? (amount ?? null) : null) };
+      const confirming = to === 'confirmed';
+      const usage = row && (await limits.resolveHolds(tx, principal, id, confirming, confirming ? (amount ?? null) : null, confirming ? (amounts ?? null) : null));
+      // An amount confirms what was held: a decision without an amount and without holds has none to confirm.
+      if (resolvable && confirming && (amount !== undefined || amounts !== undefined) && current.amount === null && usage !== undefined && usage !== null && !usage.some((u) => u.unit !== 'calls')) {
+        const message = `decision ${id} was made without an amount; confirm it without one`;
+        throw new InvalidFieldError(message, { details: [{ path: amount !== undefined ? '/amount' : '/amounts', message }] });
+      }
+      return row && { row, usage: usage! };
     });
     if (done) {
       limits.note(principal, done.usage);
@@ -288,7 +306,8 @@ export class DecisionService {
     const policy = (policyId: string) => set.table.byId.get(policyId)?.policy;
     let blocked: { policy_id: string } | null;
     if (status === 'revoked') return { outcome: deny('agent.revoked'), matched: [], status, approvalSeconds: null };
-    if ((blocked = limits.exhausted(principal, input.agent_id, nowMs, policy))) {
+    const subject = { agentId: input.agent_id, sessionId: input.session_id ?? null, onBehalfOf: input.on_behalf_of ?? null };
+    if ((blocked = limits.exhausted(principal, subject, nowMs, policy))) {
       return { outcome: { ...deny('budget.exceeded'), policy_id: blocked.policy_id }, matched: [], status, approvalSeconds: null };
     }
     const evaluation = evaluate(set.table, {

@@ -3,12 +3,11 @@
  * and budgets that apply to it. Built from every matching enabled policy
  * (contract: evaluation step 7) and, for the platform limit, from the API key.
  */
-import { RATE_WINDOWS, type Policy, type RateWindow } from '../../compiler/index.js';
-import type { Environment } from '../tenant.js';
-import type { BudgetCheck, RateCheck } from '../store/limits.js';
+import { budgetScope, isHeldUnit, RATE_WINDOWS, type Policy, type RateWindow } from '../../compiler/index.js';
+import type { BudgetTerms, RateCheck } from '../store/limits.js';
 import { periodBounds } from './periods.js';
 
-export type { BudgetCheck, LimitRequest, RateCheck } from '../store/limits.js';
+export type { BudgetCheck, BudgetTerms, LimitRequest, RateCheck } from '../store/limits.js';
 
 
 export const WINDOW_MS: Record<RateWindow, number> = {
@@ -39,8 +38,9 @@ export function apiKeyRate(keyId: string, perSecond: number): RateCheck {
   return rateCheck(`key:${keyId}`, perSecond, 1_000);
 }
 
-export function policyBudgets(matched: readonly Policy[], nowMs: number): BudgetCheck[] {
-  const checks: BudgetCheck[] = [];
+/** The matched policies' budgets in their current periods (no key, no cost yet: ./budget-keys.ts). */
+export function policyBudgets(matched: readonly Policy[], nowMs: number): BudgetTerms[] {
+  const checks: BudgetTerms[] = [];
   for (const p of matched) {
     if (!p.budget) continue;
     const { start, end } = periodBounds(p.budget.period, nowMs);
@@ -52,9 +52,11 @@ export function policyBudgets(matched: readonly Policy[], nowMs: number): Budget
       period_end: new Date(end).toISOString(),
       limit: p.budget.limit,
       threshold: p.budget.threshold_alert ?? null,
+      scope: budgetScope(p.budget),
     });
   }
   return checks;
 }
 
-export const isFiat = (unit: string): boolean => unit !== 'calls';
+/** Held on decision, consumed on confirm: a currency or tokens (not calls). */
+export const isFiat = isHeldUnit;

@@ -11,10 +11,11 @@ import type { Principal } from '../tenant.js';
 import type { Clock } from '../clock.js';
 import { GroupCommit } from '../shared/group-commit.js';
 import type { DecisionLimits, LimitContext, LimitVerdict } from '../domain/decision-ports.js';
-import { InvalidFieldError, MissingFieldError, RateLimitExceededError } from '../errors/api-error.js';
+import { InvalidFieldError, RateLimitExceededError } from '../errors/api-error.js';
 import type { Sql, SqlOrTx, Tx } from '../store/connect.js';
 import { applyLimitsInTransaction } from '../store/reviews.js';
-import { applyLimitBatch, CONFIRM_EXCEEDS_HOLD, previewLimits, resolveHolds, type BudgetUsage, type LimitOutcome } from '../store/limits.js';
+import { applyLimitBatch, CONFIRM_EXCEEDS_HOLD, CONFIRM_NEEDS_AMOUNTS, previewLimits, resolveHolds, type BudgetUsage, type LimitOutcome } from '../store/limits.js';
+import { budgetChecks, budgetKey, type SpendSubject } from './budget-keys.js';
 import { ExhaustedAgents } from './exhausted-agents.js';
 import { KeyLeases } from './key-leases.js';
 import { isFiat, policyBudgets, policyRates, type BudgetCheck, type LimitRequest, type RateCheck } from './limit-request.js';
@@ -41,22 +42,21 @@ export class Limits implements DecisionLimits {
     this.keyLeases = new KeyLeases(options.keyRateLimit);
   }
 
-  exhausted(principal: Principal, agentId: string, nowMs: number, policy: (id: string) => Policy | undefined): { policy_id: string } | null {
-    return this.exhaustedAgents.blocking(principal.accountId, principal.environment, agentId, nowMs, policy);
+  exhausted(principal: Principal, subject: SpendSubject, nowMs: number, policy: (id: string) => Policy | undefined): { policy_id: string } | null {
+    return this.exhaustedAgents.blocking(principal.accountId, principal.environment, subject, nowMs, policy);
   }
 
   async apply(context: LimitContext): Promise<LimitVerdict> {
     const { principal, agentId, matched, nowMs } = context;
     const policyChecks = policyRates(matched, agentId);
-    let budgets = policyBudgets(matched, nowMs);
-    requireAmount(budgets, context.amount);
+    let budgets = budgetChecks(policyBudgets(matched, nowMs), subjectOf(context), { amount: context.amount, amounts: context.amounts ?? null });
     // Awaiting approval: calls are consumed on approval; now they are only checked.
     let deferredDeny: LimitOutcome | null = null;
     if (context.deferCalls) {
       const calls = budgets.filter((b) => !isFiat(b.unit));
       budgets = budgets.filter((b) => isFiat(b.unit));
       if (calls.length > 0) {
-        const request = { account_id: principal.accountId, environment: principal.environment, agent_id: agentId, decision_id: null, expires_at: null, amount: null, rates: [], budgets: calls };
+        const request = { account_id: principal.accountId, environment: principal.environment, agent_id: agentId, decision_id: null, expires_at: null, rates: [], budgets: calls };
         const checked = await previewLimits(this.sql, request, nowMs, this.clock.realTimeOffsetMs?.() ?? null);
         // Out of calls: nothing is held; the rate limits still count the request.
         if (checked.outcome === 'budget_exceeded') [deferredDeny, budgets] = [checked, []];
@@ -73,7 +73,6 @@ export class Limits implements DecisionLimits {
         agent_id: agentId,
         decision_id: context.decisionId,
         expires_at: context.expiresAt.toISOString(),
-        amount: context.amount,
         rates,
         budgets,
       });
@@ -88,10 +87,15 @@ export class Limits implements DecisionLimits {
     return this.verdict(principal, outcome, true);
   }
 
-  async applyDeferredCalls(tx: Tx, principal: Principal, agentId: string, matched: readonly Policy[], nowMs: number): Promise<{ verdict: LimitVerdict; usage: BudgetUsage[] }> {
-    const budgets = policyBudgets(matched, nowMs).filter((b) => !isFiat(b.unit));
+  async applyDeferredCalls(tx: Tx, principal: Principal, subject: SpendSubject, matched: readonly Policy[], nowMs: number): Promise<{ verdict: LimitVerdict; usage: BudgetUsage[] }> {
+    // Keyed by the decision's own session and user; a budget whose scope the decision has no field for
+    // (its policy changed since) does not apply to it.
+    const budgets = policyBudgets(matched, nowMs).flatMap((b): BudgetCheck[] => {
+      const key = isFiat(b.unit) ? null : budgetKey(b, subject);
+      return key ? [{ ...b, ...key, cost: 1 }] : [];
+    });
     if (budgets.length === 0) return { verdict: null, usage: [] };
-    const request = { account_id: principal.accountId, environment: principal.environment, agent_id: agentId, decision_id: null, expires_at: null, amount: null, rates: [], budgets };
+    const request = { account_id: principal.accountId, environment: principal.environment, agent_id: subject.agentId, decision_id: null, expires_at: null, rates: [], budgets };
     const outcome = await applyLimitsInTransaction(tx, request, nowMs, this.clock.realTimeOffsetMs?.() ?? null);
     if (outcome.outcome === 'rate_limited') throw new Error('no rate limit is applied to an approval'); // unreachable: no rates were sent
     const usage = outcome.outcome === 'ok' ? outcome.budgets : [outcome.budget];
@@ -130,12 +134,11 @@ export class Limits implements DecisionLimits {
   async preview(context: Omit<LimitContext, 'decisionId' | 'expiresAt'>): Promise<LimitVerdict | { rate_limited: number; message: string }> {
     const { principal, agentId, matched, nowMs } = context;
     const rates = policyRates(matched, agentId);
-    const budgets = policyBudgets(matched, nowMs);
-    requireAmount(budgets, context.amount);
+    const budgets = budgetChecks(policyBudgets(matched, nowMs), subjectOf(context), { amount: context.amount, amounts: context.amounts ?? null });
     if (rates.length === 0 && budgets.length === 0) return null;
     const outcome = await previewLimits(
       this.sql,
-      { account_id: principal.accountId, environment: principal.environment, agent_id: agentId, decision_id: null, expires_at: null, amount: context.amount, rates, budgets },
+      { account_id: principal.accountId, environment: principal.environment, agent_id: agentId, decision_id: null, expires_at: null, rates, budgets },
       nowMs,
       this.clock.realTimeOffsetMs?.() ?? null,
     );
@@ -159,7 +162,6 @@ export class Limits implements DecisionLimits {
             agent_id: '',
             decision_id: null,
             expires_at: null,
-            amount: null,
             rates: [keyCheck],
             budgets: [],
           })
@@ -205,14 +207,21 @@ export class Limits implements DecisionLimits {
    * Confirm or reject, in the caller's transaction: the decision's holds become
    * consumption or are released. Call `note` with the result after commit.
    */
-  async resolveHolds(tx: SqlOrTx, principal: Principal, decisionId: string, confirm: boolean, amount: number | null): Promise<BudgetUsage[]> {
+  async resolveHolds(tx: SqlOrTx, principal: Principal, decisionId: string, confirm: boolean, amount: number | null, amounts: Record<string, number> | null = null): Promise<BudgetUsage[]> {
     try {
-      return await resolveHolds(tx, principal.accountId, principal.environment, decisionId, confirm, amount, this.clock.now());
+      return await resolveHolds(tx, principal.accountId, principal.environment, decisionId, confirm, amount, this.clock.now(), amounts);
     } catch (error) {
-      if ((error as { code?: string }).code === CONFIRM_EXCEEDS_HOLD) {
-        throw new InvalidFieldError(`amount ${amount} is more than the decision's held amount; confirm at most the amount that was decided`, {
-          details: [{ path: '/amount', message: 'must not exceed the decision\'s amount' }],
+      const code = (error as { code?: string }).code;
+      if (code === CONFIRM_EXCEEDS_HOLD) {
+        const what = amounts === null ? `amount ${amount}` : 'a confirmed amount';
+        throw new InvalidFieldError(`${what} is more than the decision's held amount; confirm at most the amount that was decided`, {
+          details: [{ path: amounts === null ? '/amount' : '/amounts', message: 'must not exceed the decision\'s amount' }],
         });
+      }
+      if (code === CONFIRM_NEEDS_AMOUNTS) {
+        const units = (error as { message?: string }).message ?? '';
+        const message = `decision ${decisionId} holds amounts in several units (${units}): confirm with amounts per unit, not amount`;
+        throw new InvalidFieldError(message, { details: [{ path: '/amount', message }] });
       }
       throw error;
     }
@@ -227,13 +236,8 @@ export class Limits implements DecisionLimits {
   }
 }
 
-/** A fiat budget holds the request's amount: without one, 400 validation.missing_field. */
-function requireAmount(budgets: readonly BudgetCheck[], amount: number | null): void {
-  const fiat = budgets.find((b) => isFiat(b.unit));
-  if (fiat && amount === null) {
-    const message = `amount is required: policy ${fiat.policy_id} has a ${fiat.unit} budget, which holds the request's amount`;
-    throw new MissingFieldError(message, { details: [{ path: '/amount', message }] });
-  }
+function subjectOf(context: Pick<LimitContext, 'agentId' | 'sessionId' | 'onBehalfOf'>): SpendSubject {
+  return { agentId: context.agentId, sessionId: context.sessionId ?? null, onBehalfOf: context.onBehalfOf ?? null };
 }
 
 /**

@@ -45,12 +45,17 @@ function hoist(file: string, name: string, external: Record<string, string> = {}
 
 const POLICY_DEF = 'https://agent-authz.dev/schemas/policy.schema.json#/$defs/policy';
 
+const budgetScope = { enum: ['agent', 'session', 'user'], description: 'Whose spend is counted (extension): per agent, per session (agent run), per user (on_behalf_of, across agents).' };
+
 /** A budget as GET /v1/budgets lists it. */
 const budget = obj({
   object: { const: 'budget' },
   policy_id: str(),
-  agent_id: str(),
-  unit: str('ISO 4217 code or calls'),
+  agent_id: nullable('string', 'Null for a user-scoped budget (shared by every agent acting for the user).'),
+  scope: budgetScope,
+  session_id: nullable('string', 'The session of a session-scoped budget (extension).'),
+  on_behalf_of: nullable('string', 'The user of a user-scoped budget (extension).'),
+  unit: str('ISO 4217 code, tokens or calls'),
   limit: { type: 'number' },
   consumed: { type: 'number' },
   held: { type: 'number' },
@@ -60,6 +65,18 @@ const budget = obj({
   threshold_alert: nullable('number'),
   status: { enum: ['ok', 'threshold', 'exceeded'] },
   livemode: { type: 'boolean' },
+});
+
+/** What is left of a budget that would apply (GET /v1/budgets/remaining, extension). */
+const budgetRemaining = obj({
+  policy_id: str(),
+  unit: str('ISO 4217 code, tokens or calls'),
+  scope: budgetScope,
+  limit: { type: 'number' },
+  consumed: { type: 'number' },
+  held: { type: 'number' },
+  remaining: { type: 'number', description: 'max(0, limit - consumed - held)' },
+  period_resets_at: timestamp(),
 });
 
 const warning = obj({ code: str('policy.conflict or budget.below_threshold'), message: str(), policy_ids: { type: 'array', items: str() } });
@@ -238,6 +255,7 @@ export const COMPONENT_SCHEMAS: Record<string, Schema> = {
     data: { type: 'object', additionalProperties: true },
   }),
   Budget: budget,
+  BudgetRemaining: budgetRemaining,
   WebhookEndpoint: WEBHOOK_ENDPOINT,
   WebhookEndpointWithSecret: extend(WEBHOOK_ENDPOINT, { secret: str('whsec_ + base64 of 32 random bytes: the signing secret, shown only in this answer') }),
   WebhookDelivery: obj({

@@ -124,7 +124,11 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   'POST /v1/agents/{agent_id}/revoke': { summary: 'Revoke an agent (fires agent.revoked)', success: [200, ref('Agent')], errors: { 404: notFound('agent.not_found') } },
   'POST /v1/agents/{agent_id}/restore': { summary: 'Restore a revoked agent', success: [200, ref('Agent')], errors: { 404: notFound('agent.not_found') } },
 
-  'GET /v1/budgets': { summary: 'Budget usage per (policy, agent) this period', success: [200, listOf('Budget')] },
+  'GET /v1/budgets': { summary: 'Budget usage per (policy, agent), (policy, agent, session) or (policy, user) this period', success: [200, listOf('Budget')] },
+  'GET /v1/budgets/remaining': {
+    summary: 'What is left this period of each budget that would apply to the agent, session and user (extension)',
+    success: [200, { type: 'object', properties: { object: { const: 'list' }, data: { type: 'array', items: ref('BudgetRemaining') } }, required: ['object', 'data'] }],
+  },
   'GET /v1/events': { summary: 'List events', success: [200, listOf('Event')] },
   'GET /v1/events/{id}': { summary: 'Read an event', success: [200, ref('Event')], errors: { 404: notFound('event.not_found') } },
 

@@ -1,12 +1,36 @@
-/** /v1/budgets: budget usage per (policy, agent) in the current period (domain/budgets.ts). */
+/**
+ * /v1/budgets: budget usage per key (policy and agent, session or user) in the
+ * current period, and what is left of the budgets that would apply to an agent,
+ * session and user (domain/budgets.ts).
+ */
 import type { FastifyPluginAsync } from 'fastify';
-import { listQuerySchema, pageParams, type ListQuery } from '../http/list.js';
+import { loadSchema } from '../../compiler/index.js';
+import { pageParams, type ListQuery } from '../http/list.js';
 import { listBody } from '../presenters/list.js';
+
+const budgetListQuery = loadSchema('api/budget-list-query');
+const remainingQuery = loadSchema('api/budget-remaining-query');
 
 export const budgetRoutes: FastifyPluginAsync = async (app) => {
   const { budgets } = app.services;
-  app.get<{ Querystring: ListQuery }>('/v1/budgets', { config: { scope: 'budgets:read' }, schema: { querystring: listQuerySchema } }, async (request) => {
-    const page = await budgets.list(request.principal, pageParams(request.query), request.query.agent_id);
-    return listBody(page.data, page.has_more, '/v1/budgets');
-  });
+  app.get<{ Querystring: ListQuery & { session_id?: string; on_behalf_of?: string } }>(
+    '/v1/budgets',
+    { config: { scope: 'budgets:read' }, schema: { querystring: budgetListQuery } },
+    async (request) => {
+      const { agent_id: agentId, session_id: sessionId, on_behalf_of: onBehalfOf } = request.query;
+      const page = await budgets.list(request.principal, pageParams(request.query), { agentId, sessionId, onBehalfOf });
+      return listBody(page.data, page.has_more, '/v1/budgets');
+    },
+  );
+
+  // Extension (contract: Spend controls for agent runs).
+  app.get<{ Querystring: { agent_id: string; session_id?: string; on_behalf_of?: string } }>(
+    '/v1/budgets/remaining',
+    { config: { scope: 'budgets:read' }, schema: { querystring: remainingQuery } },
+    async (request) => {
+      const { agent_id: agentId, session_id: sessionId, on_behalf_of: onBehalfOf } = request.query;
+      const data = await budgets.remaining(request.principal, { agentId, sessionId: sessionId ?? null, onBehalfOf: onBehalfOf ?? null });
+      return { object: 'list', data };
+    },
+  );
 };

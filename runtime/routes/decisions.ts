@@ -110,7 +110,7 @@ export const decisionRoutes: FastifyPluginAsync = async (app) => {
 
   // confirm and reject take an optional body: none, or an empty one (runtime/http/json-body.ts), means {}.
   for (const [verb, to] of [['confirm', 'confirmed'], ['reject', 'rejected']] as const) {
-    app.post<{ Params: { id: string }; Body: { amount?: number } | undefined }>(
+    app.post<{ Params: { id: string }; Body: { amount?: number; amounts?: Record<string, number> } | undefined }>(
       `/v1/decisions/:id/${verb}`,
       {
         config: { scope: 'decisions:write' },
@@ -121,7 +121,8 @@ export const decisionRoutes: FastifyPluginAsync = async (app) => {
       },
       async (request) => {
         const amount = to === 'confirmed' ? request.body?.amount : undefined;
-        return decisionResource(await decisions.resolve(request.principal, request.params.id, to, amount), clock.now());
+        const amounts = to === 'confirmed' ? request.body?.amounts : undefined;
+        return decisionResource(await decisions.resolve(request.principal, request.params.id, to, amount, amounts), clock.now());
       },
     );
   }

@@ -1,6 +1,7 @@
 /**
  * Rate limits and budgets in the store: thin calls of the SQL functions of
- * migrations/003_limits.sql, where every check and change is made atomically.
+ * migrations/003_limits.sql (budget scopes: 016_budget_scopes.sql), where every
+ * check and change is made atomically.
  */
 import type { Environment } from '../tenant.js';
 import type { SqlOrTx } from './connect.js';
@@ -13,7 +14,10 @@ export interface RateCheck {
   window_ms: number;
 }
 
-export interface BudgetCheck {
+export type BudgetScope = 'agent' | 'session' | 'user';
+
+/** A policy's budget as its period's limit (no key, no cost). */
+export interface BudgetTerms {
   policy_id: string;
   unit: string;
   period: string;
@@ -21,16 +25,30 @@ export interface BudgetCheck {
   period_end: string;
   limit: number;
   threshold: number | null;
+  scope: BudgetScope;
+}
+
+/**
+ * One budget of a request: its terms, its row's key ('' where the scope has
+ * none: agent scope keys agent_id; session agent_id and session_id; user
+ * on_behalf_of) and what the request takes from it (1 for calls, the held amount
+ * for a currency or tokens).
+ */
+export interface BudgetCheck extends BudgetTerms {
+  agent_id: string;
+  session_id: string;
+  on_behalf_of: string;
+  cost: number;
 }
 
 export interface LimitRequest {
   account_id: string;
   environment: Environment;
+  /** The agent asking (a hold's agent; a user budget's events name it). */
   agent_id: string;
-  /** The decision a fiat hold belongs to, and when it expires. */
+  /** The decision a hold belongs to, and when it expires. */
   decision_id: string | null;
   expires_at: string | null;
-  amount: number | null;
   rates: RateCheck[];
   budgets: BudgetCheck[];
 }
@@ -38,7 +56,11 @@ export interface LimitRequest {
 /** A budget row as the runtime sees it after a change (numbers, not numeric strings). */
 export interface BudgetUsage {
   policy_id: string;
-  agent_id: string;
+  scope: BudgetScope;
+  /** Null for a user budget (shared by every agent acting for the user). */
+  agent_id: string | null;
+  session_id: string | null;
+  on_behalf_of: string | null;
   unit: string;
   period: string;
   period_end_ms: number;
@@ -71,8 +93,13 @@ export async function applyLimitBatch(sql: SqlOrTx, requests: readonly LimitRequ
 
 /** Error code raised by authz_resolve_holds when a confirmed amount exceeds the hold. */
 export const CONFIRM_EXCEEDS_HOLD = 'AZ001';
+/** Error code raised by authz_resolve_holds when `amount` alone confirms holds of two or more units (message: the units). */
+export const CONFIRM_NEEDS_AMOUNTS = 'AZ002';
 
-/** Confirms (into consumption) or releases a decision's holds, in the caller's transaction. */
+/**
+ * Confirms (into consumption) or releases a decision's holds, in the caller's
+ * transaction: per hold, `amounts[unit]`, else `amount`, else the held amount.
+ */
 export async function resolveHolds(
   sql: SqlOrTx,
   accountId: string,
@@ -81,10 +108,11 @@ export async function resolveHolds(
   confirm: boolean,
   amount: number | null,
   nowMs: number,
+  amounts: Record<string, number> | null = null,
 ): Promise<BudgetUsage[]> {
   const rows = await sql<Array<{ usage: BudgetUsage }>>`
     select authz_resolve_holds as usage from authz_resolve_holds(${accountId}, ${environment}, ${decisionId}, ${confirm},
-      ${amount === null ? null : String(amount)}::numeric, ${nowMs}::float8)`;
+      ${amount === null ? null : String(amount)}::numeric, ${amounts === null ? null : sql.json(amounts as never)}::jsonb, ${nowMs}::float8)`;
   return rows.map((r) => r.usage);
 }
 
@@ -100,7 +128,8 @@ export interface StoredUsage extends BudgetUsage {
   environment: Environment;
 }
 
-const USAGE = (sql: SqlOrTx) => sql`account_id, environment, policy_id, agent_id, unit, period,
+const USAGE = (sql: SqlOrTx) => sql`account_id, environment, policy_id, scope, nullif(agent_id, '') as agent_id,
+  nullif(session_id, '') as session_id, nullif(on_behalf_of, '') as on_behalf_of, unit, period,
   (extract(epoch from period_end) * 1000)::float8 as period_end_ms, limit_amount::float8 as limit, threshold_pct as threshold,
   consumed::float8 as consumed, held::float8 as held,
   threshold_pct is not null and consumed >= threshold_pct::numeric * limit_amount as past_threshold`;
@@ -111,13 +140,53 @@ export function exhaustedUsage(sql: SqlOrTx, nowMs: number): Promise<StoredUsage
     where consumed >= limit_amount and period_end > to_timestamp(${nowMs}::float8 / 1000)`;
 }
 
-/** The usage rows of an environment's current periods (optionally one agent's), by policy then agent. */
-export function currentUsage(sql: SqlOrTx, accountId: string, environment: Environment, nowMs: number, agentId?: string): Promise<StoredUsage[]> {
+/**
+ * The usage rows of an environment's current periods, by policy then key;
+ * optionally only one agent's (its agent and session rows), one session's, one
+ * user's (user rows), each through an index.
+ */
+export function currentUsage(
+  sql: SqlOrTx,
+  accountId: string,
+  environment: Environment,
+  nowMs: number,
+  filter: { agentId?: string; sessionId?: string; onBehalfOf?: string } = {},
+): Promise<StoredUsage[]> {
+  const { agentId, sessionId, onBehalfOf } = filter;
   return sql<StoredUsage[]>`select ${USAGE(sql)} from budget_usage
     where account_id = ${accountId} and environment = ${environment}
       ${agentId === undefined ? sql`` : sql`and agent_id = ${agentId}`}
+      ${sessionId === undefined ? sql`` : sql`and session_id = ${sessionId}`}
+      ${onBehalfOf === undefined ? sql`` : sql`and on_behalf_of = ${onBehalfOf}`}
       and period_end > to_timestamp(${nowMs}::float8 / 1000) and period_start <= to_timestamp(${nowMs}::float8 / 1000)
-    order by policy_id, agent_id`;
+    order by policy_id, scope, agent_id, session_id, on_behalf_of`;
+}
+
+/**
+ * The current rows of these budget keys, holds of expired decisions not
+ * counted (read only), with `remaining` = max(0, the key's limit - consumed -
+ * held) in exact decimals: GET /v1/budgets/remaining. Each looked up through
+ * the key's unique index; a key without a row is absent from the answer.
+ */
+export async function usageOfKeys(sql: SqlOrTx, accountId: string, environment: Environment, nowMs: number, keys: readonly BudgetCheck[]): Promise<Array<StoredUsage & { remaining: number }>> {
+  if (keys.length === 0) return [];
+  const wanted = keys.map((k) => ({ policy_id: k.policy_id, scope: k.scope, agent_id: k.agent_id, session_id: k.session_id, on_behalf_of: k.on_behalf_of, unit: k.unit, period: k.period, period_start: k.period_start, limit: String(k.limit) }));
+  return sql<Array<StoredUsage & { remaining: number }>>`
+    select u.*, greatest(0, u.key_limit - u.consumed_n - u.held_n)::float8 as remaining, u.consumed_n::float8 as consumed, u.held_n::float8 as held
+    from (
+      select b.account_id, b.environment, b.policy_id, b.scope, nullif(b.agent_id, '') as agent_id,
+        nullif(b.session_id, '') as session_id, nullif(b.on_behalf_of, '') as on_behalf_of, b.unit, b.period,
+        (extract(epoch from b.period_end) * 1000)::float8 as period_end_ms, b.limit_amount::float8 as limit, b.threshold_pct as threshold,
+        b.threshold_pct is not null and b.consumed >= b.threshold_pct::numeric * b.limit_amount as past_threshold,
+        k."limit"::numeric as key_limit, b.consumed as consumed_n,
+        b.held - coalesce((select sum(h.amount) from budget_holds h
+                           where h.usage_id = b.id and h.status = 'held' and h.expires_at <= to_timestamp(${nowMs}::float8 / 1000)), 0) as held_n
+      from jsonb_to_recordset(${sql.json(wanted as never)}::jsonb)
+        as k(policy_id text, scope text, agent_id text, session_id text, on_behalf_of text, unit text, period text, period_start timestamptz, "limit" text)
+      join budget_usage b on b.account_id = ${accountId} and b.environment = ${environment} and b.policy_id = k.policy_id
+        and b.scope = k.scope and b.agent_id = k.agent_id and b.session_id = k.session_id and b.on_behalf_of = k.on_behalf_of
+        and b.unit = k.unit and b.period = k.period and b.period_start = k.period_start
+    ) u`;
 }
 
 /** What applyLimitBatch would answer for one request now, read only (POST /v1/decisions/preview). */

@@ -21,13 +21,15 @@ import { START, startRuntime, type TestRuntime } from '../runtime/helpers/app.js
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const PYTHON = process.env.AUTHZ_TEST_PYTHON ?? 'python3';
 
-/** The policies clients/python/tests/support.py names (ALLOW, DENY, REVIEW, CHARGE, LIMITED). */
+/** The policies clients/python/tests/support.py names (ALLOW, DENY, REVIEW, CHARGE, LIMITED, LLM). */
 const POLICIES = [
   { id: 'pol_read', effect: 'allow', actions: ['orders.read'] },
   { id: 'pol_delete', effect: 'deny', actions: ['orders.delete'] },
   { id: 'pol_refund', effect: 'review', actions: ['payments.refund'] },
   { id: 'pol_charge', effect: 'allow', actions: ['payments.charge'], budget: { unit: 'USD', limit: 100, period: 'monthly' } },
   { id: 'pol_export', effect: 'allow', actions: ['reports.export'], rate_limit: { per_minute: 1 } },
+  { id: 'pol_llm_usd', effect: 'allow', actions: ['llm.call'], budget: { unit: 'USD', limit: 1, period: 'daily', scope: 'session' } },
+  { id: 'pol_llm_tokens', effect: 'allow', actions: ['llm.call'], budget: { unit: 'tokens', limit: 10_000, period: 'daily', scope: 'session' } },
 ] as const;
 
 /** Signatures made independently of the Python code: the service's signer, and the Standard Webhooks scheme with node:crypto. */

@@ -36,9 +36,9 @@ const schemaProperties = (name: string): string[] =>
   Object.keys((JSON.parse(readFileSync(new URL(`../../schemas/api/${name}.schema.json`, import.meta.url), 'utf8')) as { properties: object }).properties).sort();
 
 /** Every field of the request types, set: the compiler refuses a field missing here or unknown to the type. */
-const FULL_REQUEST = { agent_id: 'a', action: 'orders.read', resource: 'r', amount: 1, context: {}, ttl_seconds: 60, session_id: 's', on_behalf_of: 'u', args_digest: 'd' } satisfies Required<DecisionRequest>;
-const FULL_EXTENSIONS = { amounts: { USD: 1 } } satisfies Required<DecisionRequestExtensions>;
-const FULL_CONFIRM = { amount: 1 } satisfies Required<ConfirmOptions>;
+const FULL_REQUEST = { agent_id: 'a', action: 'orders.read', resource: 'r', amount: 1, amounts: { USD: 1 }, context: {}, ttl_seconds: 60, session_id: 's', on_behalf_of: 'u', args_digest: 'd' } satisfies Required<DecisionRequest>;
+const FULL_EXTENSIONS = {} satisfies Required<DecisionRequestExtensions>;
+const FULL_CONFIRM = { amount: 1, amounts: { USD: 1 } } satisfies Required<ConfirmOptions>;
 const FULL_DECISION = {
   id: 'dec_1',
   object: 'decision',
@@ -145,6 +145,8 @@ describe.each(STORE_KINDS)('agent-authz/client against the service (%s store)', 
       { id: 'pol_refund', effect: 'review', actions: ['payments.refund'] },
       { id: 'pol_charge', effect: 'allow', actions: ['payments.charge'], budget: { unit: 'USD', limit: 100, period: 'monthly', threshold_alert: 0.8 } },
       { id: 'pol_export', effect: 'allow', actions: ['reports.export'], rate_limit: { per_second: 1 } },
+      { id: 'pol_llm_usd', effect: 'allow', actions: ['llm.call'], budget: { unit: 'USD', limit: 1, period: 'daily', scope: 'session' } },
+      { id: 'pol_llm_tokens', effect: 'allow', actions: ['llm.call'], budget: { unit: 'tokens', limit: 10_000, period: 'daily', scope: 'session' } },
     ]);
     await rt.setPolicies([{ id: 'pol_live_read', effect: 'allow', actions: ['orders.read'] }], 'live');
     await rt.app.listen({ port: 0, host: '127.0.0.1' });
@@ -247,6 +249,47 @@ describe.each(STORE_KINDS)('agent-authz/client against the service (%s store)', 
       expect(await chargeBudget(a)).toMatchObject({ held: 0, consumed: 0 });
       expect(await rejection(authz.confirm(d.id))).toMatchObject({ code: 'decision.not_pending', status: 409 });
       expect(await rejection(authz.reject(d.id))).toMatchObject({ code: 'decision.not_pending', status: 409 });
+    });
+  });
+
+  describe('spend controls', () => {
+    const llm = <T extends { policy_id: string }>(left: T[]) => left.filter((b) => b.policy_id.startsWith('pol_llm_'));
+
+    it('guard holds amounts per unit and confirms them; the run is stopped by its budget, another run goes on', async () => {
+      const a = agent('spend');
+      const run = agent('run');
+      const authz = client({ sessionId: run });
+      let calls = 0;
+      const stopped = await (async () => {
+        for (let i = 0; i < 10; i++) await authz.guard({ agent_id: a, action: 'llm.call', amounts: { USD: 0.3, tokens: 100 } }, () => calls++);
+      })().then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(stopped).toBeInstanceOf(DecisionDeniedError);
+      expect((stopped as DecisionDeniedError).decision).toMatchObject({ reason: 'budget.exceeded', session_id: run, policy_id: 'pol_llm_usd' });
+      expect(calls).toBe(3);
+      expect(llm(await authz.budgetsRemaining({ agent_id: a }))).toEqual([
+        expect.objectContaining({ policy_id: 'pol_llm_tokens', unit: 'tokens', scope: 'session', consumed: 300, held: 0, remaining: 9700 }),
+        expect.objectContaining({ policy_id: 'pol_llm_usd', unit: 'USD', scope: 'session', consumed: 0.9, held: 0, remaining: 0.1 }),
+      ]);
+      // Without the session, session budgets are not answered; another run has its own.
+      expect(llm(await authz.budgetsRemaining({ agent_id: a, session_id: null }))).toEqual([]);
+      expect(await authz.decide({ agent_id: a, action: 'llm.call', session_id: agent('run'), amounts: { USD: 0.3, tokens: 100 } })).toMatchObject({ effect: 'allow' });
+    });
+
+    it('confirm takes amounts per unit; amount alone under two held units is 400 validation.invalid_field', async () => {
+      const a = agent('spend');
+      const run = agent('run');
+      const authz = client({ sessionId: run });
+      const d = await authz.decide({ agent_id: a, action: 'llm.call', amounts: { USD: 0.5, tokens: 400 } });
+      expect(await authz.confirm(d.id, { amounts: { USD: 0.25, tokens: 350 } })).toMatchObject({ status: 'confirmed' });
+      expect(llm(await authz.budgetsRemaining({ agent_id: a })).map((b) => [b.unit, b.consumed])).toEqual([
+        ['tokens', 350],
+        ['USD', 0.25],
+      ]);
+      expect(await rejection(authz.decide({ agent_id: a, action: 'llm.call', amount: 0.1 }))).toMatchObject({ code: 'validation.invalid_field', status: 400 });
+      expect(await rejection(authz.decide({ agent_id: a, action: 'llm.call', session_id: null, amounts: { USD: 0.1, tokens: 1 } }))).toMatchObject({ code: 'validation.missing_field', status: 400 });
     });
   });
 

@@ -67,6 +67,7 @@ describe.each(STORE_KINDS)('budgets (%s)', (kind) => {
         threshold_pct: 0.6,
         period: 'daily',
         period_resets_at: '2026-11-22T00:00:00.000Z',
+        scope: 'agent',
       };
       expect(events[0]!.data).toEqual({ ...common, budget_consumed: 3, reason: 'budget.below_threshold' });
       expect(events[1]!.data).toEqual({ ...common, budget_consumed: 5, reason: 'budget.exceeded' });
@@ -224,6 +225,7 @@ describe.each(STORE_KINDS)('budgets (%s)', (kind) => {
         threshold_pct: 0.5,
         period: 'monthly',
         period_resets_at: '2026-12-01T00:00:00.000Z',
+        scope: 'agent',
         reason: 'budget.below_threshold',
       });
       const warned = await decideOk({ agent_id: a, action: 'payments.charge', amount: 44.5 });
@@ -293,6 +295,9 @@ describe.each(STORE_KINDS)('budgets (%s)', (kind) => {
           object: 'budget',
           policy_id: 'pol_b1',
           agent_id: a,
+          scope: 'agent',
+          session_id: null,
+          on_behalf_of: null,
           unit: 'calls',
           limit: 10,
           consumed: 1,

@@ -56,6 +56,8 @@ describe.each(STORE_KINDS)('dashboard in chromium (%s)', (kind) => {
     await rt.setPolicies([
       { id: 'pol_dash_read', name: 'read-orders', effect: 'allow', actions: ['orders.read'], priority: 10 },
       { id: 'pol_dash_spend', name: 'spend', effect: 'allow', actions: ['payments.charge'], priority: 20, budget: { unit: 'USD', limit: 100, period: 'daily' } },
+      { id: 'pol_dash_run', name: 'per-run', effect: 'allow', actions: ['llm.call'], priority: 20, budget: { unit: 'tokens', limit: 5000, period: 'daily', scope: 'session' } },
+      { id: 'pol_dash_user', name: 'per-user', effect: 'allow', actions: ['mail.send'], priority: 20, budget: { unit: 'calls', limit: 10, period: 'monthly', scope: 'user' } },
       { id: 'pol_dash_delete', name: 'no-deletes', effect: 'deny', actions: ['orders.delete'], priority: 5 },
     ] as never);
     base = await rt.app.listen({ host: '127.0.0.1', port: 0 });
@@ -267,6 +269,25 @@ describe.each(STORE_KINDS)('dashboard in chromium (%s)', (kind) => {
     await expect.poll(() => text.textContent(), POLL).toContain('30 held of 100 USD');
     const [budget] = (await rt.getOk(`/v1/budgets?agent_id=${agent}`)).data;
     await expect(text.textContent()).resolves.toContain(budget.period_resets_at.replace('T', ' ').replace(/\.\d+Z$/, 'Z'));
+  });
+
+  it("shows each budget row's scope and whose spend it counts: the agent, its session, the user", async () => {
+    const run = `run-${kind}`;
+    const user = `user-${kind}`;
+    const llm = await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: agent, session_id: run, action: 'llm.call', amounts: { tokens: 1200 } } });
+    expect(json(llm)).toMatchObject({ effect: 'allow' });
+    const mail = await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: agent, on_behalf_of: user, action: 'mail.send' } });
+    expect(json(mail)).toMatchObject({ effect: 'allow' });
+    await page.getByRole('link', { name: 'Decisions' }).click();
+    await page.getByRole('link', { name: 'Budgets' }).click();
+    const table = page.locator('#view table');
+    await expect.poll(() => table.textContent(), POLL).toContain('1200 held of 5000 tokens');
+    const sessionRow = page.locator('#view tr', { has: page.locator('td[data-key="session"]') });
+    await expect(sessionRow.textContent()).resolves.toMatch(new RegExp(`session.*${agent} / session ${run}`));
+    const userRow = page.locator('#view tr', { has: page.locator('td[data-key="user"]') });
+    await expect(userRow.textContent()).resolves.toContain(`user ${user}`);
+    await expect(userRow.textContent()).resolves.toContain('1 consumed + 0 held of 10 calls');
+    await expect(page.locator('#view tr', { has: page.locator('td[data-key="agent"]') }).first().textContent()).resolves.toContain(agent);
   });
 
   it('shows deliveries with their retry history and replays a failed one', async () => {

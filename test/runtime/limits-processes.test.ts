@@ -10,85 +10,12 @@
  * blocks the agent in the other (NOTIFY on authz_budgets: the periodic reload
  * is set to an hour, so NOTIFY is the only way). No timing is asserted.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eachLine, ensureBuilt, freePort, HOST, request, ROOT, type Reply } from '../helpers/server-process.js';
+import { ADMIN_TOKEN, startServer, stopAll, type Server } from '../helpers/db-servers.js';
+import { ensureBuilt, request, type Reply } from '../helpers/server-process.js';
 import { createTestDatabase } from '../helpers/postgres.js';
 
-const AUTHZ_JS = join(ROOT, 'bin', 'authz.js');
-const ADMIN_TOKEN = 'admin-token-for-limits-processes-0123456789';
 const TEST_TIMEOUT = 60_000;
-
-interface Server {
-  name: string;
-  child: ChildProcess;
-  base: string;
-  stdout: string[];
-  stderr: string[];
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-const running = new Set<Server>();
-
-/** Starts `authz serve` on the database and resolves once it prints that it listens. */
-async function startServer(name: string, databaseUrl: string, timeoutMs = 30_000): Promise<Server> {
-  const port = await freePort();
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    DATABASE_URL: databaseUrl,
-    AUTHZ_ADMIN_TOKEN: ADMIN_TOKEN,
-    PORT: String(port),
-    HOST,
-    LOG_LEVEL: 'warn',
-    AUTHZ_KEY_RATE_LIMIT: '1000000',
-    // No periodic reload of exhausted budgets during the test: they cross processes by NOTIFY only.
-    AUTHZ_BUDGET_SWEEP_SECONDS: '3600',
-  };
-  delete env.AUTHZ_DATA_DIR;
-  delete env.AUTHZ_TEST_CLOCK;
-  const child = spawn(process.execPath, [AUTHZ_JS, 'serve'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  const stdout: string[] = [];
-  const stderr: string[] = [];
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-    child.once('exit', (code, signal) => resolve({ code, signal }));
-  });
-  const server: Server = { name, child, base: `http://${HOST}:${port}`, stdout, stderr, exited };
-  running.add(server);
-  void exited.then(() => running.delete(server));
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${name}: no "listening" within ${timeoutMs} ms; stdout:\n${stdout.join('\n')}\nstderr:\n${stderr.join('')}`)), timeoutMs);
-    eachLine(child.stdout!, (line) => {
-      stdout.push(line);
-      if (line.includes(`listening on http://${HOST}:${port}`)) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => stderr.push(chunk));
-    void exited.then(({ code, signal }) => {
-      clearTimeout(timer);
-      reject(new Error(`${name}: authz serve exited (${code ?? signal}) before listening; stdout:\n${stdout.join('\n')}\nstderr:\n${stderr.join('')}`));
-    });
-  });
-  return server;
-}
-
-/** SIGTERM, wait for the exit; SIGKILL after `withinMs`. */
-async function stopServer(server: Server, withinMs = 10_000): Promise<void> {
-  if (server.child.exitCode !== null || server.child.signalCode !== null) return;
-  server.child.kill('SIGTERM');
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<'late'>((resolve) => {
-    timer = setTimeout(() => resolve('late'), withinMs);
-  });
-  const result = await Promise.race([server.exited, late]);
-  clearTimeout(timer);
-  if (result === 'late') {
-    server.child.kill('SIGKILL');
-    await server.exited;
-  }
-}
 
 let seq = 0;
 /** A fresh agent id per call, so tests never share budget or limiter rows. */
@@ -150,7 +77,7 @@ describe('budgets and rate limits across two `authz serve` processes on one Post
 
   afterAll(async () => {
     // Only the processes started here; a failed test must not leave one behind.
-    await Promise.all([...running].map((server) => stopServer(server)));
+    await stopAll();
     await db?.drop();
   }, 60_000);
 

@@ -19,7 +19,7 @@ const CURSOR: Record<string, (item: Record<string, any>) => string> = {
   '/v1/decisions': (x) => x.id,
   '/v1/policies': (x) => x.id,
   '/v1/agents': (x) => x.agent_id,
-  '/v1/budgets': (x) => `${x.policy_id}:${x.agent_id}`,
+  '/v1/budgets': (x) => (x.scope === 'user' ? `${x.policy_id}::${x.on_behalf_of}` : x.scope === 'session' ? `${x.policy_id}:${x.agent_id}:${x.session_id}` : `${x.policy_id}:${x.agent_id}`),
   '/v1/events': (x) => x.id,
   '/v1/webhooks': (x) => x.id,
   '/v1/webhooks/:id/deliveries': (x) => x.id,

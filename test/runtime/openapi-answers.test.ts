@@ -195,6 +195,7 @@ describe.each(STORE_KINDS)('OpenAPI document against real answers (%s store)', (
     await ok('POST /v1/agents/:agent_id/restore', { agent_id: 'oa-bot-2' });
     await ok('GET /v1/budgets', {}, { url: '/v1/budgets?agent_id=oa-bot' } as never);
     await ok('GET /v1/budgets');
+    await ok('GET /v1/budgets/remaining', {}, { url: '/v1/budgets/remaining?agent_id=oa-bot&session_id=oa-run&on_behalf_of=oa-user' } as never);
 
     // Deliveries with failed attempts (nothing listens), a replay; every event type there is.
     await rt.services.dispatcher.runOnce();

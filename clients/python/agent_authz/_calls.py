@@ -48,12 +48,18 @@ def decide_call(
     ttl_seconds: Optional[int] = None,
     session_id: Optional[str] = None,
     on_behalf_of: Optional[str] = None,
+    amounts: Optional[Dict[str, float]] = None,
 ) -> Call:
-    """``POST /v1/decisions``; fields left ``None`` are not sent (the service's defaults apply)."""
+    """``POST /v1/decisions``; fields left ``None`` are not sent (the service's defaults apply).
+
+    ``amounts``: spend per held unit when budgets of several held units apply,
+    e.g. ``{"USD": 0.12, "tokens": 3000}``.
+    """
     body: Dict[str, Any] = {"agent_id": agent_id, "action": action}
     optional = {
         "resource": resource,
         "amount": amount,
+        "amounts": amounts,
         "context": context,
         "ttl_seconds": ttl_seconds,
         "session_id": session_id,
@@ -63,15 +69,29 @@ def decide_call(
     return Call("POST", "/v1/decisions", body)
 
 
-def confirm_call(decision_id: str, amount: Optional[float] = None) -> Call:
+def confirm_call(decision_id: str, amount: Optional[float] = None, amounts: Optional[Dict[str, float]] = None) -> Call:
     """``POST /v1/decisions/:id/confirm``; a retry answered ``decision.already_confirmed`` is done."""
     body: Dict[str, Any] = {} if amount is None else {"amount": amount}
+    if amounts is not None:
+        body["amounts"] = amounts
     return Call("POST", _decision_path(decision_id, "confirm"), body, frozenset({"decision.already_confirmed"}))
 
 
 def reject_call(decision_id: str) -> Call:
     """``POST /v1/decisions/:id/reject``."""
     return Call("POST", _decision_path(decision_id, "reject"), {})
+
+
+def remaining_call(agent_id: str, session_id: Optional[str] = None, on_behalf_of: Optional[str] = None) -> Call:
+    """``GET /v1/budgets/remaining``; the session and user only when set.
+
+    Example: ``remaining_call("bot", session_id="run_1").path`` is
+    ``"/v1/budgets/remaining?agent_id=bot&session_id=run_1"``.
+    """
+    if not isinstance(agent_id, str) or not agent_id:
+        raise ValueError("an agent_id is required")
+    query = {"agent_id": agent_id, "session_id": session_id, "on_behalf_of": on_behalf_of}
+    return Call("GET", "/v1/budgets/remaining?" + urllib.parse.urlencode({k: v for k, v in query.items() if v is not None}), None)
 
 
 def get_call(decision_id: str) -> Call:

@@ -18,9 +18,9 @@ Example::
 """
 import asyncio
 import functools
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
-from ._calls import Call, CallRun, ClientCore, confirm_call, decide_call, get_call, reject_call
+from ._calls import Call, CallRun, ClientCore, confirm_call, decide_call, get_call, reject_call, remaining_call
 from .client import confirmed_elsewhere
 from .guard import AsyncGuard
 
@@ -60,6 +60,7 @@ class AsyncAuthzClient(ClientCore):
         ttl_seconds: Optional[int] = None,
         session_id: Optional[str] = None,
         on_behalf_of: Optional[str] = None,
+        amounts: Optional[Dict[str, float]] = None,
     ) -> Decision:
         """``POST /v1/decisions`` (see ``AuthzClient.decide``).
 
@@ -74,15 +75,16 @@ class AsyncAuthzClient(ClientCore):
             ttl_seconds=ttl_seconds,
             session_id=session_id if session_id is not None else self.session_id,
             on_behalf_of=on_behalf_of if on_behalf_of is not None else self.on_behalf_of,
+            amounts=amounts,
         )
         return (await self._run(call)).result()
 
-    async def confirm(self, id: str, amount: Optional[float] = None) -> Decision:
+    async def confirm(self, id: str, amount: Optional[float] = None, amounts: Optional[Dict[str, float]] = None) -> Decision:
         """``POST /v1/decisions/:id/confirm`` (see ``AuthzClient.confirm``).
 
         Example: ``await authz.confirm(d["id"], amount=9.99)``.
         """
-        run = await self._run(confirm_call(id, amount))
+        run = await self._run(confirm_call(id, amount, amounts))
         if not run.done_earlier:
             return run.result()
         try:
@@ -93,6 +95,18 @@ class AsyncAuthzClient(ClientCore):
     async def reject(self, id: str) -> Decision:
         """``POST /v1/decisions/:id/reject``. Example: ``await authz.reject(d["id"])``."""
         return (await self._run(reject_call(id))).result()
+
+    async def budgets_remaining(self, *, agent_id: str, session_id: Optional[str] = None, on_behalf_of: Optional[str] = None) -> List[Dict[str, Any]]:
+        """``GET /v1/budgets/remaining`` (see ``AuthzClient.budgets_remaining``).
+
+        Example: ``await authz.budgets_remaining(agent_id="research-bot", session_id="run_42")``.
+        """
+        call = remaining_call(
+            agent_id,
+            session_id=session_id if session_id is not None else self.session_id,
+            on_behalf_of=on_behalf_of if on_behalf_of is not None else self.on_behalf_of,
+        )
+        return list((await self._run(call)).result().get("data", []))
 
     async def get(self, id: str) -> Decision:
         """``GET /v1/decisions/:id``. Example: ``(await authz.get(d["id"]))["status"]``."""
@@ -109,6 +123,7 @@ class AsyncAuthzClient(ClientCore):
         ttl_seconds: Optional[int] = None,
         session_id: Optional[str] = None,
         on_behalf_of: Optional[str] = None,
+        amounts: Optional[Dict[str, float]] = None,
     ) -> AsyncGuard:
         """``async with authz.guard(...) as decision:`` or ``@authz.guard(...)`` on an ``async def``.
 
@@ -126,5 +141,6 @@ class AsyncAuthzClient(ClientCore):
             "ttl_seconds": ttl_seconds,
             "session_id": session_id,
             "on_behalf_of": on_behalf_of,
+            "amounts": amounts,
         }
         return AsyncGuard(self, request)

@@ -10,9 +10,9 @@ Example::
         charge()
         authz.confirm(decision["id"], amount=12.5)
 """
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
-from ._calls import Call, CallRun, ClientCore, confirm_call, decide_call, get_call, reject_call
+from ._calls import Call, CallRun, ClientCore, confirm_call, decide_call, get_call, reject_call, remaining_call
 from .guard import Guard
 
 Decision = Dict[str, Any]
@@ -66,6 +66,7 @@ class AuthzClient(ClientCore):
         ttl_seconds: Optional[int] = None,
         session_id: Optional[str] = None,
         on_behalf_of: Optional[str] = None,
+        amounts: Optional[Dict[str, float]] = None,
     ) -> Decision:
         """``POST /v1/decisions``: the decision dict for allow, deny and review alike (a deny is a value).
 
@@ -83,18 +84,22 @@ class AuthzClient(ClientCore):
             ttl_seconds=ttl_seconds,
             session_id=session_id if session_id is not None else self.session_id,
             on_behalf_of=on_behalf_of if on_behalf_of is not None else self.on_behalf_of,
+            amounts=amounts,
         )
         return self._run(call).result()
 
-    def confirm(self, id: str, amount: Optional[float] = None) -> Decision:
+    def confirm(self, id: str, amount: Optional[float] = None, amounts: Optional[Dict[str, float]] = None) -> Decision:
         """``POST /v1/decisions/:id/confirm``: the confirmed decision.
 
         A retry answered ``409 decision.already_confirmed`` (its earlier attempt
         was applied) counts as done: the decision is read back and answered.
 
+        ``amounts`` confirms per held unit (``{"USD": 0.09, "tokens": 2410}``);
+        a unit not named confirms its held amount.
+
         Example: ``authz.confirm(d["id"], amount=9.99)["status"]`` is ``"confirmed"``.
         """
-        run = self._run(confirm_call(id, amount))
+        run = self._run(confirm_call(id, amount, amounts))
         if not run.done_earlier:
             return run.result()
         try:
@@ -108,6 +113,23 @@ class AuthzClient(ClientCore):
         Example: ``authz.reject(d["id"])["status"]`` is ``"rejected"``.
         """
         return self._run(reject_call(id)).result()
+
+    def budgets_remaining(self, *, agent_id: str, session_id: Optional[str] = None, on_behalf_of: Optional[str] = None) -> List[Dict[str, Any]]:
+        """``GET /v1/budgets/remaining``: what is left this period of each budget that would
+        apply to the agent, its session and its user (the client's ``session_id`` and
+        ``on_behalf_of`` when none is given; the key needs ``budgets:read``).
+
+        Example::
+
+            left = authz.budgets_remaining(agent_id="research-bot", session_id="run_42")
+            usd = next(b["remaining"] for b in left if b["unit"] == "USD")
+        """
+        call = remaining_call(
+            agent_id,
+            session_id=session_id if session_id is not None else self.session_id,
+            on_behalf_of=on_behalf_of if on_behalf_of is not None else self.on_behalf_of,
+        )
+        return list(self._run(call).result().get("data", []))
 
     def get(self, id: str) -> Decision:
         """``GET /v1/decisions/:id``: the decision as it stands (``pending``, ``confirmed`` ...).
@@ -127,6 +149,7 @@ class AuthzClient(ClientCore):
         ttl_seconds: Optional[int] = None,
         session_id: Optional[str] = None,
         on_behalf_of: Optional[str] = None,
+        amounts: Optional[Dict[str, float]] = None,
     ) -> Guard:
         """Decide, run the work only if allowed, then confirm or reject (see :mod:`agent_authz.guard`).
 
@@ -148,5 +171,6 @@ class AuthzClient(ClientCore):
             "ttl_seconds": ttl_seconds,
             "session_id": session_id,
             "on_behalf_of": on_behalf_of,
+            "amounts": amounts,
         }
         return Guard(self, request)

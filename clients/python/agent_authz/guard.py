@@ -64,7 +64,7 @@ class Guard:
 
     def _succeeded(self, decision: Decision, result: Any) -> None:
         try:
-            self._client.confirm(decision["id"], amount=self._request.get("amount"))
+            self._client.confirm(decision["id"], amount=None if self._request.get("amounts") else self._request.get("amount"), amounts=self._request.get("amounts"))
         except AuthzError as error:
             error.result = result
             raise
@@ -128,7 +128,7 @@ class AsyncGuard:
 
     async def _succeeded(self, decision: Decision, result: Any) -> None:
         try:
-            await self._client.confirm(decision["id"], amount=self._request.get("amount"))
+            await self._client.confirm(decision["id"], amount=None if self._request.get("amounts") else self._request.get("amount"), amounts=self._request.get("amounts"))
         except AuthzError as error:
             error.result = result
             raise

@@ -41,6 +41,7 @@ DENY = "orders.delete"
 REVIEW = "payments.refund"
 CHARGE = "payments.charge"  # allow, USD budget 100 monthly
 LIMITED = "reports.export"  # allow, 1 per minute
+LLM = "llm.call"  # allow, session budgets of USD 1 and 10,000 tokens a day
 
 
 def agent(prefix: str = "py") -> str:

@@ -75,7 +75,10 @@
 /**
  * @typedef {object} Budget
  * @property {string} policy_id
- * @property {string} agent_id
+ * @property {string | null} agent_id null for a user budget
+ * @property {'agent' | 'session' | 'user'} [scope] absent from a service without spend controls: agent
+ * @property {string | null} [session_id]
+ * @property {string | null} [on_behalf_of]
  * @property {string} unit
  * @property {number} limit
  * @property {number} consumed

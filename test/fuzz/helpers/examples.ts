@@ -86,6 +86,7 @@ export async function prepareExamples(rt: TestRuntime): Promise<Examples> {
     'POST /v1/agents/:agent_id/revoke': { params: { agent_id: 'fuzz-agent-1' }, query: '', body: undefined },
     'POST /v1/agents/:agent_id/restore': { params: { agent_id: 'fuzz-agent-1' }, query: '', body: undefined },
     'GET /v1/budgets': { params: {}, query: 'agent_id=fuzz-agent-1', body: undefined },
+    'GET /v1/budgets/remaining': { params: {}, query: 'agent_id=fuzz-agent-1&session_id=fuzz-run-1', body: undefined },
     'GET /v1/events': { params: {}, query: 'type=decision.allow&limit=2', body: undefined },
     'GET /v1/events/:id': { params: { id: events.data[0].id }, query: '', body: undefined },
     'POST /v1/webhooks': { params: {}, query: '', body: { url: 'http://127.0.0.1:9/other', events: ['decision.deny', 'agent.revoked'], description: 'x' } },

@@ -6,6 +6,7 @@ import { api, ApiError, describe } from '../api.js';
 import { detailsButton } from '../detail.js';
 import { failure, h, long, svg, table, time } from '../dom.js';
 import { policyNames, policyRef } from '../policy-names.js';
+import { keyCell } from './budgets.js';
 
 /** @typedef {import('../api.js').DecisionStats} DecisionStats */
 /** @typedef {import('../api.js').Decision} Decision */
@@ -121,10 +122,10 @@ export function overviewView(root) {
     if (near.status === 'fulfilled') {
       const items = /** @type {import('../api.js').Page<NearBudget>} */ (near.value).data;
       budgets.replaceChildren(items.length
-        ? table('Budgets nearest their limits', ['Policy', 'Agent', 'Used', 'Resets (UTC)'], items.map((b) =>
+        ? table('Budgets nearest their limits', ['Policy', 'Counted for', 'Used', 'Resets (UTC)'], items.map((b) =>
           h('tr', {},
             h('td', {}, policyRef(b.policy_id, policies)),
-            h('td', {}, long(b.agent_id)),
+            keyCell(b),
             h('td', {}, h('meter', { min: 0, max: 1, value: Math.min(1, b.used_fraction), high: b.threshold_alert ?? 0.8, optimum: 0, 'aria-label': `${Math.round(b.used_fraction * 100)}% used` }),
               ` ${Math.round(b.used_fraction * 100)}% (${b.consumed} consumed + ${b.held} held of ${b.limit} ${b.unit})`),
             h('td', { class: 'time' }, time(b.period_resets_at)),
