@@ -41,6 +41,8 @@ export interface Config {
   redactContext: RedactionPath[];
   /** AUTHZ_OTEL=1: traces over OTLP/HTTP (the standard OTEL_* variables configure the exporter). */
   otel: boolean;
+  /** AUTHZ_RETENTION_DAYS (default 90): days of decisions, events and deliveries kept (whole days dropped after that); null ("0" or "off"): kept forever. */
+  retentionDays: number | null;
 }
 
 /** Requests per second per API key unless AUTHZ_KEY_RATE_LIMIT says otherwise. */
@@ -62,6 +64,13 @@ function redactionPaths(list: string): RedactionPath[] {
   } catch (e) {
     throw new ConfigError(`AUTHZ_REDACT_CONTEXT: ${(e as Error).message}`);
   }
+}
+
+/** AUTHZ_RETENTION_DAYS: 1 to 36,500 days, or "0" / "off" to keep the log forever. */
+function retentionDays(env: NodeJS.ProcessEnv): number | null {
+  const raw = env.AUTHZ_RETENTION_DAYS;
+  if (raw === 'off' || raw === '0') return null;
+  return int(env, 'AUTHZ_RETENTION_DAYS', 90, 1, 36_500);
 }
 
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
@@ -94,6 +103,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
     },
     redactContext: redactionPaths(env.AUTHZ_REDACT_CONTEXT ?? ''),
     otel: env.AUTHZ_OTEL === '1',
+    retentionDays: retentionDays(env),
   };
   if (env.DATABASE_URL) config.databaseUrl = env.DATABASE_URL;
   if (env.AUTHZ_MASTER_KEY) {

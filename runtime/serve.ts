@@ -17,6 +17,7 @@ import { startReplication } from './domain/replication.js';
 import { startReviewMaintenance } from './domain/review-maintenance.js';
 import { loggerOptions } from './http/logger.js';
 import { startLimitMaintenance } from './limits/maintenance.js';
+import { startLogMaintenance } from './domain/log-retention.js';
 import { bundlePolicies, defaultAccountId, examplePolicies, installPolicies, seedIfEmpty } from './seed.js';
 import { MasterKeyError, prepareSealing } from './secrets/sealed-text.js';
 import { resolveMasterKey, type MasterKey } from './secrets/master-key.js';
@@ -102,6 +103,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
   const keyReplication = await startKeyReplication(store, { apiKeys: services.keys, ring: services.ring }, (e) => app.log.error({ err: e }, 'key replication'));
   const maintenance = await startLimitMaintenance(store, services.limits, services.clock, config.budgetSweepSeconds * 1000, (e) => app.log.error({ err: e }, 'budget maintenance'));
   const reviews = await startReviewMaintenance(store, services.approvals, services.reviewWaiters, 5000, (e) => app.log.error({ err: e }, 'review maintenance'));
+  const logUpkeep = await startLogMaintenance(store, services.clock, { retentionDays: config.retentionDays }, 30_000, (e) => app.log.error({ err: e }, 'decision log upkeep'));
   await app.listen({ port: config.port, host: config.host });
   // The bound port (PORT=0 asks the system for a free one).
   const bound = app.server.address();
@@ -124,6 +126,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
     await keyReplication.stop();
     await maintenance.stop();
     await reviews.stop();
+    await logUpkeep.stop();
     await app.close();
     await services.dispatcher.stop();
     await services.limits.idle();

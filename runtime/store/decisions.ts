@@ -2,6 +2,7 @@
 import type { Environment } from '../tenant.js';
 import type { SqlOrTx } from './connect.js';
 import type { EventRow } from './events.js';
+import { decisionIdsBetween } from './log-partitions.js';
 import { exists, pageQuery, type Page, type PageParams } from './pagination.js';
 
 export type DecisionStatus = 'pending' | 'confirmed' | 'rejected' | 'denied' | 'awaiting_approval';
@@ -216,8 +217,11 @@ export async function exportDecisionPage(
 ): Promise<Array<DecisionRow & { seq: number }>> {
   const after =
     cursor === null ? sql`and evaluated_at >= ${range.since}` : sql`and (evaluated_at, seq) > (${cursor.evaluatedAt}, ${cursor.seq}) and evaluated_at >= ${range.since}`;
+  // The same rows, said by id range too: only the partitions of the range's days are read (migration 015).
+  const ids = await decisionIdsBetween(sql, (cursor?.evaluatedAt ?? range.since).getTime(), range.until.getTime());
   return sql<Array<DecisionRow & { seq: number }>>`
     select ${COLUMNS(sql)}, seq from decisions
     where account_id = ${accountId} and environment = ${environment} and evaluated_at < ${range.until} ${after}
+      ${ids ? sql`and id >= ${ids.lo} and id < ${ids.hi}` : sql``}
     order by evaluated_at, seq limit ${limit}`;
 }
