@@ -2,7 +2,6 @@
 import type { Environment } from '../tenant.js';
 import type { SqlOrTx } from './connect.js';
 import type { EventRow } from './events.js';
-import { decisionIdsBetween } from './log-partitions.js';
 import { exists, pageQuery, type Page, type PageParams } from './pagination.js';
 
 export type DecisionStatus = 'pending' | 'confirmed' | 'rejected' | 'denied' | 'awaiting_approval';
@@ -205,7 +204,8 @@ export interface ExportCursor {
 /**
  * One page of decisions with `since <= evaluated_at < until`, oldest first
  * (ties by insertion order), after `cursor`: a keyset page, so reading a range
- * of any size holds one page at a time.
+ * of any size holds one page at a time. `ids`: the same range said by id range
+ * (domain/decision-id-range.ts), so only the partitions of its days are read.
  */
 export async function exportDecisionPage(
   sql: SqlOrTx,
@@ -214,11 +214,10 @@ export async function exportDecisionPage(
   range: { since: Date; until: Date },
   cursor: ExportCursor | null,
   limit: number,
+  ids: { lo: string; hi: string } | null = null,
 ): Promise<Array<DecisionRow & { seq: number }>> {
   const after =
     cursor === null ? sql`and evaluated_at >= ${range.since}` : sql`and (evaluated_at, seq) > (${cursor.evaluatedAt}, ${cursor.seq}) and evaluated_at >= ${range.since}`;
-  // The same rows, said by id range too: only the partitions of the range's days are read (migration 015).
-  const ids = await decisionIdsBetween(sql, (cursor?.evaluatedAt ?? range.since).getTime(), range.until.getTime());
   return sql<Array<DecisionRow & { seq: number }>>`
     select ${COLUMNS(sql)}, seq from decisions
     where account_id = ${accountId} and environment = ${environment} and evaluated_at < ${range.until} ${after}

@@ -10,7 +10,6 @@
  * and turns a time range into the id range that lets PostgreSQL skip the other
  * partitions. The schedule (which days, when) is runtime/domain/log-retention.ts.
  */
-import { timeBase62 } from '../ids.js';
 import { LOCKS } from './channels.js';
 import type { Sql, SqlOrTx, Tx } from './connect.js';
 
@@ -22,6 +21,14 @@ export const LOG_TABLES: readonly LogTable[] = ['decisions', 'events', 'webhook_
 
 const PREFIX: Record<LogTable, string> = { decisions: 'dec', events: 'evt', webhook_deliveries: 'whd' };
 
+/** The day's id range [lo, hi) of `table`'s ids, made in SQL (authz_id_floor, migration 015). */
+async function dayIds(sql: SqlOrTx, table: LogTable, day: string): Promise<{ lo: string; hi: string }> {
+  const [row] = await sql<Array<{ lo: string; hi: string }>>`
+    select authz_id_floor(${PREFIX[table]}, ${day}::date::timestamp at time zone 'UTC') as lo,
+           authz_id_floor(${PREFIX[table]}, (${day}::date + 1)::timestamp at time zone 'UTC') as hi`;
+  return row!;
+}
+
 /** The UTC day holding `ms`, as `YYYY-MM-DD`. */
 export function dayOf(ms: number): string {
   return new Date(Math.floor(ms / DAY_MS) * DAY_MS).toISOString().slice(0, 10);
@@ -30,17 +37,6 @@ export function dayOf(ms: number): string {
 /** The partition name of `table` for `day` (`decisions_p20261121`). */
 export function partitionName(table: LogTable | 'webhook_attempts', day: string): string {
   return `${table}_p${day.replaceAll('-', '')}`;
-}
-
-/**
- * The id range of the ids of `prefix` made in [sinceMs, untilMs): every such id
- * sorts (byte order) at or above `lo` and below `hi`.
- *
- * @example
- * idRange('dec', Date.parse('2026-11-21'), Date.parse('2026-11-22')); // { lo: 'dec_0VTq...', hi: 'dec_0VUF...' }
- */
-export function idRange(prefix: string, sinceMs: number, untilMs: number): { lo: string; hi: string } {
-  return { lo: `${prefix}_${timeBase62(sinceMs)}`, hi: `${prefix}_${timeBase62(untilMs)}` };
 }
 
 export interface LogPartition {
@@ -93,8 +89,7 @@ export interface Liveness {
  * events).
  */
 export async function partitionLiveness(sql: SqlOrTx, table: LogTable, day: string, nowMs: number): Promise<Liveness | null> {
-  const since = Date.parse(`${day}T00:00:00.000Z`);
-  const { lo, hi } = idRange(PREFIX[table], since, since + DAY_MS);
+  const { lo, hi } = await dayIds(sql, table, day);
   const name = sql(partitionName(table, day));
   if (table === 'decisions') {
     // Awaiting approval: live until the review sweep settles it (a verdict or review.timeout), whatever the time.
@@ -199,22 +194,15 @@ function isLockTimeout(e: unknown): boolean {
 const legacyUntil = new WeakMap<object, Promise<number | null>>();
 
 /**
- * The id range narrowing a read of decisions made in [sinceMs, untilMs) to the
- * partitions of those days, or null when the range reaches back to decisions
- * stored before ids sorted by time (their ids say nothing of their time).
- *
- * @example
- * const ids = await decisionIdsBetween(sql, since, until);
- * sql`... where evaluated_at >= ${since} ${ids ? sql`and id >= ${ids.lo} and id < ${ids.hi}` : sql``}`;
+ * The evaluated_at (ms) of the newest decision stored before ids told the time
+ * (migration 008; recorded by migration 015), or null when there is none: a
+ * read by time may narrow itself by id range only after it.
  */
-export async function decisionIdsBetween(sql: SqlOrTx, sinceMs: number, untilMs: number): Promise<{ lo: string; hi: string } | null> {
+export function legacyIdsUntil(sql: SqlOrTx): Promise<number | null> {
   let known = legacyUntil.get(sql);
   if (!known) {
     known = sql<Array<{ until: Date | null }>>`select legacy_until as until from decision_log_state`.then((rows) => rows[0]?.until?.getTime() ?? null);
     legacyUntil.set(sql, known);
   }
-  const until = await known;
-  if (until !== null && sinceMs <= until) return null;
-  // The id's time part is the decision's evaluated_at in ms (runtime/domain/decisions.ts): floor the bounds to ms.
-  return idRange('dec', Math.floor(sinceMs), Math.ceil(untilMs));
+  return known;
 }

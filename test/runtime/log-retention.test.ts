@@ -10,7 +10,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { iso } from '../../runtime/clock.js';
 import { maintainLog, type LogRound } from '../../runtime/domain/log-retention.js';
-import { DAY_MS, dayOf, idRange } from '../../runtime/store/log-partitions.js';
+import { idRange } from '../../runtime/ids.js';
+import { DAY_MS, dayOf } from '../../runtime/store/log-partitions.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, START, type TestRuntime } from './helpers/app.js';
 
