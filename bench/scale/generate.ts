@@ -26,6 +26,8 @@ export interface GenerateOptions {
   agents: number;
   /** End of the spread (ms); the rows span [endMs - days, endMs). */
   endMs: number;
+  /** False: a store from before migration 015 (no partitions): the rows go straight into decisions. */
+  partitioned?: boolean;
   log?: (line: string) => void;
 }
 
@@ -43,10 +45,11 @@ export async function generateDecisions(sql: Sql, o: GenerateOptions): Promise<s
     if (n <= 0) break;
     const started = performance.now();
     const ms = `(${dayStart}::bigint + (g::bigint * ${DAY_MS - 1}) / ${n})`;
+    const partitioned = o.partitioned ?? true;
     await sql.begin(async (tx) => {
-      await tx.unsafe(`create table ${name} (like decisions including defaults including constraints)`);
+      if (partitioned) await tx.unsafe(`create table ${name} (like decisions including defaults including constraints)`);
       await tx.unsafe(`
-        insert into ${name} (account_id, environment, id, agent_id, action, resource, effect, reason, policy_id,
+        insert into ${partitioned ? name : 'decisions'} (account_id, environment, id, agent_id, action, resource, effect, reason, policy_id,
           matched_policy_ids, warnings, status, evaluated_at, expires_at, ttl_seconds, resolved_at)
         select $1, 'test', 'dec_' || ${base62Sql(ms)} || lpad(to_hex(g), 16, '0'),
           'agent-' || (g % ${o.agents}), 'orders.read', 'order:' || (g % 1000),
@@ -57,6 +60,7 @@ export async function generateDecisions(sql: Sql, o: GenerateOptions): Promise<s
           case when g % 10 = 0 then 'denied' else 'confirmed' end,
           to_timestamp(${ms} / 1000.0), to_timestamp(${ms} / 1000.0) + interval '5 minutes', 300, to_timestamp(${ms} / 1000.0)
         from generate_series(0, ${n - 1}) g`, [o.accountId]);
+      if (!partitioned) return;
       const { lo, hi } = idRange('dec', dayStart, dayStart + DAY_MS);
       await tx.unsafe(`alter table decisions attach partition ${name} for values from ('${lo}') to ('${hi}')`);
     });

@@ -16,10 +16,13 @@
  * The server is one process (bench/http/server.ts); the load generator runs in
  * this one. Writes bench/scale/REPORT.md.
  *
- *   node dist/bench/scale/run.js [--rows 100000] [--days 30] [--agents 3000] [--duration 10] [--connections 50]
+ * `--before-015`: the same on a store from before migration 015 (no
+ * partitions; steps 1-4 only), to compare.
+ *
+ *   node dist/bench/scale/run.js [--rows 100000] [--days 30] [--agents 3000] [--duration 10] [--connections 50] [--before-015]
  */
-import { writeFileSync } from 'node:fs';
-import { loadavg } from 'node:os';
+import { copyFileSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
@@ -29,7 +32,7 @@ import { systemClock } from '../../runtime/clock.js';
 import { maintainLog } from '../../runtime/domain/log-retention.js';
 import { openStore } from '../../runtime/store/connect.js';
 import { DAY_MS, dropLogPartition } from '../../runtime/store/log-partitions.js';
-import { migrate } from '../../runtime/store/migrate.js';
+import { migrate, migrationsDir } from '../../runtime/store/migrate.js';
 import { startCluster } from '../../scripts/pg-cluster.js';
 import { startTarget, stopTarget, type Target } from '../http/target.js';
 import { generateDecisions } from './generate.js';
@@ -41,8 +44,10 @@ const { values } = parseArgs({
     agents: { type: 'string' },
     duration: { type: 'string' },
     connections: { type: 'string' },
+    'before-015': { type: 'boolean' },
   },
 });
+const before015 = values['before-015'] === true;
 const rows = Number(values.rows ?? 100_000);
 const days = Number(values.days ?? 30);
 const agents = Number(values.agents ?? 3_000);
@@ -115,10 +120,17 @@ async function main(): Promise<void> {
   const store = await openStore({ databaseUrl: url, max: 4 });
   let target: Target | undefined;
   try {
-    await migrate(store.sql);
-    // What `authz serve` does at start: today's partitions and two days ahead.
-    await maintainLog(store, systemClock, { retentionDays: null });
-    target = await startTarget(['--database-url', url]);
+    let dir: string | undefined;
+    if (before015) {
+      dir = mkdtempSync(join(tmpdir(), 'authz-migrations-'));
+      for (const name of readdirSync(migrationsDir())) if (name < '015') copyFileSync(join(migrationsDir(), name), join(dir, name));
+      await migrate(store.sql, { dir });
+    } else {
+      await migrate(store.sql);
+      // What `authz serve` does at start: today's partitions and two days ahead.
+      await maintainLog(store, systemClock, { retentionDays: null });
+    }
+    target = await startTarget(['--database-url', url, ...(dir ? ['--migrations-dir', dir] : [])]);
     const [account] = await store.sql<Array<{ id: string }>>`select id from accounts where name = 'bench'`;
 
     log(`1. decisions against an empty store (${duration} s) ...`);
@@ -128,10 +140,11 @@ async function main(): Promise<void> {
     log(`2. loading ${rows.toLocaleString('en-US')} decisions ...`);
     const loadStarted = performance.now();
     const today = Math.floor(Date.now() / DAY_MS) * DAY_MS;
-    const loaded = await generateDecisions(store.sql, { accountId: account!.id, rows, days, agents, endMs: today, log });
+    const loaded = await generateDecisions(store.sql, { accountId: account!.id, rows, days, agents, endMs: today, log, partitioned: !before015 });
     const loadSeconds = (performance.now() - loadStarted) / 1000;
     const [size] = await store.sql<Array<{ n: number; bytes: number }>>`
-      select count(*)::float8 as n, (select sum(pg_total_relation_size(inhrelid))::float8 from pg_inherits where inhparent = 'decisions'::regclass) as bytes from decisions`;
+      select count(*)::float8 as n, coalesce((select sum(pg_total_relation_size(inhrelid))::float8 from pg_inherits where inhparent = 'decisions'::regclass),
+                                             pg_total_relation_size('decisions')::float8) as bytes from decisions`;
 
     log(`3. decisions with them stored (${duration} s) ...`);
     const full = await measure(target, DECIDE);
@@ -145,6 +158,23 @@ async function main(): Promise<void> {
     const byId = await measure(target, { method: 'GET', requests: [{ setupRequest: (req: Record<string, unknown>) => ({ ...req, path: `/v1/decisions/${pick(ids)}` }) }] } as never);
     const readLoad = load();
 
+    const fig = (f: Figures) => `${Math.round(f.rps).toLocaleString('en-US')}/s, p50 ${f.p50.toFixed(1)} ms, p99 ${f.p99.toFixed(1)} ms`;
+    if (before015) {
+      const report = `# Decision log at scale, before migration 015 (no partitions)
+
+\`npm run bench:scale -- --before-015 --rows ${rows}\` on ${new Date().toISOString().slice(0, 10)}, ${connections} connections, ${duration} s per figure.
+
+| Step | Figure | Load |
+|---|---|---|
+| Decisions, empty store | ${fig(empty)} | ${emptyLoad} |
+| Loading ${size!.n.toLocaleString('en-US')} decisions in SQL (${(size!.bytes / 2 ** 30).toFixed(2)} GiB with indexes) | ${loadSeconds.toFixed(0)} s | |
+| Decisions, ${size!.n.toLocaleString('en-US')} stored | ${fig(full)} | ${fullLoad} |
+| \`GET /v1/decisions?agent_id=\` | ${fig(byAgent)} | |
+| \`GET /v1/decisions/:id\` | ${fig(byId)} | ${readLoad} |
+`;
+      process.stdout.write(report);
+      return;
+    }
     log(`5. dropping ${loaded[0]} while decisions run ...`);
     let attempts = 0;
     const drop = await decideWhile(target, 3000, async () => {
