@@ -92,13 +92,14 @@ export async function partitionLiveness(sql: SqlOrTx, table: LogTable, day: stri
   const { lo, hi } = await dayIds(sql, table, day);
   const name = sql(partitionName(table, day));
   if (table === 'decisions') {
+    // Cheap checks first (partial indexes), the scan of the day's pending decisions last.
     // Awaiting approval: live until the review sweep settles it (a verdict or review.timeout), whatever the time.
     const [awaiting] = await sql`select 1 from ${name} where status = 'awaiting_approval' limit 1`;
     if (awaiting) return { reason: 'pending_decision', untilMs: null };
-    const [live] = await sql<Array<{ until: Date | null }>>`select max(expires_at) as until from ${name} where status = 'pending'`;
-    if (live?.until && live.until.getTime() > nowMs) return { reason: 'pending_decision', untilMs: live.until.getTime() };
     const [held] = await sql`select 1 from budget_holds where status = 'held' and decision_id collate "C" >= ${lo} and decision_id collate "C" < ${hi} limit 1`;
     if (held) return { reason: 'held_budget', untilMs: null };
+    const [live] = await sql<Array<{ until: Date | null }>>`select max(expires_at) as until from ${name} where status = 'pending'`;
+    if (live?.until && live.until.getTime() > nowMs) return { reason: 'pending_decision', untilMs: live.until.getTime() };
     return null;
   }
   if (table === 'events') {

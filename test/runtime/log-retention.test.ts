@@ -162,3 +162,37 @@ describe.each(STORE_KINDS)('decision log partitions and retention (%s)', (kind) 
     expect((await rt.getOk(`/v1/decisions/${kept.id}`)).id).toBe(kept.id);
   });
 });
+
+describe.each(STORE_KINDS)('a pending decision keeps its day past retention until it expires (%s)', (kind) => {
+  let rt: TestRuntime;
+  beforeAll(async () => {
+    rt = await startRuntime(kind);
+    await rt.setPolicies([{ id: 'pol_wire', effect: 'review', actions: ['payments.wire'], approval: { required: true, timeout_seconds: 86_400 } }]);
+  });
+  afterAll(() => rt.close());
+
+  it('approved late, a decision is pending for its TTL after the approval: its day waits for it, then goes', async () => {
+    // Day 0 at 23:30: a decision waiting for approval (a day at most), approved the next day at 23:20,
+    // then pending for its TTL (an hour): until day 2 at 00:20, past the day's retention of 1 day.
+    const day0 = Math.floor(START / DAY_MS) * DAY_MS;
+    rt.clock.set(day0 + 23.5 * 3_600_000);
+    await maintainLog(rt.store, rt.clock, { retentionDays: 1 });
+    const d = json(await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'p-late', action: 'payments.wire', ttl_seconds: 3600 } }));
+    expect(d.status).toBe('awaiting_approval');
+    rt.clock.set(day0 + DAY_MS + 23 * 3_600_000 + 20 * 60_000);
+    const reviewer = await rt.keyWith(['reviews:read', 'reviews:write']);
+    const approved = await rt.call(reviewer, { method: 'POST', url: `/v1/decisions/${d.id}/review`, payload: { verdict: 'approve', reviewer: 'alice' } });
+    expect(approved.statusCode, approved.body).toBe(200);
+    expect(json(approved).status).toBe('pending');
+
+    rt.clock.set(day0 + 2 * DAY_MS + 5 * 60_000);
+    const kept = await maintainLog(rt.store, rt.clock, { retentionDays: 1 });
+    expect(kept.kept).toEqual(expect.arrayContaining([{ table: 'decisions', day: dayOf(day0), reason: 'pending_decision' }]));
+    expect((await rt.getOk(`/v1/decisions/${d.id}`)).status).toBe('pending');
+
+    rt.clock.set(day0 + 2 * DAY_MS + 25 * 60_000);
+    const gone = await maintainLog(rt.store, rt.clock, { retentionDays: 1 });
+    expect(gone.dropped).toEqual(expect.arrayContaining([{ table: 'decisions', day: dayOf(day0) }]));
+    expect((await rt.call(rt.testKey, { method: 'GET', url: `/v1/decisions/${d.id}` })).statusCode).toBe(404);
+  });
+});
