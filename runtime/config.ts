@@ -48,6 +48,8 @@ export interface Config {
    * roles need PostgreSQL (several processes on one store).
    */
   role: ProcessRole;
+  /** AUTHZ_RETENTION_DAYS (default 90): days of decisions, events and deliveries kept (whole days dropped after that); null ("0" or "off"): kept forever. */
+  retentionDays: number | null;
 }
 
 export const PROCESS_ROLES = ['all', 'api', 'dispatcher'] as const;
@@ -78,6 +80,13 @@ function processRole(value: string | undefined): ProcessRole {
   if (value === undefined || value === '') return 'all';
   if ((PROCESS_ROLES as readonly string[]).includes(value)) return value as ProcessRole;
   throw new ConfigError(`AUTHZ_ROLE must be one of ${PROCESS_ROLES.join(', ')} (got ${JSON.stringify(value)})`);
+}
+
+/** AUTHZ_RETENTION_DAYS: 1 to 36,500 days, or "0" / "off" to keep the log forever. */
+function retentionDays(env: NodeJS.ProcessEnv): number | null {
+  const raw = env.AUTHZ_RETENTION_DAYS;
+  if (raw === 'off' || raw === '0') return null;
+  return int(env, 'AUTHZ_RETENTION_DAYS', 90, 1, 36_500);
 }
 
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
@@ -111,6 +120,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
     redactContext: redactionPaths(env.AUTHZ_REDACT_CONTEXT ?? ''),
     otel: env.AUTHZ_OTEL === '1',
     role: processRole(env.AUTHZ_ROLE),
+    retentionDays: retentionDays(env),
   };
   if (env.DATABASE_URL) config.databaseUrl = env.DATABASE_URL;
   if (config.role !== 'all' && !config.databaseUrl) {

@@ -59,6 +59,18 @@ export function newId(prefix: IdPrefix, atMs: number): string {
   return `${prefix}_${timeBase62(atMs)}${randomBase62(RANDOM_CHARS)}`;
 }
 
+/**
+ * The id range of the ids of `prefix` made in [sinceMs, untilMs): every such id
+ * sorts (byte order) at or above `lo` and below `hi` (the decision log's
+ * partitions are these ranges, one per UTC day: store/migrations/015).
+ *
+ * @example
+ * idRange('dec', Date.parse('2026-11-21'), Date.parse('2026-11-22')); // { lo: 'dec_0VTq...', hi: 'dec_0VUF...' }
+ */
+export function idRange(prefix: string, sinceMs: number, untilMs: number): { lo: string; hi: string } {
+  return { lo: `${prefix}_${timeBase62(Math.floor(sinceMs))}`, hi: `${prefix}_${timeBase62(Math.ceil(untilMs))}` };
+}
+
 /** When an id of this format was made (ms), or null for an id of another form. */
 export function idTime(id: string): number | null {
   const m = /^[a-z]+_([0-9A-Za-z]{8})[0-9A-Za-z]{16}$/.exec(id);

@@ -17,6 +17,7 @@ import { startReplication } from './domain/replication.js';
 import { startReviewMaintenance } from './domain/review-maintenance.js';
 import { loggerOptions } from './http/logger.js';
 import { startLimitMaintenance } from './limits/maintenance.js';
+import { startLogMaintenance } from './domain/log-retention.js';
 import { bundlePolicies, defaultAccountId, examplePolicies, installPolicies, seedIfEmpty } from './seed.js';
 import { MasterKeyError, prepareSealing } from './secrets/sealed-text.js';
 import { resolveMasterKey, type MasterKey } from './secrets/master-key.js';
@@ -110,6 +111,8 @@ export async function serve(argv: readonly string[]): Promise<number> {
           await startKeyReplication(store, { apiKeys: services.keys, ring: services.ring }, onError('key replication')),
           await startLimitMaintenance(store, services.limits, services.clock, config.budgetSweepSeconds * 1000, onError('budget maintenance')),
           await startReviewMaintenance(store, services.approvals, services.reviewWaiters, 5000, onError('review maintenance')),
+          // Partitions made ahead and retention (one process at a time does each step).
+          await startLogMaintenance(store, services.clock, { retentionDays: config.retentionDays }, 30_000, onError('decision log upkeep')),
         ];
   await app.listen({ port: config.port, host: config.host });
   // The bound port (PORT=0 asks the system for a free one).

@@ -39,6 +39,8 @@ const { values } = parseArgs({
     stats: { type: 'boolean' },
     /** Runs this process's webhook dispatcher (with or without --webhook): AUTHZ_ROLE=all (bench/webhooks). */
     dispatch: { type: 'boolean' },
+    /** Migrations from this folder instead of the package's (bench/scale: a store from before a migration). */
+    'migrations-dir': { type: 'string' },
   },
 });
 
@@ -67,7 +69,7 @@ async function main(): Promise<void> {
     return;
   }
   const store = await openStore(values['database-url'] ? { databaseUrl: values['database-url'], max: 10 } : { dataDir: values['data-dir'] ?? 'memory://' });
-  await migrate(store.sql);
+  await migrate(store.sql, values['migrations-dir'] ? { dir: values['migrations-dir'] } : {});
   const services = await openServices({ config: configFromEnv({ AUTHZ_KEY_RATE_LIMIT: values['key-rate-limit'] ?? String(BENCH_KEY_RATE_LIMIT) }), store, ...(values['no-permits'] ? { permits: noPermits } : {}) });
   const at = new Date();
   const account = await createAccount(store.sql, 'bench', at);

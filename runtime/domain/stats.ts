@@ -7,6 +7,7 @@ import type { Clock } from '../clock.js';
 import type { Sql } from '../store/connect.js';
 import type { DecisionEffect } from '../store/decisions.js';
 import { decisionsPerMinute, topDenied } from '../store/stats.js';
+import { decisionIdsBetween } from './decision-id-range.js';
 import type { Principal } from '../tenant.js';
 import type { BudgetResource, BudgetService } from './budgets.js';
 
@@ -43,10 +44,11 @@ export class StatsService {
     const sinceMs = Math.floor(untilMs / MINUTE) * MINUTE - (minutes - 1) * MINUTE;
     // Decisions stamped exactly at `now` count too.
     const end = untilMs + 1;
+    const ids = await decisionIdsBetween(sql, sinceMs, end);
     const [counts, agents, actions] = await Promise.all([
-      decisionsPerMinute(sql, principal, sinceMs, end),
-      topDenied(sql, principal, 'agent_id', sinceMs, end, top),
-      topDenied(sql, principal, 'action', sinceMs, end, top),
+      decisionsPerMinute(sql, principal, sinceMs, end, ids),
+      topDenied(sql, principal, 'agent_id', sinceMs, end, top, ids),
+      topDenied(sql, principal, 'action', sinceMs, end, top, ids),
     ]);
     const perMinute = Array.from({ length: minutes }, (_, i) => ({ minuteMs: sinceMs + i * MINUTE, ...zero() }));
     const totals = zero();

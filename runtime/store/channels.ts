@@ -35,6 +35,8 @@ export const LOCKS = {
   signingKeys: 7262,
   /** Applying migrations. */
   migrations: 7_263_511_904,
+  /** Creating and dropping the decision log's daily partitions (store/log-partitions.ts). */
+  logPartitions: 7264,
 } as const;
 
 /** Holds `lock` until the transaction ends. */

@@ -220,7 +220,8 @@ export interface ExportCursor {
 /**
  * One page of decisions with `since <= evaluated_at < until`, oldest first
  * (ties by insertion order), after `cursor`: a keyset page, so reading a range
- * of any size holds one page at a time.
+ * of any size holds one page at a time. `ids`: the same range said by id range
+ * (domain/decision-id-range.ts), so only the partitions of its days are read.
  */
 export async function exportDecisionPage(
   sql: SqlOrTx,
@@ -229,11 +230,13 @@ export async function exportDecisionPage(
   range: { since: Date; until: Date },
   cursor: ExportCursor | null,
   limit: number,
+  ids: { lo: string; hi: string } | null = null,
 ): Promise<Array<DecisionRow & { seq: number }>> {
   const after =
     cursor === null ? sql`and evaluated_at >= ${range.since}` : sql`and (evaluated_at, seq) > (${cursor.evaluatedAt}, ${cursor.seq}) and evaluated_at >= ${range.since}`;
   return sql<Array<DecisionRow & { seq: number }>>`
     select ${COLUMNS(sql)}, seq from decisions
     where account_id = ${accountId} and environment = ${environment} and evaluated_at < ${range.until} ${after}
+      ${ids ? sql`and id >= ${ids.lo} and id < ${ids.hi}` : sql``}
     order by evaluated_at, seq limit ${limit}`;
 }
