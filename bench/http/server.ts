@@ -21,6 +21,8 @@ import { noPermits } from '../../runtime/domain/decision-ports.js';
 import { openServices } from '../../runtime/services.js';
 import { openStore } from '../../runtime/store/connect.js';
 import { migrate } from '../../runtime/store/migrate.js';
+import { maintainLog } from '../../runtime/domain/log-retention.js';
+import { systemClock } from '../../runtime/clock.js';
 import { generatePolicySet } from '../compiler/generate.js';
 import { BENCH_KEY_RATE_LIMIT, BENCH_POLICIES } from './policies.js';
 
@@ -70,6 +72,8 @@ async function main(): Promise<void> {
   }
   const store = await openStore(values['database-url'] ? { databaseUrl: values['database-url'], max: 10 } : { dataDir: values['data-dir'] ?? 'memory://' });
   await migrate(store.sql, values['migrations-dir'] ? { dir: values['migrations-dir'] } : {});
+  // As authz serve does at start: today's decision log partitions and the next days' (none before migration 015).
+  if (!values['migrations-dir']) await maintainLog(store, systemClock, { retentionDays: null });
   const services = await openServices({ config: configFromEnv({ AUTHZ_KEY_RATE_LIMIT: values['key-rate-limit'] ?? String(BENCH_KEY_RATE_LIMIT) }), store, ...(values['no-permits'] ? { permits: noPermits } : {}) });
   const at = new Date();
   const account = await createAccount(store.sql, 'bench', at);
