@@ -37,6 +37,7 @@ export { validatePolicyShape } from './policy/validate.js';
 export { MAX_POLICY_BYTES } from './policy/check.js';
 export { canonicalPolicy } from './policy/normalize.js';
 export { readYaml, type Position, type SourceFile, type SourceLocator, type YamlDocument } from './policy/source.js';
+export { readYamlFast } from './policy/fast-source.js';
 
 // The condition language.
 export {
