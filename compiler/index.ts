@@ -57,6 +57,7 @@ export { matchGlob } from './patterns/glob.js';
 
 // The decision table: building it, deciding with it, explaining a decision.
 export { ROWS_PER_STEP, buildTableSteps, runSteps, type DecisionTable, type ShadowRows } from './table/build.js';
+export { patchTable } from './table/patch.js';
 export {
   evaluate,
   evaluateLinear,

@@ -2,20 +2,35 @@
  * The per-policy work of recompiling a stored set, kept by identity of the stored
  * policy objects: reading (validation and the compiled condition) and the
  * canonical JSON that the set's hash is made of. A change replaces one object and
- * keeps the others, so only the changed policy is read again; the table itself is
- * still built whole (compiler/table/build.ts).
+ * keeps the others, so only the changed policy is read again, and the table is
+ * patched for it (compiler/table/patch.ts) rather than built whole.
  *
  * Stored policies were valid when written, so a cached read carries no
  * diagnostics; its origin keeps the path of its first read.
  */
 import { createHash } from 'node:crypto';
-import { compileItemsSteps, type Diagnostic, canonicalJson, canonicalPolicy, readPolicyValue, type ReadResult, type Policy, ROWS_PER_STEP, runSteps, type DecisionTable } from '../../compiler/index.js';
+import {
+  compileItemsSteps,
+  type Diagnostic,
+  canonicalJson,
+  canonicalPolicy,
+  patchTable,
+  readPolicyValue,
+  type ReadResult,
+  type Policy,
+  ROWS_PER_STEP,
+  runSteps,
+  type DecisionTable,
+} from '../../compiler/index.js';
 import { runSliced } from '../shared/sliced.js';
 
 export interface StoredCompile {
   table?: DecisionTable;
   diagnostics: Diagnostic[];
 }
+
+/** More changed policies than this in one change: the table is built whole (a bundle push, a bulk edit). */
+export const PATCH_LIMIT = 64;
 
 export class PolicyCompileCache {
   private readonly reads = new WeakMap<Policy, ReadResult>();
@@ -59,6 +74,40 @@ export class PolicyCompileCache {
     if (diagnostics.length > 0) return { diagnostics };
     const result = yield* compileItemsSteps(items, { lint: false });
     return result.table ? { table: result.table, diagnostics: [] } : { diagnostics: result.diagnostics };
+  }
+
+  /**
+   * The table of `next` made by patching `previous.table` for the policies that
+   * differ from `previous.policies` (by object identity: a change replaces the
+   * objects it changes and keeps the others). Null when patching does not apply
+   * (many changes, a duplicate id or name, no rank left): compile whole instead.
+   * A changed policy that does not read cleanly gives its diagnostics, as the
+   * whole compile would.
+   *
+   * @example
+   * const patched = cache.patch(current, nextPolicies) ?? (await cache.compileSliced(nextPolicies));
+   */
+  patch(previous: { policies: readonly Policy[]; table: DecisionTable }, next: readonly Policy[]): StoredCompile | null {
+    const before = new Set(previous.policies);
+    const after = new Set(next);
+    const removeIds: string[] = [];
+    for (const p of previous.policies) if (!after.has(p)) removeIds.push(p.id);
+    if (removeIds.length > PATCH_LIMIT) return null;
+    const added = [];
+    for (let i = 0; i < next.length; i++) {
+      const p = next[i]!;
+      if (before.has(p)) continue;
+      if (added.length === PATCH_LIMIT) return null;
+      let read = this.reads.get(p);
+      if (!read) {
+        read = readPolicyValue(p, `/policies/${i}`);
+        if (read.diagnostics.length > 0) return { diagnostics: read.diagnostics };
+        this.reads.set(p, read);
+      }
+      added.push(...read.items);
+    }
+    const table = patchTable(previous.table, removeIds, added);
+    return table ? { table, diagnostics: [] } : null;
   }
 
   /**

@@ -2,8 +2,9 @@
  * The compiled decision table of each environment, swapped atomically on change.
  *
  * A change runs in one transaction that locks the environment's policy_sets row,
- * reads the stored policies, applies the change, compiles the whole new set (an
- * invalid result aborts with every problem listed), writes the rows, bumps the
+ * reads the stored policies, applies the change, patches the table for the changed
+ * policies (or compiles the whole new set; an invalid result aborts with every
+ * problem listed), writes the rows, bumps the
  * version and writes the policy.updated events; after commit this process swaps in
  * the new table, so its very next decision sees it. Other processes learn of the
  * new version through NOTIFY (PostgreSQL) and a periodic version check, and
@@ -138,8 +139,10 @@ export class PolicySets {
       const mine = this.sets.get(key);
       const current = mine && mine.version === locked.version ? [...mine.policies] : (await loadPolicies<Policy>(tx, accountId, environment)).map((r) => r.policy);
       const result = await mutate(tx, current);
-      // In slices: decisions keep being served (on the current table) while it builds.
-      const { table, diagnostics } = await this.cache.compileSliced(result.policies);
+      // The table this process holds, patched for the changed policies; else built whole,
+      // in slices: decisions keep being served (on the current table) while it builds.
+      const patched = mine && mine.version === locked.version ? this.cache.patch(mine, result.policies) : null;
+      const { table, diagnostics } = patched ?? (await this.cache.compileSliced(result.policies));
       if (!table) throw new InvalidPolicyError(`the policy set would not be valid: ${diagnostics[0]?.message}`, { details: diagnosticsToDetails(diagnostics) });
       const hash = this.cache.hash(result.policies);
       const version = locked.version + 1;
