@@ -18,6 +18,7 @@ import type { ReadPolicy } from '../policy/read.js';
 import { emptyActionTrie, type ActionTrie, type VerbNode } from './action-trie.js';
 import { addToAgentIndex, emptyAgentIndex, type AgentIndex } from './agent-index.js';
 import { isEnforced, type DecisionTable, type ShadowRows } from './build.js';
+import { OverlayMap } from './overlay-map.js';
 import { buildRow, comparePolicies, shadowRow, type PolicyRow } from './rows.js';
 
 /** Every row of one leaf (each once), in rank order. */
@@ -137,12 +138,15 @@ export function patchTable(table: DecisionTable, removeIds: readonly string[], a
   const rows = gone.size === 0 ? [...table.rows] : table.rows.filter((r) => !gone.has(r));
   // Ids and names stay unique (else the full compile has the diagnostics to give).
   const names = new Set<string>();
+  const ids = new Set<string>();
   for (const item of add) {
-    if ((table.byId.has(item.policy.id) && !goneIds.has(item.policy.id)) || names.has(item.policy.name)) return null;
+    if ((table.byId.has(item.policy.id) && !goneIds.has(item.policy.id)) || ids.has(item.policy.id) || names.has(item.policy.name)) return null;
     names.add(item.policy.name);
+    ids.add(item.policy.id);
   }
-  if (add.length > 0) for (const row of rows) if (names.has(row.policy.name)) return null;
-  if (new Set(add.map((i) => i.policy.id)).size !== add.length) return null;
+  // A name a removed policy had is free (the table had unique names); any other is looked for.
+  for (const row of removed) names.delete(row.policy.name);
+  if (names.size > 0) for (const row of rows) if (names.has(row.policy.name)) return null;
 
   const added: PolicyRow[] = [];
   for (const item of [...add].sort((x, y) => comparePolicies(x.policy, y.policy))) {
@@ -156,9 +160,11 @@ export function patchTable(table: DecisionTable, removeIds: readonly string[], a
     added.push(row);
   }
 
-  const byId = new Map(table.byId);
-  for (const row of removed) byId.delete(row.policy.id);
-  for (const row of added) byId.set(row.policy.id, row);
+  const byId = OverlayMap.with(
+    table.byId,
+    removed.map((r) => r.policy.id),
+    added.map((r) => [r.policy.id, r] as const),
+  );
   const trie = patchTrie(table.trie, removed.filter(isEnforced), added.filter(isEnforced));
   return { rows, trie, byId, shadow: patchShadow(table.shadow, removed, added) };
 }

@@ -32,6 +32,66 @@ export interface StoredCompile {
 /** More changed policies than this in one change: the table is built whole (a bundle push, a bulk edit). */
 export const PATCH_LIMIT = 64;
 
+/**
+ * The policies of `before` missing from `after` and the positions in `after` of
+ * those new to it, by object identity, walking both lists side by side (a change
+ * keeps the order of the policies it leaves alone). An object met out of place is
+ * counted removed and added, which patches to the same table. Null past PATCH_LIMIT.
+ *
+ * @example
+ * changedPolicies([a, b, c], [a, b2, c]); // { removed: [b], added: [1] }
+ */
+export function changedPolicies(before: readonly Policy[], after: readonly Policy[]): { removed: Policy[]; added: number[] } | null {
+  const removed: Policy[] = [];
+  const added: number[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < before.length || j < after.length) {
+    if (removed.length > PATCH_LIMIT || added.length > PATCH_LIMIT) return null;
+    const b = before[i];
+    const a = after[j];
+    if (b !== undefined && b === a) {
+      i++;
+      j++;
+    } else if (a !== undefined && b !== undefined && after[j + 1] === b) added.push(j++);
+    else if (b !== undefined && a !== undefined && before[i + 1] === a) removed.push(before[i++]!);
+    else {
+      if (b !== undefined) removed.push(before[i++]!);
+      if (a !== undefined) added.push(j++);
+    }
+  }
+  return removed.length > PATCH_LIMIT || added.length > PATCH_LIMIT ? null : { removed, added };
+}
+
+const byIdOrder = (a: Policy, b: Policy) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+
+/**
+ * The policies in id order, in steps. Bundles come sorted, and a change leaves a
+ * stored set nearly so (a created policy comes last): the ones out of order are
+ * set aside, sorted alone and merged back, instead of sorting the whole set.
+ */
+function* sortedById(policies: readonly Policy[]): Generator<void, readonly Policy[]> {
+  const inOrder: Policy[] = [];
+  const aside: Policy[] = [];
+  for (let i = 0; i < policies.length; i++) {
+    const p = policies[i]!;
+    if (inOrder.length === 0 || inOrder[inOrder.length - 1]!.id < p.id) inOrder.push(p);
+    else aside.push(p);
+    if (i % (ROWS_PER_STEP * 16) === ROWS_PER_STEP * 16 - 1) yield;
+  }
+  if (aside.length === 0) return policies;
+  aside.sort(byIdOrder);
+  yield;
+  const out: Policy[] = new Array(policies.length);
+  let a = 0;
+  let b = 0;
+  for (let k = 0; k < out.length; k++) {
+    out[k] = b >= aside.length || (a < inOrder.length && inOrder[a]!.id < aside[b]!.id) ? inOrder[a++]! : aside[b++]!;
+    if (k % (ROWS_PER_STEP * 16) === ROWS_PER_STEP * 16 - 1) yield;
+  }
+  return out;
+}
+
 export class PolicyCompileCache {
   private readonly reads = new WeakMap<Policy, ReadResult>();
   private readonly canonical = new WeakMap<Policy, string>();
@@ -88,16 +148,12 @@ export class PolicyCompileCache {
    * const patched = cache.patch(current, nextPolicies) ?? (await cache.compileSliced(nextPolicies));
    */
   patch(previous: { policies: readonly Policy[]; table: DecisionTable }, next: readonly Policy[]): StoredCompile | null {
-    const before = new Set(previous.policies);
-    const after = new Set(next);
-    const removeIds: string[] = [];
-    for (const p of previous.policies) if (!after.has(p)) removeIds.push(p.id);
-    if (removeIds.length > PATCH_LIMIT) return null;
+    const diff = changedPolicies(previous.policies, next);
+    if (diff === null) return null;
+    const removeIds = diff.removed.map((p) => p.id);
     const added = [];
-    for (let i = 0; i < next.length; i++) {
+    for (const i of diff.added) {
       const p = next[i]!;
-      if (before.has(p)) continue;
-      if (added.length === PATCH_LIMIT) return null;
       let read = this.reads.get(p);
       if (!read) {
         read = readPolicyValue(p, `/policies/${i}`);
@@ -124,14 +180,17 @@ export class PolicyCompileCache {
   }
 
   private *hashSteps(policies: readonly Policy[]): Generator<void, string> {
-    // Bundles come sorted by id: then there is nothing to sort.
-    let sorted = true;
-    for (let i = 1; i < policies.length && sorted; i++) sorted = policies[i - 1]!.id < policies[i]!.id;
-    const ordered = sorted ? policies : [...policies].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    const ordered = yield* sortedById(policies);
     const hasher = createHash('sha256').update('[');
+    // One update per step: far fewer calls into the hash than one per policy.
+    const parts: string[] = [];
     for (let i = 0; i < ordered.length; i++) {
-      hasher.update(i === 0 ? this.canonicalOf(ordered[i]!) : `,${this.canonicalOf(ordered[i]!)}`);
-      if (i % ROWS_PER_STEP === ROWS_PER_STEP - 1) yield;
+      parts.push(this.canonicalOf(ordered[i]!));
+      if (i % ROWS_PER_STEP === ROWS_PER_STEP - 1 || i === ordered.length - 1) {
+        hasher.update(i < ROWS_PER_STEP ? parts.join(',') : `,${parts.join(',')}`);
+        parts.length = 0;
+        yield;
+      }
     }
     return `sha256:${hasher.update(']').digest('hex')}`;
   }

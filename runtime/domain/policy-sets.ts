@@ -144,7 +144,8 @@ export class PolicySets {
       const patched = mine && mine.version === locked.version ? this.cache.patch(mine, result.policies) : null;
       const { table, diagnostics } = patched ?? (await this.cache.compileSliced(result.policies));
       if (!table) throw new InvalidPolicyError(`the policy set would not be valid: ${diagnostics[0]?.message}`, { details: diagnosticsToDetails(diagnostics) });
-      const hash = this.cache.hash(result.policies);
+      // In slices too: hashing 100,000 policies takes longer than a decision may wait.
+      const hash = await this.cache.hashSliced(result.policies);
       const version = locked.version + 1;
       await bumpPolicySet(tx, accountId, environment, version, hash, new Date(this.clock.now()));
       await insertEvents(tx, result.events);
