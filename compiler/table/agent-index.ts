@@ -32,7 +32,7 @@ export interface AgentIndex {
   readonly globs: GlobEntry[];
   readonly any: PolicyRow[];
   /** `any` grouped by resource patterns (derived on first use). */
-  anyGroups?: ResourceGroup[];
+  anyGroups: ResourceGroup[] | undefined;
 }
 
 /**
@@ -89,7 +89,8 @@ function emptyAffixIndex(): AffixIndex {
 }
 
 export function emptyAgentIndex(): AgentIndex {
-  return { exact: new Map(), prefixed: emptyAffixIndex(), suffixed: emptyAffixIndex(), globs: [], any: [] };
+  // anyGroups present from the start: every leaf has one object shape (one hidden class on the hot path).
+  return { exact: new Map(), prefixed: emptyAffixIndex(), suffixed: emptyAffixIndex(), globs: [], any: [], anyGroups: undefined };
 }
 
 function addAffix(index: AffixIndex, affix: string, entry: GlobEntry): void {

@@ -194,6 +194,9 @@ export function decide(candidates: readonly PolicyRow[], request: DecisionReques
   let allowCandidates = skipped?.allowCandidates ?? 0;
   let allowResourceDrops = skipped?.allowResourceDrops ?? 0;
   let survivors: PolicyRow[] | null = null;
+  // Rows sharing one resource pattern list (rows.ts) are checked once per run of them.
+  let lastResources: PolicyRow['resources'] | undefined;
+  let lastResourceOk = false;
   for (let i = 0; i < candidates.length; i++) {
     const row = candidates[i]!;
     if (!row.enabled) {
@@ -203,7 +206,11 @@ export function decide(candidates: readonly PolicyRow[], request: DecisionReques
     enabled++;
     const isAllow = row.isAllow;
     if (isAllow) allowCandidates++;
-    if (!resourceMatches(row, request.resource)) {
+    if (row.resources !== lastResources) {
+      lastResources = row.resources;
+      lastResourceOk = resourceMatches(row, request.resource);
+    }
+    if (!lastResourceOk) {
       if (isAllow) allowResourceDrops++;
       continue;
     }
