@@ -40,12 +40,16 @@ class PrefixGroup {
     this.lengths = [...new Set(this.sortedKeys.map((k) => k.length))].sort((a, b) => a - b);
   }
 
-  /** Rows whose key is a prefix of `key`, or starts with it. */
-  compatible(key: string, visit: (row: PolicyRow) => void): void {
+  /**
+   * Rows whose key is a prefix of `key`, or starts with it, ranked after `after`
+   * (each list is in rank order: the rows ranked before are skipped by a search,
+   * not one by one).
+   */
+  compatible(key: string, after: number, visit: (row: PolicyRow) => void): void {
     for (const len of this.lengths) {
       if (len >= key.length) break;
       const list = this.byKey.get(key.slice(0, len));
-      if (list !== undefined) for (let i = 0; i < list.length; i++) visit(list[i]!);
+      if (list !== undefined) for (let i = firstAfter(list, after); i < list.length; i++) visit(list[i]!);
     }
     let lo = 0;
     let hi = this.sortedKeys.length;
@@ -56,9 +60,21 @@ class PrefixGroup {
     }
     for (let i = lo; i < this.sortedKeys.length && this.sortedKeys[i]!.startsWith(key); i++) {
       const list = this.byKey.get(this.sortedKeys[i]!)!;
-      for (let j = 0; j < list.length; j++) visit(list[j]!);
+      for (let j = firstAfter(list, after); j < list.length; j++) visit(list[j]!);
     }
   }
+}
+
+/** First position in a rank-ordered list whose row's index is above `index`. */
+function firstAfter(list: readonly PolicyRow[], index: number): number {
+  let lo = 0;
+  let hi = list.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (list[mid]!.index <= index) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 /** Calls `visit(a, b)` once per unordered pair that may share an agent and an action, with a ranked before b. */
@@ -111,6 +127,6 @@ export function forEachOverlappingPair(table: DecisionTable, visit: (a: PolicyRo
     const namespaces = new Set(row.policy.actions.map((a) => actionPatternParts(a)[0]));
     const probe = namespaces.has('*') ? allGroups : [...namespaces, '*'].flatMap((ns) => groups.get(ns) ?? []);
     const keys = agentKeys(row);
-    for (const g of probe) for (const key of keys) g.compatible(key, meet);
+    for (const g of probe) for (const key of keys) g.compatible(key, row.index, meet);
   }
 }
