@@ -15,6 +15,9 @@ export interface PolicyRow {
   readonly enabled: boolean;
   /** Copied from the policy so the hot path reads one object shape. */
   readonly isAllow: boolean;
+  /** Copied from the policy: deciding reads the rows, not the policies they point to. */
+  readonly effect: Effect;
+  readonly id: string;
   /** Agent globs; null = every agent. */
   readonly agents: readonly CompiledGlob[] | null;
   /** Resource globs; null = any resource (or none). */
@@ -79,6 +82,8 @@ export function buildRow(index: number, policy: Policy, conditionAst: ConditionA
     policy,
     enabled: policy.state === 'enabled',
     isAllow: policy.effect === 'allow',
+    effect: policy.effect,
+    id: policy.id,
     agents,
     resources,
     conditionAst,
@@ -98,6 +103,8 @@ export function shadowRow(row: PolicyRow): PolicyRow {
     policy: row.policy,
     enabled: true,
     isAllow: row.isAllow,
+    effect: row.effect,
+    id: row.id,
     agents: row.agents,
     resources: row.resources,
     conditionAst: row.conditionAst,
