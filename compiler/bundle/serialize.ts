@@ -63,7 +63,7 @@ export function* deserializeTrieSteps(table: SerializedTable, rows: readonly Pol
       byAffix.set(key, refs.map((x) => entry(x, (glob) => (prefix ? glob.prefix === key : glob.prefix === '' && glob.suffix === key))));
       if (tick()) yield;
     }
-    return { byAffix, lengths: [...new Set([...byAffix.keys()].map((k) => k.length))].sort((a, b) => a - b) };
+    return { byAffix, lengths: [...new Set([...byAffix.keys()].map((k) => k.length))].sort((a, b) => a - b), buckets: undefined };
   }
   function* leaf(l: SerializedLeaf): Generator<void, AgentIndex> {
     const exact = new Map<string, PolicyRow[]>();
