@@ -144,11 +144,17 @@ export class PolicySets {
       const patched = mine && mine.version === locked.version ? this.cache.patch(mine, result.policies) : null;
       const { table, diagnostics } = patched ?? (await this.cache.compileSliced(result.policies));
       if (!table) throw new InvalidPolicyError(`the policy set would not be valid: ${diagnostics[0]?.message}`, { details: diagnosticsToDetails(diagnostics) });
-      // In slices too: hashing 100,000 policies takes longer than a decision may wait.
-      const hash = await this.cache.hashSliced(result.policies);
+      // In slices too (hashing 100,000 policies takes longer than a decision may wait),
+      // while the events are written: the hash is only needed for the bump.
+      const hashing = this.cache.hashSliced(result.policies);
       const version = locked.version + 1;
+      try {
+        await insertEvents(tx, result.events);
+      } finally {
+        await hashing.catch(() => {});
+      }
+      const hash = await hashing;
       await bumpPolicySet(tx, accountId, environment, version, hash, new Date(this.clock.now()));
-      await insertEvents(tx, result.events);
       await notify(tx, CHANNELS.policies, policySetPayload({ accountId, environment, version }));
       return { value: result.value, set: { version, hash, table, policies: result.policies } satisfies CompiledSet };
     });
