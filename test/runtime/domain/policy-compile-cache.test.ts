@@ -130,3 +130,36 @@ describe.each(STORE_KINDS)('a one-policy change patches the table this process h
     }
   });
 });
+
+describe.each(STORE_KINDS)('another process refreshing after a change patches its table too (%s)', (kind) => {
+  let rt: TestRuntime;
+  beforeAll(async () => {
+    rt = await startRuntime(kind);
+  });
+  afterAll(() => rt.close());
+
+  it('keeps the rows of the unchanged policies and decides as the stored set compiled from scratch', async () => {
+    const { policies, requests } = generatePolicySet(300, 13);
+    await rt.setPolicies(policies);
+    const other = await openServices({ config: rt.services.config, store: rt.store, clock: rt.clock });
+    try {
+      const target = policies[5]!;
+      const { id: _id, ...body } = target;
+      for (const payload of [{ ...body, effect: 'deny', priority: 2 }, { ...body, state: 'shadow' }]) {
+        const before = await other.policySets.get(rt.accountId, 'test');
+        const put = await rt.call(rt.testKey, { method: 'PUT', url: `/v1/policies/${target.id}`, payload });
+        expect(put.statusCode).toBe(200);
+        const mine = await rt.services.policySets.get(rt.accountId, 'test');
+        await other.policySets.refresh(rt.accountId, 'test', mine.version);
+        const after = await other.policySets.get(rt.accountId, 'test');
+        expect([after.version, after.hash]).toEqual([mine.version, mine.hash]);
+        const beforeRows = new Set(before.table.rows);
+        expect(after.table.rows.filter((r) => beforeRows.has(r)).length).toBe(before.table.rows.length - 1);
+        const fresh = compileStored(after.policies).table!;
+        for (const r of requests.slice(0, 200)) expect(evaluate(after.table, r)).toEqual(evaluate(fresh, r));
+      }
+    } finally {
+      await other.writer.idle();
+    }
+  });
+});
