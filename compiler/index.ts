@@ -41,6 +41,7 @@ export { validatePolicyShape } from './policy/validate.js';
 export { MAX_POLICY_BYTES } from './policy/check.js';
 export { canonicalPolicy } from './policy/normalize.js';
 export { readYaml, type Position, type SourceFile, type SourceLocator, type YamlDocument } from './policy/source.js';
+export { readYamlFast } from './policy/fast-source.js';
 
 // The condition language.
 export {
@@ -60,6 +61,7 @@ export { matchGlob } from './patterns/glob.js';
 
 // The decision table: building it, deciding with it, explaining a decision.
 export { ROWS_PER_STEP, buildTableSteps, runSteps, type DecisionTable, type ShadowRows } from './table/build.js';
+export { patchTable } from './table/patch.js';
 export {
   evaluate,
   evaluateLinear,

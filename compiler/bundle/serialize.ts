@@ -7,14 +7,18 @@ import { ROWS_PER_STEP, runSteps } from '../table/build.js';
 import type { SerializedGlobRef, SerializedLeaf, SerializedTable, SerializedVerbNode } from './format.js';
 
 export function serializeTable(rows: readonly PolicyRow[], trie: ActionTrie, positionOf: (row: PolicyRow) => number): SerializedTable {
-  const ref = (e: GlobEntry): SerializedGlobRef => [e.row.index, e.row.agents!.indexOf(e.glob)];
+  // A row's place in `rows` (its index orders rows but, in a patched table, is not always its place).
+  const place = new Map<PolicyRow, number>();
+  rows.forEach((row, i) => place.set(row, i));
+  const at = (row: PolicyRow): number => place.get(row)!;
+  const ref = (e: GlobEntry): SerializedGlobRef => [at(e.row), e.row.agents!.indexOf(e.glob)];
   const affix = (a: AffixIndex) => Object.fromEntries([...a.byAffix].map(([key, entries]) => [key, entries.map(ref)]));
   const leaf = (index: AgentIndex): SerializedLeaf => ({
-    exact: Object.fromEntries([...index.exact].map(([agent, list]) => [agent, list.map((r) => r.index)])),
+    exact: Object.fromEntries([...index.exact].map(([agent, list]) => [agent, list.map(at)])),
     prefixed: affix(index.prefixed),
     suffixed: affix(index.suffixed),
     globs: index.globs.map(ref),
-    any: index.any.map((r) => r.index),
+    any: index.any.map(at),
   });
   const verbNode = (node: VerbNode): SerializedVerbNode => ({
     exact: Object.fromEntries([...node.exact].map(([verb, l]) => [verb, leaf(l)])),
@@ -59,7 +63,7 @@ export function* deserializeTrieSteps(table: SerializedTable, rows: readonly Pol
       byAffix.set(key, refs.map((x) => entry(x, (glob) => (prefix ? glob.prefix === key : glob.prefix === '' && glob.suffix === key))));
       if (tick()) yield;
     }
-    return { byAffix, lengths: [...new Set([...byAffix.keys()].map((k) => k.length))].sort((a, b) => a - b) };
+    return { byAffix, lengths: [...new Set([...byAffix.keys()].map((k) => k.length))].sort((a, b) => a - b), buckets: undefined };
   }
   function* leaf(l: SerializedLeaf): Generator<void, AgentIndex> {
     const exact = new Map<string, PolicyRow[]>();
@@ -73,6 +77,7 @@ export function* deserializeTrieSteps(table: SerializedTable, rows: readonly Pol
       suffixed: yield* affix(l.suffixed, false),
       globs: l.globs.map((x) => entry(x, (glob) => glob.exact === undefined)),
       any: l.any.map(row),
+      anyGroups: undefined, // the same object shape as emptyAgentIndex's: one hidden class on the hot path
     };
   }
   function* verbNode(n: SerializedVerbNode): Generator<void, VerbNode> {

@@ -40,11 +40,16 @@ class PrefixGroup {
     this.lengths = [...new Set(this.sortedKeys.map((k) => k.length))].sort((a, b) => a - b);
   }
 
-  /** Rows whose key is a prefix of `key`, or starts with it. */
-  compatible(key: string, visit: (row: PolicyRow) => void): void {
+  /**
+   * Rows whose key is a prefix of `key`, or starts with it, ranked after `after`
+   * (each list is in rank order: the rows ranked before are skipped by a search,
+   * not one by one).
+   */
+  compatible(key: string, after: number, visit: (row: PolicyRow) => void): void {
     for (const len of this.lengths) {
       if (len >= key.length) break;
-      this.byKey.get(key.slice(0, len))?.forEach(visit);
+      const list = this.byKey.get(key.slice(0, len));
+      if (list !== undefined) for (let i = firstAfter(list, after); i < list.length; i++) visit(list[i]!);
     }
     let lo = 0;
     let hi = this.sortedKeys.length;
@@ -53,8 +58,23 @@ class PrefixGroup {
       if (this.sortedKeys[mid]! < key) lo = mid + 1;
       else hi = mid;
     }
-    for (let i = lo; i < this.sortedKeys.length && this.sortedKeys[i]!.startsWith(key); i++) this.byKey.get(this.sortedKeys[i]!)!.forEach(visit);
+    for (let i = lo; i < this.sortedKeys.length && this.sortedKeys[i]!.startsWith(key); i++) {
+      const list = this.byKey.get(this.sortedKeys[i]!)!;
+      for (let j = firstAfter(list, after); j < list.length; j++) visit(list[j]!);
+    }
   }
+}
+
+/** First position in a rank-ordered list whose row's index is above `index`. */
+function firstAfter(list: readonly PolicyRow[], index: number): number {
+  let lo = 0;
+  let hi = list.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (list[mid]!.index <= index) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 /** Calls `visit(a, b)` once per unordered pair that may share an agent and an action, with a ranked before b. */
@@ -87,15 +107,26 @@ export function forEachOverlappingPair(table: DecisionTable, visit: (a: PolicyRo
     for (const ns of namespaces) for (const key of agentKeys(row)) group(ns).add(key, row);
   }
   for (const g of groups.values()) g.seal();
+  const allGroups = [...groups.values()];
+  // Rows met by the current broad row, marked with its turn (a Set per row cost more than the visits).
+  const place = new Map<PolicyRow, number>();
+  table.rows.forEach((r, i) => place.set(r, i));
+  const metOn = new Int32Array(table.rows.length);
+  let turn = 0;
+  let current: PolicyRow = broad[0]!;
+  const meet = (other: PolicyRow) => {
+    if (other.index <= current.index) return;
+    const at = place.get(other)!;
+    if (metOn[at] === turn) return;
+    metOn[at] = turn;
+    visit(current, other);
+  };
   for (const row of broad) {
-    const seen = new Set<PolicyRow>();
-    const meet = (other: PolicyRow) => {
-      if (other.index <= row.index || seen.has(other)) return;
-      seen.add(other);
-      visit(row, other);
-    };
+    current = row;
+    turn++;
     const namespaces = new Set(row.policy.actions.map((a) => actionPatternParts(a)[0]));
-    const probe = namespaces.has('*') ? [...groups.values()] : [...namespaces, '*'].flatMap((ns) => groups.get(ns) ?? []);
-    for (const g of probe) for (const key of agentKeys(row)) g.compatible(key, meet);
+    const probe = namespaces.has('*') ? allGroups : [...namespaces, '*'].flatMap((ns) => groups.get(ns) ?? []);
+    const keys = agentKeys(row);
+    for (const g of probe) for (const key of keys) g.compatible(key, row.index, meet);
   }
 }

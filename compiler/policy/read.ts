@@ -6,7 +6,8 @@ import type { ConditionAst } from '../condition/index.js';
 import type { Diagnostic } from '../diagnostics/diagnostic.js';
 import { checkPolicy } from './check.js';
 import { normalizePolicy } from './normalize.js';
-import { readYaml, type SourceFile, type SourceLocator } from './source.js';
+import { readYamlFast } from './fast-source.js';
+import type { SourceFile, SourceLocator } from './source.js';
 import type { Policy } from './types.js';
 import { validatePolicyShape } from './validate.js';
 
@@ -149,7 +150,7 @@ export function readPolicyDocument(value: unknown, locator?: SourceLocator): Rea
  * ```
  */
 export function readPolicySource(source: SourceFile): ReadResult {
-  const { documents, diagnostics } = readYaml(source);
+  const { documents, diagnostics } = readYamlFast(source);
   const items: ReadPolicy[] = [];
   for (const doc of documents) {
     const r = readPolicyDocument(doc.value, doc.locator);

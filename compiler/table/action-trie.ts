@@ -86,7 +86,18 @@ export function sortUnique<T extends { index: number }>(rows: T[]): T[] {
     }
   }
   if (sorted) return rows;
-  rows.sort((a, b) => a.index - b.index);
+  if (rows.length <= 32) {
+    // Candidates come as a few sorted runs: insertion sort is near linear on them.
+    for (let i = 1; i < rows.length; i++) {
+      const row = rows[i]!;
+      let j = i - 1;
+      while (j >= 0 && rows[j]!.index > row.index) {
+        rows[j + 1] = rows[j]!;
+        j--;
+      }
+      rows[j + 1] = row;
+    }
+  } else rows.sort((a, b) => a.index - b.index);
   let w = 1;
   for (let r = 1; r < rows.length; r++) if (rows[r] !== rows[w - 1]) rows[w++] = rows[r]!;
   rows.length = w;

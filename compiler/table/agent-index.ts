@@ -23,6 +23,32 @@ export interface AffixIndex {
   readonly byAffix: Map<string, GlobEntry[]>;
   /** Distinct affix lengths present, ascending. */
   readonly lengths: number[];
+  /** `byAffix` split for lookups (derived on first use; dropped when an entry is added). */
+  buckets: Map<string, AffixBucket> | undefined;
+}
+
+/**
+ * One affix's entries for lookups: the rows whose glob is the affix and a star
+ * alone (`agent-0001*`, `*-bot`), which a probe that found the affix matches
+ * without testing, and the other entries, tested one by one.
+ */
+export interface AffixBucket {
+  readonly sure: PolicyRow[];
+  readonly tested: GlobEntry[];
+}
+
+function bucketsOf(index: AffixIndex, prefix: boolean): Map<string, AffixBucket> {
+  const buckets = new Map<string, AffixBucket>();
+  for (const [affix, entries] of index.byAffix) {
+    const bucket: AffixBucket = { sure: [], tested: [] };
+    for (const entry of entries) {
+      const g = entry.glob;
+      if (g.middles.length === 0 && (prefix ? g.suffix === '' : g.prefix === '')) bucket.sure.push(entry.row);
+      else bucket.tested.push(entry);
+    }
+    buckets.set(affix, bucket);
+  }
+  return buckets;
 }
 
 export interface AgentIndex {
@@ -32,7 +58,7 @@ export interface AgentIndex {
   readonly globs: GlobEntry[];
   readonly any: PolicyRow[];
   /** `any` grouped by resource patterns (derived on first use). */
-  anyGroups?: ResourceGroup[];
+  anyGroups: ResourceGroup[] | undefined;
 }
 
 /**
@@ -85,14 +111,16 @@ function resourceMatchesAny(globs: readonly CompiledGlob[], resource: string | n
 }
 
 function emptyAffixIndex(): AffixIndex {
-  return { byAffix: new Map(), lengths: [] };
+  return { byAffix: new Map(), lengths: [], buckets: undefined };
 }
 
 export function emptyAgentIndex(): AgentIndex {
-  return { exact: new Map(), prefixed: emptyAffixIndex(), suffixed: emptyAffixIndex(), globs: [], any: [] };
+  // anyGroups present from the start: every leaf has one object shape (one hidden class on the hot path).
+  return { exact: new Map(), prefixed: emptyAffixIndex(), suffixed: emptyAffixIndex(), globs: [], any: [], anyGroups: undefined };
 }
 
 function addAffix(index: AffixIndex, affix: string, entry: GlobEntry): void {
+  index.buckets = undefined;
   const list = index.byAffix.get(affix);
   if (list) list.push(entry);
   else {
@@ -159,14 +187,19 @@ export function collectForAgent(index: AgentIndex, agentId: string, out: PolicyR
 }
 
 function collectAffix(index: AffixIndex, agentId: string, prefix: boolean, out: PolicyRow[]): void {
-  const { lengths, byAffix } = index;
+  const lengths = index.lengths;
+  const buckets = (index.buckets ??= bucketsOf(index, prefix));
   for (let i = 0; i < lengths.length; i++) {
     const len = lengths[i]!;
     if (len > agentId.length) break;
-    const entries = byAffix.get(prefix ? agentId.slice(0, len) : agentId.slice(agentId.length - len));
-    if (entries === undefined) continue;
-    for (let j = 0; j < entries.length; j++) {
-      const entry = entries[j]!;
+    const bucket = buckets.get(prefix ? agentId.slice(0, len) : agentId.slice(agentId.length - len));
+    if (bucket === undefined) continue;
+    // The affix matched: `affix*` globs match without a test (nor a look at the glob).
+    const sure = bucket.sure;
+    for (let j = 0; j < sure.length; j++) out.push(sure[j]!);
+    const tested = bucket.tested;
+    for (let j = 0; j < tested.length; j++) {
+      const entry = tested[j]!;
       if (globMatches(entry.glob, agentId)) out.push(entry.row);
     }
   }

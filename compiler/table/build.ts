@@ -8,7 +8,7 @@ import { emptyActionTrie, insertRow, type ActionTrie } from './action-trie.js';
 import { buildRow, comparePolicies, shadowRow, type PolicyRow } from './rows.js';
 
 export interface DecisionTable {
-  /** Every policy's row, shadow ones included, in rank order (row.index === position). */
+  /** Every policy's row, shadow ones included, in rank order (row.index increases along it; equal to the position in a built table, not always in a patched one). */
   readonly rows: readonly PolicyRow[];
   /** The index of the rows enforcement sees: enabled and disabled policies (never shadow ones). */
   readonly trie: ActionTrie;

@@ -194,6 +194,9 @@ export function decide(candidates: readonly PolicyRow[], request: DecisionReques
   let allowCandidates = skipped?.allowCandidates ?? 0;
   let allowResourceDrops = skipped?.allowResourceDrops ?? 0;
   let survivors: PolicyRow[] | null = null;
+  // Rows sharing one resource pattern list (rows.ts) are checked once per run of them.
+  let lastResources: PolicyRow['resources'] | undefined;
+  let lastResourceOk = false;
   for (let i = 0; i < candidates.length; i++) {
     const row = candidates[i]!;
     if (!row.enabled) {
@@ -203,7 +206,11 @@ export function decide(candidates: readonly PolicyRow[], request: DecisionReques
     enabled++;
     const isAllow = row.isAllow;
     if (isAllow) allowCandidates++;
-    if (!resourceMatches(row, request.resource)) {
+    if (row.resources !== lastResources) {
+      lastResources = row.resources;
+      lastResourceOk = resourceMatches(row, request.resource);
+    }
+    if (!lastResourceOk) {
       if (isAllow) allowResourceDrops++;
       continue;
     }
@@ -217,19 +224,21 @@ export function decide(candidates: readonly PolicyRow[], request: DecisionReques
     }
     return { effect: 'deny', reason: 'policy.not_found', policy_id: null, matched: [], warnings: [] };
   }
-  const matched = (survivors.length > 1 ? sortUnique(survivors) : survivors).map((row) => row.policy);
-  const winner = matched[0]!;
-  let warnings: EvaluationWarning[] = [];
-  for (let i = 1; i < matched.length; i++) {
-    if (matched[i]!.effect !== winner.effect) {
-      warnings = [conflictWarning(winner, matched)];
-      break;
-    }
+  // From the rows' copies of effect and id: the policies themselves are not read here.
+  const rows = survivors.length > 1 ? sortUnique(survivors) : survivors;
+  const first = rows[0]!;
+  const matched = new Array<Policy>(rows.length);
+  let conflict = false;
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i]!;
+    matched[i] = row.policy;
+    if (row.effect !== first.effect) conflict = true;
   }
-  return { effect: winner.effect, reason: 'policy.matched', policy_id: winner.id, matched, warnings };
+  const warnings: EvaluationWarning[] = conflict ? [conflictWarning(first.policy, rows)] : [];
+  return { effect: first.effect, reason: 'policy.matched', policy_id: first.id, matched, warnings };
 }
 
-function conflictWarning(winner: Policy, matched: Policy[]): EvaluationWarning {
+function conflictWarning(winner: Policy, matched: readonly PolicyRow[]): EvaluationWarning {
   const ids = new Array<string>(matched.length);
   for (let i = 0; i < matched.length; i++) ids[i] = matched[i]!.id;
   return {

@@ -15,6 +15,9 @@ export interface PolicyRow {
   readonly enabled: boolean;
   /** Copied from the policy so the hot path reads one object shape. */
   readonly isAllow: boolean;
+  /** Copied from the policy: deciding reads the rows, not the policies they point to. */
+  readonly effect: Effect;
+  readonly id: string;
   /** Agent globs; null = every agent. */
   readonly agents: readonly CompiledGlob[] | null;
   /** Resource globs; null = any resource (or none). */
@@ -39,12 +42,31 @@ type CompiledParts = Pick<PolicyRow, 'agents' | 'resources' | 'conditionAst' | '
  */
 const compiledParts = new WeakMap<Policy, CompiledParts>();
 
+/**
+ * Compiled pattern lists shared by every row with the same patterns, so that
+ * `decide` can check a resource once for a run of rows that share them (guardrails
+ * are often many rows with one resource pattern). Bounded: cleared past a size.
+ */
+const sharedGlobLists = new Map<string, readonly CompiledGlob[]>();
+const SHARED_GLOB_LISTS_MAX = 50_000;
+
+function globList(patterns: readonly string[]): readonly CompiledGlob[] {
+  const key = patterns.length === 1 ? patterns[0]! : patterns.join('\u0000');
+  let list = sharedGlobLists.get(key);
+  if (list === undefined) {
+    if (sharedGlobLists.size >= SHARED_GLOB_LISTS_MAX) sharedGlobLists.clear();
+    list = patterns.map(compileGlob);
+    sharedGlobLists.set(key, list);
+  }
+  return list;
+}
+
 function partsOf(policy: Policy, conditionAst: ConditionAst | null): CompiledParts {
   let parts = compiledParts.get(policy);
   if (!parts || parts.conditionAst !== conditionAst) {
     parts = {
       agents: policy.agents ? policy.agents.map(compileGlob) : null,
-      resources: policy.resources ? policy.resources.map(compileGlob) : null,
+      resources: policy.resources ? globList(policy.resources) : null,
       conditionAst,
       condition: conditionAst ? compileCondition(conditionAst) : null,
     };
@@ -60,6 +82,8 @@ export function buildRow(index: number, policy: Policy, conditionAst: ConditionA
     policy,
     enabled: policy.state === 'enabled',
     isAllow: policy.effect === 'allow',
+    effect: policy.effect,
+    id: policy.id,
     agents,
     resources,
     conditionAst,
@@ -79,6 +103,8 @@ export function shadowRow(row: PolicyRow): PolicyRow {
     policy: row.policy,
     enabled: true,
     isAllow: row.isAllow,
+    effect: row.effect,
+    id: row.id,
     agents: row.agents,
     resources: row.resources,
     conditionAst: row.conditionAst,

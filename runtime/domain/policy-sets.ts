@@ -2,12 +2,13 @@
  * The compiled decision table of each environment, swapped atomically on change.
  *
  * A change runs in one transaction that locks the environment's policy_sets row,
- * reads the stored policies, applies the change, compiles the whole new set (an
- * invalid result aborts with every problem listed), writes the rows, bumps the
+ * reads the stored policies, applies the change, patches the table for the changed
+ * policies (or compiles the whole new set; an invalid result aborts with every
+ * problem listed), writes the rows, bumps the
  * version and writes the policy.updated events; after commit this process swaps in
  * the new table, so its very next decision sees it. Other processes learn of the
- * new version through NOTIFY (PostgreSQL) and a periodic version check, and
- * recompile from the store.
+ * new version through NOTIFY (PostgreSQL) and a periodic version check, read the
+ * set from the store and patch their table for the policies that differ.
  */
 import type { Diagnostic, Policy, DecisionTable } from '../../compiler/index.js';
 import type { Environment } from '../tenant.js';
@@ -17,7 +18,7 @@ import { CHANNELS, notify, policySetPayload } from '../store/channels.js';
 import type { Sql, Tx } from '../store/connect.js';
 import { insertEvents, type EventRow } from '../store/events.js';
 import { bumpPolicySet, loadPolicies, lockPolicySet, readPolicySetVersion } from '../store/policies.js';
-import { PolicyCompileCache } from './policy-compile-cache.js';
+import { keepUnchanged, PolicyCompileCache } from './policy-compile-cache.js';
 
 export interface CompiledSet {
   version: number;
@@ -87,16 +88,20 @@ export class PolicySets {
     const promise = (async () => {
       const version = await readPolicySetVersion(this.sql, accountId, environment);
       const records = await loadPolicies<Policy>(this.sql, accountId, environment);
-      const policies = records.map((r) => r.policy);
+      // A refresh (another process changed the set): the held table, patched for the
+      // policies that differ from the ones this process holds; else compiled whole.
+      const held = this.sets.get(key);
+      const policies = held ? await keepUnchanged(held.policies, records.map((r) => r.policy)) : records.map((r) => r.policy);
       // Fail closed: a stored set that does not compile (written behind the API's
       // back, or by an incompatible version) refuses decisions with 503 until fixed.
       const unloadable = (why: string | undefined) =>
         new ServiceUnavailableError(`the policies of this environment cannot be loaded (${why ?? 'unknown problem'}); no decision is made until they are fixed`);
-      const { table, diagnostics } = await this.cache.compileSliced(policies).catch((e: unknown) => {
+      const patched = held ? this.cache.patch(held, policies) : null;
+      const { table, diagnostics } = patched ?? (await this.cache.compileSliced(policies).catch((e: unknown) => {
         throw unloadable(e instanceof Error ? e.message : String(e));
-      });
+      }));
       if (!table) throw unloadable(diagnostics.find((d) => d.severity === 'error')?.message);
-      const set: CompiledSet = { version: version?.version ?? 0, hash: this.cache.hash(policies), table, policies };
+      const set: CompiledSet = { version: version?.version ?? 0, hash: await this.cache.hashSliced(policies), table, policies };
       const current = this.sets.get(key);
       if (!current || current.version <= set.version) this.sets.set(key, set);
       return this.sets.get(key)!;
@@ -138,13 +143,22 @@ export class PolicySets {
       const mine = this.sets.get(key);
       const current = mine && mine.version === locked.version ? [...mine.policies] : (await loadPolicies<Policy>(tx, accountId, environment)).map((r) => r.policy);
       const result = await mutate(tx, current);
-      // In slices: decisions keep being served (on the current table) while it builds.
-      const { table, diagnostics } = await this.cache.compileSliced(result.policies);
+      // The table this process holds, patched for the changed policies; else built whole,
+      // in slices: decisions keep being served (on the current table) while it builds.
+      const patched = mine && mine.version === locked.version ? this.cache.patch(mine, result.policies) : null;
+      const { table, diagnostics } = patched ?? (await this.cache.compileSliced(result.policies));
       if (!table) throw new InvalidPolicyError(`the policy set would not be valid: ${diagnostics[0]?.message}`, { details: diagnosticsToDetails(diagnostics) });
-      const hash = this.cache.hash(result.policies);
+      // In slices too (hashing 100,000 policies takes longer than a decision may wait),
+      // while the events are written: the hash is only needed for the bump.
+      const hashing = this.cache.hashSliced(result.policies);
       const version = locked.version + 1;
+      try {
+        await insertEvents(tx, result.events);
+      } finally {
+        await hashing.catch(() => {});
+      }
+      const hash = await hashing;
       await bumpPolicySet(tx, accountId, environment, version, hash, new Date(this.clock.now()));
-      await insertEvents(tx, result.events);
       await notify(tx, CHANNELS.policies, policySetPayload({ accountId, environment, version }));
       return { value: result.value, set: { version, hash, table, policies: result.policies } satisfies CompiledSet };
     });

@@ -93,3 +93,73 @@ describe.each(STORE_KINDS)('policy changes reuse the set this process holds (%s)
     }
   });
 });
+
+describe.each(STORE_KINDS)('a one-policy change patches the table this process holds (%s)', (kind) => {
+  let rt: TestRuntime;
+  beforeAll(async () => {
+    rt = await startRuntime(kind);
+  });
+  afterAll(() => rt.close());
+
+  it('POST, PUT, state changes (shadow included) and DELETE keep the unchanged rows and decide as a table compiled from scratch', async () => {
+    const { policies, requests } = generatePolicySet(400, 11);
+    await rt.setPolicies(policies);
+    const set = async () => rt.services.policySets.get(rt.accountId, 'test');
+    const target = policies[7]!;
+    const { id: _id, ...body } = target;
+    const steps: Array<() => Promise<number>> = [
+      async () => (await rt.call(rt.testKey, { method: 'POST', url: '/v1/policies', payload: { name: 'extra', priority: 3, effect: 'deny', actions: ['ns1.*'], agents: ['agent-0000*'] } })).statusCode,
+      async () => (await rt.call(rt.testKey, { method: 'PUT', url: `/v1/policies/${target.id}`, payload: { ...body, effect: 'deny', priority: 1 } })).statusCode,
+      async () => (await rt.call(rt.testKey, { method: 'PUT', url: `/v1/policies/${target.id}`, payload: { ...body, state: 'shadow' } })).statusCode,
+      async () => (await rt.call(rt.testKey, { method: 'PUT', url: `/v1/policies/${target.id}`, payload: { ...body, state: 'disabled' } })).statusCode,
+      async () => (await rt.call(rt.testKey, { method: 'DELETE', url: `/v1/policies/${target.id}` })).statusCode,
+    ];
+    for (const step of steps) {
+      const before = await set();
+      expect(await step()).toBeLessThan(300);
+      const after = await set();
+      expect(after.version).toBe(before.version + 1);
+      // Patched, not rebuilt: the rows of the policies that did not change are the same objects.
+      const beforeRows = new Set(before.table.rows);
+      const kept = after.table.rows.filter((r) => beforeRows.has(r));
+      expect(kept.length).toBeGreaterThanOrEqual(before.table.rows.length - 1);
+      // And it decides as the same policies compiled from scratch, shadow outcomes included.
+      const fresh = compileStored(after.policies).table!;
+      expect(after.table.rows.map((r) => r.policy.id)).toEqual(fresh.rows.map((r) => r.policy.id));
+      for (const r of requests.slice(0, 200)) expect(evaluate(after.table, r)).toEqual(evaluate(fresh, r));
+    }
+  });
+});
+
+describe.each(STORE_KINDS)('another process refreshing after a change patches its table too (%s)', (kind) => {
+  let rt: TestRuntime;
+  beforeAll(async () => {
+    rt = await startRuntime(kind);
+  });
+  afterAll(() => rt.close());
+
+  it('keeps the rows of the unchanged policies and decides as the stored set compiled from scratch', async () => {
+    const { policies, requests } = generatePolicySet(300, 13);
+    await rt.setPolicies(policies);
+    const other = await openServices({ config: rt.services.config, store: rt.store, clock: rt.clock });
+    try {
+      const target = policies[5]!;
+      const { id: _id, ...body } = target;
+      for (const payload of [{ ...body, effect: 'deny', priority: 2 }, { ...body, state: 'shadow' }]) {
+        const before = await other.policySets.get(rt.accountId, 'test');
+        const put = await rt.call(rt.testKey, { method: 'PUT', url: `/v1/policies/${target.id}`, payload });
+        expect(put.statusCode).toBe(200);
+        const mine = await rt.services.policySets.get(rt.accountId, 'test');
+        await other.policySets.refresh(rt.accountId, 'test', mine.version);
+        const after = await other.policySets.get(rt.accountId, 'test');
+        expect([after.version, after.hash]).toEqual([mine.version, mine.hash]);
+        const beforeRows = new Set(before.table.rows);
+        expect(after.table.rows.filter((r) => beforeRows.has(r)).length).toBe(before.table.rows.length - 1);
+        const fresh = compileStored(after.policies).table!;
+        for (const r of requests.slice(0, 200)) expect(evaluate(after.table, r)).toEqual(evaluate(fresh, r));
+      }
+    } finally {
+      await other.writer.idle();
+    }
+  });
+});
