@@ -6,7 +6,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
 export const ROOT = join(import.meta.dirname, '..', '..');
 export const SERVE_JS = join(ROOT, 'dist', 'runtime', 'serve.js');
@@ -145,13 +145,15 @@ export interface ServeProcess {
  * Starts `node bin/authz.js serve` on `port` with `env` over the caller's
  * environment (without AUTHZ_DATA_DIR, AUTHZ_TEST_CLOCK or
  * AUTHZ_WEBHOOK_ALLOW_PRIVATE unless `env` sets them), LOG_LEVEL warn; resolves
- * once it prints that it listens, rejects if it exits first.
+ * once it prints that it listens, rejects if it exits first. `bin` runs another
+ * build (test/helpers/old-build.ts: `join(oldBuild(ref), 'bin', 'authz.js')`),
+ * from its own checkout.
  */
-export async function startServeProcess(port: number, env: NodeJS.ProcessEnv, timeoutMs = 30_000): Promise<ServeProcess> {
+export async function startServeProcess(port: number, env: NodeJS.ProcessEnv, timeoutMs = 30_000, bin = join(ROOT, 'bin', 'authz.js')): Promise<ServeProcess> {
   const full: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST, LOG_LEVEL: 'warn' };
   for (const k of ['AUTHZ_DATA_DIR', 'AUTHZ_TEST_CLOCK', 'AUTHZ_WEBHOOK_ALLOW_PRIVATE']) delete full[k];
   Object.assign(full, env);
-  const child = spawn(process.execPath, [join(ROOT, 'bin', 'authz.js'), 'serve'], { cwd: ROOT, env: full, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [bin, 'serve'], { cwd: dirname(dirname(bin)), env: full, stdio: ['ignore', 'pipe', 'pipe'] });
   const stdout: string[] = [];
   const stderr: string[] = [];
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {

@@ -1,143 +1,263 @@
 /**
- * Upgrade in place (migration 015, decision log partitions): a store made by the
- * migrations before it (001-014), with decisions (allow, deny, review with a
- * verdict, a held budget, a decision with an id from before time-sortable ids),
- * events, webhook deliveries and attempts, migrates, and every row reads the
- * same through the API afterwards, on both stores.
+ * Upgrade in place (issue 23): a store made and filled by the released main
+ * (OLD_MAIN, before migrations 015 decision log partitions, 016 budget scopes
+ * and 017 event references) is opened by the current build, which migrates it
+ * at start; nothing written before reads differently after, on both stores.
+ *
+ * Both builds are real `authz serve` processes (the old one built from git
+ * history by test/helpers/old-build.ts) on one store, driven over HTTP only:
+ * an account and keys (operator API), allow, deny, review and budget policies,
+ * a webhook endpoint that refuses connections (deliveries stay pending with
+ * attempts), decisions over three days of the test clock, a review verdict and
+ * a held budget. The one row the old API cannot make, a decision with an id
+ * from before time-sortable ids (migration 008), is written with SQL.
  */
-import { copyFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { iso } from '../../runtime/clock.js';
-import { createAccount } from '../../runtime/domain/accounts.js';
-import { maintainLog } from '../../runtime/domain/log-retention.js';
-import { openStore } from '../../runtime/store/connect.js';
-import { migrate, migrationsDir } from '../../runtime/store/migrate.js';
-import { createTestDatabase, STORE_KINDS, type StoreKind, type TestStore } from '../helpers/postgres.js';
-import { json, startRuntime, START, type TestRuntime } from './helpers/app.js';
-
-const before015 = mkdtempSync(join(tmpdir(), 'authz-migrations-'));
-for (const name of readdirSync(migrationsDir())) if (name < '015') copyFileSync(join(migrationsDir(), name), join(before015, name));
-afterAll(() => rmSync(before015, { recursive: true, force: true }));
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { idTime } from '../../runtime/ids.js';
+import { openStore, type Store, type StoreOptions } from '../../runtime/store/connect.js';
+import { oldBuild } from '../helpers/old-build.js';
+import { createTestDatabase, STORE_KINDS, type StoreKind } from '../helpers/postgres.js';
+import { ensureBuilt, freePort, HOST, request, startServeProcess, stopServer, type ServeProcess } from '../helpers/server-process.js';
 
 /**
- * A store of the given kind with the migrations before 015 only, and how to
- * open it again (the upgrade is a restart of a newer build on the same data).
+ * The main every existing store was made by: the last commit before this
+ * round's migrations 015, 016 and 017 (its newest migration is 014_shadow.sql).
  */
-async function storeBefore015(kind: StoreKind): Promise<{ store: TestStore; reopen(): Promise<TestStore>; drop(): Promise<void> }> {
-  const target = kind === 'embedded' ? { dataDir: mkdtempSync(join(tmpdir(), 'authz-upgrade-')) } : { databaseUrl: '' };
-  const db = kind === 'postgres' ? await createTestDatabase() : null;
-  if (db) target.databaseUrl = db.url;
-  const open = async () => {
-    const store = await openStore({ ...target, max: 4 });
-    return Object.assign(store, { dispose: () => store.close() });
-  };
-  const store = await open();
-  await migrate(store.sql, { dir: before015 });
-  return {
-    store,
-    reopen: open,
-    async drop() {
-      await db?.drop();
-      if ('dataDir' in target && target.dataDir) rmSync(target.dataDir, { recursive: true, force: true });
-    },
-  };
+const OLD_MAIN = 'f282b88';
+
+const ADMIN_TOKEN = 'admin-token-for-log-upgrade-0123456789';
+/** Fixed: both builds open the webhook secret the old one sealed. */
+const MASTER_KEY = 'master-key-for-log-upgrade-0123456789abcdef';
+/** Nothing listens there (a privileged port, never handed out as a free one): every attempt is refused. */
+const REFUSING_URL = 'http://127.0.0.1:9/hooks';
+const LEGACY_ID = 'dec_q9ZLegacyIdOf24RandomX';
+const DAY_S = 86_400;
+
+type Json = Record<string, any>;
+
+/** Where the store lives, how a serve process finds it, and how the test opens it with SQL (serve stopped). */
+interface Location {
+  env: NodeJS.ProcessEnv;
+  options: StoreOptions;
+  remove(): Promise<void>;
 }
 
-describe.each(STORE_KINDS)('upgrade to the partitioned decision log (%s)', (kind) => {
-  it('a store with data migrates in place: every decision, event, delivery, attempt, review and budget reads the same', async () => {
-    const made0 = await storeBefore015(kind);
-    let store = made0.store;
-    try {
-      expect((await store.sql`select count(*)::int as n from pg_inherits`)[0]!.n).toBe(0);
-      await createAccount(store.sql, 'main', new Date(START));
-      let rt: TestRuntime = await startRuntime(kind, { store, config: { webhookAllowPrivate: true } });
-      await rt.setPolicies([
-        { id: 'pol_read', effect: 'allow', actions: ['orders.read'] },
-        { id: 'pol_del', effect: 'deny', actions: ['orders.delete'] },
-        { id: 'pol_refund', effect: 'review', actions: ['payments.refund'] },
-        { id: 'pol_usd', effect: 'allow', actions: ['payments.charge'], budget: { unit: 'USD', limit: 100, period: 'monthly' } },
-      ]);
-      const hook = json(await rt.call(rt.testKey, { method: 'POST', url: '/v1/webhooks', payload: { url: 'http://127.0.0.1:9/hooks', events: ['*'] } }));
-      const decide = async (body: Record<string, unknown>) => json(await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: body }));
-      const made: string[] = [];
-      // Three days of decisions (several partitions after the upgrade).
-      for (let d = 0; d < 3; d++) {
-        made.push((await decide({ agent_id: 'up-a', action: 'orders.read', session_id: `s${d}` })).id);
-        made.push((await decide({ agent_id: 'up-b', action: 'orders.delete' })).id);
-        rt.clock.advance(86_400);
-      }
-      const refund = await decide({ agent_id: 'up-c', action: 'payments.refund' });
-      made.push(refund.id);
-      // Another key than the one that asked (self-review is refused).
-      const reviewer = await rt.keyWith(['reviews:read', 'reviews:write']);
-      expect((await rt.call(reviewer, { method: 'POST', url: `/v1/decisions/${refund.id}/review`, payload: { verdict: 'approve', reviewer: 'alice' } })).statusCode).toBe(200);
-      const charge = await decide({ agent_id: 'up-d', action: 'payments.charge', amount: 40 });
-      made.push(charge.id);
-      // A decision stored before ids sorted by time (migration 008): 24 random characters.
-      await rt.store.sql`
-        insert into decisions (account_id, environment, id, agent_id, action, effect, reason, policy_id, matched_policy_ids, warnings, status, evaluated_at, expires_at, ttl_seconds)
-        values (${rt.accountId}, 'test', 'dec_q9ZLegacyIdOf24RandomX', 'up-a', 'orders.read', 'allow', 'policy.matched', 'pol_read', '{pol_read}', '[]', 'pending',
-                ${new Date(START - 3_600_000)}, ${new Date(START - 3_300_000)}, 300)`;
-      made.push('dec_q9ZLegacyIdOf24RandomX');
-      // One attempt per delivery, as the dispatcher records them.
-      await rt.store.sql`insert into webhook_attempts (delivery_id, attempt, started_at, status_code, error, duration_ms, next_attempt_at)
-                         select id, 1, created_at, 500, null, 12, created_at + interval '1 minute' from webhook_deliveries`;
-      await rt.store.sql`update webhook_deliveries set attempts = 1`;
+async function newLocation(kind: StoreKind): Promise<Location> {
+  if (kind === 'postgres') {
+    const db = await createTestDatabase();
+    return { env: { DATABASE_URL: db.url }, options: { databaseUrl: db.url, max: 2 }, remove: () => db.drop() };
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'authz-upgrade-'));
+  const dataDir = join(dir, 'data');
+  return { env: { DATABASE_URL: '', AUTHZ_DATA_DIR: dataDir }, options: { dataDir }, remove: async () => rmSync(dir, { recursive: true, force: true }) };
+}
 
-      const step = async <T>(name: string, f: () => Promise<T>): Promise<T> => {
-        const out = await f();
-        if (process.env.UPGRADE_TRACE) console.log(name);
-        return out;
-      };
-      const read = async () => ({
-        decisions: await step('get', () => Promise.all(made.map((id) => rt.getOk(`/v1/decisions/${id}`)))),
-        byAgent: (await step('agent', () => rt.getOk('/v1/decisions?agent_id=up-a&limit=100'))).data,
-        list: (await step('list', () => rt.getOk('/v1/decisions?limit=100'))).data,
-        events: (await step('events', () => rt.getOk('/v1/events?limit=100'))).data,
-        deliveries: (await step('deliveries', () => rt.getOk(`/v1/webhooks/${hook.id}/deliveries?limit=100`))).data,
-        reviews: (await step('reviews', () => rt.getOk('/v1/reviews?status=approved'))).data,
-        budgets: (await step('budgets', () => rt.getOk('/v1/budgets?agent_id=up-d'))).data,
-      });
-      const before = await read();
-      expect(before.decisions).toHaveLength(made.length);
-      expect(before.byAgent).toHaveLength(4);
-      expect(before.events.length).toBeGreaterThanOrEqual(made.length - 1);
-      expect(before.deliveries.length).toBeGreaterThanOrEqual(made.length - 1);
-      expect(before.deliveries[0].attempts).toHaveLength(1);
-      expect(before.reviews).toHaveLength(1);
-      expect(before.budgets).toEqual([expect.objectContaining({ held: 40 })]);
-      const now = rt.clock.now();
-      await rt.close();
-      await store.close();
+/** Runs `f` on the store, opened by the current code (for the embedded store: only while no serve has it open). */
+async function withStore<T>(location: Location, f: (store: Store) => Promise<T>): Promise<T> {
+  const store = await openStore(location.options);
+  try {
+    return await f(store);
+  } finally {
+    await store.close();
+  }
+}
 
-      store = await made0.reopen();
-      expect(await migrate(store.sql)).toEqual(['015_log_partitions.sql']);
-      rt = await startRuntime(kind, { store, config: { webhookAllowPrivate: true } });
-      rt.clock.set(now);
-      const after = await read();
-      expect(after).toEqual(before);
-      // The export (new with this code) answers each decision as GET did before the upgrade, the legacy one included.
-      rt.clock.advance(1);
-      const exported = (await rt.call(rt.testKey, { method: 'GET', url: `/v1/decisions/export?since=${iso(START - 86_400_000)}` })).body;
-      const lines = exported.trimEnd().split('\n').map((l) => JSON.parse(l) as { id: string });
-      expect(new Set(lines.map((l) => l.id))).toEqual(new Set(made));
-      for (const line of lines) expect(line).toEqual(before.decisions.find((d) => d.id === line.id));
-      // The rows sit in their days' partitions; the legacy one in the default partition.
-      const placed = await rt.store.sql<Array<{ p: string; n: number }>>`
-        select tableoid::regclass::text as p, count(*)::int as n from decisions group by 1 order by 1`;
-      expect(placed.map((r) => r.p)).toEqual(expect.arrayContaining(['decisions_default', 'decisions_p20261121', 'decisions_p20261122', 'decisions_p20261123']));
-      expect((await rt.store.sql`select tableoid::regclass::text as p from decisions where id = 'dec_q9ZLegacyIdOf24RandomX'`)[0]!.p).toBe('decisions_default');
-      // New decisions, events and deliveries still go in; a round of upkeep changes nothing that is read.
-      expect((await decide({ agent_id: 'up-a', action: 'orders.read' })).effect).toBe('allow');
-      await maintainLog(rt.store, rt.clock, { retentionDays: 90 });
-      expect((await rt.getOk(`/v1/decisions/${made[0]}`)).id).toBe(made[0]);
-      expect((await rt.getOk('/v1/decisions?agent_id=up-a&limit=100')).data).toHaveLength(5);
-      await rt.close();
-    } finally {
-      await store.close();
-      await made0.drop();
+/** Polls `probe` (every 100 ms, at most `tries` times) until it returns a value that is not undefined. */
+async function until<T>(what: string, probe: () => Promise<T | undefined>, tries = 600): Promise<T> {
+  for (let i = 0; i < tries; i++) {
+    const out = await probe();
+    if (out !== undefined) return out;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`gave up waiting for ${what}`);
+}
+
+/** `YYYYMMDD` of the UTC day of `ms`. */
+const dayOf = (ms: number) => new Date(ms).toISOString().slice(0, 10).replace(/-/g, '');
+
+/** The partition an id of the log belongs in: its day's, or the default one for an id that carries no time. */
+function partitionOf(table: string, id: string): string {
+  const at = idTime(id);
+  return at === null ? `${table}_default` : `${table}_p${dayOf(at)}`;
+}
+
+describe.each(STORE_KINDS)('upgrade in place from the released main (%s store)', (kind) => {
+  let oldBin: string;
+  let location: Location | undefined;
+  let running: ServeProcess | undefined;
+
+  beforeAll(() => {
+    // Cached across runs (test/helpers/old-build.ts); the first build takes a minute or two.
+    oldBin = join(oldBuild(OLD_MAIN), 'bin', 'authz.js');
+    ensureBuilt();
+  }, 600_000);
+
+  afterAll(async () => {
+    if (running) await stopServer(running);
+    await location?.remove();
+  }, 60_000);
+
+  /** `authz serve` of the given build (default: the current one) on the store; its base URL. */
+  async function serve(bin?: string): Promise<string> {
+    const port = await freePort();
+    const env = { ...location!.env, AUTHZ_ADMIN_TOKEN: ADMIN_TOKEN, AUTHZ_TEST_CLOCK: '1', AUTHZ_WEBHOOK_ALLOW_PRIVATE: '1', AUTHZ_MASTER_KEY: MASTER_KEY };
+    running = await startServeProcess(port, env, 120_000, bin);
+    return `http://${HOST}:${port}`;
+  }
+
+  async function stop(): Promise<void> {
+    const p = running!;
+    running = undefined;
+    await stopServer(p);
+    expect(await p.exited).toEqual({ code: 0, signal: null });
+  }
+
+  it('a store made by the released main, with data, migrates at the start of the current build and reads the same', async () => {
+    location = await newLocation(kind);
+
+    // --- Phase 1: the released main makes the store and fills it over HTTP ---------------------------------
+    let base = await serve(oldBin);
+    const call = async (token: string, method: string, path: string, body?: unknown): Promise<Json> => {
+      const r = await request(base, token, method, path, body);
+      if (r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(r.body)}`);
+      return r.body;
+    };
+    /** Moves the test clock on (0: reads it); its time in ms. */
+    const advance = async (seconds: number) => Date.parse((await call(ADMIN_TOKEN, 'POST', '/admin/clock', { advance_seconds: seconds })).now);
+
+    const account = await call(ADMIN_TOKEN, 'POST', '/admin/accounts', { name: 'upgrade' });
+    const key = (await call(ADMIN_TOKEN, 'POST', `/admin/accounts/${account.id}/api-keys`, { environment: 'test', scopes: ['*'] })).key as string;
+    // Another key than the one that asks (self-review is refused).
+    const reviewer = (await call(ADMIN_TOKEN, 'POST', `/admin/accounts/${account.id}/api-keys`, { environment: 'test', scopes: ['reviews:read', 'reviews:write'] })).key as string;
+    for (const policy of [
+      { name: 'read', effect: 'allow', actions: ['orders.read'] },
+      { name: 'no-deletes', effect: 'deny', actions: ['orders.delete'] },
+      { name: 'refunds', effect: 'review', actions: ['payments.refund'] },
+      { name: 'charges', effect: 'allow', actions: ['payments.charge'], budget: { unit: 'USD', limit: 100, period: 'yearly' } },
+    ]) {
+      await call(key, 'POST', '/v1/policies', policy);
     }
-  });
+    const hook = await call(key, 'POST', '/v1/webhooks', { url: REFUSING_URL, events: ['*'] });
+    const decide = (body: Json) => call(key, 'POST', '/v1/decisions', body);
+
+    const made: string[] = [];
+    // Three days of decisions (three day partitions after the upgrade). The last day's live an hour, so none
+    // changes status (pending, then expired) while the test reads.
+    for (let d = 0; d < 3; d++) {
+      const ttl = d === 2 ? { ttl_seconds: 3600 } : {};
+      made.push((await decide({ agent_id: 'up-a', action: 'orders.read', session_id: `s${d}`, ...ttl })).id);
+      made.push((await decide({ agent_id: 'up-b', action: 'orders.delete', ...ttl })).id);
+      if (d < 2) await advance(DAY_S);
+    }
+    const refund = await decide({ agent_id: 'up-c', action: 'payments.refund', ttl_seconds: 3600 });
+    expect(refund.effect).toBe('review');
+    made.push(refund.id);
+    expect((await call(reviewer, 'POST', `/v1/decisions/${refund.id}/review`, { verdict: 'approve', reviewer: 'alice' })).review).toMatchObject({ status: 'approved' });
+    const charge = await decide({ agent_id: 'up-d', action: 'payments.charge', amount: 40, ttl_seconds: 3600 });
+    expect(charge.effect).toBe('allow');
+    made.push(charge.id);
+
+    // Let every delivery settle: once each has had its first attempt, the clock moves past the first retry
+    // (30 s after it); after that second attempt no retry is due for minutes (5 min and more) and none is in flight.
+    const deliveries = async () => (await call(key, 'GET', `/v1/webhooks/${hook.id}/deliveries?limit=100`)).data as Json[];
+    await until('a first attempt at every delivery', async () => {
+      const list = await deliveries();
+      return list.length >= made.length && list.every((d) => d.attempt >= 1) ? list : undefined;
+    });
+    await advance(600);
+    const settled = await until('a second attempt at every delivery, none due', async () => {
+      const now = await advance(0);
+      const list = await deliveries();
+      return list.every((d) => d.status === 'pending' && d.attempt >= 2 && Date.parse(d.next_attempt_at) > now) ? list : undefined;
+    });
+    expect(settled.every((d) => d.attempts.every((a: Json) => a.status_code === null && a.error))).toBe(true);
+    await stop();
+
+    // What the old API cannot make: a decision stored before ids sorted by time (migration 008), 24 random characters.
+    const firstAt = await withStore(location, async (store) => {
+      // The store is the released main's: migrations up to 014, no partitions.
+      const applied = await store.sql<Array<{ name: string }>>`select name from schema_migrations order by name`;
+      expect(applied.at(-1)!.name).toBe('014_shadow.sql');
+      expect((await store.sql`select count(*)::int as n from pg_inherits`)[0]!.n).toBe(0);
+      const first = (await store.sql<Array<{ t: Date }>>`select min(evaluated_at) as t from decisions`)[0]!.t.getTime();
+      await store.sql`
+        insert into decisions (account_id, environment, id, agent_id, action, effect, reason, policy_id, matched_policy_ids, warnings, status, evaluated_at, expires_at, ttl_seconds)
+        values (${account.id}, 'test', ${LEGACY_ID}, 'up-a', 'orders.read', 'allow', 'policy.matched', null, '{}', '[]', 'pending',
+                ${new Date(first - 3_600_000)}, ${new Date(first - 3_300_000)}, 300)`;
+      return first;
+    });
+    made.push(LEGACY_ID);
+
+    // The released main reads it all back, the legacy decision included.
+    base = await serve(oldBin);
+    const read = async () => ({
+      decisions: await Promise.all(made.map((id) => call(key, 'GET', `/v1/decisions/${id}`))),
+      byAgent: (await call(key, 'GET', '/v1/decisions?agent_id=up-a&limit=100')).data as Json[],
+      list: (await call(key, 'GET', '/v1/decisions?limit=100')).data as Json[],
+      events: (await call(key, 'GET', '/v1/events?limit=100')).data as Json[],
+      endpoint: await call(key, 'GET', `/v1/webhooks/${hook.id}`),
+      deliveries: (await call(key, 'GET', `/v1/webhooks/${hook.id}/deliveries?limit=100`)).data as Json[],
+      reviews: (await call(key, 'GET', '/v1/reviews?status=approved')).data as Json[],
+      budgets: (await call(key, 'GET', '/v1/budgets?agent_id=up-d')).data as Json[],
+      policies: (await call(key, 'GET', '/v1/policies?limit=100')).data as Json[],
+    });
+    const before = await read();
+    expect(before.decisions.map((d) => d.id)).toEqual(made);
+    expect(before.decisions.find((d) => d.id === LEGACY_ID)).toMatchObject({ effect: 'allow', status: 'expired' });
+    expect(before.byAgent).toHaveLength(4);
+    expect(before.list).toHaveLength(made.length);
+    expect(before.events.length).toBeGreaterThanOrEqual(made.length - 1);
+    expect(before.deliveries).toEqual(settled);
+    expect(before.reviews).toEqual([expect.objectContaining({ id: refund.id })]);
+    expect(before.budgets).toEqual([expect.objectContaining({ held: 40 })]);
+    expect(before.policies).toHaveLength(4);
+    await stop();
+
+    // --- Phase 2: the current build on the same store migrates it at start -----------------------------------
+    base = await serve();
+    const after = await read();
+    // The new code may answer more fields; nothing it answered before is lost or changed.
+    expect(after).toMatchObject(before);
+    // The export answers every decision, the legacy one included, as GET does.
+    const since = new Date(firstAt - 2 * DAY_S * 1000).toISOString();
+    const exported = (await request(base, key, 'GET', `/v1/decisions/export?since=${since}`)).body.raw as string;
+    const lines = exported.trimEnd().split('\n').map((l) => JSON.parse(l) as Json);
+    expect(lines.map((l) => l.id).sort()).toEqual([...made].sort());
+    for (const line of lines) expect(line).toEqual(after.decisions.find((d) => d.id === line.id));
+
+    // New decisions, events and deliveries still go in, and the held budget settles.
+    const fresh = await decide({ agent_id: 'up-a', action: 'orders.read' });
+    expect(fresh.effect).toBe('allow');
+    const freshEvent = await until('the new decision\'s event', async () =>
+      ((await call(key, 'GET', '/v1/events?limit=100')).data as Json[]).find((e) => e.data?.decision?.id === fresh.id),
+    );
+    const freshDelivery = await until('an attempt at the new event\'s delivery', async () =>
+      ((await call(key, 'GET', `/v1/webhooks/${hook.id}/deliveries?limit=100`)).data as Json[]).find((d) => d.event_id === freshEvent.id && d.attempt >= 1),
+    );
+    expect(freshDelivery).toMatchObject({ status: 'pending', status_code: null });
+    expect((await call(key, 'GET', '/v1/decisions?agent_id=up-a&limit=100')).data).toHaveLength(5);
+    expect((await call(key, 'POST', `/v1/decisions/${charge.id}/confirm`, { amount: 40 })).status).toBe('confirmed');
+    expect((await call(key, 'GET', '/v1/budgets?agent_id=up-d')).data).toEqual([expect.objectContaining({ consumed: 40, held: 0 })]);
+    await stop();
+
+    // The rows sit in their days' partitions; the legacy decision in the default one.
+    await withStore(location, async (store) => {
+      const applied = (await store.sql<Array<{ name: string }>>`select name from schema_migrations order by name`).map((r) => r.name);
+      expect(applied.slice(-3)).toEqual(['015_log_partitions.sql', '016_budget_scopes.sql', '017_event_references.sql']);
+      for (const table of ['decisions', 'events', 'webhook_deliveries'] as const) {
+        const rows = await store.sql<Array<{ id: string; p: string }>>`select id, tableoid::regclass::text as p from ${store.sql(table)}`;
+        expect(rows.length).toBeGreaterThanOrEqual(made.length);
+        for (const row of rows) expect(`${row.id}: ${row.p}`).toBe(`${row.id}: ${partitionOf(table, row.id)}`);
+      }
+      const attempts = await store.sql<Array<{ id: string; p: string }>>`select delivery_id as id, tableoid::regclass::text as p from webhook_attempts`;
+      expect(attempts.length).toBeGreaterThan(settled.length);
+      for (const row of attempts) expect(`${row.id}: ${row.p}`).toBe(`${row.id}: ${partitionOf('webhook_attempts', row.id)}`);
+      const days = new Set((await store.sql<Array<{ p: string }>>`select distinct tableoid::regclass::text as p from decisions`).map((r) => r.p));
+      expect(days.has('decisions_default')).toBe(true);
+      expect([...days].filter((p) => p !== 'decisions_default').length).toBeGreaterThanOrEqual(3);
+    });
+  }, 300_000);
 });
