@@ -129,14 +129,7 @@ export class DecisionService {
     // Step 7 (and the key's platform limit, for every decision): one store call.
     const verdict = await inStore('store.limits', () =>
       limits.apply({
-        principal,
-        agentId: input.agent_id,
-        sessionId: input.session_id ?? null,
-        onBehalfOf: input.on_behalf_of ?? null,
-        amount: input.amount ?? null,
-        amounts: input.amounts ?? null,
-        matched,
-        nowMs,
+        ...limitSubject(principal, input, matched, nowMs),
         decisionId: id,
         expiresAt: holdUntil,
         ...(approvalExpiresAt ? { deferCalls: true } : {}),
@@ -201,16 +194,7 @@ export class DecisionService {
     checkAction(input.action);
     const nowMs = this.deps.clock.now();
     const { outcome, matched } = await this.evaluate(principal, input, nowMs);
-    const verdict = await this.deps.limits.preview({
-      principal,
-      agentId: input.agent_id,
-      sessionId: input.session_id ?? null,
-      onBehalfOf: input.on_behalf_of ?? null,
-      amount: input.amount ?? null,
-      amounts: input.amounts ?? null,
-      matched,
-      nowMs,
-    });
+    const verdict = await this.deps.limits.preview(limitSubject(principal, input, matched, nowMs));
     if (verdict === null) return outcome;
     if ('rate_limited' in verdict) return { ...outcome, effect: 'deny', reason: 'rate_limit.exceeded', retry_after_seconds: verdict.rate_limited };
     if ('deny' in verdict) return { ...outcome, effect: 'deny', reason: verdict.deny, policy_id: verdict.policy_id };
@@ -339,6 +323,20 @@ export class DecisionService {
 
 /** A store call without tracing: no wrapper allocated per decision. */
 const untraced = <T>(_name: string, call: () => Promise<T>): Promise<T> => call();
+
+/** What the limits judge a request by (the same for a decision and its preview). */
+function limitSubject(principal: Principal, input: DecisionInput, matched: readonly Policy[], nowMs: number) {
+  return {
+    principal,
+    agentId: input.agent_id,
+    sessionId: input.session_id ?? null,
+    onBehalfOf: input.on_behalf_of ?? null,
+    amount: input.amount ?? null,
+    amounts: input.amounts ?? null,
+    matched,
+    nowMs,
+  };
+}
 
 function checkAction(action: string, path = '/action'): void {
   if (action.length > 256 || !isValidAction(action)) {

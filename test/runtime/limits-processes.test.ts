@@ -11,18 +11,13 @@
  * is set to an hour, so NOTIFY is the only way). No timing is asserted.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, startServer, stopAll, type Server } from '../helpers/db-servers.js';
+import { ADMIN_TOKEN, split, startServer, stopAll, uniqueId, type Server } from '../helpers/db-servers.js';
 import { ensureBuilt, request, type Reply } from '../helpers/server-process.js';
 import { createTestDatabase } from '../helpers/postgres.js';
 
 const TEST_TIMEOUT = 60_000;
 
-let seq = 0;
-/** A fresh agent id per call, so tests never share budget or limiter rows. */
-const agent = (tag: string) => `${tag}-${++seq}-${Math.random().toString(36).slice(2, 8)}`;
-
-/** `count` items, alternating between the two servers (half each). */
-const split = <T>(count: number, a: T, b: T): T[] => Array.from({ length: count }, (_, i) => (i % 2 === 0 ? a : b));
+const agent = uniqueId;
 
 describe('budgets and rate limits across two `authz serve` processes on one PostgreSQL', () => {
   let db: Awaited<ReturnType<typeof createTestDatabase>> | undefined;

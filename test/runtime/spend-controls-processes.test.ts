@@ -13,16 +13,13 @@
  * asserted.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, startServer, stopAll, type Server } from '../helpers/db-servers.js';
+import { ADMIN_TOKEN, split, startServer, stopAll, uniqueId, type Server } from '../helpers/db-servers.js';
 import { createTestDatabase } from '../helpers/postgres.js';
 import { ensureBuilt, request } from '../helpers/server-process.js';
 
 const TEST_TIMEOUT = 60_000;
 
-let seq = 0;
-const fresh = (tag: string) => `${tag}-${++seq}-${Math.random().toString(36).slice(2, 8)}`;
-/** `count` items, alternating between the two servers (half each). */
-const split = <T>(count: number, a: T, b: T): T[] => Array.from({ length: count }, (_, i) => (i % 2 === 0 ? a : b));
+const fresh = uniqueId;
 
 describe('session and user budgets across two `authz serve` processes on one PostgreSQL', () => {
   let db: Awaited<ReturnType<typeof createTestDatabase>> | undefined;
