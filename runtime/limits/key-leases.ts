@@ -8,15 +8,10 @@
  * exact: once a lease is refused, the process checks every request at cost 1
  * (batched, as before) until the bucket could hold k tokens again. Tokens leased
  * are taken from the bucket when leased, so across any number of processes the
- * admitted requests never exceed the bucket's bound, and fall short of it by at
- * most what each process holds unused (under 1.5 k each, see below); unused
- * tokens lapse after LEASE_LIFETIME_MS of the service clock (spent, never
- * returned: the error is on the side of refusing early).
- *
- * Leasing ahead: when a process's tokens fall to half a lease, the request that
- * took the token triggers the next lease in the background (a store call of its
- * own), so that under steady load no request waits for a lease; requests wait
- * only when the tokens run out before it is granted.
+ * admitted requests never exceed the bucket's bound by more than what each
+ * process holds unused (at most k - 1 each); unused tokens lapse after
+ * LEASE_LIFETIME_MS of the service clock (spent, never returned: the error is on
+ * the side of refusing early).
  *
  * A step of the service clock never stretches this local state: a lease and an
  * exact spell hold only while the clock reads between the moment they began and
@@ -35,8 +30,8 @@ export const LEASE_LIFETIME_MS = 1_000;
 /** What a request does about its key's limit. */
 export type KeyAdmission =
   | { kind: 'off' }
-  /** Admitted from this process's lease: no store call. With `refill`: send that lease in the background, then `settle` it with `ahead`. */
-  | { kind: 'local'; refill?: { check: RateCheck; lease: number } }
+  /** Admitted from this process's lease: no store call. */
+  | { kind: 'local' }
   /** Send `check` with the request's other limits, then call `settle`. */
   | { kind: 'store'; check: RateCheck; lease: number }
   /** Another request of this process is leasing for the key: wait, then ask again. */
@@ -77,11 +72,6 @@ export class KeyLeases {
     }
     if (s.tokens > 0 && within(nowMs, s.leasedAtMs, s.lapsesAtMs)) {
       s.tokens--;
-      // Half a lease left and none asked for: lease the next one ahead.
-      if (s.tokens * 2 <= this.leaseSize && !s.leasing && !within(nowMs, s.exactFromMs, s.exactUntilMs)) {
-        s.leasing = new Promise<void>((resolve) => (s.wake = resolve));
-        return { kind: 'local', refill: { check: { ...exact.check, interval_ms: exact.check.interval_ms * this.leaseSize }, lease: this.leaseSize } };
-      }
       return { kind: 'local' };
     }
     if (within(nowMs, s.exactFromMs, s.exactUntilMs)) return exact;
@@ -97,13 +87,11 @@ export class KeyLeases {
    * key's bucket could hold the lease. Returns true when a refused lease should be
    * retried at cost 1 (the request may still pass exactly).
    */
-  settle(keyId: string, lease: number, nowMs: number, passed: boolean, keyRefusedForMs: number | null, ahead = false): boolean {
+  settle(keyId: string, lease: number, nowMs: number, passed: boolean, keyRefusedForMs: number | null): boolean {
     if (lease === 1) return false;
     const s = this.keys.get(keyId)!;
     if (passed) {
-      // A lease ahead adds to the tokens still held (they take the new lease's lifetime); a request's lease keeps one.
-      const held = ahead && within(nowMs, s.leasedAtMs, s.lapsesAtMs) ? s.tokens : 0;
-      s.tokens = held + (ahead ? lease : lease - 1);
+      s.tokens = lease - 1;
       s.leasedAtMs = nowMs;
       s.lapsesAtMs = nowMs + LEASE_LIFETIME_MS;
     } else if (keyRefusedForMs !== null) {
@@ -113,7 +101,7 @@ export class KeyLeases {
     s.leasing = null;
     s.wake?.();
     s.wake = null;
-    return !ahead && !passed && keyRefusedForMs !== null;
+    return !passed && keyRefusedForMs !== null;
   }
 
   /** Releases waiters when a lease's store call failed (they will lease again). */

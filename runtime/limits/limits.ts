@@ -186,7 +186,6 @@ export class Limits implements DecisionLimits {
         await admission.until;
         continue;
       }
-      if (admission.kind === 'local' && admission.refill) this.leaseAhead(principal, admission.refill, nowMs);
       if (admission.kind !== 'store') return submit(null);
       let outcome: LimitOutcome;
       try {
@@ -198,21 +197,6 @@ export class Limits implements DecisionLimits {
       const keyRefusedForMs = outcome.outcome === 'rate_limited' && outcome.limiter === admission.check.key ? outcome.retry_after_ms : null;
       if (!this.keyLeases.settle(principal.keyId, admission.lease, nowMs, outcome.outcome !== 'rate_limited', keyRefusedForMs)) return outcome;
     }
-  }
-
-  /** The key's next lease, asked for in the background while this process still holds half a lease. */
-  private leaseAhead(principal: Principal, refill: { check: RateCheck; lease: number }, nowMs: number): void {
-    const keyId = principal.keyId;
-    this.gate
-      .submit({ account_id: principal.accountId, environment: principal.environment, agent_id: '', decision_id: null, expires_at: null, rates: [refill.check], budgets: [] })
-      .then(
-        (outcome) => {
-          const refusedForMs = outcome.outcome === 'rate_limited' && outcome.limiter === refill.check.key ? outcome.retry_after_ms : null;
-          this.keyLeases.settle(keyId, refill.lease, nowMs, outcome.outcome !== 'rate_limited', refusedForMs, true);
-        },
-        // The requests that run out meanwhile lease again themselves.
-        () => this.keyLeases.abandon(keyId, refill.lease),
-      );
   }
 
   private keyLimitMessage(): string {
