@@ -370,9 +370,13 @@ function plainScalar(raw: string, flow: boolean): unknown {
   return raw;
 }
 
+/** Deeper flow nesting than this is left to the full parser (and its diagnostics): no policy field nests more than twice. */
+const MAX_FLOW_DEPTH = 32;
+
 /** A one-line flow collection (`[a, "b"]`, `{k: v}`), nested ones included. */
 class FlowReader {
   pos: number;
+  private depth = 0;
 
   constructor(
     private readonly text: string,
@@ -384,8 +388,12 @@ class FlowReader {
   value(): unknown {
     this.space();
     const c = this.text.charCodeAt(this.pos);
-    if (c === 91) return this.seq();
-    if (c === 123) return this.map();
+    if (c === 91 || c === 123) {
+      if (++this.depth > MAX_FLOW_DEPTH) throw OUT;
+      const collection = c === 91 ? this.seq() : this.map();
+      this.depth--;
+      return collection;
+    }
     if (c === 34 || c === 39) {
       const [v, end] = readQuoted(this.text, this.pos);
       this.pos = end;
