@@ -100,7 +100,9 @@ export function claimDueDeliveries(
         and (d.locked_until is null or d.locked_until < clock_timestamp())
         and not (d.endpoint_id = any (${sql.array(busyEndpoints as string[])}::text[]))
       order by d.next_attempt_at
-      limit ${limit}
+      -- Lock no more than twice what one endpoint may take: rows locked and not taken are skipped by the other
+      -- dispatchers until this statement ends, so locking every due row would starve them on one busy endpoint.
+      limit ${Math.min(limit, 2 * perEndpoint)}
       for update skip locked
     ), picked as (
       select id from (
