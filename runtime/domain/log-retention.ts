@@ -31,7 +31,7 @@ import {
   type Liveness,
   type LogTable,
 } from '../store/log-partitions.js';
-import { runPeriodically } from '../shared/periodic.js';
+import { runPeriodically, type Upkeep } from '../shared/periodic.js';
 import { nextTurn } from '../shared/sliced.js';
 
 export interface LogRetentionOptions {
@@ -54,11 +54,7 @@ export interface LogRound {
   trimmed: number;
 }
 
-export interface LogMaintenance {
-  /** One round now (tests; the timer does the same). */
-  runOnce(): Promise<LogRound>;
-  stop(): Promise<void>;
-}
+export type LogMaintenance = Upkeep<LogRound>;
 
 /**
  * One round of upkeep at the clock's time: partitions made ahead, old ones dropped.

@@ -14,13 +14,9 @@ import { CHANNELS, listen, parseReviewPayload } from '../store/channels.js';
 import type { Store } from '../store/connect.js';
 import type { ApprovalTimeouts } from './decision-ports.js';
 import { waiterKey, type ReviewWaiters } from './review-waiters.js';
-import { runPeriodically } from '../shared/periodic.js';
+import { runPeriodically, type Upkeep } from '../shared/periodic.js';
 
-export interface ReviewMaintenance {
-  /** One sweep now (tests; the timer does the same). */
-  runOnce(): Promise<number>;
-  stop(): Promise<void>;
-}
+export type ReviewMaintenance = Upkeep<number>;
 
 /**
  * Starts the LISTEN and the sweep; `stop()` ends both.

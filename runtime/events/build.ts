@@ -44,8 +44,10 @@ export function eventRow(type: EventType, accountId: string, environment: Enviro
  * verdict changes the decision's effect, reason and expiry.
  */
 export function decisionEvent(row: DecisionRow): StoredEventRow {
-  const event = eventRow(`decision.${row.effect}`, row.account_id, row.environment, row.evaluated_at.getTime(), {});
-  return row.effect === 'review' ? { ...event, data: decisionEventData(row) } : { ...event, data: null, decision_id: row.id };
+  const type = `decision.${row.effect}` as const;
+  if (row.effect === 'review') return eventRow(type, row.account_id, row.environment, row.evaluated_at.getTime(), decisionEventData(row));
+  // One row object per decision on the hot path: no body, its decision named instead.
+  return { id: newId('evt', row.evaluated_at.getTime()), account_id: row.account_id, environment: row.environment, type, created_at: row.evaluated_at, data: null, decision_id: row.id };
 }
 
 /**

@@ -12,13 +12,9 @@ import { CHANNELS, listen } from '../store/channels.js';
 import type { Store } from '../store/connect.js';
 import { exhaustedUsage, releaseExpiredHolds, type BudgetUsage } from '../store/limits.js';
 import type { Limits } from './limits.js';
-import { runPeriodically } from '../shared/periodic.js';
+import { runPeriodically, type Upkeep } from '../shared/periodic.js';
 
-export interface LimitMaintenance {
-  /** One round now (tests; the timer does the same). */
-  runOnce(): Promise<void>;
-  stop(): Promise<void>;
-}
+export type LimitMaintenance = Upkeep;
 
 export async function startLimitMaintenance(
   store: Store,

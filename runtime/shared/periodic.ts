@@ -23,3 +23,9 @@ export function runPeriodically(round: () => Promise<unknown>, intervalMs: numbe
     },
   };
 }
+
+/** A background task started at serve time: one round now (tests; the timer does the same), and stopping it. */
+export interface Upkeep<Round = void> {
+  runOnce(): Promise<Round>;
+  stop(): Promise<void>;
+}

@@ -33,8 +33,11 @@ import { signStandardWebhook } from './standard-webhooks.js';
 /** Deliveries claimed ahead per in-flight slot. */
 const CLAIM_AHEAD = 4;
 
+/** A claimed delivery with its event's body. */
+type ReadyDelivery = ClaimedDelivery & { event_data: Record<string, unknown> };
+
 interface EndpointQueue {
-  queue: ClaimedDelivery[];
+  queue: ReadyDelivery[];
   active: number;
 }
 
@@ -101,7 +104,7 @@ export class WebhookDispatcher {
     this.running = false;
     this.wake?.();
     await this.loopDone;
-    const unsent: ClaimedDelivery[] = [];
+    const unsent: ReadyDelivery[] = [];
     for (const e of this.endpoints.values()) unsent.push(...e.queue.splice(0));
     this.queued -= unsent.length;
     try {
@@ -162,15 +165,13 @@ export class WebhookDispatcher {
       () => claimDueDeliveries(this.sql, this.clock.now(), free, this.perEndpoint * CLAIM_AHEAD, busy, this.options.leaseSeconds ?? 60),
       { onRetry: this.options.onError },
     );
-    // Decision events stored by reference: their bodies, from their decisions, in one query.
-    if (claimed.some((c) => c.event_data === null)) {
-      const bodies = await retryTransient(
-        () => eventBodies(this.sql, claimed.map((c) => ({ account_id: c.account_id, environment: c.environment, data: c.event_data, decision_id: c.decision_id }))),
-        { onRetry: this.options.onError },
-      );
-      claimed.forEach((c, i) => (c.event_data = bodies[i]!));
-    }
-    for (const delivery of claimed) {
+    // Decision events stored by reference get their bodies from their decisions (one query, none when there are none).
+    const bodies = await retryTransient(
+      () => eventBodies(this.sql, claimed.map((c) => ({ account_id: c.account_id, environment: c.environment, data: c.event_data, decision_id: c.decision_id }))),
+      { onRetry: this.options.onError },
+    );
+    for (const [i, claim] of claimed.entries()) {
+      const delivery: ReadyDelivery = { ...claim, event_data: bodies[i]! };
       let e = this.endpoints.get(delivery.endpoint_id);
       if (!e) {
         e = { queue: [], active: 0 };
@@ -200,7 +201,7 @@ export class WebhookDispatcher {
     }
   }
 
-  private async attempt(delivery: ClaimedDelivery): Promise<void> {
+  private async attempt(delivery: ReadyDelivery): Promise<void> {
     this.attemptsMade++;
     const startedMs = this.clock.now();
     let result: { status_code: number | null; error: string | null; duration_ms: number };
@@ -213,7 +214,7 @@ export class WebhookDispatcher {
             environment: delivery.environment,
             type: delivery.event_type,
             created_at: delivery.event_created_at,
-            data: delivery.event_data ?? {},
+            data: delivery.event_data,
           }),
         ),
       );

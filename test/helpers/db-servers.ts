@@ -4,7 +4,8 @@
  * started one after the other (each start runs the migrations), stopped with
  * SIGTERM (SIGKILL after a while). Only the processes started here are stopped.
  */
-import { freePort, HOST, startServeProcess, stopServer as stopServeProcess, type ServeProcess } from './server-process.js';
+import { expect } from 'vitest';
+import { freePort, HOST, request, startServeProcess, stopServer as stopServeProcess, type ServeProcess } from './server-process.js';
 
 export const ADMIN_TOKEN = 'admin-token-for-limits-processes-0123456789';
 
@@ -52,3 +53,27 @@ export const uniqueId = (tag: string): string => `${tag}-${++uniqueSeq}-${Math.r
 
 /** `count` items, alternating between the two servers (half each). */
 export const split = <T>(count: number, a: T, b: T): T[] => Array.from({ length: count }, (_, i) => (i % 2 === 0 ? a : b));
+
+/**
+ * Calls to these servers with the key `key()` reads at each call: any request,
+ * a decision, a decision that must answer 200, and installing a policy through
+ * the first server until every server decides with it (`probe(server)`: the
+ * request that shows it).
+ */
+export function serverCalls(key: () => string) {
+  const api = (server: Server, method: string, path: string, body?: unknown) => request(server.base, key(), method, path, body);
+  const decide = (server: Server, body: Record<string, unknown>) => api(server, 'POST', '/v1/decisions', body);
+  const decideOk = async (server: Server, body: Record<string, unknown>) => {
+    const r = await decide(server, body);
+    expect(r.status, `${server.name}: ${JSON.stringify(r.body)}`).toBe(200);
+    return r.body;
+  };
+  const install = async (servers: readonly Server[], policy: Record<string, unknown>, probe: (server: Server) => Record<string, unknown>) => {
+    const created = await api(servers[0]!, 'POST', '/v1/policies', { state: 'enabled', priority: 100, ...policy });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    for (const server of servers) {
+      await expect.poll(async () => (await decide(server, probe(server))).body.policy_id, { timeout: 5_000, interval: 50 }).toBe(policy.id);
+    }
+  };
+  return { api, decide, decideOk, install };
+}

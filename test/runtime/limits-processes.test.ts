@@ -11,7 +11,7 @@
  * is set to an hour, so NOTIFY is the only way). No timing is asserted.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, split, startServer, stopAll, uniqueId, type Server } from '../helpers/db-servers.js';
+import { ADMIN_TOKEN, serverCalls, split, startServer, stopAll, uniqueId, type Server } from '../helpers/db-servers.js';
 import { ensureBuilt, request, type Reply } from '../helpers/server-process.js';
 import { createTestDatabase } from '../helpers/postgres.js';
 
@@ -25,13 +25,7 @@ describe('budgets and rate limits across two `authz serve` processes on one Post
   let b: Server;
   let key = '';
 
-  const api = (server: Server, method: string, path: string, body?: unknown) => request(server.base, key, method, path, body);
-  const decide = (server: Server, body: Record<string, unknown>) => api(server, 'POST', '/v1/decisions', body);
-  const decideOk = async (server: Server, body: Record<string, unknown>) => {
-    const r = await decide(server, body);
-    expect(r.status, `${server.name}: ${JSON.stringify(r.body)}`).toBe(200);
-    return r.body;
-  };
+  const { api, decide, decideOk, install: installOn } = serverCalls(() => key);
   /**
    * The agent's budget rows of one policy. With agent_id the list has every enabled
    * budget whose agent filter covers the agent, used or not (runtime/limits/
@@ -44,14 +38,8 @@ describe('budgets and rate limits across two `authz serve` processes on one Post
   };
 
   /** Creates the policy through A (POST) and waits until both processes decide with it. */
-  async function install(policy: Record<string, unknown>, probe: Record<string, unknown>) {
-    const created = await api(a, 'POST', '/v1/policies', { state: 'enabled', priority: 100, ...policy });
-    expect(created.status, JSON.stringify(created.body)).toBe(201);
-    for (const server of [a, b]) {
-      await expect
-        .poll(async () => (await decide(server, { ...probe, agent_id: agent(`probe-${server.name}`) })).body.policy_id, { timeout: 5_000, interval: 50 })
-        .toBe(policy.id);
-    }
+  function install(policy: Record<string, unknown>, probe: Record<string, unknown>) {
+    return installOn([a, b], policy, (server) => ({ ...probe, agent_id: agent(`probe-${server.name}`) }));
   }
 
   beforeAll(async () => {

@@ -13,7 +13,7 @@
  * asserted.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, split, startServer, stopAll, uniqueId, type Server } from '../helpers/db-servers.js';
+import { ADMIN_TOKEN, serverCalls, split, startServer, stopAll, uniqueId, type Server } from '../helpers/db-servers.js';
 import { createTestDatabase } from '../helpers/postgres.js';
 import { ensureBuilt, request } from '../helpers/server-process.js';
 
@@ -27,13 +27,7 @@ describe('session and user budgets across two `authz serve` processes on one Pos
   let b: Server;
   let key = '';
 
-  const api = (server: Server, method: string, path: string, body?: unknown) => request(server.base, key, method, path, body);
-  const decide = (server: Server, body: Record<string, unknown>) => api(server, 'POST', '/v1/decisions', body);
-  const decideOk = async (server: Server, body: Record<string, unknown>) => {
-    const r = await decide(server, body);
-    expect(r.status, `${server.name}: ${JSON.stringify(r.body)}`).toBe(200);
-    return r.body;
-  };
+  const { api, decide, decideOk, install: installOn } = serverCalls(() => key);
   const remaining = async (server: Server, params: Record<string, string>) => {
     const r = await api(server, 'GET', `/v1/budgets/remaining?${new URLSearchParams(params)}`);
     expect(r.status, JSON.stringify(r.body)).toBe(200);
@@ -41,14 +35,8 @@ describe('session and user budgets across two `authz serve` processes on one Pos
   };
 
   /** Creates the policy through A and waits until both processes decide with it. */
-  async function install(policy: Record<string, unknown>, probe: Record<string, unknown>) {
-    const created = await api(a, 'POST', '/v1/policies', { state: 'enabled', priority: 100, ...policy });
-    expect(created.status, JSON.stringify(created.body)).toBe(201);
-    for (const server of [a, b]) {
-      await expect
-        .poll(async () => (await decide(server, { ...probe, agent_id: fresh(`probe-${server.name}`), session_id: fresh('probe'), on_behalf_of: fresh('probe') })).body.policy_id, { timeout: 5_000, interval: 50 })
-        .toBe(policy.id);
-    }
+  function install(policy: Record<string, unknown>, probe: Record<string, unknown>) {
+    return installOn([a, b], policy, (server) => ({ ...probe, agent_id: fresh(`probe-${server.name}`), session_id: fresh('probe'), on_behalf_of: fresh('probe') }));
   }
 
   beforeAll(async () => {
