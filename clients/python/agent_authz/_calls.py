@@ -16,10 +16,11 @@ import json
 import math
 import time
 import urllib.parse
-from typing import Any, Dict, FrozenSet, NamedTuple, Optional, Union
+from typing import Any, Dict, FrozenSet, Mapping, NamedTuple, Optional, Union
 
 from ._http import NetworkFailure, Response, Transport
 from .errors import NETWORK_ERROR, UNEXPECTED_RESPONSE, AuthzError
+from ._request import Decision, DecisionRequest, decision_request
 from .retry import RetryPolicy, is_retryable_status, new_idempotency_key
 
 
@@ -39,34 +40,9 @@ def _decision_path(decision_id: str, verb: str = "") -> str:
     return f"/v1/decisions/{urllib.parse.quote(decision_id, safe='')}" + (f"/{verb}" if verb else "")
 
 
-def decide_call(
-    agent_id: str,
-    action: str,
-    resource: Optional[str] = None,
-    amount: Optional[float] = None,
-    context: Optional[Dict[str, Any]] = None,
-    ttl_seconds: Optional[int] = None,
-    session_id: Optional[str] = None,
-    on_behalf_of: Optional[str] = None,
-    amounts: Optional[Dict[str, float]] = None,
-) -> Call:
-    """``POST /v1/decisions``; fields left ``None`` are not sent (the service's defaults apply).
-
-    ``amounts``: spend per held unit when budgets of several held units apply,
-    e.g. ``{"USD": 0.12, "tokens": 3000}``.
-    """
-    body: Dict[str, Any] = {"agent_id": agent_id, "action": action}
-    optional = {
-        "resource": resource,
-        "amount": amount,
-        "amounts": amounts,
-        "context": context,
-        "ttl_seconds": ttl_seconds,
-        "session_id": session_id,
-        "on_behalf_of": on_behalf_of,
-    }
-    body.update({name: value for name, value in optional.items() if value is not None})
-    return Call("POST", "/v1/decisions", body)
+def decide_call(request: DecisionRequest) -> Call:
+    """``POST /v1/decisions`` with the request :func:`~agent_authz._request.decision_request` built."""
+    return Call("POST", "/v1/decisions", dict(request))
 
 
 def confirm_call(decision_id: str, amount: Optional[float] = None, amounts: Optional[Dict[str, float]] = None) -> Call:
@@ -92,6 +68,13 @@ def remaining_call(agent_id: str, session_id: Optional[str] = None, on_behalf_of
         raise ValueError("an agent_id is required")
     query = {"agent_id": agent_id, "session_id": session_id, "on_behalf_of": on_behalf_of}
     return Call("GET", "/v1/budgets/remaining?" + urllib.parse.urlencode({k: v for k, v in query.items() if v is not None}), None)
+
+
+def confirmed_elsewhere(decision_id: str) -> Decision:
+    """What ``confirm`` answers when a retry found the decision already confirmed by
+    its earlier attempt and the decision cannot be read back (a key without
+    ``decisions:read``): the id and the status it is known to have."""
+    return {"id": decision_id, "object": "decision", "status": "confirmed"}
 
 
 def get_call(decision_id: str) -> Call:
@@ -244,6 +227,18 @@ class ClientCore:
     @property
     def base_url(self) -> str:
         return self._transport.base_url
+
+    def _decide_call(self, fields: Mapping[str, Any]) -> Call:
+        """The ``decide`` call of these keywords, the run defaults filling in ``session_id`` and ``on_behalf_of``."""
+        return decide_call(decision_request(fields, session_id=self.session_id, on_behalf_of=self.on_behalf_of))
+
+    def _remaining_call(self, agent_id: str, session_id: Optional[str], on_behalf_of: Optional[str]) -> Call:
+        """The ``budgets_remaining`` call, the run defaults filling in ``session_id`` and ``on_behalf_of``."""
+        return remaining_call(
+            agent_id,
+            session_id=session_id if session_id is not None else self.session_id,
+            on_behalf_of=on_behalf_of if on_behalf_of is not None else self.on_behalf_of,
+        )
 
     def _send(self, run: CallRun) -> Union[Response, NetworkFailure]:
         call = run.call

@@ -18,13 +18,14 @@ Example::
 """
 import asyncio
 import functools
-from typing import Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
-from ._calls import Call, CallRun, ClientCore, confirm_call, decide_call, get_call, reject_call, remaining_call
-from .client import confirmed_elsewhere
+from ._calls import Call, CallRun, ClientCore, confirm_call, confirmed_elsewhere, get_call, reject_call
+from ._request import Decision, DecisionRequest, decision_request, takes_decision_request
 from .guard import AsyncGuard
 
-Decision = Dict[str, Any]
+if TYPE_CHECKING:  # for the type checker only: the package is standard library only at run time
+    from typing_extensions import Unpack
 
 
 class AsyncAuthzClient(ClientCore):
@@ -49,34 +50,13 @@ class AsyncAuthzClient(ClientCore):
                 return run
             await self.retry_policy.async_sleep(wait)
 
-    async def decide(
-        self,
-        *,
-        agent_id: str,
-        action: str,
-        resource: Optional[str] = None,
-        amount: Optional[float] = None,
-        context: Optional[Dict[str, Any]] = None,
-        ttl_seconds: Optional[int] = None,
-        session_id: Optional[str] = None,
-        on_behalf_of: Optional[str] = None,
-        amounts: Optional[Dict[str, float]] = None,
-    ) -> Decision:
+    @takes_decision_request
+    async def decide(self, **fields: "Unpack[DecisionRequest]") -> Decision:
         """``POST /v1/decisions`` (see ``AuthzClient.decide``).
 
         Example: ``(await authz.decide(agent_id="a", action="orders.read"))["effect"]``.
         """
-        call = decide_call(
-            agent_id,
-            action,
-            resource=resource,
-            amount=amount,
-            context=context,
-            ttl_seconds=ttl_seconds,
-            session_id=session_id if session_id is not None else self.session_id,
-            on_behalf_of=on_behalf_of if on_behalf_of is not None else self.on_behalf_of,
-            amounts=amounts,
-        )
+        call = self._decide_call(fields)
         return (await self._run(call)).result()
 
     async def confirm(self, id: str, amount: Optional[float] = None, amounts: Optional[Dict[str, float]] = None) -> Decision:
@@ -101,30 +81,15 @@ class AsyncAuthzClient(ClientCore):
 
         Example: ``await authz.budgets_remaining(agent_id="research-bot", session_id="run_42")``.
         """
-        call = remaining_call(
-            agent_id,
-            session_id=session_id if session_id is not None else self.session_id,
-            on_behalf_of=on_behalf_of if on_behalf_of is not None else self.on_behalf_of,
-        )
+        call = self._remaining_call(agent_id, session_id, on_behalf_of)
         return list((await self._run(call)).result().get("data", []))
 
     async def get(self, id: str) -> Decision:
         """``GET /v1/decisions/:id``. Example: ``(await authz.get(d["id"]))["status"]``."""
         return (await self._run(get_call(id))).result()
 
-    def guard(
-        self,
-        *,
-        agent_id: str,
-        action: str,
-        resource: Optional[str] = None,
-        amount: Optional[float] = None,
-        context: Optional[Dict[str, Any]] = None,
-        ttl_seconds: Optional[int] = None,
-        session_id: Optional[str] = None,
-        on_behalf_of: Optional[str] = None,
-        amounts: Optional[Dict[str, float]] = None,
-    ) -> AsyncGuard:
+    @takes_decision_request
+    def guard(self, **fields: "Unpack[DecisionRequest]") -> AsyncGuard:
         """``async with authz.guard(...) as decision:`` or ``@authz.guard(...)`` on an ``async def``.
 
         Example::
@@ -132,15 +97,4 @@ class AsyncAuthzClient(ClientCore):
             async with authz.guard(agent_id="agent_7", action="payments.charge", amount=5) as d:
                 await charge(d["permit_token"])
         """
-        request = {
-            "agent_id": agent_id,
-            "action": action,
-            "resource": resource,
-            "amount": amount,
-            "context": context,
-            "ttl_seconds": ttl_seconds,
-            "session_id": session_id,
-            "on_behalf_of": on_behalf_of,
-            "amounts": amounts,
-        }
-        return AsyncGuard(self, request)
+        return AsyncGuard(self, decision_request(fields))

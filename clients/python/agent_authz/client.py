@@ -10,19 +10,14 @@ Example::
         charge()
         authz.confirm(decision["id"], amount=12.5)
 """
-from typing import Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
-from ._calls import Call, CallRun, ClientCore, confirm_call, decide_call, get_call, reject_call, remaining_call
+from ._calls import Call, CallRun, ClientCore, confirm_call, confirmed_elsewhere, get_call, reject_call
+from ._request import Decision, DecisionRequest, decision_request, takes_decision_request
 from .guard import Guard
 
-Decision = Dict[str, Any]
-
-
-def confirmed_elsewhere(decision_id: str) -> Decision:
-    """What ``confirm`` answers when a retry found the decision already confirmed by
-    its earlier attempt and the decision cannot be read back (a key without
-    ``decisions:read``): the id and the status it is known to have."""
-    return {"id": decision_id, "object": "decision", "status": "confirmed"}
+if TYPE_CHECKING:  # for the type checker only: the package is standard library only at run time
+    from typing_extensions import Unpack
 
 
 class AuthzClient(ClientCore):
@@ -55,37 +50,21 @@ class AuthzClient(ClientCore):
                 return run
             self.retry_policy.sleep(wait)
 
-    def decide(
-        self,
-        *,
-        agent_id: str,
-        action: str,
-        resource: Optional[str] = None,
-        amount: Optional[float] = None,
-        context: Optional[Dict[str, Any]] = None,
-        ttl_seconds: Optional[int] = None,
-        session_id: Optional[str] = None,
-        on_behalf_of: Optional[str] = None,
-        amounts: Optional[Dict[str, float]] = None,
-    ) -> Decision:
+    @takes_decision_request
+    def decide(self, **fields: "Unpack[DecisionRequest]") -> Decision:
         """``POST /v1/decisions``: the decision dict for allow, deny and review alike (a deny is a value).
+
+        The keywords are the fields of :class:`~agent_authz._request.DecisionRequest`:
+        ``agent_id`` and ``action`` (required), ``resource``, ``amount``, ``context``,
+        ``ttl_seconds``, ``session_id``, ``on_behalf_of``, ``amounts``; those left
+        ``None`` are not sent, and ``session_id`` and ``on_behalf_of`` default to the client's.
 
         Example::
 
             d = authz.decide(agent_id="agent_7", action="orders.delete")
             d["effect"], d["reason"]   # ("deny", "policy.not_found")
         """
-        call = decide_call(
-            agent_id,
-            action,
-            resource=resource,
-            amount=amount,
-            context=context,
-            ttl_seconds=ttl_seconds,
-            session_id=session_id if session_id is not None else self.session_id,
-            on_behalf_of=on_behalf_of if on_behalf_of is not None else self.on_behalf_of,
-            amounts=amounts,
-        )
+        call = self._decide_call(fields)
         return self._run(call).result()
 
     def confirm(self, id: str, amount: Optional[float] = None, amounts: Optional[Dict[str, float]] = None) -> Decision:
@@ -124,11 +103,7 @@ class AuthzClient(ClientCore):
             left = authz.budgets_remaining(agent_id="research-bot", session_id="run_42")
             usd = next(b["remaining"] for b in left if b["unit"] == "USD")
         """
-        call = remaining_call(
-            agent_id,
-            session_id=session_id if session_id is not None else self.session_id,
-            on_behalf_of=on_behalf_of if on_behalf_of is not None else self.on_behalf_of,
-        )
+        call = self._remaining_call(agent_id, session_id, on_behalf_of)
         return list(self._run(call).result().get("data", []))
 
     def get(self, id: str) -> Decision:
@@ -138,19 +113,8 @@ class AuthzClient(ClientCore):
         """
         return self._run(get_call(id)).result()
 
-    def guard(
-        self,
-        *,
-        agent_id: str,
-        action: str,
-        resource: Optional[str] = None,
-        amount: Optional[float] = None,
-        context: Optional[Dict[str, Any]] = None,
-        ttl_seconds: Optional[int] = None,
-        session_id: Optional[str] = None,
-        on_behalf_of: Optional[str] = None,
-        amounts: Optional[Dict[str, float]] = None,
-    ) -> Guard:
+    @takes_decision_request
+    def guard(self, **fields: "Unpack[DecisionRequest]") -> Guard:
         """Decide, run the work only if allowed, then confirm or reject (see :mod:`agent_authz.guard`).
 
         Example::
@@ -162,15 +126,4 @@ class AuthzClient(ClientCore):
             def read():                            # each call decided, then confirmed
                 ...
         """
-        request = {
-            "agent_id": agent_id,
-            "action": action,
-            "resource": resource,
-            "amount": amount,
-            "context": context,
-            "ttl_seconds": ttl_seconds,
-            "session_id": session_id,
-            "on_behalf_of": on_behalf_of,
-            "amounts": amounts,
-        }
-        return Guard(self, request)
+        return Guard(self, decision_request(fields))

@@ -25,16 +25,36 @@ Example::
 import functools
 import inspect
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, Optional, Type, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, Optional, Protocol, Type, TypeVar, cast
 
+from ._request import Decision, DecisionRequest, confirm_amounts
 from .errors import AuthzError, DecisionDeniedError
 
-if TYPE_CHECKING:  # only for the annotations: the clients import this module
-    from .async_client import AsyncAuthzClient
-    from .client import AuthzClient
+if TYPE_CHECKING:  # for the type checker only: the package is standard library only at run time
+    from typing_extensions import Unpack
 
 F = TypeVar("F", bound=Callable[..., Any])
-Decision = Dict[str, Any]
+
+
+class DecidingClient(Protocol):
+    """What a :class:`Guard` needs of its client (``AuthzClient`` has it); the guard
+    does not import the client, which imports the guard."""
+
+    def decide(self, **fields: "Unpack[DecisionRequest]") -> Decision: ...
+
+    def confirm(self, id: str, amount: Optional[float] = None, amounts: Optional[Dict[str, float]] = None) -> Decision: ...
+
+    def reject(self, id: str) -> Decision: ...
+
+
+class AsyncDecidingClient(Protocol):
+    """What an :class:`AsyncGuard` needs of its client (``AsyncAuthzClient`` has it)."""
+
+    async def decide(self, **fields: "Unpack[DecisionRequest]") -> Decision: ...
+
+    async def confirm(self, id: str, amount: Optional[float] = None, amounts: Optional[Dict[str, float]] = None) -> Decision: ...
+
+    async def reject(self, id: str) -> Decision: ...
 
 
 def _admit(decision: Decision) -> Decision:
@@ -54,9 +74,9 @@ def _admit(decision: Decision) -> Decision:
 class Guard:
     """The object ``AuthzClient.guard(...)`` answers (see the module doc)."""
 
-    def __init__(self, client: "AuthzClient", request: Dict[str, Any]) -> None:
+    def __init__(self, client: DecidingClient, request: DecisionRequest) -> None:
         self._client = client
-        self._request = dict(request)
+        self._request = request
         self._decision: Optional[Decision] = None
 
     def _open(self) -> Decision:
@@ -64,7 +84,8 @@ class Guard:
 
     def _succeeded(self, decision: Decision, result: Any) -> None:
         try:
-            self._client.confirm(decision["id"], amount=None if self._request.get("amounts") else self._request.get("amount"), amounts=self._request.get("amounts"))
+            amount, amounts = confirm_amounts(self._request)
+            self._client.confirm(decision["id"], amount=amount, amounts=amounts)
         except AuthzError as error:
             error.result = result
             raise
@@ -118,9 +139,9 @@ class Guard:
 class AsyncGuard:
     """The object ``AsyncAuthzClient.guard(...)`` answers: ``async with`` and a decorator of coroutine functions."""
 
-    def __init__(self, client: "AsyncAuthzClient", request: Dict[str, Any]) -> None:
+    def __init__(self, client: AsyncDecidingClient, request: DecisionRequest) -> None:
         self._client = client
-        self._request = dict(request)
+        self._request = request
         self._decision: Optional[Decision] = None
 
     async def _open(self) -> Decision:
@@ -128,7 +149,8 @@ class AsyncGuard:
 
     async def _succeeded(self, decision: Decision, result: Any) -> None:
         try:
-            await self._client.confirm(decision["id"], amount=None if self._request.get("amounts") else self._request.get("amount"), amounts=self._request.get("amounts"))
+            amount, amounts = confirm_amounts(self._request)
+            await self._client.confirm(decision["id"], amount=amount, amounts=amounts)
         except AuthzError as error:
             error.result = result
             raise
