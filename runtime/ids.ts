@@ -6,11 +6,15 @@
  *
  * The store makes some ids in SQL (a budget event fired inside the limits
  * function, a webhook delivery made by the fan-out trigger): `authz_new_id` in
- * store/migrations/008_ids.sql mirrors this function exactly, and
- * test/runtime/store/ids.test.ts holds the two to the same format and time.
+ * runtime/store/migrations/008_ids.sql mirrors this function for every time
+ * from 1970 on (the service clock's range; before 1970 newId writes the epoch's
+ * time part and authz_new_id does not). test/runtime/store/ids.test.ts holds the
+ * two to the same shape for every prefix, the same time part at the same clock
+ * (the millisecond floored), and one order of ids made on either side, on
+ * PostgreSQL and on the embedded store.
  *
  * @example
- * newId('dec', clock.now()); // 'dec_0Q3ZpkLm8f3kT0b9qXe2WzRa'
+ * newId('dec', clock.now()); // e.g. 'dec_0Vc61Q613aQJNECs8Lrjz8HE' (made at 2026-11-26T16:09:07.381Z)
  */
 import { randomBytes } from 'node:crypto';
 
@@ -62,10 +66,11 @@ export function newId(prefix: IdPrefix, atMs: number): string {
 /**
  * The id range of the ids of `prefix` made in [sinceMs, untilMs): every such id
  * sorts (byte order) at or above `lo` and below `hi` (the decision log's
- * partitions are these ranges, one per UTC day: store/migrations/015).
+ * partitions are these ranges, one per UTC day:
+ * runtime/store/migrations/015_log_partitions.sql, whose `authz_id_floor` is `lo`).
  *
  * @example
- * idRange('dec', Date.parse('2026-11-21'), Date.parse('2026-11-22')); // { lo: 'dec_0VTq...', hi: 'dec_0VUF...' }
+ * idRange('dec', Date.parse('2026-11-21'), Date.parse('2026-11-22')); // { lo: 'dec_0VbYqoN6', hi: 'dec_0VbehKxU' }
  */
 export function idRange(prefix: string, sinceMs: number, untilMs: number): { lo: string; hi: string } {
   return { lo: `${prefix}_${timeBase62(Math.floor(sinceMs))}`, hi: `${prefix}_${timeBase62(Math.ceil(untilMs))}` };
