@@ -266,7 +266,7 @@ describe.each(STORE_KINDS)('dashboard in chromium (%s)', (kind) => {
     expect(await decide('payments.charge', agent, 30)).toMatchObject({ effect: 'allow' });
     await page.getByRole('link', { name: 'Budgets' }).click();
     const text = page.locator('#view table');
-    await expect.poll(() => text.textContent(), POLL).toContain('30 held of 100 USD');
+    await expect.poll(() => text.textContent(), POLL).toContain('0.00 consumed + 30.00 held of 100.00\u00a0USD');
     const [budget] = (await rt.getOk(`/v1/budgets?agent_id=${agent}`)).data;
     await expect(text.textContent()).resolves.toContain(budget.period_resets_at.replace('T', ' ').replace(/\.\d+Z$/, 'Z'));
   });
@@ -281,12 +281,12 @@ describe.each(STORE_KINDS)('dashboard in chromium (%s)', (kind) => {
     await page.getByRole('link', { name: 'Decisions' }).click();
     await page.getByRole('link', { name: 'Budgets' }).click();
     const table = page.locator('#view table');
-    await expect.poll(() => table.textContent(), POLL).toContain('1200 held of 5000 tokens');
+    await expect.poll(() => table.textContent(), POLL).toContain('1,200 held of 5,000\u00a0tokens');
     const sessionRow = page.locator('#view tr', { has: page.locator('td[data-key="session"]') });
     await expect(sessionRow.textContent()).resolves.toMatch(new RegExp(`session.*${agent} / session ${run}`));
     const userRow = page.locator('#view tr', { has: page.locator('td[data-key="user"]') });
     await expect(userRow.textContent()).resolves.toContain(`user ${user}`);
-    await expect(userRow.textContent()).resolves.toContain('1 consumed + 0 held of 10 calls');
+    await expect(userRow.textContent()).resolves.toContain('1 consumed + 0 held of 10\u00a0calls');
     await expect(page.locator('#view tr', { has: page.locator('td[data-key="agent"]') }).first().textContent()).resolves.toContain(agent);
   });
 
