@@ -313,6 +313,8 @@ describe.each(STORE_KINDS)('dashboard layout in chromium (%s)', (kind) => {
     await expect(row.getAttribute('data-review-state')).resolves.toBe('approved');
     await expect(row.textContent()).resolves.toContain('approved by Dana Reviewer');
     await expect(row.textContent()).resolves.toContain('the agent waited for it');
+    // This key may not read policies: the unit is unknown, and said so rather than left out.
+    await expect(row.locator('td.amount').textContent()).resolves.toBe(`${target.amount.toLocaleString('en')} (unit unknown)`);
     expect(await brokenWords(page)).toEqual([]);
     expect(await overflowing(page)).toEqual([]);
     await shot('reviews-approved');

@@ -63,7 +63,8 @@ export function budgetUsage(b) {
 
 /**
  * A decision's amount with its unit, as a table cell's content: `25.00 USD`; with no
- * budget naming a unit the number alone, marked so; none: an em dash.
+ * budget naming a unit, or none this key may read, the number alone, marked so
+ * (the title says why); none: an em dash.
  * Example: `h('td', { class: 'amount' }, amountText(d, await policyIndex()))`
  * @param {Decision} d
  * @param {Map<string, Policy>} policies
@@ -71,9 +72,15 @@ export function budgetUsage(b) {
  */
 export function amountText(d, policies) {
   if (d.amount == null) return '—';
-  const units = heldUnits(d.metadata?.matched_policy_ids ?? [], policies);
+  const ids = d.metadata?.matched_policy_ids ?? [];
+  const units = heldUnits(ids, policies);
   if (units.length === 1) return h('span', { class: 'word', dataset: { unit: units[0] } }, formatAmount(d.amount, /** @type {string} */ (units[0])));
   const plain = d.amount.toLocaleString('en', { maximumFractionDigits: 6 });
-  const why = units.length ? `in one of ${units.join(', ')}` : 'no budget of a matched policy names its unit';
-  return h('span', { class: 'word', title: `${plain}: ${why}` }, plain, h('span', { class: 'muted' }, units.length ? ` ${units.join('/')}` : ' (no unit)'));
+  const unread = ids.length > 0 && ids.every((id) => !policies.has(id));
+  const [mark, why] = unread
+    ? [' (unit unknown)', 'the budgets of the matched policies name the unit, and this key may not read policies (policies:read)']
+    : units.length
+      ? [` ${units.join('/')}`, `in one of ${units.join(', ')}`]
+      : [' (no unit)', 'no budget of a matched policy names its unit'];
+  return h('span', { class: 'word', title: `${plain}: ${why}` }, plain, h('span', { class: 'muted' }, mark));
 }
