@@ -275,6 +275,16 @@ describe.each(STORE_KINDS)('dashboard layout in chromium (%s)', (kind) => {
     await context.getByText('context').click();
     expect(await overflowing(page)).toEqual([]);
     await shot('reviews');
+    // On a smaller laptop's window (1,024 px) the columns still fit, their words whole.
+    await page.setViewportSize({ width: 1024, height: 768 });
+    try {
+      await expect.poll(() => page.evaluate('document.documentElement.clientWidth'), POLL).toBe(1024 - (await page.evaluate('window.innerWidth - document.documentElement.clientWidth') as number));
+      expect(await brokenWords(page)).toEqual([]);
+      expect(await overflowing(page)).toEqual([]);
+      await shot('reviews-1024');
+    } finally {
+      await page.setViewportSize(VIEWPORT);
+    }
   });
 
   it("shows review.self_review at the row, in the viewport, when the deciding key approves", async () => {

@@ -9,7 +9,7 @@
 // its own review state.
 import { ApiError, api, describe } from '../api.js';
 import { detailsButton, reviewLine } from '../detail.js';
-import { failure, h, long, say, table, time } from '../dom.js';
+import { failure, h, long, say, table, time, words } from '../dom.js';
 import { moreButton, pager, readAll } from '../list.js';
 import { policyIndex, policyNames, policyRefs } from '../policy-names.js';
 import { refreshReviewCount } from '../review-count.js';
@@ -134,33 +134,36 @@ export function reviewsView(root, target = []) {
       h('div', { class: 'buttons' },
         h('button', { type: 'button', class: 'approve', onclick: () => decideOn(d, 'approve'), 'aria-label': `Approve ${d.id}` }, 'Approve'),
         h('button', { type: 'button', class: 'deny', onclick: () => decideOn(d, 'deny'), 'aria-label': `Deny ${d.id}` }, 'Deny'),
+        detailsButton(d.id),
       ),
       h('p', { class: 'row-error error', role: 'alert', hidden: !message }, message ?? ''),
     );
   };
 
-  /** The cells every list shows: what the agent asked. @param {Decision} d */
+  /** The cells every list shows: what the agent asked (the request's context under the action). @param {Decision} d */
   const askedCells = (d) => [
     h('td', {}, long(d.agent_id)),
-    h('td', {}, long(d.action)),
+    h('td', {}, long(d.action), contextOf(d)),
     h('td', {}, d.resource == null ? '—' : long(d.resource)),
     h('td', { class: 'amount' }, amountText(d, policies)),
     h('td', {}, policyRefs(d.metadata?.matched_policy_ids ?? [], names)),
   ];
   /** @param {Decision} d */
-  const contextCell = (d) => h('td', {}, d.context ? h('details', {}, h('summary', {}, 'context'), h('pre', { class: 'context' }, JSON.stringify(d.context, null, 2))) : '—');
+  const contextOf = (d) => (d.context ? h('details', { class: 'context' }, h('summary', {}, 'context'), h('pre', { class: 'context' }, JSON.stringify(d.context, null, 2))) : '');
+  /** A time that may wrap between its date and its time of day, never inside either. @param {string | null | undefined} iso */
+  const when = (iso) => words(time(iso));
   /** @param {Decision} d */
   const rowAttrs = (d) => ({ dataset: { id: d.id, reviewState: d.review?.status ?? 'none', kind: d.approval_expires_at ? 'approval' : 'after-the-fact' } });
 
   const renderOpen = () => {
     const { waiting, afterwards } = queueOrder(open.items);
     const waitingRows = waiting.map((d) => h('tr', rowAttrs(d),
-      h('td', { class: 'time deadline' }, time(d.approval_expires_at)),
-      ...askedCells(d), contextCell(d), verdictCell(d), h('td', {}, detailsButton(d.id))));
+      h('td', { class: 'deadline' }, when(d.approval_expires_at)),
+      ...askedCells(d), verdictCell(d)));
     const afterRows = afterwards.map((d) => h('tr', rowAttrs(d),
-      h('td', { class: 'time' }, time(d.evaluated_at)),
-      ...askedCells(d), contextCell(d), verdictCell(d), h('td', {}, detailsButton(d.id))));
-    const columns = ['Agent', 'Action', 'Resource', 'Amount', 'Matched policies', 'Context', 'Verdict (note optional)', ''];
+      h('td', {}, when(d.evaluated_at)),
+      ...askedCells(d), verdictCell(d)));
+    const columns = ['Agent', 'Action', 'Resource', 'Amount', 'Matched policies', 'Verdict (note optional)'];
     body.replaceChildren(
       h('section', { id: 'reviews-waiting', 'aria-labelledby': 'reviews-waiting-title' },
         h('h3', { id: 'reviews-waiting-title' }, `Waiting for approval (${waiting.length})`),
@@ -176,7 +179,7 @@ export function reviewsView(root, target = []) {
 
   const renderDone = () => {
     const rows = done.items.map((d) => h('tr', rowAttrs(d),
-      h('td', { class: 'time' }, time(d.review?.reviewed_at)),
+      h('td', {}, when(d.review?.reviewed_at)),
       ...askedCells(d),
       h('td', { class: 'review-line' },
         h('span', { class: `state ${d.review?.status ?? ''}` }, d.review?.status ?? '—'),
