@@ -8,29 +8,20 @@
  * and replaying a failed webhook delivery.
  * Chromium: $CHROMIUM_PATH, else /usr/bin/chromium (.ci/run installs it).
  */
-import { existsSync, readdirSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashApiKey } from '../../runtime/auth/api-keys.js';
 import { DASHBOARD_CSP } from '../../runtime/routes/dashboard.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { startReceiver, type Receiver } from '../helpers/webhook-receiver.js';
 import { ADMIN_TOKEN, json, startRuntime, type TestRuntime } from './helpers/app.js';
-
-function chromiumPath(): string {
-  const candidates = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'].filter((p): p is string => Boolean(p));
-  const found = candidates.find((p) => existsSync(p));
-  if (!found) throw new Error(`no chromium at ${candidates.join(', ')}: install Debian's chromium (.ci/run does) or set CHROMIUM_PATH`);
-  return found;
-}
-
-/** The page's answers under a loaded CI machine: well past expect.poll's default 1 s. */
-const POLL = { timeout: 10_000 };
+import { launchChromium, POLL } from './helpers/browser.js';
 
 let browser: Browser;
 beforeAll(async () => {
-  browser = await chromium.launch({ executablePath: chromiumPath(), args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+  browser = await launchChromium();
 });
 afterAll(async () => {
   await browser?.close();
