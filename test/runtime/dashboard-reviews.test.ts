@@ -115,7 +115,7 @@ describe.each(STORE_KINDS)('dashboard reviews in chromium (%s)', (kind) => {
 
     // Without a reviewer's name nothing is sent.
     await page.getByRole('button', { name: `Approve ${first.id}` }).click();
-    await expect.poll(() => page.locator('#status').textContent(), POLL).toContain('name');
+    await expect.poll(() => firstRow.locator('.row-error').textContent(), POLL).toContain('your name');
     expect(rt.services.reviewWaiters.size).toBe(2);
 
     await page.getByLabel('Your name (reviewer)').fill('Dana Reviewer');
@@ -151,7 +151,9 @@ describe.each(STORE_KINDS)('dashboard reviews in chromium (%s)', (kind) => {
     await nav('Overview').click();
     await nav('Reviews').click();
     await page.getByRole('button', { name: `Approve ${own.id}` }).click();
-    await expect.poll(() => page.locator('#status').textContent(), POLL).toContain('review.self_review');
+    // At the row, not on the status line at the top of the page.
+    await expect.poll(() => page.locator(`tr[data-id="${own.id}"] .row-error`).textContent(), POLL).toContain('review.self_review');
+    await expect(page.locator(`tr[data-id="${own.id}"] .row-error`).isVisible()).resolves.toBe(true);
     expect((await rt.getOk(`/v1/decisions/${own.id}`)).status).toBe('awaiting_approval');
   });
 

@@ -8,29 +8,20 @@
  * and replaying a failed webhook delivery.
  * Chromium: $CHROMIUM_PATH, else /usr/bin/chromium (.ci/run installs it).
  */
-import { existsSync, readdirSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashApiKey } from '../../runtime/auth/api-keys.js';
 import { DASHBOARD_CSP } from '../../runtime/routes/dashboard.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { startReceiver, type Receiver } from '../helpers/webhook-receiver.js';
 import { ADMIN_TOKEN, json, startRuntime, type TestRuntime } from './helpers/app.js';
-
-function chromiumPath(): string {
-  const candidates = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'].filter((p): p is string => Boolean(p));
-  const found = candidates.find((p) => existsSync(p));
-  if (!found) throw new Error(`no chromium at ${candidates.join(', ')}: install Debian's chromium (.ci/run does) or set CHROMIUM_PATH`);
-  return found;
-}
-
-/** The page's answers under a loaded CI machine: well past expect.poll's default 1 s. */
-const POLL = { timeout: 10_000 };
+import { launchChromium, POLL } from './helpers/browser.js';
 
 let browser: Browser;
 beforeAll(async () => {
-  browser = await chromium.launch({ executablePath: chromiumPath(), args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+  browser = await launchChromium();
 });
 afterAll(async () => {
   await browser?.close();
@@ -266,7 +257,7 @@ describe.each(STORE_KINDS)('dashboard in chromium (%s)', (kind) => {
     expect(await decide('payments.charge', agent, 30)).toMatchObject({ effect: 'allow' });
     await page.getByRole('link', { name: 'Budgets' }).click();
     const text = page.locator('#view table');
-    await expect.poll(() => text.textContent(), POLL).toContain('30 held of 100 USD');
+    await expect.poll(() => text.textContent(), POLL).toContain('0.00 consumed + 30.00 held of 100.00\u00a0USD');
     const [budget] = (await rt.getOk(`/v1/budgets?agent_id=${agent}`)).data;
     await expect(text.textContent()).resolves.toContain(budget.period_resets_at.replace('T', ' ').replace(/\.\d+Z$/, 'Z'));
   });
@@ -281,12 +272,12 @@ describe.each(STORE_KINDS)('dashboard in chromium (%s)', (kind) => {
     await page.getByRole('link', { name: 'Decisions' }).click();
     await page.getByRole('link', { name: 'Budgets' }).click();
     const table = page.locator('#view table');
-    await expect.poll(() => table.textContent(), POLL).toContain('1200 held of 5000 tokens');
+    await expect.poll(() => table.textContent(), POLL).toContain('1,200 held of 5,000\u00a0tokens');
     const sessionRow = page.locator('#view tr', { has: page.locator('td[data-key="session"]') });
     await expect(sessionRow.textContent()).resolves.toMatch(new RegExp(`session.*${agent} / session ${run}`));
     const userRow = page.locator('#view tr', { has: page.locator('td[data-key="user"]') });
     await expect(userRow.textContent()).resolves.toContain(`user ${user}`);
-    await expect(userRow.textContent()).resolves.toContain('1 consumed + 0 held of 10 calls');
+    await expect(userRow.textContent()).resolves.toContain('1 consumed + 0 held of 10\u00a0calls');
     await expect(page.locator('#view tr', { has: page.locator('td[data-key="agent"]') }).first().textContent()).resolves.toContain(agent);
   });
 

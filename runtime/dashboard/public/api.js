@@ -61,7 +61,12 @@
  * @property {string} name
  * @property {'allow' | 'deny' | 'review'} effect
  * @property {number} [priority]
+ * @property {string[]} [agents] agent id globs; absent: every agent
  * @property {string[]} [actions]
+ * @property {string[]} [resources] resource globs; absent: any resource
+ * @property {string} [condition]
+ * @property {{ unit: string, limit: number, period: string, scope?: string }} [budget]
+ * @property {{ required: boolean, timeout_seconds?: number }} [approval]
  * @property {string} state
  * @property {string} [updated_at]
  */

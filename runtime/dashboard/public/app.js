@@ -54,6 +54,19 @@ function show() {
   refreshReviewCount();
 }
 
+/**
+ * Whether the signed-in key may read the review queue.
+ * @returns {Promise<boolean>}
+ */
+async function readsReviews() {
+  try {
+    await api('GET', '/v1/reviews?limit=1');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 useSession({ key: storedKey, refused: signOut });
 
 byId('sign-in').addEventListener('submit', async (event) => {
@@ -66,6 +79,7 @@ byId('sign-in').addEventListener('submit', async (event) => {
     return;
   }
   sessionStorage.setItem(KEY_STORE, key);
+  let readsDecisions = true;
   try {
     await api('GET', '/v1/decisions?limit=1');
   } catch (e) {
@@ -76,7 +90,10 @@ byId('sign-in').addEventListener('submit', async (event) => {
       byId('sign-in-error').textContent = `Sign-in failed: ${describe(e)}`;
       return;
     }
+    readsDecisions = false;
   }
+  // A reviewer key (reviews:read, no decisions:read) opens on its work, not on an overview it may not read.
+  if (!readsDecisions && !location.hash && (await readsReviews())) history.replaceState(null, '', '#reviews');
   input.value = '';
   forgetPolicyNames();
   showSession();

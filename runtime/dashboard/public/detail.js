@@ -4,7 +4,8 @@
 // request's context. Opened from every list of decisions.
 import { api, describe } from './api.js';
 import { h, long, time } from './dom.js';
-import { policyNames, policyRef, policyRefs } from './policy-names.js';
+import { policyIndex, policyNames, policyRef, policyRefs } from './policy-names.js';
+import { amountText } from './units.js';
 
 /** @typedef {import('./api.js').Decision} Decision */
 
@@ -51,9 +52,10 @@ export function reviewLine(r) {
  * The decision's fields as a description list.
  * @param {Decision} d
  * @param {Map<string, string>} names
+ * @param {Map<string, import('./api.js').Policy>} [policies] for the amount's unit
  * @returns {HTMLElement}
  */
-export function decisionDetail(d, names) {
+export function decisionDetail(d, names, policies = new Map()) {
   const warnings = d.metadata?.warnings ?? [];
   return h('dl', { class: 'detail', dataset: { id: d.id } },
     item('Id', h('span', { class: 'mono' }, long(d.id))),
@@ -63,7 +65,7 @@ export function decisionDetail(d, names) {
     item('Agent', long(d.agent_id)),
     item('Action', long(d.action)),
     item('Resource', d.resource == null ? '—' : long(d.resource)),
-    item('Amount', d.amount == null ? '—' : String(d.amount)),
+    item('Amount', amountText(d, policies)),
     item('Deciding policy', policyRef(d.policy_id, names)),
     item('Matched policies', policyRefs(d.metadata?.matched_policy_ids ?? [], names)),
     item('Warnings', warnings.length ? h('ul', { class: 'warnings' }, warnings.map((w) => h('li', {}, `${w.code}: ${w.message}`))) : 'none'),
@@ -89,8 +91,8 @@ export async function openDecision(id) {
   body.replaceChildren(h('p', {}, 'Loading…'));
   if (!dialog.open) dialog.showModal();
   try {
-    const [d, names] = await Promise.all([api('GET', `/v1/decisions/${encodeURIComponent(id)}`), policyNames()]);
-    body.replaceChildren(decisionDetail(/** @type {Decision} */ (d), names));
+    const [d, names, policies] = await Promise.all([api('GET', `/v1/decisions/${encodeURIComponent(id)}`), policyNames(), policyIndex()]);
+    body.replaceChildren(decisionDetail(/** @type {Decision} */ (d), names, policies));
   } catch (e) {
     body.replaceChildren(h('p', { class: 'error' }, describe(e)));
   }

@@ -68,36 +68,74 @@ export function svg(tag, attrs = {}, ...children) {
 }
 
 /**
- * A value that may be long (an id, a URL, an error): wraps anywhere, is cut after
- * three lines, and keeps the full value in its title.
+ * The longest run of characters without a space that is never broken across lines
+ * (an action, an agent id, a policy name): a table column is at least that wide. A
+ * longer run (a 256-character id) may break after its separators, else anywhere.
+ */
+export const WORD_MAX = 32;
+
+/**
+ * A value's words as nodes: each word of up to WORD_MAX characters whole on one line
+ * (`span.word`, never broken inside, not even after its hyphens), a longer one with
+ * break opportunities after its separators (dot, hyphen, underscore, colon, slash, at sign) and anywhere as a last
+ * resort (`span.breakable`), the spaces between them kept as text.
+ * Example: `h('td', {}, words('payments.refund for order:1001'))`
+ * @param {string} value
+ * @returns {Array<Node | string>}
+ */
+export function words(value) {
+  return value.split(/(\s+)/).filter(Boolean).map((part) => {
+    if (/^\s+$/.test(part)) return part;
+    if (part.length <= WORD_MAX) return h('span', { class: 'word' }, part);
+    const pieces = part.split(/(?<=[.\-_:/@])/);
+    return h('span', { class: 'breakable' }, pieces.flatMap((piece, i) => (i ? [document.createElement('wbr'), piece] : [piece])));
+  });
+}
+
+/**
+ * A value that may be long (an id, a URL, an error): its words kept whole (see
+ * words()), cut after three lines, and the full value in its title.
  * Example: `h('td', {}, long(agent.agent_id))`
  * @param {string} value
  * @returns {HTMLSpanElement}
  */
 export function long(value) {
-  return h('span', { class: 'long', title: value }, value);
+  return h('span', { class: 'long', title: value }, words(value));
 }
 
 /**
- * An API timestamp as shown: `2024-05-01T12:00:00.123Z` -> `2024-05-01 12:00:00Z`; none -> an em dash.
+ * An API timestamp as shown, the one time format of every view (UTC, to the second):
+ * `2024-05-01T12:00:00.123Z` -> `2024-05-01 12:00:00Z`; none -> an em dash.
  * @param {string | null | undefined} iso
  * @returns {string}
  */
-export const time = (iso) => (iso ? iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z') : '—');
+export const time = (iso) => (iso ? iso.replace('T', ' ').replace(/(:\d\d)(\.\d+)?Z$/, '$1Z') : '—');
 
 /**
- * A table with a caption, column headings and body rows.
- * Example: `table('Agents', ['Agent', 'Status'], rows)`
- * @param {string} caption
+ * "Updated <now>" in the same format, for the views that refresh.
+ * Example: `updated.textContent = updatedNow()`
+ * @returns {string}
+ */
+export const updatedNow = () => `Updated ${time(new Date().toISOString())}`;
+
+/**
+ * A table with a caption (or, for a table under its own heading, the id of that
+ * heading instead: no caption repeats it), column headings and body rows. Wide
+ * tables scroll sideways inside their wrapper rather than squeeze their words.
+ * Example: `table('Agents', ['Agent', 'Status'], rows)`, `table({ labelledBy: 'budgets-title' }, [...], rows)`
+ * @param {string | { labelledBy: string }} caption
  * @param {string[]} headers
  * @param {HTMLTableRowElement[]} rows
- * @returns {HTMLTableElement}
+ * @returns {HTMLElement}
  */
 export function table(caption, headers, rows) {
-  return h('table', {},
-    h('caption', {}, caption),
-    h('thead', {}, h('tr', {}, headers.map((t) => h('th', { scope: 'col' }, t)))),
-    h('tbody', {}, rows),
+  const titled = typeof caption === 'string';
+  return h('div', { class: 'table-wrap' },
+    h('table', titled ? {} : { 'aria-labelledby': caption.labelledBy },
+      titled ? h('caption', {}, caption) : null,
+      h('thead', {}, h('tr', {}, headers.map((t) => h('th', { scope: 'col' }, t)))),
+      h('tbody', {}, rows),
+    ),
   );
 }
 

@@ -82,3 +82,29 @@ export function moreButton(list, render) {
     },
   }, 'Load older');
 }
+
+/**
+ * Every item of a list endpoint in its order, page after page of 100, up to `cap`
+ * items; `truncated` says the list had more. For views that sort or group the whole
+ * list themselves (the review queue, the policies by priority).
+ * Example: `const { items } = await readAll('/v1/reviews?status=open', (d) => d.id, 1000);`
+ * @template T
+ * @param {string} path
+ * @param {(item: T) => string} idOf
+ * @param {number} cap
+ * @returns {Promise<{ items: T[], truncated: boolean }>}
+ */
+export async function readAll(path, idOf, cap) {
+  const sep = path.includes('?') ? '&' : '?';
+  /** @type {T[]} */
+  const items = [];
+  let after = '';
+  for (;;) {
+    const page = /** @type {import('./api.js').Page<T>} */ (await api('GET', `${path}${sep}limit=100${after}`));
+    items.push(...page.data);
+    const last = page.data[page.data.length - 1];
+    if (!page.has_more || !last) return { items, truncated: false };
+    if (items.length >= cap) return { items: items.slice(0, cap), truncated: true };
+    after = `&starting_after=${encodeURIComponent(idOf(last))}`;
+  }
+}

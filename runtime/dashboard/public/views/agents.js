@@ -48,7 +48,7 @@ export function agentsView(root) {
       ),
     );
     body.replaceChildren(
-      list.items.length ? table('Agents', ['Agent', 'Status', 'First seen (UTC)', 'Revoked (UTC)', ''], rows) : h('p', {}, 'No agent has made a request in this environment yet.'),
+      list.items.length ? table('Agents seen in this environment, newest first', ['Agent', 'Status', 'First seen (UTC)', 'Revoked (UTC)', ''], rows) : h('p', {}, 'No agent has made a request in this environment yet.'),
       moreButton(list, render),
     );
   };

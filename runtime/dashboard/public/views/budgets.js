@@ -4,6 +4,7 @@
 import { api, describe } from '../api.js';
 import { failure, h, long, table, time } from '../dom.js';
 import { policyNames, policyRef } from '../policy-names.js';
+import { budgetUsage } from '../units.js';
 
 /** @typedef {import('../api.js').Budget} Budget */
 
@@ -40,7 +41,7 @@ export function budgetsView(root) {
         h('td', {}, b.scope ?? 'agent'),
         keyCell(b),
         h('td', {}, h('meter', { min: 0, max: b.limit, value: Math.min(used, b.limit), high: (b.threshold_alert ?? 0.8) * b.limit, optimum: 0, 'aria-label': `${used} of ${b.limit} ${b.unit}` }),
-          ` ${b.consumed} consumed + ${b.held} held of ${b.limit} ${b.unit}`),
+          ` ${budgetUsage(b)}`),
         h('td', {}, b.period),
         h('td', { class: 'time' }, time(b.period_resets_at)),
         h('td', {}, h('span', { class: `state ${b.status}` }, b.status)),

@@ -3,9 +3,10 @@
 // live by polling for newer decisions while the tab is visible.
 import { describe } from '../api.js';
 import { detailsButton } from '../detail.js';
-import { failure, h, long, table, time } from '../dom.js';
+import { failure, h, long, table, time, updatedNow } from '../dom.js';
 import { moreButton, pager } from '../list.js';
-import { policyNames, policyRef } from '../policy-names.js';
+import { policyIndex, policyNames, policyRef } from '../policy-names.js';
+import { amountText } from '../units.js';
 
 /** @typedef {import('../api.js').Decision} Decision */
 
@@ -41,6 +42,8 @@ export function decisionsView(root) {
   let list;
   /** @type {Map<string, string>} */
   let names = new Map();
+  /** @type {Map<string, import('../api.js').Policy>} */
+  let policies = new Map();
 
   /** Draws the current list (the one of the newest filter). */
   const render = () => {
@@ -52,16 +55,16 @@ export function decisionsView(root) {
         h('td', {}, long(d.agent_id)),
         h('td', {}, long(d.action)),
         h('td', {}, d.resource == null ? '—' : long(d.resource)),
+        h('td', { class: 'amount' }, amountText(d, policies)),
         h('td', {}, h('span', { class: `effect ${d.effect}` }, d.effect), shadowBadge(d)),
         h('td', {}, d.reason),
         h('td', {}, policyRef(d.policy_id, names)),
         h('td', {}, d.status),
-        h('td', { class: 'mono' }, long(d.id)),
         h('td', {}, detailsButton(d.id)),
       ),
     );
     body.replaceChildren(
-      shown.items.length ? table('Decisions, newest first', ['Time (UTC)', 'Agent', 'Action', 'Resource', 'Effect', 'Reason', 'Policy', 'Status', 'Id', ''], rows) : h('p', {}, 'No decisions match.'),
+      shown.items.length ? table('Decisions, newest first', ['Time (UTC)', 'Agent', 'Action', 'Resource', 'Amount', 'Effect', 'Reason', 'Policy', 'Status', ''], rows) : h('p', {}, 'No decisions match.'),
       moreButton(shown, render),
     );
   };
@@ -76,10 +79,10 @@ export function decisionsView(root) {
     const mine = pager(`/v1/decisions${q.size ? `?${q}` : ''}`, 50, (d) => d.id);
     list = mine;
     try {
-      [names] = await Promise.all([policyNames(), mine.first()]);
+      [names, policies] = await Promise.all([policyNames(), policyIndex(), mine.first()]);
       // A newer filter was chosen meanwhile: its own load renders.
       if (list !== mine) return;
-      updated.textContent = `Updated ${new Date().toLocaleTimeString()}`;
+      updated.textContent = updatedNow();
       render();
     } catch (e) {
       if (list === mine) body.replaceChildren(failure(describe(e)));
@@ -102,9 +105,9 @@ export function decisionsView(root) {
     if (!live.checked || document.hidden || !list) return;
     const current = list;
     try {
-      names = await policyNames();
+      [names, policies] = await Promise.all([policyNames(), policyIndex()]);
       if ((await current.refresh()) && list === current) render();
-      updated.textContent = `Updated ${new Date().toLocaleTimeString()}`;
+      updated.textContent = updatedNow();
     } catch {
       /* the next tick tries again; a refused key signs out in api() */
     }

@@ -1,12 +1,14 @@
 // @ts-check
 // The overview the dashboard opens on: decisions per minute by effect over the last
-// hour (an SVG chart drawn here), the agents and actions denied most, the budgets
+// hour (an SVG chart drawn here, as wide as its panel), the agents and actions denied most, the budgets
 // nearest their limits and the open reviews. Refreshed while the tab is visible.
 import { api, ApiError, describe } from '../api.js';
 import { detailsButton } from '../detail.js';
-import { failure, h, long, svg, table, time } from '../dom.js';
+import { failure, h, long, svg, table, time, updatedNow } from '../dom.js';
 import { policyNames, policyRef } from '../policy-names.js';
 import { keyCell } from './budgets.js';
+import { budgetUsage } from '../units.js';
+import { queueOrder } from './reviews.js';
 
 /** @typedef {import('../api.js').DecisionStats} DecisionStats */
 /** @typedef {import('../api.js').Decision} Decision */
@@ -14,27 +16,47 @@ import { keyCell } from './budgets.js';
 
 const REFRESH_MS = 10_000;
 const EFFECTS = /** @type {const} */ (['allow', 'review', 'deny']);
-const WIDTH = 720;
-const HEIGHT = 180;
-const PAD = { left: 36, right: 8, top: 10, bottom: 22 };
+const HEIGHT = 200;
+const PAD = { left: 40, right: 12, top: 12, bottom: 24 };
+/** The chart shows at least this many minutes, from the first with a decision. */
+const MIN_SLOTS = 15;
+/** The widest a bar gets (px), however few minutes are shown. */
+const BAR_MAX = 32;
+
+/**
+ * The minutes the chart shows: from the first minute of the hour with a decision
+ * to now, at least MIN_SLOTS of them, so that the bars spread over the chart rather
+ * than crowd at its right edge when the decisions are recent.
+ * Example: `chartMinutes(stats.per_minute).length` -> 15 when every decision is of the last minute
+ * @param {DecisionStats['per_minute']} perMinute
+ * @returns {DecisionStats['per_minute']}
+ */
+export function chartMinutes(perMinute) {
+  const first = perMinute.findIndex((m) => m.allow + m.deny + m.review > 0);
+  const start = first < 0 ? perMinute.length - MIN_SLOTS : Math.min(first, perMinute.length - MIN_SLOTS);
+  return perMinute.slice(Math.max(0, start));
+}
 
 /**
  * Decisions per minute as stacked bars (allow at the bottom, then review, then
- * deny), one slot per minute; each bar segment carries its minute, effect and
- * count (data-*) and a title.
+ * deny), one slot per minute shown (chartMinutes), drawn `width` pixels wide (the
+ * width of its panel: one SVG unit is one pixel, so the text keeps its size); each
+ * bar segment carries its minute, effect and count (data-*) and a title.
  * @param {DecisionStats} stats
+ * @param {number} width
  * @returns {SVGElement}
  */
-export function minuteChart(stats) {
-  const slots = stats.per_minute.length;
-  const most = Math.max(1, ...stats.per_minute.map((m) => m.allow + m.deny + m.review));
-  const plotW = WIDTH - PAD.left - PAD.right;
+export function minuteChart(stats, width) {
+  const minutes = chartMinutes(stats.per_minute);
+  const slots = minutes.length;
+  const most = Math.max(1, ...minutes.map((m) => m.allow + m.deny + m.review));
+  const plotW = width - PAD.left - PAD.right;
   const plotH = HEIGHT - PAD.top - PAD.bottom;
-  const slot = plotW / slots;
-  const barW = Math.max(1, slot * 0.8);
+  const slot = plotW / Math.max(1, slots);
+  const barW = Math.min(BAR_MAX, Math.max(1, slot * 0.8));
   /** @type {SVGElement[]} */
   const bars = [];
-  stats.per_minute.forEach((m, i) => {
+  minutes.forEach((m, i) => {
     let y = PAD.top + plotH;
     for (const effect of EFFECTS) {
       const count = m[effect];
@@ -53,21 +75,23 @@ export function minuteChart(stats) {
       }, svg('title', {}, `${time(m.minute)}: ${count} ${effect}`)));
     }
   });
-  const first = stats.per_minute[0]?.minute;
-  const last = stats.per_minute[slots - 1]?.minute;
+  const first = minutes[0]?.minute;
+  const last = minutes[slots - 1]?.minute;
   return svg('svg', {
     id: 'decision-chart',
     class: 'chart',
-    viewBox: `0 0 ${WIDTH} ${HEIGHT}`,
+    width,
+    height: HEIGHT,
+    viewBox: `0 0 ${width} ${HEIGHT}`,
     role: 'img',
-    'aria-label': `Decisions per minute by effect from ${time(first)} to ${time(last)}: ${stats.totals.allow} allow, ${stats.totals.review} review, ${stats.totals.deny} deny; at most ${most} in a minute`,
+    'aria-label': `Decisions per minute by effect from ${time(first)} to ${time(last)}: ${stats.totals.allow} allow, ${stats.totals.review} review, ${stats.totals.deny} deny in the last ${stats.minutes} minutes; at most ${most} in a minute`,
   },
-  svg('line', { class: 'axis', x1: PAD.left, y1: PAD.top + plotH, x2: WIDTH - PAD.right, y2: PAD.top + plotH }),
+  svg('line', { class: 'axis', x1: PAD.left, y1: PAD.top + plotH, x2: width - PAD.right, y2: PAD.top + plotH }),
   svg('line', { class: 'axis', x1: PAD.left, y1: PAD.top, x2: PAD.left, y2: PAD.top + plotH }),
   svg('text', { class: 'tick', x: PAD.left - 4, y: PAD.top + 10, 'text-anchor': 'end' }, String(most)),
   svg('text', { class: 'tick', x: PAD.left - 4, y: PAD.top + plotH, 'text-anchor': 'end' }, '0'),
-  svg('text', { class: 'tick', x: PAD.left, y: HEIGHT - 4 }, first ? first.slice(11, 16) : ''),
-  svg('text', { class: 'tick', x: WIDTH - PAD.right, y: HEIGHT - 4, 'text-anchor': 'end' }, last ? `${last.slice(11, 16)} UTC` : ''),
+  svg('text', { class: 'tick', x: PAD.left, y: HEIGHT - 4 }, time(first)),
+  svg('text', { class: 'tick', x: width - PAD.right, y: HEIGHT - 4, 'text-anchor': 'end' }, time(last)),
   ...bars);
 }
 
@@ -85,28 +109,45 @@ const unavailable = (e, what) => failure(e instanceof ApiError && e.status === 4
  * @returns {() => void}
  */
 export function overviewView(root) {
-  const chart = h('div', { id: 'overview-chart' });
+  const plot = h('div', { id: 'overview-plot' });
+  const legend = h('div');
+  const chart = h('div', { id: 'overview-chart' }, plot, legend);
   const denied = h('div', { id: 'overview-denied', class: 'columns' });
   const budgets = h('div', { id: 'overview-budgets' });
   const reviews = h('div', { id: 'overview-reviews' });
   const updated = h('p', { class: 'muted', id: 'overview-updated' });
+  /** The figures drawn last (drawn again when the panel's width changes). */
+  /** @type {DecisionStats | null} */
+  let drawn = null;
+  let drawnWidth = 0;
+
+  /** Draws the chart as wide as its panel. */
+  const drawChart = () => {
+    const width = Math.floor(plot.clientWidth);
+    if (!drawn || width <= PAD.left + PAD.right) return;
+    drawnWidth = width;
+    plot.replaceChildren(minuteChart(drawn, width));
+  };
+  const resized = new ResizeObserver(() => {
+    if (Math.floor(plot.clientWidth) !== drawnWidth) drawChart();
+  });
+  resized.observe(plot);
 
   const load = async () => {
     const [stats, near, open, names] = await Promise.allSettled([
       api('GET', '/v1/stats/decisions?minutes=60'),
       api('GET', '/v1/stats/budgets?limit=5'),
-      api('GET', '/v1/reviews?status=open&limit=5'),
+      api('GET', '/v1/reviews?status=open&limit=100'),
       policyNames(),
     ]);
     const policies = names.status === 'fulfilled' ? names.value : new Map();
     if (stats.status === 'fulfilled') {
       const s = /** @type {DecisionStats} */ (stats.value);
-      chart.replaceChildren(
-        minuteChart(s),
-        h('p', { class: 'legend' },
-          EFFECTS.map((e) => h('span', { class: `key ${e}` }, `${e} ${s.totals[e]}`)),
-          ` in the last ${s.minutes} minutes`),
-      );
+      drawn = s;
+      drawChart();
+      legend.replaceChildren(h('p', { class: 'legend' },
+        EFFECTS.map((e) => h('span', { class: `key ${e}` }, `${e} ${s.totals[e]}`)),
+        ` in the last ${s.minutes} minutes (${time(s.since)} to ${time(s.until)})`));
       denied.replaceChildren(
         s.top_denied_agents.length
           ? table('Agents denied most (last hour)', ['Agent', 'Denies'], s.top_denied_agents.map((a) => h('tr', { dataset: { agent: a.agent_id } }, h('td', {}, long(a.agent_id)), h('td', {}, String(a.count)))))
@@ -116,51 +157,59 @@ export function overviewView(root) {
           : '',
       );
     } else {
-      chart.replaceChildren(unavailable(stats.reason, 'Decisions'));
+      drawn = null;
+      plot.replaceChildren(unavailable(stats.reason, 'Decisions'));
+      legend.replaceChildren();
       denied.replaceChildren();
     }
     if (near.status === 'fulfilled') {
       const items = /** @type {import('../api.js').Page<NearBudget>} */ (near.value).data;
       budgets.replaceChildren(items.length
-        ? table('Budgets nearest their limits', ['Policy', 'Counted for', 'Used', 'Resets (UTC)'], items.map((b) =>
+        ? table({ labelledBy: 'overview-budgets-title' }, ['Policy', 'Counted for', 'Used', 'Resets (UTC)'], items.map((b) =>
           h('tr', {},
             h('td', {}, policyRef(b.policy_id, policies)),
             keyCell(b),
             h('td', {}, h('meter', { min: 0, max: 1, value: Math.min(1, b.used_fraction), high: b.threshold_alert ?? 0.8, optimum: 0, 'aria-label': `${Math.round(b.used_fraction * 100)}% used` }),
-              ` ${Math.round(b.used_fraction * 100)}% (${b.consumed} consumed + ${b.held} held of ${b.limit} ${b.unit})`),
+              ` ${Math.round(b.used_fraction * 100)}% (${budgetUsage(b)})`),
             h('td', { class: 'time' }, time(b.period_resets_at)),
           )))
         : h('p', {}, 'No budget has been used this period.'));
     } else budgets.replaceChildren(unavailable(near.reason, 'Budgets'));
     if (open.status === 'fulfilled') {
       const page = /** @type {import('../api.js').Page<Decision>} */ (open.value);
-      reviews.replaceChildren(page.data.length
-        ? table(`Open reviews, oldest first${page.has_more ? ' (the first 5)' : ''}`, ['Asked (UTC)', 'Agent', 'Action', 'Policy', 'Status', ''], page.data.map((d) =>
+      const { waiting, afterwards } = queueOrder(page.data);
+      const first = [...waiting, ...afterwards].slice(0, 5);
+      const more = page.data.length - first.length;
+      reviews.replaceChildren(first.length
+        ? table({ labelledBy: 'overview-reviews-title' }, ['Asked (UTC)', 'Agent', 'Action', 'Policy', 'The agent', ''], first.map((d) =>
           h('tr', { dataset: { id: d.id } },
             h('td', { class: 'time' }, time(d.evaluated_at)),
             h('td', {}, long(d.agent_id)),
             h('td', {}, long(d.action)),
             h('td', {}, policyRef(d.policy_id, policies)),
-            h('td', {}, d.status === 'awaiting_approval' ? `waits until ${time(d.approval_expires_at)}` : d.status),
+            h('td', {}, d.status === 'awaiting_approval' ? `waits until ${time(d.approval_expires_at)}` : 'already allowed (after the fact)'),
             h('td', {}, detailsButton(d.id)),
           )))
         : h('p', {}, 'No review is waiting.'),
-        h('p', {}, h('a', { href: '#reviews' }, 'All reviews')));
+        h('p', {}, `${more > 0 || page.has_more ? `${more}${page.has_more ? '+' : ''} more. ` : ''}`, h('a', { href: '#reviews' }, 'All reviews')));
     } else reviews.replaceChildren(unavailable(open.reason, 'Reviews'));
-    updated.textContent = `Updated ${new Date().toLocaleTimeString()}`;
+    updated.textContent = updatedNow();
   };
 
   root.replaceChildren(
     h('h2', {}, 'Overview'),
     updated,
-    h('section', { 'aria-labelledby': 'overview-chart-title' }, h('h3', { id: 'overview-chart-title' }, 'Decisions per minute, last hour'), chart),
+    h('section', { class: 'panel', 'aria-labelledby': 'overview-chart-title' }, h('h3', { id: 'overview-chart-title' }, 'Decisions per minute'), chart),
     h('section', { 'aria-labelledby': 'overview-denied-title' }, h('h3', { id: 'overview-denied-title' }, 'Denied most'), denied),
     h('section', { 'aria-labelledby': 'overview-budgets-title' }, h('h3', { id: 'overview-budgets-title' }, 'Budgets nearest their limits'), budgets),
-    h('section', { 'aria-labelledby': 'overview-reviews-title' }, h('h3', { id: 'overview-reviews-title' }, 'Open reviews'), reviews),
+    h('section', { 'aria-labelledby': 'overview-reviews-title' }, h('h3', { id: 'overview-reviews-title' }, 'Open reviews, agents waiting first'), reviews),
   );
   load();
   const timer = setInterval(() => {
     if (!document.hidden) load().catch(() => {});
   }, REFRESH_MS);
-  return () => clearInterval(timer);
+  return () => {
+    clearInterval(timer);
+    resized.disconnect();
+  };
 }

@@ -1,9 +1,11 @@
 // @ts-check
-// Policies: the list with enable/disable, and one policy's YAML with its
-// diagnostics, validated and saved through the API.
+// Policies: the list in the order they win (priority, then deny before review
+// before allow) with what each applies to (agents, actions, resources, condition),
+// enable/disable, and one policy's YAML with its diagnostics, validated and saved
+// through the API.
 import { api, describe, problemsOf } from '../api.js';
 import { failure, h, long, say, table, time } from '../dom.js';
-import { moreButton, pager } from '../list.js';
+import { readAll } from '../list.js';
 import { forgetPolicyNames } from '../policy-names.js';
 
 /** @typedef {import('../api.js').Policy} Policy */
@@ -37,6 +39,34 @@ function diagnosticsList(diagnostics) {
   }));
 }
 
+/** At equal priority deny beats review beats allow (contract: evaluation order). */
+const EFFECT_RANK = { deny: 0, review: 1, allow: 2 };
+/** Policies read at most. */
+const CAP = 10_000;
+
+/**
+ * Policies in the order they win: lowest priority number first, then deny, review,
+ * allow, then by name.
+ * Example: `byPriority(policies)[0]` is the policy a conflict is decided by first
+ * @param {Policy[]} policies
+ * @returns {Policy[]}
+ */
+export function byPriority(policies) {
+  return [...policies].sort((a, b) => (a.priority ?? 100) - (b.priority ?? 100) || EFFECT_RANK[a.effect] - EFFECT_RANK[b.effect] || a.name.localeCompare(b.name));
+}
+
+/**
+ * A list of globs or patterns as a cell's content, one per line; absent: what that
+ * means (`any agent`), muted.
+ * @param {string[] | undefined} values
+ * @param {string} absent
+ * @returns {HTMLElement}
+ */
+function patterns(values, absent) {
+  if (!values?.length) return h('span', { class: 'muted' }, absent);
+  return h('ul', { class: 'plain' }, values.map((v) => h('li', {}, long(v))));
+}
+
 /**
  * Draws the policies view into `root`; answers a function that stops it (nothing to stop).
  * Example: `const stop = policiesView(byId('view'));`
@@ -46,8 +76,16 @@ function diagnosticsList(diagnostics) {
 export function policiesView(root) {
   const body = h('div');
   const detail = h('section', { id: 'policy-detail', 'aria-label': 'Policy' });
-  /** @type {import('../list.js').Pager<Policy>} */
-  const list = pager('/v1/policies', 100, (p) => p.id);
+  const list = {
+    /** @type {Policy[]} */
+    items: [],
+    truncated: false,
+    async first() {
+      const read = await readAll('/v1/policies', (/** @type {Policy} */ p) => p.id, CAP);
+      this.items = byPriority(/** @type {Policy[]} */ (read.items));
+      this.truncated = read.truncated;
+    },
+  };
   /** @param {string} id */
   const url = (id) => `/v1/policies/${encodeURIComponent(id)}`;
 
@@ -113,11 +151,13 @@ export function policiesView(root) {
   const render = () => {
     const rows = list.items.map((p) =>
       h('tr', { dataset: { id: p.id, name: p.name } },
-        h('th', { scope: 'row' }, long(p.name)),
-        h('td', { class: 'mono' }, long(p.id)),
+        h('td', {}, p.priority ?? 100),
+        h('th', { scope: 'row' }, long(p.name), h('span', { class: 'mono muted policy-id' }, long(p.id))),
         h('td', {}, h('span', { class: `effect ${p.effect}` }, p.effect)),
-        h('td', {}, p.priority ?? '—'),
-        h('td', {}, long((p.actions ?? []).join(', '))),
+        h('td', {}, patterns(p.agents, 'any agent')),
+        h('td', {}, patterns(p.actions, 'any action')),
+        h('td', {}, patterns(p.resources, 'any resource')),
+        h('td', {}, p.condition ? h('code', { class: 'condition' }, long(p.condition)) : h('span', { class: 'muted' }, 'none')),
         h('td', {}, h('span', { class: `state ${p.state}` }, p.state)),
         h('td', { class: 'time' }, time(p.updated_at)),
         h('td', { class: 'actions' },
@@ -129,8 +169,10 @@ export function policiesView(root) {
       ),
     );
     body.replaceChildren(
-      list.items.length ? table('Policies', ['Name', 'Id', 'Effect', 'Priority', 'Actions', 'State', 'Updated (UTC)', ''], rows) : h('p', {}, 'No policies in this environment.'),
-      moreButton(list, render),
+      list.items.length
+        ? table('Policies in the order they win: priority (lowest first), then deny, review, allow', ['Priority', 'Name and id', 'Effect', 'Agents', 'Actions', 'Resources', 'Condition', 'State', 'Updated (UTC)', ''], rows)
+        : h('p', {}, 'No policies in this environment.'),
+      list.truncated ? h('p', { class: 'muted' }, `Showing the first ${CAP} policies only.`) : '',
     );
   };
 
