@@ -66,6 +66,13 @@ export interface RoundResult {
   lostConfirms: string[];
   /** Budgets whose consumed differs from the confirmed decisions' amounts. */
   ledgerMismatches: string[];
+  /**
+   * Whether the process's LISTEN came back on the new primary: an agent
+   * revoked by a NOTIFY sent there (the store still says active) is denied
+   * agent.revoked within a bounded poll. Other processes' revocations and
+   * policy changes arrive that way.
+   */
+  listenRestored: boolean;
   /** Whether `authz serve` was running after the round. */
   alive: boolean;
 }
@@ -150,7 +157,7 @@ export async function runFailoverDrill(options: DrillOptions): Promise<DrillResu
     }
 
     const answered: Answered[] = [];
-    const confirmQueue: Answered[] = [];
+    const confirmQueue: Array<Answered & { retried?: boolean; confirmAmount?: number | null }> = [];
     const confirmed = new Map<string, number | null>();
     const unexpected: string[] = [];
     const bad503: string[] = [];
@@ -215,13 +222,19 @@ export async function runFailoverDrill(options: DrillOptions): Promise<DrillResu
           await sleep(5);
           continue;
         }
-        const n = confirmSeq++;
-        if (n % 3 === 2) continue; // a third left pending
-        const amount = n % 3 === 1 && d.amount! > 1 ? d.amount! - 1 : null;
+        let amount: number | null;
+        if (d.retried) amount = d.confirmAmount ?? null;
+        else {
+          const n = confirmSeq++;
+          if (n % 3 === 2) continue; // a third left pending
+          amount = n % 3 === 1 && d.amount! > 1 ? d.amount! - 1 : null;
+        }
         try {
           const r = await api('POST', `/v1/decisions/${d.id}/confirm`, amount === null ? {} : { amount });
-          if (classify('confirm', r)) confirmed.set(d.id, amount);
-          else if (r.status === 503) confirmQueue.push(d); // try again later: it may or may not have been stored
+          // A retry of a confirm whose 503 came after its commit (the connection died before the answer): already confirmed.
+          if (d.retried && r.status === 409 && r.body?.error?.code === 'decision.already_confirmed') confirmed.set(d.id, amount);
+          else if (classify('confirm', r)) confirmed.set(d.id, amount);
+          else if (r.status === 503) confirmQueue.push({ ...d, retried: true, confirmAmount: amount }); // again later, the same confirm
         } catch {
           transportErrors++;
           await sleep(20);
@@ -239,6 +252,27 @@ export async function runFailoverDrill(options: DrillOptions): Promise<DrillResu
     };
     const died = () => (proc.child.exitCode !== null || proc.child.signalCode !== null ? `authz serve exited (${proc.child.exitCode ?? proc.child.signalCode})` : undefined);
     const state = () => `${answered.length} decisions, ${confirmed.size} confirms; unexpected ${unexpected.slice(0, 3).join('; ')}; stderr ${proc.stderr.join('').slice(-500)}`;
+
+    /** Sends `revoked` for a fresh agent on the primary by NOTIFY until the service denies it (bounded), then `active`. */
+    const listenComesBack = async (url: string, tenant: string, agent: string): Promise<boolean> => {
+      const first = await api('POST', '/v1/decisions', { agent_id: agent, action: 'docs.read' });
+      if (first.status !== 200 || first.body.effect !== 'allow') throw new Error(`probe ${agent}: ${first.status} ${JSON.stringify(first.body)}`);
+      const sql = postgres(url, { max: 1, onnotice: () => {} });
+      try {
+        for (let i = 0; i < 200; i++) {
+          await sql`select pg_notify('authz_agents', ${`${tenant}:revoked:${agent}`})`;
+          const r = await api('POST', '/v1/decisions', { agent_id: agent, action: 'docs.read' });
+          if (r.status === 200 && r.body.reason === 'agent.revoked') {
+            await sql`select pg_notify('authz_agents', ${`${tenant}:active:${agent}`})`;
+            return true;
+          }
+          await sleep(50);
+        }
+        return false;
+      } finally {
+        await sql.end({ timeout: 2 });
+      }
+    };
 
     const rounds: RoundResult[] = [];
     for (let round = 1; round <= options.rounds; round++) {
@@ -310,6 +344,7 @@ export async function runFailoverDrill(options: DrillOptions): Promise<DrillResu
       } finally {
         await sql.end({ timeout: 2 });
       }
+      const listenRestored = await listenComesBack(pair.primaryUrl('authz'), `${account.body.id}:test`, `probe-${round}`);
       const alive = proc.child.exitCode === null && proc.child.signalCode === null;
       const result: RoundResult = {
         round,
@@ -322,11 +357,12 @@ export async function runFailoverDrill(options: DrillOptions): Promise<DrillResu
         lost,
         lostConfirms,
         ledgerMismatches,
+        listenRestored,
         alive,
       };
       rounds.push(result);
       log(
-        `[failover] round ${round}: ${decisionsBeforeKill} decisions + ${confirmsBeforeKill} confirms before the kill; without a primary ${Math.round(result.outageMs)} ms, answers ${JSON.stringify(outageStatuses)}; first answer ${Math.round(firstAnswerMs)} ms after the promotion; lost ${lost.length}, confirms lost ${lostConfirms.length}, ledger mismatches ${ledgerMismatches.length}; process ${alive ? 'alive' : 'DEAD'}`,
+        `[failover] round ${round}: ${decisionsBeforeKill} decisions + ${confirmsBeforeKill} confirms before the kill; without a primary ${Math.round(result.outageMs)} ms, answers ${JSON.stringify(outageStatuses)}; first answer ${Math.round(firstAnswerMs)} ms after the promotion; lost ${lost.length}, confirms lost ${lostConfirms.length}, ledger mismatches ${ledgerMismatches.length}; LISTEN ${listenRestored ? 'back' : 'LOST'}; process ${alive ? 'alive' : 'DEAD'}`,
       );
       if (!alive) break;
       if (round < options.rounds) await pair.reseedStandby();

@@ -106,6 +106,7 @@ describe('failover: the primary SIGKILLed under load, the standby promoted, ten 
         expect(r.lost, `round ${r.round}: decisions lost`).toEqual([]);
         expect(r.lostConfirms, `round ${r.round}: confirms lost`).toEqual([]);
         expect(r.ledgerMismatches, `round ${r.round}: ledger`).toEqual([]);
+        expect(r.listenRestored, `round ${r.round}: LISTEN on the new primary`).toBe(true);
         expect(r.decisionsBeforeKill).toBeGreaterThanOrEqual(150);
         // Without a primary: 503s (the drill waited for them), nothing else but 200s of requests sent before the kill.
         expect(r.outageStatuses['503'], `round ${r.round}: ${JSON.stringify(r.outageStatuses)}`).toBeGreaterThanOrEqual(10);
