@@ -24,6 +24,7 @@ import { resolveMasterKey, type MasterKey } from './secrets/master-key.js';
 import { openServices } from './services.js';
 import { openStore, type Store } from './store/connect.js';
 import { migrate } from './store/migrate.js';
+import { guardStoreOutages } from './outage-guard.js';
 
 export async function serve(argv: readonly string[]): Promise<number> {
   const { values } = parseArgs({ args: [...argv], options: { bundle: { type: 'string' } } });
@@ -103,6 +104,8 @@ export async function serve(argv: readonly string[]): Promise<number> {
     healthOnly: role === 'dispatcher',
   });
   const onError = (what: string) => (e: unknown) => app.log.error({ err: e }, what);
+  // Whatever the database connections do, a store outage never ends the process (docs/operations.md, Failover).
+  guardStoreOutages((reason) => app.log.warn({ err: reason }, 'store unavailable (an unhandled rejection): still serving'));
   const upkeep =
     role === 'dispatcher'
       ? []
