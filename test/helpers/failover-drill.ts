@@ -290,9 +290,10 @@ export async function runFailoverDrill(options: DrillOptions): Promise<DrillResu
       const confirmsBeforeKill = confirmed.size - confirmedAtStart;
 
       const killedAt = performance.now();
-      noPrimarySince = Date.now();
       outage = { statuses: {}, since503: 0 };
       await pair.killPrimary();
+      // From here until the promotion begins no server takes writes: a request sent meanwhile cannot be stored.
+      noPrimarySince = Date.now();
       await waitFor(`round ${round}: ${options.outage503} answers 503 without a primary`, () => outage!.since503 >= options.outage503, 120_000, state, died);
 
       noPrimarySince = undefined;
