@@ -125,7 +125,10 @@ export async function startReplicaPair(options: ReplicationOptions = {}): Promis
     }
   };
 
-  const ports = [await freePort(), await freePort()] as const;
+  const first = await freePort();
+  let second = await freePort();
+  while (second === first) second = await freePort();
+  const ports = [first, second] as const;
   let generation = 0;
   const newDataDir = () => join(dir, `node-${++generation}`);
   const sockDir = dir;
@@ -236,14 +239,14 @@ export async function startReplicaPair(options: ReplicationOptions = {}): Promis
 
   try {
     const started = Date.now();
-    const first: Node = { port: ports[0], dataDir: newDataDir() };
-    await tool('initdb', ['-D', first.dataDir, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8', '--locale=C']);
-    const conf = join(first.dataDir, 'postgresql.conf');
+    const initial: Node = { port: ports[0], dataDir: newDataDir() };
+    await tool('initdb', ['-D', initial.dataDir, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8', '--locale=C']);
+    const conf = join(initial.dataDir, 'postgresql.conf');
     writeFileSync(conf, `${readFileSync(conf, 'utf8')}\n# replicated pair (scripts/pg-replication.ts)\n${replicationSettings(options.durable ?? false).join('\n')}\n`);
-    nodes.add(first);
-    await startNode(first);
-    primary = first;
-    standby = await seed(first, ports[1]);
+    nodes.add(initial);
+    await startNode(initial);
+    primary = initial;
+    standby = await seed(initial, ports[1]);
     await makeSynchronous();
     log(`[pg-replication] PostgreSQL (${bin}) primary 127.0.0.1:${ports[0]}, synchronous standby 127.0.0.1:${ports[1]}, ready in ${Date.now() - started} ms`);
   } catch (err) {
