@@ -24,6 +24,8 @@ import { resolveMasterKey, type MasterKey } from './secrets/master-key.js';
 import { openServices } from './services.js';
 import { openStore, type Store } from './store/connect.js';
 import { migrate } from './store/migrate.js';
+import { guardStoreOutages } from './outage-guard.js';
+import { driverConnectionFile, driverPatched } from './store/driver-patch.js';
 
 export async function serve(argv: readonly string[]): Promise<number> {
   const { values } = parseArgs({ args: [...argv], options: { bundle: { type: 'string' } } });
@@ -103,6 +105,8 @@ export async function serve(argv: readonly string[]): Promise<number> {
     healthOnly: role === 'dispatcher',
   });
   const onError = (what: string) => (e: unknown) => app.log.error({ err: e }, what);
+  // Whatever the database connections do, a store outage never ends the process (docs/operations.md, Failover).
+  guardStoreOutages((reason) => app.log.warn({ err: reason }, 'store unavailable (an unhandled rejection): still serving'));
   const upkeep =
     role === 'dispatcher'
       ? []
@@ -156,6 +160,9 @@ export async function serve(argv: readonly string[]): Promise<number> {
  */
 async function openStoreVerbosely(databaseUrl: string | undefined, dataDir: string, log: (line: string) => void): Promise<Store> {
   if (databaseUrl) {
+    if (!driverPatched()) {
+      process.stderr.write(`authz serve: warning: postgres.js at ${driverConnectionFile()} lacks patches/postgres+3.4.9.patch (installed with --ignore-scripts?): a dropped database connection can end this process; run \`npx patch-package\` (docs/operations.md, The patched driver)\n`);
+    }
     const store = await openStore({ databaseUrl });
     await migrate(store.sql);
     return store;

@@ -29,7 +29,7 @@ export interface ClusterOptions {
 }
 
 /** A system tool from PATH or the sbin folders (root's tools may be missing from a test runner's PATH). */
-function systemTool(name: string): string {
+export function systemTool(name: string): string {
   const dirs = [...(process.env.PATH ?? '').split(delimiter), '/usr/sbin', '/sbin', '/usr/bin', '/bin'];
   for (const dir of dirs) if (dir && existsSync(join(dir, name))) return join(dir, name);
   throw new Error(`${name} not found`);
@@ -55,7 +55,8 @@ export function postgresVersion(): string {
   return out.status === 0 ? out.stdout.trim() : 'PostgreSQL (version unknown)';
 }
 
-function freePort(): Promise<number> {
+/** A free TCP port on 127.0.0.1. */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once('error', reject);
@@ -68,7 +69,7 @@ function freePort(): Promise<number> {
 }
 
 /** As root: the uid/gid of the `postgres` user, creating the user when missing. */
-function postgresUser(): { uid: number; gid: number } {
+export function postgresUser(): { uid: number; gid: number } {
   const id = (flag: string) => spawnSync(systemTool('id'), [flag, 'postgres'], { encoding: 'utf8' });
   let uid = id('-u');
   if (uid.status !== 0) {

@@ -199,9 +199,17 @@ export class RateLimitExceededError extends ApiError {
     this.retryAfterSeconds = seconds;
   }
 }
+/** Seconds a 503 service.unavailable asks the caller to wait (Retry-After): a lost primary is replaced in seconds. */
+export const UNAVAILABLE_RETRY_AFTER_SECONDS = 1;
+
+/** 503 service.unavailable, always with Retry-After (contract, Hardening). */
 export class ServiceUnavailableError extends ApiError {
   static override readonly code = 'service.unavailable';
   static override readonly status = 503;
+  constructor(message: string, options: { details?: ErrorDetail[]; retryAfterSeconds?: number } = {}) {
+    const seconds = Math.max(1, Math.ceil(options.retryAfterSeconds ?? UNAVAILABLE_RETRY_AFTER_SECONDS));
+    super(message, { ...(options.details ? { details: options.details } : {}), headers: { 'retry-after': String(seconds) } });
+  }
 }
 export class InternalError extends ApiError {
   static override readonly code = 'internal.error';

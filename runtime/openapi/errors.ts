@@ -17,7 +17,7 @@ export const ERROR_STATUS_TEXT: Record<number, string> = {
   413: 'validation.body_too_large',
   415: 'validation.unsupported_media_type: send the body as application/json',
   429: 'rate_limit.exceeded (the key\'s platform limit or a policy\'s): Retry-After says when to retry',
-  503: 'service.unavailable: the store is not reachable or did not answer in time; nothing was decided or changed',
+  503: 'service.unavailable: the store is not reachable or did not answer in time (Retry-After says when to retry); nothing is decided, though a change whose answer was lost may have been stored',
 };
 
 const WRITES = new Set(['post', 'put', 'patch', 'delete']);

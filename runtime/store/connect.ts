@@ -56,10 +56,13 @@ const bigintAsNumber = {
  * Seconds before reconnecting after the retries-th failed connection. postgres.js
  * defaults to up to 20 s (3^retries / 100), and queries queue for that long: while
  * the store is down a request would hang instead of answering 503, and after it is
- * back the first requests would still wait. Capped at 1 s.
+ * back (or a standby was promoted) the first requests would still wait. Capped at
+ * 0.25 s: at most 4 attempts a second per pooled connection while no server
+ * answers, and answers again within about that once one does
+ * (docs/operations.md, Failover).
  */
 export function reconnectBackoff(retries: number): number {
-  return Math.min(0.05 * 2 ** retries, 1);
+  return Math.min(0.05 * 2 ** retries, 0.25);
 }
 
 function baseOptions() {

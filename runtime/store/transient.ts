@@ -7,16 +7,30 @@
  */
 import pRetry from 'p-retry';
 
-/** SQLSTATE classes and codes worth retrying: 08 connection, 53 insufficient resources, 57P01-03 shutdown / cannot connect now, 40001 / 40P01. */
-const TRANSIENT_SQLSTATE = /^(08|53)...$|^57P0[123]$|^40001$|^40P01$/;
+/**
+ * SQLSTATE classes and codes worth retrying: 08 connection, 53 insufficient
+ * resources, 57P01-03 shutdown / cannot connect now, 40001 / 40P01, 25006 read
+ * only (a standby or a demoted primary: after a failover the next connection
+ * reaches the new primary).
+ */
+const TRANSIENT_SQLSTATE = /^(08|53)...$|^57P0[123]$|^40001$|^40P01$|^25006$/;
 
 /** Errors of the socket or of postgres.js itself that mean the connection, not the query, failed. */
 const TRANSIENT_CONNECTION_CODES = new Set([
   'ECONNRESET',
   'ECONNREFUSED',
+  'ECONNABORTED',
   'EPIPE',
   'ETIMEDOUT',
   'EHOSTUNREACH',
+  'ENETUNREACH',
+  // A host name that does not resolve for now (a DNS-based failover, a restarting resolver).
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  // Node's stream errors of a socket closed under a write.
+  'ERR_STREAM_DESTROYED',
+  'ERR_STREAM_WRITE_AFTER_END',
+  'ERR_SOCKET_CLOSED',
   'CONNECTION_CLOSED',
   'CONNECTION_ENDED',
   'CONNECTION_DESTROYED',

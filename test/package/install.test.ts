@@ -142,6 +142,10 @@ describe('the npm package, installed from its tarball', () => {
       expect(existsSync(join(root, absent)), absent).toBe(false);
     }
     expect(JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).name).toBe('agent-authz');
+    // The driver comes bundled, with patches/postgres+3.4.9.patch applied (docs/operations.md, The patched driver).
+    for (const build of ['src', 'cjs/src']) {
+      expect(readFileSync(join(root, 'node_modules', 'postgres', build, 'connection.js'), 'utf8'), build).toContain('porsager/postgres#1154, #1208');
+    }
   });
 
   it('runs `npx authz validate` on the shipped examples (exit 0) and fails on a bad policy (exit 1)', async () => {

@@ -26,6 +26,7 @@ function expectUnavailable(r: LightMyRequestResponse, what: string): void {
   expect(r.statusCode, `${what}: ${r.body}`).toBe(503);
   const body = json(r);
   expect(body.error.code, what).toBe('service.unavailable');
+  expect(r.headers['retry-after'], `${what}: Retry-After`).toMatch(/^[1-9]\d*$/);
   expect(body.error.message.length, what).toBeGreaterThan(10);
   expect(body.error.request_id).toBe(r.headers['request-id']);
   expect(r.body).not.toContain('permit_token');
