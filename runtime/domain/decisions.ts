@@ -35,7 +35,7 @@ import { redactContext, type RedactionPath } from '../shared/redact.js';
 import type { Tracing } from '../telemetry/tracing.js';
 import type { Page, PageParams } from '../store/pagination.js';
 import type { Environment, Principal } from '../tenant.js';
-import type { AgentDirectory, KnownStatus } from './agent-directory.js';
+import { NO_ATTRIBUTES, type AgentDirectory, type KnownStatus } from './agent-directory.js';
 import { isOverdue } from './approvals.js';
 import type { ApprovalTimeouts, DecisionLimits, PermitIssuer } from './decision-ports.js';
 import type { DecisionWriter } from './decision-writer.js';
@@ -178,7 +178,7 @@ export class DecisionService {
         ...(status === 'unknown' ? { newAgent: { account_id: accountId, environment, agent_id: input.agent_id, first_seen_at: row.evaluated_at } } : {}),
       }),
     );
-    if (status === 'unknown') agents.set(accountId, environment, input.agent_id, 'active');
+    if (status === 'unknown') agents.setStatus(accountId, environment, input.agent_id, 'active', NO_ATTRIBUTES);
     this.deps.alerts.decision(accountId, environment, input.agent_id, row.effect);
     if (row.shadow) this.deps.shadowDiverged?.(row.shadow.policy_id);
     row.permit_token = token;
@@ -288,7 +288,9 @@ export class DecisionService {
   /** Steps 2-6: revoked agent, exhausted budget, the compiled table. */
   private async evaluate(principal: Principal, input: DecisionInput, nowMs: number): Promise<Evaluated> {
     const { agents, policySets, limits } = this.deps;
-    const status = await agents.status(principal.accountId, principal.environment, input.agent_id);
+    // From memory for an agent seen within the last 2 s: no store round trip.
+    const known = agents.lookup(principal.accountId, principal.environment, input.agent_id);
+    const { status, attributes } = known instanceof Promise ? await known : known;
     const set = await policySets.get(principal.accountId, principal.environment);
     const policy = (policyId: string) => set.table.byId.get(policyId)?.policy;
     let blocked: { policy_id: string } | null;
@@ -305,6 +307,7 @@ export class DecisionService {
       session_id: input.session_id ?? null,
       on_behalf_of: input.on_behalf_of ?? null,
       context: input.context ?? null,
+      agent_attributes: attributes,
     });
     const outcome: Outcome = {
       effect: evaluation.effect,

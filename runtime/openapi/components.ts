@@ -243,6 +243,7 @@ export const COMPONENT_SCHEMAS: Record<string, Schema> = {
     status: { enum: ['active', 'revoked'] },
     first_seen_at: timestamp(),
     revoked_at: nullable('string'),
+    attributes: { type: 'object', additionalProperties: true, description: 'Set by PUT /v1/agents/{agent_id} (extension); {} when none were' },
     livemode: { type: 'boolean' },
   }),
   Event: obj({

@@ -121,6 +121,11 @@ export const OPERATIONS: Record<string, OperationDoc> = {
 
   'GET /v1/agents': { summary: 'List agents', success: [200, listOf('Agent')] },
   'GET /v1/agents/{agent_id}': { summary: 'Read an agent', success: [200, ref('Agent')], errors: { 404: notFound('agent.not_found') } },
+  'PUT /v1/agents/{agent_id}': {
+    summary: "Replace an agent's attributes, read by conditions as agent.attributes.… (extension); an unseen agent becomes known (fires agent.registered)",
+    success: [200, ref('Agent')],
+    errors: { 413: 'validation.body_too_large: the body is over 1 MiB, or the attributes over 8,192 bytes of JSON' },
+  },
   'POST /v1/agents/{agent_id}/revoke': { summary: 'Revoke an agent (fires agent.revoked)', success: [200, ref('Agent')], errors: { 404: notFound('agent.not_found') } },
   'POST /v1/agents/{agent_id}/restore': { summary: 'Restore a revoked agent', success: [200, ref('Agent')], errors: { 404: notFound('agent.not_found') } },
 

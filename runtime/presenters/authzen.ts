@@ -1,4 +1,5 @@
 /** The AuthZEN answers (contract: "AuthZEN (for gateways that speak the standard)"). */
+import { permits } from '../domain/authzen.js';
 import type { ApiError } from '../errors/api-error.js';
 import type { DecisionRow } from '../store/decisions.js';
 
@@ -20,7 +21,7 @@ export function authzenAnswer(row: DecisionRow): AuthzenAnswer {
   // A review decision awaiting a human's approval is not (yet) a permission.
   const awaiting = row.status === 'awaiting_approval';
   return {
-    decision: row.effect !== 'deny' && !awaiting,
+    decision: permits(row),
     context: {
       id: row.id,
       effect: row.effect,
