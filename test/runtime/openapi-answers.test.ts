@@ -190,6 +190,7 @@ describe.each(STORE_KINDS)('OpenAPI document against real answers (%s store)', (
     // Agents, revoked and restored (a decision in between is denied agent.revoked).
     await ok('GET /v1/agents');
     await ok('GET /v1/agents/:agent_id', { agent_id: 'oa-bot' });
+    await ok('PUT /v1/agents/:agent_id', { agent_id: 'oa-bot-3' }, { payload: { attributes: { roles: ['editor'] } } });
     await ok('POST /v1/agents/:agent_id/revoke', { agent_id: 'oa-bot-2' });
     await ok('POST /v1/decisions', {}, { payload: { agent_id: 'oa-bot-2', action: 'orders.read', resource: 'order:5' } });
     await ok('POST /v1/agents/:agent_id/restore', { agent_id: 'oa-bot-2' });
