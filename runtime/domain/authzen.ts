@@ -75,10 +75,18 @@ export interface AuthzenDeps {
 /** An entry of a batch: its decision, or the error that stopped it (answered as `decision: false`). */
 export type BatchOutcome = { decision: DecisionRow } | { error: ApiError };
 
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+/** A JSON object (not an array, not null). */
+export const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** Checks an object's fields: required strings (with lengths), optional `properties`; other members are dropped. */
-function readEntity(value: unknown, at: string, strings: Record<string, { max?: number; min?: number }>): Json {
+/**
+ * Checks an AuthZEN object (subject, action, resource): required strings (with
+ * lengths), optional `properties`; other members are dropped.
+ *
+ * @throws MissingFieldError or InvalidFieldError, naming `at`
+ * @example
+ * readEntity({ type: 'user', id: 'u1', _note: 1 }, '/subject', { type: { min: 1 }, id: { min: 1 } }); // => { type: 'user', id: 'u1' }
+ */
+export function readEntity(value: unknown, at: string, strings: Record<string, { max?: number; min?: number }>): Json {
   if (value === undefined || value === null) throw new MissingFieldError(`${where('body', at)} is required`, { details: [{ path: at, message: `${where('body', at)} is required` }] });
   if (!isObject(value)) throw invalid(at, 'must be object');
   for (const [key, { min, max }] of Object.entries(strings)) {
@@ -96,7 +104,8 @@ function readEntity(value: unknown, at: string, strings: Record<string, { max?: 
   return entity;
 }
 
-function invalid(path: string, problem: string, message = `${where('body', path)} ${problem}`): InvalidFieldError {
+/** validation.invalid_field for the member at `path` (a JSON pointer). */
+export function invalid(path: string, problem: string, message = `${where('body', path)} ${problem}`): InvalidFieldError {
   return new InvalidFieldError(message, { details: [{ path, message }] });
 }
 

@@ -86,6 +86,8 @@ type Outcome = Pick<DecisionRow, 'effect' | 'reason' | 'policy_id' | 'matched_po
 export interface DecisionPreview extends Outcome {
   /** Set when the decision would be refused with 429 rate_limit.exceeded (then effect deny, reason rate_limit.exceeded). */
   retry_after_seconds?: number;
+  /** Set when the decision would be a review awaiting a human's approval (not shown by POST /v1/decisions/preview). */
+  approval_required?: true;
 }
 
 /** Steps 2-6 of the evaluation order, and the policies whose limits step 7 applies. */
@@ -193,11 +195,12 @@ export class DecisionService {
   async preview(principal: Principal, input: DecisionInput): Promise<DecisionPreview> {
     checkAction(input.action);
     const nowMs = this.deps.clock.now();
-    const { outcome, matched } = await this.evaluate(principal, input, nowMs);
+    const { outcome: evaluated, matched, approvalSeconds } = await this.evaluate(principal, input, nowMs);
+    const outcome: DecisionPreview = approvalSeconds !== null && evaluated.effect === 'review' ? { ...evaluated, approval_required: true } : evaluated;
     const verdict = await this.deps.limits.preview(limitSubject(principal, input, matched, nowMs));
     if (verdict === null) return outcome;
-    if ('rate_limited' in verdict) return { ...outcome, effect: 'deny', reason: 'rate_limit.exceeded', retry_after_seconds: verdict.rate_limited };
-    if ('deny' in verdict) return { ...outcome, effect: 'deny', reason: verdict.deny, policy_id: verdict.policy_id };
+    if ('rate_limited' in verdict) return { ...evaluated, effect: 'deny', reason: 'rate_limit.exceeded', retry_after_seconds: verdict.rate_limited };
+    if ('deny' in verdict) return { ...evaluated, effect: 'deny', reason: verdict.deny, policy_id: verdict.policy_id };
     return { ...outcome, warnings: [...outcome.warnings, ...verdict.warnings] };
   }
 

@@ -154,6 +154,35 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     summary: 'AuthZEN 1.0 access evaluations: one decision per entry, in order (without evaluations: one evaluation)',
     success: [200, { oneOf: [ref('AuthzenAnswers'), ref('AuthzenAnswer')] }],
   },
+  'POST /access/v1/search/subject': {
+    summary: 'AuthZEN 1.0 subject search: the known, not revoked agents the action on the resource would be allowed now (nothing stored, no limit used)',
+    success: [200, ref('AuthzenSubjectSearch')],
+    body: {
+      type: 'object',
+      required: ['subject', 'action', 'resource'],
+      properties: {
+        subject: { type: 'object', required: ['type'], properties: { type: { type: 'string' } } },
+        action: { type: 'object', required: ['name'], properties: { name: { type: 'string' }, properties: { type: 'object' } } },
+        resource: { type: 'object', required: ['type', 'id'], properties: { type: { type: 'string' }, id: { type: 'string' }, properties: { type: 'object' } } },
+        context: { type: 'object' },
+        page: { type: 'object', properties: { limit: { type: 'integer', minimum: 1, maximum: 100 }, token: { type: 'string' } } },
+      },
+    },
+  },
+  'POST /access/v1/search/action': {
+    summary: 'AuthZEN 1.0 action search: the actions named by enabled allow and review policies the subject would be allowed on the resource now',
+    success: [200, ref('AuthzenActionSearch')],
+    body: {
+      type: 'object',
+      required: ['subject', 'resource'],
+      properties: {
+        subject: { type: 'object', required: ['type', 'id'], properties: { type: { type: 'string' }, id: { type: 'string' }, properties: { type: 'object' } } },
+        resource: { type: 'object', required: ['type', 'id'], properties: { type: { type: 'string' }, id: { type: 'string' }, properties: { type: 'object' } } },
+        context: { type: 'object' },
+        page: { type: 'object', properties: { limit: { type: 'integer', minimum: 1, maximum: 100 }, token: { type: 'string' } } },
+      },
+    },
+  },
   'GET /.well-known/authzen-configuration': { summary: 'AuthZEN policy decision point metadata', success: [200, ref('AuthzenConfiguration')] },
 
   'POST /v1/permits/verify': {

@@ -49,10 +49,14 @@ export function authzenFailure(error: ApiError): AuthzenAnswer {
  * authzenConfiguration('https://authz.example.com');
  * // => { policy_decision_point: 'https://authz.example.com', access_evaluation_endpoint: 'https://authz.example.com/access/v1/evaluation', ... }
  */
-export function authzenConfiguration(baseUrl: string): Record<string, string> {
+export function authzenConfiguration(baseUrl: string): Record<string, string | string[]> {
   return {
     policy_decision_point: baseUrl,
     access_evaluation_endpoint: `${baseUrl}/access/v1/evaluation`,
     access_evaluations_endpoint: `${baseUrl}/access/v1/evaluations`,
+    // Resource search is not offered (the service does not know the resources): absent, as AuthZEN reads it.
+    search_subject_endpoint: `${baseUrl}/access/v1/search/subject`,
+    search_action_endpoint: `${baseUrl}/access/v1/search/action`,
+    capabilities: [],
   };
 }

@@ -1,7 +1,8 @@
 /**
  * The AuthZEN Authorization API 1.0 (contract: "AuthZEN (for gateways that
  * speak the standard)" and "AuthZEN, interoperable"): POST /access/v1/evaluation,
- * POST /access/v1/evaluations (scope decisions:write; every evaluation is a
+ * POST /access/v1/evaluations, the search APIs POST /access/v1/search/subject
+ * and /search/action (scope decisions:write; every evaluation is a
  * decision made by the decision service, which also applies the key's platform
  * limit, as for POST /v1/decisions) and the PDP metadata at GET
  * /.well-known/authzen-configuration (no auth). A request's X-Request-ID is
@@ -15,6 +16,7 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { loadSchema } from '../../compiler/index.js';
+import { searchActions, searchSubjects, type SearchDeps } from '../domain/authzen-search.js';
 import { evaluate, evaluateBatch, evaluationsSemantic, type AuthzenDeps, type AuthzenEvaluation, type AuthzenEvaluations } from '../domain/authzen.js';
 import { InvalidJsonError } from '../errors/api-error.js';
 import { requestDeadline } from '../http/deadline.js';
@@ -23,7 +25,8 @@ import type { IdempotentAnswers } from '../http/idempotency.js';
 import { authzenAnswer, authzenConfiguration, authzenFailure, type AuthzenAnswer } from '../presenters/authzen.js';
 
 export const authzenRoutes: FastifyPluginAsync = async (app) => {
-  const { decisions, metrics, config, limits, permits } = app.services;
+  const { decisions, metrics, config, limits, permits, store, policySets } = app.services;
+  const search: SearchDeps = { sql: store.sql, policySets, decisions };
   const deps: AuthzenDeps = { decisions, decided: (row, seconds) => metrics.decided(row.effect, row.reason, seconds) };
   // Fail closed in bounded time, as POST /v1/decisions does.
   const deadline = requestDeadline(config.decisionDeadlineMs);
@@ -83,6 +86,18 @@ export const authzenRoutes: FastifyPluginAsync = async (app) => {
       onResponse: deadline.onResponse,
     },
     async (request) => authzenAnswer(await evaluate(deps, request.principal, request.body)),
+  );
+
+  // Search (AuthZEN 1.0): nothing stored, no limit used; each candidate decided as a preview.
+  app.post<{ Body: Record<string, unknown> }>(
+    '/access/v1/search/subject',
+    { config: { scope: 'decisions:write' }, onRequest: deadline.onRequest, onResponse: deadline.onResponse },
+    async (request) => searchSubjects(search, request.principal, request.body),
+  );
+  app.post<{ Body: Record<string, unknown> }>(
+    '/access/v1/search/action',
+    { config: { scope: 'decisions:write' }, onRequest: deadline.onRequest, onResponse: deadline.onResponse },
+    async (request) => searchActions(search, request.principal, request.body),
   );
 
   app.post<{ Body: AuthzenEvaluations }>(

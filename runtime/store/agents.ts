@@ -65,3 +65,16 @@ export async function putAgentAttributes(
   const { registered, ...agent } = row!;
   return { row: agent, registered };
 }
+
+/**
+ * Ids of the active (not revoked) agents of the environment after `after`, in
+ * id order (byte order: `collate "C"`), at most `limit`: AuthZEN subject search.
+ */
+export async function activeAgentIds(sql: SqlOrTx, accountId: string, environment: Environment, after: string | null, limit: number): Promise<string[]> {
+  const rows = await sql<Array<{ agent_id: string }>>`
+    select agent_id from agents
+    where account_id = ${accountId} and environment = ${environment} and status = 'active'
+      ${after === null ? sql`` : sql`and agent_id collate "C" > ${after}`}
+    order by agent_id collate "C" limit ${limit}`;
+  return rows.map((r) => r.agent_id);
+}

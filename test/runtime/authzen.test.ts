@@ -277,6 +277,9 @@ describe.each(STORE_KINDS)('AuthZEN (%s)', (kind) => {
       policy_decision_point: BASE_URL,
       access_evaluation_endpoint: `${BASE_URL}/access/v1/evaluation`,
       access_evaluations_endpoint: `${BASE_URL}/access/v1/evaluations`,
+      search_subject_endpoint: `${BASE_URL}/access/v1/search/subject`,
+      search_action_endpoint: `${BASE_URL}/access/v1/search/action`,
+      capabilities: [],
     });
   });
 

@@ -159,6 +159,8 @@ describe.each(STORE_KINDS)('OpenAPI document against real answers (%s store)', (
     await ok('GET /.well-known/authzen-configuration', {}, { auth: null });
     const subject = { type: 'agent', id: 'oa-bot' };
     await ok('POST /access/v1/evaluation', {}, { payload: { subject, action: { name: 'orders.read' }, resource: { type: 'order', id: '7' }, context: { amount: 1 } } });
+    await ok('POST /access/v1/search/subject', {}, { payload: { subject: { type: 'agent' }, action: { name: 'orders.read' }, resource: { type: 'order', id: '7' } } });
+    await ok('POST /access/v1/search/action', {}, { payload: { subject, resource: { type: 'order', id: '7' }, page: { limit: 5 } } });
     await ok('POST /access/v1/evaluations', {}, {
       payload: {
         subject,
