@@ -1,4 +1,4 @@
-/** `authz explain PATH... --agent A --action X [--resource R] [--amount N] [--context JSON] [--all] [--format text|json]` */
+/** `authz explain PATH... --agent A --action X [--resource R] [--amount N] [--context JSON] [--agent-attributes JSON] [--all] [--format text|json]` */
 import { isValidAction } from '../patterns/action.js';
 import type { DecisionRequest } from '../policy/types.js';
 import { explain } from '../table/explain.js';
@@ -13,6 +13,8 @@ export interface ExplainOptions {
   resource?: string;
   amount?: string;
   context?: string;
+  /** The agent's attributes as JSON (what PUT /v1/agents/:agent_id stores): read as `agent.attributes.…`. */
+  agentAttributes?: string;
   all: boolean;
   format: OutputFormat;
 }
@@ -28,17 +30,21 @@ export function requestFromOptions(o: ExplainOptions): DecisionRequest {
     if (o.amount.trim() === '' || !Number.isFinite(amount) || amount < 0) throw new UsageError(`--amount must be a number >= 0, not ${o.amount}`);
     request.amount = amount;
   }
-  if (o.context !== undefined) {
-    let context: unknown;
-    try {
-      context = JSON.parse(o.context);
-    } catch (e) {
-      throw new UsageError(`--context is not valid JSON: ${(e as Error).message}`);
-    }
-    if (context === null || typeof context !== 'object' || Array.isArray(context)) throw new UsageError('--context must be a JSON object');
-    request.context = context as Record<string, unknown>;
-  }
+  if (o.context !== undefined) request.context = jsonObjectOption('--context', o.context);
+  if (o.agentAttributes !== undefined) request.agent_attributes = jsonObjectOption('--agent-attributes', o.agentAttributes);
   return request;
+}
+
+/** An option's value parsed as a JSON object, or a UsageError naming the option. */
+function jsonObjectOption(option: string, text: string): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (e) {
+    throw new UsageError(`${option} is not valid JSON: ${(e as Error).message}`);
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new UsageError(`${option} must be a JSON object`);
+  return value as Record<string, unknown>;
 }
 
 export function runExplain(options: ExplainOptions, io: CliIo): number {

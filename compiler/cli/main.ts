@@ -23,7 +23,7 @@ commands:
   test PATH...                run policy test files (*.test.yaml)
            [--coverage] [--min-coverage PERCENT] [--format text|json|github]
   explain PATH... --agent ID --action NS.VERB [--resource R] [--amount N]
-           [--context JSON] [--all] [--format text|json]
+           [--context JSON] [--agent-attributes JSON] [--all] [--format text|json]
                               the decision and why, policy by policy (shadow ones marked)
   diff OLD NEW [--sample N] [--format text|json]
                               what changes between two policy sets (bundles or policy
@@ -128,11 +128,16 @@ export function main(argv: readonly string[], io: CliIo = processIo): number {
             resource: { type: 'string' },
             amount: { type: 'string' },
             context: { type: 'string' },
+            'agent-attributes': { type: 'string' },
             all: { type: 'boolean' },
             format: { type: 'string' },
           },
         });
-        return runExplain({ paths: positionals, ...values, all: values.all ?? false, format: format(values.format) }, io);
+        const { 'agent-attributes': agentAttributes, ...named } = values;
+        return runExplain(
+          { paths: positionals, ...named, ...(agentAttributes !== undefined ? { agentAttributes } : {}), all: values.all ?? false, format: format(values.format) },
+          io,
+        );
       }
       case '--version':
       case 'version':

@@ -35,12 +35,30 @@ export interface ConditionIssue {
 /** Static types: `unknown` is any JSON value (context paths). */
 export type ConditionType = 'number' | 'string' | 'bool' | 'null' | 'list' | 'unknown' | 'string|null' | 'number|null';
 
-export type PathRoot = 'agent_id' | 'action' | 'resource' | 'amount' | 'session_id' | 'on_behalf_of' | 'context';
+export type PathRoot = 'agent_id' | 'action' | 'resource' | 'amount' | 'session_id' | 'on_behalf_of' | 'context' | 'agent';
 export type FunctionName = 'startsWith' | 'endsWith' | 'contains' | 'matches';
 export type CompareOperator = '==' | '!=' | '<' | '<=' | '>' | '>=' | 'in';
 export type LiteralValue = string | number | boolean | null;
 
-export const PATH_ROOTS: readonly PathRoot[] = ['agent_id', 'action', 'resource', 'amount', 'session_id', 'on_behalf_of', 'context'];
+export const PATH_ROOTS: readonly PathRoot[] = ['agent_id', 'action', 'resource', 'amount', 'session_id', 'on_behalf_of', 'context', 'agent'];
+/** Roots whose paths have dotted fields: `context.…` and `agent.attributes.…`. */
+export const FIELD_ROOTS: ReadonlySet<string> = new Set(['context', 'agent']);
+/** What the parser and the checker say for an unknown name. */
+export const EXPECTED_NAMES = 'agent_id, action, resource, amount, session_id, on_behalf_of, context.… or agent.attributes.…';
+
+/**
+ * The rule of `agent`: it is read only as `agent.attributes` and the fields
+ * below it (the agent's stored attributes). The message for a path that breaks
+ * it and the index of the offending segment (-1: the root), or undefined.
+ *
+ * @example
+ * agentPathProblem(['attributes', 'roles']); // => undefined
+ * agentPathProblem(['status']);              // => { index: 0, message: "agent has only attributes: write agent.attributes.…" }
+ */
+export function agentPathProblem(segments: readonly unknown[]): { index: number; message: string } | undefined {
+  if (segments[0] === 'attributes') return undefined;
+  return { index: segments.length === 0 ? -1 : 0, message: 'agent has only attributes: write agent.attributes.…' };
+}
 /** Every function takes exactly this many arguments. */
 export const FUNCTION_ARITY: Readonly<Record<FunctionName, number>> = { startsWith: 2, endsWith: 2, contains: 2, matches: 2 };
 export const FUNCTION_NAMES = Object.keys(FUNCTION_ARITY) as FunctionName[];
@@ -57,7 +75,7 @@ export interface LiteralNode {
 export interface PathNode {
   kind: 'path';
   root: PathRoot;
-  /** Field names after `context` (always empty for other roots). */
+  /** Field names after `context`, or after `agent` (`attributes` first); always empty for other roots. */
   segments: string[];
   pos: SourcePos;
 }
@@ -277,10 +295,13 @@ class AstBuilder extends BaseVisitor {
     const root = ctx.root[0]!;
     const pos = this.at(root);
     const segments = (ctx.segments ?? []).map((t) => t.image);
+    const agentProblem = root.image === 'agent' ? agentPathProblem(segments) : undefined;
     if (!ROOTS.has(root.image)) {
-      this.problem('condition.unknown_name', `unknown name '${root.image}'; expected agent_id, action, resource, amount or context.…`, pos);
-    } else if (root.image !== 'context' && segments.length > 0) {
-      this.problem('condition.unknown_name', `${root.image} has no fields (only context.… paths have dotted fields)`, this.at(ctx.segments![0]!));
+      this.problem('condition.unknown_name', `unknown name '${root.image}'; expected ${EXPECTED_NAMES}`, pos);
+    } else if (!FIELD_ROOTS.has(root.image) && segments.length > 0) {
+      this.problem('condition.unknown_name', `${root.image} has no fields (only context.… and agent.attributes.… paths have dotted fields)`, this.at(ctx.segments![0]!));
+    } else if (agentProblem) {
+      this.problem('condition.unknown_name', agentProblem.message, agentProblem.index < 0 ? pos : this.at(ctx.segments![agentProblem.index]!));
     } else {
       for (const [i, segment] of segments.entries()) {
         if (FORBIDDEN_FIELDS.has(segment)) {

@@ -1,6 +1,6 @@
 /**
  * Static type check of a condition AST. Types: number, string, bool, null, list,
- * unknown (context paths: any JSON value), `string|null` (resource) and
+ * unknown (context and agent.attributes paths: any JSON value), `string|null` (resource) and
  * `number|null` (amount). An operand of type unknown is always accepted; errors
  * are reported only when the known types can never work together:
  *
@@ -18,7 +18,10 @@
  * from a file is checked fully) and bounds its own recursion.
  */
 import {
+  agentPathProblem,
+  EXPECTED_NAMES,
   FIELD_NAME,
+  FIELD_ROOTS,
   FORBIDDEN_FIELDS,
   FUNCTION_ARITY,
   issueAt,
@@ -42,6 +45,7 @@ const PATH_TYPES: Record<string, ConditionType> = {
   session_id: 'string|null',
   on_behalf_of: 'string|null',
   context: 'unknown',
+  agent: 'unknown',
 };
 const ROOTS: ReadonlySet<string> = new Set(PATH_ROOTS);
 const COMPARE_OPS: ReadonlySet<string> = new Set(['==', '!=', '<', '<=', '>', '>=', 'in']);
@@ -181,16 +185,18 @@ class Checker {
     const root: unknown = node.root;
     const segments: unknown = node.segments;
     if (typeof root !== 'string' || !ROOTS.has(root)) {
-      this.error('condition.unknown_name', `unknown name '${String(root)}'; expected agent_id, action, resource, amount, session_id, on_behalf_of or context.…`, node);
+      this.error('condition.unknown_name', `unknown name '${String(root)}'; expected ${EXPECTED_NAMES}`, node);
       return 'unknown';
     }
     if (!Array.isArray(segments)) {
       this.error('condition.unknown_name', `path ${root} needs a list of field names`, node);
       return 'unknown';
     }
-    if (root !== 'context' && segments.length > 0) {
-      this.error('condition.unknown_name', `${root} has no fields (only context.… paths have dotted fields)`, node);
+    if (!FIELD_ROOTS.has(root) && segments.length > 0) {
+      this.error('condition.unknown_name', `${root} has no fields (only context.… and agent.attributes.… paths have dotted fields)`, node);
     }
+    const agentProblem = root === 'agent' ? agentPathProblem(segments) : undefined;
+    if (agentProblem) this.error('condition.unknown_name', agentProblem.message, node);
     for (const s of segments) {
       if (typeof s !== 'string' || !FIELD_NAME.test(s) || FORBIDDEN_FIELDS.has(s)) {
         this.error('condition.unknown_name', `'${String(s)}' cannot be used as a context field name`, node);

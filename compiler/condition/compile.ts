@@ -9,7 +9,9 @@
  *
  * 1. Values. `agent_id`, `action` are the request's strings. `resource` and
  *    `amount` are MISSING when absent or null. `context` is the request's context
- *    (MISSING when absent or null); `context.a.b` walks own properties only
+ *    (MISSING when absent or null); `agent.attributes` is the agent's stored
+ *    attributes (MISSING when absent or null), walked like `context`;
+ *    `context.a.b` walks own properties only
  *    (`Object.hasOwn`: inherited and polluted prototype properties are never
  *    seen), and only through plain objects (prototype `Object.prototype` or null;
  *    an object whose `constructor` is `Object` counts as plain without the
@@ -100,27 +102,32 @@ export function jsonEqual(a: unknown, b: unknown, depth = 0): boolean {
   return true;
 }
 
-function contextGetter(segments: readonly string[]): Value {
+/** The object a dotted path walks: the request's context, or the agent's stored attributes. */
+type Base = (input: DecisionRequest) => Record<string, unknown> | null | undefined;
+const contextOf: Base = (input) => input.context;
+const attributesOf: Base = (input) => input.agent_attributes;
+
+function fieldGetter(base: Base, segments: readonly string[]): Value {
   if (segments.some((s) => typeof s !== 'string' || FORBIDDEN_FIELDS.has(s))) return () => undefined;
   const n = segments.length;
   if (n === 0) {
     return (input) => {
-      const c = input.context;
+      const c = base(input);
       return c === null ? undefined : c;
     };
   }
   if (n === 1) {
     const s0 = segments[0]!;
-    return (input) => ownField(input.context, s0);
+    return (input) => ownField(base(input), s0);
   }
   if (n === 2) {
     const s0 = segments[0]!;
     const s1 = segments[1]!;
-    return (input) => ownField(ownField(input.context, s0), s1);
+    return (input) => ownField(ownField(base(input), s0), s1);
   }
   const segs = [...segments];
   return (input) => {
-    let v: unknown = input.context;
+    let v: unknown = base(input);
     for (let k = 0; k < n && v !== undefined; k++) v = ownField(v, segs[k]!);
     return v;
   };
@@ -147,7 +154,11 @@ function pathGetter(node: PathNode): Value {
     case 'on_behalf_of':
       return (input) => input.on_behalf_of ?? undefined;
     case 'context':
-      return contextGetter(node.segments);
+      return fieldGetter(contextOf, node.segments);
+    case 'agent':
+      // `agent.attributes.a.b`: the fields after `attributes` walk the agent's attributes (rule 1).
+      if (node.segments[0] !== 'attributes') throw new Error('compileCondition: agent is read only as agent.attributes');
+      return fieldGetter(attributesOf, node.segments.slice(1));
     default:
       throw new Error(`compileCondition: unknown name ${JSON.stringify(node.root)}`);
   }

@@ -115,4 +115,6 @@ export interface DecisionRequest {
   /** The user the agent acts for, when the caller says. */
   on_behalf_of?: string | null;
   context?: Record<string, unknown> | null;
+  /** The agent's stored attributes (PUT /v1/agents/:agent_id), read by conditions as `agent.attributes.…`. */
+  agent_attributes?: Record<string, unknown> | null;
 }

@@ -102,7 +102,9 @@ function inputs(row: PolicyRow, request: DecisionRequest): string {
 
 function readPath(request: DecisionRequest, path: string): unknown {
   let value: unknown = request;
-  for (const segment of path.split('.')) {
+  // `agent.attributes.x` reads the request's agent_attributes.
+  const segments = path.startsWith('agent.attributes') ? ['agent_attributes', ...path.split('.').slice(2)] : path.split('.');
+  for (const segment of segments) {
     if (value === null || typeof value !== 'object' || !Object.hasOwn(value, segment)) return undefined;
     value = (value as Record<string, unknown>)[segment];
   }

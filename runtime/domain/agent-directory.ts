@@ -1,8 +1,10 @@
 /**
- * What this process knows of agents' statuses, so a decision needs no store round
- * trip for an agent it has seen: a miss reads the store once; entries are trusted
- * for `ttlMs` (revocations through this process apply at once, through another
- * within the TTL at worst, sooner by NOTIFY).
+ * What this process knows of agents, so a decision needs no store round trip
+ * for an agent it has seen: its status and its attributes (read by conditions
+ * as `agent.attributes.…`). A miss reads the store once; entries are trusted
+ * for `ttlMs` (2 s): a revocation, a restore or new attributes through this
+ * process apply at once, through another by NOTIFY (domain/replication.ts),
+ * and within the TTL at worst when a notification was missed.
  */
 import type { Environment } from '../tenant.js';
 import { TtlCache } from '../shared/ttl-cache.js';
@@ -13,29 +15,75 @@ import { findAgent, type AgentStatus } from '../store/agents.js';
 /** `unknown`: not in the store yet; the decision registers it. */
 export type KnownStatus = AgentStatus | 'unknown';
 
+/** An agent as a decision sees it. */
+export interface AgentState {
+  status: KnownStatus;
+  /** The stored attributes (`{}` when none were set or the agent is unknown). */
+  attributes: Record<string, unknown>;
+}
+
+/** How long an entry is trusted (contract: other processes see new attributes within 2 seconds). */
+export const AGENT_TTL_MS = 2_000;
+
+/** The attributes of an agent that has none (shared, frozen). */
+export const NO_ATTRIBUTES: Readonly<Record<string, unknown>> = Object.freeze({});
+
 export class AgentDirectory {
-  private readonly cache: TtlCache<KnownStatus>;
+  private readonly cache: TtlCache<AgentState>;
 
   constructor(
     private readonly sql: Sql,
     clock: Clock,
-    ttlMs = 5_000,
+    ttlMs = AGENT_TTL_MS,
     maxEntries = 200_000,
   ) {
     this.cache = new TtlCache(clock, ttlMs, maxEntries);
   }
 
-  status(accountId: string, environment: Environment, agentId: string): KnownStatus | Promise<KnownStatus> {
-    const hit = this.cache.get(`${accountId}:${environment}:${agentId}`);
+  /**
+   * The agent's status and attributes: from memory when a live entry exists
+   * (no promise, no allocation), else read from the store once.
+   *
+   * @example
+   * const { status, attributes } = await directory.lookup('acc_1', 'test', 'support-bot');
+   */
+  lookup(accountId: string, environment: Environment, agentId: string): AgentState | Promise<AgentState> {
+    const hit = this.cache.get(key(accountId, environment, agentId));
     if (hit) return hit.value;
     return findAgent(this.sql, accountId, environment, agentId).then((row) => {
-      const status: KnownStatus = row ? row.status : 'unknown';
-      this.set(accountId, environment, agentId, status);
-      return status;
+      const state: AgentState = row ? { status: row.status, attributes: row.attributes } : { status: 'unknown', attributes: NO_ATTRIBUTES };
+      this.set(accountId, environment, agentId, state);
+      return state;
     });
   }
 
-  set(accountId: string, environment: Environment, agentId: string, status: KnownStatus): void {
-    this.cache.set(`${accountId}:${environment}:${agentId}`, status);
+  /** The agent's status alone (see lookup). */
+  status(accountId: string, environment: Environment, agentId: string): KnownStatus | Promise<KnownStatus> {
+    const state = this.lookup(accountId, environment, agentId);
+    return state instanceof Promise ? state.then((s) => s.status) : state.status;
+  }
+
+  /** What this process now knows of the agent (after its own write). */
+  set(accountId: string, environment: Environment, agentId: string, state: AgentState): void {
+    this.cache.set(key(accountId, environment, agentId), state);
+  }
+
+  /**
+   * A new status (a NOTIFY, a registration): kept with the attributes this
+   * process holds; without an entry, `known` are the attributes to hold (a
+   * newly registered agent has none), or the entry is left to the next read.
+   */
+  setStatus(accountId: string, environment: Environment, agentId: string, status: KnownStatus, known?: Record<string, unknown>): void {
+    const k = key(accountId, environment, agentId);
+    const hit = this.cache.get(k);
+    if (hit) this.cache.set(k, { status, attributes: hit.value.attributes });
+    else if (known) this.cache.set(k, { status, attributes: known });
+  }
+
+  /** Forgets the agent: its next decision reads the store (another process changed it). */
+  forget(accountId: string, environment: Environment, agentId: string): void {
+    this.cache.delete(key(accountId, environment, agentId));
   }
 }
+
+const key = (accountId: string, environment: Environment, agentId: string) => `${accountId}:${environment}:${agentId}`;

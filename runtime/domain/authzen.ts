@@ -1,18 +1,21 @@
 /**
  * The OpenID AuthZEN Authorization API 1.0 as another door into the decision
- * service (contract: "AuthZEN (for gateways that speak the standard)"). An
- * evaluation's subject, action, resource and context become a decision request
- * and DecisionService.decide makes the decision like any other: stored, rate
- * limited, budgeted, with its events. Pure mapping functions, then the two
- * calls: one evaluation, a batch of them.
+ * service (contract: "AuthZEN (for gateways that speak the standard)" and the
+ * third part's "AuthZEN, interoperable"). An evaluation's subject, action,
+ * resource and context become a decision request and DecisionService.decide
+ * makes the decision like any other: stored, rate limited, budgeted, with its
+ * events. Pure mapping functions, then the two calls: one evaluation, a batch.
  *
- * Mapping: `agent_id` = `subject.id`; `action` = `action.name` (the action
- * grammar applies: 400 validation.invalid_action); `resource` =
+ * Mapping: `agent_id` = `subject.id`; `action` = `action.name` when it fits the
+ * action grammar, else `authzen.<name>` (authzenAction); `resource` =
  * `"<type>:<id>"`; `amount` = `context.amount` when it is a number; the
- * decision's `context` = the request's `context` with `subject`, `action` and
- * `resource` set to their `properties` ({} when none). `options` is ignored.
+ * decision's `context` = the request's `context` with `subject` and `resource`
+ * set to their `properties` ({} when none) and `action` to the action's
+ * properties plus `name`, the name as sent. Members the API does not define
+ * are ignored at every level, as AuthZEN says receivers must.
  */
-import { ApiError, InvalidFieldError, MissingFieldError } from '../errors/api-error.js';
+import { isValidAction } from '../../compiler/index.js';
+import { ApiError, InvalidActionError, InvalidFieldError, MissingFieldError } from '../errors/api-error.js';
 import { where } from '../shared/storable.js';
 import type { DecisionRow } from '../store/decisions.js';
 import type { Principal } from '../tenant.js';
@@ -72,15 +75,20 @@ export interface AuthzenDeps {
 /** An entry of a batch: its decision, or the error that stopped it (answered as `decision: false`). */
 export type BatchOutcome = { decision: DecisionRow } | { error: ApiError };
 
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+/** A JSON object (not an array, not null). */
+export const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** Checks an object's fields: required strings (with lengths), optional `properties`, nothing else. */
-function readEntity(value: unknown, at: string, strings: Record<string, { max?: number; min?: number }>): Json {
+/**
+ * Checks an AuthZEN object (subject, action, resource): required strings (with
+ * lengths), optional `properties`; other members are dropped.
+ *
+ * @throws MissingFieldError or InvalidFieldError, naming `at`
+ * @example
+ * readEntity({ type: 'user', id: 'u1', _note: 1 }, '/subject', { type: { min: 1 }, id: { min: 1 } }); // => { type: 'user', id: 'u1' }
+ */
+export function readEntity(value: unknown, at: string, strings: Record<string, { max?: number; min?: number }>): Json {
   if (value === undefined || value === null) throw new MissingFieldError(`${where('body', at)} is required`, { details: [{ path: at, message: `${where('body', at)} is required` }] });
   if (!isObject(value)) throw invalid(at, 'must be object');
-  for (const key of Object.keys(value)) {
-    if (key !== 'properties' && !(key in strings)) throw invalid(`${at}/${key}`, '', `unknown field ${where('body', `${at}/${key}`)}`);
-  }
   for (const [key, { min, max }] of Object.entries(strings)) {
     const path = `${at}/${key}`;
     const v = value[key];
@@ -90,33 +98,88 @@ function readEntity(value: unknown, at: string, strings: Record<string, { max?: 
     if (max !== undefined && v.length > max) throw invalid(path, `must NOT have more than ${max} characters`);
   }
   if (value.properties !== undefined && !isObject(value.properties)) throw invalid(`${at}/properties`, 'must be object');
-  return value;
+  const entity: Json = {};
+  for (const key of Object.keys(strings)) entity[key] = value[key];
+  if (value.properties !== undefined) entity.properties = value.properties;
+  return entity;
 }
 
-function invalid(path: string, problem: string, message = `${where('body', path)} ${problem}`): InvalidFieldError {
+/** validation.invalid_field for the member at `path` (a JSON pointer). */
+export function invalid(path: string, problem: string, message = `${where('body', path)} ${problem}`): InvalidFieldError {
   return new InvalidFieldError(message, { details: [{ path, message }] });
 }
 
 /**
  * Checks one evaluation's shape, as the route schema does for a single one
- * (a batch entry is checked here, on its own). `at` is the JSON pointer of the
- * evaluation in the body, for messages and details.
+ * (a batch entry is checked here, on its own), and keeps only the members
+ * AuthZEN defines (`_note` or any other member is ignored, at every level).
+ * `at` is the JSON pointer of the evaluation in the body, for messages and details.
  *
  * @throws MissingFieldError (validation.missing_field) or InvalidFieldError (validation.invalid_field)
  * @example
- * readEvaluation({ subject: { type: 'agent', id: 'bot' }, action: { name: 'orders.read' }, resource: { type: 'order', id: '1' } });
+ * readEvaluation({ subject: { type: 'agent', id: 'bot', _note: 'x' }, action: { name: 'orders.read' }, resource: { type: 'order', id: '1' } });
+ * // => { subject: { type: 'agent', id: 'bot' }, action: { name: 'orders.read' }, resource: { type: 'order', id: '1' } }
  * readEvaluation({ action: { name: 'orders.read' } }, '/evaluations/2'); // throws: evaluations[2].subject is required
  */
 export function readEvaluation(value: unknown, at = ''): AuthzenEvaluation {
   if (!isObject(value)) throw invalid(at || '/', 'must be object', `${where('body', at)} must be object`);
-  const allowed = new Set(['subject', 'action', 'resource', 'context', 'options']);
-  for (const key of Object.keys(value)) if (!allowed.has(key)) throw invalid(`${at}/${key}`, '', `unknown field ${where('body', `${at}/${key}`)}`);
-  readEntity(value.subject, `${at}/subject`, { type: { min: 1, max: 256 }, id: { min: 1, max: MAX_AGENT_ID_LENGTH } });
-  readEntity(value.action, `${at}/action`, { name: {} });
-  readEntity(value.resource, `${at}/resource`, { type: { min: 1, max: 256 }, id: { min: 1, max: MAX_RESOURCE_LENGTH } });
+  const evaluation = {
+    subject: readEntity(value.subject, `${at}/subject`, { type: { min: 1, max: 256 }, id: { min: 1, max: MAX_AGENT_ID_LENGTH } }),
+    action: readEntity(value.action, `${at}/action`, { name: {} }),
+    resource: readEntity(value.resource, `${at}/resource`, { type: { min: 1, max: 256 }, id: { min: 1, max: MAX_RESOURCE_LENGTH } }),
+  } as unknown as AuthzenEvaluation;
   if (value.context !== undefined && value.context !== null && !isObject(value.context)) throw invalid(`${at}/context`, 'must be object');
   if (value.options !== undefined && !isObject(value.options)) throw invalid(`${at}/options`, 'must be object');
-  return value as unknown as AuthzenEvaluation;
+  if (value.context !== undefined) evaluation.context = value.context as Json | null;
+  if (value.options !== undefined) evaluation.options = value.options as Json;
+  return evaluation;
+}
+
+/** The longest AuthZEN action name taken (contract: 400 validation.invalid_action above). */
+export const MAX_ACTION_NAME_LENGTH = 200;
+
+/**
+ * The decision's action for an AuthZEN action name: the name itself when it
+ * fits the action grammar (namespace.verb), else `authzen.` + the name
+ * lower-cased with every character outside [a-z0-9_] replaced by `_`, with
+ * `t_` in front when it does not start with a letter.
+ *
+ * @throws InvalidActionError when the name is longer than 200 characters
+ * @example
+ * authzenAction('orders.read');      // => 'orders.read'
+ * authzenAction('can_read_user');    // => 'authzen.can_read_user'
+ * authzenAction('GET');              // => 'authzen.get'
+ * authzenAction('documents/read');   // => 'authzen.documents_read'
+ * authzenAction('2fa.verify');       // => 'authzen.t_2fa_verify'
+ */
+export function authzenAction(name: string, at = ''): string {
+  if (name.length > MAX_ACTION_NAME_LENGTH) {
+    const message = `${where('body', `${at}/action/name`)} must NOT have more than ${MAX_ACTION_NAME_LENGTH} characters`;
+    throw new InvalidActionError(message, { details: [{ path: `${at}/action/name`, message }] });
+  }
+  if (isValidAction(name)) return name;
+  const verb = name.toLowerCase().replace(/[^a-z0-9_]/g, '_');
+  return `authzen.${/^[a-z]/.test(verb) ? verb : `t_${verb}`}`;
+}
+
+/** `options.evaluations_semantic` of a batch (AuthZEN 1.0). */
+export type EvaluationsSemantic = 'execute_all' | 'deny_on_first_deny' | 'permit_on_first_permit';
+const SEMANTICS: readonly EvaluationsSemantic[] = ['execute_all', 'deny_on_first_deny', 'permit_on_first_permit'];
+
+/**
+ * The batch's semantic from its `options` (execute_all when not given).
+ *
+ * @throws InvalidFieldError for any other value
+ * @example
+ * evaluationsSemantic({ evaluations_semantic: 'deny_on_first_deny' }); // => 'deny_on_first_deny'
+ * evaluationsSemantic(undefined);                                       // => 'execute_all'
+ */
+export function evaluationsSemantic(options: unknown): EvaluationsSemantic {
+  const value = isObject(options) ? options.evaluations_semantic : undefined;
+  if (value === undefined) return 'execute_all';
+  if (typeof value === 'string' && (SEMANTICS as readonly string[]).includes(value)) return value as EvaluationsSemantic;
+  const message = `options.evaluations_semantic must be one of ${SEMANTICS.join(', ')}`;
+  throw new InvalidFieldError(message, { details: [{ path: '/options/evaluations_semantic', message }] });
 }
 
 /**
@@ -161,12 +224,13 @@ export function runFields(context: Json | null | undefined, at = ''): { session_
 /**
  * The decision request of a (checked) evaluation.
  *
- * @throws InvalidFieldError when the resource is too long, `context.amount` is negative, or a run field is too long
+ * @throws InvalidFieldError when the resource is too long, `context.amount` is negative, or a run field is too long;
+ *   InvalidActionError when the action's name is longer than 200 characters
  * @example
- * toDecisionInput({ subject: { type: 'agent', id: 'bot', properties: { team: 'support' } }, action: { name: 'payments.refund' },
- *   resource: { type: 'order', id: '1001' }, context: { amount: 20, channel: 'chat' } });
- * // => { agent_id: 'bot', action: 'payments.refund', resource: 'order:1001', amount: 20,
- * //      context: { amount: 20, channel: 'chat', subject: { team: 'support' }, action: {}, resource: {} } }
+ * toDecisionInput({ subject: { type: 'user', id: 'bot', properties: { team: 'support' } }, action: { name: 'can_read_todos' },
+ *   resource: { type: 'todo', id: '1001' }, context: { amount: 20, channel: 'chat' } });
+ * // => { agent_id: 'bot', action: 'authzen.can_read_todos', resource: 'todo:1001', amount: 20,
+ * //      context: { amount: 20, channel: 'chat', subject: { team: 'support' }, action: { name: 'can_read_todos' }, resource: {} } }
  */
 export function toDecisionInput(evaluation: AuthzenEvaluation, at = ''): DecisionInput {
   const { subject, action, resource } = evaluation;
@@ -178,10 +242,11 @@ export function toDecisionInput(evaluation: AuthzenEvaluation, at = ''): Decisio
   const run = runFields(context, at);
   const input: DecisionInput = {
     agent_id: subject.id,
-    action: action.name,
+    action: authzenAction(action.name, at),
     resource: resourceName,
     ...(amount !== undefined ? { amount } : {}),
-    context: { ...context, subject: subject.properties ?? {}, action: action.properties ?? {}, resource: resource.properties ?? {} },
+    // The name as sent replaces a property called `name`.
+    context: { ...context, subject: subject.properties ?? {}, action: { ...action.properties, name: action.name }, resource: resource.properties ?? {} },
   };
   return { ...input, ...run };
 }
@@ -209,24 +274,35 @@ export function evaluate(deps: AuthzenDeps, principal: Principal, evaluation: Au
  * POST /access/v1/evaluations: each entry (with the request's defaults) decided
  * in order, one after another (so rate limits and budgets apply in the order
  * given). An entry refused with a 4xx error (bad input, a rate limit) is
- * answered with its error and the others still count; a store failure (5xx)
- * fails the whole request, fail-closed.
+ * answered with its error and counts as a deny; the others still count. A
+ * store failure (5xx) fails the whole request, fail-closed. With
+ * `deny_on_first_deny` (`permit_on_first_permit`) the entries after the first
+ * deny (permit) are not decided: the outcomes end with the one that stopped them.
  *
+ * @throws InvalidFieldError for an unknown `options.evaluations_semantic`
  * @example
  * const outcomes = await evaluateBatch({ decisions }, principal, { subject: { type: 'agent', id: 'bot' },
  *   action: { name: 'orders.read' }, evaluations: [{ resource: { type: 'order', id: '1' } }, { resource: { type: 'order', id: '2' } }] });
  */
 export async function evaluateBatch(deps: AuthzenDeps, principal: Principal, request: AuthzenEvaluations & { evaluations: unknown[] }): Promise<BatchOutcome[]> {
+  const semantic = evaluationsSemantic(request.options);
   const outcomes: BatchOutcome[] = [];
   for (const [i, entry] of request.evaluations.entries()) {
     const at = `/evaluations/${i}`;
+    let outcome: BatchOutcome;
     try {
       const input = toDecisionInput(readEvaluation(withDefaults(request, entry), at), at);
-      outcomes.push({ decision: await decideOne(deps, principal, input) });
+      outcome = { decision: await decideOne(deps, principal, input) };
     } catch (error) {
-      if (error instanceof ApiError && error.status < 500) outcomes.push({ error });
+      if (error instanceof ApiError && error.status < 500) outcome = { error };
       else throw error;
     }
+    outcomes.push(outcome);
+    const permitted = 'decision' in outcome && permits(outcome.decision);
+    if ((semantic === 'deny_on_first_deny' && !permitted) || (semantic === 'permit_on_first_permit' && permitted)) break;
   }
   return outcomes;
 }
+
+/** AuthZEN's `decision: true`: an allow, or a review that is not awaiting a human's approval. */
+export const permits = (row: Pick<DecisionRow, 'effect' | 'status'>): boolean => row.effect !== 'deny' && row.status !== 'awaiting_approval';

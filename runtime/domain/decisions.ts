@@ -35,7 +35,7 @@ import { redactContext, type RedactionPath } from '../shared/redact.js';
 import type { Tracing } from '../telemetry/tracing.js';
 import type { Page, PageParams } from '../store/pagination.js';
 import type { Environment, Principal } from '../tenant.js';
-import type { AgentDirectory, KnownStatus } from './agent-directory.js';
+import { NO_ATTRIBUTES, type AgentDirectory, type KnownStatus } from './agent-directory.js';
 import { isOverdue } from './approvals.js';
 import type { ApprovalTimeouts, DecisionLimits, PermitIssuer } from './decision-ports.js';
 import type { DecisionWriter } from './decision-writer.js';
@@ -86,6 +86,8 @@ type Outcome = Pick<DecisionRow, 'effect' | 'reason' | 'policy_id' | 'matched_po
 export interface DecisionPreview extends Outcome {
   /** Set when the decision would be refused with 429 rate_limit.exceeded (then effect deny, reason rate_limit.exceeded). */
   retry_after_seconds?: number;
+  /** Set when the decision would be a review awaiting a human's approval (not shown by POST /v1/decisions/preview). */
+  approval_required?: true;
 }
 
 /** Steps 2-6 of the evaluation order, and the policies whose limits step 7 applies. */
@@ -178,7 +180,7 @@ export class DecisionService {
         ...(status === 'unknown' ? { newAgent: { account_id: accountId, environment, agent_id: input.agent_id, first_seen_at: row.evaluated_at } } : {}),
       }),
     );
-    if (status === 'unknown') agents.set(accountId, environment, input.agent_id, 'active');
+    if (status === 'unknown') agents.setStatus(accountId, environment, input.agent_id, 'active', NO_ATTRIBUTES);
     this.deps.alerts.decision(accountId, environment, input.agent_id, row.effect);
     if (row.shadow) this.deps.shadowDiverged?.(row.shadow.policy_id);
     row.permit_token = token;
@@ -193,11 +195,12 @@ export class DecisionService {
   async preview(principal: Principal, input: DecisionInput): Promise<DecisionPreview> {
     checkAction(input.action);
     const nowMs = this.deps.clock.now();
-    const { outcome, matched } = await this.evaluate(principal, input, nowMs);
+    const { outcome: evaluated, matched, approvalSeconds } = await this.evaluate(principal, input, nowMs);
+    const outcome: DecisionPreview = approvalSeconds !== null && evaluated.effect === 'review' ? { ...evaluated, approval_required: true } : evaluated;
     const verdict = await this.deps.limits.preview(limitSubject(principal, input, matched, nowMs));
     if (verdict === null) return outcome;
-    if ('rate_limited' in verdict) return { ...outcome, effect: 'deny', reason: 'rate_limit.exceeded', retry_after_seconds: verdict.rate_limited };
-    if ('deny' in verdict) return { ...outcome, effect: 'deny', reason: verdict.deny, policy_id: verdict.policy_id };
+    if ('rate_limited' in verdict) return { ...evaluated, effect: 'deny', reason: 'rate_limit.exceeded', retry_after_seconds: verdict.rate_limited };
+    if ('deny' in verdict) return { ...evaluated, effect: 'deny', reason: verdict.deny, policy_id: verdict.policy_id };
     return { ...outcome, warnings: [...outcome.warnings, ...verdict.warnings] };
   }
 
@@ -288,7 +291,9 @@ export class DecisionService {
   /** Steps 2-6: revoked agent, exhausted budget, the compiled table. */
   private async evaluate(principal: Principal, input: DecisionInput, nowMs: number): Promise<Evaluated> {
     const { agents, policySets, limits } = this.deps;
-    const status = await agents.status(principal.accountId, principal.environment, input.agent_id);
+    // From memory for an agent seen within the last 2 s: no store round trip.
+    const known = agents.lookup(principal.accountId, principal.environment, input.agent_id);
+    const { status, attributes } = known instanceof Promise ? await known : known;
     const set = await policySets.get(principal.accountId, principal.environment);
     const policy = (policyId: string) => set.table.byId.get(policyId)?.policy;
     let blocked: { policy_id: string } | null;
@@ -305,6 +310,7 @@ export class DecisionService {
       session_id: input.session_id ?? null,
       on_behalf_of: input.on_behalf_of ?? null,
       context: input.context ?? null,
+      agent_attributes: attributes,
     });
     const outcome: Outcome = {
       effect: evaluation.effect,

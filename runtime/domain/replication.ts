@@ -1,6 +1,6 @@
 /**
  * Keeping several server processes on one PostgreSQL in step: policy-set changes
- * and agent status changes are announced with NOTIFY by the process that made
+ * and agent changes (status, attributes) are announced with NOTIFY by the process that made
  * them; every process LISTENs, and also compares every environment's stored
  * version with its compiled one each `intervalMs` (a missed notification, a
  * reconnect), so a replica never serves a stale set for longer than that.
@@ -28,7 +28,9 @@ export async function startReplication(store: Store, policySets: PolicySets, age
     listeners.push(
       await listen(store.sql, CHANNELS.agents, (payload) => {
         const change = parseAgentStatusPayload(payload);
-        if (change) agents.set(change.accountId, change.environment, change.agentId, change.status);
+        if (!change) return;
+        if (change.status === 'changed') agents.forget(change.accountId, change.environment, change.agentId);
+        else agents.setStatus(change.accountId, change.environment, change.agentId, change.status);
       }),
     );
   }

@@ -84,7 +84,7 @@ export function agentEvent(type: 'agent.registered' | 'agent.revoked', row: Agen
 
 /** `agent.registered` for an agent a decision saw first (stored only by the batch that inserts the agent). */
 export function registrationEvent(a: NewAgent): EventRow {
-  const row: AgentRow = { agent_id: a.agent_id, status: 'active', first_seen_at: a.first_seen_at, revoked_at: null };
+  const row: AgentRow = { agent_id: a.agent_id, status: 'active', first_seen_at: a.first_seen_at, revoked_at: null, attributes: {} };
   return agentEvent('agent.registered', row, { accountId: a.account_id, environment: a.environment }, a.first_seen_at.getTime());
 }
 

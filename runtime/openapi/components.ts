@@ -243,6 +243,7 @@ export const COMPONENT_SCHEMAS: Record<string, Schema> = {
     status: { enum: ['active', 'revoked'] },
     first_seen_at: timestamp(),
     revoked_at: nullable('string'),
+    attributes: { type: 'object', additionalProperties: true, description: 'Set by PUT /v1/agents/{agent_id} (extension); {} when none were' },
     livemode: { type: 'boolean' },
   }),
   Event: obj({
@@ -322,7 +323,22 @@ export const COMPONENT_SCHEMAS: Record<string, Schema> = {
     },
   }),
   AuthzenAnswers: obj({ evaluations: { type: 'array', items: ref('AuthzenAnswer'), description: 'One answer per entry, in order' } }),
-  AuthzenConfiguration: obj({ policy_decision_point: str('the service base URL (AUTHZ_BASE_URL)'), access_evaluation_endpoint: str(), access_evaluations_endpoint: str() }),
+  AuthzenConfiguration: obj({
+    policy_decision_point: str('the service base URL (AUTHZ_BASE_URL)'),
+    access_evaluation_endpoint: str(),
+    access_evaluations_endpoint: str(),
+    search_subject_endpoint: str(),
+    search_action_endpoint: str(),
+    capabilities: { type: 'array', items: str() },
+  }),
+  AuthzenSubjectSearch: obj({
+    results: { type: 'array', items: obj({ type: str('the request\'s subject type'), id: str('an agent_id') }) },
+    page: obj({ next_token: str('"" at the end') }),
+  }),
+  AuthzenActionSearch: obj({
+    results: { type: 'array', items: obj({ name: str('the action as written in the policy, e.g. authzen.can_read_todos') }) },
+    page: obj({ next_token: str('"" at the end') }),
+  }),
 };
 
 /** `{ object: 'list', data: [item], has_more, url }` (README: Lists). */

@@ -121,6 +121,11 @@ export const OPERATIONS: Record<string, OperationDoc> = {
 
   'GET /v1/agents': { summary: 'List agents', success: [200, listOf('Agent')] },
   'GET /v1/agents/{agent_id}': { summary: 'Read an agent', success: [200, ref('Agent')], errors: { 404: notFound('agent.not_found') } },
+  'PUT /v1/agents/{agent_id}': {
+    summary: "Replace an agent's attributes, read by conditions as agent.attributes.… (extension); an unseen agent becomes known (fires agent.registered)",
+    success: [200, ref('Agent')],
+    errors: { 413: 'validation.body_too_large: the body is over 1 MiB, or the attributes over 8,192 bytes of JSON' },
+  },
   'POST /v1/agents/{agent_id}/revoke': { summary: 'Revoke an agent (fires agent.revoked)', success: [200, ref('Agent')], errors: { 404: notFound('agent.not_found') } },
   'POST /v1/agents/{agent_id}/restore': { summary: 'Restore a revoked agent', success: [200, ref('Agent')], errors: { 404: notFound('agent.not_found') } },
 
@@ -148,6 +153,35 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   'POST /access/v1/evaluations': {
     summary: 'AuthZEN 1.0 access evaluations: one decision per entry, in order (without evaluations: one evaluation)',
     success: [200, { oneOf: [ref('AuthzenAnswers'), ref('AuthzenAnswer')] }],
+  },
+  'POST /access/v1/search/subject': {
+    summary: 'AuthZEN 1.0 subject search: the known, not revoked agents the action on the resource would be allowed now (nothing stored, no limit used)',
+    success: [200, ref('AuthzenSubjectSearch')],
+    body: {
+      type: 'object',
+      required: ['subject', 'action', 'resource'],
+      properties: {
+        subject: { type: 'object', required: ['type'], properties: { type: { type: 'string' } } },
+        action: { type: 'object', required: ['name'], properties: { name: { type: 'string' }, properties: { type: 'object' } } },
+        resource: { type: 'object', required: ['type', 'id'], properties: { type: { type: 'string' }, id: { type: 'string' }, properties: { type: 'object' } } },
+        context: { type: 'object' },
+        page: { type: 'object', properties: { limit: { type: 'integer', minimum: 1, maximum: 100 }, token: { type: 'string' } } },
+      },
+    },
+  },
+  'POST /access/v1/search/action': {
+    summary: 'AuthZEN 1.0 action search: the actions named by enabled allow and review policies the subject would be allowed on the resource now',
+    success: [200, ref('AuthzenActionSearch')],
+    body: {
+      type: 'object',
+      required: ['subject', 'resource'],
+      properties: {
+        subject: { type: 'object', required: ['type', 'id'], properties: { type: { type: 'string' }, id: { type: 'string' }, properties: { type: 'object' } } },
+        resource: { type: 'object', required: ['type', 'id'], properties: { type: { type: 'string' }, id: { type: 'string' }, properties: { type: 'object' } } },
+        context: { type: 'object' },
+        page: { type: 'object', properties: { limit: { type: 'integer', minimum: 1, maximum: 100 }, token: { type: 'string' } } },
+      },
+    },
   },
   'GET /.well-known/authzen-configuration': { summary: 'AuthZEN policy decision point metadata', success: [200, ref('AuthzenConfiguration')] },
 

@@ -1,4 +1,4 @@
-/** The public form of an agent (contract: Agents). */
+/** The public form of an agent (contract: Agents; `attributes`: third part, Agent attributes). */
 import type { AgentRow } from '../store/agents.js';
 import type { Environment } from '../tenant.js';
 
@@ -9,6 +9,7 @@ export function agentResource(row: AgentRow, environment: Environment): Record<s
     status: row.status,
     first_seen_at: row.first_seen_at.toISOString(),
     revoked_at: row.revoked_at ? row.revoked_at.toISOString() : null,
+    attributes: row.attributes,
     livemode: environment === 'live',
   };
 }

@@ -1,4 +1,5 @@
 /** The AuthZEN answers (contract: "AuthZEN (for gateways that speak the standard)"). */
+import { permits } from '../domain/authzen.js';
 import type { ApiError } from '../errors/api-error.js';
 import type { DecisionRow } from '../store/decisions.js';
 
@@ -20,7 +21,7 @@ export function authzenAnswer(row: DecisionRow): AuthzenAnswer {
   // A review decision awaiting a human's approval is not (yet) a permission.
   const awaiting = row.status === 'awaiting_approval';
   return {
-    decision: row.effect !== 'deny' && !awaiting,
+    decision: permits(row),
     context: {
       id: row.id,
       effect: row.effect,
@@ -48,10 +49,14 @@ export function authzenFailure(error: ApiError): AuthzenAnswer {
  * authzenConfiguration('https://authz.example.com');
  * // => { policy_decision_point: 'https://authz.example.com', access_evaluation_endpoint: 'https://authz.example.com/access/v1/evaluation', ... }
  */
-export function authzenConfiguration(baseUrl: string): Record<string, string> {
+export function authzenConfiguration(baseUrl: string): Record<string, string | string[]> {
   return {
     policy_decision_point: baseUrl,
     access_evaluation_endpoint: `${baseUrl}/access/v1/evaluation`,
     access_evaluations_endpoint: `${baseUrl}/access/v1/evaluations`,
+    // Resource search is not offered (the service does not know the resources): absent, as AuthZEN reads it.
+    search_subject_endpoint: `${baseUrl}/access/v1/search/subject`,
+    search_action_endpoint: `${baseUrl}/access/v1/search/action`,
+    capabilities: [],
   };
 }

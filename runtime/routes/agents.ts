@@ -1,5 +1,6 @@
-/** /v1/agents: list, read, revoke (fires agent.revoked), restore (domain/agents.ts). */
+/** /v1/agents: list, read, set attributes (extension), revoke (fires agent.revoked), restore (domain/agents.ts). */
 import type { FastifyPluginAsync } from 'fastify';
+import { loadSchema } from '../../compiler/index.js';
 import { listQuerySchema, pageParams, type ListQuery } from '../http/list.js';
 import { agentResource } from '../presenters/agent.js';
 import { listBody } from '../presenters/list.js';
@@ -18,6 +19,14 @@ export const agentRoutes: FastifyPluginAsync = async (app) => {
 
   app.get<{ Params: { agent_id: string } }>('/v1/agents/:agent_id', { config: { scope: 'agents:read' }, schema: { params } }, async (request) =>
     agentResource(await agentService.get(request.principal, request.params.agent_id), request.principal.environment),
+  );
+
+  // An empty id cannot be given attributes (it is no agent a decision could name).
+  const putParams = { ...params, properties: { agent_id: { type: 'string', minLength: 1, maxLength: 256 } } } as const;
+  app.put<{ Params: { agent_id: string }; Body: { attributes: Record<string, unknown> } }>(
+    '/v1/agents/:agent_id',
+    { config: { scope: 'agents:write' }, schema: { params: putParams, body: loadSchema('api/agent-update') } },
+    async (request) => agentResource(await agentService.setAttributes(request.principal, request.params.agent_id, request.body.attributes), request.principal.environment),
   );
 
   app.post<{ Params: { agent_id: string } }>('/v1/agents/:agent_id/revoke', { config: { scope: 'agents:write' }, schema: { params } }, async (request) =>

@@ -24,6 +24,11 @@ export class TtlCache<V> {
     this.entries.set(key, { value, until: this.clock.now() + this.ttlMs });
   }
 
+  /** Drops the entry (if any). */
+  delete(key: string): void {
+    this.entries.delete(key);
+  }
+
   /** Drops every entry whose value satisfies `test`. */
   deleteWhere(test: (value: V) => boolean): void {
     for (const [key, entry] of this.entries) if (test(entry.value)) this.entries.delete(key);

@@ -14,7 +14,7 @@ import type { Sql, SqlOrTx } from './connect.js';
 export const CHANNELS = {
   /** A policy set's new version: `account:environment:version`. */
   policies: 'authz_policies',
-  /** An agent's new status: `account:environment:status:agent_id`. */
+  /** An agent's new status: `account:environment:status:agent_id` (status `changed`: new attributes). */
   agents: 'authz_agents',
   /** An exhausted budget (from PL/pgSQL): the usage row as JSON. */
   budgets: 'authz_budgets',
@@ -81,10 +81,14 @@ export interface AgentStatusChange {
 
 export const agentStatusPayload = (c: AgentStatusChange): string => `${c.accountId}:${c.environment}:${c.status}:${c.agentId}`;
 
-export function parseAgentStatusPayload(payload: string): AgentStatusChange | null {
+/** Something else of the agent changed (its attributes): `account:environment:changed:agent_id`; the listener re-reads it. */
+export const agentChangedPayload = (c: Omit<AgentStatusChange, 'status'>): string => `${c.accountId}:${c.environment}:changed:${c.agentId}`;
+
+/** A payload of the agents channel: a new status, or `changed` (re-read the agent). */
+export function parseAgentStatusPayload(payload: string): (Omit<AgentStatusChange, 'status'> & { status: AgentStatusChange['status'] | 'changed' }) | null {
   const [accountId, environment, status, ...rest] = payload.split(':');
   if (!accountId || (environment !== 'test' && environment !== 'live') || !status) return null;
-  return { accountId, environment, status: status === 'revoked' ? 'revoked' : 'active', agentId: rest.join(':') };
+  return { accountId, environment, status: status === 'revoked' ? 'revoked' : status === 'changed' ? 'changed' : 'active', agentId: rest.join(':') };
 }
 
 export interface ReviewChange {

@@ -159,6 +159,8 @@ describe.each(STORE_KINDS)('OpenAPI document against real answers (%s store)', (
     await ok('GET /.well-known/authzen-configuration', {}, { auth: null });
     const subject = { type: 'agent', id: 'oa-bot' };
     await ok('POST /access/v1/evaluation', {}, { payload: { subject, action: { name: 'orders.read' }, resource: { type: 'order', id: '7' }, context: { amount: 1 } } });
+    await ok('POST /access/v1/search/subject', {}, { payload: { subject: { type: 'agent' }, action: { name: 'orders.read' }, resource: { type: 'order', id: '7' } } });
+    await ok('POST /access/v1/search/action', {}, { payload: { subject, resource: { type: 'order', id: '7' }, page: { limit: 5 } } });
     await ok('POST /access/v1/evaluations', {}, {
       payload: {
         subject,
@@ -190,6 +192,7 @@ describe.each(STORE_KINDS)('OpenAPI document against real answers (%s store)', (
     // Agents, revoked and restored (a decision in between is denied agent.revoked).
     await ok('GET /v1/agents');
     await ok('GET /v1/agents/:agent_id', { agent_id: 'oa-bot' });
+    await ok('PUT /v1/agents/:agent_id', { agent_id: 'oa-bot-3' }, { payload: { attributes: { roles: ['editor'] } } });
     await ok('POST /v1/agents/:agent_id/revoke', { agent_id: 'oa-bot-2' });
     await ok('POST /v1/decisions', {}, { payload: { agent_id: 'oa-bot-2', action: 'orders.read', resource: 'order:5' } });
     await ok('POST /v1/agents/:agent_id/restore', { agent_id: 'oa-bot-2' });

@@ -1,0 +1,141 @@
+/**
+ * AuthZEN 1.0 Search APIs, subjects and actions (contract, third part:
+ * "AuthZEN, interoperable", Search). Nothing is stored and no limit is used:
+ * each candidate is decided as POST /v1/decisions/preview decides (the
+ * current limits and budgets counted, not used), and counts when it would be
+ * allowed or reviewed now; a review that needs a human's approval does not.
+ *
+ * - subject search: the known, not revoked agents of the environment for which
+ *   the action on the resource would be allowed, sorted by id;
+ * - action search: the actions named exactly (no wildcard) by enabled allow or
+ *   review policies that the subject would be allowed on the resource, sorted
+ *   by name, as written in the policy (`authzen.can_read_todos`).
+ *
+ * Both page with `page: { limit (1..100, default 100), token }` and answer
+ * `page.next_token` (`""` at the end). Resource search is not offered.
+ */
+import { InvalidFieldError } from '../errors/api-error.js';
+import type { Sql } from '../store/connect.js';
+import { activeAgentIds } from '../store/agents.js';
+import type { Principal } from '../tenant.js';
+import { invalid, isObject, MAX_AGENT_ID_LENGTH, MAX_RESOURCE_LENGTH, readEntity, toDecisionInput, type AuthzenEvaluation } from './authzen.js';
+import type { DecisionInput, DecisionPreview } from './decisions.js';
+import type { PolicySets } from './policy-sets.js';
+
+type Json = Record<string, unknown>;
+
+export interface SearchDeps {
+  sql: Sql;
+  policySets: Pick<PolicySets, 'get'>;
+  decisions: { preview(principal: Principal, input: DecisionInput): Promise<DecisionPreview> };
+}
+
+export interface SearchPage<T> {
+  results: T[];
+  page: { next_token: string };
+}
+
+/** The most results a page holds, and the default. */
+export const MAX_SEARCH_LIMIT = 100;
+/** Agents read from the store per round while a subject search fills its page. */
+const AGENT_CHUNK = 200;
+
+/** Allowed or reviewed now, without waiting for a human. */
+const counts = (p: DecisionPreview): boolean => p.effect !== 'deny' && p.approval_required !== true;
+
+/** `page.limit` and the position after which the page starts (from `page.token`). */
+function readPage(value: unknown): { limit: number; after: string | null } {
+  if (value === undefined || value === null) return { limit: MAX_SEARCH_LIMIT, after: null };
+  if (!isObject(value)) throw invalid('/page', 'must be object');
+  const { limit = MAX_SEARCH_LIMIT, token } = value;
+  if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_SEARCH_LIMIT) throw invalid('/page/limit', `must be an integer from 1 to ${MAX_SEARCH_LIMIT}`);
+  if (token === undefined || token === null || token === '') return { limit, after: null };
+  if (typeof token !== 'string') throw invalid('/page/token', 'must be string');
+  return { limit, after: decodeToken(token) };
+}
+
+/** A page token: the last result's key, base64url (opaque to the caller). */
+const encodeToken = (key: string): string => Buffer.from(JSON.stringify({ after: key }), 'utf8').toString('base64url');
+
+function decodeToken(token: string): string {
+  try {
+    const value = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as unknown;
+    if (isObject(value) && typeof value.after === 'string') return value.after;
+  } catch {
+    // answered below
+  }
+  const message = 'page.token is not a token this service gave (pass page.next_token as it came)';
+  throw new InvalidFieldError(message, { details: [{ path: '/page/token', message }] });
+}
+
+function readContext(body: Json): Json | undefined {
+  if (body.context === undefined || body.context === null) return undefined;
+  if (!isObject(body.context)) throw invalid('/context', 'must be object');
+  return body.context;
+}
+
+/**
+ * POST /access/v1/search/subject: `{ subject: { type }, action, resource, context?, page? }`.
+ * Answers `[{ type: <the request's subject type>, id: <agent_id> }]`.
+ *
+ * @throws MissingFieldError / InvalidFieldError for a bad body, InvalidActionError for an action name over 200 characters
+ * @example
+ * await searchSubjects(deps, principal, { subject: { type: 'user' }, action: { name: 'can_read_todos' }, resource: { type: 'todo', id: '1' } });
+ * // => { results: [{ type: 'user', id: 'beth' }, ...], page: { next_token: '' } }
+ */
+export async function searchSubjects(deps: SearchDeps, principal: Principal, body: Json): Promise<SearchPage<{ type: string; id: string }>> {
+  const subject = readEntity(body.subject, '/subject', { type: { min: 1, max: 256 } });
+  const action = readEntity(body.action, '/action', { name: {} });
+  const resource = readEntity(body.resource, '/resource', { type: { min: 1, max: 256 }, id: { min: 1, max: MAX_RESOURCE_LENGTH } });
+  const context = readContext(body);
+  const { limit, after } = readPage(body.page);
+  const type = subject.type as string;
+  const evaluationOf = (id: string): AuthzenEvaluation =>
+    ({ subject: { ...subject, id }, action, resource, ...(context ? { context } : {}) }) as unknown as AuthzenEvaluation;
+  // Checked once, for the first candidate's sake: a bad action or resource is the request's 400.
+  toDecisionInput(evaluationOf('x'));
+  const results: Array<{ type: string; id: string }> = [];
+  let cursor = after;
+  for (;;) {
+    const ids = await activeAgentIds(deps.sql, principal.accountId, principal.environment, cursor, AGENT_CHUNK);
+    for (const id of ids) {
+      if (id.length > MAX_AGENT_ID_LENGTH) continue;
+      if (!counts(await deps.decisions.preview(principal, toDecisionInput(evaluationOf(id))))) continue;
+      if (results.length === limit) return { results, page: { next_token: encodeToken(results[limit - 1]!.id) } };
+      results.push({ type, id });
+    }
+    if (ids.length < AGENT_CHUNK) return { results, page: { next_token: '' } };
+    cursor = ids[ids.length - 1]!;
+  }
+}
+
+/**
+ * POST /access/v1/search/action: `{ subject: { type, id }, resource, context?, page? }`.
+ * Answers `[{ name: <the action as written in the policy> }]`.
+ *
+ * @throws MissingFieldError / InvalidFieldError for a bad body
+ * @example
+ * await searchActions(deps, principal, { subject: { type: 'user', id: 'morty' }, resource: { type: 'todo', id: '1' } });
+ * // => { results: [{ name: 'authzen.can_create_todo' }, { name: 'authzen.can_read_todos' }], page: { next_token: '' } }
+ */
+export async function searchActions(deps: SearchDeps, principal: Principal, body: Json): Promise<SearchPage<{ name: string }>> {
+  const subject = readEntity(body.subject, '/subject', { type: { min: 1, max: 256 }, id: { min: 1, max: MAX_AGENT_ID_LENGTH } });
+  const resource = readEntity(body.resource, '/resource', { type: { min: 1, max: 256 }, id: { min: 1, max: MAX_RESOURCE_LENGTH } });
+  const context = readContext(body);
+  const { limit, after } = readPage(body.page);
+  const set = await deps.policySets.get(principal.accountId, principal.environment);
+  const named = new Set<string>();
+  for (const policy of set.policies) {
+    if (policy.state !== 'enabled' || policy.effect === 'deny') continue;
+    for (const action of policy.actions) if (!action.includes('*')) named.add(action);
+  }
+  const candidates = [...named].filter((name) => after === null || name > after).sort();
+  const results: Array<{ name: string }> = [];
+  for (const name of candidates) {
+    const evaluation = { subject, action: { name }, resource, ...(context ? { context } : {}) } as unknown as AuthzenEvaluation;
+    if (!counts(await deps.decisions.preview(principal, toDecisionInput(evaluation)))) continue;
+    if (results.length === limit) return { results, page: { next_token: encodeToken(results[limit - 1]!.name) } };
+    results.push({ name });
+  }
+  return { results, page: { next_token: '' } };
+}
