@@ -48,6 +48,8 @@ export interface Config {
    * roles need PostgreSQL (several processes on one store).
    */
   role: ProcessRole;
+  /** AUTHZ_SEED (default 1): the first start on an empty store (embedded or PostgreSQL) creates the default account, its keys and the example policies; `0`: nothing. */
+  seed: boolean;
   /** AUTHZ_RETENTION_DAYS (default 90): days of decisions, events and deliveries kept (whole days dropped after that); null ("0" or "off"): kept forever. */
   retentionDays: number | null;
 }
@@ -89,6 +91,12 @@ function retentionDays(env: NodeJS.ProcessEnv): number | null {
   return int(env, 'AUTHZ_RETENTION_DAYS', 90, 1, 36_500);
 }
 
+function seedFlag(value: string | undefined): boolean {
+  if (value === undefined || value === '' || value === '1') return true;
+  if (value === '0') return false;
+  throw new ConfigError(`AUTHZ_SEED must be 1 (seed an empty store at its first start, the default) or 0 (leave it empty), not ${JSON.stringify(value)}`);
+}
+
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
   const port = int(env, 'PORT', 8080, 0, 65535);
   const host = env.HOST || '127.0.0.1';
@@ -121,6 +129,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
     otel: env.AUTHZ_OTEL === '1',
     role: processRole(env.AUTHZ_ROLE),
     retentionDays: retentionDays(env),
+    seed: seedFlag(env.AUTHZ_SEED),
   };
   if (env.DATABASE_URL) config.databaseUrl = env.DATABASE_URL;
   if (config.role !== 'all' && !config.databaseUrl) {

@@ -21,3 +21,12 @@ export const EXIT_PROBLEMS = 1;
 export const EXIT_USAGE = 2;
 
 export class UsageError extends Error {}
+
+/** `--help` or `-h` among a command's arguments (before a `--`). */
+export function wantsHelp(args: readonly string[]): boolean {
+  for (const a of args) {
+    if (a === '--') return false;
+    if (a === '--help' || a === '-h') return true;
+  }
+  return false;
+}

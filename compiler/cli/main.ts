@@ -9,7 +9,7 @@ import { runCompile } from './compile.js';
 import { runDiff } from './diff.js';
 import type { OutputFormat } from './diagnostics-format.js';
 import { runExplain } from './explain.js';
-import { EXIT_OK, EXIT_USAGE, UsageError, processIo, type CliIo } from './io.js';
+import { EXIT_OK, EXIT_USAGE, UsageError, processIo, wantsHelp, type CliIo } from './io.js';
 import { runTestCommand } from './test.js';
 import { runValidate } from './validate.js';
 
@@ -51,6 +51,22 @@ http://127.0.0.1:8080, --admin-token to AUTHZ_ADMIN_TOKEN):
 
 exit codes: 0 ok, 1 problems found, tests failed, or changes (diff, replay), 2 usage error`;
 
+/** The commands {@link main} runs itself (each answers `--help` with its part of USAGE). */
+const COMMANDS = ['validate', 'compile', 'test', 'explain', 'diff'];
+
+/** One command's lines of USAGE (its synopsis and description), then the exit codes. */
+export function commandUsage(command: string): string {
+  const lines = USAGE.split('\n');
+  const start = lines.findIndex((l) => l.startsWith(`  ${command} `));
+  const own = [lines[start]!.trimStart()];
+  // Its continuation lines: indented deeper than a command's two spaces.
+  for (const l of lines.slice(start + 1)) {
+    if (!l.startsWith('   ')) break;
+    own.push(l.slice(2));
+  }
+  return `usage: authz ${own.join('\n')}\n\n${lines.at(-1)}`;
+}
+
 const FORMATS: readonly OutputFormat[] = ['text', 'json', 'github'];
 
 function format(value: string | undefined): OutputFormat {
@@ -90,6 +106,10 @@ function minCoverage(value: string | undefined): { minCoverage?: number } {
  */
 export function main(argv: readonly string[], io: CliIo = processIo): number {
   const [command, ...rest] = argv;
+  if (command !== undefined && COMMANDS.includes(command) && wantsHelp(rest)) {
+    io.out(commandUsage(command));
+    return EXIT_OK;
+  }
   try {
     switch (command) {
       case 'validate': {

@@ -12,7 +12,7 @@
  */
 import { parseArgs } from 'node:util';
 import { githubAnnotation, renderDiagnostics } from './diagnostics-format.js';
-import { EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, processIo, UsageError, type CliIo } from './io.js';
+import { EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, processIo, UsageError, wantsHelp, type CliIo } from './io.js';
 import { loadPolicySet } from './load-table.js';
 import { ChangeSpool, changeRecord, LastN } from '../replay/collect.js';
 import { NdjsonError, readNdjson } from '../replay/ndjson.js';
@@ -83,6 +83,10 @@ function readOptions(argv: readonly string[], env: NodeJS.ProcessEnv): ReplayOpt
  * ```
  */
 export async function replayCommand(argv: readonly string[], io: CliIo = processIo, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  if (wantsHelp(argv)) {
+    io.out(REPLAY_USAGE);
+    return EXIT_OK;
+  }
   let options: ReplayOptions;
   let table: DecisionTable;
   try {
