@@ -32,7 +32,8 @@ export const REPLAY_USAGE = `usage: authz replay BUNDLE --url URL --key KEY [--s
   --since   the window: 30m, 12h, 7d (back from the service's current time) or an ISO time (default 7d)
   --limit   only the newest N decisions of the window
   --format  text (default), json ({ replayed, changed, changes } only), github (annotations and the text report)
-  --quiet   no progress lines on stderr`;
+  --quiet   no progress lines on stderr
+exit codes: 0 nothing would change, 1 something would, 2 usage error or no replay possible (candidate does not compile, service unreachable or refusing)`;
 
 interface ReplayOptions {
   candidate: string;

@@ -5,7 +5,8 @@
  *
  *   2026-11-26T16:01:00.000Z requests in the last 60 s: 1,204 (2xx 1,180, 4xx 24, 5xx 0); slowest 38 ms
  *
- * LOG_LEVEL=info (or debug, trace) logs every request instead, as pino JSON lines.
+ * and at the stop what came since the last one. LOG_LEVEL=info (or debug,
+ * trace) logs every request instead, as pino JSON lines.
  */
 
 /** Counts answered requests by status class; {@link RequestSummary.take} reads and resets. */
@@ -23,15 +24,15 @@ export class RequestSummary {
   }
 
   /**
-   * The summary line of what was recorded since the last call (null when nothing was),
-   * and a fresh start.
+   * The summary line of what was recorded since the last call (null when nothing
+   * was), `when` saying over what time (`in the last 60 s`), and a fresh start.
    */
-  take(seconds: number, at: Date): string | null {
+  take(when: string, at: Date): string | null {
     if (this.total === 0) return null;
     const n = (v: number) => v.toLocaleString('en-US');
     const c = this.counts;
     const redirects = c['3xx'] > 0 ? `, 3xx ${n(c['3xx'])}` : '';
-    const line = `${at.toISOString()} requests in the last ${seconds} s: ${n(this.total)} (2xx ${n(c['2xx'])}${redirects}, 4xx ${n(c['4xx'])}, 5xx ${n(c['5xx'])}); slowest ${Math.round(this.slowestMs)} ms`;
+    const line = `${at.toISOString()} requests ${when}: ${n(this.total)} (2xx ${n(c['2xx'])}${redirects}, 4xx ${n(c['4xx'])}, 5xx ${n(c['5xx'])}); slowest ${Math.round(this.slowestMs)} ms`;
     this.counts = { '2xx': 0, '3xx': 0, '4xx': 0, '5xx': 0 };
     this.total = 0;
     this.slowestMs = 0;
@@ -44,17 +45,16 @@ export class RequestSummary {
  * `stop()` writes what is left and ends it.
  */
 export function startRequestSummary(summary: RequestSummary, everyMs: number, now: () => number, write: (line: string) => void): { stop(): void } {
-  const seconds = Math.round(everyMs / 1000);
-  const flush = () => {
-    const line = summary.take(seconds, new Date(now()));
+  const flush = (when: string) => {
+    const line = summary.take(when, new Date(now()));
     if (line) write(line);
   };
-  const timer = setInterval(flush, everyMs);
+  const timer = setInterval(() => flush(`in the last ${Math.round(everyMs / 1000)} s`), everyMs);
   timer.unref();
   return {
     stop() {
       clearInterval(timer);
-      flush();
+      flush('since the last summary');
     },
   };
 }
