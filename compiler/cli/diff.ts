@@ -70,6 +70,20 @@ function winner(w: Winner | null): string {
  * The policies half of a diff as text (`authz diff`, and `authz push` before it
  * pushes): a count line naming `what`, then `+ id (summary)`, `- id (summary)`
  * and `~ id` with a line per changed field.
+ *
+ * @example
+ * ```ts
+ * import { compileItems, diffPolicySets, readPolicyValue, renderPolicyChanges } from 'agent-authz/compiler';
+ *
+ * const table = (...values) => compileItems(values.flatMap((v) => readPolicyValue(v).items)).table;
+ * const before = table({ id: 'pol_a', effect: 'allow', actions: ['orders.read'] }, { id: 'pol_b', effect: 'deny', actions: ['*.delete'] });
+ * const after = table({ id: 'pol_a', effect: 'allow', actions: ['orders.read'], priority: 5 });
+ * for (const line of renderPolicyChanges(diffPolicySets(before, after), 'live -> bundle.json')) console.log(line);
+ * // => policies: 0 added, 1 removed, 1 changed (live -> bundle.json)
+ * // =>   - pol_b (deny, priority 100, actions [*.delete])
+ * // =>   ~ pol_a
+ * // =>       priority: 100 -> 5
+ * ```
  */
 export function renderPolicyChanges(policies: PolicySetDiff, what: string): string[] {
   const { added, removed, changed } = policies;

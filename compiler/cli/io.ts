@@ -22,7 +22,17 @@ export const EXIT_USAGE = 2;
 
 export class UsageError extends Error {}
 
-/** `--help` or `-h` among a command's arguments (before a `--`). */
+/**
+ * Whether a command's arguments ask for its usage: `--help` or `-h` anywhere
+ * before a `--` (after it, they are operands).
+ *
+ * @example
+ * ```ts
+ * import { wantsHelp } from 'agent-authz/compiler';
+ *
+ * console.log(wantsHelp(['policies', '--help']), wantsHelp(['-h']), wantsHelp(['--', '--help'])); // => true true false
+ * ```
+ */
 export function wantsHelp(args: readonly string[]): boolean {
   for (const a of args) {
     if (a === '--') return false;
