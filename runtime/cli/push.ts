@@ -1,8 +1,8 @@
 /**
  * `authz push FILE [--url URL] [--key KEY] [--yes]`: sends a bundle written by
  * `authz compile` to a running service (PUT /v1/bundle), from CI for instance.
- * The bundle replaces the key's environment's whole set, so it first shows what
- * the push adds, changes and removes (the environment's policies read with
+ * The bundle replaces the key's environment's whole set, so it first shows the
+ * bundle's lints (`warning: lint.conflict: ...`) and what the push adds, changes and removes (the environment's policies read with
  * GET /v1/policies, compared with the bundle's as `authz diff` compares), and
  * asks before removing any, unless `--yes`. Without a terminal to ask on and
  * without `--yes`, a push that would remove policies lists them, changes
@@ -16,7 +16,7 @@
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline/promises';
 import { parseArgs } from 'node:util';
-import { compileItems, diffPolicySets, loadBundle, readPolicyValue, renderPolicyChanges, wantsHelp, type PolicySetDiff, type ReadPolicy } from '../../compiler/index.js';
+import { compileItems, diffPolicySets, loadBundle, readPolicyValue, renderPolicyChanges, wantsHelp, type Policy, type PolicySetDiff, type ReadPolicy } from '../../compiler/index.js';
 import { callService, credential, DEFAULT_URL, defaultIo, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, serviceUrl, type CommandIo } from './http-client.js';
 
 export const PUSH_USAGE = `usage: authz push FILE [--url URL] [--key KEY] [--yes]
@@ -24,7 +24,7 @@ export const PUSH_USAGE = `usage: authz push FILE [--url URL] [--key KEY] [--yes
   --url  the service (default AUTHZ_URL or ${DEFAULT_URL})
   --key  an API key with scopes policies:write and policies:read (default AUTHZ_API_KEY); the key's environment receives the bundle
   --yes  remove the policies the bundle does not have without asking
-Shows the policies the push adds, changes and removes first, and asks before removing any
+Shows the bundle's lints (warnings) and the policies the push adds, changes and removes first, and asks before removing any
 (without a terminal and without --yes: lists them, pushes nothing, exit 1).
 exit codes: 0 pushed, 1 not pushed (refused, unreachable, removals not confirmed), 2 usage error`;
 
@@ -72,24 +72,40 @@ async function currentPolicies(io: CommandIo, command: string, url: string, key:
   }
 }
 
-/** What the push changes, or null when it cannot be told (the reason printed). */
-async function preview(io: CommandIo, command: string, url: string, key: string, bytes: Buffer): Promise<PolicySetDiff | null | 'unreadable-bundle'> {
+/** The bundle's lints (warnings such as lint.conflict), as `authz compile` reported them, one line each. */
+function bundleWarnings(policies: readonly Policy[]): string[] {
+  const compiled = compileItems(policies.flatMap((p) => readPolicyValue(p).items));
+  return compiled.diagnostics.filter((d) => d.severity === 'warning').map((d) => `warning: ${d.code}: ${d.message}`);
+}
+
+/**
+ * What the push changes and the bundle's lints; `changes` null when the
+ * environment's policies cannot be read (the reason printed); 'unreadable-bundle'
+ * when the file does not load (the service then says why, in its own words).
+ */
+async function preview(
+  io: CommandIo,
+  command: string,
+  url: string,
+  key: string,
+  bytes: Buffer,
+): Promise<'unreadable-bundle' | { changes: PolicySetDiff | null; warnings: string[] }> {
   let loaded;
   try {
     loaded = loadBundle(JSON.parse(bytes.toString('utf8')));
   } catch {
     return 'unreadable-bundle';
   }
-  // The service says what is wrong with a bundle it cannot load, in its own words.
   if (!loaded.ok) return 'unreadable-bundle';
+  const warnings = bundleWarnings(loaded.bundle.policies);
   const current = await currentPolicies(io, command, url, key);
-  if (!current) return null;
-  const before = compileItems(current);
+  if (!current) return { changes: null, warnings };
+  const before = compileItems(current, { lint: false });
   if (!before.table) {
     io.err(`${command}: the service's policies do not compile here: ${before.diagnostics[0]?.message ?? ''}`);
-    return null;
+    return { changes: null, warnings };
   }
-  return diffPolicySets(before.table, loaded.table);
+  return { changes: diffPolicySets(before.table, loaded.table), warnings };
 }
 
 /**
@@ -129,7 +145,9 @@ export async function pushCommand(argv: readonly string[], io: CommandIo = defau
     return EXIT_USAGE;
   }
   const url = serviceUrl(values.url);
-  const changes = await preview(io, command, url, key, bytes);
+  const seen = await preview(io, command, url, key, bytes);
+  if (seen !== 'unreadable-bundle') for (const line of seen.warnings) io.out(line);
+  const changes = seen === 'unreadable-bundle' ? seen : seen.changes;
   if (changes === null && !values.yes) {
     io.err(`${command}: cannot tell what the push would change (the key needs policies:read besides policies:write), so it could remove policies unseen; nothing was pushed. --yes pushes all the same.`);
     return EXIT_PROBLEMS;

@@ -82,7 +82,7 @@ describe('docs/reviews.md: end to end, with curl', () => {
       marker('take'),
       take!,
     ].join('\n');
-    const env = { ...process.env, AUTHZ_URL: server!.base, WAIT_OUT: waitOut, NO_PROXY: '127.0.0.1,localhost', no_proxy: '127.0.0.1,localhost' };
+    const env: NodeJS.ProcessEnv = { ...process.env, AUTHZ_URL: server!.base, WAIT_OUT: waitOut, NO_PROXY: '127.0.0.1,localhost', no_proxy: '127.0.0.1,localhost' };
     delete env.AUTHZ_ADMIN_TOKEN;
     let stdout: string;
     try {

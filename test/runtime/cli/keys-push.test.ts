@@ -385,6 +385,23 @@ describe.each(STORE_KINDS)('authz keys and authz push (%s store)', (kind) => {
       expect(r.out).toContain('  ~ pol_support_refund_small_chat\n      priority: 100 -> 7');
     });
 
+    it("shows the bundle's lints (a conflict at the same priority) before pushing it", async () => {
+      const conflicting = join(dir, 'conflicting.json');
+      const policies = [...bundle.policies, { id: 'pol_cli_conflict', name: 'cli-conflict', state: 'enabled', priority: 100, effect: 'deny', actions: ['orders.read'] }];
+      const compiled = compileItems(policies.map((policy) => readPolicyValue(policy).items[0]!));
+      const lints = compiled.diagnostics.filter((d) => d.code === 'lint.conflict');
+      expect(lints.length).toBeGreaterThan(0);
+      writeFileSync(conflicting, JSON.stringify(createBundle(compiled.table!)));
+      const r = await pushAsking(false, conflicting, '--key', rt.testKey);
+      expect(r.code, r.err).toBe(0);
+      for (const d of lints) expect(r.out).toContain(`warning: lint.conflict: ${d.message}`);
+      expect(r.out).toMatch(/^ {2}\+ pol_cli_conflict /m);
+      // Back to the examples.
+      const back = await pushAsking(true, bundleFile, '--key', rt.testKey);
+      expect(back.code, back.err).toBe(0);
+      expect(back.out).not.toMatch(/^warning:/m);
+    });
+
     it('sends a bundle compiled from the examples: its policies are active (--yes: removals without asking)', async () => {
       await rt.setPolicies([{ id: 'pol_main_only', effect: 'allow', actions: ['cli.check'] }]);
       const r = await pushAsking(false, bundleFile, '--key', rt.testKey, '--yes');
