@@ -31,15 +31,19 @@ commands:
 
 runtime commands (they run or call the service; --url defaults to AUTHZ_URL or
 http://127.0.0.1:8080, --admin-token to AUTHZ_ADMIN_TOKEN):
-  serve [--bundle FILE]       run the service (configuration from the environment)
+  serve [--bundle FILE]       run the service (configuration from the environment:
+                              authz serve --help lists it)
   keys create (--account ACC_ID | --account-name NAME) [--environment test|live]
            [--scopes SCOPE,...] [--format text|json]
-                              a new API key, printed once
+                              a new API key, printed once (--account-name: the
+                              one account of that name, made when there is none)
   keys revoke KEY_ID          revoke an API key
   keys rotate [KEY_ID]        no id: a new permit signing key; an id: a new API key
                               like it, the old one revoked at once
-  push FILE [--url URL] [--key KEY]
-                              PUT /v1/bundle a compiled bundle (key: AUTHZ_API_KEY)
+  push FILE [--url URL] [--key KEY] [--yes]
+                              PUT /v1/bundle a compiled bundle (key: AUTHZ_API_KEY),
+                              showing what it adds, changes and removes first;
+                              removals asked for, or --yes
   replay BUNDLE [--url URL] [--key KEY] [--since 7d] [--limit N]
            [--format text|json|github] [--quiet]
                               the stored decisions decided again against a candidate:
@@ -49,6 +53,7 @@ http://127.0.0.1:8080, --admin-token to AUTHZ_ADMIN_TOKEN):
                               an MCP server that asks the service before every tool
                               call of the MCP server behind it (docs/mcp.md)
 
+every command answers --help (or -h) with its usage
 exit codes: 0 ok, 1 problems found, tests failed, or changes (diff, replay), 2 usage error`;
 
 /** The commands {@link main} runs itself (each answers `--help` with its part of USAGE). */
