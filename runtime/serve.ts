@@ -115,10 +115,9 @@ export async function serve(argv: readonly string[]): Promise<number> {
   // AUTHZ_ROLE: a dispatcher process answers only the health routes and runs nothing but the dispatcher.
   const { role } = config;
   // LOG_LEVEL unset: the quiet default (errors, and a summary of the requests a minute); set: pino at that level.
-  const quiet = !process.env.LOG_LEVEL;
-  const summary = quiet ? new RequestSummary() : undefined;
+  const summary = config.logLevel === undefined ? new RequestSummary() : undefined;
   const app = await buildApp(services, {
-    logger: loggerOptions({ level: process.env.LOG_LEVEL || 'warn', secrets: [config.adminToken, config.masterKey, config.metricsToken] }),
+    logger: loggerOptions({ level: config.logLevel ?? 'warn', secrets: [config.adminToken, config.masterKey, config.metricsToken] }),
     healthOnly: role === 'dispatcher',
     ...(summary ? { requestSummary: summary } : {}),
   });

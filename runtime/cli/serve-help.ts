@@ -27,7 +27,7 @@ export const SERVE_VARIABLES: readonly ServeVariable[] = [
   { name: 'AUTHZ_MASTER_KEY', fallback: 'unset', what: 'seals secrets at rest (16+ characters); unset: the key file' },
   { name: 'AUTHZ_MASTER_KEY_FILE', fallback: '<AUTHZ_DATA_DIR>.master-key', what: 'the master key file (generated at the first start)' },
   { name: 'AUTHZ_BASE_URL', fallback: 'http://HOST:PORT', what: "the service's public URL (permit issuer)" },
-  { name: 'LOG_LEVEL', fallback: 'warn', what: 'info: one log line per request; debug, trace: more; warn: errors and a summary a minute' },
+  { name: 'LOG_LEVEL', fallback: 'unset', what: 'unset: errors and a summary of the requests a minute; info: a JSON line per request; debug, trace: more' },
   { name: 'AUTHZ_ROLE', fallback: 'all', what: 'all, api (sends no webhooks) or dispatcher (only webhooks); api and dispatcher need DATABASE_URL' },
   { name: 'AUTHZ_TEST_CLOCK', fallback: 'unset', what: '1: POST /admin/clock moves the service clock forward' },
   { name: 'AUTHZ_METRICS_TOKEN', fallback: 'unset', what: 'turns GET /metrics on, behind this bearer token (16+ characters)' },

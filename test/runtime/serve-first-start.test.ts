@@ -74,7 +74,7 @@ describe('authz serve: the first start on an empty PostgreSQL', () => {
     }
   });
 
-  it('AUTHZ_SEED=0: the database stays empty; AUTHZ_SEED must be 0 or 1', async () => {
+  it('AUTHZ_SEED=0: the database stays empty; AUTHZ_SEED must be 0 or 1, LOG_LEVEL a level', async () => {
     const db = await createTestDatabase();
     dbs.push(db);
     const { p } = await start({ DATABASE_URL: db.url, AUTHZ_SEED: '0', AUTHZ_MASTER_KEY_FILE: join(tmp, 'unseeded.master-key') });
@@ -88,6 +88,11 @@ describe('authz serve: the first start on an empty PostgreSQL', () => {
     expect(configFromEnv({}).seed).toBe(true);
     expect(configFromEnv({ AUTHZ_SEED: '0' }).seed).toBe(false);
     expect(() => configFromEnv({ AUTHZ_SEED: 'no' })).toThrow(ConfigError);
+    // LOG_LEVEL: a pino level, or unset (the quiet default).
+    expect(configFromEnv({}).logLevel).toBeUndefined();
+    expect(configFromEnv({ LOG_LEVEL: '' }).logLevel).toBeUndefined();
+    expect(configFromEnv({ LOG_LEVEL: 'debug' }).logLevel).toBe('debug');
+    expect(() => configFromEnv({ LOG_LEVEL: 'verbose' })).toThrow(/LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent/);
   });
 });
 
