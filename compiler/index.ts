@@ -88,6 +88,8 @@ export { loadSchema, packageRoot } from './schemas.js';
 
 // The `authz` command line (bin/authz.js) and its file helpers.
 export { main } from './cli/main.js';
+export { renderPolicyChanges } from './cli/diff.js';
+export { diffPolicySets, type PolicySetDiff } from './diff/policies.js';
 export { replayCommand } from './cli/replay.js';
-export { EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, processIo, type CliIo } from './cli/io.js';
+export { EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, processIo, wantsHelp, type CliIo } from './cli/io.js';
 export { findYamlFiles, isPolicyFile, readSource } from './cli/files.js';

@@ -12,6 +12,7 @@ import { registerJsonBodies } from './http/json-body.js';
 import { refuseOtherMediaTypes } from './http/media-type.js';
 import { rejectUnstorableInput, validatorCompiler } from './http/validation.js';
 import { newId } from './ids.js';
+import type { RequestSummary } from './http/request-summary.js';
 import { adminRoutes } from './routes/admin.js';
 import { agentRoutes } from './routes/agents.js';
 import { authzenRoutes } from './routes/authzen.js';
@@ -26,6 +27,7 @@ import { registerOpenApi } from './routes/openapi.js';
 import { permitRoutes } from './routes/permits.js';
 import { policyRoutes } from './routes/policies.js';
 import { reviewRoutes } from './routes/reviews.js';
+import { rootRoutes } from './routes/root.js';
 import { webhookRoutes } from './routes/webhooks.js';
 import { systemClock } from './clock.js';
 import type { Services } from './services.js';
@@ -44,6 +46,8 @@ export interface AppOptions {
   onRoute?: (route: RouteOptions) => void;
   /** A dispatcher process (AUTHZ_ROLE=dispatcher) answers only GET /healthz and /readyz. */
   healthOnly?: boolean;
+  /** Counts every answered request (the quiet default log's summary: http/request-summary.ts). */
+  requestSummary?: RequestSummary;
 }
 
 export async function buildApp(services: Services, options: AppOptions = {}): Promise<FastifyInstance> {
@@ -72,6 +76,12 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   app.addHook('onRequest', async (request, reply) => {
     reply.header('request-id', request.id);
   });
+  const summary = options.requestSummary;
+  if (summary) {
+    app.addHook('onResponse', async (_request, reply) => {
+      summary.record(reply.statusCode, reply.elapsedTime);
+    });
+  }
   // With a clock other than the system's (the test clock), Date says the service's time
   // (authz replay reads its window's end from it). With the system clock Node's own Date is that.
   const { clock } = services;
@@ -95,6 +105,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   // First: the OpenAPI document collects every route registered after it.
   await registerOpenApi(app);
   await app.register(healthRoutes);
+  await app.register(rootRoutes);
   // Decisions apply the key's platform limit themselves (in the store call of the policies' limits).
   await app.register(decideRoutes);
   // AuthZEN evaluations are decisions too: the decision service applies the key's platform limit.

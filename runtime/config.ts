@@ -48,11 +48,19 @@ export interface Config {
    * roles need PostgreSQL (several processes on one store).
    */
   role: ProcessRole;
+  /** LOG_LEVEL: a pino level for a JSON line per request and more; unset: the quiet default (errors, and a summary of the requests a minute). */
+  logLevel?: LogLevel;
+  /** AUTHZ_SEED (default 1): the first start on an empty store (embedded or PostgreSQL) creates the default account, its keys and the example policies; `0`: nothing. */
+  seed: boolean;
   /** AUTHZ_RETENTION_DAYS (default 90): days of decisions, events and deliveries kept (whole days dropped after that); null ("0" or "off"): kept forever. */
   retentionDays: number | null;
 }
 
 export const PROCESS_ROLES = ['all', 'api', 'dispatcher'] as const;
+
+/** The levels LOG_LEVEL takes (pino's). */
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
 export type ProcessRole = (typeof PROCESS_ROLES)[number];
 
 /** Requests per second per API key unless AUTHZ_KEY_RATE_LIMIT says otherwise. */
@@ -89,6 +97,12 @@ function retentionDays(env: NodeJS.ProcessEnv): number | null {
   return int(env, 'AUTHZ_RETENTION_DAYS', 90, 1, 36_500);
 }
 
+function seedFlag(value: string | undefined): boolean {
+  if (value === undefined || value === '' || value === '1') return true;
+  if (value === '0') return false;
+  throw new ConfigError(`AUTHZ_SEED must be 1 (seed an empty store at its first start, the default) or 0 (leave it empty), not ${JSON.stringify(value)}`);
+}
+
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
   const port = int(env, 'PORT', 8080, 0, 65535);
   const host = env.HOST || '127.0.0.1';
@@ -121,8 +135,13 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
     otel: env.AUTHZ_OTEL === '1',
     role: processRole(env.AUTHZ_ROLE),
     retentionDays: retentionDays(env),
+    seed: seedFlag(env.AUTHZ_SEED),
   };
   if (env.DATABASE_URL) config.databaseUrl = env.DATABASE_URL;
+  if (env.LOG_LEVEL) {
+    if (!(LOG_LEVELS as readonly string[]).includes(env.LOG_LEVEL)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (or unset: errors and a summary a minute), not ${JSON.stringify(env.LOG_LEVEL)}`);
+    config.logLevel = env.LOG_LEVEL as LogLevel;
+  }
   if (config.role !== 'all' && !config.databaseUrl) {
     throw new ConfigError(`AUTHZ_ROLE=${config.role} needs DATABASE_URL: the embedded store belongs to one process, which must both serve the API and send the webhooks (AUTHZ_ROLE=all)`);
   }

@@ -1,8 +1,8 @@
 /**
- * First start of an embedded store: a `default` account, a test and a live key
- * with every scope (printed once: only their hashes are kept), and the example
- * policies (or a bundle) in the test environment, so a newcomer's first curl gets
- * a decision.
+ * First start of an empty store (embedded or PostgreSQL; not with AUTHZ_SEED=0):
+ * a `default` account, a test and a live key with every scope (printed once:
+ * only their hashes are kept), and the example policies (or a bundle) in the
+ * test environment, so a newcomer's first curl gets a decision.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -11,7 +11,7 @@ import type { Environment } from './tenant.js';
 import { createAccount, createApiKey, type CreatedKey } from './domain/accounts.js';
 import type { Services } from './services.js';
 import { LOCKS, lockFor } from './store/channels.js';
-import { countAccounts } from './store/accounts.js';
+import { countAccounts, findAccountsByName } from './store/accounts.js';
 
 export interface Seeded {
   accountId: string;
@@ -32,7 +32,7 @@ export async function seedIfEmpty(services: Services): Promise<Seeded | null> {
 }
 
 export async function defaultAccountId(services: Services): Promise<string | undefined> {
-  const [row] = await services.store.sql<Array<{ id: string }>>`select id from accounts where name = 'default' order by created_at limit 1`;
+  const [row] = await findAccountsByName(services.store.sql, 'default', 1);
   return row?.id;
 }
 
@@ -55,4 +55,39 @@ export function bundlePolicies(path: string): Policy[] {
 /** Replaces an environment's policies (start-up seeding and --bundle), as PUT /v1/bundle does (domain/bundles.ts). */
 export async function installPolicies(services: Services, accountId: string, environment: Environment, policies: Policy[]): Promise<void> {
   await services.bundles.replace({ accountId, environment }, policies);
+}
+
+/** What {@link seedAtStart} did: the seeded keys (first start only) and the default account, if any. */
+export interface StartSeeding {
+  seeded: Seeded | null;
+  accountId: string | undefined;
+}
+
+/**
+ * `authz serve`'s seeding: on an empty store (unless `seed` is false) the default
+ * account and keys, printed once; then the example policies (first start) or
+ * `bundle` (every start with --bundle) into its test environment. Every start
+ * names the default account, so that a second start still shows its id.
+ */
+export async function seedAtStart(
+  services: Services,
+  options: { seed: boolean; bundle?: { path: string; policies: Policy[] }; log: (line: string) => void; warn: (line: string) => void },
+): Promise<StartSeeding> {
+  const { log } = options;
+  const seeded = options.seed ? await seedIfEmpty(services) : null;
+  if (seeded) {
+    log(`Created account "default" (${seeded.accountId}). These keys are shown once; store them now:`);
+    for (const k of seeded.keys) log(`  ${k.environment} key: ${k.key}`);
+  }
+  const accountId = await defaultAccountId(services);
+  if (accountId && !seeded) log(`Account "default": ${accountId} (its keys were printed at its first start; more with authz keys create --account ${accountId})`);
+  if (options.bundle && !accountId) {
+    options.warn('authz serve: --bundle needs the "default" account, which the first start on an empty store creates (not with AUTHZ_SEED=0); else use PUT /v1/bundle (authz push)');
+  }
+  if (accountId && (options.bundle || seeded)) {
+    const policies = options.bundle?.policies ?? examplePolicies();
+    await installPolicies(services, accountId, 'test', policies);
+    log(`Loaded ${policies.length} policies ${options.bundle ? `from ${options.bundle.path}` : 'from examples/'} into the test environment.`);
+  }
+  return { seeded, accountId };
 }

@@ -10,6 +10,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { wantsHelp } from '../compiler/index.js';
 import { buildApp } from './app.js';
 import { configFromEnv, ConfigError } from './config.js';
 import { startKeyReplication } from './domain/key-replication.js';
@@ -18,7 +19,10 @@ import { startReviewMaintenance } from './domain/review-maintenance.js';
 import { loggerOptions } from './http/logger.js';
 import { startLimitMaintenance } from './limits/maintenance.js';
 import { startLogMaintenance } from './domain/log-retention.js';
-import { bundlePolicies, defaultAccountId, examplePolicies, installPolicies, seedIfEmpty } from './seed.js';
+import { bundlePolicies, seedAtStart } from './seed.js';
+import { listenProblem, portProblem } from './cli/port-check.js';
+import { serveUsage } from './cli/serve-help.js';
+import { RequestSummary, startRequestSummary } from './http/request-summary.js';
 import { MasterKeyError, prepareSealing } from './secrets/sealed-text.js';
 import { resolveMasterKey, type MasterKey } from './secrets/master-key.js';
 import { openServices } from './services.js';
@@ -27,8 +31,21 @@ import { migrate } from './store/migrate.js';
 import { guardStoreOutages } from './outage-guard.js';
 import { driverConnectionFile, driverPatched } from './store/driver-patch.js';
 
+/** How often the quiet default log (LOG_LEVEL unset) writes its summary of the requests. */
+const SUMMARY_EVERY_MS = 60_000;
+
 export async function serve(argv: readonly string[]): Promise<number> {
-  const { values } = parseArgs({ args: [...argv], options: { bundle: { type: 'string' } } });
+  if (wantsHelp(argv)) {
+    process.stdout.write(`${serveUsage()}\n`);
+    return 0;
+  }
+  let values;
+  try {
+    ({ values } = parseArgs({ args: [...argv], options: { bundle: { type: 'string' } } }));
+  } catch (e) {
+    process.stderr.write(`authz serve: ${(e as Error).message}\n\n${serveUsage()}\n`);
+    return 2;
+  }
   let config;
   try {
     config = configFromEnv();
@@ -49,6 +66,12 @@ export async function serve(argv: readonly string[]): Promise<number> {
     return 2;
   }
   const log = (line: string) => process.stdout.write(`${line}\n`);
+  // Before the store is opened (seconds on a first start): the port must be free.
+  const portInUse = await portProblem(config.host, config.port);
+  if (portInUse) {
+    process.stderr.write(`authz serve: ${portInUse}\n`);
+    return 2;
+  }
   let master: MasterKey;
   try {
     master = resolveMasterKey(config.masterKey, config.masterKeyFile);
@@ -83,27 +106,24 @@ export async function serve(argv: readonly string[]): Promise<number> {
   // A bundle push cut short by a stop: finished when it had committed, else undone.
   await services.bundles.recover();
 
-  const seeded = store.kind === 'embedded' ? await seedIfEmpty(services) : null;
-  if (seeded) {
-    log(`Created account "default" (${seeded.accountId}). These keys are shown once; store them now:`);
-    for (const k of seeded.keys) log(`  ${k.environment} key: ${k.key}`);
-  }
-  const accountId = await defaultAccountId(services);
-  if (bundle && !accountId) {
-    process.stderr.write('authz serve: --bundle needs the "default" account, which only a fresh embedded store creates; with PostgreSQL use PUT /v1/bundle (authz push)\n');
-  }
-  if (accountId && (bundle || seeded)) {
-    const policies = bundle ?? examplePolicies();
-    await installPolicies(services, accountId, 'test', policies);
-    log(`Loaded ${policies.length} policies ${bundle ? `from ${values.bundle}` : 'from examples/'} into the test environment.`);
-  }
+  const { seeded } = await seedAtStart(services, {
+    seed: config.seed && config.role !== 'dispatcher',
+    ...(bundle ? { bundle: { path: values.bundle!, policies: bundle } } : {}),
+    log,
+    warn: (line) => process.stderr.write(`${line}\n`),
+  });
+  if (!config.adminToken) log('Operator API (/admin): off; set AUTHZ_ADMIN_TOKEN (16+ characters) to create accounts and keys (authz keys).');
 
   // AUTHZ_ROLE: a dispatcher process answers only the health routes and runs nothing but the dispatcher.
   const { role } = config;
+  // LOG_LEVEL unset: the quiet default (errors, and a summary of the requests a minute); set: pino at that level.
+  const summary = config.logLevel === undefined ? new RequestSummary() : undefined;
   const app = await buildApp(services, {
-    logger: loggerOptions({ level: process.env.LOG_LEVEL ?? 'info', secrets: [config.adminToken, config.masterKey, config.metricsToken] }),
+    logger: loggerOptions({ level: config.logLevel ?? 'warn', secrets: [config.adminToken, config.masterKey, config.metricsToken] }),
     healthOnly: role === 'dispatcher',
+    ...(summary ? { requestSummary: summary } : {}),
   });
+  const summaryLines = summary ? startRequestSummary(summary, SUMMARY_EVERY_MS, () => services.clock.now(), log) : undefined;
   const onError = (what: string) => (e: unknown) => app.log.error({ err: e }, what);
   // Whatever the database connections do, a store outage never ends the process (docs/operations.md, Failover).
   guardStoreOutages((reason) => app.log.warn({ err: reason }, 'store unavailable (an unhandled rejection): still serving'));
@@ -118,7 +138,19 @@ export async function serve(argv: readonly string[]): Promise<number> {
           // Partitions made ahead and retention (one process at a time does each step).
           await startLogMaintenance(store, services.clock, { retentionDays: config.retentionDays }, 30_000, onError('decision log upkeep')),
         ];
-  await app.listen({ port: config.port, host: config.host });
+  try {
+    await app.listen({ port: config.port, host: config.host });
+  } catch (e) {
+    // Taken between the check and now: the same sentence, the store closed cleanly.
+    const problem = listenProblem(e, config.host, config.port);
+    if (!problem) throw e;
+    process.stderr.write(`authz serve: ${problem}\n`);
+    for (const task of upkeep) await task.stop();
+    await app.close();
+    await services.writer.idle();
+    await store.close();
+    return 2;
+  }
   // The bound port (PORT=0 asks the system for a free one).
   const bound = app.server.address();
   const port = typeof bound === 'object' && bound !== null ? bound.port : config.port;
@@ -138,6 +170,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
     stopping = true;
     app.log.info(`${signal}: stopping`);
     for (const task of upkeep) await task.stop();
+    summaryLines?.stop();
     await app.close();
     await services.dispatcher.stop();
     await services.limits.idle();

@@ -66,20 +66,41 @@ function winner(w: Winner | null): string {
   return w === null ? '(none: no enabled policy)' : `${w.policy_id} (${w.effect}, priority ${w.priority})`;
 }
 
+/**
+ * The policies half of a diff as text (`authz diff`, and `authz push` before it
+ * pushes): a count line naming `what`, then `+ id (summary)`, `- id (summary)`
+ * and `~ id` with a line per changed field.
+ *
+ * @example
+ * ```ts
+ * import { compileItems, diffPolicySets, readPolicyValue, renderPolicyChanges } from 'agent-authz/compiler';
+ *
+ * const table = (...values) => compileItems(values.flatMap((v) => readPolicyValue(v).items)).table;
+ * const before = table({ id: 'pol_a', effect: 'allow', actions: ['orders.read'] }, { id: 'pol_b', effect: 'deny', actions: ['*.delete'] });
+ * const after = table({ id: 'pol_a', effect: 'allow', actions: ['orders.read'], priority: 5 });
+ * for (const line of renderPolicyChanges(diffPolicySets(before, after), 'live -> bundle.json')) console.log(line);
+ * // => policies: 0 added, 1 removed, 1 changed (live -> bundle.json)
+ * // =>   - pol_b (deny, priority 100, actions [*.delete])
+ * // =>   ~ pol_a
+ * // =>       priority: 100 -> 5
+ * ```
+ */
+export function renderPolicyChanges(policies: PolicySetDiff, what: string): string[] {
+  const { added, removed, changed } = policies;
+  if (added.length + removed.length + changed.length === 0) return [`policies: no change (${what})`];
+  const out = [`policies: ${added.length} added, ${removed.length} removed, ${changed.length} changed (${what})`];
+  for (const p of added) out.push(`  + ${p.id} (${summary(p)})`);
+  for (const p of removed) out.push(`  - ${p.id} (${summary(p)})`);
+  for (const c of changed) {
+    out.push(`  ~ ${c.id}`);
+    for (const f of c.fields) out.push(fieldLine(f));
+  }
+  return out;
+}
+
 /** The text report of a diff. */
 export function renderDiff(diff: SetDiff, oldPath: string, newPath: string): string[] {
-  const { added, removed, changed } = diff.policies;
-  const out: string[] = [];
-  if (added.length + removed.length + changed.length === 0) out.push(`policies: no change (${oldPath} -> ${newPath})`);
-  else {
-    out.push(`policies: ${added.length} added, ${removed.length} removed, ${changed.length} changed (${oldPath} -> ${newPath})`);
-    for (const p of added) out.push(`  + ${p.id} (${summary(p)})`);
-    for (const p of removed) out.push(`  - ${p.id} (${summary(p)})`);
-    for (const c of changed) {
-      out.push(`  ~ ${c.id}`);
-      for (const f of c.fields) out.push(fieldLine(f));
-    }
-  }
+  const out = renderPolicyChanges(diff.policies, `${oldPath} -> ${newPath}`);
   const { probed, changes } = diff.winners;
   out.push(
     `winning policy by action (any agent, any resource, conditions taken as met; ${probed} action${probed === 1 ? '' : 's'} probed): ${changes.length === 0 ? 'no change' : `${changes.length} changed`}`,

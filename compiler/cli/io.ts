@@ -21,3 +21,22 @@ export const EXIT_PROBLEMS = 1;
 export const EXIT_USAGE = 2;
 
 export class UsageError extends Error {}
+
+/**
+ * Whether a command's arguments ask for its usage: `--help` or `-h` anywhere
+ * before a `--` (after it, they are operands).
+ *
+ * @example
+ * ```ts
+ * import { wantsHelp } from 'agent-authz/compiler';
+ *
+ * console.log(wantsHelp(['policies', '--help']), wantsHelp(['-h']), wantsHelp(['--', '--help'])); // => true true false
+ * ```
+ */
+export function wantsHelp(args: readonly string[]): boolean {
+  for (const a of args) {
+    if (a === '--') return false;
+    if (a === '--help' || a === '-h') return true;
+  }
+  return false;
+}

@@ -9,7 +9,7 @@ import { runCompile } from './compile.js';
 import { runDiff } from './diff.js';
 import type { OutputFormat } from './diagnostics-format.js';
 import { runExplain } from './explain.js';
-import { EXIT_OK, EXIT_USAGE, UsageError, processIo, type CliIo } from './io.js';
+import { EXIT_OK, EXIT_USAGE, UsageError, processIo, wantsHelp, type CliIo } from './io.js';
 import { runTestCommand } from './test.js';
 import { runValidate } from './validate.js';
 
@@ -31,15 +31,19 @@ commands:
 
 runtime commands (they run or call the service; --url defaults to AUTHZ_URL or
 http://127.0.0.1:8080, --admin-token to AUTHZ_ADMIN_TOKEN):
-  serve [--bundle FILE]       run the service (configuration from the environment)
+  serve [--bundle FILE]       run the service (configuration from the environment:
+                              authz serve --help lists it)
   keys create (--account ACC_ID | --account-name NAME) [--environment test|live]
            [--scopes SCOPE,...] [--format text|json]
-                              a new API key, printed once
+                              a new API key, printed once (--account-name: the
+                              one account of that name, made when there is none)
   keys revoke KEY_ID          revoke an API key
   keys rotate [KEY_ID]        no id: a new permit signing key; an id: a new API key
                               like it, the old one revoked at once
-  push FILE [--url URL] [--key KEY]
-                              PUT /v1/bundle a compiled bundle (key: AUTHZ_API_KEY)
+  push FILE [--url URL] [--key KEY] [--yes]
+                              PUT /v1/bundle a compiled bundle (key: AUTHZ_API_KEY),
+                              showing what it adds, changes and removes first;
+                              removals asked for, or --yes
   replay BUNDLE [--url URL] [--key KEY] [--since 7d] [--limit N]
            [--format text|json|github] [--quiet]
                               the stored decisions decided again against a candidate:
@@ -49,7 +53,24 @@ http://127.0.0.1:8080, --admin-token to AUTHZ_ADMIN_TOKEN):
                               an MCP server that asks the service before every tool
                               call of the MCP server behind it (docs/mcp.md)
 
+every command answers --help (or -h) with its usage
 exit codes: 0 ok, 1 problems found, tests failed, or changes (diff, replay), 2 usage error`;
+
+/** The commands {@link main} runs itself (each answers `--help` with its part of USAGE). */
+const COMMANDS = ['validate', 'compile', 'test', 'explain', 'diff'];
+
+/** One command's lines of USAGE (its synopsis and description), then the exit codes. */
+export function commandUsage(command: string): string {
+  const lines = USAGE.split('\n');
+  const start = lines.findIndex((l) => l.startsWith(`  ${command} `));
+  const own = [lines[start]!.trimStart()];
+  // Its continuation lines: indented deeper than a command's two spaces.
+  for (const l of lines.slice(start + 1)) {
+    if (!l.startsWith('   ')) break;
+    own.push(l.slice(2));
+  }
+  return `usage: authz ${own.join('\n')}\n\n${lines.at(-1)}`;
+}
 
 const FORMATS: readonly OutputFormat[] = ['text', 'json', 'github'];
 
@@ -90,6 +111,10 @@ function minCoverage(value: string | undefined): { minCoverage?: number } {
  */
 export function main(argv: readonly string[], io: CliIo = processIo): number {
   const [command, ...rest] = argv;
+  if (command !== undefined && COMMANDS.includes(command) && wantsHelp(rest)) {
+    io.out(commandUsage(command));
+    return EXIT_OK;
+  }
   try {
     switch (command) {
       case 'validate': {

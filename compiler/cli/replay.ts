@@ -12,7 +12,7 @@
  */
 import { parseArgs } from 'node:util';
 import { githubAnnotation, renderDiagnostics } from './diagnostics-format.js';
-import { EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, processIo, UsageError, type CliIo } from './io.js';
+import { EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, processIo, UsageError, wantsHelp, type CliIo } from './io.js';
 import { loadPolicySet } from './load-table.js';
 import { ChangeSpool, changeRecord, LastN } from '../replay/collect.js';
 import { NdjsonError, readNdjson } from '../replay/ndjson.js';
@@ -32,7 +32,8 @@ export const REPLAY_USAGE = `usage: authz replay BUNDLE --url URL --key KEY [--s
   --since   the window: 30m, 12h, 7d (back from the service's current time) or an ISO time (default 7d)
   --limit   only the newest N decisions of the window
   --format  text (default), json ({ replayed, changed, changes } only), github (annotations and the text report)
-  --quiet   no progress lines on stderr`;
+  --quiet   no progress lines on stderr
+exit codes: 0 nothing would change, 1 something would, 2 usage error or no replay possible (candidate does not compile, service unreachable or refusing)`;
 
 interface ReplayOptions {
   candidate: string;
@@ -83,6 +84,10 @@ function readOptions(argv: readonly string[], env: NodeJS.ProcessEnv): ReplayOpt
  * ```
  */
 export async function replayCommand(argv: readonly string[], io: CliIo = processIo, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  if (wantsHelp(argv)) {
+    io.out(REPLAY_USAGE);
+    return EXIT_OK;
+  }
   let options: ReplayOptions;
   let table: DecisionTable;
   try {

@@ -55,6 +55,18 @@ const byId = (a: { id: string }, b: { id: string }) => (a.id < b.id ? -1 : a.id 
  * @param before - the old set's table.
  * @param after - the new set's table.
  * @returns the three lists, each sorted by id.
+ *
+ * @example
+ * ```ts
+ * import { compileItems, diffPolicySets, readPolicyValue } from 'agent-authz/compiler';
+ *
+ * const table = (...values) => compileItems(values.flatMap((v) => readPolicyValue(v).items)).table;
+ * const before = table({ id: 'pol_a', effect: 'allow', actions: ['orders.read'] }, { id: 'pol_b', effect: 'deny', actions: ['*.delete'] });
+ * const after = table({ id: 'pol_a', effect: 'allow', actions: ['orders.read'], priority: 5 }, { id: 'pol_c', effect: 'allow', actions: ['orders.list'] });
+ * const diff = diffPolicySets(before, after);
+ * console.log(diff.added.map((p) => p.id), diff.removed.map((p) => p.id)); // => [ 'pol_c' ] [ 'pol_b' ]
+ * console.log(diff.changed[0].id, diff.changed[0].fields); // => pol_a [ { field: 'priority', old: 100, new: 5 } ]
+ * ```
  */
 export function diffPolicySets(before: DecisionTable, after: DecisionTable): PolicySetDiff {
   const added: Policy[] = [];

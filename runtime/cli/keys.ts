@@ -11,13 +11,16 @@
  * refused or could not be reached (status, code and message printed), 2 usage error.
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { wantsHelp } from '../../compiler/index.js';
 import { callService, credential, DEFAULT_URL, defaultIo, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, serviceUrl, type CommandIo } from './http-client.js';
 
 export const KEYS_USAGE = `usage:
   authz keys create (--account acc_... | --account-name NAME) [--environment test|live] [--scopes SCOPE,...] [--format text|json]
   authz keys revoke key_... [--format text|json]
   authz keys rotate [key_...] [--format text|json]
-options of every subcommand: --url URL (default AUTHZ_URL or ${DEFAULT_URL}), --admin-token TOKEN (default AUTHZ_ADMIN_TOKEN)`;
+options of every subcommand: --url URL (default AUTHZ_URL or ${DEFAULT_URL}), --admin-token TOKEN (default AUTHZ_ADMIN_TOKEN)
+--account-name NAME: the one account of that name (created when there is none; two or more: exit 1, their ids listed)
+exit codes: 0 done, 1 the service refused or could not be reached, 2 usage error`;
 
 const COMMON = { url: { type: 'string' }, 'admin-token': { type: 'string' }, format: { type: 'string' } } as const satisfies ParseArgsConfig['options'];
 const CREATE = { ...COMMON, account: { type: 'string' }, 'account-name': { type: 'string' }, environment: { type: 'string' }, scopes: { type: 'string' } } as const;
@@ -38,6 +41,10 @@ interface KeyRecord {
 
 export async function keysCommand(argv: readonly string[], io: CommandIo = defaultIo): Promise<number> {
   const [sub, ...rest] = argv;
+  if (sub === undefined ? false : sub === 'help' || wantsHelp([sub, ...rest])) {
+    io.out(KEYS_USAGE);
+    return EXIT_OK;
+  }
   const command = `authz keys ${sub ?? ''}`.trimEnd();
   try {
     switch (sub) {
@@ -89,18 +96,34 @@ async function create(io: CommandIo, command: string, conn: Connection, values: 
 
   let accountId = values.account!;
   let createdAccount: string | undefined;
-  if (values['account-name'] !== undefined) {
-    const account = await callService(io, { command, ...conn, method: 'POST', path: '/admin/accounts', body: { name: values['account-name'] } });
-    if (!account) return EXIT_PROBLEMS;
-    accountId = account.id;
-    createdAccount = `created account ${account.id} (${account.name})`;
+  let heading = 'created API key:';
+  const name = values['account-name'];
+  if (name !== undefined) {
+    // One account of that name: reuse it; none: create it; several: the operator picks one.
+    const found = await callService(io, { command, ...conn, method: 'GET', path: `/admin/accounts?name=${encodeURIComponent(name)}` });
+    if (!found) return EXIT_PROBLEMS;
+    const named = (found.data ?? []) as Array<{ id: string; name: string }>;
+    if (named.length > 1) {
+      io.err(`${command}: ${named.length} accounts are named ${JSON.stringify(name)}: ${named.map((a) => a.id).join(', ')}; give the one to use with --account acc_...`);
+      return EXIT_PROBLEMS;
+    }
+    if (named.length === 1) {
+      accountId = named[0]!.id;
+      heading = `using the existing account ${accountId} (${name})\ncreated API key:`;
+    } else {
+      const account = await callService(io, { command, ...conn, method: 'POST', path: '/admin/accounts', body: { name } });
+      if (!account) return EXIT_PROBLEMS;
+      accountId = account.id;
+      createdAccount = `created account ${account.id} (${account.name})`;
+      heading = `${createdAccount}\ncreated API key:`;
+    }
   }
   const body = await callService(io, { command, ...conn, method: 'POST', path: `/admin/accounts/${encodeURIComponent(accountId)}/api-keys`, body: { environment, scopes } });
   if (!body) {
     if (createdAccount) io.err(`${command}: ${createdAccount}, but no key: retry with --account ${accountId}`);
     return EXIT_PROBLEMS;
   }
-  return done(io, fmt, body, () => printKey(io, createdAccount ? `${createdAccount}\ncreated API key:` : 'created API key:', body as KeyRecord));
+  return done(io, fmt, body, () => printKey(io, heading, body as KeyRecord));
 }
 
 /** Prints the service's answer as JSON (--format json) or as text; exit 0. */

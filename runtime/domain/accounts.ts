@@ -10,7 +10,7 @@ import type { ApiKeyCache } from '../auth/key-cache.js';
 import type { Clock } from '../clock.js';
 import { AccountNotFoundError, ApiKeyNotFoundError } from '../errors/api-error.js';
 import { newId } from '../ids.js';
-import { findAccount, insertAccount, insertApiKey, revokeApiKey, revokeLiveApiKey } from '../store/accounts.js';
+import { findAccount, findAccountsByName, insertAccount, insertApiKey, revokeApiKey, revokeLiveApiKey } from '../store/accounts.js';
 import { CHANNELS, notify } from '../store/channels.js';
 import type { Sql, SqlOrTx } from '../store/connect.js';
 import type { Environment } from '../tenant.js';
@@ -57,6 +57,9 @@ export async function createAccount(sql: SqlOrTx, name: string, at: Date): Promi
   return { id, object: 'account', name, created_at: at.toISOString() };
 }
 
+/** Most accounts {@link AccountService.findByName} answers (names are meant to be unique in practice). */
+export const ACCOUNTS_BY_NAME_LIMIT = 100;
+
 export class AccountService {
   constructor(
     private readonly sql: Sql,
@@ -66,6 +69,12 @@ export class AccountService {
 
   createAccount(name: string): Promise<CreatedAccount> {
     return createAccount(this.sql, name, new Date(this.clock.now()));
+  }
+
+  /** The accounts named `name`, oldest first (at most {@link ACCOUNTS_BY_NAME_LIMIT}). */
+  async findByName(name: string): Promise<CreatedAccount[]> {
+    const rows = await findAccountsByName(this.sql, name, ACCOUNTS_BY_NAME_LIMIT);
+    return rows.map((r) => ({ id: r.id, object: 'account', name: r.name, created_at: r.created_at.toISOString() }));
   }
 
   /** 404 account.not_found for an unknown account. */

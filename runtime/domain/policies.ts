@@ -16,7 +16,7 @@ import type { Sql } from '../store/connect.js';
 import type { Page, PageParams } from '../store/pagination.js';
 import { deletePolicy, findPolicy, listPolicies, upsertPolicy, type PolicyRecord } from '../store/policies.js';
 import type { Principal } from '../tenant.js';
-import { nameClash, validatePolicy, type PolicyValidation } from './policy-validation.js';
+import { lintsOf, nameClash, validatePolicy, type PolicyValidation, type ValidationDiagnostic } from './policy-validation.js';
 import type { PolicySets } from './policy-sets.js';
 
 export type StoredPolicy = PolicyRecord<Policy>;
@@ -35,8 +35,12 @@ export class PolicyService {
     private readonly config: Pick<Config, 'maxPolicies'>,
   ) {}
 
-  /** 409 when the id exists; 400 over the policy cap or on a name clash. */
-  async create(p: Principal, input: PolicyInput): Promise<StoredPolicy> {
+  /**
+   * 409 when the id exists; 400 over the policy cap or on a name clash. Answers
+   * the stored policy and the lints that concern it in its environment now
+   * (`warnings`, as validate reports them: a conflict at the same priority, ...).
+   */
+  async create(p: Principal, input: PolicyInput): Promise<StoredPolicy & { warnings: ValidationDiagnostic[] }> {
     const policy = policyFromInput(input, this.clock.now());
     const now = this.clock.now();
     await this.policySets.change(p.accountId, p.environment, async (tx, current) => {
@@ -48,7 +52,8 @@ export class PolicyService {
       await upsertPolicy(tx, p.accountId, p.environment, policy, new Date(now));
       return { policies: [...current, policy], events: [policyEvent(p, policy, 'created', now)], value: null };
     });
-    return { policy, created_at: new Date(now), updated_at: new Date(now) };
+    const warnings = await lintsOf(await this.policySets.get(p.accountId, p.environment), policy.id, input.locator);
+    return { policy, created_at: new Date(now), updated_at: new Date(now), warnings };
   }
 
   /** Whole replacement, state included; an unchanged policy keeps its updated_at and fires nothing. */

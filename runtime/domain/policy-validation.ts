@@ -81,6 +81,28 @@ async function inEnvironment(set: CompiledSet, mine: ReadPolicy): Promise<Diagno
   return out;
 }
 
+/** The diagnostics' public form (POST /v1/policies/validate, and the warnings POST /v1/policies answers). */
+function publicDiagnostic(d: Diagnostic): ValidationDiagnostic {
+  return { severity: d.severity, code: d.code, message: d.message, path: d.path ?? '/', ...(d.line !== undefined ? { line: d.line, column: d.col ?? 1 } : {}) };
+}
+
+/**
+ * The lints (warnings: lint.conflict, lint.shadowed, ...) of a policy now in
+ * `set`, as POST /v1/policies/validate reports them: POST /v1/policies answers
+ * them beside the created policy. `locator` places them in a YAML body.
+ */
+export async function lintsOf(set: CompiledSet, id: string, locator?: SourceLocator): Promise<ValidationDiagnostic[]> {
+  const policy = set.policies.find((p) => p.id === id);
+  if (!policy) return [];
+  const pos = locator?.value('');
+  const mine: ReadPolicy = {
+    policy,
+    condition: set.table.byId.get(id)?.conditionAst ?? null,
+    origin: { pointer: '', ...(locator && pos ? { file: locator.file, line: pos.line, col: pos.col, locator } : {}) },
+  };
+  return (await inEnvironment(set, mine)).filter((d) => d.severity === 'warning').map(publicDiagnostic);
+}
+
 export async function validatePolicy(set: CompiledSet, input: PolicyInput, nowMs: number): Promise<PolicyValidation> {
   const { item, diagnostics } = readBodyPolicy(input, nowMs);
   if (item) {
@@ -96,12 +118,6 @@ export async function validatePolicy(set: CompiledSet, input: PolicyInput, nowMs
   return {
     object: 'policy_validation',
     valid: !diagnostics.some((d) => d.severity === 'error'),
-    diagnostics: sorted.map((d) => ({
-      severity: d.severity,
-      code: d.code,
-      message: d.message,
-      path: d.path ?? '/',
-      ...(d.line !== undefined ? { line: d.line, column: d.col ?? 1 } : {}),
-    })),
+    diagnostics: sorted.map(publicDiagnostic),
   };
 }

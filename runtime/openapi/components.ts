@@ -213,24 +213,33 @@ export const COMPONENT_SCHEMAS: Record<string, Schema> = {
     { object: { const: 'policy' }, livemode: { type: 'boolean' }, created_at: timestamp(), updated_at: timestamp() },
     ['id', 'name', 'state', 'priority'],
   ),
+  PolicyCreated: extend(
+    POLICY_FILE.PolicyFile_policy!,
+    {
+      object: { const: 'policy' },
+      livemode: { type: 'boolean' },
+      created_at: timestamp(),
+      updated_at: timestamp(),
+      warnings: { type: 'array', items: ref('PolicyDiagnostic'), description: 'The lints of the new policy in its environment (lint.conflict, lint.shadowed, ...), as POST /v1/policies/validate reports them; [] when none' },
+    },
+    ['id', 'name', 'state', 'priority'],
+  ),
   PolicyValidation: obj({
     object: { const: 'policy_validation' },
     valid: { type: 'boolean', description: 'No errors (warnings allowed): POST or PUT would accept the policy.' },
-    diagnostics: {
-      type: 'array',
-      items: obj(
-        {
-          severity: { enum: ['error', 'warning'] },
-          code: str('The compiler\'s code: yaml.syntax, policy.invalid_field, condition.*, policy.duplicate_name, lint.shadowed, lint.conflict, lint.never_matches, ...'),
-          message: str(),
-          path: str('JSON pointer into the policy'),
-          line: { type: 'integer', minimum: 1, description: '1-based, for a YAML body' },
-          column: { type: 'integer', minimum: 1, description: '1-based, for a YAML body' },
-        },
-        ['severity', 'code', 'message', 'path'],
-      ),
-    },
+    diagnostics: { type: 'array', items: ref('PolicyDiagnostic') },
   }),
+  PolicyDiagnostic: obj(
+    {
+      severity: { enum: ['error', 'warning'] },
+      code: str('The compiler\'s code: yaml.syntax, policy.invalid_field, condition.*, policy.duplicate_name, lint.shadowed, lint.conflict, lint.never_matches, ...'),
+      message: str(),
+      path: str('JSON pointer into the policy'),
+      line: { type: 'integer', minimum: 1, description: '1-based, for a YAML body' },
+      column: { type: 'integer', minimum: 1, description: '1-based, for a YAML body' },
+    },
+    ['severity', 'code', 'message', 'path'],
+  ),
   Deleted: obj({ id: str(), object: str(), deleted: { const: true } }),
   BundleStatus: {
     type: 'object',
@@ -297,6 +306,15 @@ export const COMPONENT_SCHEMAS: Record<string, Schema> = {
   },
   Jwks: obj({ keys: { type: 'array', items: obj({ kty: { const: 'OKP' }, crv: { const: 'Ed25519' }, x: str(), kid: str(), use: { const: 'sig' }, alg: { const: 'EdDSA' } }) } }),
   Account: obj({ id: str('acc_...'), object: { const: 'account' }, name: str(), created_at: timestamp() }),
+  Service: obj({
+    object: { const: 'service' },
+    name: str(),
+    version: str(),
+    api_reference: str('The API reference page (/docs)'),
+    openapi: str('This document (/v1/openapi.json)'),
+    dashboard: str('The dashboard, for a browser (/dashboard)'),
+    health: str('/healthz'),
+  }),
   ApiKey: API_KEY,
   ApiKeyRotated: extend(API_KEY, { replaces: str('key_...: the key this one replaces, now revoked') }),
   ApiKeyRevoked: obj({ id: str(), object: { const: 'api_key' }, revoked: { const: true } }),

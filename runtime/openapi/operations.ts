@@ -33,6 +33,7 @@ const notFound = (code: string) => `${code}: the id names nothing here (another 
 
 /** Keyed by `METHOD /path/{param}` as in the document. */
 export const OPERATIONS: Record<string, OperationDoc> = {
+  'GET /': { summary: 'Where to go: a browser (Accept: text/html) is redirected to /dashboard (302); other clients get the API reference\'s address', success: [200, ref('Service')] },
   'GET /healthz': { summary: 'The process is up', success: [200, ref('Health')] },
   'GET /readyz': { summary: 'The store answers (503 otherwise)', success: [200, ref('Health')], errors: { 503: 'service.unavailable: the store is not reachable' } },
   'GET /.well-known/jwks.json': { summary: 'Public keys of permit tokens', success: [200, ref('Jwks')] },
@@ -87,8 +88,8 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   'GET /v1/stats/budgets': { summary: 'The budgets of this period nearest their limits (extension)', success: [200, listOf('BudgetNearLimit')] },
 
   'POST /v1/policies': {
-    summary: 'Create a policy (JSON or YAML body)',
-    success: [201, ref('Policy')],
+    summary: 'Create a policy (JSON or YAML body); its lints in the environment answered as warnings',
+    success: [201, ref('PolicyCreated')],
     body: ref('PolicyFile_policy'),
     yamlBody: true,
     errors: { 409: 'policy.already_exists; idempotency.in_progress', 415: YAML_415 },
@@ -191,6 +192,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     errors: { 401: 'auth.invalid_key (the API key); auth.expired or auth.signature_invalid (the permit token)' },
   },
 
+  'GET /admin/accounts': { summary: 'The accounts of one name (?name=), oldest first', success: [200, listOf('Account')] },
   'POST /admin/accounts': { summary: 'Create an account', success: [201, ref('Account')] },
   'POST /admin/accounts/{account_id}/api-keys': { summary: 'Create an API key (the key is in this answer only)', success: [201, ref('ApiKey')], errors: { 404: 'account.not_found' } },
   'DELETE /admin/api-keys/{id}': { summary: 'Revoke an API key', success: [200, ref('ApiKeyRevoked')], errors: { 404: 'api_key.not_found' } },

@@ -9,6 +9,11 @@ export function policyResource(policy: Policy, environment: Environment, created
   return { ...policy, object: 'policy', livemode: environment === 'live', created_at: createdAt.toISOString(), updated_at: updatedAt.toISOString() };
 }
 
+/** POST /v1/policies' answer: the policy resource and the lints that concern it in its environment (`[]` when none). */
+export function createdPolicyResource(policy: Policy, environment: Environment, at: Date, warnings: readonly unknown[]): Record<string, unknown> {
+  return { ...policyResource(policy, environment, at, at), warnings };
+}
+
 /**
  * The policy as a user writes it in a policy file: the fields of
  * schemas/policy.schema.json in canonical order, defaults filled in, nothing of

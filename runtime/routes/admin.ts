@@ -9,6 +9,7 @@ import { loadSchema } from '../../compiler/index.js';
 import { bearerToken } from '../auth/authenticate.js';
 import { AdminAuthError } from '../errors/api-error.js';
 import type { Environment } from '../tenant.js';
+import { listBody } from '../presenters/list.js';
 
 const adminSchema = loadSchema('api/admin') as { $defs: Record<string, object> };
 const def = (name: string) => adminSchema.$defs[name]!;
@@ -30,6 +31,11 @@ export const adminRoutes: FastifyPluginAsync = async (app) => {
 
   app.post<{ Body: { name: string } }>('/admin/accounts', { onRequest: requireAdmin, schema: { body: def('account') } }, async (request, reply) =>
     reply.code(201).send(await accounts.createAccount(request.body.name)),
+  );
+
+  // The accounts of one name (`authz keys create --account-name` reuses the one it finds).
+  app.get<{ Querystring: { name: string } }>('/admin/accounts', { onRequest: requireAdmin, schema: { querystring: def('accountQuery') } }, async (request) =>
+    listBody(await accounts.findByName(request.query.name), false, '/admin/accounts'),
   );
 
   app.post<{ Params: { account_id: string }; Body: { environment: Environment; scopes: string[] } }>(

@@ -9,7 +9,7 @@ import { policyInput, type PolicyInput } from '../domain/policy-input.js';
 import { listQuerySchema, pageParams, type ListQuery } from '../http/list.js';
 import { isYamlBody, prefersYaml, registerYamlBodies, YAML_CONTENT_TYPE } from '../http/yaml.js';
 import { listBody } from '../presenters/list.js';
-import { policyResource, policyYaml } from '../presenters/policy.js';
+import { createdPolicyResource, policyResource, policyYaml } from '../presenters/policy.js';
 import { idParams } from '../http/params.js';
 
 // No minLength: an empty id (what fetch or a browser sends for the id `.`, resolving dot segments) is the resource's 404 like any unknown id.
@@ -25,7 +25,8 @@ export const policyRoutes: FastifyPluginAsync = async (app) => {
   app.post('/v1/policies', { config: { scope: 'policies:write' } }, async (request, reply) => {
     const p = request.principal;
     const stored = await policies.create(p, inputOf(request));
-    return reply.code(201).send(policyResource(stored.policy, p.environment, stored.created_at, stored.updated_at));
+    // The lints of the new policy in its environment, as POST /v1/policies/validate reports them ([] when none).
+    return reply.code(201).send(createdPolicyResource(stored.policy, p.environment, stored.created_at, stored.warnings));
   });
 
   app.put<{ Params: { id: string } }>('/v1/policies/:id', { config: { scope: 'policies:write' }, schema: { params: idParams } }, async (request) => {

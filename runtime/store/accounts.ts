@@ -29,6 +29,11 @@ export async function findAccount(sql: SqlOrTx, id: string): Promise<AccountRow 
   return row;
 }
 
+/** The accounts of that exact name, oldest first (names are not unique), at most `limit`. */
+export async function findAccountsByName(sql: SqlOrTx, name: string, limit: number): Promise<AccountRow[]> {
+  return sql<AccountRow[]>`select id, name, created_at from accounts where name = ${name} order by created_at, id limit ${limit}`;
+}
+
 export async function countAccounts(sql: SqlOrTx): Promise<number> {
   const [row] = await sql<{ n: number }[]>`select count(*)::int as n from accounts`;
   return row!.n;

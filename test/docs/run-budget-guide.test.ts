@@ -4,7 +4,8 @@
  * `node bin/authz.js serve` started as docs/agents.md says (a fresh data dir,
  * the printed test key), installs its per-run budgets, and prints exactly the
  * output the page shows (the run stopped by its USD budget, what is left, the
- * next run allowed); it also type-checks under strict TypeScript. Saved in the
+ * next run allowed), and again the same when run a second time; it also
+ * type-checks under strict TypeScript. Saved in the
  * checkout's root (so `agent-authz/client` resolves to this checkout) and
  * removed after.
  */
@@ -59,6 +60,9 @@ describe('docs/budgets-and-limits.md: a per-run budget stopping an agent run', (
     const env = { ...process.env, AUTHZ_URL: server!.base, AUTHZ_API_KEY: server!.testKey, NO_PROXY: '127.0.0.1,localhost', no_proxy: '127.0.0.1,localhost' };
     const { stdout } = await run(process.execPath, [file], { cwd: ROOT, env });
     expect(stdout).toBe(output);
+    // Run again, as a reader does: the same (no policy.already_exists; a run of its own).
+    const again = await run(process.execPath, [file], { cwd: ROOT, env });
+    expect(again.stdout).toBe(output);
   });
 
   it('the agent is strict TypeScript, unchanged', async () => {

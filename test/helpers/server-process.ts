@@ -93,13 +93,15 @@ export interface FreshServe {
 /**
  * Starts `node bin/authz.js serve` from the checkout with a temporary data
  * directory (no DATABASE_URL, test clock, operator token or base URL from the
- * caller's environment), waits for the printed test key and for /healthz.
+ * caller's environment; `extraEnv` sets some, e.g. AUTHZ_ADMIN_TOKEN), waits
+ * for the printed test key and for /healthz.
  */
-export async function startFreshServe(dataDirPrefix: string): Promise<FreshServe> {
+export async function startFreshServe(dataDirPrefix: string, extraEnv: NodeJS.ProcessEnv = {}): Promise<FreshServe> {
   const dataDir = mkdtempSync(join(tmpdir(), dataDirPrefix));
   const port = await freePort();
   const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST, AUTHZ_DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
   for (const k of ['DATABASE_URL', 'AUTHZ_TEST_CLOCK', 'AUTHZ_ADMIN_TOKEN', 'AUTHZ_BASE_URL']) delete env[k];
+  Object.assign(env, extraEnv);
   const child = spawn(process.execPath, [join(ROOT, 'bin', 'authz.js'), 'serve'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise((resolve) => child.once('exit', resolve));
   const stop = async () => {

@@ -118,6 +118,7 @@ describe.each(STORE_KINDS)('OpenAPI document against real answers (%s store)', (
   async function scenario(): Promise<void> {
     const closedPort = 9; // discard: nothing listens, every delivery attempt fails (and is recorded)
     await ok('GET /healthz');
+    await ok('GET /', {}, { auth: null });
     await ok('GET /readyz');
     await ok('GET /.well-known/jwks.json', {}, { auth: null });
     await ok('GET /metrics', {}, { auth: `Bearer ${METRICS_TOKEN}` });
@@ -229,6 +230,7 @@ describe.each(STORE_KINDS)('OpenAPI document against real answers (%s store)', (
 
     // The operator API.
     const account = await ok('POST /admin/accounts', {}, { payload: { name: 'oa-account' } });
+    await ok('GET /admin/accounts', {}, { url: '/admin/accounts?name=oa-account' });
     const key = await ok('POST /admin/accounts/:account_id/api-keys', { account_id: account.id }, { payload: { environment: 'live', scopes: ['decisions:read'] } });
     const rotated = await ok('POST /admin/api-keys/:id/rotate', { id: key.id });
     await ok('DELETE /admin/api-keys/:id', { id: rotated.id });

@@ -34,6 +34,12 @@ describe.each(STORE_KINDS)('policies API (%s store)', (kind) => {
     return json(r);
   };
   const policyEvents = async (key = rt.testKey) => (await rt.getOk('/v1/events?type=policy.updated&limit=100', key)).data as Array<Record<string, any>>;
+  /** A created policy's answer without its `warnings` (the lints of POST): the stored policy, as GET answers it. */
+  const stored = (r: Parameters<typeof json>[0]) => {
+    const { warnings, ...policy } = json(r) as Record<string, any>;
+    expect(Array.isArray(warnings)).toBe(true);
+    return policy;
+  };
   const bundleState = async (key = rt.testKey) => json(await rt.call(key, { method: 'GET', url: '/v1/bundle' }));
 
   describe('create', () => {
@@ -41,7 +47,8 @@ describe.each(STORE_KINDS)('policies API (%s store)', (kind) => {
       const r = await create({ name: 'orders-read', effect: 'allow', actions: ['orders.read'] });
       expect(r.statusCode).toBe(201);
       expect(r.headers['request-id']).toMatch(/^req_/);
-      const p = json(r);
+      expect(json(r).warnings).toEqual([]);
+      const p = stored(r);
       expect(p.id).toMatch(GENERATED_ID);
       expect(p).toMatchObject({ object: 'policy', name: 'orders-read', state: 'enabled', priority: 100, effect: 'allow', actions: ['orders.read'], livemode: false });
       expect(p.created_at).toMatch(ISO_MS);
@@ -81,9 +88,29 @@ describe.each(STORE_KINDS)('policies API (%s store)', (kind) => {
       expect(again.statusCode).toBe(409);
       expect(json(again).error.code).toBe('policy.already_exists');
       expect(json(again).error.request_id).toBe(again.headers['request-id']);
-      expect(json(await getOne('pol_conflict_1'))).toEqual(json(first));
+      expect(json(await getOne('pol_conflict_1'))).toEqual(stored(first));
       expect(await bundleState()).toEqual(before);
       expect((await policyEvents()).length).toBe(eventsBefore);
+    });
+  });
+
+  describe('warnings', () => {
+    it('answers the lints of the new policy beside it, as POST /v1/policies/validate reports them', async () => {
+      const first = await create({ name: 'lint-allow', priority: 40, effect: 'allow', actions: ['lintcheck.read'] });
+      expect(json(first).warnings).toEqual([]);
+      const second = { name: 'lint-deny', priority: 40, effect: 'deny', actions: ['lintcheck.read'] };
+      const validated = json(await rt.call(rt.testKey, { method: 'POST', url: '/v1/policies/validate', payload: second }));
+      const expected = (validated.diagnostics as Array<Record<string, any>>).filter((d) => d.severity === 'warning');
+      expect(expected.map((d) => d.code)).toEqual(['lint.conflict']);
+      const r = await create(second);
+      expect(r.statusCode).toBe(201);
+      const body = json(r);
+      expect(body.warnings.map((d: Record<string, any>) => d.code)).toEqual(['lint.conflict']);
+      // The same words (the message names the other policy, whose id is the same either way).
+      expect(body.warnings[0].message).toBe(expected[0]!.message.replace(/pol_[0-9A-Za-z]{24}/g, (id: string) => (id === json(first).id ? id : body.id)));
+      expect(body.warnings[0]).toMatchObject({ severity: 'warning', path: '/' });
+      // The policy is stored all the same, and GET answers it without the warnings.
+      expect(json(await getOne(body.id))).toEqual(stored(r));
     });
   });
 
@@ -136,7 +163,7 @@ describe.each(STORE_KINDS)('policies API (%s store)', (kind) => {
       const error = await expectInvalid(await create({ name: 'unique-name', effect: 'deny', actions: ['unique.write'] }));
       expect(error.details.some((d) => d.path === '/name' && /unique-name/.test(d.message))).toBe(true);
       // Renaming another policy to that name is refused too.
-      const other = json(await create({ name: 'another-name', effect: 'allow', actions: ['unique.list'] }));
+      const other = stored(await create({ name: 'another-name', effect: 'allow', actions: ['unique.list'] }));
       const renamed = await replace(other.id, { name: 'unique-name', effect: 'allow', actions: ['unique.list'] });
       const e2 = await expectInvalid(renamed);
       expect(e2.details.some((d) => d.path === '/name')).toBe(true);
@@ -158,7 +185,7 @@ describe.each(STORE_KINDS)('policies API (%s store)', (kind) => {
     });
 
     it('rejects an invalid replacement and keeps the stored policy', async () => {
-      const p = json(await create({ name: 'keep-me', effect: 'allow', actions: ['keep.read'] }));
+      const p = stored(await create({ name: 'keep-me', effect: 'allow', actions: ['keep.read'] }));
       const r = await replace(p.id, { name: 'keep-me', effect: 'allow', actions: ['keep.read'], budget: { unit: 'USD' } });
       const error = await expectInvalid(r);
       expect(error.details.some((d) => d.path.startsWith('/budget'))).toBe(true);
@@ -186,7 +213,7 @@ describe.each(STORE_KINDS)('policies API (%s store)', (kind) => {
     });
 
     it('PUT of an identical body changes nothing: same updated_at as a later GET, no event', async () => {
-      const created = json(await create({ name: 'no-op', effect: 'allow', actions: ['noop.read'] }));
+      const created = stored(await create({ name: 'no-op', effect: 'allow', actions: ['noop.read'] }));
       const events = (await policyEvents()).length;
       rt.clock.advance(30);
       const r = await replace(created.id, { name: 'no-op', effect: 'allow', actions: ['noop.read'] });
@@ -197,7 +224,7 @@ describe.each(STORE_KINDS)('policies API (%s store)', (kind) => {
     });
 
     it('PUT accepts the id in the body when it equals the path, and refuses a different one', async () => {
-      const created = json(await create({ name: 'id-match', effect: 'allow', actions: ['idmatch.read'] }));
+      const created = stored(await create({ name: 'id-match', effect: 'allow', actions: ['idmatch.read'] }));
       const same = await replace(created.id, { id: created.id, name: 'id-match', effect: 'allow', actions: ['idmatch.write'] });
       expect(same.statusCode).toBe(200);
       expect(json(same).actions).toEqual(['idmatch.write']);
@@ -229,7 +256,7 @@ describe.each(STORE_KINDS)('policies API (%s store)', (kind) => {
 
     it('lists newest first with cursor pagination', async () => {
       const ids: string[] = [];
-      for (const n of [1, 2, 3]) ids.push(json(await create({ name: `page-${n}`, effect: 'allow', actions: [`page.p${n}`] })).id);
+      for (const n of [1, 2, 3]) ids.push(stored(await create({ name: `page-${n}`, effect: 'allow', actions: [`page.p${n}`] })).id);
       const first = await list('limit=2');
       expect(first.object).toBe('list');
       expect(first.data.map((p) => p.id)).toEqual([ids[2], ids[1]]);
@@ -262,7 +289,7 @@ describe.each(STORE_KINDS)('policies API (%s store)', (kind) => {
     });
 
     it('DELETE removes the policy; later GET, PUT and DELETE answer 404', async () => {
-      const created = json(await create({ name: 'delete-me', effect: 'allow', actions: ['delete.read'] }));
+      const created = stored(await create({ name: 'delete-me', effect: 'allow', actions: ['delete.read'] }));
       const r = await remove(created.id);
       expect(r.statusCode).toBe(200);
       expect(json(r)).toMatchObject({ id: created.id, object: 'policy', deleted: true });
@@ -282,7 +309,7 @@ describe.each(STORE_KINDS)('policies API (%s store)', (kind) => {
       const body = { name: 'lifecycle', effect: 'allow', agents: ['life-*'], actions: ['life.check'], resources: ['thing:*'] };
       expect((await decide('life-1', 'life.check', 'thing:1')).reason).toBe('policy.not_found');
 
-      const created = json(await create(body));
+      const created = stored(await create(body));
       const allow = await decide('life-1', 'life.check', 'thing:1');
       expect(allow).toMatchObject({ effect: 'allow', reason: 'policy.matched', policy_id: created.id });
 
@@ -313,9 +340,9 @@ describe.each(STORE_KINDS)('policies API (%s store)', (kind) => {
     });
 
     it('a higher-priority deny created later wins at once', async () => {
-      const allow = json(await create({ name: 'prio-allow', effect: 'allow', actions: ['prio.check'] }));
+      const allow = stored(await create({ name: 'prio-allow', effect: 'allow', actions: ['prio.check'] }));
       expect((await decide('p-1', 'prio.check')).policy_id).toBe(allow.id);
-      const deny = json(await create({ name: 'prio-deny', priority: 10, effect: 'deny', actions: ['prio.check'] }));
+      const deny = stored(await create({ name: 'prio-deny', priority: 10, effect: 'deny', actions: ['prio.check'] }));
       const d = await decide('p-1', 'prio.check');
       expect(d).toMatchObject({ effect: 'deny', reason: 'policy.matched', policy_id: deny.id });
       expect(d.metadata.warnings).toContainEqual(expect.objectContaining({ code: 'policy.conflict' }));
@@ -333,7 +360,7 @@ describe.each(STORE_KINDS)('policies API (%s store)', (kind) => {
   describe('scopes', () => {
     it('policies:read reads but cannot write', async () => {
       const reader = await rt.keyWith(['policies:read']);
-      const existing = json(await create({ name: 'scope-target', effect: 'allow', actions: ['scope.read'] }));
+      const existing = stored(await create({ name: 'scope-target', effect: 'allow', actions: ['scope.read'] }));
       expect((await rt.call(reader, { method: 'GET', url: '/v1/policies' })).statusCode).toBe(200);
       expect((await getOne(existing.id, reader)).statusCode).toBe(200);
       for (const r of [
@@ -397,7 +424,7 @@ describe.each(STORE_KINDS)('policies API (%s store)', (kind) => {
       expect((await decide('iso-1', 'iso.check')).effect).toBe('deny');
       expect((await decide('iso-1', 'iso.check')).reason).toBe('policy.matched');
       // Our policies are invisible to them as well.
-      const own = json(await create({ name: 'mine-only', effect: 'allow', actions: ['mine.read'] }));
+      const own = stored(await create({ name: 'mine-only', effect: 'allow', actions: ['mine.read'] }));
       expect((await getOne(own.id, rt.otherKey)).statusCode).toBe(404);
       expect((await list('limit=100', rt.otherKey)).data.map((p) => p.id)).toEqual(['pol_isolated']);
     });

@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CliIo } from '../../../compiler/cli/io.js';
 import { main } from '../../../compiler/cli/main.js';
 import type { Bundle } from '../../../compiler/bundle/format.js';
+import { compileItems, createBundle, readPolicyValue } from '../../../compiler/index.js';
 import { keysCommand } from '../../../runtime/cli/keys.js';
 import { pushCommand } from '../../../runtime/cli/push.js';
 import type { CommandIo } from '../../../runtime/cli/http-client.js';
@@ -159,6 +160,51 @@ describe.each(STORE_KINDS)('authz keys and authz push (%s store)', (kind) => {
       expect(mine.body.data).toEqual([]);
     });
 
+    it('--account-name of one existing account: reuses it and says so', async () => {
+      const first = await keys('create', '--account-name', 'cli-reused');
+      const accountId = /^created account (acc_\S+) \(cli-reused\)$/m.exec(first.out)?.[1];
+      expect(accountId, first.out).toBeDefined();
+      const again = await keys('create', '--account-name', 'cli-reused');
+      const { key } = printedKey(again);
+      expect(again.out).toMatch(new RegExp(`^using the existing account ${accountId} \\(cli-reused\\)$`, 'm'));
+      expect(again.out).not.toMatch(/created account/);
+      expect(again.out).toContain(`account:     ${accountId}`);
+      const [{ n }] = await rt.store.sql<Array<{ n: number }>>`select count(*)::int as n from accounts where name = 'cli-reused'`;
+      expect(n).toBe(1);
+      expect((await api(key, 'GET', '/v1/policies')).status).toBe(200);
+    });
+
+    it('--account-name of two or more accounts: exit 1 naming their ids, no key made', async () => {
+      const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
+      const ids: string[] = [];
+      for (let i = 0; i < 2; i++) {
+        const r = await rt.app.inject({ method: 'POST', url: '/admin/accounts', headers: admin, payload: { name: 'cli-twin' } });
+        expect(r.statusCode).toBe(201);
+        ids.push(json(r).id);
+      }
+      const keysBefore = await rt.store.sql<Array<{ n: number }>>`select count(*)::int as n from api_keys`;
+      const r = await keys('create', '--account-name', 'cli-twin');
+      expect(r.code).toBe(1);
+      expect(r.out).toBe('');
+      expect(r.err).toMatch(/^authz keys create: 2 accounts are named "cli-twin": acc_\w+, acc_\w+; give the one to use with --account acc_\.\.\.$/);
+      for (const id of ids) expect(r.err).toContain(id);
+      expect(await rt.store.sql<Array<{ n: number }>>`select count(*)::int as n from api_keys`).toEqual(keysBefore);
+      // GET /admin/accounts?name= lists them (oldest first; these two were made at the same instant of the test clock).
+      const listed = await rt.app.inject({ method: 'GET', url: '/admin/accounts?name=cli-twin', headers: admin });
+      expect(json(listed)).toMatchObject({ object: 'list', has_more: false });
+      expect(json(listed).data.map((a: { id: string }) => a.id).sort()).toEqual([...ids].sort());
+      expect((await rt.app.inject({ method: 'GET', url: '/admin/accounts', headers: admin })).statusCode).toBe(400);
+    });
+
+    it('--help, for keys and each subcommand: the usage, exit 0', async () => {
+      for (const argv of [['--help'], ['help'], ['create', '--help'], ['revoke', '-h'], ['rotate', '--help']]) {
+        const r = await run(keysCommand, argv);
+        expect(r.code, argv.join(' ')).toBe(0);
+        expect(r.out).toMatch(/^usage:\n {2}authz keys create /);
+        expect(r.out).toContain('--account-name NAME: the one account of that name');
+      }
+    });
+
     it('an unknown account: exit 1 with 404 account.not_found', async () => {
       const r = await keys('create', '--account', 'acc_doesnotexist');
       expect(r.code).toBe(1);
@@ -288,10 +334,80 @@ describe.each(STORE_KINDS)('authz keys and authz push (%s store)', (kind) => {
   });
 
   describe('push', () => {
-    it('sends a bundle compiled from the examples: its policies are active', async () => {
+    /** `authz push` with a stand-in for the terminal's question: it answers `answer` and records what it was asked. */
+    const pushAsking = async (answer: boolean, ...argv: string[]) => {
+      const asked: string[] = [];
+      const out: string[] = [];
+      const err: string[] = [];
+      const confirm = async (question: string) => {
+        asked.push(question);
+        return answer;
+      };
+      const code = await pushCommand([...argv, '--url', url], { out: (t) => out.push(t), err: (t) => err.push(t) }, confirm);
+      return { code, out: out.join('\n'), err: err.join('\n'), asked };
+    };
+    const activeIds = async () => ((await api(rt.testKey, 'GET', '/v1/policies?limit=100')).body.data as Array<{ id: string }>).map((p) => p.id).sort();
+
+    it('a push that would remove policies, without a terminal and without --yes: exit 1, lists them, changes nothing', async () => {
+      await rt.setPolicies([{ id: 'pol_main_only', effect: 'allow', actions: ['cli.check'] }]);
+      const before = await activeIds();
       const r = await push(bundleFile, '--key', rt.testKey);
+      expect(r.code).toBe(1);
+      expect(r.out).toMatch(new RegExp(`^policies: ${bundle.policies.length} added, 1 removed, 0 changed \\(.*examples\\.json -> ${url}\\)$`, 'm'));
+      expect(r.out).toMatch(/^ {2}- pol_main_only \(allow, priority 100, actions \[cli\.check\]\)$/m);
+      expect(r.out).toMatch(/^ {2}\+ pol_support_refund_small_chat \(/m);
+      expect(r.err).toMatch(/would remove 1 policy .*nothing was pushed.*--yes/);
+      expect(await activeIds()).toEqual(before);
+    });
+
+    it('asks on a terminal before removing: no keeps everything, yes pushes', async () => {
+      const before = await activeIds();
+      const no = await pushAsking(false, bundleFile, '--key', rt.testKey);
+      expect(no.code).toBe(1);
+      expect(no.asked).toEqual(['Remove 1 policy from the service (listed with -)? [y/N] ']);
+      expect(no.err).toMatch(/nothing was pushed/);
+      expect(await activeIds()).toEqual(before);
+      const yes = await pushAsking(true, bundleFile, '--key', rt.testKey);
+      expect(yes.code, yes.err).toBe(0);
+      expect(yes.out).toMatch(/^ {2}- pol_main_only /m);
+      expect(await activeIds()).toEqual(bundle.policies.map((p) => p.id).sort());
+    });
+
+    it('shows what changes field by field, and asks nothing when nothing is removed', async () => {
+      const changed = join(dir, 'changed.json');
+      const policies = bundle.policies.map((p) => (p.id === 'pol_support_refund_small_chat' ? { ...p, priority: 7 } : p));
+      const compiled = compileItems(policies.map((policy) => readPolicyValue(policy).items[0]!));
+      writeFileSync(changed, JSON.stringify(createBundle(compiled.table!)));
+      const r = await pushAsking(false, changed, '--key', rt.testKey);
       expect(r.code, r.err).toBe(0);
-      expect(r.out).toBe(`pushed: ${bundle.policies.length} policies, hash ${bundle.hash}`);
+      expect(r.asked).toEqual([]);
+      expect(r.out).toMatch(/^policies: 0 added, 0 removed, 1 changed /m);
+      expect(r.out).toContain('  ~ pol_support_refund_small_chat\n      priority: 100 -> 7');
+    });
+
+    it("shows the bundle's lints (a conflict at the same priority) before pushing it", async () => {
+      const conflicting = join(dir, 'conflicting.json');
+      const policies = [...bundle.policies, { id: 'pol_cli_conflict', name: 'cli-conflict', state: 'enabled', priority: 100, effect: 'deny', actions: ['orders.read'] }];
+      const compiled = compileItems(policies.map((policy) => readPolicyValue(policy).items[0]!));
+      const lints = compiled.diagnostics.filter((d) => d.code === 'lint.conflict');
+      expect(lints.length).toBeGreaterThan(0);
+      writeFileSync(conflicting, JSON.stringify(createBundle(compiled.table!)));
+      const r = await pushAsking(false, conflicting, '--key', rt.testKey);
+      expect(r.code, r.err).toBe(0);
+      for (const d of lints) expect(r.out).toContain(`warning: lint.conflict: ${d.message}`);
+      expect(r.out).toMatch(/^ {2}\+ pol_cli_conflict /m);
+      // Back to the examples.
+      const back = await pushAsking(true, bundleFile, '--key', rt.testKey);
+      expect(back.code, back.err).toBe(0);
+      expect(back.out).not.toMatch(/^warning:/m);
+    });
+
+    it('sends a bundle compiled from the examples: its policies are active (--yes: removals without asking)', async () => {
+      await rt.setPolicies([{ id: 'pol_main_only', effect: 'allow', actions: ['cli.check'] }]);
+      const r = await pushAsking(false, bundleFile, '--key', rt.testKey, '--yes');
+      expect(r.code, r.err).toBe(0);
+      expect(r.asked).toEqual([]);
+      expect(r.out.split('\n').at(-1)).toBe(`pushed: ${bundle.policies.length} policies, hash ${bundle.hash}`);
       const listed = await api(rt.testKey, 'GET', '/v1/policies?limit=100');
       expect(listed.status).toBe(200);
       expect(listed.body.data.map((p: { id: string }) => p.id).sort()).toEqual(bundle.policies.map((p) => p.id).sort());
@@ -318,6 +434,7 @@ describe.each(STORE_KINDS)('authz keys and authz push (%s store)', (kind) => {
       writeFileSync(newer, JSON.stringify({ ...bundle, format_version: 2 }));
       const r = await push(newer, '--key', rt.testKey);
       expect(r.code).toBe(1);
+      // The service says what is wrong with it (no preview of a bundle that does not load).
       expect(r.out).toBe('');
       expect(r.err).toMatch(/^authz push: 400 validation\.invalid_bundle: invalid bundle: .*newer/);
       expect(r.err).toMatch(/^ {2}\/format_version: /m);
@@ -342,6 +459,31 @@ describe.each(STORE_KINDS)('authz keys and authz push (%s store)', (kind) => {
       const r = await push(bundleFile, '--key', await rt.keyWith(['policies:read']));
       expect(r.code).toBe(1);
       expect(r.err).toMatch(/403 auth\.scope_insufficient/);
+    });
+
+    it('a key without policies:read: exit 1 (it cannot show the changes), nothing pushed; with --yes it pushes', async () => {
+      const before = (await api(rt.testKey, 'GET', '/v1/bundle')).body.hash;
+      const one = join(dir, 'one.json');
+      const compiled = compileItems([readPolicyValue({ id: 'pol_only_one', effect: 'allow', actions: ['one.read'] }).items[0]!]);
+      const oneBundle = createBundle(compiled.table!);
+      writeFileSync(one, JSON.stringify(oneBundle));
+      const writeOnly = await rt.keyWith(['policies:write']);
+      const r = await push(one, '--key', writeOnly);
+      expect(r.code).toBe(1);
+      expect(r.err).toMatch(/403 auth\.scope_insufficient/);
+      expect(r.err).toMatch(/needs policies:read .*nothing was pushed/);
+      expect((await api(rt.testKey, 'GET', '/v1/bundle')).body.hash).toBe(before);
+      const forced = await push(one, '--key', writeOnly, '--yes');
+      expect(forced.code, forced.err).toBe(0);
+      expect((await api(rt.testKey, 'GET', '/v1/bundle')).body.hash).toBe(oneBundle.hash);
+      // Back to the examples for the tests after this one.
+      expect((await push(bundleFile, '--key', rt.testKey, '--yes')).code).toBe(0);
+    });
+
+    it('--help prints the usage, exit 0', async () => {
+      const r = await push('--help');
+      expect(r.code).toBe(0);
+      expect(r.out).toMatch(/^usage: authz push FILE .*--yes/);
     });
 
     it('a missing file, no key or no FILE: exit 2 (usage)', async () => {
