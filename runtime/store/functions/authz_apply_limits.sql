@@ -14,24 +14,18 @@
 -- key, then budget rows by their key), so concurrent batches from any number of
 -- server processes neither deadlock nor overspend.
 --
--- GCRA: a limiter of N per window W has interval T = W/N; a request passes when
--- max(tat, now) + T - now <= W (a bucket of N, refilled at N per W), and then
--- tat := max(tat, now) + T. Every limiter of a request must pass, else none moves.
--- Budgets: a request passes when consumed + held + cost <= limit for every budget,
--- else none moves.
+-- Rate limits: each request's limiters judged by authz_rate_limited (GCRA) on
+-- the clock of authz_rate_now; when all pass, each tat := max(tat, now) + T.
+-- Budgets: a request passes when consumed + held + cost <= limit for every budget.
+-- Every limiter and budget of a request must pass, else none moves.
 --
--- Rate limits are judged on one clock, whose steps cost at most one interval.
--- `rate_offset_ms` given (the service clock follows real time, with this offset:
--- 0, or the test clock's): every limiter is judged on the database's clock plus
--- the offset, so server processes whose clocks disagree judge the shared rows
--- alike. Null (a clock that does not follow real time: tests' manual clocks):
--- judged on `now_ms`. Whatever the judging clock does, a limiter's state is never
--- left further ahead of it than one full window (a full bucket: tat <= now + W):
--- when it is (the clock stepped back: an NTP step, a restored snapshot, a process
--- whose clock was ahead), the row is brought back to now + W before judging,
--- refused request or not. An empty bucket admits again one interval later, so a
--- step back of any size costs at most one interval, and Retry-After stays true.
--- Budgets, holds and periods stay on the service clock (`now_ms`).
+-- Whatever the judging clock does, a limiter's state is never left further ahead
+-- of it than one full window (a full bucket: tat <= now + W): when it is (the
+-- clock stepped back: an NTP step, a restored snapshot, a process whose clock was
+-- ahead), the row is brought back to now + W before judging, refused request or
+-- not. An empty bucket admits again one interval later, so a step back of any
+-- size costs at most one interval, and Retry-After stays true. Budgets, holds
+-- and periods stay on the service clock (`now_ms`).
 --
 -- Counters commit without waiting for the WAL flush: the decision written right
 -- after (synchronous commit) flushes the WAL past them before its answer is sent.
@@ -40,14 +34,10 @@ returns table (i int, result jsonb)
 language plpgsql as $$
 declare
   now_ts constant timestamptz := to_timestamp(now_ms / 1000.0);
-  rate_now constant double precision :=
-    case when rate_offset_ms is null then now_ms else extract(epoch from clock_timestamp()) * 1000 + rate_offset_ms end;
+  rate_now constant double precision := authz_rate_now(now_ms, rate_offset_ms);
   req jsonb;
   idx int;
   x jsonb;
-  tat double precision;
-  wait_ms double precision;
-  worst text;
   u budget_usage;
   cost numeric;
   denied jsonb;
@@ -65,7 +55,7 @@ begin
   order by 1, 2, 3
   on conflict (account_id, environment, limiter_key) do update set tat_ms = r.tat_ms;
 
-  -- No limiter further ahead than one full window of the judging clock (011).
+  -- No limiter further ahead than one full window of the judging clock (above).
   update rate_limits r set tat_ms = rate_now + w.window_ms
   from (select distinct q->>'account_id' as account_id, q->>'environment' as environment, k->>'key' as limiter_key,
                (k->>'window_ms')::float8 as window_ms
@@ -91,20 +81,10 @@ begin
   perform authz_expire_holds(usage_ids, now_ts);
 
   for req, idx in select value, ordinality::int from jsonb_array_elements(batch) with ordinality loop
-    wait_ms := 0;
-    worst := null;
-    for x in select value from jsonb_array_elements(req->'rates') loop
-      select r.tat_ms into tat from rate_limits r
-      where r.account_id = req->>'account_id' and r.environment = req->>'environment' and r.limiter_key = x->>'key';
-      if greatest(tat, rate_now) + (x->>'interval_ms')::float8 - (x->>'window_ms')::float8 - rate_now > wait_ms then
-        wait_ms := greatest(tat, rate_now) + (x->>'interval_ms')::float8 - (x->>'window_ms')::float8 - rate_now;
-        worst := x->>'key';
-      end if;
-    end loop;
-    -- A microsecond of slack absorbs float rounding of W/N.
-    if wait_ms > 0.001 then
+    -- Every limiter must pass, else none moves.
+    result := authz_rate_limited(req, rate_now);
+    if result is not null then
       i := idx;
-      result := jsonb_build_object('outcome', 'rate_limited', 'retry_after_ms', wait_ms, 'limiter', worst);
       return next;
       continue;
     end if;

@@ -8,28 +8,17 @@ returns jsonb
 language plpgsql stable as $$
 declare
   now_ts constant timestamptz := to_timestamp(now_ms / 1000.0);
-  rate_now constant double precision :=
-    case when rate_offset_ms is null then now_ms else extract(epoch from clock_timestamp()) * 1000 + rate_offset_ms end;
+  rate_now constant double precision := authz_rate_now(now_ms, rate_offset_ms);
+  limited jsonb;
   x jsonb;
-  tat double precision;
-  wait_ms double precision := 0;
-  worst text;
   u budget_usage;
   expired numeric;
   cost numeric;
   usages jsonb := '[]';
 begin
-  for x in select value from jsonb_array_elements(req->'rates') loop
-    select least(r.tat_ms, rate_now + (x->>'window_ms')::float8) into tat from rate_limits r
-    where r.account_id = req->>'account_id' and r.environment = req->>'environment' and r.limiter_key = x->>'key';
-    tat := coalesce(tat, 0);
-    if greatest(tat, rate_now) + (x->>'interval_ms')::float8 - (x->>'window_ms')::float8 - rate_now > wait_ms then
-      wait_ms := greatest(tat, rate_now) + (x->>'interval_ms')::float8 - (x->>'window_ms')::float8 - rate_now;
-      worst := x->>'key';
-    end if;
-  end loop;
-  if wait_ms > 0.001 then
-    return jsonb_build_object('outcome', 'rate_limited', 'retry_after_ms', wait_ms, 'limiter', worst);
+  limited := authz_rate_limited(req, rate_now);
+  if limited is not null then
+    return limited;
   end if;
   for x in select value from jsonb_array_elements(req->'budgets') loop
     select * into u from budget_usage b
