@@ -11,13 +11,9 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { buildApp } from './app.js';
+import { startBackground } from './background/start.js';
 import { configFromEnv, ConfigError } from './config.js';
-import { startKeyReplication } from './domain/key-replication.js';
-import { startReplication } from './domain/replication.js';
-import { startReviewMaintenance } from './domain/review-maintenance.js';
 import { loggerOptions } from './http/logger.js';
-import { startLimitMaintenance } from './limits/maintenance.js';
-import { startLogMaintenance } from './domain/log-retention.js';
 import { bundlePolicies, defaultAccountId, examplePolicies, installPolicies, seedIfEmpty } from './seed.js';
 import { MasterKeyError, prepareSealing } from './secrets/sealed-text.js';
 import { resolveMasterKey, type MasterKey } from './secrets/master-key.js';
@@ -103,17 +99,8 @@ export async function serve(argv: readonly string[]): Promise<number> {
     healthOnly: role === 'dispatcher',
   });
   const onError = (what: string) => (e: unknown) => app.log.error({ err: e }, what);
-  const upkeep =
-    role === 'dispatcher'
-      ? []
-      : [
-          await startReplication(store, services.policySets, services.agents, 1000, onError('replication')),
-          await startKeyReplication(store, { apiKeys: services.keys, ring: services.ring }, onError('key replication')),
-          await startLimitMaintenance(store, services.limits, services.clock, config.budgetSweepSeconds * 1000, onError('budget maintenance')),
-          await startReviewMaintenance(store, services.approvals, services.reviewWaiters, 5000, onError('review maintenance')),
-          // Partitions made ahead and retention (one process at a time does each step).
-          await startLogMaintenance(store, services.clock, { retentionDays: config.retentionDays }, 30_000, onError('decision log upkeep')),
-        ];
+  // Policy refresh, key replication, budget upkeep, review sweep, decision log upkeep (runtime/background/).
+  const background = role === 'dispatcher' ? null : await startBackground(services, { onError: (task, e) => onError(task)(e) });
   await app.listen({ port: config.port, host: config.host });
   // The bound port (PORT=0 asks the system for a free one).
   const bound = app.server.address();
@@ -133,7 +120,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
     if (stopping) return;
     stopping = true;
     app.log.info(`${signal}: stopping`);
-    for (const task of upkeep) await task.stop();
+    await background?.stop();
     await app.close();
     await services.dispatcher.stop();
     await services.limits.idle();

@@ -67,7 +67,7 @@ export interface Services {
   reviews: ReviewService;
   /** What a verdict or an approval timeout changes (the sweep runs its timeOutOverdue). */
   approvals: Approvals;
-  /** This process's requests waiting for a review (woken by NOTIFY authz_reviews: domain/review-maintenance.ts). */
+  /** This process's requests waiting for a review (woken by NOTIFY authz_reviews: background/reviews.ts). */
   reviewWaiters: ReviewWaiters;
   /** The dashboard's overview figures. */
   stats: StatsService;

@@ -30,7 +30,7 @@ import autocannon from 'autocannon';
 import postgres from 'postgres';
 import { packageRoot } from '../../compiler/index.js';
 import { systemClock } from '../../runtime/clock.js';
-import { maintainLog } from '../../runtime/domain/log-retention.js';
+import { maintainLog } from '../../runtime/background/decision-log.js';
 import { openStore } from '../../runtime/store/connect.js';
 import { DAY_MS, dropLogPartition } from '../../runtime/store/log-partitions.js';
 import { migrate } from '../../runtime/store/migrate.js';

@@ -2,7 +2,7 @@
  * Agents: listed, read, revoked and restored. A revoke or restore changes the
  * row, stores `agent.revoked` (a revoke) and notifies every process in one
  * transaction; this process's directory learns it at once, the others by
- * NOTIFY (domain/replication.ts).
+ * NOTIFY (background/policy-refresh.ts).
  */
 import type { Clock } from '../clock.js';
 import { AgentNotFoundError } from '../errors/api-error.js';

@@ -6,7 +6,7 @@
  *
  * Budget exhaustion is announced from PL/pgSQL (`authz_budget_events`,
  * functions/authz_budget_events.sql) on {@link CHANNELS.budgets}, with the usage row
- * as JSON; runtime/limits/maintenance.ts listens.
+ * as JSON; runtime/background/budgets.ts listens.
  */
 import type { Environment } from '../tenant.js';
 import type { Sql, SqlOrTx } from './connect.js';

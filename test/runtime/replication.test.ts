@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../runtime/app.js';
 import { ManualClock } from '../../runtime/clock.js';
 import { configFromEnv } from '../../runtime/config.js';
-import { startReplication, type Replication } from '../../runtime/domain/replication.js';
+import { startReplication, type Replication } from '../../runtime/background/policy-refresh.js';
 import { createAccount, createApiKey } from '../../runtime/domain/accounts.js';
 import { openServices, type Services } from '../../runtime/services.js';
 import { openStore, type Store } from '../../runtime/store/connect.js';
