@@ -12,13 +12,9 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { wantsHelp } from '../compiler/index.js';
 import { buildApp } from './app.js';
+import { startBackground } from './background/start.js';
 import { configFromEnv, ConfigError } from './config.js';
-import { startKeyReplication } from './domain/key-replication.js';
-import { startReplication } from './domain/replication.js';
-import { startReviewMaintenance } from './domain/review-maintenance.js';
 import { loggerOptions } from './http/logger.js';
-import { startLimitMaintenance } from './limits/maintenance.js';
-import { startLogMaintenance } from './domain/log-retention.js';
 import { bundlePolicies, seedAtStart } from './seed.js';
 import { listenProblem, portProblem } from './cli/port-check.js';
 import { serveUsage } from './cli/serve-help.js';
@@ -127,17 +123,8 @@ export async function serve(argv: readonly string[]): Promise<number> {
   const onError = (what: string) => (e: unknown) => app.log.error({ err: e }, what);
   // Whatever the database connections do, a store outage never ends the process (docs/operations.md, Failover).
   guardStoreOutages((reason) => app.log.warn({ err: reason }, 'store unavailable (an unhandled rejection): still serving'));
-  const upkeep =
-    role === 'dispatcher'
-      ? []
-      : [
-          await startReplication(store, services.policySets, services.agents, 1000, onError('replication')),
-          await startKeyReplication(store, { apiKeys: services.keys, ring: services.ring }, onError('key replication')),
-          await startLimitMaintenance(store, services.limits, services.clock, config.budgetSweepSeconds * 1000, onError('budget maintenance')),
-          await startReviewMaintenance(store, services.approvals, services.reviewWaiters, 5000, onError('review maintenance')),
-          // Partitions made ahead and retention (one process at a time does each step).
-          await startLogMaintenance(store, services.clock, { retentionDays: config.retentionDays }, 30_000, onError('decision log upkeep')),
-        ];
+  // Policy refresh, key replication, budget upkeep, review sweep, decision log upkeep (runtime/background/).
+  const background = role === 'dispatcher' ? null : await startBackground(services, { onError: (task, e) => onError(task)(e) });
   try {
     await app.listen({ port: config.port, host: config.host });
   } catch (e) {
@@ -145,7 +132,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
     const problem = listenProblem(e, config.host, config.port);
     if (!problem) throw e;
     process.stderr.write(`authz serve: ${problem}\n`);
-    for (const task of upkeep) await task.stop();
+    await background?.stop();
     await app.close();
     await services.writer.idle();
     await store.close();
@@ -169,7 +156,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
     if (stopping) return;
     stopping = true;
     app.log.info(`${signal}: stopping`);
-    for (const task of upkeep) await task.stop();
+    await background?.stop();
     summaryLines?.stop();
     await app.close();
     await services.dispatcher.stop();

@@ -21,7 +21,7 @@ import { noPermits } from '../../runtime/domain/decision-ports.js';
 import { openServices } from '../../runtime/services.js';
 import { openStore } from '../../runtime/store/connect.js';
 import { migrate } from '../../runtime/store/migrate.js';
-import { maintainLog } from '../../runtime/domain/log-retention.js';
+import { maintainLog } from '../../runtime/background/decision-log.js';
 import { systemClock } from '../../runtime/clock.js';
 import { generatePolicySet } from '../compiler/generate.js';
 import { BENCH_KEY_RATE_LIMIT, BENCH_POLICIES } from './policies.js';

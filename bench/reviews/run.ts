@@ -23,7 +23,7 @@ import { packageRoot } from '../../compiler/index.js';
 import { buildApp } from '../../runtime/app.js';
 import { configFromEnv } from '../../runtime/config.js';
 import { createAccount, createApiKey } from '../../runtime/domain/accounts.js';
-import { startReviewMaintenance } from '../../runtime/domain/review-maintenance.js';
+import { startReviewMaintenance } from '../../runtime/background/reviews.js';
 import { openServices } from '../../runtime/services.js';
 import { openStore } from '../../runtime/store/connect.js';
 import { migrate } from '../../runtime/store/migrate.js';

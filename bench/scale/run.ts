@@ -21,7 +21,8 @@
  *
  *   node dist/bench/scale/run.js [--rows 100000] [--days 30] [--agents 3000] [--duration 10] [--connections 50] [--before-015]
  */
-import { copyFileSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -29,10 +30,10 @@ import autocannon from 'autocannon';
 import postgres from 'postgres';
 import { packageRoot } from '../../compiler/index.js';
 import { systemClock } from '../../runtime/clock.js';
-import { maintainLog } from '../../runtime/domain/log-retention.js';
+import { maintainLog } from '../../runtime/background/decision-log.js';
 import { openStore } from '../../runtime/store/connect.js';
 import { DAY_MS, dropLogPartition } from '../../runtime/store/log-partitions.js';
-import { migrate, migrationsDir } from '../../runtime/store/migrate.js';
+import { migrate } from '../../runtime/store/migrate.js';
 import { startCluster } from '../../scripts/pg-cluster.js';
 import { startTarget, stopTarget, type Target } from '../http/target.js';
 import { generateDecisions } from './generate.js';
@@ -48,6 +49,8 @@ const { values } = parseArgs({
   },
 });
 const before015 = values['before-015'] === true;
+/** The last main before migration 015 (its newest migration: 014_shadow.sql). */
+const BEFORE_015_COMMIT = 'f282b88';
 const rows = Number(values.rows ?? 100_000);
 const days = Number(values.days ?? 30);
 const agents = Number(values.agents ?? 3_000);
@@ -122,8 +125,13 @@ async function main(): Promise<void> {
   try {
     let dir: string | undefined;
     if (before015) {
+      // The migrations of the last release before 015 as they were then, function bodies
+      // included (since then the functions live in runtime/store/functions/, for the current schema).
       dir = mkdtempSync(join(tmpdir(), 'authz-migrations-'));
-      for (const name of readdirSync(migrationsDir())) if (name < '015') copyFileSync(join(migrationsDir(), name), join(dir, name));
+      const git = (args: string[]) => execFileSync('git', args, { cwd: packageRoot(), encoding: 'utf8', maxBuffer: 16 << 20 });
+      for (const path of git(['ls-tree', '--name-only', BEFORE_015_COMMIT, 'runtime/store/migrations/']).trim().split('\n')) {
+        writeFileSync(join(dir, path.split('/').pop()!), git(['show', `${BEFORE_015_COMMIT}:${path}`]));
+      }
       await migrate(store.sql, { dir });
     } else {
       await migrate(store.sql);

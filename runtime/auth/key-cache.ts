@@ -3,7 +3,7 @@
  * round trip per request: results (found or not) are kept for a short time.
  * Revoking or rolling a key drops it at once in the process that did it, and in
  * every other process on the same PostgreSQL when `NOTIFY authz_api_keys`
- * arrives (runtime/domain/key-replication.ts calls `forget`); `ttlMs` bounds
+ * arrives (runtime/background/key-replication.ts calls `forget`); `ttlMs` bounds
  * what a missed notification (a reconnect) can leave behind.
  */
 import { TtlCache } from '../shared/ttl-cache.js';

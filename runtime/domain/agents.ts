@@ -3,7 +3,7 @@
  * writes the row, its event (`agent.revoked` for a revoke, `agent.registered`
  * when attributes make an unseen agent known) and the NOTIFY to every process
  * in one transaction; this process's directory learns it at once, the others
- * by NOTIFY (domain/replication.ts).
+ * by NOTIFY (background/policy-refresh.ts).
  */
 import type { Clock } from '../clock.js';
 import { AgentNotFoundError, BodyTooLargeError } from '../errors/api-error.js';

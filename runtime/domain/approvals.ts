@@ -12,7 +12,7 @@
  *
  * Each change stores `decision.reviewed` and sends `NOTIFY authz_reviews` in the
  * same transaction; after commit this process wakes its own waiters at once
- * (other processes: domain/review-maintenance.ts). Timeouts are made on the
+ * (other processes: background/reviews.ts). Timeouts are made on the
  * service clock: lazily when a decision or a list is read, and by the sweep.
  */
 import type { Clock } from '../clock.js';

@@ -2,8 +2,8 @@
  * Requests waiting for a decision's review to change (`GET /v1/decisions/:id?wait=N`),
  * per process, keyed by decision. Nothing here polls the store: a waiter sleeps
  * until `wake` names its decision (the process that changed the review, at
- * once; every other process through `NOTIFY authz_reviews`, domain/review-
- * maintenance.ts) or its time is up; then the decision is read once. Every
+ * once; every other process through `NOTIFY authz_reviews`, background/
+ * reviews.ts) or its time is up; then the decision is read once. Every
  * waiter woken by one `wake` gets the same {@link Wake}, so they can share
  * that one read (domain/reviews.ts does).
  */

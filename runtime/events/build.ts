@@ -2,7 +2,7 @@
  * Every event body (spec 2.5) is built here, in TypeScript, from the presenters'
  * public forms: decision.*, agent.*, policy.updated and security.alert. The two
  * budget events are the one exception: they are fired inside the limits
- * function (migrations/003_limits.sql, `authz_budget_events`) in the same
+ * function (`authz_budget_events`, runtime/store/functions/) in the same
  * statement that moves the money, so that an event is never lost nor doubled;
  * their shape is held to the contract by test/runtime/budgets.test.ts.
  */

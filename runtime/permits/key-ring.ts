@@ -3,7 +3,7 @@
  * public key (the JWKS). The first start generates a key (under an advisory lock,
  * so concurrent first starts make one). Rotation retires the signer, which stays
  * in the JWKS until every token it can have signed has expired, and makes a new
- * one; other processes reload on NOTIFY authz_keys (runtime/domain/
+ * one; other processes reload on NOTIFY authz_keys (runtime/background/
  * key-replication.ts) and on an unknown kid.
  * With a master key, opening re-seals every private key stored in the clear or
  * in an older envelope (stores written by earlier versions), under the same lock.

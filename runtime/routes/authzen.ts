@@ -25,7 +25,7 @@ import type { IdempotentAnswers } from '../http/idempotency.js';
 import { authzenAnswer, authzenConfiguration, authzenFailure, type AuthzenAnswer } from '../presenters/authzen.js';
 
 export const authzenRoutes: FastifyPluginAsync = async (app) => {
-  const { decisions, metrics, config, limits, permits, store, policySets } = app.services;
+  const { decisions, metrics, config, limits, permitIssuer: permits, store, policySets } = app.services;
   const search: SearchDeps = { sql: store.sql, policySets, decisions };
   const deps: AuthzenDeps = { decisions, decided: (row, seconds) => metrics.decided(row.effect, row.reason, seconds) };
   // Fail closed in bounded time, as POST /v1/decisions does.

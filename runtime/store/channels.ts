@@ -4,9 +4,9 @@
  * Senders and listeners both go through these functions, so a channel's name
  * and payload are written in one place.
  *
- * Budget exhaustion is announced from PL/pgSQL (`authz_budget_events` in
- * migrations/003_limits.sql) on {@link CHANNELS.budgets}, with the usage row
- * as JSON; runtime/limits/maintenance.ts listens.
+ * Budget exhaustion is announced from PL/pgSQL (`authz_budget_events`,
+ * functions/authz_budget_events.sql) on {@link CHANNELS.budgets}, with the usage row
+ * as JSON; runtime/background/budgets.ts listens.
  */
 import type { Environment } from '../tenant.js';
 import type { Sql, SqlOrTx } from './connect.js';

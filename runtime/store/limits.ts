@@ -1,6 +1,6 @@
 /**
  * Rate limits and budgets in the store: thin calls of the SQL functions of
- * migrations/003_limits.sql (budget scopes: 016_budget_scopes.sql), where every
+ * functions/ (authz_apply_limits.sql and the functions it calls), where every
  * check and change is made atomically.
  */
 import type { Environment } from '../tenant.js';
@@ -81,7 +81,7 @@ export type LimitOutcome =
  * One call for a whole batch; the outcomes in the batch's order. Budgets are
  * judged at `nowMs` (the service clock); rate limiters on the database's clock
  * plus `rateOffsetMs` when it is given (a service clock that follows real time),
- * else at `nowMs` too (migrations/011_clock_and_bundles.sql).
+ * else at `nowMs` too (functions/authz_rate_now.sql).
  */
 export async function applyLimitBatch(sql: SqlOrTx, requests: readonly LimitRequest[], nowMs: number, rateOffsetMs: number | null): Promise<LimitOutcome[]> {
   const rows = await sql<Array<{ i: number; result: LimitOutcome }>>`

@@ -8,7 +8,7 @@
  * rows of its range into it, in SQL: authz_create_log_partition), drops one
  * when nothing in it is still live, trims the default partitions row by row,
  * and turns a time range into the id range that lets PostgreSQL skip the other
- * partitions. The schedule (which days, when) is runtime/domain/log-retention.ts.
+ * partitions. The schedule (which days, when) is runtime/background/decision-log.ts.
  */
 import { LOCKS } from './channels.js';
 import type { Sql, SqlOrTx, Tx } from './connect.js';

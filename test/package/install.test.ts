@@ -133,6 +133,7 @@ describe('the npm package, installed from its tarball', () => {
       'schemas/policy.schema.json',
       'schemas/api/decision-request.schema.json',
       'runtime/store/migrations/001_init.sql',
+      'runtime/store/functions/authz_apply_limits.sql',
       'runtime/dashboard/public/index.html',
       'examples/support/policies.yaml',
     ]) {

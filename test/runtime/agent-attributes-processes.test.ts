@@ -18,7 +18,7 @@ import { buildApp } from '../../runtime/app.js';
 import { ManualClock } from '../../runtime/clock.js';
 import { configFromEnv } from '../../runtime/config.js';
 import { createAccount, createApiKey } from '../../runtime/domain/accounts.js';
-import { startReplication, type Replication } from '../../runtime/domain/replication.js';
+import { startReplication, type Replication } from '../../runtime/background/policy-refresh.js';
 import { openServices, type Services } from '../../runtime/services.js';
 import { openStore, type Store } from '../../runtime/store/connect.js';
 import { migrate } from '../../runtime/store/migrate.js';
@@ -103,7 +103,7 @@ describe('agent attributes between runtimes on one PostgreSQL, on a clock that s
     const clock = new ManualClock(START);
     const services = await openServices({ config: configFromEnv({ AUTHZ_KEY_RATE_LIMIT: '1000000' }), store, clock });
     const app = await buildApp(services);
-    const replication = await startReplication(store, services.policySets, services.agents);
+    const replication = await startReplication(store, services.policySets, services.agentDirectory);
     const node: Node = {
       name,
       store: opened,

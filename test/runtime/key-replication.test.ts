@@ -1,5 +1,5 @@
 /**
- * Keys across processes (runtime/domain/key-replication.ts): an API key revoked
+ * Keys across processes (runtime/background/key-replication.ts): an API key revoked
  * or rolled through one runtime is refused by another on the same PostgreSQL as
  * soon as `NOTIFY authz_api_keys` arrives, and a signing-key rotation through
  * one runtime (`NOTIFY authz_keys`) makes the other sign with the new key and
@@ -16,8 +16,8 @@ import { buildApp } from '../../runtime/app.js';
 import { ManualClock } from '../../runtime/clock.js';
 import { configFromEnv } from '../../runtime/config.js';
 import { createAccount, createApiKey } from '../../runtime/domain/accounts.js';
-import { startKeyReplication } from '../../runtime/domain/key-replication.js';
-import { startReplication, type Replication } from '../../runtime/domain/replication.js';
+import { startKeyReplication } from '../../runtime/background/key-replication.js';
+import { startReplication, type Replication } from '../../runtime/background/policy-refresh.js';
 import { openServices, type Services } from '../../runtime/services.js';
 import { openStore, type Store } from '../../runtime/store/connect.js';
 import { migrate } from '../../runtime/store/migrate.js';
@@ -49,7 +49,7 @@ describe('keys across two runtimes on one PostgreSQL', () => {
     const services = await openServices({ config: config(), store, clock: new ManualClock(START) });
     const app = await buildApp(services);
     const replications = [
-      await startReplication(store, services.policySets, services.agents),
+      await startReplication(store, services.policySets, services.agentDirectory),
       await startKeyReplication(store, { apiKeys: services.keys, ring: services.ring }),
     ];
     const node: Node = {

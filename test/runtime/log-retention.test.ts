@@ -1,6 +1,6 @@
 /**
  * The decision log's daily partitions and retention (migration 015,
- * runtime/domain/log-retention.ts), on both stores, on a manual service clock:
+ * runtime/background/decision-log.ts), on both stores, on a manual service clock:
  * partitions made ahead and rows moved out of the default partition, a lookup by
  * id and a time-range read pruned to their partitions (the plans), old days
  * dropped after the clock moves, live rows (pending decision, held budget,
@@ -9,7 +9,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { iso } from '../../runtime/clock.js';
-import { maintainLog, type LogRound } from '../../runtime/domain/log-retention.js';
+import { maintainLog, type LogRound } from '../../runtime/background/decision-log.js';
 import { idRange } from '../../runtime/ids.js';
 import { DAY_MS, dayOf } from '../../runtime/store/log-partitions.js';
 import { STORE_KINDS } from '../helpers/postgres.js';

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../runtime/app.js';
 import { ManualClock } from '../../runtime/clock.js';
 import { configFromEnv } from '../../runtime/config.js';
-import { startReplication, type Replication } from '../../runtime/domain/replication.js';
+import { startReplication, type Replication } from '../../runtime/background/policy-refresh.js';
 import { createAccount, createApiKey } from '../../runtime/domain/accounts.js';
 import { openServices, type Services } from '../../runtime/services.js';
 import { openStore, type Store } from '../../runtime/store/connect.js';
@@ -54,7 +54,7 @@ describe('replication between runtimes on one PostgreSQL', () => {
     // own, so a revocation can only arrive through replication.
     const services = await openServices({ config: configFromEnv({}), store, clock: new ManualClock(START) });
     const app = await buildApp(services);
-    const replication = await startReplication(store, services.policySets, services.agents, listen ? NO_CHECK_MS : undefined);
+    const replication = await startReplication(store, services.policySets, services.agentDirectory, listen ? NO_CHECK_MS : undefined);
     const node: Node = {
       name,
       store: opened,

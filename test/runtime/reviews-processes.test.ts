@@ -14,7 +14,7 @@ import { buildApp } from '../../runtime/app.js';
 import { ManualClock } from '../../runtime/clock.js';
 import { configFromEnv } from '../../runtime/config.js';
 import { createAccount, createApiKey } from '../../runtime/domain/accounts.js';
-import { startReviewMaintenance, type ReviewMaintenance } from '../../runtime/domain/review-maintenance.js';
+import { startReviewMaintenance, type ReviewMaintenance } from '../../runtime/background/reviews.js';
 import { installPolicies } from '../../runtime/seed.js';
 import { openServices, type Services } from '../../runtime/services.js';
 import { openStore, type Store } from '../../runtime/store/connect.js';

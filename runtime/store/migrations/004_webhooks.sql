@@ -57,17 +57,7 @@ create table webhook_attempts (
   primary key (delivery_id, attempt)
 );
 
-create function authz_fan_out_events() returns trigger language plpgsql as $$
-begin
-  insert into webhook_deliveries (id, account_id, environment, endpoint_id, event_id, status, next_attempt_at, created_at)
-  select 'whd_' || replace(gen_random_uuid()::text, '-', ''), e.account_id, e.environment, w.id, e.id, 'pending',
-         e.created_at, e.created_at
-  from new_events e
-  join webhook_endpoints w on w.account_id = e.account_id and w.environment = e.environment
-  where w.status = 'enabled' and ('*' = any (w.events) or e.type = any (w.events))
-  order by e.seq;
-  return null;
-end $$;
+\ir ../functions/authz_fan_out_events.sql
 
 create trigger events_fan_out after insert on events
   referencing new table as new_events

@@ -13,20 +13,24 @@ import { ManualClock } from '../../../runtime/clock.js';
 import { configFromEnv, type Config } from '../../../runtime/config.js';
 import type { PermitIssuer } from '../../../runtime/domain/decision-ports.js';
 import { createAccount, createApiKey } from '../../../runtime/domain/accounts.js';
-import { startLimitMaintenance, type LimitMaintenance } from '../../../runtime/limits/maintenance.js';
+import { startBackground, type Background } from '../../../runtime/background/start.js';
+import type { LimitMaintenance } from '../../../runtime/background/budgets.js';
 import { installPolicies } from '../../../runtime/seed.js';
 import { openServices, type Services } from '../../../runtime/services.js';
 import { openTestStore, type StoreKind, type TestStore } from '../../helpers/postgres.js';
 
 export const START = Date.parse('2026-11-21T10:00:00.000Z');
 export const ADMIN_TOKEN = 'admin-token-for-tests-0123456789';
+const HOUR_MS = 3_600_000;
 
 export interface TestRuntime {
   app: FastifyInstance;
   services: Services;
   store: TestStore;
   clock: ManualClock;
-  /** The budget sweep and exhausted-agents reload, as `authz serve` runs it (runOnce to force a round). */
+  /** The background tasks `authz serve` starts, their rounds far apart (runOnce to force one). */
+  background: Background;
+  /** The budget sweep and exhausted-agents reload: `background.budgets`. */
   maintenance: LimitMaintenance;
   accountId: string;
   /** Keys of the main account with every scope. */
@@ -63,7 +67,16 @@ export async function startRuntime(kind: StoreKind, options: TestRuntimeOptions 
   const config: Config = { ...configFromEnv({ AUTHZ_ADMIN_TOKEN: ADMIN_TOKEN, AUTHZ_KEY_RATE_LIMIT: '1000000' }), ...options.config };
   const services = await openServices({ config, store, clock, ...(options.permits ? { permits: options.permits } : {}) });
   const app = await buildApp(services, options.app);
-  const maintenance = await startLimitMaintenance(store, services.limits, clock, 60_000);
+  // As `authz serve` starts them, rounds far apart (the budget sweep each minute, the others hourly, no
+  // decision log round at start): tests make their rounds (runOnce, maintainLog) on the manual clock.
+  const background = await startBackground(services, {
+    budgetSweepMs: 60_000,
+    policyRefreshMs: HOUR_MS,
+    reviewSweepMs: HOUR_MS,
+    logUpkeepMs: HOUR_MS,
+    logRoundAtStart: false,
+  });
+  const maintenance = background.budgets;
   const at = new Date(START);
   const [{ accountId, testKey, liveKey }, other] = options.store
     ? [await existingAccount(services), null]
@@ -73,6 +86,7 @@ export async function startRuntime(kind: StoreKind, options: TestRuntimeOptions 
     services,
     store,
     clock,
+    background,
     maintenance,
     accountId,
     testKey,
@@ -95,7 +109,7 @@ export async function startRuntime(kind: StoreKind, options: TestRuntimeOptions 
       return json(r);
     },
     async close() {
-      await maintenance.stop();
+      await background.stop();
       await services.dispatcher.stop();
       await app.close();
       await services.limits.idle();

@@ -11,7 +11,7 @@ import type { Clock } from '../clock.js';
 import { CHANNELS, listen } from '../store/channels.js';
 import type { Store } from '../store/connect.js';
 import { exhaustedUsage, releaseExpiredHolds, type BudgetUsage } from '../store/limits.js';
-import type { Limits } from './limits.js';
+import type { Limits } from '../limits/limits.js';
 import { runPeriodically, type Upkeep } from '../shared/periodic.js';
 
 export type LimitMaintenance = Upkeep;

@@ -8,8 +8,8 @@
 import { CHANNELS, listen, parseAgentStatusPayload, parsePolicySetPayload } from '../store/channels.js';
 import type { Store } from '../store/connect.js';
 import { allPolicySetVersions } from '../store/policies.js';
-import type { AgentDirectory } from './agent-directory.js';
-import type { PolicySets } from './policy-sets.js';
+import type { AgentDirectory } from '../domain/agent-directory.js';
+import type { PolicySets } from '../domain/policy-sets.js';
 import { runPeriodically } from '../shared/periodic.js';
 
 export interface Replication {

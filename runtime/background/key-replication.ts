@@ -1,6 +1,6 @@
 /**
  * Keeping the keys of several server processes on one PostgreSQL in step, as
- * runtime/domain/replication.ts does for policy sets and agent statuses:
+ * runtime/background/policy-refresh.ts does for policy sets and agent statuses:
  *
  * - an API key revoked or rolled by any process (`NOTIFY authz_api_keys`, its
  *   id) is dropped from this process's key cache, so its next request is 401;
@@ -16,7 +16,7 @@ import type { ApiKeyCache } from '../auth/key-cache.js';
 import type { KeyRing } from '../permits/key-ring.js';
 import { CHANNELS, listen } from '../store/channels.js';
 import type { Store } from '../store/connect.js';
-import type { Replication } from './replication.js';
+import type { Replication } from './policy-refresh.js';
 
 export interface ReplicatedKeys {
   apiKeys: ApiKeyCache;

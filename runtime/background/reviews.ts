@@ -12,8 +12,8 @@
  */
 import { CHANNELS, listen, parseReviewPayload } from '../store/channels.js';
 import type { Store } from '../store/connect.js';
-import type { ApprovalTimeouts } from './decision-ports.js';
-import { waiterKey, type ReviewWaiters } from './review-waiters.js';
+import type { ApprovalTimeouts } from '../domain/decision-ports.js';
+import { waiterKey, type ReviewWaiters } from '../domain/review-waiters.js';
 import { runPeriodically, type Upkeep } from '../shared/periodic.js';
 
 export type ReviewMaintenance = Upkeep<number>;

@@ -113,7 +113,8 @@ export async function maintainLog(store: Store, clock: Clock, options: LogRetent
 }
 
 /**
- * Runs {@link maintainLog} now and then every `intervalMs` (at most a minute).
+ * Runs {@link maintainLog} now (unless `roundAtStart` is false: tests make their
+ * own rounds) and then every `intervalMs`.
  *
  * @example
  * const log = await startLogMaintenance(store, services.clock, { retentionDays: config.retentionDays });
@@ -126,11 +127,12 @@ export async function startLogMaintenance(
   options: LogRetentionOptions,
   intervalMs = 30_000,
   onError: (e: unknown) => void = () => {},
+  roundAtStart = true,
 ): Promise<LogMaintenance> {
   // Partitions whose pending decisions keep them until a known time: not read again before it.
   const waits = new Map<string, number>();
   const runOnce = () => maintainLog(store, clock, options, waits);
-  await runOnce().catch(onError);
-  const rounds = runPeriodically(runOnce, Math.min(intervalMs, 60_000), onError);
+  if (roundAtStart) await runOnce().catch(onError);
+  const rounds = runPeriodically(runOnce, intervalMs, onError);
   return { runOnce, stop: () => rounds.stop() };
 }
