@@ -1,6 +1,8 @@
 /**
- * `authz mcp-proxy`: an MCP server that asks agent-authz before every tool call
- * of the MCP server behind it (contract, second part: MCP enforcement proxy).
+ * `authz mcp-proxy`: stands between an MCP client and an MCP server, relaying
+ * the whole protocol and asking agent-authz before every tool call and every
+ * other decided request (contract, second part: MCP enforcement proxy; third
+ * part: MCP gateway).
  *
  *   authz mcp-proxy --config mcp.yaml -- <upstream command> [args...]   # upstream over stdio
  *   authz mcp-proxy --config mcp.yaml --upstream-url http://host/mcp     # upstream over Streamable HTTP
@@ -9,24 +11,30 @@
  * go to stderr), or over Streamable HTTP with `--listen HOST:PORT`. Exit codes:
  * 0 the client went away (or a signal ended the listener), 1 the configuration
  * or the upstream's tool names are unusable, or the upstream could not be
- * reached or went away, 2 usage error.
+ * reached or went away, 2 usage error (a non-loopback --listen address included).
  */
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { AuthzClient } from '../typescript/index.js';
 import { loadProxyConfig, ProxyConfigError, type ProxyConfig } from './config.js';
-import { listenStreamableHttp, parseListen } from './http-listen.js';
+import { DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_SECONDS, isLoopback, listenStreamableHttp, parseListen } from './http-listen.js';
 import { McpProxy, type UpstreamTarget } from './proxy.js';
+import type { RelayEnd } from './relay.js';
 
 export const MCP_PROXY_USAGE = `usage: authz mcp-proxy --config FILE [options] -- COMMAND [ARGS...]
        authz mcp-proxy --config FILE [options] --upstream-url URL
   --config FILE        the proxy's YAML configuration (agent_id, server, tools)
   --upstream-url URL   the upstream MCP server over Streamable HTTP (instead of COMMAND)
-  --listen HOST:PORT   serve MCP over Streamable HTTP at http://HOST:PORT/mcp (default: stdio)
+  --listen HOST:PORT   serve MCP over Streamable HTTP at http://HOST:PORT/mcp (default: stdio);
+                       a loopback address only
+  --public-url URL     the MCP endpoint as clients reach it (default http://HOST:PORT/mcp)
+  --session-idle-seconds N   end an HTTP session after N seconds without a request (default 600)
+  --max-sessions N     at most N HTTP sessions at once (default 1000)
   --url URL            the agent-authz service (default AUTHZ_URL or http://127.0.0.1:8080)
   --key KEY            an API key with scope decisions:write (default AUTHZ_API_KEY)
-  --session ID         the decisions' session_id (default AUTHZ_SESSION_ID, else a fresh id)`;
+  --session ID         the decisions' session_id (default AUTHZ_SESSION_ID, else a fresh id;
+                       with --listen: mcp-<Mcp-Session-Id>)`;
 
 const DEFAULT_URL = 'http://127.0.0.1:8080';
 export const EXIT_OK = 0;
@@ -47,9 +55,18 @@ interface Invocation {
   configPath: string;
   url: string;
   key: string;
-  sessionId: string;
-  listen?: { host: string; port: number };
+  /** The decisions' session_id when set by --session or AUTHZ_SESSION_ID. */
+  sessionId?: string;
+  listen?: { host: string; port: number; publicUrl?: URL; idleSeconds: number; maxSessions: number };
   upstream: UpstreamTarget;
+}
+
+/** A whole number flag within bounds. */
+function wholeNumber(flag: string, value: string | undefined, fallback: number, min: number, max: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || n < min || n > max) throw new UsageProblem(`${flag} ${JSON.stringify(value)}: a whole number from ${min} to ${max}`);
+  return n;
 }
 
 class UsageProblem extends Error {}
@@ -69,6 +86,9 @@ function readInvocation(argv: readonly string[], env: NodeJS.ProcessEnv): Invoca
       url: { type: 'string' },
       key: { type: 'string' },
       session: { type: 'string' },
+      'public-url': { type: 'string' },
+      'session-idle-seconds': { type: 'string' },
+      'max-sessions': { type: 'string' },
     },
   });
   if (positionals.length > 0) throw new UsageProblem(`unexpected ${JSON.stringify(positionals[0])}: put the upstream command after --`);
@@ -90,11 +110,24 @@ function readInvocation(argv: readonly string[], env: NodeJS.ProcessEnv): Invoca
   }
   let listen: Invocation['listen'];
   if (values.listen !== undefined) {
-    listen = parseListen(values.listen) ?? undefined;
-    if (!listen) throw new UsageProblem(`--listen ${JSON.stringify(values.listen)}: expected HOST:PORT, e.g. 127.0.0.1:8090`);
+    const at = parseListen(values.listen);
+    if (!at) throw new UsageProblem(`--listen ${JSON.stringify(values.listen)}: expected HOST:PORT, e.g. 127.0.0.1:8090`);
+    if (!isLoopback(at.host)) {
+      throw new UsageProblem(`--listen ${values.listen}: without auth: in the configuration the proxy serves loopback addresses only (127.0.0.1, ::1, localhost): whoever reached it would call tools as the configured agent`);
+    }
+    const publicUrl = values['public-url'];
+    if (publicUrl !== undefined && !(URL.canParse(publicUrl) && /^https?:$/.test(new URL(publicUrl).protocol))) throw new UsageProblem(`--public-url ${JSON.stringify(publicUrl)} is not an http(s) URL`);
+    listen = {
+      ...at,
+      ...(publicUrl === undefined ? {} : { publicUrl: new URL(publicUrl) }),
+      idleSeconds: wholeNumber('--session-idle-seconds', values['session-idle-seconds'], DEFAULT_SESSION_IDLE_SECONDS, 1, 86_400),
+      maxSessions: wholeNumber('--max-sessions', values['max-sessions'], DEFAULT_MAX_SESSIONS, 1, 1_000_000),
+    };
+  } else {
+    for (const flag of ['public-url', 'session-idle-seconds', 'max-sessions'] as const) if (values[flag] !== undefined) throw new UsageProblem(`--${flag} goes with --listen`);
   }
-  const sessionId = values.session || env.AUTHZ_SESSION_ID || `mcp-${randomUUID()}`;
-  return { configPath: values.config, url, key, sessionId, upstream, ...(listen ? { listen } : {}) };
+  const sessionId = values.session || env.AUTHZ_SESSION_ID || undefined;
+  return { configPath: values.config, url, key, upstream, ...(sessionId ? { sessionId } : {}), ...(listen ? { listen } : {}) };
 }
 
 /** Resolves when the process is asked to stop (SIGINT, SIGTERM). */
@@ -141,52 +174,61 @@ export async function mcpProxyCommand(argv: readonly string[], io: ProxyIo = std
   const authz = new AuthzClient({
     baseUrl: invocation.url,
     apiKey: invocation.key,
-    sessionId: invocation.sessionId,
-    ...(config.on_behalf_of === undefined ? {} : { onBehalfOf: config.on_behalf_of }),
     // A 429 is answered to the agent with its Retry-After at once, never waited for here.
     maxRetryAfterSeconds: 0,
   });
-  let upstreamClosed!: () => void;
-  const upstreamGone = new Promise<void>((resolve) => (upstreamClosed = resolve));
   let proxy: McpProxy;
   try {
-    proxy = await McpProxy.start({ config, authz, upstream: invocation.upstream, log: say, onUpstreamClosed: () => upstreamClosed() });
+    proxy = await McpProxy.start({ config, authz, upstream: invocation.upstream, log: say });
   } catch (e) {
     if (e instanceof ProxyConfigError) say(`cannot start: ${e.message}`);
     else say(`cannot connect to the upstream MCP server: ${(e as Error).message}`);
     return EXIT_PROBLEMS;
   }
-  say(`agent ${config.agent_id}, server ${config.server}, session ${invocation.sessionId}, decisions from ${invocation.url}`);
+  const principal = (sessionId: string) => ({
+    agentId: config.agent_id,
+    sessionId: invocation.sessionId ?? sessionId,
+    ...(config.on_behalf_of === undefined ? {} : { onBehalfOf: config.on_behalf_of }),
+  });
 
   const stop = signalled();
   try {
     if (invocation.listen) {
-      const listening = await listenStreamableHttp({ ...invocation.listen, createServer: () => proxy.createServer(), log: say }).catch((e: Error) => {
-        say(`cannot listen on ${invocation.listen!.host}:${invocation.listen!.port}: ${e.message}`);
+      const { host, port, publicUrl, idleSeconds, maxSessions } = invocation.listen;
+      say(`agent ${config.agent_id}, server ${config.server}, session ${invocation.sessionId ?? 'mcp-<Mcp-Session-Id>'}, decisions from ${invocation.url}`);
+      const listening = await listenStreamableHttp({
+        host,
+        port,
+        idleSeconds,
+        maxSessions,
+        ...(publicUrl ? { publicUrl } : {}),
+        log: say,
+        openSession: (transport, id, onEnd) => proxy.openSession(transport, principal(`mcp-${id}`), onEnd),
+      }).catch((e: Error) => {
+        say(`cannot listen on ${host}:${port}: ${e.message}`);
         return null;
       });
       if (!listening) return EXIT_PROBLEMS;
       say(`listening on ${listening.url}`);
-      if (!listening.loopback) say(`warning: ${listening.url} takes MCP clients without authentication: whoever reaches it calls tools as ${config.agent_id}`);
-      const upstreamEnded = await Promise.race([stop.promise.then(() => false), upstreamGone.then(() => true)]);
+      await stop.promise;
       await listening.close();
-      if (upstreamEnded) say('the upstream MCP server went away');
-      return upstreamEnded ? EXIT_PROBLEMS : EXIT_OK;
+      return EXIT_OK;
     }
-    const server = proxy.createServer();
-    const clientGone = new Promise<void>((resolve) => {
-      const previous = server.onclose;
-      server.onclose = () => {
-        previous?.();
-        resolve();
-      };
-      process.stdin.once('end', resolve);
-      process.stdin.once('close', resolve);
-    });
-    await server.connect(new StdioServerTransport());
-    const upstreamEnded = await Promise.race([clientGone.then(() => false), stop.promise.then(() => false), upstreamGone.then(() => true)]);
-    if (upstreamEnded) say('the upstream MCP server went away');
-    return upstreamEnded ? EXIT_PROBLEMS : EXIT_OK;
+    const sessionId = invocation.sessionId ?? `mcp-${randomUUID()}`;
+    say(`agent ${config.agent_id}, server ${config.server}, session ${sessionId}, decisions from ${invocation.url}`);
+    let ended!: (why: RelayEnd) => void;
+    const sessionEnded = new Promise<RelayEnd>((resolve) => (ended = resolve));
+    process.stdin.once('end', () => ended('client'));
+    process.stdin.once('close', () => ended('client'));
+    try {
+      await proxy.openSession(new StdioServerTransport(), principal(sessionId), (why) => ended(why));
+    } catch (e) {
+      say(`cannot start the upstream MCP server: ${(e as Error).message}`);
+      return EXIT_PROBLEMS;
+    }
+    const why = await Promise.race([sessionEnded, stop.promise.then(() => 'closed' as const)]);
+    if (why === 'upstream') say('the upstream MCP server went away');
+    return why === 'upstream' ? EXIT_PROBLEMS : EXIT_OK;
   } finally {
     stop.dispose();
     await proxy.close();

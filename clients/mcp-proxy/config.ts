@@ -13,11 +13,15 @@
  * tools:
  *   write_file: { action: files.write, resource: "file:{path}" }
  *   charge: { action: payments.charge, resource: "customer:{customer_id}", amount: amount }
+ * methods:                          # optional: the other decided requests (third part)
+ *   resources/read: { action: docs.read, resource: "doc:{uri}" }
+ * pass_through: [tasks/list]        # optional: request methods forwarded undecided
  * ```
  */
 import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import { ACTION_PATTERN, templateProblems } from './actions.js';
+import { isDecidedMethod, KNOWN_METHODS, type MethodMappings } from './methods.js';
 
 /** How one tool's calls become decisions. */
 export interface ToolMapping {
@@ -40,6 +44,10 @@ export interface ProxyConfig {
   ttl_seconds?: number;
   /** Per-tool mappings, by the upstream's tool name. */
   tools: Record<string, ToolMapping>;
+  /** Mappings of the other decided methods (`resources/read`, `prompts/get`...): action and resource template over the params. */
+  methods: MethodMappings;
+  /** Request methods the proxy does not know that are forwarded undecided (else refused). */
+  pass_through: string[];
 }
 
 /** Default `approval_wait_seconds`: below the 60 s default request timeout of MCP SDK clients. */
@@ -57,7 +65,7 @@ export class ProxyConfigError extends Error {
   }
 }
 
-const TOP_LEVEL = new Set(['agent_id', 'server', 'on_behalf_of', 'approval_wait_seconds', 'ttl_seconds', 'tools']);
+const TOP_LEVEL = new Set(['agent_id', 'server', 'on_behalf_of', 'approval_wait_seconds', 'ttl_seconds', 'tools', 'methods', 'pass_through']);
 const TOOL_FIELDS = new Set(['action', 'resource', 'amount']);
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -121,6 +129,10 @@ export function parseProxyConfig(value: unknown, source = 'config', env: NodeJS.
       tools[tool] = mapping;
     }
   }
+  const methods = parseMethods(value.methods, problems);
+  const passThrough = value.pass_through ?? [];
+  if (!Array.isArray(passThrough) || passThrough.some((m) => !nonEmpty(m))) problems.push('pass_through: a list of JSON-RPC method names');
+  else for (const m of passThrough as string[]) if (KNOWN_METHODS.has(m)) problems.push(`pass_through: "${m}" is a method the proxy knows (it is decided or relayed already)`);
   if (problems.length > 0) throw new ProxyConfigError(source, problems);
   return {
     agent_id: value.agent_id as string,
@@ -129,7 +141,45 @@ export function parseProxyConfig(value: unknown, source = 'config', env: NodeJS.
     approval_wait_seconds: wait as number,
     ...(ttl === undefined ? {} : { ttl_seconds: ttl as number }),
     tools,
+    methods,
+    pass_through: passThrough as string[],
   };
+}
+
+/** The `methods:` mappings; problems go to `problems`. */
+function parseMethods(raw: unknown, problems: string[]): ProxyConfig['methods'] {
+  const methods: ProxyConfig['methods'] = {};
+  if (raw === undefined) return methods;
+  if (!isRecord(raw)) {
+    problems.push('methods: a mapping from request methods (resources/read, prompts/get...) to { action, resource }');
+    return methods;
+  }
+  for (const [method, entry] of Object.entries(raw)) {
+    const at = `methods.${method}`;
+    if (!isDecidedMethod(method)) {
+      problems.push(`${at}: not a decided method (resources/read, resources/subscribe, prompts/get, completion/complete, logging/setLevel; tools/call is mapped under "tools:")`);
+      continue;
+    }
+    if (!isRecord(entry)) {
+      problems.push(`${at}: a mapping with action and/or resource`);
+      continue;
+    }
+    for (const key of Object.keys(entry)) if (key !== 'action' && key !== 'resource') problems.push(`${at}: unknown field "${key}" (known: action, resource)`);
+    const mapping: { action?: string; resource?: string } = {};
+    if (entry.action !== undefined) {
+      if (typeof entry.action !== 'string' || !ACTION_PATTERN.test(entry.action)) problems.push(`${at}.action: ${JSON.stringify(entry.action)} is not an action: namespace.verb, each part [a-z][a-z0-9_]* (no wildcards)`);
+      else mapping.action = entry.action;
+    }
+    if (entry.resource !== undefined) {
+      if (typeof entry.resource !== 'string' || entry.resource === '') problems.push(`${at}.resource: a non-empty template string such as "doc:{uri}"`);
+      else {
+        for (const p of templateProblems(entry.resource)) problems.push(`${at}.resource: ${p}`);
+        mapping.resource = entry.resource;
+      }
+    }
+    methods[method] = mapping;
+  }
+  return methods;
 }
 
 /**

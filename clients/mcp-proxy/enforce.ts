@@ -1,29 +1,42 @@
 /**
- * What the proxy does with each MCP request, whatever the transports
- * (contract, second part: MCP enforcement proxy):
+ * What the proxy decides for each client request, whatever the transports
+ * (contract, second part: MCP enforcement proxy; third part: MCP gateway):
  *
- * - `tools/list`: the upstream's tools without those this agent can never be
- *   allowed to call (`POST /v1/actions/possible`);
  * - `tools/call`: decided by the service first, every call (hidden tools
- *   included). A deny, a 429, an unreachable service or a call that cannot be
- *   mapped becomes a tool result with `isError: true` and never reaches the
- *   upstream; an allow or review is forwarded with the decision id and permit
- *   in `_meta`, the upstream's result is returned as it is, and the decision is
- *   confirmed (a result without `isError`) or rejected (with `isError: true`,
- *   or when the upstream answers an error) before the answer goes back.
+ *   included). A deny, a 429, an unreachable service, a call that cannot be
+ *   mapped or a tool whose action collides becomes a tool result with
+ *   `isError: true` and never reaches the upstream.
+ * - `resources/read`, `resources/subscribe`, `prompts/get`,
+ *   `completion/complete`, `logging/setLevel`: decided with the actions of
+ *   methods.ts; refused with a JSON-RPC error (`-32001` with `error.data` for a
+ *   deny or a 429, `-32603` when the service cannot be reached).
+ * - Allowed (or a review, once approved): forwarded with the decision id and
+ *   the permit in `_meta`; the relay confirms or rejects the decision after
+ *   the upstream's answer has gone to the client (`settle`).
+ * - Lists: tools this agent can never be allowed to call are hidden; the
+ *   prompt and resource lists are empty when their action can never be allowed
+ *   (`POST /v1/actions/possible`).
  */
-import { McpError, ErrorCode, type CallToolRequest, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolRequest, CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { argsDigest } from '../../verifier/args-digest.js';
-import { AuthzClient, AuthzError, type Decision } from '../typescript/index.js';
+import { AuthzClient, AuthzError, type Decision, type DecisionInput } from '../typescript/index.js';
 import { ActionMap, ArgumentProblem } from './actions.js';
 import type { ProxyConfig } from './config.js';
+import { methodAction, methodTarget, type DecidedMethod } from './methods.js';
+import type { ToolNames } from './tool-names.js';
 
-/** `_meta` keys the proxy sets on forwarded calls (and on its own refusals). */
+/** `_meta` keys the proxy sets on forwarded requests (and on its own refusals). */
 export const META_DECISION = 'agent-authz/decision';
 export const META_PERMIT = 'agent-authz/permit';
 export const META_REASON = 'agent-authz/reason';
 export const META_ERROR = 'agent-authz/error';
 export const META_RETRY_AFTER = 'agent-authz/retry_after';
+/** The prefix of every `_meta` key only the proxy may set (compared without regard to case). */
+const META_PREFIX = 'agent-authz/';
+
+/** JSON-RPC error codes of the proxy's refusals: the COAZ-MCP binding's denial code, and the internal error. */
+export const DENIED_CODE = -32001;
+export const INTERNAL_ERROR_CODE = -32603;
 
 /** Most actions one `POST /v1/actions/possible` takes (its schema's maxItems). */
 const POSSIBLE_BATCH = 1000;
@@ -31,9 +44,30 @@ const POSSIBLE_BATCH = 1000;
 const LONGEST_WAIT_SECONDS = 60;
 
 export type CallParams = CallToolRequest['params'];
+type Params = Record<string, unknown>;
 
-/** Sends a call on to the upstream and answers its result (or throws its error). */
-export type Forward = (params: CallParams) => Promise<CallToolResult>;
+/** Who a session's decisions are made for: the configuration's agent, or (later) a token's. */
+export interface Principal {
+  agentId: string;
+  sessionId: string;
+  onBehalfOf?: string;
+}
+
+/** A JSON-RPC error object. */
+export interface RpcError {
+  code: number;
+  message: string;
+  data?: Record<string, unknown>;
+}
+
+/** What to do with one decided request. */
+export type Verdict =
+  /** Send `params` (with the decision's `_meta`) to the upstream; settle `decisionId` by its answer. */
+  | { kind: 'forward'; params: Params; decisionId: string }
+  /** Answer the client with this result (a refused tool call); nothing forwarded. */
+  | { kind: 'result'; result: CallToolResult }
+  /** Answer the client with this JSON-RPC error; nothing forwarded. */
+  | { kind: 'error'; error: RpcError };
 
 export interface EnforcerOptions {
   config: ProxyConfig;
@@ -66,6 +100,24 @@ export function refusalFromError(error: unknown): CallToolResult {
 }
 
 /**
+ * The JSON-RPC error for a request (other than a tool call) the service did
+ * not decide: a 429 is `-32001` with its Retry-After; anything else `-32603`.
+ */
+export function rpcErrorFrom(error: unknown, method: string): RpcError {
+  if (error instanceof AuthzError && error.status === 429) {
+    const after = error.retryAfter ?? 1;
+    return {
+      code: DENIED_CODE,
+      message: `Refused by agent-authz: ${error.code}, retry after ${after} seconds. ${method} was not forwarded.`,
+      data: { reason: error.code, decision_id: null, retry_after: after },
+    };
+  }
+  if (error instanceof ArgumentProblem) return { code: -32602, message: `agent-authz refused this request: ${error.message}`, data: { reason: error.code } };
+  const code = error instanceof AuthzError ? error.code : 'mcp_proxy.internal_error';
+  return { code: INTERNAL_ERROR_CODE, message: `agent-authz could not decide this request (${code}: ${(error as Error).message}). ${method} was not forwarded.`, data: { reason: code } };
+}
+
+/**
  * The refusal for a deny decision: its reason code and decision id.
  *
  * @example
@@ -80,128 +132,179 @@ export function deniedResult(decision: Pick<Decision, 'id' | 'reason'>): CallToo
   });
 }
 
-/** `_meta` of a downstream call without the keys only the proxy may set (and the progress token, which is the proxy's own upstream). */
-function forwardedMeta(meta: CallParams['_meta'], decision: Decision, permit: string): Record<string, unknown> {
+/**
+ * The JSON-RPC error for a denied request other than a tool call.
+ *
+ * @example
+ * ```ts
+ * deniedError({ id: 'dec_1', reason: 'policy.not_found' }, 'prompts/get').data; // => { reason: 'policy.not_found', decision_id: 'dec_1' }
+ * ```
+ */
+export function deniedError(decision: Pick<Decision, 'id' | 'reason'>, method: string): RpcError {
+  return {
+    code: DENIED_CODE,
+    message: `Denied by agent-authz: ${decision.reason} (decision ${decision.id}). ${method} was not forwarded.`,
+    data: { reason: decision.reason, decision_id: decision.id },
+  };
+}
+
+/**
+ * `_meta` without any key only the proxy may set, in any case
+ * (`Agent-Authz/permit` too): a client never passes its own permit upstream.
+ *
+ * @example
+ * ```ts
+ * console.log(withoutProxyMeta({ 'Agent-Authz/permit': 'x', progressToken: 1 })); // => { progressToken: 1 }
+ * ```
+ */
+export function withoutProxyMeta(meta: unknown): Record<string, unknown> | undefined {
+  if (typeof meta !== 'object' || meta === null || Array.isArray(meta)) return undefined;
   const kept: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(meta ?? {})) if (!k.startsWith('agent-authz/') && k !== 'progressToken') kept[k] = v;
-  return { ...kept, [META_DECISION]: decision.id, [META_PERMIT]: permit };
+  for (const [k, v] of Object.entries(meta)) if (!k.toLowerCase().startsWith(META_PREFIX)) kept[k] = v;
+  return kept;
+}
+
+/** The params forwarded for an allowed request: the client's, with the decision and permit in `_meta`. */
+function forwardedParams(params: Params, decision: Decision, permit: string): Params {
+  return { ...params, _meta: { ...withoutProxyMeta(params._meta), [META_DECISION]: decision.id, [META_PERMIT]: permit } };
 }
 
 export class Enforcer {
   readonly actions: ActionMap;
-  readonly #config: ProxyConfig;
+  readonly config: ProxyConfig;
   readonly #authz: AuthzClient;
   readonly #log: (line: string) => void;
-  /** Tools of the latest listing whose action collides with another's: hidden and refused. */
-  #colliding = new Map<string, string>();
-  /** The tool names of the latest listing, every page read so far. */
-  #listed = new Set<string>();
 
   constructor(options: EnforcerOptions) {
-    this.#config = options.config;
+    this.config = options.config;
     this.#authz = options.authz;
     this.#log = options.log;
     this.actions = new ActionMap(options.config);
   }
 
-  /**
-   * Notes the tools an upstream listing offers: a tool whose action collides
-   * with another's is hidden and its calls refused (at start such a collision
-   * stops the proxy; this catches tools that appear later). A listing's later
-   * pages add to its first.
-   */
-  noteTools(names: readonly string[], page: { firstPage: boolean } = { firstPage: true }): void {
-    if (page.firstPage) this.#listed = new Set();
-    for (const name of names) this.#listed.add(name);
-    const next = new Map<string, string>();
-    for (const { action, tools } of this.actions.collisions([...this.#listed])) for (const t of tools) next.set(t, action);
-    for (const [tool, action] of next) if (!this.#colliding.has(tool)) this.#log(`tool "${tool}" is hidden: its action ${action} collides with another tool's`);
-    this.#colliding = next;
+  /** Which of these actions the principal's agent could ever be allowed. */
+  async #possible(who: Principal, actions: string[]): Promise<Set<string>> {
+    const possible = new Set<string>();
+    for (let i = 0; i < actions.length; i += POSSIBLE_BATCH) {
+      const { data } = await this.#authz.possible(who.agentId, actions.slice(i, i + POSSIBLE_BATCH));
+      for (const entry of data) if (entry.possible) possible.add(entry.action);
+    }
+    return possible;
   }
 
   /**
-   * The tools this agent may ever be allowed to call, in the upstream's order.
+   * The tools this agent may ever be allowed to call, in the upstream's order
+   * (colliding ones hidden).
    *
-   * @throws McpError (InternalError) when the service cannot say: nothing is listed rather than everything.
+   * @throws the service's error when it cannot say: nothing is listed rather than everything.
    */
-  async visibleTools(tools: Tool[]): Promise<Tool[]> {
-    const candidates = tools.filter((t) => !this.#colliding.has(t.name));
-    const actions = [...new Set(candidates.map((t) => this.actions.actionOf(t.name)))];
-    const possible = new Set<string>();
-    try {
-      for (let i = 0; i < actions.length; i += POSSIBLE_BATCH) {
-        const { data } = await this.#authz.possible(this.#config.agent_id, actions.slice(i, i + POSSIBLE_BATCH));
-        for (const entry of data) if (entry.possible) possible.add(entry.action);
-      }
-    } catch (error) {
-      const code = error instanceof AuthzError ? error.code : 'mcp_proxy.internal_error';
-      throw new McpError(ErrorCode.InternalError, `agent-authz could not check which tools this agent may use (${code}: ${(error as Error).message})`);
-    }
+  async visibleTools(tools: Tool[], who: Principal, names: ToolNames): Promise<Tool[]> {
+    const candidates = tools.filter((t) => names.collision(t.name) === undefined);
+    const possible = await this.#possible(who, [...new Set(candidates.map((t) => this.actions.actionOf(t.name)))]);
     return candidates.filter((t) => possible.has(this.actions.actionOf(t.name)));
   }
 
   /**
-   * Decides one `tools/call` and forwards it when allowed.
+   * Whether a list (prompts, resources) is shown: the action of the method
+   * behind it could be allowed for the agent.
+   *
+   * @throws the service's error when it cannot say.
+   */
+  async listShown(method: DecidedMethod, who: Principal): Promise<boolean> {
+    const action = methodAction(this.config, method);
+    return (await this.#possible(who, [action])).has(action);
+  }
+
+  /**
+   * Decides one `tools/call`.
    *
    * @param notify - progress for the client while a decision awaits a human's approval (when the client asked for progress).
-   * @throws whatever `forward` throws (the upstream's JSON-RPC error), after rejecting the decision.
    */
-  async call(params: CallParams, forward: Forward, notify?: (message: string) => Promise<void>): Promise<CallToolResult> {
+  async call(params: CallParams, who: Principal, names: ToolNames, notify?: (message: string) => Promise<void>): Promise<Verdict> {
     const tool = params.name;
     const args = params.arguments ?? {};
-    const colliding = this.#colliding.get(tool);
+    const colliding = names.collision(tool);
     if (colliding !== undefined) {
-      return refusal(`agent-authz refused this call: the tool's action ${colliding} collides with another tool's (map it in the proxy configuration). The tool was not called.`, {
-        [META_ERROR]: 'mcp_proxy.action_collision',
-      });
+      const text = `agent-authz refused this call: the tool's action ${colliding} collides with another tool's (map it in the proxy configuration). The tool was not called.`;
+      return { kind: 'result', result: refusal(text, { [META_ERROR]: 'mcp_proxy.tool_collision' }) };
     }
     let decision: Decision;
     try {
       const target = this.actions.target(tool, args);
-      decision = await this.#authz.decide({
-        agent_id: this.#config.agent_id,
-        action: target.action,
-        ...(target.resource === undefined ? {} : { resource: target.resource }),
-        ...(target.amount === undefined ? {} : { amount: target.amount }),
-        context: { mcp: { server: this.#config.server, tool, arguments: args } },
-        args_digest: argsDigest(args),
-        ...(this.#config.ttl_seconds === undefined ? {} : { ttl_seconds: this.#config.ttl_seconds }),
-      });
-      if (decision.status === 'awaiting_approval') decision = await this.#awaitApproval(decision, notify);
+      decision = await this.#decide(
+        {
+          action: target.action,
+          ...(target.resource === undefined ? {} : { resource: target.resource }),
+          ...(target.amount === undefined ? {} : { amount: target.amount }),
+          context: { mcp: { server: this.config.server, tool, arguments: args } },
+          args_digest: argsDigest(args),
+        },
+        who,
+        notify,
+      );
     } catch (error) {
       if (error instanceof ArgumentProblem) {
-        return refusal(`agent-authz refused this call: ${error.message}. The tool was not called.`, { [META_ERROR]: error.code });
+        return { kind: 'result', result: refusal(`agent-authz refused this call: ${error.message}. The tool was not called.`, { [META_ERROR]: error.code }) };
       }
-      return refusalFromError(error);
+      return { kind: 'result', result: refusalFromError(error) };
     }
     if (decision.status === 'awaiting_approval') {
-      return refusal(
-        `Awaiting approval in agent-authz: not approved within ${this.#config.approval_wait_seconds} seconds (decision ${decision.id}). The tool was not called.`,
-        { [META_DECISION]: decision.id, [META_REASON]: 'awaiting_approval' },
-      );
+      const text = `Awaiting approval in agent-authz: not approved within ${this.config.approval_wait_seconds} seconds (decision ${decision.id}). The tool was not called.`;
+      return { kind: 'result', result: refusal(text, { [META_DECISION]: decision.id, [META_REASON]: 'awaiting_approval' }) };
     }
-    if (decision.effect === 'deny') return deniedResult(decision);
-    if (!decision.permit_token) return refusalFromError(new Error(`decision ${decision.id} came without a permit token`));
+    if (decision.effect === 'deny') return { kind: 'result', result: deniedResult(decision) };
+    if (!decision.permit_token) return { kind: 'result', result: refusalFromError(new Error(`decision ${decision.id} came without a permit token`)) };
+    return { kind: 'forward', params: forwardedParams({ ...params, arguments: args }, decision, decision.permit_token), decisionId: decision.id };
+  }
 
-    let result: CallToolResult;
+  /** Decides one request of the other decided methods (resources, prompts, completion, logging). */
+  async request(method: DecidedMethod, params: Params, who: Principal, notify?: (message: string) => Promise<void>): Promise<Verdict> {
+    let decision: Decision;
     try {
-      result = await forward({ ...params, arguments: args, _meta: forwardedMeta(params._meta, decision, decision.permit_token) });
+      const target = methodTarget(this.config, method, params);
+      decision = await this.#decide(
+        { action: target.action, ...(target.resource === undefined ? {} : { resource: target.resource }), context: { mcp: target.mcp } },
+        who,
+        notify,
+      );
     } catch (error) {
-      await this.#settle(decision.id, 'reject');
-      throw error;
+      return { kind: 'error', error: rpcErrorFrom(error, method) };
     }
-    await this.#settle(decision.id, result.isError === true ? 'reject' : 'confirm');
-    return result;
+    if (decision.status === 'awaiting_approval') {
+      return {
+        kind: 'error',
+        error: {
+          code: DENIED_CODE,
+          message: `Awaiting approval in agent-authz: not approved within ${this.config.approval_wait_seconds} seconds (decision ${decision.id}). ${method} was not forwarded.`,
+          data: { reason: 'awaiting_approval', decision_id: decision.id },
+        },
+      };
+    }
+    if (decision.effect === 'deny') return { kind: 'error', error: deniedError(decision, method) };
+    if (!decision.permit_token) return { kind: 'error', error: rpcErrorFrom(new Error(`decision ${decision.id} came without a permit token`), method) };
+    return { kind: 'forward', params: forwardedParams(params, decision, decision.permit_token), decisionId: decision.id };
+  }
+
+  /** One `POST /v1/decisions` for the principal; a decision awaiting approval is waited for. */
+  async #decide(input: Omit<DecisionInput, 'agent_id'>, who: Principal, notify?: (message: string) => Promise<void>): Promise<Decision> {
+    const decision = await this.#authz.decide({
+      ...input,
+      agent_id: who.agentId,
+      session_id: who.sessionId,
+      ...(who.onBehalfOf === undefined ? {} : { on_behalf_of: who.onBehalfOf }),
+      ...(this.config.ttl_seconds === undefined ? {} : { ttl_seconds: this.config.ttl_seconds }),
+    });
+    return decision.status === 'awaiting_approval' ? this.#awaitApproval(decision, notify) : decision;
   }
 
   /**
    * Waits, up to `approval_wait_seconds`, for a human's verdict on a decision
    * that awaits approval (contract: Human review). Approved: the decision with
    * a fresh permit token. Denied or timed out: the deny. Still waiting: the
-   * decision as it is (the caller refuses the call).
+   * decision as it is (the caller refuses the request).
    */
   async #awaitApproval(first: Decision, notify?: (message: string) => Promise<void>): Promise<Decision> {
-    const deadline = Date.now() + this.#config.approval_wait_seconds * 1000;
+    const deadline = Date.now() + this.config.approval_wait_seconds * 1000;
     let decision = first;
     for (;;) {
       const left = Math.ceil((deadline - Date.now()) / 1000);
@@ -215,8 +318,12 @@ export class Enforcer {
     return decision;
   }
 
-  /** Confirms or rejects; a failure is logged (the result still goes back: the tool did run). */
-  async #settle(id: string, verb: 'confirm' | 'reject'): Promise<void> {
+  /**
+   * Confirms or rejects a forwarded request's decision (the client library
+   * retries under one idempotency key); a failure is logged: the answer has
+   * gone to the client already, and an unconfirmed decision expires.
+   */
+  async settle(id: string, verb: 'confirm' | 'reject'): Promise<void> {
     try {
       if (verb === 'confirm') await this.#authz.confirm(id);
       else await this.#authz.reject(id);

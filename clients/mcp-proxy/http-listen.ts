@@ -1,36 +1,85 @@
 /**
  * `authz mcp-proxy --listen HOST:PORT`: the proxy served over MCP Streamable
- * HTTP at `http://HOST:PORT/mcp`, one MCP session (and one proxy server) per
- * client, on the SDK's StreamableHTTPServerTransport. Bound to a loopback
- * address, it answers only requests whose Host (and Origin, when sent) is a
- * loopback name, so a web page cannot reach it through DNS rebinding.
+ * HTTP at `http://HOST:PORT/mcp`, one MCP session (and one relayed upstream
+ * session) per client, on the SDK's StreamableHTTPServerTransport (contract,
+ * third part: "Sessions over HTTP", "The public URL"):
+ *
+ * - a session without a request for `idleSeconds` (and no open stream) is
+ *   ended, its upstream session with it; at most `maxSessions` at once (more:
+ *   HTTP 503 with a JSON-RPC error);
+ * - without a gate (tokens, issue 31's `auth:`) the listener answers 403 to a
+ *   Host or Origin that is neither a loopback name nor the host of the public
+ *   URL, so a web page cannot reach it through DNS rebinding.
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { Relay, RelayEnd } from './relay.js';
 
 export const MCP_PATH = '/mcp';
 /** Largest request body read (4 MiB). */
 const MAX_BODY_BYTES = 4 * 1024 * 1024;
 const LOOPBACK_NAMES = new Set(['127.0.0.1', 'localhost', '[::1]', '::1']);
+export const DEFAULT_SESSION_IDLE_SECONDS = 600;
+export const DEFAULT_MAX_SESSIONS = 1000;
+
+/** Who an HTTP request speaks for, as a gate established it. */
+export interface Identity {
+  agentId: string;
+  onBehalfOf?: string;
+}
+
+/**
+ * What admits an HTTP request when the listener is not left to loopback
+ * clients (the seam for `auth:`, tokens): it answers the request itself (401,
+ * 403) and returns undefined, or returns the identity the request carries. A
+ * session stays bound to the identity that opened it.
+ */
+export interface RequestGate {
+  admit(req: IncomingMessage, res: ServerResponse): Promise<Identity | undefined>;
+}
 
 export interface ListenOptions {
   host: string;
   port: number;
-  /** A new MCP server for each session. */
-  createServer: () => Server;
+  /**
+   * Joins a new session's transport to an upstream session (the relay calls
+   * `onEnd` when either side closes). `identity` is the gate's, when there is one.
+   */
+  openSession: (transport: StreamableHTTPServerTransport, mcpSessionId: string, onEnd: (why: RelayEnd) => void, identity?: Identity) => Promise<Relay>;
   log: (line: string) => void;
+  /** The MCP endpoint as clients reach it; default `http://HOST:PORT/mcp`. Its host is accepted in Host and Origin. */
+  publicUrl?: URL;
+  /** Seconds without a request after which a session ends (default 600). */
+  idleSeconds?: number;
+  /** Most sessions at once (default 1000). */
+  maxSessions?: number;
+  /** Admits requests by their credentials; without one, Host and Origin must be loopback names or the public URL's host. */
+  gate?: RequestGate;
 }
 
 export interface Listening {
-  /** `http://HOST:PORT/mcp` with the port actually bound. */
+  /** `http://HOST:PORT/mcp` with the port actually bound (the public URL may differ). */
   url: string;
   /** Bound to a loopback address (only this machine reaches it). */
   loopback: boolean;
+  /** Sessions open now. */
+  sessionCount(): number;
   close(): Promise<void>;
+}
+
+/**
+ * Whether a listen address is a loopback one.
+ *
+ * @example
+ * ```ts
+ * console.log(isLoopback('127.0.0.1'), isLoopback('::1'), isLoopback('0.0.0.0')); // => true true false
+ * ```
+ */
+export function isLoopback(host: string): boolean {
+  return LOOPBACK_NAMES.has(host) || /^127\.\d+\.\d+\.\d+$/.test(host);
 }
 
 /**
@@ -49,9 +98,9 @@ export function parseListen(value: string): { host: string; port: number } | nul
   return { host: m[1]!.replace(/^\[|\]$/g, ''), port };
 }
 
-function jsonRpcError(res: ServerResponse, status: number, code: number, message: string): void {
+function jsonRpcError(res: ServerResponse, status: number, code: number, message: string, headers: Record<string, string> = {}): void {
   if (res.headersSent) return;
-  res.writeHead(status, { 'content-type': 'application/json' });
+  res.writeHead(status, { 'content-type': 'application/json', ...headers });
   res.end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
 }
 
@@ -76,20 +125,31 @@ async function readJson(req: IncomingMessage, res: ServerResponse): Promise<unkn
 }
 
 function hostnameOf(hostHeader: string): string {
-  return hostHeader.startsWith('[') ? hostHeader.slice(0, hostHeader.indexOf(']') + 1) : hostHeader.split(':')[0]!;
+  const name = hostHeader.startsWith('[') ? hostHeader.slice(0, hostHeader.indexOf(']') + 1) : hostHeader.split(':')[0]!;
+  return name.toLowerCase();
 }
 
-/** On a loopback address: Host (and Origin, when sent) must name loopback too. */
-function allowedOrigin(req: IncomingMessage, loopback: boolean): boolean {
-  if (!loopback) return true;
-  if (!LOOPBACK_NAMES.has(hostnameOf(req.headers.host ?? ''))) return false;
+/** Host (and Origin, when sent) must name loopback or the public URL's host. */
+function allowedOrigin(req: IncomingMessage, publicHost: string): boolean {
+  const allowed = (name: string) => LOOPBACK_NAMES.has(name) || name === publicHost;
+  if (!allowed(hostnameOf(req.headers.host ?? ''))) return false;
   const origin = req.headers.origin;
   if (origin === undefined) return true;
   try {
-    return LOOPBACK_NAMES.has(new URL(origin).hostname);
+    return allowed(new URL(origin).hostname.toLowerCase());
   } catch {
     return false;
   }
+}
+
+/** One HTTP session: its transport, its relay, and when it was last used. */
+interface Session {
+  transport: StreamableHTTPServerTransport;
+  relay?: Relay;
+  identity?: Identity;
+  /** Requests (and streams) of the session still open. */
+  open: number;
+  lastSeen: number;
 }
 
 /**
@@ -97,39 +157,86 @@ function allowedOrigin(req: IncomingMessage, loopback: boolean): boolean {
  *
  * @example
  * ```ts
- * const listening = await listenStreamableHttp({ host: '127.0.0.1', port: 0, createServer: () => proxy.createServer(), log: console.error });
+ * const listening = await listenStreamableHttp({
+ *   host: '127.0.0.1', port: 0, log: console.error,
+ *   openSession: (transport, id, onEnd) => proxy.openSession(transport, { agentId: 'bot', sessionId: `mcp-${id}` }, onEnd),
+ * });
  * console.error(`listening on ${listening.url}`);
  * ```
  */
 export async function listenStreamableHttp(options: ListenOptions): Promise<Listening> {
-  const sessions = new Map<string, { transport: StreamableHTTPServerTransport; server: Server }>();
-  const loopback = LOOPBACK_NAMES.has(options.host) || options.host.startsWith('127.');
+  const sessions = new Map<string, Session>();
+  const idleMs = (options.idleSeconds ?? DEFAULT_SESSION_IDLE_SECONDS) * 1000;
+  const maxSessions = options.maxSessions ?? DEFAULT_MAX_SESSIONS;
+  let publicHost = '';
+
+  /** Ends a session: its relay closes both sides (the upstream session or process too). */
+  async function end(id: string, session: Session): Promise<void> {
+    sessions.delete(id);
+    if (session.relay) await session.relay.close();
+    else await session.transport.close().catch(() => undefined);
+  }
+
+  /** Counts a request as the session's use until its response (or stream) closes. */
+  function using(session: Session, res: ServerResponse): void {
+    session.open++;
+    session.lastSeen = Date.now();
+    res.once('close', () => {
+      session.open--;
+      session.lastSeen = Date.now();
+    });
+  }
+
+  async function open(req: IncomingMessage, res: ServerResponse, body: unknown, identity: Identity | undefined): Promise<void> {
+    if (sessions.size >= maxSessions) {
+      return jsonRpcError(res, 503, -32000, `Too many MCP sessions: at most ${maxSessions} at once; try again later`, { 'retry-after': '1' });
+    }
+    const id = randomUUID();
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => id });
+    const session: Session = { transport, open: 0, lastSeen: Date.now(), ...(identity ? { identity } : {}) };
+    sessions.set(id, session);
+    try {
+      session.relay = await options.openSession(transport, id, () => void sessions.delete(id), identity);
+    } catch (error) {
+      sessions.delete(id);
+      options.log(`cannot open an upstream session: ${(error as Error).message}`);
+      return jsonRpcError(res, 502, -32603, `the upstream MCP server could not be reached: ${(error as Error).message}`);
+    }
+    using(session, res);
+    await transport.handleRequest(req, res, body);
+    // The transport refused the initialize (e.g. its protocol version): no session came of it.
+    if (transport.sessionId === undefined) await end(id, session);
+  }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (new URL(req.url ?? '/', 'http://x').pathname !== MCP_PATH) return jsonRpcError(res, 404, -32601, `not found: the MCP endpoint is ${MCP_PATH}`);
-    if (!allowedOrigin(req, loopback)) return jsonRpcError(res, 403, -32600, 'forbidden: Host and Origin must be loopback names');
+    let identity: Identity | undefined;
+    if (options.gate) {
+      identity = await options.gate.admit(req, res);
+      if (!identity) return;
+    } else if (!allowedOrigin(req, publicHost)) {
+      return jsonRpcError(res, 403, -32600, `forbidden: Host and Origin must be loopback names or ${publicHost}`);
+    }
     const header = req.headers['mcp-session-id'];
     const sessionId = Array.isArray(header) ? header[0] : header;
     const session = sessionId === undefined ? undefined : sessions.get(sessionId);
+    if (session?.identity && (session.identity.agentId !== identity?.agentId || session.identity.onBehalfOf !== identity?.onBehalfOf)) {
+      return jsonRpcError(res, 403, -32600, 'forbidden: this session belongs to another identity');
+    }
     if (req.method === 'POST') {
       const body = await readJson(req, res);
       if (body === undefined) return;
-      if (session) return session.transport.handleRequest(req, res, body);
+      if (session) {
+        using(session, res);
+        return session.transport.handleRequest(req, res, body);
+      }
       if (sessionId !== undefined) return jsonRpcError(res, 404, -32001, 'Session not found');
       if (!isInitializeRequest(body)) return jsonRpcError(res, 400, -32000, 'Bad Request: no valid session id, and not an initialize request');
-      const server = options.createServer();
-      const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-        sessionIdGenerator: () => randomUUID(),
-        onsessioninitialized: (id) => void sessions.set(id, { transport, server }),
-      });
-      transport.onclose = () => {
-        if (transport.sessionId !== undefined) sessions.delete(transport.sessionId);
-      };
-      await server.connect(transport);
-      return transport.handleRequest(req, res, body);
+      return open(req, res, body, identity);
     }
     if (req.method === 'GET' || req.method === 'DELETE') {
       if (!session) return jsonRpcError(res, sessionId === undefined ? 400 : 404, -32001, sessionId === undefined ? 'Missing session id' : 'Session not found');
+      using(session, res);
       return session.transport.handleRequest(req, res);
     }
     res.writeHead(405, { allow: 'GET, POST, DELETE' }).end();
@@ -147,15 +254,25 @@ export async function listenStreamableHttp(options: ListenOptions): Promise<List
   });
   const { port } = http.address() as AddressInfo;
   const host = options.host.includes(':') ? `[${options.host}]` : options.host;
+  const url = `http://${host}:${port}${MCP_PATH}`;
+  publicHost = new URL(options.publicUrl ?? url).hostname.toLowerCase();
+
+  const sweep = setInterval(
+    () => {
+      const now = Date.now();
+      for (const [id, session] of sessions) if (session.open === 0 && session.relay && now - session.lastSeen >= idleMs) void end(id, session);
+    },
+    Math.max(200, Math.min(idleMs / 4, 10_000)),
+  );
+  sweep.unref();
+
   return {
-    url: `http://${host}:${port}${MCP_PATH}`,
-    loopback,
+    url,
+    loopback: isLoopback(options.host),
+    sessionCount: () => sessions.size,
     async close() {
-      for (const { transport, server } of [...sessions.values()]) {
-        await transport.close().catch(() => undefined);
-        await server.close().catch(() => undefined);
-      }
-      sessions.clear();
+      clearInterval(sweep);
+      await Promise.allSettled([...sessions].map(([id, session]) => end(id, session)));
       http.closeAllConnections();
       await new Promise<void>((resolve) => http.close(() => resolve()));
     },

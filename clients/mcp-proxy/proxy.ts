@@ -1,25 +1,21 @@
 /**
- * The MCP side of `authz mcp-proxy`, on the official SDK: one MCP client to the
- * upstream server (stdio: a child process; or Streamable HTTP), and an MCP
- * server for each downstream connection (stdio, or each Streamable HTTP
- * session), whose `tools/list` and `tools/call` go through the Enforcer.
+ * The MCP side of `authz mcp-proxy`, on the official SDK's transports: at
+ * start a short MCP client session to the upstream checks its tool names;
+ * then each client session (stdio, or each Streamable HTTP session) gets an
+ * upstream session of its own (a stdio server's own process, or a Streamable
+ * HTTP session), joined to it message by message by a Relay (relay.ts).
  */
 import { readFileSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import {
-  CallToolRequestSchema,
-  CallToolResultSchema,
-  ListToolsRequestSchema,
-  ListToolsResultSchema,
-  ToolListChangedNotificationSchema,
-  type Tool,
-} from '@modelcontextprotocol/sdk/types.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { ListToolsResultSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { AuthzClient } from '../typescript/index.js';
 import { ProxyConfigError, type ProxyConfig } from './config.js';
-import { Enforcer } from './enforce.js';
+import { Enforcer, type Principal } from './enforce.js';
+import { Relay, type RelayEnd } from './relay.js';
+import { ToolNames } from './tool-names.js';
 
 /** Where the upstream MCP server is. */
 export type UpstreamTarget =
@@ -32,13 +28,7 @@ export interface McpProxyOptions {
   upstream: UpstreamTarget;
   /** One line to the operator (stderr: stdout may be the MCP channel). */
   log: (line: string) => void;
-  /** Time limit of a forwarded call, in ms (reset by the upstream's progress notifications); default 300000. */
-  callTimeoutMs?: number;
-  /** Called once if the upstream connection closes while the proxy runs. */
-  onUpstreamClosed?: () => void;
 }
-
-const DEFAULT_CALL_TIMEOUT_MS = 300_000;
 
 /** The package's version, for the proxy's serverInfo (package.json above this file, in the source tree or dist/). */
 function packageVersion(): string {
@@ -53,7 +43,8 @@ function packageVersion(): string {
   return '0.0.0';
 }
 
-function transportFor(target: UpstreamTarget) {
+/** A new, unstarted transport to the upstream (a stdio server's process is spawned when it starts). */
+export function upstreamTransport(target: UpstreamTarget): Transport {
   if (target.kind === 'http') return new StreamableHTTPClientTransport(target.url);
   return new StdioClientTransport({
     command: target.command,
@@ -77,41 +68,43 @@ async function listAllTools(upstream: Client): Promise<Tool[]> {
 }
 
 /**
- * A running proxy: connected to its upstream, its tool names checked.
+ * A proxy whose upstream's tool names were checked: it opens a relayed
+ * upstream session for each client session.
  *
  * @example
  * ```ts
  * const proxy = await McpProxy.start({ config, authz, upstream: { kind: 'stdio', command: 'node', args: ['tools.js'] }, log: console.error });
- * await proxy.createServer().connect(new StdioServerTransport());
+ * await proxy.openSession(new StdioServerTransport(), { agentId: config.agent_id, sessionId: 'run-42' }, (why) => console.error(`ended by the ${why}`));
  * ```
  */
 export class McpProxy {
   readonly enforcer: Enforcer;
   readonly version = packageVersion();
-  readonly #upstream: Client;
-  readonly #servers = new Set<Server>();
-  readonly #callTimeoutMs: number;
-  #closing = false;
+  readonly #options: McpProxyOptions;
+  /** The upstream's tool names as read at start: each session's first view. */
+  readonly #startNames: string[];
+  readonly #relays = new Set<Relay>();
 
-  private constructor(upstream: Client, enforcer: Enforcer, callTimeoutMs: number) {
-    this.#upstream = upstream;
+  private constructor(options: McpProxyOptions, enforcer: Enforcer, startNames: string[]) {
+    this.#options = options;
     this.enforcer = enforcer;
-    this.#callTimeoutMs = callTimeoutMs;
+    this.#startNames = startNames;
   }
 
   /**
-   * Connects to the upstream and checks its tools' action names.
+   * Connects to the upstream once and checks its tools' action names; that
+   * connection is closed again.
    *
-   * @throws ProxyConfigError when two tools would map to the same action (the upstream is closed again);
+   * @throws ProxyConfigError when two tools would map to the same action;
    *   the SDK's error when the upstream cannot be reached.
    */
   static async start(options: McpProxyOptions): Promise<McpProxy> {
-    const upstream = new Client({ name: 'agent-authz-mcp-proxy', version: packageVersion() });
-    await upstream.connect(transportFor(options.upstream));
+    const probe = new Client({ name: 'agent-authz-mcp-proxy', version: packageVersion() });
     const enforcer = new Enforcer({ config: options.config, authz: options.authz, log: options.log });
-    const proxy = new McpProxy(upstream, enforcer, options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS);
+    await probe.connect(upstreamTransport(options.upstream));
+    let names: string[];
     try {
-      const names = (await listAllTools(upstream)).map((t) => t.name);
+      names = (await listAllTools(probe)).map((t) => t.name);
       const collisions = enforcer.actions.collisions(names);
       if (collisions.length > 0) {
         throw new ProxyConfigError(
@@ -120,79 +113,40 @@ export class McpProxy {
         );
       }
       for (const tool of enforcer.actions.unknownMappings(names)) options.log(`warning: the configuration maps tool "${tool}", which the upstream does not offer`);
-      enforcer.noteTools(names);
-    } catch (error) {
-      await upstream.close().catch(() => undefined);
-      throw error;
+    } finally {
+      const transport = probe.transport as (Transport & { terminateSession?: () => Promise<void> }) | undefined;
+      await transport?.terminateSession?.().catch(() => undefined);
+      await probe.close().catch(() => undefined);
     }
-    upstream.onclose = () => {
-      if (!proxy.#closing) options.onUpstreamClosed?.();
-    };
-    upstream.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
-      for (const server of proxy.#servers) await server.sendToolListChanged().catch(() => undefined);
-    });
-    return proxy;
-  }
-
-  /** The upstream's instructions, passed on to the downstream client. */
-  get instructions(): string | undefined {
-    return this.#upstream.getInstructions();
+    return new McpProxy(options, enforcer, names);
   }
 
   /**
-   * A new MCP server for one downstream connection (call `connect` on it with a transport).
+   * Joins a client session's transport to a new upstream session and starts
+   * both. The relay ends when either side closes (then `onEnd` is called).
    *
-   * @example
-   * ```ts
-   * await proxy.createServer().connect(new StdioServerTransport());
-   * ```
+   * @throws the SDK's error when the upstream cannot be started (the client side is closed).
    */
-  createServer(): Server {
-    const instructions = this.instructions;
-    const server = new Server(
-      { name: 'agent-authz-mcp-proxy', version: this.version },
-      { capabilities: { tools: { listChanged: true } }, ...(instructions ? { instructions } : {}) },
-    );
-    server.setRequestHandler(ListToolsRequestSchema, async (request, extra) => {
-      const cursor = request.params?.cursor;
-      const page = await this.#upstream.request(
-        { method: 'tools/list', params: cursor === undefined ? {} : { cursor } },
-        ListToolsResultSchema,
-        { signal: extra.signal },
-      );
-      this.enforcer.noteTools(page.tools.map((t) => t.name), { firstPage: cursor === undefined });
-      return { ...page, tools: await this.enforcer.visibleTools(page.tools) };
-    });
-    server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
-      const progressToken = request.params._meta?.progressToken;
-      let step = 0;
-      const progress = (params: { progress: number; total?: number; message?: string }) =>
-        extra.sendNotification({ method: 'notifications/progress', params: { ...params, progressToken: progressToken! } }).catch(() => undefined);
-      return this.enforcer.call(
-        request.params,
-        (params) =>
-          this.#upstream.request({ method: 'tools/call', params }, CallToolResultSchema, {
-            signal: extra.signal,
-            timeout: this.#callTimeoutMs,
-            resetTimeoutOnProgress: true,
-            ...(progressToken === undefined ? {} : { onprogress: (p) => void progress(p) }),
-          }),
-        progressToken === undefined ? undefined : async (message) => progress({ progress: ++step, message }),
-      );
-    });
-    this.#servers.add(server);
-    const previous = server.onclose;
-    server.onclose = () => {
-      this.#servers.delete(server);
-      previous?.();
+  async openSession(downstream: Transport, principal: Principal, onEnd?: (why: RelayEnd) => void): Promise<Relay> {
+    const names = new ToolNames(this.enforcer.actions, this.#options.log);
+    names.note(this.#startNames);
+    const relay = new Relay({ downstream, upstream: upstreamTransport(this.#options.upstream), enforcer: this.enforcer, principal, names, log: this.#options.log });
+    this.#relays.add(relay);
+    relay.onend = (why) => {
+      this.#relays.delete(relay);
+      onEnd?.(why);
     };
-    return server;
+    try {
+      await relay.start();
+    } catch (error) {
+      await relay.close('upstream');
+      throw error;
+    }
+    return relay;
   }
 
-  /** Closes every downstream server and the upstream (a stdio upstream's process ends). */
+  /** Ends every session (their upstream processes end; pending confirms are sent first). */
   async close(): Promise<void> {
-    this.#closing = true;
-    for (const server of [...this.#servers]) await server.close().catch(() => undefined);
-    await this.#upstream.close().catch(() => undefined);
+    await Promise.allSettled([...this.#relays].map((r) => r.close()));
   }
 }

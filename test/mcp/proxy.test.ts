@@ -88,6 +88,15 @@ describe.each(STORE_KINDS)('authz mcp-proxy (%s store)', (kind) => {
 
   const decisionsOf = async (agentId: string) => (await rt.getOk(`/v1/decisions?agent_id=${encodeURIComponent(agentId)}`)).data as Array<Record<string, any>>;
   const decision = (id: string) => rt.getOk(`/v1/decisions/${id}`);
+  /** The decision once the proxy has confirmed or rejected it (that goes out after the answer reached the client): a bounded poll. */
+  const settled = async (id: string) => {
+    for (let i = 0; i < 400; i++) {
+      const d = await decision(id);
+      if (d.status !== 'pending') return d;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    throw new Error(`decision ${id} was never confirmed or rejected`);
+  };
   const chargeBudget = async (agentId: string) =>
     ((await rt.getOk(`/v1/budgets?agent_id=${encodeURIComponent(agentId)}`)).data as Array<Record<string, any>>).find((b) => b.policy_id === 'pol_charge');
 
@@ -121,7 +130,7 @@ describe.each(STORE_KINDS)('authz mcp-proxy (%s store)', (kind) => {
         claims: { sub: p.agentId, act: 'files.write', res: 'file:notes/a.txt', dec: id, sid: 'run-42', obo: 'user-42', args: argsDigest(args) },
       });
 
-      const d = await decision(id);
+      const d = await settled(id);
       expect(d).toMatchObject({
         effect: 'allow',
         status: 'confirmed',
@@ -171,7 +180,7 @@ describe.each(STORE_KINDS)('authz mcp-proxy (%s store)', (kind) => {
       const result = await p.proxy.client.callTool({ name: 'fail', arguments: {} });
       expect(result).toMatchObject({ isError: true, content: [{ type: 'text', text: 'the tool failed' }] });
       const call = p.calls().find((c) => c.tool === 'fail')!;
-      expect(await decision(call.meta!['agent-authz/decision'] as string)).toMatchObject({ action: 'tools.fail', status: 'rejected' });
+      expect(await settled(call.meta!['agent-authz/decision'] as string)).toMatchObject({ action: 'tools.fail', status: 'rejected' });
     });
 
     it('a call whose arguments lack what the mapping needs is refused, not forwarded', async () => {
@@ -187,8 +196,9 @@ describe.each(STORE_KINDS)('authz mcp-proxy (%s store)', (kind) => {
     const p = await proxyFor('budget');
     const first = await p.proxy.client.callTool({ name: 'charge', arguments: { customer_id: 'cus_1', amount: 60 } });
     expect(textOf(first)).toBe('charged 60 USD to cus_1');
+    const [listed] = await decisionsOf(p.agentId);
+    const d = await settled(listed!.id as string);
     expect(await chargeBudget(p.agentId)).toMatchObject({ unit: 'USD', consumed: 60, held: 0 });
-    const [d] = await decisionsOf(p.agentId);
     expect(d).toMatchObject({ amount: 60, resource: 'customer:cus_1', status: 'confirmed', confirmed_amount: 60 });
     // A fresh session id per process when none is given.
     expect(d!.session_id).toMatch(/^mcp-[0-9a-f-]{36}$/);
@@ -245,7 +255,7 @@ describe.each(STORE_KINDS)('authz mcp-proxy (%s store)', (kind) => {
     expect(approved.isError, textOf(approved)).toBeFalsy();
     expect(p.calls().map((c) => c.arguments.path)).toEqual(['notes/approved']);
     expect(p.calls()[0]!.meta!['agent-authz/decision']).toBe(approvedId);
-    expect(await decision(approvedId)).toMatchObject({ effect: 'review', status: 'confirmed', review: { status: 'approved', reviewer: 'ada' } });
+    expect(await settled(approvedId)).toMatchObject({ effect: 'review', status: 'confirmed', review: { status: 'approved', reviewer: 'ada' } });
 
     const [denied, deniedId] = await Promise.all([p.proxy.client.callTool({ name: 'write_file', arguments: { path: 'notes/denied', content: 'x' } }), answerWhenOpen('deny')]);
     expect(denied.isError).toBe(true);
@@ -308,7 +318,7 @@ describe.each(STORE_KINDS)('authz mcp-proxy (%s store)', (kind) => {
         const calls = recorded(files.record);
         expect(calls.map((c) => c.arguments.path)).toEqual(['notes/h.txt']);
         expect(calls[0]!.permit).toMatchObject({ valid: true, claims: { sub: agentId, args: argsDigest(args) } });
-        expect(await decision(calls[0]!.meta!['agent-authz/decision'] as string)).toMatchObject({ status: 'confirmed' });
+        expect(await settled(calls[0]!.meta!['agent-authz/decision'] as string)).toMatchObject({ status: 'confirmed' });
       } finally {
         await client.close();
       }
