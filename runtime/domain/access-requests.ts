@@ -13,6 +13,7 @@ import type { Clock } from '../clock.js';
 import { ApiError, DecisionExpiredError, DecisionNotFoundError, DecisionNotReviewableError } from '../errors/api-error.js';
 import type { Sql } from '../store/connect.js';
 import { findDecision, type DecisionRow } from '../store/decisions.js';
+import { redactContext, type RedactionPath } from '../shared/redact.js';
 import { recordAccessRequest } from '../store/reviews.js';
 import type { Principal } from '../tenant.js';
 import type { PermitIssuer } from './decision-ports.js';
@@ -25,6 +26,8 @@ export interface AccessRequestDeps {
   clock: Clock;
   decisions: Pick<DecisionService, 'get' | 'resolve'>;
   permits: PermitIssuer;
+  /** Context paths never stored (AUTHZ_REDACT_CONTEXT): left out of the request's context too. */
+  redact?: readonly RedactionPath[];
 }
 
 /** The body of POST /access/v1/requests as this service reads it (other members are ignored). */
@@ -85,7 +88,8 @@ export class AccessRequests {
     if (row.approval_expires_at.getTime() <= this.deps.clock.now()) {
       throw new DecisionExpiredError(`the approval deadline of decision ${id} passed at ${row.approval_expires_at.toISOString()}: evaluate again for a new one`);
     }
-    const recorded = await recordAccessRequest(this.deps.sql, principal, id, body.context ?? {});
+    const context = redactContext(body.context ?? {}, this.deps.redact ?? []) ?? {};
+    const recorded = await recordAccessRequest(this.deps.sql, principal, id, context);
     // Another request for it was recorded meanwhile: this one is its repeat.
     if (!recorded) return { row: await this.deps.decisions.get(principal, id), created: false };
     return { row: recorded, created: true };

@@ -11,7 +11,8 @@
  * another action, resource or amount, is ignored: a new review awaiting
  * approval. 410 after the approval deadline (service clock), 409 for a
  * decision that never awaited approval, denied and timed-out reviews, and
- * other accounts' and keys' tasks not found.
+ * other accounts' and keys' tasks not found. The request's context is stored
+ * (as review.request_context) without the AUTHZ_REDACT_CONTEXT paths.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STORE_KINDS } from '../helpers/postgres.js';
@@ -66,7 +67,8 @@ describe.each(STORE_KINDS)('AuthZEN access requests (%s store)', (kind) => {
   const agent = () => `ar-bot-${++n}`;
 
   beforeAll(async () => {
-    rt = await startRuntime(kind, { config: { baseUrl: BASE_URL } });
+    // AUTHZ_REDACT_CONTEXT=context.secret: left out of a request's context as of a decision's.
+    rt = await startRuntime(kind, { config: { baseUrl: BASE_URL, redactContext: [['secret']] } });
     requester = await rt.keyWith(['decisions:write']);
     reviewer = await rt.keyWith(['reviews:read', 'reviews:write', 'decisions:read']);
     await rt.setPolicies([
@@ -103,7 +105,7 @@ describe.each(STORE_KINDS)('AuthZEN access requests (%s store)', (kind) => {
 
     // The gateway submits (members the service does not use are ignored).
     const submitted = await post(requester, '/access/v1/requests', {
-      ...requestFor(denial, { justification: 'month-end close', ticket: 'FIN-7' }),
+      ...requestFor(denial, { justification: 'month-end close', ticket: 'FIN-7', secret: 'never stored' }),
       subject: { type: 'agent', id: bot },
       requested_access: { requested_until: '2030-01-01T00:00:00Z' },
     });
