@@ -181,6 +181,19 @@ describe.each(STORE_KINDS)('AuthZEN access requests (%s store)', (kind) => {
     expect((await rt.getOk(`/v1/decisions/${approval.id}`)).status).toBe('confirmed');
   });
 
+  it('of two uses of one approval at once, exactly one gets it', async () => {
+    const bot = agent();
+    const approval = await approved(bot, '15');
+    const body = evaluation(bot, 'can_publish', '15', { approval });
+    const answers = await Promise.all([evaluate(body), evaluate(body)]);
+    expect(answers.map((a) => a.decision).sort()).toEqual([false, true]);
+    const used = answers.find((a) => a.decision)!;
+    const fresh = answers.find((a) => !a.decision)!;
+    expect(used.context.id).toBe(approval.id);
+    expect(fresh.context).toMatchObject({ reason: 'approval_required', status: 'awaiting_approval' });
+    expect(fresh.context.id).not.toBe(approval.id);
+  });
+
   it('refuses a request after the approval deadline (410, the service clock) and for a decision that never awaited approval (409)', async () => {
     const bot = agent();
     const late = await evaluate(evaluation(bot, 'can_publish', '20'));
