@@ -26,6 +26,7 @@ import { openTestClock } from './domain/test-clock.js';
 import { PermitService } from './domain/permits.js';
 import { PolicyService } from './domain/policies.js';
 import { WebhookEndpoints } from './domain/webhooks.js';
+import { AccessRequests } from './domain/access-requests.js';
 import { Approvals } from './domain/approvals.js';
 import { ReviewService } from './domain/reviews.js';
 import { ReviewWaiters } from './domain/review-waiters.js';
@@ -67,6 +68,8 @@ export interface Services {
   reviews: ReviewService;
   /** What a verdict or an approval timeout changes (the sweep runs its timeOutOverdue). */
   approvals: Approvals;
+  /** AuthZEN access requests for decisions awaiting approval, and re-evaluations with their approvals. */
+  accessRequests: AccessRequests;
   /** This process's requests waiting for a review (woken by NOTIFY authz_reviews: background/reviews.ts). */
   reviewWaiters: ReviewWaiters;
   /** The dashboard's overview figures. */
@@ -154,6 +157,7 @@ function buildServices(options: ServiceOptions & { clock: Clock }, ring: KeyRing
     tracing,
     reviews: new ReviewService({ sql, clock, decisions, approvals, waiters: reviewWaiters, permits }),
     approvals,
+    accessRequests: new AccessRequests({ sql, clock, decisions, permits, redact: config.redactContext }),
     reviewWaiters,
     stats: new StatsService({ sql, clock, budgets }),
   };

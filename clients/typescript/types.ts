@@ -64,6 +64,8 @@ export interface DecisionReview {
   reviewer: string | null;
   note: string | null;
   reviewed_at: string | null;
+  /** The context of the AuthZEN access request submitted for it; present only once one was. */
+  request_context?: Record<string, unknown>;
 }
 
 /** The decision body: the answer of `POST /v1/decisions`, `GET /v1/decisions/:id`, confirm and reject. */

@@ -12,8 +12,8 @@ import type { ApiKeyCache } from './key-cache.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** Scope a route needs; routes without one are public. */
-    scope?: Scope;
+    /** Scope a route needs (a list: any one of them); routes without one are public. */
+    scope?: Scope | readonly Scope[];
   }
   interface FastifyRequest {
     principal: Principal;
@@ -40,7 +40,8 @@ export function registerAuthentication(app: FastifyInstance, keys: ApiKeyCache):
     if (token === null) throw new InvalidKeyError('send an API key as Authorization: Bearer svc_test_sk_... or svc_live_sk_...');
     const row = await keys.resolve(token);
     if (row === null) throw new InvalidKeyError('the API key does not exist, is revoked or is malformed');
-    if (!hasScope(row.scopes, scope)) throw new ScopeInsufficientError(`this API key lacks the scope ${scope}`);
+    const anyOf: readonly Scope[] = typeof scope === 'string' ? [scope] : scope;
+    if (!anyOf.some((s) => hasScope(row.scopes, s))) throw new ScopeInsufficientError(`this API key lacks the scope ${anyOf.join(' or ')}`);
     request.principal = { keyId: row.id, accountId: row.account_id, environment: row.environment, scopes: row.scopes };
   });
 }

@@ -66,8 +66,15 @@ export interface Decider {
   decide(principal: Principal, input: DecisionInput): Promise<DecisionRow>;
 }
 
+/** Approvals at `context.approval` of a re-evaluation (domain/access-requests.ts): the approved decision, or null to decide. */
+export interface ApprovalUser {
+  useApproval(principal: Principal, input: DecisionInput): Promise<DecisionRow | null>;
+}
+
 export interface AuthzenDeps {
   decisions: Decider;
+  /** Applies an approval a re-evaluation carries (absent: `context.approval` is only context). */
+  approvals?: ApprovalUser;
   /** Told of every decision made, with its duration (the service metrics). */
   decided?: (row: DecisionRow, seconds: number) => void;
 }
@@ -252,6 +259,9 @@ export function toDecisionInput(evaluation: AuthzenEvaluation, at = ''): Decisio
 }
 
 async function decideOne(deps: AuthzenDeps, principal: Principal, input: DecisionInput): Promise<DecisionRow> {
+  // An approval that applies answers with its approved decision: no new one is made.
+  const approved = await deps.approvals?.useApproval(principal, input);
+  if (approved) return approved;
   const started = performance.now();
   const row = await deps.decisions.decide(principal, input);
   deps.decided?.(row, (performance.now() - started) / 1000);
@@ -304,5 +314,5 @@ export async function evaluateBatch(deps: AuthzenDeps, principal: Principal, req
   return outcomes;
 }
 
-/** AuthZEN's `decision: true`: an allow, or a review that is not awaiting a human's approval. */
+/** AuthZEN's `decision: true`: an allow, or a review that is not awaiting a human's approval (an approved one, used, included). */
 export const permits = (row: Pick<DecisionRow, 'effect' | 'status'>): boolean => row.effect !== 'deny' && row.status !== 'awaiting_approval';

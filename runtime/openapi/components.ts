@@ -115,6 +115,13 @@ const API_KEY = obj({
   created_at: timestamp(),
 });
 
+/** An approval (access requests): re-evaluate with it unchanged at context.approval. */
+const APPROVAL: Schema = obj({
+  id: str('the approved decision (dec_...)'),
+  approved_at: nullable('string', 'when the reviewer approved it'),
+  approved_until: timestamp('the decision\'s expires_at: the approval is good until then, for one use'),
+});
+
 export const COMPONENT_SCHEMAS: Record<string, Schema> = {
   // The policy file schema (a policy or a `policies:` list); the API takes one policy: PolicyFile_policy.
   ...POLICY_FILE,
@@ -167,12 +174,13 @@ export const COMPONENT_SCHEMAS: Record<string, Schema> = {
     review: {
       oneOf: [
         { type: 'null' },
-        obj({
+        objExcept({
           status: { enum: ['open', 'approved', 'denied'] },
           reviewer: nullable('string', 'Who reviewed (null while open, and for a timeout)'),
           note: nullable('string'),
           reviewed_at: nullable('string', 'When (for a timeout: approval_expires_at)'),
-        }),
+          request_context: { type: 'object', description: 'The context of the AuthZEN access request submitted for it ({} for one without); absent when none was.' },
+        }, ['request_context']),
       ],
       description: 'Extension: the review of a decision a review policy decided; null on allow and deny.',
     },
@@ -333,6 +341,9 @@ export const COMPONENT_SCHEMAS: Record<string, Schema> = {
             reason: str(),
             permit_token: str('Ed25519 compact JWS for allow and review (absent for deny, and while awaiting approval)'),
             status: { const: 'awaiting_approval', description: 'Extension: the review policy asks for approval first; decision is false until then' },
+            evaluation_id: str('A requestable denial (reason approval_required): the decision id, denial.evaluation_id of the access request'),
+            access_request: obj({ endpoint: str('POST /access/v1/requests on AUTHZ_BASE_URL'), expires_at: timestamp('the approval deadline') }),
+            approval: APPROVAL,
           },
           required: ['id', 'effect', 'reason'],
         },
@@ -347,8 +358,17 @@ export const COMPONENT_SCHEMAS: Record<string, Schema> = {
     access_evaluations_endpoint: str(),
     search_subject_endpoint: str(),
     search_action_endpoint: str(),
-    capabilities: { type: 'array', items: str() },
+    access_request_endpoint: str(),
+    capabilities: { type: 'array', items: str(), description: 'urn:openid:authzen:capability:access-request' },
   }),
+  AuthzenTask: objExcept({
+    task: obj({
+      id: str('the decision id (dec_...)'),
+      status: { enum: ['pending', 'approved', 'denied', 'expired'], description: 'awaiting approval; approved (whatever followed); denied by a reviewer; not reviewed by the approval deadline' },
+      status_endpoint: str('GET /access/v1/requests/{id} on AUTHZ_BASE_URL'),
+    }),
+    result: obj({ mode: { const: 'reevaluate' }, approval: APPROVAL }),
+  }, ['result']),
   AuthzenSubjectSearch: obj({
     results: { type: 'array', items: obj({ type: str('the request\'s subject type'), id: str('an agent_id') }) },
     page: obj({ next_token: str('"" at the end') }),

@@ -33,7 +33,8 @@ const IDEMPOTENCY_HEADER = {
 
 function security(route: RouteOptions, url: string): { security: Json[]; description?: string } {
   const scope = route.config?.scope;
-  if (scope) return { security: [{ apiKey: [] }], description: `API key with the scope \`${scope}\` (or \`*\`).` };
+  if (typeof scope === 'string') return { security: [{ apiKey: [] }], description: `API key with the scope \`${scope}\` (or \`*\`).` };
+  if (scope) return { security: [{ apiKey: [] }], description: `API key with one of the scopes ${scope.map((s) => `\`${s}\``).join(', ')} (or \`*\`).` };
   if (url.startsWith('/admin/')) return { security: [{ adminToken: [] }], description: 'Operator token (AUTHZ_ADMIN_TOKEN); these routes exist only when it is set.' };
   if (url === '/metrics') return { security: [{ metricsToken: [] }], description: 'Bearer AUTHZ_METRICS_TOKEN. Without that setting the route is off: 404 route.not_found.' };
   return { security: [] };
@@ -81,6 +82,8 @@ function complete(document: Json): Json {
               ? { 'application/x-ndjson': { schema, description: 'One JSON document of this schema per line' } }
               : { ...json(schema), ...(doc.yamlAnswer ? { 'application/yaml': { schema: doc.yamlAnswer } } : {}) },
         },
+        // A second success status with the same body (a repeat: 200 beside 201).
+        ...(doc.alsoSuccess ? { [String(doc.alsoSuccess[0])]: { description: doc.alsoSuccess[1], content: json(schema) } } : {}),
         ...Object.fromEntries(errors),
         default: { description: 'Any other error (500 internal.error: quote the request id); every answer carries Request-Id', content: json(ref('Error')) },
       };

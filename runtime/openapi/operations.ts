@@ -14,6 +14,8 @@ export interface OperationDoc {
   summary: string;
   /** Success status and its body schema. */
   success: [number, Schema];
+  /** Another success status answering the same schema, and when (a repeat's 200 beside a creation's 201). */
+  alsoSuccess?: [number, string];
   /** Request body documented here (the route validates it in code). */
   body?: Schema;
   /** The body may be left out (confirm, reject). */
@@ -183,6 +185,21 @@ export const OPERATIONS: Record<string, OperationDoc> = {
         page: { type: 'object', properties: { limit: { type: 'integer', minimum: 1, maximum: 100 }, token: { type: 'string' } } },
       },
     },
+  },
+  'POST /access/v1/requests': {
+    summary: 'AuthZEN access request (Access Request and Approval profile, draft) for a requestable denial: a decision of this key awaiting approval; the task is the decision',
+    success: [201, ref('AuthzenTask')],
+    alsoSuccess: [200, 'A repeat: the same task, as it is now'],
+    errors: {
+      404: notFound('decision.not_found') + '; another API key\'s decision alike',
+      409: 'decision.not_reviewable: the decision never awaited approval',
+      410: 'decision.expired: past the approval deadline (the service clock; denial.expires_at is not trusted)',
+    },
+  },
+  'GET /access/v1/requests/{id}': {
+    summary: 'An access request\'s task status: pending, approved (with the approval to re-evaluate with), denied or expired',
+    success: [200, ref('AuthzenTask')],
+    errors: { 404: notFound('decision.not_found') + '; a decision no access request was submitted for alike' },
   },
   'GET /.well-known/authzen-configuration': { summary: 'AuthZEN policy decision point metadata', success: [200, ref('AuthzenConfiguration')] },
 

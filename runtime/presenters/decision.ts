@@ -40,7 +40,8 @@ export function decisionResource(row: DecisionRow, nowMs: number, options: { wit
 }
 
 /**
- * A decision's review (extension): null unless a review policy decided it. The
+ * A decision's review (extension): null unless a review policy decided it;
+ * `request_context` only once an AuthZEN access request was submitted for it. The
  * reviewing key's id is kept in the store for audit and not answered.
  *
  * @example
@@ -53,6 +54,8 @@ export function reviewResource(row: DecisionRow): Record<string, unknown> | null
     reviewer: row.reviewer,
     note: row.review_note,
     reviewed_at: row.reviewed_at ? row.reviewed_at.toISOString() : null,
+    // The context of the AuthZEN access request submitted for it (migration 020), only when one was.
+    ...(row.review_request_context === null || row.review_request_context === undefined ? {} : { request_context: row.review_request_context }),
   };
 }
 

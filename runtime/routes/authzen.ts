@@ -2,7 +2,8 @@
  * The AuthZEN Authorization API 1.0 (contract: "AuthZEN (for gateways that
  * speak the standard)" and "AuthZEN, interoperable"): POST /access/v1/evaluation,
  * POST /access/v1/evaluations, the search APIs POST /access/v1/search/subject
- * and /search/action (scope decisions:write; every evaluation is a
+ * and /search/action, the access requests of routes/authzen-requests.ts
+ * (registered here) (scope decisions:write; every evaluation is a
  * decision made by the decision service, which also applies the key's platform
  * limit, as for POST /v1/decisions) and the PDP metadata at GET
  * /.well-known/authzen-configuration (no auth). A request's X-Request-ID is
@@ -23,11 +24,14 @@ import { requestDeadline } from '../http/deadline.js';
 import { parseJsonBody } from '../http/json-body.js';
 import type { IdempotentAnswers } from '../http/idempotency.js';
 import { authzenAnswer, authzenConfiguration, authzenFailure, type AuthzenAnswer } from '../presenters/authzen.js';
+import { accessRequestRoutes } from './authzen-requests.js';
 
 export const authzenRoutes: FastifyPluginAsync = async (app) => {
-  const { decisions, metrics, config, limits, permitIssuer: permits, store, policySets } = app.services;
+  const { decisions, metrics, config, limits, permitIssuer: permits, store, policySets, accessRequests } = app.services;
   const search: SearchDeps = { sql: store.sql, policySets, decisions };
-  const deps: AuthzenDeps = { decisions, decided: (row, seconds) => metrics.decided(row.effect, row.reason, seconds) };
+  // An approval at context.approval that applies answers with its approved decision (domain/access-requests.ts).
+  const deps: AuthzenDeps = { decisions, approvals: accessRequests, decided: (row, seconds) => metrics.decided(row.effect, row.reason, seconds) };
+  const answer = (row: Parameters<typeof authzenAnswer>[0]) => authzenAnswer(row, config.baseUrl);
   // Fail closed in bounded time, as POST /v1/decisions does.
   const deadline = requestDeadline(config.decisionDeadlineMs);
   /** The answers of a body: the one evaluation, or each of a batch. */
@@ -85,7 +89,7 @@ export const authzenRoutes: FastifyPluginAsync = async (app) => {
       onRequest: deadline.onRequest,
       onResponse: deadline.onResponse,
     },
-    async (request) => authzenAnswer(await evaluate(deps, request.principal, request.body)),
+    async (request) => answer(await evaluate(deps, request.principal, request.body)),
   );
 
   // Search (AuthZEN 1.0): nothing stored, no limit used; each candidate decided as a preview.
@@ -100,6 +104,9 @@ export const authzenRoutes: FastifyPluginAsync = async (app) => {
     async (request) => searchActions(search, request.principal, request.body),
   );
 
+  // Access requests (the profile's submission and task status): the body reading and hooks above apply to them too.
+  await app.register(accessRequestRoutes);
+
   app.post<{ Body: AuthzenEvaluations }>(
     '/access/v1/evaluations',
     {
@@ -112,9 +119,9 @@ export const authzenRoutes: FastifyPluginAsync = async (app) => {
       const { evaluations, options } = request.body;
       evaluationsSemantic(options);
       // Without an `evaluations` array, or with an empty one, the request is a single evaluation, answered as one.
-      if (evaluations === undefined || evaluations.length === 0) return authzenAnswer(await evaluate(deps, request.principal, request.body as AuthzenEvaluation));
+      if (evaluations === undefined || evaluations.length === 0) return answer(await evaluate(deps, request.principal, request.body as AuthzenEvaluation));
       const outcomes = await evaluateBatch(deps, request.principal, { ...request.body, evaluations });
-      return { evaluations: outcomes.map((o) => ('decision' in o ? authzenAnswer(o.decision) : authzenFailure(o.error))) };
+      return { evaluations: outcomes.map((o) => ('decision' in o ? answer(o.decision) : authzenFailure(o.error))) };
     },
   );
 };

@@ -53,6 +53,12 @@ export interface DecisionRow {
   reviewer_key_id: string | null;
   /** Set when the decision waits for approval (status awaiting_approval) or did. */
   approval_expires_at: Date | null;
+  /**
+   * The `context` of the access request submitted for it (POST /access/v1/requests,
+   * migration 020; `{}` for one without): null until one is. Read with every row;
+   * rows made in memory may leave it out.
+   */
+  review_request_context?: Record<string, unknown> | null;
 }
 
 export interface NewAgent {
@@ -126,7 +132,8 @@ export async function writeDecisionBatch(
 /** Every column of a DecisionRow (also used by store/reviews.ts). */
 export const COLUMNS = (sql: SqlOrTx) => sql`account_id, environment, id, agent_id, action, resource, amount, context, effect, reason,
   policy_id, matched_policy_ids, warnings, status, evaluated_at, expires_at, ttl_seconds, permit_token, resolved_at, confirmed_amount,
-  session_id, on_behalf_of, args_digest, key_id, shadow, review_status, reviewer, review_note, reviewed_at, reviewer_key_id, approval_expires_at`;
+  session_id, on_behalf_of, args_digest, key_id, shadow, review_status, reviewer, review_note, reviewed_at, reviewer_key_id, approval_expires_at,
+  review_request_context`;
 
 export async function findDecision(sql: SqlOrTx, accountId: string, environment: Environment, id: string): Promise<DecisionRow | undefined> {
   const [row] = await sql<DecisionRow[]>`select ${COLUMNS(sql)} from decisions

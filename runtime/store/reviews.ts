@@ -79,3 +79,16 @@ export function listReviews(sql: SqlOrTx, t: Tenant, status: ReviewStatus, page:
     (cursor) => exists(sql`select 1 from decisions where account_id = ${accountId} and environment = ${environment} and id = ${cursor} and review_status = ${status}`),
   );
 }
+
+/**
+ * Records the access request of a decision (POST /access/v1/requests): its
+ * context, once. Undefined when one was already recorded (a repeat) or there
+ * is no such decision; the caller reads the decision to say which.
+ */
+export async function recordAccessRequest(sql: SqlOrTx, t: Tenant, id: string, context: Record<string, unknown>): Promise<DecisionRow | undefined> {
+  const [row] = await sql<DecisionRow[]>`
+    update decisions set review_request_context = ${sql.json(context as never)}
+    where account_id = ${t.accountId} and environment = ${t.environment} and id = ${id} and review_request_context is null
+    returning ${COLUMNS(sql)}`;
+  return row;
+}

@@ -279,7 +279,8 @@ describe.each(STORE_KINDS)('AuthZEN (%s)', (kind) => {
       access_evaluations_endpoint: `${BASE_URL}/access/v1/evaluations`,
       search_subject_endpoint: `${BASE_URL}/access/v1/search/subject`,
       search_action_endpoint: `${BASE_URL}/access/v1/search/action`,
-      capabilities: [],
+      access_request_endpoint: `${BASE_URL}/access/v1/requests`,
+      capabilities: ['urn:openid:authzen:capability:access-request'],
     });
   });
 

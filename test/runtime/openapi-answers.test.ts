@@ -175,6 +175,19 @@ describe.each(STORE_KINDS)('OpenAPI document against real answers (%s store)', (
 
     // Human review: approval before the action, the queue, a verdict (fires decision.reviewed), the wait, the permit; the overview figures.
     await ok('POST /v1/policies', {}, { payload: { id: 'pol_oa_approval', name: 'oa-approval', effect: 'review', actions: ['wires.send'], approval: { required: true, timeout_seconds: 600 } } });
+    // AuthZEN access requests: a requestable denial, the request (201, a repeat 200, 409 for an allow), its task, approved, used.
+    const denial = await ok('POST /access/v1/evaluation', {}, { payload: { subject, action: { name: 'wires.send' }, resource: { type: 'wire', id: '1' } } });
+    expect(denial.context.reason).toBe('approval_required');
+    const accessRequest = { denial: { evaluation_id: denial.context.evaluation_id, expires_at: denial.context.access_request.expires_at, reason: 'approval_required' }, context: { why: 'openapi' } };
+    await ok('POST /access/v1/requests', {}, { payload: accessRequest });
+    await ok('POST /access/v1/requests', {}, { payload: accessRequest });
+    expect((await send('POST /access/v1/requests', {}, { payload: { denial: { evaluation_id: allow.id } } })).statusCode).toBe(409);
+    await ok('GET /access/v1/requests/:id', { id: denial.context.id });
+    const accessReviewer = await rt.keyWith(['reviews:write']);
+    await ok('POST /v1/decisions/:id/review', { id: denial.context.id }, { payload: { verdict: 'approve', reviewer: 'oa-reviewer' }, auth: `Bearer ${accessReviewer}` });
+    const task = await ok('GET /access/v1/requests/:id', { id: denial.context.id });
+    await ok('GET /v1/decisions/:id', { id: denial.context.id });
+    await ok('POST /access/v1/evaluation', {}, { payload: { subject, action: { name: 'wires.send' }, resource: { type: 'wire', id: '1' }, context: { approval: task.result.approval } } });
     const awaiting = await ok('POST /v1/decisions', {}, { payload: { agent_id: 'oa-bot', action: 'wires.send' } });
     expect(awaiting.status).toBe('awaiting_approval');
     await ok('GET /v1/reviews');
