@@ -121,8 +121,8 @@ export const OPERATIONS: Record<string, OperationDoc> = {
 
   'GET /v1/agents': { summary: 'List agents', success: [200, listOf('Agent')] },
   'GET /v1/agents/{agent_id}': { summary: 'Read an agent', success: [200, ref('Agent')], errors: { 404: notFound('agent.not_found') } },
-  'POST /v1/agents/{agent_id}/revoke': { summary: 'Revoke an agent (fires agent.revoked)', success: [200, ref('Agent')], errors: { 404: notFound('agent.not_found') } },
-  'POST /v1/agents/{agent_id}/restore': { summary: 'Restore a revoked agent', success: [200, ref('Agent')], errors: { 404: notFound('agent.not_found') } },
+  'POST /v1/agents/{agent_id}/revoke': { summary: 'Revoke an agent (fires agent.revoked); no body or {}', success: [200, ref('Agent')], optionalBody: true, errors: { 404: notFound('agent.not_found') } },
+  'POST /v1/agents/{agent_id}/restore': { summary: 'Restore a revoked agent; no body or {}', success: [200, ref('Agent')], optionalBody: true, errors: { 404: notFound('agent.not_found') } },
 
   'GET /v1/budgets': { summary: 'Budget usage per (policy, agent), (policy, agent, session) or (policy, user) this period', success: [200, listOf('Budget')] },
   'GET /v1/budgets/remaining': {
