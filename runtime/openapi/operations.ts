@@ -67,7 +67,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     summary: "A reviewer's verdict on a review decision: approve or deny one awaiting approval, or record a judgement after the fact (extension; fires decision.reviewed)",
     success: [200, ref('Decision')],
     errors: {
-      403: 'review.self_review: the key that made the decision cannot review it; auth.scope_insufficient',
+      403: 'review.self_review: the key that made the decision, or a key of its rotation chain, cannot review it; auth.scope_insufficient',
       404: notFound('decision.not_found'),
       409: 'decision.not_reviewable (not a review decision), decision.already_reviewed; idempotency.in_progress',
     },
