@@ -1,6 +1,7 @@
 /**
  * `authz serve` / `npm start`: configuration from the environment, the master
- * key (AUTHZ_MASTER_KEY, else the key file, generated at the first start), the
+ * key (AUTHZ_MASTER_KEY, else the key file, generated at the first start, never
+ * for a store that already holds sealed secrets), the
  * store (PostgreSQL with DATABASE_URL, else embedded under AUTHZ_DATA_DIR, with a
  * line before and after opening it), migrations,
  * first-start seeding, the HTTP server, replication between processes, and a
@@ -19,11 +20,12 @@ import { loggerOptions } from './http/logger.js';
 import { startLimitMaintenance } from './limits/maintenance.js';
 import { startLogMaintenance } from './domain/log-retention.js';
 import { bundlePolicies, defaultAccountId, examplePolicies, installPolicies, seedIfEmpty } from './seed.js';
-import { MasterKeyError, prepareSealing } from './secrets/sealed-text.js';
-import { resolveMasterKey, type MasterKey } from './secrets/master-key.js';
+import { MASTER_KEY, MasterKeyError, prepareSealing } from './secrets/sealed-text.js';
+import { generateMasterKey, readMasterKey, type MasterKey } from './secrets/master-key.js';
 import { openServices } from './services.js';
 import { openStore, type Store } from './store/connect.js';
 import { migrate } from './store/migrate.js';
+import { holdsSealedSecrets } from './store/sealed-secrets.js';
 
 export async function serve(argv: readonly string[]): Promise<number> {
   const { values } = parseArgs({ args: [...argv], options: { bundle: { type: 'string' } } });
@@ -47,13 +49,32 @@ export async function serve(argv: readonly string[]): Promise<number> {
     return 2;
   }
   const log = (line: string) => process.stdout.write(`${line}\n`);
-  let master: MasterKey;
+  let master: MasterKey | null;
   try {
-    master = resolveMasterKey(config.masterKey, config.masterKeyFile);
+    master = readMasterKey(config.masterKey, config.masterKeyFile);
   } catch (e) {
-    // An unusable file (too short, not a file) or one that cannot be read or written.
+    // An unusable file (too short, not a file) or one that cannot be read.
     if (!(e instanceof Error)) throw e;
     process.stderr.write(`authz serve: cannot use the master key file: ${e.message}\n`);
+    return 2;
+  }
+
+  const store = await openStoreVerbosely(config.databaseUrl, config.dataDir, log);
+  // No key: a new one only for a store that holds no sealed secret (a lost key is never silently replaced).
+  if (master === null && (await holdsSealedSecrets(store.sql))) {
+    await store.close();
+    process.stderr.write(
+      `authz serve: the store holds secrets sealed under a master key, but AUTHZ_MASTER_KEY is not set and the master key file ${config.masterKeyFile} does not exist.\n` +
+        '  Restore that file from your backup (or set AUTHZ_MASTER_KEY_FILE to where it is, or AUTHZ_MASTER_KEY to the key); no new key was written.\n',
+    );
+    return 2;
+  }
+  try {
+    master ??= generateMasterKey(config.masterKeyFile);
+  } catch (e) {
+    if (!(e instanceof Error)) throw e;
+    await store.close();
+    process.stderr.write(`authz serve: cannot write the master key file: ${e.message}\n`);
     return 2;
   }
   config = { ...config, masterKey: master.secret };
@@ -65,16 +86,16 @@ export async function serve(argv: readonly string[]): Promise<number> {
     log(`Master key: ${master.path}`);
   }
 
-  const store = await openStoreVerbosely(config.databaseUrl, config.dataDir, log);
   let services;
   try {
     services = await openServices({ config, store });
   } catch (e) {
     if (!(e instanceof MasterKeyError)) throw e;
     await store.close();
-    const from = master.source === 'env' ? 'AUTHZ_MASTER_KEY' : `the master key in ${master.path}`;
+    // Name what was tried: the variable, or the file.
+    const from = master.source === 'env' ? 'AUTHZ_MASTER_KEY' : `the master key file ${master.path}`;
     process.stderr.write(
-      `authz serve: ${e.message}\n  (the master key used: ${from}; secrets sealed under another key need that key: set AUTHZ_MASTER_KEY or AUTHZ_MASTER_KEY_FILE)\n`,
+      `authz serve: ${e.message.replace(MASTER_KEY, from)}\n  (the master key used: ${from}; secrets sealed under another key need that key: set AUTHZ_MASTER_KEY or AUTHZ_MASTER_KEY_FILE)\n`,
     );
     return 2;
   }
