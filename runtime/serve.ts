@@ -24,6 +24,7 @@ import { MASTER_KEY, MasterKeyError, prepareSealing } from './secrets/sealed-tex
 import { generateMasterKey, readMasterKey, type MasterKey } from './secrets/master-key.js';
 import { openServices } from './services.js';
 import { openStore, type Store } from './store/connect.js';
+import { StoreLockedError } from './store/data-dir-lock.js';
 import { migrate } from './store/migrate.js';
 import { holdsSealedSecrets } from './store/sealed-secrets.js';
 
@@ -59,7 +60,15 @@ export async function serve(argv: readonly string[]): Promise<number> {
     return 2;
   }
 
-  const store = await openStoreVerbosely(config.databaseUrl, config.dataDir, log);
+  let store: Store;
+  try {
+    store = await openStoreVerbosely(config.databaseUrl, config.dataDir, log);
+  } catch (e) {
+    // Another process has the embedded store open: exit at once, the store untouched.
+    if (!(e instanceof StoreLockedError)) throw e;
+    process.stderr.write(`authz serve: ${e.message}\n`);
+    return 2;
+  }
   // No key: a new one only for a store that holds no sealed secret (a lost key is never silently replaced).
   if (master === null && (await holdsSealedSecrets(store.sql))) {
     await store.close();
