@@ -16,6 +16,7 @@ import { configFromEnv, ConfigError } from './config.js';
 import { startKeyReplication } from './domain/key-replication.js';
 import { startReplication } from './domain/replication.js';
 import { startReviewMaintenance } from './domain/review-maintenance.js';
+import { describeConnectionLimits, fdSoftLimit } from './http/connection-limits.js';
 import { loggerOptions } from './http/logger.js';
 import { startLimitMaintenance } from './limits/maintenance.js';
 import { startLogMaintenance } from './domain/log-retention.js';
@@ -150,6 +151,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
   const port = typeof bound === 'object' && bound !== null ? bound.port : config.port;
   if (role !== 'api') services.dispatcher.start(onError('webhook dispatcher'));
   const roleNote = role === 'all' ? '' : role === 'api' ? ', role api: sends no webhooks' : ', role dispatcher: sends webhooks, answers /healthz and /readyz only';
+  log(describeConnectionLimits(app.server.maxConnections, config.maxConnections, fdSoftLimit(), config.requestTimeoutMs));
   log(`agent-authz listening on http://${config.host}:${port} (store: ${store.kind === 'embedded' ? `embedded, ${config.dataDir}` : 'PostgreSQL'}${roleNote})`);
   if (role !== 'dispatcher') log(`Dashboard: http://${config.host}:${port}/dashboard (sign in with an API key)`);
   if (seeded) {

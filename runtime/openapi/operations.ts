@@ -49,7 +49,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   'GET /v1/decisions/{id}': {
     summary: 'Read a decision (permit_token is always null here); with wait=SECONDS, held while it awaits approval until its review changes',
     success: [200, ref('Decision')],
-    errors: { 404: notFound('decision.not_found') },
+    errors: { 404: notFound('decision.not_found'), 429: 'rate_limit.exceeded: the key\'s platform limit, or it holds 100 long polls (wait=) already; Retry-After' },
   },
   'POST /v1/decisions/{id}/confirm': {
     summary: 'Confirm a pending decision (optional amount)',

@@ -11,6 +11,7 @@ import { pageParams, type ListQuery } from '../http/list.js';
 import { listBody } from '../presenters/list.js';
 import { idParams } from '../http/params.js';
 import { queryTime } from '../http/query-time.js';
+import { LongPolls } from '../http/long-polls.js';
 
 /** The list parameters plus the filters (an unknown effect: 400 validation.invalid_field). */
 const listQuerySchema = loadSchema('api/decision-list-query');
@@ -57,6 +58,7 @@ export const decideRoutes: FastifyPluginAsync = async (app) => {
 
 /** Reading, listing, confirming and rejecting decisions (admitted by the key's platform limit like other routes). */
 export const decisionRoutes: FastifyPluginAsync = async (app) => {
+  const longPolls = new LongPolls();
   const { decisions, reviews, clock } = app.services;
 
   app.get<{ Querystring: DecisionListQuery }>('/v1/decisions', { config: { scope: 'decisions:read' }, schema: { querystring: listQuerySchema } }, async (request) => {
@@ -102,10 +104,16 @@ export const decisionRoutes: FastifyPluginAsync = async (app) => {
       const { id } = request.params;
       const { wait } = request.query;
       if (wait === undefined) return decisionResource(await decisions.get(request.principal, id), clock.now());
-      // The client gone: stop waiting.
-      const left = new AbortController();
-      reply.raw.once('close', () => left.abort());
-      return decisionResource(await reviews.wait(request.principal, id, wait, left.signal), clock.now());
+      // At most 100 long polls per API key at once (429 beyond).
+      const release = longPolls.enter(request.principal.keyId);
+      try {
+        // The client gone: stop waiting.
+        const left = new AbortController();
+        reply.raw.once('close', () => left.abort());
+        return decisionResource(await reviews.wait(request.principal, id, wait, left.signal), clock.now());
+      } finally {
+        release();
+      }
     },
   );
 
