@@ -6,6 +6,7 @@
 import Fastify, { type FastifyInstance, type RouteOptions } from 'fastify';
 import { registerAuthentication, registerKeyAdmission } from './auth/authenticate.js';
 import { InvalidFieldError } from './errors/api-error.js';
+import { connectionCap, fdSoftLimit, timeoutOptions } from './http/connection-limits.js';
 import { registerErrorHandling, sendError } from './http/error-handler.js';
 import { registerIdempotency } from './http/idempotency.js';
 import { registerJsonBodies } from './http/json-body.js';
@@ -51,7 +52,10 @@ export interface AppOptions {
 }
 
 export async function buildApp(services: Services, options: AppOptions = {}): Promise<FastifyInstance> {
+  const { maxConnections, requestTimeoutMs } = services.config;
   const app = Fastify({
+    // Connections without a complete request within the timeout are closed (http/connection-limits.ts).
+    ...timeoutOptions(requestTimeoutMs),
     logger: options.logger ?? false,
     bodyLimit: BODY_LIMIT,
     genReqId: () => newId('req', services.clock.now()),
@@ -68,6 +72,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     },
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false } },
   });
+  app.server.maxConnections = connectionCap(maxConnections, fdSoftLimit());
   if (options.onRoute) app.addHook('onRoute', options.onRoute);
   app.setValidatorCompiler(validatorCompiler);
   app.decorate('services', services);

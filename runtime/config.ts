@@ -52,6 +52,10 @@ export interface Config {
   logLevel?: LogLevel;
   /** AUTHZ_SEED (default 1): the first start on an empty store (embedded or PostgreSQL) creates the default account, its keys and the example policies; `0`: nothing. */
   seed: boolean;
+  /** AUTHZ_MAX_CONNECTIONS (default 10,000): most open connections, lowered to the descriptor soft limit - 64 (http/connection-limits.ts). */
+  maxConnections: number;
+  /** AUTHZ_REQUEST_TIMEOUT_MS (default 10,000): a connection without a complete request for this long is closed. */
+  requestTimeoutMs: number;
   /** AUTHZ_RETENTION_DAYS (default 90): days of decisions, events and deliveries kept (whole days dropped after that); null ("0" or "off"): kept forever. */
   retentionDays: number | null;
 }
@@ -136,6 +140,8 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
     role: processRole(env.AUTHZ_ROLE),
     retentionDays: retentionDays(env),
     seed: seedFlag(env.AUTHZ_SEED),
+    maxConnections: int(env, 'AUTHZ_MAX_CONNECTIONS', 10_000, 1, 10_000_000),
+    requestTimeoutMs: int(env, 'AUTHZ_REQUEST_TIMEOUT_MS', 10_000, 100, 600_000),
   };
   if (env.DATABASE_URL) config.databaseUrl = env.DATABASE_URL;
   if (env.LOG_LEVEL) {

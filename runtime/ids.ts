@@ -21,6 +21,8 @@ import { randomBytes } from 'node:crypto';
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const TIME_CHARS = 8;
 const RANDOM_CHARS = 16;
+/** The last time 8 base62 characters hold (ms). */
+const TIME_LIMIT_MS = 62 ** TIME_CHARS - 1;
 
 /** Random bytes drawn from the CSPRNG in blocks: one system call per ~150 ids, not one per id. */
 const POOL_SIZE = 4096;
@@ -73,7 +75,9 @@ export function newId(prefix: IdPrefix, atMs: number): string {
  * idRange('dec', Date.parse('2026-11-21'), Date.parse('2026-11-22')); // { lo: 'dec_0VbYqoN6', hi: 'dec_0VbehKxU' }
  */
 export function idRange(prefix: string, sinceMs: number, untilMs: number): { lo: string; hi: string } {
-  return { lo: `${prefix}_${timeBase62(Math.floor(sinceMs))}`, hi: `${prefix}_${timeBase62(Math.ceil(untilMs))}` };
+  // Times past what 8 characters hold (the year 8888) clamp to the last one instead of wrapping round to 1970.
+  const clamp = (ms: number) => Math.min(ms, TIME_LIMIT_MS);
+  return { lo: `${prefix}_${timeBase62(clamp(Math.floor(sinceMs)))}`, hi: `${prefix}_${timeBase62(clamp(Math.ceil(untilMs)))}` };
 }
 
 /** When an id of this format was made (ms), or null for an id of another form. */

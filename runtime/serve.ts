@@ -1,6 +1,7 @@
 /**
  * `authz serve` / `npm start`: configuration from the environment, the master
- * key (AUTHZ_MASTER_KEY, else the key file, generated at the first start), the
+ * key (AUTHZ_MASTER_KEY, else the key file, generated at the first start, never
+ * for a store that already holds sealed secrets), the
  * store (PostgreSQL with DATABASE_URL, else embedded under AUTHZ_DATA_DIR, with a
  * line before and after opening it), migrations,
  * first-start seeding, the HTTP server, replication between processes, and a
@@ -14,21 +15,24 @@ import { wantsHelp } from '../compiler/index.js';
 import { buildApp } from './app.js';
 import { startBackground } from './background/start.js';
 import { configFromEnv, ConfigError } from './config.js';
+import { describeConnectionLimits, fdSoftLimit } from './http/connection-limits.js';
 import { loggerOptions } from './http/logger.js';
 import { bundlePolicies, seedAtStart } from './seed.js';
 import { listenProblem, portProblem } from './cli/port-check.js';
 import { serveUsage } from './cli/serve-help.js';
 import { RequestSummary, startRequestSummary } from './http/request-summary.js';
-import { MasterKeyError, prepareSealing } from './secrets/sealed-text.js';
-import { resolveMasterKey, type MasterKey } from './secrets/master-key.js';
+import { MASTER_KEY, MasterKeyError, prepareSealing } from './secrets/sealed-text.js';
+import { generateMasterKey, readMasterKey, type MasterKey } from './secrets/master-key.js';
 import { openServices } from './services.js';
 import { openStore, type Store } from './store/connect.js';
+import { StoreLockedError } from './store/data-dir-lock.js';
 import { migrate } from './store/migrate.js';
 import { guardStoreOutages } from './outage-guard.js';
 import { driverConnectionFile, driverPatched } from './store/driver-patch.js';
 
 /** How often the quiet default log (LOG_LEVEL unset) writes its summary of the requests. */
 const SUMMARY_EVERY_MS = 60_000;
+import { holdsSealedSecrets } from './store/sealed-secrets.js';
 
 export async function serve(argv: readonly string[]): Promise<number> {
   if (wantsHelp(argv)) {
@@ -68,13 +72,40 @@ export async function serve(argv: readonly string[]): Promise<number> {
     process.stderr.write(`authz serve: ${portInUse}\n`);
     return 2;
   }
-  let master: MasterKey;
+  let master: MasterKey | null;
   try {
-    master = resolveMasterKey(config.masterKey, config.masterKeyFile);
+    master = readMasterKey(config.masterKey, config.masterKeyFile);
   } catch (e) {
-    // An unusable file (too short, not a file) or one that cannot be read or written.
+    // An unusable file (too short, not a file) or one that cannot be read.
     if (!(e instanceof Error)) throw e;
     process.stderr.write(`authz serve: cannot use the master key file: ${e.message}\n`);
+    return 2;
+  }
+
+  let store: Store;
+  try {
+    store = await openStoreVerbosely(config.databaseUrl, config.dataDir, log);
+  } catch (e) {
+    // Another process has the embedded store open: exit at once, the store untouched.
+    if (!(e instanceof StoreLockedError)) throw e;
+    process.stderr.write(`authz serve: ${e.message}\n`);
+    return 2;
+  }
+  // No key: a new one only for a store that holds no sealed secret (a lost key is never silently replaced).
+  if (master === null && (await holdsSealedSecrets(store.sql))) {
+    await store.close();
+    process.stderr.write(
+      `authz serve: the store holds secrets sealed under a master key, but AUTHZ_MASTER_KEY is not set and the master key file ${config.masterKeyFile} does not exist.\n` +
+        '  Restore that file from your backup (or set AUTHZ_MASTER_KEY_FILE to where it is, or AUTHZ_MASTER_KEY to the key); no new key was written.\n',
+    );
+    return 2;
+  }
+  try {
+    master ??= generateMasterKey(config.masterKeyFile);
+  } catch (e) {
+    if (!(e instanceof Error)) throw e;
+    await store.close();
+    process.stderr.write(`authz serve: cannot write the master key file: ${e.message}\n`);
     return 2;
   }
   config = { ...config, masterKey: master.secret };
@@ -86,16 +117,16 @@ export async function serve(argv: readonly string[]): Promise<number> {
     log(`Master key: ${master.path}`);
   }
 
-  const store = await openStoreVerbosely(config.databaseUrl, config.dataDir, log);
   let services;
   try {
     services = await openServices({ config, store });
   } catch (e) {
     if (!(e instanceof MasterKeyError)) throw e;
     await store.close();
-    const from = master.source === 'env' ? 'AUTHZ_MASTER_KEY' : `the master key in ${master.path}`;
+    // Name what was tried: the variable, or the file.
+    const from = master.source === 'env' ? 'AUTHZ_MASTER_KEY' : `the master key file ${master.path}`;
     process.stderr.write(
-      `authz serve: ${e.message}\n  (the master key used: ${from}; secrets sealed under another key need that key: set AUTHZ_MASTER_KEY or AUTHZ_MASTER_KEY_FILE)\n`,
+      `authz serve: ${e.message.replace(MASTER_KEY, from)}\n  (the master key used: ${from}; secrets sealed under another key need that key: set AUTHZ_MASTER_KEY or AUTHZ_MASTER_KEY_FILE)\n`,
     );
     return 2;
   }
@@ -143,6 +174,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
   const port = typeof bound === 'object' && bound !== null ? bound.port : config.port;
   if (role !== 'api') services.dispatcher.start(onError('webhook dispatcher'));
   const roleNote = role === 'all' ? '' : role === 'api' ? ', role api: sends no webhooks' : ', role dispatcher: sends webhooks, answers /healthz and /readyz only';
+  log(describeConnectionLimits(app.server.maxConnections, config.maxConnections, fdSoftLimit(), config.requestTimeoutMs));
   log(`agent-authz listening on http://${config.host}:${port} (store: ${store.kind === 'embedded' ? `embedded, ${config.dataDir}` : 'PostgreSQL'}${roleNote})`);
   if (role !== 'dispatcher') log(`Dashboard: http://${config.host}:${port}/dashboard (sign in with an API key)`);
   if (seeded) {

@@ -3,7 +3,7 @@
  * SHA-256 (43 characters) of the arguments' RFC 8785 (JCS) canonical JSON.
  * The MCP proxy sends it as a decision's `args_digest`; the permit carries it
  * as the claim `args`; a downstream service given the arguments checks it
- * (`verify(token, { arguments })`).
+ * (`verify(token, { action, arguments })`).
  */
 import { createHash } from 'node:crypto';
 
@@ -39,15 +39,19 @@ export function canonicalizeJson(value: unknown): string {
 }
 
 /**
- * The `args_digest` of a tool call's arguments (no arguments: `{}`).
+ * The `args_digest` of a tool call's arguments. Absent arguments (`undefined`)
+ * digest as `{}`; an explicit `null` digests as `null`, so a permit for a call
+ * without arguments does not pass for one whose arguments are `null`, nor back.
  *
  * @example
  * ```ts
  * import { argsDigest } from 'agent-authz/verifier';
  *
  * console.log(argsDigest({ path: '/tmp/a.txt' }).length); // => 43
+ * console.log(argsDigest(undefined) === argsDigest({})); // => true
+ * console.log(argsDigest(null) === argsDigest({})); // => false
  * ```
  */
-export function argsDigest(args: unknown): string {
-  return createHash('sha256').update(canonicalizeJson(args ?? {}), 'utf8').digest('base64url');
+export function argsDigest(args?: unknown): string {
+  return createHash('sha256').update(canonicalizeJson(args === undefined ? {} : args), 'utf8').digest('base64url');
 }

@@ -65,7 +65,10 @@ export interface PermitExpectations {
   /**
    * The arguments of the call the permit is used for: their `argsDigest` must
    * equal the claim `args` (a token without `args` does not match); else
-   * PermitMismatchError.
+   * PermitMismatchError. Needs `action` too (a TypeError without it): equal
+   * arguments of another tool would otherwise pass, e.g. a permit for
+   * `files.read { path }` in the handler of `files.delete { path }`.
+   * `undefined` arguments are checked as `{}`, `null` as `null`.
    */
   arguments?: unknown;
 }
@@ -282,6 +285,9 @@ export function createPermitVerifier(options: PermitVerifierOptions): PermitVeri
 
   return {
     async verify(token: string, expect: PermitExpectations = {}): Promise<PermitClaims> {
+      if (Object.hasOwn(expect, 'arguments') && typeof expect.action !== 'string') {
+        throw new TypeError('verify: give the action with the arguments ({ action, arguments }): a permit for the same arguments of another tool would pass otherwise');
+      }
       if (typeof token !== 'string' || token === '') throw invalid('no token');
       if (!token.split('.').every(canonicalSegment)) throw invalid('not a compact JWS of canonical base64url segments');
       const verifyOptions: JWTVerifyOptions = { issuer, algorithms: ['EdDSA'], typ: 'permit+jwt', clockTolerance };

@@ -44,7 +44,7 @@ export function decisionInput<INPUT>(auth: ToolAuthorization<INPUT>, callId: str
     ...(resource === undefined ? {} : { resource }),
     ...(amount === undefined ? {} : { amount }),
     context: { ...(auth.context?.(input) ?? {}), tool: { call_id: callId ?? null, arguments: input ?? null } },
-    args_digest: argsDigest(input ?? {}),
+    args_digest: argsDigest(input),
     ...(auth.ttl_seconds === undefined ? {} : { ttl_seconds: auth.ttl_seconds }),
   };
 }

@@ -11,8 +11,9 @@
  *
  * Like any downstream service, it checks the permit the proxy passes in
  * `_meta["agent-authz/permit"]` before acting: the signature against the
- * service's JWKS, and that the permit was issued for these exact arguments
- * (`verify(token, { arguments })`). AUTHZ_URL names the service (default
+ * service's JWKS, and that the permit was issued for this tool's action (as
+ * docs/mcp.md's mcp.yaml maps it) and these exact arguments
+ * (`verify(token, { action, arguments })`). AUTHZ_URL names the service (default
  * http://127.0.0.1:8080), AUTHZ_ISSUER the tokens' `iss` if it differs.
  *
  * Run: `node dist/examples/agents/support-tools-server.js` (an MCP client starts it).
@@ -28,12 +29,15 @@ const verifier = createPermitVerifier({ jwksUrl: `${service}/.well-known/jwks.js
 
 type Meta = Record<string, unknown> | undefined;
 
-/** Runs `act` only with a valid permit for these arguments; the text says so. */
-async function withPermit(meta: Meta, args: Record<string, unknown>, act: () => string): Promise<CallToolResult> {
+/** Each tool's action, as the proxy's configuration in docs/mcp.md maps it (add_note unmapped: `<server>.add_note`). */
+const ACTIONS = { lookup_order: 'orders.read', refund_order: 'payments.refund', add_note: 'support.add_note', delete_customer: 'customers.delete' } as const;
+
+/** Runs `act` only with a valid permit for this tool's action and these arguments; the text says so. */
+async function withPermit(tool: keyof typeof ACTIONS, meta: Meta, args: Record<string, unknown>, act: () => string): Promise<CallToolResult> {
   const token = meta?.['agent-authz/permit'];
   if (typeof token !== 'string') return { content: [{ type: 'text', text: 'refused: no agent-authz permit' }], isError: true };
   try {
-    await verifier.verify(token, { arguments: args });
+    await verifier.verify(token, { action: ACTIONS[tool], arguments: args });
   } catch (error) {
     const code = error instanceof PermitError ? error.code : 'error';
     return { content: [{ type: 'text', text: `refused: the permit is not valid for this call (${code})` }], isError: true };
@@ -46,22 +50,22 @@ const server = new McpServer({ name: 'northpeak-support', version: '1.0.0' });
 server.registerTool(
   'lookup_order',
   { description: "An order's status", inputSchema: { order_id: z.string() } },
-  async (args, extra) => withPermit(extra._meta, args, () => `order ${args.order_id}: 2 items, shipped`),
+  async (args, extra) => withPermit('lookup_order', extra._meta, args, () => `order ${args.order_id}: 2 items, shipped`),
 );
 server.registerTool(
   'refund_order',
   { description: 'Refund an order, in USD', inputSchema: { order_id: z.string(), amount: z.number() } },
-  async (args, extra) => withPermit(extra._meta, args, () => `refunded ${args.amount} USD on order ${args.order_id}`),
+  async (args, extra) => withPermit('refund_order', extra._meta, args, () => `refunded ${args.amount} USD on order ${args.order_id}`),
 );
 server.registerTool(
   'add_note',
   { description: 'Add a note to an order', inputSchema: { order_id: z.string(), text: z.string() } },
-  async (args, extra) => withPermit(extra._meta, args, () => `note added to order ${args.order_id}`),
+  async (args, extra) => withPermit('add_note', extra._meta, args, () => `note added to order ${args.order_id}`),
 );
 server.registerTool(
   'delete_customer',
   { description: 'Delete a customer record', inputSchema: { customer_id: z.string() } },
-  async (args, extra) => withPermit(extra._meta, args, () => `customer ${args.customer_id} deleted`),
+  async (args, extra) => withPermit('delete_customer', extra._meta, args, () => `customer ${args.customer_id} deleted`),
 );
 
 await server.connect(new StdioServerTransport());

@@ -39,6 +39,8 @@ export const SERVE_VARIABLES: readonly ServeVariable[] = [
   { name: 'AUTHZ_WEBHOOK_LEASE_SECONDS', fallback: '60', what: 'how long a dispatcher owns a claimed webhook delivery' },
   { name: 'AUTHZ_WEBHOOK_ALLOW_PRIVATE', fallback: 'unset', what: '1: webhook URLs may use private and loopback addresses' },
   { name: 'AUTHZ_REDACT_CONTEXT', fallback: 'unset', what: 'context paths never stored, comma-separated' },
+  { name: 'AUTHZ_MAX_CONNECTIONS', fallback: '10000', what: 'most open connections (lowered to the file-descriptor soft limit - 64)' },
+  { name: 'AUTHZ_REQUEST_TIMEOUT_MS', fallback: '10000', what: 'a connection without a complete request for this long is closed' },
   { name: 'AUTHZ_RETENTION_DAYS', fallback: '90', what: 'days of decisions kept (0 or off: forever)' },
   { name: 'AUTHZ_OTEL', fallback: 'unset', what: '1: OpenTelemetry traces over OTLP/HTTP (the standard OTEL_* variables configure the exporter)' },
   { name: 'OTEL_SERVICE_NAME', fallback: 'agent-authz', what: 'the traces\' service name (with AUTHZ_OTEL=1)' },

@@ -33,15 +33,16 @@ export interface CreatedAccount {
 }
 
 /**
- * Creates an API key in the caller's transaction; the full key exists only in the returned value.
+ * Creates an API key in the caller's transaction; the full key exists only in
+ * the returned value. `replaces`: the key it rolls (its rotation chain).
  *
  * @example
  * const { key } = await createApiKey(sql, accountId, 'test', ['*'], new Date(clock.now()));
  */
-export async function createApiKey(sql: SqlOrTx, accountId: string, environment: Environment, scopes: string[], at: Date): Promise<CreatedKey> {
+export async function createApiKey(sql: SqlOrTx, accountId: string, environment: Environment, scopes: string[], at: Date, replaces: string | null = null): Promise<CreatedKey> {
   const key = generateApiKey(environment);
   const id = newId('key', at.getTime());
-  await insertApiKey(sql, { id, account_id: accountId, environment, key_prefix: displayPrefix(key), scopes, created_at: at, revoked_at: null }, hashApiKey(key));
+  await insertApiKey(sql, { id, account_id: accountId, environment, key_prefix: displayPrefix(key), scopes, created_at: at, revoked_at: null }, hashApiKey(key), replaces);
   return { id, object: 'api_key', key, account_id: accountId, environment, scopes, created_at: at.toISOString() };
 }
 
@@ -111,7 +112,8 @@ export class AccountService {
       const old = await revokeLiveApiKey(tx, oldId, at);
       if (!old) return null;
       await notify(tx, CHANNELS.apiKeys, oldId);
-      return createApiKey(tx, old.account_id, old.environment, old.scopes, at);
+      // The new key names the old one: the rotation chain counts as one reviewer (domain/reviews.ts).
+      return createApiKey(tx, old.account_id, old.environment, old.scopes, at, oldId);
     });
     if (!created) throw new ApiKeyNotFoundError(`no live API key ${oldId} (unknown or already revoked)`);
     this.keys.forget(oldId);

@@ -20,6 +20,8 @@ import {
 } from '../errors/api-error.js';
 import { newId } from '../ids.js';
 import { decisionIdsBetween } from './decision-id-range.js';
+import { checkAmountsAgree } from '../limits/budget-keys.js';
+import { isFiat } from '../limits/limit-request.js';
 import type { Sql } from '../store/connect.js';
 import {
   exportDecisionPage,
@@ -275,6 +277,10 @@ export class DecisionService {
       if (resolvable && confirming && (amount !== undefined || amounts !== undefined) && current.amount === null && usage !== undefined && usage !== null && !usage.some((u) => u.unit !== 'calls')) {
         const message = `decision ${id} was made without an amount; confirm it without one`;
         throw new InvalidFieldError(message, { details: [{ path: amount !== undefined ? '/amount' : '/amounts', message }] });
+      }
+      // Both given: they must agree for the one held unit (thrown here, the transaction undoes the holds' change).
+      if (usage && confirming && amount !== undefined && amounts !== undefined) {
+        checkAmountsAgree({ amount, amounts }, [...new Set(usage.filter((u) => isFiat(u.unit)).map((u) => u.unit))]);
       }
       return row && { row, usage: usage! };
     });

@@ -16,6 +16,7 @@ import {
 import type { Sql } from '../store/connect.js';
 import type { DecisionRow, ReviewStatus } from '../store/decisions.js';
 import type { Page, PageParams } from '../store/pagination.js';
+import { rotationChain } from '../store/accounts.js';
 import { listReviews } from '../store/reviews.js';
 import type { Principal } from '../tenant.js';
 import type { Approvals, VerdictInput } from './approvals.js';
@@ -56,17 +57,21 @@ export class ReviewService {
   /**
    * POST /v1/decisions/:id/review: 404 decision.not_found, 409
    * decision.not_reviewable (not a review decision), 403 review.self_review
-   * (the key that made the decision), 409 decision.already_reviewed.
+   * (the key that made the decision, or any key of its rotation chain), 409
+   * decision.already_reviewed.
    *
    * @example
    * await reviews.review(principal, 'dec_...', { verdict: 'deny', reviewer: 'alice', note: 'not this customer' });
    */
   async review(principal: Principal, id: string, body: ReviewBody): Promise<DecisionRow> {
     const input: VerdictInput = { verdict: body.verdict, reviewer: body.reviewer, note: body.note ?? null, keyId: principal.keyId };
+    // The reviewing key's rotation chain is one reviewer: the deciding key rolled into this one (or back) reviews nothing it decided.
+    const sameReviewer = new Set(await rotationChain(this.deps.sql, principal.keyId));
     const row = await this.deps.approvals.review(principal, id, input, (current) => {
       if (current.review_status === null) return new DecisionNotReviewableError(`decision ${id} is ${current.effect === 'allow' ? 'an allow' : 'a deny'}: only review decisions are reviewed`);
-      if (current.key_id !== null && current.key_id === principal.keyId) {
-        return new SelfReviewError(`the API key that made decision ${id} cannot review it: review with another key`);
+      if (current.key_id !== null && sameReviewer.has(current.key_id)) {
+        const which = current.key_id === principal.keyId ? 'the API key that made' : 'a key rolled from (or into) the API key that made';
+        return new SelfReviewError(`${which} decision ${id} cannot review it: review with another key`);
       }
       if (current.review_status !== 'open') {
         const by = current.reason === 'review.timeout' ? 'it timed out waiting for approval' : `${current.reviewer ?? 'a reviewer'} ${current.review_status} it`;

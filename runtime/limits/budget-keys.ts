@@ -9,7 +9,8 @@
  * - Cost: `calls` 1; a held unit (a currency, `tokens`) `amounts[unit]`, or
  *   `amount` when it is the only held unit that applies. Two held units and
  *   only `amount`: 400 validation.invalid_field naming the units; a held unit
- *   with neither: 400 validation.missing_field.
+ *   with neither: 400 validation.missing_field. `amount` together with
+ *   `amounts` must agree for the one held unit (400 validation.invalid_field).
  */
 import { InvalidFieldError, MissingFieldError } from '../errors/api-error.js';
 import type { BudgetCheck, BudgetTerms } from '../store/limits.js';
@@ -57,6 +58,7 @@ export function budgetKey(terms: BudgetTerms, subject: SpendSubject): Pick<Budge
 export function budgetChecks(terms: readonly BudgetTerms[], subject: SpendSubject, spend: SpendAmounts): BudgetCheck[] {
   if (terms.length === 0) return [];
   const heldUnits = [...new Set(terms.filter((t) => isFiat(t.unit)).map((t) => t.unit))].sort();
+  checkAmountsAgree(spend, heldUnits);
   return terms.map((t) => {
     const key = budgetKey(t, subject);
     if (key === null) {
@@ -66,6 +68,30 @@ export function budgetChecks(terms: readonly BudgetTerms[], subject: SpendSubjec
     }
     return { ...t, ...key, cost: isFiat(t.unit) ? heldCost(t, heldUnits, spend) : 1 };
   });
+}
+
+/**
+ * `amount` given together with `amounts` must agree for the one held unit
+ * (contract: Hardening): else a condition could read one figure while the
+ * budget holds another. Two or more held units, or the held unit missing from
+ * `amounts` or given another figure there: 400 validation.invalid_field at
+ * `/amount`. Nothing to check when either is absent or no held unit applies.
+ *
+ * @example
+ * ```ts
+ * checkAmountsAgree({ amount: 4, amounts: { USD: 4 } }, ['USD']);   // fine
+ * checkAmountsAgree({ amount: 1, amounts: { USD: 900 } }, ['USD']); // throws InvalidFieldError
+ * ```
+ */
+export function checkAmountsAgree(spend: SpendAmounts, heldUnits: readonly string[]): void {
+  if (spend.amount === null || spend.amounts === null || heldUnits.length === 0) return;
+  const [unit] = heldUnits;
+  if (heldUnits.length === 1 && spend.amounts[unit!] === spend.amount) return;
+  const message =
+    heldUnits.length === 1
+      ? `amount (${spend.amount}) and amounts.${unit} (${spend.amounts[unit!] ?? 'missing'}) disagree: give the same figure, or amounts alone`
+      : `amount cannot go with amounts when budgets of ${heldUnits.length} held units apply (${heldUnits.join(', ')}): give amounts alone`;
+  throw new InvalidFieldError(message, { details: [{ path: '/amount', message }] });
 }
 
 /** What a held unit's budget takes: `amounts[unit]`, else `amount` when it is the only held unit. */

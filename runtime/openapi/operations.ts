@@ -52,7 +52,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   'GET /v1/decisions/{id}': {
     summary: 'Read a decision (permit_token is always null here); with wait=SECONDS, held while it awaits approval until its review changes',
     success: [200, ref('Decision')],
-    errors: { 404: notFound('decision.not_found') },
+    errors: { 404: notFound('decision.not_found'), 429: 'rate_limit.exceeded: the key\'s platform limit, or it holds 100 long polls (wait=) already; Retry-After' },
   },
   'POST /v1/decisions/{id}/confirm': {
     summary: 'Confirm a pending decision (optional amount)',
@@ -70,7 +70,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     summary: "A reviewer's verdict on a review decision: approve or deny one awaiting approval, or record a judgement after the fact (extension; fires decision.reviewed)",
     success: [200, ref('Decision')],
     errors: {
-      403: 'review.self_review: the key that made the decision cannot review it; auth.scope_insufficient',
+      403: 'review.self_review: the key that made the decision, or a key of its rotation chain, cannot review it; auth.scope_insufficient',
       404: notFound('decision.not_found'),
       409: 'decision.not_reviewable (not a review decision), decision.already_reviewed; idempotency.in_progress',
     },
@@ -129,8 +129,8 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     success: [200, ref('Agent')],
     errors: { 413: 'validation.body_too_large: the body is over 1 MiB, or the attributes over 8,192 bytes of JSON' },
   },
-  'POST /v1/agents/{agent_id}/revoke': { summary: 'Revoke an agent (fires agent.revoked)', success: [200, ref('Agent')], errors: { 404: notFound('agent.not_found') } },
-  'POST /v1/agents/{agent_id}/restore': { summary: 'Restore a revoked agent', success: [200, ref('Agent')], errors: { 404: notFound('agent.not_found') } },
+  'POST /v1/agents/{agent_id}/revoke': { summary: 'Revoke an agent (fires agent.revoked); no body or {}', success: [200, ref('Agent')], optionalBody: true, errors: { 404: notFound('agent.not_found') } },
+  'POST /v1/agents/{agent_id}/restore': { summary: 'Restore a revoked agent; no body or {}', success: [200, ref('Agent')], optionalBody: true, errors: { 404: notFound('agent.not_found') } },
 
   'GET /v1/budgets': { summary: 'Budget usage per (policy, agent), (policy, agent, session) or (policy, user) this period', success: [200, listOf('Budget')] },
   'GET /v1/budgets/remaining': {

@@ -1,6 +1,7 @@
-/** /v1/agents: list, read, set attributes (extension), revoke (fires agent.revoked), restore (domain/agents.ts). */
+/** /v1/agents: list, read, set attributes (extension), revoke (fires agent.revoked), restore (domain/agents.ts); revoke and restore take no body or `{}`. */
 import type { FastifyPluginAsync } from 'fastify';
 import { loadSchema } from '../../compiler/index.js';
+import { emptyBody, noBodyIsEmpty } from '../http/empty-body.js';
 import { listQuerySchema, pageParams, type ListQuery } from '../http/list.js';
 import { agentResource } from '../presenters/agent.js';
 import { listBody } from '../presenters/list.js';
@@ -29,11 +30,11 @@ export const agentRoutes: FastifyPluginAsync = async (app) => {
     async (request) => agentResource(await agentService.setAttributes(request.principal, request.params.agent_id, request.body.attributes), request.principal.environment),
   );
 
-  app.post<{ Params: { agent_id: string } }>('/v1/agents/:agent_id/revoke', { config: { scope: 'agents:write' }, schema: { params } }, async (request) =>
+  app.post<{ Params: { agent_id: string } }>('/v1/agents/:agent_id/revoke', { config: { scope: 'agents:write' }, schema: { params, body: emptyBody }, preValidation: noBodyIsEmpty }, async (request) =>
     agentResource(await agentService.revoke(request.principal, request.params.agent_id), request.principal.environment),
   );
 
-  app.post<{ Params: { agent_id: string } }>('/v1/agents/:agent_id/restore', { config: { scope: 'agents:write' }, schema: { params } }, async (request) =>
+  app.post<{ Params: { agent_id: string } }>('/v1/agents/:agent_id/restore', { config: { scope: 'agents:write' }, schema: { params, body: emptyBody }, preValidation: noBodyIsEmpty }, async (request) =>
     agentResource(await agentService.restore(request.principal, request.params.agent_id), request.principal.environment),
   );
 };

@@ -10,6 +10,8 @@ import type { IdempotentAnswers } from '../http/idempotency.js';
 import { pageParams, type ListQuery } from '../http/list.js';
 import { listBody } from '../presenters/list.js';
 import { idParams } from '../http/params.js';
+import { queryTime } from '../http/query-time.js';
+import { LongPolls } from '../http/long-polls.js';
 
 /** The list parameters plus the filters (an unknown effect: 400 validation.invalid_field). */
 const listQuerySchema = loadSchema('api/decision-list-query');
@@ -56,6 +58,7 @@ export const decideRoutes: FastifyPluginAsync = async (app) => {
 
 /** Reading, listing, confirming and rejecting decisions (admitted by the key's platform limit like other routes). */
 export const decisionRoutes: FastifyPluginAsync = async (app) => {
+  const longPolls = new LongPolls();
   const { decisions, reviews, clock } = app.services;
 
   app.get<{ Querystring: DecisionListQuery }>('/v1/decisions', { config: { scope: 'decisions:read' }, schema: { querystring: listQuerySchema } }, async (request) => {
@@ -84,8 +87,8 @@ export const decisionRoutes: FastifyPluginAsync = async (app) => {
     '/v1/decisions/export',
     { config: { scope: 'decisions:read' }, schema: { querystring: loadSchema('api/decision-export-query') } },
     async (request, reply) => {
-      const since = isoTime(request.query.since, 'since');
-      const until = request.query.until === undefined ? new Date(clock.now()) : isoTime(request.query.until, 'until');
+      const since = queryTime(request.query.since, 'since');
+      const until = request.query.until === undefined ? new Date(clock.now()) : queryTime(request.query.until, 'until');
       if (since.getTime() > until.getTime()) throw new InvalidFieldError('since must not be after until', { details: [{ path: 'query:since', message: 'must not be after until' }] });
       const rows = decisions.export(request.principal, { since, until });
       reply.type('application/x-ndjson; charset=utf-8');
@@ -101,10 +104,16 @@ export const decisionRoutes: FastifyPluginAsync = async (app) => {
       const { id } = request.params;
       const { wait } = request.query;
       if (wait === undefined) return decisionResource(await decisions.get(request.principal, id), clock.now());
-      // The client gone: stop waiting.
-      const left = new AbortController();
-      reply.raw.once('close', () => left.abort());
-      return decisionResource(await reviews.wait(request.principal, id, wait, left.signal), clock.now());
+      // At most 100 long polls per API key at once (429 beyond).
+      const release = longPolls.enter(request.principal.keyId);
+      try {
+        // The client gone: stop waiting.
+        const left = new AbortController();
+        reply.raw.once('close', () => left.abort());
+        return decisionResource(await reviews.wait(request.principal, id, wait, left.signal), clock.now());
+      } finally {
+        release();
+      }
     },
   );
 
@@ -127,16 +136,6 @@ export const decisionRoutes: FastifyPluginAsync = async (app) => {
     );
   }
 };
-
-/** An ISO 8601 time of the query string (400 validation.invalid_field naming the parameter otherwise). */
-function isoTime(value: string, name: string): Date {
-  const ms = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2}))?$/.test(value) ? Date.parse(value) : Number.NaN;
-  if (Number.isNaN(ms)) {
-    const message = `${name} must be an ISO 8601 time such as 2026-11-21T10:00:00.000Z`;
-    throw new InvalidFieldError(message, { details: [{ path: `query:${name}`, message }] });
-  }
-  return new Date(ms);
-}
 
 /** One JSON document per line, in chunks of about 64 KiB. */
 async function* ndjson<T>(rows: AsyncIterable<T>, present: (row: T) => unknown): AsyncGenerator<string> {

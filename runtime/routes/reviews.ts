@@ -14,9 +14,8 @@ import { decisionResource } from '../presenters/decision.js';
 import { listBody } from '../presenters/list.js';
 import { budgetStatsBody, decisionStatsBody } from '../presenters/stats.js';
 import { idParams } from '../http/params.js';
+import { emptyBody, noBodyIsEmpty } from '../http/empty-body.js';
 
-/** The permit route takes no fields: no body, or an empty object. */
-const emptyBody = { type: 'object', properties: {}, additionalProperties: false } as const;
 
 type ReviewListQuery = { status?: 'open' | 'approved' | 'denied'; limit?: number; starting_after?: string };
 
@@ -59,9 +58,7 @@ export const reviewRoutes: FastifyPluginAsync = async (app) => {
     {
       config: { scope: 'decisions:write', idempotency: permitAnswers },
       schema: { params: idParams, body: emptyBody },
-      preValidation: async (request) => {
-        request.body ??= {};
-      },
+      preValidation: noBodyIsEmpty,
     },
     async (request) => ({ object: 'permit', permit_token: await reviews.permit(request.principal, request.params.id) }),
   );

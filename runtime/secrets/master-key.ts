@@ -5,7 +5,10 @@
  * data directory), generated at the first start: 32 random bytes, base64url,
  * mode 0600 in a directory created 0700. A file readable by others is made
  * 0600 when it is read. Concurrent first starts agree on one key (the file is
- * written aside, then linked into place only if none exists).
+ * written aside, then linked into place only if none exists). `authz serve`
+ * reads first (readMasterKey) and generates (generateMasterKey) only for a
+ * store that holds no sealed secret yet: a lost key is never replaced by a new
+ * one that would open nothing.
  */
 import { randomBytes } from 'node:crypto';
 import { chmodSync, linkSync, lstatSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
@@ -31,9 +34,26 @@ export const MASTER_KEY_MIN_LENGTH = 16;
  *   if (key.source === 'generated') log(`Generated a master key in ${key.path}`);
  */
 export function resolveMasterKey(envKey: string | undefined, file: string): MasterKey {
+  return readMasterKey(envKey, file) ?? generateMasterKey(file);
+}
+
+/**
+ * The master key that exists: `envKey` when given, else the key file at
+ * `file`; null when neither is there (nothing is written).
+ *
+ *   const key = readMasterKey(config.masterKey, config.masterKeyFile) ?? generateMasterKey(config.masterKeyFile);
+ */
+export function readMasterKey(envKey: string | undefined, file: string): MasterKey | null {
   if (envKey) return { secret: envKey, source: 'env' };
   const existing = readKeyFile(file);
-  if (existing !== null) return { secret: existing, source: 'file', path: file };
+  return existing === null ? null : { secret: existing, source: 'file', path: file };
+}
+
+/**
+ * Writes a new key file at `file` (source 'generated'), or reads the one a
+ * concurrent start linked into place first (source 'file').
+ */
+export function generateMasterKey(file: string): MasterKey {
   mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
   const secret = randomBytes(32).toString('base64url');
   const aside = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;

@@ -19,6 +19,9 @@ import { createCipheriv, createDecipheriv, createHash, randomBytes, scryptSync }
 
 export class MasterKeyError extends Error {}
 
+/** How a MasterKeyError names the key; `authz serve` puts the variable or the file it used in its place. */
+export const MASTER_KEY = 'the master key';
+
 const V1 = 'aes-256-gcm:v1';
 const V2 = 'aes-256-gcm:v2';
 
@@ -121,6 +124,6 @@ export function openText(text: string, encrypted: boolean, secret: string | unde
     decipher.setAuthTag(Buffer.from(auth, 'base64url'));
     return Buffer.concat([decipher.update(Buffer.from(body, 'base64url')), decipher.final()]).toString('utf8');
   } catch {
-    throw new MasterKeyError(`AUTHZ_MASTER_KEY does not open ${what} (wrong secret?)`);
+    throw new MasterKeyError(`${MASTER_KEY} does not open ${what} (another key than they were sealed with?)`);
   }
 }

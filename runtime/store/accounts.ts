@@ -39,9 +39,30 @@ export async function countAccounts(sql: SqlOrTx): Promise<number> {
   return row!.n;
 }
 
-export async function insertApiKey(sql: SqlOrTx, key: ApiKeyRow, hash: Buffer): Promise<void> {
-  await sql`insert into api_keys (id, account_id, environment, key_hash, key_prefix, scopes, created_at)
-            values (${key.id}, ${key.account_id}, ${key.environment}, ${hash}, ${key.key_prefix}, ${key.scopes}, ${key.created_at})`;
+/** Inserts a key; `replaces`: the key it was rolled from (its rotation chain, migration 019). */
+export async function insertApiKey(sql: SqlOrTx, key: ApiKeyRow, hash: Buffer, replaces: string | null = null): Promise<void> {
+  await sql`insert into api_keys (id, account_id, environment, key_hash, key_prefix, scopes, created_at, replaces)
+            values (${key.id}, ${key.account_id}, ${key.environment}, ${hash}, ${key.key_prefix}, ${key.scopes}, ${key.created_at}, ${replaces})`;
+}
+
+/**
+ * Every key of `id`'s rotation chain, itself included: the keys it replaced and
+ * the keys that replaced it, transitively (one recursive read).
+ *
+ * @example
+ * const chain = await rotationChain(sql, principal.keyId); // ['key_a', 'key_b', 'key_c']
+ */
+export async function rotationChain(sql: SqlOrTx, id: string): Promise<string[]> {
+  const rows = await sql<Array<{ id: string }>>`
+    with recursive chain (id) as (
+      select ${id}::text
+      union
+      select case when k.id = c.id then k.replaces else k.id end
+      from chain c join api_keys k on k.id = c.id or k.replaces = c.id
+      where k.replaces = c.id or k.replaces is not null
+    )
+    select id from chain`;
+  return rows.map((r) => r.id);
 }
 
 /** The live (not revoked) key with this hash. */

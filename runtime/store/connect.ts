@@ -9,7 +9,8 @@
  *   (PGlite runs one session). LISTEN/NOTIFY needs a second connection, so the
  *   embedded store reports `supportsListen: false` and callers must not LISTEN.
  *   On disk, the data directory is 0700 and its files owner-only
- *   (private-files.ts), fixed at every open and close.
+ *   (private-files.ts), fixed at every open and close, and locked to one
+ *   process (data-dir-lock.ts: a second opener gets StoreLockedError).
  *
  * Repositories take `SqlOrTx` and use tagged templates, so they run unchanged
  * on both. Column names come back as in the schema (snake_case, no transform);
@@ -19,6 +20,7 @@
 import postgres from 'postgres';
 import { PGlite } from '@electric-sql/pglite';
 import { PGliteWire } from './pglite-wire.js';
+import { lockDataDir } from './data-dir-lock.js';
 import { ensurePrivateDir, restrictTree } from './private-files.js';
 
 export type Sql = postgres.Sql<{}>;
@@ -103,7 +105,15 @@ async function openPostgres(url: string, max: number): Promise<Store> {
 async function openEmbedded(dataDir: string): Promise<Store> {
   const onDisk = !dataDir.includes('://');
   if (onDisk) ensurePrivateDir(dataDir);
-  const db = await PGlite.create(dataDir);
+  // One process per data directory: StoreLockedError before PGlite touches it.
+  const unlock = onDisk ? lockDataDir(dataDir) : () => {};
+  let db: PGlite;
+  try {
+    db = await PGlite.create(dataDir);
+  } catch (err) {
+    unlock();
+    throw err;
+  }
   let sql: Sql | undefined;
   try {
     if (onDisk) restrictTree(dataDir);
@@ -123,6 +133,7 @@ async function openEmbedded(dataDir: string): Promise<Store> {
   } catch (err) {
     await sql?.end({ timeout: 0 }).catch(() => {});
     await db.close().catch(() => {});
+    unlock();
     throw err;
   }
   const client = sql;
@@ -138,6 +149,7 @@ async function openEmbedded(dataDir: string): Promise<Store> {
         } finally {
           await db.close();
           if (onDisk) restrictTree(dataDir);
+          unlock();
         }
       })();
       return closing;

@@ -149,8 +149,8 @@ describe.each(STORE_KINDS)('authz mcp-proxy (%s store)', (kind) => {
       const call = p.calls().find((c) => c.arguments.path === 'notes/b.txt')!;
       const token = call.meta!['agent-authz/permit'] as string;
       const verifier = createPermitVerifier({ jwksUrl: `${base}/.well-known/jwks.json`, issuer: rt.services.config.baseUrl, now: () => START + 1000 });
-      await expect(verifier.verify(token, { arguments: args })).resolves.toMatchObject({ args: argsDigest(args) });
-      const other = verifier.verify(token, { arguments: { ...args, path: 'notes/../../etc/passwd' } });
+      await expect(verifier.verify(token, { action: 'files.write', arguments: args })).resolves.toMatchObject({ args: argsDigest(args) });
+      const other = verifier.verify(token, { action: 'files.write', arguments: { ...args, path: 'notes/../../etc/passwd' } });
       await expect(other).rejects.toBeInstanceOf(PermitMismatchError);
       await expect(other).rejects.toMatchObject({ code: 'permit.mismatch' });
     });

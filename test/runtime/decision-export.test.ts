@@ -96,6 +96,38 @@ for (const kind of STORE_KINDS) {
       expect(r.statusCode).toBe(403);
     });
 
+    it('dates must exist and lie in the years 1970 to 9999: else 400 validation.invalid_field naming the parameter', async () => {
+      const refused: Array<[string, string]> = [
+        ['since=0000-01-01T00:00:00.000Z', 'since'],
+        ['since=1969-12-31T23:59:59.999Z', 'since'],
+        ['since=1970-01-01T00:30:00+01:00', 'since'], // 1969 in UTC
+        ['since=2026-02-30', 'since'],
+        ['since=2026-02-29T00:00:00Z', 'since'], // 2026 is no leap year
+        ['since=2026-04-31T10:00:00Z', 'since'],
+        ['since=2026-13-01T00:00:00Z', 'since'],
+        ['since=2026-00-10T00:00:00Z', 'since'],
+        ['since=2026-01-01T24:00:00Z', 'since'],
+        ['since=2026-01-01T10:60:00Z', 'since'],
+        ['since=2026-01-01T10:00:60Z', 'since'],
+        ['since=2026-01-01T10:00:00+24:00', 'since'],
+        [`since=${iso(START)}&until=2026-02-30T00:00:00Z`, 'until'],
+        [`since=${iso(START)}&until=9999-12-31T23:00:00-01:00`, 'until'], // year 10000 in UTC
+      ];
+      for (const [q, name] of refused) {
+        const r = await rt.call(rt.testKey, { method: 'GET', url: `/v1/decisions/export?${q}` });
+        expect(r.statusCode, `${q}: ${r.body}`).toBe(400);
+        expect(json(r).error).toMatchObject({ code: 'validation.invalid_field', details: [{ path: `query:${name}` }] });
+      }
+      // The bounds themselves, and a leap day that exists.
+      for (const q of ['since=1970-01-01T00:00:00.000Z', 'since=1970-01-01&until=9999-12-31T23:59:59.999Z', 'since=2028-02-29T00:00:00Z&until=2028-03-01', 'since=1970-01-01T01:00:00%2B01:00']) {
+        const r = await rt.call(rt.testKey, { method: 'GET', url: `/v1/decisions/export?${q}` });
+        expect(r.statusCode, `${q}: ${r.body}`).toBe(200);
+      }
+      const all = await exportLines('since=1970-01-01T00:00:00.000Z&until=9999-12-31T23:59:59.999Z');
+      expect(all.length).toBeGreaterThan(0);
+      expect(all).toEqual(await exportLines(`since=1970-01-01T00:00:00.000Z&until=${iso(rt.clock.now() + 1)}`));
+    });
+
     it('stores the context without the redacted paths, after the condition read them', async () => {
       const a = agent('redact');
       const d = await decide({ agent_id: a, action: 'payments.charge', context: { card_number: '4242', customer: { ssn: '123', name: 'Ada' }, channel: 'chat' } });

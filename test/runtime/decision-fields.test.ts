@@ -129,11 +129,21 @@ for (const kind of STORE_KINDS) {
       const v = verifier();
       // The same arguments in another key order pass; other arguments do not.
       await expect(v.verify(d.permit_token, { action: 'files.write', arguments: { content: 'hello', path: '/tmp/ok' } })).resolves.toMatchObject({ args: argsDigest(args) });
-      await expect(v.verify(d.permit_token, { arguments: { path: '/etc/passwd', content: 'hello' } })).rejects.toBeInstanceOf(PermitMismatchError);
+      await expect(v.verify(d.permit_token, { action: 'files.write', arguments: { path: '/etc/passwd', content: 'hello' } })).rejects.toBeInstanceOf(PermitMismatchError);
+      // The same arguments in another tool's handler do not pass either.
+      await expect(v.verify(d.permit_token, { action: 'files.delete', arguments: args })).rejects.toBeInstanceOf(PermitMismatchError);
       // Without `arguments` the claim is not checked; a permit without args does not pass a check that asks for them.
       await expect(v.verify(d.permit_token)).resolves.toBeTruthy();
       const unbound = await decide({ agent_id: agent('mcp'), action: 'files.write', context: { path: '/tmp/ok' } });
-      await expect(v.verify(unbound.permit_token, { arguments: args })).rejects.toMatchObject({ code: 'permit.mismatch' });
+      await expect(v.verify(unbound.permit_token, { action: 'files.write', arguments: args })).rejects.toMatchObject({ code: 'permit.mismatch' });
+      // Arguments null and no arguments are two calls: the permit of one does not pass for the other.
+      const none = await decide({ agent_id: agent('mcp'), action: 'files.write', args_digest: argsDigest(undefined), context: { path: '/tmp/ok' } });
+      const nulled = await decide({ agent_id: agent('mcp'), action: 'files.write', args_digest: argsDigest(null), context: { path: '/tmp/ok' } });
+      expect(nulled.args_digest).not.toBe(none.args_digest);
+      await expect(v.verify(none.permit_token, { action: 'files.write', arguments: {} })).resolves.toBeTruthy();
+      await expect(v.verify(none.permit_token, { action: 'files.write', arguments: null })).rejects.toBeInstanceOf(PermitMismatchError);
+      await expect(v.verify(nulled.permit_token, { action: 'files.write', arguments: null })).resolves.toBeTruthy();
+      await expect(v.verify(nulled.permit_token, { action: 'files.write', arguments: undefined })).rejects.toBeInstanceOf(PermitMismatchError);
     });
 
     describe('POST /v1/decisions/preview', () => {

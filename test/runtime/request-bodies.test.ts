@@ -254,6 +254,24 @@ describe.each(STORE_KINDS)('request bodies (%s store)', (kind) => {
     }
   });
 
+  it('revoke and restore accept no body or {} only: anything else is 400 and changes nothing', async () => {
+    const agent = (await ok('POST', '/v1/decisions', { agent_id: unique('bodies-agent'), action: 'bodies.read' })).agent_id as string;
+    const post = (what: 'revoke' | 'restore', payload: string) =>
+      rt.app.inject({ method: 'POST', url: `/v1/agents/${agent}/${what}`, headers: { authorization: bearer(), 'content-type': 'application/json' }, payload });
+    for (const what of ['revoke', 'restore'] as const) {
+      for (const payload of ['[]', '42', 'null', '"revoke"', 'true', '{"reason":"x"}', '{"status":"revoked"}']) {
+        const before = await stateDigest(rt.store.sql);
+        const r = await post(what, payload);
+        expect(r.statusCode, `${what} ${payload}: ${r.body}`).toBe(400);
+        expect(expectContractAnswer(r, `${what} ${payload}`)).toMatch(/^validation\./);
+        expect(await stateDigest(rt.store.sql), `${what} ${payload}`).toEqual(before);
+      }
+      const r = await post(what, '{}');
+      expect(r.statusCode, r.body).toBe(200);
+      expect(json(r).status).toBe(what === 'revoke' ? 'revoked' : 'active');
+    }
+  });
+
   it('a field merely named like them is accepted where the route allows any field (decision context)', async () => {
     await pendingDecision();
     const r = await rt.call(rt.testKey, {

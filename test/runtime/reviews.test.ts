@@ -4,12 +4,13 @@
  * (GET /v1/reviews: open oldest first, the others newest first, paged), a
  * verdict after the fact (POST /v1/decisions/:id/review) that records the
  * judgement and changes nothing else, its errors (404, 409 not_reviewable,
- * 403 self_review, 409 already_reviewed, validation), the new scopes (and the
+ * 403 self_review (the deciding key or any key of its rotation chain), 409 already_reviewed, validation), the new scopes (and the
  * operator API creating keys with them), decision.reviewed through the events
  * and webhooks (an endpoint on `*` gets it, one on another list does not), and
  * another account's ids answering 404.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rotationChain } from '../../runtime/store/accounts.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { startReceiver, type Receiver } from '../helpers/webhook-receiver.js';
 import { ADMIN_TOKEN, json, startRuntime, type TestRuntime } from './helpers/app.js';
@@ -130,6 +131,37 @@ for (const kind of STORE_KINDS) {
       expect(await code(d.id, { verdict: 'approve', reviewer: 'alice' })).toEqual([200, undefined]);
       expect(await code(d.id, { verdict: 'deny', reviewer: 'bob' })).toEqual([409, 'decision.already_reviewed']);
       expect((await rt.getOk(`/v1/decisions/${d.id}`)).review).toMatchObject({ status: 'approved', reviewer: 'alice' });
+    });
+
+    it('a key of the deciding key\'s rotation chain (its successors, transitively) is the same reviewer: 403 review.self_review', async () => {
+      const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
+      const made = json(await rt.call(null, { method: 'POST', url: `/admin/accounts/${rt.accountId}/api-keys`, headers: admin, payload: { environment: 'test', scopes: ['*'] } }));
+      const rotate = async (id: string) => {
+        const r = await rt.call(null, { method: 'POST', url: `/admin/api-keys/${id}/rotate`, headers: admin });
+        expect(r.statusCode, r.body).toBe(201);
+        return json(r) as { id: string; key: string };
+      };
+      const code = async (id: string, key: string) => {
+        const r = await review(id, { verdict: 'approve', reviewer: 'me' }, key);
+        return [r.statusCode, json(r).error?.code];
+      };
+      const first = await decide('payments.refund', made.key);
+      const second = await rotate(made.id);
+      expect(await code(first.id, second.key)).toEqual([403, 'review.self_review']);
+      const bySecond = await decide('payments.refund', second.key);
+      const third = await rotate(second.id);
+      expect(await code(first.id, third.key)).toEqual([403, 'review.self_review']);
+      expect(await code(bySecond.id, third.key)).toEqual([403, 'review.self_review']);
+      expect((await rt.getOk(`/v1/decisions/${first.id}`)).review.status).toBe('open');
+      // Another key of the account (its own chain) still reviews them.
+      expect(await code(first.id, reviewerKey)).toEqual([200, undefined]);
+      expect(await code(bySecond.id, reviewerKey)).toEqual([200, undefined]);
+      // The chain is read both ways from any key of it.
+      const chain = (id: string) => rotationChain(rt.store.sql, id).then((ids) => [...ids].sort());
+      const all = [made.id, second.id, third.id].sort();
+      expect(await chain(made.id)).toEqual(all);
+      expect(await chain(second.id)).toEqual(all);
+      expect(await chain(third.id)).toEqual(all);
     });
 
     it('needs reviews:read to list and reviews:write to review; the operator API creates keys with them', async () => {

@@ -200,6 +200,44 @@ describe.each(STORE_KINDS)('spend controls (%s)', (kind) => {
     expect(json(over).error.code).toBe('validation.invalid_field');
   });
 
+  it('amount together with amounts: 400 validation.invalid_field unless they agree for the one held unit, nothing held', async () => {
+    await install([
+      { id: 'pol_agree', effect: 'allow', actions: ['pay.small'], condition: 'amount <= 5', budget: { unit: 'USD', limit: 1000, period: 'daily' } },
+      { id: 'pol_two_usd', effect: 'allow', actions: ['llm.both'], budget: { unit: 'USD', limit: 1000, period: 'daily' } },
+      { id: 'pol_two_tok', effect: 'allow', actions: ['llm.both'], budget: { unit: 'tokens', limit: 100_000, period: 'daily' } },
+    ]);
+    const a = fresh('agent');
+    const held = async () =>
+      ((await rt.getOk(`/v1/budgets/remaining?${query({ agent_id: a })}`)).data as Array<Record<string, any>>).map((r) => [r.policy_id, r.consumed, r.held]);
+    const refused = async (body: Record<string, unknown>) => {
+      const r = await decide({ agent_id: a, ...body });
+      expect(r.statusCode, `${JSON.stringify(body)}: ${r.body}`).toBe(400);
+      expect(json(r).error).toMatchObject({ code: 'validation.invalid_field', details: [{ path: '/amount' }] });
+    };
+    // The condition reads amount (1), the budget would hold amounts.USD (900): refused, nothing held, nothing stored.
+    await refused({ action: 'pay.small', amount: 1, amounts: { USD: 900 } });
+    await refused({ action: 'pay.small', amount: 1, amounts: { EUR: 1 } });
+    await refused({ action: 'llm.both', amount: 1, amounts: { USD: 1, tokens: 1 } });
+    expect(await held()).toEqual([['pol_two_usd', 0, 0], ['pol_two_tok', 0, 0], ['pol_agree', 0, 0]].sort((x, y) => String(x[0]).localeCompare(String(y[0]))));
+    expect((await rt.getOk(`/v1/decisions?agent_id=${a}`)).data).toEqual([]);
+    // Preview answers the same 400.
+    const preview = await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions/preview', payload: { agent_id: a, action: 'pay.small', amount: 1, amounts: { USD: 900 } } });
+    expect(preview.statusCode).toBe(400);
+    expect(json(preview).error.code).toBe('validation.invalid_field');
+    // They agree: held once.
+    const ok = await decideOk({ agent_id: a, action: 'pay.small', amount: 4, amounts: { USD: 4 } });
+    expect(ok.effect).toBe('allow');
+    expect((await held()).find((r) => r[0] === 'pol_agree')).toEqual(['pol_agree', 0, 4]);
+    // The confirm too: amount 1 with amounts.USD 3 disagree; 400 and the hold stays.
+    const bad = await resolve(ok.id, 'confirm', { amount: 1, amounts: { USD: 3 } });
+    expect(bad.statusCode, bad.body).toBe(400);
+    expect(json(bad).error.code).toBe('validation.invalid_field');
+    expect((await rt.getOk(`/v1/decisions/${ok.id}`)).status).toBe('pending');
+    expect((await held()).find((r) => r[0] === 'pol_agree')).toEqual(['pol_agree', 0, 4]);
+    expect((await resolve(ok.id, 'confirm', { amount: 3, amounts: { USD: 3 } })).statusCode).toBe(200);
+    expect((await held()).find((r) => r[0] === 'pol_agree')).toEqual(['pol_agree', 3, 0]);
+  });
+
   it("under approval: a session calls budget is consumed on approval on that session's row, a user USD hold kept and consumed on confirm", async () => {
     await install([
       { id: 'pol_appr_run', effect: 'review', actions: ['deploy.run'], budget: { unit: 'calls', limit: 1, period: 'daily', scope: 'session' }, approval: { required: true, timeout_seconds: 600 } },

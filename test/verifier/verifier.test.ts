@@ -11,6 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildDownstreamService } from '../../examples/downstream-service/server.js';
 import {
+  argsDigest,
   createPermitVerifier,
   PermitError,
   PermitExpiredError,
@@ -411,6 +412,39 @@ describe('createPermitVerifier', () => {
       const { res: _res, ...noResource } = claims();
       const err2 = await expectCode(v.verify(signToken(keyA, noResource), { resource: 'order:100482' }), PermitMismatchError, 'permit.mismatch');
       expect(err2.message).toContain('no resource');
+    });
+
+    it('checks arguments only together with the action: a permit for the same arguments of another tool does not pass', async () => {
+      const v = verifier();
+      const args = { path: 'notes/a.txt' };
+      const token = signToken(keyA, claims({ act: 'files.read', res: undefined, args: argsDigest(args) }));
+      // Arguments alone cannot tell files.read's permit from files.delete's: refused as a misuse, never passed.
+      await expect(v.verify(token, { arguments: args })).rejects.toThrow(TypeError);
+      await expect(v.verify(token, { arguments: args })).rejects.toThrow(/action/);
+      await expect(v.verify(token, { resource: 'x', arguments: args } as never)).rejects.toThrow(TypeError);
+      await expect(v.verify(token, { action: 'files.read', arguments: args })).resolves.toMatchObject({ act: 'files.read', args: argsDigest(args) });
+      await expectCode(v.verify(token, { action: 'files.delete', arguments: args }), PermitMismatchError, 'permit.mismatch');
+      await expectCode(v.verify(token, { action: 'files.read', arguments: { path: 'notes/b.txt' } }), PermitMismatchError, 'permit.mismatch');
+      // Without arguments nothing changes: the action alone, or nothing, as before.
+      await expect(v.verify(token, { action: 'files.read' })).resolves.toMatchObject({ act: 'files.read' });
+      await expect(v.verify(token)).resolves.toMatchObject({ act: 'files.read' });
+    });
+
+    it('absent arguments digest as {}, an explicit null as null: the permit of one does not pass for the other', async () => {
+      expect(argsDigest(undefined)).toBe(argsDigest({}));
+      expect(argsDigest()).toBe(argsDigest({}));
+      expect(argsDigest(null)).not.toBe(argsDigest({}));
+      expect(argsDigest(null)).toBe(createHash('sha256').update('null').digest('base64url'));
+      expect(argsDigest({})).toBe(createHash('sha256').update('{}').digest('base64url'));
+      const v = verifier();
+      const forNull = signToken(keyA, claims({ act: 'tools.ping', args: argsDigest(null) }));
+      const forNone = signToken(keyA, claims({ act: 'tools.ping', args: argsDigest(undefined) }));
+      await expect(v.verify(forNull, { action: 'tools.ping', arguments: null })).resolves.toMatchObject({ act: 'tools.ping' });
+      await expectCode(v.verify(forNull, { action: 'tools.ping', arguments: {} }), PermitMismatchError, 'permit.mismatch');
+      await expectCode(v.verify(forNull, { action: 'tools.ping', arguments: undefined }), PermitMismatchError, 'permit.mismatch');
+      await expect(v.verify(forNone, { action: 'tools.ping', arguments: undefined })).resolves.toMatchObject({ act: 'tools.ping' });
+      await expect(v.verify(forNone, { action: 'tools.ping', arguments: {} })).resolves.toMatchObject({ act: 'tools.ping' });
+      await expectCode(v.verify(forNone, { action: 'tools.ping', arguments: null }), PermitMismatchError, 'permit.mismatch');
     });
 
     it('treats another account or environment as not valid here', async () => {
