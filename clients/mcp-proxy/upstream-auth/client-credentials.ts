@@ -58,8 +58,7 @@ export class ClientCredentials {
   #endpoint: TokenEndpoint | undefined;
   #cached: { token: string; until: number } | undefined;
   #pending: Promise<string> | undefined;
-  /** Tokens obtained so far (for the operator's log and tests). */
-  issued = 0;
+  #issued = 0;
 
   constructor(options: ClientCredentialsOptions) {
     this.#o = options;
@@ -68,9 +67,14 @@ export class ClientCredentials {
     if (options.config.token_url !== undefined) this.#endpoint = { url: options.config.token_url, method: 'client_secret_basic' };
   }
 
+  /** Tokens obtained so far. */
+  get issued(): number {
+    return this.#issued;
+  }
+
   /** Whether a token was ever obtained (from then on every request carries one). */
   get active(): boolean {
-    return this.issued > 0;
+    return this.#issued > 0;
   }
 
   /** The cached token while it is fresh, else undefined. */
@@ -125,7 +129,7 @@ export class ClientCredentials {
     const { access_token: token, token_type: type, expires_in: expiresIn } = fields;
     if (typeof token !== 'string' || token === '') throw new UpstreamAuthError(`the token endpoint ${endpoint.url} answered no access_token`);
     if (type !== undefined && (typeof type !== 'string' || type.toLowerCase() !== 'bearer')) throw new UpstreamAuthError(`the token endpoint ${endpoint.url} answered a ${String(type)} token, not a Bearer one`);
-    this.issued++;
+    this.#issued++;
     const lifetime = typeof expiresIn === 'number' && Number.isFinite(expiresIn) ? expiresIn : undefined;
     // Without expires_in the token is kept until the upstream refuses it.
     const until = lifetime === undefined ? Number.POSITIVE_INFINITY : this.#now() + (lifetime - EXPIRY_MARGIN_SECONDS) * 1000;
