@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { startRuntime, type TestRuntime } from '../runtime/helpers/app.js';
 import { BIN, childEnv, ensureProxyBuilt, scratch, textOf } from './helpers/proxy.js';
 
@@ -39,7 +40,8 @@ describe('authz mcp-proxy with mappings declared by the server', () => {
       { id: 'pol_region', effect: 'allow', actions: ['authzen.regional_report'] },
       { id: 'pol_profile', effect: 'allow', actions: ['authzen.read_profile'] },
       { id: 'pol_invoice', effect: 'allow', actions: ['crm.read_invoice'], resources: ['inv:*'] },
-      { id: 'pol_ping', effect: 'allow', actions: ['crm.ping_crm'] },
+      { id: 'pol_ping', effect: 'allow', actions: ['crm.ping_crm', 'crm.reveal_archive'] },
+      { id: 'pol_archive', effect: 'allow', actions: ['authzen.read_archive'], resources: ['archive:*'] },
       // Would allow the refused mappings' actions: a refusal is the mapping's, not the policies'.
       { id: 'pol_payments', effect: 'allow', actions: ['payments.charge', 'payments.pay'] },
     ]);
@@ -73,7 +75,7 @@ describe('authz mcp-proxy with mappings declared by the server', () => {
 
   it('lists a tool by its declared literal action, always shows one computed per call, and hides one whose mapping is refused', async () => {
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(['export_contacts', 'get_customer', 'get_invoice', 'my_profile', 'ping_crm', 'regional_report', 'route_payment', 'transfer']);
+    expect(tools.map((t) => t.name).sort()).toEqual(['export_contacts', 'get_customer', 'get_invoice', 'my_profile', 'ping_crm', 'regional_report', 'reveal_archive', 'route_payment', 'transfer']);
     // the mapping travels on to the client (COAZ-MCP: discoverability)
     expect(tools.find((t) => t.name === 'get_customer')?.inputSchema).toHaveProperty(['x-authzen-mapping', 'evaluation', 'action', 'name'], 'get_customer');
     expect(stderr).toContain('tool "charge_card": its declared mapping is refused (the action payments.charge is outside this server\'s namespaces (crm.* and authzen.*))');
@@ -142,5 +144,17 @@ describe('authz mcp-proxy with mappings declared by the server', () => {
     expect((await call('ping_crm')).isError).toBeFalsy();
     expect(await lastDecision()).toMatchObject({ action: 'crm.ping_crm', effect: 'allow' });
     expect((await decisions()).map((d) => d.action)).not.toContain('authzen.get_invoice');
+  });
+
+  it("takes the mapping of a tool that appears later from the proxy's own re-reading on tools/list_changed", async () => {
+    const changed = new Promise<void>((resolve) => client.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()));
+    expect((await call('reveal_archive')).isError).toBeFalsy();
+    // the proxy reads the tools again before it passes the notification on
+    await changed;
+    // called without listing the tools again: decided by its declared mapping, not as crm.read_archive
+    const archive = await call('read_archive', { year: '2020' });
+    expect(archive.isError).toBeFalsy();
+    expect(await lastDecision()).toMatchObject({ action: 'authzen.read_archive', resource: 'archive:2020', effect: 'allow' });
+    expect(reached().at(-1)).toEqual({ tool: 'read_archive', arguments: { year: '2020' } });
   });
 });
