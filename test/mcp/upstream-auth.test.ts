@@ -23,7 +23,7 @@ afterEach(async () => {
   for (const o of opened.splice(0)) await o.close().catch(() => undefined);
 });
 
-async function servers(options: { authMethods?: string[]; openidOnly?: boolean; advertise?: boolean } = {}) {
+async function servers(options: { authMethods?: string[]; openidOnly?: boolean; advertise?: boolean; issuerPath?: string } = {}) {
   const auth = await new StandInAuthServer({ ...CLIENT, ...options }).start();
   const upstream = await new ProtectedUpstream({ auth, ...(options.advertise === undefined ? {} : { advertise: options.advertise }) }).start();
   opened.push(auth, upstream);
@@ -106,6 +106,14 @@ describe('the proxy\'s token for a protected upstream', () => {
     const both = await servers({ authMethods: ['client_secret_post', 'client_secret_basic'] });
     await (await clientThrough(both.upstream)).echo('b');
     expect(both.auth.requests.map((r) => r.via)).toEqual(['basic']);
+  });
+
+  it('finds the metadata of an authorization server whose issuer has a path at the path-inserted well-known URLs', async () => {
+    const { auth, upstream } = await servers({ issuerPath: '/tenant-a' });
+    expect(await (await clientThrough(upstream)).echo('t')).toBe('t');
+    const openid = await servers({ issuerPath: '/tenant-b', openidOnly: true });
+    expect(await (await clientThrough(openid.upstream)).echo('o')).toBe('o');
+    expect([auth.requests.length, openid.auth.requests.length]).toEqual([1, 1]);
   });
 
   it("finds the metadata at the upstream's well-known path when the 401 does not name it, and uses token_url as configured", async () => {

@@ -53,6 +53,8 @@ export interface AuthServerOptions {
   authMethods?: string[];
   /** Serve only OpenID discovery, not RFC 8414 metadata. */
   openidOnly?: boolean;
+  /** A path in the issuer (`/tenant-a`): metadata at the path-inserted well-known URLs only. */
+  issuerPath?: string;
 }
 
 export class StandInAuthServer {
@@ -79,6 +81,11 @@ export class StandInAuthServer {
     return close(this.#server);
   }
 
+  /** The issuer identifier: the server's URL plus `issuerPath`. */
+  get issuer(): string {
+    return `${this.url}${this.options.issuerPath ?? ''}`;
+  }
+
   /** Whether a token was issued here and not revoked. */
   valid(token: string): boolean {
     return this.#live.has(token);
@@ -91,7 +98,7 @@ export class StandInAuthServer {
 
   #metadata() {
     return {
-      issuer: this.url,
+      issuer: this.issuer,
       token_endpoint: `${this.url}/token`,
       grant_types_supported: ['client_credentials'],
       ...(this.options.authMethods ? { token_endpoint_auth_methods_supported: this.options.authMethods } : {}),
@@ -100,8 +107,9 @@ export class StandInAuthServer {
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = new URL(req.url ?? '/', this.url).pathname;
-    if (req.method === 'GET' && path === '/.well-known/oauth-authorization-server' && !this.options.openidOnly) return json(res, 200, this.#metadata());
-    if (req.method === 'GET' && path === '/.well-known/openid-configuration') return json(res, 200, { ...this.#metadata(), jwks_uri: `${this.url}/jwks` });
+    const suffix = this.options.issuerPath ?? '';
+    if (req.method === 'GET' && path === `/.well-known/oauth-authorization-server${suffix}` && !this.options.openidOnly) return json(res, 200, this.#metadata());
+    if (req.method === 'GET' && path === `/.well-known/openid-configuration${suffix}`) return json(res, 200, { ...this.#metadata(), jwks_uri: `${this.url}/jwks` });
     if (req.method !== 'POST' || path !== '/token') return json(res, 404, { error: 'not_found' });
     const form = Object.fromEntries(new URLSearchParams(await bodyOf(req)));
     let via: TokenRequest['via'] = 'none';
@@ -170,7 +178,7 @@ export class ProtectedUpstream {
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = new URL(req.url ?? '/', this.origin).pathname;
     if (req.method === 'GET' && path === '/.well-known/oauth-protected-resource/mcp') {
-      return json(res, 200, { resource: this.url, authorization_servers: [this.options.auth.url], bearer_methods_supported: ['header'] });
+      return json(res, 200, { resource: this.url, authorization_servers: [this.options.auth.issuer], bearer_methods_supported: ['header'] });
     }
     if (path !== '/mcp') return json(res, 404, { error: 'not_found' });
     const text = await bodyOf(req);
