@@ -21,6 +21,7 @@ import { loadProxyConfig, ProxyConfigError, type ProxyConfig } from './config.js
 import { DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_SECONDS, isLoopback, listenStreamableHttp, parseListen } from './http-listen.js';
 import { McpProxy, type UpstreamTarget } from './proxy.js';
 import type { RelayEnd } from './relay.js';
+import { upstreamAuthFetch } from './upstream-auth/index.js';
 
 export const MCP_PROXY_USAGE = `usage: authz mcp-proxy --config FILE [options] -- COMMAND [ARGS...]
        authz mcp-proxy --config FILE [options] --upstream-url URL
@@ -165,6 +166,11 @@ export async function mcpProxyCommand(argv: readonly string[], io: ProxyIo = std
   }
   try {
     config = loadProxyConfig(invocation.configPath, env);
+    if (config.upstream_auth) {
+      const { upstream } = invocation;
+      const { fetch } = upstreamAuthFetch(config.upstream_auth, upstream.kind === 'http' ? upstream.url : undefined, env);
+      if (upstream.kind === 'http') invocation.upstream = { ...upstream, fetch };
+    }
   } catch (e) {
     if (!(e instanceof ProxyConfigError)) throw e;
     say(`invalid configuration ${e.message}`);

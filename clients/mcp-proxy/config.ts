@@ -16,12 +16,15 @@
  * methods:                          # optional: the other decided requests (third part)
  *   resources/read: { action: docs.read, resource: "doc:{uri}" }
  * pass_through: [tasks/list]        # optional: request methods forwarded undecided
+ * declared_mappings: true           # optional: decide tools by the server's x-authzen-mapping (declared-mappings.ts)
+ * upstream_auth: { client_id: gw, client_secret_env: UPSTREAM_SECRET }  # optional (upstream-auth/config.ts)
  * ```
  */
 import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import { ACTION_PATTERN, templateProblems } from './actions.js';
 import { isDecidedMethod, KNOWN_METHODS, type MethodMappings } from './methods.js';
+import { parseUpstreamAuth, type UpstreamAuthConfig } from './upstream-auth/config.js';
 
 /** How one tool's calls become decisions. */
 export interface ToolMapping {
@@ -48,6 +51,10 @@ export interface ProxyConfig {
   methods: MethodMappings;
   /** Request methods the proxy does not know that are forwarded undecided (else refused). */
   pass_through: string[];
+  /** Decide tools by the mappings the server declares in their input schemas (COAZ-MCP); default false. */
+  declared_mappings?: boolean;
+  /** Client credentials for an upstream over Streamable HTTP that wants a token. */
+  upstream_auth?: UpstreamAuthConfig;
 }
 
 /** Default `approval_wait_seconds`: below the 60 s default request timeout of MCP SDK clients. */
@@ -65,7 +72,7 @@ export class ProxyConfigError extends Error {
   }
 }
 
-const TOP_LEVEL = new Set(['agent_id', 'server', 'on_behalf_of', 'approval_wait_seconds', 'ttl_seconds', 'tools', 'methods', 'pass_through']);
+const TOP_LEVEL = new Set(['agent_id', 'server', 'on_behalf_of', 'approval_wait_seconds', 'ttl_seconds', 'tools', 'methods', 'pass_through', 'declared_mappings', 'upstream_auth']);
 const TOOL_FIELDS = new Set(['action', 'resource', 'amount']);
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -133,6 +140,9 @@ export function parseProxyConfig(value: unknown, source = 'config', env: NodeJS.
   const passThrough = value.pass_through ?? [];
   if (!Array.isArray(passThrough) || passThrough.some((m) => !nonEmpty(m))) problems.push('pass_through: a list of JSON-RPC method names');
   else for (const m of passThrough as string[]) if (KNOWN_METHODS.has(m)) problems.push(`pass_through: "${m}" is a method the proxy knows (it is decided or relayed already)`);
+  const declared = value.declared_mappings;
+  if (declared !== undefined && typeof declared !== 'boolean') problems.push('declared_mappings: true or false');
+  const upstreamAuth = parseUpstreamAuth(value.upstream_auth, problems);
   if (problems.length > 0) throw new ProxyConfigError(source, problems);
   return {
     agent_id: value.agent_id as string,
@@ -143,6 +153,8 @@ export function parseProxyConfig(value: unknown, source = 'config', env: NodeJS.
     tools,
     methods,
     pass_through: passThrough as string[],
+    ...(declared === true ? { declared_mappings: true } : {}),
+    ...(upstreamAuth === undefined ? {} : { upstream_auth: upstreamAuth }),
   };
 }
 
