@@ -38,7 +38,7 @@ export interface Services {
   /** Present when the server runs with AUTHZ_TEST_CLOCK=1. */
   testClock: AdjustableClock | null;
   keys: ApiKeyCache;
-  agents: AgentDirectory;
+  agentDirectory: AgentDirectory;
   policySets: PolicySets;
   writer: DecisionWriter;
   decisions: DecisionService;
@@ -46,12 +46,12 @@ export interface Services {
   /** The domain services the routes call, one per resource. */
   policies: PolicyService;
   bundles: BundleService;
-  agentService: AgentService;
+  agents: AgentService;
   accounts: AccountService;
   events: EventService;
   budgets: BudgetService;
   health: HealthService;
-  permitVerification: PermitService;
+  permits: PermitService;
   webhooks: WebhookEndpoints;
   /** Not started: `authz serve` starts it (tests run it by hand or start it). */
   dispatcher: WebhookDispatcher;
@@ -62,7 +62,7 @@ export interface Services {
   /** AUTHZ_OTEL traces, or NO_TRACING. */
   tracing: Tracing;
   /** Signs permit tokens (also a replayed decision's fresh token: runtime/http/idempotency.ts). */
-  permits: PermitIssuer;
+  permitIssuer: PermitIssuer;
   /** Human review: the queue, verdicts, waiting for one, permits after approval. */
   reviews: ReviewService;
   /** What a verdict or an approval timeout changes (the sweep runs its timeOutOverdue). */
@@ -127,19 +127,19 @@ function buildServices(options: ServiceOptions & { clock: Clock }, ring: KeyRing
     clock,
     testClock,
     keys,
-    agents,
+    agentDirectory: agents,
     policySets,
     writer,
     decisions,
     limits,
     policies: new PolicyService(sql, clock, policySets, config),
     bundles: new BundleService(sql, clock, policySets, config),
-    agentService: new AgentService(sql, clock, agents),
+    agents: new AgentService(sql, clock, agents),
     accounts: new AccountService(sql, clock, keys),
     events: new EventService(sql),
     budgets,
     health: new HealthService(store),
-    permitVerification: new PermitService({ ring, clock, alerts, baseUrl: config.baseUrl, sql, policySets }),
+    permits: new PermitService({ ring, clock, alerts, baseUrl: config.baseUrl, sql, policySets }),
     webhooks: new WebhookEndpoints(sql, clock, { allowPrivate: config.webhookAllowPrivate, ...(config.masterKey ? { masterKey: config.masterKey } : {}) }),
     dispatcher: new WebhookDispatcher(sql, clock, {
       allowPrivate: config.webhookAllowPrivate,
@@ -150,7 +150,7 @@ function buildServices(options: ServiceOptions & { clock: Clock }, ring: KeyRing
     ring,
     alerts,
     metrics,
-    permits,
+    permitIssuer: permits,
     tracing,
     reviews: new ReviewService({ sql, clock, decisions, approvals, waiters: reviewWaiters, permits }),
     approvals,

@@ -8,7 +8,7 @@ import { listBody } from '../presenters/list.js';
 const params = { type: 'object', properties: { agent_id: { type: 'string', maxLength: 256 } }, required: ['agent_id'] } as const;
 
 export const agentRoutes: FastifyPluginAsync = async (app) => {
-  const { agentService } = app.services;
+  const { agents: agentService } = app.services;
 
   app.get<{ Querystring: ListQuery }>('/v1/agents', { config: { scope: 'agents:read' }, schema: { querystring: listQuerySchema } }, async (request) => {
     const p = request.principal;

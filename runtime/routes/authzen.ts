@@ -16,7 +16,7 @@ import type { IdempotentAnswers } from '../http/idempotency.js';
 import { authzenAnswer, authzenConfiguration, authzenFailure, type AuthzenAnswer } from '../presenters/authzen.js';
 
 export const authzenRoutes: FastifyPluginAsync = async (app) => {
-  const { decisions, metrics, config, limits, permits } = app.services;
+  const { decisions, metrics, config, limits, permitIssuer: permits } = app.services;
   const deps: AuthzenDeps = { decisions, decided: (row, seconds) => metrics.decided(row.effect, row.reason, seconds) };
   // Fail closed in bounded time, as POST /v1/decisions does.
   const deadline = requestDeadline(config.decisionDeadlineMs);

@@ -20,7 +20,7 @@ type DecisionListQuery = Omit<ListQuery, 'type'> & { effect?: Effect; reason?: s
 
 /** POST /v1/decisions: deciding. The key's platform limit is applied by the decision service, in the same store call as the policies' limits. */
 export const decideRoutes: FastifyPluginAsync = async (app) => {
-  const { decisions, clock, metrics, config, limits, permits } = app.services;
+  const { decisions, clock, metrics, config, limits, permitIssuer: permits } = app.services;
   // Fail closed in bounded time: 503 when the store hangs.
   const deadline = requestDeadline(config.decisionDeadlineMs);
   // A permit token is a bearer credential: the stored answer has none, and a

@@ -6,7 +6,7 @@ import { loadSchema } from '../../compiler/index.js';
 export const JWKS_MAX_AGE_SECONDS = 300;
 
 export const permitRoutes: FastifyPluginAsync = async (app) => {
-  const { ring, permitVerification } = app.services;
+  const { ring, permits: permitVerification } = app.services;
 
   app.get('/.well-known/jwks.json', async (_request, reply) => {
     reply.header('cache-control', `public, max-age=${JWKS_MAX_AGE_SECONDS}`);

@@ -49,7 +49,7 @@ describe('keys across two runtimes on one PostgreSQL', () => {
     const services = await openServices({ config: config(), store, clock: new ManualClock(START) });
     const app = await buildApp(services);
     const replications = [
-      await startReplication(store, services.policySets, services.agents),
+      await startReplication(store, services.policySets, services.agentDirectory),
       await startKeyReplication(store, { apiKeys: services.keys, ring: services.ring }),
     ];
     const node: Node = {

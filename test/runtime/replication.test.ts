@@ -54,7 +54,7 @@ describe('replication between runtimes on one PostgreSQL', () => {
     // own, so a revocation can only arrive through replication.
     const services = await openServices({ config: configFromEnv({}), store, clock: new ManualClock(START) });
     const app = await buildApp(services);
-    const replication = await startReplication(store, services.policySets, services.agents, listen ? NO_CHECK_MS : undefined);
+    const replication = await startReplication(store, services.policySets, services.agentDirectory, listen ? NO_CHECK_MS : undefined);
     const node: Node = {
       name,
       store: opened,
