@@ -17,6 +17,10 @@
 -- Rate limits: each request's limiters judged by authz_rate_limited (GCRA) on
 -- the clock of authz_rate_now; when all pass, each tat := max(tat, now) + T.
 -- Budgets: a request passes when consumed + held + cost <= limit for every budget.
+-- The batch judges and counts on its own copy of the (locked) budget rows, in
+-- request order, and writes each moved row once after the loop, and its holds in
+-- one insert: the same results as a statement per request and budget, without a
+-- new row version of the same row per request.
 -- Every limiter and budget of a request must pass, else none moves.
 --
 -- Whatever the judging clock does, a limiter's state is never left further ahead
@@ -43,8 +47,20 @@ declare
   denied jsonb;
   applied jsonb;
   usage_ids bigint[];
-  row_ids bigint[];
+  -- The batch's budget rows (locked), their keys, and which of them moved: judged
+  -- and counted here, written back once per row after the loop.
+  brows budget_usage[];
+  row_keys text[];
+  changed boolean[];
+  row_ix int[];
+  pos int;
   n int;
+  -- The holds taken, inserted in one statement after the loop.
+  hold_rows int[] := '{}';
+  hold_decisions text[] := '{}';
+  hold_amounts numeric[] := '{}';
+  hold_expiries timestamptz[] := '{}';
+  hold_agents text[] := '{}';
 begin
   perform set_config('synchronous_commit', 'off', true);
 
@@ -79,6 +95,12 @@ begin
   select coalesce(array_agg(id), '{}') into usage_ids from upserted;
   -- Holds whose decision has expired stop counting before anything is checked.
   perform authz_expire_holds(usage_ids, now_ts);
+  select coalesce(array_agg(b), '{}'),
+         coalesce(array_agg(concat_ws(chr(31), b.account_id, b.environment, b.policy_id, b.scope, b.agent_id, b.session_id,
+                                      b.on_behalf_of, b.unit, b.period, b.period_start::text)), '{}'),
+         coalesce(array_agg(false), '{}')
+  into brows, row_keys, changed
+  from budget_usage b where b.id = any(usage_ids);
 
   for req, idx in select value, ordinality::int from jsonb_array_elements(batch) with ordinality loop
     -- Every limiter must pass, else none moves.
@@ -93,16 +115,15 @@ begin
     from jsonb_array_elements(req->'rates') rk
     where r.account_id = req->>'account_id' and r.environment = req->>'environment' and r.limiter_key = rk.value->>'key';
 
-    -- Each budget's row, once (rows are locked: nothing else moves them meanwhile).
+    -- Each budget's row, once (rows are locked: nothing else moves them meanwhile),
+    -- judged on the batch's copy of it.
     denied := null;
-    row_ids := '{}';
+    row_ix := '{}';
     for x in select value from jsonb_array_elements(req->'budgets') loop
-      select * into u from budget_usage b
-      where b.account_id = req->>'account_id' and b.environment = req->>'environment' and b.policy_id = x->>'policy_id'
-        and b.scope = x->>'scope' and b.agent_id = x->>'agent_id' and b.session_id = x->>'session_id'
-        and b.on_behalf_of = x->>'on_behalf_of' and b.unit = x->>'unit' and b.period = x->>'period'
-        and b.period_start = (x->>'period_start')::timestamptz;
-      row_ids := row_ids || u.id;
+      pos := array_position(row_keys, concat_ws(chr(31), req->>'account_id', req->>'environment', x->>'policy_id', x->>'scope',
+        x->>'agent_id', x->>'session_id', x->>'on_behalf_of', x->>'unit', x->>'period', ((x->>'period_start')::timestamptz)::text));
+      row_ix := row_ix || pos;
+      u := brows[pos];
       cost := (x->>'cost')::numeric;
       if u.consumed + u.held + cost > u.limit_amount then
         denied := jsonb_build_object('budget', authz_usage_json(u), 'cost', cost);
@@ -121,19 +142,33 @@ begin
     for x in select value from jsonb_array_elements(req->'budgets') loop
       n := n + 1;
       cost := (x->>'cost')::numeric;
+      u := brows[row_ix[n]];
       if x->>'unit' = 'calls' then
-        update budget_usage b set consumed = b.consumed + cost where b.id = row_ids[n] returning * into u;
+        u.consumed := u.consumed + cost;
       else
-        update budget_usage b set held = b.held + cost where b.id = row_ids[n] returning * into u;
-        insert into budget_holds (account_id, environment, decision_id, policy_id, usage_id, amount, expires_at, status, agent_id)
-        values (u.account_id, u.environment, req->>'decision_id', u.policy_id, u.id, cost,
-                (req->>'expires_at')::timestamptz, 'held', req->>'agent_id');
+        u.held := u.held + cost;
+        hold_decisions := hold_decisions || (req->>'decision_id');
+        hold_rows := hold_rows || row_ix[n];
+        hold_amounts := hold_amounts || cost;
+        hold_expiries := hold_expiries || (req->>'expires_at')::timestamptz;
+        hold_agents := hold_agents || (req->>'agent_id');
       end if;
       u := authz_budget_events(u, now_ts, req->>'agent_id');
+      brows[row_ix[n]] := u;
+      changed[row_ix[n]] := true;
       applied := applied || authz_usage_json(u);
     end loop;
     i := idx;
     result := jsonb_build_object('outcome', 'ok', 'budgets', applied);
     return next;
   end loop;
+
+  -- The budget rows' counters once per row, and every hold in one statement.
+  update budget_usage b set consumed = c.consumed, held = c.held
+  from unnest(brows) with ordinality as c
+  where changed[c.ordinality::int] and b.id = c.id;
+  insert into budget_holds (account_id, environment, decision_id, policy_id, usage_id, amount, expires_at, status, agent_id)
+  select (brows[h.ix]).account_id, (brows[h.ix]).environment, h.decision_id, (brows[h.ix]).policy_id, (brows[h.ix]).id,
+         h.amount, h.expires_at, 'held', h.agent_id
+  from unnest(hold_rows, hold_decisions, hold_amounts, hold_expiries, hold_agents) as h(ix, decision_id, amount, expires_at, agent_id);
 end $$;
