@@ -14,8 +14,10 @@
 -- key, then budget rows by their key), so concurrent batches from any number of
 -- server processes neither deadlock nor overspend.
 --
--- Rate limits: each request's limiters judged by authz_rate_limited (GCRA) on
+-- Rate limits: each request's limiters judged by authz_rate_judge (GCRA) on
 -- the clock of authz_rate_now; when all pass, each tat := max(tat, now) + T.
+-- Like the budgets below, on the batch's copy of the locked rows, each moved
+-- limiter written once after the loop.
 -- Budgets: a request passes when consumed + held + cost <= limit for every budget.
 -- The batch judges and counts on its own copy of the (locked) budget rows, in
 -- request order, and writes each moved row once after the loop, and its holds in
@@ -47,6 +49,13 @@ declare
   denied jsonb;
   applied jsonb;
   usage_ids bigint[];
+  -- The batch's limiters (locked): key (account, environment, limiter joined by chr(31)), state, whether moved.
+  rate_keys text[];
+  rate_accounts text[];
+  rate_envs text[];
+  rate_limiters text[];
+  rate_tats double precision[];
+  rate_moved boolean[];
   -- The batch's budget rows (locked), their keys, and which of them moved: judged
   -- and counted here, written back once per row after the loop.
   brows budget_usage[];
@@ -79,6 +88,15 @@ begin
   where r.account_id = w.account_id and r.environment = w.environment and r.limiter_key = w.limiter_key
     and r.tat_ms > rate_now + w.window_ms;
 
+  -- The batch's copy of its (locked) limiters: judged and moved here, written back once each after the loop.
+  select coalesce(array_agg(concat_ws(chr(31), r.account_id, r.environment, r.limiter_key)), '{}'),
+         coalesce(array_agg(r.account_id), '{}'), coalesce(array_agg(r.environment), '{}'), coalesce(array_agg(r.limiter_key), '{}'),
+         coalesce(array_agg(r.tat_ms), '{}'), coalesce(array_agg(false), '{}')
+  into rate_keys, rate_accounts, rate_envs, rate_limiters, rate_tats, rate_moved
+  from rate_limits r
+  where (r.account_id, r.environment, r.limiter_key) in
+    (select q->>'account_id', q->>'environment', k->>'key' from jsonb_array_elements(batch) q, jsonb_array_elements(q->'rates') k);
+
   with upserted as (
     insert into budget_usage as b (account_id, environment, policy_id, scope, agent_id, session_id, on_behalf_of,
                                    unit, period, period_start, period_end, limit_amount, threshold_pct)
@@ -104,16 +122,17 @@ begin
 
   for req, idx in select value, ordinality::int from jsonb_array_elements(batch) with ordinality loop
     -- Every limiter must pass, else none moves.
-    result := authz_rate_limited(req, rate_now);
+    result := authz_rate_judge(req, rate_now, rate_keys, rate_tats);
     if result is not null then
       i := idx;
       return next;
       continue;
     end if;
-    update rate_limits r
-    set tat_ms = greatest(r.tat_ms, rate_now) + (rk.value->>'interval_ms')::float8
-    from jsonb_array_elements(req->'rates') rk
-    where r.account_id = req->>'account_id' and r.environment = req->>'environment' and r.limiter_key = rk.value->>'key';
+    for x in select value from jsonb_array_elements(req->'rates') loop
+      pos := array_position(rate_keys, concat_ws(chr(31), req->>'account_id', req->>'environment', x->>'key'));
+      rate_tats[pos] := greatest(rate_tats[pos], rate_now) + (x->>'interval_ms')::float8;
+      rate_moved[pos] := true;
+    end loop;
 
     -- Each budget's row, once (rows are locked: nothing else moves them meanwhile),
     -- judged on the batch's copy of it.
@@ -163,7 +182,10 @@ begin
     return next;
   end loop;
 
-  -- The budget rows' counters once per row, and every hold in one statement.
+  -- The limiters' states, the budget rows' counters once per row, and every hold in one statement.
+  update rate_limits r set tat_ms = c.tat_ms
+  from unnest(rate_accounts, rate_envs, rate_limiters, rate_tats, rate_moved) as c(account_id, environment, limiter_key, tat_ms, moved)
+  where c.moved and r.account_id = c.account_id and r.environment = c.environment and r.limiter_key = c.limiter_key;
   update budget_usage b set consumed = c.consumed, held = c.held
   from unnest(brows) with ordinality as c
   where changed[c.ordinality::int] and b.id = c.id;
