@@ -89,13 +89,16 @@ begin
     and r.tat_ms > rate_now + w.window_ms;
 
   -- The batch's copy of its (locked) limiters: judged and moved here, written back once each after the loop.
-  select coalesce(array_agg(concat_ws(chr(31), r.account_id, r.environment, r.limiter_key)), '{}'),
-         coalesce(array_agg(r.account_id), '{}'), coalesce(array_agg(r.environment), '{}'), coalesce(array_agg(r.limiter_key), '{}'),
+  select coalesce(array_agg(concat_ws(chr(31), w.account_id, w.environment, w.limiter_key)), '{}'),
+         coalesce(array_agg(w.account_id), '{}'), coalesce(array_agg(w.environment), '{}'), coalesce(array_agg(w.limiter_key), '{}'),
          coalesce(array_agg(r.tat_ms), '{}'), coalesce(array_agg(false), '{}')
   into rate_keys, rate_accounts, rate_envs, rate_limiters, rate_tats, rate_moved
-  from rate_limits r
-  where (r.account_id, r.environment, r.limiter_key) in
-    (select q->>'account_id', q->>'environment', k->>'key' from jsonb_array_elements(batch) q, jsonb_array_elements(q->'rates') k);
+  from (select distinct q->>'account_id' as account_id, q->>'environment' as environment, k->>'key' as limiter_key
+        from jsonb_array_elements(batch) q, jsonb_array_elements(q->'rates') k) w
+  -- By primary key, one limiter at a time (limit 1 keeps it a lookup, never a scan).
+  cross join lateral (select rl.tat_ms from rate_limits rl
+                      where rl.account_id = w.account_id and rl.environment = w.environment and rl.limiter_key = w.limiter_key
+                      limit 1) r;
 
   with upserted as (
     insert into budget_usage as b (account_id, environment, policy_id, scope, agent_id, session_id, on_behalf_of,
@@ -182,15 +185,23 @@ begin
     return next;
   end loop;
 
-  -- The limiters' states, the budget rows' counters once per row, and every hold in one statement.
-  update rate_limits r set tat_ms = c.tat_ms
-  from unnest(rate_accounts, rate_envs, rate_limiters, rate_tats, rate_moved) as c(account_id, environment, limiter_key, tat_ms, moved)
-  where c.moved and r.account_id = c.account_id and r.environment = c.environment and r.limiter_key = c.limiter_key;
-  update budget_usage b set consumed = c.consumed, held = c.held
-  from unnest(brows) with ordinality as c
-  where changed[c.ordinality::int] and b.id = c.id;
-  insert into budget_holds (account_id, environment, decision_id, policy_id, usage_id, amount, expires_at, status, agent_id)
-  select (brows[h.ix]).account_id, (brows[h.ix]).environment, h.decision_id, (brows[h.ix]).policy_id, (brows[h.ix]).id,
-         h.amount, h.expires_at, 'held', h.agent_id
-  from unnest(hold_rows, hold_decisions, hold_amounts, hold_expiries, hold_agents) as h(ix, decision_id, amount, expires_at, agent_id);
+  -- The limiters' states and the budget rows' counters: one update by primary key
+  -- per moved row (never a join a planner could turn into a scan); every hold in one insert.
+  for pos in 1 .. coalesce(cardinality(rate_moved), 0) loop
+    if rate_moved[pos] then
+      update rate_limits set tat_ms = rate_tats[pos]
+      where account_id = rate_accounts[pos] and environment = rate_envs[pos] and limiter_key = rate_limiters[pos];
+    end if;
+  end loop;
+  for pos in 1 .. coalesce(cardinality(changed), 0) loop
+    if changed[pos] then
+      update budget_usage set consumed = (brows[pos]).consumed, held = (brows[pos]).held where id = (brows[pos]).id;
+    end if;
+  end loop;
+  if cardinality(hold_rows) > 0 then
+    insert into budget_holds (account_id, environment, decision_id, policy_id, usage_id, amount, expires_at, status, agent_id)
+    select (brows[h.ix]).account_id, (brows[h.ix]).environment, h.decision_id, (brows[h.ix]).policy_id, (brows[h.ix]).id,
+           h.amount, h.expires_at, 'held', h.agent_id
+    from unnest(hold_rows, hold_decisions, hold_amounts, hold_expiries, hold_agents) as h(ix, decision_id, amount, expires_at, agent_id);
+  end if;
 end $$;

@@ -11,6 +11,9 @@ begin
          coalesce(array_agg(r.tat_ms), '{}')
   into keys, tats
   from jsonb_array_elements(req->'rates') x
-  join rate_limits r on r.account_id = req->>'account_id' and r.environment = req->>'environment' and r.limiter_key = x.value->>'key';
+  -- By primary key, one limiter at a time (limit 1 keeps it a lookup, never a scan); a limiter without a row has none.
+  cross join lateral (select rl.account_id, rl.environment, rl.limiter_key, rl.tat_ms from rate_limits rl
+                      where rl.account_id = req->>'account_id' and rl.environment = req->>'environment' and rl.limiter_key = x.value->>'key'
+                      limit 1) r;
   return authz_rate_judge(req, rate_now, keys, tats);
 end $$;
