@@ -19,7 +19,7 @@
  *
  * Run: `node dist/examples/oauth-issuer/server.js` (PORT, default 9000; HOST,
  * default 127.0.0.1; CLIENTS, default
- * `research-bot:research-secret:alice,billing-bot:billing-secret:bob`, each
+ * `support-bot-7:secret-7:alice,support-bot-8:secret-8:bob`, each
  * `client_id:client_secret[:user]`; SCOPES, the scopes every client may ask
  * for, default `mcp:tools`). It prints one JSON line with its issuer URL.
  */
@@ -257,7 +257,7 @@ async function main(): Promise<void> {
   const as = await startStandInIssuer({
     host: process.env.HOST ?? '127.0.0.1',
     port,
-    clients: parseClients(process.env.CLIENTS ?? 'research-bot:research-secret:alice,billing-bot:billing-secret:bob'),
+    clients: parseClients(process.env.CLIENTS ?? 'support-bot-7:secret-7:alice,support-bot-8:secret-8:bob'),
     scopes: (process.env.SCOPES ?? 'mcp:tools').split(/[ ,]+/).filter((s) => s !== ''),
   });
   console.log(JSON.stringify({ issuer: as.issuer, token_endpoint: as.tokenEndpoint, jwks_uri: as.jwksUri }));

@@ -183,6 +183,45 @@ describe('the MCP gateway as an OAuth protected resource', () => {
   });
 });
 
+describe("the stand-in's token endpoint (client credentials)", () => {
+  let as: StandInIssuer;
+  let gw: Served;
+  beforeAll(async () => {
+    as = await startStandInIssuer({ clients: [{ client_id: 'support-bot-7', client_secret: 'secret-7', user: 'alice' }, { client_id: 'reader', client_secret: 'r', scopes: ['mcp:read'] }] });
+    gw = await serveGate({ issuer: as.issuer, scopes: ['mcp:tools'] });
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await as?.close();
+  });
+  const tokenRequest = (form: Record<string, string>, basic?: string) =>
+    fetch(as.tokenEndpoint, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', ...(basic ? { authorization: `Basic ${Buffer.from(basic).toString('base64')}` } : {}) }, body: new URLSearchParams(form) });
+
+  it('issues a token for the resource that the gate admits as the client acting for its user, or for user=', async () => {
+    const basic = await tokenRequest({ grant_type: 'client_credentials', resource: gw.gate.resource }, 'support-bot-7:secret-7');
+    expect(basic.status).toBe(200);
+    const issued = (await basic.json()) as { access_token: string; token_type: string; expires_in: number; scope: string };
+    expect(issued).toMatchObject({ token_type: 'Bearer', expires_in: 3600, scope: 'mcp:tools' });
+    expect(await (await call(gw.url, issued.access_token)).json()).toEqual({ agentId: 'support-bot-7', onBehalfOf: 'alice' });
+    const post = await tokenRequest({ grant_type: 'client_credentials', resource: gw.gate.resource, client_id: 'support-bot-7', client_secret: 'secret-7', user: 'bob' });
+    expect(await (await call(gw.url, ((await post.json()) as { access_token: string }).access_token)).json()).toEqual({ agentId: 'support-bot-7', onBehalfOf: 'bob' });
+  });
+
+  it('refuses a wrong secret, a missing resource, another grant and a scope the client may not have', async () => {
+    const wrong = await tokenRequest({ grant_type: 'client_credentials', resource: gw.gate.resource }, 'support-bot-7:nope');
+    expect([wrong.status, ((await wrong.json()) as { error: string }).error]).toEqual([401, 'invalid_client']);
+    const noResource = await tokenRequest({ grant_type: 'client_credentials' }, 'support-bot-7:secret-7');
+    expect([noResource.status, ((await noResource.json()) as { error: string }).error]).toEqual([400, 'invalid_target']);
+    const grant = await tokenRequest({ grant_type: 'password', resource: gw.gate.resource }, 'support-bot-7:secret-7');
+    expect(((await grant.json()) as { error: string }).error).toBe('unsupported_grant_type');
+    const scope = await tokenRequest({ grant_type: 'client_credentials', resource: gw.gate.resource, scope: 'mcp:tools' }, 'reader:r');
+    expect([scope.status, ((await scope.json()) as { error: string }).error]).toEqual([400, 'invalid_scope']);
+    // The reader's own scope is granted, and the gate then answers 403: it lacks mcp:tools.
+    const reader = (await (await tokenRequest({ grant_type: 'client_credentials', resource: gw.gate.resource }, 'reader:r')).json()) as { access_token: string };
+    expect((await call(gw.url, reader.access_token)).status).toBe(403);
+  });
+});
+
 describe('issuer discovery', () => {
   let as: StandInIssuer;
   beforeAll(async () => {
