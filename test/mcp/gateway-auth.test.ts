@@ -1,7 +1,7 @@
 /**
  * One MCP gateway for many agents and users (issue 31; contract, third part:
  * "Identity from tokens over HTTP", "The public URL"), end to end with no
- * mocks: a real service on loopback, the stand-in authorization server of
+ * mocks: a real service on loopback (both stores), the stand-in authorization server of
  * examples/oauth-issuer on 127.0.0.1 (metadata, JWKS, client-credentials
  * tokens signed with jose), the real proxy (`node bin/authz.js mcp-proxy
  * --listen` with `auth:`) in front of the real test tool server, and the SDK's
@@ -16,6 +16,7 @@ import { ClientCredentialsProvider } from '@modelcontextprotocol/sdk/client/auth
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStandInIssuer, type StandInIssuer } from '../../examples/oauth-issuer/server.js';
+import { STORE_KINDS } from '../helpers/postgres.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { startRuntime, type TestRuntime } from '../runtime/helpers/app.js';
 import { BIN, ensureProxyBuilt, recorded, runProxyToExit, scratch, startPrinting, stop, textOf, TOOLS_SERVER } from './helpers/proxy.js';
@@ -53,7 +54,7 @@ async function clientWithOAuth(url: string, issuer: string, clientId: string, cl
   return client;
 }
 
-describe('one MCP gateway for many agents and users (auth:)', () => {
+describe.each(STORE_KINDS)('one MCP gateway for many agents and users (auth:, %s store)', (kind) => {
   let rt: TestRuntime;
   let base: string;
   let as: StandInIssuer;
@@ -65,7 +66,7 @@ describe('one MCP gateway for many agents and users (auth:)', () => {
 
   beforeAll(async () => {
     ensureProxyBuilt();
-    rt = await startRuntime('postgres');
+    rt = await startRuntime(kind);
     await rt.setPolicies([
       { id: 'pol_write', effect: 'allow', actions: ['files.write'], resources: ['file:notes/*'] },
       // Charges count per user, whichever agent asks.

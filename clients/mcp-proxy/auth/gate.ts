@@ -32,6 +32,13 @@ export interface TokenGateOptions {
   cooldownMs?: number;
 }
 
+/** 503 with Retry-After and a JSON-RPC error. */
+function unavailable(res: ServerResponse, message: string): void {
+  if (res.headersSent) return;
+  res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '5' });
+  res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32603, message }, id: null }));
+}
+
 /** A quoted-string of an auth-param (RFC 9110): `"` and `\` escaped. */
 const quoted = (value: string) => `"${value.replace(/["\\]/g, (c) => `\\${c}`)}"`;
 
@@ -99,6 +106,7 @@ export class TokenGate implements RequestGate {
    * public URL's path, the listener's own MCP path, none). True when it did.
    */
   serve(req: IncomingMessage, res: ServerResponse): boolean {
+    if (!this.#publicUrl) return false;
     const path = new URL(req.url ?? '/', 'http://x').pathname.replace(/\/+$/, '');
     const publicPath = this.#bound().pathname.replace(/\/+$/, '');
     if (path !== PRM_PATH && path !== `${PRM_PATH}${publicPath}` && path !== `${PRM_PATH}/mcp`) return false;
@@ -115,6 +123,11 @@ export class TokenGate implements RequestGate {
   }
 
   async admit(req: IncomingMessage, res: ServerResponse): Promise<Identity | undefined> {
+    if (!this.#publicUrl) {
+      // Between the listener's start and bind(): its public URL, hence the audience, is not known yet.
+      unavailable(res, 'the gateway is starting; try again');
+      return undefined;
+    }
     const header = req.headers.authorization;
     const bearer = header === undefined ? null : BEARER.exec(header);
     if (header === undefined || !/^Bearer(\s|$)/i.test(header)) {
@@ -131,8 +144,7 @@ export class TokenGate implements RequestGate {
       if (!(error instanceof TokenRefusal)) throw error;
       if (error.kind === 'unavailable') {
         this.#options.log(`cannot check a token: ${error.message}`);
-        if (!res.headersSent) res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '5' });
-        res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32603, message: 'the authorization server\'s keys cannot be read now; try again later' }, id: null }));
+        unavailable(res, 'the authorization server\'s keys cannot be read now; try again later');
         return undefined;
       }
       if (error.kind === 'insufficient_scope') {
