@@ -272,6 +272,25 @@ describe('issuer discovery', () => {
   });
 });
 
+describe('a gate whose public URL is not bound yet', () => {
+  it('answers 503 with Retry-After and serves no metadata (the audience is not known yet)', async () => {
+    const gate = new TokenGate({ config: parseAuthConfig({ issuer: 'http://127.0.0.1:9' }, [])!, log: () => undefined });
+    const server = createServer((req, res) => {
+      if (gate.serve(req, res)) return;
+      void gate.admit(req, res).then((identity) => identity && res.writeHead(200).end());
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const r = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/.well-known/oauth-protected-resource`);
+      expect(r.status).toBe(503);
+      expect(r.headers.get('retry-after')).toBe('5');
+      expect(await r.json()).toMatchObject({ error: { code: -32603, message: 'the gateway is starting; try again' } });
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+});
+
 describe('the auth: configuration', () => {
   it('collects every problem', () => {
     const problems: string[] = [];
