@@ -4,7 +4,8 @@
  * section 2 saved in the checkout, and the commands of sections 3, 4 and 5 run
  * through `sh` as they stand (the config file name and the port aside), each
  * printing exactly the output the page shows (decision ids aside: they are
- * `dec_...` on the page).
+ * `dec_...` on the page); section 6's configuration and agent saved likewise,
+ * its policies and agent run as written.
  */
 import { execFile, spawn } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -51,8 +52,13 @@ describe('docs/mcp.md', () => {
     writeFileSync(join(ROOT, config), block('2.', 'yaml'));
   }, 120_000);
 
+  const kbConfig = `.mcp-doc-kb-${process.pid}.yaml`;
+  const kbAgent = `.mcp-doc-kb-agent-${process.pid}.mjs`;
+
   afterAll(async () => {
     rmSync(join(ROOT, config), { force: true });
+    rmSync(join(ROOT, kbConfig), { force: true });
+    rmSync(join(ROOT, kbAgent), { force: true });
     await server?.stop();
   });
 
@@ -87,6 +93,14 @@ describe('docs/mcp.md', () => {
       proxy.kill('SIGTERM');
       await proxyExited;
     }
+  });
+
+  it('section 6: resources and prompts decided through the proxy with a policy, as the page shows', async () => {
+    writeFileSync(join(ROOT, kbConfig), block('6.', 'yaml'));
+    writeFileSync(join(ROOT, kbAgent), block('6.', 'js'));
+    const script = block('6.', 'sh');
+    expect(script.trim().split('\n').at(-1)).toBe('node kb-agent.mjs kb.yaml');
+    expect(normalised(await sh(script.replaceAll('kb-agent.mjs', kbAgent).replaceAll('kb.yaml', kbConfig)))).toBe(block('6.', 'text'));
   });
 
   it('the client configuration example is JSON naming the proxy command', () => {

@@ -7,6 +7,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ActionMap, actionPart, amountFrom, ArgumentProblem, defaultAction, fillTemplate } from '../../clients/mcp-proxy/actions.js';
 import { DEFAULT_APPROVAL_WAIT_SECONDS, loadProxyConfig, parseProxyConfig, ProxyConfigError } from '../../clients/mcp-proxy/config.js';
+import { withoutProxyMeta } from '../../clients/mcp-proxy/enforce.js';
+import { isDecidedMethod, methodTarget } from '../../clients/mcp-proxy/methods.js';
 import { scratch } from './helpers/proxy.js';
 
 const problemsOf = (value: unknown): string[] => {
@@ -69,6 +71,8 @@ tools:
         write_file: { action: 'files.write', resource: 'file:{path}' },
         charge: { action: 'payments.charge', resource: 'customer:{customer_id}', amount: 'amount' },
       },
+      methods: {},
+      pass_through: [],
     });
     expect(parseProxyConfig({ agent_id: 'a', server: 's', on_behalf_of: 'file-wins' }, 'c', { AUTHZ_ON_BEHALF_OF: 'env' }).on_behalf_of).toBe('file-wins');
   });
@@ -93,5 +97,45 @@ tools:
     writeFileSync(bad, 'agent_id: [unclosed\n');
     expect(() => loadProxyConfig(bad, {})).toThrow(ProxyConfigError);
     expect(() => loadProxyConfig(join(dir, 'missing.yaml'), {})).toThrow(/cannot read the file/);
+  });
+});
+
+describe('the decided methods (contract, third part)', () => {
+  const config = { server: 'Docs', methods: {} };
+
+  it('maps each decided method to its action, resource and context.mcp', () => {
+    expect(methodTarget(config, 'resources/read', { uri: 'file:///a.txt' })).toEqual({ action: 'docs.resources_read', resource: 'file:///a.txt', mcp: { server: 'Docs', method: 'resources/read', uri: 'file:///a.txt' } });
+    expect(methodTarget(config, 'resources/subscribe', { uri: 'x://y' }).action).toBe('docs.resources_read');
+    expect(methodTarget(config, 'prompts/get', { name: 'greet' })).toEqual({ action: 'docs.prompts_get', resource: 'prompt:greet', mcp: { server: 'Docs', method: 'prompts/get', prompt: 'greet', arguments: {} } });
+    expect(methodTarget(config, 'completion/complete', { ref: { type: 'ref/resource', uri: 'x://{id}' }, argument: { name: 'id', value: '1' } })).toMatchObject({ action: 'docs.completion_complete', resource: 'x://{id}' });
+    expect(methodTarget(config, 'completion/complete', { ref: { type: 'ref/prompt', name: 'greet' }, argument: { name: 'who', value: 'A' }, context: { arguments: {} } })).toMatchObject({
+      resource: 'prompt:greet',
+      mcp: { context: { arguments: {} } },
+    });
+    expect(methodTarget(config, 'logging/setLevel', { level: 'debug' })).toEqual({ action: 'docs.logging_setlevel', mcp: { server: 'Docs', method: 'logging/setLevel', level: 'debug' } });
+    expect(() => methodTarget(config, 'resources/read', {})).toThrow(ArgumentProblem);
+    expect(() => methodTarget(config, 'completion/complete', { ref: { type: 'ref/prompt' } })).toThrow(/params\.ref\.name/);
+  });
+
+  it('methods: replaces the action and fills the resource template from the params', () => {
+    const mapped = parseProxyConfig({ agent_id: 'a', server: 'docs', methods: { 'prompts/get': { action: 'prompts.use', resource: 'doc:{name}/{arguments.lang}' } } });
+    expect(methodTarget(mapped, 'prompts/get', { name: 'greet', arguments: { lang: 'en' } })).toMatchObject({ action: 'prompts.use', resource: 'doc:greet/en' });
+    expect(() => methodTarget(mapped, 'prompts/get', { name: 'greet' })).toThrow(/needs the param "arguments.lang"/);
+    expect(isDecidedMethod('resources/unsubscribe')).toBe(false);
+  });
+
+  it('refuses methods: that are not decided methods, bad actions, and pass_through: of known methods', () => {
+    expect(problemsOf({ agent_id: 'a', server: 's', methods: { 'tools/call': {}, 'prompts/get': { action: 'X', size: 1 } }, pass_through: ['tasks/list', 'ping'] })).toEqual([
+      'methods.tools/call: not a decided method (resources/read, resources/subscribe, prompts/get, completion/complete, logging/setLevel; tools/call is mapped under "tools:")',
+      'methods.prompts/get: unknown field "size" (known: action, resource)',
+      'methods.prompts/get.action: "X" is not an action: namespace.verb, each part [a-z][a-z0-9_]* (no wildcards)',
+      'pass_through: "ping" is a method the proxy knows (it is decided or relayed already)',
+    ]);
+    expect(parseProxyConfig({ agent_id: 'a', server: 's', pass_through: ['tasks/list'] }).pass_through).toEqual(['tasks/list']);
+  });
+
+  it('drops the proxy\'s _meta keys in any case', () => {
+    expect(withoutProxyMeta({ 'Agent-Authz/permit': 'x', 'AGENT-AUTHZ/DECISION': 'y', 'agent-authz/reason': 'z', progressToken: 1, 'other/k': 2 })).toEqual({ progressToken: 1, 'other/k': 2 });
+    expect(withoutProxyMeta(null)).toBeUndefined();
   });
 });
