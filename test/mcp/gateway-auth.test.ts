@@ -113,7 +113,7 @@ describe.each(STORE_KINDS)('one MCP gateway for many agents and users (auth:, %s
       gw = await gateway();
     });
 
-    it('answers a request without a token 401 with the metadata URL, and serves that metadata', async () => {
+    it('answers 401 with the metadata URL without a token (and invalid_token for a wrong audience or no agent claim), 403 insufficient_scope without the scope, and serves the metadata', async () => {
       expect(gw.output.join('\n')).toContain(`agents and users from the tokens of ${as.issuer}`);
       const r = await fetch(gw.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } } }) });
       expect(r.status).toBe(401);
@@ -123,6 +123,12 @@ describe.each(STORE_KINDS)('one MCP gateway for many agents and users (auth:, %s
       const wrongAudience = await fetch(gw.url, { method: 'POST', headers: { authorization: `Bearer ${await tokenFor('http://127.0.0.1:1/mcp', 'research-bot', 'alice')}` }, body: '{}' });
       expect(wrongAudience.status).toBe(401);
       expect(wrongAudience.headers.get('www-authenticate')).toContain('error="invalid_token"');
+      const noAgent = await fetch(gw.url, { method: 'POST', headers: { authorization: `Bearer ${await as.mint({ claims: { aud: gw.url, sub: 'alice', scope: 'mcp:tools' } })}` }, body: '{}' });
+      expect(noAgent.status).toBe(401);
+      expect(noAgent.headers.get('www-authenticate')).toContain('error_description="the token has no agent claim (client_id or azp)"');
+      const noScope = await fetch(gw.url, { method: 'POST', headers: { authorization: `Bearer ${await as.mint({ claims: { aud: gw.url, client_id: 'research-bot', sub: 'alice', scope: 'mcp:read' } })}` }, body: '{}' });
+      expect(noScope.status).toBe(403);
+      expect(noScope.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${metadataUrl}", error="insufficient_scope", scope="mcp:tools", error_description="the token lacks the scope mcp:tools"`);
     });
 
     it('two agents acting for two users land on their own identities, sessions and per-user budgets', async () => {
