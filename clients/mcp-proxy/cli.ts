@@ -8,10 +8,13 @@
  *   authz mcp-proxy --config mcp.yaml --upstream-url http://host/mcp     # upstream over Streamable HTTP
  *
  * It speaks MCP over stdio to its client (stdout is the MCP channel; messages
- * go to stderr), or over Streamable HTTP with `--listen HOST:PORT`. Exit codes:
- * 0 the client went away (or a signal ended the listener), 1 the configuration
- * or the upstream's tool names are unusable, or the upstream could not be
- * reached or went away, 2 usage error (a non-loopback --listen address included).
+ * go to stderr), or over Streamable HTTP with `--listen HOST:PORT`; with
+ * `auth:` in the configuration that listener takes each request's agent and
+ * user from its bearer token (auth/gate.ts). Exit codes: 0 the client went
+ * away (or a signal ended the listener), 1 the configuration or the upstream's
+ * tool names are unusable, or the upstream could not be reached or went away,
+ * 2 usage error (a non-loopback --listen address without auth:, and auth:
+ * without --listen, included).
  */
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
@@ -25,7 +28,7 @@ import type { RelayEnd } from './relay.js';
 
 export const MCP_PROXY_USAGE = `usage: authz mcp-proxy --config FILE [options] -- COMMAND [ARGS...]
        authz mcp-proxy --config FILE [options] --upstream-url URL
-  --config FILE        the proxy's YAML configuration (agent_id, server, tools)
+  --config FILE        the proxy's YAML configuration (agent_id or auth:, server, tools)
   --upstream-url URL   the upstream MCP server over Streamable HTTP (instead of COMMAND)
   --listen HOST:PORT   serve MCP over Streamable HTTP at http://HOST:PORT/mcp (default: stdio);
                        a loopback address only, unless the configuration has auth:
