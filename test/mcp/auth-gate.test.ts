@@ -10,6 +10,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { generateKeyPair, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAuthConfig, type AuthConfig } from '../../clients/mcp-proxy/auth/config.js';
 import { TokenGate } from '../../clients/mcp-proxy/auth/gate.js';
@@ -266,6 +267,30 @@ describe('issuer discovery', () => {
       expect(r.status).toBe(503);
       expect(r.headers.get('retry-after')).toBe('5');
       expect(gw.logs.join('\n')).toContain(`names the issuer "${as.issuer}", not "${spelledOtherwise}"`);
+    } finally {
+      await gw.close();
+    }
+  });
+});
+
+describe('an issuer out of reach', () => {
+  it('answers 503 and reads again at most once per 5 s while it has no keys', async () => {
+    const port = await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, '127.0.0.1', () => {
+        const p = (probe.address() as AddressInfo).port;
+        probe.close(() => resolve(p));
+      });
+    });
+    const gw = await serveGate({ issuer: `http://127.0.0.1:${port}` });
+    const { privateKey } = await generateKeyPair('ES256');
+    const t = await new SignJWT({ client_id: 'research-bot' }).setProtectedHeader({ alg: 'ES256', kid: 'k1' }).setIssuer(`http://127.0.0.1:${port}`).setAudience(gw.gate.resource).setExpirationTime('5m').sign(privateKey);
+    try {
+      for (let i = 0; i < 3; i++) expect((await call(gw.url, t)).status).toBe(503);
+      expect(gw.gate.checker.keys.reads).toBe(1);
+      expect(gw.logs[0]).toMatch(/cannot check a token: the issuer's keys cannot be read: cannot reach http:\/\/127\.0\.0\.1:\d+\/\.well-known\/oauth-authorization-server/);
+      gw.step(5_000);
+      expect((await call(gw.url, t)).status).toBe(503);
+      expect(gw.gate.checker.keys.reads).toBe(2);
     } finally {
       await gw.close();
     }

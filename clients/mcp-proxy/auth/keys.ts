@@ -11,7 +11,9 @@
  *   stream of tokens with made-up kids cannot make the proxy hammer the
  *   issuer; a key the issuer removed is refused once the set is read again;
  * - a failed read keeps the set already held (tried again after the
- *   cooldown); with no set at all it is a KeysUnavailableError.
+ *   cooldown); with no set at all it is a KeysUnavailableError, answered
+ *   again without a new read for `RETRY_MS` (5 s), so requests during an
+ *   outage do not each wait on the issuer.
  *
  * Time comes from `now()`, so a test can step over the cooldown and the cache
  * lifetime without waiting.
@@ -39,6 +41,9 @@ export interface IssuerKeysOptions {
   /** Longest wait for one HTTP read (default 5,000 ms). */
   timeoutMs?: number;
 }
+
+/** With no key set held, how long a failed read is answered again before the next try. */
+export const RETRY_MS = 5_000;
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -119,6 +124,8 @@ export class IssuerKeys {
   /** When the set was last read (or a read was last tried). */
   #readAt = Number.NEGATIVE_INFINITY;
   #reading: Promise<void> | undefined;
+  /** The last failure while no set was held, and when it happened. */
+  #failure: { at: number; error: KeysUnavailableError } | undefined;
   /** How many times the key set was read (successfully or not). */
   reads = 0;
 
@@ -143,6 +150,7 @@ export class IssuerKeys {
 
   /** Reads the set once for all callers waiting on it. */
   #read(): Promise<void> {
+    if (!this.#local && this.#failure && this.#now() - this.#failure.at < RETRY_MS) return Promise.reject(this.#failure.error);
     this.#reading ??= this.#readOnce().finally(() => (this.#reading = undefined));
     return this.#reading;
   }
@@ -157,13 +165,16 @@ export class IssuerKeys {
       if (!Array.isArray(body.keys)) throw new KeysUnavailableError(`the key set at ${this.#jwksUri} has no "keys" list`);
       this.#local = createLocalJWKSet(body as unknown as JSONWebKeySet);
       this.#readAt = this.#now();
+      this.#failure = undefined;
     } catch (error) {
       // Keep the set held, if any, until the next try after the cooldown.
       if (this.#local) {
         this.#readAt = Math.max(this.#readAt, this.#now() - this.#options.cacheSeconds * 1000 + this.#cooldownMs);
         return;
       }
-      throw error instanceof KeysUnavailableError ? error : new KeysUnavailableError((error as Error).message);
+      const failure = error instanceof KeysUnavailableError ? error : new KeysUnavailableError((error as Error).message);
+      this.#failure = { at: this.#now(), error: failure };
+      throw failure;
     }
   }
 }
