@@ -397,6 +397,39 @@ describe('authz mcp-proxy: the MCP gateway', () => {
       expect(textOf(await http.client.callTool({ name: 'test_simple_text', arguments: {} }))).toBe('This is a simple text response for testing.');
     });
 
+    it('a stdio upstream under --listen runs one process per session, ended with the session', async () => {
+      const files = scratch(agent('children'));
+      const proxy = await startChild(
+        process.execPath,
+        [BIN, 'mcp-proxy', '--config', files.config, '--listen', '127.0.0.1:0', '--url', base, '--key', rt.testKey, '--', process.execPath, SERVER],
+        { env: childEnv({ RECORD_FILE: files.record }), ready: (l) => /listening on (http:\/\/\S+)/.exec(l)?.[1] },
+      );
+      stops.push(() => stopChild(proxy.child));
+      const transports = [new StreamableHTTPClientTransport(new URL(proxy.value)), new StreamableHTTPClientTransport(new URL(proxy.value))];
+      const clients = [clientAs('one'), clientAs('two')];
+      for (const [i, client] of clients.entries()) {
+        await client.connect(transports[i]!);
+        stops.push(() => client.close());
+        await client.callTool({ name: 'test_simple_text', arguments: {} });
+      }
+      const pids = [...new Set(files.recorded().filter((r) => r.method === 'tools/call').map((r) => Number(r.session.replace('stdio-', ''))))];
+      expect(pids).toHaveLength(2);
+      const alive = (pid: number) => {
+        try {
+          process.kill(pid, 0);
+          return true;
+        } catch {
+          return false;
+        }
+      };
+      expect(pids.map(alive)).toEqual([true, true]);
+      // The first client ends its session (DELETE): its server process ends, the other one's runs on.
+      await transports[0]!.terminateSession();
+      await until(() => alive(pids[0]!), (a) => !a, "the first session's server process ended");
+      expect(alive(pids[1]!)).toBe(true);
+      expect(textOf(await clients[1]!.callTool({ name: 'test_simple_text', arguments: {} }))).toBe('This is a simple text response for testing.');
+    });
+
     it('refuses to listen on a non-loopback address without auth:, and answers 403 to a foreign Host', async () => {
       const files = scratch('bot');
       const refused = await new Promise<{ code: number | null; err: string }>((resolve) => {
