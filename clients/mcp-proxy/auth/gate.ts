@@ -39,8 +39,8 @@ function unavailable(res: ServerResponse, message: string): void {
   res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32603, message }, id: null }));
 }
 
-/** A quoted-string of an auth-param (RFC 9110): `"` and `\` escaped. */
-const quoted = (value: string) => `"${value.replace(/["\\]/g, (c) => `\\${c}`)}"`;
+/** A quoted-string of an auth-param (RFC 9110; RFC 6750 allows printable ASCII only): `"` and `\` escaped, anything else unprintable dropped. */
+const quoted = (value: string) => `"${value.replace(/[^\x20-\x7E]/g, '').replace(/["\\]/g, (c) => `\\${c}`)}"`;
 
 /**
  * Admits the listener's requests by their bearer tokens, and serves the
