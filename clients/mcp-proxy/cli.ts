@@ -216,6 +216,7 @@ export async function mcpProxyCommand(argv: readonly string[], io: ProxyIo = std
     agentId: identity?.agentId ?? config.agent_id!,
     sessionId: invocation.sessionId ?? sessionId,
     ...(identity ? (identity.onBehalfOf === undefined ? {} : { onBehalfOf: identity.onBehalfOf }) : config.on_behalf_of === undefined ? {} : { onBehalfOf: config.on_behalf_of }),
+    ...(identity?.claims ? { claims: identity.claims } : {}),
   });
 
   const stop = signalled();

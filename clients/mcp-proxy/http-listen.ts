@@ -29,6 +29,8 @@ export const DEFAULT_MAX_SESSIONS = 1000;
 export interface Identity {
   agentId: string;
   onBehalfOf?: string;
+  /** The verified claims of the token that established it (`token` in declared mappings). */
+  claims?: Record<string, unknown>;
 }
 
 /**

@@ -139,7 +139,8 @@ export class TokenGate implements RequestGate {
       return undefined;
     }
     try {
-      return (await this.checker.check(bearer[1]!)).identity;
+      const { identity, claims } = await this.checker.check(bearer[1]!);
+      return { ...identity, claims };
     } catch (error) {
       if (!(error instanceof TokenRefusal)) throw error;
       if (error.kind === 'unavailable') {
