@@ -9,7 +9,12 @@
  * variant's bench server (bench/http/server.ts of that build) gets its own
  * database on one throwaway PostgreSQL cluster.
  *
- *   node dist/bench/compare/run.js --variant before=c7c3cf6 --variant now=. [--scenario allow|deny] [--rounds 3] [--duration 5]
+ * `--target serve`: each build's `authz serve` (its bin/authz.js, as `npm start`
+ * runs it, with its defaults and `--policies` policies; bench/http/serve-target.ts)
+ * instead of its pared-down bench server. It is set up through the public API,
+ * so it works for commits from before that target existed.
+ *
+ *   node dist/bench/compare/run.js --variant before=c7c3cf6 --variant now=. [--scenario allow|deny|calls|usd] [--target app|serve] [--rounds 3] [--duration 5]
  *
  * Prints a table: req/s per round, median, ratio to the first variant, server
  * and PostgreSQL CPU per request. Writes nothing into the repository unless
@@ -17,7 +22,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
@@ -25,7 +30,8 @@ import postgres from 'postgres';
 import { packageRoot } from '../../compiler/index.js';
 import { startCluster } from '../../scripts/pg-cluster.js';
 import { clusterPids, cpuOf } from '../http/cpu.js';
-import { startTarget, stopTarget } from '../http/target.js';
+import { startTarget, stopTarget, type Target } from '../http/target.js';
+import { startServe } from '../http/serve-target.js';
 
 const { values } = parseArgs({
   options: {
@@ -35,12 +41,20 @@ const { values } = parseArgs({
     duration: { type: 'string' },
     connections: { type: 'string' },
     out: { type: 'string' },
+    /** app (default): the build's bench/http/server.js; serve: its `authz serve`. */
+    target: { type: 'string' },
+    /** Policies in the serve target's environment (default 200). */
+    policies: { type: 'string' },
   },
 });
 
 const BODIES: Record<string, object> = {
   allow: { agent_id: 'bench-1', action: 'orders.read', resource: 'order:1' },
   deny: { agent_id: 'bench-1', action: 'orders.delete', resource: 'order:1' },
+  /** The calls budget and a rate limit (bench/http/policies.ts), never reached. */
+  calls: { agent_id: 'bench-1', action: 'orders.list', resource: 'order:1' },
+  /** A USD budget (the amount held) and a rate limit, never reached. */
+  usd: { agent_id: 'bench-1', action: 'orders.pay', resource: 'order:1', amount: 1 },
 };
 
 interface Variant {
@@ -49,6 +63,8 @@ interface Variant {
   env: Record<string, string>;
   /** The build's bench/http/server.js. */
   server: string;
+  /** The serve target's key, after its first start (set up then). */
+  key?: string;
   runs: Array<{ rps: number; p99: number; serverUs: number; pgUs: number }>;
 }
 
@@ -98,7 +114,10 @@ async function main(): Promise<void> {
   const rounds = Number(values.rounds ?? 3);
   const duration = Number(values.duration ?? 5);
   const connections = Number(values.connections ?? 50);
+  const kind = values.target ?? 'app';
+  if (kind !== 'app' && kind !== 'serve') throw new Error('--target: app or serve');
   const cleanups: Array<() => void> = [];
+  const loadAtStart = loadavg();
   const cluster = await startCluster({ durable: true, log: () => {} });
   try {
     const variants: Variant[] = specs.map((s) => ({ ...s, server: build(s.ref, cleanups), runs: [] }));
@@ -108,7 +127,15 @@ async function main(): Promise<void> {
     const dbUrl = (v: Variant) => cluster.url.replace(/\/postgres$/, `/v_${v.name}`);
     for (let round = 0; round < rounds; round++) {
       for (const v of round % 2 === 0 ? variants : [...variants].reverse()) {
-        const t = await startTarget(['--database-url', dbUrl(v)], [], { script: v.server, env: v.env });
+        let t: Target;
+        if (kind === 'serve') {
+          // The build's root: dist/bench/http/server.js is three levels below it.
+          const root = join(v.server, '..', '..', '..', '..');
+          t = await startServe({ databaseUrl: dbUrl(v), root, env: v.env, policies: Number(values.policies ?? 200), ...(v.key ? { key: v.key } : {}) });
+          v.key = t.key;
+        } else {
+          t = await startTarget(['--database-url', dbUrl(v)], [], { script: v.server, env: v.env });
+        }
         const opts = {
           url: `http://127.0.0.1:${t.port}/v1/decisions`,
           method: 'POST' as const,
@@ -128,7 +155,9 @@ async function main(): Promise<void> {
     }
     const base = median(variants[0]!.runs.map((r) => r.rps));
     const lines = [
-      `Decision load "${scenario}" (${JSON.stringify(body)}), PostgreSQL (throwaway cluster, default durability), autocannon ${connections} connections, ${duration} s after a 2 s warm-up, ${rounds} alternating rounds; CPU per request from /proc.`,
+      `${kind === 'serve' ? `\`authz serve\` of each build (its defaults, ${values.policies ?? 200} policies). ` : ''}Decision load "${scenario}" (${JSON.stringify(body)}), PostgreSQL (throwaway cluster, default durability), autocannon ${connections} connections, ${duration} s after a 2 s warm-up, ${rounds} alternating rounds; CPU per request from /proc.`,
+      '',
+      `Load average (1 / 5 / 15 min) at the start ${loadAtStart.map((x) => x.toFixed(1)).join(' / ')}, at the end ${loadavg().map((x) => x.toFixed(1)).join(' / ')}: above the core count, absolute figures are noise; compare the rows of one run.`,
       '',
       '| variant | ref | req/s per round | median req/s | vs first | p99 ms (median) | server CPU µs/req | PostgreSQL CPU µs/req |',
       '| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |',

@@ -8,26 +8,31 @@
  *   authz mcp-proxy --config mcp.yaml --upstream-url http://host/mcp     # upstream over Streamable HTTP
  *
  * It speaks MCP over stdio to its client (stdout is the MCP channel; messages
- * go to stderr), or over Streamable HTTP with `--listen HOST:PORT`. Exit codes:
- * 0 the client went away (or a signal ended the listener), 1 the configuration
- * or the upstream's tool names are unusable, or the upstream could not be
- * reached or went away, 2 usage error (a non-loopback --listen address included).
+ * go to stderr), or over Streamable HTTP with `--listen HOST:PORT`; with
+ * `auth:` in the configuration that listener takes each request's agent and
+ * user from its bearer token (auth/gate.ts). Exit codes: 0 the client went
+ * away (or a signal ended the listener), 1 the configuration or the upstream's
+ * tool names are unusable, or the upstream could not be reached or went away,
+ * 2 usage error (a non-loopback --listen address without auth:, and auth:
+ * without --listen, included).
  */
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { AuthzClient } from '../typescript/index.js';
 import { loadProxyConfig, ProxyConfigError, type ProxyConfig } from './config.js';
-import { DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_SECONDS, isLoopback, listenStreamableHttp, parseListen } from './http-listen.js';
+import { TokenGate } from './auth/gate.js';
+import { DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_SECONDS, isLoopback, listenStreamableHttp, parseListen, type Identity } from './http-listen.js';
 import { McpProxy, type UpstreamTarget } from './proxy.js';
 import type { RelayEnd } from './relay.js';
+import { upstreamAuthFetch } from './upstream-auth/index.js';
 
 export const MCP_PROXY_USAGE = `usage: authz mcp-proxy --config FILE [options] -- COMMAND [ARGS...]
        authz mcp-proxy --config FILE [options] --upstream-url URL
-  --config FILE        the proxy's YAML configuration (agent_id, server, tools)
+  --config FILE        the proxy's YAML configuration (agent_id or auth:, server, tools)
   --upstream-url URL   the upstream MCP server over Streamable HTTP (instead of COMMAND)
   --listen HOST:PORT   serve MCP over Streamable HTTP at http://HOST:PORT/mcp (default: stdio);
-                       a loopback address only
+                       a loopback address only, unless the configuration has auth:
   --public-url URL     the MCP endpoint as clients reach it (default http://HOST:PORT/mcp)
   --session-idle-seconds N   end an HTTP session after N seconds without a request (default 600)
   --max-sessions N     at most N HTTP sessions at once (default 1000)
@@ -112,9 +117,6 @@ function readInvocation(argv: readonly string[], env: NodeJS.ProcessEnv): Invoca
   if (values.listen !== undefined) {
     const at = parseListen(values.listen);
     if (!at) throw new UsageProblem(`--listen ${JSON.stringify(values.listen)}: expected HOST:PORT, e.g. 127.0.0.1:8090`);
-    if (!isLoopback(at.host)) {
-      throw new UsageProblem(`--listen ${values.listen}: without auth: in the configuration the proxy serves loopback addresses only (127.0.0.1, ::1, localhost): whoever reached it would call tools as the configured agent`);
-    }
     const publicUrl = values['public-url'];
     if (publicUrl !== undefined && !(URL.canParse(publicUrl) && /^https?:$/.test(new URL(publicUrl).protocol))) throw new UsageProblem(`--public-url ${JSON.stringify(publicUrl)} is not an http(s) URL`);
     listen = {
@@ -128,6 +130,20 @@ function readInvocation(argv: readonly string[], env: NodeJS.ProcessEnv): Invoca
   }
   const sessionId = values.session || env.AUTHZ_SESSION_ID || undefined;
   return { configPath: values.config, url, key, upstream, ...(sessionId ? { sessionId } : {}), ...(listen ? { listen } : {}) };
+}
+
+/**
+ * Why the listener may not start with this configuration (contract, third
+ * part): without `auth:` only loopback addresses (whoever reached another
+ * would call tools as the configured agent); `auth:` only with `--listen`.
+ */
+function authListenProblem(invocation: Invocation, config: ProxyConfig): string | undefined {
+  const listen = invocation.listen;
+  if (config.auth && !listen) return 'auth: in the configuration checks the tokens of HTTP requests: it needs --listen HOST:PORT';
+  if (listen && !config.auth && !isLoopback(listen.host)) {
+    return `--listen ${listen.host}:${listen.port}: without auth: in the configuration the proxy serves loopback addresses only (127.0.0.1, ::1, localhost): whoever reached it would call tools as the configured agent`;
+  }
+  return undefined;
 }
 
 /** Resolves when the process is asked to stop (SIGINT, SIGTERM). */
@@ -165,10 +181,20 @@ export async function mcpProxyCommand(argv: readonly string[], io: ProxyIo = std
   }
   try {
     config = loadProxyConfig(invocation.configPath, env);
+    if (config.upstream_auth) {
+      const { upstream } = invocation;
+      const { fetch } = upstreamAuthFetch(config.upstream_auth, upstream.kind === 'http' ? upstream.url : undefined, env);
+      if (upstream.kind === 'http') invocation.upstream = { ...upstream, fetch };
+    }
   } catch (e) {
     if (!(e instanceof ProxyConfigError)) throw e;
     say(`invalid configuration ${e.message}`);
     return EXIT_PROBLEMS;
+  }
+  const listenProblem = authListenProblem(invocation, config);
+  if (listenProblem) {
+    io.err(`authz mcp-proxy: ${listenProblem}\n\n${MCP_PROXY_USAGE}`);
+    return EXIT_USAGE;
   }
 
   const authz = new AuthzClient({
@@ -185,30 +211,39 @@ export async function mcpProxyCommand(argv: readonly string[], io: ProxyIo = std
     else say(`cannot connect to the upstream MCP server: ${(e as Error).message}`);
     return EXIT_PROBLEMS;
   }
-  const principal = (sessionId: string) => ({
-    agentId: config.agent_id,
+  // With auth:, the agent and the user are the token's (identity); else the configuration's.
+  const principal = (sessionId: string, identity?: Identity) => ({
+    agentId: identity?.agentId ?? config.agent_id!,
     sessionId: invocation.sessionId ?? sessionId,
-    ...(config.on_behalf_of === undefined ? {} : { onBehalfOf: config.on_behalf_of }),
+    ...(identity ? (identity.onBehalfOf === undefined ? {} : { onBehalfOf: identity.onBehalfOf }) : config.on_behalf_of === undefined ? {} : { onBehalfOf: config.on_behalf_of }),
+    ...(identity?.claims ? { claims: identity.claims } : {}),
   });
 
   const stop = signalled();
   try {
     if (invocation.listen) {
       const { host, port, publicUrl, idleSeconds, maxSessions } = invocation.listen;
-      say(`agent ${config.agent_id}, server ${config.server}, session ${invocation.sessionId ?? 'mcp-<Mcp-Session-Id>'}, decisions from ${invocation.url}`);
+      const who = config.auth ? `agents and users from the tokens of ${config.auth.issuer}` : `agent ${config.agent_id}`;
+      say(`${who}, server ${config.server}, session ${invocation.sessionId ?? 'mcp-<Mcp-Session-Id>'}, decisions from ${invocation.url}`);
+      const gate = config.auth ? new TokenGate({ config: config.auth, log: say }) : undefined;
+      // The public URL is known before listening unless the port is chosen by the system (0).
+      if (gate && (publicUrl || port !== 0)) gate.bind(publicUrl ?? new URL(`http://${host.includes(':') ? `[${host}]` : host}:${port}/mcp`));
       const listening = await listenStreamableHttp({
         host,
         port,
         idleSeconds,
         maxSessions,
         ...(publicUrl ? { publicUrl } : {}),
+        ...(gate ? { gate } : {}),
         log: say,
-        openSession: (transport, id, onEnd) => proxy.openSession(transport, principal(`mcp-${id}`), onEnd),
+        openSession: (transport, id, onEnd, identity) => proxy.openSession(transport, principal(`mcp-${id}`, identity), onEnd),
       }).catch((e: Error) => {
         say(`cannot listen on ${host}:${port}: ${e.message}`);
         return null;
       });
       if (!listening) return EXIT_PROBLEMS;
+      if (gate && !publicUrl && port === 0) gate.bind(new URL(listening.url));
+      if (gate) say(`tokens from ${config.auth!.issuer} for ${gate.resource}; metadata at ${gate.metadataUrl}`);
       say(`listening on ${listening.url}`);
       await stop.promise;
       await listening.close();

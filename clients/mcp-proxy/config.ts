@@ -16,12 +16,17 @@
  * methods:                          # optional: the other decided requests (third part)
  *   resources/read: { action: docs.read, resource: "doc:{uri}" }
  * pass_through: [tasks/list]        # optional: request methods forwarded undecided
+ * declared_mappings: true           # optional: decide tools by the server's x-authzen-mapping (declared-mappings.ts)
+ * upstream_auth: { client_id: gw, client_secret_env: UPSTREAM_SECRET }  # optional (upstream-auth/config.ts)
+ * auth: { issuer: https://login.example.com }  # optional, with --listen: agents and users from bearer tokens (auth/config.ts)
  * ```
  */
 import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import { ACTION_PATTERN, templateProblems } from './actions.js';
+import { parseAuthConfig, type AuthConfig } from './auth/config.js';
 import { isDecidedMethod, KNOWN_METHODS, type MethodMappings } from './methods.js';
+import { parseUpstreamAuth, type UpstreamAuthConfig } from './upstream-auth/config.js';
 
 /** How one tool's calls become decisions. */
 export interface ToolMapping {
@@ -34,7 +39,8 @@ export interface ToolMapping {
 }
 
 export interface ProxyConfig {
-  agent_id: string;
+  /** The agent of every decision; required unless `auth:` takes it from each request's token. */
+  agent_id?: string;
   /** Namespace of the server's actions (an unmapped tool's action is `<server>.<tool>`). */
   server: string;
   on_behalf_of?: string;
@@ -48,6 +54,12 @@ export interface ProxyConfig {
   methods: MethodMappings;
   /** Request methods the proxy does not know that are forwarded undecided (else refused). */
   pass_through: string[];
+  /** Decide tools by the mappings the server declares in their input schemas (COAZ-MCP); default false. */
+  declared_mappings?: boolean;
+  /** Client credentials for an upstream over Streamable HTTP that wants a token. */
+  upstream_auth?: UpstreamAuthConfig;
+  /** Identity from tokens over HTTP (issue 31): each request's agent and user come from its bearer token. */
+  auth?: AuthConfig;
 }
 
 /** Default `approval_wait_seconds`: below the 60 s default request timeout of MCP SDK clients. */
@@ -65,7 +77,7 @@ export class ProxyConfigError extends Error {
   }
 }
 
-const TOP_LEVEL = new Set(['agent_id', 'server', 'on_behalf_of', 'approval_wait_seconds', 'ttl_seconds', 'tools', 'methods', 'pass_through']);
+const TOP_LEVEL = new Set(['agent_id', 'server', 'on_behalf_of', 'approval_wait_seconds', 'ttl_seconds', 'tools', 'methods', 'pass_through', 'declared_mappings', 'upstream_auth', 'auth']);
 const TOOL_FIELDS = new Set(['action', 'resource', 'amount']);
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -88,7 +100,10 @@ export function parseProxyConfig(value: unknown, source = 'config', env: NodeJS.
   if (!isRecord(value)) throw new ProxyConfigError(source, ['the configuration must be a YAML mapping (agent_id, server, tools...)']);
   for (const key of Object.keys(value)) if (!TOP_LEVEL.has(key)) problems.push(`unknown field "${key}" (known: ${[...TOP_LEVEL].join(', ')})`);
 
-  if (!nonEmpty(value.agent_id)) problems.push('agent_id: required, a non-empty string of at most 256 characters');
+  const auth = value.auth === undefined ? undefined : parseAuthConfig(value.auth, problems);
+  if (value.agent_id !== undefined || value.auth === undefined) {
+    if (!nonEmpty(value.agent_id)) problems.push(`agent_id: ${value.auth === undefined ? 'required, ' : ''}a non-empty string of at most 256 characters`);
+  }
   if (!nonEmpty(value.server, 100)) problems.push('server: required, a non-empty string (the namespace of this server\'s actions)');
   const onBehalfOf = value.on_behalf_of ?? (env.AUTHZ_ON_BEHALF_OF || undefined);
   if (onBehalfOf !== undefined && !nonEmpty(onBehalfOf)) problems.push('on_behalf_of: a non-empty string of at most 256 characters');
@@ -133,9 +148,12 @@ export function parseProxyConfig(value: unknown, source = 'config', env: NodeJS.
   const passThrough = value.pass_through ?? [];
   if (!Array.isArray(passThrough) || passThrough.some((m) => !nonEmpty(m))) problems.push('pass_through: a list of JSON-RPC method names');
   else for (const m of passThrough as string[]) if (KNOWN_METHODS.has(m)) problems.push(`pass_through: "${m}" is a method the proxy knows (it is decided or relayed already)`);
+  const declared = value.declared_mappings;
+  if (declared !== undefined && typeof declared !== 'boolean') problems.push('declared_mappings: true or false');
+  const upstreamAuth = parseUpstreamAuth(value.upstream_auth, problems);
   if (problems.length > 0) throw new ProxyConfigError(source, problems);
   return {
-    agent_id: value.agent_id as string,
+    ...(value.agent_id === undefined ? {} : { agent_id: value.agent_id as string }),
     server: value.server as string,
     ...(onBehalfOf === undefined ? {} : { on_behalf_of: onBehalfOf as string }),
     approval_wait_seconds: wait as number,
@@ -143,6 +161,9 @@ export function parseProxyConfig(value: unknown, source = 'config', env: NodeJS.
     tools,
     methods,
     pass_through: passThrough as string[],
+    ...(declared === true ? { declared_mappings: true } : {}),
+    ...(upstreamAuth === undefined ? {} : { upstream_auth: upstreamAuth }),
+    ...(auth ? { auth } : {}),
   };
 }
 

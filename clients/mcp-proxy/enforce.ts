@@ -22,6 +22,7 @@ import { argsDigest } from '../../verifier/args-digest.js';
 import { AuthzClient, AuthzError, type Decision, type DecisionInput } from '../typescript/index.js';
 import { ActionMap, ArgumentProblem } from './actions.js';
 import type { ProxyConfig } from './config.js';
+import { MappingError, type DeclaredMappings } from './declared-mappings.js';
 import { methodAction, methodTarget, type DecidedMethod } from './methods.js';
 import type { ToolNames } from './tool-names.js';
 
@@ -51,6 +52,8 @@ export interface Principal {
   agentId: string;
   sessionId: string;
   onBehalfOf?: string;
+  /** The verified claims of the agent's token (`token` in declared mappings); none without auth:. */
+  claims?: Record<string, unknown>;
 }
 
 /** A JSON-RPC error object. */
@@ -198,10 +201,16 @@ export class Enforcer {
    *
    * @throws the service's error when it cannot say: nothing is listed rather than everything.
    */
-  async visibleTools(tools: Tool[], who: Principal, names: ToolNames): Promise<Tool[]> {
-    const candidates = tools.filter((t) => names.collision(t.name) === undefined);
-    const possible = await this.#possible(who, [...new Set(candidates.map((t) => this.actions.actionOf(t.name)))]);
-    return candidates.filter((t) => possible.has(this.actions.actionOf(t.name)));
+  async visibleTools(tools: Tool[], who: Principal, names: ToolNames, declared?: DeclaredMappings): Promise<Tool[]> {
+    // A declared mapping's literal action is checked; one computed per call shows the tool; a refused one hides it.
+    const rule = (t: Tool) => declared?.listing(t.name) ?? { action: this.actions.actionOf(t.name) };
+    const candidates = tools.filter((t) => names.collision(t.name) === undefined && rule(t) !== 'hidden');
+    const checked = candidates.map(rule).flatMap((r) => (typeof r === 'object' ? [r.action] : []));
+    const possible = await this.#possible(who, [...new Set(checked)]);
+    return candidates.filter((t) => {
+      const r = rule(t);
+      return r === 'shown' || (typeof r === 'object' && possible.has(r.action));
+    });
   }
 
   /**
@@ -220,7 +229,7 @@ export class Enforcer {
    *
    * @param notify - progress for the client while a decision awaits a human's approval (when the client asked for progress).
    */
-  async call(params: CallParams, who: Principal, names: ToolNames, notify?: (message: string) => Promise<void>): Promise<Verdict> {
+  async call(params: CallParams, who: Principal, names: ToolNames, notify?: (message: string) => Promise<void>, declared?: DeclaredMappings): Promise<Verdict> {
     const tool = params.name;
     const args = params.arguments ?? {};
     const colliding = names.collision(tool);
@@ -230,7 +239,7 @@ export class Enforcer {
     }
     let decision: Decision;
     try {
-      const target = this.actions.target(tool, args);
+      const target = declared?.target(params, who.claims ?? {}) ?? this.actions.target(tool, args);
       decision = await this.#decide(
         {
           action: target.action,
@@ -243,7 +252,7 @@ export class Enforcer {
         notify,
       );
     } catch (error) {
-      if (error instanceof ArgumentProblem) {
+      if (error instanceof ArgumentProblem || error instanceof MappingError) {
         return { kind: 'result', result: refusal(`agent-authz refused this call: ${error.message}. The tool was not called.`, { [META_ERROR]: error.code }) };
       }
       return { kind: 'result', result: refusalFromError(error) };

@@ -29,6 +29,8 @@ export const DEFAULT_MAX_SESSIONS = 1000;
 export interface Identity {
   agentId: string;
   onBehalfOf?: string;
+  /** The verified claims of the token that established it (`token` in declared mappings). */
+  claims?: Record<string, unknown>;
 }
 
 /**
@@ -39,6 +41,8 @@ export interface Identity {
  */
 export interface RequestGate {
   admit(req: IncomingMessage, res: ServerResponse): Promise<Identity | undefined>;
+  /** Answers a request outside the MCP endpoint itself (e.g. its OAuth metadata); true when it did. */
+  serve?(req: IncomingMessage, res: ServerResponse): boolean;
 }
 
 export interface ListenOptions {
@@ -209,7 +213,10 @@ export async function listenStreamableHttp(options: ListenOptions): Promise<List
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    if (new URL(req.url ?? '/', 'http://x').pathname !== MCP_PATH) return jsonRpcError(res, 404, -32601, `not found: the MCP endpoint is ${MCP_PATH}`);
+    if (new URL(req.url ?? '/', 'http://x').pathname !== MCP_PATH) {
+      if (options.gate?.serve?.(req, res)) return;
+      return jsonRpcError(res, 404, -32601, `not found: the MCP endpoint is ${MCP_PATH}`);
+    }
     let identity: Identity | undefined;
     if (options.gate) {
       identity = await options.gate.admit(req, res);

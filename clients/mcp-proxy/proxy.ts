@@ -9,10 +9,11 @@ import { readFileSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { FetchLike, Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ListToolsResultSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { AuthzClient } from '../typescript/index.js';
 import { ProxyConfigError, type ProxyConfig } from './config.js';
+import { DeclaredMappings } from './declared-mappings.js';
 import { Enforcer, type Principal } from './enforce.js';
 import { Relay, type RelayEnd } from './relay.js';
 import { ToolNames } from './tool-names.js';
@@ -20,7 +21,7 @@ import { ToolNames } from './tool-names.js';
 /** Where the upstream MCP server is. */
 export type UpstreamTarget =
   | { kind: 'stdio'; command: string; args: string[]; env?: Record<string, string>; cwd?: string }
-  | { kind: 'http'; url: URL };
+  | { kind: 'http'; url: URL; /** The fetch of every request to it (upstream_auth: the proxy's token). */ fetch?: FetchLike };
 
 export interface McpProxyOptions {
   config: ProxyConfig;
@@ -45,7 +46,7 @@ function packageVersion(): string {
 
 /** A new, unstarted transport to the upstream (a stdio server's process is spawned when it starts). */
 export function upstreamTransport(target: UpstreamTarget): Transport {
-  if (target.kind === 'http') return new StreamableHTTPClientTransport(target.url);
+  if (target.kind === 'http') return new StreamableHTTPClientTransport(target.url, target.fetch ? { fetch: target.fetch } : undefined);
   return new StdioClientTransport({
     command: target.command,
     args: target.args,
@@ -81,14 +82,14 @@ export class McpProxy {
   readonly enforcer: Enforcer;
   readonly version = packageVersion();
   readonly #options: McpProxyOptions;
-  /** The upstream's tool names as read at start: each session's first view. */
-  readonly #startNames: string[];
+  /** The upstream's tools as read at start: each session's first view. */
+  readonly #startTools: Tool[];
   readonly #relays = new Set<Relay>();
 
-  private constructor(options: McpProxyOptions, enforcer: Enforcer, startNames: string[]) {
+  private constructor(options: McpProxyOptions, enforcer: Enforcer, startTools: Tool[]) {
     this.#options = options;
     this.enforcer = enforcer;
-    this.#startNames = startNames;
+    this.#startTools = startTools;
   }
 
   /**
@@ -102,9 +103,10 @@ export class McpProxy {
     const probe = new Client({ name: 'agent-authz-mcp-proxy', version: packageVersion() });
     const enforcer = new Enforcer({ config: options.config, authz: options.authz, log: options.log });
     await probe.connect(upstreamTransport(options.upstream));
-    let names: string[];
+    let tools: Tool[];
     try {
-      names = (await listAllTools(probe)).map((t) => t.name);
+      tools = await listAllTools(probe);
+      const names = tools.map((t) => t.name);
       const collisions = enforcer.actions.collisions(names);
       if (collisions.length > 0) {
         throw new ProxyConfigError(
@@ -118,7 +120,7 @@ export class McpProxy {
       await transport?.terminateSession?.().catch(() => undefined);
       await probe.close().catch(() => undefined);
     }
-    return new McpProxy(options, enforcer, names);
+    return new McpProxy(options, enforcer, tools);
   }
 
   /**
@@ -129,8 +131,10 @@ export class McpProxy {
    */
   async openSession(downstream: Transport, principal: Principal, onEnd?: (why: RelayEnd) => void): Promise<Relay> {
     const names = new ToolNames(this.enforcer.actions, this.#options.log);
-    names.note(this.#startNames);
-    const relay = new Relay({ downstream, upstream: upstreamTransport(this.#options.upstream), enforcer: this.enforcer, principal, names, log: this.#options.log });
+    names.note(this.#startTools.map((t) => t.name));
+    const declared = new DeclaredMappings(this.enforcer.config, this.#options.log);
+    declared.note(this.#startTools);
+    const relay = new Relay({ downstream, upstream: upstreamTransport(this.#options.upstream), enforcer: this.enforcer, principal, names, declared, log: this.#options.log });
     this.#relays.add(relay);
     relay.onend = (why) => {
       this.#relays.delete(relay);

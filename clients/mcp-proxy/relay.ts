@@ -34,6 +34,7 @@ import {
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import { DENIED_CODE, INTERNAL_ERROR_CODE, rpcErrorFrom, withoutProxyMeta, type Enforcer, type Principal, type RpcError, type Verdict } from './enforce.js';
+import type { DeclaredMappings } from './declared-mappings.js';
 import { FILTERED_LISTS, isDecidedMethod, UNDECIDED_METHODS, type FilteredList } from './methods.js';
 import type { ToolNames } from './tool-names.js';
 
@@ -52,6 +53,8 @@ export interface RelayOptions {
   principal: Principal;
   /** This session's view of the upstream's tool names. */
   names: ToolNames;
+  /** This session's view of the mappings the upstream's tools declare (declared_mappings:). */
+  declared?: DeclaredMappings;
   log: (line: string) => void;
 }
 
@@ -162,7 +165,7 @@ export class Relay {
       const notify = progressToken === undefined ? undefined : this.#approvalProgress(id, progressToken);
       const verdict: Verdict =
         method === 'tools/call'
-          ? await enforcer.call(params as Parameters<Enforcer['call']>[0], principal, names, notify)
+          ? await enforcer.call(params as Parameters<Enforcer['call']>[0], principal, names, notify, this.#o.declared)
           : await enforcer.request(method as Parameters<Enforcer['request']>[0], params, principal, notify);
       const cancelled = !this.#deciding.delete(key);
       if (verdict.kind === 'result') return this.#answer(id, verdict.result);
@@ -265,8 +268,9 @@ export class Relay {
       if (entry.method === 'tools/list' && Array.isArray(message.result.tools)) {
         const tools = message.result.tools as Tool[];
         this.#o.names.note(tools.map((t) => t.name), { firstPage: entry.firstPage ?? true });
+        this.#o.declared?.note(tools, { firstPage: entry.firstPage ?? true });
         try {
-          answer = { ...message, result: { ...message.result, tools: await this.#o.enforcer.visibleTools(tools, this.#o.principal, this.#o.names) } };
+          answer = { ...message, result: { ...message.result, tools: await this.#o.enforcer.visibleTools(tools, this.#o.principal, this.#o.names, this.#o.declared) } };
         } catch (error) {
           answer = { jsonrpc: '2.0', id: entry.id, error: rpcErrorFrom(error, 'tools/list') };
         }
@@ -325,14 +329,15 @@ export class Relay {
   /** Reads every page of the upstream's tools and notes the names (collisions apply from then on). */
   async #readTools(): Promise<void> {
     try {
-      const names: string[] = [];
+      const tools: Tool[] = [];
       let cursor: unknown;
       do {
         const page = await this.#ownRequest('tools/list', cursor === undefined ? {} : { cursor });
-        for (const tool of (page.tools ?? []) as Array<{ name: string }>) names.push(tool.name);
+        tools.push(...((page.tools ?? []) as Tool[]));
         cursor = page.nextCursor;
       } while (typeof cursor === 'string');
-      this.#o.names.note(names);
+      this.#o.names.note(tools.map((t) => t.name));
+      this.#o.declared?.note(tools);
     } catch (error) {
       this.#o.log(`could not read the upstream's tools after it said they changed: ${(error as Error).message}`);
     }

@@ -9,15 +9,20 @@
  *       over stdio (CONFIG default: mcp.yaml); AUTHZ_URL and AUTHZ_API_KEY pass on to it
  *   node dist/examples/agents/mcp-agent.js --url http://127.0.0.1:8091/mcp
  *       a proxy already listening (`authz mcp-proxy ... --listen 127.0.0.1:8091`)
+ *   node dist/examples/agents/mcp-agent.js --url http://127.0.0.1:8092/mcp --client ID:SECRET --issuer URL
+ *       a gateway with `auth:` (docs/mcp.md, "One gateway for many agents"): the SDK's
+ *       OAuth client finds the authorization server from the gateway's 401 and gets a
+ *       token with the client-credentials grant, as client ID of the issuer URL
  */
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { ClientCredentialsProvider } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 
-const { values, positionals } = parseArgs({ allowPositionals: true, options: { url: { type: 'string' } } });
+const { values, positionals } = parseArgs({ allowPositionals: true, options: { url: { type: 'string' }, client: { type: 'string' }, issuer: { type: 'string' } } });
 
 /** The calls this agent makes, in order. */
 const CALLS: Array<{ name: string; arguments: Record<string, unknown> }> = [
@@ -28,8 +33,20 @@ const CALLS: Array<{ name: string; arguments: Record<string, unknown> }> = [
   { name: 'delete_customer', arguments: { customer_id: 'cus_1' } },
 ];
 
+/** With --client ID:SECRET: the SDK's client-credentials OAuth provider, for the issuer given by --issuer. */
+function oauth(): { authProvider?: ClientCredentialsProvider } {
+  if (values.client === undefined) return {};
+  const colon = values.client.indexOf(':');
+  if (colon < 1 || !values.issuer) {
+    process.stderr.write('--client takes ID:SECRET, and needs --issuer URL (the authorization server the credentials are for)\n');
+    process.exit(2);
+  }
+  const clientId = values.client.slice(0, colon);
+  return { authProvider: new ClientCredentialsProvider({ clientId, clientSecret: values.client.slice(colon + 1), expectedIssuer: values.issuer }) };
+}
+
 function proxyTransport(): { transport: Transport; stderr: () => string } {
-  if (values.url) return { transport: new StreamableHTTPClientTransport(new URL(values.url)), stderr: () => '' };
+  if (values.url) return { transport: new StreamableHTTPClientTransport(new URL(values.url), oauth()), stderr: () => '' };
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
   const transport = new StdioClientTransport({

@@ -14,9 +14,15 @@
 -- key, then budget rows by their key), so concurrent batches from any number of
 -- server processes neither deadlock nor overspend.
 --
--- Rate limits: each request's limiters judged by authz_rate_limited (GCRA) on
+-- Rate limits: each request's limiters judged by authz_rate_judge (GCRA) on
 -- the clock of authz_rate_now; when all pass, each tat := max(tat, now) + T.
+-- Like the budgets below, on the batch's copy of the locked rows, each moved
+-- limiter written once after the loop.
 -- Budgets: a request passes when consumed + held + cost <= limit for every budget.
+-- The batch judges and counts on its own copy of the (locked) budget rows, in
+-- request order, and writes each moved row once after the loop, and its holds in
+-- one insert: the same results as a statement per request and budget, without a
+-- new row version of the same row per request.
 -- Every limiter and budget of a request must pass, else none moves.
 --
 -- Whatever the judging clock does, a limiter's state is never left further ahead
@@ -43,8 +49,27 @@ declare
   denied jsonb;
   applied jsonb;
   usage_ids bigint[];
-  row_ids bigint[];
+  -- The batch's limiters (locked): key (account, environment, limiter joined by chr(31)), state, whether moved.
+  rate_keys text[];
+  rate_accounts text[];
+  rate_envs text[];
+  rate_limiters text[];
+  rate_tats double precision[];
+  rate_moved boolean[];
+  -- The batch's budget rows (locked), their keys, and which of them moved: judged
+  -- and counted here, written back once per row after the loop.
+  brows budget_usage[];
+  row_keys text[];
+  changed boolean[];
+  row_ix int[];
+  pos int;
   n int;
+  -- The holds taken, inserted in one statement after the loop.
+  hold_rows int[] := '{}';
+  hold_decisions text[] := '{}';
+  hold_amounts numeric[] := '{}';
+  hold_expiries timestamptz[] := '{}';
+  hold_agents text[] := '{}';
 begin
   perform set_config('synchronous_commit', 'off', true);
 
@@ -63,6 +88,18 @@ begin
   where r.account_id = w.account_id and r.environment = w.environment and r.limiter_key = w.limiter_key
     and r.tat_ms > rate_now + w.window_ms;
 
+  -- The batch's copy of its (locked) limiters: judged and moved here, written back once each after the loop.
+  select coalesce(array_agg(concat_ws(chr(31), w.account_id, w.environment, w.limiter_key)), '{}'),
+         coalesce(array_agg(w.account_id), '{}'), coalesce(array_agg(w.environment), '{}'), coalesce(array_agg(w.limiter_key), '{}'),
+         coalesce(array_agg(r.tat_ms), '{}'), coalesce(array_agg(false), '{}')
+  into rate_keys, rate_accounts, rate_envs, rate_limiters, rate_tats, rate_moved
+  from (select distinct q->>'account_id' as account_id, q->>'environment' as environment, k->>'key' as limiter_key
+        from jsonb_array_elements(batch) q, jsonb_array_elements(q->'rates') k) w
+  -- By primary key, one limiter at a time (limit 1 keeps it a lookup, never a scan).
+  cross join lateral (select rl.tat_ms from rate_limits rl
+                      where rl.account_id = w.account_id and rl.environment = w.environment and rl.limiter_key = w.limiter_key
+                      limit 1) r;
+
   with upserted as (
     insert into budget_usage as b (account_id, environment, policy_id, scope, agent_id, session_id, on_behalf_of,
                                    unit, period, period_start, period_end, limit_amount, threshold_pct)
@@ -79,30 +116,36 @@ begin
   select coalesce(array_agg(id), '{}') into usage_ids from upserted;
   -- Holds whose decision has expired stop counting before anything is checked.
   perform authz_expire_holds(usage_ids, now_ts);
+  select coalesce(array_agg(b), '{}'),
+         coalesce(array_agg(concat_ws(chr(31), b.account_id, b.environment, b.policy_id, b.scope, b.agent_id, b.session_id,
+                                      b.on_behalf_of, b.unit, b.period, b.period_start::text)), '{}'),
+         coalesce(array_agg(false), '{}')
+  into brows, row_keys, changed
+  from budget_usage b where b.id = any(usage_ids);
 
   for req, idx in select value, ordinality::int from jsonb_array_elements(batch) with ordinality loop
     -- Every limiter must pass, else none moves.
-    result := authz_rate_limited(req, rate_now);
+    result := authz_rate_judge(req, rate_now, rate_keys, rate_tats);
     if result is not null then
       i := idx;
       return next;
       continue;
     end if;
-    update rate_limits r
-    set tat_ms = greatest(r.tat_ms, rate_now) + (rk.value->>'interval_ms')::float8
-    from jsonb_array_elements(req->'rates') rk
-    where r.account_id = req->>'account_id' and r.environment = req->>'environment' and r.limiter_key = rk.value->>'key';
+    for x in select value from jsonb_array_elements(req->'rates') loop
+      pos := array_position(rate_keys, concat_ws(chr(31), req->>'account_id', req->>'environment', x->>'key'));
+      rate_tats[pos] := greatest(rate_tats[pos], rate_now) + (x->>'interval_ms')::float8;
+      rate_moved[pos] := true;
+    end loop;
 
-    -- Each budget's row, once (rows are locked: nothing else moves them meanwhile).
+    -- Each budget's row, once (rows are locked: nothing else moves them meanwhile),
+    -- judged on the batch's copy of it.
     denied := null;
-    row_ids := '{}';
+    row_ix := '{}';
     for x in select value from jsonb_array_elements(req->'budgets') loop
-      select * into u from budget_usage b
-      where b.account_id = req->>'account_id' and b.environment = req->>'environment' and b.policy_id = x->>'policy_id'
-        and b.scope = x->>'scope' and b.agent_id = x->>'agent_id' and b.session_id = x->>'session_id'
-        and b.on_behalf_of = x->>'on_behalf_of' and b.unit = x->>'unit' and b.period = x->>'period'
-        and b.period_start = (x->>'period_start')::timestamptz;
-      row_ids := row_ids || u.id;
+      pos := array_position(row_keys, concat_ws(chr(31), req->>'account_id', req->>'environment', x->>'policy_id', x->>'scope',
+        x->>'agent_id', x->>'session_id', x->>'on_behalf_of', x->>'unit', x->>'period', ((x->>'period_start')::timestamptz)::text));
+      row_ix := row_ix || pos;
+      u := brows[pos];
       cost := (x->>'cost')::numeric;
       if u.consumed + u.held + cost > u.limit_amount then
         denied := jsonb_build_object('budget', authz_usage_json(u), 'cost', cost);
@@ -121,19 +164,44 @@ begin
     for x in select value from jsonb_array_elements(req->'budgets') loop
       n := n + 1;
       cost := (x->>'cost')::numeric;
+      u := brows[row_ix[n]];
       if x->>'unit' = 'calls' then
-        update budget_usage b set consumed = b.consumed + cost where b.id = row_ids[n] returning * into u;
+        u.consumed := u.consumed + cost;
       else
-        update budget_usage b set held = b.held + cost where b.id = row_ids[n] returning * into u;
-        insert into budget_holds (account_id, environment, decision_id, policy_id, usage_id, amount, expires_at, status, agent_id)
-        values (u.account_id, u.environment, req->>'decision_id', u.policy_id, u.id, cost,
-                (req->>'expires_at')::timestamptz, 'held', req->>'agent_id');
+        u.held := u.held + cost;
+        hold_decisions := hold_decisions || (req->>'decision_id');
+        hold_rows := hold_rows || row_ix[n];
+        hold_amounts := hold_amounts || cost;
+        hold_expiries := hold_expiries || (req->>'expires_at')::timestamptz;
+        hold_agents := hold_agents || (req->>'agent_id');
       end if;
       u := authz_budget_events(u, now_ts, req->>'agent_id');
+      brows[row_ix[n]] := u;
+      changed[row_ix[n]] := true;
       applied := applied || authz_usage_json(u);
     end loop;
     i := idx;
     result := jsonb_build_object('outcome', 'ok', 'budgets', applied);
     return next;
   end loop;
+
+  -- The limiters' states and the budget rows' counters: one update by primary key
+  -- per moved row (never a join a planner could turn into a scan); every hold in one insert.
+  for pos in 1 .. coalesce(cardinality(rate_moved), 0) loop
+    if rate_moved[pos] then
+      update rate_limits set tat_ms = rate_tats[pos]
+      where account_id = rate_accounts[pos] and environment = rate_envs[pos] and limiter_key = rate_limiters[pos];
+    end if;
+  end loop;
+  for pos in 1 .. coalesce(cardinality(changed), 0) loop
+    if changed[pos] then
+      update budget_usage set consumed = (brows[pos]).consumed, held = (brows[pos]).held where id = (brows[pos]).id;
+    end if;
+  end loop;
+  if cardinality(hold_rows) > 0 then
+    insert into budget_holds (account_id, environment, decision_id, policy_id, usage_id, amount, expires_at, status, agent_id)
+    select (brows[h.ix]).account_id, (brows[h.ix]).environment, h.decision_id, (brows[h.ix]).policy_id, (brows[h.ix]).id,
+           h.amount, h.expires_at, 'held', h.agent_id
+    from unnest(hold_rows, hold_decisions, hold_amounts, hold_expiries, hold_agents) as h(ix, decision_id, amount, expires_at, agent_id);
+  end if;
 end $$;

@@ -1,34 +1,19 @@
--- The rate limits of one request at `rate_now` (authz_rate_now), read only: null
--- when every limiter passes, else {"outcome": "rate_limited", "retry_after_ms",
--- "limiter"} naming the one that waits longest. authz_apply_limits asks it for
--- each request of a batch (rows locked, then moved when it passes);
--- authz_preview_limits for its one request.
---
--- GCRA: a limiter of N per window W has interval T = W/N; a request passes when
--- max(tat, now) + T - now <= W (a bucket of N, refilled at N per W). A row
--- further ahead than one full window (tat > now + W: the clock stepped back)
--- counts as now + W, as authz_apply_limits brings it back before judging; a
--- limiter without a row is empty (tat 0).
+-- The rate limits of one request at `rate_now` (authz_rate_now), read only, on
+-- the limiters' rows as stored: authz_rate_judge (the arithmetic, GCRA) on them.
+-- authz_preview_limits asks it for its one request.
 create or replace function authz_rate_limited(req jsonb, rate_now double precision) returns jsonb
 language plpgsql stable as $$
 declare
-  x jsonb;
-  tat double precision;
-  wait_ms double precision := 0;
-  worst text;
+  keys text[];
+  tats double precision[];
 begin
-  for x in select value from jsonb_array_elements(req->'rates') loop
-    select least(r.tat_ms, rate_now + (x->>'window_ms')::float8) into tat from rate_limits r
-    where r.account_id = req->>'account_id' and r.environment = req->>'environment' and r.limiter_key = x->>'key';
-    tat := coalesce(tat, 0);
-    if greatest(tat, rate_now) + (x->>'interval_ms')::float8 - (x->>'window_ms')::float8 - rate_now > wait_ms then
-      wait_ms := greatest(tat, rate_now) + (x->>'interval_ms')::float8 - (x->>'window_ms')::float8 - rate_now;
-      worst := x->>'key';
-    end if;
-  end loop;
-  -- A microsecond of slack absorbs float rounding of W/N.
-  if wait_ms > 0.001 then
-    return jsonb_build_object('outcome', 'rate_limited', 'retry_after_ms', wait_ms, 'limiter', worst);
-  end if;
-  return null;
+  select coalesce(array_agg(concat_ws(chr(31), r.account_id, r.environment, r.limiter_key)), '{}'),
+         coalesce(array_agg(r.tat_ms), '{}')
+  into keys, tats
+  from jsonb_array_elements(req->'rates') x
+  -- By primary key, one limiter at a time (limit 1 keeps it a lookup, never a scan); a limiter without a row has none.
+  cross join lateral (select rl.account_id, rl.environment, rl.limiter_key, rl.tat_ms from rate_limits rl
+                      where rl.account_id = req->>'account_id' and rl.environment = req->>'environment' and rl.limiter_key = x.value->>'key'
+                      limit 1) r;
+  return authz_rate_judge(req, rate_now, keys, tats);
 end $$;

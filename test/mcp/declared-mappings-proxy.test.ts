@@ -1,0 +1,160 @@
+/**
+ * Declared mappings end to end, no mocks: a real service on loopback, the real
+ * `node bin/authz.js mcp-proxy` with `declared_mappings: true`, and behind it
+ * a real MCP server whose tools declare `x-authzen-mapping`
+ * (fixtures/declaring-server.mjs, the SDK's low-level Server, recording the
+ * calls that reach it); the SDK's own MCP client in front, over stdio.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { startRuntime, type TestRuntime } from '../runtime/helpers/app.js';
+import { BIN, childEnv, ensureProxyBuilt, scratch, textOf } from './helpers/proxy.js';
+
+const SERVER = join(import.meta.dirname, 'fixtures', 'declaring-server.mjs');
+const AGENT = `declaring-${Math.random().toString(36).slice(2, 8)}`;
+
+const CONFIG = `agent_id: ${AGENT}
+server: crm
+declared_mappings: true
+tools:
+  get_invoice: { action: crm.read_invoice, resource: "inv:{id}" }
+`;
+
+describe('authz mcp-proxy with mappings declared by the server', () => {
+  let rt: TestRuntime;
+  let client: Client;
+  let record: string;
+  let stderr = '';
+
+  beforeAll(async () => {
+    ensureProxyBuilt();
+    rt = await startRuntime('embedded');
+    await rt.setPolicies([
+      { id: 'pol_customer', effect: 'allow', actions: ['authzen.get_customer'], resources: ['customer:allowed-*'] },
+      { id: 'pol_small', effect: 'allow', actions: ['authzen.small_transfer'], resources: ['account:*'] },
+      { id: 'pol_export', effect: 'allow', actions: ['crm.export_contacts'] },
+      { id: 'pol_region', effect: 'allow', actions: ['authzen.regional_report'] },
+      { id: 'pol_profile', effect: 'allow', actions: ['authzen.read_profile'] },
+      { id: 'pol_invoice', effect: 'allow', actions: ['crm.read_invoice'], resources: ['inv:*'] },
+      { id: 'pol_ping', effect: 'allow', actions: ['crm.ping_crm', 'crm.reveal_archive'] },
+      { id: 'pol_archive', effect: 'allow', actions: ['authzen.read_archive'], resources: ['archive:*'] },
+      // Would allow the refused mappings' actions: a refusal is the mapping's, not the policies'.
+      { id: 'pol_payments', effect: 'allow', actions: ['payments.charge', 'payments.pay'] },
+    ]);
+    await rt.app.listen({ port: 0, host: '127.0.0.1' });
+    const base = `http://127.0.0.1:${(rt.app.server.address() as { port: number }).port}`;
+    const files = scratch(CONFIG);
+    record = files.record;
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [BIN, 'mcp-proxy', '--config', files.config, '--', process.execPath, SERVER],
+      env: childEnv({ AUTHZ_URL: base, AUTHZ_API_KEY: rt.testKey, RECORD_FILE: files.record }),
+      stderr: 'pipe',
+    });
+    transport.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    client = new Client({ name: 'declared-test-agent', version: '1.0.0' });
+    await client.connect(transport);
+  });
+  afterAll(async () => {
+    await client?.close();
+    await rt?.close();
+  });
+
+  const reached = () =>
+    readFileSync(record, 'utf8')
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => JSON.parse(l) as { tool: string; arguments: Record<string, unknown> });
+  const decisions = async () => ((await rt.getOk(`/v1/decisions?agent_id=${AGENT}&limit=100`)).data as Array<Record<string, any>>).reverse();
+  const lastDecision = async () => (await decisions()).at(-1)!;
+  const call = (name: string, args: Record<string, unknown> = {}) => client.callTool({ name, arguments: args });
+
+  it('lists a tool by its declared literal action, always shows one computed per call, and hides one whose mapping is refused', async () => {
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name).sort()).toEqual(['export_contacts', 'get_customer', 'get_invoice', 'my_profile', 'ping_crm', 'regional_report', 'reveal_archive', 'route_payment', 'transfer']);
+    // the mapping travels on to the client (COAZ-MCP: discoverability)
+    expect(tools.find((t) => t.name === 'get_customer')?.inputSchema).toHaveProperty(['x-authzen-mapping', 'evaluation', 'action', 'name'], 'get_customer');
+    expect(stderr).toContain('tool "charge_card": its declared mapping is refused (the action payments.charge is outside this server\'s namespaces (crm.* and authzen.*))');
+  });
+
+  it('decides with the declared action and resource: one argument value allowed, another denied', async () => {
+    const allowed = await call('get_customer', { id: 'allowed-1', case: 'c-9' });
+    expect(allowed.isError).toBeFalsy();
+    expect(textOf(allowed)).toBe('get_customer done');
+    expect(await lastDecision()).toMatchObject({ action: 'authzen.get_customer', resource: 'customer:allowed-1', effect: 'allow' });
+
+    const denied = await call('get_customer', { id: 'other-2' });
+    expect(denied.isError).toBe(true);
+    const d = await lastDecision();
+    expect(d).toMatchObject({ action: 'authzen.get_customer', resource: 'customer:other-2', effect: 'deny' });
+    expect(textOf(denied)).toBe(`Denied by agent-authz: ${d.reason} (decision ${d.id}). The tool was not called.`);
+    expect(reached().filter((c) => c.tool === 'get_customer').map((c) => c.arguments.id)).toEqual(['allowed-1']);
+  });
+
+  it('computes the action with CEL over params.arguments', async () => {
+    expect((await call('transfer', { from: 'acc-1', amount: 20 })).isError).toBeFalsy();
+    expect(await lastDecision()).toMatchObject({ action: 'authzen.small_transfer', resource: 'account:acc-1', effect: 'allow' });
+    expect((await call('transfer', { from: 'acc-1', amount: 500 })).isError).toBe(true);
+    expect(await lastDecision()).toMatchObject({ action: 'authzen.large_transfer', effect: 'deny' });
+    expect(reached().filter((c) => c.tool === 'transfer').map((c) => c.arguments.amount)).toEqual([20]);
+    // an action under the server's own namespace stays as it is
+    expect((await call('export_contacts', { list: 'vip' })).isError).toBeFalsy();
+    expect(await lastDecision()).toMatchObject({ action: 'crm.export_contacts', resource: 'list:vip' });
+  });
+
+  it("refuses an action outside <server>. and authzen. with mcp_proxy.mapping_error: no decision, nothing forwarded", async () => {
+    const before = (await decisions()).length;
+    const refused = await call('charge_card', { card: '4242' });
+    expect(refused).toMatchObject({ isError: true, _meta: { 'agent-authz/error': 'mcp_proxy.mapping_error' } });
+    expect(textOf(refused)).toBe("agent-authz refused this call: the action payments.charge is outside this server's namespaces (crm.* and authzen.*). The tool was not called.");
+    // computed per call: refused when the call's value leaves the namespaces
+    const routed = await call('route_payment', { rail: 'payments' });
+    expect(routed).toMatchObject({ isError: true, _meta: { 'agent-authz/error': 'mcp_proxy.mapping_error' } });
+    expect(textOf(routed)).toContain('the action payments.pay is outside');
+    expect((await decisions()).length).toBe(before);
+    expect(reached().map((c) => c.tool)).not.toContain('charge_card');
+    expect(reached().map((c) => c.tool)).not.toContain('route_payment');
+  });
+
+  it('refuses a call whose mapping expression fails, with mcp_proxy.mapping_error and nothing forwarded', async () => {
+    const before = (await decisions()).length;
+    const failed = await call('regional_report', {});
+    expect(failed).toMatchObject({ isError: true, _meta: { 'agent-authz/error': 'mcp_proxy.mapping_error' } });
+    expect(textOf(failed)).toMatch(/^agent-authz refused this call: evaluation\.resource\.id: the expression "\$params\.arguments\.region" failed: .+\. The tool was not called\.$/);
+    expect((await decisions()).length).toBe(before);
+    expect(reached().map((c) => c.tool)).not.toContain('regional_report');
+    // with the argument the same tool is decided and forwarded
+    expect((await call('regional_report', { region: 'eu' })).isError).toBeFalsy();
+    expect(await lastDecision()).toMatchObject({ action: 'authzen.regional_report', resource: 'region:eu', effect: 'allow' });
+  });
+
+  it('gives expressions an empty token without auth: (a claim read fails)', async () => {
+    const profile = await call('my_profile');
+    expect(profile).toMatchObject({ isError: true, _meta: { 'agent-authz/error': 'mcp_proxy.mapping_error' } });
+    expect(textOf(profile)).toContain('evaluation.resource.id: the expression "$token.sub" failed');
+  });
+
+  it("lets the configuration's tools: entry win over the declared mapping, and leaves undeclared tools to the naming rule", async () => {
+    expect((await call('get_invoice', { id: 'i-1' })).isError).toBeFalsy();
+    expect(await lastDecision()).toMatchObject({ action: 'crm.read_invoice', resource: 'inv:i-1', effect: 'allow' });
+    expect((await call('ping_crm')).isError).toBeFalsy();
+    expect(await lastDecision()).toMatchObject({ action: 'crm.ping_crm', effect: 'allow' });
+    expect((await decisions()).map((d) => d.action)).not.toContain('authzen.get_invoice');
+  });
+
+  it("takes the mapping of a tool that appears later from the proxy's own re-reading on tools/list_changed", async () => {
+    const changed = new Promise<void>((resolve) => client.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()));
+    expect((await call('reveal_archive')).isError).toBeFalsy();
+    // the proxy reads the tools again before it passes the notification on
+    await changed;
+    // called without listing the tools again: decided by its declared mapping, not as crm.read_archive
+    const archive = await call('read_archive', { year: '2020' });
+    expect(archive.isError).toBeFalsy();
+    expect(await lastDecision()).toMatchObject({ action: 'authzen.read_archive', resource: 'archive:2020', effect: 'allow' });
+    expect(reached().at(-1)).toEqual({ tool: 'read_archive', arguments: { year: '2020' } });
+  });
+});

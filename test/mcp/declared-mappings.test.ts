@@ -1,0 +1,148 @@
+/**
+ * Declared mappings (COAZ-MCP binding, draft 1) as the proxy reads them: the
+ * AuthZEN action rule, `$` expressions in CEL (@bufbuild/cel) over `params`
+ * and `token`, the namespace check, and what refuses a mapping.
+ * End to end through the proxy: declared-mappings-proxy.test.ts.
+ */
+import { describe, expect, it } from 'vitest';
+import { authzenAction } from '../../clients/mcp-proxy/authzen-action.js';
+import { parseProxyConfig } from '../../clients/mcp-proxy/config.js';
+import { celVars, compileValue, DeclaredMapping, DeclaredMappings, MappingError } from '../../clients/mcp-proxy/declared-mappings.js';
+
+const mapping = (action: unknown, type: unknown, id: unknown) => ({ evaluation: { action: { name: action }, resource: { type, id } } });
+const call = (m: DeclaredMapping, args: Record<string, unknown>, token: Record<string, unknown> = {}) => m.resolve({ params: { name: 't', arguments: args }, token });
+const failure = (f: () => unknown) => {
+  try {
+    f();
+  } catch (error) {
+    expect(error).toBeInstanceOf(MappingError);
+    return (error as MappingError).message;
+  }
+  throw new Error('expected a MappingError');
+};
+
+describe('the AuthZEN action rule', () => {
+  it('keeps names of the grammar and maps the others under authzen.', () => {
+    expect(authzenAction('crm.read')).toBe('crm.read');
+    expect(authzenAction('GET')).toBe('authzen.get');
+    expect(authzenAction('can_read_user')).toBe('authzen.can_read_user');
+    expect(authzenAction('documents/read')).toBe('authzen.documents_read');
+    expect(authzenAction('2fa.verify')).toBe('authzen.t_2fa_verify');
+    expect(authzenAction('Crm.Read')).toBe('authzen.crm_read');
+    expect(authzenAction('')).toBeUndefined();
+    expect(authzenAction('a'.repeat(201))).toBeUndefined();
+    expect(authzenAction('a'.repeat(200))).toBe(`authzen.${'a'.repeat(200)}`);
+  });
+});
+
+describe('a declared mapping', () => {
+  it('decides with the literal action through the AuthZEN rule and the resource type:id from the arguments', () => {
+    const m = DeclaredMapping.from(mapping('get_customer', 'customer', '$params.arguments.id'), 'crm');
+    expect(m.fixedAction).toBe('authzen.get_customer');
+    expect(call(m, { id: 'cust-1' })).toEqual({ action: 'authzen.get_customer', resource: 'customer:cust-1' });
+  });
+
+  it('evaluates CEL over params.arguments: one value allowed, another a different action', () => {
+    const m = DeclaredMapping.from(mapping("$params.arguments.amount > 100 ? 'large_transfer' : 'small_transfer'", 'account', '$params.arguments.from'), 'bank');
+    expect(m.fixedAction).toBeUndefined();
+    expect(call(m, { amount: 20, from: 'acc-1' })).toEqual({ action: 'authzen.small_transfer', resource: 'account:acc-1' });
+    expect(call(m, { amount: 500, from: 'acc-1' })).toEqual({ action: 'authzen.large_transfer', resource: 'account:acc-1' });
+    // index notation and params.name
+    const n = DeclaredMapping.from(mapping('$params.name', 'customer', "$params.arguments['customer-id']"), 'crm');
+    expect(n.resolve({ params: { name: 'lookup', arguments: { 'customer-id': 'c 9' } }, token: {} })).toEqual({ action: 'authzen.lookup', resource: 'customer:c 9' });
+  });
+
+  it('reads the verified claims as token', () => {
+    const m = DeclaredMapping.from(mapping('read_profile', "$token.roles.exists(r, r == 'admin') ? 'admin_profile' : 'profile'", '$token.sub'), 'crm');
+    expect(call(m, {}, { sub: 'alice@example.com', roles: ['admin'] })).toEqual({ action: 'authzen.read_profile', resource: 'admin_profile:alice@example.com' });
+    expect(call(m, {}, { sub: 'bob', roles: [] })).toEqual({ action: 'authzen.read_profile', resource: 'profile:bob' });
+    // without auth: token is {}: the claim is missing and the expression fails
+    expect(failure(() => call(m, {}, {}))).toMatch(/evaluation\.resource\.type: the expression .* failed/);
+  });
+
+  it('takes a $$ value as a literal $ and other values as they are', () => {
+    const m = DeclaredMapping.from(mapping('$$pay', 'price', '$$5'), 'shop');
+    expect(call(m, {})).toEqual({ action: 'authzen.t__pay', resource: 'price:$5' });
+    expect(compileValue('plain', 'x')(celVars({ params: {}, token: {} }))).toBe('plain');
+    // numbers become their JSON form in the resource
+    const n = DeclaredMapping.from(mapping('get', 'order', '$params.arguments.n'), 'shop');
+    expect(call(n, { n: 42 })).toEqual({ action: 'authzen.get', resource: 'order:42' });
+    expect(DeclaredMapping.from(mapping('get', 'order', '$1 + 2'), 'shop').resolve({ params: {}, token: {} }).resource).toBe('order:3');
+  });
+
+  it('accepts actions under <server>. and authzen. only', () => {
+    expect(call(DeclaredMapping.from(mapping('crm.export', 'list', 'all'), 'CRM'), {})).toEqual({ action: 'crm.export', resource: 'list:all' });
+    expect(call(DeclaredMapping.from(mapping('authzen.read', 'list', 'all'), 'crm'), {}).action).toBe('authzen.read');
+    expect(failure(() => DeclaredMapping.from(mapping('payments.charge', 'card', 'x'), 'crm'))).toBe("the action payments.charge is outside this server's namespaces (crm.* and authzen.*)");
+    // an action computed per call is checked per call
+    const m = DeclaredMapping.from(mapping("$params.arguments.rail + '.pay'", 'rail', '$params.arguments.rail'), 'crm');
+    expect(call(m, { rail: 'crm' }).action).toBe('crm.pay');
+    expect(failure(() => call(m, { rail: 'payments' }))).toMatch(/payments\.pay is outside/);
+  });
+
+  it('fails on an expression that errs, yields nothing usable, or does not parse', () => {
+    const m = DeclaredMapping.from(mapping('report', 'region', '$params.arguments.region'), 'crm');
+    expect(call(m, { region: 'eu' }).resource).toBe('region:eu');
+    expect(failure(() => call(m, {}))).toMatch(/^evaluation\.resource\.id: the expression "\$params\.arguments\.region" failed: /);
+    expect(failure(() => call(DeclaredMapping.from(mapping('report', 'region', '$1 / 0'), 'crm'), {}))).toMatch(/divide by zero/);
+    expect(failure(() => call(DeclaredMapping.from(mapping('report', 'region', '$params.arguments.tags'), 'crm'), { tags: ['a'] }))).toBe('evaluation.resource.id: must resolve to a non-empty string, not ["a"]');
+    expect(failure(() => call(DeclaredMapping.from(mapping('report', 'region', ''), 'crm'), {}))).toMatch(/non-empty string/);
+    expect(failure(() => call(DeclaredMapping.from(mapping('$params.arguments.n', 'r', 'x'), 'crm'), { n: 1 }))).toBe('evaluation.action.name: must resolve to a string, not 1');
+    expect(failure(() => DeclaredMapping.from(mapping('report', 'region', '$params.arguments.(('), 'crm'))).toMatch(/does not parse/);
+  });
+
+  it('refuses a malformed mapping or the evaluations envelope', () => {
+    expect(failure(() => DeclaredMapping.from('yes', 'crm'))).toMatch(/an object with an "evaluation" envelope/);
+    expect(failure(() => DeclaredMapping.from({ evaluations: { evaluations: [] } }, 'crm'))).toMatch(/"evaluations" envelope .* not supported/);
+    expect(failure(() => DeclaredMapping.from({ evaluation: {}, other: 1 }, 'crm'))).toMatch(/exactly one member/);
+    expect(failure(() => DeclaredMapping.from({ evaluation: { action: { name: 'x' } } }, 'crm'))).toMatch(/evaluation\.resource/);
+    expect(failure(() => DeclaredMapping.from({ evaluation: { action: {}, resource: { type: 'a', id: 'b' } } }, 'crm'))).toMatch(/evaluation\.action/);
+    expect(failure(() => DeclaredMapping.from(mapping(`$${'a'.repeat(3000)}`, 'r', 'x'), 'crm'))).toMatch(/longer than 2048/);
+  });
+});
+
+describe("a session's declared mappings", () => {
+  const schema = (m: unknown) => ({ type: 'object', 'x-authzen-mapping': m });
+  const tools = [
+    { name: 'get_customer', inputSchema: schema(mapping('get_customer', 'customer', '$params.arguments.id')) },
+    { name: 'transfer', inputSchema: schema(mapping("$params.arguments.amount > 100 ? 'large' : 'small'", 'account', 'a')) },
+    { name: 'charge_card', inputSchema: schema(mapping('payments.charge', 'card', 'c')) },
+    { name: 'get_invoice', inputSchema: schema(mapping('get_invoice', 'invoice', '$params.arguments.id')) },
+    { name: 'plain', inputSchema: { type: 'object' } },
+  ];
+
+  it('are used with declared_mappings: true, the configuration\'s tools: entry winning', () => {
+    const config = parseProxyConfig({ agent_id: 'a', server: 'crm', declared_mappings: true, tools: { get_invoice: { action: 'crm.read_invoice' } } });
+    const lines: string[] = [];
+    const declared = new DeclaredMappings(config, (l) => lines.push(l));
+    declared.note(tools);
+    expect(declared.target({ name: 'get_customer', arguments: { id: 'c-1' } }, {})).toEqual({ action: 'authzen.get_customer', resource: 'customer:c-1' });
+    expect(declared.target({ name: 'get_invoice', arguments: { id: 'i-1' } }, {})).toBeUndefined();
+    expect(declared.target({ name: 'plain', arguments: {} }, {})).toBeUndefined();
+    expect(() => declared.target({ name: 'charge_card', arguments: {} }, {})).toThrow(MappingError);
+    expect(lines).toEqual(['tool "charge_card": its declared mapping is refused (the action payments.charge is outside this server\'s namespaces (crm.* and authzen.*)); its calls are refused']);
+    expect(['get_customer', 'transfer', 'charge_card', 'get_invoice', 'plain'].map((t) => declared.listing(t))).toEqual([
+      { action: 'authzen.get_customer' },
+      'shown',
+      'hidden',
+      undefined,
+      undefined,
+    ]);
+    // a new listing replaces the old one; later pages add to it
+    declared.note([tools[4]!]);
+    expect(declared.has('get_customer')).toBe(false);
+    declared.note([tools[0]!], { firstPage: false });
+    expect(declared.has('get_customer')).toBe(true);
+  });
+
+  it('are ignored without declared_mappings: true', () => {
+    const declared = new DeclaredMappings(parseProxyConfig({ agent_id: 'a', server: 'crm' }), () => undefined);
+    declared.note(tools);
+    expect(declared.target({ name: 'get_customer', arguments: { id: 'c-1' } }, {})).toBeUndefined();
+    expect(declared.listing('charge_card')).toBeUndefined();
+  });
+
+  it('need a boolean declared_mappings in the configuration', () => {
+    expect(() => parseProxyConfig({ agent_id: 'a', server: 'crm', declared_mappings: 'yes' })).toThrow(/declared_mappings: true or false/);
+  });
+});
