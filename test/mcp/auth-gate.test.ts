@@ -40,7 +40,11 @@ async function serveGate(auth: Record<string, unknown>, publicPath = '/mcp'): Pr
       return;
     }
     void gate.admit(req, res).then((identity) => {
-      if (identity) res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(identity));
+      if (!identity) return;
+      // Who the request speaks for; the verified claims travel beside it (declared mappings read them as `token`).
+      const { claims, ...who } = identity;
+      if (claims?.iss === undefined) res.writeHead(500).end('no verified claims');
+      else res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(who));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
