@@ -39,12 +39,30 @@ export const MCP_PROXY_USAGE = `usage: authz mcp-proxy --config FILE [options] -
   --url URL            the agent-authz service (default AUTHZ_URL or http://127.0.0.1:8080)
   --key KEY            an API key with scope decisions:write (default AUTHZ_API_KEY)
   --session ID         the decisions' session_id (default AUTHZ_SESSION_ID, else a fresh id;
-                       with --listen: mcp-<Mcp-Session-Id>)`;
+                       with --listen: mcp-<Mcp-Session-Id>)
+  --help, -h           this usage
+configuration keys: agent_id, server, tools, methods:, pass_through:, declared_mappings,
+  auth: (with --listen: agents and users from bearer tokens), upstream_auth (docs/mcp.md)
+exit codes: 0 the client went away or a signal ended the listener, 1 configuration
+  or upstream problems, 2 usage error`;
 
 const DEFAULT_URL = 'http://127.0.0.1:8080';
 export const EXIT_OK = 0;
 export const EXIT_PROBLEMS = 1;
 export const EXIT_USAGE = 2;
+
+/**
+ * Whether the arguments ask for the usage: `--help` or `-h` before any `--`
+ * (after it they belong to the upstream command). The compiler's CLI has the
+ * same rule (compiler/cli/io.ts), which the clients may not import.
+ */
+function wantsHelp(argv: readonly string[]): boolean {
+  for (const a of argv) {
+    if (a === '--') return false;
+    if (a === '--help' || a === '-h') return true;
+  }
+  return false;
+}
 
 /** Variables the upstream process does not inherit: the proxy's credentials are not the tools' business. */
 const WITHHELD_ENV = ['AUTHZ_API_KEY', 'AUTHZ_ADMIN_TOKEN'];
@@ -170,6 +188,10 @@ function signalled(): { promise: Promise<void>; dispose(): void } {
  */
 export async function mcpProxyCommand(argv: readonly string[], io: ProxyIo = stderrIo, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const say = (line: string) => io.err(`authz mcp-proxy: ${line}`);
+  if (wantsHelp(argv)) {
+    process.stdout.write(`${MCP_PROXY_USAGE}\n`);
+    return EXIT_OK;
+  }
   let invocation: Invocation;
   let config: ProxyConfig;
   try {

@@ -231,6 +231,9 @@ export class Enforcer {
    */
   async call(params: CallParams, who: Principal, names: ToolNames, notify?: (message: string) => Promise<void>, declared?: DeclaredMappings): Promise<Verdict> {
     const tool = params.name;
+    // The digest is of the arguments as sent (contract: absent digest as {}, an explicit null as null);
+    // the mapping and the decision's context read `args`, where null and absent are both {}.
+    const sent: unknown = params.arguments;
     const args = params.arguments ?? {};
     const colliding = names.collision(tool);
     if (colliding !== undefined) {
@@ -246,7 +249,7 @@ export class Enforcer {
           ...(target.resource === undefined ? {} : { resource: target.resource }),
           ...(target.amount === undefined ? {} : { amount: target.amount }),
           context: { mcp: { server: this.config.server, tool, arguments: args } },
-          args_digest: argsDigest(args),
+          args_digest: argsDigest(sent),
         },
         who,
         notify,
@@ -263,7 +266,9 @@ export class Enforcer {
     }
     if (decision.effect === 'deny') return { kind: 'result', result: deniedResult(decision) };
     if (!decision.permit_token) return { kind: 'result', result: refusalFromError(new Error(`decision ${decision.id} came without a permit token`)) };
-    return { kind: 'forward', params: forwardedParams({ ...params, arguments: args }, decision, decision.permit_token), decisionId: decision.id };
+    // An explicit null goes on as null, so the upstream's verifier digests what the permit was decided for.
+    const forwarded = sent === null ? params : { ...params, arguments: args };
+    return { kind: 'forward', params: forwardedParams(forwarded, decision, decision.permit_token), decisionId: decision.id };
   }
 
   /** Decides one request of the other decided methods (resources, prompts, completion, logging). */

@@ -48,10 +48,12 @@ http://127.0.0.1:8080, --admin-token to AUTHZ_ADMIN_TOKEN):
            [--format text|json|github] [--quiet]
                               the stored decisions decided again against a candidate:
                               which would change (key: AUTHZ_API_KEY)
-  mcp-proxy --config FILE [--listen HOST:PORT] [--url URL] [--key KEY] [--session ID]
-           (-- COMMAND [ARGS...] | --upstream-url URL)
+  mcp-proxy --config FILE [--listen HOST:PORT] [--public-url URL] [--url URL] [--key KEY]
+           [--session ID] (-- COMMAND [ARGS...] | --upstream-url URL)
                               an MCP server that asks the service before every tool
-                              call of the MCP server behind it (docs/mcp.md)
+                              call and decided request of the MCP server behind it;
+                              with --listen and auth:, a gateway for many agents
+                              (authz mcp-proxy --help; docs/mcp.md)
 
 every command answers --help (or -h) with its usage
 exit codes: 0 ok, 1 problems found, tests failed, or changes (diff, replay), 2 usage error`;

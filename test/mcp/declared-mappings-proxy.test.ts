@@ -3,16 +3,21 @@
  * `node bin/authz.js mcp-proxy` with `declared_mappings: true`, and behind it
  * a real MCP server whose tools declare `x-authzen-mapping`
  * (fixtures/declaring-server.mjs, the SDK's low-level Server, recording the
- * calls that reach it); the SDK's own MCP client in front, over stdio.
+ * calls that reach it); the SDK's own MCP client in front, over stdio; and as a
+ * gateway (`--listen` with `auth:`, the stand-in issuer of examples/oauth-issuer
+ * on 127.0.0.1), where `$token` in a mapping is the bearer token's verified claims.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { ChildProcess } from 'node:child_process';
+import { startStandInIssuer, type StandInIssuer } from '../../examples/oauth-issuer/server.js';
 import { startRuntime, type TestRuntime } from '../runtime/helpers/app.js';
-import { BIN, childEnv, ensureProxyBuilt, scratch, textOf } from './helpers/proxy.js';
+import { BIN, childEnv, ensureProxyBuilt, scratch, startPrinting, stop, textOf } from './helpers/proxy.js';
 
 const SERVER = join(import.meta.dirname, 'fixtures', 'declaring-server.mjs');
 const AGENT = `declaring-${Math.random().toString(36).slice(2, 8)}`;
@@ -156,5 +161,76 @@ describe('authz mcp-proxy with mappings declared by the server', () => {
     expect(archive.isError).toBeFalsy();
     expect(await lastDecision()).toMatchObject({ action: 'authzen.read_archive', resource: 'archive:2020', effect: 'allow' });
     expect(reached().at(-1)).toEqual({ tool: 'read_archive', arguments: { year: '2020' } });
+  });
+});
+
+describe('declared mappings behind a gateway with auth: ($token is the verified token)', () => {
+  let rt: TestRuntime;
+  let as: StandInIssuer;
+  let gateway: ChildProcess;
+  let url: string;
+  let record: string;
+  const clients: Client[] = [];
+  const agent = `profile-bot-${Math.random().toString(36).slice(2, 8)}`;
+
+  beforeAll(async () => {
+    ensureProxyBuilt();
+    rt = await startRuntime('embedded');
+    // Only alice's profile may be read: the resource is built from the token's sub.
+    await rt.setPolicies([{ id: 'pol_alice_profile', effect: 'allow', actions: ['authzen.read_profile'], resources: ['profile:alice'] }]);
+    await rt.app.listen({ port: 0, host: '127.0.0.1' });
+    const base = `http://127.0.0.1:${(rt.app.server.address() as { port: number }).port}`;
+    as = await startStandInIssuer({ clients: [{ client_id: agent, client_secret: 'profile-secret', user: 'alice' }] });
+    const files = scratch(`server: crm
+declared_mappings: true
+auth:
+  issuer: ${as.issuer}
+  scopes: [mcp:tools]
+`);
+    record = files.record;
+    const started = await startPrinting(
+      process.execPath,
+      [BIN, 'mcp-proxy', '--config', files.config, '--listen', '127.0.0.1:0', '--url', base, '--key', rt.testKey, '--', process.execPath, SERVER],
+      { RECORD_FILE: files.record },
+      (l) => /listening on (http:\/\/\S+)/.exec(l)?.[1],
+    );
+    gateway = started.child;
+    url = started.value;
+  });
+  afterAll(async () => {
+    for (const c of clients) await c.close().catch(() => undefined);
+    if (gateway) await stop(gateway);
+    await as?.close();
+    await rt?.close();
+  });
+
+  /** An SDK client over Streamable HTTP with a bearer token for this agent acting for `user`. */
+  async function clientFor(user: string): Promise<Client> {
+    const token = await as.mint({ claims: { aud: url, client_id: agent, sub: user, scope: 'mcp:tools' } });
+    const client = new Client({ name: 'declared-gateway-agent', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+    clients.push(client);
+    return client;
+  }
+  const lastDecision = async () => ((await rt.getOk(`/v1/decisions?agent_id=${agent}&limit=1`)).data as Array<Record<string, any>>)[0]!;
+  const reached = () =>
+    readFileSync(record, 'utf8')
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => JSON.parse(l) as { tool: string });
+
+  it("builds the resource from the token's sub: alice's token is allowed, bob's is denied and not forwarded", async () => {
+    const alice = await clientFor('alice');
+    const allowed = await alice.callTool({ name: 'my_profile', arguments: {} });
+    expect(allowed.isError).toBeFalsy();
+    expect(await lastDecision()).toMatchObject({ agent_id: agent, on_behalf_of: 'alice', action: 'authzen.read_profile', resource: 'profile:alice', effect: 'allow' });
+
+    const bob = await clientFor('bob');
+    const denied = await bob.callTool({ name: 'my_profile', arguments: {} });
+    expect(denied.isError).toBe(true);
+    const d = await lastDecision();
+    expect(d).toMatchObject({ agent_id: agent, on_behalf_of: 'bob', action: 'authzen.read_profile', resource: 'profile:bob', effect: 'deny' });
+    expect(textOf(denied)).toBe(`Denied by agent-authz: ${d.reason} (decision ${d.id}). The tool was not called.`);
+    expect(reached().filter((c) => c.tool === 'my_profile')).toHaveLength(1);
   });
 });

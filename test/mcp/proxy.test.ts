@@ -183,6 +183,19 @@ describe.each(STORE_KINDS)('authz mcp-proxy (%s store)', (kind) => {
       expect(await settled(call.meta!['agent-authz/decision'] as string)).toMatchObject({ action: 'tools.fail', status: 'rejected' });
     });
 
+    it('absent arguments are digested as {}, an explicit null as null (the contract, as the verifier does)', async () => {
+      const digests = async () => new Set((await decisionsOf(p.agentId)).filter((d) => d.action === 'tools.fail').map((d) => d.args_digest as string));
+      const before = await digests();
+      await p.proxy.client.callTool({ name: 'fail' });
+      const absent = [...(await digests())].filter((x) => !before.has(x));
+      expect(absent).toEqual([argsDigest({})]);
+      // The SDK client sends what it is given; null is not in its types.
+      await p.proxy.client.callTool({ name: 'fail', arguments: null as unknown as Record<string, unknown> }).catch(() => undefined);
+      const added = [...(await digests())].filter((x) => !before.has(x));
+      expect(added.sort()).toEqual([argsDigest({}), argsDigest(null)].sort());
+      expect(argsDigest(null)).not.toBe(argsDigest({}));
+    });
+
     it('a call whose arguments lack what the mapping needs is refused, not forwarded', async () => {
       const before = p.calls().length;
       const result = await p.proxy.client.callTool({ name: 'charge', arguments: { customer_id: 'cus_1', amount: 'ten' } });

@@ -5,8 +5,8 @@
  * environment variable the service reads, each with its default: the variables
  * are found in the runtime's sources here (`env.NAME`, `env['NAME']`,
  * `int(env, 'NAME', ...)`, `process.env.NAME`), so a variable added without
- * its line in the help fails this test. (`authz mcp-proxy --help` is the MCP
- * proxy's own: test/mcp.)
+ * its line in the help fails this test. `authz mcp-proxy --help` (the MCP
+ * proxy's own usage, clients/mcp-proxy/cli.ts) answers the same way.
  */
 import { execFile } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -67,6 +67,8 @@ describe('authz <command> --help', () => {
     [['keys', '--help'], /^usage:\n {2}authz keys create/],
     [['keys', 'create', '--help'], /^usage:\n {2}authz keys create/],
     [['push', '--help'], /^usage: authz push FILE/],
+    [['mcp-proxy', '--help'], /^usage: authz mcp-proxy --config FILE/],
+    [['mcp-proxy', '-h'], /^usage: authz mcp-proxy --config FILE/],
     [['--help'], /^usage: authz <command> \[options\]/],
   ];
 
@@ -85,6 +87,13 @@ describe('authz <command> --help', () => {
     // After `--`, --help is a path like any other.
     const asPath = await authz('validate', '--', '--help');
     expect(asPath.code).toBe(2);
+    // mcp-proxy: --help before the upstream command's `--` (no configuration needed); after it, the upstream's own argument.
+    const proxy = await authz('mcp-proxy', '--config', 'missing.yaml', '--help');
+    expect(proxy.code).toBe(0);
+    expect(proxy.stdout).toMatch(/^usage: authz mcp-proxy/);
+    const upstreams = await authz('mcp-proxy', '--', 'node', '--help');
+    expect(upstreams.code).toBe(2);
+    expect(upstreams.stdout).toBe('');
   });
 
   it('authz serve --help lists every environment variable the service reads, each with its default', async () => {
