@@ -184,15 +184,15 @@ describe.each(STORE_KINDS)('authz mcp-proxy (%s store)', (kind) => {
     });
 
     it('absent arguments are digested as {}, an explicit null as null (the contract, as the verifier does)', async () => {
-      const digests = async () => new Set((await decisionsOf(p.agentId)).filter((d) => d.action === 'tools.fail').map((d) => d.args_digest as string));
-      const before = await digests();
+      // The digests of the tools.fail decisions made since `seen` (by decision id: earlier tests digested {} too).
+      const failDecisions = async () => (await decisionsOf(p.agentId)).filter((d) => d.action === 'tools.fail');
+      const seen = new Set((await failDecisions()).map((d) => d.id as string));
+      const newDigests = async () => (await failDecisions()).filter((d) => !seen.has(d.id as string)).map((d) => d.args_digest as string);
       await p.proxy.client.callTool({ name: 'fail' });
-      const absent = [...(await digests())].filter((x) => !before.has(x));
-      expect(absent).toEqual([argsDigest({})]);
+      expect(await newDigests()).toEqual([argsDigest({})]);
       // The SDK client sends what it is given; null is not in its types.
       await p.proxy.client.callTool({ name: 'fail', arguments: null as unknown as Record<string, unknown> }).catch(() => undefined);
-      const added = [...(await digests())].filter((x) => !before.has(x));
-      expect(added.sort()).toEqual([argsDigest({}), argsDigest(null)].sort());
+      expect((await newDigests()).sort()).toEqual([argsDigest({}), argsDigest(null)].sort());
       expect(argsDigest(null)).not.toBe(argsDigest({}));
     });
 
