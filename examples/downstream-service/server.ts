@@ -14,8 +14,6 @@
  * Run: `node dist/examples/downstream-service/server.js` (AUTHZ_URL, default
  * http://127.0.0.1:8080; PORT, default 8090; HOST, default 127.0.0.1).
  */
-import { realpathSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import {
   createPermitVerifier,
@@ -24,6 +22,7 @@ import {
   PermitUnavailableError,
   type PermitVerifierOptions,
 } from '../../verifier/index.js';
+import { closeOnSignals, listenAddress, runAsMain } from '../shared/run-main.js';
 
 export interface DownstreamServiceOptions {
   /** The authorization service's JWKS, `{base}/.well-known/jwks.json`. */
@@ -78,31 +77,9 @@ export async function buildDownstreamService(options: DownstreamServiceOptions):
 
 async function main(): Promise<void> {
   const authzUrl = (process.env.AUTHZ_URL || 'http://127.0.0.1:8080').replace(/\/+$/, '');
-  const port = Number(process.env.PORT || 8090);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`PORT must be a port number, not ${JSON.stringify(process.env.PORT)}`);
-  const host = process.env.HOST || '127.0.0.1';
   const app = await buildDownstreamService({ jwksUrl: `${authzUrl}/.well-known/jwks.json`, issuer: authzUrl, logger: true });
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(signal, () => {
-      void app.close().then(() => process.exit(0));
-    });
-  }
-  await app.listen({ port, host });
+  closeOnSignals(app);
+  await app.listen(listenAddress(8090));
 }
 
-function runDirectly(): boolean {
-  const script = process.argv[1];
-  if (!script) return false;
-  try {
-    return realpathSync(script) === realpathSync(fileURLToPath(import.meta.url));
-  } catch {
-    return false;
-  }
-}
-
-if (runDirectly()) {
-  main().catch((err: unknown) => {
-    console.error(err instanceof Error ? err.message : err);
-    process.exit(1);
-  });
-}
+runAsMain(import.meta.url, main);

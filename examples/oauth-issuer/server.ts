@@ -24,11 +24,10 @@
  * for, default `mcp:tools`). It prints one JSON line with its issuer URL.
  */
 import { randomUUID, timingSafeEqual } from 'node:crypto';
-import { realpathSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { fileURLToPath } from 'node:url';
 import { exportJWK, generateKeyPair, SignJWT, type JWK, type JWTPayload } from 'jose';
+import { closeOnSignals, listenAddress, runAsMain } from '../shared/run-main.js';
 
 /** A client the stand-in knows. */
 export interface StandInClient {
@@ -253,33 +252,14 @@ function parseClients(text: string): StandInClient[] {
 }
 
 async function main(): Promise<void> {
-  const port = Number(process.env.PORT ?? 9000);
   const as = await startStandInIssuer({
-    host: process.env.HOST ?? '127.0.0.1',
-    port,
+    ...listenAddress(9000),
     clients: parseClients(process.env.CLIENTS ?? 'support-bot-7:secret-7:alice,support-bot-8:secret-8:bob'),
     scopes: (process.env.SCOPES ?? 'mcp:tools').split(/[ ,]+/).filter((s) => s !== ''),
   });
   console.log(JSON.stringify({ issuer: as.issuer, token_endpoint: as.tokenEndpoint, jwks_uri: as.jwksUri }));
   console.error(`stand-in authorization server: issuer ${as.issuer}, tokens at ${as.tokenEndpoint} (client credentials)`);
-  const stop = () => void as.close().then(() => process.exit(0));
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  closeOnSignals(as);
 }
 
-function runDirectly(): boolean {
-  const script = process.argv[1];
-  if (!script) return false;
-  try {
-    return realpathSync(script) === realpathSync(fileURLToPath(import.meta.url));
-  } catch {
-    return false;
-  }
-}
-
-if (runDirectly()) {
-  main().catch((err: unknown) => {
-    console.error(err instanceof Error ? err.message : err);
-    process.exit(1);
-  });
-}
+runAsMain(import.meta.url, main);

@@ -10,11 +10,10 @@
  * endpoint's `whsec_...` secret, required; DASHBOARD_URL, default
  * http://127.0.0.1:8080/dashboard; PORT, default 4001; HOST, default 127.0.0.1).
  */
-import { realpathSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import { buildReceiver } from '../webhook-receiver/server.js';
 import { reviewMessage, type ChatMessage } from './message.js';
+import { closeOnSignals, listenAddress, runAsMain } from '../shared/run-main.js';
 
 export interface ReviewReceiverOptions {
   /** The endpoint's signing secret, `whsec_...`. */
@@ -48,25 +47,9 @@ export function buildReviewReceiver(options: ReviewReceiverOptions): Promise<Fas
 async function main(): Promise<void> {
   const secret = process.env.WEBHOOK_SECRET ?? '';
   if (!secret.startsWith('whsec_')) throw new Error('WEBHOOK_SECRET must be the endpoint signing secret (whsec_...), shown once by POST /v1/webhooks');
-  const port = Number(process.env.PORT || 4001);
   const app = await buildReviewReceiver({ secret, dashboardUrl: process.env.DASHBOARD_URL || 'http://127.0.0.1:8080/dashboard' });
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void app.close().then(() => process.exit(0)));
-  await app.listen({ port, host: process.env.HOST || '127.0.0.1' });
+  closeOnSignals(app);
+  await app.listen(listenAddress(4001));
 }
 
-function runDirectly(): boolean {
-  const script = process.argv[1];
-  if (!script) return false;
-  try {
-    return realpathSync(script) === realpathSync(fileURLToPath(import.meta.url));
-  } catch {
-    return false;
-  }
-}
-
-if (runDirectly()) {
-  main().catch((err: unknown) => {
-    console.error(err instanceof Error ? err.message : err);
-    process.exit(1);
-  });
-}
+runAsMain(import.meta.url, main);

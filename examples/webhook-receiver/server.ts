@@ -23,10 +23,9 @@
  * the endpoint's `whsec_...` secret; STANDARD_WEBHOOKS=1 to require the Standard
  * Webhooks headers; PORT, default 4000; HOST, default 127.0.0.1).
  */
-import { realpathSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { verifyStandardWebhook, verifyWebhookSignature } from '../../webhooks/index.js';
+import { closeOnSignals, listenAddress, runAsMain } from '../shared/run-main.js';
 
 /** The event envelope (spec 2.5). */
 export interface WebhookEnvelope {
@@ -157,33 +156,10 @@ export async function buildReceiver(options: WebhookReceiverOptions): Promise<Fa
 async function main(): Promise<void> {
   const secret = process.env.WEBHOOK_SECRET ?? '';
   if (!secret.startsWith('whsec_')) throw new Error('WEBHOOK_SECRET must be the endpoint signing secret (whsec_...), shown once by POST /v1/webhooks');
-  const port = Number(process.env.PORT || 4000);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`PORT must be a port number, not ${JSON.stringify(process.env.PORT)}`);
-  const host = process.env.HOST || '127.0.0.1';
   // Each event's type and id is logged by the route; a real receiver would act on it here.
   const app = await buildReceiver({ secret, standardWebhooks: process.env.STANDARD_WEBHOOKS === '1', logger: true });
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(signal, () => {
-      void app.close().then(() => process.exit(0));
-    });
-  }
-  await app.listen({ port, host });
+  closeOnSignals(app);
+  await app.listen(listenAddress(4000));
 }
 
-/** `import.meta.url === pathToFileURL(process.argv[1]).href`, through symlinks. */
-function runDirectly(): boolean {
-  const script = process.argv[1];
-  if (!script) return false;
-  try {
-    return realpathSync(script) === realpathSync(fileURLToPath(import.meta.url));
-  } catch {
-    return false;
-  }
-}
-
-if (runDirectly()) {
-  main().catch((err: unknown) => {
-    console.error(err instanceof Error ? err.message : err);
-    process.exit(1);
-  });
-}
+runAsMain(import.meta.url, main);
