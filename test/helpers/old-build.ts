@@ -4,11 +4,13 @@
  * in place). Same idea as bench/compare/run.ts, but cached across runs.
  *
  * `oldBuild(ref)` resolves `ref` to its full commit hash and returns
- * `<tmpdir>/authz-old-build-<hash>`: a detached `git worktree` of that commit
+ * `<tmpdir>/authz-old-build-<hash>-<checkout>`: a detached `git worktree` of that commit
  * with its `dist/` built by tsc (`<dir>/bin/authz.js` runs that build). Its
  * node_modules is a symlink to this checkout's, which requires the commit's
  * package-lock.json to be this checkout's (else it throws: installing another
- * set of packages is not a test's business).
+ * set of packages is not a test's business). `<checkout>` is a short hash of
+ * this checkout's path: a build linked to another checkout's node_modules (a
+ * worktree since removed, a second clone) is never reused.
  *
  * Caching: the worktree is LEFT in the temporary directory (and registered in
  * `git worktree list`) so that later runs reuse its build; a commit is
@@ -22,10 +24,11 @@
  * shallow clone): the upgrade test needs it.
  *
  * @example
- * const dir = oldBuild(OLD_MAIN); // '/tmp/authz-old-build-f282b88...'
+ * const dir = oldBuild(OLD_MAIN); // '/tmp/authz-old-build-f282b88...-3c9a1e0b'
  * await startServeProcess(port, env, 30_000, join(dir, 'bin', 'authz.js'));
  */
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -53,14 +56,16 @@ export function commitOf(ref: string): string {
 /** The directory of a build of `ref` (see the module comment); builds it the first time (tsc, a minute or two). */
 export function oldBuild(ref: string): string {
   const commit = commitOf(ref);
-  const dir = join(tmpdir(), `authz-old-build-${commit}`);
-  const built = (d: string) => existsSync(join(d, 'dist', 'runtime', 'serve.js')) && existsSync(join(d, 'bin', 'authz.js'));
+  const checkout = createHash('sha256').update(realpathSync(ROOT)).digest('hex').slice(0, 8);
+  const dir = join(tmpdir(), `authz-old-build-${commit}-${checkout}`);
+  const built = (d: string) => existsSync(join(d, 'dist', 'runtime', 'serve.js')) && existsSync(join(d, 'bin', 'authz.js')) && existsSync(join(d, 'node_modules', 'fastify'));
   if (built(dir)) return dir;
 
-  // Same lock file, same packages: ours serve. Checked before anything is made.
-  const lock = git(['show', `${commit}:package-lock.json`]);
-  if (lock !== readFileSync(join(ROOT, 'package-lock.json'), 'utf8').trim()) {
-    throw new Error(`oldBuild(${ref}): its package-lock.json differs from this checkout's, so this checkout's node_modules cannot run it; pick a commit with the same lock file (or extend test/helpers/old-build.ts)`);
+  // Every package the commit installs is installed here at the same version: ours serve
+  // (packages added since do no harm). Checked before anything is made.
+  const missing = packagesMissingHere(JSON.parse(git(['show', `${commit}:package-lock.json`])) as Lock);
+  if (missing.length > 0) {
+    throw new Error(`oldBuild(${ref}): this checkout's node_modules cannot run it, its package-lock.json has packages this one lacks or has at another version (${missing.slice(0, 5).join(', ')}); pick another commit (or extend test/helpers/old-build.ts)`);
   }
   // Registrations of worktrees whose directories are gone (a cleaned tmp, an interrupted build).
   git(['worktree', 'prune']);
@@ -103,4 +108,14 @@ export function oldBuild(ref: string): string {
     }
     throw error;
   }
+}
+
+type Lock = { packages?: Record<string, { version?: string }> };
+
+/** `path@version` of each package in `lock` that this checkout's lock file lacks at that version. */
+function packagesMissingHere(lock: Lock): string[] {
+  const here = (JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as Lock).packages ?? {};
+  return Object.entries(lock.packages ?? {})
+    .filter(([path, entry]) => path !== '' && here[path]?.version !== entry.version)
+    .map(([path, entry]) => `${path}@${entry.version}`);
 }
