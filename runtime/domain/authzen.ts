@@ -19,6 +19,7 @@ import { ApiError, InvalidActionError, InvalidFieldError, MissingFieldError } fr
 import { where } from '../shared/storable.js';
 import type { DecisionRow } from '../store/decisions.js';
 import type { Principal } from '../tenant.js';
+import { permits } from './decision-state.js';
 import type { DecisionInput } from './decisions.js';
 
 type Json = Record<string, unknown>;
@@ -313,6 +314,3 @@ export async function evaluateBatch(deps: AuthzenDeps, principal: Principal, req
   }
   return outcomes;
 }
-
-/** AuthZEN's `decision: true`: an allow, or a review that is not awaiting a human's approval (an approved one, used, included). */
-export const permits = (row: Pick<DecisionRow, 'effect' | 'status'>): boolean => row.effect !== 'deny' && row.status !== 'awaiting_approval';

@@ -3,8 +3,7 @@
  * standard)", and the third part's "Access requests": requestable denials,
  * tasks, approvals).
  */
-import { taskStatus, type TaskStatus } from '../domain/access-requests.js';
-import { permits } from '../domain/authzen.js';
+import { permits, taskStatus, type TaskStatus } from '../domain/decision-state.js';
 import type { ApiError } from '../errors/api-error.js';
 import type { DecisionRow } from '../store/decisions.js';
 

@@ -1,12 +1,6 @@
 /** The public form of a decision (contract: Decisions). */
-import type { DecisionPreview } from '../domain/decisions.js';
+import { publicStatus, type DecisionPreview } from '../domain/decision-state.js';
 import type { DecisionRow } from '../store/decisions.js';
-
-export type PublicStatus = DecisionRow['status'] | 'expired';
-
-export function publicStatus(row: DecisionRow, nowMs: number): PublicStatus {
-  return row.status === 'pending' && row.expires_at.getTime() <= nowMs ? 'expired' : row.status;
-}
 
 export function decisionResource(row: DecisionRow, nowMs: number, options: { withToken?: boolean } = {}): Record<string, unknown> {
   return {
