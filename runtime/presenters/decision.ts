@@ -53,9 +53,10 @@ export function reviewResource(row: DecisionRow): Record<string, unknown> | null
   };
 }
 
-/** A preview's public form (without `object`, which the route sets). */
+/** POST /v1/decisions/preview: what a decision would be now (`approval_required` is not shown). */
 export function previewResource(p: DecisionPreview): Record<string, unknown> {
   return {
+    object: 'decision_preview',
     effect: p.effect,
     reason: p.reason,
     policy_id: p.policy_id,

@@ -8,7 +8,7 @@ import type { DecisionInput } from '../domain/decisions.js';
 import { requestDeadline } from '../http/deadline.js';
 import type { IdempotentAnswers } from '../http/idempotency.js';
 import { pageParams, type ListQuery } from '../http/list.js';
-import { listBody } from '../presenters/list.js';
+import { dataList, listBody } from '../presenters/list.js';
 import { idParams } from '../http/params.js';
 import { queryTime } from '../http/query-time.js';
 import { LongPolls } from '../http/long-polls.js';
@@ -72,14 +72,14 @@ export const decisionRoutes: FastifyPluginAsync = async (app) => {
   app.post<{ Body: DecisionInput }>(
     '/v1/decisions/preview',
     { config: { scope: 'decisions:write' }, schema: { body: loadSchema('api/decision-request') } },
-    async (request) => ({ object: 'decision_preview', ...previewResource(await decisions.preview(request.principal, request.body)) }),
+    async (request) => previewResource(await decisions.preview(request.principal, request.body)),
   );
 
   // Yes or no per action for this agent, never which policy.
   app.post<{ Body: { agent_id: string; actions: string[] } }>(
     '/v1/actions/possible',
     { config: { scope: 'decisions:write' }, schema: { body: loadSchema('api/actions-possible') } },
-    async (request) => ({ object: 'list', data: await decisions.possible(request.principal, request.body.agent_id, request.body.actions) }),
+    async (request) => dataList(await decisions.possible(request.principal, request.body.agent_id, request.body.actions)),
   );
 
   // NDJSON, oldest first, streamed a page at a time (constant memory however many).
