@@ -211,6 +211,25 @@ export class DecisionService {
     return actions.map((action) => ({ action, possible: grants.some((p) => p.actions.some((pattern) => actionPatternMatches(pattern, action))) }));
   }
 
+  /**
+   * The permits of a replayed answer (an Idempotency-Key repeated, on POST
+   * /v1/decisions or the AuthZEN evaluations): the key's platform limit
+   * admitted (a replay counts as a request, however many decisions it names),
+   * then each decision re-read as it is now (an approval whose time is up
+   * denied first) and its permit signed afresh, in the order of `ids` (null for
+   * a deny). A permit is a bearer credential stored nowhere, so a replay cannot
+   * answer the first one.
+   *
+   * @example
+   * const [token] = await decisions.replayPermits(principal, ['dec_...']);
+   */
+  async replayPermits(principal: Principal, ids: readonly string[]): Promise<Array<string | null>> {
+    await this.deps.limits.admitKey(principal);
+    const tokens: Array<string | null> = [];
+    for (const id of ids) tokens.push(this.deps.permits.issue(await this.get(principal, id)));
+    return tokens;
+  }
+
   /** The decision as it is now: an approval whose time is up is denied (review.timeout) before it is answered. */
   async get(principal: Principal, id: string): Promise<DecisionRow> {
     const row = await findDecision(this.deps.sql, principal.accountId, principal.environment, id);
