@@ -11,24 +11,25 @@
  * - `{name}` in a resource template is the tool argument of that name;
  *   `amount` names the argument that carries the amount.
  */
-import type { ProxyConfig } from './config.js';
+import { ACTION_RE } from '../../compiler/patterns/action.js';
+import { actionPart } from '../../compiler/patterns/action-names.js';
 
-/** The spec's action grammar (section 4): `namespace.verb`, each part `[a-z][a-z0-9_]*`. */
-export const ACTION_PATTERN = /^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$/;
+/** The spec's action grammar (section 4): `namespace.verb`, each part `[a-z][a-z0-9_]*` (the compiler's, a leaf clients may import). */
+export const ACTION_PATTERN = ACTION_RE;
+
+/** One part of a derived action name (the compiler's rule, shared with the AuthZEN action rule): `actionPart('Write-File')` is `write_file`. */
+export { actionPart };
 
 const PLACEHOLDER = /\{([^{}]*)\}/g;
 
-/**
- * One part of a derived action name.
- *
- * @example
- * ```ts
- * console.log(actionPart('Write-File'), actionPart('2fa'), actionPart('')); // => write_file t_2fa t_
- * ```
- */
-export function actionPart(name: string): string {
-  const part = name.toLowerCase().replace(/[^a-z0-9_]/g, '_');
-  return /^[a-z]/.test(part) ? part : `t_${part}`;
+/** How one tool's calls become decisions (the `tools:` entries of the configuration, config.ts). */
+export interface ToolMapping {
+  /** The action decided for the tool (`namespace.verb`); default `<server>.<tool>`, sanitised. */
+  action?: string;
+  /** A resource template: `{name}` is the tool argument of that name, e.g. `file:{path}`. */
+  resource?: string;
+  /** The name of the argument that carries the decision's `amount`. */
+  amount?: string;
 }
 
 /**
@@ -121,7 +122,7 @@ export interface CallTarget {
  * ```
  */
 export class ActionMap {
-  constructor(private readonly config: Pick<ProxyConfig, 'server' | 'tools'>) {}
+  constructor(private readonly config: { server: string; tools: Record<string, ToolMapping> }) {}
 
   /** The action of a tool: its mapping's, else the derived one. */
   actionOf(tool: string): string {

@@ -1,24 +1,12 @@
 /**
- * The AuthZEN action rule (contract, third part: "AuthZEN, interoperable"):
- * a name that fits the spec's action grammar (`namespace.verb`, each part
- * `[a-z][a-z0-9_]*`) is the action as it is; any other name becomes
- * `authzen.` + the name lower-cased with every character outside `[a-z0-9_]`
- * replaced by `_`, with `t_` in front when it does not start with a letter.
- *
- * A leaf with no imports, so that one copy can serve the runtime's AuthZEN
- * routes and the MCP proxy's declared mappings (clients/ may not import
- * runtime/): the runtime keeps its own copy (runtime/domain/authzen.ts) until
- * the two are joined in a shared leaf both may import.
+ * The AuthZEN action rule (contract, third part: "AuthZEN, interoperable") as
+ * the MCP proxy's declared mappings apply it: the one definition
+ * (compiler/patterns/action-names.ts, a leaf the runtime's AuthZEN routes use
+ * too), with an empty name refused as well (a mapping must name an action).
  */
+import { AUTHZEN_NAMESPACE, authzenActionOf, MAX_AUTHZEN_ACTION_NAME } from '../../compiler/patterns/action-names.js';
 
-/** The spec's action grammar: `namespace.verb`, each part `[a-z][a-z0-9_]*` (no wildcards). */
-const GRAMMAR = /^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$/;
-
-/** The longest AuthZEN action name taken (the contract: longer names are refused). */
-export const MAX_AUTHZEN_ACTION_NAME = 200;
-
-/** The namespace of the actions made from AuthZEN names outside the grammar. */
-export const AUTHZEN_NAMESPACE = 'authzen';
+export { AUTHZEN_NAMESPACE, MAX_AUTHZEN_ACTION_NAME };
 
 /**
  * The decision's action for an AuthZEN action name, or undefined when the
@@ -30,8 +18,5 @@ export const AUTHZEN_NAMESPACE = 'authzen';
  * ```
  */
 export function authzenAction(name: string): string | undefined {
-  if (name === '' || name.length > MAX_AUTHZEN_ACTION_NAME) return undefined;
-  if (GRAMMAR.test(name)) return name;
-  const verb = name.toLowerCase().replace(/[^a-z0-9_]/g, '_');
-  return `${AUTHZEN_NAMESPACE}.${/^[a-z]/.test(verb) ? verb : `t_${verb}`}`;
+  return name === '' ? undefined : authzenActionOf(name);
 }

@@ -23,20 +23,13 @@
  */
 import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
-import { ACTION_PATTERN, templateProblems } from './actions.js';
+import { ACTION_PATTERN, templateProblems, type ToolMapping } from './actions.js';
 import { parseAuthConfig, type AuthConfig } from './auth/config.js';
 import { isDecidedMethod, KNOWN_METHODS, type MethodMappings } from './methods.js';
 import { parseUpstreamAuth, type UpstreamAuthConfig } from './upstream-auth/config.js';
 
-/** How one tool's calls become decisions. */
-export interface ToolMapping {
-  /** The action decided for the tool (`namespace.verb`); default `<server>.<tool>`, sanitised. */
-  action?: string;
-  /** A resource template: `{name}` is the tool argument of that name, e.g. `file:{path}`. */
-  resource?: string;
-  /** The name of the argument that carries the decision's `amount`. */
-  amount?: string;
-}
+/** How one tool's calls become decisions (defined beside the action map that reads it). */
+export type { ToolMapping };
 
 export interface ProxyConfig {
   /** The agent of every decision; required unless `auth:` takes it from each request's token. */

@@ -17,6 +17,7 @@ import { redactContext, type RedactionPath } from '../shared/redact.js';
 import { recordAccessRequest } from '../store/reviews.js';
 import type { Principal } from '../tenant.js';
 import type { PermitIssuer } from './decision-ports.js';
+import { isApprovalDeadlinePassed, isLive } from './decision-state.js';
 import type { DecisionInput, DecisionService } from './decisions.js';
 
 type Json = Record<string, unknown>;
@@ -34,25 +35,6 @@ export interface AccessRequestDeps {
 export interface AccessRequestBody {
   denial: { evaluation_id: string; expires_at?: string; reason?: string };
   context?: Json | null;
-}
-
-/** A task's status (the profile's values this service answers). */
-export type TaskStatus = 'pending' | 'approved' | 'denied' | 'expired';
-
-/**
- * The task status of a decision an access request was submitted for: awaiting
- * approval `pending`; approved (whatever followed: used, expired, refused by a
- * budget on approval) `approved`; refused by a reviewer `denied`; not reviewed
- * by the approval deadline (`review.timeout`) `expired`.
- *
- * @example
- * taskStatus({ review_status: 'open', reason: 'policy.matched' });   // => 'pending'
- * taskStatus({ review_status: 'denied', reason: 'review.timeout' }); // => 'expired'
- */
-export function taskStatus(row: Pick<DecisionRow, 'review_status' | 'reason'>): TaskStatus {
-  if (row.review_status === 'approved') return 'approved';
-  if (row.review_status === 'denied') return row.reason === 'review.timeout' ? 'expired' : 'denied';
-  return 'pending';
 }
 
 /** What `context.approval` of a re-evaluation names: the approval's id, or null when it is not an approval object. */
@@ -85,7 +67,7 @@ export class AccessRequests {
       throw new DecisionNotReviewableError(`decision ${id} never awaited approval (${row.effect}, ${row.reason}): only a requestable denial (context.reason approval_required) takes an access request`);
     }
     if (row.review_request_context !== null && row.review_request_context !== undefined) return { row, created: false };
-    if (row.approval_expires_at.getTime() <= this.deps.clock.now()) {
+    if (isApprovalDeadlinePassed(row, this.deps.clock.now())) {
       throw new DecisionExpiredError(`the approval deadline of decision ${id} passed at ${row.approval_expires_at.toISOString()}: evaluate again for a new one`);
     }
     const context = redactContext(body.context ?? {}, this.deps.redact ?? []) ?? {};
@@ -123,8 +105,7 @@ export class AccessRequests {
     const id = approvalId(input.context);
     if (id === null) return null;
     const row = await findDecision(this.deps.sql, principal.accountId, principal.environment, id);
-    if (!row || row.review_status !== 'approved' || row.approval_expires_at === null || row.status !== 'pending') return null;
-    if (row.expires_at.getTime() <= this.deps.clock.now()) return null;
+    if (!row || row.review_status !== 'approved' || row.approval_expires_at === null || !isLive(row, this.deps.clock.now())) return null;
     const same = row.agent_id === input.agent_id && row.action === input.action && row.resource === (input.resource ?? null) && row.amount === (input.amount ?? null);
     if (!same) return null;
     let confirmed: DecisionRow;

@@ -10,27 +10,23 @@ import type { ApiKeyCache } from '../auth/key-cache.js';
 import type { Clock } from '../clock.js';
 import { AccountNotFoundError, ApiKeyNotFoundError } from '../errors/api-error.js';
 import { newId } from '../ids.js';
-import { findAccount, findAccountsByName, insertAccount, insertApiKey, revokeApiKey, revokeLiveApiKey } from '../store/accounts.js';
+import { findAccount, findAccountsByName, insertAccount, insertApiKey, revokeApiKey, revokeLiveApiKey, type AccountRow } from '../store/accounts.js';
 import { CHANNELS, notify } from '../store/channels.js';
 import type { Sql, SqlOrTx } from '../store/connect.js';
 import type { Environment } from '../tenant.js';
 
+/** An API key just made: the full key exists only here (the store keeps its hash). Its public form: presenters/account.ts. */
 export interface CreatedKey {
   id: string;
-  object: 'api_key';
   key: string;
   account_id: string;
   environment: Environment;
   scopes: string[];
-  created_at: string;
+  created_at: Date;
 }
 
-export interface CreatedAccount {
-  id: string;
-  object: 'account';
-  name: string;
-  created_at: string;
-}
+/** An account (its stored row). Its public form: presenters/account.ts. */
+export type Account = AccountRow;
 
 /**
  * Creates an API key in the caller's transaction; the full key exists only in
@@ -43,7 +39,7 @@ export async function createApiKey(sql: SqlOrTx, accountId: string, environment:
   const key = generateApiKey(environment);
   const id = newId('key', at.getTime());
   await insertApiKey(sql, { id, account_id: accountId, environment, key_prefix: displayPrefix(key), scopes, created_at: at, revoked_at: null }, hashApiKey(key), replaces);
-  return { id, object: 'api_key', key, account_id: accountId, environment, scopes, created_at: at.toISOString() };
+  return { id, key, account_id: accountId, environment, scopes, created_at: at };
 }
 
 /**
@@ -52,10 +48,10 @@ export async function createApiKey(sql: SqlOrTx, accountId: string, environment:
  * @example
  * const account = await createAccount(sql, 'acme', new Date(clock.now()));
  */
-export async function createAccount(sql: SqlOrTx, name: string, at: Date): Promise<CreatedAccount> {
+export async function createAccount(sql: SqlOrTx, name: string, at: Date): Promise<Account> {
   const id = newId('acc', at.getTime());
   await insertAccount(sql, { id, name, created_at: at });
-  return { id, object: 'account', name, created_at: at.toISOString() };
+  return { id, name, created_at: at };
 }
 
 /** Most accounts {@link AccountService.findByName} answers (names are meant to be unique in practice). */
@@ -68,14 +64,13 @@ export class AccountService {
     private readonly keys: ApiKeyCache,
   ) {}
 
-  createAccount(name: string): Promise<CreatedAccount> {
+  createAccount(name: string): Promise<Account> {
     return createAccount(this.sql, name, new Date(this.clock.now()));
   }
 
   /** The accounts named `name`, oldest first (at most {@link ACCOUNTS_BY_NAME_LIMIT}). */
-  async findByName(name: string): Promise<CreatedAccount[]> {
-    const rows = await findAccountsByName(this.sql, name, ACCOUNTS_BY_NAME_LIMIT);
-    return rows.map((r) => ({ id: r.id, object: 'account', name: r.name, created_at: r.created_at.toISOString() }));
+  async findByName(name: string): Promise<Account[]> {
+    return findAccountsByName(this.sql, name, ACCOUNTS_BY_NAME_LIMIT);
   }
 
   /** 404 account.not_found for an unknown account. */

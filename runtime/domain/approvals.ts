@@ -26,6 +26,7 @@ import type { BudgetUsage } from '../store/limits.js';
 import { extendHolds, lockDecision, overdueApprovals, writeReview } from '../store/reviews.js';
 import type { Principal, Tenant } from '../tenant.js';
 import type { ApprovalTimeouts, DecisionLimits } from './decision-ports.js';
+import { isOverdue } from './decision-state.js';
 import type { PolicySets } from './policy-sets.js';
 import { waiterKey, type ReviewWaiters } from './review-waiters.js';
 
@@ -43,11 +44,6 @@ export interface ApprovalsDeps {
   limits: DecisionLimits;
   policySets: PolicySets;
   waiters: ReviewWaiters;
-}
-
-/** An approval whose time is up at `atMs` (the service clock). */
-export function isOverdue(row: DecisionRow, atMs: number): boolean {
-  return row.status === 'awaiting_approval' && row.approval_expires_at !== null && row.approval_expires_at.getTime() <= atMs;
 }
 
 /** What one transaction changed, for after its commit. */

@@ -19,7 +19,8 @@ import type { Sql } from '../store/connect.js';
 import { activeAgentIds } from '../store/agents.js';
 import type { Principal } from '../tenant.js';
 import { invalid, isObject, MAX_AGENT_ID_LENGTH, MAX_RESOURCE_LENGTH, readEntity, toDecisionInput, type AuthzenEvaluation } from './authzen.js';
-import type { DecisionInput, DecisionPreview } from './decisions.js';
+import type { DecisionInput } from './decisions.js';
+import type { DecisionPreview } from './decision-state.js';
 import type { PolicySets } from './policy-sets.js';
 
 type Json = Record<string, unknown>;

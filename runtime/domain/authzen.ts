@@ -14,11 +14,12 @@
  * properties plus `name`, the name as sent. Members the API does not define
  * are ignored at every level, as AuthZEN says receivers must.
  */
-import { isValidAction } from '../../compiler/index.js';
+import { authzenActionOf, MAX_AUTHZEN_ACTION_NAME } from '../../compiler/index.js';
 import { ApiError, InvalidActionError, InvalidFieldError, MissingFieldError } from '../errors/api-error.js';
 import { where } from '../shared/storable.js';
 import type { DecisionRow } from '../store/decisions.js';
 import type { Principal } from '../tenant.js';
+import { permits } from './decision-state.js';
 import type { DecisionInput } from './decisions.js';
 
 type Json = Record<string, unknown>;
@@ -142,11 +143,9 @@ export function readEvaluation(value: unknown, at = ''): AuthzenEvaluation {
   return evaluation;
 }
 
-/** The longest AuthZEN action name taken (contract: 400 validation.invalid_action above). */
-export const MAX_ACTION_NAME_LENGTH = 200;
-
 /**
- * The decision's action for an AuthZEN action name: the name itself when it
+ * The decision's action for an AuthZEN action name, by the compiler's rule
+ * (`authzenActionOf`, shared with the MCP proxy): the name itself when it
  * fits the action grammar (namespace.verb), else `authzen.` + the name
  * lower-cased with every character outside [a-z0-9_] replaced by `_`, with
  * `t_` in front when it does not start with a letter.
@@ -160,13 +159,12 @@ export const MAX_ACTION_NAME_LENGTH = 200;
  * authzenAction('2fa.verify');       // => 'authzen.t_2fa_verify'
  */
 export function authzenAction(name: string, at = ''): string {
-  if (name.length > MAX_ACTION_NAME_LENGTH) {
-    const message = `${where('body', `${at}/action/name`)} must NOT have more than ${MAX_ACTION_NAME_LENGTH} characters`;
+  const action = authzenActionOf(name);
+  if (action === undefined) {
+    const message = `${where('body', `${at}/action/name`)} must NOT have more than ${MAX_AUTHZEN_ACTION_NAME} characters`;
     throw new InvalidActionError(message, { details: [{ path: `${at}/action/name`, message }] });
   }
-  if (isValidAction(name)) return name;
-  const verb = name.toLowerCase().replace(/[^a-z0-9_]/g, '_');
-  return `authzen.${/^[a-z]/.test(verb) ? verb : `t_${verb}`}`;
+  return action;
 }
 
 /** `options.evaluations_semantic` of a batch (AuthZEN 1.0). */
@@ -313,6 +311,3 @@ export async function evaluateBatch(deps: AuthzenDeps, principal: Principal, req
   }
   return outcomes;
 }
-
-/** AuthZEN's `decision: true`: an allow, or a review that is not awaiting a human's approval (an approved one, used, included). */
-export const permits = (row: Pick<DecisionRow, 'effect' | 'status'>): boolean => row.effect !== 'deny' && row.status !== 'awaiting_approval';

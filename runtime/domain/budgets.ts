@@ -28,8 +28,8 @@ import { periodBounds } from '../limits/periods.js';
 
 export type BudgetStatus = 'ok' | 'threshold' | 'exceeded';
 
-export interface BudgetResource {
-  object: 'budget';
+/** One budget key's accounting in its current period (GET /v1/budgets' item; its public form: presenters/budget.ts). */
+export interface BudgetAccount {
   policy_id: string;
   /** Null for a user-scoped budget (shared by every agent acting for the user). */
   agent_id: string | null;
@@ -44,11 +44,10 @@ export interface BudgetResource {
   consumed: number;
   held: number;
   period: string;
-  period_start: string;
-  period_resets_at: string;
+  period_start: Date;
+  period_resets_at: Date;
   threshold_alert: number | null;
   status: BudgetStatus;
-  livemode: boolean;
 }
 
 /** `exceeded` once consumption reaches the limit; `threshold` once it reaches threshold x limit. */
@@ -99,18 +98,17 @@ async function enabledBudgets(deps: Deps, principal: Principal): Promise<{ curre
   return { current, all: set.table.rows.flatMap((row) => current(row.policy.id) ?? []) };
 }
 
-export async function listBudgets(deps: Deps, principal: Principal, page: PageParams, filter: BudgetFilter = {}): Promise<Page<BudgetResource>> {
+export async function listBudgets(deps: Deps, principal: Principal, page: PageParams, filter: BudgetFilter = {}): Promise<Page<BudgetAccount>> {
   const { accountId, environment } = principal;
   const now = deps.clock.now();
   await releaseExpiredHolds(deps.sql, now, { accountId, environment });
   const { current, all } = await enabledBudgets(deps, principal);
   const usage = await currentUsage(deps.sql, accountId, environment, now, filter);
-  const items = new Map<string, BudgetResource>();
+  const items = new Map<string, BudgetAccount>();
   const add = (policy: BudgetPolicy, key: { agent_id: string | null; session_id: string | null; on_behalf_of: string | null }, consumed: number, held: number) => {
     const scope = budgetScope(policy.budget);
     const { start, end } = periodBounds(policy.budget.period, now);
     items.set(cursorOf(policy.id, scope, key.agent_id, key.session_id, key.on_behalf_of), {
-      object: 'budget',
       policy_id: policy.id,
       agent_id: key.agent_id,
       scope,
@@ -121,11 +119,10 @@ export async function listBudgets(deps: Deps, principal: Principal, page: PagePa
       consumed,
       held,
       period: policy.budget.period,
-      period_start: new Date(start).toISOString(),
-      period_resets_at: new Date(end).toISOString(),
+      period_start: new Date(start),
+      period_resets_at: new Date(end),
       threshold_alert: policy.budget.threshold_alert ?? null,
       status: budgetStatus(consumed, policy.budget),
-      livemode: environment === 'live',
     });
   };
   for (const u of usage) {
@@ -197,7 +194,7 @@ export async function remainingBudgets(deps: Deps, principal: Principal, subject
 export class BudgetService {
   constructor(private readonly deps: Deps) {}
 
-  list(principal: Principal, page: PageParams, filter: BudgetFilter | string = {}): Promise<Page<BudgetResource>> {
+  list(principal: Principal, page: PageParams, filter: BudgetFilter | string = {}): Promise<Page<BudgetAccount>> {
     return listBudgets(this.deps, principal, page, typeof filter === 'string' ? { agentId: filter } : filter);
   }
 

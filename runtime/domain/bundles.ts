@@ -42,8 +42,8 @@ import { loadPolicies, lockPolicySet, readPolicySetVersion } from '../store/poli
 import type { Principal, Tenant } from '../tenant.js';
 import { diagnosticsToDetails, type PolicySets } from './policy-sets.js';
 
+/** An environment's active set: its hash and size, and (read back) its version. Its public form: presenters/bundle.ts. */
 export interface BundleSummary {
-  object: 'bundle';
   hash: string;
   policies: number;
   version?: number;
@@ -78,7 +78,7 @@ export class BundleService {
     // Checked by loadBundle: compiling the set need not read them again.
     this.policySets.primeReads(loaded.table.rows);
     await this.replace(p, next);
-    return { object: 'bundle', hash: loaded.bundle.hash, policies: next.length };
+    return { hash: loaded.bundle.hash, policies: next.length };
   }
 
   /**
@@ -110,7 +110,7 @@ export class BundleService {
   async get(p: Principal): Promise<BundleSummary> {
     const version = await readPolicySetVersion(this.sql, p.accountId, p.environment);
     const policies = (await loadPolicies<Policy>(this.sql, p.accountId, p.environment)).map((r) => r.policy);
-    return { object: 'bundle', hash: policySetHash(policies), policies: policies.length, version: version?.version ?? 0 };
+    return { hash: policySetHash(policies), policies: policies.length, version: version?.version ?? 0 };
   }
 
   /** Finishes the pushes that committed and undoes those left staging by a stopped process (start-up; before each push). */

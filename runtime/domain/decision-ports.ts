@@ -68,6 +68,8 @@ export interface DecisionLimits {
   resolveHolds(tx: SqlOrTx, principal: Principal, decisionId: string, confirm: boolean, amount: number | null, amounts?: Record<string, number> | null): Promise<BudgetUsage[]>;
   /** After the transaction of `resolveHolds` commits. */
   note(principal: Principal, usage: readonly BudgetUsage[]): void;
+  /** The API key's platform limit alone (a replayed answer, which makes no decision); over it: throws RateLimitExceededError. */
+  admitKey(principal: Principal): Promise<void>;
 }
 
 /**

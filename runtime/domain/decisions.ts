@@ -38,8 +38,8 @@ import type { Tracing } from '../telemetry/tracing.js';
 import type { Page, PageParams } from '../store/pagination.js';
 import type { Environment, Principal } from '../tenant.js';
 import { NO_ATTRIBUTES, type AgentDirectory, type KnownStatus } from './agent-directory.js';
-import { isOverdue } from './approvals.js';
 import type { ApprovalTimeouts, DecisionLimits, PermitIssuer } from './decision-ports.js';
+import { isLive, isOverdue, type DecisionOutcome as Outcome, type DecisionPreview } from './decision-state.js';
 import type { DecisionWriter } from './decision-writer.js';
 import type { PolicySets } from './policy-sets.js';
 
@@ -81,16 +81,6 @@ export interface DecisionDeps {
 
 /** Rows read per page of an export. */
 const EXPORT_PAGE = 1000;
-
-type Outcome = Pick<DecisionRow, 'effect' | 'reason' | 'policy_id' | 'matched_policy_ids' | 'warnings'> & { shadow?: DecisionRow['shadow'] };
-
-/** POST /v1/decisions/preview: what a decision would be now. */
-export interface DecisionPreview extends Outcome {
-  /** Set when the decision would be refused with 429 rate_limit.exceeded (then effect deny, reason rate_limit.exceeded). */
-  retry_after_seconds?: number;
-  /** Set when the decision would be a review awaiting a human's approval (not shown by POST /v1/decisions/preview). */
-  approval_required?: true;
-}
 
 /** Steps 2-6 of the evaluation order, and the policies whose limits step 7 applies. */
 interface Evaluated {
@@ -221,6 +211,25 @@ export class DecisionService {
     return actions.map((action) => ({ action, possible: grants.some((p) => p.actions.some((pattern) => actionPatternMatches(pattern, action))) }));
   }
 
+  /**
+   * The permits of a replayed answer (an Idempotency-Key repeated, on POST
+   * /v1/decisions or the AuthZEN evaluations): the key's platform limit
+   * admitted (a replay counts as a request, however many decisions it names),
+   * then each decision re-read as it is now (an approval whose time is up
+   * denied first) and its permit signed afresh, in the order of `ids` (null for
+   * a deny). A permit is a bearer credential stored nowhere, so a replay cannot
+   * answer the first one.
+   *
+   * @example
+   * const [token] = await decisions.replayPermits(principal, ['dec_...']);
+   */
+  async replayPermits(principal: Principal, ids: readonly string[]): Promise<Array<string | null>> {
+    await this.deps.limits.admitKey(principal);
+    const tokens: Array<string | null> = [];
+    for (const id of ids) tokens.push(this.deps.permits.issue(await this.get(principal, id)));
+    return tokens;
+  }
+
   /** The decision as it is now: an approval whose time is up is denied (review.timeout) before it is answered. */
   async get(principal: Principal, id: string): Promise<DecisionRow> {
     const row = await findDecision(this.deps.sql, principal.accountId, principal.environment, id);
@@ -268,7 +277,7 @@ export class DecisionService {
     // The decision's status and its budget holds change together or not at all.
     const done = await sql.begin(async (tx) => {
       const current = await findDecision(tx, accountId, environment, id);
-      const resolvable = current !== undefined && current.status === 'pending' && current.expires_at > at;
+      const resolvable = current !== undefined && isLive(current, at.getTime());
       const confirmed = to === 'confirmed' ? (amount ?? current?.amount ?? null) : null;
       const row = await resolveDecision(tx, accountId, environment, id, to, at, confirmed);
       const confirming = to === 'confirmed';

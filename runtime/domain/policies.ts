@@ -5,7 +5,7 @@
  * recompiles, bumps the version, stores the `policy.updated` events and
  * notifies the other processes.
  */
-import type { Policy } from '../../compiler/index.js';
+import type { Diagnostic, Policy } from '../../compiler/index.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import { PolicyConflictError, PolicyNotFoundError, TooManyPoliciesError } from '../errors/api-error.js';
@@ -16,7 +16,7 @@ import type { Sql } from '../store/connect.js';
 import type { Page, PageParams } from '../store/pagination.js';
 import { deletePolicy, findPolicy, listPolicies, upsertPolicy, type PolicyRecord } from '../store/policies.js';
 import type { Principal } from '../tenant.js';
-import { lintsOf, nameClash, validatePolicy, type PolicyValidation, type ValidationDiagnostic } from './policy-validation.js';
+import { lintsOf, nameClash, validatePolicy, type PolicyValidation } from './policy-validation.js';
 import type { PolicySets } from './policy-sets.js';
 
 export type StoredPolicy = PolicyRecord<Policy>;
@@ -40,7 +40,7 @@ export class PolicyService {
    * the stored policy and the lints that concern it in its environment now
    * (`warnings`, as validate reports them: a conflict at the same priority, ...).
    */
-  async create(p: Principal, input: PolicyInput): Promise<StoredPolicy & { warnings: ValidationDiagnostic[] }> {
+  async create(p: Principal, input: PolicyInput): Promise<StoredPolicy & { warnings: Diagnostic[] }> {
     const policy = policyFromInput(input, this.clock.now());
     const now = this.clock.now();
     await this.policySets.change(p.accountId, p.environment, async (tx, current) => {

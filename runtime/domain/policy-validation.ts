@@ -12,23 +12,12 @@ import { positionIn, readBodyPolicy, type PolicyInput } from './policy-input.js'
 import type { CompiledSet } from './policy-sets.js';
 import { runSliced } from '../shared/sliced.js';
 
-export interface ValidationDiagnostic {
-  severity: Severity;
-  /** The compiler's code: `yaml.syntax`, `policy.invalid_field`, `condition.*`, `policy.duplicate_name`, `lint.*`. */
-  code: string;
-  message: string;
-  /** JSON pointer into the policy (`/` for the whole of it). */
-  path: string;
-  /** 1-based, for a YAML body. */
-  line?: number;
-  column?: number;
-}
-
+/** What the compiler says of one policy in its environment. Its public form: presenters/policy-validation.ts. */
 export interface PolicyValidation {
-  object: 'policy_validation';
   /** No errors (warnings allowed): POST or PUT would accept it. */
   valid: boolean;
-  diagnostics: ValidationDiagnostic[];
+  /** Errors first, then by place and message. */
+  diagnostics: Diagnostic[];
 }
 
 /** Names are unique per environment: the problem of the body's /name, or null. */
@@ -81,17 +70,12 @@ async function inEnvironment(set: CompiledSet, mine: ReadPolicy): Promise<Diagno
   return out;
 }
 
-/** The diagnostics' public form (POST /v1/policies/validate, and the warnings POST /v1/policies answers). */
-function publicDiagnostic(d: Diagnostic): ValidationDiagnostic {
-  return { severity: d.severity, code: d.code, message: d.message, path: d.path ?? '/', ...(d.line !== undefined ? { line: d.line, column: d.col ?? 1 } : {}) };
-}
-
 /**
  * The lints (warnings: lint.conflict, lint.shadowed, ...) of a policy now in
  * `set`, as POST /v1/policies/validate reports them: POST /v1/policies answers
  * them beside the created policy. `locator` places them in a YAML body.
  */
-export async function lintsOf(set: CompiledSet, id: string, locator?: SourceLocator): Promise<ValidationDiagnostic[]> {
+export async function lintsOf(set: CompiledSet, id: string, locator?: SourceLocator): Promise<Diagnostic[]> {
   const policy = set.policies.find((p) => p.id === id);
   if (!policy) return [];
   const pos = locator?.value('');
@@ -100,7 +84,7 @@ export async function lintsOf(set: CompiledSet, id: string, locator?: SourceLoca
     condition: set.table.byId.get(id)?.conditionAst ?? null,
     origin: { pointer: '', ...(locator && pos ? { file: locator.file, line: pos.line, col: pos.col, locator } : {}) },
   };
-  return (await inEnvironment(set, mine)).filter((d) => d.severity === 'warning').map(publicDiagnostic);
+  return (await inEnvironment(set, mine)).filter((d) => d.severity === 'warning');
 }
 
 export async function validatePolicy(set: CompiledSet, input: PolicyInput, nowMs: number): Promise<PolicyValidation> {
@@ -115,9 +99,5 @@ export async function validatePolicy(set: CompiledSet, input: PolicyInput, nowMs
   const sorted = [...diagnostics].sort(
     (a, b) => rank(a.severity) - rank(b.severity) || (a.line ?? 0) - (b.line ?? 0) || (a.col ?? 0) - (b.col ?? 0) || a.message.localeCompare(b.message),
   );
-  return {
-    object: 'policy_validation',
-    valid: !diagnostics.some((d) => d.severity === 'error'),
-    diagnostics: sorted.map(publicDiagnostic),
-  };
+  return { valid: !diagnostics.some((d) => d.severity === 'error'), diagnostics: sorted };
 }

@@ -21,6 +21,7 @@ import { listReviews } from '../store/reviews.js';
 import type { Principal } from '../tenant.js';
 import type { Approvals, VerdictInput } from './approvals.js';
 import type { PermitIssuer } from './decision-ports.js';
+import { isPastExpiry } from './decision-state.js';
 import type { DecisionService } from './decisions.js';
 import { waiterKey, type ReviewWaiters, type Wake } from './review-waiters.js';
 
@@ -123,7 +124,7 @@ export class ReviewService {
       throw new DecisionAwaitingApprovalError(`decision ${id} awaits approval until ${row.approval_expires_at?.toISOString()}; wait with GET /v1/decisions/${id}?wait=60`);
     }
     if (row.status !== 'pending') throw new DecisionNotPendingError(`decision ${id} is ${row.status}${row.effect === 'deny' ? ` (${row.reason})` : ''}: it has no permit`);
-    if (row.expires_at.getTime() <= this.deps.clock.now()) throw new DecisionExpiredError(`decision ${id} expired at ${row.expires_at.toISOString()}`);
+    if (isPastExpiry(row, this.deps.clock.now())) throw new DecisionExpiredError(`decision ${id} expired at ${row.expires_at.toISOString()}`);
     return this.deps.permits.issue(row);
   }
 }

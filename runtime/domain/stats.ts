@@ -9,7 +9,7 @@ import type { DecisionEffect } from '../store/decisions.js';
 import { decisionsPerMinute, topDenied } from '../store/stats.js';
 import { decisionIdsBetween } from './decision-id-range.js';
 import type { Principal } from '../tenant.js';
-import type { BudgetResource, BudgetService } from './budgets.js';
+import type { BudgetAccount, BudgetService } from './budgets.js';
 
 export type EffectCounts = Record<DecisionEffect, number>;
 
@@ -69,7 +69,7 @@ export class StatsService {
   }
 
   /** The budgets of this period nearest their limits ((consumed + held) / limit), nearest first. */
-  async budgetsNearestLimit(principal: Principal, limit: number): Promise<Array<BudgetResource & { used_fraction: number }>> {
+  async budgetsNearestLimit(principal: Principal, limit: number): Promise<Array<BudgetAccount & { used_fraction: number }>> {
     const all = await this.deps.budgets.list(principal, { limit: 100_000, startingAfter: null });
     return all.data
       .map((b) => ({ ...b, used_fraction: (b.consumed + b.held) / b.limit }))

@@ -9,7 +9,7 @@
 import { newId } from '../ids.js';
 import { agentResource } from '../presenters/agent.js';
 import { decisionResource, reviewResource } from '../presenters/decision.js';
-import type { PolicyChange } from '../presenters/policy.js';
+import { policyInEvent, type PolicyChange } from '../presenters/policy.js';
 import type { AgentRow } from '../store/agents.js';
 import type { DecisionRow, NewAgent } from '../store/decisions.js';
 import type { EventRow, StoredEventRow } from '../store/events.js';
@@ -90,5 +90,5 @@ export function registrationEvent(a: NewAgent): EventRow {
 
 /** `policy.updated`: `data.policy` (the policy as in a policy file, with `object`) and `data.change`. */
 export function policyEvent(tenant: Tenant, policy: object, change: PolicyChange, atMs: number): EventRow {
-  return eventRow('policy.updated', tenant.accountId, tenant.environment, atMs, { policy: { ...policy, object: 'policy' }, change });
+  return eventRow('policy.updated', tenant.accountId, tenant.environment, atMs, { policy: policyInEvent(policy), change });
 }

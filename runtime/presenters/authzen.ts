@@ -3,10 +3,10 @@
  * standard)", and the third part's "Access requests": requestable denials,
  * tasks, approvals).
  */
-import { taskStatus, type TaskStatus } from '../domain/access-requests.js';
-import { permits } from '../domain/authzen.js';
+import { permits, taskStatus, type TaskStatus } from '../domain/decision-state.js';
 import type { ApiError } from '../errors/api-error.js';
 import type { DecisionRow } from '../store/decisions.js';
+import type { ReplayableAnswer } from './decision.js';
 
 /** An approval as the profile names it: the approved decision, when, and until when it may be used. */
 export interface ApprovalObject {
@@ -35,6 +35,46 @@ export interface AuthzenAnswer {
   /** True for allow and review (not while awaiting approval), false for deny and for a batch entry that failed. */
   decision: boolean;
   context: DecisionContext | { error: { code: string; message: string } };
+}
+
+/** The answers of a body: the one evaluation, or each of a batch. */
+const answersOf = (body: { evaluations?: AuthzenAnswer[] } & Partial<AuthzenAnswer>): AuthzenAnswer[] => body.evaluations ?? [body as AuthzenAnswer];
+
+/**
+ * The form of an evaluation's (or a batch's) answer an Idempotency-Key
+ * stores: every `permit_token` left out (a bearer credential is stored nowhere).
+ *
+ * @example
+ * authzenAnswerToStore('{"decision":true,"context":{"id":"dec_1","permit_token":"eyJ..."}}'); // => '{"decision":true,"context":{"id":"dec_1"}}'
+ */
+export function authzenAnswerToStore(text: string): string {
+  const body = JSON.parse(text) as { evaluations?: AuthzenAnswer[] };
+  for (const answer of answersOf(body)) if ('permit_token' in answer.context) delete answer.context.permit_token;
+  return JSON.stringify(body);
+}
+
+/**
+ * An evaluation's (or a batch's) stored answer, for a replay: each answer
+ * with `decision: true` and a decision id carries a permit; a fresh token is
+ * set where one is signed.
+ *
+ * @example
+ * const answer = replayableAuthzenAnswer(stored);
+ * answer.withPermits(await decisions.replayPermits(principal, answer.permitIds));
+ */
+export function replayableAuthzenAnswer(stored: string): ReplayableAnswer {
+  const body = JSON.parse(stored) as { evaluations?: AuthzenAnswer[] };
+  const holders = answersOf(body).filter((a): a is AuthzenAnswer & { context: DecisionContext } => 'id' in a.context && a.decision);
+  return {
+    permitIds: holders.map((a) => a.context.id),
+    withPermits(tokens) {
+      holders.forEach((a, i) => {
+        const token = tokens[i];
+        if (token) a.context.permit_token = token;
+      });
+      return JSON.stringify(body);
+    },
+  };
 }
 
 /** POST /access/v1/requests, on AUTHZ_BASE_URL. */

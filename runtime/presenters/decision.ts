@@ -1,12 +1,6 @@
 /** The public form of a decision (contract: Decisions). */
-import type { DecisionPreview } from '../domain/decisions.js';
+import { publicStatus, type DecisionPreview } from '../domain/decision-state.js';
 import type { DecisionRow } from '../store/decisions.js';
-
-export type PublicStatus = DecisionRow['status'] | 'expired';
-
-export function publicStatus(row: DecisionRow, nowMs: number): PublicStatus {
-  return row.status === 'pending' && row.expires_at.getTime() <= nowMs ? 'expired' : row.status;
-}
 
 export function decisionResource(row: DecisionRow, nowMs: number, options: { withToken?: boolean } = {}): Record<string, unknown> {
   return {
@@ -59,9 +53,10 @@ export function reviewResource(row: DecisionRow): Record<string, unknown> | null
   };
 }
 
-/** A preview's public form (without `object`, which the route sets). */
+/** POST /v1/decisions/preview: what a decision would be now (`approval_required` is not shown). */
 export function previewResource(p: DecisionPreview): Record<string, unknown> {
   return {
+    object: 'decision_preview',
     effect: p.effect,
     reason: p.reason,
     policy_id: p.policy_id,
@@ -69,5 +64,48 @@ export function previewResource(p: DecisionPreview): Record<string, unknown> {
     warnings: p.warnings,
     ...(p.shadow ? { shadow: p.shadow } : {}),
     ...(p.retry_after_seconds === undefined ? {} : { retry_after_seconds: p.retry_after_seconds }),
+  };
+}
+
+/**
+ * A stored answer (an Idempotency-Key's) as a replay sends it again: the
+ * decisions it carried a permit for, and the answer with their fresh permits
+ * (a permit is a bearer credential: the stored form has none).
+ */
+export interface ReplayableAnswer {
+  /** The decisions whose permit the answer carries, in the answer's order. */
+  permitIds: string[];
+  /** The answer with `tokens` (in the order of `permitIds`) as their permit tokens. */
+  withPermits(tokens: ReadonlyArray<string | null>): string;
+}
+
+/**
+ * The form of POST /v1/decisions' answer an Idempotency-Key stores: `permit_token` null.
+ *
+ * @example
+ * decisionAnswerToStore('{"id":"dec_1","permit_token":"eyJ..."}'); // => '{"id":"dec_1","permit_token":null}'
+ */
+export function decisionAnswerToStore(body: string): string {
+  return JSON.stringify({ ...(JSON.parse(body) as object), permit_token: null });
+}
+
+/**
+ * POST /v1/decisions' stored answer, for a replay: its decision carries a
+ * permit unless it awaited approval (that one has its permit from POST
+ * /v1/decisions/:id/permit only, and stays null).
+ *
+ * @example
+ * const answer = replayableDecisionAnswer(stored);
+ * answer.withPermits(await decisions.replayPermits(principal, answer.permitIds));
+ */
+export function replayableDecisionAnswer(stored: string): ReplayableAnswer {
+  const answer = JSON.parse(stored) as { id: string; status: string; permit_token: string | null };
+  const permitIds = answer.status === 'awaiting_approval' ? [] : [answer.id];
+  return {
+    permitIds,
+    withPermits(tokens) {
+      if (permitIds.length > 0) answer.permit_token = tokens[0] ?? null;
+      return JSON.stringify(answer);
+    },
   };
 }

@@ -1,17 +1,39 @@
 /** The public form of a policy (JSON resource or YAML document), and what changed between two versions of one. */
 import { stringify } from 'yaml';
-import { canonicalJson, canonicalPolicy, type Policy } from '../../compiler/index.js';
+import { canonicalJson, canonicalPolicy, type Diagnostic, type Policy } from '../../compiler/index.js';
 import type { Environment } from '../tenant.js';
+import { diagnosticResource } from './policy-validation.js';
 
 export type PolicyChange = 'created' | 'updated' | 'enabled' | 'disabled' | 'shadowed' | 'deleted';
 
+/** The policy resource: the policy, `object`, `livemode` and its timestamps. */
 export function policyResource(policy: Policy, environment: Environment, createdAt: Date, updatedAt: Date): Record<string, unknown> {
   return { ...policy, object: 'policy', livemode: environment === 'live', created_at: createdAt.toISOString(), updated_at: updatedAt.toISOString() };
 }
 
 /** POST /v1/policies' answer: the policy resource and the lints that concern it in its environment (`[]` when none). */
-export function createdPolicyResource(policy: Policy, environment: Environment, at: Date, warnings: readonly unknown[]): Record<string, unknown> {
-  return { ...policyResource(policy, environment, at, at), warnings };
+export function createdPolicyResource(policy: Policy, environment: Environment, at: Date, warnings: readonly Diagnostic[]): Record<string, unknown> {
+  return { ...policyResource(policy, environment, at, at), warnings: warnings.map(diagnosticResource) };
+}
+
+/**
+ * DELETE /v1/policies/:id.
+ *
+ * @example
+ * deletedPolicyResource('pol_1'); // => { id: 'pol_1', object: 'policy', deleted: true }
+ */
+export function deletedPolicyResource(id: string): Record<string, unknown> {
+  return { id, object: 'policy', deleted: true };
+}
+
+/**
+ * A policy in a `policy.updated` event's body: as in a policy file, with `object`.
+ *
+ * @example
+ * policyInEvent(policy).object; // => 'policy'
+ */
+export function policyInEvent(policy: object): Record<string, unknown> {
+  return { ...policy, object: 'policy' };
 }
 
 /**

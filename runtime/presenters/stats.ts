@@ -1,7 +1,9 @@
 /** The public forms of the dashboard's overview figures (GET /v1/stats/decisions, GET /v1/stats/budgets). */
-import type { BudgetResource } from '../domain/budgets.js';
+import type { BudgetAccount } from '../domain/budgets.js';
 import type { DecisionStats } from '../domain/stats.js';
 import type { Environment } from '../tenant.js';
+import { budgetResource } from './budget.js';
+import { listBody, type ListBody } from './list.js';
 
 /**
  * `{ object: 'decision_stats', minutes, since, until, per_minute: [{ minute, allow, deny, review }], totals, top_denied_agents, top_denied_actions }`.
@@ -24,6 +26,10 @@ export function decisionStatsBody(s: DecisionStats, environment: Environment): R
 }
 
 /** The budgets nearest their limits, as a list of budgets (GET /v1/budgets' items) with `used_fraction`. */
-export function budgetStatsBody(items: Array<BudgetResource & { used_fraction: number }>): Record<string, unknown> {
-  return { object: 'list', data: items, has_more: false, url: '/v1/stats/budgets' };
+export function budgetStatsBody(items: Array<BudgetAccount & { used_fraction: number }>, environment: Environment): ListBody<Record<string, unknown>> {
+  return listBody(
+    items.map((b) => ({ ...budgetResource(b, environment), used_fraction: b.used_fraction })),
+    false,
+    '/v1/stats/budgets',
+  );
 }

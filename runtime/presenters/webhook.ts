@@ -18,6 +18,26 @@ export function endpointResource(row: EndpointRow): Record<string, unknown> {
   };
 }
 
+/**
+ * POST /v1/webhooks: the endpoint and its signing secret (answered this once).
+ *
+ * @example
+ * createdEndpointResource(row, 'whsec_...').secret; // => 'whsec_...'
+ */
+export function createdEndpointResource(row: EndpointRow, secret: string): Record<string, unknown> {
+  return { ...endpointResource(row), secret };
+}
+
+/**
+ * DELETE /v1/webhooks/:id.
+ *
+ * @example
+ * deletedEndpointResource('we_1'); // => { id: 'we_1', object: 'webhook_endpoint', deleted: true }
+ */
+export function deletedEndpointResource(id: string): Record<string, unknown> {
+  return { id, object: 'webhook_endpoint', deleted: true };
+}
+
 export function deliveryResource(d: DeliveryRow): Record<string, unknown> {
   const last = d.attempt_list[d.attempt_list.length - 1];
   return {

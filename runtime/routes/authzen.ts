@@ -23,36 +23,24 @@ import { InvalidJsonError } from '../errors/api-error.js';
 import { requestDeadline } from '../http/deadline.js';
 import { parseJsonBody } from '../http/json-body.js';
 import type { IdempotentAnswers } from '../http/idempotency.js';
-import { authzenAnswer, authzenConfiguration, authzenFailure, type AuthzenAnswer } from '../presenters/authzen.js';
+import { authzenAnswer, authzenAnswerToStore, authzenConfiguration, authzenFailure, replayableAuthzenAnswer } from '../presenters/authzen.js';
 import { accessRequestRoutes } from './authzen-requests.js';
 
 export const authzenRoutes: FastifyPluginAsync = async (app) => {
-  const { decisions, metrics, config, limits, permitIssuer: permits, store, policySets, accessRequests } = app.services;
+  const { decisions, metrics, config, store, policySets, accessRequests } = app.services;
   const search: SearchDeps = { sql: store.sql, policySets, decisions };
   // An approval at context.approval that applies answers with its approved decision (domain/access-requests.ts).
   const deps: AuthzenDeps = { decisions, approvals: accessRequests, decided: (row, seconds) => metrics.decided(row.effect, row.reason, seconds) };
   const answer = (row: Parameters<typeof authzenAnswer>[0]) => authzenAnswer(row, config.baseUrl);
   // Fail closed in bounded time, as POST /v1/decisions does.
   const deadline = requestDeadline(config.decisionDeadlineMs);
-  /** The answers of a body: the one evaluation, or each of a batch. */
-  const answersOf = (body: { evaluations?: AuthzenAnswer[] } & Partial<AuthzenAnswer>): AuthzenAnswer[] => body.evaluations ?? [body as AuthzenAnswer];
   // A permit token is a bearer credential: stored nowhere. A replay (which still
   // counts against the key's platform limit) signs fresh tokens for the same decisions.
   const idempotency: IdempotentAnswers = {
-    toStore(text) {
-      const body = JSON.parse(text) as { evaluations?: AuthzenAnswer[] };
-      for (const answer of answersOf(body)) if ('permit_token' in answer.context) delete answer.context.permit_token;
-      return JSON.stringify(body);
-    },
+    toStore: authzenAnswerToStore,
     async replay(request, stored) {
-      await limits.admitKey(request.principal);
-      const body = JSON.parse(stored) as { evaluations?: AuthzenAnswer[] };
-      for (const answer of answersOf(body)) {
-        if (!('id' in answer.context) || !answer.decision) continue;
-        const token = permits.issue(await decisions.get(request.principal, answer.context.id));
-        if (token) answer.context.permit_token = token;
-      }
-      return JSON.stringify(body);
+      const replayed = replayableAuthzenAnswer(stored);
+      return replayed.withPermits(await decisions.replayPermits(request.principal, replayed.permitIds));
     },
   };
 

@@ -6,6 +6,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { loadSchema } from '../../compiler/index.js';
 import { pageParams, type ListQuery } from '../http/list.js';
+import { budgetResource, remainingBudgetsBody } from '../presenters/budget.js';
 import { listBody } from '../presenters/list.js';
 
 const budgetListQuery = loadSchema('api/budget-list-query');
@@ -19,7 +20,11 @@ export const budgetRoutes: FastifyPluginAsync = async (app) => {
     async (request) => {
       const { agent_id: agentId, session_id: sessionId, on_behalf_of: onBehalfOf } = request.query;
       const page = await budgets.list(request.principal, pageParams(request.query), { agentId, sessionId, onBehalfOf });
-      return listBody(page.data, page.has_more, '/v1/budgets');
+      return listBody(
+        page.data.map((b) => budgetResource(b, request.principal.environment)),
+        page.has_more,
+        '/v1/budgets',
+      );
     },
   );
 
@@ -30,7 +35,7 @@ export const budgetRoutes: FastifyPluginAsync = async (app) => {
     async (request) => {
       const { agent_id: agentId, session_id: sessionId, on_behalf_of: onBehalfOf } = request.query;
       const data = await budgets.remaining(request.principal, { agentId, sessionId: sessionId ?? null, onBehalfOf: onBehalfOf ?? null });
-      return { object: 'list', data };
+      return remainingBudgetsBody(data);
     },
   );
 };

@@ -5,6 +5,7 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { rejectUnstorableBodySliced } from '../http/validation.js';
+import { bundleResource } from '../presenters/bundle.js';
 
 export const BUNDLE_BODY_LIMIT = 64 * 1024 * 1024;
 
@@ -13,7 +14,7 @@ export const bundleRoutes: FastifyPluginAsync = async (app) => {
   // A bundle's body is large: its storability is checked in slices, not by the app-wide hook.
   app.put('/v1/bundle', { config: { scope: 'policies:write', bodyCheckedInSlices: true }, bodyLimit: BUNDLE_BODY_LIMIT }, async (request) => {
     await rejectUnstorableBodySliced(request.body);
-    return bundles.put(request.principal, request.body);
+    return bundleResource(await bundles.put(request.principal, request.body));
   });
-  app.get('/v1/bundle', { config: { scope: 'policies:read' } }, async (request) => bundles.get(request.principal));
+  app.get('/v1/bundle', { config: { scope: 'policies:read' } }, async (request) => bundleResource(await bundles.get(request.principal)));
 };

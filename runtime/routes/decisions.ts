@@ -3,12 +3,12 @@ import { Readable } from 'node:stream';
 import type { FastifyPluginAsync } from 'fastify';
 import { InvalidFieldError } from '../errors/api-error.js';
 import { type Effect, loadSchema } from '../../compiler/index.js';
-import { decisionResource, previewResource } from '../presenters/decision.js';
+import { decisionAnswerToStore, decisionResource, previewResource, replayableDecisionAnswer } from '../presenters/decision.js';
 import type { DecisionInput } from '../domain/decisions.js';
 import { requestDeadline } from '../http/deadline.js';
 import type { IdempotentAnswers } from '../http/idempotency.js';
 import { pageParams, type ListQuery } from '../http/list.js';
-import { listBody } from '../presenters/list.js';
+import { dataList, listBody } from '../presenters/list.js';
 import { idParams } from '../http/params.js';
 import { queryTime } from '../http/query-time.js';
 import { LongPolls } from '../http/long-polls.js';
@@ -22,20 +22,17 @@ type DecisionListQuery = Omit<ListQuery, 'type'> & { effect?: Effect; reason?: s
 
 /** POST /v1/decisions: deciding. The key's platform limit is applied by the decision service, in the same store call as the policies' limits. */
 export const decideRoutes: FastifyPluginAsync = async (app) => {
-  const { decisions, clock, metrics, config, limits, permitIssuer: permits } = app.services;
+  const { decisions, clock, metrics, config } = app.services;
   // Fail closed in bounded time: 503 when the store hangs.
   const deadline = requestDeadline(config.decisionDeadlineMs);
   // A permit token is a bearer credential: the stored answer has none, and a
   // replay (which still counts against the key's platform limit) signs a fresh
   // token for the same decision.
   const answers: IdempotentAnswers = {
-    toStore: (body) => JSON.stringify({ ...(JSON.parse(body) as object), permit_token: null }),
+    toStore: decisionAnswerToStore,
     async replay(request, stored) {
-      await limits.admitKey(request.principal);
-      const answer = JSON.parse(stored) as { id: string; status: string; permit_token: string | null };
-      // A decision that awaited approval has its permit from POST /v1/decisions/:id/permit only.
-      answer.permit_token = answer.status === 'awaiting_approval' ? null : permits.issue(await decisions.get(request.principal, answer.id));
-      return JSON.stringify(answer);
+      const replayed = replayableDecisionAnswer(stored);
+      return replayed.withPermits(await decisions.replayPermits(request.principal, replayed.permitIds));
     },
   };
 
@@ -72,14 +69,14 @@ export const decisionRoutes: FastifyPluginAsync = async (app) => {
   app.post<{ Body: DecisionInput }>(
     '/v1/decisions/preview',
     { config: { scope: 'decisions:write' }, schema: { body: loadSchema('api/decision-request') } },
-    async (request) => ({ object: 'decision_preview', ...previewResource(await decisions.preview(request.principal, request.body)) }),
+    async (request) => previewResource(await decisions.preview(request.principal, request.body)),
   );
 
   // Yes or no per action for this agent, never which policy.
   app.post<{ Body: { agent_id: string; actions: string[] } }>(
     '/v1/actions/possible',
     { config: { scope: 'decisions:write' }, schema: { body: loadSchema('api/actions-possible') } },
-    async (request) => ({ object: 'list', data: await decisions.possible(request.principal, request.body.agent_id, request.body.actions) }),
+    async (request) => dataList(await decisions.possible(request.principal, request.body.agent_id, request.body.actions)),
   );
 
   // NDJSON, oldest first, streamed a page at a time (constant memory however many).

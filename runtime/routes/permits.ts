@@ -1,6 +1,7 @@
 /** GET /.well-known/jwks.json (public) and POST /v1/permits/verify. */
 import type { FastifyPluginAsync } from 'fastify';
 import { loadSchema } from '../../compiler/index.js';
+import { permitVerificationResource } from '../presenters/permit.js';
 
 /** Verifiers should refresh the key set about this often (spec 5.2.4). */
 export const JWKS_MAX_AGE_SECONDS = 300;
@@ -17,6 +18,6 @@ export const permitRoutes: FastifyPluginAsync = async (app) => {
     '/v1/permits/verify',
     { config: { scope: 'permits:verify' }, schema: { body: loadSchema('api/permit-verify') } },
     // 200 { valid: true, claims } or { valid: false, reason, claims } (the permit no longer stands); 401 for a bad token.
-    async (request) => ({ object: 'permit_verification', ...(await permitVerification.verify(request.principal, request.body.token)) }),
+    async (request) => permitVerificationResource(await permitVerification.verify(request.principal, request.body.token)),
   );
 };

@@ -9,7 +9,8 @@ import { policyInput, type PolicyInput } from '../domain/policy-input.js';
 import { listQuerySchema, pageParams, type ListQuery } from '../http/list.js';
 import { isYamlBody, prefersYaml, registerYamlBodies, YAML_CONTENT_TYPE } from '../http/yaml.js';
 import { listBody } from '../presenters/list.js';
-import { createdPolicyResource, policyResource, policyYaml } from '../presenters/policy.js';
+import { createdPolicyResource, deletedPolicyResource, policyResource, policyYaml } from '../presenters/policy.js';
+import { policyValidationResource } from '../presenters/policy-validation.js';
 import { idParams } from '../http/params.js';
 
 // No minLength: an empty id (what fetch or a browser sends for the id `.`, resolving dot segments) is the resource's 404 like any unknown id.
@@ -52,11 +53,11 @@ export const policyRoutes: FastifyPluginAsync = async (app) => {
 
   // Checks a policy (JSON or YAML) as POST or PUT would, in this environment; stores nothing.
   app.post('/v1/policies/validate', { config: { scope: 'policies:read' } }, async (request) =>
-    policies.validate(request.principal, inputOf(request)),
+    policyValidationResource(await policies.validate(request.principal, inputOf(request))),
   );
 
   app.delete<{ Params: { id: string } }>('/v1/policies/:id', { config: { scope: 'policies:write' }, schema: { params: idParams } }, async (request) => {
     const removed = await policies.delete(request.principal, request.params.id);
-    return { id: removed.id, object: 'policy', deleted: true };
+    return deletedPolicyResource(removed.id);
   });
 };

@@ -12,6 +12,7 @@ import type { IdempotentAnswers } from '../http/idempotency.js';
 import { pageParams } from '../http/list.js';
 import { decisionResource } from '../presenters/decision.js';
 import { listBody } from '../presenters/list.js';
+import { permitResource } from '../presenters/permit.js';
 import { budgetStatsBody, decisionStatsBody } from '../presenters/stats.js';
 import { idParams } from '../http/params.js';
 import { emptyBody, noBodyIsEmpty } from '../http/empty-body.js';
@@ -46,10 +47,10 @@ export const reviewRoutes: FastifyPluginAsync = async (app) => {
 
   // A permit is a bearer credential: an Idempotency-Key's stored answer has none, and a replay signs a fresh one.
   const permitAnswers: IdempotentAnswers = {
-    toStore: () => JSON.stringify({ object: 'permit', permit_token: null }),
+    toStore: () => JSON.stringify(permitResource(null)),
     async replay(request) {
       const { id } = request.params as { id: string };
-      return JSON.stringify({ object: 'permit', permit_token: await reviews.permit(request.principal, id) });
+      return JSON.stringify(permitResource(await reviews.permit(request.principal, id)));
     },
   };
   // No body, or an empty one sent as application/json (the app's JSON parser reads it as none), means {}.
@@ -60,7 +61,7 @@ export const reviewRoutes: FastifyPluginAsync = async (app) => {
       schema: { params: idParams, body: emptyBody },
       preValidation: noBodyIsEmpty,
     },
-    async (request) => ({ object: 'permit', permit_token: await reviews.permit(request.principal, request.params.id) }),
+    async (request) => permitResource(await reviews.permit(request.principal, request.params.id)),
   );
 
   app.get<{ Querystring: { minutes?: number; top?: number } }>(
@@ -72,6 +73,6 @@ export const reviewRoutes: FastifyPluginAsync = async (app) => {
   app.get<{ Querystring: { limit?: number } }>(
     '/v1/stats/budgets',
     { config: { scope: 'budgets:read' }, schema: { querystring: loadSchema('api/stats-budgets-query') } },
-    async (request) => budgetStatsBody(await stats.budgetsNearestLimit(request.principal, request.query.limit ?? 5)),
+    async (request) => budgetStatsBody(await stats.budgetsNearestLimit(request.principal, request.query.limit ?? 5), request.principal.environment),
   );
 };

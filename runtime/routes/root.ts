@@ -6,6 +6,7 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { compilerVersion } from '../../compiler/index.js';
+import { serviceResource } from '../presenters/service.js';
 
 /** Whether an Accept header asks for HTML with a q above 0 (what browsers send for a page). */
 export function wantsHtml(accept: string | string[] | undefined): boolean {
@@ -24,14 +25,6 @@ export const rootRoutes: FastifyPluginAsync = async (app) => {
   app.get('/', async (request, reply) => {
     reply.header('vary', 'Accept');
     if (wantsHtml(request.headers.accept)) return reply.redirect('/dashboard', 302);
-    return {
-      object: 'service',
-      name: 'agent-authz',
-      version,
-      api_reference: '/docs',
-      openapi: '/v1/openapi.json',
-      dashboard: '/dashboard',
-      health: '/healthz',
-    };
+    return serviceResource(version);
   });
 };

@@ -4,7 +4,7 @@ import { loadSchema } from '../../compiler/index.js';
 import type { EndpointInput } from '../domain/webhooks.js';
 import { listQuerySchema, pageParams, type ListQuery } from '../http/list.js';
 import { listBody } from '../presenters/list.js';
-import { deliveryResource, endpointResource } from '../presenters/webhook.js';
+import { createdEndpointResource, deletedEndpointResource, deliveryResource, endpointResource } from '../presenters/webhook.js';
 import { idParams } from '../http/params.js';
 
 // No minLength: an empty id (what fetch or a browser sends for the id `.`, resolving dot segments) is the resource's 404 like any unknown id.
@@ -20,7 +20,7 @@ export const webhookRoutes: FastifyPluginAsync = async (app) => {
 
   app.post<{ Body: EndpointInput & { url: string } }>('/v1/webhooks', { config: manage, schema: { body: loadSchema('api/webhook-create') } }, async (request, reply) => {
     const { row, secret } = await webhooks.create(request.principal, request.body);
-    return reply.code(201).send({ ...endpointResource(row), secret });
+    return reply.code(201).send(createdEndpointResource(row, secret));
   });
 
   app.get<{ Querystring: ListQuery }>('/v1/webhooks', { config: manage, schema: { querystring: listQuerySchema } }, async (request) => {
@@ -40,7 +40,7 @@ export const webhookRoutes: FastifyPluginAsync = async (app) => {
 
   app.delete<{ Params: { id: string } }>('/v1/webhooks/:id', { config: manage, schema: { params: idParams } }, async (request) => {
     await webhooks.delete(request.principal, request.params.id);
-    return { id: request.params.id, object: 'webhook_endpoint', deleted: true };
+    return deletedEndpointResource(request.params.id);
   });
 
   app.get<{ Params: { id: string }; Querystring: ListQuery }>(

@@ -1,13 +1,16 @@
 /**
  * The layering rules of the code map, enforced on the tree as it is: routes ->
  * domain services -> store; the compiler reached only through compiler/index.ts;
- * the store importing nothing above it but the tenant types.
+ * the store importing nothing above it but the tenant types; no import cycle
+ * (type-only imports included); public JSON forms (`object: '...'`) built only
+ * in runtime/presenters (docs/architecture.md: "What the import-graph test
+ * enforces").
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { importEdges, nonReexportStatements, RULES, violations, type ImportEdge } from './import-graph.js';
+import { importCycles, importEdges, nonReexportStatements, PRESENTERS, publicFormLiterals, RULES, violations, type ImportEdge } from './import-graph.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -17,8 +20,26 @@ function trackedSources(): string[] {
     .filter((f) => /^(runtime|compiler|bench|examples|clients|verifier|webhooks)\//.test(f) && !f.includes('/public/'));
 }
 
+/**
+ * The shipped code whose public forms must come from the presenters: the
+ * runtime (the dashboard's browser modules included), the compiler, the
+ * clients, the verifier and the webhook helpers. Left out: bench/ (a bare
+ * Fastify baseline and generated fixture decisions stand in for the service)
+ * and examples/ (code a user writes against the API). The clients build no
+ * public form in TypeScript; the Python client's one stand-in (a decision it
+ * knows was confirmed but cannot read back: `_calls.confirmed_elsewhere`) is
+ * its own answer to its caller, not the service's.
+ */
+function shippedSources(): string[] {
+  return execFileSync('git', ['ls-files', '*.ts', '*.js'], { cwd: ROOT, encoding: 'utf8' })
+    .split('\n')
+    .filter((f) => /^(runtime|compiler|clients|verifier|webhooks)\//.test(f));
+}
+
 describe('import graph', () => {
-  const edges = importEdges(ROOT, trackedSources());
+  // `imports` marks the type-only ones; `edges` is the plain graph (who imports whom).
+  const imports = importEdges(ROOT, trackedSources());
+  const edges: ImportEdge[] = imports.map(({ from, to }) => ({ from, to }));
 
   it('reads the imports of the tree', () => {
     expect(edges.length).toBeGreaterThan(300);
@@ -26,7 +47,42 @@ describe('import graph', () => {
   });
 
   it('keeps every rule', () => {
-    expect(violations(edges)).toEqual([]);
+    expect(violations(imports)).toEqual([]);
+  });
+
+  it('has no import cycle, type-only imports included', () => {
+    expect(importCycles(imports)).toEqual([]);
+  });
+
+  it('finds a cycle, a type-only one too, and nothing in a graph without one', () => {
+    const chain: ImportEdge[] = [
+      { from: 'runtime/domain/a.ts', to: 'runtime/events/b.ts' },
+      { from: 'runtime/events/b.ts', to: 'runtime/presenters/c.ts' },
+      { from: 'runtime/presenters/c.ts', to: 'fastify' },
+    ];
+    expect(importCycles(chain)).toEqual([]);
+    const typeBack: ImportEdge = { from: 'runtime/presenters/c.ts', to: 'runtime/domain/a.ts', typeOnly: true };
+    expect(importCycles([...chain, typeBack])).toEqual([['runtime/domain/a.ts', 'runtime/events/b.ts', 'runtime/presenters/c.ts', 'runtime/domain/a.ts']]);
+    expect(importCycles([{ from: 'clients/x.ts', to: 'clients/x.ts' }])).toEqual([['clients/x.ts', 'clients/x.ts']]);
+  });
+
+  it('reads type-only imports as such', () => {
+    const typeOnly = imports.filter((e) => e.typeOnly);
+    expect(typeOnly.length).toBeGreaterThan(100);
+    expect(typeOnly).toContainEqual({ from: 'runtime/presenters/budget.ts', to: 'runtime/domain/budgets.ts', typeOnly: true } satisfies ImportEdge);
+    expect(imports).toContainEqual({ from: 'runtime/presenters/decision.ts', to: 'runtime/domain/decision-state.ts' } satisfies ImportEdge);
+  });
+
+  it('builds public forms (`object: ...`) only in the presenters', () => {
+    const outside = shippedSources()
+      .filter((f) => !f.startsWith(`${PRESENTERS}/`))
+      .flatMap((f) => publicFormLiterals(f, readFileSync(`${ROOT}${f}`, 'utf8')));
+    expect(outside).toEqual([]);
+  });
+
+  it('tells a public form literal from a type and a comment', () => {
+    expect(publicFormLiterals('r.ts', "const a = { id, object: 'api_key', revoked: true };\nreturn { 'object': `list`, data };")).toEqual(['r.ts:1', 'r.ts:2']);
+    expect(publicFormLiterals('r.ts', "interface L { object: 'list'; data: T[] }\n/** { object: 'list' } */\nconst k = { object: kind };")).toEqual([]);
   });
 
   it('compiler/index.ts only re-exports', () => {
@@ -46,7 +102,13 @@ describe('import graph', () => {
       [5, { from: 'runtime/store/connect.ts', to: 'fastify' }],
       [6, { from: 'clients/mcp-proxy/cli.ts', to: 'runtime/cli/http-client.ts' }],
       [6, { from: 'clients/adapters/vercel-ai.ts', to: 'compiler/index.ts' }],
+      [6, { from: 'clients/mcp-proxy/config.ts', to: 'compiler/policy/types.ts' }],
       [7, { from: 'runtime/shared/group-commit.ts', to: 'runtime/store/connect.ts' }],
+      [8, { from: 'compiler/patterns/action-names.ts', to: 'compiler/policy/types.ts' }],
+      [9, { from: 'runtime/domain/decision-state.ts', to: 'runtime/domain/decisions.ts', typeOnly: true }],
+      [9, { from: 'runtime/domain/decision-state.ts', to: 'runtime/store/decisions.ts' }],
+      [10, { from: 'runtime/presenters/decision.ts', to: 'runtime/domain/decisions.ts' }],
+      [10, { from: 'runtime/events/build.ts', to: 'runtime/domain/approvals.ts' }],
     ];
     expect(new Set(bad.map(([i]) => i)).size).toBe(RULES.length);
     for (const [i, edge] of bad) expect(RULES[i]!.check(edge), `${RULES[i]!.name}: ${edge.from} -> ${edge.to}`).not.toBeNull();
@@ -58,6 +120,11 @@ describe('import graph', () => {
       { from: 'runtime/domain/agents.ts', to: 'runtime/store/agents.ts' },
       { from: 'clients/mcp-proxy/enforce.ts', to: 'verifier/args-digest.ts' },
       { from: 'clients/mcp-proxy/enforce.ts', to: 'clients/typescript/index.ts' },
+      { from: 'clients/mcp-proxy/actions.ts', to: 'compiler/patterns/action-names.ts' },
+      { from: 'compiler/patterns/action-names.ts', to: 'compiler/patterns/action.ts' },
+      { from: 'runtime/domain/decision-state.ts', to: 'runtime/store/decisions.ts', typeOnly: true },
+      { from: 'runtime/presenters/budget.ts', to: 'runtime/domain/budgets.ts', typeOnly: true },
+      { from: 'runtime/presenters/decision.ts', to: 'runtime/domain/decision-state.ts' },
     ];
     expect(violations(good)).toEqual([]);
   });
