@@ -43,7 +43,7 @@ export interface BudgetResource {
   limit: number;
   consumed: number;
   held: number;
-  period: string;
+  period: Budget['period'];
   period_start: string;
   period_resets_at: string;
   threshold_alert: number | null;

@@ -1,6 +1,7 @@
 /** The public form of a decision (contract: Decisions). */
 import type { DecisionPreview } from '../domain/decisions.js';
 import type { DecisionRow } from '../store/decisions.js';
+import type { Decision, DecisionPreview as DecisionPreviewBody, Review } from '../../clients/typescript/wire.js';
 
 export type PublicStatus = DecisionRow['status'] | 'expired';
 
@@ -8,7 +9,10 @@ export function publicStatus(row: DecisionRow, nowMs: number): PublicStatus {
   return row.status === 'pending' && row.expires_at.getTime() <= nowMs ? 'expired' : row.status;
 }
 
-export function decisionResource(row: DecisionRow, nowMs: number, options: { withToken?: boolean } = {}): Record<string, unknown> {
+/** A decision's public form; without `permit_token` for `withToken: false` (the decision in an event's data). */
+export function decisionResource(row: DecisionRow, nowMs: number, options: { withToken: false }): Omit<Decision, 'permit_token'>;
+export function decisionResource(row: DecisionRow, nowMs: number, options?: { withToken?: true }): Decision;
+export function decisionResource(row: DecisionRow, nowMs: number, options: { withToken?: boolean } = {}): Decision | Omit<Decision, 'permit_token'> {
   return {
     id: row.id,
     object: 'decision',
@@ -47,7 +51,7 @@ export function decisionResource(row: DecisionRow, nowMs: number, options: { wit
  * @example
  * reviewResource(row); // => { status: 'approved', reviewer: 'alice', note: 'ok', reviewed_at: '2026-11-21T10:05:00.000Z' }
  */
-export function reviewResource(row: DecisionRow): Record<string, unknown> | null {
+export function reviewResource(row: DecisionRow): Review | null {
   if (row.review_status === null) return null;
   return {
     status: row.review_status,
@@ -60,7 +64,7 @@ export function reviewResource(row: DecisionRow): Record<string, unknown> | null
 }
 
 /** A preview's public form (without `object`, which the route sets). */
-export function previewResource(p: DecisionPreview): Record<string, unknown> {
+export function previewResource(p: DecisionPreview): Omit<DecisionPreviewBody, 'object'> {
   return {
     effect: p.effect,
     reason: p.reason,

@@ -1,16 +1,17 @@
 /** The public form of a policy (JSON resource or YAML document), and what changed between two versions of one. */
 import { stringify } from 'yaml';
 import { canonicalJson, canonicalPolicy, type Policy } from '../../compiler/index.js';
+import type { Policy as PolicyBody, PolicyCreated } from '../../clients/typescript/wire.js';
 import type { Environment } from '../tenant.js';
 
 export type PolicyChange = 'created' | 'updated' | 'enabled' | 'disabled' | 'shadowed' | 'deleted';
 
-export function policyResource(policy: Policy, environment: Environment, createdAt: Date, updatedAt: Date): Record<string, unknown> {
+export function policyResource(policy: Policy, environment: Environment, createdAt: Date, updatedAt: Date): PolicyBody {
   return { ...policy, object: 'policy', livemode: environment === 'live', created_at: createdAt.toISOString(), updated_at: updatedAt.toISOString() };
 }
 
 /** POST /v1/policies' answer: the policy resource and the lints that concern it in its environment (`[]` when none). */
-export function createdPolicyResource(policy: Policy, environment: Environment, at: Date, warnings: readonly unknown[]): Record<string, unknown> {
+export function createdPolicyResource(policy: Policy, environment: Environment, at: Date, warnings: PolicyCreated['warnings']): PolicyCreated {
   return { ...policyResource(policy, environment, at, at), warnings };
 }
 

@@ -1,4 +1,5 @@
 /** The public forms of the dashboard's overview figures (GET /v1/stats/decisions, GET /v1/stats/budgets). */
+import type { BudgetNearLimitList, DecisionStats as DecisionStatsBody } from '../../clients/typescript/wire.js';
 import type { BudgetResource } from '../domain/budgets.js';
 import type { DecisionStats } from '../domain/stats.js';
 import type { Environment } from '../tenant.js';
@@ -9,7 +10,7 @@ import type { Environment } from '../tenant.js';
  * @example
  * decisionStatsBody(await stats.decisions(principal, 60), 'test').per_minute.length; // => 60
  */
-export function decisionStatsBody(s: DecisionStats, environment: Environment): Record<string, unknown> {
+export function decisionStatsBody(s: DecisionStats, environment: Environment): DecisionStatsBody {
   return {
     object: 'decision_stats',
     minutes: s.minutes,
@@ -24,6 +25,6 @@ export function decisionStatsBody(s: DecisionStats, environment: Environment): R
 }
 
 /** The budgets nearest their limits, as a list of budgets (GET /v1/budgets' items) with `used_fraction`. */
-export function budgetStatsBody(items: Array<BudgetResource & { used_fraction: number }>): Record<string, unknown> {
+export function budgetStatsBody(items: Array<BudgetResource & { used_fraction: number }>): BudgetNearLimitList {
   return { object: 'list', data: items, has_more: false, url: '/v1/stats/budgets' };
 }

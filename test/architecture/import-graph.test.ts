@@ -46,7 +46,8 @@ describe('import graph', () => {
       [5, { from: 'runtime/store/connect.ts', to: 'fastify' }],
       [6, { from: 'clients/mcp-proxy/cli.ts', to: 'runtime/cli/http-client.ts' }],
       [6, { from: 'clients/adapters/vercel-ai.ts', to: 'compiler/index.ts' }],
-      [7, { from: 'runtime/shared/group-commit.ts', to: 'runtime/store/connect.ts' }],
+      [7, { from: 'runtime/presenters/decision.ts', to: 'clients/typescript/types.ts' }],
+      [8, { from: 'runtime/shared/group-commit.ts', to: 'runtime/store/connect.ts' }],
     ];
     expect(new Set(bad.map(([i]) => i)).size).toBe(RULES.length);
     for (const [i, edge] of bad) expect(RULES[i]!.check(edge), `${RULES[i]!.name}: ${edge.from} -> ${edge.to}`).not.toBeNull();
@@ -58,6 +59,7 @@ describe('import graph', () => {
       { from: 'runtime/domain/agents.ts', to: 'runtime/store/agents.ts' },
       { from: 'clients/mcp-proxy/enforce.ts', to: 'verifier/args-digest.ts' },
       { from: 'clients/mcp-proxy/enforce.ts', to: 'clients/typescript/index.ts' },
+      { from: 'runtime/presenters/decision.ts', to: 'clients/typescript/wire.ts' },
     ];
     expect(violations(good)).toEqual([]);
   });
