@@ -4,8 +4,9 @@
  * schemas/api/answers/*.schema.json (and schemas/policy.schema.json,
  * schemas/bundle.schema.json) by scripts/gen-wire-types.ts. Do not edit: change
  * the schema and run `npm run gen:types`. One type per OpenAPI component
- * (GET /v1/openapi.json), named as the component; the runtime's presenters,
- * the TypeScript client and the dashboard import them from here.
+ * (GET /v1/openapi.json), named as the component (but Error: ErrorBody); the
+ * runtime's presenters, the TypeScript client and the dashboard import them
+ * from here.
  */
 
 export interface Account {
