@@ -1,11 +1,12 @@
 /**
  * The request and answer bodies of the decision routes, as the service's
- * schemas and presenters define them (schemas/api/decision-request.schema.json,
- * schemas/api/decision-resolve.schema.json, the Decision component of the
- * OpenAPI document, and the API contract's second part for the extensions).
+ * schemas define them (schemas/api/decision-request.schema.json,
+ * schemas/api/decision-resolve.schema.json; the answers are the types
+ * generated from schemas/api/answers/ into ./wire.ts, re-exported here).
  * test/clients/typescript-client.test.ts checks these against the schemas and
  * against real answers, so a field added on one side and not the other fails.
  */
+import type { ActionsPossible, Decision, Review } from './wire.js';
 
 /** `POST /v1/decisions` body fields that schemas/api/decision-request.schema.json accepts today. */
 export interface DecisionRequest {
@@ -46,68 +47,16 @@ export interface DecisionRequestExtensions {}
 /** What `decide`, `preview` and `guard` take. */
 export type DecisionInput = DecisionRequest & DecisionRequestExtensions;
 
-export type DecisionEffect = 'allow' | 'deny' | 'review';
+/** The answers' wire types, generated from schemas/api/answers/ (clients/typescript/wire.ts; `npm run gen:types`). */
+export type { Decision, DecisionWarning, BudgetRemaining, DecisionPreview } from './wire.js';
+
+export type DecisionEffect = Decision['effect'];
 
 /** `awaiting_approval` only for review policies that require approval first (contract: Human review). */
-export type DecisionStatus = 'pending' | 'confirmed' | 'rejected' | 'expired' | 'denied' | 'awaiting_approval';
+export type DecisionStatus = Decision['status'];
 
-/** An entry of `metadata.warnings` (`policy.conflict`, `budget.below_threshold`). */
-export interface DecisionWarning {
-  code: string;
-  message: string;
-  policy_ids?: string[];
-}
-
-/** A human's verdict on a review decision (contract: Human review). */
-export interface DecisionReview {
-  status: 'open' | 'approved' | 'denied';
-  reviewer: string | null;
-  note: string | null;
-  reviewed_at: string | null;
-  /** The context of the AuthZEN access request submitted for it; present only once one was. */
-  request_context?: Record<string, unknown>;
-}
-
-/** The decision body: the answer of `POST /v1/decisions`, `GET /v1/decisions/:id`, confirm and reject. */
-export interface Decision {
-  /** `dec_...` */
-  id: string;
-  object: 'decision';
-  effect: DecisionEffect;
-  /** `policy.matched`, or a deny reason (`policy.not_found`, `budget.exceeded`, ...). */
-  reason: string;
-  agent_id: string;
-  action: string;
-  resource: string | null;
-  amount: number | null;
-  policy_id: string | null;
-  status: DecisionStatus;
-  /** ISO 8601 UTC with milliseconds. */
-  evaluated_at: string;
-  expires_at: string;
-  ttl_seconds: number;
-  /** Ed25519 compact JWS for allow and review in the decide answer; `null` otherwise. */
-  permit_token: string | null;
-  livemode: boolean;
-  resolved_at: string | null;
-  confirmed_amount: number | null;
-  metadata: {
-    matched_policy_ids: string[];
-    warnings: DecisionWarning[];
-    /** The outcome with shadow policies enabled, when it differs (contract: Safe rollout). */
-    shadow?: { effect: DecisionEffect; reason: string; policy_id: string | null };
-  };
-  /** The request's context after redaction (contract, second part). */
-  context?: Record<string, unknown> | null;
-  session_id?: string | null;
-  on_behalf_of?: string | null;
-  /** The request's `args_digest`, when it gave one. */
-  args_digest?: string;
-  /** `null` on allow and deny (contract: Human review). */
-  review?: DecisionReview | null;
-  /** Set while a decision awaits approval. */
-  approval_expires_at?: string | null;
-}
+/** A human's verdict on a review decision (contract: Human review): the Review wire type. */
+export type DecisionReview = Review;
 
 /** `POST /v1/decisions/:id/confirm` body (schemas/api/decision-resolve.schema.json). */
 export interface ConfirmOptions {
@@ -126,36 +75,8 @@ export interface RemainingQuery {
   on_behalf_of?: string | null;
 }
 
-/** What is left this period of a budget that would apply (an item of `GET /v1/budgets/remaining`). */
-export interface BudgetRemaining {
-  policy_id: string;
-  /** An ISO 4217 code, `tokens` or `calls`. */
-  unit: string;
-  scope: 'agent' | 'session' | 'user';
-  limit: number;
-  consumed: number;
-  held: number;
-  /** max(0, limit - consumed - held). */
-  remaining: number;
-  /** ISO 8601 UTC: when the period resets. */
-  period_resets_at: string;
-}
-
-/** The answer of `POST /v1/decisions/preview`: what a decision would be now, nothing stored or held. */
-export interface DecisionPreview {
-  object: 'decision_preview';
-  effect: DecisionEffect;
-  reason: string;
-  policy_id: string | null;
-  matched_policy_ids: string[];
-  warnings: DecisionWarning[];
-}
-
 /** The answer of `POST /v1/actions/possible`. */
-export interface PossibleActions {
-  object: 'list';
-  data: Array<{ action: string; possible: boolean }>;
-}
+export type PossibleActions = ActionsPossible;
 
 /** Per-call options of every client method. */
 export interface RequestOptions {

@@ -6,6 +6,7 @@
  * errors the same way.
  */
 import { type CliIo, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, processIo } from '../../compiler/index.js';
+import type { ErrorBody } from '../../clients/typescript/wire.js';
 
 export { EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE };
 
@@ -36,9 +37,8 @@ export interface ApiRequest {
   body?: unknown;
 }
 
-interface ErrorBody {
-  error?: { code?: string; message?: string; details?: Array<{ path?: string; message?: string }> };
-}
+/** An error answer as the CLI reads it: the wire's error body, any part of it possibly missing (an answer from something else). */
+type LooseErrorBody = { error?: Partial<ErrorBody['error']> };
 
 /**
  * Sends the request. A 2xx answer resolves to its parsed JSON body; anything else
@@ -67,7 +67,7 @@ export async function callService(io: CommandIo, req: ApiRequest): Promise<Recor
     body = undefined;
   }
   if (!response.ok) {
-    printError(io, req.command, response, body as ErrorBody | undefined, text);
+    printError(io, req.command, response, body as LooseErrorBody | undefined, text);
     return null;
   }
   if (body === undefined || typeof body !== 'object' || body === null) {
@@ -77,7 +77,7 @@ export async function callService(io: CommandIo, req: ApiRequest): Promise<Recor
   return body as Record<string, any>;
 }
 
-function printError(io: CommandIo, command: string, response: Response, body: ErrorBody | undefined, text: string): void {
+function printError(io: CommandIo, command: string, response: Response, body: LooseErrorBody | undefined, text: string): void {
   const error = body?.error;
   if (!error) {
     // Not one of the service's errors (a proxy, another server on that port).

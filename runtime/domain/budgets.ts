@@ -43,7 +43,7 @@ export interface BudgetAccount {
   limit: number;
   consumed: number;
   held: number;
-  period: string;
+  period: Budget['period'];
   period_start: Date;
   period_resets_at: Date;
   threshold_alert: number | null;

@@ -30,7 +30,7 @@ import {
   resolveDecision,
   type DecisionFilters,
   type DecisionRow,
-  type DecisionWarning,
+  type WarningRow,
   type ExportCursor,
 } from '../store/decisions.js';
 import { redactContext, type RedactionPath } from '../shared/redact.js';
@@ -332,7 +332,7 @@ export class DecisionService {
       reason: evaluation.reason,
       policy_id: evaluation.policy_id,
       matched_policy_ids: evaluation.matched.map((p) => p.id),
-      warnings: evaluation.warnings as DecisionWarning[],
+      warnings: evaluation.warnings as WarningRow[],
       // Shadow policies: the table's outcome with them enabled, when it differs.
       ...(evaluation.shadow ? { shadow: evaluation.shadow } : {}),
     };

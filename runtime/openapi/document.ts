@@ -75,11 +75,12 @@ function complete(document: Json): Json {
       ]);
       operation.responses = {
         [String(status)]: {
-          description: 'Success',
+          // A Media Type Object has no description (OpenAPI 3.1): the NDJSON note is the response's.
+          description: doc.ndjsonAnswer ? 'Success: application/x-ndjson, one JSON document of this schema per line' : 'Success',
           content: isText
             ? { 'text/plain': { schema } }
             : doc.ndjsonAnswer
-              ? { 'application/x-ndjson': { schema, description: 'One JSON document of this schema per line' } }
+              ? { 'application/x-ndjson': { schema } }
               : { ...json(schema), ...(doc.yamlAnswer ? { 'application/yaml': { schema: doc.yamlAnswer } } : {}) },
         },
         // A second success status with the same body (a repeat: 200 beside 201).

@@ -6,7 +6,7 @@
  * Documentation only: adding these as route response schemas would make
  * Fastify serialize with them.
  */
-import { listOf, ref } from './components.js';
+import { ref } from './components.js';
 
 type Schema = Record<string, unknown>;
 
@@ -48,7 +48,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     success: [200, ref('Decision')],
     ndjsonAnswer: true,
   },
-  'GET /v1/decisions': { summary: 'List decisions, newest first', success: [200, listOf('Decision')] },
+  'GET /v1/decisions': { summary: 'List decisions, newest first', success: [200, ref('DecisionList')] },
   'GET /v1/decisions/{id}': {
     summary: 'Read a decision (permit_token is always null here); with wait=SECONDS, held while it awaits approval until its review changes',
     success: [200, ref('Decision')],
@@ -85,9 +85,9 @@ export const OPERATIONS: Record<string, OperationDoc> = {
       410: 'decision.expired: past its TTL',
     },
   },
-  'GET /v1/reviews': { summary: 'Review decisions by review status: open ones oldest first, others newest first (extension)', success: [200, listOf('Decision')] },
+  'GET /v1/reviews': { summary: 'Review decisions by review status: open ones oldest first, others newest first (extension)', success: [200, ref('DecisionList')] },
   'GET /v1/stats/decisions': { summary: 'Decisions per minute by effect over the last minutes, and the agents and actions denied most (extension)', success: [200, ref('DecisionStats')] },
-  'GET /v1/stats/budgets': { summary: 'The budgets of this period nearest their limits (extension)', success: [200, listOf('BudgetNearLimit')] },
+  'GET /v1/stats/budgets': { summary: 'The budgets of this period nearest their limits (extension)', success: [200, ref('BudgetNearLimitList')] },
 
   'POST /v1/policies': {
     summary: 'Create a policy (JSON or YAML body); its lints in the environment answered as warnings',
@@ -103,7 +103,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     yamlBody: true,
     errors: { 415: YAML_415 },
   },
-  'GET /v1/policies': { summary: 'List policies', success: [200, listOf('Policy')] },
+  'GET /v1/policies': { summary: 'List policies', success: [200, ref('PolicyList')] },
   'GET /v1/policies/{id}': {
     summary: 'Read a policy (Accept: application/yaml for the policy as a YAML policy file)',
     success: [200, ref('Policy')],
@@ -122,7 +122,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   'PUT /v1/bundle': { summary: "Replace the environment's policies with a compiled bundle", success: [200, ref('BundleStatus')], body: ref('Bundle') },
   'GET /v1/bundle': { summary: "The active set's hash, count and version", success: [200, ref('BundleStatus')] },
 
-  'GET /v1/agents': { summary: 'List agents', success: [200, listOf('Agent')] },
+  'GET /v1/agents': { summary: 'List agents', success: [200, ref('AgentList')] },
   'GET /v1/agents/{agent_id}': { summary: 'Read an agent', success: [200, ref('Agent')], errors: { 404: notFound('agent.not_found') } },
   'PUT /v1/agents/{agent_id}': {
     summary: "Replace an agent's attributes, read by conditions as agent.attributes.… (extension); an unseen agent becomes known (fires agent.registered)",
@@ -132,20 +132,20 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   'POST /v1/agents/{agent_id}/revoke': { summary: 'Revoke an agent (fires agent.revoked); no body or {}', success: [200, ref('Agent')], optionalBody: true, errors: { 404: notFound('agent.not_found') } },
   'POST /v1/agents/{agent_id}/restore': { summary: 'Restore a revoked agent; no body or {}', success: [200, ref('Agent')], optionalBody: true, errors: { 404: notFound('agent.not_found') } },
 
-  'GET /v1/budgets': { summary: 'Budget usage per (policy, agent), (policy, agent, session) or (policy, user) this period', success: [200, listOf('Budget')] },
+  'GET /v1/budgets': { summary: 'Budget usage per (policy, agent), (policy, agent, session) or (policy, user) this period', success: [200, ref('BudgetList')] },
   'GET /v1/budgets/remaining': {
     summary: 'What is left this period of each budget that would apply to the agent, session and user (extension)',
-    success: [200, { type: 'object', properties: { object: { const: 'list' }, data: { type: 'array', items: ref('BudgetRemaining') } }, required: ['object', 'data'] }],
+    success: [200, ref('BudgetRemainingList')],
   },
-  'GET /v1/events': { summary: 'List events', success: [200, listOf('Event')] },
+  'GET /v1/events': { summary: 'List events', success: [200, ref('EventList')] },
   'GET /v1/events/{id}': { summary: 'Read an event', success: [200, ref('Event')], errors: { 404: notFound('event.not_found') } },
 
   'POST /v1/webhooks': { summary: 'Register a webhook endpoint (the secret is in this answer only)', success: [201, ref('WebhookEndpointWithSecret')] },
-  'GET /v1/webhooks': { summary: 'List webhook endpoints', success: [200, listOf('WebhookEndpoint')] },
+  'GET /v1/webhooks': { summary: 'List webhook endpoints', success: [200, ref('WebhookEndpointList')] },
   'GET /v1/webhooks/{id}': { summary: 'Read a webhook endpoint', success: [200, ref('WebhookEndpoint')], errors: { 404: notFound('webhook.not_found') } },
   'PUT /v1/webhooks/{id}': { summary: 'Change a webhook endpoint', success: [200, ref('WebhookEndpoint')], errors: { 404: notFound('webhook.not_found') } },
   'DELETE /v1/webhooks/{id}': { summary: 'Delete a webhook endpoint and its deliveries', success: [200, ref('Deleted')], errors: { 404: notFound('webhook.not_found') } },
-  'GET /v1/webhooks/{id}/deliveries': { summary: "An endpoint's deliveries, newest first", success: [200, listOf('WebhookDelivery')], errors: { 404: notFound('webhook.not_found') } },
+  'GET /v1/webhooks/{id}/deliveries': { summary: "An endpoint's deliveries, newest first", success: [200, ref('WebhookDeliveryList')], errors: { 404: notFound('webhook.not_found') } },
   'POST /v1/webhooks/{id}/deliveries/{delivery_id}/replay': {
     summary: 'Deliver that event again now (a new delivery)',
     success: [200, ref('WebhookDelivery')],
@@ -209,7 +209,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     errors: { 401: 'auth.invalid_key (the API key); auth.expired or auth.signature_invalid (the permit token)' },
   },
 
-  'GET /admin/accounts': { summary: 'The accounts of one name (?name=), oldest first', success: [200, listOf('Account')] },
+  'GET /admin/accounts': { summary: 'The accounts of one name (?name=), oldest first', success: [200, ref('AccountList')] },
   'POST /admin/accounts': { summary: 'Create an account', success: [201, ref('Account')] },
   'POST /admin/accounts/{account_id}/api-keys': { summary: 'Create an API key (the key is in this answer only)', success: [201, ref('ApiKey')], errors: { 404: 'account.not_found' } },
   'DELETE /admin/api-keys/{id}': { summary: 'Revoke an API key', success: [200, ref('ApiKeyRevoked')], errors: { 404: 'api_key.not_found' } },

@@ -1,8 +1,9 @@
 /** The public form of an agent (contract: Agents; `attributes`: third part, Agent attributes). */
+import type { Agent } from '../../clients/typescript/wire.js';
 import type { AgentRow } from '../store/agents.js';
 import type { Environment } from '../tenant.js';
 
-export function agentResource(row: AgentRow, environment: Environment): Record<string, unknown> {
+export function agentResource(row: AgentRow, environment: Environment): Agent {
   return {
     agent_id: row.agent_id,
     object: 'agent',

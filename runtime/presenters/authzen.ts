@@ -3,39 +3,16 @@
  * standard)", and the third part's "Access requests": requestable denials,
  * tasks, approvals).
  */
-import { permits, taskStatus, type TaskStatus } from '../domain/decision-state.js';
+import { permits, taskStatus } from '../domain/decision-state.js';
 import type { ApiError } from '../errors/api-error.js';
 import type { DecisionRow } from '../store/decisions.js';
+import type { AuthzenAnswer, AuthzenApproval, AuthzenConfiguration, AuthzenTask } from '../../clients/typescript/wire.js';
 import type { ReplayableAnswer } from './decision.js';
 
-/** An approval as the profile names it: the approved decision, when, and until when it may be used. */
-export interface ApprovalObject {
-  id: string;
-  approved_at: string | null;
-  approved_until: string;
-}
+export type { AuthzenAnswer };
 
-/** A decision's AuthZEN context. */
-export interface DecisionContext {
-  id: string;
-  effect: DecisionRow['effect'];
-  /** The stored reason; `approval_required` for a requestable denial (the decision's stored reason stays policy.matched). */
-  reason: string;
-  permit_token?: string;
-  status?: 'awaiting_approval';
-  /** A requestable denial: the decision's id (`denial.evaluation_id` of the access request). */
-  evaluation_id?: string;
-  /** A requestable denial: where to submit the access request, and until when (the approval deadline). */
-  access_request?: { endpoint: string; expires_at: string };
-  /** The approval a re-evaluation used (its decision answers). */
-  approval?: ApprovalObject;
-}
-
-export interface AuthzenAnswer {
-  /** True for allow and review (not while awaiting approval), false for deny and for a batch entry that failed. */
-  decision: boolean;
-  context: DecisionContext | { error: { code: string; message: string } };
-}
+/** A decision's AuthZEN context (the answer's context when it is not an error). */
+type DecisionContext = Extract<AuthzenAnswer['context'], { id: string }>;
 
 /** The answers of a body: the one evaluation, or each of a batch. */
 const answersOf = (body: { evaluations?: AuthzenAnswer[] } & Partial<AuthzenAnswer>): AuthzenAnswer[] => body.evaluations ?? [body as AuthzenAnswer];
@@ -81,7 +58,7 @@ export function replayableAuthzenAnswer(stored: string): ReplayableAnswer {
 export const accessRequestEndpoint = (baseUrl: string): string => `${baseUrl}/access/v1/requests`;
 
 /** An approved decision's approval object (`approved_until`: the decision's expiry). */
-export function approvalObject(row: DecisionRow): ApprovalObject {
+export function approvalObject(row: DecisionRow): AuthzenApproval {
   return { id: row.id, approved_at: row.reviewed_at ? row.reviewed_at.toISOString() : null, approved_until: row.expires_at.toISOString() };
 }
 
@@ -113,12 +90,6 @@ export function authzenAnswer(row: DecisionRow, baseUrl: string): AuthzenAnswer 
   };
 }
 
-/** The profile's task (GET /access/v1/requests/:id, POST /access/v1/requests), and its result once approved. */
-export interface AccessTask {
-  task: { id: string; status: TaskStatus; status_endpoint: string };
-  result?: { mode: 'reevaluate'; approval: ApprovalObject };
-}
-
 /**
  * A decision an access request was submitted for, as the profile's task: its
  * id is the decision's; once approved, the approval to re-evaluate with.
@@ -128,7 +99,8 @@ export interface AccessTask {
  * // => { task: { id: 'dec_...', status: 'approved', status_endpoint: 'https://authz.example.com/access/v1/requests/dec_...' },
  * //      result: { mode: 'reevaluate', approval: { id: 'dec_...', approved_at: '...', approved_until: '...' } } }
  */
-export function accessTask(row: DecisionRow, baseUrl: string): AccessTask {
+/** The profile's task (GET /access/v1/requests/:id, POST /access/v1/requests), and its result once approved. */
+export function accessTask(row: DecisionRow, baseUrl: string): AuthzenTask {
   const status = taskStatus(row);
   return {
     task: { id: row.id, status, status_endpoint: `${accessRequestEndpoint(baseUrl)}/${encodeURIComponent(row.id)}` },
@@ -153,7 +125,7 @@ export function authzenFailure(error: ApiError): AuthzenAnswer {
  * authzenConfiguration('https://authz.example.com');
  * // => { policy_decision_point: 'https://authz.example.com', access_evaluation_endpoint: 'https://authz.example.com/access/v1/evaluation', ... }
  */
-export function authzenConfiguration(baseUrl: string): Record<string, string | string[]> {
+export function authzenConfiguration(baseUrl: string): AuthzenConfiguration {
   return {
     policy_decision_point: baseUrl,
     access_evaluation_endpoint: `${baseUrl}/access/v1/evaluation`,

@@ -1,4 +1,5 @@
 /** The public forms of budgets (contract: Budgets; Spend controls for agent runs): GET /v1/budgets' items and GET /v1/budgets/remaining. */
+import type { Budget } from '../../clients/typescript/wire.js';
 import type { BudgetAccount, RemainingBudget } from '../domain/budgets.js';
 import type { Environment } from '../tenant.js';
 import { dataList, type DataList } from './list.js';
@@ -9,7 +10,7 @@ import { dataList, type DataList } from './list.js';
  * @example
  * budgetResource(account, 'test'); // => { object: 'budget', policy_id: 'pol_run', agent_id: 'bot', scope: 'agent', ..., status: 'ok', livemode: false }
  */
-export function budgetResource(b: BudgetAccount, environment: Environment): Record<string, unknown> {
+export function budgetResource(b: BudgetAccount, environment: Environment): Budget {
   return {
     object: 'budget',
     policy_id: b.policy_id,

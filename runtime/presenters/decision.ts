@@ -1,8 +1,12 @@
 /** The public form of a decision (contract: Decisions). */
 import { publicStatus, type DecisionPreview } from '../domain/decision-state.js';
 import type { DecisionRow } from '../store/decisions.js';
+import type { Decision, DecisionPreview as DecisionPreviewBody, Review } from '../../clients/typescript/wire.js';
 
-export function decisionResource(row: DecisionRow, nowMs: number, options: { withToken?: boolean } = {}): Record<string, unknown> {
+/** A decision's public form; without `permit_token` for `withToken: false` (the decision in an event's data). */
+export function decisionResource(row: DecisionRow, nowMs: number, options: { withToken: false }): Omit<Decision, 'permit_token'>;
+export function decisionResource(row: DecisionRow, nowMs: number, options?: { withToken?: true }): Decision;
+export function decisionResource(row: DecisionRow, nowMs: number, options: { withToken?: boolean } = {}): Decision | Omit<Decision, 'permit_token'> {
   return {
     id: row.id,
     object: 'decision',
@@ -41,7 +45,7 @@ export function decisionResource(row: DecisionRow, nowMs: number, options: { wit
  * @example
  * reviewResource(row); // => { status: 'approved', reviewer: 'alice', note: 'ok', reviewed_at: '2026-11-21T10:05:00.000Z' }
  */
-export function reviewResource(row: DecisionRow): Record<string, unknown> | null {
+export function reviewResource(row: DecisionRow): Review | null {
   if (row.review_status === null) return null;
   return {
     status: row.review_status,
@@ -54,7 +58,7 @@ export function reviewResource(row: DecisionRow): Record<string, unknown> | null
 }
 
 /** POST /v1/decisions/preview: what a decision would be now (`approval_required` is not shown). */
-export function previewResource(p: DecisionPreview): Record<string, unknown> {
+export function previewResource(p: DecisionPreview): DecisionPreviewBody {
   return {
     object: 'decision_preview',
     effect: p.effect,

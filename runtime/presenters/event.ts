@@ -1,15 +1,9 @@
 /** The public envelope of an event (spec 2.5). */
+import type { Event } from '../../clients/typescript/wire.js';
 import type { EventRow } from '../store/events.js';
 
-export interface EventEnvelope {
-  id: string;
-  object: 'event';
-  type: string;
-  created_at: string;
-  account_id: string;
-  livemode: boolean;
-  data: Record<string, unknown>;
-}
+/** The envelope's wire type (schemas/api/answers/event.schema.json). */
+export type EventEnvelope = Event;
 
 export function envelope(row: EventRow): EventEnvelope {
   return {

@@ -1,10 +1,8 @@
 /** List responses (contract: Lists). */
-export interface ListBody<T> {
-  object: 'list';
-  data: T[];
-  has_more: boolean;
-  url: string;
-}
+import type { List } from '../../clients/typescript/wire.js';
+
+/** The list envelope (schemas/api/answers/list.schema.json) with items of one type. */
+export type ListBody<T> = Omit<List, 'data'> & { data: T[] };
 
 /** A list that is never paged: `object` and `data` only (GET /v1/budgets/remaining, POST /v1/actions/possible). */
 export interface DataList<T> {

@@ -1,18 +1,19 @@
 /** The public form of a policy (JSON resource or YAML document), and what changed between two versions of one. */
 import { stringify } from 'yaml';
 import { canonicalJson, canonicalPolicy, type Diagnostic, type Policy } from '../../compiler/index.js';
+import type { Deleted, Policy as PolicyBody, PolicyCreated } from '../../clients/typescript/wire.js';
 import type { Environment } from '../tenant.js';
 import { diagnosticResource } from './policy-validation.js';
 
 export type PolicyChange = 'created' | 'updated' | 'enabled' | 'disabled' | 'shadowed' | 'deleted';
 
 /** The policy resource: the policy, `object`, `livemode` and its timestamps. */
-export function policyResource(policy: Policy, environment: Environment, createdAt: Date, updatedAt: Date): Record<string, unknown> {
+export function policyResource(policy: Policy, environment: Environment, createdAt: Date, updatedAt: Date): PolicyBody {
   return { ...policy, object: 'policy', livemode: environment === 'live', created_at: createdAt.toISOString(), updated_at: updatedAt.toISOString() };
 }
 
 /** POST /v1/policies' answer: the policy resource and the lints that concern it in its environment (`[]` when none). */
-export function createdPolicyResource(policy: Policy, environment: Environment, at: Date, warnings: readonly Diagnostic[]): Record<string, unknown> {
+export function createdPolicyResource(policy: Policy, environment: Environment, at: Date, warnings: readonly Diagnostic[]): PolicyCreated {
   return { ...policyResource(policy, environment, at, at), warnings: warnings.map(diagnosticResource) };
 }
 
@@ -22,7 +23,7 @@ export function createdPolicyResource(policy: Policy, environment: Environment, 
  * @example
  * deletedPolicyResource('pol_1'); // => { id: 'pol_1', object: 'policy', deleted: true }
  */
-export function deletedPolicyResource(id: string): Record<string, unknown> {
+export function deletedPolicyResource(id: string): Deleted {
   return { id, object: 'policy', deleted: true };
 }
 

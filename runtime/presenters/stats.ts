@@ -1,4 +1,5 @@
 /** The public forms of the dashboard's overview figures (GET /v1/stats/decisions, GET /v1/stats/budgets). */
+import type { BudgetNearLimitList, DecisionStats as DecisionStatsBody } from '../../clients/typescript/wire.js';
 import type { BudgetAccount } from '../domain/budgets.js';
 import type { DecisionStats } from '../domain/stats.js';
 import type { Environment } from '../tenant.js';
@@ -11,7 +12,7 @@ import { listBody, type ListBody } from './list.js';
  * @example
  * decisionStatsBody(await stats.decisions(principal, 60), 'test').per_minute.length; // => 60
  */
-export function decisionStatsBody(s: DecisionStats, environment: Environment): Record<string, unknown> {
+export function decisionStatsBody(s: DecisionStats, environment: Environment): DecisionStatsBody {
   return {
     object: 'decision_stats',
     minutes: s.minutes,
@@ -26,7 +27,7 @@ export function decisionStatsBody(s: DecisionStats, environment: Environment): R
 }
 
 /** The budgets nearest their limits, as a list of budgets (GET /v1/budgets' items) with `used_fraction`. */
-export function budgetStatsBody(items: Array<BudgetAccount & { used_fraction: number }>, environment: Environment): ListBody<Record<string, unknown>> {
+export function budgetStatsBody(items: Array<BudgetAccount & { used_fraction: number }>, environment: Environment): BudgetNearLimitList {
   return listBody(
     items.map((b) => ({ ...budgetResource(b, environment), used_fraction: b.used_fraction })),
     false,

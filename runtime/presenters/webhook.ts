@@ -1,9 +1,14 @@
 /** The public forms of a webhook endpoint and of a delivery with its attempts. */
+import type { Deleted, WebhookDelivery, WebhookEndpoint, WebhookEndpointWithSecret } from '../../clients/typescript/wire.js';
 import type { DeliveryRow, EndpointRow } from '../store/webhooks.js';
 
-const iso = (v: Date | string | null): string | null => (v === null ? null : new Date(v).toISOString());
+function iso(v: Date | string): string;
+function iso(v: Date | string | null): string | null;
+function iso(v: Date | string | null): string | null {
+  return v === null ? null : new Date(v).toISOString();
+}
 
-export function endpointResource(row: EndpointRow): Record<string, unknown> {
+export function endpointResource(row: EndpointRow): WebhookEndpoint {
   return {
     id: row.id,
     object: 'webhook_endpoint',
@@ -24,7 +29,7 @@ export function endpointResource(row: EndpointRow): Record<string, unknown> {
  * @example
  * createdEndpointResource(row, 'whsec_...').secret; // => 'whsec_...'
  */
-export function createdEndpointResource(row: EndpointRow, secret: string): Record<string, unknown> {
+export function createdEndpointResource(row: EndpointRow, secret: string): WebhookEndpointWithSecret {
   return { ...endpointResource(row), secret };
 }
 
@@ -34,11 +39,11 @@ export function createdEndpointResource(row: EndpointRow, secret: string): Recor
  * @example
  * deletedEndpointResource('we_1'); // => { id: 'we_1', object: 'webhook_endpoint', deleted: true }
  */
-export function deletedEndpointResource(id: string): Record<string, unknown> {
+export function deletedEndpointResource(id: string): Deleted {
   return { id, object: 'webhook_endpoint', deleted: true };
 }
 
-export function deliveryResource(d: DeliveryRow): Record<string, unknown> {
+export function deliveryResource(d: DeliveryRow): WebhookDelivery {
   const last = d.attempt_list[d.attempt_list.length - 1];
   return {
     id: d.id,

@@ -10,10 +10,11 @@ export type DecisionEffect = 'allow' | 'deny' | 'review';
 export type ReviewStatus = 'open' | 'approved' | 'denied';
 
 /** A warning in a decision's metadata (policy.conflict, budget.below_threshold). */
-export interface DecisionWarning {
+/** An entry of a decision's `warnings` column (policy.conflict, budget.below_threshold), as the decision answers it. */
+export interface WarningRow {
   code: string;
   message: string;
-  policy_ids?: string[];
+  policy_ids: string[];
 }
 
 export interface DecisionRow {
@@ -29,7 +30,7 @@ export interface DecisionRow {
   reason: string;
   policy_id: string | null;
   matched_policy_ids: string[];
-  warnings: DecisionWarning[];
+  warnings: WarningRow[];
   status: DecisionStatus;
   evaluated_at: Date;
   expires_at: Date;

@@ -103,12 +103,13 @@ describe('import graph', () => {
       [6, { from: 'clients/mcp-proxy/cli.ts', to: 'runtime/cli/http-client.ts' }],
       [6, { from: 'clients/adapters/vercel-ai.ts', to: 'compiler/index.ts' }],
       [6, { from: 'clients/mcp-proxy/config.ts', to: 'compiler/policy/types.ts' }],
-      [7, { from: 'runtime/shared/group-commit.ts', to: 'runtime/store/connect.ts' }],
-      [8, { from: 'compiler/patterns/action-names.ts', to: 'compiler/policy/types.ts' }],
-      [9, { from: 'runtime/domain/decision-state.ts', to: 'runtime/domain/decisions.ts', typeOnly: true }],
-      [9, { from: 'runtime/domain/decision-state.ts', to: 'runtime/store/decisions.ts' }],
-      [10, { from: 'runtime/presenters/decision.ts', to: 'runtime/domain/decisions.ts' }],
-      [10, { from: 'runtime/events/build.ts', to: 'runtime/domain/approvals.ts' }],
+      [7, { from: 'runtime/presenters/decision.ts', to: 'clients/typescript/types.ts' }],
+      [8, { from: 'runtime/shared/group-commit.ts', to: 'runtime/store/connect.ts' }],
+      [9, { from: 'compiler/patterns/action-names.ts', to: 'compiler/policy/types.ts' }],
+      [10, { from: 'runtime/domain/decision-state.ts', to: 'runtime/domain/decisions.ts', typeOnly: true }],
+      [10, { from: 'runtime/domain/decision-state.ts', to: 'runtime/store/decisions.ts' }],
+      [11, { from: 'runtime/presenters/decision.ts', to: 'runtime/domain/decisions.ts' }],
+      [11, { from: 'runtime/events/build.ts', to: 'runtime/domain/approvals.ts' }],
     ];
     expect(new Set(bad.map(([i]) => i)).size).toBe(RULES.length);
     for (const [i, edge] of bad) expect(RULES[i]!.check(edge), `${RULES[i]!.name}: ${edge.from} -> ${edge.to}`).not.toBeNull();
@@ -125,6 +126,7 @@ describe('import graph', () => {
       { from: 'runtime/domain/decision-state.ts', to: 'runtime/store/decisions.ts', typeOnly: true },
       { from: 'runtime/presenters/budget.ts', to: 'runtime/domain/budgets.ts', typeOnly: true },
       { from: 'runtime/presenters/decision.ts', to: 'runtime/domain/decision-state.ts' },
+      { from: 'runtime/presenters/decision.ts', to: 'clients/typescript/wire.ts', typeOnly: true },
     ];
     expect(violations(good)).toEqual([]);
   });

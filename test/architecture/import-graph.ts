@@ -71,6 +71,10 @@ export const RULES: Rule[] = [
       isIn(e.from, 'clients') && (isIn(e.to, 'runtime') || (isIn(e.to, 'compiler') && !CLIENT_SHARED_COMPILER.includes(e.to))) ? `${e.from} imports ${e.to}` : null,
   },
   {
+    name: 'the runtime takes nothing from the clients but the generated wire types',
+    check: (e) => (isIn(e.from, 'runtime') && isIn(e.to, 'clients') && e.to !== 'clients/typescript/wire.ts' ? `${e.from} imports ${e.to}: only clients/typescript/wire.ts` : null),
+  },
+  {
     name: 'shared utilities import nothing of the project but each other and the clock',
     check: (e) =>
       isIn(e.from, 'runtime/shared') && isRelative(e.to) && !isIn(e.to, 'runtime/shared') && e.to !== 'runtime/clock.ts' ? `${e.from} imports ${e.to}` : null,

@@ -5,125 +5,23 @@
 
 /**
  * @template T
- * @typedef {{ object: 'list', data: T[], has_more: boolean, url: string }} Page
+ * @typedef {Omit<import('../../../clients/typescript/wire.js').List, 'data'> & { data: T[] }} Page a list answer (the List wire type) of T
  */
+// The answers' shapes are the wire types generated from schemas/api/answers/ (clients/typescript/wire.ts).
+/** @typedef {import('../../../clients/typescript/wire.js').Review} Review */
+/** @typedef {import('../../../clients/typescript/wire.js').DecisionWarning} Warning */
+/** @typedef {import('../../../clients/typescript/wire.js').Decision} Decision */
+/** @typedef {import('../../../clients/typescript/wire.js').DecisionStats} DecisionStats GET /v1/stats/decisions */
+/** @typedef {import('../../../clients/typescript/wire.js').Policy} Policy */
+/** @typedef {import('../../../clients/typescript/wire.js').Agent} Agent */
+/** @typedef {import('../../../clients/typescript/wire.js').Budget} Budget */
+/** @typedef {import('../../../clients/typescript/wire.js').WebhookEndpoint} WebhookEndpoint */
+/** @typedef {import('../../../clients/typescript/wire.js').WebhookDelivery} Delivery */
+/** @typedef {Delivery['attempts'][number]} DeliveryAttempt */
+/** @typedef {import('../../../clients/typescript/wire.js').PolicyValidation} Validation */
 /**
- * A decision's review (review decisions only).
- * @typedef {object} Review
- * @property {'open' | 'approved' | 'denied'} status
- * @property {string | null} reviewer
- * @property {string | null} note
- * @property {string | null} reviewed_at
- */
-/**
- * @typedef {object} Warning
- * @property {string} code
- * @property {string} message
- * @property {string[]} [policy_ids]
- */
-/**
- * @typedef {object} Decision
- * @property {string} id
- * @property {'allow' | 'deny' | 'review'} effect
- * @property {string} reason
- * @property {string} agent_id
- * @property {string} action
- * @property {string | null} resource
- * @property {number | null} [amount]
- * @property {string | null} policy_id
- * @property {string} status
- * @property {string} evaluated_at
- * @property {string} [expires_at]
- * @property {number} [ttl_seconds]
- * @property {string | null} [resolved_at]
- * @property {Record<string, unknown> | null} [context]
- * @property {string | null} [session_id]
- * @property {string | null} [on_behalf_of]
- * @property {Review | null} [review]
- * @property {string | null} [approval_expires_at]
- * @property {{ matched_policy_ids: string[], warnings: Warning[], shadow?: { effect: string, reason: string, policy_id: string | null } }} [metadata]
- */
-/**
- * GET /v1/stats/decisions.
- * @typedef {object} DecisionStats
- * @property {number} minutes
- * @property {string} since
- * @property {string} until
- * @property {Array<{ minute: string, allow: number, deny: number, review: number }>} per_minute
- * @property {{ allow: number, deny: number, review: number }} totals
- * @property {Array<{ agent_id: string, count: number }>} top_denied_agents
- * @property {Array<{ action: string, count: number }>} top_denied_actions
- */
-/**
- * A policy as JSON (the fields the dashboard shows; PUT takes it back whole).
- * @typedef {object} Policy
- * @property {string} id
- * @property {string} name
- * @property {'allow' | 'deny' | 'review'} effect
- * @property {number} [priority]
- * @property {string[]} [agents] agent id globs; absent: every agent
- * @property {string[]} [actions]
- * @property {string[]} [resources] resource globs; absent: any resource
- * @property {string} [condition]
- * @property {{ unit: string, limit: number, period: string, scope?: string }} [budget]
- * @property {{ required: boolean, timeout_seconds?: number }} [approval]
- * @property {string} state
- * @property {string} [updated_at]
- */
-/**
- * @typedef {object} Agent
- * @property {string} agent_id
- * @property {'active' | 'revoked'} status
- * @property {string} first_seen_at
- * @property {string | null} revoked_at
- */
-/**
- * @typedef {object} Budget
- * @property {string} policy_id
- * @property {string | null} agent_id null for a user budget
- * @property {'agent' | 'session' | 'user'} [scope] absent from a service without spend controls: agent
- * @property {string | null} [session_id]
- * @property {string | null} [on_behalf_of]
- * @property {string} unit
- * @property {number} limit
- * @property {number} consumed
- * @property {number} held
- * @property {string} period
- * @property {string} period_resets_at
- * @property {number | null} threshold_alert
- * @property {string} status
- */
-/**
- * @typedef {object} WebhookEndpoint
- * @property {string} id
- * @property {string} url
- * @property {string[]} events
- * @property {string | null} description
- * @property {string} status
- */
-/**
- * @typedef {object} DeliveryAttempt
- * @property {string} started_at
- * @property {number | null} status_code
- * @property {string | null} error
- * @property {number | null} duration_ms
- * @property {string | null} next_attempt_at
- */
-/**
- * @typedef {object} Delivery
- * @property {string} id
- * @property {string} event_id
- * @property {string} event_type
- * @property {string} status
- * @property {number | null} status_code
- * @property {string | null} error
- * @property {string | null} next_attempt_at
- * @property {string | null} replay_of
- * @property {string} created_at
- * @property {DeliveryAttempt[]} attempts
- */
-/**
- * A problem in a policy (from POST /v1/policies/validate, or an error's details).
+ * A problem in a policy as the dashboard lists it: a diagnostic of POST /v1/policies/validate
+ * (PolicyDiagnostic), an entry of an error's details, or a line the dashboard makes of an error.
  * @typedef {object} Diagnostic
  * @property {'error' | 'warning'} [severity]
  * @property {string} message
@@ -131,8 +29,7 @@
  * @property {number} [line]
  * @property {number} [column]
  */
-/** @typedef {{ object: 'policy_validation', valid: boolean, diagnostics: Diagnostic[] }} Validation */
-/** @typedef {{ code?: string, message?: string, details?: Diagnostic[] }} ErrorBody */
+/** An error answer's `error`, as the dashboard reads it (any part may be missing in a proxy's answer). @typedef {Partial<import('../../../clients/typescript/wire.js').ErrorBody['error']>} ErrorFields */
 /**
  * Where the client gets its key, and what it does when the key is refused.
  * @typedef {{ key: () => string, refused: (message: string) => void }} Session
@@ -148,7 +45,7 @@
 export class ApiError extends Error {
   /**
    * @param {number} status
-   * @param {ErrorBody} [error]
+   * @param {ErrorFields} [error]
    */
   constructor(status, error) {
     super(error?.message ?? `HTTP ${status}`);
@@ -189,7 +86,7 @@ export async function api(method, path, { body, contentType = 'application/json'
   /** @type {unknown} */
   const data = isJson && text ? JSON.parse(text) : text;
   if (!response.ok) {
-    const error = new ApiError(response.status, isJson ? /** @type {{ error?: ErrorBody }} */ (data).error : undefined);
+    const error = new ApiError(response.status, isJson ? /** @type {{ error?: ErrorFields }} */ (data).error : undefined);
     if (response.status === 401 && error.code === 'auth.invalid_key') session.refused('The API key was refused (revoked or unknown); sign in again.');
     throw error;
   }

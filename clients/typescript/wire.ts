@@ -1,0 +1,922 @@
+/* eslint-disable */
+/**
+ * The public answers of the service (its wire types), GENERATED from
+ * schemas/api/answers/*.schema.json (and schemas/policy.schema.json,
+ * schemas/bundle.schema.json) by scripts/gen-wire-types.ts. Do not edit: change
+ * the schema and run `npm run gen:types`. One type per OpenAPI component
+ * (GET /v1/openapi.json), named as the component (but Error: ErrorBody); the
+ * runtime's presenters, the TypeScript client and the dashboard import them
+ * from here.
+ */
+
+export interface Account {
+  /**
+   * acc_...
+   */
+  id: string;
+  object: 'account';
+  name: string;
+  created_at: string;
+}
+export interface AccountList {
+  object: 'list';
+  data: Account[];
+  has_more: boolean;
+  url: string;
+}
+export interface ActionsPossible {
+  object: 'list';
+  data: {
+    action: string;
+    possible: boolean;
+  }[];
+}
+export interface Agent {
+  agent_id: string;
+  object: 'agent';
+  status: 'active' | 'revoked';
+  first_seen_at: string;
+  revoked_at: string | null;
+  /**
+   * Set by PUT /v1/agents/{agent_id} (extension); {} when none were
+   */
+  attributes: {
+    [k: string]: unknown;
+  };
+  livemode: boolean;
+}
+export interface AgentList {
+  object: 'list';
+  data: Agent[];
+  has_more: boolean;
+  url: string;
+}
+export interface ApiKey {
+  /**
+   * key_...
+   */
+  id: string;
+  object: 'api_key';
+  /**
+   * svc_test_sk_... or svc_live_sk_...: shown only in this answer
+   */
+  key: string;
+  account_id: string;
+  environment: 'test' | 'live';
+  scopes: string[];
+  created_at: string;
+}
+export interface ApiKeyRevoked {
+  id: string;
+  object: 'api_key';
+  revoked: true;
+}
+export interface ApiKeyRotated {
+  /**
+   * key_...
+   */
+  id: string;
+  object: 'api_key';
+  /**
+   * svc_test_sk_... or svc_live_sk_...: shown only in this answer
+   */
+  key: string;
+  account_id: string;
+  environment: 'test' | 'live';
+  scopes: string[];
+  created_at: string;
+  /**
+   * key_...: the key this one replaces, now revoked
+   */
+  replaces: string;
+}
+export interface AuthzenActionSearch {
+  results: {
+    /**
+     * the action as written in the policy, e.g. authzen.can_read_todos
+     */
+    name: string;
+  }[];
+  page: {
+    /**
+     * "" at the end
+     */
+    next_token: string;
+  };
+}
+export interface AuthzenAnswer {
+  /**
+   * true for allow and review; false for deny (and for a batch entry that failed)
+   */
+  decision: boolean;
+  context:
+    | {
+        /**
+         * dec_...: the stored decision (GET /v1/decisions/{id})
+         */
+        id: string;
+        effect: 'allow' | 'deny' | 'review';
+        reason: string;
+        /**
+         * Ed25519 compact JWS for allow and review (absent for deny, and while awaiting approval)
+         */
+        permit_token?: string;
+        /**
+         * Extension: the review policy asks for approval first; decision is false until then
+         */
+        status?: 'awaiting_approval';
+        /**
+         * A requestable denial (reason approval_required): the decision id, denial.evaluation_id of the access request
+         */
+        evaluation_id?: string;
+        access_request?: {
+          /**
+           * POST /access/v1/requests on AUTHZ_BASE_URL
+           */
+          endpoint: string;
+          /**
+           * the approval deadline
+           */
+          expires_at: string;
+        };
+        approval?: AuthzenApproval;
+      }
+    | {
+        error: {
+          /**
+           * the error code (docs/errors.md)
+           */
+          code: string;
+          message: string;
+        };
+      };
+}
+/**
+ * An approval (access requests): the approved decision, when, and until when it may be used once.
+ */
+export interface AuthzenApproval {
+  /**
+   * the approved decision (dec_...)
+   */
+  id: string;
+  /**
+   * when the reviewer approved it
+   */
+  approved_at: string | null;
+  /**
+   * the decision's expires_at: the approval is good until then, for one use
+   */
+  approved_until: string;
+}
+export interface AuthzenAnswers {
+  /**
+   * One answer per entry, in order
+   */
+  evaluations: AuthzenAnswer[];
+}
+export interface AuthzenConfiguration {
+  /**
+   * the service base URL (AUTHZ_BASE_URL)
+   */
+  policy_decision_point: string;
+  access_evaluation_endpoint: string;
+  access_evaluations_endpoint: string;
+  search_subject_endpoint: string;
+  search_action_endpoint: string;
+  access_request_endpoint: string;
+  /**
+   * urn:openid:authzen:capability:access-request
+   */
+  capabilities: string[];
+}
+export interface AuthzenSubjectSearch {
+  results: {
+    /**
+     * the request's subject type
+     */
+    type: string;
+    /**
+     * an agent_id
+     */
+    id: string;
+  }[];
+  page: {
+    /**
+     * "" at the end
+     */
+    next_token: string;
+  };
+}
+export interface AuthzenTask {
+  task: {
+    /**
+     * the decision id (dec_...)
+     */
+    id: string;
+    /**
+     * awaiting approval; approved (whatever followed); denied by a reviewer; not reviewed by the approval deadline
+     */
+    status: 'pending' | 'approved' | 'denied' | 'expired';
+    /**
+     * GET /access/v1/requests/{id} on AUTHZ_BASE_URL
+     */
+    status_endpoint: string;
+  };
+  result?: {
+    mode: 'reevaluate';
+    approval: AuthzenApproval;
+  };
+}
+export interface Budget {
+  object: 'budget';
+  policy_id: string;
+  /**
+   * Null for a user-scoped budget (shared by every agent acting for the user).
+   */
+  agent_id: string | null;
+  /**
+   * Whose spend is counted (extension): per agent, per session (agent run), per user (on_behalf_of, across agents).
+   */
+  scope: 'agent' | 'session' | 'user';
+  /**
+   * The session of a session-scoped budget (extension).
+   */
+  session_id: string | null;
+  /**
+   * The user of a user-scoped budget (extension).
+   */
+  on_behalf_of: string | null;
+  /**
+   * ISO 4217 code, tokens or calls
+   */
+  unit: string;
+  limit: number;
+  consumed: number;
+  held: number;
+  period: 'hourly' | 'daily' | 'weekly' | 'monthly' | 'yearly';
+  period_start: string;
+  period_resets_at: string;
+  threshold_alert: number | null;
+  status: 'ok' | 'threshold' | 'exceeded';
+  livemode: boolean;
+}
+export interface BudgetList {
+  object: 'list';
+  data: Budget[];
+  has_more: boolean;
+  url: string;
+}
+export interface BudgetNearLimit {
+  object: 'budget';
+  policy_id: string;
+  /**
+   * Null for a user-scoped budget (shared by every agent acting for the user).
+   */
+  agent_id: string | null;
+  /**
+   * Whose spend is counted (extension): per agent, per session (agent run), per user (on_behalf_of, across agents).
+   */
+  scope: 'agent' | 'session' | 'user';
+  /**
+   * The session of a session-scoped budget (extension).
+   */
+  session_id: string | null;
+  /**
+   * The user of a user-scoped budget (extension).
+   */
+  on_behalf_of: string | null;
+  /**
+   * ISO 4217 code, tokens or calls
+   */
+  unit: string;
+  limit: number;
+  consumed: number;
+  held: number;
+  period: 'hourly' | 'daily' | 'weekly' | 'monthly' | 'yearly';
+  period_start: string;
+  period_resets_at: string;
+  threshold_alert: number | null;
+  status: 'ok' | 'threshold' | 'exceeded';
+  livemode: boolean;
+  /**
+   * (consumed + held) / limit
+   */
+  used_fraction: number;
+}
+export interface BudgetNearLimitList {
+  object: 'list';
+  data: BudgetNearLimit[];
+  has_more: boolean;
+  url: string;
+}
+export interface BudgetRemaining {
+  policy_id: string;
+  /**
+   * ISO 4217 code, tokens or calls
+   */
+  unit: string;
+  /**
+   * Whose spend is counted (extension): per agent, per session (agent run), per user (on_behalf_of, across agents).
+   */
+  scope: 'agent' | 'session' | 'user';
+  limit: number;
+  consumed: number;
+  held: number;
+  /**
+   * max(0, limit - consumed - held)
+   */
+  remaining: number;
+  period_resets_at: string;
+}
+export interface BudgetRemainingList {
+  object: 'list';
+  data: BudgetRemaining[];
+}
+export interface BundleStatus {
+  object: 'bundle';
+  /**
+   * sha256:...
+   */
+  hash: string;
+  policies: number;
+  /**
+   * GET only
+   */
+  version?: number;
+}
+export interface ClockState {
+  object: 'clock';
+  now: string;
+}
+export interface Decision {
+  /**
+   * dec_...
+   */
+  id: string;
+  object: 'decision';
+  effect: 'allow' | 'deny' | 'review';
+  /**
+   * policy.matched, or a deny reason: policy.not_found, policy.disabled, resource.not_allowed, budget.exceeded, agent.revoked, review.denied, review.timeout
+   */
+  reason: string;
+  agent_id: string;
+  action: string;
+  resource: string | null;
+  amount: number | null;
+  /**
+   * The deciding policy (for budget.exceeded: the budget's policy).
+   */
+  policy_id: string | null;
+  /**
+   * awaiting_approval (extension): a review policy asks for approval first; no permit until approved.
+   */
+  status: 'pending' | 'confirmed' | 'rejected' | 'expired' | 'denied' | 'awaiting_approval';
+  evaluated_at: string;
+  expires_at: string;
+  ttl_seconds: number;
+  /**
+   * Ed25519 compact JWS for allow and review, only in the POST /v1/decisions answer; null otherwise.
+   */
+  permit_token: string | null;
+  livemode: boolean;
+  resolved_at: string | null;
+  confirmed_amount: number | null;
+  /**
+   * The request's context as stored (extension).
+   */
+  context: {
+    [k: string]: unknown;
+  } | null;
+  /**
+   * The agent run the request belongs to (extension).
+   */
+  session_id: string | null;
+  /**
+   * The user the agent acts for (extension).
+   */
+  on_behalf_of: string | null;
+  /**
+   * base64url SHA-256 of the tool call's canonical arguments, when the request gave one (extension).
+   */
+  args_digest?: string;
+  /**
+   * Extension: the review of a decision a review policy decided; null on allow and deny.
+   */
+  review: null | Review;
+  /**
+   * Extension: until when the decision waits for approval (null when its policy asks for none).
+   */
+  approval_expires_at: string | null;
+  metadata: {
+    matched_policy_ids: string[];
+    warnings: DecisionWarning[];
+    shadow?: DecisionShadow;
+  };
+}
+/**
+ * A decision's review (extension): the reviewer's verdict on a decision a review policy decided.
+ */
+export interface Review {
+  status: 'open' | 'approved' | 'denied';
+  /**
+   * Who reviewed (null while open, and for a timeout)
+   */
+  reviewer: string | null;
+  note: string | null;
+  /**
+   * When (for a timeout: approval_expires_at)
+   */
+  reviewed_at: string | null;
+  /**
+   * The context of the AuthZEN access request submitted for it ({} for one without); absent when none was.
+   */
+  request_context?: {
+    [k: string]: unknown;
+  };
+}
+/**
+ * An entry of a decision's metadata.warnings (policy.conflict, budget.below_threshold).
+ */
+export interface DecisionWarning {
+  /**
+   * policy.conflict or budget.below_threshold
+   */
+  code: string;
+  message: string;
+  policy_ids: string[];
+}
+/**
+ * The outcome with the shadow policies enabled, when it differs (extension).
+ */
+export interface DecisionShadow {
+  effect: 'allow' | 'deny' | 'review';
+  reason: string;
+  /**
+   * The winner with the shadow policies enabled; null when none.
+   */
+  policy_id: string | null;
+}
+export interface DecisionList {
+  object: 'list';
+  data: Decision[];
+  has_more: boolean;
+  url: string;
+}
+export interface DecisionPreview {
+  object: 'decision_preview';
+  effect: 'allow' | 'deny' | 'review';
+  /**
+   * As a decision's, or rate_limit.exceeded when the decision would be refused with 429.
+   */
+  reason: string;
+  policy_id: string | null;
+  matched_policy_ids: string[];
+  warnings: DecisionWarning[];
+  shadow?: DecisionShadow;
+  /**
+   * With rate_limit.exceeded: the Retry-After the decision would get.
+   */
+  retry_after_seconds?: number;
+}
+export interface DecisionStats {
+  object: 'decision_stats';
+  minutes: number;
+  /**
+   * Start of the first minute
+   */
+  since: string;
+  /**
+   * The service clock's now
+   */
+  until: string;
+  /**
+   * One entry per minute, oldest first
+   */
+  per_minute: {
+    minute: string;
+    allow: number;
+    deny: number;
+    review: number;
+  }[];
+  totals: {
+    allow: number;
+    deny: number;
+    review: number;
+  };
+  top_denied_agents: {
+    agent_id: string;
+    count: number;
+  }[];
+  top_denied_actions: {
+    action: string;
+    count: number;
+  }[];
+  livemode: boolean;
+}
+export interface Deleted {
+  id: string;
+  object: string;
+  deleted: true;
+}
+export interface ErrorBody {
+  error: {
+    /**
+     * Machine-readable code (README: Error codes).
+     */
+    code: string;
+    /**
+     * Human-readable description.
+     */
+    message: string;
+    /**
+     * req_...: the Request-Id header; quote it to support.
+     */
+    request_id: string;
+    details?: {
+      /**
+       * JSON pointer into the input
+       */
+      path: string;
+      message: string;
+      /**
+       * 1-based line, for a policy sent as YAML
+       */
+      line?: number;
+      /**
+       * 1-based column, for a policy sent as YAML
+       */
+      column?: number;
+    }[];
+  };
+}
+export interface Event {
+  /**
+   * evt_...
+   */
+  id: string;
+  object: 'event';
+  type: string;
+  created_at: string;
+  /**
+   * acc_...
+   */
+  account_id: string;
+  livemode: boolean;
+  data: {
+    [k: string]: unknown;
+  };
+}
+export interface EventList {
+  object: 'list';
+  data: Event[];
+  has_more: boolean;
+  url: string;
+}
+export interface Health {
+  status: 'ok' | 'ready';
+  store?: 'postgres' | 'embedded';
+}
+export interface Jwks {
+  keys: {
+    kty: 'OKP';
+    crv: 'Ed25519';
+    x: string;
+    kid: string;
+    use: 'sig';
+    alg: 'EdDSA';
+  }[];
+}
+export interface List {
+  object: 'list';
+  data: unknown[];
+  has_more: boolean;
+  url: string;
+}
+export interface Permit {
+  object: 'permit';
+  /**
+   * Ed25519 compact JWS; a fresh one each call
+   */
+  permit_token: string | null;
+}
+export interface PermitVerification {
+  object: 'permit_verification';
+  /**
+   * false: well signed and unexpired, but the permit no longer stands (see reason)
+   */
+  valid: boolean;
+  /**
+   * only when valid is false
+   */
+  reason?: 'decision.not_found' | 'decision.rejected' | 'agent.revoked' | 'policy.not_found' | 'policy.disabled';
+  claims: {
+    [k: string]: unknown;
+  };
+}
+/**
+ * A policy: which agents may do which actions on which resources, with an effect, a priority and optional condition, rate limit and budget.
+ */
+export interface Policy {
+  /**
+   * Unique id within an environment. In files it defaults to pol_ + the name with other characters replaced by _.
+   */
+  id: string;
+  /**
+   * Unique human-readable name (kebab-case by convention).
+   */
+  name: string;
+  description?: string;
+  /**
+   * A disabled policy is treated as non-existent by decisions (reason policy.disabled when it alone would have matched). A shadow policy does not exist for enforcement either (it never makes a decision policy.disabled), but decisions also report what they would be with the shadow policies enabled (metadata.shadow, when that differs).
+   */
+  state: 'enabled' | 'disabled' | 'shadow';
+  /**
+   * Lower number wins when matching policies disagree; at equal priority deny beats review beats allow.
+   */
+  priority: number;
+  /**
+   * review = allowed but flagged for human review.
+   */
+  effect: 'allow' | 'deny' | 'review';
+  /**
+   * Agent id globs this policy applies to; omitted = every agent.
+   *
+   * @minItems 1
+   * @maxItems 1000
+   *
+   * Items: agent_id glob; * matches any run of characters.
+   */
+  agents?: string[];
+  /**
+   * Action patterns: namespace.verb, with * alone or as either part.
+   *
+   * @minItems 1
+   * @maxItems 1000
+   */
+  actions: string[];
+  /**
+   * Resource globs; omitted = any resource. A policy with resources does not match a request without one.
+   *
+   * @minItems 1
+   * @maxItems 1000
+   *
+   * Items: Resource glob; * matches any run of characters.
+   */
+  resources?: string[];
+  /**
+   * Expression over agent_id, action, resource, amount, session_id, on_behalf_of, context.* and agent.attributes.* (the agent's stored attributes); e.g. amount <= 50 && context.channel == 'chat'.
+   */
+  condition?: string;
+  rate_limit?: PolicyRateLimit;
+  budget?: PolicyBudget;
+  approval?: PolicyApproval;
+  object: 'policy';
+  livemode: boolean;
+  created_at: string;
+  updated_at: string;
+}
+/**
+ * Most requests allowed per agent in each window; every matching policy's limits apply.
+ */
+export interface PolicyRateLimit {
+  per_second?: number;
+  per_minute?: number;
+  per_hour?: number;
+  per_day?: number;
+}
+/**
+ * Spend allowed per period, per agent (scope agent, the default), per agent run (scope session) or per user (scope user): a fiat budget (ISO 4217 unit) holds the request's amount, a tokens budget its tokens (both consumed on confirm); a calls budget consumes 1 per allowed decision.
+ */
+export interface PolicyBudget {
+  unit: string;
+  /**
+   * Whose spend is counted (extension; absent = agent): agent (per policy and agent), session (per policy, agent and the request's session_id) or user (per policy and the request's on_behalf_of, across every agent acting for that user).
+   */
+  scope?: 'agent' | 'session' | 'user';
+  limit: number;
+  period: 'hourly' | 'daily' | 'weekly' | 'monthly' | 'yearly';
+  /**
+   * Fraction of the limit (0.8 = 80%) at which budget.threshold fires.
+   */
+  threshold_alert?: number;
+}
+/**
+ * Review policies only (extension): a decision this policy wins awaits a human's approval (status awaiting_approval, no permit) until approved, denied, or timeout_seconds pass without an answer (then denied, reason review.timeout).
+ */
+export interface PolicyApproval {
+  /**
+   * true: the decision waits for approval; false: the review happens after the fact, as without this field.
+   */
+  required: boolean;
+  /**
+   * Seconds a decision waits for a reviewer before it is denied (review.timeout).
+   */
+  timeout_seconds?: number;
+}
+/**
+ * A policy: which agents may do which actions on which resources, with an effect, a priority and optional condition, rate limit and budget.
+ */
+export interface PolicyCreated {
+  /**
+   * Unique id within an environment. In files it defaults to pol_ + the name with other characters replaced by _.
+   */
+  id: string;
+  /**
+   * Unique human-readable name (kebab-case by convention).
+   */
+  name: string;
+  description?: string;
+  /**
+   * A disabled policy is treated as non-existent by decisions (reason policy.disabled when it alone would have matched). A shadow policy does not exist for enforcement either (it never makes a decision policy.disabled), but decisions also report what they would be with the shadow policies enabled (metadata.shadow, when that differs).
+   */
+  state: 'enabled' | 'disabled' | 'shadow';
+  /**
+   * Lower number wins when matching policies disagree; at equal priority deny beats review beats allow.
+   */
+  priority: number;
+  /**
+   * review = allowed but flagged for human review.
+   */
+  effect: 'allow' | 'deny' | 'review';
+  /**
+   * Agent id globs this policy applies to; omitted = every agent.
+   *
+   * @minItems 1
+   * @maxItems 1000
+   *
+   * Items: agent_id glob; * matches any run of characters.
+   */
+  agents?: string[];
+  /**
+   * Action patterns: namespace.verb, with * alone or as either part.
+   *
+   * @minItems 1
+   * @maxItems 1000
+   */
+  actions: string[];
+  /**
+   * Resource globs; omitted = any resource. A policy with resources does not match a request without one.
+   *
+   * @minItems 1
+   * @maxItems 1000
+   *
+   * Items: Resource glob; * matches any run of characters.
+   */
+  resources?: string[];
+  /**
+   * Expression over agent_id, action, resource, amount, session_id, on_behalf_of, context.* and agent.attributes.* (the agent's stored attributes); e.g. amount <= 50 && context.channel == 'chat'.
+   */
+  condition?: string;
+  rate_limit?: PolicyRateLimit;
+  budget?: PolicyBudget;
+  approval?: PolicyApproval;
+  object: 'policy';
+  livemode: boolean;
+  created_at: string;
+  updated_at: string;
+  /**
+   * The lints of the new policy in its environment (lint.conflict, lint.shadowed, ...), as POST /v1/policies/validate reports them; [] when none
+   */
+  warnings: PolicyDiagnostic[];
+}
+export interface PolicyDiagnostic {
+  severity: 'error' | 'warning';
+  /**
+   * The compiler's code: yaml.syntax, policy.invalid_field, condition.*, policy.duplicate_name, lint.shadowed, lint.conflict, lint.never_matches, ...
+   */
+  code: string;
+  message: string;
+  /**
+   * JSON pointer into the policy
+   */
+  path: string;
+  /**
+   * 1-based, for a YAML body
+   */
+  line?: number;
+  /**
+   * 1-based, for a YAML body
+   */
+  column?: number;
+}
+export interface PolicyList {
+  object: 'list';
+  data: Policy[];
+  has_more: boolean;
+  url: string;
+}
+export interface PolicyValidation {
+  object: 'policy_validation';
+  /**
+   * No errors (warnings allowed): POST or PUT would accept the policy.
+   */
+  valid: boolean;
+  diagnostics: PolicyDiagnostic[];
+}
+export interface Service {
+  object: 'service';
+  name: string;
+  version: string;
+  /**
+   * The API reference page (/docs)
+   */
+  api_reference: string;
+  /**
+   * This document (/v1/openapi.json)
+   */
+  openapi: string;
+  /**
+   * The dashboard, for a browser (/dashboard)
+   */
+  dashboard: string;
+  /**
+   * /healthz
+   */
+  health: string;
+}
+export interface SigningKeyRotation {
+  object: 'signing_key';
+  kid: string;
+  public_jwk: {
+    [k: string]: unknown;
+  };
+  jwks: Jwks;
+}
+export interface WebhookDelivery {
+  /**
+   * whd_...
+   */
+  id: string;
+  object: 'webhook_delivery';
+  endpoint_id: string;
+  event_id: string;
+  event_type: string;
+  status: 'pending' | 'succeeded' | 'abandoned';
+  attempt: number;
+  status_code: number | null;
+  error: string | null;
+  duration_ms: number | null;
+  next_attempt_at: string | null;
+  replay_of: string | null;
+  created_at: string;
+  attempts: {
+    attempt: number;
+    started_at: string;
+    status_code: number | null;
+    error: string | null;
+    duration_ms: number;
+    next_attempt_at: string | null;
+  }[];
+}
+export interface WebhookDeliveryList {
+  object: 'list';
+  data: WebhookDelivery[];
+  has_more: boolean;
+  url: string;
+}
+export interface WebhookEndpoint {
+  /**
+   * we_...
+   */
+  id: string;
+  object: 'webhook_endpoint';
+  url: string;
+  events: string[];
+  description: string | null;
+  status: 'enabled' | 'disabled';
+  /**
+   * Deliveries also carry webhook-id, webhook-timestamp and webhook-signature (Standard Webhooks)
+   */
+  standard_webhooks: boolean;
+  created_at: string;
+  updated_at: string;
+  livemode: boolean;
+}
+export interface WebhookEndpointList {
+  object: 'list';
+  data: WebhookEndpoint[];
+  has_more: boolean;
+  url: string;
+}
+export interface WebhookEndpointWithSecret {
+  /**
+   * we_...
+   */
+  id: string;
+  object: 'webhook_endpoint';
+  url: string;
+  events: string[];
+  description: string | null;
+  status: 'enabled' | 'disabled';
+  /**
+   * Deliveries also carry webhook-id, webhook-timestamp and webhook-signature (Standard Webhooks)
+   */
+  standard_webhooks: boolean;
+  created_at: string;
+  updated_at: string;
+  livemode: boolean;
+  /**
+   * whsec_ + base64 of 32 random bytes: the signing secret, shown only in this answer
+   */
+  secret: string;
+}
