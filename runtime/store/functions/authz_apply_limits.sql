@@ -121,15 +121,10 @@ begin
   into usage_ids, brows, row_keys, changed
   from upserted up;
   -- Holds whose decision has expired stop counting before anything is checked
-  -- (as authz_expire_holds does, the rows' held counted down on the copy).
-  with expired as (
-    update budget_holds h set status = 'expired', resolved_at = h.expires_at
-    where h.usage_id = any (usage_ids) and h.status = 'held' and h.expires_at <= now_ts
-    returning h.usage_id, h.amount
-  )
+  -- (authz_expire_hold_rows; their rows' held counted down on the copy, written back below).
   select coalesce(array_agg(e.usage_id), '{}'), coalesce(array_agg(e.amount), '{}')
   into expired_ids, expired_amounts
-  from (select usage_id, sum(amount) as amount from expired group by usage_id) e;
+  from authz_expire_hold_rows(usage_ids, now_ts) e;
   for n in 1 .. coalesce(cardinality(expired_ids), 0) loop
     pos := array_position(usage_ids, expired_ids[n]);
     u := brows[pos];
