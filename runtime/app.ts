@@ -10,6 +10,7 @@ import { connectionCap, fdSoftLimit, timeoutOptions } from './http/connection-li
 import { registerErrorHandling, sendError } from './http/error-handler.js';
 import { registerIdempotency } from './http/idempotency.js';
 import { registerJsonBodies } from './http/json-body.js';
+import { lazyChildLogger } from './http/lazy-logger.js';
 import { refuseOtherMediaTypes } from './http/media-type.js';
 import { rejectUnstorableInput, validatorCompiler } from './http/validation.js';
 import { newId } from './ids.js';
@@ -57,6 +58,8 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     // Connections without a complete request within the timeout are closed (http/connection-limits.ts).
     ...timeoutOptions(requestTimeoutMs),
     logger: options.logger ?? false,
+    // A request's child logger is made on its first line (at the quiet default, almost never).
+    ...(options.logger ? { childLoggerFactory: lazyChildLogger } : {}),
     bodyLimit: BODY_LIMIT,
     genReqId: () => newId('req', services.clock.now()),
     requestIdHeader: false,
@@ -78,13 +81,16 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   app.decorate('services', services);
   // AUTHZ_OTEL: a span per request, first, so every later hook and the handler run in it.
   if (services.tracing.enabled) (await import('./telemetry/otel.js')).registerRequestSpans(app, services.tracing);
-  app.addHook('onRequest', async (request, reply) => {
+  // Callback hooks on every request: no promise each.
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('request-id', request.id);
+    done();
   });
   const summary = options.requestSummary;
   if (summary) {
-    app.addHook('onResponse', async (_request, reply) => {
+    app.addHook('onResponse', (_request, reply, done) => {
       summary.record(reply.statusCode, reply.elapsedTime);
+      done();
     });
   }
   // With a clock other than the system's (the test clock), Date says the service's time

@@ -327,7 +327,8 @@ async function main(): Promise<void> {
     serveRows.push(`| ${s} | ${rps(app).toFixed(0)} | ${rps(srv).toFixed(0)} | ${((rps(srv) / rps(app)) * 100).toFixed(0)}% | ${p99(app)} / ${p99(srv)} | ${serverUs(app)} / ${serverUs(srv)} | ${pgUs(app)} / ${pgUs(srv)} |`);
   }
 
-  writeTargets('http', httpTargets(results));
+  const judged = httpTargets(results);
+  writeTargets('http', judged);
   const lines = [
     '# HTTP benchmark: POST /v1/decisions',
     '',
@@ -339,6 +340,14 @@ async function main(): Promise<void> {
     '',
     'CPU per request: CPU time used during the measured run (after the warm-up) by the target process, and by the PostgreSQL cluster (postmaster and backends), divided by the requests answered; from /proc (bench/http/cpu.ts). The embedded store runs inside the target process.',
     '',
+    ...(judged.length ? [
+      '## Targets (issues 25 and 39: judged on `authz serve` when it ran)',
+      '',
+      '| target | measured | |',
+      '| --- | --- | --- |',
+      ...judged.map((t) => `| ${t.target} | ${t.measured} | ${t.met ? 'met' : 'NOT met'} |`),
+      '',
+    ] : []),
     '| target | scenario | req/s | p50 ms | p99 ms | vs bare | server CPU µs/req | PostgreSQL CPU µs/req | non-2xx |',
     '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
     ...results.map((r) => `| ${r.target} | ${r.scenario} | ${rps(r).toFixed(0)} | ${p50(r)} | ${p99(r)} | ${bareRps ? `${((rps(r) / rps(bareRps)) * 100).toFixed(0)}%` : '-'} | ${serverUs(r)} | ${pgUs(r)} | ${codes(r)} |`),

@@ -9,6 +9,7 @@ import { InvalidKeyError, ScopeInsufficientError } from '../errors/api-error.js'
 import type { Principal } from '../tenant.js';
 import { hasScope, type Scope } from './api-keys.js';
 import type { ApiKeyCache } from './key-cache.js';
+import type { ApiKeyRow } from '../store/accounts.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -33,17 +34,25 @@ export function bearerToken(request: FastifyRequest): string | null {
  */
 export function registerAuthentication(app: FastifyInstance, keys: ApiKeyCache): void {
   app.decorateRequest('principal', null as unknown as Principal);
-  app.addHook('onRequest', async (request) => {
+  // A callback hook: a key known in memory is admitted without a promise or a turn of the event loop.
+  app.addHook('onRequest', (request, _reply, done) => {
     const scope = request.routeOptions.config?.scope;
-    if (scope === undefined) return;
+    if (scope === undefined) return done();
     const token = bearerToken(request);
-    if (token === null) throw new InvalidKeyError('send an API key as Authorization: Bearer svc_test_sk_... or svc_live_sk_...');
-    const row = await keys.resolve(token);
-    if (row === null) throw new InvalidKeyError('the API key does not exist, is revoked or is malformed');
-    const anyOf: readonly Scope[] = typeof scope === 'string' ? [scope] : scope;
-    if (!anyOf.some((s) => hasScope(row.scopes, s))) throw new ScopeInsufficientError(`this API key lacks the scope ${anyOf.join(' or ')}`);
-    request.principal = { keyId: row.id, accountId: row.account_id, environment: row.environment, scopes: row.scopes };
+    if (token === null) return done(new InvalidKeyError('send an API key as Authorization: Bearer svc_test_sk_... or svc_live_sk_...'));
+    const known = keys.lookup(token);
+    if (!(known instanceof Promise)) return done(admit(request, scope, known));
+    known.then((row) => done(admit(request, scope, row)), done);
   });
+}
+
+/** Sets the request's principal from the key's row, or says why it is refused. */
+function admit(request: FastifyRequest, scope: Scope | readonly Scope[], row: ApiKeyRow | null): Error | undefined {
+  if (row === null) return new InvalidKeyError('the API key does not exist, is revoked or is malformed');
+  const anyOf: readonly Scope[] = typeof scope === 'string' ? [scope] : scope;
+  if (!anyOf.some((s) => hasScope(row.scopes, s))) return new ScopeInsufficientError(`this API key lacks the scope ${anyOf.join(' or ')}`);
+  request.principal = { keyId: row.id, accountId: row.account_id, environment: row.environment, scopes: row.scopes };
+  return undefined;
 }
 
 /**

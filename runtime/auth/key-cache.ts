@@ -10,7 +10,7 @@ import { TtlCache } from '../shared/ttl-cache.js';
 import type { Clock } from '../clock.js';
 import type { Sql } from '../store/connect.js';
 import { findApiKeyByHash, type ApiKeyRow } from '../store/accounts.js';
-import { hashApiKey, parseApiKey } from './api-keys.js';
+import { apiKeyDigest, parseApiKey } from './api-keys.js';
 
 export class ApiKeyCache {
   private readonly cache: TtlCache<ApiKeyRow | null>;
@@ -28,13 +28,29 @@ export class ApiKeyCache {
 
   /** The key's record, or null when it is malformed, unknown or revoked. */
   async resolve(key: string): Promise<ApiKeyRow | null> {
+    const known = this.lookup(key);
+    return known instanceof Promise ? await known : known;
+  }
+
+  /**
+   * As {@link resolve}, answered without a promise when memory knows the key (a
+   * request's authentication then takes no turn of the event loop).
+   *
+   * @example
+   * const known = keys.lookup(token);
+   * const row = known instanceof Promise ? await known : known;
+   */
+  lookup(key: string): ApiKeyRow | null | Promise<ApiKeyRow | null> {
     if (parseApiKey(key) === null) return null;
-    const hash = hashApiKey(key);
-    const cacheKey = hash.toString('base64');
+    const cacheKey = apiKeyDigest(key);
     const hit = this.cache.get(cacheKey);
     if (hit) return hit.value;
+    return this.read(cacheKey);
+  }
+
+  private async read(cacheKey: string): Promise<ApiKeyRow | null> {
     const before = this.revocations;
-    const row = (await findApiKeyByHash(this.sql, hash)) ?? null;
+    const row = (await findApiKeyByHash(this.sql, Buffer.from(cacheKey, 'base64'))) ?? null;
     // A revocation that arrived while the row was read may be newer than the row.
     if (before === this.revocations) this.cache.set(cacheKey, row);
     return row;

@@ -8,37 +8,57 @@
  * not sent: the caller acts on the 503 (a decision stored after it is like one
  * whose process died: any hold expires with its TTL).
  */
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { ServiceUnavailableError } from '../errors/api-error.js';
 import { sendError } from './error-handler.js';
 
+type Hook = (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => void;
+
 export interface DeadlineHooks {
-  onRequest: (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
-  onResponse: (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
+  onRequest: Hook;
+  onResponse: Hook;
 }
 
 /**
- * The hooks a route adds to answer 503 when it has not answered within `deadlineMs`.
+ * The hooks a route adds to answer 503 when it has not answered within `deadlineMs`
+ * (at most a twentieth of it later, at most 100 ms: one timer sweeps every request
+ * open on the route, instead of a timer per request).
  *
  * @example
  * const deadline = requestDeadline(2000);
  * app.post('/v1/decisions', { onRequest: deadline.onRequest, onResponse: deadline.onResponse }, handler);
  */
 export function requestDeadline(deadlineMs: number): DeadlineHooks {
-  const timers = new WeakMap<FastifyReply, NodeJS.Timeout>();
+  // The open requests by arrival (a Map keeps insertion order): the oldest first.
+  const open = new Map<FastifyReply, number>();
+  const sweepMs = Math.max(5, Math.min(100, Math.floor(deadlineMs / 20)));
+  let timer: NodeJS.Timeout | null = null;
+  const sweep = () => {
+    const now = performance.now();
+    for (const [reply, startedAt] of open) {
+      if (now - startedAt < deadlineMs) break;
+      open.delete(reply);
+      if (reply.sent) continue;
+      reply.request.log.warn({ deadlineMs }, 'request deadline passed: answering 503');
+      sendError(reply, new ServiceUnavailableError(`the store did not answer within ${deadlineMs / 1000} s; nothing was decided, try again shortly`));
+    }
+    if (open.size === 0 && timer !== null) {
+      clearInterval(timer);
+      timer = null;
+    }
+  };
   return {
-    async onRequest(request, reply) {
-      const timer = setTimeout(() => {
-        if (reply.sent) return;
-        request.log.warn({ deadlineMs }, 'request deadline passed: answering 503');
-        sendError(reply, new ServiceUnavailableError(`the store did not answer within ${deadlineMs / 1000} s; nothing was decided, try again shortly`));
-      }, deadlineMs);
-      timer.unref();
-      timers.set(reply, timer);
+    onRequest(_request, reply, done) {
+      open.set(reply, performance.now());
+      if (timer === null) {
+        timer = setInterval(sweep, sweepMs);
+        timer.unref();
+      }
+      done();
     },
-    async onResponse(_request, reply) {
-      clearTimeout(timers.get(reply));
-      timers.delete(reply);
+    onResponse(_request, reply, done) {
+      open.delete(reply);
+      done();
     },
   };
 }

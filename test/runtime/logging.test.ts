@@ -8,6 +8,7 @@
 import Fastify, { type LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REDACTED, loggerOptions } from '../../runtime/http/logger.js';
+import { lazyChildLogger } from '../../runtime/http/lazy-logger.js';
 import { ADMIN_TOKEN, json, startRuntime, type TestRuntime } from './helpers/app.js';
 
 const MASTER_KEY = 'master-key-for-logging-tests-0123';
@@ -124,5 +125,45 @@ describe('logger options', () => {
     await app.close();
     expect(lines.join('')).not.toContain('+c/de');
     expect((JSON.parse(lines[0]!) as { msg: string }).msg).toBe(`quoting whsec_${REDACTED} here`);
+  });
+});
+
+describe('request loggers made on their first line (runtime/http/lazy-logger.ts)', () => {
+  it('writes only the enabled levels, each line with its request id and redaction; a child of it keeps both', async () => {
+    const lines: string[] = [];
+    const app = Fastify({ logger: loggerOptions({ level: 'warn', stream: { write: (l) => void lines.push(l) } }), childLoggerFactory: lazyChildLogger });
+    const apiKey = `svc_live_sk_${'c3'.repeat(20)}`;
+    app.get('/probe', async (request) => {
+      request.log.info('not written at warn');
+      request.log.debug({ secret: 'x' }, 'nor this');
+      const before = lines.length;
+      request.log.warn({ secret: apiKey }, `quoting ${apiKey}`);
+      request.log.child({ step: 'inner' }).error('inner line');
+      const log = request.log as typeof request.log & { isLevelEnabled(level: string): boolean };
+      return { enabled: log.isLevelEnabled('warn') && !log.isLevelEnabled('info'), level: request.log.level, written: lines.length - before };
+    });
+    const r = await app.inject({ method: 'GET', url: '/probe' });
+    await app.close();
+    expect(r.json()).toEqual({ enabled: true, level: 'warn', written: 2 });
+    const parsed = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    // The request's own lines: none at info (Fastify's "incoming request"/"request completed" are info too).
+    expect(parsed.map((l) => l.msg)).toEqual([`quoting svc_live_sk_${REDACTED}`, 'inner line']);
+    expect(parsed.every((l) => typeof l.reqId === 'string' && l.reqId === parsed[0]!.reqId)).toBe(true);
+    expect(parsed[0]!.secret).toBe(REDACTED);
+    expect(parsed[1]!.step).toBe('inner');
+    expect(lines.join('')).not.toContain(apiKey);
+  });
+
+  it('at info, a request logs its two lines with its request id as Fastify does', async () => {
+    const lines: string[] = [];
+    const app = Fastify({ logger: loggerOptions({ level: 'info', stream: { write: (l) => void lines.push(l) } }), childLoggerFactory: lazyChildLogger });
+    app.get('/probe', async () => ({ ok: true }));
+    const r = await app.inject({ method: 'GET', url: '/probe' });
+    await app.close();
+    expect(r.statusCode).toBe(200);
+    const parsed = lines.map((l) => JSON.parse(l) as { msg: string; reqId?: string });
+    expect(parsed.map((l) => l.msg)).toEqual(['incoming request', 'request completed']);
+    expect(parsed[0]!.reqId).toBeDefined();
+    expect(parsed[1]!.reqId).toBe(parsed[0]!.reqId);
   });
 });

@@ -49,6 +49,9 @@ declare
   denied jsonb;
   applied jsonb;
   usage_ids bigint[];
+  -- Expired holds released per budget row (its id, the amount).
+  expired_ids bigint[];
+  expired_amounts numeric[];
   -- The batch's limiters (locked): key (account, environment, limiter joined by chr(31)), state, whether moved.
   rate_keys text[];
   rate_accounts text[];
@@ -73,33 +76,31 @@ declare
 begin
   perform set_config('synchronous_commit', 'off', true);
 
-  -- Lock every row the batch touches, in one global order.
-  insert into rate_limits as r (account_id, environment, limiter_key, tat_ms)
-  select distinct q->>'account_id', q->>'environment', k->>'key', 0::float8
-  from jsonb_array_elements(batch) q, jsonb_array_elements(q->'rates') k
-  order by 1, 2, 3
-  on conflict (account_id, environment, limiter_key) do update set tat_ms = r.tat_ms;
-
-  -- No limiter further ahead than one full window of the judging clock (above).
-  update rate_limits r set tat_ms = rate_now + w.window_ms
-  from (select distinct q->>'account_id' as account_id, q->>'environment' as environment, k->>'key' as limiter_key,
-               (k->>'window_ms')::float8 as window_ms
-        from jsonb_array_elements(batch) q, jsonb_array_elements(q->'rates') k) w
-  where r.account_id = w.account_id and r.environment = w.environment and r.limiter_key = w.limiter_key
-    and r.tat_ms > rate_now + w.window_ms;
-
-  -- The batch's copy of its (locked) limiters: judged and moved here, written back once each after the loop.
-  select coalesce(array_agg(concat_ws(chr(31), w.account_id, w.environment, w.limiter_key)), '{}'),
-         coalesce(array_agg(w.account_id), '{}'), coalesce(array_agg(w.environment), '{}'), coalesce(array_agg(w.limiter_key), '{}'),
-         coalesce(array_agg(r.tat_ms), '{}'), coalesce(array_agg(false), '{}')
+  -- Lock every limiter the batch touches, in one global order, and take the batch's
+  -- copy of them from the same statement (judged and moved here, written back once
+  -- each after the loop). A limiter further ahead than one full window of the
+  -- judging clock (above) is copied as now + W and marked moved, so it is written
+  -- back so even when every request is refused.
+  with w as (
+    select q->>'account_id' as account_id, q->>'environment' as environment, k->>'key' as limiter_key,
+           min((k->>'window_ms')::float8) as window_ms
+    from jsonb_array_elements(batch) q, jsonb_array_elements(q->'rates') k
+    group by 1, 2, 3
+  ), locked as (
+    insert into rate_limits as r (account_id, environment, limiter_key, tat_ms)
+    select w.account_id, w.environment, w.limiter_key, 0::float8 from w
+    order by 1, 2, 3
+    on conflict (account_id, environment, limiter_key) do update set tat_ms = r.tat_ms
+    returning r.account_id, r.environment, r.limiter_key, r.tat_ms
+  )
+  select coalesce(array_agg(concat_ws(chr(31), l.account_id, l.environment, l.limiter_key)), '{}'),
+         coalesce(array_agg(l.account_id), '{}'), coalesce(array_agg(l.environment), '{}'), coalesce(array_agg(l.limiter_key), '{}'),
+         coalesce(array_agg(least(l.tat_ms, rate_now + w.window_ms)), '{}'), coalesce(array_agg(l.tat_ms > rate_now + w.window_ms), '{}')
   into rate_keys, rate_accounts, rate_envs, rate_limiters, rate_tats, rate_moved
-  from (select distinct q->>'account_id' as account_id, q->>'environment' as environment, k->>'key' as limiter_key
-        from jsonb_array_elements(batch) q, jsonb_array_elements(q->'rates') k) w
-  -- By primary key, one limiter at a time (limit 1 keeps it a lookup, never a scan).
-  cross join lateral (select rl.tat_ms from rate_limits rl
-                      where rl.account_id = w.account_id and rl.environment = w.environment and rl.limiter_key = w.limiter_key
-                      limit 1) r;
+  from locked l join w on w.account_id = l.account_id and w.environment = l.environment and w.limiter_key = l.limiter_key;
 
+  -- The batch's budget rows, locked by their upsert, which also gives their copy:
+  -- judged and counted here, written back once per moved row after the loop.
   with upserted as (
     insert into budget_usage as b (account_id, environment, policy_id, scope, agent_id, session_id, on_behalf_of,
                                    unit, period, period_start, period_end, limit_amount, threshold_pct)
@@ -111,17 +112,26 @@ begin
     order by 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
     on conflict (account_id, environment, policy_id, scope, agent_id, session_id, on_behalf_of, unit, period, period_start)
       do update set limit_amount = excluded.limit_amount, threshold_pct = excluded.threshold_pct
-    returning b.id
+    returning b
   )
-  select coalesce(array_agg(id), '{}') into usage_ids from upserted;
-  -- Holds whose decision has expired stop counting before anything is checked.
-  perform authz_expire_holds(usage_ids, now_ts);
-  select coalesce(array_agg(b), '{}'),
-         coalesce(array_agg(concat_ws(chr(31), b.account_id, b.environment, b.policy_id, b.scope, b.agent_id, b.session_id,
-                                      b.on_behalf_of, b.unit, b.period, b.period_start::text)), '{}'),
+  select coalesce(array_agg((up.b).id), '{}'), coalesce(array_agg(up.b), '{}'),
+         coalesce(array_agg(concat_ws(chr(31), (up.b).account_id, (up.b).environment, (up.b).policy_id, (up.b).scope, (up.b).agent_id,
+                                      (up.b).session_id, (up.b).on_behalf_of, (up.b).unit, (up.b).period, (up.b).period_start::text)), '{}'),
          coalesce(array_agg(false), '{}')
-  into brows, row_keys, changed
-  from budget_usage b where b.id = any(usage_ids);
+  into usage_ids, brows, row_keys, changed
+  from upserted up;
+  -- Holds whose decision has expired stop counting before anything is checked
+  -- (authz_expire_hold_rows; their rows' held counted down on the copy, written back below).
+  select coalesce(array_agg(e.usage_id), '{}'), coalesce(array_agg(e.amount), '{}')
+  into expired_ids, expired_amounts
+  from authz_expire_hold_rows(usage_ids, now_ts) e;
+  for n in 1 .. coalesce(cardinality(expired_ids), 0) loop
+    pos := array_position(usage_ids, expired_ids[n]);
+    u := brows[pos];
+    u.held := u.held - expired_amounts[n];
+    brows[pos] := u;
+    changed[pos] := true;
+  end loop;
 
   for req, idx in select value, ordinality::int from jsonb_array_elements(batch) with ordinality loop
     -- Every limiter must pass, else none moves.
