@@ -151,6 +151,8 @@ export class McpProxy {
 
   /** Ends every session (their upstream processes end; pending confirms are sent first). */
   async close(): Promise<void> {
+    this.enforcer.settles.flush();
     await Promise.allSettled([...this.#relays].map((r) => r.close()));
+    this.enforcer.settles.flush();
   }
 }
