@@ -24,6 +24,7 @@ import { ActionMap, ArgumentProblem } from './actions.js';
 import type { ProxyConfig } from './config.js';
 import { MappingError, type DeclaredMappings } from './declared-mappings.js';
 import { methodAction, methodTarget, type DecidedMethod } from './methods.js';
+import { SETTLE_MAX_BATCH, SETTLE_WINDOW_MS, SettleQueue, type SettleVerb } from './settle-queue.js';
 import type { ToolNames } from './tool-names.js';
 
 /** `_meta` keys the proxy sets on forwarded requests (and on its own refusals). */
@@ -77,6 +78,8 @@ export interface EnforcerOptions {
   authz: AuthzClient;
   /** One line to the operator (stderr). */
   log: (line: string) => void;
+  /** How long a confirm or reject waits to go out with others, in ms (default SETTLE_WINDOW_MS; 0: at once). */
+  settleWindowMs?: number;
 }
 
 /** A tool result that refuses the call; the upstream never saw it. */
@@ -175,6 +178,8 @@ function forwardedParams(params: Params, decision: Decision, permit: string): Pa
 export class Enforcer {
   readonly actions: ActionMap;
   readonly config: ProxyConfig;
+  /** The confirms and rejects waiting to go out together (settle-queue.ts). */
+  readonly settles: SettleQueue;
   readonly #authz: AuthzClient;
   readonly #log: (line: string) => void;
 
@@ -183,6 +188,7 @@ export class Enforcer {
     this.#authz = options.authz;
     this.#log = options.log;
     this.actions = new ActionMap(options.config);
+    this.settles = new SettleQueue({ send: (id, verb) => this.#send(id, verb), windowMs: options.settleWindowMs ?? SETTLE_WINDOW_MS, maxBatch: SETTLE_MAX_BATCH });
   }
 
   /** Which of these actions the principal's agent could ever be allowed. */
@@ -333,11 +339,16 @@ export class Enforcer {
   }
 
   /**
-   * Confirms or rejects a forwarded request's decision (the client library
-   * retries under one idempotency key); a failure is logged: the answer has
-   * gone to the client already, and an unconfirmed decision expires.
+   * Confirms or rejects a forwarded request's decision, together with the
+   * others of the next few ms (settle-queue.ts); resolves once sent. The
+   * client library retries under one idempotency key; a failure is logged: the
+   * answer has gone to the client already, and an unconfirmed decision expires.
    */
-  async settle(id: string, verb: 'confirm' | 'reject'): Promise<void> {
+  settle(id: string, verb: SettleVerb): Promise<void> {
+    return this.settles.add(id, verb);
+  }
+
+  async #send(id: string, verb: SettleVerb): Promise<void> {
     try {
       if (verb === 'confirm') await this.#authz.confirm(id);
       else await this.#authz.reject(id);

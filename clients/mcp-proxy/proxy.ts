@@ -149,8 +149,15 @@ export class McpProxy {
     return relay;
   }
 
+  /** Client sessions relayed now (a relay leaves this count when it has ended). */
+  get sessionCount(): number {
+    return this.#relays.size;
+  }
+
   /** Ends every session (their upstream processes end; pending confirms are sent first). */
   async close(): Promise<void> {
+    this.enforcer.settles.flush();
     await Promise.allSettled([...this.#relays].map((r) => r.close()));
+    this.enforcer.settles.flush();
   }
 }

@@ -13,7 +13,8 @@
  *   tools again (its own requests, ids `authz-proxy-<n>`, whose answers are
  *   not relayed) before passing the notification on;
  * - a forwarded request's decision is confirmed or rejected after the answer
- *   has gone to the client.
+ *   has gone to the client (with the other sessions' settles of the next few
+ *   ms, settle-queue.ts).
  *
  * Requests and notifications from the upstream go to this session's client;
  * over Streamable HTTP they travel on the stream of the client request in
@@ -126,6 +127,8 @@ export class Relay {
       await upstream.terminateSession().catch(() => undefined);
     }
     await Promise.allSettled([upstream.close(), this.#o.downstream.close()]);
+    // This session's confirms go out now rather than after the batching window.
+    if (this.#settling.size > 0) this.#o.enforcer.settles.flush();
     await this.settled();
     this.onend?.(why);
   }
