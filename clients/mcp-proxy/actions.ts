@@ -1,6 +1,6 @@
 /**
  * From an MCP tool call to a decision request's action, resource and amount
- * (contract, second part: MCP enforcement proxy):
+ * (docs/mcp.md#action-names):
  *
  * - an unmapped tool's action is `<server>.<tool>`: each part lower-cased,
  *   every character outside `[a-z0-9_]` replaced by `_`, and `t_` put in front
@@ -13,7 +13,7 @@
  */
 import type { ProxyConfig } from './config.js';
 
-/** The spec's action grammar (section 4): `namespace.verb`, each part `[a-z][a-z0-9_]*`. */
+/** The action grammar (docs/policies.md#a-policy-file): `namespace.verb`, each part `[a-z][a-z0-9_]*`. */
 export const ACTION_PATTERN = /^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$/;
 
 const PLACEHOLDER = /\{([^{}]*)\}/g;

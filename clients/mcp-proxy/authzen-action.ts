@@ -1,6 +1,6 @@
 /**
- * The AuthZEN action rule (contract, third part: "AuthZEN, interoperable"):
- * a name that fits the spec's action grammar (`namespace.verb`, each part
+ * The AuthZEN action rule (docs/api.md#authzen):
+ * a name that fits the action grammar (`namespace.verb`, each part
  * `[a-z][a-z0-9_]*`) is the action as it is; any other name becomes
  * `authzen.` + the name lower-cased with every character outside `[a-z0-9_]`
  * replaced by `_`, with `t_` in front when it does not start with a letter.
@@ -11,10 +11,10 @@
  * the two are joined in a shared leaf both may import.
  */
 
-/** The spec's action grammar: `namespace.verb`, each part `[a-z][a-z0-9_]*` (no wildcards). */
+/** The action grammar (docs/policies.md#a-policy-file): `namespace.verb`, each part `[a-z][a-z0-9_]*` (no wildcards). */
 const GRAMMAR = /^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$/;
 
-/** The longest AuthZEN action name taken (the contract: longer names are refused). */
+/** The longest AuthZEN action name taken (longer names are refused: docs/api.md#authzen). */
 export const MAX_AUTHZEN_ACTION_NAME = 200;
 
 /** The namespace of the actions made from AuthZEN names outside the grammar. */

@@ -2,7 +2,7 @@
  * The request and answer bodies of the decision routes, as the service's
  * schemas and presenters define them (schemas/api/decision-request.schema.json,
  * schemas/api/decision-resolve.schema.json, the Decision component of the
- * OpenAPI document, and the API contract's second part for the extensions).
+ * OpenAPI document, and docs/api.md for the extensions).
  * test/clients/typescript-client.test.ts checks these against the schemas and
  * against real answers, so a field added on one side and not the other fails.
  */
@@ -19,7 +19,7 @@ export interface DecisionRequest {
   amount?: number | null;
   /**
    * Spend per held unit when budgets of several held units apply, e.g.
-   * `{ USD: 0.12, tokens: 3000 }` (contract: Spend controls for agent runs);
+   * `{ USD: 0.12, tokens: 3000 }` (docs/budgets-and-limits.md#spend-controls-for-agent-runs);
    * `amount` alone is refused then (400 `validation.invalid_field`).
    */
   amounts?: Record<string, number> | null;
@@ -36,7 +36,7 @@ export interface DecisionRequest {
 }
 
 /**
- * Decision fields the API contract adds that the service's request schema does
+ * Decision fields docs/api.md#decisions adds that the service's request schema does
  * not list yet (none today: `amounts` moved into DecisionRequest when the
  * service took it). A server that does not know one answers 400
  * `validation.invalid_field` when it is sent; the client sends each only when set.
@@ -48,7 +48,7 @@ export type DecisionInput = DecisionRequest & DecisionRequestExtensions;
 
 export type DecisionEffect = 'allow' | 'deny' | 'review';
 
-/** `awaiting_approval` only for review policies that require approval first (contract: Human review). */
+/** `awaiting_approval` only for review policies that require approval first (docs/reviews.md#the-rules). */
 export type DecisionStatus = 'pending' | 'confirmed' | 'rejected' | 'expired' | 'denied' | 'awaiting_approval';
 
 /** An entry of `metadata.warnings` (`policy.conflict`, `budget.below_threshold`). */
@@ -58,7 +58,7 @@ export interface DecisionWarning {
   policy_ids?: string[];
 }
 
-/** A human's verdict on a review decision (contract: Human review). */
+/** A human's verdict on a review decision (docs/reviews.md#the-rules). */
 export interface DecisionReview {
   status: 'open' | 'approved' | 'denied';
   reviewer: string | null;
@@ -94,16 +94,16 @@ export interface Decision {
   metadata: {
     matched_policy_ids: string[];
     warnings: DecisionWarning[];
-    /** The outcome with shadow policies enabled, when it differs (contract: Safe rollout). */
+    /** The outcome with shadow policies enabled, when it differs (docs/rollout.md). */
     shadow?: { effect: DecisionEffect; reason: string; policy_id: string | null };
   };
-  /** The request's context after redaction (contract, second part). */
+  /** The request's context after redaction (docs/operations.md#start-up-and-configuration, AUTHZ_REDACT_CONTEXT). */
   context?: Record<string, unknown> | null;
   session_id?: string | null;
   on_behalf_of?: string | null;
   /** The request's `args_digest`, when it gave one. */
   args_digest?: string;
-  /** `null` on allow and deny (contract: Human review). */
+  /** `null` on allow and deny (docs/reviews.md#the-rules). */
   review?: DecisionReview | null;
   /** Set while a decision awaits approval. */
   approval_expires_at?: string | null;

@@ -1,4 +1,4 @@
-/** List responses (contract: Lists). */
+/** List responses (docs/api.md#lists). */
 export interface ListBody<T> {
   object: 'list';
   data: T[];

@@ -1,5 +1,5 @@
 /**
- * agent-authz/client (contract, second part: Client library) against a real
+ * agent-authz/client (docs/agents.md#2-a-typescript-agent) against a real
  * service listening on loopback, on both stores: decisions as values, confirm
  * and reject, guard, error codes, retries under one Idempotency-Key (429 with
  * Retry-After, 5xx, answers lost after the service committed, timeouts), and

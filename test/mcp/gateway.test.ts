@@ -1,5 +1,5 @@
 /**
- * `authz mcp-proxy` as the MCP gateway (contract, third part), end to end with
+ * `authz mcp-proxy` as the MCP gateway (docs/mcp.md#6-resources-and-prompts-decided), end to end with
  * no mocks: a real service on loopback, the real proxy (`node bin/authz.js
  * mcp-proxy`), our everything server behind it (fixtures/everything-server.mjs,
  * which records every request and notification it receives) and the SDK's own

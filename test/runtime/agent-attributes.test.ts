@@ -1,5 +1,5 @@
 /**
- * Agent attributes on both stores (contract, third part: "Agent attributes"):
+ * Agent attributes on both stores (docs/policies.md#agent-attributes):
  * PUT /v1/agents/:agent_id replaces them (at most 8,192 bytes of JSON, 413
  * above), registers an unseen agent with agent.registered once (its first
  * decision then fires nothing), GET and the list show them ({} by default),

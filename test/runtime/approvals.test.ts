@@ -1,6 +1,5 @@
 /**
- * Approval before the action, on both stores (contract, second part: Human
- * review): a review policy with `approval: { required: true }` answers
+ * Approval before the action, on both stores (docs/reviews.md#the-rules): a review policy with `approval: { required: true }` answers
  * awaiting_approval without a permit and with approval_expires_at; confirm and
  * reject are 409 decision.not_pending meanwhile and POST .../permit is 409
  * decision.awaiting_approval; approved, the decision is pending with expires_at

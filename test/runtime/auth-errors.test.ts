@@ -1,7 +1,7 @@
 /**
- * Authentication (spec 5.1, contract: Authentication), the request-id header on
- * every response, the operator API (contract: Operator API, POST /admin/clock
- * included) and the events API (spec 2.5, 6), on both stores.
+ * Authentication (docs/api.md#authentication-and-environments), the request-id header on
+ * every response, the operator API (docs/api.md#operator-api, POST /admin/clock
+ * included) and the events API (docs/webhooks-and-events.md#events), on both stores.
  */
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

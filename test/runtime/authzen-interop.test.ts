@@ -1,6 +1,5 @@
 /**
- * AuthZEN as the interop scenarios use it, on both stores (contract, third
- * part: "AuthZEN, interoperable"). Our own cases, written from the rules of
+ * AuthZEN as the interop scenarios use it, on both stores (docs/api.md#the-todo-scenario). Our own cases, written from the rules of
  * the working group's Todo and API gateway scenarios: the users' roles and
  * emails stored as agent attributes, the scenario's rules as the policies of
  * examples/authzen-todo (ownership through context.resource), action names

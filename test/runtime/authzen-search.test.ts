@@ -1,6 +1,5 @@
 /**
- * AuthZEN 1.0 Search APIs on both stores (contract, third part: "AuthZEN,
- * interoperable", Search): subject search answers the known, not revoked
+ * AuthZEN 1.0 Search APIs on both stores (docs/api.md#post-accessv1searchsubject-and-accessv1searchaction): subject search answers the known, not revoked
  * agents the action would be allowed now (an attribute condition excludes some,
  * a revoked agent is left out, an approval-required review does not count),
  * sorted by id; action search answers the actions named exactly by enabled

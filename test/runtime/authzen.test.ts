@@ -1,6 +1,5 @@
 /**
- * The AuthZEN Authorization API 1.0 on both stores (contract: "AuthZEN (for
- * gateways that speak the standard)"): the mapping of subject, action,
+ * The AuthZEN Authorization API 1.0 on both stores (docs/api.md#authzen): the mapping of subject, action,
  * resource and context to a decision, allow / deny / review as decision
  * true / false, the decision stored like any other (readable, with its event),
  * budgets applying to context.amount, validation, batches (defaults, a bad

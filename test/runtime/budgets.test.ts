@@ -1,6 +1,5 @@
 /**
- * Budgets over HTTP on both stores (contract: Budgets, evaluation steps 3 and 7;
- * spec section 3, Budget): calls budgets consumed at decision time, fiat holds
+ * Budgets over HTTP on both stores (docs/budgets-and-limits.md#budgets; docs/policies.md#how-a-request-is-decided): calls budgets consumed at decision time, fiat holds
  * confirmed, rejected or expired, threshold and exceeded events once per period,
  * the agent blocked until the period resets, UTC period boundaries on the
  * service clock, and GET /v1/budgets.

@@ -1,5 +1,5 @@
 /**
- * The decision fields of the contract's second part, on both stores:
+ * The extension fields of docs/api.md#decisions, on both stores:
  * session_id and on_behalf_of (stored, listed, filterable, read by conditions,
  * carried in permits as sid and obo, in events), args_digest (the permit's
  * `args`, checked by the verifier library given the arguments), the request's

@@ -1,6 +1,6 @@
 /**
- * POST/GET /v1/decisions and confirm/reject over HTTP: the decision body of the
- * contract, validation, spec section 3's transitions, pagination, tenant
+ * POST/GET /v1/decisions and confirm/reject over HTTP: the decision body of
+ * docs/api.md#decisions, validation, the confirm/reject transitions, pagination, tenant
  * isolation (a property) and evaluation step 2 (revoked agents), on both stores.
  */
 import type { LightMyRequestResponse } from 'fastify';
@@ -10,7 +10,7 @@ import type { PermitIssuer } from '../../runtime/domain/decision-ports.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { ADMIN_TOKEN, START, json, startRuntime, type TestRuntime } from './helpers/app.js';
 
-/** The runtime core issues no tokens yet (engine/seams.ts); a stub shows where they go. */
+/** Permit signing is not under test here (a PermitIssuer of runtime/domain/decision-ports.ts): a stub shows where tokens go. */
 const stubPermits: PermitIssuer = { issue: (d) => `stub-permit.${d.id}` };
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;

@@ -63,7 +63,7 @@ describe.each(STORE_KINDS)('decision log partitions and retention (%s)', (kind) 
     const second = await decide({ agent_id: 'p-plan', action: 'orders.read' });
     const byId = await plan('select * from decisions where account_id = $1 and environment = $2 and id = $3', [rt.accountId, 'test', second.id]);
     expect(scannedPartitions(byId)).toEqual([`decisions_p${day(1).replaceAll('-', '')}`]);
-    // The export's query (store/decisions.ts exportDecisionPage) for one day: one partition, not every day and not the default.
+    // The export's query (runtime/store/decisions.ts exportDecisionPage) for one day: one partition, not every day and not the default.
     const { lo, hi } = idRange('dec', START + DAY_MS, START + DAY_MS + 3_600_000);
     const byTime = await plan(
       'select * from decisions where account_id = $1 and environment = $2 and evaluated_at >= $3 and evaluated_at < $4 and id >= $5 and id < $6 order by evaluated_at, seq',

@@ -1,6 +1,6 @@
 /**
- * Rate limits over HTTP on both stores (contract: evaluation step 7, Decisions;
- * spec 8): GCRA per (policy, window, agent), every matching policy's windows,
+ * Rate limits over HTTP on both stores (docs/policies.md#how-a-request-is-decided,
+ * docs/budgets-and-limits.md#rate-limits): GCRA per (policy, window, agent), every matching policy's windows,
  * 429 `rate_limit.exceeded` with an exact Retry-After, nothing stored for a
  * refused request, and the platform limit per API key (AUTHZ_KEY_RATE_LIMIT).
  *

@@ -1,5 +1,5 @@
 /**
- * Human review on both stores (contract, second part: Human review): review
+ * Human review on both stores (docs/reviews.md#the-rules): review
  * decisions carry `review` (null on allow and deny), the queue
  * (GET /v1/reviews: open oldest first, the others newest first, paged), a
  * verdict after the fact (POST /v1/decisions/:id/review) that records the

@@ -1,5 +1,5 @@
 /**
- * security.alert on both stores (spec section 6; contract: data.alert,
+ * security.alert on both stores (docs/webhooks-and-events.md#security-alerts: data.alert,
  * data.agent_id, data.count, data.window_seconds, data.threshold): a deny spike
  * per agent, invalid permit tokens per account, request volume far above the
  * trailing baseline; at most one alert per kind, subject and window.

@@ -1,6 +1,5 @@
 /**
- * Spend controls for agent runs over HTTP on both stores (contract: "Spend
- * controls for agent runs"): budgets per session and per user, the period
+ * Spend controls for agent runs over HTTP on both stores (docs/budgets-and-limits.md#spend-controls-for-agent-runs): budgets per session and per user, the period
  * resetting them, an exhausted session denying only that session, an exhausted
  * user budget denying every agent acting for that user, tokens and USD held
  * together through `amounts`, the 400s, budget events and GET /v1/budgets rows

@@ -1,7 +1,7 @@
 /**
  * Webhooks over HTTP on both stores, delivered to a real receiver on 127.0.0.1
- * (contract: Webhooks and events; spec 5.3 and section 6): endpoints and their
- * rules, signed deliveries with the contract's headers, event filters, the retry
+ * (docs/webhooks-and-events.md): endpoints and their
+ * rules, signed deliveries with the documented headers, event filters, the retry
  * schedule attempt by attempt on the service clock, the deliveries API, replay,
  * and a restart with pending deliveries.
  */
