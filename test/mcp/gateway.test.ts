@@ -25,10 +25,10 @@ import {
 import { freePort, startChild, stopChild } from '../../scripts/mcp-conformance.js';
 import { startRuntime, type TestRuntime } from '../runtime/helpers/app.js';
 import { BIN, childEnv, ensureProxyBuilt, textOf } from './helpers/proxy.js';
+import { agent as kitAgent } from '../helpers/kit.js';
 
 const SERVER = join(import.meta.dirname, 'fixtures', 'everything-server.mjs');
-let seq = 0;
-const agent = (tag: string) => `gw-${tag}-${++seq}-${Math.random().toString(36).slice(2, 8)}`;
+const agent = (tag: string) => kitAgent(`gw-${tag}`);
 
 interface Recorded {
   session: string;

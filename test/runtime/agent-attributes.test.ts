@@ -6,21 +6,12 @@
  * conditions read them as agent.attributes.… at once in the process that
  * answered the PUT, revocation keeps them, and the scopes and isolation hold.
  */
-import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
+import { agent, expectError } from '../helpers/kit.js';
 
-let seq = 0;
-const agent = (tag: string) => `${tag}-${++seq}-${Math.random().toString(36).slice(2, 8)}`;
 const path = (agentId: string) => `/v1/agents/${encodeURIComponent(agentId)}`;
-
-function expectError(r: LightMyRequestResponse, status: number, code: string): Record<string, any> {
-  expect(r.statusCode, r.body).toBe(status);
-  const body = json(r);
-  expect(body.error.code).toBe(code);
-  return body.error;
-}
 
 describe.each(STORE_KINDS)('agent attributes (%s)', (kind) => {
   let rt: TestRuntime;

@@ -4,25 +4,16 @@
  * restore, 404 agent.not_found, and the agents:read / agents:write scopes.
  */
 import { registrationEvent } from '../../runtime/events/build.js';
-import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeDecisionBatch, type NewAgent } from '../../runtime/store/decisions.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { START, json, startRuntime, type TestRuntime } from './helpers/app.js';
+import { agent, expectError } from '../helpers/kit.js';
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 let seq = 0;
-const agent = (tag: string) => `${tag}-${++seq}-${Math.random().toString(36).slice(2, 8)}`;
 const path = (agentId: string) => `/v1/agents/${encodeURIComponent(agentId)}`;
-
-function expectError(r: LightMyRequestResponse, status: number, code: string): void {
-  expect(r.statusCode, r.body).toBe(status);
-  const body = json(r);
-  expect(body.error.code).toBe(code);
-  expect(body.error.request_id).toMatch(/^req_/);
-  expect(r.headers['request-id']).toBe(body.error.request_id);
-}
 
 describe.each(STORE_KINDS)('agents over HTTP (%s)', (kind) => {
   let rt: TestRuntime;

@@ -13,25 +13,13 @@ import { createAccount, createApiKey } from '../../runtime/domain/accounts.js';
 import { openServices } from '../../runtime/services.js';
 import { openTestStore, STORE_KINDS, type TestStore } from '../helpers/postgres.js';
 import { ADMIN_TOKEN, json, startRuntime, type TestRuntime } from './helpers/app.js';
+import { agent, expectError } from '../helpers/kit.js';
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const REQ_ID = /^req_[0-9A-Za-z]+$/;
 const stubPermits: PermitIssuer = { issue: (d) => `stub-permit.${d.id}` };
 
-let seq = 0;
-const agent = (tag: string) => `${tag}-${++seq}-${Math.random().toString(36).slice(2, 8)}`;
 const base62 = (n: number) => Array.from({ length: n }, (_, i) => '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'[(i * 7 + 3) % 62]).join('');
-
-function expectError(r: LightMyRequestResponse, status: number, code: string): Record<string, any> {
-  expect(r.statusCode, r.body.slice(0, 300)).toBe(status);
-  const body = json(r);
-  expect(Object.keys(body)).toEqual(['error']);
-  expect(body.error.code).toBe(code);
-  expect(typeof body.error.message).toBe('string');
-  expect(body.error.request_id).toMatch(REQ_ID);
-  expect(r.headers['request-id']).toBe(body.error.request_id);
-  return body.error;
-}
 
 const admin = (token = ADMIN_TOKEN) => ({ authorization: `Bearer ${token}` });
 

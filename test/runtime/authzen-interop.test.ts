@@ -18,6 +18,7 @@ import { installPolicies } from '../../runtime/seed.js';
 import type { Principal } from '../../runtime/tenant.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
+import { expectError } from '../helpers/kit.js';
 
 /** The scenario's five users: an opaque subject id (as a PEP takes it from a token), an email, roles. */
 const USERS = {
@@ -66,13 +67,6 @@ function todoPolicies() {
   const result = compileSources(files.map((f) => readSource(join(dir, f), root)));
   if (!result.table) throw new Error(JSON.stringify(result.diagnostics));
   return result.policies;
-}
-
-function expectError(r: LightMyRequestResponse, status: number, code: string): Record<string, any> {
-  expect(r.statusCode, r.body).toBe(status);
-  const body = json(r);
-  expect(body.error.code).toBe(code);
-  return body.error;
 }
 
 describe.each(STORE_KINDS)('AuthZEN interop (%s)', (kind) => {

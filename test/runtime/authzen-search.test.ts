@@ -7,17 +7,10 @@
  * stored and no limit is used; bad pages and bodies are 400; discovery lists
  * the two endpoints and no resource search.
  */
-import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
-
-function expectError(r: LightMyRequestResponse, status: number, code: string): Record<string, any> {
-  expect(r.statusCode, r.body).toBe(status);
-  const body = json(r);
-  expect(body.error.code).toBe(code);
-  return body.error;
-}
+import { expectError } from '../helpers/kit.js';
 
 const ROLES = "contains(agent.attributes.roles, 'viewer') || contains(agent.attributes.roles, 'editor')";
 

@@ -10,20 +10,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Principal } from '../../runtime/tenant.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
+import { agent, expectError } from '../helpers/kit.js';
 
-let seq = 0;
 /** A fresh agent id per call, so tests never share rows. */
-const agent = (tag: string) => `${tag}-${++seq}-${Math.random().toString(36).slice(2, 8)}`;
 
 const BASE_URL = 'https://pdp.example.test';
-
-function expectError(r: LightMyRequestResponse, status: number, code: string): Record<string, any> {
-  expect(r.statusCode, r.body).toBe(status);
-  const body = json(r);
-  expect(body.error.code).toBe(code);
-  expect(body.error.request_id).toMatch(/^req_/);
-  return body.error;
-}
 
 describe.each(STORE_KINDS)('AuthZEN (%s)', (kind) => {
   let rt: TestRuntime;

@@ -9,6 +9,7 @@ import { createApiKey } from '../../runtime/domain/accounts.js';
 import type { PermitIssuer } from '../../runtime/domain/decision-ports.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { ADMIN_TOKEN, START, json, startRuntime, type TestRuntime } from './helpers/app.js';
+import { agent, expectError } from '../helpers/kit.js';
 
 /** Permit signing is not under test here (a PermitIssuer of runtime/domain/decision-ports.ts): a stub shows where tokens go. */
 const stubPermits: PermitIssuer = { issue: (d) => `stub-permit.${d.id}` };
@@ -34,9 +35,7 @@ const DECISION_FIELDS = [
   'metadata',
 ];
 
-let seq = 0;
 /** A fresh agent id per call, so tests never share rows. */
-const agent = (tag: string) => `${tag}-${++seq}-${Math.random().toString(36).slice(2, 8)}`;
 
 /** `answered`: the POST response, the only place a permit token appears (GET and lists show null). */
 function expectDecisionShape(d: Record<string, any>, answered = true): void {
@@ -61,20 +60,6 @@ function expectDecisionShape(d: Record<string, any>, answered = true): void {
     if (answered) expect(typeof d.permit_token).toBe('string');
     else expect(d.permit_token).toBeNull();
   }
-}
-
-function expectError(r: LightMyRequestResponse, status: number, code: string): Record<string, any> {
-  expect(r.statusCode, r.body).toBe(status);
-  const body = json(r);
-  expect(Object.keys(body)).toEqual(['error']);
-  expect(body.error.code).toBe(code);
-  expect(typeof body.error.message).toBe('string');
-  expect(body.error.message.length).toBeGreaterThan(0);
-  expect(body.error.request_id).toMatch(/^req_[0-9A-Za-z]+$/);
-  expect(r.headers['request-id']).toBe(body.error.request_id);
-  // code, message, request_id (spec 2.6); validation errors may add details.
-  for (const k of Object.keys(body.error)) expect(['code', 'message', 'request_id', 'details']).toContain(k);
-  return body.error;
 }
 
 describe.each(STORE_KINDS)('decisions over HTTP (%s)', (kind) => {
