@@ -71,3 +71,26 @@ export async function decide(rt: Caller, body: object, key: string | null = rt.t
   expect(r.statusCode, r.body).toBe(200);
   return r.json() as DecisionAnswer;
 }
+
+/** An event as `GET /v1/events` lists it (docs/webhooks-and-events.md#events), by the fields tests read. */
+export interface EventItem {
+  id: string;
+  type: string;
+  created_at: string;
+  data: { decision: { id: string; action: string }; agent_id?: string };
+}
+
+/** A decision, review or agent as a list answer holds it, by the fields tests read. */
+export interface ListedItem {
+  id: string;
+  status: string;
+  agent_id: string;
+  policy_id: string;
+  evaluated_at: string;
+}
+
+/** One answer of `POST /access/v1/evaluations` (docs/api.md#post-accessv1evaluations). */
+export interface EvaluationItem {
+  decision: boolean;
+  context: { id: string; effect: string; reason: string };
+}

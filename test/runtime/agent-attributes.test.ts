@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
-import { agent, expectError } from '../helpers/kit.js';
+import { type ListedItem, agent, expectError } from '../helpers/kit.js';
 
 const path = (agentId: string) => `/v1/agents/${encodeURIComponent(agentId)}`;
 
@@ -60,7 +60,7 @@ describe.each(STORE_KINDS)('agent attributes (%s)', (kind) => {
     expect(replaced).toMatchObject({ attributes: { roles: ['viewer'] }, first_seen_at: at });
     expect(await registrations(a)).toHaveLength(1);
     // The list shows them too.
-    const listed = (await rt.getOk('/v1/agents?limit=100')).data.find((x: any) => x.agent_id === a);
+    const listed = (await rt.getOk('/v1/agents?limit=100')).data.find((x: ListedItem) => x.agent_id === a);
     expect(listed.attributes).toEqual({ roles: ['viewer'] });
   });
 

@@ -13,7 +13,7 @@ import { createAccount, createApiKey } from '../../runtime/domain/accounts.js';
 import { openServices } from '../../runtime/services.js';
 import { openTestStore, STORE_KINDS, type TestStore } from '../helpers/postgres.js';
 import { ADMIN_TOKEN, json, startRuntime, type TestRuntime } from './helpers/app.js';
-import { agent, expectError } from '../helpers/kit.js';
+import { type EventItem, agent, expectError } from '../helpers/kit.js';
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const REQ_ID = /^req_[0-9A-Za-z]+$/;
@@ -337,9 +337,9 @@ describe.each(STORE_KINDS)('authentication, request ids, admin API and events (%
         expect(e.account_id).toMatch(/^acc_/);
         expect(typeof e.data).toBe('object');
       }
-      const times = list.data.map((e: any) => Date.parse(e.created_at));
+      const times = list.data.map((e: EventItem) => Date.parse(e.created_at));
       expect([...times].sort((x, y) => y - x)).toEqual(times);
-      const byDecision = (id: string) => list.data.findIndex((e: any) => e.data.decision?.id === id);
+      const byDecision = (id: string) => list.data.findIndex((e: EventItem) => e.data.decision?.id === id);
       expect(byDecision(nf.id)).toBeLessThan(byDecision(deny.id));
       expect(byDecision(deny.id)).toBeLessThan(byDecision(allow.id));
       expect(list.data[0].data.decision.id).toBe(nf.id);
@@ -369,11 +369,11 @@ describe.each(STORE_KINDS)('authentication, request ids, admin API and events (%
 
       // type filter
       const denies = json(await rt.call(rt.testKey, { method: 'GET', url: '/v1/events?type=decision.deny&limit=2' }));
-      expect(denies.data.map((e: any) => e.data.decision.id)).toEqual([nf.id, deny.id]);
+      expect(denies.data.map((e: EventItem) => e.data.decision.id)).toEqual([nf.id, deny.id]);
       expect(denies.has_more).toBe(true);
       const next = json(await rt.call(rt.testKey, { method: 'GET', url: `/v1/events?type=decision.deny&limit=100&starting_after=${denies.data[1].id}` }));
-      expect(next.data.every((e: any) => e.type === 'decision.deny')).toBe(true);
-      expect(next.data.map((e: any) => e.id)).not.toContain(denies.data[0].id);
+      expect(next.data.every((e: EventItem) => e.type === 'decision.deny')).toBe(true);
+      expect(next.data.map((e: EventItem) => e.id)).not.toContain(denies.data[0].id);
       // An unknown type is a bad filter like any other (test/runtime/list-params.test.ts).
       for (const q of ['type=no.such_type', 'limit=0', 'limit=101', 'bogus=1']) expectError(await rt.call(rt.testKey, { method: 'GET', url: `/v1/events?${q}` }), 400, 'validation.invalid_field');
     });
@@ -381,7 +381,7 @@ describe.each(STORE_KINDS)('authentication, request ids, admin API and events (%
     it('GET /v1/events/:id; foreign, other-environment and unknown ids: 404 event.not_found', async () => {
       const d = json(await decide(rt.testKey, { agent_id: agent('evt-get'), action: 'orders.delete' }));
       const list = json(await rt.call(rt.testKey, { method: 'GET', url: '/v1/events?type=decision.deny&limit=5' }));
-      const listed = list.data.find((e: any) => e.data.decision.id === d.id);
+      const listed = list.data.find((e: EventItem) => e.data.decision.id === d.id);
       expect(listed).toBeDefined();
       const r = await rt.call(rt.testKey, { method: 'GET', url: `/v1/events/${listed.id}` });
       expect(r.statusCode, r.body).toBe(200);
@@ -391,10 +391,10 @@ describe.each(STORE_KINDS)('authentication, request ids, admin API and events (%
       expectError(await rt.call(rt.liveKey, { method: 'GET', url: `/v1/events/${listed.id}` }), 404, 'event.not_found');
       expectError(await rt.call(rt.testKey, { method: 'GET', url: '/v1/events/evt_doesnotexist' }), 404, 'event.not_found');
       const other = json(await rt.call(rt.otherKey, { method: 'GET', url: '/v1/events?limit=100' }));
-      expect(other.data.map((e: any) => e.id)).not.toContain(listed.id);
+      expect(other.data.map((e: EventItem) => e.id)).not.toContain(listed.id);
       const otherDecision = json(await decide(rt.otherKey, { agent_id: agent('evt-other'), action: 'orders.read' }));
       const otherEvents = json(await rt.call(rt.otherKey, { method: 'GET', url: '/v1/events?limit=5' }));
-      const theirs = otherEvents.data.find((e: any) => e.data.decision?.id === otherDecision.id);
+      const theirs = otherEvents.data.find((e: EventItem) => e.data.decision?.id === otherDecision.id);
       expect(theirs.account_id).toBe(rt.otherAccountId);
       expectError(await rt.call(rt.testKey, { method: 'GET', url: `/v1/events/${theirs.id}` }), 404, 'event.not_found');
 

@@ -18,7 +18,7 @@ import { installPolicies } from '../../runtime/seed.js';
 import type { Principal } from '../../runtime/tenant.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
-import { expectError } from '../helpers/kit.js';
+import { type EvaluationItem, expectError } from '../helpers/kit.js';
 
 /** The scenario's five users: an opaque subject id (as a PEP takes it from a token), an email, roles. */
 const USERS = {
@@ -135,7 +135,7 @@ describe.each(STORE_KINDS)('AuthZEN interop (%s)', (kind) => {
         expect(single, user).toEqual(TODO_EXPECTED[user]);
         // The same as one batch, with the subject as the default.
         const batch = await ok(evaluations({ subject: requests[0]!.subject, evaluations: requests.map(({ subject: _s, ...rest }) => rest) }));
-        expect(batch.evaluations.map((e: any) => e.decision), user).toEqual(TODO_EXPECTED[user]);
+        expect(batch.evaluations.map((e: EvaluationItem) => e.decision), user).toEqual(TODO_EXPECTED[user]);
       }
     });
 
@@ -178,7 +178,7 @@ describe.each(STORE_KINDS)('AuthZEN interop (%s)', (kind) => {
       ...(semantic ? { options: { evaluations_semantic: semantic } } : {}),
       evaluations: entries,
     });
-    const decisions = (answer: any) => answer.evaluations.map((e: any) => e.decision);
+    const decisions = (answer: any) => answer.evaluations.map((e: EvaluationItem) => e.decision);
     const bad = { action: { name: 'x'.repeat(201) }, resource: { type: 'order', id: 'o1' } };
 
     beforeAll(async () => {
@@ -238,7 +238,7 @@ describe.each(STORE_KINDS)('AuthZEN interop (%s)', (kind) => {
       const before = await decisionCount(a);
       const hundred = await ok(evaluations(batch(Array.from({ length: 100 }, (_, i) => entry(`o${i}`)))));
       expect(hundred.evaluations).toHaveLength(100);
-      expect(hundred.evaluations.every((e: any) => e.decision === true)).toBe(true);
+      expect(hundred.evaluations.every((e: EvaluationItem) => e.decision === true)).toBe(true);
       expectError(await evaluations(batch(Array.from({ length: 101 }, (_, i) => entry(`o${i}`)))), 400, 'validation.invalid_field');
       // 100 decided, none of the 101.
       expect(await decisionCount(a)).toBe(before + 100);

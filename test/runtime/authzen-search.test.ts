@@ -60,7 +60,7 @@ describe.each(STORE_KINDS)('AuthZEN search (%s)', (kind) => {
       page: { next_token: '' },
     });
     // A review counts; one that needs a human's approval does not.
-    expect((await ok('/access/v1/search/subject', { ...subjects, action: { name: 'can_comment' } })).results.map((r: any) => r.id)).toEqual(['u-amy', 'u-bob', 'u-cat', 'u-eve']);
+    expect((await ok('/access/v1/search/subject', { ...subjects, action: { name: 'can_comment' } })).results.map((r: { id: string }) => r.id)).toEqual(['u-amy', 'u-bob', 'u-cat', 'u-eve']);
     expect((await ok('/access/v1/search/subject', { ...subjects, action: { name: 'can_publish' } })).results).toEqual([]);
     // The answer's type is the request's.
     expect((await ok('/access/v1/search/subject', { ...subjects, subject: { type: 'identity' } })).results[0]).toEqual({ type: 'identity', id: 'u-amy' });
@@ -72,7 +72,7 @@ describe.each(STORE_KINDS)('AuthZEN search (%s)', (kind) => {
     for (let round = 0; round < 10; round++) {
       const page = await ok('/access/v1/search/subject', { ...subjects, page: { limit: 1, ...(token ? { token } : {}) } });
       expect(page.results.length).toBeLessThanOrEqual(1);
-      seen.push(...page.results.map((r: any) => r.id));
+      seen.push(...page.results.map((r: { id: string }) => r.id));
       token = page.page.next_token;
       if (token === '') break;
     }
@@ -106,7 +106,7 @@ describe.each(STORE_KINDS)('AuthZEN search (%s)', (kind) => {
     const evaluation = await ok('/access/v1/evaluation', { subject: { type: 'user', id: 'u-bob' }, action: { name: 'can_read_todos' }, resource: { type: 'todo', id: '1' } });
     expect(evaluation.decision).toBe(true);
     // Now the limit is used up: subject search counts it (as a preview does) and leaves u-bob out.
-    expect((await ok('/access/v1/search/subject', subjects)).results.map((r: any) => r.id)).toEqual(['u-amy', 'u-eve']);
+    expect((await ok('/access/v1/search/subject', subjects)).results.map((r: { id: string }) => r.id)).toEqual(['u-amy', 'u-eve']);
   });
 
   it('refuses bad bodies and pages with 400, and needs decisions:write', async () => {

@@ -9,7 +9,7 @@ import { createApiKey } from '../../runtime/domain/accounts.js';
 import type { PermitIssuer } from '../../runtime/domain/decision-ports.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { ADMIN_TOKEN, START, json, startRuntime, type TestRuntime } from './helpers/app.js';
-import { agent, expectError } from '../helpers/kit.js';
+import { type ListedItem, agent, expectError } from '../helpers/kit.js';
 
 /** Permit signing is not under test here (a PermitIssuer of runtime/domain/decision-ports.ts): a stub shows where tokens go. */
 const stubPermits: PermitIssuer = { issue: (d) => `stub-permit.${d.id}` };
@@ -416,7 +416,7 @@ describe.each(STORE_KINDS)('decisions over HTTP (%s)', (kind) => {
       expect(g.confirmed_amount ?? null).toBeNull();
       expect(json(await getDecision(e.id)).status).toBe('expired');
       const listed = json(await rt.call(rt.testKey, { method: 'GET', url: `/v1/decisions?agent_id=${d.agent_id}` }));
-      expect(listed.data.map((x: any) => x.status)).toEqual(['expired']);
+      expect(listed.data.map((x: ListedItem) => x.status)).toEqual(['expired']);
     });
 
     it('unknown id, another account, another environment: 404 not_found', async () => {
@@ -522,18 +522,18 @@ describe.each(STORE_KINDS)('decisions over HTTP (%s)', (kind) => {
         return body;
       };
       const all = await page('');
-      expect(all.data.map((d: any) => d.id)).toEqual(newest);
+      expect(all.data.map((d: ListedItem) => d.id)).toEqual(newest);
       expect(all.has_more).toBe(false);
       for (const d of all.data) expectDecisionShape(d, false);
 
       const p1 = await page('&limit=2');
-      expect(p1.data.map((d: any) => d.id)).toEqual(newest.slice(0, 2));
+      expect(p1.data.map((d: ListedItem) => d.id)).toEqual(newest.slice(0, 2));
       expect(p1.has_more).toBe(true);
       const p2 = await page(`&limit=2&starting_after=${p1.data[1].id}`);
-      expect(p2.data.map((d: any) => d.id)).toEqual(newest.slice(2, 4));
+      expect(p2.data.map((d: ListedItem) => d.id)).toEqual(newest.slice(2, 4));
       expect(p2.has_more).toBe(true);
       const p3 = await page(`&limit=2&starting_after=${p2.data[1].id}`);
-      expect(p3.data.map((d: any) => d.id)).toEqual(newest.slice(4));
+      expect(p3.data.map((d: ListedItem) => d.id)).toEqual(newest.slice(4));
       expect(p3.has_more).toBe(false);
       const exact = await page('&limit=5');
       expect(exact.data).toHaveLength(5);
@@ -545,7 +545,7 @@ describe.each(STORE_KINDS)('decisions over HTTP (%s)', (kind) => {
       expect(unfiltered.data.length).toBeLessThanOrEqual(20);
       expect(unfiltered.data[0].agent_id).toMatch(/^page-other-/);
       expect(unfiltered.data[1].id).toBe(newest[0]);
-      const times = unfiltered.data.map((d: any) => Date.parse(d.evaluated_at));
+      const times = unfiltered.data.map((d: ListedItem) => Date.parse(d.evaluated_at));
       expect([...times].sort((x, y) => y - x)).toEqual(times);
     });
 
