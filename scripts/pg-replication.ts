@@ -22,7 +22,7 @@
  * as root they run as the `postgres` user (scripts/pg-cluster.ts). Missing
  * tools fail with a message naming them.
  */
-import { execFile, spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { delimiter, dirname, join } from 'node:path';
 import { promisify } from 'node:util';

@@ -1,9 +1,8 @@
 /**
- * Verifying permit tokens in a downstream service (spec 1.5, 5.2; contract
- * "Permit tokens"): the issuer's public keys come from its JWKS
+ * Verifying permit tokens in a downstream service (docs/permits.md#verifying-downstream-the-verifier-library): the issuer's public keys come from its JWKS
  * (`{base}/.well-known/jwks.json`) through jose's remote key set, which
  *
- * - refetches the set once it is older than `cacheMaxAgeMs` (spec 5.2.4: refresh
+ * - refetches the set once it is older than `cacheMaxAgeMs` (docs/permits.md#the-public-keys: refresh
  *   periodically rather than keep keys for long), and
  * - refetches early when a token names a kid it doesn't know (a rotation), but at
  *   most once per `cooldownMs`, so a stream of tokens with made-up kids cannot
@@ -24,7 +23,7 @@ import {
   PermitUnavailableError,
 } from './errors.js';
 
-/** The claims of a permit token (contract "Permit tokens"). Times are seconds since the epoch. */
+/** The claims of a permit token (docs/permits.md#the-token). Times are seconds since the epoch. */
 export interface PermitClaims {
   /** The issuing service's base URL. */
   iss: string;

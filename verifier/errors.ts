@@ -1,7 +1,7 @@
 /**
  * The base class of the permit verifier's errors: every error `verify` throws
  * about a token is one; anything else out of `verify` is not about the token.
- * Each class carries its code (static `code`, the service's error codes of spec 7
+ * Each class carries its code (static `code`, the service's error codes of docs/errors.md
  * where one exists) and the HTTP status a downstream service should answer with
  * (static `status`); instances expose both through getters, so `err.code` works
  * without knowing the class.
@@ -33,7 +33,7 @@ export class PermitError extends Error {
   }
 }
 
-/** The token is past its `exp` (spec 5.2.2). Only raised for a correctly signed token. */
+/** The token is past its `exp` (docs/permits.md#the-token). Only raised for a correctly signed token. */
 export class PermitExpiredError extends PermitError {
   static override readonly code = 'auth.expired';
   static override readonly status = 401;
@@ -43,7 +43,7 @@ export class PermitExpiredError extends PermitError {
  * The token is not a valid permit of this issuer: malformed, tampered, signed by
  * a key not in the JWKS, an algorithm other than EdDSA (`none`, `HS256`...), wrong
  * `typ` or `iss`, missing or mistyped claims, or of another account/environment
- * than expected (spec 5.2.3).
+ * than expected (docs/permits.md#the-token).
  */
 export class PermitSignatureInvalidError extends PermitError {
   static override readonly code = 'auth.signature_invalid';

@@ -41,7 +41,7 @@ const { values } = parseArgs({
     duration: { type: 'string' },
     connections: { type: 'string' },
     out: { type: 'string' },
-    /** app (default): the build's bench/http/server.js; serve: its `authz serve`. */
+    /** app (default): the build's `dist/bench/http/server.js`; serve: its `authz serve`. */
     target: { type: 'string' },
     /** Policies in the serve target's environment (default 200). */
     policies: { type: 'string' },
@@ -61,7 +61,7 @@ interface Variant {
   name: string;
   ref: string;
   env: Record<string, string>;
-  /** The build's bench/http/server.js. */
+  /** The build's `dist/bench/http/server.js`. */
   server: string;
   /** The serve target's key, after its first start (set up then). */
   key?: string;

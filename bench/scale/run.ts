@@ -9,7 +9,7 @@
  * 3. decision throughput again, with them stored;
  * 4. p50/p99 of `GET /v1/decisions?agent_id=` (a random agent each request) and
  *    of `GET /v1/decisions/:id` (a random stored id each request);
- * 5. dropping the oldest day's partition (store/log-partitions.ts, as retention
+ * 5. dropping the oldest day's partition (runtime/store/log-partitions.ts, as retention
  *    does) while decisions run: the drop's duration, and the longest decision
  *    answer during it beside the longest before it.
  *

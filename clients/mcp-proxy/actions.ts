@@ -1,6 +1,6 @@
 /**
  * From an MCP tool call to a decision request's action, resource and amount
- * (contract, second part: MCP enforcement proxy):
+ * (docs/mcp.md#action-names):
  *
  * - an unmapped tool's action is `<server>.<tool>`: each part lower-cased,
  *   every character outside `[a-z0-9_]` replaced by `_`, and `t_` put in front
@@ -14,7 +14,7 @@
 import { ACTION_RE } from '../../compiler/patterns/action.js';
 import { actionPart } from '../../compiler/patterns/action-names.js';
 
-/** The spec's action grammar (section 4): `namespace.verb`, each part `[a-z][a-z0-9_]*` (the compiler's, a leaf clients may import). */
+/** The action grammar (docs/policies.md#a-policy-file): `namespace.verb`, each part `[a-z][a-z0-9_]*` (the compiler's, a leaf clients may import). */
 export const ACTION_PATTERN = ACTION_RE;
 
 /** One part of a derived action name (the compiler's rule, shared with the AuthZEN action rule): `actionPart('Write-File')` is `write_file`. */

@@ -1,5 +1,5 @@
 /**
- * The AuthZEN action rule (contract, third part: "AuthZEN, interoperable") as
+ * The AuthZEN action rule (docs/api.md#authzen) as
  * the MCP proxy's declared mappings apply it: the one definition
  * (compiler/patterns/action-names.ts, a leaf the runtime's AuthZEN routes use
  * too), with an empty name refused as well (a mapping must name an action).

@@ -1,8 +1,8 @@
 /**
  * `authz mcp-proxy`: stands between an MCP client and an MCP server, relaying
  * the whole protocol and asking agent-authz before every tool call and every
- * other decided request (contract, second part: MCP enforcement proxy; third
- * part: MCP gateway).
+ * other decided request (docs/mcp.md#what-the-proxy-does,
+ * docs/mcp.md#one-gateway-for-many-agents).
  *
  *   authz mcp-proxy --config mcp.yaml -- <upstream command> [args...]   # upstream over stdio
  *   authz mcp-proxy --config mcp.yaml --upstream-url http://host/mcp     # upstream over Streamable HTTP
@@ -152,8 +152,7 @@ function readInvocation(argv: readonly string[], env: NodeJS.ProcessEnv): Invoca
 }
 
 /**
- * Why the listener may not start with this configuration (contract, third
- * part): without `auth:` only loopback addresses (whoever reached another
+ * Why the listener may not start with this configuration (docs/mcp.md#command-line): without `auth:` only loopback addresses (whoever reached another
  * would call tools as the configured agent); `auth:` only with `--listen`.
  */
 function authListenProblem(invocation: Invocation, config: ProxyConfig): string | undefined {

@@ -1,6 +1,5 @@
 /**
- * The configuration of `authz mcp-proxy` (contract, second part: MCP
- * enforcement proxy): a YAML file naming the agent, the server's namespace and
+ * The configuration of `authz mcp-proxy` (docs/mcp.md#configuration): a YAML file naming the agent, the server's namespace and
  * optional per-tool mappings. Every problem is collected and reported at once,
  * with its place in the file, so the proxy stops at start with a clear message.
  *

@@ -1,6 +1,6 @@
 /**
- * Mappings declared by the MCP server (contract, third part: "Declared
- * mappings (COAZ-MCP binding, draft 1)"), with `declared_mappings: true` in
+ * Mappings declared by the MCP server (docs/mcp.md#mappings-declared-by-the-server;
+ * COAZ-MCP binding, draft 1), with `declared_mappings: true` in
  * the configuration. A tool whose `inputSchema` carries `x-authzen-mapping`
  * with an `evaluation` envelope is decided with the mapping's `action.name`
  * (through the AuthZEN action rule) and its `resource` as `<type>:<id>`:

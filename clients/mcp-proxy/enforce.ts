@@ -1,6 +1,6 @@
 /**
  * What the proxy decides for each client request, whatever the transports
- * (contract, second part: MCP enforcement proxy; third part: MCP gateway):
+ * (docs/mcp.md#what-the-proxy-does):
  *
  * - `tools/call`: decided by the service first, every call (hidden tools
  *   included). A deny, a 429, an unreachable service, a call that cannot be
@@ -42,7 +42,7 @@ export const INTERNAL_ERROR_CODE = -32603;
 
 /** Most actions one `POST /v1/actions/possible` takes (its schema's maxItems). */
 const POSSIBLE_BATCH = 1000;
-/** Longest single `GET /v1/decisions/:id?wait=` (the contract's maximum). */
+/** Longest single `GET /v1/decisions/:id?wait=` (the longest the service holds: docs/api.md#human-review-extension). */
 const LONGEST_WAIT_SECONDS = 60;
 
 export type CallParams = CallToolRequest['params'];
@@ -237,7 +237,7 @@ export class Enforcer {
    */
   async call(params: CallParams, who: Principal, names: ToolNames, notify?: (message: string) => Promise<void>, declared?: DeclaredMappings): Promise<Verdict> {
     const tool = params.name;
-    // The digest is of the arguments as sent (contract: absent digest as {}, an explicit null as null);
+    // The digest is of the arguments as sent (docs/permits.md#permits-bound-to-arguments: absent digested as {}, an explicit null as null);
     // the mapping and the decision's context read `args`, where null and absent are both {}.
     const sent: unknown = params.arguments;
     const args = params.arguments ?? {};
@@ -319,7 +319,7 @@ export class Enforcer {
 
   /**
    * Waits, up to `approval_wait_seconds`, for a human's verdict on a decision
-   * that awaits approval (contract: Human review). Approved: the decision with
+   * that awaits approval (docs/reviews.md#the-rules). Approved: the decision with
    * a fresh permit token. Denied or timed out: the deny. Still waiting: the
    * decision as it is (the caller refuses the request).
    */

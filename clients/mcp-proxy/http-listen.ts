@@ -1,8 +1,8 @@
 /**
  * `authz mcp-proxy --listen HOST:PORT`: the proxy served over MCP Streamable
  * HTTP at `http://HOST:PORT/mcp`, one MCP session (and one relayed upstream
- * session) per client, on the SDK's StreamableHTTPServerTransport (contract,
- * third part: "Sessions over HTTP", "The public URL"):
+ * session) per client, on the SDK's StreamableHTTPServerTransport (docs/mcp.md#one-gateway-for-many-agents,
+ * docs/mcp.md#command-line):
  *
  * - a session without a request for `idleSeconds` (and no open stream) is
  *   ended, its upstream session with it; at most `maxSessions` at once (more:

@@ -1,7 +1,6 @@
 /**
  * Which MCP requests the proxy knows, which it decides, and how a decided
- * request other than `tools/call` becomes a decision (contract, third part:
- * MCP gateway):
+ * request other than `tools/call` becomes a decision (docs/mcp.md#6-resources-and-prompts-decided):
  *
  * | method | action | resource | `context.mcp` |
  * | --- | --- | --- | --- |

@@ -1,9 +1,8 @@
 /**
  * One client session of `authz mcp-proxy` joined to its own upstream session,
- * message by message, on the SDK's transports (contract, third part: MCP
- * gateway). Every JSON-RPC message passes as it is, both ways, except:
+ * message by message, on the SDK's transports (docs/mcp.md#what-the-proxy-does). Every JSON-RPC message passes as it is, both ways, except:
  *
- * - a client request is decided first where the contract says so (enforce.ts)
+ * - a client request is decided first where docs/mcp.md says so (enforce.ts)
  *   and refused, never forwarded, when not allowed; a request method the proxy
  *   does not know is refused unless the configuration lists it under
  *   `pass_through:`; `_meta` keys only the proxy may set never pass upstream;

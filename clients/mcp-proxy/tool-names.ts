@@ -1,7 +1,6 @@
 /**
  * The upstream's tool names as one session of the proxy last read them, and
- * the tools among them whose actions collide (contract, third part: "Tool
- * changes"): every tool of a colliding set is hidden from listings and its
+ * the tools among them whose actions collide (docs/mcp.md#what-the-proxy-does): every tool of a colliding set is hidden from listings and its
  * calls refused with `mcp_proxy.tool_collision`, no decision requested. The
  * names come from the client's own `tools/list` answers and from the proxy's
  * re-reading on the upstream's `notifications/tools/list_changed`.

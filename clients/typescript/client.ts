@@ -1,6 +1,5 @@
 /**
- * `AuthzClient`: the agent-side client of the decision API (contract, second
- * part: Client library). Every call is retried on network failures, timeouts,
+ * `AuthzClient`: the agent-side client of the decision API (docs/agents.md#2-a-typescript-agent). Every call is retried on network failures, timeouts,
  * 5xx and 429 under one `Idempotency-Key`, and throws an `AuthzError` when it
  * gets no decision: the client fails closed, it never answers allow itself.
  */

@@ -1,6 +1,6 @@
 /**
  * Errors of the client, as typed values. Every error answer of the service
- * becomes an `AuthzError` carrying the service's code (spec section 7); a call
+ * becomes an `AuthzError` carrying the service's code (docs/errors.md#error-codes); a call
  * that got no usable answer carries one of the client's own codes (`client.*`).
  * A deny is not an error of `decide`; `guard` throws `DecisionDeniedError` for it.
  */

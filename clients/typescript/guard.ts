@@ -19,7 +19,7 @@ export interface GuardClient {
 const APPROVAL_POLL_SECONDS = 60;
 
 /**
- * A decision that awaits a human's approval (contract: Human review) is waited
+ * A decision that awaits a human's approval (docs/reviews.md#the-rules) is waited
  * for; approved, it gets its permit token; denied or timed out, it is a deny.
  */
 async function settledApproval(client: GuardClient, decision: Decision): Promise<Decision> {

@@ -20,7 +20,7 @@ export interface DecisionRequest {
   amount?: number | null;
   /**
    * Spend per held unit when budgets of several held units apply, e.g.
-   * `{ USD: 0.12, tokens: 3000 }` (contract: Spend controls for agent runs);
+   * `{ USD: 0.12, tokens: 3000 }` (docs/budgets-and-limits.md#spend-controls-for-agent-runs);
    * `amount` alone is refused then (400 `validation.invalid_field`).
    */
   amounts?: Record<string, number> | null;
@@ -37,7 +37,7 @@ export interface DecisionRequest {
 }
 
 /**
- * Decision fields the API contract adds that the service's request schema does
+ * Decision fields docs/api.md#decisions adds that the service's request schema does
  * not list yet (none today: `amounts` moved into DecisionRequest when the
  * service took it). A server that does not know one answers 400
  * `validation.invalid_field` when it is sent; the client sends each only when set.
@@ -52,10 +52,10 @@ export type { Decision, DecisionWarning, BudgetRemaining, DecisionPreview } from
 
 export type DecisionEffect = Decision['effect'];
 
-/** `awaiting_approval` only for review policies that require approval first (contract: Human review). */
+/** `awaiting_approval` only for review policies that require approval first (docs/reviews.md#the-rules). */
 export type DecisionStatus = Decision['status'];
 
-/** A human's verdict on a review decision (contract: Human review): the Review wire type. */
+/** A human's verdict on a review decision (docs/reviews.md#the-rules): the Review wire type. */
 export type DecisionReview = Review;
 
 /** `POST /v1/decisions/:id/confirm` body (schemas/api/decision-resolve.schema.json). */

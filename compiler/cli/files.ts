@@ -22,7 +22,7 @@ export function isTestFile(path: string): boolean {
  * ```ts
  * import { isPolicyFile } from 'agent-authz/compiler';
  *
- * console.log(isPolicyFile('support/policies.yaml'), isPolicyFile('support/support.test.yaml'), isPolicyFile('README.md')); // => true false false
+ * console.log(isPolicyFile('policies.yaml'), isPolicyFile('support.test.yaml'), isPolicyFile('README.md')); // => true false false
  * ```
  */
 export function isPolicyFile(path: string): boolean {

@@ -1,6 +1,6 @@
 /**
- * Deciding a request against a table: steps 4-6 of the contract's evaluation
- * order. Candidate selection has two interchangeable paths, the index (action trie
+ * Deciding a request against a table: steps 4-6 of the evaluation order
+ * (docs/policies.md#how-a-request-is-decided). Candidate selection has two interchangeable paths, the index (action trie
  * + agent index) and a linear scan of every row, which is the reference the index
  * is property-tested against and what `explain` walks; both feed one `decide`.
  */
@@ -41,7 +41,7 @@ export interface ShadowOutcome {
 }
 
 /**
- * Decides a request against a table (the contract's evaluation order, steps 4-6):
+ * Decides a request against a table (docs/policies.md#how-a-request-is-decided, steps 4-6):
  * the enabled policies matching agent, action, resource and condition, the
  * highest-ranked of them deciding (lower priority number first; at equal priority
  * deny, then review, then allow). No match is a deny with reason

@@ -1,5 +1,5 @@
 /**
- * A downstream service that admits agents by permit token (spec 1.5, 5.2): each
+ * A downstream service that admits agents by permit token (docs/permits.md): each
  * route names the action and resource it performs, and a request gets through
  * only with `Authorization: Bearer <permit>` whose `act` and `res` are exactly
  * those. The token is verified locally against the authorization service's JWKS.

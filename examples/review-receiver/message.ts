@@ -11,7 +11,7 @@
  * nothing is approved by opening a link (a chat preview bot follows links too).
  */
 
-/** The event envelope (spec 2.5), as delivered or as GET /v1/events answers it. */
+/** The event envelope (docs/webhooks-and-events.md#events), as delivered or as GET /v1/events answers it. */
 export interface EventEnvelope {
   id: string;
   type: string;

@@ -1,5 +1,5 @@
 /**
- * A webhook receiver (spec 5.3, 6): the authorization service POSTs each event's
+ * A webhook receiver (docs/webhooks-and-events.md#delivery): the authorization service POSTs each event's
  * envelope to `POST /webhooks`, signed with the endpoint's `whsec_...` secret.
  *
  *   1. The body is kept as the raw bytes received; the signature
@@ -27,7 +27,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { verifyStandardWebhook, verifyWebhookSignature } from '../../webhooks/index.js';
 import { closeOnSignals, listenAddress, runAsMain } from '../shared/run-main.js';
 
-/** The event envelope (spec 2.5). */
+/** The event envelope (docs/webhooks-and-events.md#events). */
 export interface WebhookEnvelope {
   id: string;
   object: 'event';

@@ -1,5 +1,5 @@
 /**
- * security.alert (spec section 6; contract: `data.alert`, `data.agent_id` where
+ * security.alert (docs/webhooks-and-events.md#security-alerts: `data.alert`, `data.agent_id` where
  * one agent is concerned, `data.count`, `data.window_seconds`, `data.threshold`):
  *
  * - `deny_spike`: more than `denyThreshold` deny decisions for one agent in a

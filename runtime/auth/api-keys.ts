@@ -19,7 +19,7 @@ export const SCOPES = [
   'events:read',
   'webhooks:manage',
   'permits:verify',
-  // Extension (contract, second part: Human review).
+  // Extension (docs/reviews.md#the-rules).
   'reviews:read',
   'reviews:write',
   '*',

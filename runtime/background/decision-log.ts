@@ -1,6 +1,6 @@
 /**
  * The decision log's upkeep, per server process, on the service clock
- * (contract: "Decision log lifecycle"; docs/operations.md "Decision log
+ * (docs/operations.md#decision-log-retention; docs/operations.md "Decision log
  * retention"):
  *
  * - partitions ahead: today's and the next `aheadDays` days' partitions of

@@ -1,5 +1,5 @@
 /**
- * Access requests (contract, third part: "Access requests"; the AuthZEN Access
+ * Access requests (docs/api.md#access-requests-for-approvals; the AuthZEN Access
  * Request and Approval profile, draft) over the human review queue. A review
  * that needs approval answers AuthZEN `decision: false`, a requestable denial
  * naming its decision (`evaluation_id`); the gateway submits an access request

@@ -3,7 +3,7 @@
  * for an agent it has seen: its status and its attributes (read by conditions
  * as `agent.attributes.…`). A miss reads the store once; entries are trusted
  * for `ttlMs` (2 s): a revocation, a restore or new attributes through this
- * process apply at once, through another by NOTIFY (domain/replication.ts),
+ * process apply at once, through another by NOTIFY (the `agents` channel of store/channels.ts),
  * and within the TTL at worst when a notification was missed.
  */
 import type { Environment } from '../tenant.js';
@@ -22,7 +22,7 @@ export interface AgentState {
   attributes: Record<string, unknown>;
 }
 
-/** How long an entry is trusted (contract: other processes see new attributes within 2 seconds). */
+/** How long an entry is trusted (docs/api.md#agents: other processes see new attributes within 2 seconds). */
 export const AGENT_TTL_MS = 2_000;
 
 /** The attributes of an agent that has none (shared, frozen). */

@@ -16,7 +16,7 @@ import type { Page, PageParams } from '../store/pagination.js';
 import type { Principal } from '../tenant.js';
 import type { AgentDirectory } from './agent-directory.js';
 
-/** The most an agent's attributes may hold, in bytes of UTF-8 JSON (contract: Agent attributes). */
+/** The most an agent's attributes may hold, in bytes of UTF-8 JSON (docs/policies.md#agent-attributes). */
 export const MAX_ATTRIBUTES_BYTES = 8192;
 
 const notSeen = (agentId: string) => new AgentNotFoundError(`no agent ${agentId} has made a request in this environment`);

@@ -1,6 +1,5 @@
 /**
- * What a review changes, written with the decision locked (contract, second
- * part: Human review):
+ * What a review changes, written with the decision locked (docs/reviews.md#the-rules):
  *
  * - a verdict on a review decision that did not wait: its review, nothing else;
  * - approve, on a decision awaiting approval: status pending, `expires_at` = now

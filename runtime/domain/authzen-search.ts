@@ -1,6 +1,5 @@
 /**
- * AuthZEN 1.0 Search APIs, subjects and actions (contract, third part:
- * "AuthZEN, interoperable", Search). Nothing is stored and no limit is used:
+ * AuthZEN 1.0 Search APIs, subjects and actions (docs/api.md#post-accessv1searchsubject-and-accessv1searchaction). Nothing is stored and no limit is used:
  * each candidate is decided as POST /v1/decisions/preview decides (the
  * current limits and budgets counted, not used), and counts when it would be
  * allowed or reviewed now; a review that needs a human's approval does not.

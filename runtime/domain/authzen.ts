@@ -1,6 +1,6 @@
 /**
  * The OpenID AuthZEN Authorization API 1.0 as another door into the decision
- * service (contract: "AuthZEN (for gateways that speak the standard)" and the
+ * service (docs/api.md#authzen and the
  * third part's "AuthZEN, interoperable"). An evaluation's subject, action,
  * resource and context become a decision request and DecisionService.decide
  * makes the decision like any other: stored, rate limited, budgeted, with its
@@ -59,7 +59,7 @@ export interface AuthzenEvaluations {
 /** What the decision API allows: agent ids up to 256 characters, resources up to 1024. */
 export const MAX_AGENT_ID_LENGTH = 256;
 export const MAX_RESOURCE_LENGTH = 1024;
-/** `session_id` and `on_behalf_of` (contract: Spend controls for agent runs). */
+/** `session_id` and `on_behalf_of` (docs/budgets-and-limits.md#spend-controls-for-agent-runs). */
 export const MAX_RUN_FIELD_LENGTH = 256;
 
 /** The one call of the decision service this module makes (DecisionService.decide). */
@@ -208,8 +208,7 @@ export function withDefaults(defaults: AuthzenEvaluations, entry: unknown): unkn
 }
 
 /**
- * `session_id` and `on_behalf_of` of the contract's "Spend controls for agent
- * runs", taken from the request's context when they are strings.
+ * `session_id` and `on_behalf_of` of docs/budgets-and-limits.md#spend-controls-for-agent-runs, taken from the request's context when they are strings.
  *
  * @throws InvalidFieldError when one is longer than 256 characters
  * @example

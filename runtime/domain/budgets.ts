@@ -1,5 +1,5 @@
 /**
- * GET /v1/budgets (contract: Budgets; scopes: Spend controls for agent runs):
+ * GET /v1/budgets (docs/budgets-and-limits.md#get-v1budgets; scopes: docs/budgets-and-limits.md#spend-controls-for-agent-runs):
  * per budget key, the current period's accounting against the policy's current
  * budget. A row's key: (policy, agent) for an agent-scoped budget, (policy,
  * agent, session) for a session-scoped one, (policy, user) for a user-scoped
@@ -59,7 +59,7 @@ export function budgetStatus(consumed: number, budget: Budget): BudgetStatus {
   return 'ok';
 }
 
-/** One item of GET /v1/budgets/remaining (contract: exactly these fields). */
+/** One item of GET /v1/budgets/remaining (exactly these fields: docs/budgets-and-limits.md#get-v1budgetsremaining). */
 export interface RemainingBudget {
   policy_id: string;
   unit: string;

@@ -1,6 +1,6 @@
 /**
  * Decisions are stored durably before their response is sent, through group
- * commit (engine/group-commit.ts): concurrent decisions share one statement.
+ * commit (runtime/shared/group-commit.ts): concurrent decisions share one statement.
  */
 import type { Sql } from '../store/connect.js';
 import { writeDecisionBatch, type DecisionRow, type NewAgent } from '../store/decisions.js';

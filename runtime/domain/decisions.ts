@@ -1,6 +1,6 @@
 /**
- * Deciding, previewing, reading and resolving decisions: the contract's
- * evaluation order. 1. validate (route schema + action format); 2. revoked
+ * Deciding, previewing, reading and resolving decisions: the evaluation
+ * order (docs/policies.md#how-a-request-is-decided). 1. validate (route schema + action format); 2. revoked
  * agent -> deny agent.revoked; 3. exhausted budget -> deny budget.exceeded;
  * 4-6. the compiled table (the compiler's `evaluate`); 7. limits and budgets
  * of every matched policy. The decision, its event and (first sight) the
@@ -265,7 +265,7 @@ export class DecisionService {
   }
 
   /**
-   * Confirm or reject (spec section 3): 404, then 409 already confirmed / not
+   * Confirm or reject (docs/api.md#post-v1decisionsidconfirm-and-reject): 404, then 409 already confirmed / not
    * pending, 410 expired. A confirm's `amount` is for a decision that had one
    * or held one unit (400 otherwise); `amounts` confirms per held unit; without
    * either, the amount decided (held) is the amount confirmed.

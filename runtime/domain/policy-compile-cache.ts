@@ -157,7 +157,7 @@ export class PolicyCompileCache {
     return runSteps(this.compileSteps(policies));
   }
 
-  /** The same, in slices between the requests being served (runtime/engine/sliced.ts). */
+  /** The same, in slices between the requests being served (runtime/shared/sliced.ts). */
   compileSliced(policies: readonly Policy[], sliceMs?: number): Promise<StoredCompile> {
     return runSliced(this.compileSteps(policies), sliceMs);
   }

@@ -4,7 +4,7 @@
  * YAML reader, so that every problem carries its line and column besides its
  * JSON pointer. POST and PUT refuse a body with any error (400
  * validation.invalid_policy, every problem in details); POST
- * /v1/policies/validate reports them (runtime/engine/policy-validation.ts).
+ * /v1/policies/validate reports them (runtime/domain/policy-validation.ts).
  */
 import { hasErrors, type Diagnostic, canonicalPolicy, readPolicyValue, type ReadPolicy, readYaml, type SourceLocator, type Policy } from '../../compiler/index.js';
 import { diagnosticsToDetails } from './policy-sets.js';

@@ -1,5 +1,5 @@
 /**
- * Human review (contract, second part): the review queue, a reviewer's verdict,
+ * Human review (docs/reviews.md): the review queue, a reviewer's verdict,
  * waiting for one (`GET /v1/decisions/:id?wait=N`), and the permit of a decision
  * once approved. What a verdict changes is domain/approvals.ts.
  */

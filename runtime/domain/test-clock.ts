@@ -1,6 +1,5 @@
 /**
- * The test clock (AUTHZ_TEST_CLOCK=1, contract: "The test clock's offset is
- * stored"): real time plus an offset that POST /admin/clock grows, stored so that
+ * The test clock (AUTHZ_TEST_CLOCK=1, docs/operations.md#the-test-clock): real time plus an offset that POST /admin/clock grows, stored so that
  * a restart keeps the service's time where the clock left it. Processes sharing
  * a store share the offset: each advance adds to the stored one and adopts the
  * result; a process reads it at start.

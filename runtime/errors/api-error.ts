@@ -1,7 +1,7 @@
 /**
- * Errors as typed values. Each class carries the spec's code (static `code`) and
+ * Errors as typed values. Each class carries its code (docs/errors.md#error-codes) (static `code`) and
  * HTTP status; http/error-handler.ts is the one place that turns them into
- * responses (spec 2.6: { error: { code, message, request_id } }).
+ * responses ({ error: { code, message, request_id } }: docs/api.md#conventions).
  */
 export interface ErrorDetail {
   /** JSON pointer into the input (`/` for the whole of it). */
@@ -35,7 +35,7 @@ export class ApiError extends Error {
   }
 }
 
-// --- authentication (spec 5) ---------------------------------------------------
+// --- authentication (docs/api.md#authentication-and-environments) ---------------------------------------------------
 export class InvalidKeyError extends ApiError {
   static override readonly code = 'auth.invalid_key';
   static override readonly status = 401;
@@ -53,7 +53,7 @@ export class SignatureInvalidError extends ApiError {
   static override readonly status = 401;
 }
 
-// --- validation (spec 4, contract conventions) -----------------------------------
+// --- validation (docs/api.md#conventions) -----------------------------------
 export class MissingFieldError extends ApiError {
   static override readonly code = 'validation.missing_field';
   static override readonly status = 400;
@@ -95,7 +95,7 @@ export class TooManyPoliciesError extends ApiError {
   static override readonly status = 400;
 }
 
-// --- decisions (spec 3) -------------------------------------------------------
+// --- decisions (docs/api.md#decisions) -------------------------------------------------------
 export class DecisionNotFoundError extends ApiError {
   static override readonly code = 'decision.not_found';
   static override readonly status = 404;
@@ -113,7 +113,7 @@ export class DecisionNotPendingError extends ApiError {
   static override readonly status = 409;
 }
 
-// --- human review (extension: contract, second part) ------------------------------
+// --- human review (extension: docs/reviews.md#the-rules) ------------------------------
 export class DecisionNotReviewableError extends ApiError {
   static override readonly code = 'decision.not_reviewable';
   static override readonly status = 409;
@@ -202,7 +202,7 @@ export class RateLimitExceededError extends ApiError {
 /** Seconds a 503 service.unavailable asks the caller to wait (Retry-After): a lost primary is replaced in seconds. */
 export const UNAVAILABLE_RETRY_AFTER_SECONDS = 1;
 
-/** 503 service.unavailable, always with Retry-After (contract, Hardening). */
+/** 503 service.unavailable, always with Retry-After (docs/operations.md#connection-limits). */
 export class ServiceUnavailableError extends ApiError {
   static override readonly code = 'service.unavailable';
   static override readonly status = 503;

@@ -1,10 +1,10 @@
 /**
- * Every event body (spec 2.5) is built here, in TypeScript, from the presenters'
+ * Every event body (docs/webhooks-and-events.md#events) is built here, in TypeScript, from the presenters'
  * public forms: decision.*, agent.*, policy.updated and security.alert. The two
  * budget events are the one exception: they are fired inside the limits
  * function (`authz_budget_events`, runtime/store/functions/) in the same
  * statement that moves the money, so that an event is never lost nor doubled;
- * their shape is held to the contract by test/runtime/budgets.test.ts.
+ * their shape is held to docs/webhooks-and-events.md#events by test/runtime/budgets.test.ts.
  */
 import { newId } from '../ids.js';
 import { agentResource } from '../presenters/agent.js';
@@ -19,7 +19,7 @@ export const EVENT_TYPES = [
   'decision.allow',
   'decision.deny',
   'decision.review',
-  // Extension (contract, second part: Human review).
+  // Extension (docs/reviews.md#the-rules).
   'decision.reviewed',
   'budget.threshold',
   'budget.exceeded',

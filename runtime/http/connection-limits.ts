@@ -1,5 +1,5 @@
 /**
- * Connection limits of the HTTP server (contract: Hardening):
+ * Connection limits of the HTTP server (docs/operations.md#connection-limits):
  *
  * - at most min(AUTHZ_MAX_CONNECTIONS (default 10,000), the process's
  *   file-descriptor soft limit - 64) open connections: past it, Node closes a

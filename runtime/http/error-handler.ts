@@ -1,7 +1,7 @@
 /**
  * The one place errors become HTTP responses: typed ApiErrors with their code and
  * status; Fastify's own errors (bad JSON, body too large, schema validation) with
- * the contract's codes; anything else a logged 500 that never leaks internals.
+ * the codes of docs/errors.md; anything else a logged 500 that never leaks internals.
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {

@@ -1,4 +1,4 @@
-/** List query strings (contract: Lists): the shared schema and the page they ask for. */
+/** List query strings (docs/api.md#lists): the shared schema and the page they ask for. */
 import { loadSchema } from '../../compiler/index.js';
 import type { PageParams } from '../store/pagination.js';
 

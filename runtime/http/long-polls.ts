@@ -1,5 +1,5 @@
 /**
- * Long polls per API key (contract: Hardening): `GET /v1/decisions/:id?wait=`
+ * Long polls per API key (docs/operations.md#connection-limits): `GET /v1/decisions/:id?wait=`
  * holds a connection up to 60 s, so one key may hold at most 100 at once in a
  * process; one more is 429 rate_limit.exceeded with Retry-After.
  */

@@ -1,7 +1,7 @@
 /**
  * Request validation with route JSON Schemas: bodies strictly (no type coercion,
  * unknown fields rejected, not removed), query strings with coercion ("20" -> 20).
- * Ajv errors become the contract's codes in one place (toApiError).
+ * Ajv errors become the codes of docs/errors.md in one place (toApiError).
  */
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import type { FastifySchemaCompiler } from 'fastify';

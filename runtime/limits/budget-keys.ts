@@ -1,6 +1,6 @@
 /**
  * Which row of the store a request's budget counts on, and what it takes from
- * it (contract: Spend controls for agent runs).
+ * it (docs/budgets-and-limits.md#spend-controls-for-agent-runs).
  *
  * - Key: scope `agent` -> (policy, agent); `session` -> (policy, agent,
  *   session_id); `user` -> (policy, on_behalf_of), across agents. A session or
@@ -48,7 +48,7 @@ export function budgetKey(terms: BudgetTerms, subject: SpendSubject): Pick<Budge
 }
 
 /**
- * Every budget keyed and costed for a new request; throws the contract's 400s.
+ * Every budget keyed and costed for a new request; throws the 400s of docs/budgets-and-limits.md#budgets.
  *
  * @example
  * ```ts
@@ -72,7 +72,7 @@ export function budgetChecks(terms: readonly BudgetTerms[], subject: SpendSubjec
 
 /**
  * `amount` given together with `amounts` must agree for the one held unit
- * (contract: Hardening): else a condition could read one figure while the
+ * (docs/operations.md#input-limits): else a condition could read one figure while the
  * budget holds another. Two or more held units, or the held unit missing from
  * `amounts` or given another figure there: 400 validation.invalid_field at
  * `/amount`. Nothing to check when either is absent or no held unit applies.

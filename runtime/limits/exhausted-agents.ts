@@ -2,10 +2,10 @@
  * Evaluation step 3 without a store round trip: the budgets whose consumption
  * has reached their limit this period, per budget key. Once one of an agent's
  * (agent-scoped) budgets is exhausted, every decision for that agent is denied
- * `budget.exceeded` until the period resets (spec 3, Budget); an exhausted
+ * `budget.exceeded` until the period resets (docs/budgets-and-limits.md#budgets); an exhausted
  * session-scoped budget denies only that session's decisions, an exhausted
  * user-scoped budget the decisions on behalf of that user, whichever agent asks
- * (contract: Spend controls for agent runs).
+ * (docs/budgets-and-limits.md#spend-controls-for-agent-runs).
  *
  * Fed by this process's own budget changes at once, by other processes through
  * NOTIFY (the store announces an exhausted budget on the `authz_budgets`

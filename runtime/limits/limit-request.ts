@@ -1,7 +1,7 @@
 /**
  * What one request asks of the limits store (store/limits.ts): the GCRA limiters
  * and budgets that apply to it. Built from every matching enabled policy
- * (contract: evaluation step 7) and, for the platform limit, from the API key.
+ * (docs/policies.md#how-a-request-is-decided) and, for the platform limit, from the API key.
  */
 import { budgetScope, isHeldUnit, RATE_WINDOWS, type Policy, type RateWindow } from '../../compiler/index.js';
 import type { BudgetTerms, RateCheck } from '../store/limits.js';

@@ -1,6 +1,6 @@
 /**
- * Budgets and rate limits in the decision path (contract: evaluation steps 3 and
- * 7, Budgets) and the platform limit per API key. Checks and changes are made by
+ * Budgets and rate limits in the decision path (evaluation steps 3 and
+ * 7: docs/policies.md#how-a-request-is-decided, docs/budgets-and-limits.md) and the platform limit per API key. Checks and changes are made by
  * the store in batches (group commit: one call of authz_apply_limits for every
  * request waiting), so constrained decisions cost one shared round trip.
  * What stays in PL/pgSQL (the checks and changes, the budget events) and why:
@@ -241,7 +241,7 @@ function subjectOf(context: Pick<LimitContext, 'agentId' | 'sessionId' | 'onBeha
 }
 
 /**
- * Contract (Budgets): a decision carries the budget.below_threshold warning while
+ * docs/budgets-and-limits.md#budgets: a decision carries the budget.below_threshold warning while
  * its budget is past its threshold but under its limit, after this decision's
  * change: not on the decision that reaches the limit (the budget is then
  * exceeded, and GET /v1/budgets says so). Consumption decides, as for the status.

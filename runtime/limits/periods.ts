@@ -1,5 +1,5 @@
 /**
- * Budget periods on UTC calendar boundaries (contract: Budgets): an hour, a day,
+ * Budget periods on UTC calendar boundaries (docs/budgets-and-limits.md#budgets: an hour, a day,
  * a week starting Monday 00:00, a calendar month, a calendar year. The period of
  * an instant is [start, end); `end` is when the budget resets.
  */

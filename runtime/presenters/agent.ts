@@ -1,4 +1,4 @@
-/** The public form of an agent (contract: Agents; `attributes`: third part, Agent attributes). */
+/** The public form of an agent (docs/api.md#agents; `attributes`: third part, Agent attributes). */
 import type { Agent } from '../../clients/typescript/wire.js';
 import type { AgentRow } from '../store/agents.js';
 import type { Environment } from '../tenant.js';

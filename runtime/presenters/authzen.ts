@@ -1,6 +1,6 @@
 /**
- * The AuthZEN answers (contract: "AuthZEN (for gateways that speak the
- * standard)", and the third part's "Access requests": requestable denials,
+ * The AuthZEN answers (docs/api.md#authzen, and
+ * docs/api.md#access-requests-for-approvals: requestable denials,
  * tasks, approvals).
  */
 import { permits, taskStatus } from '../domain/decision-state.js';

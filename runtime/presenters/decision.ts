@@ -1,4 +1,4 @@
-/** The public form of a decision (contract: Decisions). */
+/** The public form of a decision (docs/api.md#decisions). */
 import { publicStatus, type DecisionPreview } from '../domain/decision-state.js';
 import type { DecisionRow } from '../store/decisions.js';
 import type { Decision, DecisionPreview as DecisionPreviewBody, Review } from '../../clients/typescript/wire.js';
@@ -25,12 +25,12 @@ export function decisionResource(row: DecisionRow, nowMs: number, options: { wit
     livemode: row.environment === 'live',
     resolved_at: row.resolved_at ? row.resolved_at.toISOString() : null,
     confirmed_amount: row.confirmed_amount,
-    // Extensions (contract, second part): the request's context as stored, the run and the user.
+    // Extensions (docs/api.md#decisions): the request's context as stored, the run and the user.
     context: row.context,
     session_id: row.session_id,
     on_behalf_of: row.on_behalf_of,
     ...(row.args_digest === null ? {} : { args_digest: row.args_digest }),
-    // Extensions (contract, second part: Human review).
+    // Extensions (docs/reviews.md#the-rules).
     review: reviewResource(row),
     approval_expires_at: row.approval_expires_at ? row.approval_expires_at.toISOString() : null,
     metadata: { matched_policy_ids: row.matched_policy_ids, warnings: row.warnings, ...(row.shadow ? { shadow: row.shadow } : {}) },

@@ -1,4 +1,4 @@
-/** The public envelope of an event (spec 2.5). */
+/** The public envelope of an event (docs/webhooks-and-events.md#events). */
 import type { Event } from '../../clients/typescript/wire.js';
 import type { EventRow } from '../store/events.js';
 

@@ -1,4 +1,4 @@
-/** List responses (contract: Lists). */
+/** List responses (docs/api.md#lists). */
 import type { List } from '../../clients/typescript/wire.js';
 
 /** The list envelope (schemas/api/answers/list.schema.json) with items of one type. */

@@ -1,5 +1,5 @@
 /**
- * The operator API (contract: Operator API), enabled only when AUTHZ_ADMIN_TOKEN
+ * The operator API (docs/api.md#operator-api), enabled only when AUTHZ_ADMIN_TOKEN
  * is set; otherwise its routes do not exist (404). The clock route exists only on
  * servers started with AUTHZ_TEST_CLOCK=1.
  */

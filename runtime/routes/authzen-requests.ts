@@ -1,5 +1,5 @@
 /**
- * Access requests (contract, third part: "Access requests"; the AuthZEN Access
+ * Access requests (docs/api.md#access-requests-for-approvals; the AuthZEN Access
  * Request and Approval profile, draft): POST /access/v1/requests submits one
  * for a requestable denial (scope decisions:write, the key's own decisions;
  * 201 the task, a repeat 200 the same task), GET /access/v1/requests/:id is the

@@ -1,6 +1,5 @@
 /**
- * The AuthZEN Authorization API 1.0 (contract: "AuthZEN (for gateways that
- * speak the standard)" and "AuthZEN, interoperable"): POST /access/v1/evaluation,
+ * The AuthZEN Authorization API 1.0 (docs/api.md#authzen): POST /access/v1/evaluation,
  * POST /access/v1/evaluations, the search APIs POST /access/v1/search/subject
  * and /search/action, the access requests of routes/authzen-requests.ts
  * (registered here) (scope decisions:write; every evaluation is a

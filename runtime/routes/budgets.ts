@@ -28,7 +28,7 @@ export const budgetRoutes: FastifyPluginAsync = async (app) => {
     },
   );
 
-  // Extension (contract: Spend controls for agent runs).
+  // Extension (docs/budgets-and-limits.md#spend-controls-for-agent-runs).
   app.get<{ Querystring: { agent_id: string; session_id?: string; on_behalf_of?: string } }>(
     '/v1/budgets/remaining',
     { config: { scope: 'budgets:read' }, schema: { querystring: remainingQuery } },

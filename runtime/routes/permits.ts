@@ -3,7 +3,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { loadSchema } from '../../compiler/index.js';
 import { permitVerificationResource } from '../presenters/permit.js';
 
-/** Verifiers should refresh the key set about this often (spec 5.2.4). */
+/** Verifiers should refresh the key set about this often (docs/permits.md#the-public-keys). */
 export const JWKS_MAX_AGE_SECONDS = 300;
 
 export const permitRoutes: FastifyPluginAsync = async (app) => {

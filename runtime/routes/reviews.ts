@@ -1,5 +1,5 @@
 /**
- * Human review (extension: contract, second part): the queue (GET /v1/reviews),
+ * Human review (extension: docs/reviews.md#the-rules): the queue (GET /v1/reviews),
  * a verdict (POST /v1/decisions/:id/review), the permit of an approved decision
  * (POST /v1/decisions/:id/permit), and the dashboard's overview figures
  * (GET /v1/stats/decisions, GET /v1/stats/budgets). Waiting for a review is

@@ -1,5 +1,5 @@
 /**
- * The embedded store belongs to one process (contract: Hardening): two PGlite
+ * The embedded store belongs to one process (docs/operations.md#start-up-and-configuration): two PGlite
  * instances on one data directory each see only their own writes, and after a
  * restart one's decisions are gone. Before PGlite opens the directory, the
  * process takes `<dataDir>/authz.lock`, created exclusively (O_EXCL) and holding

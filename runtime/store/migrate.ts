@@ -1,7 +1,7 @@
 /**
  * Schema migrations, then the SQL functions.
  *
- * 1. Numbered migrations `runtime/store/migrations/NNN_name.sql` (table changes,
+ * 1. Numbered migrations `NNN_name.sql` in runtime/store/migrations/ (table changes,
  *    and the `drop function` of a signature that changed) are applied in name
  *    order, skipping those already recorded in `schema_migrations`. A migration
  *    that needs a function while it runs (a trigger it creates, a call in its

@@ -1,5 +1,5 @@
 /**
- * Cursor pagination (contract: Lists): newest first by `seq`, `limit` 1..100,
+ * Cursor pagination (docs/api.md#lists): newest first by `seq`, `limit` 1..100,
  * `starting_after` = the id of the last item of the previous page. One more row
  * than asked is read to tell `has_more`. A `starting_after` that names nothing
  * of the list (in this account and environment) is an UnknownCursorError (the

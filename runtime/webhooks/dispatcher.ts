@@ -3,7 +3,7 @@
  * the store (FOR UPDATE SKIP LOCKED: several processes share the work and never
  * send the same attempt at once), POSTs each event's envelope signed with its
  * endpoint's secret, and records the attempts in batches (group commit). A
- * failed attempt is retried on the spec's schedule, measured from the attempt;
+ * failed attempt is retried on the schedule of docs/webhooks-and-events.md#delivery, measured from the attempt;
  * after the last one the delivery is abandoned.
  *
  * Endpoints registered with `standard_webhooks` also get the Standard Webhooks

@@ -1,5 +1,5 @@
 /**
- * The spec's retry schedule (section 6, Delivery rules): after a failed attempt,
+ * The retry schedule (docs/webhooks-and-events.md#delivery): after a failed attempt,
  * the next one is due this many seconds after it; after the sixth retry fails,
  * the delivery is abandoned.
  */

@@ -1,5 +1,5 @@
 /**
- * The webhook signature (spec 5.3): `X-Service-Signature: sha256=<hex>`, the
+ * The webhook signature (docs/webhooks-and-events.md#delivery): `X-Service-Signature: sha256=<hex>`, the
  * lower-case hex HMAC-SHA256 of the raw request body, keyed with the endpoint's
  * signing secret (the whole `whsec_...` string as UTF-8 bytes). The dispatcher
  * signs the exact bytes it sends; receivers verify over the exact bytes they

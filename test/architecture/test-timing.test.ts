@@ -101,8 +101,18 @@ describe('timing in tests', () => {
       '    expect(retries[0]!.delayMs).toBeGreaterThanOrEqual(1000);',
       '    expect(Date.parse(d.expires_at) - Date.parse(d.evaluated_at)).toBe(60_000);',
       '    expect(wallAfter + 3600_000).toBeGreaterThanOrEqual(now);',
+      // A loop header prettier wrapped over several lines.
+      '    for (',
+      '      let i = 0;',
+      '      !(await ready());',
+      '      i++',
+      '    ) {',
+      '      await new Promise((r) => setTimeout(r, 100));',
+      '    }',
     ].join('\n');
     expect(kinds(fine)).toEqual([]);
+    // ...but a wrapped call that is no loop still encloses a settling sleep.
+    expect(kinds(['    call(', '      a,', '    ) {', '      await sleep(100);', '    }'].join('\n'))).toEqual(['4:sleep']);
   });
 
   it('no test in the tree asserts a duration or sleeps to settle (allow-listed waits aside)', () => {

@@ -105,6 +105,14 @@ function insideLoop(lines: string[], i: number): boolean {
     if (line.trim() === '' || indentOf(line) >= indent) continue;
     indent = indentOf(line);
     if (LOOP_HEADER.test(line)) return true;
+    if (/^\s*\)/.test(line)) {
+      // The end of a header prettier wrapped over several lines (`for (\n ...\n) {`): its start is the
+      // nearest line above at the same indentation.
+      let k = j - 1;
+      while (k >= 0 && (lines[k]!.trim() === '' || indentOf(lines[k]!) > indent)) k--;
+      if (k >= 0 && LOOP_HEADER.test(lines[k]!)) return true;
+      j = k + 1;
+    }
   }
   return false;
 }

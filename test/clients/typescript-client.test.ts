@@ -1,5 +1,5 @@
 /**
- * agent-authz/client (contract, second part: Client library) against a real
+ * agent-authz/client (docs/agents.md#2-a-typescript-agent) against a real
  * service listening on loopback, on both stores: decisions as values, confirm
  * and reject, guard, error codes, retries under one Idempotency-Key (429 with
  * Retry-After, 5xx, answers lost after the service committed, timeouts), and
@@ -27,10 +27,9 @@ import {
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { startRuntime, type TestRuntime } from '../runtime/helpers/app.js';
 import { startFaultProxy, type FaultProxy } from './helpers/fault-proxy.js';
+import { agent } from '../helpers/kit.js';
 
-let seq = 0;
 /** A fresh agent id per call, so tests never share decisions, limits or budgets. */
-const agent = (tag: string) => `${tag}-${++seq}-${Math.random().toString(36).slice(2, 8)}`;
 
 const schemaProperties = (name: string): string[] =>
   Object.keys((JSON.parse(readFileSync(new URL(`../../schemas/api/${name}.schema.json`, import.meta.url), 'utf8')) as { properties: object }).properties).sort();
@@ -409,17 +408,17 @@ describe.each(STORE_KINDS)('agent-authz/client against the service (%s store)', 
       expect(tooLong.code).toBe('rate_limit.exceeded');
 
       const retries: ClientRetryEvent[] = [];
-      const { sent, fetch } = recordingFetch();
-      const waiting = client({
-        fetch,
-        onRetry: (e) => {
-          retries.push(e);
-          // The service's clock moves past the window just before the wait ends
-          // (timers fire in order): a retry sent sooner meets the limit again.
-          const seconds = e.error.retryAfter!;
-          setTimeout(() => rt.clock.advance(seconds), seconds * 1000 - 100);
-        },
-      });
+      const recording = recordingFetch();
+      const sent = recording.sent;
+      // The service's clock moves past the window when the retry is sent, after
+      // the announced wait (no real timer racing the client's own wait): had the
+      // client retried without waiting for Retry-After, onRetry would have
+      // announced less than 1000 ms.
+      const fetch: FetchLike = (input, init) => {
+        if (sent.length === 1) rt.clock.advance(retries[0]!.error.retryAfter!);
+        return recording.fetch(input, init);
+      };
+      const waiting = client({ fetch, onRetry: (e) => void retries.push(e) });
       const second = await waiting.decide({ agent_id: a, action: 'reports.export' });
       expect(second.effect).toBe('allow');
       expect(retries.map((r) => [r.error.code, r.error.status, r.error.retryAfter, r.method, r.path])).toEqual([['rate_limit.exceeded', 429, 1, 'POST', '/v1/decisions']]);

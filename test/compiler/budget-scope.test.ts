@@ -1,6 +1,6 @@
 /**
  * The policy language's budget `scope: agent | session | user` and `unit:
- * tokens` (contract: Spend controls for agent runs): read, bounds, kept through
+ * tokens` (docs/budgets-and-limits.md#spend-controls-for-agent-runs): read, bounds, kept through
  * the canonical form and a bundle; the lints `lint.budget_units` (two held
  * units on one request) and `lint.budget_ignored` (a budget on a deny policy).
  */

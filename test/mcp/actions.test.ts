@@ -1,6 +1,5 @@
 /**
- * The proxy's action-name rules and configuration parsing (contract, second
- * part: MCP enforcement proxy), in process.
+ * The proxy's action-name rules and configuration parsing (docs/mcp.md#action-names), in process.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -1,6 +1,6 @@
 /**
- * One MCP gateway for many agents and users (issue 31; contract, third part:
- * "Identity from tokens over HTTP", "The public URL"), end to end with no
+ * One MCP gateway for many agents and users (issue 31;
+ * docs/mcp.md#one-gateway-for-many-agents), end to end with no
  * mocks: a real service on loopback (both stores), the stand-in authorization server of
  * examples/oauth-issuer on 127.0.0.1 (metadata, JWKS, client-credentials
  * tokens signed with jose), the real proxy (`node bin/authz.js mcp-proxy

@@ -1,5 +1,5 @@
 /**
- * `authz mcp-proxy` as the MCP gateway (contract, third part), end to end with
+ * `authz mcp-proxy` as the MCP gateway (docs/mcp.md#6-resources-and-prompts-decided), end to end with
  * no mocks: a real service on loopback, the real proxy (`node bin/authz.js
  * mcp-proxy`), our everything server behind it (fixtures/everything-server.mjs,
  * which records every request and notification it receives) and the SDK's own
@@ -25,10 +25,10 @@ import {
 import { freePort, startChild, stopChild } from '../../scripts/mcp-conformance.js';
 import { startRuntime, type TestRuntime } from '../runtime/helpers/app.js';
 import { BIN, childEnv, ensureProxyBuilt, textOf } from './helpers/proxy.js';
+import { agent as kitAgent } from '../helpers/kit.js';
 
 const SERVER = join(import.meta.dirname, 'fixtures', 'everything-server.mjs');
-let seq = 0;
-const agent = (tag: string) => `gw-${tag}-${++seq}-${Math.random().toString(36).slice(2, 8)}`;
+const agent = (tag: string) => kitAgent(`gw-${tag}`);
 
 interface Recorded {
   session: string;

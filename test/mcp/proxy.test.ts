@@ -23,9 +23,8 @@ import {
   textOf,
   TOOLS_SERVER,
 } from './helpers/proxy.js';
+import { agent } from '../helpers/kit.js';
 
-let seq = 0;
-const agent = (tag: string) => `${tag}-${++seq}-${Math.random().toString(36).slice(2, 8)}`;
 
 /** The proxy configuration of these tests: two mapped tools; fail and delete_file get tools.fail and tools.delete_file. */
 const configFor = (agentId: string) => `agent_id: ${agentId}

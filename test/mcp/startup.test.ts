@@ -1,7 +1,7 @@
 /**
  * `authz mcp-proxy` stops at start with a clear message when its action names
- * cannot work (contract: two tools mapping to one action, a mapped action
- * breaking the spec's grammar), when its configuration is invalid, and on a
+ * cannot work (docs/mcp.md#command-line: two tools mapping to one action, a
+ * mapped action breaking the action grammar), when its configuration is invalid, and on a
  * usage error; the real command, in front of the real test tool server. No
  * service is needed: nothing is decided before the first MCP request.
  */

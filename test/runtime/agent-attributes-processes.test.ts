@@ -1,6 +1,5 @@
 /**
- * Agent attributes across processes on one PostgreSQL (contract, third part:
- * "Agent attributes": the process that answered the PUT uses the new
+ * Agent attributes across processes on one PostgreSQL (docs/api.md#agents: the process that answered the PUT uses the new
  * attributes for its next decision; the others see them within 2 seconds: a
  * notification, and a cache lifetime of at most 2 s for a missed one).
  *

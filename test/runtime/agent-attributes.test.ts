@@ -1,26 +1,17 @@
 /**
- * Agent attributes on both stores (contract, third part: "Agent attributes"):
+ * Agent attributes on both stores (docs/policies.md#agent-attributes):
  * PUT /v1/agents/:agent_id replaces them (at most 8,192 bytes of JSON, 413
  * above), registers an unseen agent with agent.registered once (its first
  * decision then fires nothing), GET and the list show them ({} by default),
  * conditions read them as agent.attributes.… at once in the process that
  * answered the PUT, revocation keeps them, and the scopes and isolation hold.
  */
-import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
+import { type ListedItem, agent, expectError } from '../helpers/kit.js';
 
-let seq = 0;
-const agent = (tag: string) => `${tag}-${++seq}-${Math.random().toString(36).slice(2, 8)}`;
 const path = (agentId: string) => `/v1/agents/${encodeURIComponent(agentId)}`;
-
-function expectError(r: LightMyRequestResponse, status: number, code: string): Record<string, any> {
-  expect(r.statusCode, r.body).toBe(status);
-  const body = json(r);
-  expect(body.error.code).toBe(code);
-  return body.error;
-}
 
 describe.each(STORE_KINDS)('agent attributes (%s)', (kind) => {
   let rt: TestRuntime;
@@ -69,7 +60,7 @@ describe.each(STORE_KINDS)('agent attributes (%s)', (kind) => {
     expect(replaced).toMatchObject({ attributes: { roles: ['viewer'] }, first_seen_at: at });
     expect(await registrations(a)).toHaveLength(1);
     // The list shows them too.
-    const listed = (await rt.getOk('/v1/agents?limit=100')).data.find((x: any) => x.agent_id === a);
+    const listed = (await rt.getOk('/v1/agents?limit=100')).data.find((x: ListedItem) => x.agent_id === a);
     expect(listed.attributes).toEqual({ roles: ['viewer'] });
   });
 

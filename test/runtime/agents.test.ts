@@ -4,31 +4,21 @@
  * restore, 404 agent.not_found, and the agents:read / agents:write scopes.
  */
 import { registrationEvent } from '../../runtime/events/build.js';
-import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeDecisionBatch, type NewAgent } from '../../runtime/store/decisions.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { START, json, startRuntime, type TestRuntime } from './helpers/app.js';
+import { type EventItem, type ListedItem, agent, expectError, postDecision } from '../helpers/kit.js';
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 let seq = 0;
-const agent = (tag: string) => `${tag}-${++seq}-${Math.random().toString(36).slice(2, 8)}`;
 const path = (agentId: string) => `/v1/agents/${encodeURIComponent(agentId)}`;
-
-function expectError(r: LightMyRequestResponse, status: number, code: string): void {
-  expect(r.statusCode, r.body).toBe(status);
-  const body = json(r);
-  expect(body.error.code).toBe(code);
-  expect(body.error.request_id).toMatch(/^req_/);
-  expect(r.headers['request-id']).toBe(body.error.request_id);
-}
 
 describe.each(STORE_KINDS)('agents over HTTP (%s)', (kind) => {
   let rt: TestRuntime;
 
-  const decide = (agentId: string, key = rt.testKey, action = 'orders.read') =>
-    rt.call(key, { method: 'POST', url: '/v1/decisions', payload: { agent_id: agentId, action } });
+  const decide = (agentId: string, key = rt.testKey, action = 'orders.read') => postDecision(rt, { agent_id: agentId, action }, key);
   const get = (url: string, key = rt.testKey) => rt.call(key, { method: 'GET', url });
   const post = (url: string, key = rt.testKey) => rt.call(key, { method: 'POST', url });
   /** Every event of a type concerning this agent (data.agent_id), newest first. */
@@ -39,7 +29,7 @@ describe.each(STORE_KINDS)('agents over HTTP (%s)', (kind) => {
       const r = await get(`/v1/events?type=${type}&limit=100${after ? `&starting_after=${after}` : ''}`, key);
       expect(r.statusCode, r.body).toBe(200);
       const page = json(r);
-      found.push(...page.data.filter((e: any) => e.data.agent_id === agentId));
+      found.push(...page.data.filter((e: EventItem) => e.data.agent_id === agentId));
       if (!page.has_more) return found;
       after = page.data.at(-1).id;
     }
@@ -159,7 +149,7 @@ describe.each(STORE_KINDS)('agents over HTTP (%s)', (kind) => {
     const page = json(r);
     expect(page.object).toBe('list');
     expect(page.has_more).toBe(true);
-    expect(page.data.map((x: any) => x.agent_id)).toEqual([...made].reverse());
+    expect(page.data.map((x: ListedItem) => x.agent_id)).toEqual([...made].reverse());
     for (const x of page.data) {
       for (const f of ['agent_id', 'status', 'first_seen_at', 'revoked_at']) expect(x).toHaveProperty(f);
       expect(x.status).toBe('active');
@@ -252,7 +242,7 @@ describe.each(STORE_KINDS)('agents over HTTP (%s)', (kind) => {
       expectError(await get(path(mine), key), 404, 'agent.not_found');
       expectError(await post(`${path(mine)}/revoke`, key), 404, 'agent.not_found');
       const list = json(await get('/v1/agents?limit=100', key));
-      expect(list.data.map((x: any) => x.agent_id)).not.toContain(mine);
+      expect(list.data.map((x: ListedItem) => x.agent_id)).not.toContain(mine);
     }
     expect(json(await get(path(mine))).status).toBe('active');
     expect(await eventsFor('agent.revoked', mine)).toEqual([]);

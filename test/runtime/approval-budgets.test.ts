@@ -11,6 +11,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
+import { type EventItem, type ListedItem } from '../helpers/kit.js';
 
 const TIMEOUT = 300;
 
@@ -30,7 +31,7 @@ for (const kind of STORE_KINDS) {
       return json(r);
     };
     const usage = async (agent: string, policyId: string) => {
-      const row = (await rt.getOk(`/v1/budgets?agent_id=${agent}`)).data.find((b: any) => b.policy_id === policyId);
+      const row = (await rt.getOk(`/v1/budgets?agent_id=${agent}`)).data.find((b: ListedItem) => b.policy_id === policyId);
       return { consumed: row.consumed as number, held: row.held as number };
     };
     const holdOf = async (decisionId: string) => {
@@ -119,7 +120,7 @@ for (const kind of STORE_KINDS) {
       const late = await review(second.id, 'approve');
       expect(late).toMatchObject({ effect: 'deny', reason: 'budget.exceeded', policy_id: 'pol_one', status: 'denied', review: { status: 'approved' } });
       expect(await usage(agent, 'pol_one')).toEqual({ consumed: 1, held: 0 });
-      const events = (await rt.getOk('/v1/events?type=decision.reviewed&limit=100')).data.filter((e: any) => e.data.decision.id === second.id);
+      const events = (await rt.getOk('/v1/events?type=decision.reviewed&limit=100')).data.filter((e: EventItem) => e.data.decision.id === second.id);
       expect(events).toHaveLength(1);
       expect(events[0].data.decision).toMatchObject({ effect: 'deny', reason: 'budget.exceeded' });
       // The budget is exhausted now: the agent's next request is denied at once.

@@ -1,6 +1,5 @@
 /**
- * Approval before the action, on both stores (contract, second part: Human
- * review): a review policy with `approval: { required: true }` answers
+ * Approval before the action, on both stores (docs/reviews.md#the-rules): a review policy with `approval: { required: true }` answers
  * awaiting_approval without a permit and with approval_expires_at; confirm and
  * reject are 409 decision.not_pending meanwhile and POST .../permit is 409
  * decision.awaiting_approval; approved, the decision is pending with expires_at
@@ -15,6 +14,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
+import { type EventItem, type ListedItem } from '../helpers/kit.js';
 
 const TIMEOUT = 600;
 
@@ -33,7 +33,7 @@ for (const kind of STORE_KINDS) {
       rt.call(reviewerKey, { method: 'POST', url: `/v1/decisions/${id}/review`, payload: { verdict, reviewer: 'alice', ...(note ? { note } : {}) } });
     const permit = (id: string) => rt.call(rt.testKey, { method: 'POST', url: `/v1/decisions/${id}/permit` });
     const errorOf = (r: { statusCode: number; body: string }) => [r.statusCode, json(r as never).error?.code];
-    const reviewedEvents = async (id: string) => (await rt.getOk('/v1/events?type=decision.reviewed&limit=100')).data.filter((e: any) => e.data.decision.id === id);
+    const reviewedEvents = async (id: string) => (await rt.getOk('/v1/events?type=decision.reviewed&limit=100')).data.filter((e: EventItem) => e.data.decision.id === id);
 
     beforeAll(async () => {
       rt = await startRuntime(kind);
@@ -57,7 +57,7 @@ for (const kind of STORE_KINDS) {
       const after = await decide({ action: 'orders.cancel' });
       expect(after).toMatchObject({ status: 'pending', approval_expires_at: null });
       expect(typeof after.permit_token).toBe('string');
-      const events = (await rt.getOk('/v1/events?type=decision.review')).data.filter((e: any) => e.data.decision.id === d.id);
+      const events = (await rt.getOk('/v1/events?type=decision.review')).data.filter((e: EventItem) => e.data.decision.id === d.id);
       expect(events[0].data.decision).toMatchObject({ status: 'awaiting_approval', approval_expires_at: deadline, review: { status: 'open' } });
     });
 
@@ -132,7 +132,7 @@ for (const kind of STORE_KINDS) {
       expect(json(r)).toMatchObject({ effect: 'deny', reason: 'review.denied', status: 'denied', permit_token: null, review: { status: 'denied', note: 'not for this customer' } });
       expect(errorOf(await permit(d.id))).toEqual([409, 'decision.not_pending']);
       expect(errorOf(await review(d.id, 'approve'))).toEqual([409, 'decision.already_reviewed']);
-      expect((await rt.getOk('/v1/decisions?effect=deny&reason=review.denied')).data.map((x: any) => x.id)).toContain(d.id);
+      expect((await rt.getOk('/v1/decisions?effect=deny&reason=review.denied')).data.map((x: ListedItem) => x.id)).toContain(d.id);
       expect(await reviewedEvents(d.id)).toHaveLength(1);
     });
 
@@ -180,7 +180,7 @@ for (const kind of STORE_KINDS) {
       // GET /v1/reviews and GET /v1/decisions list them denied.
       const fourth = await decide();
       rt.clock.advance(TIMEOUT);
-      expect((await rt.getOk('/v1/reviews?status=denied')).data.find((x: any) => x.id === fourth.id)).toMatchObject({ reason: 'review.timeout' });
+      expect((await rt.getOk('/v1/reviews?status=denied')).data.find((x: ListedItem) => x.id === fourth.id)).toMatchObject({ reason: 'review.timeout' });
       // And the export.
       const fifth = await decide();
       rt.clock.advance(TIMEOUT);

@@ -1,7 +1,7 @@
 /**
- * Authentication (spec 5.1, contract: Authentication), the request-id header on
- * every response, the operator API (contract: Operator API, POST /admin/clock
- * included) and the events API (spec 2.5, 6), on both stores.
+ * Authentication (docs/api.md#authentication-and-environments), the request-id header on
+ * every response, the operator API (docs/api.md#operator-api, POST /admin/clock
+ * included) and the events API (docs/webhooks-and-events.md#events), on both stores.
  */
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,25 +13,13 @@ import { createAccount, createApiKey } from '../../runtime/domain/accounts.js';
 import { openServices } from '../../runtime/services.js';
 import { openTestStore, STORE_KINDS, type TestStore } from '../helpers/postgres.js';
 import { ADMIN_TOKEN, json, startRuntime, type TestRuntime } from './helpers/app.js';
+import { type EventItem, agent, expectError } from '../helpers/kit.js';
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const REQ_ID = /^req_[0-9A-Za-z]+$/;
 const stubPermits: PermitIssuer = { issue: (d) => `stub-permit.${d.id}` };
 
-let seq = 0;
-const agent = (tag: string) => `${tag}-${++seq}-${Math.random().toString(36).slice(2, 8)}`;
 const base62 = (n: number) => Array.from({ length: n }, (_, i) => '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'[(i * 7 + 3) % 62]).join('');
-
-function expectError(r: LightMyRequestResponse, status: number, code: string): Record<string, any> {
-  expect(r.statusCode, r.body.slice(0, 300)).toBe(status);
-  const body = json(r);
-  expect(Object.keys(body)).toEqual(['error']);
-  expect(body.error.code).toBe(code);
-  expect(typeof body.error.message).toBe('string');
-  expect(body.error.request_id).toMatch(REQ_ID);
-  expect(r.headers['request-id']).toBe(body.error.request_id);
-  return body.error;
-}
 
 const admin = (token = ADMIN_TOKEN) => ({ authorization: `Bearer ${token}` });
 
@@ -349,9 +337,9 @@ describe.each(STORE_KINDS)('authentication, request ids, admin API and events (%
         expect(e.account_id).toMatch(/^acc_/);
         expect(typeof e.data).toBe('object');
       }
-      const times = list.data.map((e: any) => Date.parse(e.created_at));
+      const times = list.data.map((e: EventItem) => Date.parse(e.created_at));
       expect([...times].sort((x, y) => y - x)).toEqual(times);
-      const byDecision = (id: string) => list.data.findIndex((e: any) => e.data.decision?.id === id);
+      const byDecision = (id: string) => list.data.findIndex((e: EventItem) => e.data.decision?.id === id);
       expect(byDecision(nf.id)).toBeLessThan(byDecision(deny.id));
       expect(byDecision(deny.id)).toBeLessThan(byDecision(allow.id));
       expect(list.data[0].data.decision.id).toBe(nf.id);
@@ -381,11 +369,11 @@ describe.each(STORE_KINDS)('authentication, request ids, admin API and events (%
 
       // type filter
       const denies = json(await rt.call(rt.testKey, { method: 'GET', url: '/v1/events?type=decision.deny&limit=2' }));
-      expect(denies.data.map((e: any) => e.data.decision.id)).toEqual([nf.id, deny.id]);
+      expect(denies.data.map((e: EventItem) => e.data.decision.id)).toEqual([nf.id, deny.id]);
       expect(denies.has_more).toBe(true);
       const next = json(await rt.call(rt.testKey, { method: 'GET', url: `/v1/events?type=decision.deny&limit=100&starting_after=${denies.data[1].id}` }));
-      expect(next.data.every((e: any) => e.type === 'decision.deny')).toBe(true);
-      expect(next.data.map((e: any) => e.id)).not.toContain(denies.data[0].id);
+      expect(next.data.every((e: EventItem) => e.type === 'decision.deny')).toBe(true);
+      expect(next.data.map((e: EventItem) => e.id)).not.toContain(denies.data[0].id);
       // An unknown type is a bad filter like any other (test/runtime/list-params.test.ts).
       for (const q of ['type=no.such_type', 'limit=0', 'limit=101', 'bogus=1']) expectError(await rt.call(rt.testKey, { method: 'GET', url: `/v1/events?${q}` }), 400, 'validation.invalid_field');
     });
@@ -393,7 +381,7 @@ describe.each(STORE_KINDS)('authentication, request ids, admin API and events (%
     it('GET /v1/events/:id; foreign, other-environment and unknown ids: 404 event.not_found', async () => {
       const d = json(await decide(rt.testKey, { agent_id: agent('evt-get'), action: 'orders.delete' }));
       const list = json(await rt.call(rt.testKey, { method: 'GET', url: '/v1/events?type=decision.deny&limit=5' }));
-      const listed = list.data.find((e: any) => e.data.decision.id === d.id);
+      const listed = list.data.find((e: EventItem) => e.data.decision.id === d.id);
       expect(listed).toBeDefined();
       const r = await rt.call(rt.testKey, { method: 'GET', url: `/v1/events/${listed.id}` });
       expect(r.statusCode, r.body).toBe(200);
@@ -403,10 +391,10 @@ describe.each(STORE_KINDS)('authentication, request ids, admin API and events (%
       expectError(await rt.call(rt.liveKey, { method: 'GET', url: `/v1/events/${listed.id}` }), 404, 'event.not_found');
       expectError(await rt.call(rt.testKey, { method: 'GET', url: '/v1/events/evt_doesnotexist' }), 404, 'event.not_found');
       const other = json(await rt.call(rt.otherKey, { method: 'GET', url: '/v1/events?limit=100' }));
-      expect(other.data.map((e: any) => e.id)).not.toContain(listed.id);
+      expect(other.data.map((e: EventItem) => e.id)).not.toContain(listed.id);
       const otherDecision = json(await decide(rt.otherKey, { agent_id: agent('evt-other'), action: 'orders.read' }));
       const otherEvents = json(await rt.call(rt.otherKey, { method: 'GET', url: '/v1/events?limit=5' }));
-      const theirs = otherEvents.data.find((e: any) => e.data.decision?.id === otherDecision.id);
+      const theirs = otherEvents.data.find((e: EventItem) => e.data.decision?.id === otherDecision.id);
       expect(theirs.account_id).toBe(rt.otherAccountId);
       expectError(await rt.call(rt.testKey, { method: 'GET', url: `/v1/events/${theirs.id}` }), 404, 'event.not_found');
 

@@ -1,6 +1,5 @@
 /**
- * AuthZEN as the interop scenarios use it, on both stores (contract, third
- * part: "AuthZEN, interoperable"). Our own cases, written from the rules of
+ * AuthZEN as the interop scenarios use it, on both stores (docs/api.md#the-todo-scenario). Our own cases, written from the rules of
  * the working group's Todo and API gateway scenarios: the users' roles and
  * emails stored as agent attributes, the scenario's rules as the policies of
  * examples/authzen-todo (ownership through context.resource), action names
@@ -19,6 +18,7 @@ import { installPolicies } from '../../runtime/seed.js';
 import type { Principal } from '../../runtime/tenant.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
+import { type EvaluationItem, expectError } from '../helpers/kit.js';
 
 /** The scenario's five users: an opaque subject id (as a PEP takes it from a token), an email, roles. */
 const USERS = {
@@ -67,13 +67,6 @@ function todoPolicies() {
   const result = compileSources(files.map((f) => readSource(join(dir, f), root)));
   if (!result.table) throw new Error(JSON.stringify(result.diagnostics));
   return result.policies;
-}
-
-function expectError(r: LightMyRequestResponse, status: number, code: string): Record<string, any> {
-  expect(r.statusCode, r.body).toBe(status);
-  const body = json(r);
-  expect(body.error.code).toBe(code);
-  return body.error;
 }
 
 describe.each(STORE_KINDS)('AuthZEN interop (%s)', (kind) => {
@@ -142,7 +135,7 @@ describe.each(STORE_KINDS)('AuthZEN interop (%s)', (kind) => {
         expect(single, user).toEqual(TODO_EXPECTED[user]);
         // The same as one batch, with the subject as the default.
         const batch = await ok(evaluations({ subject: requests[0]!.subject, evaluations: requests.map(({ subject: _s, ...rest }) => rest) }));
-        expect(batch.evaluations.map((e: any) => e.decision), user).toEqual(TODO_EXPECTED[user]);
+        expect(batch.evaluations.map((e: EvaluationItem) => e.decision), user).toEqual(TODO_EXPECTED[user]);
       }
     });
 
@@ -185,7 +178,7 @@ describe.each(STORE_KINDS)('AuthZEN interop (%s)', (kind) => {
       ...(semantic ? { options: { evaluations_semantic: semantic } } : {}),
       evaluations: entries,
     });
-    const decisions = (answer: any) => answer.evaluations.map((e: any) => e.decision);
+    const decisions = (answer: any) => answer.evaluations.map((e: EvaluationItem) => e.decision);
     const bad = { action: { name: 'x'.repeat(201) }, resource: { type: 'order', id: 'o1' } };
 
     beforeAll(async () => {
@@ -245,7 +238,7 @@ describe.each(STORE_KINDS)('AuthZEN interop (%s)', (kind) => {
       const before = await decisionCount(a);
       const hundred = await ok(evaluations(batch(Array.from({ length: 100 }, (_, i) => entry(`o${i}`)))));
       expect(hundred.evaluations).toHaveLength(100);
-      expect(hundred.evaluations.every((e: any) => e.decision === true)).toBe(true);
+      expect(hundred.evaluations.every((e: EvaluationItem) => e.decision === true)).toBe(true);
       expectError(await evaluations(batch(Array.from({ length: 101 }, (_, i) => entry(`o${i}`)))), 400, 'validation.invalid_field');
       // 100 decided, none of the 101.
       expect(await decisionCount(a)).toBe(before + 100);

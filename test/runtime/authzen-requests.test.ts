@@ -1,6 +1,5 @@
 /**
- * AuthZEN access requests (issue 34, part 2; contract, third part: "Access
- * requests"; the Access Request and Approval profile, draft), end to end with
+ * AuthZEN access requests (issue 34, part 2; docs/api.md#access-requests-for-approvals; the Access Request and Approval profile, draft), end to end with
  * two keys, a requester (decisions:write, the gateway) and a reviewer, on both
  * stores: an approval-required review answers a requestable denial
  * (`decision: false`, `reason: approval_required`, `evaluation_id`,

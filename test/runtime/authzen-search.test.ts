@@ -1,6 +1,5 @@
 /**
- * AuthZEN 1.0 Search APIs on both stores (contract, third part: "AuthZEN,
- * interoperable", Search): subject search answers the known, not revoked
+ * AuthZEN 1.0 Search APIs on both stores (docs/api.md#post-accessv1searchsubject-and-accessv1searchaction): subject search answers the known, not revoked
  * agents the action would be allowed now (an attribute condition excludes some,
  * a revoked agent is left out, an approval-required review does not count),
  * sorted by id; action search answers the actions named exactly by enabled
@@ -8,17 +7,10 @@
  * stored and no limit is used; bad pages and bodies are 400; discovery lists
  * the two endpoints and no resource search.
  */
-import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
-
-function expectError(r: LightMyRequestResponse, status: number, code: string): Record<string, any> {
-  expect(r.statusCode, r.body).toBe(status);
-  const body = json(r);
-  expect(body.error.code).toBe(code);
-  return body.error;
-}
+import { expectError } from '../helpers/kit.js';
 
 const ROLES = "contains(agent.attributes.roles, 'viewer') || contains(agent.attributes.roles, 'editor')";
 
@@ -68,7 +60,7 @@ describe.each(STORE_KINDS)('AuthZEN search (%s)', (kind) => {
       page: { next_token: '' },
     });
     // A review counts; one that needs a human's approval does not.
-    expect((await ok('/access/v1/search/subject', { ...subjects, action: { name: 'can_comment' } })).results.map((r: any) => r.id)).toEqual(['u-amy', 'u-bob', 'u-cat', 'u-eve']);
+    expect((await ok('/access/v1/search/subject', { ...subjects, action: { name: 'can_comment' } })).results.map((r: { id: string }) => r.id)).toEqual(['u-amy', 'u-bob', 'u-cat', 'u-eve']);
     expect((await ok('/access/v1/search/subject', { ...subjects, action: { name: 'can_publish' } })).results).toEqual([]);
     // The answer's type is the request's.
     expect((await ok('/access/v1/search/subject', { ...subjects, subject: { type: 'identity' } })).results[0]).toEqual({ type: 'identity', id: 'u-amy' });
@@ -80,7 +72,7 @@ describe.each(STORE_KINDS)('AuthZEN search (%s)', (kind) => {
     for (let round = 0; round < 10; round++) {
       const page = await ok('/access/v1/search/subject', { ...subjects, page: { limit: 1, ...(token ? { token } : {}) } });
       expect(page.results.length).toBeLessThanOrEqual(1);
-      seen.push(...page.results.map((r: any) => r.id));
+      seen.push(...page.results.map((r: { id: string }) => r.id));
       token = page.page.next_token;
       if (token === '') break;
     }
@@ -114,7 +106,7 @@ describe.each(STORE_KINDS)('AuthZEN search (%s)', (kind) => {
     const evaluation = await ok('/access/v1/evaluation', { subject: { type: 'user', id: 'u-bob' }, action: { name: 'can_read_todos' }, resource: { type: 'todo', id: '1' } });
     expect(evaluation.decision).toBe(true);
     // Now the limit is used up: subject search counts it (as a preview does) and leaves u-bob out.
-    expect((await ok('/access/v1/search/subject', subjects)).results.map((r: any) => r.id)).toEqual(['u-amy', 'u-eve']);
+    expect((await ok('/access/v1/search/subject', subjects)).results.map((r: { id: string }) => r.id)).toEqual(['u-amy', 'u-eve']);
   });
 
   it('refuses bad bodies and pages with 400, and needs decisions:write', async () => {

@@ -1,6 +1,5 @@
 /**
- * The AuthZEN Authorization API 1.0 on both stores (contract: "AuthZEN (for
- * gateways that speak the standard)"): the mapping of subject, action,
+ * The AuthZEN Authorization API 1.0 on both stores (docs/api.md#authzen): the mapping of subject, action,
  * resource and context to a decision, allow / deny / review as decision
  * true / false, the decision stored like any other (readable, with its event),
  * budgets applying to context.amount, validation, batches (defaults, a bad
@@ -11,20 +10,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Principal } from '../../runtime/tenant.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
+import { type EvaluationItem, agent, expectError } from '../helpers/kit.js';
 
-let seq = 0;
 /** A fresh agent id per call, so tests never share rows. */
-const agent = (tag: string) => `${tag}-${++seq}-${Math.random().toString(36).slice(2, 8)}`;
 
 const BASE_URL = 'https://pdp.example.test';
-
-function expectError(r: LightMyRequestResponse, status: number, code: string): Record<string, any> {
-  expect(r.statusCode, r.body).toBe(status);
-  const body = json(r);
-  expect(body.error.code).toBe(code);
-  expect(body.error.request_id).toMatch(/^req_/);
-  return body.error;
-}
 
 describe.each(STORE_KINDS)('AuthZEN (%s)', (kind) => {
   let rt: TestRuntime;
@@ -166,14 +156,14 @@ describe.each(STORE_KINDS)('AuthZEN (%s)', (kind) => {
         ],
       }),
     );
-    expect(answer.evaluations.map((e: any) => [e.decision, e.context.effect, e.context.reason])).toEqual([
+    expect(answer.evaluations.map((e: EvaluationItem) => [e.decision, e.context.effect, e.context.reason])).toEqual([
       [true, 'allow', 'policy.matched'],
       [false, 'deny', 'resource.not_allowed'],
       [true, 'review', 'policy.matched'],
       [true, 'allow', 'policy.matched'],
     ]);
-    const stored = await Promise.all(answer.evaluations.map((e: any) => rt.services.decisions.get(principal, e.context.id)));
-    expect(stored.map((d) => [d.agent_id, d.action, d.resource, (d.context as any).channel])).toEqual([
+    const stored = await Promise.all(answer.evaluations.map((e: EvaluationItem) => rt.services.decisions.get(principal, e.context.id)));
+    expect(stored.map((d) => [d.agent_id, d.action, d.resource, (d.context as { channel?: unknown }).channel])).toEqual([
       [a, 'orders.read', 'order:1', 'api'],
       [a, 'orders.read', 'customer:2', 'api'],
       [a, 'orders.edit', 'order:3', 'api'],
@@ -232,7 +222,7 @@ describe.each(STORE_KINDS)('AuthZEN (%s)', (kind) => {
         evaluations: [{ action: { name: 'orders.read' } }, { action: { name: 'orders.read' } }, { action: { name: 'orders.read' } }, { action: { name: 'orders.list' } }],
       }),
     );
-    expect(answer.evaluations.map((e: any) => e.decision)).toEqual([true, true, false, true]);
+    expect(answer.evaluations.map((e: EvaluationItem) => e.decision)).toEqual([true, true, false, true]);
     expect(answer.evaluations[2]).toEqual({ decision: false, context: { error: { code: 'rate_limit.exceeded', message: expect.stringContaining('pol_limited') } } });
     const stored = await decisionsOf(a);
     expect(stored.map((d) => d.action).sort()).toEqual(['orders.list', 'orders.read', 'orders.read']);
@@ -261,7 +251,7 @@ describe.each(STORE_KINDS)('AuthZEN (%s)', (kind) => {
     const b2res = await withKey('/access/v1/evaluations', batch, `idem-${a}-2`);
     expect(b2res.headers['idempotent-replayed']).toBe('true');
     const b2 = json(b2res);
-    expect(b2.evaluations.map((e: any) => e.context.id)).toEqual(b1.evaluations.map((e: any) => e.context.id));
+    expect(b2.evaluations.map((e: EvaluationItem) => e.context.id)).toEqual(b1.evaluations.map((e: EvaluationItem) => e.context.id));
     expect(typeof b2.evaluations[0].context.permit_token).toBe('string');
     expect(b2.evaluations[1]).toEqual({ decision: false, context: { id: b1.evaluations[1].context.id, effect: 'deny', reason: 'policy.not_found' } });
     // Three decisions in all; the key with another body is refused.

@@ -1,6 +1,5 @@
 /**
- * Budgets over HTTP on both stores (contract: Budgets, evaluation steps 3 and 7;
- * spec section 3, Budget): calls budgets consumed at decision time, fiat holds
+ * Budgets over HTTP on both stores (docs/budgets-and-limits.md#budgets; docs/policies.md#how-a-request-is-decided): calls budgets consumed at decision time, fiat holds
  * confirmed, rejected or expired, threshold and exceeded events once per period,
  * the agent blocked until the period resets, UTC period boundaries on the
  * service clock, and GET /v1/budgets.
@@ -9,10 +8,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BudgetPeriod, Policy } from '../../compiler/policy/types.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
+import { agent, postDecision } from '../helpers/kit.js';
 
-let seq = 0;
 /** A fresh agent id per call, so tests never share rows. */
-const agent = (tag: string) => `${tag}-${++seq}-${Math.random().toString(36).slice(2, 8)}`;
 
 type PolicyInput = Partial<Policy> & Pick<Policy, 'effect' | 'actions'>;
 
@@ -23,9 +21,8 @@ describe.each(STORE_KINDS)('budgets (%s)', (kind) => {
   });
   afterAll(() => rt.close());
 
-  const decide = (body: Record<string, unknown>, key = rt.testKey) => rt.call(key, { method: 'POST', url: '/v1/decisions', payload: body });
   const decideOk = async (body: Record<string, unknown>) => {
-    const r = await decide(body);
+    const r = await postDecision(rt, body);
     expect(r.statusCode, r.body).toBe(200);
     return json(r);
   };
@@ -175,7 +172,7 @@ describe.each(STORE_KINDS)('budgets (%s)', (kind) => {
     it('need an amount: 400 validation.missing_field, nothing stored', async () => {
       await install([policy]);
       const a = agent('noamount');
-      const r = await decide({ agent_id: a, action: 'payments.charge' });
+      const r = await postDecision(rt, { agent_id: a, action: 'payments.charge' });
       expect(r.statusCode).toBe(400);
       expect(json(r).error.code).toBe('validation.missing_field');
       expect(json(r).error.message).toContain('pol_usd');

@@ -1,5 +1,5 @@
 /**
- * Large bundles (contract: Bundles; AUTHZ_MAX_POLICIES, 100,000 by default), on
+ * Large bundles (docs/api.md#bundles; AUTHZ_MAX_POLICIES, 100,000 by default), on
  * both stores: a push of 100,000 policies is accepted (before: 500, one insert of
  * six parameters per event, past PostgreSQL's 65,535), replaces the set, fires
  * one policy.updated per change, and leaves nothing behind; while it runs, another

@@ -1,5 +1,5 @@
 /**
- * PUT/GET /v1/bundle (contract: Bundles): the artifact of `authz compile`
+ * PUT/GET /v1/bundle (docs/api.md#bundles): the artifact of `authz compile`
  * replaces the environment's whole policy set atomically (API-made policies
  * too), policy.updated fires once per changed policy, decisions follow the
  * bundle at once, and a bundle of another format version, a tampered bundle or

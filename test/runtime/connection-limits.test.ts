@@ -1,5 +1,5 @@
 /**
- * Connection limits (contract: Hardening), loopback only and bounded:
+ * Connection limits (docs/operations.md#connection-limits), loopback only and bounded:
  * - the cap min(AUTHZ_MAX_CONNECTIONS, descriptor soft limit - 64), logged at
  *   start by a real `authz serve`; with a cap of 6, a seventh connection is
  *   closed at once while six idle sockets are open, and a freed slot serves

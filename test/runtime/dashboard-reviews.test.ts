@@ -18,6 +18,7 @@ import { reviewLink } from '../../examples/review-receiver/message.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { launchChromium, POLL } from './helpers/browser.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
+import { decide } from '../helpers/kit.js';
 
 let browser: Browser;
 beforeAll(async () => {
@@ -37,11 +38,6 @@ describe.each(STORE_KINDS)('dashboard reviews in chromium (%s)', (kind) => {
   /** A link of the navigation (the overview has an "All reviews" link too). */
   const nav = (name: string) => page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name });
 
-  const decide = async (payload: Record<string, unknown>, key = rt.testKey) => {
-    const r = await rt.call(key, { method: 'POST', url: '/v1/decisions', payload });
-    expect(r.statusCode, r.body).toBe(200);
-    return json(r);
-  };
   /** An agent waiting for its review over real HTTP, as an agent would. */
   const waitFor = (id: string) =>
     fetch(`${base}/v1/decisions/${id}?wait=60`, { headers: { authorization: `Bearer ${rt.testKey}` } }).then(async (r) => ({ status: r.status, body: (await r.json()) as Record<string, any> }));
@@ -66,11 +62,11 @@ describe.each(STORE_KINDS)('dashboard reviews in chromium (%s)', (kind) => {
   });
 
   it('opens on the overview: its chart draws the counts the API reports, and the nav counts open reviews', async () => {
-    for (let i = 0; i < 3; i++) await decide({ agent_id: 'chart-bot', action: 'orders.read' });
-    await decide({ agent_id: 'chart-bot', action: 'orders.delete' });
+    for (let i = 0; i < 3; i++) await decide(rt, { agent_id: 'chart-bot', action: 'orders.read' });
+    await decide(rt, { agent_id: 'chart-bot', action: 'orders.delete' });
     rt.clock.advance(60);
-    await decide({ agent_id: 'chart-bot', action: 'orders.delete' });
-    await decide({ agent_id: 'refund-bot', action: 'payments.refund', resource: 'order:1', amount: 10 });
+    await decide(rt, { agent_id: 'chart-bot', action: 'orders.delete' });
+    await decide(rt, { agent_id: 'refund-bot', action: 'payments.refund', resource: 'order:1', amount: 10 });
 
     await page.goto(`${base}/dashboard`);
     await page.getByLabel('API key').fill(dashboardKey);
@@ -96,8 +92,8 @@ describe.each(STORE_KINDS)('dashboard reviews in chromium (%s)', (kind) => {
   });
 
   it('approves one and denies another; the waiting agents get each answer', async () => {
-    const first = await decide({ agent_id: 'refund-bot-1', action: 'payments.refund', resource: 'order:1001', amount: 25, context: { customer: 'cus_77', why: 'damaged parcel' } });
-    const second = await decide({ agent_id: 'refund-bot-2', action: 'payments.refund', resource: 'order:1002', amount: 900 });
+    const first = await decide(rt, { agent_id: 'refund-bot-1', action: 'payments.refund', resource: 'order:1001', amount: 25, context: { customer: 'cus_77', why: 'damaged parcel' } });
+    const second = await decide(rt, { agent_id: 'refund-bot-2', action: 'payments.refund', resource: 'order:1002', amount: 900 });
     expect([first.status, second.status]).toEqual(['awaiting_approval', 'awaiting_approval']);
     const waiting = [waitFor(first.id), waitFor(second.id)];
     await expect.poll(() => rt.services.reviewWaiters.size, POLL).toBe(2);
@@ -147,7 +143,7 @@ describe.each(STORE_KINDS)('dashboard reviews in chromium (%s)', (kind) => {
   });
 
   it("refuses to let the dashboard's own key approve a decision it made", async () => {
-    const own = await decide({ agent_id: 'self-bot', action: 'payments.refund', amount: 5 }, dashboardKey);
+    const own = await decide(rt, { agent_id: 'self-bot', action: 'payments.refund', amount: 5 }, dashboardKey);
     await nav('Overview').click();
     await nav('Reviews').click();
     await page.getByRole('button', { name: `Approve ${own.id}` }).click();
@@ -158,7 +154,7 @@ describe.each(STORE_KINDS)('dashboard reviews in chromium (%s)', (kind) => {
   });
 
   it("a chat notification's link opens the review with its button focused, and sends nothing", async () => {
-    const d = await decide({ agent_id: 'link-bot', action: 'payments.refund', amount: 3 });
+    const d = await decide(rt, { agent_id: 'link-bot', action: 'payments.refund', amount: 3 });
     await page.goto(reviewLink(`${base}/dashboard`, d.id, 'deny'));
     await expect.poll(() => page.evaluate("document.activeElement?.getAttribute('aria-label')"), POLL).toBe(`Deny ${d.id}`);
     await expect(page.locator(`tr[data-id="${d.id}"]`).getAttribute('class')).resolves.toContain('target');

@@ -10,9 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseRedactionPaths, redactContext } from '../../runtime/shared/redact.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, START, startRuntime, type TestRuntime } from './helpers/app.js';
+import { agent, decide } from '../helpers/kit.js';
 
-let seq = 0;
-const agent = (tag: string) => `${tag}-${++seq}-${Math.random().toString(36).slice(2, 8)}`;
 const iso = (ms: number) => new Date(ms).toISOString();
 
 describe('context redaction paths', () => {
@@ -50,11 +49,6 @@ for (const kind of STORE_KINDS) {
     });
     afterAll(() => rt.close());
 
-    const decide = async (body: Record<string, unknown>, key = rt.testKey) => {
-      const r = await rt.call(key, { method: 'POST', url: '/v1/decisions', payload: body });
-      expect(r.statusCode, r.body).toBe(200);
-      return json(r);
-    };
     const exportLines = async (query: string, key = rt.testKey) => {
       const r = await rt.call(key, { method: 'GET', url: `/v1/decisions/export?${query}` });
       expect(r.statusCode, r.body).toBe(200);
@@ -65,12 +59,12 @@ for (const kind of STORE_KINDS) {
     it('streams the range oldest first, since inclusive and until exclusive, as GET answers each decision', async () => {
       const a = agent('export');
       const t0 = rt.clock.now();
-      const first = await decide({ agent_id: a, action: 'orders.read', context: { n: 1 }, session_id: 's1' });
+      const first = await decide(rt, { agent_id: a, action: 'orders.read', context: { n: 1 }, session_id: 's1' });
       rt.clock.advance(1); // seconds
-      const second = await decide({ agent_id: a, action: 'orders.archive' });
+      const second = await decide(rt, { agent_id: a, action: 'orders.archive' });
       rt.clock.advance(1);
-      const third = await decide({ agent_id: a, action: 'orders.read' });
-      const other = await decide({ agent_id: a, action: 'orders.read' }, rt.otherKey);
+      const third = await decide(rt, { agent_id: a, action: 'orders.read' });
+      const other = await decide(rt, { agent_id: a, action: 'orders.read' }, rt.otherKey);
       // `until` defaults to the service's now, exclusive: a moment later the third is in.
       expect((await exportLines(`since=${iso(t0)}`)).filter((d) => d.agent_id === a).map((d) => d.id)).toEqual([first.id, second.id]);
       rt.clock.advance(1);
@@ -130,7 +124,7 @@ for (const kind of STORE_KINDS) {
 
     it('stores the context without the redacted paths, after the condition read them', async () => {
       const a = agent('redact');
-      const d = await decide({ agent_id: a, action: 'payments.charge', context: { card_number: '4242', customer: { ssn: '123', name: 'Ada' }, channel: 'chat' } });
+      const d = await decide(rt, { agent_id: a, action: 'payments.charge', context: { card_number: '4242', customer: { ssn: '123', name: 'Ada' }, channel: 'chat' } });
       expect(d).toMatchObject({ effect: 'allow', policy_id: 'pol_card', context: { customer: { name: 'Ada' }, channel: 'chat' } });
       expect(JSON.stringify(await rt.getOk(`/v1/decisions/${d.id}`))).not.toContain('4242');
       const [row] = await rt.store.sql<Array<{ context: unknown }>>`select context from decisions where id = ${d.id}`;

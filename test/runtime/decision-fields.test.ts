@@ -1,5 +1,5 @@
 /**
- * The decision fields of the contract's second part, on both stores:
+ * The extension fields of docs/api.md#decisions, on both stores:
  * session_id and on_behalf_of (stored, listed, filterable, read by conditions,
  * carried in permits as sid and obo, in events), args_digest (the permit's
  * `args`, checked by the verifier library given the arguments), the request's
@@ -14,9 +14,8 @@ import { argsDigest, canonicalizeJson, createPermitVerifier, PermitMismatchError
 import { stateDigest } from '../fuzz/helpers/state-digest.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
+import { agent, decide } from '../helpers/kit.js';
 
-let seq = 0;
-const agent = (tag: string) => `${tag}-${++seq}-${Math.random().toString(36).slice(2, 8)}`;
 
 describe('argsDigest (RFC 8785)', () => {
   it('canonical JSON sorts members by UTF-16 code units at every level, numbers as ECMAScript prints them', () => {
@@ -67,28 +66,23 @@ for (const kind of STORE_KINDS) {
       await rt.close();
     });
 
-    const decide = async (body: Record<string, unknown>) => {
-      const r = await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: body });
-      expect(r.statusCode, r.body).toBe(200);
-      return json(r);
-    };
     const claimsOf = (token: string) => JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8'));
     const verifier = () => createPermitVerifier({ jwksUrl, issuer: rt.services.config.baseUrl, now: () => rt.clock.now() });
 
     it('session_id and on_behalf_of are stored, answered, read by conditions, carried in the permit and the event', async () => {
       const a = agent('run');
-      const d = await decide({ agent_id: a, action: 'research.search', session_id: 'run-1', on_behalf_of: 'user-42', context: { q: 'x' } });
+      const d = await decide(rt, { agent_id: a, action: 'research.search', session_id: 'run-1', on_behalf_of: 'user-42', context: { q: 'x' } });
       expect(d).toMatchObject({ effect: 'allow', policy_id: 'pol_runs', session_id: 'run-1', on_behalf_of: 'user-42', context: { q: 'x' } });
       expect(claimsOf(d.permit_token)).toMatchObject({ sid: 'run-1', obo: 'user-42' });
       // The condition reads them: another user, or no session, does not match.
-      expect((await decide({ agent_id: a, action: 'research.search', session_id: 'run-1', on_behalf_of: 'user-7' })).reason).toBe('policy.not_found');
-      expect((await decide({ agent_id: a, action: 'research.search', on_behalf_of: 'user-42' })).reason).toBe('policy.not_found');
+      expect((await decide(rt, { agent_id: a, action: 'research.search', session_id: 'run-1', on_behalf_of: 'user-7' })).reason).toBe('policy.not_found');
+      expect((await decide(rt, { agent_id: a, action: 'research.search', on_behalf_of: 'user-42' })).reason).toBe('policy.not_found');
       const read = await rt.getOk(`/v1/decisions/${d.id}`);
       expect(read).toMatchObject({ session_id: 'run-1', on_behalf_of: 'user-42', context: { q: 'x' } });
       const events = (await rt.getOk('/v1/events?type=decision.allow&limit=100')).data as Array<{ data: { decision: Record<string, unknown> } }>;
       expect(events.find((e) => e.data.decision.id === d.id)?.data.decision).toMatchObject({ session_id: 'run-1', on_behalf_of: 'user-42', context: { q: 'x' } });
       // A decision without them says null, and its permit has no sid or obo.
-      const plain = await decide({ agent_id: a, action: 'orders.read' });
+      const plain = await decide(rt, { agent_id: a, action: 'orders.read' });
       expect(plain).toMatchObject({ session_id: null, on_behalf_of: null, context: null });
       expect(claimsOf(plain.permit_token)).not.toHaveProperty('sid');
       expect(claimsOf(plain.permit_token)).not.toHaveProperty('obo');
@@ -96,9 +90,9 @@ for (const kind of STORE_KINDS) {
 
     it('GET /v1/decisions filters by session_id and on_behalf_of', async () => {
       const a = agent('filter');
-      const s1 = await decide({ agent_id: a, action: 'orders.read', session_id: 'sess-A', on_behalf_of: 'u1' });
-      const s2 = await decide({ agent_id: a, action: 'orders.read', session_id: 'sess-B', on_behalf_of: 'u1' });
-      await decide({ agent_id: a, action: 'orders.read' });
+      const s1 = await decide(rt, { agent_id: a, action: 'orders.read', session_id: 'sess-A', on_behalf_of: 'u1' });
+      const s2 = await decide(rt, { agent_id: a, action: 'orders.read', session_id: 'sess-B', on_behalf_of: 'u1' });
+      await decide(rt, { agent_id: a, action: 'orders.read' });
       const ids = async (q: string) => ((await rt.getOk(`/v1/decisions?agent_id=${a}&${q}`)).data as Array<{ id: string }>).map((x) => x.id);
       expect(await ids('session_id=sess-A')).toEqual([s1.id]);
       expect(await ids('on_behalf_of=u1')).toEqual([s2.id, s1.id]);
@@ -122,7 +116,7 @@ for (const kind of STORE_KINDS) {
 
     it("args_digest binds the permit to the call's arguments, and the verifier checks them", async () => {
       const args = { path: '/tmp/ok', content: 'hello' };
-      const d = await decide({ agent_id: agent('mcp'), action: 'files.write', args_digest: argsDigest(args), context: { path: '/tmp/ok' } });
+      const d = await decide(rt, { agent_id: agent('mcp'), action: 'files.write', args_digest: argsDigest(args), context: { path: '/tmp/ok' } });
       expect(d.effect).toBe('allow');
       expect(d.args_digest).toBe(argsDigest(args));
       expect(claimsOf(d.permit_token).args).toBe(argsDigest(args));
@@ -134,11 +128,11 @@ for (const kind of STORE_KINDS) {
       await expect(v.verify(d.permit_token, { action: 'files.delete', arguments: args })).rejects.toBeInstanceOf(PermitMismatchError);
       // Without `arguments` the claim is not checked; a permit without args does not pass a check that asks for them.
       await expect(v.verify(d.permit_token)).resolves.toBeTruthy();
-      const unbound = await decide({ agent_id: agent('mcp'), action: 'files.write', context: { path: '/tmp/ok' } });
+      const unbound = await decide(rt, { agent_id: agent('mcp'), action: 'files.write', context: { path: '/tmp/ok' } });
       await expect(v.verify(unbound.permit_token, { action: 'files.write', arguments: args })).rejects.toMatchObject({ code: 'permit.mismatch' });
       // Arguments null and no arguments are two calls: the permit of one does not pass for the other.
-      const none = await decide({ agent_id: agent('mcp'), action: 'files.write', args_digest: argsDigest(undefined), context: { path: '/tmp/ok' } });
-      const nulled = await decide({ agent_id: agent('mcp'), action: 'files.write', args_digest: argsDigest(null), context: { path: '/tmp/ok' } });
+      const none = await decide(rt, { agent_id: agent('mcp'), action: 'files.write', args_digest: argsDigest(undefined), context: { path: '/tmp/ok' } });
+      const nulled = await decide(rt, { agent_id: agent('mcp'), action: 'files.write', args_digest: argsDigest(null), context: { path: '/tmp/ok' } });
       expect(nulled.args_digest).not.toBe(none.args_digest);
       await expect(v.verify(none.permit_token, { action: 'files.write', arguments: {} })).resolves.toBeTruthy();
       await expect(v.verify(none.permit_token, { action: 'files.write', arguments: null })).rejects.toBeInstanceOf(PermitMismatchError);
@@ -156,7 +150,7 @@ for (const kind of STORE_KINDS) {
       it('answers what a decision would be, and the store and limits are exactly as before', async () => {
         const a = agent('preview');
         // One call of the two consumed already, so the budget is past its 50% threshold.
-        await decide({ agent_id: a, action: 'tools.call' });
+        await decide(rt, { agent_id: a, action: 'tools.call' });
         await rt.services.writer.idle();
         const before = await stateDigest(rt.store.sql);
         const p = await preview({ agent_id: a, action: 'tools.call' });
@@ -174,13 +168,13 @@ for (const kind of STORE_KINDS) {
         for (let i = 0; i < 3; i++) expect((await preview({ agent_id: a, action: 'mail.send' })).effect).toBe('allow');
         expect(await stateDigest(rt.store.sql)).toEqual(before);
         // The real decision afterwards is the one previewed (the previews used nothing).
-        expect((await decide({ agent_id: a, action: 'tools.call' })).effect).toBe('allow');
+        expect((await decide(rt, { agent_id: a, action: 'tools.call' })).effect).toBe('allow');
         expect((await preview({ agent_id: a, action: 'tools.call' })).reason).toBe('budget.exceeded');
       });
 
       it('a rate limit the decision would hit is a value: deny rate_limit.exceeded with retry_after_seconds', async () => {
         const a = agent('preview-rate');
-        await decide({ agent_id: a, action: 'mail.send' });
+        await decide(rt, { agent_id: a, action: 'mail.send' });
         const p = await preview({ agent_id: a, action: 'mail.send' });
         expect(p).toMatchObject({ effect: 'deny', reason: 'rate_limit.exceeded' });
         expect(p.retry_after_seconds).toBeGreaterThanOrEqual(1);
@@ -192,7 +186,7 @@ for (const kind of STORE_KINDS) {
 
       it('a revoked agent previews deny agent.revoked; bad input is the decision route\'s 400', async () => {
         const a = agent('preview-revoked');
-        await decide({ agent_id: a, action: 'orders.read' });
+        await decide(rt, { agent_id: a, action: 'orders.read' });
         expect((await rt.call(rt.testKey, { method: 'POST', url: `/v1/agents/${a}/revoke` })).statusCode).toBe(200);
         expect(await preview({ agent_id: a, action: 'orders.read' })).toMatchObject({ effect: 'deny', reason: 'agent.revoked' });
         const bad = await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions/preview', payload: { agent_id: a, action: 'Orders.Read' } });
@@ -229,7 +223,7 @@ for (const kind of STORE_KINDS) {
 
       it('no for everything once the agent is revoked; agent filters count', async () => {
         const a = agent('possible-revoked');
-        await decide({ agent_id: a, action: 'orders.read' });
+        await decide(rt, { agent_id: a, action: 'orders.read' });
         await rt.call(rt.testKey, { method: 'POST', url: `/v1/agents/${a}/revoke` });
         expect((await possible(a, ['orders.read'])).data).toEqual([{ action: 'orders.read', possible: false }]);
         const other = await rt.keyWith(['*'], 'live');
@@ -249,7 +243,7 @@ for (const kind of STORE_KINDS) {
 
     describe('confirm amounts', () => {
       it('confirming without an amount consumes the amount decided, and confirmed_amount says so', async () => {
-        const d = await decide({ agent_id: agent('confirm'), action: 'payments.charge', amount: 12.5 });
+        const d = await decide(rt, { agent_id: agent('confirm'), action: 'payments.charge', amount: 12.5 });
         const c = await rt.call(rt.testKey, { method: 'POST', url: `/v1/decisions/${d.id}/confirm` });
         expect(c.statusCode, c.body).toBe(200);
         expect(json(c)).toMatchObject({ status: 'confirmed', confirmed_amount: 12.5 });
@@ -257,7 +251,7 @@ for (const kind of STORE_KINDS) {
       });
 
       it('an amount on confirming a decision made without one is 400 validation.invalid_field, and the decision stays pending', async () => {
-        const d = await decide({ agent_id: agent('confirm'), action: 'orders.read' });
+        const d = await decide(rt, { agent_id: agent('confirm'), action: 'orders.read' });
         const c = await rt.call(rt.testKey, { method: 'POST', url: `/v1/decisions/${d.id}/confirm`, payload: { amount: 3 } });
         expect(c.statusCode).toBe(400);
         expect(json(c).error).toMatchObject({ code: 'validation.invalid_field', details: [{ path: '/amount' }] });

@@ -10,6 +10,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { ADMIN_TOKEN, json, startRuntime, type TestRuntime } from './helpers/app.js';
+import { decide as kitDecide } from '../helpers/kit.js';
 
 type Effect = 'allow' | 'deny' | 'review';
 
@@ -56,11 +57,7 @@ describe.each(STORE_KINDS)('decision list filters (%s store)', (kind) => {
     return { id, key: await keyFor('test'), liveKey: await keyFor('live') };
   }
 
-  const decide = async (key: string, agent_id: string, action: string): Promise<Record<string, any>> => {
-    const r = await rt.call(key, { method: 'POST', url: '/v1/decisions', payload: { agent_id, action } });
-    expect(r.statusCode, r.body).toBe(200);
-    return json(r);
-  };
+  const decide = (key: string, agent_id: string, action: string) => kitDecide(rt, { agent_id, action }, key);
 
   const listRaw = (key: string, query: string) => rt.call(key, { method: 'GET', url: `/v1/decisions${query ? `?${query}` : ''}` });
   const list = async (key: string, query: string) => {

@@ -1,6 +1,6 @@
 /**
- * POST/GET /v1/decisions and confirm/reject over HTTP: the decision body of the
- * contract, validation, spec section 3's transitions, pagination, tenant
+ * POST/GET /v1/decisions and confirm/reject over HTTP: the decision body of
+ * docs/api.md#decisions, validation, the confirm/reject transitions, pagination, tenant
  * isolation (a property) and evaluation step 2 (revoked agents), on both stores.
  */
 import type { LightMyRequestResponse } from 'fastify';
@@ -9,8 +9,9 @@ import { createApiKey } from '../../runtime/domain/accounts.js';
 import type { PermitIssuer } from '../../runtime/domain/decision-ports.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { ADMIN_TOKEN, START, json, startRuntime, type TestRuntime } from './helpers/app.js';
+import { type ListedItem, agent, expectError } from '../helpers/kit.js';
 
-/** The runtime core issues no tokens yet (engine/seams.ts); a stub shows where they go. */
+/** Permit signing is not under test here (a PermitIssuer of runtime/domain/decision-ports.ts): a stub shows where tokens go. */
 const stubPermits: PermitIssuer = { issue: (d) => `stub-permit.${d.id}` };
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -34,9 +35,7 @@ const DECISION_FIELDS = [
   'metadata',
 ];
 
-let seq = 0;
 /** A fresh agent id per call, so tests never share rows. */
-const agent = (tag: string) => `${tag}-${++seq}-${Math.random().toString(36).slice(2, 8)}`;
 
 /** `answered`: the POST response, the only place a permit token appears (GET and lists show null). */
 function expectDecisionShape(d: Record<string, any>, answered = true): void {
@@ -61,20 +60,6 @@ function expectDecisionShape(d: Record<string, any>, answered = true): void {
     if (answered) expect(typeof d.permit_token).toBe('string');
     else expect(d.permit_token).toBeNull();
   }
-}
-
-function expectError(r: LightMyRequestResponse, status: number, code: string): Record<string, any> {
-  expect(r.statusCode, r.body).toBe(status);
-  const body = json(r);
-  expect(Object.keys(body)).toEqual(['error']);
-  expect(body.error.code).toBe(code);
-  expect(typeof body.error.message).toBe('string');
-  expect(body.error.message.length).toBeGreaterThan(0);
-  expect(body.error.request_id).toMatch(/^req_[0-9A-Za-z]+$/);
-  expect(r.headers['request-id']).toBe(body.error.request_id);
-  // code, message, request_id (spec 2.6); validation errors may add details.
-  for (const k of Object.keys(body.error)) expect(['code', 'message', 'request_id', 'details']).toContain(k);
-  return body.error;
 }
 
 describe.each(STORE_KINDS)('decisions over HTTP (%s)', (kind) => {
@@ -431,7 +416,7 @@ describe.each(STORE_KINDS)('decisions over HTTP (%s)', (kind) => {
       expect(g.confirmed_amount ?? null).toBeNull();
       expect(json(await getDecision(e.id)).status).toBe('expired');
       const listed = json(await rt.call(rt.testKey, { method: 'GET', url: `/v1/decisions?agent_id=${d.agent_id}` }));
-      expect(listed.data.map((x: any) => x.status)).toEqual(['expired']);
+      expect(listed.data.map((x: ListedItem) => x.status)).toEqual(['expired']);
     });
 
     it('unknown id, another account, another environment: 404 not_found', async () => {
@@ -537,18 +522,18 @@ describe.each(STORE_KINDS)('decisions over HTTP (%s)', (kind) => {
         return body;
       };
       const all = await page('');
-      expect(all.data.map((d: any) => d.id)).toEqual(newest);
+      expect(all.data.map((d: ListedItem) => d.id)).toEqual(newest);
       expect(all.has_more).toBe(false);
       for (const d of all.data) expectDecisionShape(d, false);
 
       const p1 = await page('&limit=2');
-      expect(p1.data.map((d: any) => d.id)).toEqual(newest.slice(0, 2));
+      expect(p1.data.map((d: ListedItem) => d.id)).toEqual(newest.slice(0, 2));
       expect(p1.has_more).toBe(true);
       const p2 = await page(`&limit=2&starting_after=${p1.data[1].id}`);
-      expect(p2.data.map((d: any) => d.id)).toEqual(newest.slice(2, 4));
+      expect(p2.data.map((d: ListedItem) => d.id)).toEqual(newest.slice(2, 4));
       expect(p2.has_more).toBe(true);
       const p3 = await page(`&limit=2&starting_after=${p2.data[1].id}`);
-      expect(p3.data.map((d: any) => d.id)).toEqual(newest.slice(4));
+      expect(p3.data.map((d: ListedItem) => d.id)).toEqual(newest.slice(4));
       expect(p3.has_more).toBe(false);
       const exact = await page('&limit=5');
       expect(exact.data).toHaveLength(5);
@@ -560,7 +545,7 @@ describe.each(STORE_KINDS)('decisions over HTTP (%s)', (kind) => {
       expect(unfiltered.data.length).toBeLessThanOrEqual(20);
       expect(unfiltered.data[0].agent_id).toMatch(/^page-other-/);
       expect(unfiltered.data[1].id).toBe(newest[0]);
-      const times = unfiltered.data.map((d: any) => Date.parse(d.evaluated_at));
+      const times = unfiltered.data.map((d: ListedItem) => Date.parse(d.evaluated_at));
       expect([...times].sort((x, y) => y - x)).toEqual(times);
     });
 

@@ -1,15 +1,15 @@
 /**
  * The documentation covers every error code: each `code` of ERROR_CLASSES
  * (runtime/errors/api-error.ts) has a row with its HTTP status in the "Error
- * codes" table of docs/errors.md, and it and each code of the spec's section 7
- * table ("7. Errors" of the interface specification) appear inside backticks in
- * README.md or docs/*.md.
+ * codes" table of docs/errors.md, and it and each code of the service
+ * interface's error table (its section 7, copied below) appear inside backticks
+ * in README.md or docs/*.md.
  */
 import { describe, expect, it } from 'vitest';
 import { ERROR_CLASSES } from '../../runtime/errors/api-error.js';
 import { backtickedTokens, documentedErrorTable, readAllDocs, readErrorsDoc } from '../helpers/docs-error-codes.js';
 
-/** Spec section 7, in table order. */
+/** The codes of the service interface's section 7 (its error table), in table order. */
 const SPEC_SECTION_7_CODES = [
   'auth.invalid_key',
   'auth.expired',

@@ -18,6 +18,7 @@ import { migrate } from '../../runtime/store/migrate.js';
 import { createTestDatabase, pgAdminUrl, STORE_KINDS, type TestStore } from '../helpers/postgres.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { json, START, startRuntime, type TestRuntime } from './helpers/app.js';
+import { postDecision } from '../helpers/kit.js';
 
 let seq = 0;
 const agent = (tag: string) => `${tag}-${++seq}`;
@@ -67,7 +68,7 @@ describe('fail closed: PostgreSQL unreachable', () => {
     await db?.drop();
   });
 
-  const decide = (agentId: string) => rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: agentId, action: 'orders.read' } });
+  const decide = (agentId: string) => postDecision(rt, { agent_id: agentId, action: 'orders.read' });
   /** Once the store is back, decisions return within a few reconnection attempts; until then every answer is 503. */
   const recovers = async () => {
     for (let i = 0; i < 50; i++) {

@@ -1,5 +1,5 @@
 /**
- * Budgets and rate limits across server processes (contract: Budgets, "Held +
+ * Budgets and rate limits across server processes (docs/budgets-and-limits.md#budgets, "Held +
  * consumed never exceeds the limit, even under concurrent requests on several
  * server processes"; Decisions, 429 `rate_limit.exceeded`; evaluation step 3).
  *

@@ -14,6 +14,7 @@ import { idRange } from '../../runtime/ids.js';
 import { DAY_MS, dayOf } from '../../runtime/store/log-partitions.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, START, type TestRuntime } from './helpers/app.js';
+import { decide } from '../helpers/kit.js';
 
 const day = (offset: number) => dayOf(START + offset * DAY_MS);
 
@@ -29,11 +30,6 @@ describe.each(STORE_KINDS)('decision log partitions and retention (%s)', (kind) 
   });
   afterAll(() => rt.close());
 
-  const decide = async (body: Record<string, unknown>) => {
-    const r = await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: body });
-    expect(r.statusCode, r.body).toBe(200);
-    return json(r);
-  };
   const round = (retentionDays: number | null = 3): Promise<LogRound> => maintainLog(rt.store, rt.clock, { retentionDays });
   const partitionOf = async (table: string, id: string): Promise<string> => {
     const [row] = await rt.store.sql.unsafe(`select tableoid::regclass::text as p from ${table} where id = $1`, [id]);
@@ -46,7 +42,7 @@ describe.each(STORE_KINDS)('decision log partitions and retention (%s)', (kind) 
   const scannedPartitions = (text: string) => [...new Set([...text.matchAll(/on (decisions_\w+)/g)].map((m) => m[1]!.replace(/_(pkey|account|approval)\w*$/, '')))].sort();
 
   it('an insert before any partition lands in the default one; the first round makes today and two days ahead and moves it', async () => {
-    const early = await decide({ agent_id: 'p-early', action: 'orders.read' });
+    const early = await decide(rt, { agent_id: 'p-early', action: 'orders.read' });
     expect(await partitionOf('decisions', early.id)).toBe('decisions_default');
     const first = await round();
     expect(first.created.filter((c) => c.table === 'decisions').map((c) => c.day)).toEqual([day(0), day(1), day(2)]);
@@ -60,10 +56,10 @@ describe.each(STORE_KINDS)('decision log partitions and retention (%s)', (kind) 
   it('a lookup by id reads one partition; a time-range read only the partitions of its days (plans)', async () => {
     rt.clock.advance(86_400);
     await round();
-    const second = await decide({ agent_id: 'p-plan', action: 'orders.read' });
+    const second = await decide(rt, { agent_id: 'p-plan', action: 'orders.read' });
     const byId = await plan('select * from decisions where account_id = $1 and environment = $2 and id = $3', [rt.accountId, 'test', second.id]);
     expect(scannedPartitions(byId)).toEqual([`decisions_p${day(1).replaceAll('-', '')}`]);
-    // The export's query (store/decisions.ts exportDecisionPage) for one day: one partition, not every day and not the default.
+    // The export's query (runtime/store/decisions.ts exportDecisionPage) for one day: one partition, not every day and not the default.
     const { lo, hi } = idRange('dec', START + DAY_MS, START + DAY_MS + 3_600_000);
     const byTime = await plan(
       'select * from decisions where account_id = $1 and environment = $2 and evaluated_at >= $3 and evaluated_at < $4 and id >= $5 and id < $6 order by evaluated_at, seq',
@@ -79,10 +75,10 @@ describe.each(STORE_KINDS)('decision log partitions and retention (%s)', (kind) 
 
   it('drops days past retention, keeps a day while a decision in it is pending, a budget is held or a delivery pending', async () => {
     // Day 0 (START) already holds p-early's decision (TTL 300 s). Day 1: a decision awaiting approval, a held budget, a webhook.
-    const long = await decide({ agent_id: 'p-long', action: 'payments.wire' });
+    const long = await decide(rt, { agent_id: 'p-long', action: 'payments.wire' });
     expect(long.status).toBe('awaiting_approval');
     const hook = json(await rt.call(rt.testKey, { method: 'POST', url: '/v1/webhooks', payload: { url: 'http://127.0.0.1:9/hooks', events: ['decision.allow'] } }));
-    const charged = await decide({ agent_id: 'p-hold', action: 'payments.charge', amount: 25 });
+    const charged = await decide(rt, { agent_id: 'p-hold', action: 'payments.charge', amount: 25 });
     const [delivery] = (await rt.getOk(`/v1/webhooks/${hook.id}/deliveries`)).data;
     expect(delivery.status).toBe('pending');
 
@@ -135,7 +131,7 @@ describe.each(STORE_KINDS)('decision log partitions and retention (%s)', (kind) 
   it('inserts succeed after the clock jumps forward and back; the next round moves them into their days', async () => {
     rt.clock.advance(40 * 86_400);
     const aheadDay = dayOf(rt.clock.now());
-    const ahead = await decide({ agent_id: 'p-jump', action: 'orders.read' });
+    const ahead = await decide(rt, { agent_id: 'p-jump', action: 'orders.read' });
     expect(await partitionOf('decisions', ahead.id)).toBe('decisions_default');
     const r = await round();
     expect(r.created).toEqual(expect.arrayContaining([{ table: 'decisions', day: dayOf(rt.clock.now()) }]));
@@ -143,7 +139,7 @@ describe.each(STORE_KINDS)('decision log partitions and retention (%s)', (kind) 
 
     // Back before START, with no round at that time: the day has no partition, the default takes the decision.
     rt.clock.set(START - 20 * DAY_MS);
-    const behind = await decide({ agent_id: 'p-jump', action: 'orders.read' });
+    const behind = await decide(rt, { agent_id: 'p-jump', action: 'orders.read' });
     expect(await partitionOf('decisions', behind.id)).toBe('decisions_default');
     const listed = (await rt.getOk('/v1/decisions?agent_id=p-jump')).data.map((d: { id: string }) => d.id);
     expect(listed).toEqual([behind.id, ahead.id]);
@@ -157,11 +153,11 @@ describe.each(STORE_KINDS)('decision log partitions and retention (%s)', (kind) 
     expect(far.dropped).toEqual(expect.arrayContaining([{ table: 'decisions', day: aheadDay }]));
     expect(far.trimmed).toBeGreaterThanOrEqual(1);
     expect((await rt.getOk('/v1/decisions?agent_id=p-jump')).data).toEqual([]);
-    expect((await decide({ agent_id: 'p-jump', action: 'orders.read' })).effect).toBe('allow');
+    expect((await decide(rt, { agent_id: 'p-jump', action: 'orders.read' })).effect).toBe('allow');
   });
 
   it('AUTHZ_RETENTION_DAYS off keeps every day', async () => {
-    const kept = await decide({ agent_id: 'p-off', action: 'orders.read' });
+    const kept = await decide(rt, { agent_id: 'p-off', action: 'orders.read' });
     await round(null);
     rt.clock.advance(400 * 86_400);
     const r = await round(null);

@@ -8,15 +8,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
+import { decide as kitDecide } from '../helpers/kit.js';
 
 describe.each(STORE_KINDS)('permits that no longer stand (%s)', (kind) => {
   let rt: TestRuntime;
   const post = async (url: string, payload?: Record<string, unknown>) => rt.call(rt.testKey, { method: 'POST', url, ...(payload ? { payload } : {}) });
-  const decide = async (agent_id: string, action: string) => {
-    const r = await post('/v1/decisions', { agent_id, action });
-    expect(r.statusCode, r.body).toBe(200);
-    return json(r);
-  };
+  const decide = (agent_id: string, action: string) => kitDecide(rt, { agent_id, action });
   const verify = async (token: string) => {
     const r = await post('/v1/permits/verify', { token });
     return { status: r.statusCode, body: json(r) };

@@ -5,12 +5,13 @@ import { ManualClock } from '../../runtime/clock.js';
 import { KeyRing, RETIRED_KEY_GRACE_SECONDS } from '../../runtime/permits/key-ring.js';
 import { STORE_KINDS, openTestStore } from '../helpers/postgres.js';
 import { ADMIN_TOKEN, json, START, startRuntime, type TestRuntime } from './helpers/app.js';
+import { postDecision } from '../helpers/kit.js';
 
 const b64 = (v: unknown) => Buffer.from(typeof v === 'string' ? v : JSON.stringify(v)).toString('base64url');
 
 describe.each(STORE_KINDS)('permit tokens (%s)', (kind) => {
   let rt: TestRuntime;
-  const decide = async (body: Record<string, unknown>, key = rt.testKey) => json(await rt.call(key, { method: 'POST', url: '/v1/decisions', payload: body }));
+  const decide = async (body: Record<string, unknown>, key = rt.testKey) => json(await postDecision(rt, body, key));
   const verify = (token: string, key = rt.testKey) => rt.call(key, { method: 'POST', url: '/v1/permits/verify', payload: { token } });
   const jwks = async () => json(await rt.call(null, { method: 'GET', url: '/.well-known/jwks.json' }));
 

@@ -1,5 +1,5 @@
 /**
- * /v1/policies (contract: Policies, Conventions): create, whole replacement, read,
+ * /v1/policies (docs/api.md#policies, docs/api.md#conventions): create, whole replacement, read,
  * list, delete; every problem of an invalid body in error.details; a change
  * applies to the very next decision; policy.updated on each change; scopes;
  * isolation between accounts and environments. On both kinds of store.

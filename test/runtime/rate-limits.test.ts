@@ -1,6 +1,6 @@
 /**
- * Rate limits over HTTP on both stores (contract: evaluation step 7, Decisions;
- * spec 8): GCRA per (policy, window, agent), every matching policy's windows,
+ * Rate limits over HTTP on both stores (docs/policies.md#how-a-request-is-decided,
+ * docs/budgets-and-limits.md#rate-limits): GCRA per (policy, window, agent), every matching policy's windows,
  * 429 `rate_limit.exceeded` with an exact Retry-After, nothing stored for a
  * refused request, and the platform limit per API key (AUTHZ_KEY_RATE_LIMIT).
  *
@@ -12,9 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Policy } from '../../compiler/policy/types.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
+import { agent, postDecision } from '../helpers/kit.js';
 
-let seq = 0;
-const agent = (tag: string) => `${tag}-${++seq}-${Math.random().toString(36).slice(2, 8)}`;
 
 type PolicyInput = Partial<Policy> & Pick<Policy, 'effect' | 'actions'>;
 
@@ -25,15 +24,14 @@ describe.each(STORE_KINDS)('rate limits (%s)', (kind) => {
   });
   afterAll(() => rt.close());
 
-  const decide = (body: Record<string, unknown>, key = rt.testKey) => rt.call(key, { method: 'POST', url: '/v1/decisions', payload: body });
   /** The status of each request, fired one after another. */
   const statuses = async (n: number, body: Record<string, unknown>) => {
     const out: number[] = [];
-    for (let i = 0; i < n; i++) out.push((await decide(body)).statusCode);
+    for (let i = 0; i < n; i++) out.push((await postDecision(rt, body)).statusCode);
     return out;
   };
   const expect429 = async (body: Record<string, unknown>, retryAfter: number) => {
-    const r = await decide(body);
+    const r = await postDecision(rt, body);
     expect(r.statusCode, r.body).toBe(429);
     expect(json(r).error.code).toBe('rate_limit.exceeded');
     expect(json(r).error.request_id).toMatch(/^req_/);
@@ -105,7 +103,7 @@ describe.each(STORE_KINDS)('rate limits (%s)', (kind) => {
       { id: 'pol_limited', priority: 90, effect: 'allow', actions: ['orders.read'], rate_limit: { per_minute: 1 } },
     ]);
     const a = agent('matching');
-    const first = await decide({ agent_id: a, action: 'orders.read' });
+    const first = await postDecision(rt, { agent_id: a, action: 'orders.read' });
     expect(json(first).policy_id).toBe('pol_winner');
     await expect429({ agent_id: a, action: 'orders.read' }, 60);
     // orders.list matches only the unlimited winner.

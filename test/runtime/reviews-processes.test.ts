@@ -22,6 +22,7 @@ import { migrate } from '../../runtime/store/migrate.js';
 import type { Policy } from '../../compiler/index.js';
 import { createTestDatabase } from '../helpers/postgres.js';
 import { START } from './helpers/app.js';
+import { type EventItem, type ListedItem } from '../helpers/kit.js';
 
 interface Node {
   store: Store;
@@ -166,9 +167,9 @@ describe('reviews across two runtimes on one PostgreSQL', () => {
       expect([x, y].find((r) => r!.statusCode === 409)!.body.error.code).toBe('decision.already_reviewed');
     }
     const budgets = (await a.call(agentKey, { method: 'GET', url: '/v1/budgets?agent_id=cross-bot' })).body.data;
-    expect(budgets.find((u: any) => u.policy_id === 'pol_calls')).toMatchObject({ consumed: 5, held: 0 });
+    expect(budgets.find((u: ListedItem) => u.policy_id === 'pol_calls')).toMatchObject({ consumed: 5, held: 0 });
     const events = (await b.call(agentKey, { method: 'GET', url: '/v1/events?type=decision.reviewed&limit=100' })).body.data;
-    const calls = events.filter((e: any) => e.data.decision.action === 'tools.run');
+    const calls = events.filter((e: EventItem) => e.data.decision.action === 'tools.run');
     expect(calls).toHaveLength(5);
   });
 });

@@ -1,5 +1,5 @@
 /**
- * Human review on both stores (contract, second part: Human review): review
+ * Human review on both stores (docs/reviews.md#the-rules): review
  * decisions carry `review` (null on allow and deny), the queue
  * (GET /v1/reviews: open oldest first, the others newest first, paged), a
  * verdict after the fact (POST /v1/decisions/:id/review) that records the
@@ -14,6 +14,7 @@ import { rotationChain } from '../../runtime/store/accounts.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { startReceiver, type Receiver } from '../helpers/webhook-receiver.js';
 import { ADMIN_TOKEN, json, startRuntime, type TestRuntime } from './helpers/app.js';
+import { type EventItem } from '../helpers/kit.js';
 
 for (const kind of STORE_KINDS) {
   describe(`human review after the fact (${kind})`, () => {
@@ -193,7 +194,7 @@ for (const kind of STORE_KINDS) {
       const d = await decide('payments.refund');
       expect((await review(d.id, { verdict: 'approve', reviewer: 'carol', note: 'fine' })).statusCode).toBe(200);
 
-      const events = (await rt.getOk('/v1/events?type=decision.reviewed')).data.filter((e: any) => e.data.decision.id === d.id);
+      const events = (await rt.getOk('/v1/events?type=decision.reviewed')).data.filter((e: EventItem) => e.data.decision.id === d.id);
       expect(events).toHaveLength(1);
       expect(events[0].data).toMatchObject({
         decision: { id: d.id, effect: 'review', status: 'pending', review: { status: 'approved', reviewer: 'carol', note: 'fine' } },
@@ -204,7 +205,7 @@ for (const kind of STORE_KINDS) {
       await rt.services.dispatcher.runOnce();
       const reviewed = receiver.received.filter((r) => r.body.type === 'decision.reviewed' && r.body.data.decision.id === d.id);
       expect(reviewed.map((r) => r.body.id)).toEqual([events[0].id, events[0].id]);
-      const deliveriesOf = async (id: string) => (await rt.getOk(`/v1/webhooks/${id}/deliveries`)).data.map((x: any) => x.event_type);
+      const deliveriesOf = async (id: string) => (await rt.getOk(`/v1/webhooks/${id}/deliveries`)).data.map((x: { event_type: string }) => x.event_type);
       expect(await deliveriesOf(all.id)).toContain('decision.reviewed');
       expect(await deliveriesOf(denies.id)).not.toContain('decision.reviewed');
       for (const id of [all.id, denies.id, json(listed).id]) await rt.call(rt.testKey, { method: 'DELETE', url: `/v1/webhooks/${id}` });

@@ -1,5 +1,5 @@
 /**
- * security.alert on both stores (spec section 6; contract: data.alert,
+ * security.alert on both stores (docs/webhooks-and-events.md#security-alerts: data.alert,
  * data.agent_id, data.count, data.window_seconds, data.threshold): a deny spike
  * per agent, invalid permit tokens per account, request volume far above the
  * trailing baseline; at most one alert per kind, subject and window.
@@ -10,6 +10,7 @@ import { DEFAULT_ALERT_THRESHOLDS } from '../../runtime/alerts/security-alerts.j
 import { recordAlert } from '../../runtime/store/security-alerts.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { startRuntime, type TestRuntime } from './helpers/app.js';
+import { postDecision } from '../helpers/kit.js';
 
 describe.each(STORE_KINDS)('security alerts (%s)', (kind) => {
   let rt: TestRuntime;
@@ -26,7 +27,7 @@ describe.each(STORE_KINDS)('security alerts (%s)', (kind) => {
   });
   afterAll(() => rt.close());
 
-  const decide = (agent: string, action: string) => rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: agent, action } });
+  const decide = (agent: string, action: string) => postDecision(rt, { agent_id: agent, action });
   const alerts = async () => {
     await rt.services.alerts.idle();
     return ((await rt.getOk('/v1/events?type=security.alert&limit=100')).data as Array<{ created_at: string; data: Record<string, any> }>).reverse();

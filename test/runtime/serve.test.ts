@@ -1,7 +1,7 @@
 /**
  * The real server, `node bin/authz.js serve`, as a child process on the
- * embedded store on disk (no DATABASE_URL), as a newcomer runs it (contract:
- * Start-up, Health, Bundles): first start seeds and prints the keys, the first
+ * embedded store on disk (no DATABASE_URL), as a newcomer runs it (docs/operations.md#start-up-and-configuration,
+ * docs/api.md#health, docs/api.md#bundles): first start seeds and prints the keys, the first
  * curl gets a decision, SIGTERM stops it cleanly with exit code 0, a second
  * start on the same data dir keeps everything and prints no new keys, and
  * `--bundle FILE` loads that bundle into the test environment.

@@ -15,9 +15,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compileSources, createBundle } from '../../compiler/index.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
+import { agent as kitAgent, decide } from '../helpers/kit.js';
 
-let seq = 0;
-const agent = (tag: string) => `support-${tag}-${++seq}-${Math.random().toString(36).slice(2, 8)}`;
+const agent = (tag: string) => kitAgent(`support-${tag}`);
 
 for (const kind of STORE_KINDS) {
   describe(`shadow policies in the service (${kind})`, () => {
@@ -35,22 +35,17 @@ for (const kind of STORE_KINDS) {
     });
     afterAll(() => rt.close());
 
-    const decide = async (body: Record<string, unknown>) => {
-      const r = await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: body });
-      expect(r.statusCode, r.body).toBe(200);
-      return json(r);
-    };
 
     it('enforcement ignores shadow policies; a differing outcome is in metadata.shadow', async () => {
       const a = agent('shadow');
-      const archived = await decide({ agent_id: a, action: 'orders.read', resource: 'order:archived-1' });
+      const archived = await decide(rt, { agent_id: a, action: 'orders.read', resource: 'order:archived-1' });
       expect(archived).toMatchObject({ effect: 'allow', reason: 'policy.matched', policy_id: 'pol_read', metadata: { matched_policy_ids: ['pol_read'], warnings: [] } });
       expect(archived.metadata.shadow).toEqual({ effect: 'deny', reason: 'policy.matched', policy_id: 'pol_no_archive' });
       // The shadow policy's budget (1 call) never applies: a second read is still allowed.
-      expect((await decide({ agent_id: a, action: 'orders.read', resource: 'order:archived-2' })).effect).toBe('allow');
-      const same = await decide({ agent_id: a, action: 'orders.read', resource: 'order:7' });
+      expect((await decide(rt, { agent_id: a, action: 'orders.read', resource: 'order:archived-2' })).effect).toBe('allow');
+      const same = await decide(rt, { agent_id: a, action: 'orders.read', resource: 'order:7' });
       expect(same.metadata).not.toHaveProperty('shadow');
-      const onlyShadow = await decide({ agent_id: a, action: 'orders.export' });
+      const onlyShadow = await decide(rt, { agent_id: a, action: 'orders.export' });
       expect(onlyShadow).toMatchObject({ effect: 'deny', reason: 'policy.not_found', metadata: { shadow: { effect: 'allow', reason: 'policy.matched', policy_id: 'pol_new' } } });
       expect((await rt.getOk(`/v1/decisions/${archived.id}`)).metadata.shadow).toEqual(archived.metadata.shadow);
       // The preview says it too.
@@ -60,8 +55,8 @@ for (const kind of STORE_KINDS) {
 
     it('GET /v1/decisions?shadow_diverged= lists the diverged ones, or the others; a metric counts them per policy', async () => {
       const a = agent('list');
-      const d1 = await decide({ agent_id: a, action: 'orders.read', resource: 'order:archived-9' });
-      const d2 = await decide({ agent_id: a, action: 'orders.read', resource: 'order:9' });
+      const d1 = await decide(rt, { agent_id: a, action: 'orders.read', resource: 'order:archived-9' });
+      const d2 = await decide(rt, { agent_id: a, action: 'orders.read', resource: 'order:9' });
       const ids = async (q: string) => ((await rt.getOk(`/v1/decisions?agent_id=${a}&${q}`)).data as Array<{ id: string }>).map((d) => d.id);
       expect(await ids('shadow_diverged=true')).toEqual([d1.id]);
       expect(await ids('shadow_diverged=false')).toEqual([d2.id]);
@@ -80,8 +75,8 @@ for (const kind of STORE_KINDS) {
 
     it('authz replay reads the export and lists the decisions a candidate bundle would flip', async () => {
       const a = agent('replay');
-      const flips = await decide({ agent_id: a, action: 'orders.read', resource: 'order:archived-5' });
-      const stays = await decide({ agent_id: a, action: 'orders.read', resource: 'order:5' });
+      const flips = await decide(rt, { agent_id: a, action: 'orders.read', resource: 'order:archived-5' });
+      const stays = await decide(rt, { agent_id: a, action: 'orders.read', resource: 'order:5' });
       rt.clock.advance(1);
       // The candidate: the shadow rule enabled.
       const candidate = compileSources([

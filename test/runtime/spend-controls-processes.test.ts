@@ -1,6 +1,6 @@
 /**
- * Session and user budgets across server processes (contract: Spend controls
- * for agent runs; Budgets: "held + consumed never exceeds the limit, even under
+ * Session and user budgets across server processes (docs/budgets-and-limits.md#spend-controls-for-agent-runs;
+ * docs/budgets-and-limits.md#how-the-counters-stay-exact: "held + consumed never exceeds the limit, even under
  * concurrent requests on several server processes").
  *
  * Two real `authz serve` child processes on one PostgreSQL database, on the real

@@ -1,6 +1,5 @@
 /**
- * Spend controls for agent runs over HTTP on both stores (contract: "Spend
- * controls for agent runs"): budgets per session and per user, the period
+ * Spend controls for agent runs over HTTP on both stores (docs/budgets-and-limits.md#spend-controls-for-agent-runs): budgets per session and per user, the period
  * resetting them, an exhausted session denying only that session, an exhausted
  * user budget denying every agent acting for that user, tokens and USD held
  * together through `amounts`, the 400s, budget events and GET /v1/budgets rows
@@ -10,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Policy } from '../../compiler/policy/types.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
+import { postDecision } from '../helpers/kit.js';
 
 let seq = 0;
 /** A fresh id per call, so tests never share rows. */
@@ -24,9 +24,8 @@ describe.each(STORE_KINDS)('spend controls (%s)', (kind) => {
   });
   afterAll(() => rt.close());
 
-  const decide = (body: Record<string, unknown>) => rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: body });
   const decideOk = async (body: Record<string, unknown>) => {
-    const r = await decide(body);
+    const r = await postDecision(rt, body);
     expect(r.statusCode, r.body).toBe(200);
     return json(r);
   };
@@ -120,7 +119,7 @@ describe.each(STORE_KINDS)('spend controls (%s)', (kind) => {
     expect(await decideOk({ agent_id: x, on_behalf_of: u1, action: 'payments.charge', amount: 0 })).toMatchObject({ effect: 'deny', reason: 'budget.exceeded' });
     expect(await decideOk({ agent_id: z, on_behalf_of: u2, action: 'mail.send', amount: 1 })).toMatchObject({ effect: 'allow' });
     // The agents themselves, for nobody in particular: the user budget needs on_behalf_of (400), and does not block them.
-    const missing = await decide({ agent_id: z, action: 'mail.send', amount: 1 });
+    const missing = await postDecision(rt, { agent_id: z, action: 'mail.send', amount: 1 });
     expect(missing.statusCode).toBe(400);
     expect(json(missing).error).toMatchObject({ code: 'validation.missing_field' });
     expect(json(missing).error.message).toContain('on_behalf_of');
@@ -161,23 +160,23 @@ describe.each(STORE_KINDS)('spend controls (%s)', (kind) => {
     ]);
 
     // Two held units, only amount: 400 validation.invalid_field naming the units; nothing held.
-    const r1 = await decide({ agent_id: a, session_id: s, action: 'llm.call', amount: 1 });
+    const r1 = await postDecision(rt, { agent_id: a, session_id: s, action: 'llm.call', amount: 1 });
     expect(r1.statusCode).toBe(400);
     expect(json(r1).error).toMatchObject({ code: 'validation.invalid_field' });
     expect(json(r1).error.message).toContain('USD, tokens');
     // A unit missing from amounts: 400 validation.missing_field at /amounts/tokens.
-    const r2 = await decide({ agent_id: a, session_id: s, action: 'llm.call', amounts: { USD: 1 } });
+    const r2 = await postDecision(rt, { agent_id: a, session_id: s, action: 'llm.call', amounts: { USD: 1 } });
     expect(r2.statusCode).toBe(400);
     expect(json(r2).error).toMatchObject({ code: 'validation.missing_field' });
     expect(JSON.stringify(json(r2).error)).toContain('/amounts/tokens');
     // No session_id for a session budget: 400 validation.missing_field.
-    const r3 = await decide({ agent_id: a, action: 'llm.call', amounts: { USD: 1, tokens: 1 } });
+    const r3 = await postDecision(rt, { agent_id: a, action: 'llm.call', amounts: { USD: 1, tokens: 1 } });
     expect(r3.statusCode).toBe(400);
     expect(json(r3).error).toMatchObject({ code: 'validation.missing_field' });
     expect(json(r3).error.message).toContain('session_id');
     // A unit that is not a currency or tokens, a negative amount: 400 at validation.
     for (const amounts of [{ calls: 1 }, { USD: -1 }, { usd: 1 }]) {
-      const bad = await decide({ agent_id: a, session_id: s, action: 'llm.call', amounts });
+      const bad = await postDecision(rt, { agent_id: a, session_id: s, action: 'llm.call', amounts });
       expect(bad.statusCode, JSON.stringify(amounts)).toBe(400);
     }
     // Tokens past the limit: deny budget.exceeded (7500 left).
@@ -210,7 +209,7 @@ describe.each(STORE_KINDS)('spend controls (%s)', (kind) => {
     const held = async () =>
       ((await rt.getOk(`/v1/budgets/remaining?${query({ agent_id: a })}`)).data as Array<Record<string, any>>).map((r) => [r.policy_id, r.consumed, r.held]);
     const refused = async (body: Record<string, unknown>) => {
-      const r = await decide({ agent_id: a, ...body });
+      const r = await postDecision(rt, { agent_id: a, ...body });
       expect(r.statusCode, `${JSON.stringify(body)}: ${r.body}`).toBe(400);
       expect(json(r).error).toMatchObject({ code: 'validation.invalid_field', details: [{ path: '/amount' }] });
     };

@@ -1,7 +1,7 @@
 /**
- * Every event type of spec section 6 is delivered to a real receiver on
+ * Every event type of docs/webhooks-and-events.md#events is delivered to a real receiver on
  * 127.0.0.1, on both stores: signed over the exact body with the endpoint's
- * secret, with the contract's data shape, and only to the endpoints whose filter
+ * secret, with the documented data shape, and only to the endpoints whose filter
  * names it.
  */
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';

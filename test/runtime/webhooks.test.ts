@@ -1,7 +1,7 @@
 /**
  * Webhooks over HTTP on both stores, delivered to a real receiver on 127.0.0.1
- * (contract: Webhooks and events; spec 5.3 and section 6): endpoints and their
- * rules, signed deliveries with the contract's headers, event filters, the retry
+ * (docs/webhooks-and-events.md): endpoints and their
+ * rules, signed deliveries with the documented headers, event filters, the retry
  * schedule attempt by attempt on the service clock, the deliveries API, replay,
  * and a restart with pending deliveries.
  */
@@ -13,6 +13,7 @@ import { claimDueDeliveries } from '../../runtime/store/webhooks.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { startReceiver, type Receiver } from '../helpers/webhook-receiver.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
+import { postDecision } from '../helpers/kit.js';
 
 describe.each(STORE_KINDS)('webhooks (%s)', (kind) => {
   let rt: TestRuntime;
@@ -37,7 +38,7 @@ describe.each(STORE_KINDS)('webhooks (%s)', (kind) => {
   });
 
   const register = async (body: Record<string, unknown>, key = rt.testKey) => rt.call(key, { method: 'POST', url: '/v1/webhooks', payload: body });
-  const decide = (action: string, agent = 'hook-agent') => rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: agent, action } });
+  const decide = (action: string, agent = 'hook-agent') => postDecision(rt, { agent_id: agent, action });
   const deliver = () => rt.services.dispatcher.runOnce();
 
   it('registers an endpoint (secret shown once), signs deliveries with the contract headers', async () => {

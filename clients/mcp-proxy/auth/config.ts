@@ -1,6 +1,5 @@
 /**
- * The `auth:` section of the proxy's configuration (contract, third part:
- * "Identity from tokens over HTTP"): with it, the proxy's HTTP listener is an
+ * The `auth:` section of the proxy's configuration (docs/mcp.md#one-gateway-for-many-agents): with it, the proxy's HTTP listener is an
  * OAuth 2.1 protected resource and each request's identity comes from its
  * bearer token.
  *

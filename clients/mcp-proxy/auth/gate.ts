@@ -1,6 +1,6 @@
 /**
- * The proxy's HTTP listener as an OAuth 2.1 protected resource (contract,
- * third part: "Identity from tokens over HTTP"; MCP authorization
+ * The proxy's HTTP listener as an OAuth 2.1 protected resource (docs/mcp.md#one-gateway-for-many-agents;
+ * MCP authorization
  * specification 2025-11-25; RFC 6750, RFC 9728):
  *
  * - every request to the MCP endpoint needs `Authorization: Bearer <JWT>`;

@@ -1,6 +1,6 @@
 /**
  * The authorization server's signing keys, for the proxy's token checks
- * (contract, third part: "Identity from tokens over HTTP"):
+ * (docs/mcp.md#one-gateway-for-many-agents):
  *
  * - the key set's URL is `jwks_uri` when configured, else the issuer's
  *   metadata's: RFC 8414's well-known path (inserted before the issuer's

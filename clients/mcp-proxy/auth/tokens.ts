@@ -1,6 +1,5 @@
 /**
- * Checks the bearer tokens of the proxy's HTTP requests (contract, third part:
- * "Identity from tokens over HTTP"): a JWT signed by a key of the issuer's
+ * Checks the bearer tokens of the proxy's HTTP requests (docs/mcp.md#one-gateway-for-many-agents): a JWT signed by a key of the issuer's
  * key set, with `iss` the issuer, `aud` the proxy's resource URL (RFC 8707),
  * `exp`/`nbf` within 60 s of leeway, and the agent claim; then the required
  * scopes. The answer is the identity the token carries (the agent and the

@@ -1,6 +1,5 @@
 /**
- * The proxy's own token for an upstream that wants one (contract, third part:
- * "An upstream that wants a token"): obtained with the OAuth
+ * The proxy's own token for an upstream that wants one (docs/mcp.md#a-protected-upstream): obtained with the OAuth
  * client-credentials grant (RFC 6749 section 4.4) with the RFC 8707
  * `resource` = the upstream URL, cached until `expires_in` - 30 s, and
  * attached to every request to the upstream by `authorizedFetch`. On a 401

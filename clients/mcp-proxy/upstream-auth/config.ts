@@ -1,6 +1,5 @@
 /**
- * `upstream_auth:` in the proxy's configuration (contract, third part: "An
- * upstream that wants a token"): the client credentials the proxy uses to
+ * `upstream_auth:` in the proxy's configuration (docs/mcp.md#a-protected-upstream): the client credentials the proxy uses to
  * obtain a token for an upstream over Streamable HTTP that answers 401.
  *
  * ```yaml

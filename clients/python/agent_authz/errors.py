@@ -1,7 +1,7 @@
 """Typed errors of the agent_authz client.
 
 Every error answer of the service becomes an :class:`AuthzError` carrying the
-spec's code (``error.code`` of the body), the HTTP status, the request id and,
+service's code (``error.code`` of the body, docs/errors.md), the HTTP status, the request id and,
 for ``429``, the ``Retry-After`` seconds. Failures that never reached an answer
 use codes of the ``client.`` family, so the caller always fails closed::
 
@@ -23,7 +23,7 @@ class AuthzError(Exception):
     """An error answer of the service, or a failure to get one (fail closed).
 
     Attributes:
-        code: the spec's code (``auth.invalid_key``, ``decision.expired`` ...) or
+        code: the service's code (``auth.invalid_key``, ``decision.expired`` ...) or
             ``client.network_error`` / ``client.unexpected_response``.
         status: the HTTP status, ``None`` when no answer came.
         request_id: the ``req_...`` id to quote to support, when the service answered.

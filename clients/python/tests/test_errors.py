@@ -1,4 +1,4 @@
-"""Error answers of the real service become AuthzError with the spec's code,
+"""Error answers of the real service become AuthzError with the service's code,
 the status, the request id and Retry-After; no answer is client.network_error."""
 import unittest
 

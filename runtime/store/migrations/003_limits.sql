@@ -1,4 +1,4 @@
--- Rate limits and budgets (contract: Budgets, evaluation step 7).
+-- Rate limits and budgets (docs/budgets-and-limits.md#budgets).
 --
 -- Every check and change happens here, in the database, atomically: a batch of
 -- requests is one call of authz_apply_limits, which locks every row it touches in

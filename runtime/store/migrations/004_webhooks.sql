@@ -1,4 +1,4 @@
--- Webhook endpoints and deliveries (contract: Webhooks and events).
+-- Webhook endpoints and deliveries (docs/webhooks-and-events.md).
 --
 -- Every event row fans out to a delivery per matching enabled endpoint, in the
 -- same statement that inserts the events (a trigger), so no event is ever

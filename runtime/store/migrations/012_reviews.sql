@@ -1,4 +1,4 @@
--- Human review (contract, second part: "Human review").
+-- Human review (docs/reviews.md#the-rules).
 --
 -- A decision a review policy decided carries its review: review_status open
 -- until a reviewer answers (approved | denied), the reviewer's name and note,

@@ -1,4 +1,4 @@
--- The decision log in daily time partitions (contract: "Decision log lifecycle";
+-- The decision log in daily time partitions (docs/operations.md#decision-log-retention;
 -- docs/operations.md "Decision log retention").
 --
 -- decisions, events, webhook_deliveries and webhook_attempts are partitioned BY
@@ -12,7 +12,7 @@
 --
 -- Each table has a DEFAULT partition: an insert never fails for want of a
 -- partition, whatever the clock does. It holds the rows of days that had no
--- partition yet (created ahead by runtime/domain/log-partitions.ts) and the rows
+-- partition yet (created ahead by runtime/store/log-partitions.ts) and the rows
 -- whose ids predate the time-sortable format (before migration 008 ids were 24
 -- random base62 characters: their "time" is noise). Creating a day's partition
 -- moves the default's rows of its range into it (authz_create_log_partition).

@@ -1,5 +1,5 @@
--- Spend controls for agent runs (contract: "Spend controls for agent runs"):
--- budgets per session and per user beside the spec's per agent, and held units
+-- Spend controls for agent runs (docs/budgets-and-limits.md#spend-controls-for-agent-runs):
+-- budgets per session and per user beside the per agent ones, and held units
 -- beyond money (tokens).
 --
 -- Key layout. A budget row is keyed by

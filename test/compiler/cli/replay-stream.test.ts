@@ -36,7 +36,11 @@ function waiter(lines: string[]) {
   return {
     push(line: string) {
       lines.push(line);
-      for (const p of [...pending]) if (p.test(line)) (pending.splice(pending.indexOf(p), 1), p.resolve());
+      for (const p of [...pending]) {
+        if (!p.test(line)) continue;
+        pending.splice(pending.indexOf(p), 1);
+        p.resolve();
+      }
     },
     until(test: (l: string) => boolean): Promise<void> {
       if (lines.some(test)) return Promise.resolve();

@@ -1,6 +1,5 @@
 /**
- * `agent.attributes.<path>` in conditions (contract, third part: "Agent
- * attributes"): parsed only as agent.attributes, typed like context.* (any JSON
+ * `agent.attributes.<path>` in conditions (docs/policies.md#agent-attributes): parsed only as agent.attributes, typed like context.* (any JSON
  * value), read from the request's agent_attributes with the missing-value rule
  * of context.*; `authz explain --agent-attributes` and the policy tests'
  * `agent_attributes:`.

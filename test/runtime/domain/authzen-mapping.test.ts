@@ -1,7 +1,7 @@
 /**
  * The pure half of runtime/domain/authzen.ts: AuthZEN evaluation -> decision
  * request, batch defaults, the run fields, and the shape checks with the
- * contract's error codes and JSON pointers.
+ * documented error codes (docs/api.md#authzen) and JSON pointers.
  */
 import { describe, expect, it } from 'vitest';
 import { authzenAction, evaluationsSemantic, readEvaluation, runFields, toDecisionInput, withDefaults } from '../../../runtime/domain/authzen.js';

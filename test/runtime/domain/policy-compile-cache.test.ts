@@ -1,5 +1,5 @@
 /**
- * Recompiling with per-policy reuse (runtime/engine/policy-compile-cache.ts) and
+ * Recompiling with per-policy reuse (runtime/domain/policy-compile-cache.ts) and
  * the change path that reuses this process's set when it is the stored one: the
  * hash is byte for byte the bundle's, the table answers as one compiled from
  * scratch, and a process whose set is stale never drops another process's change.

@@ -23,10 +23,9 @@ import { openStore, type Store } from '../../../runtime/store/connect.js';
 import type { Principal } from '../../../runtime/tenant.js';
 import { openTestStore, STORE_KINDS, type TestStore } from '../../helpers/postgres.js';
 import { ADMIN_TOKEN, json, START, startRuntime, type TestRuntime } from '../helpers/app.js';
+import { agent, postDecision } from '../../helpers/kit.js';
 
 const DAY_S = 86_400;
-let seq = 0;
-const agent = (tag: string) => `${tag}-${++seq}-${Math.random().toString(36).slice(2, 8)}`;
 
 describe('key leases across a step back of the service clock', () => {
   const WEEK_MS = 7 * DAY_S * 1000;
@@ -58,15 +57,14 @@ describe.each(STORE_KINDS)('a service clock that steps back (%s)', (kind) => {
   });
   afterAll(() => rt?.close());
 
-  const decide = (body: Record<string, unknown>) => rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: body });
   const statuses = async (n: number, body: Record<string, unknown>) => {
     const out: number[] = [];
-    for (let i = 0; i < n; i++) out.push((await decide(body)).statusCode);
+    for (let i = 0; i < n; i++) out.push((await postDecision(rt, body)).statusCode);
     return out;
   };
   /** A 429 now; the Retry-After it gives, in seconds. */
   const refusedFor = async (body: Record<string, unknown>) => {
-    const r = await decide(body);
+    const r = await postDecision(rt, body);
     expect(r.statusCode, r.body).toBe(429);
     return Number(r.headers['retry-after']);
   };

@@ -1,4 +1,4 @@
-/** Budget periods on UTC calendar boundaries (contract: Budgets; weeks start Monday). */
+/** Budget periods on UTC calendar boundaries (docs/budgets-and-limits.md#budgets; weeks start Monday). */
 import { describe, expect, it } from 'vitest';
 import { periodBounds } from '../../../runtime/limits/periods.js';
 import type { BudgetPeriod } from '../../../compiler/policy/types.js';

@@ -1,5 +1,5 @@
 /**
- * The embedded store is locked to one process (contract: Hardening): a second
+ * The embedded store is locked to one process (docs/operations.md#start-up-and-configuration): a second
  * opener of the same data directory is refused before PGlite touches it, in
  * this process and from another (`authz serve` twice on one AUTHZ_DATA_DIR:
  * the second exits at once, exit 2, with a clear message, and the first keeps

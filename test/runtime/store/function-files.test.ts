@@ -1,6 +1,6 @@
 /**
  * The SQL functions' one live definition each (runtime/store/functions/, applied
- * by store/migrate.ts after the numbered migrations), on both stores:
+ * by runtime/store/migrate.ts after the numbered migrations), on both stores:
  *
  * - every function of a migrated store has its file, and no numbered migration
  *   defines a function (a migration that needs one includes its file);

@@ -1,6 +1,6 @@
 /**
  * `newId` (runtime/ids.ts) and its SQL mirror `authz_new_id`
- * (store/migrations/008_ids.sql), on PostgreSQL and on the embedded store:
+ * (runtime/store/migrations/008_ids.sql), on PostgreSQL and on the embedded store:
  * the same shape for every prefix, the same time part at the same clock, and
  * ids of both origins sorting by the time they were made, in JavaScript's
  * string order and in the database's byte order (COLLATE "C", the log's

@@ -1,4 +1,4 @@
-/** The webhook signature (spec 5.3): runtime/webhooks/signature.ts, as published in agent-authz/webhooks. */
+/** The webhook signature (docs/webhooks-and-events.md#delivery): runtime/webhooks/signature.ts, as published in agent-authz/webhooks. */
 import { createHmac } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';

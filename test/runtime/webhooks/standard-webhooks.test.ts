@@ -1,5 +1,5 @@
 /**
- * Webhook receivers can check for replays (contract, second part): an endpoint
+ * Webhook receivers can check for replays (docs/webhooks-and-events.md#standard-webhooks-replay-protection): an endpoint
  * registered with `"standard_webhooks": true` gets, beside the unchanged
  * `X-Service-Signature`, the Standard Webhooks headers, verified here by the
  * `standardwebhooks` package itself (which refuses a delivery more than 5

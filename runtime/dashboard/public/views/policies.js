@@ -39,7 +39,7 @@ function diagnosticsList(diagnostics) {
   }));
 }
 
-/** At equal priority deny beats review beats allow (contract: evaluation order). */
+/** At equal priority deny beats review beats allow (docs/policies.md#how-a-request-is-decided). */
 const EFFECT_RANK = { deny: 0, review: 1, allow: 2 };
 /** Policies read at most. */
 const CAP = 10_000;

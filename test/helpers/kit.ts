@@ -1,0 +1,96 @@
+/**
+ * The shared test kit: what many test files used to define for themselves.
+ *
+ * - `agent(tag)`: an agent id no other test of the run uses (`tag-N-xxxxxx`);
+ * - `expectError(r, status, code)`: the answer is the error body of
+ *   docs/errors.md (only `error`, with `code`, a non-empty `message`, a
+ *   `request_id` echoed in the `request-id` header, and maybe `details`) with
+ *   that status and code; returns the `error` object;
+ * - `postDecision(rt, body, key?)`: `POST /v1/decisions` with the runtime's test key;
+ * - `decide(rt, body, key?)`: the same, expected to answer 200; the parsed decision.
+ *
+ * @example
+ *   const d = await decide(rt, { agent_id: agent('refund-bot'), action: 'payments.refund' });
+ *   expect(d.effect).toBe('allow');
+ *   expectError(await postDecision(rt, { action: 'x' }), 400, 'validation.invalid_field');
+ */
+import type { InjectOptions, LightMyRequestResponse } from 'fastify';
+import { expect } from 'vitest';
+import type { ErrorDetail } from '../../runtime/errors/api-error.js';
+
+let seq = 0;
+
+/** An agent id unique in the run: `${tag}-${n}-${six random base-36 characters}`. */
+export function agent(tag: string): string {
+  return `${tag}-${++seq}-${Math.random().toString(36).slice(2, 8)}`;
+}
+
+/** The `error` object of an error answer. */
+export interface ErrorAnswer {
+  code: string;
+  message: string;
+  request_id: string;
+  details?: ErrorDetail[];
+}
+
+const ERROR_KEYS = ['code', 'message', 'request_id', 'details'];
+
+/** Checks an error answer (status, code, shape, request id header) and returns its `error`. */
+export function expectError(r: LightMyRequestResponse, status: number, code: string): ErrorAnswer {
+  expect(r.statusCode, r.body.slice(0, 500)).toBe(status);
+  const body: unknown = r.json();
+  expect(body).toBeTypeOf('object');
+  expect(Object.keys(body as object)).toEqual(['error']);
+  const error = (body as { error: ErrorAnswer }).error;
+  expect(error.code).toBe(code);
+  expect(error.message).toBeTypeOf('string');
+  expect(error.message.length).toBeGreaterThan(0);
+  expect(error.request_id).toMatch(/^req_[0-9A-Za-z]+$/);
+  expect(r.headers['request-id']).toBe(error.request_id);
+  for (const k of Object.keys(error)) expect(ERROR_KEYS).toContain(k);
+  return error;
+}
+
+/** What the kit needs of a runtime under test (test/runtime/helpers/app.ts). */
+export interface Caller {
+  testKey: string;
+  call(key: string | null, options: InjectOptions): Promise<LightMyRequestResponse>;
+}
+
+/** `POST /v1/decisions` with `body`, authenticated with `key` (default: the runtime's test key). */
+export function postDecision(rt: Caller, body: object, key: string | null = rt.testKey): Promise<LightMyRequestResponse> {
+  return rt.call(key, { method: 'POST', url: '/v1/decisions', payload: body });
+}
+
+/** A decision answer, parsed: the fields tests read, then whatever else it has. */
+export type DecisionAnswer = Record<string, any>;
+
+/** `POST /v1/decisions` that must answer 200; the decision. */
+export async function decide(rt: Caller, body: object, key: string | null = rt.testKey): Promise<DecisionAnswer> {
+  const r = await postDecision(rt, body, key);
+  expect(r.statusCode, r.body).toBe(200);
+  return r.json() as DecisionAnswer;
+}
+
+/** An event as `GET /v1/events` lists it (docs/webhooks-and-events.md#events), by the fields tests read. */
+export interface EventItem {
+  id: string;
+  type: string;
+  created_at: string;
+  data: { decision: { id: string; action: string }; agent_id?: string };
+}
+
+/** A decision, review or agent as a list answer holds it, by the fields tests read. */
+export interface ListedItem {
+  id: string;
+  status: string;
+  agent_id: string;
+  policy_id: string;
+  evaluated_at: string;
+}
+
+/** One answer of `POST /access/v1/evaluations` (docs/api.md#post-accessv1evaluations). */
+export interface EvaluationItem {
+  decision: boolean;
+  context: { id: string; effect: string; reason: string };
+}
