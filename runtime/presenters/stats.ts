@@ -4,7 +4,7 @@ import type { BudgetAccount } from '../domain/budgets.js';
 import type { DecisionStats } from '../domain/stats.js';
 import type { Environment } from '../tenant.js';
 import { budgetResource } from './budget.js';
-import { listBody, type ListBody } from './list.js';
+import { listBody } from './list.js';
 
 /**
  * `{ object: 'decision_stats', minutes, since, until, per_minute: [{ minute, allow, deny, review }], totals, top_denied_agents, top_denied_actions }`.
