@@ -7,7 +7,17 @@ import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
   {
-    ignores: ['dist/', 'node_modules/', 'coverage/', 'test/fixtures/', 'clients/python/', 'patches/', '.ci/', '.authz/', 'clients/typescript/wire.ts' /* generated: npm run gen:types */],
+    ignores: [
+      'dist/',
+      'node_modules/',
+      'coverage/',
+      'test/fixtures/',
+      'clients/python/',
+      'patches/',
+      '.ci/',
+      '.authz/',
+      'clients/typescript/wire.ts' /* generated: npm run gen:types */,
+    ],
   },
   js.configs.recommended,
   ...tseslint.configs.recommended,

@@ -44,15 +44,7 @@ export { readYaml, type Position, type SourceFile, type SourceLocator, type Yaml
 export { readYamlFast } from './policy/fast-source.js';
 
 // The condition language.
-export {
-  MAX_DEPTH,
-  MAX_LENGTH,
-  checkCondition,
-  compileCondition,
-  parseCondition,
-  type ConditionAst,
-  type ConditionIssue,
-} from './condition/index.js';
+export { MAX_DEPTH, MAX_LENGTH, checkCondition, compileCondition, parseCondition, type ConditionAst, type ConditionIssue } from './condition/index.js';
 export type { ParseResult } from './condition/ast.js';
 
 // Action strings and glob patterns.
@@ -64,15 +56,7 @@ export { matchGlob } from './patterns/glob.js';
 // The decision table: building it, deciding with it, explaining a decision.
 export { ROWS_PER_STEP, buildTableSteps, runSteps, type DecisionTable, type ShadowRows } from './table/build.js';
 export { patchTable } from './table/patch.js';
-export {
-  evaluate,
-  evaluateLinear,
-  evaluateWithShadow,
-  type Evaluation,
-  type EvaluationReason,
-  type EvaluationWarning,
-  type ShadowOutcome,
-} from './table/evaluate.js';
+export { evaluate, evaluateLinear, evaluateWithShadow, type Evaluation, type EvaluationReason, type EvaluationWarning, type ShadowOutcome } from './table/evaluate.js';
 export { explain, type DropStep, type Explanation, type PolicyTrace } from './table/explain.js';
 
 // Bundles: the compiled artifact, and the canonical JSON its hash is taken over.

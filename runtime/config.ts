@@ -145,11 +145,14 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
   };
   if (env.DATABASE_URL) config.databaseUrl = env.DATABASE_URL;
   if (env.LOG_LEVEL) {
-    if (!(LOG_LEVELS as readonly string[]).includes(env.LOG_LEVEL)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (or unset: errors and a summary a minute), not ${JSON.stringify(env.LOG_LEVEL)}`);
+    if (!(LOG_LEVELS as readonly string[]).includes(env.LOG_LEVEL))
+      throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (or unset: errors and a summary a minute), not ${JSON.stringify(env.LOG_LEVEL)}`);
     config.logLevel = env.LOG_LEVEL as LogLevel;
   }
   if (config.role !== 'all' && !config.databaseUrl) {
-    throw new ConfigError(`AUTHZ_ROLE=${config.role} needs DATABASE_URL: the embedded store belongs to one process, which must both serve the API and send the webhooks (AUTHZ_ROLE=all)`);
+    throw new ConfigError(
+      `AUTHZ_ROLE=${config.role} needs DATABASE_URL: the embedded store belongs to one process, which must both serve the API and send the webhooks (AUTHZ_ROLE=all)`,
+    );
   }
   if (env.AUTHZ_MASTER_KEY) {
     if (env.AUTHZ_MASTER_KEY.length < 16) throw new ConfigError('AUTHZ_MASTER_KEY must be at least 16 characters');

@@ -82,7 +82,9 @@ export async function seedAtStart(
   const accountId = await defaultAccountId(services);
   if (accountId && !seeded) log(`Account "default": ${accountId} (its keys were printed at its first start; more with authz keys create --account ${accountId})`);
   if (options.bundle && !accountId) {
-    options.warn('authz serve: --bundle needs the "default" account, which the first start on an empty store creates (not with AUTHZ_SEED=0); else use PUT /v1/bundle (authz push)');
+    options.warn(
+      'authz serve: --bundle needs the "default" account, which the first start on an empty store creates (not with AUTHZ_SEED=0); else use PUT /v1/bundle (authz push)',
+    );
   }
   if (accountId && (options.bundle || seeded)) {
     const policies = options.bundle?.policies ?? examplePolicies();

@@ -213,7 +213,9 @@ export async function serve(argv: readonly string[]): Promise<number> {
 async function openStoreVerbosely(databaseUrl: string | undefined, dataDir: string, log: (line: string) => void): Promise<Store> {
   if (databaseUrl) {
     if (!driverPatched()) {
-      process.stderr.write(`authz serve: warning: postgres.js at ${driverConnectionFile()} lacks patches/postgres+3.4.9.patch (installed with --ignore-scripts?): a dropped database connection can end this process; run \`npx patch-package\` (docs/operations.md, The patched driver)\n`);
+      process.stderr.write(
+        `authz serve: warning: postgres.js at ${driverConnectionFile()} lacks patches/postgres+3.4.9.patch (installed with --ignore-scripts?): a dropped database connection can end this process; run \`npx patch-package\` (docs/operations.md, The patched driver)\n`,
+      );
     }
     const store = await openStore({ databaseUrl });
     await migrate(store.sql);

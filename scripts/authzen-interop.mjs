@@ -80,6 +80,10 @@ for (const file of positionals) {
     }
     tally[endpoint] = `${passed}/${entries.length}`;
   }
-  console.log(`${file}: ${Object.entries(tally).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+  console.log(
+    `${file}: ${Object.entries(tally)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ')}`,
+  );
 }
 process.exit(failed === 0 ? 0 : 1);

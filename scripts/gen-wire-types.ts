@@ -98,7 +98,13 @@ export async function wireTypesSource(): Promise<string> {
   const definitions: Record<string, Json> = {};
   for (const name of reachable()) definitions[name] = { ...(retarget(COMPONENT_SCHEMAS[name], seen) as Json), title: typeName(name) };
   // The root lists every component so each is emitted once, by its own name; it is removed from the output.
-  const root = { title: 'WireTypes', type: 'object', properties: Object.fromEntries(Object.keys(definitions).map((n) => [n, { $ref: `#/definitions/${n}` }])), additionalProperties: false, definitions };
+  const root = {
+    title: 'WireTypes',
+    type: 'object',
+    properties: Object.fromEntries(Object.keys(definitions).map((n) => [n, { $ref: `#/definitions/${n}` }])),
+    additionalProperties: false,
+    definitions,
+  };
   const source = await compile(root as JSONSchema, 'WireTypes', {
     bannerComment: BANNER,
     additionalProperties: false,

@@ -75,7 +75,10 @@ export async function startChild(
   const child = spawn(command, args, { env: options.env ?? process.env, cwd: options.cwd ?? ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   const output: string[] = [];
   const value = await new Promise<string>((done, fail) => {
-    const timer = setTimeout(() => fail(new Error(`${command} ${args.join(' ')}: not ready within ${(options.timeoutMs ?? 60_000) / 1000} s:\n${output.join('\n')}`)), options.timeoutMs ?? 60_000);
+    const timer = setTimeout(
+      () => fail(new Error(`${command} ${args.join(' ')}: not ready within ${(options.timeoutMs ?? 60_000) / 1000} s:\n${output.join('\n')}`)),
+      options.timeoutMs ?? 60_000,
+    );
     const look = (line: string) => {
       output.push(line);
       const v = options.ready(line);
@@ -143,7 +146,10 @@ export async function runSuite(url: string, options: { scenario?: string } = {})
 
 /** The scenarios with at least one passed check and no failed one, sorted. */
 export function passing(tally: Tally): string[] {
-  return [...tally].filter(([, o]) => o.failed === 0 && o.passed > 0).map(([name]) => name).sort();
+  return [...tally]
+    .filter(([, o]) => o.failed === 0 && o.passed > 0)
+    .map(([name]) => name)
+    .sort();
 }
 
 /** A fresh `authz serve` on the embedded store in a temporary folder: its URL and test key. */
@@ -154,7 +160,14 @@ export async function startServe(): Promise<{ base: string; key: string; stop():
   for (const k of ['DATABASE_URL', 'AUTHZ_TEST_CLOCK', 'AUTHZ_ADMIN_TOKEN', 'AUTHZ_BASE_URL', 'AUTHZ_URL', 'AUTHZ_API_KEY']) delete env[k];
   const { child, value: key } = await startChild(process.execPath, [BIN, 'serve'], { env, ready: (l) => /test key: (svc_test_sk_\w+)/.exec(l)?.[1] });
   const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; !(await fetch(`${base}/healthz`).then((r) => r.ok, () => false)); i++) {
+  for (
+    let i = 0;
+    !(await fetch(`${base}/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    ));
+    i++
+  ) {
     if (i > 600) throw new Error('authz serve did not answer /healthz');
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -179,7 +192,9 @@ export async function decidedActions(base: string, key: string, agentId: string)
   const actions: string[] = [];
   let after: string | undefined;
   for (;;) {
-    const r = await fetch(`${base}/v1/decisions?agent_id=${encodeURIComponent(agentId)}&limit=100${after ? `&starting_after=${after}` : ''}`, { headers: { authorization: `Bearer ${key}` } });
+    const r = await fetch(`${base}/v1/decisions?agent_id=${encodeURIComponent(agentId)}&limit=100${after ? `&starting_after=${after}` : ''}`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
     if (!r.ok) throw new Error(`GET /v1/decisions: ${r.status} ${await r.text()}`);
     const page = (await r.json()) as { data: Array<{ id: string; action: string }>; has_more: boolean };
     actions.push(...page.data.map((d) => d.action));

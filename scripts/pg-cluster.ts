@@ -95,9 +95,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
 
   // Runs a PostgreSQL tool, as the postgres user when we are root.
   const tool = async (name: string, args: string[]) => {
-    const [file, argv] = asRoot
-      ? [runuser, ['-u', 'postgres', '--', join(bin, name), ...args]]
-      : [join(bin, name), args];
+    const [file, argv] = asRoot ? [runuser, ['-u', 'postgres', '--', join(bin, name), ...args]] : [join(bin, name), args];
     try {
       await run(file, argv, { timeout: 60_000, env: { ...process.env, LC_ALL: 'C', LANG: 'C' } });
     } catch (err) {

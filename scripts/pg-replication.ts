@@ -220,7 +220,14 @@ export async function startReplicaPair(options: ReplicationOptions = {}): Promis
     await tool('pg_basebackup', ['-D', node.dataDir, '-h', '127.0.0.1', '-p', String(from.port), '-U', 'postgres', '-R', '-X', 'stream', '-c', 'fast', '--no-sync']);
     // Once promoted this node must take writes before a new standby exists: no synchronous_standby_names of its own.
     const auto = join(node.dataDir, 'postgresql.auto.conf');
-    if (existsSync(auto)) writeFileSync(auto, readFileSync(auto, 'utf8').split('\n').filter((l) => !/^\s*synchronous_standby_names/.test(l)).join('\n'));
+    if (existsSync(auto))
+      writeFileSync(
+        auto,
+        readFileSync(auto, 'utf8')
+          .split('\n')
+          .filter((l) => !/^\s*synchronous_standby_names/.test(l))
+          .join('\n'),
+      );
     nodes.add(node);
     await startNode(node);
     return node;

@@ -53,5 +53,7 @@ export function canonicalizeJson(value: unknown): string {
  * ```
  */
 export function argsDigest(args?: unknown): string {
-  return createHash('sha256').update(canonicalizeJson(args === undefined ? {} : args), 'utf8').digest('base64url');
+  return createHash('sha256')
+    .update(canonicalizeJson(args === undefined ? {} : args), 'utf8')
+    .digest('base64url');
 }

@@ -15,13 +15,7 @@
  */
 import { argsDigest } from './args-digest.js';
 import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey, type JWTVerifyOptions } from 'jose';
-import {
-  PermitError,
-  PermitExpiredError,
-  PermitMismatchError,
-  PermitSignatureInvalidError,
-  PermitUnavailableError,
-} from './errors.js';
+import { PermitError, PermitExpiredError, PermitMismatchError, PermitSignatureInvalidError, PermitUnavailableError } from './errors.js';
 
 /** The claims of a permit token (docs/permits.md#the-token). Times are seconds since the epoch. */
 export interface PermitClaims {

@@ -34,13 +34,28 @@ function batch(account: string, n: number, unit: 'calls' | 'USD', seq: { next: n
   const start = new Date(Date.UTC(new Date(nowMs).getUTCFullYear(), new Date(nowMs).getUTCMonth(), 1));
   const end = new Date(Date.UTC(start.getUTCFullYear(), start.getUTCMonth() + 1, 1));
   return Array.from({ length: n }, () => ({
-    account_id: account, environment: 'test', agent_id: 'bench-1', decision_id: `dec_batch_${seq.next++}`,
+    account_id: account,
+    environment: 'test',
+    agent_id: 'bench-1',
+    decision_id: `dec_batch_${seq.next++}`,
     expires_at: new Date(nowMs + 300_000).toISOString(),
     rates: [{ key: `policy:pol_${unit}:bench-1`, interval_ms: 1e-6, window_ms: 1000 }],
-    budgets: [{
-      policy_id: `pol_${unit}`, unit, period: 'monthly', period_start: start.toISOString(), period_end: end.toISOString(),
-      limit: 1e12, threshold: null, scope: 'agent', agent_id: 'bench-1', session_id: '', on_behalf_of: '', cost: 1,
-    }],
+    budgets: [
+      {
+        policy_id: `pol_${unit}`,
+        unit,
+        period: 'monthly',
+        period_start: start.toISOString(),
+        period_end: end.toISOString(),
+        limit: 1e12,
+        threshold: null,
+        scope: 'agent',
+        agent_id: 'bench-1',
+        session_id: '',
+        on_behalf_of: '',
+        cost: 1,
+      },
+    ],
   }));
 }
 
@@ -81,7 +96,9 @@ async function main(): Promise<void> {
       }
     }
     const lines = [
-      `authz_apply_limits by batch size: before = ${before}'s function, now = this tree's; ${calls - 4} calls each after 4 warm-up calls, alternating; one transaction per call (as the decision path). Load average at the start ${load0.map((x) => x.toFixed(1)).join(' / ')}, at the end ${loadavg().map((x) => x.toFixed(1)).join(' / ')}.`,
+      `authz_apply_limits by batch size: before = ${before}'s function, now = this tree's; ${calls - 4} calls each after 4 warm-up calls, alternating; one transaction per call (as the decision path). Load average at the start ${load0.map((x) => x.toFixed(1)).join(' / ')}, at the end ${loadavg()
+        .map((x) => x.toFixed(1))
+        .join(' / ')}.`,
       '',
       '| budget | requests per batch | before ms per call | now ms per call | before µs per request | now µs per request | now / before |',
       '| --- | ---: | ---: | ---: | ---: | ---: | ---: |',

@@ -60,7 +60,11 @@ async function drive(base: string, key: string, label: string, count: number, bo
   const worker = async () => {
     for (let i = next++; i < count; i = next++) {
       const t0 = performance.now();
-      const r = await fetch(`${base}/v1/decisions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body(i)) });
+      const r = await fetch(`${base}/v1/decisions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body(i)),
+      });
       const answer = (await r.json()) as { effect?: string };
       latencies.push(performance.now() - t0);
       if (r.status !== 200 || answer.effect !== 'allow') throw new Error(`${label}: ${r.status} ${JSON.stringify(answer)}`);
@@ -71,7 +75,12 @@ async function drive(base: string, key: string, label: string, count: number, bo
 }
 
 function merge(parts: PathFigures[]): PathFigures {
-  return { label: parts[0]!.label, requests: parts.reduce((n, p) => n + p.requests, 0), seconds: parts.reduce((s, p) => s + p.seconds, 0), latencies: parts.flatMap((p) => p.latencies) };
+  return {
+    label: parts[0]!.label,
+    requests: parts.reduce((n, p) => n + p.requests, 0),
+    seconds: parts.reduce((s, p) => s + p.seconds, 0),
+    latencies: parts.flatMap((p) => p.latencies),
+  };
 }
 
 const SESSION_POLICY: Policy = {
@@ -133,7 +142,13 @@ async function probeOn(sql: Sql, account: string, fresh: boolean): Promise<Probe
     const top = plan!['QUERY PLAN'][0]!.Plan;
     buffers.push((top['Shared Hit Blocks'] ?? 0) + (top['Shared Read Blocks'] ?? 0));
   }
-  return { times: times.sort((a, b) => a - b), buffers: quantile(buffers.sort((a, b) => a - b), 0.5) };
+  return {
+    times: times.sort((a, b) => a - b),
+    buffers: quantile(
+      buffers.sort((a, b) => a - b),
+      0.5,
+    ),
+  };
 }
 
 const cluster = await startCluster({ durable: true, log: () => {} });
@@ -231,7 +246,10 @@ try {
     '',
     '| other sessions in the period | new session (row inserted): p50 / p99 (ms) | buffers | session with a row (updated): p50 / p99 (ms) | buffers |',
     '| ---: | ---: | ---: | ---: | ---: |',
-    ...atLevel.map(({ others, fresh, steady }) => `| ${others.toLocaleString('en')} | ${fmt(quantile(fresh.times, 0.5))} / ${fmt(quantile(fresh.times, 0.99))} | ${fresh.buffers} | ${fmt(quantile(steady.times, 0.5))} / ${fmt(quantile(steady.times, 0.99))} | ${steady.buffers} |`),
+    ...atLevel.map(
+      ({ others, fresh, steady }) =>
+        `| ${others.toLocaleString('en')} | ${fmt(quantile(fresh.times, 0.5))} / ${fmt(quantile(fresh.times, 0.99))} | ${fresh.buffers} | ${fmt(quantile(steady.times, 0.5))} / ${fmt(quantile(steady.times, 0.99))} | ${steady.buffers} |`,
+    ),
     '',
     `Rows in budget_usage at the end: ${rows.toLocaleString('en')}; its key index (account, environment, policy, scope, agent, session, user, unit, period, period start): ${fmt(bytes / 2 ** 20, 1)} MiB. A request finds, locks and changes only its own key's row (and, for a held unit, inserts its hold), so neither the buffers it touches nor its time depends on how many other sessions have rows: the index descent grows with log(rows), one level at most over this range.`,
     '',

@@ -157,13 +157,17 @@ async function main(): Promise<void> {
     const lines = [
       `${kind === 'serve' ? `\`authz serve\` of each build (its defaults, ${values.policies ?? 200} policies). ` : ''}Decision load "${scenario}" (${JSON.stringify(body)}), PostgreSQL (throwaway cluster, default durability), autocannon ${connections} connections, ${duration} s after a 2 s warm-up, ${rounds} alternating rounds; CPU per request from /proc.`,
       '',
-      `Load average (1 / 5 / 15 min) at the start ${loadAtStart.map((x) => x.toFixed(1)).join(' / ')}, at the end ${loadavg().map((x) => x.toFixed(1)).join(' / ')}: above the core count, absolute figures are noise; compare the rows of one run.`,
+      `Load average (1 / 5 / 15 min) at the start ${loadAtStart.map((x) => x.toFixed(1)).join(' / ')}, at the end ${loadavg()
+        .map((x) => x.toFixed(1))
+        .join(' / ')}: above the core count, absolute figures are noise; compare the rows of one run.`,
       '',
       '| variant | ref | req/s per round | median req/s | vs first | p99 ms (median) | server CPU µs/req | PostgreSQL CPU µs/req |',
       '| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |',
       ...variants.map((v) => {
         const rps = median(v.runs.map((r) => r.rps));
-        const env = Object.entries(v.env).map(([k, x]) => `${k}=${x}`).join(' ');
+        const env = Object.entries(v.env)
+          .map(([k, x]) => `${k}=${x}`)
+          .join(' ');
         return `| ${v.name} | ${v.ref}${env ? ` (${env})` : ''} | ${v.runs.map((r) => r.rps.toFixed(0)).join(', ')} | ${rps.toFixed(0)} | ${(rps / base).toFixed(2)}x | ${median(v.runs.map((r) => r.p99))} | ${median(v.runs.map((r) => r.serverUs)).toFixed(0)} | ${median(v.runs.map((r) => r.pgUs)).toFixed(0)} |`;
       }),
       '',

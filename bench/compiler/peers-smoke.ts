@@ -97,9 +97,7 @@ async function main() {
         maxBuffer: 1 << 20,
       });
       const r = JSON.parse(out.trim().split('\n').pop()!) as Row;
-      console.log(
-        line([r.peer, String(r.n), r.prepareMs.toFixed(1), fmt(r.medianMs), fmt(r.p95Ms), String(r.decisions), `${Math.round((100 * r.allows) / r.decisions)}%`]),
-      );
+      console.log(line([r.peer, String(r.n), r.prepareMs.toFixed(1), fmt(r.medianMs), fmt(r.p95Ms), String(r.decisions), `${Math.round((100 * r.allows) / r.decisions)}%`]));
     }
   }
 }

@@ -109,7 +109,18 @@ async function main(): Promise<void> {
   }
   const rows: Row[] = [];
   for (const n of sizes) {
-    const args = ['--expose-gc', fileURLToPath(import.meta.url), '--one', String(n), '--peer-budget-ms', String(peerBudgetMs), '--peer-max', String(peerMax), '--files-of', String(policiesPerFile)];
+    const args = [
+      '--expose-gc',
+      fileURLToPath(import.meta.url),
+      '--one',
+      String(n),
+      '--peer-budget-ms',
+      String(peerBudgetMs),
+      '--peer-max',
+      String(peerMax),
+      '--files-of',
+      String(policiesPerFile),
+    ];
     const row = JSON.parse(execFileSync(process.execPath, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 20 })) as Row;
     rows.push(row);
     process.stderr.write(
@@ -189,10 +200,17 @@ function engineTargets(rows: Row[]): TargetResult[] {
   const at100k = rows.find((r) => r.n === 100_000);
   if (at100k) out.push({ target: 'engine: evaluate <= 2 µs median at 100k policies', measured: `${at100k.ourUs.toFixed(2)} µs`, met: at100k.ourUs <= 2 });
   const at10k = rows.find((r) => r.n === 10_000);
-  for (const [peer, us] of [['Cedar', at10k?.cedarUs], ['Casbin', at10k?.casbinUs]] as const) {
+  for (const [peer, us] of [
+    ['Cedar', at10k?.cedarUs],
+    ['Casbin', at10k?.casbinUs],
+  ] as const) {
     if (at10k && us !== undefined) {
       const ratio = us / at10k.ourUs;
-      out.push({ target: `engine: >= 1,000x faster than ${peer} at 10k policies`, measured: `${Math.round(ratio).toLocaleString('en-US')}x (${us.toFixed(0)} vs ${at10k.ourUs.toFixed(2)} µs)`, met: ratio >= 1000 });
+      out.push({
+        target: `engine: >= 1,000x faster than ${peer} at 10k policies`,
+        measured: `${Math.round(ratio).toLocaleString('en-US')}x (${us.toFixed(0)} vs ${at10k.ourUs.toFixed(2)} µs)`,
+        met: ratio >= 1000,
+      });
     }
   }
   return out;
@@ -211,30 +229,35 @@ function render(rows: Row[]): string {
     '',
     '| policies | YAML MiB | compile ms (parse, validate, table, lints) | of which YAML reading ms | table heap MiB (with its policies) | ours µs/decision | ours p99 µs | vs 10 policies | Cedar µs | Casbin µs | Cedar / ours | Casbin / ours | same answers (Cedar, Casbin) |',
     '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
-    ...rows.map((r) =>
-      [
-        r.n,
-        f(r.yamlMiB),
-        f(r.compileMs, 0),
-        f(r.yamlParseMs, 0),
-        f(r.heapMiB, 1),
-        f(r.ourUs, 3),
-        f(r.ourP99Us, 2),
-        `${f(r.ourUs / base, 2)}x`,
-        f(r.cedarUs, 1),
-        f(r.casbinUs, 1),
-        r.cedarUs ? `${Math.round(r.cedarUs / r.ourUs)}x` : '-',
-        r.casbinUs ? `${Math.round(r.casbinUs / r.ourUs)}x` : '-',
-        r.agreeCedar === undefined ? '-' : `${f(r.agreeCedar * 100, 0)}%, ${f((r.agreeCasbin ?? 0) * 100, 0)}%`,
-      ].join(' | '),
-    ).map((l) => `| ${l} |`),
+    ...rows
+      .map((r) =>
+        [
+          r.n,
+          f(r.yamlMiB),
+          f(r.compileMs, 0),
+          f(r.yamlParseMs, 0),
+          f(r.heapMiB, 1),
+          f(r.ourUs, 3),
+          f(r.ourP99Us, 2),
+          `${f(r.ourUs / base, 2)}x`,
+          f(r.cedarUs, 1),
+          f(r.casbinUs, 1),
+          r.cedarUs ? `${Math.round(r.cedarUs / r.ourUs)}x` : '-',
+          r.casbinUs ? `${Math.round(r.casbinUs / r.ourUs)}x` : '-',
+          r.agreeCedar === undefined ? '-' : `${f(r.agreeCedar * 100, 0)}%, ${f((r.agreeCasbin ?? 0) * 100, 0)}%`,
+        ].join(' | '),
+      )
+      .map((l) => `| ${l} |`),
     '',
     `Shadow policies (state shadow): the same sets plus shadow copies of 1% of their policies (effect flipped), so every decision also computes the outcome with them; measured right after the plain set again, in the same process. µs/decision, plain -> with shadow (ratio): ${rows
       .filter((r) => r.shadowUs !== undefined)
       .map((r) => `${r.n}: ${f(r.plainAgainUs, 3)} -> ${f(r.shadowUs, 3)} (${f(r.shadowUs! / r.plainAgainUs!, 2)}x)`)
       .join('; ')}. A set without shadow policies takes no shadow step (one null check).`,
     '',
-    `Peers run up to ${peerMax} policies (--peer-max). Peer prepare (translate + parse/load), ms: ${rows.filter((r) => r.cedarPrepareMs !== undefined).map((r) => `${r.n}: Cedar ${f(r.cedarPrepareMs, 0)}, Casbin ${f(r.casbinPrepareMs, 0)}`).join('; ')}.`,
+    `Peers run up to ${peerMax} policies (--peer-max). Peer prepare (translate + parse/load), ms: ${rows
+      .filter((r) => r.cedarPrepareMs !== undefined)
+      .map((r) => `${r.n}: Cedar ${f(r.cedarPrepareMs, 0)}, Casbin ${f(r.casbinPrepareMs, 0)}`)
+      .join('; ')}.`,
     '',
   ];
   return lines.join('\n');

@@ -17,12 +17,28 @@ export const BENCH_POLICIES: Policy[] = [
   { id: 'pol_bench_deny', name: 'bench-deny', state: 'enabled', priority: 10, effect: 'deny', agents: ['bench-*'], actions: ['orders.delete'] },
   // The same allow, with a calls budget and a rate limit.
   {
-    id: 'pol_bench_calls', name: 'bench-calls', state: 'enabled', priority: 100, effect: 'allow', agents: ['bench-*'], actions: ['orders.list'], resources: ['order:*'],
-    rate_limit: NEVER_RATE, budget: { unit: 'calls', limit: NEVER_LIMIT, period: 'monthly' },
+    id: 'pol_bench_calls',
+    name: 'bench-calls',
+    state: 'enabled',
+    priority: 100,
+    effect: 'allow',
+    agents: ['bench-*'],
+    actions: ['orders.list'],
+    resources: ['order:*'],
+    rate_limit: NEVER_RATE,
+    budget: { unit: 'calls', limit: NEVER_LIMIT, period: 'monthly' },
   },
   // The same allow, with a fiat budget (holds the request's amount) and a rate limit.
   {
-    id: 'pol_bench_usd', name: 'bench-usd', state: 'enabled', priority: 100, effect: 'allow', agents: ['bench-*'], actions: ['orders.pay'], resources: ['order:*'],
-    rate_limit: NEVER_RATE, budget: { unit: 'USD', limit: NEVER_LIMIT, period: 'monthly' },
+    id: 'pol_bench_usd',
+    name: 'bench-usd',
+    state: 'enabled',
+    priority: 100,
+    effect: 'allow',
+    agents: ['bench-*'],
+    actions: ['orders.pay'],
+    resources: ['order:*'],
+    rate_limit: NEVER_RATE,
+    budget: { unit: 'USD', limit: NEVER_LIMIT, period: 'monthly' },
   },
 ];

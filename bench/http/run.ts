@@ -35,11 +35,16 @@ import { clusterPids, cpuOf } from './cpu.js';
 import { writeTargets, type TargetResult } from '../targets.js';
 
 const { values } = parseArgs({
-  options: { duration: { type: 'string' }, connections: { type: 'string' }, targets: { type: 'string' }, rounds: { type: 'string' },
+  options: {
+    duration: { type: 'string' },
+    connections: { type: 'string' },
+    targets: { type: 'string' },
+    rounds: { type: 'string' },
     /** Only the four store scenarios per store (no webhook, no-permit, key-limit-off or two-process rows): for quick comparisons. */
     quick: { type: 'boolean' },
     /** Policies in the `authz serve` target's environment (the bench policies included). */
-    policies: { type: 'string' } },
+    policies: { type: 'string' },
+  },
 });
 const targets = new Set((values.targets ?? 'bare,embedded,postgres,serve').split(','));
 const servePolicies = Number(values.policies ?? 200);
@@ -166,7 +171,12 @@ async function loadTwo(a: Target, b: Target, body: object): Promise<Run> {
   // CPU per request: each side's per-request figure weighted by the requests it answered.
   const share = (a: number, b: number) => (a * x.rps + b * y.rps) / Math.max(1, x.rps + y.rps);
   return {
-    rps: x.rps + y.rps, p50: Math.max(x.p50, y.p50), p99: Math.max(x.p99, y.p99), ok: x.ok + y.ok, bad: x.bad + y.bad, codes,
+    rps: x.rps + y.rps,
+    p50: Math.max(x.p50, y.p50),
+    p99: Math.max(x.p99, y.p99),
+    ok: x.ok + y.ok,
+    bad: x.bad + y.bad,
+    codes,
     serverUs: share(x.serverUs, y.serverUs),
     pgUs: x.pgUs === null || y.pgUs === null ? null : share(x.pgUs, y.pgUs),
   };
@@ -182,23 +192,36 @@ function httpTargets(results: Result[]): TargetResult[] {
   const out: TargetResult[] = [];
   // Judged on `authz serve` as users run it when it ran, else on the pared-down app.
   const judged = find(SERVE, ALLOW) ? SERVE : 'PostgreSQL';
-  for (const [scenario, share] of [[ALLOW, 0.3], [DENY, 0.45]] as const) {
+  for (const [scenario, share] of [
+    [ALLOW, 0.3],
+    [DENY, 0.45],
+  ] as const) {
     const r = find(judged, scenario);
     if (!r) continue;
     if (bare) {
       const ratio = rps(r) / rps(bare);
-      out.push({ target: `HTTP: ${scenario}, ${judged} >= ${share * 100}% of bare Fastify`, measured: `${(ratio * 100).toFixed(0)}% (${rps(r).toFixed(0)} vs ${rps(bare).toFixed(0)} req/s)`, met: ratio >= share });
+      out.push({
+        target: `HTTP: ${scenario}, ${judged} >= ${share * 100}% of bare Fastify`,
+        measured: `${(ratio * 100).toFixed(0)}% (${rps(r).toFixed(0)} vs ${rps(bare).toFixed(0)} req/s)`,
+        met: ratio >= share,
+      });
     }
     out.push({ target: `HTTP: ${scenario}, ${judged}, p99 <= 20 ms at ${connections} connections`, measured: `${p99(r)} ms`, met: p99(r) <= 20 });
   }
   const base = find(judged, ALLOW);
   for (const s of [CALLS, FIAT]) {
     const r = find(judged, s);
-    if (base && r) out.push({ target: `HTTP: ${s}, ${judged} >= 70% of unconstrained allow`, measured: `${((rps(r) / rps(base)) * 100).toFixed(0)}%`, met: rps(r) / rps(base) >= 0.7 });
+    if (base && r)
+      out.push({ target: `HTTP: ${s}, ${judged} >= 70% of unconstrained allow`, measured: `${((rps(r) / rps(base)) * 100).toFixed(0)}%`, met: rps(r) / rps(base) >= 0.7 });
   }
   for (const s of [ALLOW, DENY]) {
     const [e, p] = [find(EMBEDDED, s), find('PostgreSQL', s)];
-    if (e && p) out.push({ target: `HTTP: ${s}, embedded store >= 80% of PostgreSQL`, measured: `${((rps(e) / rps(p)) * 100).toFixed(0)}% (${rps(e).toFixed(0)} vs ${rps(p).toFixed(0)} req/s)`, met: rps(e) / rps(p) >= 0.8 });
+    if (e && p)
+      out.push({
+        target: `HTTP: ${s}, embedded store >= 80% of PostgreSQL`,
+        measured: `${((rps(e) / rps(p)) * 100).toFixed(0)}% (${rps(e).toFixed(0)} vs ${rps(p).toFixed(0)} req/s)`,
+        met: rps(e) / rps(p) >= 0.8,
+      });
   }
   return out;
 }
@@ -212,20 +235,29 @@ async function main(): Promise<void> {
     let r = results.find((x) => x.target === target && x.scenario === scenario);
     if (!r) results.push((r = { target, scenario, runs: [] }));
     r.runs.push(run);
-    const codes = Object.entries(run.codes).map(([c, n]) => `${c}: ${n}`).join(', ');
-    process.stderr.write(`${target} ${scenario}: ${run.rps.toFixed(0)} req/s, p50 ${run.p50} ms, p99 ${run.p99} ms, CPU/req server ${run.serverUs.toFixed(0)} µs, PostgreSQL ${run.pgUs?.toFixed(0) ?? '-'} µs, non-2xx ${run.bad}${codes ? ` (${codes})` : ''}\n`);
+    const codes = Object.entries(run.codes)
+      .map(([c, n]) => `${c}: ${n}`)
+      .join(', ');
+    process.stderr.write(
+      `${target} ${scenario}: ${run.rps.toFixed(0)} req/s, p50 ${run.p50} ms, p99 ${run.p99} ms, CPU/req server ${run.serverUs.toFixed(0)} µs, PostgreSQL ${run.pgUs?.toFixed(0) ?? '-'} µs, non-2xx ${run.bad}${codes ? ` (${codes})` : ''}\n`,
+    );
   };
   /** Every scenario on a store, `rounds` times interleaved; then whether the budgets counted every allow. */
   const storeScenarios = async (target: string, t: Target) => {
     for (let i = 0; i < rounds; i++) for (const s of STORE_SCENARIOS) record(target, s, await load(t, BODIES[s]!));
     const usage = await budgets(t);
-    for (const [scenario, unit] of [[CALLS, 'calls'], [FIAT, 'USD']] as const) {
+    for (const [scenario, unit] of [
+      [CALLS, 'calls'],
+      [FIAT, 'USD'],
+    ] as const) {
       const allowed = results.find((r) => r.target === target && r.scenario === scenario)!.runs.reduce((n, x) => n + x.ok, 0);
       const u = usage.find((x) => x.unit === unit);
       // Requests still in flight when autocannon stops are accounted but not counted: at most `connections` per load.
       const accounted = u ? u.consumed + u.held : 0;
       const consistent = accounted >= allowed && accounted - allowed <= connections * 2 * rounds;
-      checks.push(`${target}, ${unit} budget: ${u ? `consumed ${u.consumed}, held ${u.held}` : 'no usage row'} for ${allowed} allow answers counted by autocannon, warm-ups included (${consistent ? 'consistent: the excess is at most the requests in flight when each load stopped' : 'INCONSISTENT'}).`);
+      checks.push(
+        `${target}, ${unit} budget: ${u ? `consumed ${u.consumed}, held ${u.held}` : 'no usage row'} for ${allowed} allow answers counted by autocannon, warm-ups included (${consistent ? 'consistent: the excess is at most the requests in flight when each load stopped' : 'INCONSISTENT'}).`,
+      );
     }
   };
 
@@ -236,7 +268,9 @@ async function main(): Promise<void> {
     for (let i = 0; i < rounds; i++) record(target, WEBHOOK, await load(t, BODIES[ALLOW]!));
     await stopTarget(t);
     const allowed = results.find((r) => r.target === target && r.scenario === WEBHOOK)!.runs.reduce((n, x) => n + x.ok, 0);
-    notes.push(`${target}, webhook scenario: ${receiver.count()} deliveries received while ${allowed} allow answers were counted (warm-ups included; the dispatcher is stopped with the target, so events still pending then are not counted).`);
+    notes.push(
+      `${target}, webhook scenario: ${receiver.count()} deliveries received while ${allowed} allow answers were counted (warm-ups included; the dispatcher is stopped with the target, so events still pending then are not counted).`,
+    );
     await receiver.close();
   };
 
@@ -256,47 +290,52 @@ async function main(): Promise<void> {
   }
 
   const cluster = targets.has('postgres') || targets.has('serve') ? await startCluster({ durable: true, log: () => {} }) : null;
-  if (cluster) try {
-    clusterDir = cluster.dataDir;
-    if (targets.has('postgres')) {
-      const pg = await startTarget(['--database-url', cluster.url]);
-      await storeScenarios('PostgreSQL', pg);
-      await stopTarget(pg);
+  if (cluster)
+    try {
+      clusterDir = cluster.dataDir;
+      if (targets.has('postgres')) {
+        const pg = await startTarget(['--database-url', cluster.url]);
+        await storeScenarios('PostgreSQL', pg);
+        await stopTarget(pg);
+      }
+      if (targets.has('serve')) {
+        // Right after the pared-down app, on a database of its own: what the bench app stored does not weigh on it.
+        const admin = postgres(cluster.url, { max: 1, onnotice: () => {} });
+        await admin.unsafe('create database authz_serve');
+        await admin.end();
+        const serve = await startServe({ databaseUrl: cluster.url.replace(/\/postgres$/, '/authz_serve'), policies: servePolicies });
+        await storeScenarios(SERVE, serve);
+        await stopTarget(serve);
+        notes.push(
+          `${SERVE}: \`node bin/authz.js serve\` (what \`npm start\` runs) with its defaults and ${servePolicies} policies in the environment (the bench policies plus generated ones, loaded with PUT /v1/bundle), its stdout (the request log) written to a file; settings not at their defaults: AUTHZ_KEY_RATE_LIMIT=${BENCH_KEY_RATE_LIMIT} (as on the bench app), AUTHZ_ADMIN_TOKEN and AUTHZ_MASTER_KEY (the setup needs them).`,
+        );
+      }
+      if (targets.has('postgres') && !values.quick) {
+        // The same allow decisions without signing a permit token: what tokens cost.
+        const noTokens = await startTarget(['--database-url', cluster.url, '--no-permits']);
+        for (let i = 0; i < rounds; i++) record('PostgreSQL', NO_PERMIT, await load(noTokens, BODIES[ALLOW]!));
+        await stopTarget(noTokens);
+        // The same allow decisions with the platform limit off: what its check costs.
+        const noKeyLimit = await startTarget(['--database-url', cluster.url, '--key-rate-limit', '0']);
+        for (let i = 0; i < rounds; i++) record('PostgreSQL', NO_KEY_LIMIT, await load(noKeyLimit, BODIES[ALLOW]!));
+        await stopTarget(noKeyLimit);
+        await webhookScenario('PostgreSQL', ['--database-url', cluster.url]);
+        // Two server processes on the same database share the same total load.
+        const [a, b] = [await startTarget(['--database-url', cluster.url]), await startTarget(['--database-url', cluster.url])];
+        for (let i = 0; i < rounds; i++) record('PostgreSQL', TWO_PROCESSES, await loadTwo(a, b, BODIES[ALLOW]!));
+        await Promise.all([stopTarget(a), stopTarget(b)]);
+      }
+    } finally {
+      await cluster.stop();
     }
-    if (targets.has('serve')) {
-      // Right after the pared-down app, on a database of its own: what the bench app stored does not weigh on it.
-      const admin = postgres(cluster.url, { max: 1, onnotice: () => {} });
-      await admin.unsafe('create database authz_serve');
-      await admin.end();
-      const serve = await startServe({ databaseUrl: cluster.url.replace(/\/postgres$/, '/authz_serve'), policies: servePolicies });
-      await storeScenarios(SERVE, serve);
-      await stopTarget(serve);
-      notes.push(`${SERVE}: \`node bin/authz.js serve\` (what \`npm start\` runs) with its defaults and ${servePolicies} policies in the environment (the bench policies plus generated ones, loaded with PUT /v1/bundle), its stdout (the request log) written to a file; settings not at their defaults: AUTHZ_KEY_RATE_LIMIT=${BENCH_KEY_RATE_LIMIT} (as on the bench app), AUTHZ_ADMIN_TOKEN and AUTHZ_MASTER_KEY (the setup needs them).`);
-    }
-    if (targets.has('postgres') && !values.quick) {
-      // The same allow decisions without signing a permit token: what tokens cost.
-      const noTokens = await startTarget(['--database-url', cluster.url, '--no-permits']);
-      for (let i = 0; i < rounds; i++) record('PostgreSQL', NO_PERMIT, await load(noTokens, BODIES[ALLOW]!));
-      await stopTarget(noTokens);
-      // The same allow decisions with the platform limit off: what its check costs.
-      const noKeyLimit = await startTarget(['--database-url', cluster.url, '--key-rate-limit', '0']);
-      for (let i = 0; i < rounds; i++) record('PostgreSQL', NO_KEY_LIMIT, await load(noKeyLimit, BODIES[ALLOW]!));
-      await stopTarget(noKeyLimit);
-      await webhookScenario('PostgreSQL', ['--database-url', cluster.url]);
-      // Two server processes on the same database share the same total load.
-      const [a, b] = [await startTarget(['--database-url', cluster.url]), await startTarget(['--database-url', cluster.url])];
-      for (let i = 0; i < rounds; i++) record('PostgreSQL', TWO_PROCESSES, await loadTwo(a, b, BODIES[ALLOW]!));
-      await Promise.all([stopTarget(a), stopTarget(b)]);
-    }
-  } finally {
-    await cluster.stop();
-  }
 
   const bareRps = results.find((r) => r.target === 'bare Fastify');
   const codes = (r: Result) => {
     const all: Record<string, number> = {};
     for (const x of r.runs) for (const [c, n] of Object.entries(x.codes)) all[c] = (all[c] ?? 0) + n;
-    const list = Object.entries(all).map(([c, n]) => `${c}: ${n}`).join(', ');
+    const list = Object.entries(all)
+      .map(([c, n]) => `${c}: ${n}`)
+      .join(', ');
     return list ? `${bad(r)} (${list})` : `${bad(r)}`;
   };
   const ratioRows: string[] = [];
@@ -307,7 +346,9 @@ async function main(): Promise<void> {
       const r = results.find((x) => x.target === target && x.scenario === s);
       if (!r) continue;
       const perRound = rounds > 1 ? ` | ${r.runs.map((x) => x.rps.toFixed(0)).join(', ')}` : '';
-      ratioRows.push(`| ${target} | ${s} | ${rps(r).toFixed(0)} | ${p50(r)} | ${p99(r)} | ${s === ALLOW ? '100%' : `${((rps(r) / rps(base)) * 100).toFixed(0)}%`}${perRound} | ${codes(r)} |`);
+      ratioRows.push(
+        `| ${target} | ${s} | ${rps(r).toFixed(0)} | ${p50(r)} | ${p99(r)} | ${s === ALLOW ? '100%' : `${((rps(r) / rps(base)) * 100).toFixed(0)}%`}${perRound} | ${codes(r)} |`,
+      );
     }
   }
   const pgRatio = (s: string) => {
@@ -315,16 +356,16 @@ async function main(): Promise<void> {
     const r = results.find((x) => x.target === 'PostgreSQL' && x.scenario === s);
     return base && r ? rps(r) / rps(base) : NaN;
   };
-  const target70 = [CALLS, FIAT]
-    .filter((s) => !Number.isNaN(pgRatio(s)))
-    .map((s) => `${s}: ${(pgRatio(s) * 100).toFixed(0)}% (${pgRatio(s) >= 0.7 ? 'met' : 'NOT met'})`);
+  const target70 = [CALLS, FIAT].filter((s) => !Number.isNaN(pgRatio(s))).map((s) => `${s}: ${(pgRatio(s) * 100).toFixed(0)}% (${pgRatio(s) >= 0.7 ? 'met' : 'NOT met'})`);
 
   // What `authz serve` adds over the pared-down app, scenario by scenario.
   const serveRows: string[] = [];
   for (const s of STORE_SCENARIOS) {
     const [app, srv] = [results.find((r) => r.target === 'PostgreSQL' && r.scenario === s), results.find((r) => r.target === SERVE && r.scenario === s)];
     if (!app || !srv) continue;
-    serveRows.push(`| ${s} | ${rps(app).toFixed(0)} | ${rps(srv).toFixed(0)} | ${((rps(srv) / rps(app)) * 100).toFixed(0)}% | ${p99(app)} / ${p99(srv)} | ${serverUs(app)} / ${serverUs(srv)} | ${pgUs(app)} / ${pgUs(srv)} |`);
+    serveRows.push(
+      `| ${s} | ${rps(app).toFixed(0)} | ${rps(srv).toFixed(0)} | ${((rps(srv) / rps(app)) * 100).toFixed(0)}% | ${p99(app)} / ${p99(srv)} | ${serverUs(app)} / ${serverUs(srv)} | ${pgUs(app)} / ${pgUs(srv)} |`,
+    );
   }
 
   const judged = httpTargets(results);
@@ -334,34 +375,43 @@ async function main(): Promise<void> {
     '',
     `${compilerVersion()}, Node ${process.version}, ${cpus().length} x ${cpus()[0]?.model ?? 'cpu'}; autocannon ${connections} connections, ${duration} s after a ${WARMUP} s warm-up, target and load generator in separate processes on this machine.` +
       (rounds > 1 ? ` Each store's scenarios ran ${rounds} times, interleaved; figures are medians of the rounds.` : ''),
-    `Load average (1 / 5 / 15 min) at the start ${loadAtStart.map((x) => x.toFixed(1)).join(' / ')}, at the end ${loadavg().map((x) => x.toFixed(1)).join(' / ')} (above ${cpus().length}, the core count, other work shared the machine: read ratios within this run, not absolute rates).`,
+    `Load average (1 / 5 / 15 min) at the start ${loadAtStart.map((x) => x.toFixed(1)).join(' / ')}, at the end ${loadavg()
+      .map((x) => x.toFixed(1))
+      .join(' / ')} (above ${cpus().length}, the core count, other work shared the machine: read ratios within this run, not absolute rates).`,
     'PostgreSQL: a throwaway local cluster with default durability (fsync, synchronous_commit on). Allow decisions carry an Ed25519 permit token (libsodium) unless the row says otherwise; every decision is stored with its event before it is answered.',
     `Budgets and rate limits are in the path. The platform rate limit per API key is on in every scenario (AUTHZ_KEY_RATE_LIMIT = ${BENCH_KEY_RATE_LIMIT.toLocaleString('en-US')} req/s, so it never answers 429): each process leases the key's tokens from the store 256 at a time (README: Budgets and rate limits), so it is part of every figure below except the row "${NO_KEY_LIMIT}" (AUTHZ_KEY_RATE_LIMIT = 0), which shows what it costs.`,
     '',
     'CPU per request: CPU time used during the measured run (after the warm-up) by the target process, and by the PostgreSQL cluster (postmaster and backends), divided by the requests answered; from /proc (bench/http/cpu.ts). The embedded store runs inside the target process.',
     '',
-    ...(judged.length ? [
-      '## Targets (issues 25 and 39: judged on `authz serve` when it ran)',
-      '',
-      '| target | measured | |',
-      '| --- | --- | --- |',
-      ...judged.map((t) => `| ${t.target} | ${t.measured} | ${t.met ? 'met' : 'NOT met'} |`),
-      '',
-    ] : []),
+    ...(judged.length
+      ? [
+          '## Targets (issues 25 and 39: judged on `authz serve` when it ran)',
+          '',
+          '| target | measured | |',
+          '| --- | --- | --- |',
+          ...judged.map((t) => `| ${t.target} | ${t.measured} | ${t.met ? 'met' : 'NOT met'} |`),
+          '',
+        ]
+      : []),
     '| target | scenario | req/s | p50 ms | p99 ms | vs bare | server CPU µs/req | PostgreSQL CPU µs/req | non-2xx |',
     '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
-    ...results.map((r) => `| ${r.target} | ${r.scenario} | ${rps(r).toFixed(0)} | ${p50(r)} | ${p99(r)} | ${bareRps ? `${((rps(r) / rps(bareRps)) * 100).toFixed(0)}%` : '-'} | ${serverUs(r)} | ${pgUs(r)} | ${codes(r)} |`),
+    ...results.map(
+      (r) =>
+        `| ${r.target} | ${r.scenario} | ${rps(r).toFixed(0)} | ${p50(r)} | ${p99(r)} | ${bareRps ? `${((rps(r) / rps(bareRps)) * 100).toFixed(0)}%` : '-'} | ${serverUs(r)} | ${pgUs(r)} | ${codes(r)} |`,
+    ),
     '',
-    ...(serveRows.length ? [
-      '## `authz serve` as users run it, beside the pared-down app',
-      '',
-      `The pared-down app (bench/http/server.ts: \`buildApp\` without the request logger, the background loops or the webhook dispatcher, 4 policies) and \`authz serve\` as \`npm start\` runs it (its defaults, ${servePolicies} policies, the request log to a file), on the same PostgreSQL cluster in the same run: the difference is what logging, background work and the dispatcher cost.`,
-      '',
-      '| scenario | pared-down req/s | authz serve req/s | serve / pared-down | p99 ms (app / serve) | server CPU µs/req (app / serve) | PostgreSQL CPU µs/req (app / serve) |',
-      '| --- | ---: | ---: | ---: | ---: | ---: | ---: |',
-      ...serveRows,
-      '',
-    ] : []),
+    ...(serveRows.length
+      ? [
+          '## `authz serve` as users run it, beside the pared-down app',
+          '',
+          `The pared-down app (bench/http/server.ts: \`buildApp\` without the request logger, the background loops or the webhook dispatcher, 4 policies) and \`authz serve\` as \`npm start\` runs it (its defaults, ${servePolicies} policies, the request log to a file), on the same PostgreSQL cluster in the same run: the difference is what logging, background work and the dispatcher cost.`,
+          '',
+          '| scenario | pared-down req/s | authz serve req/s | serve / pared-down | p99 ms (app / serve) | server CPU µs/req (app / serve) | PostgreSQL CPU µs/req (app / serve) |',
+          '| --- | ---: | ---: | ---: | ---: | ---: | ---: |',
+          ...serveRows,
+          '',
+        ]
+      : []),
     '## Budgets and rate limits: constrained / unconstrained',
     '',
     'The same request (agent bench-1, resource order:1) on three allow policies: none with limits; one with a `calls` budget (limit 1e12, monthly) and `rate_limit: { per_second: 1000000000 }`; one with a `USD` budget (limit 1e12, monthly; the request carries `amount: 1`, held until the decision is confirmed, rejected or expires, 300 s by default, so holds pile up during the run) and the same rate limit. Neither limit is ever reached, so every allow pays the whole accounting: the rate-limit row and the budget row (all requests hit the same rows: one agent), in the same batched authz_apply_limits call as the platform limit, before the decision is written. Non-2xx counts include the warm-ups.',

@@ -74,7 +74,11 @@ async function main(): Promise<void> {
   await migrate(store.sql, values['migrations-dir'] ? { dir: values['migrations-dir'] } : {});
   // As authz serve does at start: today's decision log partitions and the next days' (none before migration 015).
   if (!values['migrations-dir']) await maintainLog(store, systemClock, { retentionDays: null });
-  const services = await openServices({ config: configFromEnv({ AUTHZ_KEY_RATE_LIMIT: values['key-rate-limit'] ?? String(BENCH_KEY_RATE_LIMIT) }), store, ...(values['no-permits'] ? { permits: noPermits } : {}) });
+  const services = await openServices({
+    config: configFromEnv({ AUTHZ_KEY_RATE_LIMIT: values['key-rate-limit'] ?? String(BENCH_KEY_RATE_LIMIT) }),
+    store,
+    ...(values['no-permits'] ? { permits: noPermits } : {}),
+  });
   const at = new Date();
   const account = await createAccount(store.sql, 'bench', at);
   const key = (await createApiKey(store.sql, account.id, 'test', ['*'], at)).key;

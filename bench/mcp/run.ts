@@ -76,7 +76,10 @@ async function timeCalls(client: Client, tool: string, n: number, expectError: b
 }
 
 const cpus = availableParallelism();
-const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
 
 async function main(): Promise<void> {
   const loadBefore = load();
@@ -153,7 +156,7 @@ async function main(): Promise<void> {
     '',
     ...machineTable('a throwaway local cluster, default durability', ['@modelcontextprotocol/sdk', 'fastify', 'postgres']),
     '',
-    'The service runs on PostgreSQL; client, proxy, MCP server, service and PostgreSQL share this machine\'s cores.',
+    "The service runs on PostgreSQL; client, proxy, MCP server, service and PostgreSQL share this machine's cores.",
     '',
     '| path | calls | p50 ms | p99 ms | mean ms |',
     '| --- | --- | --- | --- | --- |',
@@ -161,22 +164,33 @@ async function main(): Promise<void> {
     row('through `authz mcp-proxy`, allowed: decide, forward (confirm after the answer)', p),
     row('through `authz mcp-proxy`, denied: decide only, never forwarded', x),
     row('one `POST /v1/decisions` round trip (AuthzClient decide; its confirm awaited before the next)', s),
-    row('the same while the previous decision\'s confirm is in flight (each confirm sent at once)', o),
+    row("the same while the previous decision's confirm is in flight (each confirm sent at once)", o),
     row(`the same with confirms sent in batches, as the proxy sends them (window ${SETTLE_WINDOW_MS} ms)`, b),
     '',
     `Load averages (1, 5, 15 min) before: ${loadBefore}; after: ${loadAfter} (${cpus} cores).`,
     '',
     `**Added by the proxy to an allowed call: ${f(added)} ms at p50, ${f(p.p99 - d.p99)} ms at p99** (proxied minus direct).`,
     `Target: at most one decision round trip + 1 ms at p50 = ${f(goal)} ms: ${added <= goal ? 'met' : 'NOT met'}.`,
-    'An allowed call waits for one service call (the decision); the confirm goes out after the upstream\'s answer has',
+    "An allowed call waits for one service call (the decision); the confirm goes out after the upstream's answer has",
     'gone to the client, so only the decision and one more stdio hop (client -> proxy -> server) are on its path.',
     `The proxy sends its confirms and rejects in batches (clients/mcp-proxy/settle-queue.ts: each waits up to ${SETTLE_WINDOW_MS} ms for`,
     'others), so most decisions have no confirm in flight beside them at the service or in the proxy.',
     '',
   ].join('\n');
   const figures = {
-    direct: d, proxied: p, denied: x, service: s, overlapped: o, batched: b,
-    added_p50_ms: added, target_ms: goal, met: added <= goal, load_before: loadBefore, load_after: loadAfter, cores: cpus, node: process.version,
+    direct: d,
+    proxied: p,
+    denied: x,
+    service: s,
+    overlapped: o,
+    batched: b,
+    added_p50_ms: added,
+    target_ms: goal,
+    met: added <= goal,
+    load_before: loadBefore,
+    load_after: loadAfter,
+    cores: cpus,
+    node: process.version,
   };
   writeLatencyPart(report);
   process.stdout.write(`${report}\n${JSON.stringify(figures)}\n`);

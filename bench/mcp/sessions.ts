@@ -105,8 +105,27 @@ async function main(): Promise<void> {
   writeFileSync(join(dir, 'mcp.yaml'), 'agent_id: bench-sessions\nserver: bench\n');
   const proxy = await startChild(
     process.execPath,
-    ['--expose-gc', '--import', pathToFileURL(fileURLToPath(new URL('./memory-probe.js', import.meta.url))).href, join(packageRoot(), 'bin', 'authz.js'), 'mcp-proxy', '--config', join(dir, 'mcp.yaml'), '--listen', '127.0.0.1:0', '--upstream-url', upstream.url,
-      '--url', 'http://127.0.0.1:9', '--key', 'svc_test_sk_never_called0000000000000000000000', '--max-sessions', String(MAX), '--session-idle-seconds', String(IDLE)],
+    [
+      '--expose-gc',
+      '--import',
+      pathToFileURL(fileURLToPath(new URL('./memory-probe.js', import.meta.url))).href,
+      join(packageRoot(), 'bin', 'authz.js'),
+      'mcp-proxy',
+      '--config',
+      join(dir, 'mcp.yaml'),
+      '--listen',
+      '127.0.0.1:0',
+      '--upstream-url',
+      upstream.url,
+      '--url',
+      'http://127.0.0.1:9',
+      '--key',
+      'svc_test_sk_never_called0000000000000000000000',
+      '--max-sessions',
+      String(MAX),
+      '--session-idle-seconds',
+      String(IDLE),
+    ],
     { ready: (l) => /listening on (http:\/\/\S+)/.exec(l)?.[1] },
   );
   const pid = proxy.child.pid!;
@@ -120,7 +139,12 @@ async function main(): Promise<void> {
       const r = await fetch(proxy.value, {
         method: 'POST',
         headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench', version: '1' } } }),
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench', version: '1' } },
+        }),
       });
       await r.text();
       if (r.status === 200) return;
@@ -168,7 +192,9 @@ async function main(): Promise<void> {
       [
         SESSIONS_HEADING,
         '',
-        `${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, Node ${process.version}, load averages ${loadavg().map((l) => l.toFixed(2)).join(' ')} at the end: ` +
+        `${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, Node ${process.version}, load averages ${loadavg()
+          .map((l) => l.toFixed(2))
+          .join(' ')} at the end: ` +
           `the proxy (\`--listen\`, \`--max-sessions ${MAX}\`, \`--session-idle-seconds ${IDLE}\`) before a Streamable HTTP MCP server; ` +
           `${SESSIONS} \`initialize\` calls, ${CONCURRENCY} at a time (${refused} answered 503 at the cap and retried), in ${figures.seconds} s; then 10 s idle.`,
         '',

@@ -134,7 +134,20 @@ async function main(): Promise<void> {
   const { port } = server.address() as AddressInfo;
   const child = spawn(
     process.execPath,
-    [join(packageRoot(), 'bin', 'authz.js'), 'replay', bundleFile, '--url', `http://127.0.0.1:${port}`, '--key', KEY, '--since', '2026-11-01T00:00:00Z', '--format', 'json', '--quiet'],
+    [
+      join(packageRoot(), 'bin', 'authz.js'),
+      'replay',
+      bundleFile,
+      '--url',
+      `http://127.0.0.1:${port}`,
+      '--key',
+      KEY,
+      '--since',
+      '2026-11-01T00:00:00Z',
+      '--format',
+      'json',
+      '--quiet',
+    ],
     { stdio: ['ignore', 'pipe', 'inherit'] },
   );
   let peak = 0;
@@ -179,7 +192,11 @@ async function main(): Promise<void> {
   process.stdout.write(report);
   writeFileSync(join(packageRoot(), 'bench', 'replay', 'REPORT.md'), report);
   writeTargets('replay', [
-    { target: `replay: >= ${n(TARGET_PER_SECOND)} evaluations/s against ${n(POLICIES)} policies`, measured: `${n(evalPerSecond)}/s (end to end ${n(e2ePerSecond)}/s, peak RSS ${(peak / 2 ** 20).toFixed(0)} MiB)`, met: evalPerSecond >= TARGET_PER_SECOND },
+    {
+      target: `replay: >= ${n(TARGET_PER_SECOND)} evaluations/s against ${n(POLICIES)} policies`,
+      measured: `${n(evalPerSecond)}/s (end to end ${n(e2ePerSecond)}/s, peak RSS ${(peak / 2 ** 20).toFixed(0)} MiB)`,
+      met: evalPerSecond >= TARGET_PER_SECOND,
+    },
   ]);
 }
 

@@ -44,7 +44,9 @@ const fmt = (ms: number) => ms.toFixed(1);
 const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
 
 function rssBytes(): number {
-  const line = readFileSync('/proc/self/status', 'utf8').split('\n').find((l) => l.startsWith('VmRSS:'));
+  const line = readFileSync('/proc/self/status', 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('VmRSS:'));
   return Number(line?.split(/\s+/)[1] ?? 0) * 1024;
 }
 
@@ -78,7 +80,12 @@ try {
   const baseA = await app.listen({ host: '127.0.0.1', port: 0 });
   const inject = (key: string, method: 'GET' | 'POST', url: string, payload?: object) =>
     app.inject({ method, url, headers: { authorization: `Bearer ${key}` }, ...(payload ? { payload } : {}) }).then((r) => r.json() as Record<string, any>);
-  await inject(agentKey, 'POST', '/v1/policies', { name: 'refunds-approved-first', effect: 'review', actions: ['payments.refund'], approval: { required: true, timeout_seconds: 3600 } });
+  await inject(agentKey, 'POST', '/v1/policies', {
+    name: 'refunds-approved-first',
+    effect: 'review',
+    actions: ['payments.refund'],
+    approval: { required: true, timeout_seconds: 3600 },
+  });
 
   // B: `authz serve` on the same database.
   const portB = 20_000 + Math.floor(Math.random() * 20_000);
@@ -88,7 +95,13 @@ try {
   });
   const baseB = `http://127.0.0.1:${portB}`;
   for (let i = 0; ; i++) {
-    if (await fetch(`${baseB}/healthz`).then((r) => r.ok, () => false)) break;
+    if (
+      await fetch(`${baseB}/healthz`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      break;
     if (i > 300) throw new Error('server B did not start');
     await sleep(100);
   }
@@ -155,14 +168,19 @@ try {
   await run(`${WAITERS} waiters on ${WAITERS} decisions, approved through B (16 verdicts in flight)`, many, async () => {
     const out: Array<{ id: string; sent: number; answered: number }> = [];
     let next = 0;
-    await Promise.all(Array.from({ length: 16 }, async () => {
-      while (next < many.length) out.push(await review(baseB, many[next++]!));
-    }));
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        while (next < many.length) out.push(await review(baseB, many[next++]!));
+      }),
+    );
     return out;
   });
 
   // 2 and 3. Every waiter on one decision, approved once, through B then through A.
-  for (const [label, base] of [['B (through NOTIFY)', baseB], ['A itself (in-process wake)', baseA]] as const) {
+  for (const [label, base] of [
+    ['B (through NOTIFY)', baseB],
+    ['A itself (in-process wake)', baseA],
+  ] as const) {
     const one = await decide(0);
     const ids = Array.from({ length: WAITERS }, () => one);
     await run(`${WAITERS} waiters on one decision, approved once through ${label}`, ids, async () => [await review(base, one)]);
@@ -176,9 +194,11 @@ try {
     '',
     ...machineTable('throwaway cluster, default durability', ['fastify', 'postgres']),
     '',
-    `Load average when the run ended (the machine is shared): ${loadavg().map((l) => l.toFixed(2)).join(' / ')} (1 / 5 / 15 min). A, B, the clients and PostgreSQL share the machine's cores.`,
+    `Load average when the run ended (the machine is shared): ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' / ')} (1 / 5 / 15 min). A, B, the clients and PostgreSQL share the machine's cores.`,
     '',
-    '| shape | heap per waiter | RSS per waiter | after the verdict\'s answer p50 / p99 / max (ms) | after the verdict\'s request p50 / p99 / max (ms) | every waiter answered pending |',
+    "| shape | heap per waiter | RSS per waiter | after the verdict's answer p50 / p99 / max (ms) | after the verdict's request p50 / p99 / max (ms) | every waiter answered pending |",
     '| --- | ---: | ---: | ---: | ---: | --- |',
     ...shapes.map((s) => {
       const n = s.fromAnswered.length;

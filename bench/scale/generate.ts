@@ -48,7 +48,8 @@ export async function generateDecisions(sql: Sql, o: GenerateOptions): Promise<s
     const partitioned = o.partitioned ?? true;
     await sql.begin(async (tx) => {
       if (partitioned) await tx.unsafe(`create table ${name} (like decisions including defaults including constraints)`);
-      await tx.unsafe(`
+      await tx.unsafe(
+        `
         insert into ${partitioned ? name : 'decisions'} (account_id, environment, id, agent_id, action, resource, effect, reason, policy_id,
           matched_policy_ids, warnings, status, evaluated_at, expires_at, ttl_seconds, resolved_at)
         select $1, 'test', 'dec_' || ${base62Sql(ms)} || lpad(to_hex(g), 16, '0'),
@@ -59,7 +60,9 @@ export async function generateDecisions(sql: Sql, o: GenerateOptions): Promise<s
           case when g % 10 = 0 then '{}'::text[] else '{pol_bench_allow}'::text[] end, '[]'::jsonb,
           case when g % 10 = 0 then 'denied' else 'confirmed' end,
           to_timestamp(${ms} / 1000.0), to_timestamp(${ms} / 1000.0) + interval '5 minutes', 300, to_timestamp(${ms} / 1000.0)
-        from generate_series(0, ${n - 1}) g`, [o.accountId]);
+        from generate_series(0, ${n - 1}) g`,
+        [o.accountId],
+      );
       if (!partitioned) return;
       const { lo, hi } = idRange('dec', dayStart, dayStart + DAY_MS);
       await tx.unsafe(`alter table decisions attach partition ${name} for values from ('${lo}') to ('${hi}')`);

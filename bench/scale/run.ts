@@ -58,7 +58,10 @@ const duration = Number(values.duration ?? 10);
 const connections = Number(values.connections ?? 50);
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
-const load = () => loadavg().map((x) => x.toFixed(1)).join(' ');
+const load = () =>
+  loadavg()
+    .map((x) => x.toFixed(1))
+    .join(' ');
 
 interface Figures {
   rps: number;
@@ -160,10 +163,16 @@ async function main(): Promise<void> {
 
     log('4. reads ...');
     const agentIds = Array.from({ length: agents }, (_, i) => `agent-${i}`);
-    const byAgent = await measure(target, { method: 'GET', requests: [{ setupRequest: (req: Record<string, unknown>) => ({ ...req, path: `/v1/decisions?agent_id=${pick(agentIds)}` }) }] } as never);
+    const byAgent = await measure(target, {
+      method: 'GET',
+      requests: [{ setupRequest: (req: Record<string, unknown>) => ({ ...req, path: `/v1/decisions?agent_id=${pick(agentIds)}` }) }],
+    } as never);
     const sampleShare = Math.min(100, (20_000 / rows) * 100);
     const ids = (await store.sql<Array<{ id: string }>>`select id from decisions tablesample bernoulli (${sampleShare}) limit 20000`).map((r) => r.id);
-    const byId = await measure(target, { method: 'GET', requests: [{ setupRequest: (req: Record<string, unknown>) => ({ ...req, path: `/v1/decisions/${pick(ids)}` }) }] } as never);
+    const byId = await measure(target, {
+      method: 'GET',
+      requests: [{ setupRequest: (req: Record<string, unknown>) => ({ ...req, path: `/v1/decisions/${pick(ids)}` }) }],
+    } as never);
     const readLoad = load();
 
     const fig = (f: Figures) => `${Math.round(f.rps).toLocaleString('en-US')}/s, p50 ${f.p50.toFixed(1)} ms, p99 ${f.p99.toFixed(1)} ms`;

@@ -183,7 +183,12 @@ function verdict(samples: Sample[], rate: number): Verdict {
   return {
     ok: heapFlat && p99Flat && rateHeld && bad === 0,
     lines: [
-      ...(long ? [] : [`Short run: not enough samples for a first, second and last minute, so the ${earlyName} is compared with the ${lateName} and the slope is over every sample. Not a soak verdict.`, '']),
+      ...(long
+        ? []
+        : [
+            `Short run: not enough samples for a first, second and last minute, so the ${earlyName} is compared with the ${lateName} and the slope is over every sample. Not a soak verdict.`,
+            '',
+          ]),
       `| check | measured | threshold | flat |`,
       `| --- | --- | --- | --- |`,
       `| heap after GC: least-squares slope${long ? ' after the first minute' : ''} | ${f(heapSlope)} MiB/min | <= ${HEAP_SLOPE_MAX} MiB/min | ${yes(heapSlope <= HEAP_SLOPE_MAX)} |`,
@@ -236,7 +241,9 @@ async function main(): Promise<void> {
       delivered = count;
       last = now;
       samples.push(sample);
-      log(`${sample.t.toFixed(0)} s: ${s.rps.toFixed(0)}/s p50 ${s.p50} ms p99 ${s.p99} ms, RSS ${sample.rssMiB.toFixed(1)} MiB, heap ${sample.heapMiB.toFixed(1)} MiB (${sample.retainedMiB.toFixed(1)} after GC), ${sample.deliveriesPerS.toFixed(0)} deliveries/s${s.bad ? `, ${s.bad} non-2xx/errors` : ''}`);
+      log(
+        `${sample.t.toFixed(0)} s: ${s.rps.toFixed(0)}/s p50 ${s.p50} ms p99 ${s.p99} ms, RSS ${sample.rssMiB.toFixed(1)} MiB, heap ${sample.heapMiB.toFixed(1)} MiB (${sample.retainedMiB.toFixed(1)} after GC), ${sample.deliveriesPerS.toFixed(0)} deliveries/s${s.bad ? `, ${s.bad} non-2xx/errors` : ''}`,
+      );
     }
 
     const v = verdict(samples, rate);
@@ -248,7 +255,7 @@ async function main(): Promise<void> {
       '',
       ...machineTable('a throwaway local cluster, default durability', ['fastify', 'postgres', 'sodium-native', 'autocannon']),
       '',
-      'The target is one bench server process (bench/http/server.ts: the runtime app on PostgreSQL with its webhook dispatcher, an endpoint subscribed to every event on a receiver in the load generator\'s process; no replication poll or budget sweep, which `authz serve` adds). Load generator, target and PostgreSQL share this machine\'s cores.',
+      "The target is one bench server process (bench/http/server.ts: the runtime app on PostgreSQL with its webhook dispatcher, an endpoint subscribed to every event on a receiver in the load generator's process; no replication poll or budget sweep, which `authz serve` adds). Load generator, target and PostgreSQL share this machine's cores.",
       `Request mix, in turn: ${MIX.join(', ')} (allow: unconstrained; calls: a \`calls\` budget and a rate limit; usd: a USD budget holding amount 1 for a 60 s TTL, and a rate limit; limits never reached), over ${AGENTS} agents. Each slice is a new autocannon run (${connections} connections, \`overallRate\`), so connections are re-opened every ${intervalSeconds} s.`,
       '',
       `- Maximum: **${max.rps.toFixed(0)} decisions/s** (${maxSeconds} s flat out at ${connections} connections after a ${WARMUP_SECONDS} s warm-up; p50 ${max.p50} ms, p99 ${max.p99} ms, non-2xx ${max.bad}).`,
@@ -268,7 +275,7 @@ async function main(): Promise<void> {
       '',
       ...v.lines,
       '',
-      'After each slice: RSS and heap used as they are, then heap used again right after a full GC (`global.gc()` in the target, between slices, so it is in no slice\'s latency). The memory verdict is on the heap after GC, which only grows if something is retained; heap used as sampled moves with the collector.',
+      "After each slice: RSS and heap used as they are, then heap used again right after a full GC (`global.gc()` in the target, between slices, so it is in no slice's latency). The memory verdict is on the heap after GC, which only grows if something is retained; heap used as sampled moves with the collector.",
       '',
     ];
     const report = lines.join('\n');

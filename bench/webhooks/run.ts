@@ -63,7 +63,16 @@ async function stopChild(child: ChildProcess): Promise<void> {
 async function startDispatcherProcess(databaseUrl: string): Promise<ChildProcess> {
   const child = spawn(process.execPath, [join(packageRoot(), 'bin', 'authz.js'), 'serve'], {
     stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, DATABASE_URL: databaseUrl, AUTHZ_ROLE: 'dispatcher', PORT: '0', HOST: '127.0.0.1', AUTHZ_MASTER_KEY: MASTER_KEY, AUTHZ_WEBHOOK_ALLOW_PRIVATE: '1', LOG_LEVEL: 'warn' },
+    env: {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      AUTHZ_ROLE: 'dispatcher',
+      PORT: '0',
+      HOST: '127.0.0.1',
+      AUTHZ_MASTER_KEY: MASTER_KEY,
+      AUTHZ_WEBHOOK_ALLOW_PRIVATE: '1',
+      LOG_LEVEL: 'warn',
+    },
   });
   await new Promise<void>((resolve, reject) => {
     createInterface({ input: child.stdout! }).on('line', (line) => line.includes('listening on') && resolve());
@@ -173,7 +182,9 @@ try {
     const decisions = load ? await load.stop() : null;
     const perSecond = (s.count * 1000) / Math.max(1, s.last - started);
     phases.push({ name, perSecond, stats: s, decisions, alone, dispatcherUs, pgUs, receiverUs });
-    process.stderr.write(`${name}: ${s.count} of ${EVENTS} delivered, ${perSecond.toFixed(0)}/s${decisions === null ? '' : `, decisions ${decisions.toFixed(0)}/s (alone ${alone?.toFixed(0)})`}\n`);
+    process.stderr.write(
+      `${name}: ${s.count} of ${EVENTS} delivered, ${perSecond.toFixed(0)}/s${decisions === null ? '' : `, decisions ${decisions.toFixed(0)}/s (alone ${alone?.toFixed(0)})`}\n`,
+    );
   };
 
   // 1 and 2: one process that both serves and delivers.
@@ -205,9 +216,12 @@ try {
     '',
     '| setting | delivered | deliveries/s | lag p50 / p99 / max (ms) | decisions/s meanwhile | decisions/s alone (same process, same run) | CPU per delivery: delivering process / PostgreSQL / receiver (µs) |',
     '| --- | ---: | ---: | ---: | ---: | ---: | ---: |',
-    ...phases.map((p) => `| ${p.name} | ${p.stats.count} of ${EVENTS} | ${p.perSecond.toFixed(0)} | ${p.stats.lags_ms.join(' / ')} | ${p.decisions === null ? '-' : p.decisions.toFixed(0)} | ${p.alone === null ? '-' : p.alone.toFixed(0)} | ${p.dispatcherUs.toFixed(0)} / ${p.pgUs.toFixed(0)} / ${p.receiverUs.toFixed(0)} |`),
+    ...phases.map(
+      (p) =>
+        `| ${p.name} | ${p.stats.count} of ${EVENTS} | ${p.perSecond.toFixed(0)} | ${p.stats.lags_ms.join(' / ')} | ${p.decisions === null ? '-' : p.decisions.toFixed(0)} | ${p.alone === null ? '-' : p.alone.toFixed(0)} | ${p.dispatcherUs.toFixed(0)} / ${p.pgUs.toFixed(0)} / ${p.receiverUs.toFixed(0)} |`,
+    ),
     '',
-    'CPU per delivery: /proc CPU time of the process that delivers, of the PostgreSQL cluster and of the receiver while the batch was written and delivered, divided by the deliveries (with decisions running, both figures include the decisions\' share: the one-process row\'s process also answers them).',
+    "CPU per delivery: /proc CPU time of the process that delivers, of the PostgreSQL cluster and of the receiver while the batch was written and delivered, divided by the deliveries (with decisions running, both figures include the decisions' share: the one-process row's process also answers them).",
     '',
     'Target: at least 2,000 deliveries/s on PostgreSQL, with decisions still served.',
     '',
@@ -216,7 +230,11 @@ try {
   writeFileSync(join(packageRoot(), 'bench', 'webhooks', 'REPORT.md'), report);
   const best = phases[0]!;
   writeTargets('webhooks', [
-    { target: 'webhooks: >= 2,000 deliveries/s on PostgreSQL (one process, AUTHZ_ROLE=all)', measured: `${best.perSecond.toFixed(0)}/s (${best.stats.count} of ${EVENTS})`, met: best.perSecond >= 2000 && best.stats.count === EVENTS },
+    {
+      target: 'webhooks: >= 2,000 deliveries/s on PostgreSQL (one process, AUTHZ_ROLE=all)',
+      measured: `${best.perSecond.toFixed(0)}/s (${best.stats.count} of ${EVENTS})`,
+      met: best.perSecond >= 2000 && best.stats.count === EVENTS,
+    },
     {
       target: 'webhooks: >= 2,000 deliveries/s with decisions still served (API process + dispatcher process)',
       measured: `${split.perSecond.toFixed(0)}/s while ${split.decisions?.toFixed(0)} decisions/s (alone ${split.alone?.toFixed(0)})`,

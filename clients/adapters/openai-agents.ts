@@ -110,8 +110,7 @@ export function createAgentsToolGuard(options: AgentsToolGuardOptions): AgentsTo
   const { authz, agent_id } = options;
   const interruptOn = options.interruptOn ?? 'approval';
   const waitSeconds = options.approvalWaitSeconds ?? DEFAULT_APPROVAL_WAIT_SECONDS;
-  const onSettleError =
-    options.onSettleError ?? ((error: unknown, d: Decision) => console.warn(`agent-authz: could not settle decision ${d.id}: ${(error as Error).message}`));
+  const onSettleError = options.onSettleError ?? ((error: unknown, d: Decision) => console.warn(`agent-authz: could not settle decision ${d.id}: ${(error as Error).message}`));
   /** Decisions made in needsApproval, by call id, until execute or release takes them. */
   const decisions = new Map<string, Decision>();
 

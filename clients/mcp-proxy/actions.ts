@@ -144,9 +144,7 @@ export class ActionMap {
       const action = this.actionOf(tool);
       byAction.set(action, [...(byAction.get(action) ?? []), tool]);
     }
-    return [...byAction]
-      .filter(([, names]) => names.length > 1 && names.some((n) => !this.isExplicit(n)))
-      .map(([action, names]) => ({ action, tools: names.sort() }));
+    return [...byAction].filter(([, names]) => names.length > 1 && names.some((n) => !this.isExplicit(n))).map(([action, names]) => ({ action, tools: names.sort() }));
   }
 
   /** Mapped tools the upstream does not offer (probably a typo in the configuration). */

@@ -137,7 +137,8 @@ function readInvocation(argv: readonly string[], env: NodeJS.ProcessEnv): Invoca
     const at = parseListen(values.listen);
     if (!at) throw new UsageProblem(`--listen ${JSON.stringify(values.listen)}: expected HOST:PORT, e.g. 127.0.0.1:8090`);
     const publicUrl = values['public-url'];
-    if (publicUrl !== undefined && !(URL.canParse(publicUrl) && /^https?:$/.test(new URL(publicUrl).protocol))) throw new UsageProblem(`--public-url ${JSON.stringify(publicUrl)} is not an http(s) URL`);
+    if (publicUrl !== undefined && !(URL.canParse(publicUrl) && /^https?:$/.test(new URL(publicUrl).protocol)))
+      throw new UsageProblem(`--public-url ${JSON.stringify(publicUrl)} is not an http(s) URL`);
     listen = {
       ...at,
       ...(publicUrl === undefined ? {} : { publicUrl: new URL(publicUrl) }),

@@ -69,7 +69,19 @@ export class ProxyConfigError extends Error {
   }
 }
 
-const TOP_LEVEL = new Set(['agent_id', 'server', 'on_behalf_of', 'approval_wait_seconds', 'ttl_seconds', 'tools', 'methods', 'pass_through', 'declared_mappings', 'upstream_auth', 'auth']);
+const TOP_LEVEL = new Set([
+  'agent_id',
+  'server',
+  'on_behalf_of',
+  'approval_wait_seconds',
+  'ttl_seconds',
+  'tools',
+  'methods',
+  'pass_through',
+  'declared_mappings',
+  'upstream_auth',
+  'auth',
+]);
 const TOOL_FIELDS = new Set(['action', 'resource', 'amount']);
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -96,7 +108,7 @@ export function parseProxyConfig(value: unknown, source = 'config', env: NodeJS.
   if (value.agent_id !== undefined || value.auth === undefined) {
     if (!nonEmpty(value.agent_id)) problems.push(`agent_id: ${value.auth === undefined ? 'required, ' : ''}a non-empty string of at most 256 characters`);
   }
-  if (!nonEmpty(value.server, 100)) problems.push('server: required, a non-empty string (the namespace of this server\'s actions)');
+  if (!nonEmpty(value.server, 100)) problems.push("server: required, a non-empty string (the namespace of this server's actions)");
   const onBehalfOf = value.on_behalf_of ?? (env.AUTHZ_ON_BEHALF_OF || undefined);
   if (onBehalfOf !== undefined && !nonEmpty(onBehalfOf)) problems.push('on_behalf_of: a non-empty string of at most 256 characters');
 
@@ -180,7 +192,8 @@ function parseMethods(raw: unknown, problems: string[]): ProxyConfig['methods'] 
     for (const key of Object.keys(entry)) if (key !== 'action' && key !== 'resource') problems.push(`${at}: unknown field "${key}" (known: action, resource)`);
     const mapping: { action?: string; resource?: string } = {};
     if (entry.action !== undefined) {
-      if (typeof entry.action !== 'string' || !ACTION_PATTERN.test(entry.action)) problems.push(`${at}.action: ${JSON.stringify(entry.action)} is not an action: namespace.verb, each part [a-z][a-z0-9_]* (no wildcards)`);
+      if (typeof entry.action !== 'string' || !ACTION_PATTERN.test(entry.action))
+        problems.push(`${at}.action: ${JSON.stringify(entry.action)} is not an action: namespace.verb, each part [a-z][a-z0-9_]* (no wildcards)`);
       else mapping.action = entry.action;
     }
     if (entry.resource !== undefined) {
@@ -214,6 +227,10 @@ export function loadProxyConfig(path: string, env: NodeJS.ProcessEnv = process.e
     throw new ProxyConfigError(path, [`cannot read the file: ${(e as Error).message}`]);
   }
   const doc = parseDocument(text, { prettyErrors: true });
-  if (doc.errors.length > 0) throw new ProxyConfigError(path, doc.errors.map((e) => e.message.split('\n')[0]!));
+  if (doc.errors.length > 0)
+    throw new ProxyConfigError(
+      path,
+      doc.errors.map((e) => e.message.split('\n')[0]!),
+    );
   return parseProxyConfig(doc.toJS(), path, env);
 }

@@ -120,7 +120,11 @@ export function rpcErrorFrom(error: unknown, method: string): RpcError {
   }
   if (error instanceof ArgumentProblem) return { code: -32602, message: `agent-authz refused this request: ${error.message}`, data: { reason: error.code } };
   const code = error instanceof AuthzError ? error.code : 'mcp_proxy.internal_error';
-  return { code: INTERNAL_ERROR_CODE, message: `agent-authz could not decide this request (${code}: ${(error as Error).message}). ${method} was not forwarded.`, data: { reason: code } };
+  return {
+    code: INTERNAL_ERROR_CODE,
+    message: `agent-authz could not decide this request (${code}: ${(error as Error).message}). ${method} was not forwarded.`,
+    data: { reason: code },
+  };
 }
 
 /**
@@ -282,11 +286,7 @@ export class Enforcer {
     let decision: Decision;
     try {
       const target = methodTarget(this.config, method, params);
-      decision = await this.#decide(
-        { action: target.action, ...(target.resource === undefined ? {} : { resource: target.resource }), context: { mcp: target.mcp } },
-        who,
-        notify,
-      );
+      decision = await this.#decide({ action: target.action, ...(target.resource === undefined ? {} : { resource: target.resource }), context: { mcp: target.mcp } }, who, notify);
     } catch (error) {
       return { kind: 'error', error: rpcErrorFrom(error, method) };
     }

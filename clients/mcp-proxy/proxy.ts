@@ -110,8 +110,11 @@ export class McpProxy {
       const collisions = enforcer.actions.collisions(names);
       if (collisions.length > 0) {
         throw new ProxyConfigError(
-          'the upstream\'s tools',
-          collisions.map((c) => `tools ${c.tools.map((t) => JSON.stringify(t)).join(' and ')} would all be decided as ${c.action}: map them to actions of their own under "tools:" in the configuration`),
+          "the upstream's tools",
+          collisions.map(
+            (c) =>
+              `tools ${c.tools.map((t) => JSON.stringify(t)).join(' and ')} would all be decided as ${c.action}: map them to actions of their own under "tools:" in the configuration`,
+          ),
         );
       }
       for (const tool of enforcer.actions.unknownMappings(names)) options.log(`warning: the configuration maps tool "${tool}", which the upstream does not offer`);

@@ -202,8 +202,7 @@ export class Relay {
   /** Progress for the client while its request awaits a human's approval. */
   #approvalProgress(id: RequestId, progressToken: string | number) {
     let step = 0;
-    return (message: string) =>
-      this.#toClient({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken, progress: ++step, message } }, id);
+    return (message: string) => this.#toClient({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken, progress: ++step, message } }, id);
   }
 
   async #forward(request: JSONRPCRequest, entry: Forwarded): Promise<void> {
@@ -269,7 +268,10 @@ export class Relay {
       if (entry.method === 'initialize') this.#setProtocolVersion(message.result.protocolVersion);
       if (entry.method === 'tools/list' && Array.isArray(message.result.tools)) {
         const tools = message.result.tools as Tool[];
-        this.#o.names.note(tools.map((t) => t.name), { firstPage: entry.firstPage ?? true });
+        this.#o.names.note(
+          tools.map((t) => t.name),
+          { firstPage: entry.firstPage ?? true },
+        );
         this.#o.declared?.note(tools, { firstPage: entry.firstPage ?? true });
         try {
           answer = { ...message, result: { ...message.result, tools: await this.#o.enforcer.visibleTools(tools, this.#o.principal, this.#o.names, this.#o.declared) } };
@@ -353,7 +355,9 @@ export class Relay {
         reject(new Error(`no answer to ${method} within ${OWN_REQUEST_TIMEOUT_MS / 1000} s`));
       }, OWN_REQUEST_TIMEOUT_MS);
       timer.unref();
-      const done = <T>(f: (v: T) => void) => (v: T) => (clearTimeout(timer), f(v));
+      const done =
+        <T>(f: (v: T) => void) =>
+        (v: T) => (clearTimeout(timer), f(v));
       this.#own.set(id, { resolve: done(resolve), reject: done(reject) });
       this.#o.upstream.send({ jsonrpc: '2.0', id, method, params }).catch((error: Error) => {
         this.#own.delete(id);

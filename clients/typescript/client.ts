@@ -155,7 +155,10 @@ export class AuthzClient {
    */
   async budgetsRemaining(query: RemainingQuery, options: RequestOptions = {}): Promise<BudgetRemaining[]> {
     const params = new URLSearchParams({ agent_id: query.agent_id });
-    for (const [field, fallback] of [['session_id', this.sessionId], ['on_behalf_of', this.onBehalfOf]] as const) {
+    for (const [field, fallback] of [
+      ['session_id', this.sessionId],
+      ['on_behalf_of', this.onBehalfOf],
+    ] as const) {
       const value = query[field] === undefined ? fallback : query[field];
       if (typeof value === 'string') params.set(field, value);
     }
@@ -240,7 +243,10 @@ export class AuthzClient {
   #decisionBody(input: DecisionInput): Record<string, unknown> {
     const body: Record<string, unknown> = {};
     for (const [field, value] of Object.entries(input)) if (value !== undefined) body[field] = value;
-    for (const [field, fallback] of [['session_id', this.sessionId], ['on_behalf_of', this.onBehalfOf]] as const) {
+    for (const [field, fallback] of [
+      ['session_id', this.sessionId],
+      ['on_behalf_of', this.onBehalfOf],
+    ] as const) {
       const given = input[field];
       if (given === null) delete body[field];
       else if (given === undefined && fallback !== undefined) body[field] = fallback;

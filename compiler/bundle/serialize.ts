@@ -60,7 +60,10 @@ export function* deserializeTrieSteps(table: SerializedTable, rows: readonly Pol
   function* affix(record: Record<string, SerializedGlobRef[]>, prefix: boolean): Generator<void, AffixIndex> {
     const byAffix = new Map<string, GlobEntry[]>();
     for (const [key, refs] of Object.entries(record)) {
-      byAffix.set(key, refs.map((x) => entry(x, (glob) => (prefix ? glob.prefix === key : glob.prefix === '' && glob.suffix === key))));
+      byAffix.set(
+        key,
+        refs.map((x) => entry(x, (glob) => (prefix ? glob.prefix === key : glob.prefix === '' && glob.suffix === key))),
+      );
       if (tick()) yield;
     }
     return { byAffix, lengths: [...new Set([...byAffix.keys()].map((k) => k.length))].sort((a, b) => a - b), buckets: undefined };

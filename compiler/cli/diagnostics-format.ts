@@ -24,9 +24,7 @@ export function codeFrame(d: Diagnostic, text: string | undefined): string | und
 }
 
 export function githubAnnotation(d: Diagnostic): string {
-  const props = [d.file && `file=${escapeProperty(d.file)}`, d.line && `line=${d.line}`, d.col && `col=${d.col}`, `title=${escapeProperty(d.code)}`]
-    .filter(Boolean)
-    .join(',');
+  const props = [d.file && `file=${escapeProperty(d.file)}`, d.line && `line=${d.line}`, d.col && `col=${d.col}`, `title=${escapeProperty(d.code)}`].filter(Boolean).join(',');
   return `::${d.severity === 'warning' ? 'warning' : 'error'} ${props}::${escapeData(d.message)}`;
 }
 

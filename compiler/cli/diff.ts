@@ -34,7 +34,10 @@ export function runDiff(options: DiffOptions, io: CliIo): number {
   const before = loadPolicySet(oldPath, io.cwd);
   const after = loadPolicySet(newPath, io.cwd);
   if (!before.ok || !after.ok) {
-    for (const [path, set] of [[oldPath, before], [newPath, after]] as Array<[string, LoadedSet]>) {
+    for (const [path, set] of [
+      [oldPath, before],
+      [newPath, after],
+    ] as Array<[string, LoadedSet]>) {
       if (set.ok) continue;
       io.err(`authz diff: ${path} does not compile:`);
       for (const line of renderDiagnostics(set.diagnostics, 'text', false, set.sources)) io.err(`  ${line}`);

@@ -87,16 +87,19 @@ export function runExplain(options: ExplainOptions, io: CliIo): number {
   for (const w of evaluation.warnings) io.out(`warning: ${w.code}: ${w.message}`);
   if (withShadow) {
     const outcome = `${withShadow.effect} (${withShadow.reason})${withShadow.policy_id ? ` by ${withShadow.policy_id}` : ''}`;
-    io.out(`shadow: ${outcome}${evaluation.shadow ? ' <- differs: what the decision would be with the shadow policies enabled' : ', the same effect and reason with the shadow policies enabled'}`);
+    io.out(
+      `shadow: ${outcome}${evaluation.shadow ? ' <- differs: what the decision would be with the shadow policies enabled' : ', the same effect and reason with the shadow policies enabled'}`,
+    );
   }
   const hidden = trace.length - shown.length;
   io.out(shown.length ? 'policies:' : 'no policy matched the agent and action');
   for (const t of shown) {
     // => the deciding policy, + another match, ~> the winner with the shadow policies enabled (a shadow one), - dropped out.
-    const mark =
-      t.outcome !== 'matched' ? ' -' : t.policy.id === evaluation.policy_id ? '=>' : t.shadow && t.policy.id === withShadow?.policy_id ? '~>' : ' +';
+    const mark = t.outcome !== 'matched' ? ' -' : t.policy.id === evaluation.policy_id ? '=>' : t.shadow && t.policy.id === withShadow?.policy_id ? '~>' : ' +';
     const tag = t.shadow ? ' [shadow]' : '';
-    io.out(`  ${mark} ${t.policy.id}${tag} (priority ${t.policy.priority}, ${t.policy.effect}) ${t.outcome === 'matched' ? 'matched' : `dropped at ${t.outcome}`}: ${t.detail}${where(t.policy.id) ? `  [${where(t.policy.id)}]` : ''}`);
+    io.out(
+      `  ${mark} ${t.policy.id}${tag} (priority ${t.policy.priority}, ${t.policy.effect}) ${t.outcome === 'matched' ? 'matched' : `dropped at ${t.outcome}`}: ${t.detail}${where(t.policy.id) ? `  [${where(t.policy.id)}]` : ''}`,
+    );
   }
   if (hidden > 0) io.out(`${hidden} other ${hidden === 1 ? 'policy does' : 'policies do'} not match the agent or action (--all lists them)`);
   return EXIT_OK;

@@ -132,7 +132,7 @@ async function run(options: ReplayOptions, table: DecisionTable, io: CliIo, spoo
   let clock = 'this machine';
   if (since.kind === 'relative') {
     const t = await serviceTime(options.service);
-    if (t === null) io.err('authz replay: warning: the service sent no Date header; the window is measured from this machine\'s clock');
+    if (t === null) io.err("authz replay: warning: the service sent no Date header; the window is measured from this machine's clock");
     else {
       now = t;
       clock = 'the service';
@@ -217,7 +217,9 @@ interface TextContext {
 
 function printText(io: CliIo, s: ReplaySummary, c: TextContext): void {
   const scope = c.limit !== undefined && c.read > s.replayed ? ` (the newest ${s.replayed} of ${c.read})` : '';
-  io.out(`replayed ${s.replayed} decision${s.replayed === 1 ? '' : 's'}${scope} of ${c.window} against ${c.candidate}: ${s.changed === 0 ? 'no change' : `${s.changed} would change`}`);
+  io.out(
+    `replayed ${s.replayed} decision${s.replayed === 1 ? '' : 's'}${scope} of ${c.window} against ${c.candidate}: ${s.changed === 0 ? 'no change' : `${s.changed} would change`}`,
+  );
   const transitions = s.byCount();
   if (transitions.length > 0) {
     io.out('changes (from -> to):');

@@ -68,7 +68,12 @@ export function runTestCommand(options: TestCommandOptions, io: CliIo): number {
     }
     const problems = set.compiled.diagnostics.filter((d) => d.severity === 'error');
     if (!set.compiled.table) {
-      reports.push({ file: source.file, name: suite.name, results: [], diagnostics: problems.length ? problems : [{ severity: 'error', code: 'test.no_policies', message: 'no policies to test', file: source.file }] });
+      reports.push({
+        file: source.file,
+        name: suite.name,
+        results: [],
+        diagnostics: problems.length ? problems : [{ severity: 'error', code: 'test.no_policies', message: 'no policies to test', file: source.file }],
+      });
       continue;
     }
     const table = set.compiled.table;

@@ -17,7 +17,9 @@ export function runValidate(options: ValidateOptions, io: CliIo): number {
   } else {
     for (const line of renderDiagnostics(loaded.diagnostics, options.format, io.isTTY, loaded.sources)) io.out(line);
     if (options.format === 'text') {
-      io.out(`${plural(loaded.files.length, 'file')}, ${plural(loaded.policies.length, 'policy').replace('policys', 'policies')}: ${plural(errors, 'error')}, ${plural(warnings, 'warning')}`);
+      io.out(
+        `${plural(loaded.files.length, 'file')}, ${plural(loaded.policies.length, 'policy').replace('policys', 'policies')}: ${plural(errors, 'error')}, ${plural(warnings, 'warning')}`,
+      );
     }
   }
   return errors === 0 ? EXIT_OK : EXIT_PROBLEMS;

@@ -141,16 +141,47 @@ export function issueAt(code: string, message: string, pos: SourcePos): Conditio
 
 // ---- CST shapes (labels from parser.ts) ----
 
-interface OrCtx { operands: CstNode[] }
-interface NotCtx { nots?: IToken[]; comparison: CstNode[] }
-interface ComparisonCtx { left: CstNode[]; op?: IToken[]; right?: CstNode[] }
-interface OperandCtx { literal?: CstNode[]; list?: CstNode[]; parenExpr?: CstNode[]; call?: CstNode[]; path?: CstNode[] }
-interface LiteralCtx { token: IToken[] }
-interface ListCtx { open: IToken[]; items?: CstNode[] }
-interface ListItemCtx { literal?: CstNode[]; path?: CstNode[] }
-interface ParenCtx { inner: CstNode[] }
-interface CallCtx { name: IToken[]; args?: CstNode[] }
-interface PathCtx { root: IToken[]; segments?: IToken[] }
+interface OrCtx {
+  operands: CstNode[];
+}
+interface NotCtx {
+  nots?: IToken[];
+  comparison: CstNode[];
+}
+interface ComparisonCtx {
+  left: CstNode[];
+  op?: IToken[];
+  right?: CstNode[];
+}
+interface OperandCtx {
+  literal?: CstNode[];
+  list?: CstNode[];
+  parenExpr?: CstNode[];
+  call?: CstNode[];
+  path?: CstNode[];
+}
+interface LiteralCtx {
+  token: IToken[];
+}
+interface ListCtx {
+  open: IToken[];
+  items?: CstNode[];
+}
+interface ListItemCtx {
+  literal?: CstNode[];
+  path?: CstNode[];
+}
+interface ParenCtx {
+  inner: CstNode[];
+}
+interface CallCtx {
+  name: IToken[];
+  args?: CstNode[];
+}
+interface PathCtx {
+  root: IToken[];
+  segments?: IToken[];
+}
 
 const ESCAPES: Record<string, string> = { '\\': '\\', "'": "'", '"': '"', n: '\n', t: '\t' };
 const ROOTS: ReadonlySet<string> = new Set(PATH_ROOTS);
@@ -250,11 +281,7 @@ class AstBuilder extends BaseVisitor {
       const next = raw[i + 1]!;
       const decoded = ESCAPES[next];
       if (decoded === undefined) {
-        this.problem(
-          'condition.syntax',
-          `unknown escape '\\${next}' in string (use \\\\, \\', \\", \\n or \\t)`,
-          this.lines.pos(token.startOffset + i),
-        );
+        this.problem('condition.syntax', `unknown escape '\\${next}' in string (use \\\\, \\', \\", \\n or \\t)`, this.lines.pos(token.startOffset + i));
       } else {
         out += decoded;
       }
@@ -279,11 +306,7 @@ class AstBuilder extends BaseVisitor {
     const fn = name.image;
     if (!Object.hasOwn(FUNCTION_ARITY, fn)) {
       const near = FUNCTION_NAMES.find((f) => f.toLowerCase() === fn.toLowerCase());
-      this.problem(
-        'condition.unknown_function',
-        `unknown function '${fn}'${near ? ` (did you mean ${near}?)` : ''}; expected startsWith, endsWith, contains or matches`,
-        pos,
-      );
+      this.problem('condition.unknown_function', `unknown function '${fn}'${near ? ` (did you mean ${near}?)` : ''}; expected startsWith, endsWith, contains or matches`, pos);
     } else if (args.length !== FUNCTION_ARITY[fn as FunctionName]) {
       const n = FUNCTION_ARITY[fn as FunctionName];
       this.problem('condition.arity', `${fn} takes ${n} arguments but got ${args.length}`, pos);
@@ -357,13 +380,7 @@ export function parseCondition(text: string): ParseResult {
   const tooDeep = nestingViolation(lexed.tokens);
   if (tooDeep) {
     return {
-      issues: [
-        issueAt(
-          'condition.too_deep',
-          `condition is nested too deeply (more than ${MAX_DEPTH} levels of brackets and '!')`,
-          lines.pos(tooDeep.token.startOffset),
-        ),
-      ],
+      issues: [issueAt('condition.too_deep', `condition is nested too deeply (more than ${MAX_DEPTH} levels of brackets and '!')`, lines.pos(tooDeep.token.startOffset))],
     };
   }
   conditionParser.input = lexed.tokens;

@@ -216,12 +216,7 @@ class Checker {
     const rt = this.typeOf(node.right, d);
     if (op === '==' || op === '!=') {
       if (!canEqual(lt, rt)) {
-        this.error(
-          'condition.type',
-          `'${op}' compares values that can never be equal: ${this.describe(node.left, lt)} and ${this.describe(node.right, rt)}`,
-          node,
-          at,
-        );
+        this.error('condition.type', `'${op}' compares values that can never be equal: ${this.describe(node.left, lt)} and ${this.describe(node.right, rt)}`, node, at);
       }
       return;
     }
@@ -241,12 +236,7 @@ class Checker {
       const t = bad === node.left ? lt : rt;
       this.error('condition.type', `'${op}' needs two numbers or two strings, but ${this.describe(bad, t)}`, bad);
     } else if (lf !== 'unknown' && rf !== 'unknown' && lf !== rf) {
-      this.error(
-        'condition.type',
-        `'${op}' needs two numbers or two strings, but ${this.describe(node.left, lt)} and ${this.describe(node.right, rt)}`,
-        node,
-        at,
-      );
+      this.error('condition.type', `'${op}' needs two numbers or two strings, but ${this.describe(node.left, lt)} and ${this.describe(node.right, rt)}`, node, at);
     }
   }
 

@@ -41,10 +41,18 @@ export function lintTable(table: DecisionTable, origins: Origins): Diagnostic[] 
       warn(row, 'lint.never_matches', `policy ${row.policy.id} can never match: its condition is always false`);
     }
     if (row.policy.approval && row.policy.effect !== 'review') {
-      warn(row, 'lint.approval_ignored', `policy ${row.policy.id} has approval but its effect is ${row.policy.effect}: only review policies wait for approval, so it is ignored (make the effect review, or remove approval)`);
+      warn(
+        row,
+        'lint.approval_ignored',
+        `policy ${row.policy.id} has approval but its effect is ${row.policy.effect}: only review policies wait for approval, so it is ignored (make the effect review, or remove approval)`,
+      );
     }
     if (row.policy.budget && row.policy.effect === 'deny') {
-      warn(row, 'lint.budget_ignored', `policy ${row.policy.id} has a budget but its effect is deny: budgets apply only to allowed and reviewed decisions, so it never counts anything`);
+      warn(
+        row,
+        'lint.budget_ignored',
+        `policy ${row.policy.id} has a budget but its effect is deny: budgets apply only to allowed and reviewed decisions, so it never counts anything`,
+      );
     }
   }
   lintShadowDuplicates(table, (row, message) => warn(row, 'lint.shadow_duplicate', message));
@@ -52,18 +60,39 @@ export function lintTable(table: DecisionTable, origins: Origins): Diagnostic[] 
     const p = a.policy;
     const q = b.policy;
     if (!a.enabled || !b.enabled) return;
-    if (p.effect !== 'deny' && q.effect !== 'deny' && p.budget && q.budget && isHeldUnit(p.budget.unit) && isHeldUnit(q.budget.unit) && p.budget.unit !== q.budget.unit && overlaps(p, q)) {
-      warn(b, 'lint.budget_units', `policies ${p.id}${where(p)} (${p.budget.unit}, ${budgetScope(p.budget)} budget) and ${q.id} (${q.budget.unit}, ${budgetScope(q.budget)} budget) can apply to one request: such a request must give amounts per unit (amounts: { "${p.budget.unit}": ..., "${q.budget.unit}": ... }); amount alone is refused`);
+    if (
+      p.effect !== 'deny' &&
+      q.effect !== 'deny' &&
+      p.budget &&
+      q.budget &&
+      isHeldUnit(p.budget.unit) &&
+      isHeldUnit(q.budget.unit) &&
+      p.budget.unit !== q.budget.unit &&
+      overlaps(p, q)
+    ) {
+      warn(
+        b,
+        'lint.budget_units',
+        `policies ${p.id}${where(p)} (${p.budget.unit}, ${budgetScope(p.budget)} budget) and ${q.id} (${q.budget.unit}, ${budgetScope(q.budget)} budget) can apply to one request: such a request must give amounts per unit (amounts: { "${p.budget.unit}": ..., "${q.budget.unit}": ... }); amount alone is refused`,
+      );
     }
     if (p.effect === q.effect) return;
     if (p.priority === q.priority) {
       if (p.condition === undefined && q.condition === undefined && overlaps(p, q)) {
-        warn(b, 'lint.conflict', `policies ${p.id}${where(p)} and ${q.id} have the same priority ${p.priority} and different effects (${p.effect}, ${q.effect}) for some requests; ${p.id} wins by the deny > review > allow rule`);
+        warn(
+          b,
+          'lint.conflict',
+          `policies ${p.id}${where(p)} and ${q.id} have the same priority ${p.priority} and different effects (${p.effect}, ${q.effect}) for some requests; ${p.id} wins by the deny > review > allow rule`,
+        );
       }
       return;
     }
     if (p.condition === undefined && covers(p, q)) {
-      warn(b, 'lint.shadowed', `policy ${q.id} (${q.effect}, priority ${q.priority}) can never decide: ${p.id}${where(p)} (${p.effect}, priority ${p.priority}) matches every request it matches`);
+      warn(
+        b,
+        'lint.shadowed',
+        `policy ${q.id} (${q.effect}, priority ${q.priority}) can never decide: ${p.id}${where(p)} (${p.effect}, priority ${p.priority}) matches every request it matches`,
+      );
     }
   });
   return out;
@@ -76,11 +105,7 @@ function overlapsList(a: string[] | undefined, b: string[] | undefined, test: (x
 
 /** Whether some request matches both (conditions aside). */
 function overlaps(p: Policy, q: Policy): boolean {
-  return (
-    overlapsList(p.agents, q.agents, globsIntersect) &&
-    overlapsList(p.actions, q.actions, actionPatternsOverlap) &&
-    overlapsList(p.resources, q.resources, globsIntersect)
-  );
+  return overlapsList(p.agents, q.agents, globsIntersect) && overlapsList(p.actions, q.actions, actionPatternsOverlap) && overlapsList(p.resources, q.resources, globsIntersect);
 }
 
 function coversList(outer: string[] | undefined, inner: string[] | undefined, test: (o: string, i: string) => boolean): boolean {
@@ -94,8 +119,6 @@ function covers(outer: Policy, inner: Policy): boolean {
   // Cheap rejections first: a filter on the outer side that the inner side lacks.
   if ((outer.resources && !inner.resources) || (outer.agents && !inner.agents)) return false;
   return (
-    coversList(outer.agents, inner.agents, globCovers) &&
-    coversList(outer.actions, inner.actions, actionPatternCovers) &&
-    coversList(outer.resources, inner.resources, globCovers)
+    coversList(outer.agents, inner.agents, globCovers) && coversList(outer.actions, inner.actions, actionPatternCovers) && coversList(outer.resources, inner.resources, globCovers)
   );
 }

@@ -81,7 +81,7 @@ function firstAfter(list: readonly PolicyRow[], index: number): number {
 export function forEachOverlappingPair(table: DecisionTable, visit: (a: PolicyRow, b: PolicyRow) => void): void {
   const broad: PolicyRow[] = [];
   const narrow = new Set<PolicyRow>();
-  for (const row of table.rows) (isNarrow(row) ? narrow.add(row) : broad.push(row));
+  for (const row of table.rows) isNarrow(row) ? narrow.add(row) : broad.push(row);
 
   for (const row of narrow) {
     // One agent and one action: one lookup, whose rows are already unique.

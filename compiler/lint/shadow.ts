@@ -47,10 +47,16 @@ export function lintShadowDuplicates(table: DecisionTable, report: (row: PolicyR
     const same = twins.find((t) => limitsKey(t) === limitsKey(row));
     const id = row.policy.id;
     if (same) {
-      report(row, `shadow policy ${id} is identical to enabled policy ${same.policy.id} (apart from id, name and description): its shadow outcome can never differ from the decision; change it, or remove it`);
+      report(
+        row,
+        `shadow policy ${id} is identical to enabled policy ${same.policy.id} (apart from id, name and description): its shadow outcome can never differ from the decision; change it, or remove it`,
+      );
     } else {
       const twin = twins[0]!.policy.id;
-      report(row, `shadow policy ${id} differs from enabled policy ${twin} only in rate_limit or budget, which shadow evaluation does not apply: its shadow outcome can never differ from the decision`);
+      report(
+        row,
+        `shadow policy ${id} differs from enabled policy ${twin} only in rate_limit or budget, which shadow evaluation does not apply: its shadow outcome can never differ from the decision`,
+      );
     }
   }
 }

@@ -32,7 +32,10 @@ export function compileGlob(pattern: string): CompiledGlob {
   const parts = pattern.split('*');
   const prefix = parts[0]!;
   const suffix = parts[parts.length - 1]!;
-  const middles = parts.slice(1, -1).filter((p) => p.length > 0).map((text) => ({ text, fail: failureTable(text) }));
+  const middles = parts
+    .slice(1, -1)
+    .filter((p) => p.length > 0)
+    .map((text) => ({ text, fail: failureTable(text) }));
   const minLength = prefix.length + suffix.length + middles.reduce((n, m) => n + m.text.length, 0);
   return { source: pattern, exact: undefined, prefix, suffix, middles, minLength };
 }

@@ -46,7 +46,12 @@ export function checkPolicy(value: Record<string, unknown>, base: string, locato
   const bytes = policyBytes(value);
   if (bytes > MAX_POLICY_BYTES) {
     const size = Number.isFinite(bytes) ? `${Math.ceil(bytes / 1024)} KiB` : 'too large to measure';
-    diagnostics.push({ severity: 'error', code: 'policy.too_large', message: `the policy is ${size} as JSON; the limit is ${MAX_POLICY_BYTES / 1024} KiB (split it into several policies)`, ...at('') });
+    diagnostics.push({
+      severity: 'error',
+      code: 'policy.too_large',
+      message: `the policy is ${size} as JSON; the limit is ${MAX_POLICY_BYTES / 1024} KiB (split it into several policies)`,
+      ...at(''),
+    });
   }
   const budget = value.budget as { unit?: string } | undefined;
   if (typeof budget?.unit === 'string' && /^[A-Z]{3}$/.test(budget.unit) && !isCurrency(budget.unit)) {

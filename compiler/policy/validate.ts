@@ -87,7 +87,7 @@ function toDiagnostic(error: ErrorObject, base: string, locator?: SourceLocator)
       message = `${field || 'policy'} must be ${article(String((error.params as { type: string }).type))}, not ${typeName(error.data)}`;
       break;
     case 'enum':
-      message = `${field} must be one of ${((error.params as { allowedValues: unknown[] }).allowedValues).join(', ')}, not ${JSON.stringify(error.data)}`;
+      message = `${field} must be one of ${(error.params as { allowedValues: unknown[] }).allowedValues.join(', ')}, not ${JSON.stringify(error.data)}`;
       break;
     case 'pattern': {
       const custom = (error.parentSchema as Record<string, unknown> | undefined)?.['x-message'];

@@ -47,25 +47,17 @@ async function withPermit(tool: keyof typeof ACTIONS, meta: Meta, args: Record<s
 
 const server = new McpServer({ name: 'northpeak-support', version: '1.0.0' });
 
-server.registerTool(
-  'lookup_order',
-  { description: "An order's status", inputSchema: { order_id: z.string() } },
-  async (args, extra) => withPermit('lookup_order', extra._meta, args, () => `order ${args.order_id}: 2 items, shipped`),
+server.registerTool('lookup_order', { description: "An order's status", inputSchema: { order_id: z.string() } }, async (args, extra) =>
+  withPermit('lookup_order', extra._meta, args, () => `order ${args.order_id}: 2 items, shipped`),
 );
-server.registerTool(
-  'refund_order',
-  { description: 'Refund an order, in USD', inputSchema: { order_id: z.string(), amount: z.number() } },
-  async (args, extra) => withPermit('refund_order', extra._meta, args, () => `refunded ${args.amount} USD on order ${args.order_id}`),
+server.registerTool('refund_order', { description: 'Refund an order, in USD', inputSchema: { order_id: z.string(), amount: z.number() } }, async (args, extra) =>
+  withPermit('refund_order', extra._meta, args, () => `refunded ${args.amount} USD on order ${args.order_id}`),
 );
-server.registerTool(
-  'add_note',
-  { description: 'Add a note to an order', inputSchema: { order_id: z.string(), text: z.string() } },
-  async (args, extra) => withPermit('add_note', extra._meta, args, () => `note added to order ${args.order_id}`),
+server.registerTool('add_note', { description: 'Add a note to an order', inputSchema: { order_id: z.string(), text: z.string() } }, async (args, extra) =>
+  withPermit('add_note', extra._meta, args, () => `note added to order ${args.order_id}`),
 );
-server.registerTool(
-  'delete_customer',
-  { description: 'Delete a customer record', inputSchema: { customer_id: z.string() } },
-  async (args, extra) => withPermit('delete_customer', extra._meta, args, () => `customer ${args.customer_id} deleted`),
+server.registerTool('delete_customer', { description: 'Delete a customer record', inputSchema: { customer_id: z.string() } }, async (args, extra) =>
+  withPermit('delete_customer', extra._meta, args, () => `customer ${args.customer_id} deleted`),
 );
 
 await server.connect(new StdioServerTransport());

@@ -15,13 +15,7 @@
  * http://127.0.0.1:8080; PORT, default 8090; HOST, default 127.0.0.1).
  */
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
-import {
-  createPermitVerifier,
-  PermitError,
-  PermitSignatureInvalidError,
-  PermitUnavailableError,
-  type PermitVerifierOptions,
-} from '../../verifier/index.js';
+import { createPermitVerifier, PermitError, PermitSignatureInvalidError, PermitUnavailableError, type PermitVerifierOptions } from '../../verifier/index.js';
 import { closeOnSignals, listenAddress, runAsMain } from '../shared/run-main.js';
 
 export interface DownstreamServiceOptions {

@@ -177,7 +177,8 @@ export async function startStandInIssuer(options: StandInIssuerOptions): Promise
     const given = credentials(req, form);
     const client = given && options.clients.find((c) => same(c.client_id, given.id) && same(c.client_secret, given.secret));
     if (!client) return oauthError(res, 401, 'invalid_client', 'unknown client or wrong secret', { 'www-authenticate': 'Basic realm="stand-in"' });
-    if (form.get('grant_type') !== 'client_credentials') return oauthError(res, 400, 'unsupported_grant_type', 'this stand-in issues tokens with grant_type=client_credentials only');
+    if (form.get('grant_type') !== 'client_credentials')
+      return oauthError(res, 400, 'unsupported_grant_type', 'this stand-in issues tokens with grant_type=client_credentials only');
     const resource = form.get('resource');
     if (!resource || !URL.canParse(resource)) return oauthError(res, 400, 'invalid_target', 'resource is required: the URL of the MCP endpoint the token is for (RFC 8707)');
     const allowed = client.scopes ?? defaultScopes;
@@ -244,11 +245,14 @@ export async function startStandInIssuer(options: StandInIssuerOptions): Promise
 
 /** `id:secret[:user],...` */
 function parseClients(text: string): StandInClient[] {
-  return text.split(',').filter((c) => c.trim() !== '').map((entry) => {
-    const [client_id, client_secret, user] = entry.trim().split(':');
-    if (!client_id || !client_secret) throw new Error(`CLIENTS: "${entry}" is not client_id:client_secret[:user]`);
-    return { client_id, client_secret, ...(user ? { user } : {}) };
-  });
+  return text
+    .split(',')
+    .filter((c) => c.trim() !== '')
+    .map((entry) => {
+      const [client_id, client_secret, user] = entry.trim().split(':');
+      if (!client_id || !client_secret) throw new Error(`CLIENTS: "${entry}" is not client_id:client_secret[:user]`);
+      return { client_id, client_secret, ...(user ? { user } : {}) };
+    });
 }
 
 async function main(): Promise<void> {

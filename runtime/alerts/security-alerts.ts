@@ -104,7 +104,13 @@ export class SecurityAlerts {
         kind,
         subject,
         window_start: new Date(window * windowSeconds * 1000),
-        event: eventRow('security.alert', accountId, environment, now, { alert: kind, ...(subject ? { agent_id: subject } : {}), count: c.count, window_seconds: windowSeconds, threshold }),
+        event: eventRow('security.alert', accountId, environment, now, {
+          alert: kind,
+          ...(subject ? { agent_id: subject } : {}),
+          count: c.count,
+          window_seconds: windowSeconds,
+          threshold,
+        }),
       });
     }
   }

@@ -7,7 +7,6 @@ import { hash, timingSafeEqual } from 'node:crypto';
 import { randomBase62 } from '../ids.js';
 import type { Environment } from '../tenant.js';
 
-
 export const SCOPES = [
   'decisions:write',
   'decisions:read',

@@ -20,17 +20,7 @@
  */
 import type { Clock } from '../clock.js';
 import type { Store } from '../store/connect.js';
-import {
-  createLogPartition,
-  DAY_MS,
-  dayOf,
-  dropLogPartition,
-  listLogPartitions,
-  LOG_TABLES,
-  trimDefaultPartition,
-  type Liveness,
-  type LogTable,
-} from '../store/log-partitions.js';
+import { createLogPartition, DAY_MS, dayOf, dropLogPartition, listLogPartitions, LOG_TABLES, trimDefaultPartition, type Liveness, type LogTable } from '../store/log-partitions.js';
 import { runPeriodically, type Upkeep } from '../shared/periodic.js';
 import { nextTurn } from '../shared/sliced.js';
 
@@ -103,7 +93,7 @@ export async function maintainLog(store: Store, clock: Clock, options: LogRetent
 
   const batch = options.trimBatch ?? 5_000;
   for (const table of LOG_TABLES) {
-    for (let n = batch; n === batch; ) {
+    for (let n = batch; n === batch;) {
       n = await trimDefaultPartition(store.sql, table, cutoffMs, nowMs, batch);
       round.trimmed += n;
       if (store.kind === 'embedded') await nextTurn();

@@ -16,7 +16,13 @@ export interface Replication {
   stop(): Promise<void>;
 }
 
-export async function startReplication(store: Store, policySets: PolicySets, agents: AgentDirectory, intervalMs = 1000, onError: (e: unknown) => void = () => {}): Promise<Replication> {
+export async function startReplication(
+  store: Store,
+  policySets: PolicySets,
+  agents: AgentDirectory,
+  intervalMs = 1000,
+  onError: (e: unknown) => void = () => {},
+): Promise<Replication> {
   const listeners: Array<{ unlisten(): Promise<void> }> = [];
   if (store.supportsListen) {
     listeners.push(

@@ -16,7 +16,17 @@
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline/promises';
 import { parseArgs } from 'node:util';
-import { compileItems, diffPolicySets, loadBundle, readPolicyValue, renderPolicyChanges, wantsHelp, type Policy, type PolicySetDiff, type ReadPolicy } from '../../compiler/index.js';
+import {
+  compileItems,
+  diffPolicySets,
+  loadBundle,
+  readPolicyValue,
+  renderPolicyChanges,
+  wantsHelp,
+  type Policy,
+  type PolicySetDiff,
+  type ReadPolicy,
+} from '../../compiler/index.js';
 import { callService, credential, DEFAULT_URL, defaultIo, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, serviceUrl, type CommandIo } from './http-client.js';
 
 export const PUSH_USAGE = `usage: authz push FILE [--url URL] [--key KEY] [--yes]
@@ -129,7 +139,11 @@ export async function pushCommand(argv: readonly string[], io: CommandIo = defau
   let values: { url?: string; key?: string; yes?: boolean };
   let positionals: string[];
   try {
-    ({ values, positionals } = parseArgs({ args: [...argv], allowPositionals: true, options: { url: { type: 'string' }, key: { type: 'string' }, yes: { type: 'boolean', short: 'y' } } }));
+    ({ values, positionals } = parseArgs({
+      args: [...argv],
+      allowPositionals: true,
+      options: { url: { type: 'string' }, key: { type: 'string' }, yes: { type: 'boolean', short: 'y' } },
+    }));
   } catch (e) {
     return usage((e as Error).message);
   }
@@ -149,7 +163,9 @@ export async function pushCommand(argv: readonly string[], io: CommandIo = defau
   if (seen !== 'unreadable-bundle') for (const line of seen.warnings) io.out(line);
   const changes = seen === 'unreadable-bundle' ? seen : seen.changes;
   if (changes === null && !values.yes) {
-    io.err(`${command}: cannot tell what the push would change (the key needs policies:read besides policies:write), so it could remove policies unseen; nothing was pushed. --yes pushes all the same.`);
+    io.err(
+      `${command}: cannot tell what the push would change (the key needs policies:read besides policies:write), so it could remove policies unseen; nothing was pushed. --yes pushes all the same.`,
+    );
     return EXIT_PROBLEMS;
   }
   if (changes === null) io.err(`${command}: pushing without showing the changes (--yes)`);

@@ -64,7 +64,9 @@ export class AccessRequests {
     const row = await this.deps.decisions.get(principal, id);
     if (row.key_id !== principal.keyId) throw new DecisionNotFoundError(`no decision ${id} made by this API key`);
     if (row.approval_expires_at === null) {
-      throw new DecisionNotReviewableError(`decision ${id} never awaited approval (${row.effect}, ${row.reason}): only a requestable denial (context.reason approval_required) takes an access request`);
+      throw new DecisionNotReviewableError(
+        `decision ${id} never awaited approval (${row.effect}, ${row.reason}): only a requestable denial (context.reason approval_required) takes an access request`,
+      );
     }
     if (row.review_request_context !== null && row.review_request_context !== undefined) return { row, created: false };
     if (isApprovalDeadlinePassed(row, this.deps.clock.now())) {

@@ -26,7 +26,7 @@ export interface CreatedKey {
 }
 
 /** An account (its stored row). Its public form: presenters/account.ts. */
-export type Account = AccountRow;
+export type AccountRecord = AccountRow;
 
 /**
  * Creates an API key in the caller's transaction; the full key exists only in
@@ -48,7 +48,7 @@ export async function createApiKey(sql: SqlOrTx, accountId: string, environment:
  * @example
  * const account = await createAccount(sql, 'acme', new Date(clock.now()));
  */
-export async function createAccount(sql: SqlOrTx, name: string, at: Date): Promise<Account> {
+export async function createAccount(sql: SqlOrTx, name: string, at: Date): Promise<AccountRecord> {
   const id = newId('acc', at.getTime());
   await insertAccount(sql, { id, name, created_at: at });
   return { id, name, created_at: at };
@@ -64,12 +64,12 @@ export class AccountService {
     private readonly keys: ApiKeyCache,
   ) {}
 
-  createAccount(name: string): Promise<Account> {
+  createAccount(name: string): Promise<AccountRecord> {
     return createAccount(this.sql, name, new Date(this.clock.now()));
   }
 
   /** The accounts named `name`, oldest first (at most {@link ACCOUNTS_BY_NAME_LIMIT}). */
-  async findByName(name: string): Promise<Account[]> {
+  async findByName(name: string): Promise<AccountRecord[]> {
     return findAccountsByName(this.sql, name, ACCOUNTS_BY_NAME_LIMIT);
   }
 

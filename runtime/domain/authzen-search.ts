@@ -48,7 +48,8 @@ function readPage(value: unknown): { limit: number; after: string | null } {
   if (value === undefined || value === null) return { limit: MAX_SEARCH_LIMIT, after: null };
   if (!isObject(value)) throw invalid('/page', 'must be object');
   const { limit = MAX_SEARCH_LIMIT, token } = value;
-  if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_SEARCH_LIMIT) throw invalid('/page/limit', `must be an integer from 1 to ${MAX_SEARCH_LIMIT}`);
+  if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_SEARCH_LIMIT)
+    throw invalid('/page/limit', `must be an integer from 1 to ${MAX_SEARCH_LIMIT}`);
   if (token === undefined || token === null || token === '') return { limit, after: null };
   if (typeof token !== 'string') throw invalid('/page/token', 'must be string');
   return { limit, after: decodeToken(token) };
@@ -90,8 +91,7 @@ export async function searchSubjects(deps: SearchDeps, principal: Principal, bod
   const context = readContext(body);
   const { limit, after } = readPage(body.page);
   const type = subject.type as string;
-  const evaluationOf = (id: string): AuthzenEvaluation =>
-    ({ subject: { ...subject, id }, action, resource, ...(context ? { context } : {}) }) as unknown as AuthzenEvaluation;
+  const evaluationOf = (id: string): AuthzenEvaluation => ({ subject: { ...subject, id }, action, resource, ...(context ? { context } : {}) }) as unknown as AuthzenEvaluation;
   // Checked once, for the first candidate's sake: a bad action or resource is the request's 400.
   toDecisionInput(evaluationOf('x'));
   const results: Array<{ type: string; id: string }> = [];

@@ -95,7 +95,8 @@ export const isObject = (v: unknown): v is Json => typeof v === 'object' && v !=
  * readEntity({ type: 'user', id: 'u1', _note: 1 }, '/subject', { type: { min: 1 }, id: { min: 1 } }); // => { type: 'user', id: 'u1' }
  */
 export function readEntity(value: unknown, at: string, strings: Record<string, { max?: number; min?: number }>): Json {
-  if (value === undefined || value === null) throw new MissingFieldError(`${where('body', at)} is required`, { details: [{ path: at, message: `${where('body', at)} is required` }] });
+  if (value === undefined || value === null)
+    throw new MissingFieldError(`${where('body', at)} is required`, { details: [{ path: at, message: `${where('body', at)} is required` }] });
   if (!isObject(value)) throw invalid(at, 'must be object');
   for (const [key, { min, max }] of Object.entries(strings)) {
     const path = `${at}/${key}`;

@@ -161,7 +161,11 @@ export async function listBudgets(deps: Deps, principal: Principal, page: PagePa
  * // [{ policy_id: 'pol_run', unit: 'USD', scope: 'session', limit: 5, consumed: 1.2, held: 0.3, remaining: 3.5, period_resets_at: '...' }]
  * ```
  */
-export async function remainingBudgets(deps: Deps, principal: Principal, subject: { agentId: string; sessionId: string | null; onBehalfOf: string | null }): Promise<RemainingBudget[]> {
+export async function remainingBudgets(
+  deps: Deps,
+  principal: Principal,
+  subject: { agentId: string; sessionId: string | null; onBehalfOf: string | null },
+): Promise<RemainingBudget[]> {
   const now = deps.clock.now();
   const { all } = await enabledBudgets(deps, principal);
   const applying = all.filter((p) => covers(p, subject.agentId));

@@ -20,20 +20,24 @@ export class DecisionWriter {
   private readonly commits: GroupCommit<PendingWrite, boolean>;
 
   constructor(sql: Sql, maxBatch = 500, maxInFlight = 1) {
-    this.commits = new GroupCommit(async (writes) => {
-      const agents = new Map<string, NewAgent>();
-      for (const w of writes) if (w.newAgent) agents.set(agentKey(w.newAgent), w.newAgent);
-      const newAgents = [...agents.values()];
-      const registered = await writeDecisionBatch(
-        sql,
-        writes.map((w) => w.decision),
-        writes.map((w) => decisionEvent(w.decision)),
-        newAgents,
-        newAgents.map(registrationEvent),
-      );
-      // The first decision of the batch for a newly registered agent owns the registration.
-      return writes.map((w) => w.newAgent !== undefined && registered.delete(agentKey(w.newAgent)));
-    }, maxBatch, maxInFlight);
+    this.commits = new GroupCommit(
+      async (writes) => {
+        const agents = new Map<string, NewAgent>();
+        for (const w of writes) if (w.newAgent) agents.set(agentKey(w.newAgent), w.newAgent);
+        const newAgents = [...agents.values()];
+        const registered = await writeDecisionBatch(
+          sql,
+          writes.map((w) => w.decision),
+          writes.map((w) => decisionEvent(w.decision)),
+          newAgents,
+          newAgents.map(registrationEvent),
+        );
+        // The first decision of the batch for a newly registered agent owns the registration.
+        return writes.map((w) => w.newAgent !== undefined && registered.delete(agentKey(w.newAgent)));
+      },
+      maxBatch,
+      maxInFlight,
+    );
   }
 
   /** Resolves once stored, with whether this write registered its agent. */

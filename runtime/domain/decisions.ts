@@ -10,14 +10,7 @@
  */
 import { actionPatternMatches, DEFAULT_APPROVAL_TIMEOUT_SECONDS, evaluate, isValidAction, matchGlob, type Policy } from '../../compiler/index.js';
 import type { Clock } from '../clock.js';
-import {
-  DecisionAlreadyConfirmedError,
-  DecisionExpiredError,
-  DecisionNotFoundError,
-  DecisionNotPendingError,
-  InvalidActionError,
-  InvalidFieldError,
-} from '../errors/api-error.js';
+import { DecisionAlreadyConfirmedError, DecisionExpiredError, DecisionNotFoundError, DecisionNotPendingError, InvalidActionError, InvalidFieldError } from '../errors/api-error.js';
 import { newId } from '../ids.js';
 import { decisionIdsBetween } from './decision-id-range.js';
 import { checkAmountsAgree } from '../limits/budget-keys.js';
@@ -283,7 +276,15 @@ export class DecisionService {
       const confirming = to === 'confirmed';
       const usage = row && (await limits.resolveHolds(tx, principal, id, confirming, confirming ? (amount ?? null) : null, confirming ? (amounts ?? null) : null));
       // An amount confirms what was held: a decision without an amount and without holds has none to confirm.
-      if (resolvable && confirming && (amount !== undefined || amounts !== undefined) && current.amount === null && usage !== undefined && usage !== null && !usage.some((u) => u.unit !== 'calls')) {
+      if (
+        resolvable &&
+        confirming &&
+        (amount !== undefined || amounts !== undefined) &&
+        current.amount === null &&
+        usage !== undefined &&
+        usage !== null &&
+        !usage.some((u) => u.unit !== 'calls')
+      ) {
         const message = `decision ${id} was made without an amount; confirm it without one`;
         throw new InvalidFieldError(message, { details: [{ path: amount !== undefined ? '/amount' : '/amounts', message }] });
       }

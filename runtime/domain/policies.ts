@@ -46,7 +46,9 @@ export class PolicyService {
     await this.policySets.change(p.accountId, p.environment, async (tx, current) => {
       if (current.some((c) => c.id === policy.id)) throw new PolicyConflictError(`a policy with id ${policy.id} already exists; use PUT /v1/policies/${policy.id} to replace it`);
       if (current.length >= this.config.maxPolicies) {
-        throw new TooManyPoliciesError(`this environment already has ${current.length} policies, the most allowed (AUTHZ_MAX_POLICIES=${this.config.maxPolicies}); delete some first`);
+        throw new TooManyPoliciesError(
+          `this environment already has ${current.length} policies, the most allowed (AUTHZ_MAX_POLICIES=${this.config.maxPolicies}); delete some first`,
+        );
       }
       checkNameFree(current, policy, input);
       await upsertPolicy(tx, p.accountId, p.environment, policy, new Date(now));

@@ -148,7 +148,8 @@ export class PolicyCompileCache {
    */
   prime(rows: DecisionTable['rows']): void {
     rows.forEach((row, i) => {
-      if (!this.reads.has(row.policy)) this.reads.set(row.policy, { items: [{ policy: row.policy, condition: row.conditionAst, origin: { pointer: `/policies/${i}` } }], diagnostics: [] });
+      if (!this.reads.has(row.policy))
+        this.reads.set(row.policy, { items: [{ policy: row.policy, condition: row.conditionAst, origin: { pointer: `/policies/${i}` } }], diagnostics: [] });
     });
   }
 

@@ -91,15 +91,22 @@ export class PolicySets {
       // A refresh (another process changed the set): the held table, patched for the
       // policies that differ from the ones this process holds; else compiled whole.
       const held = this.sets.get(key);
-      const policies = held ? await keepUnchanged(held.policies, records.map((r) => r.policy)) : records.map((r) => r.policy);
+      const policies = held
+        ? await keepUnchanged(
+            held.policies,
+            records.map((r) => r.policy),
+          )
+        : records.map((r) => r.policy);
       // Fail closed: a stored set that does not compile (written behind the API's
       // back, or by an incompatible version) refuses decisions with 503 until fixed.
       const unloadable = (why: string | undefined) =>
         new ServiceUnavailableError(`the policies of this environment cannot be loaded (${why ?? 'unknown problem'}); no decision is made until they are fixed`);
       const patched = held ? this.cache.patch(held, policies) : null;
-      const { table, diagnostics } = patched ?? (await this.cache.compileSliced(policies).catch((e: unknown) => {
-        throw unloadable(e instanceof Error ? e.message : String(e));
-      }));
+      const { table, diagnostics } =
+        patched ??
+        (await this.cache.compileSliced(policies).catch((e: unknown) => {
+          throw unloadable(e instanceof Error ? e.message : String(e));
+        }));
       if (!table) throw unloadable(diagnostics.find((d) => d.severity === 'error')?.message);
       const set: CompiledSet = { version: version?.version ?? 0, hash: await this.cache.hashSliced(policies), table, policies };
       const current = this.sets.get(key);

@@ -69,7 +69,8 @@ export class ReviewService {
     // The reviewing key's rotation chain is one reviewer: the deciding key rolled into this one (or back) reviews nothing it decided.
     const sameReviewer = new Set(await rotationChain(this.deps.sql, principal.keyId));
     const row = await this.deps.approvals.review(principal, id, input, (current) => {
-      if (current.review_status === null) return new DecisionNotReviewableError(`decision ${id} is ${current.effect === 'allow' ? 'an allow' : 'a deny'}: only review decisions are reviewed`);
+      if (current.review_status === null)
+        return new DecisionNotReviewableError(`decision ${id} is ${current.effect === 'allow' ? 'an allow' : 'a deny'}: only review decisions are reviewed`);
       if (current.key_id !== null && sameReviewer.has(current.key_id)) {
         const which = current.key_id === principal.keyId ? 'the API key that made' : 'a key rolled from (or into) the API key that made';
         return new SelfReviewError(`${which} decision ${id} cannot review it: review with another key`);

@@ -73,7 +73,17 @@ export class StatsService {
     const all = await this.deps.budgets.list(principal, { limit: 100_000, startingAfter: null });
     return all.data
       .map((b) => ({ ...b, used_fraction: (b.consumed + b.held) / b.limit }))
-      .sort((a, b) => b.used_fraction - a.used_fraction || (a.policy_id < b.policy_id ? -1 : a.policy_id > b.policy_id ? 1 : (a.agent_id ?? '') + (a.session_id ?? a.on_behalf_of ?? '') < (b.agent_id ?? '') + (b.session_id ?? b.on_behalf_of ?? '') ? -1 : 1))
+      .sort(
+        (a, b) =>
+          b.used_fraction - a.used_fraction ||
+          (a.policy_id < b.policy_id
+            ? -1
+            : a.policy_id > b.policy_id
+              ? 1
+              : (a.agent_id ?? '') + (a.session_id ?? a.on_behalf_of ?? '') < (b.agent_id ?? '') + (b.session_id ?? b.on_behalf_of ?? '')
+                ? -1
+                : 1),
+      )
       .slice(0, limit);
   }
 }

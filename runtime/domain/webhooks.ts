@@ -52,7 +52,8 @@ export function newWebhookSecret(): string {
 }
 
 function checkEvents(events: readonly string[]): void {
-  if (events.includes('*') && events.length > 1) throw new InvalidFieldError('events: "*" stands alone (every event)', { details: [{ path: '/events', message: '"*" must be the only item' }] });
+  if (events.includes('*') && events.length > 1)
+    throw new InvalidFieldError('events: "*" stands alone (every event)', { details: [{ path: '/events', message: '"*" must be the only item' }] });
   events.forEach((type, i) => {
     if (type !== '*' && !(EVENT_TYPES as readonly string[]).includes(type)) {
       const message = `unknown event type "${type}"; known: ${EVENT_TYPES.join(', ')}, or "*"`;

@@ -47,7 +47,15 @@ export function decisionEvent(row: DecisionRow): StoredEventRow {
   const type = `decision.${row.effect}` as const;
   if (row.effect === 'review') return eventRow(type, row.account_id, row.environment, row.evaluated_at.getTime(), decisionEventData(row));
   // One row object per decision on the hot path: no body, its decision named instead.
-  return { id: newId('evt', row.evaluated_at.getTime()), account_id: row.account_id, environment: row.environment, type, created_at: row.evaluated_at, data: null, decision_id: row.id };
+  return {
+    id: newId('evt', row.evaluated_at.getTime()),
+    account_id: row.account_id,
+    environment: row.environment,
+    type,
+    created_at: row.evaluated_at,
+    data: null,
+    decision_id: row.id,
+  };
 }
 
 /**

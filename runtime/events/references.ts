@@ -32,7 +32,10 @@ export async function eventBodies(sql: SqlOrTx, rows: readonly EventBodyRef[]): 
   const refs = rows.filter((r) => r.data === null && r.decision_id);
   const decisions = new Map<string, DecisionRow>();
   if (refs.length > 0) {
-    const found = await findDecisionsByKeys(sql, refs.map((r) => ({ account_id: r.account_id, environment: r.environment, id: r.decision_id! })));
+    const found = await findDecisionsByKeys(
+      sql,
+      refs.map((r) => ({ account_id: r.account_id, environment: r.environment, id: r.decision_id! })),
+    );
     for (const d of found) decisions.set(keyOf(d.account_id, d.environment, d.id), d);
   }
   return rows.map((r) => {

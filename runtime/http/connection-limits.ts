@@ -23,7 +23,9 @@ export const RESERVED_DESCRIPTORS = 64;
  */
 export function fdSoftLimit(): number | null {
   try {
-    const line = readFileSync('/proc/self/limits', 'utf8').split('\n').find((l) => l.startsWith('Max open files'));
+    const line = readFileSync('/proc/self/limits', 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('Max open files'));
     const soft = line?.slice('Max open files'.length).trim().split(/\s+/)[0];
     if (soft !== undefined) return /^\d+$/.test(soft) ? Number(soft) : null;
   } catch {

@@ -57,7 +57,9 @@ function fromFastify(error: FastifyError, request: FastifyRequest): ApiError {
   // Fail closed: a store that cannot be reached answers 503 with Retry-After, never a 500 (nor a decision).
   // A connection lost during a commit leaves its outcome unknown: the message does not promise "nothing stored".
   if (isStoreUnavailable(error)) {
-    return new ServiceUnavailableError('the store is not reachable; try again shortly (a change whose answer was lost this way may have been stored: a retry then answers as for a repeat)');
+    return new ServiceUnavailableError(
+      'the store is not reachable; try again shortly (a change whose answer was lost this way may have been stored: a retry then answers as for a repeat)',
+    );
   }
   return new InternalError('internal error; quote the request id to support');
 }

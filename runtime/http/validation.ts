@@ -69,7 +69,11 @@ export async function rejectUnstorableInput(request: {
   routeOptions?: { config?: { bodyCheckedInSlices?: boolean } };
 }): Promise<void> {
   const body = request.routeOptions?.config?.bodyCheckedInSlices ? undefined : request.body;
-  for (const [part, value] of [['params', request.params], ['querystring', request.query], ['body', body]] as const) {
+  for (const [part, value] of [
+    ['params', request.params],
+    ['querystring', request.query],
+    ['body', body],
+  ] as const) {
     const problem = unstorableInput(value, part);
     if (problem) throw new InvalidFieldError(problem.message, { details: [problem] });
   }

@@ -107,8 +107,9 @@ function heldCost(t: BudgetTerms, heldUnits: readonly string[], spend: SpendAmou
     const message = `amounts.${t.unit} is required: policy ${t.policy_id} has a ${t.unit} budget, which holds the request's ${t.unit}`;
     throw new MissingFieldError(message, { details: [{ path: `/amounts/${t.unit}`, message }] });
   }
-  const message = heldUnits.length === 1
-    ? `amount is required: policy ${t.policy_id} has a ${t.unit} budget, which holds the request's amount`
-    : `amounts is required: budgets of ${heldUnits.join(', ')} apply, each holding the request's amount in its unit`;
+  const message =
+    heldUnits.length === 1
+      ? `amount is required: policy ${t.policy_id} has a ${t.unit} budget, which holds the request's amount`
+      : `amounts is required: budgets of ${heldUnits.join(', ')} apply, each holding the request's amount in its unit`;
   throw new MissingFieldError(message, { details: [{ path: heldUnits.length === 1 ? '/amount' : '/amounts', message }] });
 }

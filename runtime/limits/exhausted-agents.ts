@@ -100,7 +100,11 @@ export class ExhaustedAgents {
       if (b && b.unit === e.unit && b.period === e.period && budgetScope(b) === e.scope && e.consumed >= b.limit) found = { policy_id: e.policyId };
     }
     if (live === 0) this.byKey.delete(key);
-    else if (live < entries.length) this.byKey.set(key, entries.filter((e) => e.periodEndMs > nowMs));
+    else if (live < entries.length)
+      this.byKey.set(
+        key,
+        entries.filter((e) => e.periodEndMs > nowMs),
+      );
     return found;
   }
 }

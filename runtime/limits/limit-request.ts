@@ -9,7 +9,6 @@ import { periodBounds } from './periods.js';
 
 export type { BudgetCheck, BudgetTerms, LimitRequest, RateCheck } from '../store/limits.js';
 
-
 export const WINDOW_MS: Record<RateWindow, number> = {
   per_second: 1_000,
   per_minute: 60_000,

@@ -87,7 +87,13 @@ export class Limits implements DecisionLimits {
     return this.verdict(principal, outcome, true);
   }
 
-  async applyDeferredCalls(tx: Tx, principal: Principal, subject: SpendSubject, matched: readonly Policy[], nowMs: number): Promise<{ verdict: LimitVerdict; usage: BudgetUsage[] }> {
+  async applyDeferredCalls(
+    tx: Tx,
+    principal: Principal,
+    subject: SpendSubject,
+    matched: readonly Policy[],
+    nowMs: number,
+  ): Promise<{ verdict: LimitVerdict; usage: BudgetUsage[] }> {
     // Keyed by the decision's own session and user; a budget whose scope the decision has no field for
     // (its policy changed since) does not apply to it.
     const budgets = policyBudgets(matched, nowMs).flatMap((b): BudgetCheck[] => {
@@ -175,11 +181,7 @@ export class Limits implements DecisionLimits {
    * lease held: a lease, or an exact check near the limit), else without it. A
    * refused lease is retried once at cost 1, so refusals and Retry-After are exact.
    */
-  private async withKeyLimit(
-    principal: Principal,
-    nowMs: number,
-    submit: (keyCheck: RateCheck | null) => Promise<LimitOutcome> | null,
-  ): Promise<LimitOutcome | null> {
+  private async withKeyLimit(principal: Principal, nowMs: number, submit: (keyCheck: RateCheck | null) => Promise<LimitOutcome> | null): Promise<LimitOutcome | null> {
     for (;;) {
       const admission = this.keyLeases.admit(principal.keyId, nowMs);
       if (admission.kind === 'wait') {
@@ -207,7 +209,14 @@ export class Limits implements DecisionLimits {
    * Confirm or reject, in the caller's transaction: the decision's holds become
    * consumption or are released. Call `note` with the result after commit.
    */
-  async resolveHolds(tx: SqlOrTx, principal: Principal, decisionId: string, confirm: boolean, amount: number | null, amounts: Record<string, number> | null = null): Promise<BudgetUsage[]> {
+  async resolveHolds(
+    tx: SqlOrTx,
+    principal: Principal,
+    decisionId: string,
+    confirm: boolean,
+    amount: number | null,
+    amounts: Record<string, number> | null = null,
+  ): Promise<BudgetUsage[]> {
     try {
       return await resolveHolds(tx, principal.accountId, principal.environment, decisionId, confirm, amount, this.clock.now(), amounts);
     } catch (error) {
@@ -215,7 +224,7 @@ export class Limits implements DecisionLimits {
       if (code === CONFIRM_EXCEEDS_HOLD) {
         const what = amounts === null ? `amount ${amount}` : 'a confirmed amount';
         throw new InvalidFieldError(`${what} is more than the decision's held amount; confirm at most the amount that was decided`, {
-          details: [{ path: amounts === null ? '/amount' : '/amounts', message: 'must not exceed the decision\'s amount' }],
+          details: [{ path: amounts === null ? '/amount' : '/amounts', message: "must not exceed the decision's amount" }],
         });
       }
       if (code === CONFIRM_NEEDS_AMOUNTS) {

@@ -77,7 +77,12 @@ export class ServiceMetrics implements DeliveryObserver {
       buckets: DECISION_LATENCY_BUCKETS,
       registers,
     });
-    this.deliveries = new Counter({ name: 'authz_webhook_deliveries_total', help: 'Webhook delivery attempts, by outcome: succeeded, failed (retry scheduled), abandoned (last attempt failed).', labelNames: ['outcome'], registers });
+    this.deliveries = new Counter({
+      name: 'authz_webhook_deliveries_total',
+      help: 'Webhook delivery attempts, by outcome: succeeded, failed (retry scheduled), abandoned (last attempt failed).',
+      labelNames: ['outcome'],
+      registers,
+    });
     this.deliveryByOutcome = { succeeded: this.deliveries.labels('succeeded'), failed: this.deliveries.labels('failed'), abandoned: this.deliveries.labels('abandoned') };
     for (const c of Object.values(this.deliveryByOutcome)) c.inc(0);
     this.lag = new Histogram({

@@ -21,7 +21,9 @@ export const ANSWERS_DIR = 'api/answers';
 /** Every answer schema file of schemas/api/answers/, as written, by file name (`decision.schema.json`). */
 export function answerSchemaFiles(): Record<string, Schema> {
   const out: Record<string, Schema> = {};
-  for (const file of readdirSync(join(packageRoot(), 'schemas', ANSWERS_DIR)).filter((f) => f.endsWith('.schema.json')).sort()) {
+  for (const file of readdirSync(join(packageRoot(), 'schemas', ANSWERS_DIR))
+    .filter((f) => f.endsWith('.schema.json'))
+    .sort()) {
     out[file] = loadSchema(`${ANSWERS_DIR}/${file.slice(0, -'.schema.json'.length)}`);
   }
   return out;

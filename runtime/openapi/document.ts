@@ -69,10 +69,7 @@ function complete(document: Json): Json {
       if (doc.body) operation.requestBody = { required: true, content: { ...json(doc.body), ...(doc.yamlBody ? yaml(doc.body) : {}) } };
       if (doc.optionalBody && operation.requestBody) operation.requestBody.required = false;
       if (method === 'post' && IDEMPOTENT_PREFIXES.some((prefix) => path.startsWith(prefix))) operation.parameters = [...(operation.parameters ?? []), IDEMPOTENCY_HEADER];
-      const errors = Object.entries(errorStatuses(method, path, operation, doc.errors ?? {})).map(([code, description]) => [
-        code,
-        { description, content: json(ref('Error')) },
-      ]);
+      const errors = Object.entries(errorStatuses(method, path, operation, doc.errors ?? {})).map(([code, description]) => [code, { description, content: json(ref('Error')) }]);
       operation.responses = {
         [String(status)]: {
           // A Media Type Object has no description (OpenAPI 3.1): the NDJSON note is the response's.

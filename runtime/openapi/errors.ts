@@ -11,12 +11,12 @@ export const ERROR_STATUS_TEXT: Record<number, string> = {
   400: 'Invalid input: validation.* (`details` lists each problem: body, path or query parameter)',
   401: 'Credentials missing or wrong: auth.invalid_key, auth.invalid_admin_token or auth.invalid_metrics_token',
   403: 'auth.scope_insufficient: the API key lacks the scope',
-  404: 'The id names nothing here (the resource\'s not_found code; another account\'s or environment\'s objects alike)',
+  404: "The id names nothing here (the resource's not_found code; another account's or environment's objects alike)",
   409: 'idempotency.in_progress: the first request with this Idempotency-Key is still running',
   410: 'Gone',
   413: 'validation.body_too_large',
   415: 'validation.unsupported_media_type: send the body as application/json',
-  429: 'rate_limit.exceeded (the key\'s platform limit or a policy\'s): Retry-After says when to retry',
+  429: "rate_limit.exceeded (the key's platform limit or a policy's): Retry-After says when to retry",
   503: 'service.unavailable: the store is not reachable or did not answer in time (Retry-After says when to retry); nothing is decided, though a change whose answer was lost may have been stored',
 };
 

@@ -35,7 +35,10 @@ const notFound = (code: string) => `${code}: the id names nothing here (another 
 
 /** Keyed by `METHOD /path/{param}` as in the document. */
 export const OPERATIONS: Record<string, OperationDoc> = {
-  'GET /': { summary: 'Where to go: a browser (Accept: text/html) is redirected to /dashboard (302); other clients get the API reference\'s address', success: [200, ref('Service')] },
+  'GET /': {
+    summary: "Where to go: a browser (Accept: text/html) is redirected to /dashboard (302); other clients get the API reference's address",
+    success: [200, ref('Service')],
+  },
   'GET /healthz': { summary: 'The process is up', success: [200, ref('Health')] },
   'GET /readyz': { summary: 'The store answers (503 otherwise)', success: [200, ref('Health')], errors: { 503: 'service.unavailable: the store is not reachable' } },
   'GET /.well-known/jwks.json': { summary: 'Public keys of permit tokens', success: [200, ref('Jwks')] },
@@ -52,7 +55,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   'GET /v1/decisions/{id}': {
     summary: 'Read a decision (permit_token is always null here); with wait=SECONDS, held while it awaits approval until its review changes',
     success: [200, ref('Decision')],
-    errors: { 404: notFound('decision.not_found'), 429: 'rate_limit.exceeded: the key\'s platform limit, or it holds 100 long polls (wait=) already; Retry-After' },
+    errors: { 404: notFound('decision.not_found'), 429: "rate_limit.exceeded: the key's platform limit, or it holds 100 long polls (wait=) already; Retry-After" },
   },
   'POST /v1/decisions/{id}/confirm': {
     summary: 'Confirm a pending decision (optional amount)',
@@ -86,7 +89,10 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     },
   },
   'GET /v1/reviews': { summary: 'Review decisions by review status: open ones oldest first, others newest first (extension)', success: [200, ref('DecisionList')] },
-  'GET /v1/stats/decisions': { summary: 'Decisions per minute by effect over the last minutes, and the agents and actions denied most (extension)', success: [200, ref('DecisionStats')] },
+  'GET /v1/stats/decisions': {
+    summary: 'Decisions per minute by effect over the last minutes, and the agents and actions denied most (extension)',
+    success: [200, ref('DecisionStats')],
+  },
   'GET /v1/stats/budgets': { summary: 'The budgets of this period nearest their limits (extension)', success: [200, ref('BudgetNearLimitList')] },
 
   'POST /v1/policies': {
@@ -129,8 +135,18 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     success: [200, ref('Agent')],
     errors: { 413: 'validation.body_too_large: the body is over 1 MiB, or the attributes over 8,192 bytes of JSON' },
   },
-  'POST /v1/agents/{agent_id}/revoke': { summary: 'Revoke an agent (fires agent.revoked); no body or {}', success: [200, ref('Agent')], optionalBody: true, errors: { 404: notFound('agent.not_found') } },
-  'POST /v1/agents/{agent_id}/restore': { summary: 'Restore a revoked agent; no body or {}', success: [200, ref('Agent')], optionalBody: true, errors: { 404: notFound('agent.not_found') } },
+  'POST /v1/agents/{agent_id}/revoke': {
+    summary: 'Revoke an agent (fires agent.revoked); no body or {}',
+    success: [200, ref('Agent')],
+    optionalBody: true,
+    errors: { 404: notFound('agent.not_found') },
+  },
+  'POST /v1/agents/{agent_id}/restore': {
+    summary: 'Restore a revoked agent; no body or {}',
+    success: [200, ref('Agent')],
+    optionalBody: true,
+    errors: { 404: notFound('agent.not_found') },
+  },
 
   'GET /v1/budgets': { summary: 'Budget usage per (policy, agent), (policy, agent, session) or (policy, user) this period', success: [200, ref('BudgetList')] },
   'GET /v1/budgets/remaining': {
@@ -145,7 +161,11 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   'GET /v1/webhooks/{id}': { summary: 'Read a webhook endpoint', success: [200, ref('WebhookEndpoint')], errors: { 404: notFound('webhook.not_found') } },
   'PUT /v1/webhooks/{id}': { summary: 'Change a webhook endpoint', success: [200, ref('WebhookEndpoint')], errors: { 404: notFound('webhook.not_found') } },
   'DELETE /v1/webhooks/{id}': { summary: 'Delete a webhook endpoint and its deliveries', success: [200, ref('Deleted')], errors: { 404: notFound('webhook.not_found') } },
-  'GET /v1/webhooks/{id}/deliveries': { summary: "An endpoint's deliveries, newest first", success: [200, ref('WebhookDeliveryList')], errors: { 404: notFound('webhook.not_found') } },
+  'GET /v1/webhooks/{id}/deliveries': {
+    summary: "An endpoint's deliveries, newest first",
+    success: [200, ref('WebhookDeliveryList')],
+    errors: { 404: notFound('webhook.not_found') },
+  },
   'POST /v1/webhooks/{id}/deliveries/{delivery_id}/replay': {
     summary: 'Deliver that event again now (a new delivery)',
     success: [200, ref('WebhookDelivery')],
@@ -191,13 +211,13 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     success: [201, ref('AuthzenTask')],
     alsoSuccess: [200, 'A repeat: the same task, as it is now'],
     errors: {
-      404: notFound('decision.not_found') + '; another API key\'s decision alike',
+      404: notFound('decision.not_found') + "; another API key's decision alike",
       409: 'decision.not_reviewable: the decision never awaited approval',
       410: 'decision.expired: past the approval deadline (the service clock; denial.expires_at is not trusted)',
     },
   },
   'GET /access/v1/requests/{id}': {
-    summary: 'An access request\'s task status: pending, approved (with the approval to re-evaluate with), denied or expired',
+    summary: "An access request's task status: pending, approved (with the approval to re-evaluate with), denied or expired",
     success: [200, ref('AuthzenTask')],
     errors: { 404: notFound('decision.not_found') + '; a decision no access request was submitted for alike' },
   },
@@ -211,7 +231,11 @@ export const OPERATIONS: Record<string, OperationDoc> = {
 
   'GET /admin/accounts': { summary: 'The accounts of one name (?name=), oldest first', success: [200, ref('AccountList')] },
   'POST /admin/accounts': { summary: 'Create an account', success: [201, ref('Account')] },
-  'POST /admin/accounts/{account_id}/api-keys': { summary: 'Create an API key (the key is in this answer only)', success: [201, ref('ApiKey')], errors: { 404: 'account.not_found' } },
+  'POST /admin/accounts/{account_id}/api-keys': {
+    summary: 'Create an API key (the key is in this answer only)',
+    success: [201, ref('ApiKey')],
+    errors: { 404: 'account.not_found' },
+  },
   'DELETE /admin/api-keys/{id}': { summary: 'Revoke an API key', success: [200, ref('ApiKeyRevoked')], errors: { 404: 'api_key.not_found' } },
   'POST /admin/api-keys/{id}/rotate': {
     summary: 'Roll an API key: a new key like it, the old one revoked (the new key is in this answer only)',

@@ -12,14 +12,7 @@ import type { KeyObject } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { CHANNELS, LOCKS, lockFor, notify } from '../store/channels.js';
 import type { Sql, Tx } from '../store/connect.js';
-import {
-  allSigningKeySecrets,
-  countActiveSigningKeys,
-  insertSigningKey,
-  publishedSigningKeys,
-  retireSigningKeys,
-  updateSigningKeySecret,
-} from '../store/signing-keys.js';
+import { allSigningKeySecrets, countActiveSigningKeys, insertSigningKey, publishedSigningKeys, retireSigningKeys, updateSigningKeySecret } from '../store/signing-keys.js';
 import { generateKeyMaterial, openPrivateKey, resealPrivateKey, sealPrivateKey, type KeyMaterial, type PublicJwk } from './key-material.js';
 
 /** Longest token lifetime (ttl_seconds max) plus a minute for clock skew. */

@@ -1,5 +1,6 @@
 /** The public forms of the operator API's accounts and API keys (contract: Operator API). */
-import type { Account, CreatedKey } from '../domain/accounts.js';
+import type { Account } from '../../clients/typescript/wire.js';
+import type { AccountRecord, CreatedKey } from '../domain/accounts.js';
 
 /**
  * An account: POST /admin/accounts, and the items of GET /admin/accounts.
@@ -7,7 +8,7 @@ import type { Account, CreatedKey } from '../domain/accounts.js';
  * @example
  * accountResource({ id: 'acc_1', name: 'acme', created_at: new Date(0) }); // => { id: 'acc_1', object: 'account', name: 'acme', created_at: '1970-01-01T00:00:00.000Z' }
  */
-export function accountResource(account: Account): Record<string, unknown> {
+export function accountResource(account: AccountRecord): Account {
   return { id: account.id, object: 'account', name: account.name, created_at: account.created_at.toISOString() };
 }
 

@@ -15,7 +15,11 @@ export const agentRoutes: FastifyPluginAsync = async (app) => {
   app.get<{ Querystring: ListQuery }>('/v1/agents', { config: { scope: 'agents:read' }, schema: { querystring: listQuerySchema } }, async (request) => {
     const p = request.principal;
     const page = await agentService.list(p, pageParams(request.query));
-    return listBody(page.data.map((row) => agentResource(row, p.environment)), page.has_more, '/v1/agents');
+    return listBody(
+      page.data.map((row) => agentResource(row, p.environment)),
+      page.has_more,
+      '/v1/agents',
+    );
   });
 
   app.get<{ Params: { agent_id: string } }>('/v1/agents/:agent_id', { config: { scope: 'agents:read' }, schema: { params } }, async (request) =>
@@ -30,11 +34,15 @@ export const agentRoutes: FastifyPluginAsync = async (app) => {
     async (request) => agentResource(await agentService.setAttributes(request.principal, request.params.agent_id, request.body.attributes), request.principal.environment),
   );
 
-  app.post<{ Params: { agent_id: string } }>('/v1/agents/:agent_id/revoke', { config: { scope: 'agents:write' }, schema: { params, body: emptyBody }, preValidation: noBodyIsEmpty }, async (request) =>
-    agentResource(await agentService.revoke(request.principal, request.params.agent_id), request.principal.environment),
+  app.post<{ Params: { agent_id: string } }>(
+    '/v1/agents/:agent_id/revoke',
+    { config: { scope: 'agents:write' }, schema: { params, body: emptyBody }, preValidation: noBodyIsEmpty },
+    async (request) => agentResource(await agentService.revoke(request.principal, request.params.agent_id), request.principal.environment),
   );
 
-  app.post<{ Params: { agent_id: string } }>('/v1/agents/:agent_id/restore', { config: { scope: 'agents:write' }, schema: { params, body: emptyBody }, preValidation: noBodyIsEmpty }, async (request) =>
-    agentResource(await agentService.restore(request.principal, request.params.agent_id), request.principal.environment),
+  app.post<{ Params: { agent_id: string } }>(
+    '/v1/agents/:agent_id/restore',
+    { config: { scope: 'agents:write' }, schema: { params, body: emptyBody }, preValidation: noBodyIsEmpty },
+    async (request) => agentResource(await agentService.restore(request.principal, request.params.agent_id), request.principal.environment),
   );
 };

@@ -62,14 +62,16 @@ export const decisionRoutes: FastifyPluginAsync = async (app) => {
     const { agent_id: agentId, effect, reason, session_id: sessionId, on_behalf_of: onBehalfOf, shadow_diverged: shadowDiverged } = request.query;
     const page = await decisions.list(request.principal, pageParams(request.query), { agentId, effect, reason, sessionId, onBehalfOf, shadowDiverged });
     const now = clock.now();
-    return listBody(page.data.map((row) => decisionResource(row, now)), page.has_more, '/v1/decisions');
+    return listBody(
+      page.data.map((row) => decisionResource(row, now)),
+      page.has_more,
+      '/v1/decisions',
+    );
   });
 
   // What a decision would be now: stores, holds, signs and fires nothing.
-  app.post<{ Body: DecisionInput }>(
-    '/v1/decisions/preview',
-    { config: { scope: 'decisions:write' }, schema: { body: loadSchema('api/decision-request') } },
-    async (request) => previewResource(await decisions.preview(request.principal, request.body)),
+  app.post<{ Body: DecisionInput }>('/v1/decisions/preview', { config: { scope: 'decisions:write' }, schema: { body: loadSchema('api/decision-request') } }, async (request) =>
+    previewResource(await decisions.preview(request.principal, request.body)),
   );
 
   // Yes or no per action for this agent, never which policy.
@@ -86,7 +88,8 @@ export const decisionRoutes: FastifyPluginAsync = async (app) => {
     async (request, reply) => {
       const since = queryTime(request.query.since, 'since');
       const until = request.query.until === undefined ? new Date(clock.now()) : queryTime(request.query.until, 'until');
-      if (since.getTime() > until.getTime()) throw new InvalidFieldError('since must not be after until', { details: [{ path: 'query:since', message: 'must not be after until' }] });
+      if (since.getTime() > until.getTime())
+        throw new InvalidFieldError('since must not be after until', { details: [{ path: 'query:since', message: 'must not be after until' }] });
       const rows = decisions.export(request.principal, { since, until });
       reply.type('application/x-ndjson; charset=utf-8');
       return reply.send(Readable.from(ndjson(rows, (row) => decisionResource(row, clock.now()))));
@@ -115,7 +118,10 @@ export const decisionRoutes: FastifyPluginAsync = async (app) => {
   );
 
   // confirm and reject take an optional body: none, or an empty one (runtime/http/json-body.ts), means {}.
-  for (const [verb, to] of [['confirm', 'confirmed'], ['reject', 'rejected']] as const) {
+  for (const [verb, to] of [
+    ['confirm', 'confirmed'],
+    ['reject', 'rejected'],
+  ] as const) {
     app.post<{ Params: { id: string }; Body: { amount?: number; amounts?: Record<string, number> } | undefined }>(
       `/v1/decisions/:id/${verb}`,
       {

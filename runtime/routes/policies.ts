@@ -39,7 +39,11 @@ export const policyRoutes: FastifyPluginAsync = async (app) => {
   app.get<{ Querystring: ListQuery }>('/v1/policies', { config: { scope: 'policies:read' }, schema: { querystring: listQuerySchema } }, async (request) => {
     const p = request.principal;
     const page = await policies.list(p, pageParams(request.query));
-    return listBody(page.data.map((r) => policyResource(r.policy, p.environment, r.created_at, r.updated_at)), page.has_more, '/v1/policies');
+    return listBody(
+      page.data.map((r) => policyResource(r.policy, p.environment, r.created_at, r.updated_at)),
+      page.has_more,
+      '/v1/policies',
+    );
   });
 
   app.get<{ Params: { id: string } }>('/v1/policies/:id', { config: { scope: 'policies:read' }, schema: { params: idParams } }, async (request, reply) => {

@@ -17,7 +17,6 @@ import { budgetStatsBody, decisionStatsBody } from '../presenters/stats.js';
 import { idParams } from '../http/params.js';
 import { emptyBody, noBodyIsEmpty } from '../http/empty-body.js';
 
-
 type ReviewListQuery = { status?: 'open' | 'approved' | 'denied'; limit?: number; starting_after?: string };
 
 export const reviewRoutes: FastifyPluginAsync = async (app) => {
@@ -28,16 +27,16 @@ export const reviewRoutes: FastifyPluginAsync = async (app) => {
     reviewWaiters.wakeAll();
   });
 
-  app.get<{ Querystring: ReviewListQuery }>(
-    '/v1/reviews',
-    { config: { scope: 'reviews:read' }, schema: { querystring: loadSchema('api/review-list-query') } },
-    async (request) => {
-      const status = request.query.status ?? 'open';
-      const page = await reviews.list(request.principal, status, pageParams(request.query));
-      const now = clock.now();
-      return listBody(page.data.map((row) => decisionResource(row, now)), page.has_more, '/v1/reviews');
-    },
-  );
+  app.get<{ Querystring: ReviewListQuery }>('/v1/reviews', { config: { scope: 'reviews:read' }, schema: { querystring: loadSchema('api/review-list-query') } }, async (request) => {
+    const status = request.query.status ?? 'open';
+    const page = await reviews.list(request.principal, status, pageParams(request.query));
+    const now = clock.now();
+    return listBody(
+      page.data.map((row) => decisionResource(row, now)),
+      page.has_more,
+      '/v1/reviews',
+    );
+  });
 
   app.post<{ Params: { id: string }; Body: ReviewBody }>(
     '/v1/decisions/:id/review',

@@ -53,7 +53,10 @@ interface Place {
 function pointerOf(place: Place): string {
   const keys: string[] = [];
   for (let p: Place | null = place; p && p.parent; p = p.parent) keys.push(typeof p.key === 'number' ? String(p.key) : p.key.replace(/~/g, '~0').replace(/\//g, '~1'));
-  return keys.reverse().map((k) => `/${k}`).join('');
+  return keys
+    .reverse()
+    .map((k) => `/${k}`)
+    .join('');
 }
 
 /**

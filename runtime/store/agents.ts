@@ -23,7 +23,9 @@ export async function findAgent(sql: SqlOrTx, accountId: string, environment: En
 }
 
 export async function listAgents(sql: SqlOrTx, accountId: string, environment: Environment, page: PageParams): Promise<Page<AgentRow>> {
-  return pageQuery(page, (cursor, limit) => sql<Array<AgentRow & { seq: number }>>`
+  return pageQuery(
+    page,
+    (cursor, limit) => sql<Array<AgentRow & { seq: number }>>`
     select ${sql.unsafe(COLUMNS)}, seq from agents
     where account_id = ${accountId} and environment = ${environment}
       ${cursor === null ? sql`` : sql`and seq < (select seq from agents where account_id = ${accountId} and environment = ${environment} and agent_id = ${cursor})`}

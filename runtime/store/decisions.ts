@@ -146,10 +146,7 @@ export async function findDecision(sql: SqlOrTx, accountId: string, environment:
  * The decisions named by `keys` (any accounts), in one query: the bodies of
  * decision events stored by reference (runtime/events/references.ts).
  */
-export async function findDecisionsByKeys(
-  sql: SqlOrTx,
-  keys: ReadonlyArray<{ account_id: string; environment: Environment; id: string }>,
-): Promise<DecisionRow[]> {
+export async function findDecisionsByKeys(sql: SqlOrTx, keys: ReadonlyArray<{ account_id: string; environment: Environment; id: string }>): Promise<DecisionRow[]> {
   if (keys.length === 0) return [];
   return sql<DecisionRow[]>`select ${COLUMNS(sql)} from decisions
     where (account_id, environment, id) in (
@@ -176,10 +173,8 @@ export interface DecisionFilters {
  */
 function filterClause(sql: SqlOrTx, f: DecisionFilters) {
   const agent = f.agentId === undefined ? sql`` : sql`and agent_id = ${f.agentId}`;
-  const effect =
-    f.effect === undefined ? sql`` : sql`and effect = ${f.effect} ${f.effect === 'allow' ? sql`` : sql`and effect <> 'allow'`}`;
-  const reason =
-    f.reason === undefined ? sql`` : sql`and reason = ${f.reason} ${f.reason === 'policy.matched' ? sql`` : sql`and reason <> 'policy.matched'`}`;
+  const effect = f.effect === undefined ? sql`` : sql`and effect = ${f.effect} ${f.effect === 'allow' ? sql`` : sql`and effect <> 'allow'`}`;
+  const reason = f.reason === undefined ? sql`` : sql`and reason = ${f.reason} ${f.reason === 'policy.matched' ? sql`` : sql`and reason <> 'policy.matched'`}`;
   const session = f.sessionId === undefined ? sql`` : sql`and session_id = ${f.sessionId}`;
   const user = f.onBehalfOf === undefined ? sql`` : sql`and on_behalf_of = ${f.onBehalfOf}`;
   const shadow = f.shadowDiverged === undefined ? sql`` : f.shadowDiverged ? sql`and shadow is not null` : sql`and shadow is null`;
@@ -187,7 +182,9 @@ function filterClause(sql: SqlOrTx, f: DecisionFilters) {
 }
 
 export async function listDecisions(sql: SqlOrTx, accountId: string, environment: Environment, page: PageParams, filters: DecisionFilters = {}): Promise<Page<DecisionRow>> {
-  return pageQuery(page, (cursor, limit) => sql<Array<DecisionRow & { seq: number }>>`
+  return pageQuery(
+    page,
+    (cursor, limit) => sql<Array<DecisionRow & { seq: number }>>`
     select ${COLUMNS(sql)}, seq from decisions
     where account_id = ${accountId} and environment = ${environment}
       ${filterClause(sql, filters)}

@@ -31,15 +31,7 @@ export async function insertEvents(sql: SqlOrTx, events: readonly EventRow[]): P
 }
 
 async function insertChunk(sql: SqlOrTx, events: readonly EventRow[]): Promise<void> {
-  await sql`insert into events ${sql(
-    events.map((e) => ({ ...e, data: sql.json(e.data as never) })) as never,
-    'id',
-    'account_id',
-    'environment',
-    'type',
-    'created_at',
-    'data',
-  )}`;
+  await sql`insert into events ${sql(events.map((e) => ({ ...e, data: sql.json(e.data as never) })) as never, 'id', 'account_id', 'environment', 'type', 'created_at', 'data')}`;
 }
 
 export async function findEvent(sql: SqlOrTx, accountId: string, environment: Environment, id: string): Promise<StoredEventRow | undefined> {
@@ -49,14 +41,10 @@ export async function findEvent(sql: SqlOrTx, accountId: string, environment: En
   return row;
 }
 
-export async function listEvents(
-  sql: SqlOrTx,
-  accountId: string,
-  environment: Environment,
-  page: PageParams,
-  type?: string,
-): Promise<Page<StoredEventRow>> {
-  return pageQuery(page, (cursor, limit) => sql<(StoredEventRow & { seq: number })[]>`
+export async function listEvents(sql: SqlOrTx, accountId: string, environment: Environment, page: PageParams, type?: string): Promise<Page<StoredEventRow>> {
+  return pageQuery(
+    page,
+    (cursor, limit) => sql<(StoredEventRow & { seq: number })[]>`
     select id, account_id, environment, type, created_at, data, decision_id, seq from events
     where account_id = ${accountId} and environment = ${environment}
       ${type ? sql`and type = ${type}` : sql``}

@@ -62,7 +62,9 @@ function checkDefinition(name: string, text: string): void {
   const creates = [...code(text).matchAll(/\bcreate\s+(or\s+replace\s+)?function\s+([A-Za-z0-9_."]+)\s*\(/gi)];
   const ok = creates.length === 1 && creates[0]![1] !== undefined && creates[0]![2] === name;
   if (!ok) {
-    throw new Error(`function file ${name}.sql must hold one statement "create or replace function ${name}(...)"; found ${creates.length === 0 ? 'none' : creates.map((c) => `"${c[0]}"`).join(', ')}`);
+    throw new Error(
+      `function file ${name}.sql must hold one statement "create or replace function ${name}(...)"; found ${creates.length === 0 ? 'none' : creates.map((c) => `"${c[0]}"`).join(', ')}`,
+    );
   }
 }
 

@@ -168,9 +168,25 @@ export function currentUsage(
  * held) in exact decimals: GET /v1/budgets/remaining. Each looked up through
  * the key's unique index; a key without a row is absent from the answer.
  */
-export async function usageOfKeys(sql: SqlOrTx, accountId: string, environment: Environment, nowMs: number, keys: readonly BudgetCheck[]): Promise<Array<StoredUsage & { remaining: number }>> {
+export async function usageOfKeys(
+  sql: SqlOrTx,
+  accountId: string,
+  environment: Environment,
+  nowMs: number,
+  keys: readonly BudgetCheck[],
+): Promise<Array<StoredUsage & { remaining: number }>> {
   if (keys.length === 0) return [];
-  const wanted = keys.map((k) => ({ policy_id: k.policy_id, scope: k.scope, agent_id: k.agent_id, session_id: k.session_id, on_behalf_of: k.on_behalf_of, unit: k.unit, period: k.period, period_start: k.period_start, limit: String(k.limit) }));
+  const wanted = keys.map((k) => ({
+    policy_id: k.policy_id,
+    scope: k.scope,
+    agent_id: k.agent_id,
+    session_id: k.session_id,
+    on_behalf_of: k.on_behalf_of,
+    unit: k.unit,
+    period: k.period,
+    period_start: k.period_start,
+    limit: String(k.limit),
+  }));
   return sql<Array<StoredUsage & { remaining: number }>>`
     select u.*, greatest(0, u.key_limit - u.consumed_n - u.held_n)::float8 as remaining, u.consumed_n::float8 as consumed, u.held_n::float8 as held
     from (

@@ -71,12 +71,17 @@ export async function findPolicy<P extends PolicyDocument>(sql: SqlOrTx, account
 }
 
 export async function listPolicies<P extends PolicyDocument>(sql: SqlOrTx, accountId: string, environment: Environment, page: PageParams): Promise<Page<PolicyRecord<P>>> {
-  const result = await pageQuery(page, (cursor, limit) => sql<Array<{ body: P; created_at: Date; updated_at: Date; seq: number }>>`
+  const result = await pageQuery(
+    page,
+    (cursor, limit) => sql<Array<{ body: P; created_at: Date; updated_at: Date; seq: number }>>`
     select body, created_at, updated_at, seq from policies
     where account_id = ${accountId} and environment = ${environment} and generation = ${active(sql, accountId, environment)}
       ${cursor === null ? sql`` : sql`and seq < (select seq from policies where account_id = ${accountId} and environment = ${environment} and generation = ${active(sql, accountId, environment)} and id = ${cursor})`}
     order by seq desc limit ${limit}`,
-    (cursor) => exists(sql`select 1 from policies where account_id = ${accountId} and environment = ${environment} and generation = ${active(sql, accountId, environment)} and id = ${cursor}`),
+    (cursor) =>
+      exists(
+        sql`select 1 from policies where account_id = ${accountId} and environment = ${environment} and generation = ${active(sql, accountId, environment)} and id = ${cursor}`,
+      ),
   );
   return { has_more: result.has_more, data: result.data.map((r) => ({ policy: r.body, created_at: r.created_at, updated_at: r.updated_at })) };
 }

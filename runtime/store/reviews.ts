@@ -71,7 +71,9 @@ export function listReviews(sql: SqlOrTx, t: Tenant, status: ReviewStatus, page:
   const { accountId, environment } = t;
   const oldestFirst = status === 'open';
   const cursorSeq = (cursor: string) => sql`(select seq from decisions where account_id = ${accountId} and environment = ${environment} and id = ${cursor})`;
-  return pageQuery(page, (cursor, limit) => sql<Array<DecisionRow & { seq: number }>>`
+  return pageQuery(
+    page,
+    (cursor, limit) => sql<Array<DecisionRow & { seq: number }>>`
     select ${COLUMNS(sql)}, seq from decisions
     where account_id = ${accountId} and environment = ${environment} and review_status = ${status}
       ${cursor === null ? sql`` : oldestFirst ? sql`and seq > ${cursorSeq(cursor)}` : sql`and seq < ${cursorSeq(cursor)}`}

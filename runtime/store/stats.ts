@@ -30,7 +30,15 @@ export async function decisionsPerMinute(sql: SqlOrTx, t: Tenant, sinceMs: numbe
 }
 
 /** The agents (or actions) denied most in the window, most first (ties by name). */
-export async function topDenied(sql: SqlOrTx, t: Tenant, by: 'agent_id' | 'action', sinceMs: number, untilMs: number, limit: number, ids: IdBounds | null = null): Promise<Array<{ key: string; count: number }>> {
+export async function topDenied(
+  sql: SqlOrTx,
+  t: Tenant,
+  by: 'agent_id' | 'action',
+  sinceMs: number,
+  untilMs: number,
+  limit: number,
+  ids: IdBounds | null = null,
+): Promise<Array<{ key: string; count: number }>> {
   const column = by === 'agent_id' ? sql`agent_id` : sql`action`;
   return sql<Array<{ key: string; count: number }>>`
     select ${column} as key, count(*)::int as count

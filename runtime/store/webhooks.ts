@@ -19,8 +19,7 @@ export interface EndpointRow {
   updated_at: Date;
 }
 
-const ENDPOINT = (sql: SqlOrTx) =>
-  sql`account_id, environment, id, url, events, description, status, standard_webhooks, secret, secret_encrypted, created_at, updated_at`;
+const ENDPOINT = (sql: SqlOrTx) => sql`account_id, environment, id, url, events, description, status, standard_webhooks, secret, secret_encrypted, created_at, updated_at`;
 
 export async function insertEndpoint(sql: SqlOrTx, row: EndpointRow): Promise<void> {
   await sql`insert into webhook_endpoints ${sql(row as never, 'account_id', 'environment', 'id', 'url', 'events', 'description', 'status', 'standard_webhooks', 'secret', 'secret_encrypted', 'created_at', 'updated_at')}`;
@@ -33,7 +32,9 @@ export async function findEndpoint(sql: SqlOrTx, accountId: string, environment:
 }
 
 export function listEndpoints(sql: SqlOrTx, accountId: string, environment: Environment, page: PageParams): Promise<Page<EndpointRow>> {
-  return pageQuery(page, (cursor, limit) => sql<Array<EndpointRow & { seq: number }>>`
+  return pageQuery(
+    page,
+    (cursor, limit) => sql<Array<EndpointRow & { seq: number }>>`
     select ${ENDPOINT(sql)}, seq from webhook_endpoints
     where account_id = ${accountId} and environment = ${environment}
       ${cursor === null ? sql`` : sql`and seq < (select seq from webhook_endpoints where account_id = ${accountId} and environment = ${environment} and id = ${cursor})`}
@@ -181,7 +182,9 @@ const DELIVERY = (sql: SqlOrTx) => sql`d.id, d.endpoint_id, d.event_id, e.type a
     from webhook_attempts a where a.delivery_id = d.id), '[]') as attempt_list`;
 
 export function listDeliveries(sql: SqlOrTx, accountId: string, environment: Environment, endpointId: string, page: PageParams): Promise<Page<DeliveryRow>> {
-  return pageQuery(page, (cursor, limit) => sql<Array<DeliveryRow & { seq: number }>>`
+  return pageQuery(
+    page,
+    (cursor, limit) => sql<Array<DeliveryRow & { seq: number }>>`
     select ${DELIVERY(sql)}, d.seq from webhook_deliveries d join events e on e.id = d.event_id
     where d.account_id = ${accountId} and d.environment = ${environment} and d.endpoint_id = ${endpointId}
       ${cursor === null ? sql`` : sql`and d.seq < (select seq from webhook_deliveries where id = ${cursor} and account_id = ${accountId} and environment = ${environment})`}
@@ -198,7 +201,12 @@ export async function findDelivery(sql: SqlOrTx, accountId: string, environment:
 }
 
 /** A new delivery of the same event to the same endpoint, due now. */
-export async function insertReplay(sql: SqlOrTx, original: { id: string; account_id: string; environment: Environment; endpoint_id: string; event_id: string }, newId: string, at: Date): Promise<void> {
+export async function insertReplay(
+  sql: SqlOrTx,
+  original: { id: string; account_id: string; environment: Environment; endpoint_id: string; event_id: string },
+  newId: string,
+  at: Date,
+): Promise<void> {
   await sql`insert into webhook_deliveries (id, account_id, environment, endpoint_id, event_id, status, next_attempt_at, replay_of, created_at)
     values (${newId}, ${original.account_id}, ${original.environment}, ${original.endpoint_id}, ${original.event_id}, 'pending', ${at}, ${original.id}, ${at})`;
 }

@@ -86,10 +86,14 @@ export class WebhookDispatcher {
     this.timeoutMs = options.timeoutMs ?? 10_000;
     // Every store call is retried in-process on a transient failure (p-retry): an
     // attempt whose record were lost would be sent again once its lease ran out.
-    this.records = new GroupCommit(async (results) => {
-      await retryTransient(() => recordAttempts(sql, results), { onRetry: this.options.onError });
-      return results.map(() => undefined);
-    }, 500, 2);
+    this.records = new GroupCommit(
+      async (results) => {
+        await retryTransient(() => recordAttempts(sql, results), { onRetry: this.options.onError });
+        return results.map(() => undefined);
+      },
+      500,
+      2,
+    );
   }
 
   start(onError?: (error: unknown) => void): void {
@@ -161,13 +165,16 @@ export class WebhookDispatcher {
     const free = this.maxQueued - this.queued;
     if (free <= 0) return 0;
     const busy = [...this.endpoints].filter(([, e]) => e.queue.length + e.active >= this.perEndpoint * CLAIM_AHEAD).map(([id]) => id);
-    const claimed = await retryTransient(
-      () => claimDueDeliveries(this.sql, this.clock.now(), free, this.perEndpoint * CLAIM_AHEAD, busy, this.options.leaseSeconds ?? 60),
-      { onRetry: this.options.onError },
-    );
+    const claimed = await retryTransient(() => claimDueDeliveries(this.sql, this.clock.now(), free, this.perEndpoint * CLAIM_AHEAD, busy, this.options.leaseSeconds ?? 60), {
+      onRetry: this.options.onError,
+    });
     // Decision events stored by reference get their bodies from their decisions (one query, none when there are none).
     const bodies = await retryTransient(
-      () => eventBodies(this.sql, claimed.map((c) => ({ account_id: c.account_id, environment: c.environment, data: c.event_data, decision_id: c.decision_id }))),
+      () =>
+        eventBodies(
+          this.sql,
+          claimed.map((c) => ({ account_id: c.account_id, environment: c.environment, data: c.event_data, decision_id: c.decision_id })),
+        ),
       { onRetry: this.options.onError },
     );
     for (const [i, claim] of claimed.entries()) {
@@ -231,13 +238,7 @@ export class WebhookDispatcher {
         headers['webhook-timestamp'] = String(timestamp);
         headers['webhook-signature'] = signStandardWebhook(delivery.event_id, timestamp, body, secret);
       }
-      result = await sendWebhook(
-        delivery.url,
-        body,
-        headers,
-        { environment: delivery.environment, allowPrivate: this.options.allowPrivate },
-        this.timeoutMs,
-      );
+      result = await sendWebhook(delivery.url, body, headers, { environment: delivery.environment, allowPrivate: this.options.allowPrivate }, this.timeoutMs);
     } catch (error) {
       result = { status_code: null, error: error instanceof Error ? error.message : String(error), duration_ms: 0 };
     }

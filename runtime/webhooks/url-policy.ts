@@ -164,10 +164,7 @@ export function guardedLookup(rules: UrlRules, lookup: typeof import('node:dns')
 // ---------------------------------------------------------------------------
 // Classification
 
-type Verdict =
-  | { kind: 'public' }
-  | { kind: 'invalid' }
-  | { kind: 'loopback' | 'private' | 'forbidden'; what: string };
+type Verdict = { kind: 'public' } | { kind: 'invalid' } | { kind: 'loopback' | 'private' | 'forbidden'; what: string };
 
 type Rule = { kind: 'loopback' | 'private' | 'forbidden'; what: string };
 
@@ -240,7 +237,7 @@ const V4_RANGES: V4Range[] = [
 function classifyV4(n: number): Verdict {
   for (const { base, bits, rule } of V4_RANGES) {
     const mask = bits === 0 ? 0 : (0xffffffff << (32 - bits)) >>> 0;
-    if (((n & mask) >>> 0) === ((base & mask) >>> 0)) return rule;
+    if ((n & mask) >>> 0 === (base & mask) >>> 0) return rule;
   }
   return { kind: 'public' };
 }

@@ -130,14 +130,18 @@ describe('action.yml', () => {
     expect(invalid[0]!.out).toMatch(/^::error file=examples\/purchasing\/policies\.yaml,line=\d+,col=\d+,title=policy\.invalid_field::effect must be one of allow, deny, review/m);
   });
 
-  it('replays the service\'s decisions with annotations, failing only with fail-on-changes', async () => {
+  it("replays the service's decisions with annotations, failing only with fail-on-changes", async () => {
     const dir = userRepo();
     // The change under review: small chat refunds only up to USD 30.
     const file = join(dir, 'examples', 'support', 'policies.yaml');
     writeFileSync(file, readFileSync(file, 'utf8').replace('amount <= 50 && context.channel', 'amount <= 30 && context.channel'));
     const decisions = [10, 40, 45].map((amount, i) =>
       JSON.stringify(
-        storedDecision(`dec_${i}`, { agent_id: 'support-bot-1', action: 'payments.refund', resource: 'order:1', amount, context: { channel: 'chat' } }, { effect: 'allow', reason: 'policy.matched', policy_id: 'pol_support_refund_small_chat' }),
+        storedDecision(
+          `dec_${i}`,
+          { agent_id: 'support-bot-1', action: 'payments.refund', resource: 'order:1', amount, context: { channel: 'chat' } },
+          { effect: 'allow', reason: 'policy.matched', policy_id: 'pol_support_refund_small_chat' },
+        ),
       ),
     );
     server = await startExportServer({ lines: decisions.length, line: (i) => decisions[i]! });
@@ -148,7 +152,9 @@ describe('action.yml', () => {
       ['Test policies', 1], // the change breaks a test case of the examples: an allowed USD 50 refund
       ['Replay recent decisions against the change', 0],
     ]);
-    expect(runs[2]!.out).toMatch(/^::warning title=authz replay::2 of 3 replayed decisions would go from allow \(policy\.matched\) to deny \(policy\.not_found\) \(e\.g\. dec_1, dec_2\)$/m);
+    expect(runs[2]!.out).toMatch(
+      /^::warning title=authz replay::2 of 3 replayed decisions would go from allow \(policy\.matched\) to deny \(policy\.not_found\) \(e\.g\. dec_1, dec_2\)$/m,
+    );
     expect(server.requests[1]).toBe(`/v1/decisions/export?since=${encodeURIComponent('2026-11-20T22:00:00.000Z')}`);
     const strict = await runAction({ ...inputs, 'fail-on-changes': 'true' }, dir);
     expect(strict[2]!.code).toBe(1);

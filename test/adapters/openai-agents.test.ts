@@ -175,7 +175,7 @@ describe.each(STORE_KINDS)('OpenAI Agents SDK adapter (%s store)', (kind) => {
     expect((await svc.decisionsOf(s.agentId)).map((d) => [d.id, d.status])).toEqual([[pending.id, 'rejected']]);
   });
 
-  it("by default only decisions awaiting approval interrupt: a plain review decision runs (flagged for a human)", async () => {
+  it('by default only decisions awaiting approval interrupt: a plain review decision runs (flagged for a human)', async () => {
     const s = setup('oa-default');
     const id = callId();
     const model = new ScriptedModel([[call('refund_order', id, { order_id: '4004', amount: 60 })], [say('ok')]]);

@@ -67,8 +67,7 @@ export const RULES: Rule[] = [
   },
   {
     name: 'the clients (the TypeScript client, the MCP proxy, the framework adapters) import nothing from the runtime, and from the compiler only its leaves shared with them',
-    check: (e) =>
-      isIn(e.from, 'clients') && (isIn(e.to, 'runtime') || (isIn(e.to, 'compiler') && !CLIENT_SHARED_COMPILER.includes(e.to))) ? `${e.from} imports ${e.to}` : null,
+    check: (e) => (isIn(e.from, 'clients') && (isIn(e.to, 'runtime') || (isIn(e.to, 'compiler') && !CLIENT_SHARED_COMPILER.includes(e.to))) ? `${e.from} imports ${e.to}` : null),
   },
   {
     name: 'the runtime takes nothing from the clients but the generated wire types',
@@ -76,8 +75,7 @@ export const RULES: Rule[] = [
   },
   {
     name: 'shared utilities import nothing of the project but each other and the clock',
-    check: (e) =>
-      isIn(e.from, 'runtime/shared') && isRelative(e.to) && !isIn(e.to, 'runtime/shared') && e.to !== 'runtime/clock.ts' ? `${e.from} imports ${e.to}` : null,
+    check: (e) => (isIn(e.from, 'runtime/shared') && isRelative(e.to) && !isIn(e.to, 'runtime/shared') && e.to !== 'runtime/clock.ts' ? `${e.from} imports ${e.to}` : null),
   },
   {
     name: 'the compiler leaves shared with the clients import nothing but each other',
@@ -114,7 +112,8 @@ export function importEdges(root: string, files: readonly string[]): ImportEdge[
       else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument) && ts.isStringLiteral(node.argument.literal)) add(node.argument.literal.text, true);
       // `declare module 'fastify' { ... }`: an augmentation depends on the module it augments.
       else if (ts.isModuleDeclaration(node) && ts.isStringLiteral(node.name)) add(node.name.text, true);
-      else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword && node.arguments[0] && ts.isStringLiteralLike(node.arguments[0])) add(node.arguments[0].text, false);
+      else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword && node.arguments[0] && ts.isStringLiteralLike(node.arguments[0]))
+        add(node.arguments[0].text, false);
       ts.forEachChild(node, visit);
     };
     visit(source);
@@ -125,7 +124,9 @@ export function importEdges(root: string, files: readonly string[]): ImportEdge[
 /** A specifier as an edge's `to`: a relative one resolved (`.js` read as `.ts`), else the package's name. */
 function target(root: string, file: string, spec: string): string {
   if (spec.startsWith('.')) {
-    const to = relative(root, resolve(root, dirname(file), spec)).split('\\').join('/');
+    const to = relative(root, resolve(root, dirname(file), spec))
+      .split('\\')
+      .join('/');
     return to.endsWith('.js') ? `${to.slice(0, -3)}.ts` : to;
   }
   if (spec.startsWith('node:')) return spec;
@@ -150,10 +151,11 @@ function exportsOnlyTypes(node: ts.ExportDeclaration): boolean {
 /** Every broken rule, one message per edge and rule. */
 export function violations(edges: readonly ImportEdge[], rules: readonly Rule[] = RULES): string[] {
   const out: string[] = [];
-  for (const edge of edges) for (const rule of rules) {
-    const message = rule.check(edge);
-    if (message) out.push(`${rule.name}: ${message}`);
-  }
+  for (const edge of edges)
+    for (const rule of rules) {
+      const message = rule.check(edge);
+      if (message) out.push(`${rule.name}: ${message}`);
+    }
   return out;
 }
 
@@ -257,7 +259,7 @@ export const PRESENTERS = 'runtime/presenters';
  * literals and do not count.
  *
  * @example
- * publicFormLiterals('runtime/routes/a.ts', "reply.send({ object: 'bundle', hash })"); // => ['runtime/routes/a.ts:1']
+ * publicFormLiterals('runtime/routes/bundle.ts', "reply.send({ object: 'bundle', hash })"); // => ['runtime/routes/bundle.ts:1']
  */
 export function publicFormLiterals(file: string, text: string): string[] {
   const source = ts.createSourceFile(file, text, ts.ScriptTarget.ES2022, true);

@@ -87,7 +87,11 @@ function inside(version: Version, i: Interval): boolean {
 export function admits(range: string, version: string): boolean {
   const v = parseVersion(version);
   return range.split('||').some((alternative) => {
-    const tokens = alternative.trim().replace(/(>=|<=|>|<|=|\^|~)\s+/g, '$1').split(/\s+/).filter(Boolean);
+    const tokens = alternative
+      .trim()
+      .replace(/(>=|<=|>|<|=|\^|~)\s+/g, '$1')
+      .split(/\s+/)
+      .filter(Boolean);
     if (tokens.some((t) => t === '-')) throw new Error(`hyphen ranges are not read: ${JSON.stringify(range)}`);
     return tokens.length === 0 || tokens.every((t) => inside(v, comparator(t)));
   });

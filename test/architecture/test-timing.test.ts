@@ -53,7 +53,9 @@ describe('timing in tests', () => {
     // compile.test.ts, parse.test.ts: a timed call.
     expect(kinds('    const started = performance.now();\n    f();\n    expect(performance.now() - started).toBeLessThan(200);')).toEqual(['3:duration']);
     // limits-processes.test.ts: an elapsed variable, and one against a timestamp taken mid-test.
-    expect(kinds('      const started = Date.now();\n      await go();\n      const elapsedMs = Date.now() - started;\n      expect(elapsedMs).toBeLessThan(2_000);')).toEqual(['4:duration']);
+    expect(kinds('      const started = Date.now();\n      await go();\n      const elapsedMs = Date.now() - started;\n      expect(elapsedMs).toBeLessThan(2_000);')).toEqual([
+      '4:duration',
+    ]);
     expect(kinds('      const exhaustedAt = Date.now();\n      const learnedMs = Date.now() - exhaustedAt;\n      expect(learnedMs).toBeLessThan(3_000);')).toEqual(['3:duration']);
     // replication.test.ts: a helper returning the time it took.
     const until = [
@@ -73,7 +75,8 @@ describe('timing in tests', () => {
     ].join('\n');
     expect(kinds(until)).toEqual(['11:duration']);
     // serve.test.ts: a property of a returned object.
-    const serve = 'async function stop() {\n  const started = Date.now();\n  return { ...result, ms: Date.now() - started };\n}\nconst stopped = await stop();\nexpect(stopped.ms).toBeLessThan(5_000);';
+    const serve =
+      'async function stop() {\n  const started = Date.now();\n  return { ...result, ms: Date.now() - started };\n}\nconst stopped = await stop();\nexpect(stopped.ms).toBeLessThan(5_000);';
     expect(kinds(serve)).toEqual(['6:duration']);
     // A wall-clock offset read against the clock: also an elapsed time.
     expect(kinds('expect(now - Date.now()).toBeGreaterThan(3590_000);')).toEqual(['1:duration']);

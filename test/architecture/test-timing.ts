@@ -31,7 +31,8 @@ const CLOCK_READ = String.raw`(?:Date\.now\(\)|performance\.now\(\)|process\.hrt
 const COMPARISON = /\.(?:not\.)?(?:toBeLessThan|toBeLessThanOrEqual|toBeGreaterThan|toBeGreaterThanOrEqual|toBeCloseTo)\(/;
 const ASSIGNMENT = /^\s*(?:export\s+)?(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*(?::[^=]+)?=\s*(.+)$/;
 const PROPERTY = /([A-Za-z_$][\w$]*)\s*:\s*([^,}]+)/g;
-const FUNCTION_HEADER = /^\s*(?:export\s+)?(?:(?:async\s+)?function\s*\*?\s*([A-Za-z_$][\w$]*)|(?:const|let)\s+([A-Za-z_$][\w$]*)\s*=\s*(?:async\s*)?(?:\([^)]*\)|[A-Za-z_$][\w$]*)\s*(?::[^=]+)?=>)/;
+const FUNCTION_HEADER =
+  /^\s*(?:export\s+)?(?:(?:async\s+)?function\s*\*?\s*([A-Za-z_$][\w$]*)|(?:const|let)\s+([A-Za-z_$][\w$]*)\s*=\s*(?:async\s*)?(?:\([^)]*\)|[A-Za-z_$][\w$]*)\s*(?::[^=]+)?=>)/;
 const AWAITED_SLEEP = [
   /\bawait\s+new\s+Promise\s*(?:<[^>]*>)?\(\s*\(?\s*([A-Za-z_$][\w$]*)\s*\)?\s*=>\s*setTimeout\(\s*\1\s*,\s*[\d_]+\s*\)\s*\)/,
   /\bawait\s+(?:sleep|delay|wait|setTimeout|pause)\(\s*[\d_]+\s*\)/,

@@ -44,7 +44,13 @@ describe('wire types are declared once (the generated module)', () => {
       'runtime/dashboard/public/z.js': '/**\n * @typedef {object} Agent\n * @property {string} agent_id\n */\n/** @typedef {{ id: string, name: string }} Policy */',
       'runtime/dashboard/public/w.js': "/** @typedef {import('../../../clients/typescript/wire.js').Budget} Event */",
     };
-    expect(handWrittenWireTypes(bad, names)).toEqual(['runtime/presenters/x.ts: Decision', 'clients/typescript/y.ts: Review', 'runtime/dashboard/public/z.js: Agent', 'runtime/dashboard/public/z.js: Policy', 'runtime/dashboard/public/w.js: Event']);
+    expect(handWrittenWireTypes(bad, names)).toEqual([
+      'runtime/presenters/x.ts: Decision',
+      'clients/typescript/y.ts: Review',
+      'runtime/dashboard/public/z.js: Agent',
+      'runtime/dashboard/public/z.js: Policy',
+      'runtime/dashboard/public/w.js: Event',
+    ]);
     const good = {
       'clients/typescript/types.ts': "export type { Decision } from './wire.js';\nexport type DecisionReview = Review;",
       'runtime/presenters/event.ts': "import type { Event } from '../../clients/typescript/wire.js';\nexport type EventEnvelope = Event;",

@@ -21,9 +21,9 @@ export const WIRE_MODULE = 'clients/typescript/wire.ts';
  */
 export const KNOWN_INTERNAL: ReadonlyArray<{ file: string; name: string; why: string }> = [
   { file: 'runtime/domain/stats.ts', name: 'DecisionStats', why: 'the figures (milliseconds) decisionStatsBody presents' },
-  { file: 'runtime/domain/decisions.ts', name: 'DecisionPreview', why: "the evaluation's outcome previewResource presents" },
+  { file: 'runtime/domain/decision-state.ts', name: 'DecisionPreview', why: "the evaluation's outcome previewResource presents" },
   { file: 'runtime/domain/permits.ts', name: 'PermitVerification', why: "the verifier's result, without object" },
-  { file: 'runtime/domain/policy-validation.ts', name: 'PolicyValidation', why: 'a public form built in domain/: moves to presenters/ (issue 38, part 2)' },
+  { file: 'runtime/domain/policy-validation.ts', name: 'PolicyValidation', why: 'the validation outcome (plain data) presenters/policy-validation.ts presents' },
 ];
 
 /** The names the generated module exports. */
@@ -72,7 +72,7 @@ function jsdocDeclarations(source: string, names: ReadonlySet<string>): string[]
  * as `path: Name`; the generated module and the known internal types aside.
  *
  * @example
- * handWrittenWireTypes({ 'runtime/x.ts': 'interface Decision { id: string }' }, ['Decision']); // => ['runtime/x.ts: Decision']
+ * handWrittenWireTypes({ 'runtime/domain/decisions.ts': 'interface Decision { id: string }' }, ['Decision']); // => ['runtime/domain/decisions.ts: Decision']
  */
 export function handWrittenWireTypes(files: Record<string, string>, wireNames: readonly string[]): string[] {
   const names = new Set(wireNames);

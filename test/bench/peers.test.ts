@@ -18,7 +18,13 @@ function globRe(glob: string): RegExp {
   return re;
 }
 function compileRe(glob: string): RegExp {
-  return new RegExp(`^${glob.split('*').map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`, 's');
+  return new RegExp(
+    `^${glob
+      .split('*')
+      .map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+      .join('.*')}$`,
+    's',
+  );
 }
 
 function actionMatches(pattern: string, action: string): boolean {
@@ -165,8 +171,22 @@ describe('peers agree with our semantics', () => {
     ];
     expect(cedarAgreesWithPriorities(policies)).toBe(true);
     expect(await checkSet(policies, requests)).toEqual([
-      'allow', 'deny', 'allow', 'deny', 'allow', 'allow', 'allow', 'deny',
-      'allow', 'deny', 'allow', 'deny', 'deny', 'allow', 'allow', 'deny',
+      'allow',
+      'deny',
+      'allow',
+      'deny',
+      'allow',
+      'allow',
+      'allow',
+      'deny',
+      'allow',
+      'deny',
+      'allow',
+      'deny',
+      'deny',
+      'allow',
+      'allow',
+      'deny',
     ]);
     expect(policyToCedar(policies[4]!)).toBeNull();
   });

@@ -18,7 +18,9 @@ describe.each(STORE_KINDS)('guard with approval before the action (%s)', (kind) 
   beforeAll(async () => {
     rt = await startRuntime(kind);
     reviewerKey = await rt.keyWith(['reviews:read', 'reviews:write']);
-    await rt.setPolicies([{ id: 'pol_wire_approval', name: 'wires-approved-first', effect: 'review', actions: ['payments.wire'], approval: { required: true, timeout_seconds: 600 } }]);
+    await rt.setPolicies([
+      { id: 'pol_wire_approval', name: 'wires-approved-first', effect: 'review', actions: ['payments.wire'], approval: { required: true, timeout_seconds: 600 } },
+    ]);
     base = await rt.app.listen({ host: '127.0.0.1', port: 0 });
   });
   afterAll(() => rt?.close());
@@ -27,10 +29,13 @@ describe.each(STORE_KINDS)('guard with approval before the action (%s)', (kind) 
   const openReviewOf = async (agent: string) => {
     let found: Record<string, any> | undefined;
     await expect
-      .poll(async () => {
-        found = (await rt.getOk('/v1/reviews', reviewerKey)).data.find((d: Record<string, any>) => d.agent_id === agent);
-        return found !== undefined;
-      }, { timeout: 10_000 })
+      .poll(
+        async () => {
+          found = (await rt.getOk('/v1/reviews', reviewerKey)).data.find((d: Record<string, any>) => d.agent_id === agent);
+          return found !== undefined;
+        },
+        { timeout: 10_000 },
+      )
       .toBe(true);
     return found!;
   };
@@ -60,7 +65,10 @@ describe.each(STORE_KINDS)('guard with approval before the action (%s)', (kind) 
     const guarded = client.guard({ agent_id: 'wire-bot-2', action: 'payments.wire' }, () => {
       ran = true;
     });
-    const settled = guarded.then(() => null, (e: unknown) => e);
+    const settled = guarded.then(
+      () => null,
+      (e: unknown) => e,
+    );
     const review = await openReviewOf('wire-bot-2');
     await rt.call(reviewerKey, { method: 'POST', url: `/v1/decisions/${review.id}/review`, payload: { verdict: 'deny', reviewer: 'dana', note: 'no' } });
     const error = await settled;

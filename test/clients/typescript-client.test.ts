@@ -35,7 +35,18 @@ const schemaProperties = (name: string): string[] =>
   Object.keys((JSON.parse(readFileSync(new URL(`../../schemas/api/${name}.schema.json`, import.meta.url), 'utf8')) as { properties: object }).properties).sort();
 
 /** Every field of the request types, set: the compiler refuses a field missing here or unknown to the type. */
-const FULL_REQUEST = { agent_id: 'a', action: 'orders.read', resource: 'r', amount: 1, amounts: { USD: 1 }, context: {}, ttl_seconds: 60, session_id: 's', on_behalf_of: 'u', args_digest: 'd' } satisfies Required<DecisionRequest>;
+const FULL_REQUEST = {
+  agent_id: 'a',
+  action: 'orders.read',
+  resource: 'r',
+  amount: 1,
+  amounts: { USD: 1 },
+  context: {},
+  ttl_seconds: 60,
+  session_id: 's',
+  on_behalf_of: 'u',
+  args_digest: 'd',
+} satisfies Required<DecisionRequest>;
 const FULL_EXTENSIONS = {} satisfies Required<DecisionRequestExtensions>;
 const FULL_CONFIRM = { amount: 1, amounts: { USD: 1 } } satisfies Required<ConfirmOptions>;
 const FULL_DECISION = {
@@ -184,9 +195,15 @@ describe.each(STORE_KINDS)('agent-authz/client against the service (%s store)', 
 
       for (const d of [allow, deny, notFound, review]) {
         const keys = Object.keys(d);
-        expect(keys.filter((k) => !(k in FULL_DECISION)), 'fields the Decision type lacks').toEqual([]);
+        expect(
+          keys.filter((k) => !(k in FULL_DECISION)),
+          'fields the Decision type lacks',
+        ).toEqual([]);
         const required = Object.keys(FULL_DECISION).filter((k) => !DECISION_EXTENSION_FIELDS.includes(k as keyof Decision));
-        expect(required.filter((k) => !keys.includes(k)), 'Decision fields the service did not send').toEqual([]);
+        expect(
+          required.filter((k) => !keys.includes(k)),
+          'Decision fields the service did not send',
+        ).toEqual([]);
       }
       expect((await authz.get(review.id)).id).toBe(review.id);
       expect((await decisionsOf(a)).length).toBe(4);
@@ -288,7 +305,10 @@ describe.each(STORE_KINDS)('agent-authz/client against the service (%s store)', 
         ['USD', 0.25],
       ]);
       expect(await rejection(authz.decide({ agent_id: a, action: 'llm.call', amount: 0.1 }))).toMatchObject({ code: 'validation.invalid_field', status: 400 });
-      expect(await rejection(authz.decide({ agent_id: a, action: 'llm.call', session_id: null, amounts: { USD: 0.1, tokens: 1 } }))).toMatchObject({ code: 'validation.missing_field', status: 400 });
+      expect(await rejection(authz.decide({ agent_id: a, action: 'llm.call', session_id: null, amounts: { USD: 0.1, tokens: 1 } }))).toMatchObject({
+        code: 'validation.missing_field',
+        status: 400,
+      });
     });
   });
 
@@ -369,7 +389,9 @@ describe.each(STORE_KINDS)('agent-authz/client against the service (%s store)', 
       expect(invalid).toMatchObject({ code: 'validation.invalid_action', status: 400, retryAfter: null });
       expect(invalid.requestId).toMatch(/^req_/);
       expect(invalid.message.length).toBeGreaterThan(5);
-      const badKey = await rejection(client({ fetch, apiKey: 'svc_test_sk_thisKeyDoesNotExist0123456789abcdef', onRetry: (e) => void retries.push(e) }).decide({ agent_id: a, action: 'orders.read' }));
+      const badKey = await rejection(
+        client({ fetch, apiKey: 'svc_test_sk_thisKeyDoesNotExist0123456789abcdef', onRetry: (e) => void retries.push(e) }).decide({ agent_id: a, action: 'orders.read' }),
+      );
       expect(badKey).toMatchObject({ code: 'auth.invalid_key', status: 401 });
       expect(await rejection(authz.confirm('dec_doesnotexist'))).toMatchObject({ code: 'decision.not_found', status: 404 });
       expect(await rejection(authz.get('dec_doesnotexist'))).toMatchObject({ code: 'decision.not_found', status: 404 });
@@ -404,7 +426,9 @@ describe.each(STORE_KINDS)('agent-authz/client against the service (%s store)', 
 
       const noRetry = await rejection(client({ retries: 0 }).decide({ agent_id: a, action: 'reports.export' }));
       expect(noRetry).toMatchObject({ code: 'rate_limit.exceeded', status: 429, retryAfter: 1 });
-      const tooLong = await rejection(client({ maxRetryAfterSeconds: 0, onRetry: () => expect.fail('a Retry-After past the maximum is not waited for') }).decide({ agent_id: a, action: 'reports.export' }));
+      const tooLong = await rejection(
+        client({ maxRetryAfterSeconds: 0, onRetry: () => expect.fail('a Retry-After past the maximum is not waited for') }).decide({ agent_id: a, action: 'reports.export' }),
+      );
       expect(tooLong.code).toBe('rate_limit.exceeded');
 
       const retries: ClientRetryEvent[] = [];
@@ -458,7 +482,10 @@ describe.each(STORE_KINDS)('agent-authz/client against the service (%s store)', 
     });
 
     it('a confirm or reject retried after it was applied, when the service no longer has the stored answer: the 409 counts as done', async () => {
-      for (const [verb, wanted] of [['confirm', 'confirmed'], ['reject', 'rejected']] as const) {
+      for (const [verb, wanted] of [
+        ['confirm', 'confirmed'],
+        ['reject', 'rejected'],
+      ] as const) {
         const a = agent(`${verb}-forgotten`);
         const d = await client().decide({ agent_id: a, action: 'payments.charge', amount: 10 });
         const from = proxy.seen.length;
@@ -505,10 +532,10 @@ describe.each(STORE_KINDS)('agent-authz/client against the service (%s store)', 
         await rt.store.sql`update policy_sets set version = version + 1 where account_id = ${rt.accountId} and environment = 'live'`;
         rt.services.policySets.clear();
       };
-      await rt.store.sql.unsafe(
-        `insert into policies (account_id, environment, id, body, created_at, updated_at) values ($1, 'live', 'pol_corrupt', $2::jsonb, now(), now())`,
-        [rt.accountId, '{"id":"pol_corrupt","name":"corrupt","effect":"maybe","actions":["orders.read"]}'],
-      );
+      await rt.store.sql.unsafe(`insert into policies (account_id, environment, id, body, created_at, updated_at) values ($1, 'live', 'pol_corrupt', $2::jsonb, now(), now())`, [
+        rt.accountId,
+        '{"id":"pol_corrupt","name":"corrupt","effect":"maybe","actions":["orders.read"]}',
+      ]);
       await policiesChanged();
       const retries: ClientRetryEvent[] = [];
       const authz = client({

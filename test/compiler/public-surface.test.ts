@@ -35,13 +35,7 @@ import {
   type DecisionRequest,
   type DecisionTable,
 } from 'agent-authz/compiler';
-import {
-  createPermitVerifier,
-  PermitError,
-  PermitExpiredError,
-  PermitMismatchError,
-  PermitSignatureInvalidError,
-} from 'agent-authz/verifier';
+import { createPermitVerifier, PermitError, PermitExpiredError, PermitMismatchError, PermitSignatureInvalidError } from 'agent-authz/verifier';
 import { signWebhookBody, verifyWebhookSignature } from 'agent-authz/webhooks';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -185,7 +179,9 @@ function signPermit(privateKey: KeyObject, kid: string, claims: Record<string, u
 describe('agent-authz/verifier', () => {
   const { privateKey, publicKey } = generateKeyPairSync('ed25519');
   const { x } = publicKey.export({ format: 'jwk' }) as { x: string };
-  const kid = createHash('sha256').update(JSON.stringify({ crv: 'Ed25519', kty: 'OKP', x })).digest('base64url');
+  const kid = createHash('sha256')
+    .update(JSON.stringify({ crv: 'Ed25519', kty: 'OKP', x }))
+    .digest('base64url');
   const issuer = 'http://127.0.0.1:8080';
   let server: Server;
   let jwksUrl: string;

@@ -53,7 +53,11 @@ describe('docs/agents.md', () => {
 
   beforeAll(async () => {
     ensureBuilt();
-    expect(blocksOf('1.').map((b) => b.body).join('\n')).toContain('node bin/authz.js serve');
+    expect(
+      blocksOf('1.')
+        .map((b) => b.body)
+        .join('\n'),
+    ).toContain('node bin/authz.js serve');
     server = await startFreshServe('authz-agents-doc-');
     const { base, testKey } = server;
     env = { ...process.env, AUTHZ_URL: base, AUTHZ_API_KEY: testKey, NO_PROXY: '127.0.0.1,localhost', no_proxy: '127.0.0.1,localhost' };

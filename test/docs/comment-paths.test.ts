@@ -15,7 +15,7 @@ describe('paths in source comments', () => {
     const text = [
       '/** Reads runtime/ids.ts (see docs/api.md#lists). */',
       "const url = 'runtime/nowhere.ts'; // and events/build.ts:12",
-      "const re = /\\/\\/ compiler\\/nothing.ts/; // https://example.com/a/b.md, @scope/pkg/x.js, dist/runtime/x.js",
+      'const re = /\\/\\/ compiler\\/nothing.ts/; // https://example.com/a/b.md, @scope/pkg/x.js, dist/runtime/x.js',
       '// ./helpers/x.ts, version 1.2.3 and a/b',
     ].join('\n');
     expect(pathsInComments(text, join(REPO_ROOT, 'runtime', 'x.ts'))).toEqual([
@@ -24,9 +24,7 @@ describe('paths in source comments', () => {
       { path: 'events/build.ts', anchor: '', line: 2 },
       { path: './helpers/x.ts', anchor: '', line: 4 },
     ]);
-    expect(pathsInComments('-- see runtime/store/functions/x.sql\nselect 1;', 'x.sql')).toEqual([
-      { path: 'runtime/store/functions/x.sql', anchor: '', line: 1 },
-    ]);
+    expect(pathsInComments('-- see runtime/store/functions/x.sql\nselect 1;', 'x.sql')).toEqual([{ path: 'runtime/store/functions/x.sql', anchor: '', line: 1 }]);
   });
 
   it('reports a missing file, a missing anchor, and resolves paths relative to a folder above', () => {

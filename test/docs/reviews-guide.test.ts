@@ -110,7 +110,10 @@ describe('docs/reviews.md: end to end, with curl', () => {
     const waited = JSON.parse(readFileSync(waitOut, 'utf8'));
     expect(waited).toMatchObject({ id: asked.id, status: 'pending', review: { status: 'approved' } });
     // Step 5: a permit, then the confirmation.
-    const [permit, confirmed] = parts.take!.replace(/}\s*{/g, '}\n{').split('\n').filter((l) => l.startsWith('{'));
+    const [permit, confirmed] = parts
+      .take!.replace(/}\s*{/g, '}\n{')
+      .split('\n')
+      .filter((l) => l.startsWith('{'));
     expect(JSON.parse(permit!)).toMatchObject({ object: 'permit' });
     expect(JSON.parse(permit!).permit_token).toMatch(/^eyJ/);
     expect(JSON.parse(confirmed!)).toMatchObject({ id: asked.id, status: 'confirmed' });

@@ -27,9 +27,15 @@ function blocksOf(section: string): Array<{ lang: string; body: string }> {
   return [...PAGE.slice(start, end < 0 ? undefined : end).matchAll(/```(\w*)\n([\s\S]*?)```/g)].map((m) => ({ lang: m[1]!, body: m[2]! }));
 }
 
-const shBlocks = (section: string) => blocksOf(section).filter((b) => b.lang === 'sh').map((b) => b.body);
+const shBlocks = (section: string) =>
+  blocksOf(section)
+    .filter((b) => b.lang === 'sh')
+    .map((b) => b.body);
 /** The output blocks (no language) of a section. */
-const outputs = (section: string) => blocksOf(section).filter((b) => b.lang === '').map((b) => b.body);
+const outputs = (section: string) =>
+  blocksOf(section)
+    .filter((b) => b.lang === '')
+    .map((b) => b.body);
 
 /** A `$ command` block: the command (its `\` continuations joined) and the output lines shown after it. */
 function commandBlock(body: string): { command: string; output: string[] } {
@@ -87,7 +93,11 @@ describe('docs/rollout.md', () => {
   });
 
   /** The setup block's `export` line, which later blocks (each a fresh shell here) rely on, as a user's terminal keeps it. */
-  const exported = () => shBlocks('').find((b) => b.includes('export AUTHZ_URL'))!.split('\n').find((l) => l.startsWith('export '))!;
+  const exported = () =>
+    shBlocks('')
+      .find((b) => b.includes('export AUTHZ_URL'))!
+      .split('\n')
+      .find((l) => l.startsWith('export '))!;
 
   it('the setup and section 1: the folder, the shadow policy in its list, explain as shown', async () => {
     const setup = await sh(shBlocks('')[0]!);

@@ -43,11 +43,13 @@ describe('review receiver', () => {
   });
 
   it('posts an approval request with Approve and Deny links, then who decided', async () => {
-    const d = json(await rt.call(rt.testKey, {
-      method: 'POST',
-      url: '/v1/decisions',
-      payload: { agent_id: 'refund-bot', action: 'payments.refund', resource: 'order:1001', amount: 25, context: { why: 'damaged <parcel>' } },
-    }));
+    const d = json(
+      await rt.call(rt.testKey, {
+        method: 'POST',
+        url: '/v1/decisions',
+        payload: { agent_id: 'refund-bot', action: 'payments.refund', resource: 'order:1001', amount: 25, context: { why: 'damaged <parcel>' } },
+      }),
+    );
     expect(d.status).toBe('awaiting_approval');
     await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'reader', action: 'orders.read' } });
     await rt.services.dispatcher.runOnce();
@@ -67,7 +69,9 @@ describe('review receiver', () => {
     expect(r.statusCode).toBe(200);
     await rt.services.dispatcher.runOnce();
     expect(posted).toHaveLength(2);
-    expect(posted[1]!.text).toBe(`Review of \`${d.id}\` [test] approved by Dana: \`refund-bot\` asks for \`payments.refund\` on \`order:1001\` (amount 25). Note: called the customer`);
+    expect(posted[1]!.text).toBe(
+      `Review of \`${d.id}\` [test] approved by Dana: \`refund-bot\` asks for \`payments.refund\` on \`order:1001\` (amount 25). Note: called the customer`,
+    );
     expect(posted[1]!.blocks.some((b) => b.type === 'actions')).toBe(false);
   });
 
@@ -87,8 +91,24 @@ describe('review receiver', () => {
   });
 
   it('builds nothing for other events, and escapes what the agent chose', () => {
-    const envelope = (type: string, decision: Record<string, unknown>): EventEnvelope => ({ id: 'evt_1', type, created_at: '2026-11-21T10:00:00.000Z', livemode: true, data: { decision } });
-    const base = { id: 'dec_1', agent_id: 'bot<script>', action: 'payments.refund', resource: null, amount: null, status: 'awaiting_approval', effect: 'review', reason: 'policy.matched', policy_id: 'pol_x' };
+    const envelope = (type: string, decision: Record<string, unknown>): EventEnvelope => ({
+      id: 'evt_1',
+      type,
+      created_at: '2026-11-21T10:00:00.000Z',
+      livemode: true,
+      data: { decision },
+    });
+    const base = {
+      id: 'dec_1',
+      agent_id: 'bot<script>',
+      action: 'payments.refund',
+      resource: null,
+      amount: null,
+      status: 'awaiting_approval',
+      effect: 'review',
+      reason: 'policy.matched',
+      policy_id: 'pol_x',
+    };
     expect(reviewMessage(envelope('decision.allow', { ...base, effect: 'allow', review: null }), { dashboardUrl: DASHBOARD })).toBeNull();
     expect(reviewMessage(envelope('decision.review', { ...base, review: { status: 'approved', reviewer: 'a', note: null } }), { dashboardUrl: DASHBOARD })).toBeNull();
     expect(reviewMessage({ id: 'evt_2', type: 'agent.revoked', created_at: '', livemode: true, data: { agent_id: 'x' } }, { dashboardUrl: DASHBOARD })).toBeNull();

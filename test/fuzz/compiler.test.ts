@@ -9,16 +9,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  checkCondition,
-  compileCondition,
-  compileSources,
-  MAX_DEPTH,
-  MAX_LENGTH,
-  parseCondition,
-  readPolicyValue,
-  type DecisionRequest,
-} from '../../compiler/index.js';
+import { checkCondition, compileCondition, compileSources, MAX_DEPTH, MAX_LENGTH, parseCondition, readPolicyValue, type DecisionRequest } from '../../compiler/index.js';
 import { weirdValue } from './helpers/mutations.js';
 
 const example = (p: string) => readFileSync(fileURLToPath(new URL(`../../examples/${p}`, import.meta.url)), 'utf8');
@@ -53,8 +44,44 @@ function compileChecked(text: string): boolean {
 
 const yamlNoise = fc.oneof(
   fc.constantFrom(
-    '\t', ': ', '- ', '"', "'", '{', '}', '[', ']', '&a ', '*a', '!!binary ', '!!js/function ', '!!python/object ', '? ', '|', '>-', '#', '---\n', '...\n', '%YAML 1.2\n',
-    '\u0000', '\ufeff', '\u2028', 'é', '💥', '<<: *a\n', 'id: pol_dup\n', 'effect: allow\n', 'condition: "((((("\n', '\r\n', '\r', '\\', '~', 'null', '.inf', '0x1F', '1e400',
+    '\t',
+    ': ',
+    '- ',
+    '"',
+    "'",
+    '{',
+    '}',
+    '[',
+    ']',
+    '&a ',
+    '*a',
+    '!!binary ',
+    '!!js/function ',
+    '!!python/object ',
+    '? ',
+    '|',
+    '>-',
+    '#',
+    '---\n',
+    '...\n',
+    '%YAML 1.2\n',
+    '\u0000',
+    '\ufeff',
+    '\u2028',
+    'é',
+    '💥',
+    '<<: *a\n',
+    'id: pol_dup\n',
+    'effect: allow\n',
+    'condition: "((((("\n',
+    '\r\n',
+    '\r',
+    '\\',
+    '~',
+    'null',
+    '.inf',
+    '0x1F',
+    '1e400',
   ),
   fc.string({ maxLength: 8 }),
   fc.string({ unit: 'binary', maxLength: 6 }),
@@ -110,9 +137,16 @@ describe('compiler fuzz', () => {
 
   it('random text: never throws; errors at a file, line and column', () => {
     fc.assert(
-      fc.property(fc.oneof(fc.string({ maxLength: 200 }), fc.string({ unit: 'binary', maxLength: 120 }), fc.array(yamlNoise, { maxLength: 30 }).map((a) => a.join(''))), (text) => {
-        compileChecked(text);
-      }),
+      fc.property(
+        fc.oneof(
+          fc.string({ maxLength: 200 }),
+          fc.string({ unit: 'binary', maxLength: 120 }),
+          fc.array(yamlNoise, { maxLength: 30 }).map((a) => a.join('')),
+        ),
+        (text) => {
+          compileChecked(text);
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -130,7 +164,10 @@ describe('compiler fuzz', () => {
 
   it('alias bombs and very deep YAML are refused with a diagnostic, not a crash', () => {
     const laughs = ['a: &a ["x","x","x","x","x","x","x","x","x"]'];
-    for (let i = 1; i < 12; i++) laughs.push(`${String.fromCharCode(97 + i)}: &${String.fromCharCode(97 + i)} [*${String.fromCharCode(96 + i)},*${String.fromCharCode(96 + i)},*${String.fromCharCode(96 + i)},*${String.fromCharCode(96 + i)}]`);
+    for (let i = 1; i < 12; i++)
+      laughs.push(
+        `${String.fromCharCode(97 + i)}: &${String.fromCharCode(97 + i)} [*${String.fromCharCode(96 + i)},*${String.fromCharCode(96 + i)},*${String.fromCharCode(96 + i)},*${String.fromCharCode(96 + i)}]`,
+      );
     expect(compileChecked(`${laughs.join('\n')}\neffect: allow\nactions: ["a.b"]\n`)).toBe(false);
     expect(compileChecked(`effect: allow\nactions: ${'['.repeat(5000)}${']'.repeat(5000)}\n`)).toBe(false);
     expect(compileChecked(`effect: allow\nactions: ["a.b"]\nagents:\n${Array.from({ length: 2000 }, (_, i) => `${' '.repeat(i % 40)}- x`).join('\n')}\n`)).toBe(false);
@@ -153,9 +190,61 @@ describe('compiler fuzz', () => {
 });
 
 const CONDITION_TOKENS = [
-  'amount', 'agent_id', 'action', 'resource', 'context', 'context.a', 'context.a.b', '.', '==', '!=', '<', '<=', '>', '>=', 'in', '&&', '||', '!', '(', ')', '[', ']', ',',
-  "'x'", '"y"', "'", '"', '\\', "'\\u0000'", '12.5', '-1', '1e400', '0x10', 'true', 'false', 'null', 'startsWith', 'endsWith', 'contains', 'matches', 'eval', 'constructor',
-  '__proto__', "'*a*a*b'", ' ', '\n', '\t', '\u0000', 'é', '💥', '$', '@', '=', '&', '|',
+  'amount',
+  'agent_id',
+  'action',
+  'resource',
+  'context',
+  'context.a',
+  'context.a.b',
+  '.',
+  '==',
+  '!=',
+  '<',
+  '<=',
+  '>',
+  '>=',
+  'in',
+  '&&',
+  '||',
+  '!',
+  '(',
+  ')',
+  '[',
+  ']',
+  ',',
+  "'x'",
+  '"y"',
+  "'",
+  '"',
+  '\\',
+  "'\\u0000'",
+  '12.5',
+  '-1',
+  '1e400',
+  '0x10',
+  'true',
+  'false',
+  'null',
+  'startsWith',
+  'endsWith',
+  'contains',
+  'matches',
+  'eval',
+  'constructor',
+  '__proto__',
+  "'*a*a*b'",
+  ' ',
+  '\n',
+  '\t',
+  '\u0000',
+  'é',
+  '💥',
+  '$',
+  '@',
+  '=',
+  '&',
+  '|',
 ];
 
 const conditionText = fc.oneof(

@@ -53,7 +53,15 @@ describe.each(STORE_KINDS)('HTTP fuzz (%s store)', (kind) => {
 
   it('finds the routes: every /v1 resource, the operator API, health and JWKS', () => {
     const keys = routes.map((r) => r.key);
-    for (const k of ['POST /v1/decisions', 'PUT /v1/bundle', 'POST /v1/permits/verify', 'POST /v1/webhooks/:id/deliveries/:delivery_id/replay', 'POST /admin/accounts', 'GET /readyz', 'GET /.well-known/jwks.json']) {
+    for (const k of [
+      'POST /v1/decisions',
+      'PUT /v1/bundle',
+      'POST /v1/permits/verify',
+      'POST /v1/webhooks/:id/deliveries/:delivery_id/replay',
+      'POST /admin/accounts',
+      'GET /readyz',
+      'GET /.well-known/jwks.json',
+    ]) {
       expect(keys).toContain(k);
     }
     expect(routes.filter((r) => r.url.startsWith('/v1/')).length).toBeGreaterThanOrEqual(25);
@@ -76,7 +84,11 @@ describe.each(STORE_KINDS)('HTTP fuzz (%s store)', (kind) => {
         fc.asyncProperty(mutatedBody(ex.body ?? {}), fc.boolean(), async (body, withType) => {
           const headers: Record<string, string> = { authorization: ex.auth };
           if (body.text !== undefined || withType) headers['content-type'] = 'application/json';
-          const status = await send(route, { method: route.method as never, url: url(route, ex), headers, ...(body.text !== undefined ? { payload: body.text } : {}) }, body.describe);
+          const status = await send(
+            route,
+            { method: route.method as never, url: url(route, ex), headers, ...(body.text !== undefined ? { payload: body.text } : {}) },
+            body.describe,
+          );
           if (status < 400) accepted++;
           else rejected++;
         }),
@@ -94,7 +106,11 @@ describe.each(STORE_KINDS)('HTTP fuzz (%s store)', (kind) => {
       await fc.assert(
         fc.asyncProperty(rawBody, async ({ bytes, contentType }) => {
           const headers: Record<string, string> = { authorization: ex.auth, ...(contentType !== undefined ? { 'content-type': contentType } : {}) };
-          await send(route, { method: route.method as never, url: url(route, ex), headers, payload: bytes }, `raw ${contentType ?? '(no type)'}: ${JSON.stringify(bytes.toString('latin1').slice(0, 80))}`);
+          await send(
+            route,
+            { method: route.method as never, url: url(route, ex), headers, payload: bytes },
+            `raw ${contentType ?? '(no type)'}: ${JSON.stringify(bytes.toString('latin1').slice(0, 80))}`,
+          );
         }),
         { numRuns: PER_ROUTE.raw },
       );

@@ -35,7 +35,9 @@ function mutations(): fc.Arbitrary<{ name: string; apply: Mutation }> {
       },
     })),
     fc.tuple(at, fc.integer({ min: 1, max: 4 })).map(([i, n]) => ({ name: `delete ${n} at ${i}`, apply: (t: string) => t.slice(0, i % t.length) + t.slice((i % t.length) + n) })),
-    fc.tuple(at, fc.string({ minLength: 1, maxLength: 4 })).map(([i, s]) => ({ name: `insert ${JSON.stringify(s)} at ${i}`, apply: (t: string) => t.slice(0, i % t.length) + s + t.slice(i % t.length) })),
+    fc
+      .tuple(at, fc.string({ minLength: 1, maxLength: 4 }))
+      .map(([i, s]) => ({ name: `insert ${JSON.stringify(s)} at ${i}`, apply: (t: string) => t.slice(0, i % t.length) + s + t.slice(i % t.length) })),
     fc.constantFrom<[number, number, number]>([1, 0, 2], [0, 2, 1], [2, 1, 0], [0, 0, 2], [1, 1, 2], [0, 1, 1]).map((order) => ({
       name: `segments ${order.join('')}`,
       apply: (t: string) => order.map((i) => t.split('.')[i]).join('.'),
@@ -57,19 +59,31 @@ function mutations(): fc.Arbitrary<{ name: string; apply: Mutation }> {
         return `${b64(header)}.${p}.${s}`;
       },
     })),
-    fc.constantFrom<[string, unknown]>(['exp', 4102444800], ['acc', 'acc_other'], ['env', 'live'], ['eff', 'allow'], ['act', 'orders.delete'], ['iss', 'http://evil'], ['sub', 'root']).map(([k, v]) => ({
-      name: `claim ${k}=${JSON.stringify(v)} with the old signature`,
-      apply: (t: string) => {
-        const [h, p, s] = t.split('.') as [string, string, string];
-        return `${h}.${b64({ ...unb64(p), [k]: v })}.${s}`;
-      },
-    })),
+    fc
+      .constantFrom<[string, unknown]>(
+        ['exp', 4102444800],
+        ['acc', 'acc_other'],
+        ['env', 'live'],
+        ['eff', 'allow'],
+        ['act', 'orders.delete'],
+        ['iss', 'http://evil'],
+        ['sub', 'root'],
+      )
+      .map(([k, v]) => ({
+        name: `claim ${k}=${JSON.stringify(v)} with the old signature`,
+        apply: (t: string) => {
+          const [h, p, s] = t.split('.') as [string, string, string];
+          return `${h}.${b64({ ...unb64(p), [k]: v })}.${s}`;
+        },
+      })),
     fc.constant({
       name: 'HS256 keyed with the public key (x)',
       apply: (t: string) => {
         const [h, p] = t.split('.') as [string, string];
         const header = b64({ ...unb64(h), alg: 'HS256' });
-        return `${header}.${p}.${createHmac('sha256', unb64(h).kid as string).update(`${header}.${p}`).digest('base64url')}`;
+        return `${header}.${p}.${createHmac('sha256', unb64(h).kid as string)
+          .update(`${header}.${p}`)
+          .digest('base64url')}`;
       },
     }),
     // The same signature bytes spelled differently: the last character carries
@@ -136,7 +150,11 @@ describe.each(STORE_KINDS)('permit verify fuzz (%s store)', (kind) => {
   it('random strings are refused with 401 (or 400 when empty or over 16 KiB)', async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.oneof(fc.string({ maxLength: 300 }), fc.string({ unit: 'binary', maxLength: 100 }), fc.array(fc.base64String({ maxLength: 120 }), { minLength: 1, maxLength: 4 }).map((a) => a.join('.'))),
+        fc.oneof(
+          fc.string({ maxLength: 300 }),
+          fc.string({ unit: 'binary', maxLength: 100 }),
+          fc.array(fc.base64String({ maxLength: 120 }), { minLength: 1, maxLength: 4 }).map((a) => a.join('.')),
+        ),
         async (s) => {
           const r = await verify({ token: s });
           const code = expectContractAnswer(r, JSON.stringify(s).slice(0, 200));

@@ -15,28 +15,14 @@
  *   pathsInComments('// see runtime/ids.ts and docs/api.md#lists\nconst s = "in a string";', 'x.ts');
  *   // [{ path: 'runtime/ids.ts', anchor: '', line: 1 }, { path: 'docs/api.md', anchor: 'lists', line: 1 }]
  */
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, existsSync as exists, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import ts from 'typescript';
 import { REPO_ROOT } from './docs-error-codes.js';
 import { headingAnchors } from './markdown-links.js';
 
 /** The repository's top-level folders whose files comments name from the root. */
-export const TOP_LEVEL_DIRS = [
-  'bench',
-  'bin',
-  'clients',
-  'compiler',
-  'docs',
-  'examples',
-  'patches',
-  'runtime',
-  'schemas',
-  'scripts',
-  'test',
-  'verifier',
-  'webhooks',
-] as const;
+export const TOP_LEVEL_DIRS = ['bench', 'bin', 'clients', 'compiler', 'docs', 'examples', 'patches', 'runtime', 'schemas', 'scripts', 'test', 'verifier', 'webhooks'] as const;
 
 /** Folders of sources whose comments are checked (fixtures are inputs, not sources). */
 const SOURCE_DIRS = TOP_LEVEL_DIRS.filter((d) => d !== 'docs' && d !== 'patches');
@@ -58,8 +44,7 @@ export interface DanglingPath extends CommentPath {
   why: string;
 }
 
-const PATH_TOKEN =
-  /(?<![\w@./:$-])((?:\.\.?\/)*(?:[A-Za-z0-9_][\w.-]*\/)+[\w.-]*\.(?:ts|mts|js|mjs|md|sql|yaml|yml|json|py))(?:#([\w-]+))?(?![\w/-])/g;
+const PATH_TOKEN = /(?<![\w@./:$-])((?:\.\.?\/)*(?:[A-Za-z0-9_][\w.-]*\/)+[\w.-]*\.(?:ts|mts|js|mjs|md|sql|yaml|yml|json|py))(?:#([\w-]+))?(?![\w/-])/g;
 
 /** The comments of one source file as [start offset, text] pairs. */
 function comments(text: string, file: string): Array<[number, string]> {
@@ -105,6 +90,8 @@ export function pathsInComments(text: string, file: string): CommentPath[] {
  * of the repository whose path ends with it.
  */
 export function resolveCommentPath(path: string, file: string): string | null {
+  // An ES module specifier names the built .js of a .ts source (an import in an example).
+  const existsSync = (at: string) => exists(at) || (at.endsWith('.js') && exists(`${at.slice(0, -3)}.ts`));
   const first = path.split('/')[0]!;
   if ((TOP_LEVEL_DIRS as readonly string[]).includes(first)) {
     const at = join(REPO_ROOT, path);

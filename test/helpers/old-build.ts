@@ -49,7 +49,9 @@ export function commitOf(ref: string): string {
       }
     })();
     const why = shallow === null ? `${ROOT} is not a git repository` : shallow ? 'this clone is shallow' : `no commit ${ref} in this repository`;
-    throw new Error(`oldBuild(${ref}): ${why}; the upgrade test builds that commit: clone with full history (git fetch --unshallow, or fetch-depth: 0 in CI). ${(error as Error).message}`);
+    throw new Error(
+      `oldBuild(${ref}): ${why}; the upgrade test builds that commit: clone with full history (git fetch --unshallow, or fetch-depth: 0 in CI). ${(error as Error).message}`,
+    );
   }
 }
 
@@ -65,7 +67,9 @@ export function oldBuild(ref: string): string {
   // (packages added since do no harm). Checked before anything is made.
   const missing = packagesMissingHere(JSON.parse(git(['show', `${commit}:package-lock.json`])) as Lock);
   if (missing.length > 0) {
-    throw new Error(`oldBuild(${ref}): this checkout's node_modules cannot run it, its package-lock.json has packages this one lacks or has at another version (${missing.slice(0, 5).join(', ')}); pick another commit (or extend test/helpers/old-build.ts)`);
+    throw new Error(
+      `oldBuild(${ref}): this checkout's node_modules cannot run it, its package-lock.json has packages this one lacks or has at another version (${missing.slice(0, 5).join(', ')}); pick another commit (or extend test/helpers/old-build.ts)`,
+    );
   }
   // Registrations of worktrees whose directories are gone (a cleaned tmp, an interrupted build).
   git(['worktree', 'prune']);

@@ -124,7 +124,14 @@ export async function startFreshServe(dataDirPrefix: string, extraEnv: NodeJS.Pr
     });
     const base = `http://${HOST}:${port}`;
     // Bounded poll on its readiness.
-    for (let i = 0; !(await fetch(`${base}/healthz`).then((r) => r.ok, () => false)); i++) {
+    for (
+      let i = 0;
+      !(await fetch(`${base}/healthz`).then(
+        (r) => r.ok,
+        () => false,
+      ));
+      i++
+    ) {
       if (i > 600) throw new Error('authz serve did not answer /healthz');
       await new Promise((r) => setTimeout(r, 100));
     }

@@ -29,8 +29,14 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
         // for every connection, and hung on one forgotten early).
         // A side that closes lets the other flush what it has (a server's last error
         // message reaches the client); an error cuts both.
-        upstream.on('end', () => client.end()).on('close', () => sockets.delete(upstream)).on('error', () => client.destroy());
-        client.on('end', () => upstream.end()).on('close', () => sockets.delete(client)).on('error', () => upstream.destroy());
+        upstream
+          .on('end', () => client.end())
+          .on('close', () => sockets.delete(upstream))
+          .on('error', () => client.destroy());
+        client
+          .on('end', () => upstream.end())
+          .on('close', () => sockets.delete(client))
+          .on('error', () => upstream.destroy());
         client.pipe(upstream);
         upstream.pipe(client);
       });

@@ -28,9 +28,15 @@ export async function startReceiver(): Promise<Receiver> {
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as { port: number }).port;
-  return { url: `http://127.0.0.1:${port}/hooks`, received, status, close: () => new Promise((resolve) => {
-      server.close(() => resolve());
-      // Connections still open (a held answer, a keep-alive socket) would keep close() waiting.
-      server.closeAllConnections();
-    }) };
+  return {
+    url: `http://127.0.0.1:${port}/hooks`,
+    received,
+    status,
+    close: () =>
+      new Promise((resolve) => {
+        server.close(() => resolve());
+        // Connections still open (a held answer, a keep-alive socket) would keep close() waiting.
+        server.closeAllConnections();
+      }),
+  };
 }

@@ -27,7 +27,12 @@ describe('derived action names', () => {
     expect(defaultAction('files', '2fa-reset')).toBe('files.t_2fa_reset');
     expect(defaultAction('_x', 'Ünïcode')).toBe('t__x.t__n_code');
     expect(actionPart('')).toBe('t_');
-    for (const [server, tool] of [['a', 'b'], ['Ä', '9'], ['x.y', 'z z'], ['', '']]) {
+    for (const [server, tool] of [
+      ['a', 'b'],
+      ['Ä', '9'],
+      ['x.y', 'z z'],
+      ['', ''],
+    ]) {
       expect(defaultAction(server!, tool!)).toMatch(/^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$/);
     }
   });
@@ -77,7 +82,9 @@ tools:
   });
 
   it('lists every problem at once', () => {
-    expect(problemsOf({ agent_id: '', server: 's', approval_wait_seconds: -1, ttl_seconds: 0, tools: { t: { action: 'A.b', resource: 'x:{a', amount: '', extra: 1 }, u: 'no' } })).toEqual([
+    expect(
+      problemsOf({ agent_id: '', server: 's', approval_wait_seconds: -1, ttl_seconds: 0, tools: { t: { action: 'A.b', resource: 'x:{a', amount: '', extra: 1 }, u: 'no' } }),
+    ).toEqual([
       'agent_id: required, a non-empty string of at most 256 characters',
       'approval_wait_seconds: a whole number of seconds, 0..3600',
       'ttl_seconds: a whole number of seconds, 1..3600',
@@ -103,15 +110,31 @@ describe('the decided methods (contract, third part)', () => {
   const config = { server: 'Docs', methods: {} };
 
   it('maps each decided method to its action, resource and context.mcp', () => {
-    expect(methodTarget(config, 'resources/read', { uri: 'file:///a.txt' })).toEqual({ action: 'docs.resources_read', resource: 'file:///a.txt', mcp: { server: 'Docs', method: 'resources/read', uri: 'file:///a.txt' } });
+    expect(methodTarget(config, 'resources/read', { uri: 'file:///a.txt' })).toEqual({
+      action: 'docs.resources_read',
+      resource: 'file:///a.txt',
+      mcp: { server: 'Docs', method: 'resources/read', uri: 'file:///a.txt' },
+    });
     expect(methodTarget(config, 'resources/subscribe', { uri: 'x://y' }).action).toBe('docs.resources_read');
-    expect(methodTarget(config, 'prompts/get', { name: 'greet' })).toEqual({ action: 'docs.prompts_get', resource: 'prompt:greet', mcp: { server: 'Docs', method: 'prompts/get', prompt: 'greet', arguments: {} } });
-    expect(methodTarget(config, 'completion/complete', { ref: { type: 'ref/resource', uri: 'x://{id}' }, argument: { name: 'id', value: '1' } })).toMatchObject({ action: 'docs.completion_complete', resource: 'x://{id}' });
-    expect(methodTarget(config, 'completion/complete', { ref: { type: 'ref/prompt', name: 'greet' }, argument: { name: 'who', value: 'A' }, context: { arguments: {} } })).toMatchObject({
+    expect(methodTarget(config, 'prompts/get', { name: 'greet' })).toEqual({
+      action: 'docs.prompts_get',
+      resource: 'prompt:greet',
+      mcp: { server: 'Docs', method: 'prompts/get', prompt: 'greet', arguments: {} },
+    });
+    expect(methodTarget(config, 'completion/complete', { ref: { type: 'ref/resource', uri: 'x://{id}' }, argument: { name: 'id', value: '1' } })).toMatchObject({
+      action: 'docs.completion_complete',
+      resource: 'x://{id}',
+    });
+    expect(
+      methodTarget(config, 'completion/complete', { ref: { type: 'ref/prompt', name: 'greet' }, argument: { name: 'who', value: 'A' }, context: { arguments: {} } }),
+    ).toMatchObject({
       resource: 'prompt:greet',
       mcp: { context: { arguments: {} } },
     });
-    expect(methodTarget(config, 'logging/setLevel', { level: 'debug' })).toEqual({ action: 'docs.logging_setlevel', mcp: { server: 'Docs', method: 'logging/setLevel', level: 'debug' } });
+    expect(methodTarget(config, 'logging/setLevel', { level: 'debug' })).toEqual({
+      action: 'docs.logging_setlevel',
+      mcp: { server: 'Docs', method: 'logging/setLevel', level: 'debug' },
+    });
     expect(() => methodTarget(config, 'resources/read', {})).toThrow(ArgumentProblem);
     expect(() => methodTarget(config, 'completion/complete', { ref: { type: 'ref/prompt' } })).toThrow(/params\.ref\.name/);
   });
@@ -133,8 +156,11 @@ describe('the decided methods (contract, third part)', () => {
     expect(parseProxyConfig({ agent_id: 'a', server: 's', pass_through: ['tasks/list'] }).pass_through).toEqual(['tasks/list']);
   });
 
-  it('drops the proxy\'s _meta keys in any case', () => {
-    expect(withoutProxyMeta({ 'Agent-Authz/permit': 'x', 'AGENT-AUTHZ/DECISION': 'y', 'agent-authz/reason': 'z', progressToken: 1, 'other/k': 2 })).toEqual({ progressToken: 1, 'other/k': 2 });
+  it("drops the proxy's _meta keys in any case", () => {
+    expect(withoutProxyMeta({ 'Agent-Authz/permit': 'x', 'AGENT-AUTHZ/DECISION': 'y', 'agent-authz/reason': 'z', progressToken: 1, 'other/k': 2 })).toEqual({
+      progressToken: 1,
+      'other/k': 2,
+    });
     expect(withoutProxyMeta(null)).toBeUndefined();
   });
 });

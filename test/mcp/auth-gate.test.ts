@@ -192,7 +192,12 @@ describe("the stand-in's token endpoint (client credentials)", () => {
   let as: StandInIssuer;
   let gw: Served;
   beforeAll(async () => {
-    as = await startStandInIssuer({ clients: [{ client_id: 'support-bot-7', client_secret: 'secret-7', user: 'alice' }, { client_id: 'reader', client_secret: 'r', scopes: ['mcp:read'] }] });
+    as = await startStandInIssuer({
+      clients: [
+        { client_id: 'support-bot-7', client_secret: 'secret-7', user: 'alice' },
+        { client_id: 'reader', client_secret: 'r', scopes: ['mcp:read'] },
+      ],
+    });
     gw = await serveGate({ issuer: as.issuer, scopes: ['mcp:tools'] });
   });
   afterAll(async () => {
@@ -200,7 +205,11 @@ describe("the stand-in's token endpoint (client credentials)", () => {
     await as?.close();
   });
   const tokenRequest = (form: Record<string, string>, basic?: string) =>
-    fetch(as.tokenEndpoint, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', ...(basic ? { authorization: `Basic ${Buffer.from(basic).toString('base64')}` } : {}) }, body: new URLSearchParams(form) });
+    fetch(as.tokenEndpoint, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', ...(basic ? { authorization: `Basic ${Buffer.from(basic).toString('base64')}` } : {}) },
+      body: new URLSearchParams(form),
+    });
 
   it('issues a token for the resource that the gate admits as the client acting for its user, or for user=', async () => {
     const basic = await tokenRequest({ grant_type: 'client_credentials', resource: gw.gate.resource }, 'support-bot-7:secret-7');
@@ -235,7 +244,10 @@ describe('issuer discovery', () => {
   afterAll(async () => as?.close());
 
   it('tries RFC 8414 first, then OpenID discovery (appended, then path-inserted)', () => {
-    expect(metadataUrls('https://login.example.com')).toEqual(['https://login.example.com/.well-known/oauth-authorization-server', 'https://login.example.com/.well-known/openid-configuration']);
+    expect(metadataUrls('https://login.example.com')).toEqual([
+      'https://login.example.com/.well-known/oauth-authorization-server',
+      'https://login.example.com/.well-known/openid-configuration',
+    ]);
     expect(metadataUrls('https://login.example.com/tenant1/')).toEqual([
       'https://login.example.com/.well-known/oauth-authorization-server/tenant1',
       'https://login.example.com/tenant1/.well-known/openid-configuration',
@@ -253,7 +265,10 @@ describe('issuer discovery', () => {
     }
     const direct = await serveGate({ issuer: 'http://login.invalid', jwks_uri: as.jwksUri, audience: 'https://tools.example.com/mcp', agent_claim: 'act_as', user_claim: 'email' });
     try {
-      const t = await as.mint({ claims: { iss: 'http://login.invalid', aud: ['https://tools.example.com/mcp', 'other'], act_as: 'ops-bot', email: 'carol@example.com', client_id: 'ignored' }, keepIssuer: true });
+      const t = await as.mint({
+        claims: { iss: 'http://login.invalid', aud: ['https://tools.example.com/mcp', 'other'], act_as: 'ops-bot', email: 'carol@example.com', client_id: 'ignored' },
+        keepIssuer: true,
+      });
       expect(await (await call(direct.url, t)).json()).toEqual({ agentId: 'ops-bot', onBehalfOf: 'carol@example.com' });
       // The configured audience, not the public URL, is the resource.
       expect(await (await fetch(direct.gate.metadataUrl)).json()).toMatchObject({ resource: 'https://tools.example.com/mcp' });
@@ -287,7 +302,12 @@ describe('an issuer out of reach', () => {
     });
     const gw = await serveGate({ issuer: `http://127.0.0.1:${port}` });
     const { privateKey } = await generateKeyPair('ES256');
-    const t = await new SignJWT({ client_id: 'research-bot' }).setProtectedHeader({ alg: 'ES256', kid: 'k1' }).setIssuer(`http://127.0.0.1:${port}`).setAudience(gw.gate.resource).setExpirationTime('5m').sign(privateKey);
+    const t = await new SignJWT({ client_id: 'research-bot' })
+      .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+      .setIssuer(`http://127.0.0.1:${port}`)
+      .setAudience(gw.gate.resource)
+      .setExpirationTime('5m')
+      .sign(privateKey);
     try {
       for (let i = 0; i < 3; i++) expect((await call(gw.url, t)).status).toBe(503);
       expect(gw.gate.checker.keys.reads).toBe(1);
@@ -323,7 +343,9 @@ describe('a gate whose public URL is not bound yet', () => {
 describe('the auth: configuration', () => {
   it('collects every problem', () => {
     const problems: string[] = [];
-    expect(parseAuthConfig({ issuer: 'ftp://x', jwks_uri: 'nope', audience: 'relative/path', agent_claim: 'a b', scopes: ['a b'], jwks_cache_seconds: 0, extra: 1 }, problems)).toBeUndefined();
+    expect(
+      parseAuthConfig({ issuer: 'ftp://x', jwks_uri: 'nope', audience: 'relative/path', agent_claim: 'a b', scopes: ['a b'], jwks_cache_seconds: 0, extra: 1 }, problems),
+    ).toBeUndefined();
     expect(problems).toEqual([
       'auth: unknown field "extra" (known: issuer, jwks_uri, audience, agent_claim, user_claim, scopes, jwks_cache_seconds)',
       "auth.issuer: required, the authorization server's issuer URL (http or https)",
@@ -340,6 +362,11 @@ describe('the auth: configuration', () => {
 
   it('fills the defaults', () => {
     const problems: string[] = [];
-    expect(parseAuthConfig({ issuer: 'https://login.example.com' }, problems)).toEqual({ issuer: 'https://login.example.com', user_claim: 'sub', scopes: [], jwks_cache_seconds: 300 });
+    expect(parseAuthConfig({ issuer: 'https://login.example.com' }, problems)).toEqual({
+      issuer: 'https://login.example.com',
+      user_claim: 'sub',
+      scopes: [],
+      jwks_cache_seconds: 300,
+    });
   });
 });

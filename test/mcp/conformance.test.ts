@@ -114,7 +114,10 @@ describe('the MCP conformance suite through authz mcp-proxy', () => {
       expect(actions, action).toContain(action);
     }
     // What reached the server carried the decision and its permit.
-    const decided = server.methods().slice(directly).filter((m) => DECIDED_METHODS.includes(m.method));
+    const decided = server
+      .methods()
+      .slice(directly)
+      .filter((m) => DECIDED_METHODS.includes(m.method));
     expect(decided.length).toBeGreaterThan(20);
     for (const m of decided) expect(m.params?._meta?.['agent-authz/decision'], m.method).toMatch(/^dec_/);
   }, 240_000);
@@ -134,6 +137,8 @@ describe('the MCP conformance suite through authz mcp-proxy', () => {
     expect(reached).toContain('initialize');
     expect(reached.filter((m) => DECIDED_METHODS.includes(m))).toEqual([]);
     const actions = new Set(await decidedActions(base, rt.testKey, 'conformance-deny'));
-    expect([...actions].sort()).toEqual(expect.arrayContaining(['conf.completion_complete', 'conf.logging_setlevel', 'conf.prompts_get', 'conf.resources_read', 'conf.test_simple_text']));
+    expect([...actions].sort()).toEqual(
+      expect.arrayContaining(['conf.completion_complete', 'conf.logging_setlevel', 'conf.prompts_get', 'conf.resources_read', 'conf.test_simple_text']),
+    );
   }, 240_000);
 });

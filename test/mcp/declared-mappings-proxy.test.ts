@@ -80,7 +80,17 @@ describe('authz mcp-proxy with mappings declared by the server', () => {
 
   it('lists a tool by its declared literal action, always shows one computed per call, and hides one whose mapping is refused', async () => {
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(['export_contacts', 'get_customer', 'get_invoice', 'my_profile', 'ping_crm', 'regional_report', 'reveal_archive', 'route_payment', 'transfer']);
+    expect(tools.map((t) => t.name).sort()).toEqual([
+      'export_contacts',
+      'get_customer',
+      'get_invoice',
+      'my_profile',
+      'ping_crm',
+      'regional_report',
+      'reveal_archive',
+      'route_payment',
+      'transfer',
+    ]);
     // the mapping travels on to the client (COAZ-MCP: discoverability)
     expect(tools.find((t) => t.name === 'get_customer')?.inputSchema).toHaveProperty(['x-authzen-mapping', 'evaluation', 'action', 'name'], 'get_customer');
     expect(stderr).toContain('tool "charge_card": its declared mapping is refused (the action payments.charge is outside this server\'s namespaces (crm.* and authzen.*))');
@@ -97,7 +107,11 @@ describe('authz mcp-proxy with mappings declared by the server', () => {
     const d = await lastDecision();
     expect(d).toMatchObject({ action: 'authzen.get_customer', resource: 'customer:other-2', effect: 'deny' });
     expect(textOf(denied)).toBe(`Denied by agent-authz: ${d.reason} (decision ${d.id}). The tool was not called.`);
-    expect(reached().filter((c) => c.tool === 'get_customer').map((c) => c.arguments.id)).toEqual(['allowed-1']);
+    expect(
+      reached()
+        .filter((c) => c.tool === 'get_customer')
+        .map((c) => c.arguments.id),
+    ).toEqual(['allowed-1']);
   });
 
   it('computes the action with CEL over params.arguments', async () => {
@@ -105,13 +119,17 @@ describe('authz mcp-proxy with mappings declared by the server', () => {
     expect(await lastDecision()).toMatchObject({ action: 'authzen.small_transfer', resource: 'account:acc-1', effect: 'allow' });
     expect((await call('transfer', { from: 'acc-1', amount: 500 })).isError).toBe(true);
     expect(await lastDecision()).toMatchObject({ action: 'authzen.large_transfer', effect: 'deny' });
-    expect(reached().filter((c) => c.tool === 'transfer').map((c) => c.arguments.amount)).toEqual([20]);
+    expect(
+      reached()
+        .filter((c) => c.tool === 'transfer')
+        .map((c) => c.arguments.amount),
+    ).toEqual([20]);
     // an action under the server's own namespace stays as it is
     expect((await call('export_contacts', { list: 'vip' })).isError).toBeFalsy();
     expect(await lastDecision()).toMatchObject({ action: 'crm.export_contacts', resource: 'list:vip' });
   });
 
-  it("refuses an action outside <server>. and authzen. with mcp_proxy.mapping_error: no decision, nothing forwarded", async () => {
+  it('refuses an action outside <server>. and authzen. with mcp_proxy.mapping_error: no decision, nothing forwarded', async () => {
     const before = (await decisions()).length;
     const refused = await call('charge_card', { card: '4242' });
     expect(refused).toMatchObject({ isError: true, _meta: { 'agent-authz/error': 'mcp_proxy.mapping_error' } });
@@ -129,7 +147,9 @@ describe('authz mcp-proxy with mappings declared by the server', () => {
     const before = (await decisions()).length;
     const failed = await call('regional_report', {});
     expect(failed).toMatchObject({ isError: true, _meta: { 'agent-authz/error': 'mcp_proxy.mapping_error' } });
-    expect(textOf(failed)).toMatch(/^agent-authz refused this call: evaluation\.resource\.id: the expression "\$params\.arguments\.region" failed: .+\. The tool was not called\.$/);
+    expect(textOf(failed)).toMatch(
+      /^agent-authz refused this call: evaluation\.resource\.id: the expression "\$params\.arguments\.region" failed: .+\. The tool was not called\.$/,
+    );
     expect((await decisions()).length).toBe(before);
     expect(reached().map((c) => c.tool)).not.toContain('regional_report');
     // with the argument the same tool is decided and forwarded

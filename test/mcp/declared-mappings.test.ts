@@ -73,7 +73,9 @@ describe('a declared mapping', () => {
   it('accepts actions under <server>. and authzen. only', () => {
     expect(call(DeclaredMapping.from(mapping('crm.export', 'list', 'all'), 'CRM'), {})).toEqual({ action: 'crm.export', resource: 'list:all' });
     expect(call(DeclaredMapping.from(mapping('authzen.read', 'list', 'all'), 'crm'), {}).action).toBe('authzen.read');
-    expect(failure(() => DeclaredMapping.from(mapping('payments.charge', 'card', 'x'), 'crm'))).toBe("the action payments.charge is outside this server's namespaces (crm.* and authzen.*)");
+    expect(failure(() => DeclaredMapping.from(mapping('payments.charge', 'card', 'x'), 'crm'))).toBe(
+      "the action payments.charge is outside this server's namespaces (crm.* and authzen.*)",
+    );
     // an action computed per call is checked per call
     const m = DeclaredMapping.from(mapping("$params.arguments.rail + '.pay'", 'rail', '$params.arguments.rail'), 'crm');
     expect(call(m, { rail: 'crm' }).action).toBe('crm.pay');
@@ -85,7 +87,9 @@ describe('a declared mapping', () => {
     expect(call(m, { region: 'eu' }).resource).toBe('region:eu');
     expect(failure(() => call(m, {}))).toMatch(/^evaluation\.resource\.id: the expression "\$params\.arguments\.region" failed: /);
     expect(failure(() => call(DeclaredMapping.from(mapping('report', 'region', '$1 / 0'), 'crm'), {}))).toMatch(/divide by zero/);
-    expect(failure(() => call(DeclaredMapping.from(mapping('report', 'region', '$params.arguments.tags'), 'crm'), { tags: ['a'] }))).toBe('evaluation.resource.id: must resolve to a non-empty string, not ["a"]');
+    expect(failure(() => call(DeclaredMapping.from(mapping('report', 'region', '$params.arguments.tags'), 'crm'), { tags: ['a'] }))).toBe(
+      'evaluation.resource.id: must resolve to a non-empty string, not ["a"]',
+    );
     expect(failure(() => call(DeclaredMapping.from(mapping('report', 'region', ''), 'crm'), {}))).toMatch(/non-empty string/);
     expect(failure(() => call(DeclaredMapping.from(mapping('$params.arguments.n', 'r', 'x'), 'crm'), { n: 1 }))).toBe('evaluation.action.name: must resolve to a string, not 1');
     expect(failure(() => DeclaredMapping.from(mapping('report', 'region', '$params.arguments.(('), 'crm'))).toMatch(/does not parse/);
@@ -111,7 +115,7 @@ describe("a session's declared mappings", () => {
     { name: 'plain', inputSchema: { type: 'object' } },
   ];
 
-  it('are used with declared_mappings: true, the configuration\'s tools: entry winning', () => {
+  it("are used with declared_mappings: true, the configuration's tools: entry winning", () => {
     const config = parseProxyConfig({ agent_id: 'a', server: 'crm', declared_mappings: true, tools: { get_invoice: { action: 'crm.read_invoice' } } });
     const lines: string[] = [];
     const declared = new DeclaredMappings(config, (l) => lines.push(l));
@@ -120,7 +124,9 @@ describe("a session's declared mappings", () => {
     expect(declared.target({ name: 'get_invoice', arguments: { id: 'i-1' } }, {})).toBeUndefined();
     expect(declared.target({ name: 'plain', arguments: {} }, {})).toBeUndefined();
     expect(() => declared.target({ name: 'charge_card', arguments: {} }, {})).toThrow(MappingError);
-    expect(lines).toEqual(['tool "charge_card": its declared mapping is refused (the action payments.charge is outside this server\'s namespaces (crm.* and authzen.*)); its calls are refused']);
+    expect(lines).toEqual([
+      'tool "charge_card": its declared mapping is refused (the action payments.charge is outside this server\'s namespaces (crm.* and authzen.*)); its calls are refused',
+    ]);
     expect(['get_customer', 'transfer', 'charge_card', 'get_invoice', 'plain'].map((t) => declared.listing(t))).toEqual([
       { action: 'authzen.get_customer' },
       'shown',

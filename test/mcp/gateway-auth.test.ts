@@ -81,7 +81,9 @@ describe.each(STORE_KINDS)('one MCP gateway for many agents and users (auth:, %s
       ],
     });
     files = scratch(gatewayConfig(as.issuer));
-    const tools = await startPrinting(process.execPath, [TOOLS_SERVER, '--http'], { RECORD_FILE: files.record }, (l) => (l.startsWith('{') ? (JSON.parse(l) as { url: string }).url : undefined));
+    const tools = await startPrinting(process.execPath, [TOOLS_SERVER, '--http'], { RECORD_FILE: files.record }, (l) =>
+      l.startsWith('{') ? (JSON.parse(l) as { url: string }).url : undefined,
+    );
     upstream = tools.child;
     upstreamUrl = tools.value;
   });
@@ -115,20 +117,43 @@ describe.each(STORE_KINDS)('one MCP gateway for many agents and users (auth:, %s
 
     it('answers 401 with the metadata URL without a token (and invalid_token for a wrong audience or no agent claim), 403 insufficient_scope without the scope, and serves the metadata', async () => {
       expect(gw.output.join('\n')).toContain(`agents and users from the tokens of ${as.issuer}`);
-      const r = await fetch(gw.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } } }) });
+      const r = await fetch(gw.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } } }),
+      });
       expect(r.status).toBe(401);
       const metadataUrl = `${new URL(gw.url).origin}/.well-known/oauth-protected-resource/mcp`;
       expect(r.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${metadataUrl}", scope="mcp:tools"`);
-      expect(await (await fetch(metadataUrl)).json()).toEqual({ resource: gw.url, authorization_servers: [as.issuer], scopes_supported: ['mcp:tools'], bearer_methods_supported: ['header'] });
-      const wrongAudience = await fetch(gw.url, { method: 'POST', headers: { authorization: `Bearer ${await tokenFor('http://127.0.0.1:1/mcp', 'research-bot', 'alice')}` }, body: '{}' });
+      expect(await (await fetch(metadataUrl)).json()).toEqual({
+        resource: gw.url,
+        authorization_servers: [as.issuer],
+        scopes_supported: ['mcp:tools'],
+        bearer_methods_supported: ['header'],
+      });
+      const wrongAudience = await fetch(gw.url, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${await tokenFor('http://127.0.0.1:1/mcp', 'research-bot', 'alice')}` },
+        body: '{}',
+      });
       expect(wrongAudience.status).toBe(401);
       expect(wrongAudience.headers.get('www-authenticate')).toContain('error="invalid_token"');
-      const noAgent = await fetch(gw.url, { method: 'POST', headers: { authorization: `Bearer ${await as.mint({ claims: { aud: gw.url, sub: 'alice', scope: 'mcp:tools' } })}` }, body: '{}' });
+      const noAgent = await fetch(gw.url, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${await as.mint({ claims: { aud: gw.url, sub: 'alice', scope: 'mcp:tools' } })}` },
+        body: '{}',
+      });
       expect(noAgent.status).toBe(401);
       expect(noAgent.headers.get('www-authenticate')).toContain('error_description="the token has no agent claim (client_id or azp)"');
-      const noScope = await fetch(gw.url, { method: 'POST', headers: { authorization: `Bearer ${await as.mint({ claims: { aud: gw.url, client_id: 'research-bot', sub: 'alice', scope: 'mcp:read' } })}` }, body: '{}' });
+      const noScope = await fetch(gw.url, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${await as.mint({ claims: { aud: gw.url, client_id: 'research-bot', sub: 'alice', scope: 'mcp:read' } })}` },
+        body: '{}',
+      });
       expect(noScope.status).toBe(403);
-      expect(noScope.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${metadataUrl}", error="insufficient_scope", scope="mcp:tools", error_description="the token lacks the scope mcp:tools"`);
+      expect(noScope.headers.get('www-authenticate')).toBe(
+        `Bearer resource_metadata="${metadataUrl}", error="insufficient_scope", scope="mcp:tools", error_description="the token lacks the scope mcp:tools"`,
+      );
     });
 
     it('two agents acting for two users land on their own identities, sessions and per-user budgets', async () => {
@@ -146,16 +171,25 @@ describe.each(STORE_KINDS)('one MCP gateway for many agents and users (auth:, %s
       // Bob's budget is his own.
       const third = await bobViaBilling.client.callTool({ name: 'charge', arguments: { customer_id: 'c2', amount: 60 } });
       expect(third.isError).toBeFalsy();
-      expect(recorded(files.record).filter((c) => c.tool === 'charge').map((c) => c.arguments.customer_id)).toEqual(['c1', 'c2']);
+      expect(
+        recorded(files.record)
+          .filter((c) => c.tool === 'charge')
+          .map((c) => c.arguments.customer_id),
+      ).toEqual(['c1', 'c2']);
 
       const research = await decisionsOf('research-bot');
-      expect(research.map((d) => [d.action, d.effect, d.on_behalf_of, d.session_id])).toEqual([['payments.charge', 'allow', 'alice', `mcp-${aliceViaResearch.transport.sessionId}`]]);
+      expect(research.map((d) => [d.action, d.effect, d.on_behalf_of, d.session_id])).toEqual([
+        ['payments.charge', 'allow', 'alice', `mcp-${aliceViaResearch.transport.sessionId}`],
+      ]);
       const billing = (await decisionsOf('billing-bot')).map((d) => [d.effect, d.reason, d.on_behalf_of, d.session_id]).sort((a, b) => String(a[2]).localeCompare(String(b[2])));
       expect(billing).toEqual([
         ['deny', 'budget.exceeded', 'alice', `mcp-${aliceViaBilling.transport.sessionId}`],
         ['allow', 'policy.matched', 'bob', `mcp-${bobViaBilling.transport.sessionId}`],
       ]);
-      const budgets = (user: string) => rt.getOk(`/v1/budgets?on_behalf_of=${user}`).then((b) => (b.data as Array<Record<string, any>>).map((x) => [x.policy_id, x.scope, x.agent_id, Number(x.consumed) + Number(x.held)]));
+      const budgets = (user: string) =>
+        rt
+          .getOk(`/v1/budgets?on_behalf_of=${user}`)
+          .then((b) => (b.data as Array<Record<string, any>>).map((x) => [x.policy_id, x.scope, x.agent_id, Number(x.consumed) + Number(x.held)]));
       expect(await budgets('alice')).toEqual([['pol_charge_user', 'user', null, 60]]);
       expect(await budgets('bob')).toEqual([['pol_charge_user', 'user', null, 60]]);
     });
@@ -167,7 +201,13 @@ describe.each(STORE_KINDS)('one MCP gateway for many agents and users (auth:, %s
       const send = async (token: string) =>
         fetch(gw.url, {
           method: 'POST',
-          headers: { authorization: `Bearer ${token}`, 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25', 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+          headers: {
+            authorization: `Bearer ${token}`,
+            'mcp-session-id': sessionId,
+            'mcp-protocol-version': '2025-11-25',
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+          },
           body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'write_file', arguments: { path: 'notes/hijack.txt', content: 'x' } } }),
         });
       for (const other of [await tokenFor(gw.url, 'research-bot', 'bob'), await tokenFor(gw.url, 'billing-bot', 'alice')]) {
@@ -199,7 +239,22 @@ describe.each(STORE_KINDS)('one MCP gateway for many agents and users (auth:, %s
       const publicUrl = `http://localhost:${front.port}/mcp`;
       const started = await startPrinting(
         process.execPath,
-        [BIN, 'mcp-proxy', '--config', files.config, '--listen', `127.0.0.1:${inner}`, '--public-url', publicUrl, '--upstream-url', upstreamUrl, '--url', base, '--key', rt.testKey],
+        [
+          BIN,
+          'mcp-proxy',
+          '--config',
+          files.config,
+          '--listen',
+          `127.0.0.1:${inner}`,
+          '--public-url',
+          publicUrl,
+          '--upstream-url',
+          upstreamUrl,
+          '--url',
+          base,
+          '--key',
+          rt.testKey,
+        ],
         {},
         (l) => /listening on (http:\/\/\S+)/.exec(l)?.[1],
       );

@@ -99,7 +99,9 @@ describe('docs/mcp.md: One gateway for many agents', () => {
     for (const agentLine of agents) expect(normalised(await sh(asWritten(agentLine)))).toBe(section4Output);
 
     expect(await sh(blocks(SECTION, 'sh')[3]!)).toBe(decisions);
-    const bob = (await (await fetch(`${server!.base}/v1/decisions?on_behalf_of=bob`, { headers: { authorization: `Bearer ${server!.testKey}` } })).json()) as { data: Array<{ agent_id: string; session_id: string }> };
+    const bob = (await (await fetch(`${server!.base}/v1/decisions?on_behalf_of=bob`, { headers: { authorization: `Bearer ${server!.testKey}` } })).json()) as {
+      data: Array<{ agent_id: string; session_id: string }>;
+    };
     expect(new Set(bob.data.map((d) => d.agent_id))).toEqual(new Set(['support-bot-8']));
     expect(bob.data.every((d) => /^mcp-[0-9a-f-]{36}$/.test(d.session_id))).toBe(true);
   });

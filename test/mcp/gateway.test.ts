@@ -77,7 +77,14 @@ describe('authz mcp-proxy: the MCP gateway', () => {
     await rt.setPolicies([
       { id: 'pol_gw_tools', effect: 'allow', agents: ['gw-*'], actions: tools.map((t) => `docs.${t}`) },
       { id: 'pol_gw_read', effect: 'allow', agents: ['gw-*'], actions: ['docs.resources_read'], resources: ['test://static-*', 'test://watched-resource'] },
-      { id: 'pol_gw_prompt', effect: 'allow', agents: ['gw-*'], actions: ['docs.prompts_get'], resources: ['prompt:test_prompt_with_arguments'], condition: "context.mcp.arguments.arg1 == 'hello'" },
+      {
+        id: 'pol_gw_prompt',
+        effect: 'allow',
+        agents: ['gw-*'],
+        actions: ['docs.prompts_get'],
+        resources: ['prompt:test_prompt_with_arguments'],
+        condition: "context.mcp.arguments.arg1 == 'hello'",
+      },
       { id: 'pol_gw_complete', effect: 'allow', agents: ['gw-*'], actions: ['docs.completion_complete'], resources: ['prompt:*'] },
       { id: 'pol_gw_mapped', effect: 'allow', agents: ['gw-mapped-*'], actions: ['library.read'], resources: ['doc:test://static-text'] },
     ]);
@@ -134,7 +141,21 @@ describe('authz mcp-proxy: the MCP gateway', () => {
     stops.push(() => stopChild(upstream.child));
     const proxy = await startChild(
       process.execPath,
-      [BIN, 'mcp-proxy', '--config', files.config, '--listen', '127.0.0.1:0', '--upstream-url', upstream.value, '--url', options.url ?? base, '--key', rt.testKey, ...(options.flags ?? [])],
+      [
+        BIN,
+        'mcp-proxy',
+        '--config',
+        files.config,
+        '--listen',
+        '127.0.0.1:0',
+        '--upstream-url',
+        upstream.value,
+        '--url',
+        options.url ?? base,
+        '--key',
+        rt.testKey,
+        ...(options.flags ?? []),
+      ],
       { env: childEnv({}), ready: (l) => /listening on (http:\/\/\S+)/.exec(l)?.[1] },
     );
     stops.push(() => stopChild(proxy.child));
@@ -174,7 +195,9 @@ describe('authz mcp-proxy: the MCP gateway', () => {
       // prompts/get: the condition reads context.mcp.arguments.
       const prompt = await client.getPrompt({ name: 'test_prompt_with_arguments', arguments: { arg1: 'hello', arg2: 'world' } });
       expect(prompt.messages[0]!.content).toMatchObject({ text: "Prompt with arguments: arg1='hello', arg2='world'" });
-      expect((await rpcError(client.getPrompt({ name: 'test_prompt_with_arguments', arguments: { arg1: 'bye', arg2: 'world' } }))).data).toMatchObject({ reason: 'policy.not_found' });
+      expect((await rpcError(client.getPrompt({ name: 'test_prompt_with_arguments', arguments: { arg1: 'bye', arg2: 'world' } }))).data).toMatchObject({
+        reason: 'policy.not_found',
+      });
       expect((await rpcError(client.getPrompt({ name: 'test_simple_prompt' }))).code).toBe(-32001);
       expect(reached('prompts/get').map((r) => r.params!.arguments?.arg1)).toEqual(['hello']);
 
@@ -227,7 +250,11 @@ describe('authz mcp-proxy: the MCP gateway', () => {
       const { client } = await open(agentId);
       // Allowed by pol_gw_read (test://static-*), unknown to the server: its error answer rejects the decision.
       expect((await rpcError(client.readResource({ uri: 'test://static-missing' }))).code).toBe(-32002);
-      const [d] = await until(() => decisionsOf(agentId), (ds) => ds.length === 1 && ds[0]!.status !== 'pending', 'the decision settled');
+      const [d] = await until(
+        () => decisionsOf(agentId),
+        (ds) => ds.length === 1 && ds[0]!.status !== 'pending',
+        'the decision settled',
+      );
       expect(d).toMatchObject({ effect: 'allow', status: 'rejected', resource: 'test://static-missing' });
     });
 
@@ -243,7 +270,11 @@ describe('authz mcp-proxy: the MCP gateway', () => {
       client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void logs.push(String(n.params.data)));
       await client.callTool({ name: 'test_tool_with_logging', arguments: {} });
       // The SDK's client runs notification handlers a microtask after it read them (the answer may come first).
-      await until(() => logs, (l) => l.length === 3, 'three log messages');
+      await until(
+        () => logs,
+        (l) => l.length === 3,
+        'three log messages',
+      );
       expect(logs).toEqual(['Tool execution started', 'Tool processing data', 'Tool execution completed']);
 
       // Every progress notification, with the client's own token (its per-request handler would drop one
@@ -251,13 +282,21 @@ describe('authz mcp-proxy: the MCP gateway', () => {
       const progress: Array<{ token: unknown; progress: number }> = [];
       client.setNotificationHandler(ProgressNotificationSchema, (n) => void progress.push({ token: n.params.progressToken, progress: n.params.progress }));
       await client.callTool({ name: 'test_tool_with_progress', arguments: {}, _meta: { progressToken: 'p-1' } });
-      await until(() => progress, (p) => p.length === 3, 'three progress notifications');
+      await until(
+        () => progress,
+        (p) => p.length === 3,
+        'three progress notifications',
+      );
       expect(progress).toEqual([0, 50, 100].map((n) => ({ token: 'p-1', progress: n })));
 
       const updated: string[] = [];
       client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => void updated.push(n.params.uri));
       await client.subscribeResource({ uri: 'test://watched-resource' });
-      await until(() => updated, (u) => u.length > 0, 'notifications/resources/updated');
+      await until(
+        () => updated,
+        (u) => u.length > 0,
+        'notifications/resources/updated',
+      );
       expect(updated).toEqual(['test://watched-resource']);
 
       // Client to server: the roots changed.
@@ -303,7 +342,11 @@ describe('authz mcp-proxy: the MCP gateway', () => {
       let changed = 0;
       client.setNotificationHandler(ToolListChangedNotificationSchema, () => void changed++);
       expect(textOf(await client.callTool({ name: 'add_note_variant', arguments: {} }))).toBe('Add-Note added');
-      await until(() => changed, (n) => n > 0, 'notifications/tools/list_changed at the client');
+      await until(
+        () => changed,
+        (n) => n > 0,
+        'notifications/tools/list_changed at the client',
+      );
       const before = (await decisionsOf(agentId)).length;
       // Without listing again: the proxy read the tools before passing the notification on.
       for (const name of ['Add-Note', 'add_note']) {
@@ -312,7 +355,11 @@ describe('authz mcp-proxy: the MCP gateway', () => {
         expect(refused._meta).toMatchObject({ 'agent-authz/error': 'mcp_proxy.tool_collision' });
       }
       expect((await decisionsOf(agentId)).length).toBe(before);
-      expect(recorded().filter((r) => r.method === 'tools/call').map((r) => r.params!.name)).toEqual(['add_note_variant']);
+      expect(
+        recorded()
+          .filter((r) => r.method === 'tools/call')
+          .map((r) => r.params!.name),
+      ).toEqual(['add_note_variant']);
       // The proxy's own listing used its own ids; the client's listing hides both now.
       expect((await client.listTools()).tools.map((t) => t.name)).not.toContain('add_note');
     });
@@ -325,7 +372,11 @@ describe('authz mcp-proxy: the MCP gateway', () => {
       expect((await rpcError(client.listPrompts())).code).toBe(-32603);
       const call = await client.callTool({ name: 'test_simple_text', arguments: {} });
       expect(call.isError).toBe(true);
-      expect(recorded().map((r) => r.method).filter((m) => !m.startsWith('notifications/') && m !== 'initialize')).toEqual([]);
+      expect(
+        recorded()
+          .map((r) => r.method)
+          .filter((m) => !m.startsWith('notifications/') && m !== 'initialize'),
+      ).toEqual([]);
     });
   });
 
@@ -364,7 +415,12 @@ describe('authz mcp-proxy: the MCP gateway', () => {
       expect(textOf(ea)).toContain('"username":"alice"');
       expect(textOf(eb)).toContain('"username":"bob"');
       // Each client session had an upstream session of its own.
-      const sessions = new Set(http.recorded().filter((r) => r.method === 'tools/call').map((r) => r.session));
+      const sessions = new Set(
+        http
+          .recorded()
+          .filter((r) => r.method === 'tools/call')
+          .map((r) => r.session),
+      );
       expect(sessions.size).toBe(2);
     });
 
@@ -375,7 +431,12 @@ describe('authz mcp-proxy: the MCP gateway', () => {
         const r = await fetch(http.url, {
           method: 'POST',
           headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }),
+          body: JSON.stringify({
+            jsonrpc: '2.0',
+            id: 1,
+            method: 'initialize',
+            params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+          }),
         });
         return { status: r.status, session: r.headers.get('mcp-session-id'), body: await r.text() };
       };
@@ -412,7 +473,14 @@ describe('authz mcp-proxy: the MCP gateway', () => {
         stops.push(() => client.close());
         await client.callTool({ name: 'test_simple_text', arguments: {} });
       }
-      const pids = [...new Set(files.recorded().filter((r) => r.method === 'tools/call').map((r) => Number(r.session.replace('stdio-', ''))))];
+      const pids = [
+        ...new Set(
+          files
+            .recorded()
+            .filter((r) => r.method === 'tools/call')
+            .map((r) => Number(r.session.replace('stdio-', ''))),
+        ),
+      ];
       expect(pids).toHaveLength(2);
       const alive = (pid: number) => {
         try {
@@ -425,7 +493,11 @@ describe('authz mcp-proxy: the MCP gateway', () => {
       expect(pids.map(alive)).toEqual([true, true]);
       // The first client ends its session (DELETE): its server process ends, the other one's runs on.
       await transports[0]!.terminateSession();
-      await until(() => alive(pids[0]!), (a) => !a, "the first session's server process ended");
+      await until(
+        () => alive(pids[0]!),
+        (a) => !a,
+        "the first session's server process ended",
+      );
       expect(alive(pids[1]!)).toBe(true);
       expect(textOf(await clients[1]!.callTool({ name: 'test_simple_text', arguments: {} }))).toBe('This is a simple text response for testing.');
     });
@@ -434,8 +506,11 @@ describe('authz mcp-proxy: the MCP gateway', () => {
       const files = scratch('bot');
       const refused = await new Promise<{ code: number | null; err: string }>((resolve) => {
         import('node:child_process').then(({ execFile }) =>
-          execFile(process.execPath, [BIN, 'mcp-proxy', '--config', files.config, '--listen', '0.0.0.0:0', '--', process.execPath, SERVER], { env: childEnv({ AUTHZ_API_KEY: rt.testKey }) }, (e, _o, err) =>
-            resolve({ code: e ? ((e as { code?: number }).code ?? null) : 0, err }),
+          execFile(
+            process.execPath,
+            [BIN, 'mcp-proxy', '--config', files.config, '--listen', '0.0.0.0:0', '--', process.execPath, SERVER],
+            { env: childEnv({ AUTHZ_API_KEY: rt.testKey }) },
+            (e, _o, err) => resolve({ code: e ? ((e as { code?: number }).code ?? null) : 0, err }),
           ),
         );
       });

@@ -11,20 +11,8 @@ import type { ChildProcess } from 'node:child_process';
 import { argsDigest, createPermitVerifier, PermitMismatchError } from '../../verifier/index.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { START, startRuntime, type TestRuntime } from '../runtime/helpers/app.js';
-import {
-  BIN,
-  ensureProxyBuilt,
-  httpClient,
-  recorded,
-  scratch,
-  startPrinting,
-  startStdioProxy,
-  stop,
-  textOf,
-  TOOLS_SERVER,
-} from './helpers/proxy.js';
+import { BIN, ensureProxyBuilt, httpClient, recorded, scratch, startPrinting, startStdioProxy, stop, textOf, TOOLS_SERVER } from './helpers/proxy.js';
 import { agent } from '../helpers/kit.js';
-
 
 /** The proxy configuration of these tests: two mapped tools; fail and delete_file get tools.fail and tools.delete_file. */
 const configFor = (agentId: string) => `agent_id: ${agentId}
@@ -263,7 +251,10 @@ describe.each(STORE_KINDS)('authz mcp-proxy (%s store)', (kind) => {
       }
       throw new Error('no open review appeared');
     };
-    const [approved, approvedId] = await Promise.all([p.proxy.client.callTool({ name: 'write_file', arguments: { path: 'notes/approved', content: 'x' } }), answerWhenOpen('approve')]);
+    const [approved, approvedId] = await Promise.all([
+      p.proxy.client.callTool({ name: 'write_file', arguments: { path: 'notes/approved', content: 'x' } }),
+      answerWhenOpen('approve'),
+    ]);
     expect(approved.isError, textOf(approved)).toBeFalsy();
     expect(p.calls().map((c) => c.arguments.path)).toEqual(['notes/approved']);
     expect(p.calls()[0]!.meta!['agent-authz/decision']).toBe(approvedId);
@@ -340,10 +331,13 @@ describe.each(STORE_KINDS)('authz mcp-proxy (%s store)', (kind) => {
       const url = new URL(proxyUrl);
       const r = await new Promise<number>((resolve, reject) => {
         import('node:http').then(({ request }) => {
-          const req = request({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers: { host: 'evil.example', 'content-type': 'application/json' } }, (res) => {
-            res.resume();
-            resolve(res.statusCode ?? 0);
-          });
+          const req = request(
+            { host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers: { host: 'evil.example', 'content-type': 'application/json' } },
+            (res) => {
+              res.resume();
+              resolve(res.statusCode ?? 0);
+            },
+          );
           req.on('error', reject);
           req.end('{}');
         }, reject);

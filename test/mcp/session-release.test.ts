@@ -98,13 +98,21 @@ describe('sessions over HTTP after expiry', () => {
       expect(r.status).toBe(200);
     }
     expect(refs).toHaveLength(2 * SESSIONS);
-    await poll(() => listening.sessionCount() === 0 && proxy.sessionCount === 0 && upstream.sessions() === 0, () => `every session ended (left: listener ${listening.sessionCount()}, proxy ${proxy.sessionCount}, upstream ${upstream.sessions()})`);
+    await poll(
+      () => listening.sessionCount() === 0 && proxy.sessionCount === 0 && upstream.sessions() === 0,
+      () => `every session ended (left: listener ${listening.sessionCount()}, proxy ${proxy.sessionCount}, upstream ${upstream.sessions()})`,
+    );
     // A full GC between turns of the event loop: weak references clear once nothing else holds their objects.
     const collect = async () => {
       await new Promise((r) => setImmediate(r));
       gc();
     };
-    await poll(() => refs.every((ref) => ref.deref() === undefined), () => `the ${refs.filter((ref) => ref.deref() !== undefined).length} transports and relays left collected`, collect, 50);
+    await poll(
+      () => refs.every((ref) => ref.deref() === undefined),
+      () => `the ${refs.filter((ref) => ref.deref() !== undefined).length} transports and relays left collected`,
+      collect,
+      50,
+    );
     expect(lines.filter((l) => /error/i.test(l))).toEqual([]);
   });
 });

@@ -34,7 +34,11 @@ describe('SettleQueue', () => {
     expect(q.pending).toBe(2);
     const c = q.add('dec_c', 'confirm').then(() => done.push('c'));
     await Promise.all([a, b, c]);
-    expect(sent).toEqual([['dec_a', 'confirm'], ['dec_b', 'reject'], ['dec_c', 'confirm']]);
+    expect(sent).toEqual([
+      ['dec_a', 'confirm'],
+      ['dec_b', 'reject'],
+      ['dec_c', 'confirm'],
+    ]);
     expect(done.sort()).toEqual(['a', 'b', 'c']);
     expect(q.stats).toEqual({ sent: 3, batches: 1 });
   });
@@ -98,9 +102,7 @@ describe.each(STORE_KINDS)('batched confirms through authz mcp-proxy (%s store)'
   beforeAll(async () => {
     ensureProxyBuilt();
     rt = await startRuntime(kind);
-    await rt.setPolicies([
-      { id: 'pol_charge', effect: 'allow', actions: ['payments.charge'], resources: ['customer:*'], budget: { unit: 'USD', limit: 1000, period: 'monthly' } },
-    ]);
+    await rt.setPolicies([{ id: 'pol_charge', effect: 'allow', actions: ['payments.charge'], resources: ['customer:*'], budget: { unit: 'USD', limit: 1000, period: 'monthly' } }]);
     await rt.app.listen({ port: 0, host: '127.0.0.1' });
     base = `http://127.0.0.1:${(rt.app.server.address() as { port: number }).port}`;
   });

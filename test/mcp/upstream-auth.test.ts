@@ -45,7 +45,7 @@ async function clientThrough(upstream: ProtectedUpstream, config: Partial<Upstre
   return { client, tokens, clock, echo: async (text: string) => textOf(await client.callTool({ name: 'echo', arguments: { text } })) };
 }
 
-describe('the proxy\'s token for a protected upstream', () => {
+describe("the proxy's token for a protected upstream", () => {
   it('discovers the token endpoint from the 401, authenticates with client_secret_basic, asks for the upstream as resource, and caches the token', async () => {
     const { auth, upstream } = await servers();
     const { echo, tokens } = await clientThrough(upstream, { scope: 'mcp:tools' });
@@ -134,7 +134,11 @@ describe('the proxy\'s token for a protected upstream', () => {
     expect(resourceMetadataOf('Bearer error="invalid_token"')).toBeUndefined();
     expect(resourceMetadataOf(null)).toBeUndefined();
     const base = { agent_id: 'a', server: 's' };
-    expect(parseProxyConfig({ ...base, upstream_auth: { client_id: 'gw', client_secret_env: 'GW_SECRET', scope: 'mcp' } }).upstream_auth).toEqual({ client_id: 'gw', client_secret_env: 'GW_SECRET', scope: 'mcp' });
+    expect(parseProxyConfig({ ...base, upstream_auth: { client_id: 'gw', client_secret_env: 'GW_SECRET', scope: 'mcp' } }).upstream_auth).toEqual({
+      client_id: 'gw',
+      client_secret_env: 'GW_SECRET',
+      scope: 'mcp',
+    });
     expect(() => parseProxyConfig({ ...base, upstream_auth: { client_id: 'gw', client_secret: 'inline', client_secret_env: 'no good', token_url: 'ftp://x' } })).toThrow(
       /upstream_auth: unknown field "client_secret"[\s\S]*client_secret_env: required[\s\S]*token_url: an http\(s\) URL/,
     );

@@ -21,7 +21,22 @@ const run = promisify(execFile);
 const MINUTES = 60_000;
 
 /** What `tsc -p tsconfig.build.json` and the package's `files` read. */
-const SOURCES = ['package.json', 'README.md', 'tsconfig.json', 'tsconfig.build.json', 'bin', 'schemas', 'examples', 'runtime', 'compiler', 'clients', 'verifier', 'webhooks', 'bench', 'scripts'];
+const SOURCES = [
+  'package.json',
+  'README.md',
+  'tsconfig.json',
+  'tsconfig.build.json',
+  'bin',
+  'schemas',
+  'examples',
+  'runtime',
+  'compiler',
+  'clients',
+  'verifier',
+  'webhooks',
+  'bench',
+  'scripts',
+];
 
 /** The environment of a child npm: none of the calling npm's settings (npm test sets npm_config_*), no store or test settings. */
 function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
@@ -198,6 +213,11 @@ console.log(JSON.stringify({ effect: decision.effect, dec: claims.dec, status: (
     process.kill(-server.child.pid!, 'SIGTERM');
     await server.exited;
     // Stopped: nothing answers on its port any more.
-    expect(await fetch(`${base}/healthz`).then(() => 'answered', () => 'refused')).toBe('refused');
+    expect(
+      await fetch(`${base}/healthz`).then(
+        () => 'answered',
+        () => 'refused',
+      ),
+    ).toBe('refused');
   });
 });

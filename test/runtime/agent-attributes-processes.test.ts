@@ -66,7 +66,11 @@ describe('agent attributes across two `authz serve` processes on one PostgreSQL'
     await expect.poll(async () => (await decideOk(b, edit)).effect, { timeout: WITHIN_MS, interval: 20 }).toBe('deny');
     expect((await decideOk(b, edit)).effect).toBe('deny');
 
-    for (const [roles, effect] of [[['editor'], 'allow'], [['viewer'], 'deny'], [['admin', 'editor'], 'allow']] as const) {
+    for (const [roles, effect] of [
+      [['editor'], 'allow'],
+      [['viewer'], 'deny'],
+      [['admin', 'editor'], 'allow'],
+    ] as const) {
       const put = await api(a, 'PUT', `/v1/agents/${agentId}`, { attributes: { roles } });
       expect(put.status, JSON.stringify(put.body)).toBe(200);
       const changedAt = performance.now();

@@ -116,7 +116,11 @@ describe.each(STORE_KINDS)('agent attributes (%s)', (kind) => {
     expectError(await put(a, { attributes: 'x' }), 400, 'validation.invalid_field');
     expectError(await put(a, { attributes: null }), 400, 'validation.invalid_field');
     expectError(await put(a, { attributes: {}, status: 'revoked' }), 400, 'validation.invalid_field');
-    expectError(await rt.call(rt.testKey, { method: 'PUT', url: path(a), payload: '{"attributes":', headers: { 'content-type': 'application/json' } }), 400, 'validation.invalid_json');
+    expectError(
+      await rt.call(rt.testKey, { method: 'PUT', url: path(a), payload: '{"attributes":', headers: { 'content-type': 'application/json' } }),
+      400,
+      'validation.invalid_json',
+    );
     // 8,192 bytes exactly is fine; one more is 413. Bytes of UTF-8, not characters: "é" is two.
     const wrap = (n: number) => ({ note: 'x'.repeat(n) });
     const exact = wrap(8192 - JSON.stringify(wrap(0)).length);

@@ -108,8 +108,7 @@ describe.each(STORE_KINDS)('agents over HTTP (%s)', (kind) => {
     // The decision writer runs several batches at once on PostgreSQL; each batch
     // registers its new agents in one statement.
     const ids = Array.from({ length: 300 }, () => agent('lockorder'));
-    const rows = (list: string[]): NewAgent[] =>
-      list.map((agent_id) => ({ account_id: rt.accountId, environment: 'test', agent_id, first_seen_at: new Date(START) }));
+    const rows = (list: string[]): NewAgent[] => list.map((agent_id) => ({ account_id: rt.accountId, environment: 'test', agent_id, first_seen_at: new Date(START) }));
     const sql = rt.store.sql;
     const written = await Promise.all([
       writeDecisionBatch(sql, [], [], rows(ids), rows(ids).map(registrationEvent)),
@@ -163,7 +162,15 @@ describe.each(STORE_KINDS)('agents over HTTP (%s)', (kind) => {
   });
 
   it('agent ids with any characters, up to 256 of them, work in paths', async () => {
-    for (const a of [`${agent('odd')}/with slash?and#hash%`, `${agent('uni')}-é-😀`, `long-${'x'.repeat(150)}-${++seq}`, `${++seq}-${'y'.repeat(250)}`.slice(0, 256), Array.from(`${++seq}-${'😀'.repeat(256)}`).slice(0, 256).join('')]) {
+    for (const a of [
+      `${agent('odd')}/with slash?and#hash%`,
+      `${agent('uni')}-é-😀`,
+      `long-${'x'.repeat(150)}-${++seq}`,
+      `${++seq}-${'y'.repeat(250)}`.slice(0, 256),
+      Array.from(`${++seq}-${'😀'.repeat(256)}`)
+        .slice(0, 256)
+        .join(''),
+    ]) {
       expect((await decide(a)).statusCode).toBe(200);
       const r = await get(path(a));
       expect(r.statusCode, r.body.slice(0, 200)).toBe(200);
@@ -265,7 +272,12 @@ describe.each(STORE_KINDS)('agents over HTTP (%s)', (kind) => {
     expect((await post(`${path(a)}/revoke`, writer)).statusCode).toBe(200);
     expect((await post(`${path(a)}/restore`, writer)).statusCode).toBe(200);
 
-    for (const [method, url] of [['GET', path(a)], ['GET', '/v1/agents'], ['POST', `${path(a)}/revoke`], ['POST', `${path(a)}/restore`]] as const) {
+    for (const [method, url] of [
+      ['GET', path(a)],
+      ['GET', '/v1/agents'],
+      ['POST', `${path(a)}/revoke`],
+      ['POST', `${path(a)}/restore`],
+    ] as const) {
       expectError(await rt.call(other, { method, url }), 403, 'auth.scope_insufficient');
     }
     // A scope failure on an unknown agent is still 403 (scope before existence).

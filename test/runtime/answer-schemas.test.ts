@@ -86,7 +86,14 @@ describe.each(STORE_KINDS)('real answers validate against schemas/api/answers (%
       { id: 'pol_as_allow', name: 'as-allow', effect: 'allow', actions: ['orders.read'], budget: { unit: 'USD', limit: 100, period: 'daily', threshold_alert: 0.5 } },
       { id: 'pol_as_review', name: 'as-review', effect: 'review', actions: ['wires.send'], approval: { required: true, timeout_seconds: 600 } },
     ]);
-    const allow = await answer('decision', 200, 'POST', '/v1/decisions', { agent_id: 'as-bot', action: 'orders.read', resource: 'order:1', amount: 60, context: { channel: 'chat' }, session_id: 'run-1' });
+    const allow = await answer('decision', 200, 'POST', '/v1/decisions', {
+      agent_id: 'as-bot',
+      action: 'orders.read',
+      resource: 'order:1',
+      amount: 60,
+      context: { channel: 'chat' },
+      session_id: 'run-1',
+    });
     expect(allow.permit_token).toEqual(expect.any(String));
     const awaiting = await answer('decision', 200, 'POST', '/v1/decisions', { agent_id: 'as-bot', action: 'wires.send' });
     expect(awaiting.review).toMatchObject({ status: 'open' });
@@ -127,10 +134,24 @@ describe.each(STORE_KINDS)('real answers validate against schemas/api/answers (%
 
   it('AuthZEN answers and an error', async () => {
     const subject = { type: 'agent', id: 'as-bot' };
-    await answer('authzen-answer', 200, 'POST', '/access/v1/evaluation', { subject, action: { name: 'orders.read' }, resource: { type: 'order', id: '1' }, context: { amount: 1 } });
+    await answer('authzen-answer', 200, 'POST', '/access/v1/evaluation', {
+      subject,
+      action: { name: 'orders.read' },
+      resource: { type: 'order', id: '1' },
+      context: { amount: 1 },
+    });
     const denial = await answer('authzen-answer', 200, 'POST', '/access/v1/evaluation', { subject, action: { name: 'wires.send' }, resource: { type: 'wire', id: '1' } });
-    await answer('authzen-answers', 200, 'POST', '/access/v1/evaluations', { subject, context: { amount: 1 }, evaluations: [{ action: { name: 'orders.read' }, resource: { type: 'order', id: '2' } }, { action: { name: 'Not.Valid' }, resource: { type: 'order', id: '3' } }] });
-    await answer('authzen-task', 201, 'POST', '/access/v1/requests', { denial: { evaluation_id: denial.context.evaluation_id, expires_at: denial.context.access_request.expires_at, reason: 'approval_required' } });
+    await answer('authzen-answers', 200, 'POST', '/access/v1/evaluations', {
+      subject,
+      context: { amount: 1 },
+      evaluations: [
+        { action: { name: 'orders.read' }, resource: { type: 'order', id: '2' } },
+        { action: { name: 'Not.Valid' }, resource: { type: 'order', id: '3' } },
+      ],
+    });
+    await answer('authzen-task', 201, 'POST', '/access/v1/requests', {
+      denial: { evaluation_id: denial.context.evaluation_id, expires_at: denial.context.access_request.expires_at, reason: 'approval_required' },
+    });
     await answer('error', 404, 'GET', '/v1/decisions/dec_nothing_here');
   });
 
@@ -139,7 +160,13 @@ describe.each(STORE_KINDS)('real answers validate against schemas/api/answers (%
     const fn = validate('decision');
     expect(fn(decision)).toBe(true);
     const { effect: _effect, ...noEffect } = decision;
-    for (const bad of [{ ...decision, surprise: 1 }, noEffect, { ...decision, status: 'maybe' }, { ...decision, review: { status: 'open' } }, { ...decision, metadata: { ...decision.metadata, warnings: [{}] } }]) {
+    for (const bad of [
+      { ...decision, surprise: 1 },
+      noEffect,
+      { ...decision, status: 'maybe' },
+      { ...decision, review: { status: 'open' } },
+      { ...decision, metadata: { ...decision.metadata, warnings: [{}] } },
+    ]) {
       expect(fn(bad), JSON.stringify(bad).slice(0, 100)).toBe(false);
     }
     expect(new Set(checked).size).toBeGreaterThan(20);

@@ -21,7 +21,11 @@ for (const kind of STORE_KINDS) {
     let reviewerKey: string;
 
     const decide = async (agent: string, action: string, amount?: number) => {
-      const r = await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: agent, action, ttl_seconds: 60, ...(amount === undefined ? {} : { amount }) } });
+      const r = await rt.call(rt.testKey, {
+        method: 'POST',
+        url: '/v1/decisions',
+        payload: { agent_id: agent, action, ttl_seconds: 60, ...(amount === undefined ? {} : { amount }) },
+      });
       expect(r.statusCode, r.body).toBe(200);
       return json(r);
     };
@@ -43,9 +47,30 @@ for (const kind of STORE_KINDS) {
       rt = await startRuntime(kind);
       reviewerKey = await rt.keyWith(['reviews:write']);
       await rt.setPolicies([
-        { id: 'pol_calls', name: 'calls-approved', effect: 'review', actions: ['tools.run'], budget: { unit: 'calls', limit: 2, period: 'daily' }, approval: { required: true, timeout_seconds: TIMEOUT } },
-        { id: 'pol_usd', name: 'usd-approved', effect: 'review', actions: ['payments.refund'], budget: { unit: 'USD', limit: 100, period: 'daily' }, approval: { required: true, timeout_seconds: TIMEOUT } },
-        { id: 'pol_one', name: 'one-call', effect: 'review', actions: ['deploy.run'], budget: { unit: 'calls', limit: 1, period: 'daily' }, approval: { required: true, timeout_seconds: TIMEOUT } },
+        {
+          id: 'pol_calls',
+          name: 'calls-approved',
+          effect: 'review',
+          actions: ['tools.run'],
+          budget: { unit: 'calls', limit: 2, period: 'daily' },
+          approval: { required: true, timeout_seconds: TIMEOUT },
+        },
+        {
+          id: 'pol_usd',
+          name: 'usd-approved',
+          effect: 'review',
+          actions: ['payments.refund'],
+          budget: { unit: 'USD', limit: 100, period: 'daily' },
+          approval: { required: true, timeout_seconds: TIMEOUT },
+        },
+        {
+          id: 'pol_one',
+          name: 'one-call',
+          effect: 'review',
+          actions: ['deploy.run'],
+          budget: { unit: 'calls', limit: 1, period: 'daily' },
+          approval: { required: true, timeout_seconds: TIMEOUT },
+        },
       ]);
     });
     afterAll(() => rt?.close());

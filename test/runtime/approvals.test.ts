@@ -25,7 +25,12 @@ for (const kind of STORE_KINDS) {
     let n = 0;
 
     const decide = async (extra: Record<string, unknown> = {}, headers: Record<string, string> = {}) => {
-      const r = await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', headers, payload: { agent_id: `approval-bot-${++n}`, action: 'payments.refund', ttl_seconds: 120, ...extra } });
+      const r = await rt.call(rt.testKey, {
+        method: 'POST',
+        url: '/v1/decisions',
+        headers,
+        payload: { agent_id: `approval-bot-${++n}`, action: 'payments.refund', ttl_seconds: 120, ...extra },
+      });
       expect(r.statusCode, r.body).toBe(200);
       return json(r);
     };
@@ -185,7 +190,11 @@ for (const kind of STORE_KINDS) {
       const fifth = await decide();
       rt.clock.advance(TIMEOUT);
       const exported = await rt.call(rt.testKey, { method: 'GET', url: `/v1/decisions/export?since=${encodeURIComponent(fifth.evaluated_at)}` });
-      const line = exported.body.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>).find((d) => d.id === fifth.id);
+      const line = exported.body
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .find((d) => d.id === fifth.id);
       expect(line).toMatchObject({ status: 'denied', reason: 'review.timeout' });
     });
 

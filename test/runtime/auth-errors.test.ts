@@ -129,7 +129,11 @@ describe.each(STORE_KINDS)('authentication, request ids, admin API and events (%
         'auth.scope_insufficient',
       );
       expect((await rt.call(readPolicies, { method: 'GET', url: '/v1/policies' })).statusCode).toBe(200);
-      expectError(await rt.call(readPolicies, { method: 'PUT', url: '/v1/policies/pol_read', payload: { name: 'x', effect: 'deny', actions: ['orders.read'] } }), 403, 'auth.scope_insufficient');
+      expectError(
+        await rt.call(readPolicies, { method: 'PUT', url: '/v1/policies/pol_read', payload: { name: 'x', effect: 'deny', actions: ['orders.read'] } }),
+        403,
+        'auth.scope_insufficient',
+      );
       expectError(await rt.call(readPolicies, { method: 'DELETE', url: '/v1/policies/pol_read' }), 403, 'auth.scope_insufficient');
 
       const d = json(await decide(writeDecisions));
@@ -146,7 +150,11 @@ describe.each(STORE_KINDS)('authentication, request ids, admin API and events (%
         ['GET', '/v1/agents'],
         ['GET', '/v1/events'],
       ] as const) {
-        expectError(await rt.call(nothingUseful, { method, url, ...(method === 'POST' ? { payload: { agent_id: 'x', action: 'orders.read' } } : {}) }), 403, 'auth.scope_insufficient');
+        expectError(
+          await rt.call(nothingUseful, { method, url, ...(method === 'POST' ? { payload: { agent_id: 'x', action: 'orders.read' } } : {}) }),
+          403,
+          'auth.scope_insufficient',
+        );
       }
       // The refused requests changed nothing.
       expect(json(await rt.call(rt.testKey, { method: 'GET', url: `/v1/decisions/${d.id}` })).status).toBe('pending');
@@ -199,11 +207,19 @@ describe.each(STORE_KINDS)('authentication, request ids, admin API and events (%
         ['404 route with key', await rt.call(rt.testKey, { method: 'GET', url: '/v2/decisions' }), 404],
         ['404 wrong method', await rt.call(rt.testKey, { method: 'DELETE', url: '/v1/decisions' }), 404],
         ['404 decision', await rt.call(rt.testKey, { method: 'GET', url: '/v1/decisions/dec_nope' }), 404],
-        ['409', await (async () => {
-          const x = json(await decide(rt.testKey, { agent_id: agent('rid'), action: 'orders.delete' }));
-          return rt.call(rt.testKey, { method: 'POST', url: `/v1/decisions/${x.id}/confirm` });
-        })(), 409],
-        ['413', await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', headers: { 'content-type': 'application/json' }, payload: `{"a":"${'x'.repeat(1024 * 1024)}"}` }), 413],
+        [
+          '409',
+          await (async () => {
+            const x = json(await decide(rt.testKey, { agent_id: agent('rid'), action: 'orders.delete' }));
+            return rt.call(rt.testKey, { method: 'POST', url: `/v1/decisions/${x.id}/confirm` });
+          })(),
+          409,
+        ],
+        [
+          '413',
+          await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', headers: { 'content-type': 'application/json' }, payload: `{"a":"${'x'.repeat(1024 * 1024)}"}` }),
+          413,
+        ],
         ['415', await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', headers: { 'content-type': 'application/xml' }, payload: '<agent/>' }), 415],
       ];
       const ids = new Set<string>();
@@ -240,7 +256,10 @@ describe.each(STORE_KINDS)('authentication, request ids, admin API and events (%
       expect(account).toMatchObject({ name: 'acme' });
       expect(account.id).toMatch(/^acc_[0-9A-Za-z]+$/);
 
-      for (const [environment, scopes] of [['test', ['*']], ['live', ['decisions:write', 'decisions:read']]] as const) {
+      for (const [environment, scopes] of [
+        ['test', ['*']],
+        ['live', ['decisions:write', 'decisions:read']],
+      ] as const) {
         const r = await rt.app.inject({ method: 'POST', url: `/admin/accounts/${account.id}/api-keys`, headers: admin(), payload: { environment, scopes } });
         expect(r.statusCode, r.body).toBe(201);
         const key = json(r);
@@ -294,7 +313,11 @@ describe.each(STORE_KINDS)('authentication, request ids, admin API and events (%
       expectError(await post('/admin/accounts', { name: '' }), 400, 'validation.invalid_field');
       expectError(await post('/admin/accounts', { name: 5 }), 400, 'validation.invalid_field');
       expectError(await post('/admin/accounts', { name: 'x', extra: 1 }), 400, 'validation.invalid_field');
-      expectError(await rt.app.inject({ method: 'POST', url: '/admin/accounts', headers: { ...admin(), 'content-type': 'application/json' }, payload: '{' }), 400, 'validation.invalid_json');
+      expectError(
+        await rt.app.inject({ method: 'POST', url: '/admin/accounts', headers: { ...admin(), 'content-type': 'application/json' }, payload: '{' }),
+        400,
+        'validation.invalid_json',
+      );
       const keys = `/admin/accounts/${rt.accountId}/api-keys`;
       expectError(await post(keys, { scopes: ['*'] }), 400, 'validation.missing_field');
       expectError(await post(keys, { environment: 'test' }), 400, 'validation.missing_field');
@@ -375,7 +398,8 @@ describe.each(STORE_KINDS)('authentication, request ids, admin API and events (%
       expect(next.data.every((e: EventItem) => e.type === 'decision.deny')).toBe(true);
       expect(next.data.map((e: EventItem) => e.id)).not.toContain(denies.data[0].id);
       // An unknown type is a bad filter like any other (test/runtime/list-params.test.ts).
-      for (const q of ['type=no.such_type', 'limit=0', 'limit=101', 'bogus=1']) expectError(await rt.call(rt.testKey, { method: 'GET', url: `/v1/events?${q}` }), 400, 'validation.invalid_field');
+      for (const q of ['type=no.such_type', 'limit=0', 'limit=101', 'bogus=1'])
+        expectError(await rt.call(rt.testKey, { method: 'GET', url: `/v1/events?${q}` }), 400, 'validation.invalid_field');
     });
 
     it('GET /v1/events/:id; foreign, other-environment and unknown ids: 404 event.not_found', async () => {

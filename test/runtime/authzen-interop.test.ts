@@ -135,7 +135,10 @@ describe.each(STORE_KINDS)('AuthZEN interop (%s)', (kind) => {
         expect(single, user).toEqual(TODO_EXPECTED[user]);
         // The same as one batch, with the subject as the default.
         const batch = await ok(evaluations({ subject: requests[0]!.subject, evaluations: requests.map(({ subject: _s, ...rest }) => rest) }));
-        expect(batch.evaluations.map((e: EvaluationItem) => e.decision), user).toEqual(TODO_EXPECTED[user]);
+        expect(
+          batch.evaluations.map((e: EvaluationItem) => e.decision),
+          user,
+        ).toEqual(TODO_EXPECTED[user]);
       }
     });
 
@@ -229,7 +232,10 @@ describe.each(STORE_KINDS)('AuthZEN interop (%s)', (kind) => {
     it('answers an empty evaluations array as one evaluation of the top-level request, in the single form', async () => {
       const answer = await ok(evaluations({ ...batch([]), resource: { type: 'order', id: 'o9' } }));
       expect(answer).toEqual({ decision: true, context: { id: expect.stringMatching(/^dec_/), effect: 'allow', reason: 'policy.matched', permit_token: expect.any(String) } });
-      expect(await ok(evaluations({ ...batch([], 'deny_on_first_deny'), resource: { type: 'invoice', id: 'i9' } }))).toMatchObject({ decision: false, context: { effect: 'deny' } });
+      expect(await ok(evaluations({ ...batch([], 'deny_on_first_deny'), resource: { type: 'invoice', id: 'i9' } }))).toMatchObject({
+        decision: false,
+        context: { effect: 'deny' },
+      });
       // Without a resource there is no evaluation to make: the single form's 400.
       expectError(await evaluations(batch([])), 400, 'validation.missing_field');
     });
@@ -297,7 +303,12 @@ describe.each(STORE_KINDS)('AuthZEN interop (%s)', (kind) => {
       const answer = await ok(evaluation(single));
       expect(answer).toMatchObject({ decision: true, context: { effect: 'allow' } });
       // What is stored holds the defined members only (the context is the request's own).
-      expect((await rt.services.decisions.get(principal, answer.context.id)).context).toEqual({ channel: 'api', subject: { team: 'x' }, action: { name: 'orders.read' }, resource: {} });
+      expect((await rt.services.decisions.get(principal, answer.context.id)).context).toEqual({
+        channel: 'api',
+        subject: { team: 'x' },
+        action: { name: 'orders.read' },
+        resource: {},
+      });
       const many = await ok(
         evaluations({
           ...single,

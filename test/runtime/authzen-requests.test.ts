@@ -211,12 +211,17 @@ describe.each(STORE_KINDS)('AuthZEN access requests (%s store)', (kind) => {
       const answer = await evaluate(evaluation(bot, action, '22'));
       expect(answer.decision).toBe(true);
       expect(answer.context).not.toHaveProperty('access_request');
-      const refused = await post(requester, '/access/v1/requests', { denial: { evaluation_id: answer.context.id, expires_at: '2100-01-01T00:00:00Z', reason: 'approval_required' } });
+      const refused = await post(requester, '/access/v1/requests', {
+        denial: { evaluation_id: answer.context.id, expires_at: '2100-01-01T00:00:00Z', reason: 'approval_required' },
+      });
       expect(errorOf(refused)).toEqual([409, 'decision.not_reviewable']);
     }
     expect(errorOf(await post(requester, '/access/v1/requests', { denial: { evaluation_id: 'dec_made_up' } }))).toEqual([404, 'decision.not_found']);
     expect((await post(requester, '/access/v1/requests', { context: {} })).statusCode).toBe(400);
-    expect(errorOf(await rt.call(requester, { method: 'POST', url: '/access/v1/requests', payload: '[1]', headers: { 'content-type': 'application/json' } }))).toEqual([400, 'validation.invalid_json']);
+    expect(errorOf(await rt.call(requester, { method: 'POST', url: '/access/v1/requests', payload: '[1]', headers: { 'content-type': 'application/json' } }))).toEqual([
+      400,
+      'validation.invalid_json',
+    ]);
   });
 
   it('answers denied for a refused review and expired for a timed-out one', async () => {
@@ -228,7 +233,9 @@ describe.each(STORE_KINDS)('AuthZEN access requests (%s store)', (kind) => {
     expect(await poll(refused.context.id)).toEqual({ task: { id: refused.context.id, status: 'denied', status_endpoint: `${BASE_URL}/access/v1/requests/${refused.context.id}` } });
     expect((await poll(waiting.context.id)).task.status).toBe('pending');
     rt.clock.advance(TIMEOUT);
-    expect(await poll(waiting.context.id)).toEqual({ task: { id: waiting.context.id, status: 'expired', status_endpoint: `${BASE_URL}/access/v1/requests/${waiting.context.id}` } });
+    expect(await poll(waiting.context.id)).toEqual({
+      task: { id: waiting.context.id, status: 'expired', status_endpoint: `${BASE_URL}/access/v1/requests/${waiting.context.id}` },
+    });
     expect(await rt.getOk(`/v1/decisions/${waiting.context.id}`)).toMatchObject({ effect: 'deny', reason: 'review.timeout' });
     // A repeat of either answers its task as it is now.
     const repeat = await post(requester, '/access/v1/requests', requestFor(refused));

@@ -60,7 +60,12 @@ describe.each(STORE_KINDS)('AuthZEN search (%s)', (kind) => {
       page: { next_token: '' },
     });
     // A review counts; one that needs a human's approval does not.
-    expect((await ok('/access/v1/search/subject', { ...subjects, action: { name: 'can_comment' } })).results.map((r: { id: string }) => r.id)).toEqual(['u-amy', 'u-bob', 'u-cat', 'u-eve']);
+    expect((await ok('/access/v1/search/subject', { ...subjects, action: { name: 'can_comment' } })).results.map((r: { id: string }) => r.id)).toEqual([
+      'u-amy',
+      'u-bob',
+      'u-cat',
+      'u-eve',
+    ]);
     expect((await ok('/access/v1/search/subject', { ...subjects, action: { name: 'can_publish' } })).results).toEqual([]);
     // The answer's type is the request's.
     expect((await ok('/access/v1/search/subject', { ...subjects, subject: { type: 'identity' } })).results[0]).toEqual({ type: 'identity', id: 'u-amy' });
@@ -117,8 +122,17 @@ describe.each(STORE_KINDS)('AuthZEN search (%s)', (kind) => {
     expectError(await post('/access/v1/search/subject', { ...subjects, resource: undefined }), 400, 'validation.missing_field');
     expectError(await post('/access/v1/search/subject', { ...subjects, subject: {} }), 400, 'validation.missing_field');
     expectError(await post('/access/v1/search/action', { subject: { type: 'user' }, resource: { type: 'todo', id: '1' } }), 400, 'validation.missing_field');
-    expectError(await post('/access/v1/search/action', { subject: { type: 'user', id: 'u-amy' }, resource: { type: 'todo', id: '1' }, context: [] }), 400, 'validation.invalid_field');
-    const garbage = await rt.app.inject({ method: 'POST', url: '/access/v1/search/subject', headers: { authorization: `Bearer ${rt.testKey}`, 'content-type': 'text/plain' }, payload: 'who?' });
+    expectError(
+      await post('/access/v1/search/action', { subject: { type: 'user', id: 'u-amy' }, resource: { type: 'todo', id: '1' }, context: [] }),
+      400,
+      'validation.invalid_field',
+    );
+    const garbage = await rt.app.inject({
+      method: 'POST',
+      url: '/access/v1/search/subject',
+      headers: { authorization: `Bearer ${rt.testKey}`, 'content-type': 'text/plain' },
+      payload: 'who?',
+    });
     expectError(garbage, 400, 'validation.invalid_json');
     expectError(await post('/access/v1/search/subject', subjects, await rt.keyWith(['decisions:read'])), 403, 'auth.scope_insufficient');
     // Unknown members are ignored, as everywhere in AuthZEN.

@@ -77,7 +77,16 @@ describe.each(STORE_KINDS)('AuthZEN (%s)', (kind) => {
     const answer = await ok(evaluation(body));
     expect(answer.context).toMatchObject({ effect: 'allow', reason: 'policy.matched' });
     const stored = await rt.getOk(`/v1/decisions/${answer.context.id}`);
-    expect(stored).toMatchObject({ id: answer.context.id, agent_id: a, action: 'payments.refund', resource: 'order:ord_9', amount: 12.5, effect: 'allow', policy_id: 'pol_team', status: 'pending' });
+    expect(stored).toMatchObject({
+      id: answer.context.id,
+      agent_id: a,
+      action: 'payments.refund',
+      resource: 'order:ord_9',
+      amount: 12.5,
+      effect: 'allow',
+      policy_id: 'pol_team',
+      status: 'pending',
+    });
     const row = await rt.services.decisions.get(principal, answer.context.id);
     expect(row.context).toEqual({ amount: 12.5, channel: 'chat', subject: { team: 'support' }, action: { method: 'POST', name: 'payments.refund' }, resource: { region: 'eu' } });
     // The properties are what the condition read: another team is not allowed.
@@ -131,7 +140,9 @@ describe.each(STORE_KINDS)('AuthZEN (%s)', (kind) => {
     expectError(await evaluation({ ...full, context: [] }), 400, 'validation.invalid_field');
     expectError(await evaluation({ ...full, action: { name: 7 } }), 400, 'validation.invalid_field');
     // Any name is mapped (authzen-interop.test.ts), up to 200 characters.
-    expect(expectError(await evaluation({ ...full, action: { name: 'r'.repeat(201) } }), 400, 'validation.invalid_action').message).toBe('action.name must NOT have more than 200 characters');
+    expect(expectError(await evaluation({ ...full, action: { name: 'r'.repeat(201) } }), 400, 'validation.invalid_action').message).toBe(
+      'action.name must NOT have more than 200 characters',
+    );
     // Nothing was stored for any of them.
     expect(await decisionsOf(a)).toEqual([]);
   });
@@ -197,7 +208,10 @@ describe.each(STORE_KINDS)('AuthZEN (%s)', (kind) => {
     );
     const [first, badAction, noId, noAction, notObject, negative, last] = answer.evaluations;
     expect(first).toMatchObject({ decision: true, context: { effect: 'allow' } });
-    expect(badAction).toEqual({ decision: false, context: { error: { code: 'validation.invalid_action', message: 'evaluations[1].action.name must NOT have more than 200 characters' } } });
+    expect(badAction).toEqual({
+      decision: false,
+      context: { error: { code: 'validation.invalid_action', message: 'evaluations[1].action.name must NOT have more than 200 characters' } },
+    });
     expect(noId).toEqual({ decision: false, context: { error: { code: 'validation.missing_field', message: 'evaluations[2].subject.id is required' } } });
     expect(noAction).toEqual({ decision: false, context: { error: { code: 'validation.missing_field', message: 'evaluations[3].action is required' } } });
     expect(notObject).toMatchObject({ decision: false, context: { error: { code: 'validation.invalid_field' } } });
@@ -206,7 +220,11 @@ describe.each(STORE_KINDS)('AuthZEN (%s)', (kind) => {
     // The two decided entries are stored; the failed ones left nothing.
     expect((await decisionsOf(a)).map((d) => d.id).sort()).toEqual([first.context.id, last.context.id].sort());
     // A malformed default is a problem of the whole request: 400.
-    expectError(await evaluations({ subject: { type: 'agent', id: 5 }, evaluations: [{ action: { name: 'orders.read' }, resource: { type: 'order', id: '1' } }] }), 400, 'validation.invalid_field');
+    expectError(
+      await evaluations({ subject: { type: 'agent', id: 5 }, evaluations: [{ action: { name: 'orders.read' }, resource: { type: 'order', id: '1' } }] }),
+      400,
+      'validation.invalid_field',
+    );
   });
 
   it('answers a rate-limited batch entry with rate_limit.exceeded; the entries before and after still count', async () => {
@@ -246,7 +264,11 @@ describe.each(STORE_KINDS)('AuthZEN (%s)', (kind) => {
     expect(again.headers['idempotent-replayed']).toBe('true');
     expect(json(again).context.id).toBe(json(first).context.id);
     expect(typeof json(again).context.permit_token).toBe('string');
-    const batch = { subject: { type: 'agent', id: a }, action: { name: 'orders.read' }, evaluations: [{ resource: { type: 'order', id: '1' } }, { action: { name: 'orders.nope' }, resource: { type: 'order', id: '2' } }] };
+    const batch = {
+      subject: { type: 'agent', id: a },
+      action: { name: 'orders.read' },
+      evaluations: [{ resource: { type: 'order', id: '1' } }, { action: { name: 'orders.nope' }, resource: { type: 'order', id: '2' } }],
+    };
     const b1 = json(await withKey('/access/v1/evaluations', batch, `idem-${a}-2`));
     const b2res = await withKey('/access/v1/evaluations', batch, `idem-${a}-2`);
     expect(b2res.headers['idempotent-replayed']).toBe('true');

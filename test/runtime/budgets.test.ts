@@ -30,11 +30,7 @@ describe.each(STORE_KINDS)('budgets (%s)', (kind) => {
     rt.call(rt.testKey, { method: 'POST', url: `/v1/decisions/${id}/${verb}`, ...(body ? { payload: body } : {}) });
   const budgetsOf = async (agentId: string) => (await rt.getOk(`/v1/budgets?agent_id=${encodeURIComponent(agentId)}`)).data as Array<Record<string, any>>;
   const budgetEvents = async (agentId: string) =>
-    (
-      [...(await rt.getOk('/v1/events?type=budget.threshold&limit=100')).data, ...(await rt.getOk('/v1/events?type=budget.exceeded&limit=100')).data] as Array<
-        Record<string, any>
-      >
-    )
+    ([...(await rt.getOk('/v1/events?type=budget.threshold&limit=100')).data, ...(await rt.getOk('/v1/events?type=budget.exceeded&limit=100')).data] as Array<Record<string, any>>)
       .filter((e) => e.data.agent_id === agentId)
       .sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.type === 'budget.threshold' ? -1 : 1));
   const warningCodes = (d: Record<string, any>) => (d.metadata.warnings as Array<{ code: string }>).map((w) => w.code);
@@ -88,9 +84,7 @@ describe.each(STORE_KINDS)('budgets (%s)', (kind) => {
       rt.clock.advance(0.001);
       const again = await decideOk({ agent_id: a, action: 'orders.read' });
       expect(again).toMatchObject({ effect: 'allow', reason: 'policy.matched' });
-      expect(await budgetsOf(a)).toEqual([
-        expect.objectContaining({ consumed: 1, status: 'ok', period_resets_at: '2026-11-23T00:00:00.000Z' }),
-      ]);
+      expect(await budgetsOf(a)).toEqual([expect.objectContaining({ consumed: 1, status: 'ok', period_resets_at: '2026-11-23T00:00:00.000Z' })]);
       // The new period fires its own threshold event when crossed again.
       await decideOk({ agent_id: a, action: 'orders.read' });
       await decideOk({ agent_id: a, action: 'orders.read' });
@@ -132,7 +126,7 @@ describe.each(STORE_KINDS)('budgets (%s)', (kind) => {
       expect(budgets.find((b) => b.policy_id === 'pol_deny')).toMatchObject({ consumed: 0 });
     });
 
-    it('every matching policy\'s budget applies, not only the winner\'s', async () => {
+    it("every matching policy's budget applies, not only the winner's", async () => {
       await install([
         { id: 'pol_a_wide', priority: 10, effect: 'allow', actions: ['orders.*'], budget: { unit: 'calls', limit: 100, period: 'monthly' } },
         { id: 'pol_b_tight', priority: 50, effect: 'allow', actions: ['orders.read'], budget: { unit: 'calls', limit: 2, period: 'monthly' } },
@@ -262,8 +256,7 @@ describe.each(STORE_KINDS)('budgets (%s)', (kind) => {
 
       // The sweep releases expired holds without any request for the budget.
       rt.clock.advance(11);
-      const usageRow = async () =>
-        (await rt.store.sql<Array<{ held: string }>>`select held::text from budget_usage where agent_id = ${a}`)[0]!.held;
+      const usageRow = async () => (await rt.store.sql<Array<{ held: string }>>`select held::text from budget_usage where agent_id = ${a}`)[0]!.held;
       expect(Number(await usageRow())).toBe(30);
       await rt.maintenance.runOnce();
       expect(Number(await usageRow())).toBe(0);
@@ -272,7 +265,7 @@ describe.each(STORE_KINDS)('budgets (%s)', (kind) => {
   });
 
   describe('GET /v1/budgets', () => {
-    it('lists an agent\'s budgets (unused ones at zero) with the contract\'s fields; needs budgets:read; isolated per tenant', async () => {
+    it("lists an agent's budgets (unused ones at zero) with the contract's fields; needs budgets:read; isolated per tenant", async () => {
       await install([
         { id: 'pol_b1', effect: 'allow', agents: ['lister-*'], actions: ['orders.read'], budget: { unit: 'calls', limit: 10, period: 'weekly', threshold_alert: 0.8 } },
         { id: 'pol_b2', effect: 'allow', actions: ['payments.charge'], budget: { unit: 'USD', limit: 500, period: 'yearly' } },

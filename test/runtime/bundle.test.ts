@@ -180,7 +180,11 @@ describe.each(STORE_KINDS)('bundles (%s store)', (kind) => {
   });
 
   it('an API change after a bundle changes the active hash and count', async () => {
-    const r = await rt.call(rt.testKey, { method: 'POST', url: '/v1/policies', payload: { id: 'pol_after_bundle', name: 'after-bundle', effect: 'allow', actions: ['after.read'] } });
+    const r = await rt.call(rt.testKey, {
+      method: 'POST',
+      url: '/v1/policies',
+      payload: { id: 'pol_after_bundle', name: 'after-bundle', effect: 'allow', actions: ['after.read'] },
+    });
     expect(r.statusCode).toBe(201);
     const active = await getBundle();
     expect(active.policies).toBe(examples.policies.length + 1);

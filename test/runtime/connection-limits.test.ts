@@ -66,7 +66,11 @@ describe('the connection cap and the request timeout', () => {
       ensureBuilt();
       port = await freePort();
       dataDir = mkdtempSync(join(tmpdir(), 'authz-connections-'));
-      server = await startServeProcess(port, { AUTHZ_DATA_DIR: dataDir, AUTHZ_MASTER_KEY: 'connection-limits-master-key-0123', AUTHZ_MAX_CONNECTIONS: '6', AUTHZ_REQUEST_TIMEOUT_MS: '400', DATABASE_URL: '' }, 120_000);
+      server = await startServeProcess(
+        port,
+        { AUTHZ_DATA_DIR: dataDir, AUTHZ_MASTER_KEY: 'connection-limits-master-key-0123', AUTHZ_MAX_CONNECTIONS: '6', AUTHZ_REQUEST_TIMEOUT_MS: '400', DATABASE_URL: '' },
+        120_000,
+      );
     }, 180_000);
     afterAll(async () => {
       if (server) await stopServer(server);
@@ -76,7 +80,9 @@ describe('the connection cap and the request timeout', () => {
     it('logs the cap at start', () => {
       const fd = fdSoftLimit();
       const expected = connectionCap(6, fd);
-      expect(server.stdout.join('\n')).toContain(`Connections: at most ${expected} (AUTHZ_MAX_CONNECTIONS 6, file descriptors: ${fd} - ${RESERVED_DESCRIPTORS}); closed without a complete request within 0.4 s`);
+      expect(server.stdout.join('\n')).toContain(
+        `Connections: at most ${expected} (AUTHZ_MAX_CONNECTIONS 6, file descriptors: ${fd} - ${RESERVED_DESCRIPTORS}); closed without a complete request within 0.4 s`,
+      );
     });
 
     it('closes a connection that sends nothing, half a request, or nothing after a keep-alive request', { timeout: 30_000 }, async () => {

@@ -74,8 +74,13 @@ const brokenWords = (page: Page) => page.evaluate(BROKEN_WORDS) as Promise<strin
 
 /** The view's tables that do not fit the window (they scroll sideways in their wrapper), by caption or heading. */
 const overflowing = (page: Page) =>
-  page.locator('#view .table-wrap').evaluateAll((wraps) =>
-    wraps.filter((w) => w.scrollWidth > w.clientWidth + 1).map((w) => `${w.querySelector('caption')?.textContent ?? w.querySelector('table')?.getAttribute('aria-labelledby')}: ${w.scrollWidth} px in ${w.clientWidth} px`));
+  page
+    .locator('#view .table-wrap')
+    .evaluateAll((wraps) =>
+      wraps
+        .filter((w) => w.scrollWidth > w.clientWidth + 1)
+        .map((w) => `${w.querySelector('caption')?.textContent ?? w.querySelector('table')?.getAttribute('aria-labelledby')}: ${w.scrollWidth} px in ${w.clientWidth} px`),
+    );
 
 /** The view's text with every full timestamp taken out: what is left must hold no other time. */
 async function otherTimes(page: Page): Promise<string[]> {
@@ -117,16 +122,36 @@ describe.each(STORE_KINDS)('dashboard layout in chromium (%s)', (kind) => {
       { id: 'pol_lay_reads', name: 'orders-read', effect: 'allow', actions: ['orders.read'], priority: 50 },
       { id: 'pol_lay_deletes', name: 'no-order-deletes', effect: 'deny', actions: ['orders.delete'], priority: 5 },
       {
-        id: 'pol_lay_refunds', name: 'refunds-approved-first', effect: 'review', agents: ['support-tier2-*'], actions: ['payments.refund'], priority: 20,
-        approval: { required: true, timeout_seconds: 3600 }, budget: { unit: 'USD', limit: 5000, period: 'daily' },
+        id: 'pol_lay_refunds',
+        name: 'refunds-approved-first',
+        effect: 'review',
+        agents: ['support-tier2-*'],
+        actions: ['payments.refund'],
+        priority: 20,
+        approval: { required: true, timeout_seconds: 3600 },
+        budget: { unit: 'USD', limit: 5000, period: 'daily' },
       },
       { id: 'pol_lay_refund_log', name: 'refunds-logged', effect: 'allow', actions: ['payments.refund'], priority: 30 },
       {
-        id: 'pol_lay_payouts', name: 'vendor-payouts-reviewed', effect: 'review', actions: ['payouts.send'], resources: ['vendor:*'], condition: 'amount <= 5000', priority: 25,
+        id: 'pol_lay_payouts',
+        name: 'vendor-payouts-reviewed',
+        effect: 'review',
+        actions: ['payouts.send'],
+        resources: ['vendor:*'],
+        condition: 'amount <= 5000',
+        priority: 25,
         budget: { unit: 'EUR', limit: 20000, period: 'monthly' },
       },
       { id: 'pol_lay_charges', name: 'charges-daily', effect: 'allow', actions: ['payments.charge'], priority: 40, budget: { unit: 'USD', limit: 1000, period: 'daily' } },
-      { id: 'pol_lay_llm', name: 'llm-tokens', effect: 'allow', agents: ['research-*'], actions: ['llm.call'], priority: 40, budget: { unit: 'tokens', limit: 200000, period: 'daily' } },
+      {
+        id: 'pol_lay_llm',
+        name: 'llm-tokens',
+        effect: 'allow',
+        agents: ['research-*'],
+        actions: ['llm.call'],
+        priority: 40,
+        budget: { unit: 'tokens', limit: 200000, period: 'daily' },
+      },
     ] as never);
     base = await rt.app.listen({ host: '127.0.0.1', port: 0 });
 
@@ -137,7 +162,16 @@ describe.each(STORE_KINDS)('dashboard layout in chromium (%s)', (kind) => {
       if (i % 3 === 0) await decide({ agent_id: `support-tier2-${i % 4}`, action: 'orders.read', resource: `order:${2000 + i}` });
       if (i % 6 === 0) await decide({ agent_id: 'cleanup-bot', action: 'orders.delete', resource: `order:${3000 + i}` });
       if (i % 10 === 1) await decide({ agent_id: 'curious-bot', action: 'inventory.adjust' });
-      if (i % 4 === 1) made.waiting.push(await decide({ agent_id: `support-tier2-${i % 3}`, action: 'payments.refund', resource: `order:${4000 + i}`, amount: 25 + i * 10.5, context: { customer: `cus_${i}`, why: 'damaged parcel' } }));
+      if (i % 4 === 1)
+        made.waiting.push(
+          await decide({
+            agent_id: `support-tier2-${i % 3}`,
+            action: 'payments.refund',
+            resource: `order:${4000 + i}`,
+            amount: 25 + i * 10.5,
+            context: { customer: `cus_${i}`, why: 'damaged parcel' },
+          }),
+        );
       if (i % 4 === 3) {
         const d = await decide({ agent_id: 'payables-bot', action: 'payouts.send', resource: `vendor:acme-logistics-${i}`, amount: 1200 + i * 3 });
         expect(d).toMatchObject({ effect: 'review', status: 'pending' });
@@ -166,7 +200,8 @@ describe.each(STORE_KINDS)('dashboard layout in chromium (%s)', (kind) => {
   it('says at sign-in which key reviews', async () => {
     await page.goto(`${base}/dashboard`);
     const help = (await page.locator('#reviewer-key-help').textContent())!.replace(/\s+/g, ' ');
-    for (const words of ['reviewer key', 'reviews:read', 'reviews:write', '/admin/accounts/', 'authz keys create', '--scopes reviews:read,reviews:write', 'review.self_review']) expect(help).toContain(words);
+    for (const words of ['reviewer key', 'reviews:read', 'reviews:write', '/admin/accounts/', 'authz keys create', '--scopes reviews:read,reviews:write', 'review.self_review'])
+      expect(help).toContain(words);
     await shot('sign-in');
   });
 
@@ -181,7 +216,12 @@ describe.each(STORE_KINDS)('dashboard layout in chromium (%s)', (kind) => {
     // The panel fills the page's width (1,400 px less the page's padding and a scroll bar), not ~700 px.
     expect(panel.width).toBeGreaterThan(VIEWPORT.width - 80);
     // Bars spread over the plot: 30 minutes of decisions cover most of its width.
-    const xs = await page.locator('#decision-chart rect[data-effect]').evaluateAll((rects) => rects.map((r) => { const b = r.getBoundingClientRect(); return [b.left, b.right]; }));
+    const xs = await page.locator('#decision-chart rect[data-effect]').evaluateAll((rects) =>
+      rects.map((r) => {
+        const b = r.getBoundingClientRect();
+        return [b.left, b.right];
+      }),
+    );
     const spread = Math.max(...xs.map((x) => x[1]!)) - Math.min(...xs.map((x) => x[0]!));
     expect(spread / chart.width).toBeGreaterThan(0.8);
     // Drawn to the counts of each minute the API reports.
@@ -247,7 +287,14 @@ describe.each(STORE_KINDS)('dashboard layout in chromium (%s)', (kind) => {
     await nav('Reviews').click();
     const rows = page.locator('#view tbody tr');
     await expect.poll(() => rows.count(), POLL).toBe(made.waiting.length + made.after.length);
-    const order = await rows.evaluateAll((trs) => trs.map((tr) => ({ id: tr.getAttribute('data-id'), kind: tr.getAttribute('data-kind'), state: tr.getAttribute('data-review-state'), first: tr.querySelector('td')?.textContent })));
+    const order = await rows.evaluateAll((trs) =>
+      trs.map((tr) => ({
+        id: tr.getAttribute('data-id'),
+        kind: tr.getAttribute('data-kind'),
+        state: tr.getAttribute('data-review-state'),
+        first: tr.querySelector('td')?.textContent,
+      })),
+    );
     const waitingById = [...made.waiting].sort((a, b) => a.approval_expires_at.localeCompare(b.approval_expires_at));
     expect(order.slice(0, made.waiting.length).map((r) => r.id)).toEqual(waitingById.map((d) => d.id));
     expect(order.slice(0, made.waiting.length).map((r) => r.first)).toEqual(waitingById.map((d) => shown(d.approval_expires_at)));
@@ -258,7 +305,9 @@ describe.each(STORE_KINDS)('dashboard layout in chromium (%s)', (kind) => {
     const text = (await page.locator('#view').textContent())!;
     for (const status of ['confirmed', 'rejected', 'pending']) expect(text).not.toContain(status);
     await expect(page.locator(`tr[data-id="${made.waiting[0]!.id}"] td.amount`).textContent()).resolves.toBe(`${made.waiting[0]!.amount.toFixed(2)}\u00a0USD`);
-    await expect(page.locator(`tr[data-id="${made.after[0]!.id}"] td.amount`).textContent()).resolves.toBe(`${made.after[0]!.amount.toLocaleString('en', { minimumFractionDigits: 2 })}\u00a0EUR`);
+    await expect(page.locator(`tr[data-id="${made.after[0]!.id}"] td.amount`).textContent()).resolves.toBe(
+      `${made.after[0]!.amount.toLocaleString('en', { minimumFractionDigits: 2 })}\u00a0EUR`,
+    );
     // Two matched policies: the comma stays with the first name.
     const policies = page.locator(`tr[data-id="${made.waiting[0]!.id}"] .policies`);
     await expect(policies.textContent()).resolves.toBe('refunds-approved-first, refunds-logged');
@@ -287,7 +336,7 @@ describe.each(STORE_KINDS)('dashboard layout in chromium (%s)', (kind) => {
     }
   });
 
-  it("shows review.self_review at the row, in the viewport, when the deciding key approves", async () => {
+  it('shows review.self_review at the row, in the viewport, when the deciding key approves', async () => {
     await page.getByLabel('Your name (reviewer)').fill('Dana Reviewer');
     // The last waiting review, scrolled to the bottom of the window.
     const target = [...made.waiting].sort((a, b) => b.approval_expires_at.localeCompare(a.approval_expires_at))[0]!;

@@ -40,7 +40,10 @@ describe.each(STORE_KINDS)('dashboard reviews in chromium (%s)', (kind) => {
 
   /** An agent waiting for its review over real HTTP, as an agent would. */
   const waitFor = (id: string) =>
-    fetch(`${base}/v1/decisions/${id}?wait=60`, { headers: { authorization: `Bearer ${rt.testKey}` } }).then(async (r) => ({ status: r.status, body: (await r.json()) as Record<string, any> }));
+    fetch(`${base}/v1/decisions/${id}?wait=60`, { headers: { authorization: `Bearer ${rt.testKey}` } }).then(async (r) => ({
+      status: r.status,
+      body: (await r.json()) as Record<string, any>,
+    }));
 
   beforeAll(async () => {
     rt = await startRuntime(kind);
@@ -77,9 +80,11 @@ describe.each(STORE_KINDS)('dashboard reviews in chromium (%s)', (kind) => {
     const api = await rt.getOk('/v1/stats/decisions?minutes=60', dashboardKey);
     const expected = api.per_minute.flatMap((m: Record<string, any>) => (['allow', 'review', 'deny'] as const).filter((e) => m[e] > 0).map((e) => `${m.minute} ${e} ${m[e]}`));
     expect(expected).toHaveLength(4);
-    const drawn = await page.locator('#decision-chart rect[data-effect]').evaluateAll((rects) =>
-      rects.map((r) => ({ key: `${r.getAttribute('data-minute')} ${r.getAttribute('data-effect')} ${r.getAttribute('data-count')}`, height: Number(r.getAttribute('height')) })),
-    );
+    const drawn = await page
+      .locator('#decision-chart rect[data-effect]')
+      .evaluateAll((rects) =>
+        rects.map((r) => ({ key: `${r.getAttribute('data-minute')} ${r.getAttribute('data-effect')} ${r.getAttribute('data-count')}`, height: Number(r.getAttribute('height')) })),
+      );
     expect(drawn.map((d) => d.key).sort()).toEqual([...expected].sort());
     // Heights are proportional to the counts: 3 allow is three times 1 deny.
     const height = (key: string) => drawn.find((d) => d.key.endsWith(key))!.height;
@@ -92,7 +97,13 @@ describe.each(STORE_KINDS)('dashboard reviews in chromium (%s)', (kind) => {
   });
 
   it('approves one and denies another; the waiting agents get each answer', async () => {
-    const first = await decide(rt, { agent_id: 'refund-bot-1', action: 'payments.refund', resource: 'order:1001', amount: 25, context: { customer: 'cus_77', why: 'damaged parcel' } });
+    const first = await decide(rt, {
+      agent_id: 'refund-bot-1',
+      action: 'payments.refund',
+      resource: 'order:1001',
+      amount: 25,
+      context: { customer: 'cus_77', why: 'damaged parcel' },
+    });
     const second = await decide(rt, { agent_id: 'refund-bot-2', action: 'payments.refund', resource: 'order:1002', amount: 900 });
     expect([first.status, second.status]).toEqual(['awaiting_approval', 'awaiting_approval']);
     const waiting = [waitFor(first.id), waitFor(second.id)];
@@ -126,7 +137,13 @@ describe.each(STORE_KINDS)('dashboard reviews in chromium (%s)', (kind) => {
     await page.getByLabel(`Note for ${second.id}`).fill('too large for a refund');
     await page.getByRole('button', { name: `Deny ${second.id}` }).click();
     const denied = await waiting[1]!;
-    expect(denied.body).toMatchObject({ id: second.id, effect: 'deny', reason: 'review.denied', status: 'denied', review: { status: 'denied', reviewer: 'Dana Reviewer', note: 'too large for a refund' } });
+    expect(denied.body).toMatchObject({
+      id: second.id,
+      effect: 'deny',
+      reason: 'review.denied',
+      status: 'denied',
+      review: { status: 'denied', reviewer: 'Dana Reviewer', note: 'too large for a refund' },
+    });
     await expect.poll(() => page.locator('#review-count').textContent(), POLL).toBe('1');
 
     // The approved agent gets its permit.
@@ -177,7 +194,13 @@ describe.each(STORE_KINDS)('dashboard reviews in chromium (%s)', (kind) => {
     await expect.poll(() => panel.textContent(), POLL).toContain('approved by Dana Reviewer');
     const shown = (await panel.textContent())!;
     // Two policies of different effects matched: a conflict warning.
-    for (const text of ['policy.conflict', 'refunds-approved-first, refunds-logged', 'customer called, verified', approved.expires_at.replace('T', ' ').replace(/\.\d+Z$/, 'Z'), 'Approval deadline']) {
+    for (const text of [
+      'policy.conflict',
+      'refunds-approved-first, refunds-logged',
+      'customer called, verified',
+      approved.expires_at.replace('T', ' ').replace(/\.\d+Z$/, 'Z'),
+      'Approval deadline',
+    ]) {
       expect(shown).toContain(text);
     }
     await panel.getByRole('button', { name: 'Close' }).click();

@@ -50,7 +50,7 @@ describe('dashboard type check', { timeout: 120_000 }, () => {
     const dir = mkdtempSync(join(tmpdir(), 'dashboard-types-'));
     try {
       writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ extends: CONFIG, include: ['*.js'] }));
-      writeFileSync(join(dir, 'broken.js'), "/** @param {string} id */\nexport const byId = (id) => document.getElementById(id);\nbyId(42);\n");
+      writeFileSync(join(dir, 'broken.js'), '/** @param {string} id */\nexport const byId = (id) => document.getElementById(id);\nbyId(42);\n');
       const { code, output } = await tsc('-p', join(dir, 'tsconfig.json'));
       expect(code).not.toBe(0);
       expect(output).toMatch(/broken\.js\(3,6\): error TS2345/);

@@ -220,7 +220,10 @@ describe.each(STORE_KINDS)('dashboard in chromium (%s)', (kind) => {
     const layout = async (selector: string) => ({
       table: (await page.locator('#view table').boundingBox())!.width,
       page: (await page.evaluate('document.documentElement.scrollWidth')) as number,
-      right: await page.locator(selector).boundingBox().then((b) => b!.x + b!.width),
+      right: await page
+        .locator(selector)
+        .boundingBox()
+        .then((b) => b!.x + b!.width),
     });
 
     // Leave the agents view first, so that its link draws it anew.
@@ -278,7 +281,12 @@ describe.each(STORE_KINDS)('dashboard in chromium (%s)', (kind) => {
     const userRow = page.locator('#view tr', { has: page.locator('td[data-key="user"]') });
     await expect(userRow.textContent()).resolves.toContain(`user ${user}`);
     await expect(userRow.textContent()).resolves.toContain('1 consumed + 0 held of 10\u00a0calls');
-    await expect(page.locator('#view tr', { has: page.locator('td[data-key="agent"]') }).first().textContent()).resolves.toContain(agent);
+    await expect(
+      page
+        .locator('#view tr', { has: page.locator('td[data-key="agent"]') })
+        .first()
+        .textContent(),
+    ).resolves.toContain(agent);
   });
 
   it('shows deliveries with their retry history and replays a failed one', async () => {

@@ -53,7 +53,12 @@ for (const kind of STORE_KINDS) {
       const r = await rt.call(key, { method: 'GET', url: `/v1/decisions/export?${query}` });
       expect(r.statusCode, r.body).toBe(200);
       expect(r.headers['content-type']).toMatch(/^application\/x-ndjson/);
-      return r.body === '' ? [] : r.body.trimEnd().split('\n').map((l) => JSON.parse(l));
+      return r.body === ''
+        ? []
+        : r.body
+            .trimEnd()
+            .split('\n')
+            .map((l) => JSON.parse(l));
     };
 
     it('streams the range oldest first, since inclusive and until exclusive, as GET answers each decision', async () => {
@@ -81,7 +86,13 @@ for (const kind of STORE_KINDS) {
     });
 
     it('refuses a bad range with validation.invalid_field, and needs decisions:read', async () => {
-      for (const q of ['since=yesterday', `since=${iso(START)}&until=soon`, `since=${iso(START + 10_000)}&until=${iso(START)}`, 'until=2026-01-01T00:00:00Z', `since=${iso(START)}&x=1`]) {
+      for (const q of [
+        'since=yesterday',
+        `since=${iso(START)}&until=soon`,
+        `since=${iso(START + 10_000)}&until=${iso(START)}`,
+        'until=2026-01-01T00:00:00Z',
+        `since=${iso(START)}&x=1`,
+      ]) {
         const r = await rt.call(rt.testKey, { method: 'GET', url: `/v1/decisions/export?${q}` });
         expect(r.statusCode, q).toBe(400);
         expect(['validation.invalid_field', 'validation.missing_field']).toContain(json(r).error.code);
@@ -113,7 +124,12 @@ for (const kind of STORE_KINDS) {
         expect(json(r).error).toMatchObject({ code: 'validation.invalid_field', details: [{ path: `query:${name}` }] });
       }
       // The bounds themselves, and a leap day that exists.
-      for (const q of ['since=1970-01-01T00:00:00.000Z', 'since=1970-01-01&until=9999-12-31T23:59:59.999Z', 'since=2028-02-29T00:00:00Z&until=2028-03-01', 'since=1970-01-01T01:00:00%2B01:00']) {
+      for (const q of [
+        'since=1970-01-01T00:00:00.000Z',
+        'since=1970-01-01&until=9999-12-31T23:59:59.999Z',
+        'since=2028-02-29T00:00:00Z&until=2028-03-01',
+        'since=1970-01-01T01:00:00%2B01:00',
+      ]) {
         const r = await rt.call(rt.testKey, { method: 'GET', url: `/v1/decisions/export?${q}` });
         expect(r.statusCode, `${q}: ${r.body}`).toBe(200);
       }

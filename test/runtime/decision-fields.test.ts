@@ -16,7 +16,6 @@ import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
 import { agent, decide } from '../helpers/kit.js';
 
-
 describe('argsDigest (RFC 8785)', () => {
   it('canonical JSON sorts members by UTF-16 code units at every level, numbers as ECMAScript prints them', () => {
     expect(canonicalizeJson({ b: [1, 'x', { d: 1, c: 2 }], a: { '10': true, '9': null }, '\u20ac': 1, '\ud83d\ude00': 2 })).toBe(
@@ -101,13 +100,7 @@ for (const kind of STORE_KINDS) {
     });
 
     it('refuses fields out of shape with validation.invalid_field', async () => {
-      for (const body of [
-        { session_id: '' },
-        { session_id: 'x'.repeat(257) },
-        { on_behalf_of: 7 },
-        { args_digest: 'short' },
-        { args_digest: `${'a'.repeat(42)}=` },
-      ]) {
+      for (const body of [{ session_id: '' }, { session_id: 'x'.repeat(257) }, { on_behalf_of: 7 }, { args_digest: 'short' }, { args_digest: `${'a'.repeat(42)}=` }]) {
         const r = await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: agent('bad'), action: 'orders.read', ...body } });
         expect(r.statusCode, JSON.stringify(body)).toBe(400);
         expect(json(r).error.code).toBe('validation.invalid_field');
@@ -184,7 +177,7 @@ for (const kind of STORE_KINDS) {
         expect(Number(real.headers['retry-after'])).toBe(p.retry_after_seconds);
       });
 
-      it('a revoked agent previews deny agent.revoked; bad input is the decision route\'s 400', async () => {
+      it("a revoked agent previews deny agent.revoked; bad input is the decision route's 400", async () => {
         const a = agent('preview-revoked');
         await decide(rt, { agent_id: a, action: 'orders.read' });
         expect((await rt.call(rt.testKey, { method: 'POST', url: `/v1/agents/${a}/revoke` })).statusCode).toBe(200);

@@ -124,7 +124,12 @@ describe.each(STORE_KINDS)('decision list filters (%s store)', (kind) => {
       .reverse();
 
   const query = (f: { agent?: string; effect?: string; reason?: string }, extra = 'limit=100') =>
-    [extra, f.agent !== undefined ? `agent_id=${encodeURIComponent(f.agent)}` : '', f.effect !== undefined ? `effect=${f.effect}` : '', f.reason !== undefined ? `reason=${f.reason}` : '']
+    [
+      extra,
+      f.agent !== undefined ? `agent_id=${encodeURIComponent(f.agent)}` : '',
+      f.effect !== undefined ? `effect=${f.effect}` : '',
+      f.reason !== undefined ? `reason=${f.reason}` : '',
+    ]
       .filter(Boolean)
       .join('&');
 
@@ -141,7 +146,10 @@ describe.each(STORE_KINDS)('decision list filters (%s store)', (kind) => {
       const page = await list(key, query({ effect }));
       const ids = expected(made, { effect });
       expect(ids.length, effect).toBeGreaterThan(0);
-      expect(page.data.map((d) => d.id), effect).toEqual(ids);
+      expect(
+        page.data.map((d) => d.id),
+        effect,
+      ).toEqual(ids);
       expect(page.has_more).toBe(false);
       for (const d of page.data) {
         expect(d.object).toBe('decision');
@@ -159,7 +167,10 @@ describe.each(STORE_KINDS)('decision list filters (%s store)', (kind) => {
       const ids = expected(made, { reason });
       expect(ids.length, reason).toBeGreaterThan(0);
       const page = await list(key, query({ reason }));
-      expect(page.data.map((d) => d.id), reason).toEqual(ids);
+      expect(
+        page.data.map((d) => d.id),
+        reason,
+      ).toEqual(ids);
       for (const d of page.data) expect(d.reason).toBe(reason);
     }
     // A reason no decision has (valid, just unused here), and one that does not exist: empty lists, not errors.
@@ -181,7 +192,10 @@ describe.each(STORE_KINDS)('decision list filters (%s store)', (kind) => {
           const want = expected(made, f);
           if (want.length > 0) nonEmpty++;
           const page = await list(key, query(f));
-          expect(page.data.map((d) => d.id), JSON.stringify(f)).toEqual(want);
+          expect(
+            page.data.map((d) => d.id),
+            JSON.stringify(f),
+          ).toEqual(want);
         }
       }
     }
@@ -277,7 +291,10 @@ describe.each(STORE_KINDS)('decision list filters (%s store)', (kind) => {
         [`reason=${'r'.repeat(101)}`, '/reason'],
       ] as const) {
         const error = expectInvalidField(await listRaw(key, q));
-        expect(error.details.map((d) => d.path), q).toEqual([path]);
+        expect(
+          error.details.map((d) => d.path),
+          q,
+        ).toEqual([path]);
       }
       expect((await list(key, `reason=${'r'.repeat(100)}`)).data).toEqual([]);
     });

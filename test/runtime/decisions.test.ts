@@ -264,8 +264,7 @@ describe.each(STORE_KINDS)('decisions over HTTP (%s)', (kind) => {
     );
 
     // Valid JSON that the store cannot hold: still a 400, never a 500 (contract: conventions).
-    const raw = (text: string) => () =>
-      rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', headers: { 'content-type': 'application/json' }, payload: text });
+    const raw = (text: string) => () => rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', headers: { 'content-type': 'application/json' }, payload: text });
     cases.push(
       ['NUL in agent_id', post({ agent_id: 'a\u0000b', action: 'orders.read' }), 400, 'validation.invalid_field'],
       ['NUL in resource', post({ ...valid(), resource: 'order:\u0000' }), 400, 'validation.invalid_field'],
@@ -328,10 +327,7 @@ describe.each(STORE_KINDS)('decisions over HTTP (%s)', (kind) => {
 
     it('input the store cannot hold, sent among concurrent valid requests, fails alone', async () => {
       const good = Array.from({ length: 10 }, () => decide({ agent_id: agent('batch'), action: 'orders.read' }));
-      const bad = [
-        decide({ agent_id: 'batch-\u0000', action: 'orders.read' }),
-        decide({ agent_id: agent('batch'), action: 'orders.read', context: { k: '\u0000' } }),
-      ];
+      const bad = [decide({ agent_id: 'batch-\u0000', action: 'orders.read' }), decide({ agent_id: agent('batch'), action: 'orders.read', context: { k: '\u0000' } })];
       const rs = await Promise.all([...good, ...bad]);
       expect(rs.slice(0, 10).map((r) => r.statusCode)).toEqual(Array(10).fill(200));
       for (const r of rs.slice(10)) expectError(r, 400, 'validation.invalid_field');

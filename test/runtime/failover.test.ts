@@ -110,7 +110,10 @@ describe('failover: the primary SIGKILLed under load, the standby promoted, ten 
         expect(r.decisionsBeforeKill).toBeGreaterThanOrEqual(150);
         // Without a primary: 503s (the drill waited for them), nothing else but 200s of requests sent before the kill.
         expect(r.outageStatuses['503'], `round ${r.round}: ${JSON.stringify(r.outageStatuses)}`).toBeGreaterThanOrEqual(10);
-        expect(Object.keys(r.outageStatuses).filter((s) => s !== '200' && s !== '503'), `round ${r.round}`).toEqual([]);
+        expect(
+          Object.keys(r.outageStatuses).filter((s) => s !== '200' && s !== '503'),
+          `round ${r.round}`,
+        ).toEqual([]);
       }
       expect(result.unexpected, failure).toEqual([]);
       expect(result.bad503, failure).toEqual([]);

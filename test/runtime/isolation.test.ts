@@ -92,7 +92,12 @@ describe.each(STORE_KINDS)('tenant isolation (%s store)', (kind) => {
     port = (rt.app.server.address() as { port: number }).port;
     lists = v1.filter((r) => r.params.length === 0 && r.method === 'GET');
     const otherLive = (await createApiKey(rt.store.sql, rt.otherAccountId, 'live', ['*'], new Date(START))).key;
-    const keys: Array<[string, string]> = [['main/test', rt.testKey], ['main/live', rt.liveKey], ['other/test', rt.otherKey], ['other/live', otherLive]];
+    const keys: Array<[string, string]> = [
+      ['main/test', rt.testKey],
+      ['main/live', rt.liveKey],
+      ['other/test', rt.otherKey],
+      ['other/live', otherLive],
+    ];
     tenants = [];
     for (const [name, key] of keys) {
       const call = async (method: 'GET' | 'POST', url: string, payload?: object) => {
@@ -186,7 +191,10 @@ describe.each(STORE_KINDS)('tenant isolation (%s store)', (kind) => {
 
   it('made-up ids answer the same 404 on every by-id route (property; FC_SEED=<seed> replays a run)', async () => {
     const cases = byId.flatMap((route) => (TARGETS[route.key] ?? []).map((target) => ({ route, target })));
-    const id = fc.oneof(fc.stringMatching(/^(dec|pol|evt|we|whd)_[0-9A-Za-z]{1,24}$/), fc.string({ minLength: 1, maxLength: 40 }).filter((s) => !/[\u0000\ud800-\udfff]/.test(s)));
+    const id = fc.oneof(
+      fc.stringMatching(/^(dec|pol|evt|we|whd)_[0-9A-Za-z]{1,24}$/),
+      fc.string({ minLength: 1, maxLength: 40 }).filter((s) => !/[\u0000\ud800-\udfff]/.test(s)),
+    );
     const seed = process.env.FC_SEED === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(process.env.FC_SEED);
     const result = await fc.check(
       fc.asyncProperty(fc.constantFrom(...cases), id, fc.integer({ min: 0, max: 3 }), ({ route, target }, made, callerIndex) =>
@@ -197,9 +205,16 @@ describe.each(STORE_KINDS)('tenant isolation (%s store)', (kind) => {
     expect(result.failed, `replay with FC_SEED=${seed}\n${fc.defaultReportMessage(result) ?? ''}`).toBe(false);
   });
 
-  it('`.`, `..`, `%2e`, `%2E%2E` (and an empty id) as ids: the resource\'s 404 on every by-id route, sent as is', async () => {
+  it("`.`, `..`, `%2e`, `%2E%2E` (and an empty id) as ids: the resource's 404 on every by-id route, sent as is", async () => {
     const cases = byId.flatMap((route) => (TARGETS[route.key] ?? []).map((target) => ({ route, target })));
-    for (const [segment, id] of [['.', '.'], ['..', '..'], ['%2e', '.'], ['%2E%2E', '..'], ['.%2E', '..'], ['', '']]) {
+    for (const [segment, id] of [
+      ['.', '.'],
+      ['..', '..'],
+      ['%2e', '.'],
+      ['%2E%2E', '..'],
+      ['.%2E', '..'],
+      ['', ''],
+    ]) {
       for (const { route, target } of cases) await expectMadeUpNotFound(route, target, 0, segment!, id!);
     }
   });
@@ -234,7 +249,8 @@ describe.each(STORE_KINDS)('tenant isolation (%s store)', (kind) => {
             const ids = [owner.decision, owner.policy, owner.event, owner.webhook, owner.delivery, ...(q.startsWith('agent_id') ? [] : [owner.agent])];
             for (const id of ids) expect(r.body.includes(id), `${caller.name} ${route.url}?${q} shows ${owner.name}'s ${id}`).toBe(false);
             if (route.url === '/v1/budgets') {
-              for (const b of json(r).data.filter((x: any) => x.agent_id === owner.agent)) expect([Number(b.consumed), Number(b.held)], `${caller.name} sees ${owner.name}'s spend`).toEqual([0, 0]);
+              for (const b of json(r).data.filter((x: any) => x.agent_id === owner.agent))
+                expect([Number(b.consumed), Number(b.held)], `${caller.name} sees ${owner.name}'s spend`).toEqual([0, 0]);
             }
           }
         }

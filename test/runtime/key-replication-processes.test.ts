@@ -28,7 +28,15 @@ const running = new Set<Server>();
 /** `authz serve` on the database; resolves once it prints that it listens. */
 async function startServer(name: string, databaseUrl: string): Promise<Server> {
   const port = await freePort();
-  const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: databaseUrl, AUTHZ_ADMIN_TOKEN: ADMIN_TOKEN, PORT: String(port), HOST, LOG_LEVEL: 'warn', AUTHZ_KEY_RATE_LIMIT: '1000000' };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    DATABASE_URL: databaseUrl,
+    AUTHZ_ADMIN_TOKEN: ADMIN_TOKEN,
+    PORT: String(port),
+    HOST,
+    LOG_LEVEL: 'warn',
+    AUTHZ_KEY_RATE_LIMIT: '1000000',
+  };
   delete env.AUTHZ_DATA_DIR;
   delete env.AUTHZ_TEST_CLOCK;
   const child = spawn(process.execPath, [AUTHZ_JS, 'serve'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -98,11 +106,14 @@ describe('keys across two `authz serve` processes on one PostgreSQL', () => {
     const started = performance.now();
     let admitted = 0;
     await expect
-      .poll(async () => {
-        const status = (await request(b.base, key, 'GET', '/v1/agents')).status;
-        if (status === 200) admitted++;
-        return status;
-      }, { timeout: 10_000, interval: 1 })
+      .poll(
+        async () => {
+          const status = (await request(b.base, key, 'GET', '/v1/agents')).status;
+          if (status === 200) admitted++;
+          return status;
+        },
+        { timeout: 10_000, interval: 1 },
+      )
       .toBe(401);
     console.info(`[key-replication, processes] revocation reached B after ${Math.round(performance.now() - started)} ms (${admitted} requests admitted meanwhile)`);
   }, 30_000);

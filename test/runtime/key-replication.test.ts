@@ -201,7 +201,8 @@ describe.each(STORE_KINDS)('keys in the runtime that changes them (%s store)', (
 
   it('signs the next permit with a rotated signing key', async () => {
     await rt.setPolicies([{ effect: 'allow', actions: ['orders.read'] }]);
-    const decide = async () => (await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'kr-bot', action: 'orders.read' } })).json().permit_token as string;
+    const decide = async () =>
+      (await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'kr-bot', action: 'orders.read' } })).json().permit_token as string;
     const before = kidOf(await decide());
     const rotated = await admin('POST', '/admin/signing-keys/rotate');
     expect(rotated.statusCode).toBe(200);

@@ -42,7 +42,8 @@ describe.each(STORE_KINDS)('input limits (%s store)', (kind) => {
 
   const post = (url: string, payload: unknown, key = rt.testKey) =>
     rt.call(key, { method: 'POST', url, headers: { 'content-type': 'application/json' }, payload: typeof payload === 'string' ? payload : JSON.stringify(payload) });
-  const put = (url: string, payload: unknown) => rt.call(rt.testKey, { method: 'PUT', url, headers: { 'content-type': 'application/json' }, payload: typeof payload === 'string' ? payload : JSON.stringify(payload) });
+  const put = (url: string, payload: unknown) =>
+    rt.call(rt.testKey, { method: 'PUT', url, headers: { 'content-type': 'application/json' }, payload: typeof payload === 'string' ? payload : JSON.stringify(payload) });
   /** The answer is this error, and the store did not change. */
   async function rejected(send: () => Promise<Awaited<ReturnType<typeof post>>>, status: number, code: string, path?: string) {
     const before = await stateDigest(rt.store.sql);
@@ -59,7 +60,12 @@ describe.each(STORE_KINDS)('input limits (%s store)', (kind) => {
     expect(error.message).toContain('64 KiB');
     const under = await post('/v1/policies', policyOfSize(MAX_POLICY_BYTES - 2000, 'just-under'));
     expect(under.statusCode, under.body.slice(0, 300)).toBe(201);
-    await rejected(() => put(`/v1/policies/${json(under).id}`, { ...policyOfSize(MAX_POLICY_BYTES + 2000, 'just-under'), id: json(under).id }), 400, 'validation.invalid_policy', '/');
+    await rejected(
+      () => put(`/v1/policies/${json(under).id}`, { ...policyOfSize(MAX_POLICY_BYTES + 2000, 'just-under'), id: json(under).id }),
+      400,
+      'validation.invalid_policy',
+      '/',
+    );
     expect((await rt.call(rt.testKey, { method: 'DELETE', url: `/v1/policies/${json(under).id}` })).statusCode).toBe(200);
   });
 
@@ -89,9 +95,19 @@ describe.each(STORE_KINDS)('input limits (%s store)', (kind) => {
     const long = `context.s == '${'a'.repeat(MAX_LENGTH)}'`;
     await rejected(() => post('/v1/policies', { name: 'long-cond', effect: 'allow', actions: ['orders.read'], condition: long }), 400, 'validation.invalid_policy', '/condition');
     const deep = `${'('.repeat(MAX_DEPTH + 1)}amount < 5${')'.repeat(MAX_DEPTH + 1)}`;
-    const error = await rejected(() => post('/v1/policies', { name: 'deep-cond', effect: 'allow', actions: ['orders.read'], condition: deep }), 400, 'validation.invalid_policy', '/condition');
+    const error = await rejected(
+      () => post('/v1/policies', { name: 'deep-cond', effect: 'allow', actions: ['orders.read'], condition: deep }),
+      400,
+      'validation.invalid_policy',
+      '/condition',
+    );
     expect(error.message).toMatch(/nested too deeply/);
-    const ok = await post('/v1/policies', { name: 'ok-cond', effect: 'allow', actions: ['orders.read'], condition: `${'('.repeat(MAX_DEPTH - 1)}amount < 5${')'.repeat(MAX_DEPTH - 1)}` });
+    const ok = await post('/v1/policies', {
+      name: 'ok-cond',
+      effect: 'allow',
+      actions: ['orders.read'],
+      condition: `${'('.repeat(MAX_DEPTH - 1)}amount < 5${')'.repeat(MAX_DEPTH - 1)}`,
+    });
     expect(ok.statusCode, ok.body).toBe(201);
     expect((await rt.call(rt.testKey, { method: 'DELETE', url: `/v1/policies/${json(ok).id}` })).statusCode).toBe(200);
   });
@@ -99,9 +115,24 @@ describe.each(STORE_KINDS)('input limits (%s store)', (kind) => {
   it('more than 1000 agents, actions or resources in a policy: 400 validation.invalid_policy at the list', async () => {
     const many = (f: (i: number) => string) => Array.from({ length: 1001 }, (_, i) => f(i));
     const letters = (i: number) => i.toString(26).replace(/[0-9]/g, (d) => 'qrstuvwxyz'[Number(d)]!);
-    await rejected(() => post('/v1/policies', { name: 'many-agents', effect: 'allow', actions: ['orders.read'], agents: many((i) => `a${i}`) }), 400, 'validation.invalid_policy', '/agents');
-    await rejected(() => post('/v1/policies', { name: 'many-actions', effect: 'allow', actions: many((i) => `orders.r${letters(i)}`) }), 400, 'validation.invalid_policy', '/actions');
-    await rejected(() => post('/v1/policies', { name: 'many-res', effect: 'allow', actions: ['orders.read'], resources: many((i) => `r${i}`) }), 400, 'validation.invalid_policy', '/resources');
+    await rejected(
+      () => post('/v1/policies', { name: 'many-agents', effect: 'allow', actions: ['orders.read'], agents: many((i) => `a${i}`) }),
+      400,
+      'validation.invalid_policy',
+      '/agents',
+    );
+    await rejected(
+      () => post('/v1/policies', { name: 'many-actions', effect: 'allow', actions: many((i) => `orders.r${letters(i)}`) }),
+      400,
+      'validation.invalid_policy',
+      '/actions',
+    );
+    await rejected(
+      () => post('/v1/policies', { name: 'many-res', effect: 'allow', actions: ['orders.read'], resources: many((i) => `r${i}`) }),
+      400,
+      'validation.invalid_policy',
+      '/resources',
+    );
   });
 
   it('agent_id over 256 characters: 400 validation.invalid_field, in a body and in a path', async () => {
@@ -114,9 +145,18 @@ describe.each(STORE_KINDS)('input limits (%s store)', (kind) => {
 
   it(`context nested over ${MAX_INPUT_DEPTH} levels: 400 validation.invalid_field; its size is bounded by the 1 MiB body`, async () => {
     const nested = (d: number) => JSON.parse(`${'['.repeat(d)}1${']'.repeat(d)}`);
-    await rejected(() => post('/v1/decisions', { agent_id: 'ctx', action: 'orders.read', context: { a: nested(MAX_INPUT_DEPTH) } }), 400, 'validation.invalid_field', `/context/a${'/0'.repeat(MAX_INPUT_DEPTH - 2)}`);
+    await rejected(
+      () => post('/v1/decisions', { agent_id: 'ctx', action: 'orders.read', context: { a: nested(MAX_INPUT_DEPTH) } }),
+      400,
+      'validation.invalid_field',
+      `/context/a${'/0'.repeat(MAX_INPUT_DEPTH - 2)}`,
+    );
     expect((await post('/v1/decisions', { agent_id: 'ctx', action: 'orders.read', context: { a: nested(MAX_INPUT_DEPTH - 3) } })).statusCode).toBe(200);
-    const error = await rejected(() => post('/v1/decisions', { agent_id: 'ctx', action: 'orders.read', context: { pad: 'x'.repeat(1024 * 1024) } }), 413, 'validation.body_too_large');
+    const error = await rejected(
+      () => post('/v1/decisions', { agent_id: 'ctx', action: 'orders.read', context: { pad: 'x'.repeat(1024 * 1024) } }),
+      413,
+      'validation.body_too_large',
+    );
     expect(error.message).toContain('1 MiB');
   });
 

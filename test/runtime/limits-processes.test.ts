@@ -188,9 +188,7 @@ describe('budgets and rate limits across two `authz serve` processes on one Post
       // A knows at once.
       expect(await decideOk(a, list)).toMatchObject({ effect: 'deny', reason: 'budget.exceeded', policy_id: 'pol_calls_3' });
       // B learns through NOTIFY (its periodic reload is an hour away): poll until it denies.
-      await expect
-        .poll(async () => (await decideOk(b, list)).reason, { timeout: 15_000, interval: 50 })
-        .toBe('budget.exceeded');
+      await expect.poll(async () => (await decideOk(b, list)).reason, { timeout: 15_000, interval: 50 }).toBe('budget.exceeded');
       expect(await decideOk(b, list)).toMatchObject({ effect: 'deny', reason: 'budget.exceeded', policy_id: 'pol_calls_3', status: 'denied', permit_token: null });
       expect(await decideOk(b, { agent_id: agentId, action: 'reports.read' })).toMatchObject({ effect: 'deny', reason: 'budget.exceeded' });
       // Another agent is not affected.

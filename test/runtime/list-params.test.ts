@@ -19,7 +19,8 @@ const CURSOR: Record<string, (item: Record<string, any>) => string> = {
   '/v1/decisions': (x) => x.id,
   '/v1/policies': (x) => x.id,
   '/v1/agents': (x) => x.agent_id,
-  '/v1/budgets': (x) => (x.scope === 'user' ? `${x.policy_id}::${x.on_behalf_of}` : x.scope === 'session' ? `${x.policy_id}:${x.agent_id}:${x.session_id}` : `${x.policy_id}:${x.agent_id}`),
+  '/v1/budgets': (x) =>
+    x.scope === 'user' ? `${x.policy_id}::${x.on_behalf_of}` : x.scope === 'session' ? `${x.policy_id}:${x.agent_id}:${x.session_id}` : `${x.policy_id}:${x.agent_id}`,
   '/v1/events': (x) => x.id,
   '/v1/webhooks': (x) => x.id,
   '/v1/webhooks/:id/deliveries': (x) => x.id,
@@ -41,7 +42,10 @@ describe.each(STORE_KINDS)('list parameters (%s store)', (kind) => {
         },
       },
     });
-    for (const [tenant, key] of [['main', rt.testKey], ['other', rt.otherKey]] as const) {
+    for (const [tenant, key] of [
+      ['main', rt.testKey],
+      ['other', rt.otherKey],
+    ] as const) {
       const post = async (url: string, payload: object) => {
         const r = await rt.call(key, { method: 'POST', url, payload });
         expect(r.statusCode, `${url}: ${r.body}`).toBeLessThan(300);
@@ -49,8 +53,13 @@ describe.each(STORE_KINDS)('list parameters (%s store)', (kind) => {
       };
       await post('/v1/webhooks', { url: 'http://127.0.0.1:9/lists-quiet', events: ['agent.revoked'] });
       const hook = await post('/v1/webhooks', { url: 'http://127.0.0.1:9/lists', events: ['*'] });
-      for (const name of ['a', 'b']) await post('/v1/policies', { name: `lists-${name}`, effect: 'allow', actions: [`lists.${name}`], budget: { unit: 'USD', limit: 100, period: 'daily' } });
-      for (const [agent, action] of [['1', 'lists.a'], ['2', 'lists.b'], ['1', 'lists.b']]) {
+      for (const name of ['a', 'b'])
+        await post('/v1/policies', { name: `lists-${name}`, effect: 'allow', actions: [`lists.${name}`], budget: { unit: 'USD', limit: 100, period: 'daily' } });
+      for (const [agent, action] of [
+        ['1', 'lists.a'],
+        ['2', 'lists.b'],
+        ['1', 'lists.b'],
+      ]) {
         expect((await post('/v1/decisions', { agent_id: `lists-${tenant}-${agent}`, action, amount: 1 })).effect).toBe('allow');
       }
       // Two open reviews.
@@ -109,7 +118,10 @@ describe.each(STORE_KINDS)('list parameters (%s store)', (kind) => {
     for (const type of EVENT_TYPES) {
       const r = await get(`/v1/events?type=${type}&limit=100`);
       expect(r.statusCode, `${type}: ${r.body}`).toBe(200);
-      expect((json(r).data as Array<{ type: string }>).every((e) => e.type === type), type).toBe(true);
+      expect(
+        (json(r).data as Array<{ type: string }>).every((e) => e.type === type),
+        type,
+      ).toBe(true);
     }
     expect(json(await get('/v1/events?type=decision.allow')).data.length).toBeGreaterThan(0);
     for (const type of ['no.such_type', 'decision', 'decision.*', '*', 'Decision.Allow', 'decision.allow ']) {

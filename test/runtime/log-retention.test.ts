@@ -69,7 +69,10 @@ describe.each(STORE_KINDS)('decision log partitions and retention (%s)', (kind) 
     rt.clock.advance(1);
     // And the export answers what it answered before partitions (the day's decision, not the earlier one).
     const r = await rt.call(rt.testKey, { method: 'GET', url: `/v1/decisions/export?since=${iso(START + DAY_MS)}` });
-    const ids = r.body.trimEnd().split('\n').map((l) => JSON.parse(l).id);
+    const ids = r.body
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l).id);
     expect(ids).toEqual([second.id]);
   });
 
@@ -85,7 +88,13 @@ describe.each(STORE_KINDS)('decision log partitions and retention (%s)', (kind) 
     // Four days later (retention 3): day 0 is past it and holds nothing live: dropped, in every table.
     rt.clock.advance(3 * 86_400);
     const later = await round();
-    expect(later.dropped).toEqual(expect.arrayContaining([{ table: 'decisions', day: day(0) }, { table: 'events', day: day(0) }, { table: 'webhook_deliveries', day: day(0) }]));
+    expect(later.dropped).toEqual(
+      expect.arrayContaining([
+        { table: 'decisions', day: day(0) },
+        { table: 'events', day: day(0) },
+        { table: 'webhook_deliveries', day: day(0) },
+      ]),
+    );
     // Day 1 is not past retention yet.
     expect(later.dropped.filter((d) => d.day === day(1))).toEqual([]);
 
@@ -122,7 +131,11 @@ describe.each(STORE_KINDS)('decision log partitions and retention (%s)', (kind) 
     await rt.store.sql`update webhook_deliveries set status = 'abandoned' where status = 'pending'`;
     const last = await round();
     expect(last.dropped).toEqual(
-      expect.arrayContaining([{ table: 'events', day: day(1) }, { table: 'webhook_deliveries', day: day(1) }, { table: 'decisions', day: day(1) }]),
+      expect.arrayContaining([
+        { table: 'events', day: day(1) },
+        { table: 'webhook_deliveries', day: day(1) },
+        { table: 'decisions', day: day(1) },
+      ]),
     );
     expect(await partitionOf('decisions', long.id)).toBe('gone');
     expect(await rt.store.sql`select 1 from webhook_attempts_default`).toHaveLength(0);

@@ -224,17 +224,20 @@ describe.each(STORE_KINDS)('upgrade in place from the released main (%s store)',
     // The export answers every decision, the legacy one included, as GET does.
     const since = new Date(firstAt - 2 * DAY_S * 1000).toISOString();
     const exported = (await request(base, key, 'GET', `/v1/decisions/export?since=${since}`)).body.raw as string;
-    const lines = exported.trimEnd().split('\n').map((l) => JSON.parse(l) as Json);
+    const lines = exported
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Json);
     expect(lines.map((l) => l.id).sort()).toEqual([...made].sort());
     for (const line of lines) expect(line).toEqual(after.decisions.find((d) => d.id === line.id));
 
     // New decisions, events and deliveries still go in, and the held budget settles.
     const fresh = await decide({ agent_id: 'up-a', action: 'orders.read' });
     expect(fresh.effect).toBe('allow');
-    const freshEvent = await until('the new decision\'s event', async () =>
+    const freshEvent = await until("the new decision's event", async () =>
       ((await call(key, 'GET', '/v1/events?limit=100')).data as Json[]).find((e) => e.data?.decision?.id === fresh.id),
     );
-    const freshDelivery = await until('an attempt at the new event\'s delivery', async () =>
+    const freshDelivery = await until("an attempt at the new event's delivery", async () =>
       ((await call(key, 'GET', `/v1/webhooks/${hook.id}/deliveries?limit=100`)).data as Json[]).find((d) => d.event_id === freshEvent.id && d.attempt >= 1),
     );
     expect(freshDelivery).toMatchObject({ status: 'pending', status_code: null });
@@ -246,7 +249,14 @@ describe.each(STORE_KINDS)('upgrade in place from the released main (%s store)',
     // The rows sit in their days' partitions; the legacy decision in the default one.
     await withStore(location, async (store) => {
       const applied = (await store.sql<Array<{ name: string }>>`select name from schema_migrations order by name`).map((r) => r.name);
-      expect(applied.slice(-6)).toEqual(['015_log_partitions.sql', '016_budget_scopes.sql', '017_event_references.sql', '018_agent_attributes.sql', '019_key_rotation_chain.sql', '020_access_requests.sql']);
+      expect(applied.slice(-6)).toEqual([
+        '015_log_partitions.sql',
+        '016_budget_scopes.sql',
+        '017_event_references.sql',
+        '018_agent_attributes.sql',
+        '019_key_rotation_chain.sql',
+        '020_access_requests.sql',
+      ]);
       for (const table of ['decisions', 'events', 'webhook_deliveries'] as const) {
         const rows = await store.sql<Array<{ id: string; p: string }>>`select id, tableoid::regclass::text as p from ${store.sql(table)}`;
         expect(rows.length).toBeGreaterThanOrEqual(made.length);

@@ -99,7 +99,13 @@ describe('logger options', () => {
     const apiKey = `svc_live_sk_${'a1'.repeat(20)}`;
     const whsec = `whsec_${'b'.repeat(43)}`;
     app.log.info(
-      { request: { headers: { authorization: `Bearer ${apiKey}` } }, headers: { authorization: 'Bearer x' }, secret: whsec, config: { masterKey: MASTER_KEY, adminToken: 'admin-token-0123456789' }, endpoint: { secret: whsec } },
+      {
+        request: { headers: { authorization: `Bearer ${apiKey}` } },
+        headers: { authorization: 'Bearer x' },
+        secret: whsec,
+        config: { masterKey: MASTER_KEY, adminToken: 'admin-token-0123456789' },
+        endpoint: { secret: whsec },
+      },
       'probe',
     );
     app.log.warn(`a message quoting ${apiKey} and ${whsec} and ${MASTER_KEY}`);

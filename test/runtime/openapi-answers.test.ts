@@ -106,7 +106,14 @@ describe.each(STORE_KINDS)('OpenAPI document against real answers (%s store)', (
     const { auth: _a, ...rest } = options;
     const target = typeof rest.url === 'string' ? rest.url : path;
     const r = await app.inject({ method: method as 'GET', url: target, ...rest, headers: { ...(auth ? { authorization: auth } : {}), ...(rest.headers ?? {}) } });
-    answers.push({ app: app.name, op: `${method} ${openapiPath(url)}`, what: `${method} ${target}`, status: r.statusCode, type: String(r.headers['content-type'] ?? ''), body: r.body });
+    answers.push({
+      app: app.name,
+      op: `${method} ${openapiPath(url)}`,
+      what: `${method} ${target}`,
+      status: r.statusCode,
+      type: String(r.headers['content-type'] ?? ''),
+      body: r.body,
+    });
     return r;
   }
   const ok = async (key: string, params: Record<string, string> = {}, options: InjectOptions & { auth?: string | null } = {}) => {
@@ -124,12 +131,31 @@ describe.each(STORE_KINDS)('OpenAPI document against real answers (%s store)', (
     await ok('GET /metrics', {}, { auth: `Bearer ${METRICS_TOKEN}` });
 
     // Policies: JSON and YAML bodies, one of each effect, a budget and a rate limit.
-    const budgeted = await ok('POST /v1/policies', {}, { payload: { name: 'oa-orders', effect: 'allow', agents: ['oa-*'], actions: ['orders.*'], resources: ['order:*'], condition: 'amount <= 500', budget: { unit: 'USD', limit: 100, period: 'daily', threshold_alert: 0.5 }, rate_limit: { per_hour: 1000 } } });
+    const budgeted = await ok(
+      'POST /v1/policies',
+      {},
+      {
+        payload: {
+          name: 'oa-orders',
+          effect: 'allow',
+          agents: ['oa-*'],
+          actions: ['orders.*'],
+          resources: ['order:*'],
+          condition: 'amount <= 500',
+          budget: { unit: 'USD', limit: 100, period: 'daily', threshold_alert: 0.5 },
+          rate_limit: { per_hour: 1000 },
+        },
+      },
+    );
     const yamlPolicy = 'name: oa-refunds\neffect: review\nactions: ["refunds.create"]\ndescription: a person looks first\n';
     const review = await ok('POST /v1/policies', {}, { payload: yamlPolicy, headers: { 'content-type': 'application/yaml' } });
     await ok('POST /v1/policies', {}, { payload: { id: 'pol_oa_deny', name: 'oa-deny', effect: 'deny', actions: ['orders.delete'], priority: 1 } });
     await ok('POST /v1/policies', {}, { payload: { id: 'pol_oa_limited', name: 'oa-limited', effect: 'allow', actions: ['reports.export'], rate_limit: { per_hour: 1 } } });
-    await ok('PUT /v1/policies/:id', { id: review.id }, { payload: { id: review.id, name: 'oa-refunds', effect: 'review', actions: ['refunds.create'], state: 'enabled', priority: 50 } });
+    await ok(
+      'PUT /v1/policies/:id',
+      { id: review.id },
+      { payload: { id: review.id, name: 'oa-refunds', effect: 'review', actions: ['refunds.create'], state: 'enabled', priority: 50 } },
+    );
     await ok('POST /v1/policies/validate', {}, { payload: { name: 'oa-check', effect: 'allow', actions: ['orders.read'] } });
     await ok('POST /v1/policies/validate', {}, { payload: { name: 'oa-check', effect: 'allow', actions: ['not an action'] } });
     await ok('GET /v1/policies', {}, { url: '/v1/policies?limit=100' } as never);
@@ -162,23 +188,34 @@ describe.each(STORE_KINDS)('OpenAPI document against real answers (%s store)', (
     await ok('POST /access/v1/evaluation', {}, { payload: { subject, action: { name: 'orders.read' }, resource: { type: 'order', id: '7' }, context: { amount: 1 } } });
     await ok('POST /access/v1/search/subject', {}, { payload: { subject: { type: 'agent' }, action: { name: 'orders.read' }, resource: { type: 'order', id: '7' } } });
     await ok('POST /access/v1/search/action', {}, { payload: { subject, resource: { type: 'order', id: '7' }, page: { limit: 5 } } });
-    await ok('POST /access/v1/evaluations', {}, {
-      payload: {
-        subject,
-        context: { amount: 1 },
-        evaluations: [
-          { action: { name: 'orders.read' }, resource: { type: 'order', id: '8' } },
-          { action: { name: 'Not.Valid' }, resource: { type: 'order', id: '9' } },
-        ],
+    await ok(
+      'POST /access/v1/evaluations',
+      {},
+      {
+        payload: {
+          subject,
+          context: { amount: 1 },
+          evaluations: [
+            { action: { name: 'orders.read' }, resource: { type: 'order', id: '8' } },
+            { action: { name: 'Not.Valid' }, resource: { type: 'order', id: '9' } },
+          ],
+        },
       },
-    });
+    );
 
     // Human review: approval before the action, the queue, a verdict (fires decision.reviewed), the wait, the permit; the overview figures.
-    await ok('POST /v1/policies', {}, { payload: { id: 'pol_oa_approval', name: 'oa-approval', effect: 'review', actions: ['wires.send'], approval: { required: true, timeout_seconds: 600 } } });
+    await ok(
+      'POST /v1/policies',
+      {},
+      { payload: { id: 'pol_oa_approval', name: 'oa-approval', effect: 'review', actions: ['wires.send'], approval: { required: true, timeout_seconds: 600 } } },
+    );
     // AuthZEN access requests: a requestable denial, the request (201, a repeat 200, 409 for an allow), its task, approved, used.
     const denial = await ok('POST /access/v1/evaluation', {}, { payload: { subject, action: { name: 'wires.send' }, resource: { type: 'wire', id: '1' } } });
     expect(denial.context.reason).toBe('approval_required');
-    const accessRequest = { denial: { evaluation_id: denial.context.evaluation_id, expires_at: denial.context.access_request.expires_at, reason: 'approval_required' }, context: { why: 'openapi' } };
+    const accessRequest = {
+      denial: { evaluation_id: denial.context.evaluation_id, expires_at: denial.context.access_request.expires_at, reason: 'approval_required' },
+      context: { why: 'openapi' },
+    };
     await ok('POST /access/v1/requests', {}, { payload: accessRequest });
     await ok('POST /access/v1/requests', {}, { payload: accessRequest });
     expect((await send('POST /access/v1/requests', {}, { payload: { denial: { evaluation_id: allow.id } } })).statusCode).toBe(409);
@@ -187,7 +224,11 @@ describe.each(STORE_KINDS)('OpenAPI document against real answers (%s store)', (
     await ok('POST /v1/decisions/:id/review', { id: denial.context.id }, { payload: { verdict: 'approve', reviewer: 'oa-reviewer' }, auth: `Bearer ${accessReviewer}` });
     const task = await ok('GET /access/v1/requests/:id', { id: denial.context.id });
     await ok('GET /v1/decisions/:id', { id: denial.context.id });
-    await ok('POST /access/v1/evaluation', {}, { payload: { subject, action: { name: 'wires.send' }, resource: { type: 'wire', id: '1' }, context: { approval: task.result.approval } } });
+    await ok(
+      'POST /access/v1/evaluation',
+      {},
+      { payload: { subject, action: { name: 'wires.send' }, resource: { type: 'wire', id: '1' }, context: { approval: task.result.approval } } },
+    );
     const awaiting = await ok('POST /v1/decisions', {}, { payload: { agent_id: 'oa-bot', action: 'wires.send' } });
     expect(awaiting.status).toBe('awaiting_approval');
     await ok('GET /v1/reviews');
@@ -226,7 +267,18 @@ describe.each(STORE_KINDS)('OpenAPI document against real answers (%s store)', (
       seenTypes.add(e.type);
       await ok('GET /v1/events/:id', { id: e.id });
     }
-    expect([...seenTypes]).toEqual(expect.arrayContaining(['decision.allow', 'decision.deny', 'decision.review', 'decision.reviewed', 'agent.registered', 'agent.revoked', 'policy.updated', 'budget.threshold']));
+    expect([...seenTypes]).toEqual(
+      expect.arrayContaining([
+        'decision.allow',
+        'decision.deny',
+        'decision.review',
+        'decision.reviewed',
+        'agent.registered',
+        'agent.revoked',
+        'policy.updated',
+        'budget.threshold',
+      ]),
+    );
     await ok('GET /v1/webhooks');
     await ok('GET /v1/webhooks/:id', { id: hook.id });
     await ok('PUT /v1/webhooks/:id', { id: hook.id }, { payload: { status: 'disabled', description: null } });
@@ -287,7 +339,11 @@ describe.each(STORE_KINDS)('OpenAPI document against real answers (%s store)', (
     }
     await send('POST /v1/decisions', {}, { payload: { agent_id: 'oa-bot', action: 'not an action' } });
     await send('POST /v1/decisions', {}, { payload: { action: 'orders.read' } });
-    await send('POST /v1/decisions', {}, { payload: JSON.stringify({ agent_id: 'oa-bot', action: 'orders.read', context: { pad: 'x'.repeat(1024 * 1024) } }), headers: { 'content-type': 'application/json' } });
+    await send(
+      'POST /v1/decisions',
+      {},
+      { payload: JSON.stringify({ agent_id: 'oa-bot', action: 'orders.read', context: { pad: 'x'.repeat(1024 * 1024) } }), headers: { 'content-type': 'application/json' } },
+    );
     expect((await send('POST /v1/decisions', {}, { payload: { agent_id: 'oa-bot-3', action: 'reports.export' } })).statusCode).toBe(429);
     expect((await send('POST /v1/decisions/:id/confirm', { id: ids.allow })).statusCode).toBe(409);
     expect((await send('POST /v1/policies', {}, { payload: { id: ids.policy, name: 'oa-again', effect: 'allow', actions: ['orders.read'] } })).statusCode).toBe(409);
@@ -339,7 +395,10 @@ describe.each(STORE_KINDS)('OpenAPI document against real answers (%s store)', (
       // NDJSON: each line is a document of the schema.
       const values =
         media === 'application/x-ndjson'
-          ? a.body.split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as unknown)
+          ? a.body
+              .split('\n')
+              .filter((line) => line !== '')
+              .map((line) => JSON.parse(line) as unknown)
           : [media === 'application/json' ? JSON.parse(a.body) : media === 'application/yaml' ? parseYaml(a.body) : a.body];
       const validate = validators[a.app]!(['paths', path, method.toLowerCase(), 'responses', String(a.status), 'content', media, 'schema']);
       for (const value of values) {
@@ -353,7 +412,8 @@ describe.each(STORE_KINDS)('OpenAPI document against real answers (%s store)', (
   });
 
   it('refuses what the document does not describe (the check is not vacuous)', () => {
-    const schemaOf = (path: string, method: string, status: number) => validators.main!(['paths', path, method, 'responses', String(status), 'content', 'application/json', 'schema']);
+    const schemaOf = (path: string, method: string, status: number) =>
+      validators.main!(['paths', path, method, 'responses', String(status), 'content', 'application/json', 'schema']);
     const decision = JSON.parse(answers.find((a) => a.op === 'GET /v1/decisions/{id}' && a.status === 200)!.body) as Json;
     const policy = JSON.parse(answers.find((a) => a.op === 'GET /v1/policies/{id}' && a.status === 200)!.body) as Json;
     const error = JSON.parse(answers.find((a) => a.status === 404)!.body) as Json;
@@ -362,10 +422,21 @@ describe.each(STORE_KINDS)('OpenAPI document against real answers (%s store)', (
     expect(decisionSchema(decision)).toBe(true);
     expect(policySchema(policy)).toBe(true);
     const { effect: _effect, ...noEffect } = decision;
-    for (const bad of [{ ...decision, extra: 1 }, noEffect, { ...decision, effect: 'maybe' }, { ...decision, evaluated_at: 'yesterday' }, { ...decision, metadata: { ...decision.metadata, more: [] } }]) {
+    for (const bad of [
+      { ...decision, extra: 1 },
+      noEffect,
+      { ...decision, effect: 'maybe' },
+      { ...decision, evaluated_at: 'yesterday' },
+      { ...decision, metadata: { ...decision.metadata, more: [] } },
+    ]) {
       expect(decisionSchema(bad), JSON.stringify(bad).slice(0, 120)).toBe(false);
     }
-    for (const bad of [{ ...policy, livemode: 'no' }, { ...policy, surprise: true }, { ...policy, budget: { ...policy.budget, unit: 7 } }]) expect(policySchema(bad)).toBe(false);
+    for (const bad of [
+      { ...policy, livemode: 'no' },
+      { ...policy, surprise: true },
+      { ...policy, budget: { ...policy.budget, unit: 7 } },
+    ])
+      expect(policySchema(bad)).toBe(false);
     const errorSchema = schemaOf('/v1/decisions/{id}', 'get', 404);
     expect(errorSchema(error)).toBe(true);
     expect(errorSchema({ error: { ...error.error, hint: 'x' } })).toBe(false);
@@ -376,7 +447,8 @@ describe.each(STORE_KINDS)('OpenAPI document against real answers (%s store)', (
     for (const [path, item] of Object.entries(doc.paths as Record<string, Json>)) {
       for (const [method, op] of Object.entries(item)) {
         for (const [status, response] of Object.entries(op.responses as Record<string, Json>)) {
-          if (status === 'default' || Number(status) >= 400) expect(response.content['application/json'].schema, `${method} ${path} ${status}`).toEqual({ $ref: '#/components/schemas/Error' });
+          if (status === 'default' || Number(status) >= 400)
+            expect(response.content['application/json'].schema, `${method} ${path} ${status}`).toEqual({ $ref: '#/components/schemas/Error' });
         }
       }
     }

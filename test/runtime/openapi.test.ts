@@ -24,7 +24,12 @@ describe('OpenAPI document', () => {
       app: {
         onRoute: (route: RouteOptions) => {
           for (const method of ([] as string[]).concat(route.method)) {
-            routes.push({ method, url: route.url, schema: route.schema as Record<string, any> | undefined, scope: route.config?.scope === undefined ? undefined : ([] as string[]).concat(route.config.scope) });
+            routes.push({
+              method,
+              url: route.url,
+              schema: route.schema as Record<string, any> | undefined,
+              scope: route.config?.scope === undefined ? undefined : ([] as string[]).concat(route.config.scope),
+            });
           }
         },
       },

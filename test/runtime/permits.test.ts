@@ -122,7 +122,12 @@ describe.each(STORE_KINDS)('permit tokens (%s)', (kind) => {
     expect(refusedHere).toBeGreaterThan(rt.services.config.alerts.invalidTokenThreshold);
     const alerts = (await rt.getOk('/v1/events?type=security.alert')).data as Array<{ data: Record<string, unknown> }>;
     expect(alerts.map((a) => a.data)).toEqual([
-      { alert: 'invalid_permit_tokens', count: rt.services.config.alerts.invalidTokenThreshold + 1, window_seconds: 60, threshold: rt.services.config.alerts.invalidTokenThreshold },
+      {
+        alert: 'invalid_permit_tokens',
+        count: rt.services.config.alerts.invalidTokenThreshold + 1,
+        window_seconds: 60,
+        threshold: rt.services.config.alerts.invalidTokenThreshold,
+      },
     ]);
   });
 

@@ -177,7 +177,15 @@ describe.each(STORE_KINDS)('policies as YAML (%s store)', (kind) => {
         expect(String(r.headers.vary)).toMatch(/\bAccept\b/i);
         expect(json(r)).toEqual(created);
       }
-      const asYaml = ['application/yaml', 'text/yaml', 'APPLICATION/YAML', 'application/json;q=0.5, application/yaml', 'text/yaml, */*', 'application/yaml;q=0.9, */*;q=0.1', 'text/html, text/yaml'];
+      const asYaml = [
+        'application/yaml',
+        'text/yaml',
+        'APPLICATION/YAML',
+        'application/json;q=0.5, application/yaml',
+        'text/yaml, */*',
+        'application/yaml;q=0.9, */*;q=0.1',
+        'text/html, text/yaml',
+      ];
       for (const accept of asYaml) {
         const r = await getYaml(key, created.id, accept);
         expect(r.statusCode, accept).toBe(200);
@@ -305,7 +313,11 @@ describe.each(STORE_KINDS)('policies as YAML (%s store)', (kind) => {
       const duplicateKey = 'name: dup-key\neffect: allow\neffect: deny\nactions: [orders.read]\n';
       const e1 = expectInvalidYaml(await postYaml(key, duplicateKey));
       expect(e1.details).toEqual([{ path: '/', message: expect.stringMatching(/unique/i), line: 3, column: 1 }]);
-      for (const text of ['name: unclosed\neffect: allow\nactions: [orders.read\n', 'name: x\neffect: allow\nactions:\n  - a.b\n - c.d\n', 'name: "unterminated\neffect: allow\n']) {
+      for (const text of [
+        'name: unclosed\neffect: allow\nactions: [orders.read\n',
+        'name: x\neffect: allow\nactions:\n  - a.b\n - c.d\n',
+        'name: "unterminated\neffect: allow\n',
+      ]) {
         const e = expectInvalidYaml(await postYaml(key, text));
         for (const d of e.details) expect(d.path, text).toBe('/');
         expect(e.details[0]!.line, text).toBeGreaterThan(1);
@@ -347,7 +359,12 @@ describe.each(STORE_KINDS)('policies as YAML (%s store)', (kind) => {
 
     it('stores nothing and fires nothing for rejected YAML bodies', async () => {
       const { key } = await newAccount();
-      for (const text of ['name: r1\neffect: maybe\nactions: [a.b]\n', 'name: r2\neffect: allow\nactions: [a.b\n', '', 'name: r3\neffect: allow\nactions: [a.b]\n---\nname: r4\n']) {
+      for (const text of [
+        'name: r1\neffect: maybe\nactions: [a.b]\n',
+        'name: r2\neffect: allow\nactions: [a.b\n',
+        '',
+        'name: r3\neffect: allow\nactions: [a.b]\n---\nname: r4\n',
+      ]) {
         expect((await postYaml(key, text)).statusCode).toBe(400);
       }
       expect(await listPolicies(key)).toEqual([]);
@@ -595,7 +612,11 @@ describe.each(STORE_KINDS)('policies as YAML (%s store)', (kind) => {
         diagnostics: [{ severity: 'error', code: 'policy.duplicate_name', message: expect.stringContaining(holder.id), path: '/name', ...at(text, 2, 'taken') }],
       });
       // The holder itself, changed: checked as its replacement (what PUT would store).
-      expect(json(await validateYaml(key, 'id: pol_holder\nname: taken\neffect: deny\nactions: [orders.delete]\n'))).toEqual({ object: 'policy_validation', valid: true, diagnostics: [] });
+      expect(json(await validateYaml(key, 'id: pol_holder\nname: taken\neffect: deny\nactions: [orders.delete]\n'))).toEqual({
+        object: 'policy_validation',
+        valid: true,
+        diagnostics: [],
+      });
       // Another policy taking the name: refused, as PUT would.
       const rename = 'id: pol_second\nname: taken\neffect: allow\nactions: [orders.list]\n';
       const v = json(await validateYaml(key, rename));
@@ -667,7 +688,11 @@ describe.each(STORE_KINDS)('policies as YAML (%s store)', (kind) => {
 
       // JSON: the same warnings, without positions.
       const j = json(await validateJson(key, { name: 'list-orders', effect: 'allow', actions: ['orders.list'] }));
-      expect(j).toEqual({ object: 'policy_validation', valid: true, diagnostics: [{ severity: 'warning', code: 'lint.shadowed', message: expect.stringContaining('pol_wide'), path: '/' }] });
+      expect(j).toEqual({
+        object: 'policy_validation',
+        valid: true,
+        diagnostics: [{ severity: 'warning', code: 'lint.shadowed', message: expect.stringContaining('pol_wide'), path: '/' }],
+      });
 
       // An error and no lints: lints run on a policy without errors.
       const both = json(await validateYaml(key, 'name: wide\neffect: allow\nactions: [orders.list]\n'));

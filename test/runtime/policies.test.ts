@@ -235,7 +235,11 @@ describe.each(STORE_KINDS)('policies API (%s store)', (kind) => {
       // The id mismatch is listed beside the body's other problems.
       const both = await replace(created.id, { id: 'pol_something_else', name: 'id-match', effect: 'deny', actions: ['Bad'] });
       expect(both.statusCode).toBe(400);
-      expect(json(both).error.details.map((d: { path: string }) => d.path).sort()).toEqual(['/actions/0', '/id']);
+      expect(
+        json(both)
+          .error.details.map((d: { path: string }) => d.path)
+          .sort(),
+      ).toEqual(['/actions/0', '/id']);
       expect(json(await getOne(created.id))).toEqual(json(same));
     });
 
@@ -405,11 +409,7 @@ describe.each(STORE_KINDS)('policies API (%s store)', (kind) => {
       expect((await decide('iso-1', 'iso.check', undefined, rt.otherKey)).effect).toBe('allow');
 
       expect(await decide('iso-1', 'iso.check')).toMatchObject({ effect: 'deny', reason: 'policy.not_found' });
-      for (const r of [
-        await getOne('pol_isolated'),
-        await replace('pol_isolated', { name: 'isolated', effect: 'deny', actions: ['iso.check'] }),
-        await remove('pol_isolated'),
-      ]) {
+      for (const r of [await getOne('pol_isolated'), await replace('pol_isolated', { name: 'isolated', effect: 'deny', actions: ['iso.check'] }), await remove('pol_isolated')]) {
         expect(r.statusCode).toBe(404);
         expect(json(r).error.code).toBe('policy.not_found');
       }

@@ -14,7 +14,6 @@ import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
 import { agent, postDecision } from '../helpers/kit.js';
 
-
 type PolicyInput = Partial<Policy> & Pick<Policy, 'effect' | 'actions'>;
 
 describe.each(STORE_KINDS)('rate limits (%s)', (kind) => {
@@ -97,7 +96,7 @@ describe.each(STORE_KINDS)('rate limits (%s)', (kind) => {
     expect(json(r).error.message).toContain('per_minute of policy pol_multi');
   });
 
-  it('every matching policy\'s limits apply, not only the winner\'s', async () => {
+  it("every matching policy's limits apply, not only the winner's", async () => {
     await install([
       { id: 'pol_winner', priority: 1, effect: 'allow', actions: ['orders.*'] },
       { id: 'pol_limited', priority: 90, effect: 'allow', actions: ['orders.read'], rate_limit: { per_minute: 1 } },

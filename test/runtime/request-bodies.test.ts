@@ -167,7 +167,10 @@ describe.each(STORE_KINDS)('request bodies (%s store)', (kind) => {
 
   it('every route that takes no body (or an optional one) is mapped here', () => {
     const bodyless = routes.filter(takesNoBody).map((r) => r.key);
-    expect(bodyless.filter((k) => !TARGETS[k]), 'add these routes to TARGETS').toEqual([]);
+    expect(
+      bodyless.filter((k) => !TARGETS[k]),
+      'add these routes to TARGETS',
+    ).toEqual([]);
     expect(bodyless.length).toBeGreaterThanOrEqual(8);
   });
 
@@ -208,7 +211,11 @@ describe.each(STORE_KINDS)('request bodies (%s store)', (kind) => {
   it('text/plain and a form body are 415 validation.unsupported_media_type on every route that writes (AuthZEN: read as JSON, 400)', async () => {
     for (const route of routes) {
       const ex = examples.forRoute(route);
-      for (const [type, payload] of [['text/plain', 'hello'], ['text/plain; charset=utf-8', '{"looks":"like json"}'], ['application/x-www-form-urlencoded', 'a=1&b=2']] as const) {
+      for (const [type, payload] of [
+        ['text/plain', 'hello'],
+        ['text/plain; charset=utf-8', '{"looks":"like json"}'],
+        ['application/x-www-form-urlencoded', 'a=1&b=2'],
+      ] as const) {
         const r = await inject(route, ex.params, ex.auth, { headers: { 'content-type': type }, payload });
         if (route.url.startsWith('/access/v1/')) {
           // AuthZEN routes read any body as JSON (contract, third part): never 415.

@@ -25,7 +25,12 @@ describe('RequestSummary', () => {
   it('writes a line every interval when requests came, and what is left at the stop', async () => {
     const s = new RequestSummary();
     const lines: string[] = [];
-    const writer = startRequestSummary(s, 20, () => AT.getTime(), (l) => lines.push(l));
+    const writer = startRequestSummary(
+      s,
+      20,
+      () => AT.getTime(),
+      (l) => lines.push(l),
+    );
     try {
       s.record(200, 3);
       await expect.poll(() => lines.length, { timeout: 5_000, interval: 10 }).toBe(1);

@@ -81,8 +81,25 @@ describe('reviews across two runtimes on one PostgreSQL', () => {
     a = await startNode();
     b = await startNode();
     const policies = [
-      { id: 'pol_approve', name: 'approve-first', state: 'enabled', priority: 100, effect: 'review', actions: ['payments.refund'], approval: { required: true, timeout_seconds: 600 } },
-      { id: 'pol_calls', name: 'calls-approved', state: 'enabled', priority: 100, effect: 'review', actions: ['tools.run'], budget: { unit: 'calls', limit: 10, period: 'daily' }, approval: { required: true, timeout_seconds: 600 } },
+      {
+        id: 'pol_approve',
+        name: 'approve-first',
+        state: 'enabled',
+        priority: 100,
+        effect: 'review',
+        actions: ['payments.refund'],
+        approval: { required: true, timeout_seconds: 600 },
+      },
+      {
+        id: 'pol_calls',
+        name: 'calls-approved',
+        state: 'enabled',
+        priority: 100,
+        effect: 'review',
+        actions: ['tools.run'],
+        budget: { unit: 'calls', limit: 10, period: 'daily' },
+        approval: { required: true, timeout_seconds: 600 },
+      },
     ] as Policy[];
     await installPolicies(a.services, accountId, 'test', policies);
   });
@@ -101,8 +118,14 @@ describe('reviews across two runtimes on one PostgreSQL', () => {
         return `${name}: min ${sorted[0]!.toFixed(1)} ms, p50 ${sorted[Math.floor(sorted.length / 2)]!.toFixed(1)} ms, max ${sorted.at(-1)!.toFixed(1)} ms`;
       };
       console.log(
-        `[reviews across processes] ${latencies.length} verdicts; waiter answered, ${line('after the verdict was sent', latencies.map((l) => l.fromVerdictSent))}; ` +
-          `${line('after the verdict was answered', latencies.map((l) => l.fromVerdictAnswered))} (negative: before)`,
+        `[reviews across processes] ${latencies.length} verdicts; waiter answered, ${line(
+          'after the verdict was sent',
+          latencies.map((l) => l.fromVerdictSent),
+        )}; ` +
+          `${line(
+            'after the verdict was answered',
+            latencies.map((l) => l.fromVerdictAnswered),
+          )} (negative: before)`,
       );
     }
   });

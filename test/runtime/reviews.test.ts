@@ -134,7 +134,7 @@ for (const kind of STORE_KINDS) {
       expect((await rt.getOk(`/v1/decisions/${d.id}`)).review).toMatchObject({ status: 'approved', reviewer: 'alice' });
     });
 
-    it('a key of the deciding key\'s rotation chain (its successors, transitively) is the same reviewer: 403 review.self_review', async () => {
+    it("a key of the deciding key's rotation chain (its successors, transitively) is the same reviewer: 403 review.self_review", async () => {
       const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
       const made = json(await rt.call(null, { method: 'POST', url: `/admin/accounts/${rt.accountId}/api-keys`, headers: admin, payload: { environment: 'test', scopes: ['*'] } }));
       const rotate = async (id: string) => {

@@ -162,7 +162,10 @@ describe('authz serve: the log', () => {
 
   it('LOG_LEVEL=info: a JSON line per request, no summary', async () => {
     const lines = await served('info', 'verbose');
-    const completed = lines.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, any>).filter((l) => l.msg === 'request completed');
+    const completed = lines
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as Record<string, any>)
+      .filter((l) => l.msg === 'request completed');
     expect(completed.map((l) => l.res.statusCode)).toEqual([200, 200, 404, 401]);
     expect(lines.some((l) => l.includes('requests since'))).toBe(false);
   }, 120_000);

@@ -16,7 +16,6 @@ import type { Bundle } from '../../compiler/bundle/format.js';
 import type { CliIo } from '../../compiler/cli/io.js';
 import { main } from '../../compiler/cli/main.js';
 
-
 interface Server {
   child: ChildProcess;
   port: number;
@@ -176,7 +175,14 @@ describe('authz serve (child process, embedded store on disk)', () => {
     expect(out).not.toMatch(/Loaded \d+ policies/);
     const read = await api(second, testKey!, 'GET', `/v1/decisions/${decided.body.id}`);
     expect(read.status).toBe(200);
-    expect(read.body).toMatchObject({ id: decided.body.id, effect: 'allow', agent_id: 'support-bot-1', action: 'orders.read', resource: 'order:1001', evaluated_at: decided.body.evaluated_at });
+    expect(read.body).toMatchObject({
+      id: decided.body.id,
+      effect: 'allow',
+      agent_id: 'support-bot-1',
+      action: 'orders.read',
+      resource: 'order:1001',
+      evaluated_at: decided.body.evaluated_at,
+    });
     // The seeded policies are still there and still decide.
     expect((await api(second, testKey!, 'POST', '/v1/decisions', { ...supportRead, resource: 'order:1002' })).body).toMatchObject({
       effect: 'allow',
@@ -192,7 +198,11 @@ describe('authz serve (child process, embedded store on disk)', () => {
     // policy.updated for what changed: the examples' support policies deleted, the bundle's created once
     // (the start-up load fired one 'created' per example policy, the restart without --bundle none).
     const events = (await api(withBundle, testKey!, 'GET', '/v1/events?type=policy.updated&limit=100')).body.data as Array<{ data: { change: string; policy: { id: string } } }>;
-    const changesOf = (id: string) => events.filter((e) => e.data.policy.id === id).map((e) => e.data.change).reverse();
+    const changesOf = (id: string) =>
+      events
+        .filter((e) => e.data.policy.id === id)
+        .map((e) => e.data.change)
+        .reverse();
     expect(changesOf('pol_support_read_orders_customers')).toEqual(['created', 'deleted']);
     expect(changesOf('pol_infra_deploy_nonprod')).toEqual(['created']);
     expect((await stopServer(withBundle)).code).toBe(0);

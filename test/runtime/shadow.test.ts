@@ -28,13 +28,20 @@ for (const kind of STORE_KINDS) {
       await rt.setPolicies([
         { id: 'pol_read', effect: 'allow', agents: ['support-*'], actions: ['orders.read'] },
         // A stricter rule tried in shadow: it would deny reads of archived orders.
-        { id: 'pol_no_archive', state: 'shadow', priority: 10, effect: 'deny', actions: ['orders.read'], resources: ['order:archived-*'], budget: { unit: 'calls', limit: 1, period: 'monthly' } },
+        {
+          id: 'pol_no_archive',
+          state: 'shadow',
+          priority: 10,
+          effect: 'deny',
+          actions: ['orders.read'],
+          resources: ['order:archived-*'],
+          budget: { unit: 'calls', limit: 1, period: 'monthly' },
+        },
         // A shadow-only action: enforcement still says policy.not_found (never policy.disabled).
         { id: 'pol_new', state: 'shadow', effect: 'allow', actions: ['orders.export'] },
       ]);
     });
     afterAll(() => rt.close());
-
 
     it('enforcement ignores shadow policies; a differing outcome is in metadata.shadow', async () => {
       const a = agent('shadow');
@@ -49,7 +56,9 @@ for (const kind of STORE_KINDS) {
       expect(onlyShadow).toMatchObject({ effect: 'deny', reason: 'policy.not_found', metadata: { shadow: { effect: 'allow', reason: 'policy.matched', policy_id: 'pol_new' } } });
       expect((await rt.getOk(`/v1/decisions/${archived.id}`)).metadata.shadow).toEqual(archived.metadata.shadow);
       // The preview says it too.
-      const preview = json(await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions/preview', payload: { agent_id: a, action: 'orders.read', resource: 'order:archived-3' } }));
+      const preview = json(
+        await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions/preview', payload: { agent_id: a, action: 'orders.read', resource: 'order:archived-3' } }),
+      );
       expect(preview.shadow).toEqual({ effect: 'deny', reason: 'policy.matched', policy_id: 'pol_no_archive' });
     });
 
@@ -67,7 +76,11 @@ for (const kind of STORE_KINDS) {
 
     it('a policy entering shadow fires policy.updated with change "shadowed"', async () => {
       await rt.call(rt.testKey, { method: 'POST', url: '/v1/policies', payload: { id: 'pol_trial', effect: 'allow', actions: ['reports.read'] } });
-      const put = await rt.call(rt.testKey, { method: 'PUT', url: '/v1/policies/pol_trial', payload: { id: 'pol_trial', state: 'shadow', effect: 'allow', actions: ['reports.read'] } });
+      const put = await rt.call(rt.testKey, {
+        method: 'PUT',
+        url: '/v1/policies/pol_trial',
+        payload: { id: 'pol_trial', state: 'shadow', effect: 'allow', actions: ['reports.read'] },
+      });
       expect(put.statusCode, put.body).toBe(200);
       const events = (await rt.getOk('/v1/events?type=policy.updated&limit=100')).data as Array<{ data: { policy: { id: string }; change: string } }>;
       expect(events.filter((e) => e.data.policy.id === 'pol_trial').map((e) => e.data.change)).toEqual(['shadowed', 'created']);

@@ -77,7 +77,9 @@ describe('session and user budgets across two `authz serve` processes on one Pos
       expect(new Set(allowed.map((r) => replies.indexOf(r) % 2)).size).toBe(2);
       expect(besides.every((r) => r.body.effect === 'allow')).toBe(true);
       for (const server of [a, b]) {
-        expect(await remaining(server, { agent_id: agentId, session_id: run })).toEqual([expect.objectContaining({ policy_id: 'pol_run_usd', scope: 'session', consumed: 0, held: 4.97, remaining: 0.03 })]);
+        expect(await remaining(server, { agent_id: agentId, session_id: run })).toEqual([
+          expect.objectContaining({ policy_id: 'pol_run_usd', scope: 'session', consumed: 0, held: 4.97, remaining: 0.03 }),
+        ]);
         expect(await remaining(server, { agent_id: agentId, session_id: other })).toEqual([expect.objectContaining({ held: 0.2, remaining: 4.8 })]);
       }
       // Confirm every hold (half through each process): consumption reaches 4.97 of 5, nothing more fits.
@@ -101,7 +103,13 @@ describe('session and user budgets across two `authz serve` processes on one Pos
     'a user budget: 200 concurrent calls by four agents for one user over both processes consume exactly the limit (40); the user is then denied for every agent on both, other users are not',
     async () => {
       await install(
-        { id: 'pol_user_calls', name: 'user-calls', effect: 'allow', actions: ['tickets.create', 'tickets.read'], budget: { unit: 'calls', limit: 40, period: 'monthly', scope: 'user' } },
+        {
+          id: 'pol_user_calls',
+          name: 'user-calls',
+          effect: 'allow',
+          actions: ['tickets.create', 'tickets.read'],
+          budget: { unit: 'calls', limit: 40, period: 'monthly', scope: 'user' },
+        },
         { action: 'tickets.create' },
       );
       const agents = [fresh('agent'), fresh('agent'), fresh('agent'), fresh('agent')];
@@ -116,10 +124,14 @@ describe('session and user budgets across two `authz serve` processes on one Pos
       expect(others.every((r) => r.body.effect === 'allow')).toBe(true);
       for (const server of [a, b]) {
         const rows = await api(server, 'GET', `/v1/budgets?on_behalf_of=${encodeURIComponent(user)}`);
-        expect(rows.body.data).toEqual([expect.objectContaining({ policy_id: 'pol_user_calls', scope: 'user', agent_id: null, on_behalf_of: user, consumed: 40, held: 0, status: 'exceeded' })]);
+        expect(rows.body.data).toEqual([
+          expect.objectContaining({ policy_id: 'pol_user_calls', scope: 'user', agent_id: null, on_behalf_of: user, consumed: 40, held: 0, status: 'exceeded' }),
+        ]);
         // A fifth agent acting for that user is denied on both processes; for the other user it is not.
         const newcomer = fresh('agent');
-        await expect.poll(async () => (await decideOk(server, { agent_id: newcomer, on_behalf_of: user, action: 'tickets.read' })).reason, { timeout: 15_000, interval: 50 }).toBe('budget.exceeded');
+        await expect
+          .poll(async () => (await decideOk(server, { agent_id: newcomer, on_behalf_of: user, action: 'tickets.read' })).reason, { timeout: 15_000, interval: 50 })
+          .toBe('budget.exceeded');
         expect(await decideOk(server, { agent_id: newcomer, on_behalf_of: other, action: 'tickets.read' })).toMatchObject({ effect: 'allow' });
       }
       // Exactly one budget.exceeded event for the user, naming the agent whose decision crossed the line.

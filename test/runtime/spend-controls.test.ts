@@ -38,7 +38,7 @@ describe.each(STORE_KINDS)('spend controls (%s)', (kind) => {
   const install = (policies: PolicyInput[]) => rt.setPolicies(policies);
   const query = (params: Record<string, string>) => new URLSearchParams(params).toString();
 
-  it('a session budget counts per session: an exhausted session is denied, the agent\'s other sessions are not; the period resets it', async () => {
+  it("a session budget counts per session: an exhausted session is denied, the agent's other sessions are not; the period resets it", async () => {
     await install([
       { id: 'pol_run', effect: 'allow', actions: ['llm.call'], budget: { unit: 'calls', limit: 2, period: 'daily', scope: 'session', threshold_alert: 0.5 } },
       { id: 'pol_read', effect: 'allow', actions: ['docs.read'] },
@@ -63,7 +63,12 @@ describe.each(STORE_KINDS)('spend controls (%s)', (kind) => {
     const rows = (await rt.getOk(`/v1/budgets?${query({ agent_id: a, session_id: s1 })}`)).data as Array<Record<string, any>>;
     expect(rows).toEqual([expect.objectContaining({ policy_id: 'pol_run', scope: 'session', agent_id: a, session_id: s1, on_behalf_of: null, consumed: 2, status: 'exceeded' })]);
     const all = (await rt.getOk(`/v1/budgets?${query({ agent_id: a })}`)).data as Array<Record<string, any>>;
-    expect(all.map((r) => [r.session_id, r.consumed]).sort()).toEqual([[s1, 2], [s2, 1]].sort());
+    expect(all.map((r) => [r.session_id, r.consumed]).sort()).toEqual(
+      [
+        [s1, 2],
+        [s2, 1],
+      ].sort(),
+    );
     // Pagination by the row's cursor `<policy_id>:<agent_id>:<session_id>`.
     const first = (await rt.getOk(`/v1/budgets?${query({ agent_id: a, limit: '1' })}`)) as { data: Array<Record<string, any>>; has_more: boolean };
     expect(first.has_more).toBe(true);
@@ -97,15 +102,17 @@ describe.each(STORE_KINDS)('spend controls (%s)', (kind) => {
   });
 
   it('a user budget is shared by every agent acting for the user; exhausted, it denies them all, not other users', async () => {
-    await install([
-      { id: 'pol_user', effect: 'allow', actions: ['payments.charge', 'mail.send'], budget: { unit: 'USD', limit: 10, period: 'monthly', scope: 'user' } },
-    ]);
+    await install([{ id: 'pol_user', effect: 'allow', actions: ['payments.charge', 'mail.send'], budget: { unit: 'USD', limit: 10, period: 'monthly', scope: 'user' } }]);
     const [x, y, z] = [fresh('agent'), fresh('agent'), fresh('agent')];
     const [u1, u2] = [fresh('user'), fresh('user')];
     const d1 = await decideOk({ agent_id: x, on_behalf_of: u1, action: 'payments.charge', amount: 6 });
     expect(d1).toMatchObject({ effect: 'allow', on_behalf_of: u1 });
     // Held 6 of 10: another agent for the same user cannot hold 5.
-    expect(await decideOk({ agent_id: y, on_behalf_of: u1, action: 'payments.charge', amount: 5 })).toMatchObject({ effect: 'deny', reason: 'budget.exceeded', policy_id: 'pol_user' });
+    expect(await decideOk({ agent_id: y, on_behalf_of: u1, action: 'payments.charge', amount: 5 })).toMatchObject({
+      effect: 'deny',
+      reason: 'budget.exceeded',
+      policy_id: 'pol_user',
+    });
     const d2 = await decideOk({ agent_id: y, on_behalf_of: u1, action: 'payments.charge', amount: 4 });
     expect(d2.effect).toBe('allow');
     expect((await resolve(d1.id, 'confirm')).statusCode).toBe(200);
@@ -125,11 +132,11 @@ describe.each(STORE_KINDS)('spend controls (%s)', (kind) => {
     expect(json(missing).error.message).toContain('on_behalf_of');
 
     const rows = (await rt.getOk(`/v1/budgets?${query({ on_behalf_of: u1 })}`)).data as Array<Record<string, any>>;
-    expect(rows).toEqual([expect.objectContaining({ policy_id: 'pol_user', scope: 'user', agent_id: null, session_id: null, on_behalf_of: u1, consumed: 10, held: 0, status: 'exceeded' })]);
-    const remaining = (await rt.getOk(`/v1/budgets/remaining?${query({ agent_id: z, on_behalf_of: u2 })}`)).data;
-    expect(remaining).toEqual([
-      { policy_id: 'pol_user', unit: 'USD', scope: 'user', limit: 10, consumed: 0, held: 1, remaining: 9, period_resets_at: rows[0]!.period_resets_at },
+    expect(rows).toEqual([
+      expect.objectContaining({ policy_id: 'pol_user', scope: 'user', agent_id: null, session_id: null, on_behalf_of: u1, consumed: 10, held: 0, status: 'exceeded' }),
     ]);
+    const remaining = (await rt.getOk(`/v1/budgets/remaining?${query({ agent_id: z, on_behalf_of: u2 })}`)).data;
+    expect(remaining).toEqual([{ policy_id: 'pol_user', unit: 'USD', scope: 'user', limit: 10, consumed: 0, held: 1, remaining: 9, period_resets_at: rows[0]!.period_resets_at }]);
   });
 
   it('tokens and USD together: amounts per unit held, confirmed per unit; amount alone, a missing unit or a missing session answer 400', async () => {
@@ -180,10 +187,20 @@ describe.each(STORE_KINDS)('spend controls (%s)', (kind) => {
       expect(bad.statusCode, JSON.stringify(amounts)).toBe(400);
     }
     // Tokens past the limit: deny budget.exceeded (7500 left).
-    expect(await decideOk({ agent_id: a, session_id: s, action: 'llm.call', amounts: { USD: 0.01, tokens: 7501 } })).toMatchObject({ effect: 'deny', reason: 'budget.exceeded', policy_id: 'pol_tok_run' });
+    expect(await decideOk({ agent_id: a, session_id: s, action: 'llm.call', amounts: { USD: 0.01, tokens: 7501 } })).toMatchObject({
+      effect: 'deny',
+      reason: 'budget.exceeded',
+      policy_id: 'pol_tok_run',
+    });
     expect((await left()).map((r) => r.held)).toEqual([0, 0]);
     // The preview takes amounts too and uses nothing.
-    const preview = json(await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions/preview', payload: { agent_id: a, session_id: s, action: 'llm.call', amounts: { USD: 0.01, tokens: 7500 } } }));
+    const preview = json(
+      await rt.call(rt.testKey, {
+        method: 'POST',
+        url: '/v1/decisions/preview',
+        payload: { agent_id: a, session_id: s, action: 'llm.call', amounts: { USD: 0.01, tokens: 7500 } },
+      }),
+    );
     expect(preview).toMatchObject({ effect: 'allow' });
     expect((await left()).map((r) => r.held)).toEqual([0, 0]);
     // One held unit in amounts, confirmed by amount: fine.
@@ -206,8 +223,7 @@ describe.each(STORE_KINDS)('spend controls (%s)', (kind) => {
       { id: 'pol_two_tok', effect: 'allow', actions: ['llm.both'], budget: { unit: 'tokens', limit: 100_000, period: 'daily' } },
     ]);
     const a = fresh('agent');
-    const held = async () =>
-      ((await rt.getOk(`/v1/budgets/remaining?${query({ agent_id: a })}`)).data as Array<Record<string, any>>).map((r) => [r.policy_id, r.consumed, r.held]);
+    const held = async () => ((await rt.getOk(`/v1/budgets/remaining?${query({ agent_id: a })}`)).data as Array<Record<string, any>>).map((r) => [r.policy_id, r.consumed, r.held]);
     const refused = async (body: Record<string, unknown>) => {
       const r = await postDecision(rt, { agent_id: a, ...body });
       expect(r.statusCode, `${JSON.stringify(body)}: ${r.body}`).toBe(400);
@@ -217,7 +233,13 @@ describe.each(STORE_KINDS)('spend controls (%s)', (kind) => {
     await refused({ action: 'pay.small', amount: 1, amounts: { USD: 900 } });
     await refused({ action: 'pay.small', amount: 1, amounts: { EUR: 1 } });
     await refused({ action: 'llm.both', amount: 1, amounts: { USD: 1, tokens: 1 } });
-    expect(await held()).toEqual([['pol_two_usd', 0, 0], ['pol_two_tok', 0, 0], ['pol_agree', 0, 0]].sort((x, y) => String(x[0]).localeCompare(String(y[0]))));
+    expect(await held()).toEqual(
+      [
+        ['pol_two_usd', 0, 0],
+        ['pol_two_tok', 0, 0],
+        ['pol_agree', 0, 0],
+      ].sort((x, y) => String(x[0]).localeCompare(String(y[0]))),
+    );
     expect((await rt.getOk(`/v1/decisions?agent_id=${a}`)).data).toEqual([]);
     // Preview answers the same 400.
     const preview = await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions/preview', payload: { agent_id: a, action: 'pay.small', amount: 1, amounts: { USD: 900 } } });
@@ -239,23 +261,49 @@ describe.each(STORE_KINDS)('spend controls (%s)', (kind) => {
 
   it("under approval: a session calls budget is consumed on approval on that session's row, a user USD hold kept and consumed on confirm", async () => {
     await install([
-      { id: 'pol_appr_run', effect: 'review', actions: ['deploy.run'], budget: { unit: 'calls', limit: 1, period: 'daily', scope: 'session' }, approval: { required: true, timeout_seconds: 600 } },
-      { id: 'pol_appr_user', effect: 'review', actions: ['deploy.run'], budget: { unit: 'USD', limit: 50, period: 'daily', scope: 'user' }, approval: { required: true, timeout_seconds: 600 } },
+      {
+        id: 'pol_appr_run',
+        effect: 'review',
+        actions: ['deploy.run'],
+        budget: { unit: 'calls', limit: 1, period: 'daily', scope: 'session' },
+        approval: { required: true, timeout_seconds: 600 },
+      },
+      {
+        id: 'pol_appr_user',
+        effect: 'review',
+        actions: ['deploy.run'],
+        budget: { unit: 'USD', limit: 50, period: 'daily', scope: 'user' },
+        approval: { required: true, timeout_seconds: 600 },
+      },
     ]);
     const reviewer = await rt.keyWith(['reviews:write']);
     const a = fresh('agent');
     const [s, u] = [fresh('run'), fresh('user')];
-    const left = async () => (await rt.getOk(`/v1/budgets/remaining?${query({ agent_id: a, session_id: s, on_behalf_of: u })}`)).data.map((r: Record<string, any>) => [r.policy_id, r.consumed, r.held]);
+    const left = async () =>
+      (await rt.getOk(`/v1/budgets/remaining?${query({ agent_id: a, session_id: s, on_behalf_of: u })}`)).data.map((r: Record<string, any>) => [r.policy_id, r.consumed, r.held]);
     const d = await decideOk({ agent_id: a, session_id: s, on_behalf_of: u, action: 'deploy.run', amount: 20 });
     expect(d.status).toBe('awaiting_approval');
-    expect(await left()).toEqual([['pol_appr_run', 0, 0], ['pol_appr_user', 0, 20]]);
+    expect(await left()).toEqual([
+      ['pol_appr_run', 0, 0],
+      ['pol_appr_user', 0, 20],
+    ]);
     const approved = await rt.call(reviewer, { method: 'POST', url: `/v1/decisions/${d.id}/review`, payload: { verdict: 'approve', reviewer: 'ops' } });
     expect(approved.statusCode, approved.body).toBe(200);
-    expect(await left()).toEqual([['pol_appr_run', 1, 0], ['pol_appr_user', 0, 20]]);
+    expect(await left()).toEqual([
+      ['pol_appr_run', 1, 0],
+      ['pol_appr_user', 0, 20],
+    ]);
     expect((await resolve(d.id, 'confirm', { amount: 15 })).statusCode).toBe(200);
-    expect(await left()).toEqual([['pol_appr_run', 1, 0], ['pol_appr_user', 15, 0]]);
+    expect(await left()).toEqual([
+      ['pol_appr_run', 1, 0],
+      ['pol_appr_user', 15, 0],
+    ]);
     // The session's one call is used: that session is denied; another session of the agent awaits approval.
-    expect(await decideOk({ agent_id: a, session_id: s, on_behalf_of: u, action: 'deploy.run', amount: 1 })).toMatchObject({ effect: 'deny', reason: 'budget.exceeded', policy_id: 'pol_appr_run' });
+    expect(await decideOk({ agent_id: a, session_id: s, on_behalf_of: u, action: 'deploy.run', amount: 1 })).toMatchObject({
+      effect: 'deny',
+      reason: 'budget.exceeded',
+      policy_id: 'pol_appr_run',
+    });
     expect(await decideOk({ agent_id: a, session_id: fresh('run'), on_behalf_of: u, action: 'deploy.run', amount: 1 })).toMatchObject({ status: 'awaiting_approval' });
   });
 

@@ -68,7 +68,13 @@ for (const kind of STORE_KINDS) {
       const spans = receiver.spans;
       const decisionSpan = spans.find((s) => s.name === 'decision' && attr(s, 'authz.decision_id') === decision.id);
       expect(decisionSpan, JSON.stringify(spans.map((s) => s.name))).toBeDefined();
-      expect({ agent: attr(decisionSpan!, 'authz.agent_id'), action: attr(decisionSpan!, 'authz.action'), effect: attr(decisionSpan!, 'authz.effect'), reason: attr(decisionSpan!, 'authz.reason'), policy: attr(decisionSpan!, 'authz.policy_id') }).toEqual({
+      expect({
+        agent: attr(decisionSpan!, 'authz.agent_id'),
+        action: attr(decisionSpan!, 'authz.action'),
+        effect: attr(decisionSpan!, 'authz.effect'),
+        reason: attr(decisionSpan!, 'authz.reason'),
+        policy: attr(decisionSpan!, 'authz.policy_id'),
+      }).toEqual({
         agent: 'traced-1',
         action: 'orders.read',
         effect: 'allow',

@@ -41,11 +41,16 @@ async function startReceiver(): Promise<{ base: string; received: Received[]; cl
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as { port: number }).port;
-  return { base: `http://127.0.0.1:${port}`, received, close: () => new Promise((resolve) => {
-      server.close(() => resolve());
-      // Connections still open (a held answer, a keep-alive socket) would keep close() waiting.
-      server.closeAllConnections();
-    }) };
+  return {
+    base: `http://127.0.0.1:${port}`,
+    received,
+    close: () =>
+      new Promise((resolve) => {
+        server.close(() => resolve());
+        // Connections still open (a held answer, a keep-alive socket) would keep close() waiting.
+        server.closeAllConnections();
+      }),
+  };
 }
 
 describe.each(STORE_KINDS)('every event type is delivered (%s)', (kind) => {
@@ -62,9 +67,7 @@ describe.each(STORE_KINDS)('every event type is delivered (%s)', (kind) => {
 
   it('signed, with the contract data, filtered per endpoint', async () => {
     const all = json(await rt.call(rt.testKey, { method: 'POST', url: '/v1/webhooks', payload: { url: `${receiver.base}/all`, events: ['*'] } }));
-    const some = json(
-      await rt.call(rt.testKey, { method: 'POST', url: '/v1/webhooks', payload: { url: `${receiver.base}/some`, events: ['budget.exceeded', 'security.alert'] } }),
-    );
+    const some = json(await rt.call(rt.testKey, { method: 'POST', url: '/v1/webhooks', payload: { url: `${receiver.base}/some`, events: ['budget.exceeded', 'security.alert'] } }));
     const decide = async (agent_id: string, action: string) => {
       const r = await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id, action } });
       expect(r.statusCode, r.body).toBe(200);
@@ -123,12 +126,30 @@ describe.each(STORE_KINDS)('every event type is delivered (%s)', (kind) => {
     );
     expect(denies).toHaveLength(5);
     expect(Object.keys(one('decision.deny').decision)).toEqual(expect.arrayContaining(['id', 'effect', 'reason', 'agent_id', 'action', 'resource', 'evaluated_at']));
-    const budgetFields = { agent_id: 'evt-agent', policy_id: 'pol_reads', budget_unit: 'calls', budget_limit: 2, threshold_pct: 0.5, period: 'monthly', period_resets_at: '2026-12-01T00:00:00.000Z' };
+    const budgetFields = {
+      agent_id: 'evt-agent',
+      policy_id: 'pol_reads',
+      budget_unit: 'calls',
+      budget_limit: 2,
+      threshold_pct: 0.5,
+      period: 'monthly',
+      period_resets_at: '2026-12-01T00:00:00.000Z',
+    };
     expect(one('budget.threshold')).toMatchObject({ ...budgetFields, budget_consumed: 1, reason: 'budget.below_threshold' });
     expect(one('budget.exceeded')).toMatchObject({ ...budgetFields, budget_consumed: 2 });
-    expect(allEvents.filter((e) => e.type === 'agent.registered').map((e) => e.data.agent_id).sort()).toEqual(['evt-agent', 'evt-other']);
+    expect(
+      allEvents
+        .filter((e) => e.type === 'agent.registered')
+        .map((e) => e.data.agent_id)
+        .sort(),
+    ).toEqual(['evt-agent', 'evt-other']);
     expect(one('agent.revoked')).toMatchObject({ agent_id: 'evt-other', agent: { agent_id: 'evt-other', status: 'revoked' } });
-    expect(allEvents.filter((e) => e.type === 'policy.updated').map((e) => [e.data.policy.id, e.data.change]).sort()).toEqual([
+    expect(
+      allEvents
+        .filter((e) => e.type === 'policy.updated')
+        .map((e) => [e.data.policy.id, e.data.change])
+        .sort(),
+    ).toEqual([
       ['pol_deletes', 'created'],
       ['pol_reads', 'created'],
       ['pol_refunds', 'created'],

@@ -61,8 +61,7 @@ describe('webhook delivery by two processes on one PostgreSQL', () => {
 
   it('delivers a burst of 600 events exactly once each', async () => {
     const [a, b] = nodes as [(typeof nodes)[0], (typeof nodes)[0]];
-    const call = (n: typeof a, method: 'POST' | 'PUT', url: string, payload: object) =>
-      n.app.inject({ method, url, payload, headers: { authorization: `Bearer ${key}` } });
+    const call = (n: typeof a, method: 'POST' | 'PUT', url: string, payload: object) => n.app.inject({ method, url, payload, headers: { authorization: `Bearer ${key}` } });
     const port = (server.address() as { port: number }).port;
     expect((await call(a, 'POST', '/v1/webhooks', { url: `http://127.0.0.1:${port}/hooks`, events: ['decision.allow'] })).statusCode).toBe(201);
     expect((await call(a, 'POST', '/v1/policies', { name: 'all-reads', effect: 'allow', actions: ['orders.read'] })).statusCode).toBe(201);

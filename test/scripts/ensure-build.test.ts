@@ -30,7 +30,12 @@ describe('scripts/ensure-build.mjs on a fixture checkout', () => {
   const touch = (rel: string, at: Date) => utimesSync(join(root, rel), at, at);
   const run = () => {
     const r = spawnSync(process.execPath, [join(root, 'scripts', 'ensure-build.mjs')], { cwd: root, encoding: 'utf8' });
-    return { status: r.status, stdout: r.stdout, stderr: r.stderr, tscRuns: existsSync(join(root, 'tsc-runs')) ? readFileSync(join(root, 'tsc-runs'), 'utf8').trim().split('\n') : [] };
+    return {
+      status: r.status,
+      stdout: r.stdout,
+      stderr: r.stderr,
+      tscRuns: existsSync(join(root, 'tsc-runs')) ? readFileSync(join(root, 'tsc-runs'), 'utf8').trim().split('\n') : [],
+    };
   };
 
   beforeAll(() => {

@@ -46,7 +46,9 @@ function makeKey(): TestKey {
   const { privateKey, publicKey } = generateKeyPairSync('ed25519');
   const { x } = publicKey.export({ format: 'jwk' }) as { x: string };
   // RFC 7638 thumbprint: the required members in lexicographic order.
-  const kid = createHash('sha256').update(JSON.stringify({ crv: 'Ed25519', kty: 'OKP', x })).digest('base64url');
+  const kid = createHash('sha256')
+    .update(JSON.stringify({ crv: 'Ed25519', kty: 'OKP', x }))
+    .digest('base64url');
   return { kid, privateKey, publicKey, jwk: { kty: 'OKP', crv: 'Ed25519', x, kid, use: 'sig', alg: 'EdDSA' } };
 }
 
@@ -335,10 +337,13 @@ describe('createPermitVerifier', () => {
       ['dots only', '..'],
       ['four parts', `${signToken(keyA)}.x`],
       ['header not JSON', `${b64url('not json')}.${b64url(claims())}.c2ln`],
-      ['payload not JSON (signed)', (() => {
-        const input = `${header}.${b64url('not json')}`;
-        return `${input}.${sign(null, Buffer.from(input), keyA.privateKey).toString('base64url')}`;
-      })()],
+      [
+        'payload not JSON (signed)',
+        (() => {
+          const input = `${header}.${b64url('not json')}`;
+          return `${input}.${sign(null, Buffer.from(input), keyA.privateKey).toString('base64url')}`;
+        })(),
+      ],
       ['whitespace', ` ${signToken(keyA)}`],
       ['bearer prefix left in', `Bearer ${signToken(keyA)}`],
       ['non-ASCII', 'é.é.é'],
@@ -540,8 +545,7 @@ describe('createPermitVerifier', () => {
 
 describe('downstream service example', () => {
   const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
-  const refundToken = (orderId: string, overrides: Record<string, unknown> = {}) =>
-    signToken(keyA, claims({ act: 'payments.refund', res: `order:${orderId}`, ...overrides }));
+  const refundToken = (orderId: string, overrides: Record<string, unknown> = {}) => signToken(keyA, claims({ act: 'payments.refund', res: `order:${orderId}`, ...overrides }));
   const readToken = (orderId: string) => signToken(keyA, claims({ act: 'orders.read', res: `order:${orderId}` }));
 
   async function service(jwksUrl = jwks.url) {

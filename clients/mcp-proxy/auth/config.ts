@@ -61,14 +61,16 @@ export function parseAuthConfig(raw: unknown, problems: string[]): AuthConfig | 
     return undefined;
   }
   for (const key of Object.keys(raw)) if (!FIELDS.includes(key)) problems.push(`auth: unknown field "${key}" (known: ${FIELDS.join(', ')})`);
-  if (!isHttpUrl(raw.issuer)) problems.push('auth.issuer: required, the authorization server\'s issuer URL (http or https)');
-  if (raw.jwks_uri !== undefined && !isHttpUrl(raw.jwks_uri)) problems.push('auth.jwks_uri: an http(s) URL of the issuer\'s key set');
-  if (raw.audience !== undefined && !(typeof raw.audience === 'string' && URL.canParse(raw.audience))) problems.push('auth.audience: an absolute URL, the resource the tokens are issued for (default: --public-url)');
+  if (!isHttpUrl(raw.issuer)) problems.push("auth.issuer: required, the authorization server's issuer URL (http or https)");
+  if (raw.jwks_uri !== undefined && !isHttpUrl(raw.jwks_uri)) problems.push("auth.jwks_uri: an http(s) URL of the issuer's key set");
+  if (raw.audience !== undefined && !(typeof raw.audience === 'string' && URL.canParse(raw.audience)))
+    problems.push('auth.audience: an absolute URL, the resource the tokens are issued for (default: --public-url)');
   for (const field of ['agent_claim', 'user_claim'] as const) {
     if (raw[field] !== undefined && !claimName(raw[field])) problems.push(`auth.${field}: a claim name (letters, digits, _ . : -)`);
   }
   const scopes = raw.scopes ?? [];
-  if (!Array.isArray(scopes) || scopes.some((s) => typeof s !== 'string' || !SCOPE_TOKEN.test(s))) problems.push('auth.scopes: a list of scope names (no spaces), e.g. [mcp:tools]');
+  if (!Array.isArray(scopes) || scopes.some((s) => typeof s !== 'string' || !SCOPE_TOKEN.test(s)))
+    problems.push('auth.scopes: a list of scope names (no spaces), e.g. [mcp:tools]');
   const cache = raw.jwks_cache_seconds ?? DEFAULT_JWKS_CACHE_SECONDS;
   if (typeof cache !== 'number' || !Number.isInteger(cache) || cache < 1 || cache > 86_400) problems.push('auth.jwks_cache_seconds: a whole number of seconds, 1..86400');
   if (problems.length > before) return undefined;

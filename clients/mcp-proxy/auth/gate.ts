@@ -135,7 +135,15 @@ export class TokenGate implements RequestGate {
       return undefined;
     }
     if (!bearer) {
-      this.#refuse(res, 401, [['error', 'invalid_token'], ['error_description', 'the Authorization header is not "Bearer <token>"']], 'invalid bearer token');
+      this.#refuse(
+        res,
+        401,
+        [
+          ['error', 'invalid_token'],
+          ['error_description', 'the Authorization header is not "Bearer <token>"'],
+        ],
+        'invalid bearer token',
+      );
       return undefined;
     }
     try {
@@ -145,13 +153,30 @@ export class TokenGate implements RequestGate {
       if (!(error instanceof TokenRefusal)) throw error;
       if (error.kind === 'unavailable') {
         this.#options.log(`cannot check a token: ${error.message}`);
-        unavailable(res, 'the authorization server\'s keys cannot be read now; try again later');
+        unavailable(res, "the authorization server's keys cannot be read now; try again later");
         return undefined;
       }
       if (error.kind === 'insufficient_scope') {
-        this.#refuse(res, 403, [['error', 'insufficient_scope'], ['scope', this.#options.config.scopes.join(' ')], ['error_description', error.message]], error.message);
+        this.#refuse(
+          res,
+          403,
+          [
+            ['error', 'insufficient_scope'],
+            ['scope', this.#options.config.scopes.join(' ')],
+            ['error_description', error.message],
+          ],
+          error.message,
+        );
       } else {
-        this.#refuse(res, 401, [['error', 'invalid_token'], ['error_description', error.message]], error.message);
+        this.#refuse(
+          res,
+          401,
+          [
+            ['error', 'invalid_token'],
+            ['error_description', error.message],
+          ],
+          error.message,
+        );
       }
       return undefined;
     }

@@ -70,8 +70,8 @@ function refusalOf(error: unknown, config: AuthConfig, audience: string): TokenR
     return new TokenRefusal('invalid_token', `the token's "${error.claim}" claim is invalid: ${error.reason}`);
   }
   if (error instanceof errors.JWKSNoMatchingKey) return new TokenRefusal('invalid_token', 'the token was not signed by a key of the issuer');
-  if (error instanceof errors.JWSSignatureVerificationFailed) return new TokenRefusal('invalid_token', 'the token\'s signature is not valid');
-  if (error instanceof errors.JOSEAlgNotAllowed) return new TokenRefusal('invalid_token', 'the token\'s signing algorithm is not accepted (an asymmetric one is required)');
+  if (error instanceof errors.JWSSignatureVerificationFailed) return new TokenRefusal('invalid_token', "the token's signature is not valid");
+  if (error instanceof errors.JOSEAlgNotAllowed) return new TokenRefusal('invalid_token', "the token's signing algorithm is not accepted (an asymmetric one is required)");
   if (error instanceof errors.JOSEError) return new TokenRefusal('invalid_token', `the token is not a valid JWT (${error.code})`);
   return new TokenRefusal('invalid_token', `the token cannot be checked: ${(error as Error).message}`);
 }
@@ -129,9 +129,12 @@ export class TokenChecker {
     const agentClaim = agentClaims.find((c) => claims[c] !== undefined);
     const agentId = agentClaim === undefined ? undefined : claims[agentClaim];
     if (!idValue(agentId)) {
-      throw new TokenRefusal('invalid_token', agentClaim === undefined
-        ? `the token has no agent claim (${agentClaims.join(' or ')})`
-        : `the token's agent claim "${agentClaim}" is not a string of 1..${MAX_ID} characters`);
+      throw new TokenRefusal(
+        'invalid_token',
+        agentClaim === undefined
+          ? `the token has no agent claim (${agentClaims.join(' or ')})`
+          : `the token's agent claim "${agentClaim}" is not a string of 1..${MAX_ID} characters`,
+      );
     }
     const user = claims[config.user_claim];
     if (user !== undefined && !idValue(user)) throw new TokenRefusal('invalid_token', `the token's user claim "${config.user_claim}" is not a string of 1..${MAX_ID} characters`);

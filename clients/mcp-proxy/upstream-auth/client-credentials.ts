@@ -122,12 +122,14 @@ export class ClientCredentials {
     const body: unknown = await response.json().catch(() => undefined);
     const fields = typeof body === 'object' && body !== null ? (body as Record<string, unknown>) : {};
     if (!response.ok) {
-      const why = typeof fields.error === 'string' ? `${fields.error}${typeof fields.error_description === 'string' ? `: ${fields.error_description}` : ''}` : `HTTP ${response.status}`;
+      const why =
+        typeof fields.error === 'string' ? `${fields.error}${typeof fields.error_description === 'string' ? `: ${fields.error_description}` : ''}` : `HTTP ${response.status}`;
       throw new UpstreamAuthError(`the token endpoint ${endpoint.url} refused the client credentials (${why})`);
     }
     const { access_token: token, token_type: type, expires_in: expiresIn } = fields;
     if (typeof token !== 'string' || token === '') throw new UpstreamAuthError(`the token endpoint ${endpoint.url} answered no access_token`);
-    if (type !== undefined && (typeof type !== 'string' || type.toLowerCase() !== 'bearer')) throw new UpstreamAuthError(`the token endpoint ${endpoint.url} answered a ${String(type)} token, not a Bearer one`);
+    if (type !== undefined && (typeof type !== 'string' || type.toLowerCase() !== 'bearer'))
+      throw new UpstreamAuthError(`the token endpoint ${endpoint.url} answered a ${String(type)} token, not a Bearer one`);
     this.#issued++;
     const lifetime = typeof expiresIn === 'number' && Number.isFinite(expiresIn) ? expiresIn : undefined;
     // Without expires_in the token is kept until the upstream refuses it.

@@ -48,7 +48,7 @@ export function parseUpstreamAuth(raw: unknown, problems: string[]): UpstreamAut
     problems.push('upstream_auth.client_secret_env: required, the name of the environment variable that holds the client secret');
   }
   if (raw.token_url !== undefined && !(nonEmpty(raw.token_url) && URL.canParse(raw.token_url) && /^https?:$/.test(new URL(raw.token_url).protocol))) {
-    problems.push('upstream_auth.token_url: an http(s) URL (the authorization server\'s token endpoint)');
+    problems.push("upstream_auth.token_url: an http(s) URL (the authorization server's token endpoint)");
   }
   if (raw.scope !== undefined && !nonEmpty(raw.scope)) problems.push('upstream_auth.scope: a non-empty string of space-separated scopes');
   if (problems.length > before) return undefined;

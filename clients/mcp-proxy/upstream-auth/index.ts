@@ -25,7 +25,8 @@ export { parseUpstreamAuth, type UpstreamAuthConfig } from './config.js';
  * ```
  */
 export function upstreamAuthFetch(config: UpstreamAuthConfig, upstream: URL | undefined, env: NodeJS.ProcessEnv): { fetch: FetchLike; tokens: ClientCredentials } {
-  if (upstream === undefined) throw new ProxyConfigError('upstream_auth', ['upstream_auth: goes with --upstream-url (an upstream over Streamable HTTP); a stdio upstream takes no token']);
+  if (upstream === undefined)
+    throw new ProxyConfigError('upstream_auth', ['upstream_auth: goes with --upstream-url (an upstream over Streamable HTTP); a stdio upstream takes no token']);
   const secret = env[config.client_secret_env];
   if (!secret) throw new ProxyConfigError('upstream_auth', [`upstream_auth.client_secret_env: the variable ${config.client_secret_env} is not set (it holds the client secret)`]);
   const tokens = new ClientCredentials({ config, secret, upstream });

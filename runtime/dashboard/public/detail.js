@@ -17,7 +17,9 @@ function thePanel() {
   if (panel) return panel;
   const body = h('div', { id: 'decision-panel-body' });
   const close = h('button', { type: 'button' }, 'Close');
-  const dialog = h('dialog', { id: 'decision-panel', 'aria-labelledby': 'decision-panel-title' },
+  const dialog = h(
+    'dialog',
+    { id: 'decision-panel', 'aria-labelledby': 'decision-panel-title' },
     h('h2', { id: 'decision-panel-title' }, 'Decision'),
     body,
     h('div', { class: 'actions' }, close),
@@ -57,7 +59,9 @@ export function reviewLine(r) {
  */
 export function decisionDetail(d, names, policies = new Map()) {
   const warnings = d.metadata?.warnings ?? [];
-  return h('dl', { class: 'detail', dataset: { id: d.id } },
+  return h(
+    'dl',
+    { class: 'detail', dataset: { id: d.id } },
     item('Id', h('span', { class: 'mono' }, long(d.id))),
     item('Effect', h('span', { class: `effect ${d.effect}` }, d.effect)),
     item('Reason', d.reason),
@@ -68,7 +72,16 @@ export function decisionDetail(d, names, policies = new Map()) {
     item('Amount', amountText(d, policies)),
     item('Deciding policy', policyRef(d.policy_id, names)),
     item('Matched policies', policyRefs(d.metadata?.matched_policy_ids ?? [], names)),
-    item('Warnings', warnings.length ? h('ul', { class: 'warnings' }, warnings.map((w) => h('li', {}, `${w.code}: ${w.message}`))) : 'none'),
+    item(
+      'Warnings',
+      warnings.length
+        ? h(
+            'ul',
+            { class: 'warnings' },
+            warnings.map((w) => h('li', {}, `${w.code}: ${w.message}`)),
+          )
+        : 'none',
+    ),
     item('Review', h('span', { class: 'review-line' }, reviewLine(d.review))),
     item('Approval deadline', d.approval_expires_at ? `${time(d.approval_expires_at)}` : 'none (no approval asked)'),
     item('Evaluated', time(d.evaluated_at)),

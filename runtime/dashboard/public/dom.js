@@ -84,12 +84,19 @@ export const WORD_MAX = 32;
  * @returns {Array<Node | string>}
  */
 export function words(value) {
-  return value.split(/(\s+)/).filter(Boolean).map((part) => {
-    if (/^\s+$/.test(part)) return part;
-    if (part.length <= WORD_MAX) return h('span', { class: 'word' }, part);
-    const pieces = part.split(/(?<=[.\-_:/@])/);
-    return h('span', { class: 'breakable' }, pieces.flatMap((piece, i) => (i ? [document.createElement('wbr'), piece] : [piece])));
-  });
+  return value
+    .split(/(\s+)/)
+    .filter(Boolean)
+    .map((part) => {
+      if (/^\s+$/.test(part)) return part;
+      if (part.length <= WORD_MAX) return h('span', { class: 'word' }, part);
+      const pieces = part.split(/(?<=[.\-_:/@])/);
+      return h(
+        'span',
+        { class: 'breakable' },
+        pieces.flatMap((piece, i) => (i ? [document.createElement('wbr'), piece] : [piece])),
+      );
+    });
 }
 
 /**
@@ -130,10 +137,22 @@ export const updatedNow = () => `Updated ${time(new Date().toISOString())}`;
  */
 export function table(caption, headers, rows) {
   const titled = typeof caption === 'string';
-  return h('div', { class: 'table-wrap' },
-    h('table', titled ? {} : { 'aria-labelledby': caption.labelledBy },
+  return h(
+    'div',
+    { class: 'table-wrap' },
+    h(
+      'table',
+      titled ? {} : { 'aria-labelledby': caption.labelledBy },
       titled ? h('caption', {}, caption) : null,
-      h('thead', {}, h('tr', {}, headers.map((t) => h('th', { scope: 'col' }, t)))),
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          headers.map((t) => h('th', { scope: 'col' }, t)),
+        ),
+      ),
       h('tbody', {}, rows),
     ),
   );

@@ -70,17 +70,21 @@ export function pager(path, limit, idOf) {
  */
 export function moreButton(list, render) {
   if (!list.hasMore) return '';
-  return h('button', {
-    type: 'button',
-    onclick: async () => {
-      try {
-        await list.more();
-        render();
-      } catch (e) {
-        say(describe(e), 'error');
-      }
+  return h(
+    'button',
+    {
+      type: 'button',
+      onclick: async () => {
+        try {
+          await list.more();
+          render();
+        } catch (e) {
+          say(describe(e), 'error');
+        }
+      },
     },
-  }, 'Load older');
+    'Load older',
+  );
 }
 
 /**

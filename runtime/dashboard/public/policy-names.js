@@ -108,8 +108,9 @@ export function policyRef(id, names) {
 export function policyRefs(ids, names) {
   if (!ids.length) return '—';
   const last = ids.length - 1;
-  return h('span', { class: 'policies' }, ids.flatMap((id, i) => [
-    h('span', { class: 'nowrap' }, policyRef(id, names), i < last ? ',' : ''),
-    i < last ? ' ' : '',
-  ]));
+  return h(
+    'span',
+    { class: 'policies' },
+    ids.flatMap((id, i) => [h('span', { class: 'nowrap' }, policyRef(id, names), i < last ? ',' : ''), i < last ? ' ' : '']),
+  );
 }

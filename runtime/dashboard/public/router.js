@@ -44,7 +44,10 @@ export function stopView() {
  */
 export function route() {
   stopView();
-  const [hash = '', ...rest] = location.hash.slice(1).split('/').map((part) => decodeURIComponent(part));
+  const [hash = '', ...rest] = location.hash
+    .slice(1)
+    .split('/')
+    .map((part) => decodeURIComponent(part));
   const name = hash in VIEWS ? hash : 'overview';
   for (const a of document.querySelectorAll('nav a')) {
     if (a.getAttribute('href') === `#${name}`) a.setAttribute('aria-current', 'page');

@@ -25,10 +25,16 @@ describe('bundles', () => {
     const agents = ['bot-1', 'a1', 'x', 'z'];
     const actions = ['pay.refund', 'orders.read', 'orders.delete', 'legacy.run', 'misc.do'];
     fc.assert(
-      fc.property(fc.constantFrom(...agents), fc.constantFrom(...actions), fc.option(fc.constantFrom('order:1', 'doc:2')), fc.constantFrom(1, 50), (agent_id, action, resource, amount) => {
-        const request = { agent_id, action, resource, amount };
-        expect(evaluate(loaded.table, request)).toEqual(evaluate(table, request));
-      }),
+      fc.property(
+        fc.constantFrom(...agents),
+        fc.constantFrom(...actions),
+        fc.option(fc.constantFrom('order:1', 'doc:2')),
+        fc.constantFrom(1, 50),
+        (agent_id, action, resource, amount) => {
+          const request = { agent_id, action, resource, amount };
+          expect(evaluate(loaded.table, request)).toEqual(evaluate(table, request));
+        },
+      ),
     );
   });
 
@@ -38,7 +44,10 @@ describe('bundles', () => {
   });
 
   it('refuses a newer or older format version with a clear message', () => {
-    for (const [version, word] of [[2, 'newer'], [0, 'older']] as const) {
+    for (const [version, word] of [
+      [2, 'newer'],
+      [0, 'older'],
+    ] as const) {
       const r = loadBundle({ ...clone(bundle), format_version: version });
       expect(r.ok).toBe(false);
       if (!r.ok) expect(r.problems[0]!.message).toMatch(new RegExp(`format version ${version} is ${word} than the version this runtime reads \\(1\\)`));

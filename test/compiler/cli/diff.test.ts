@@ -51,7 +51,9 @@ describe('authz diff', () => {
         '      condition: "amount > 50" -> "amount > 80"',
       ].join('\n'),
     );
-    expect(r.out).toMatch(/1 changed\n {2}payments\.refund: pol_support_staff_records_deny \(deny, priority 20\) -> pol_support_refund_large_review \(review, priority 5\) {2}\[from payments\.refund\]\n/);
+    expect(r.out).toMatch(
+      /1 changed\n {2}payments\.refund: pol_support_staff_records_deny \(deny, priority 20\) -> pol_support_refund_large_review \(review, priority 5\) {2}\[from payments\.refund\]\n/,
+    );
   });
 
   it('finds policies added and removed across the examples, bundle against folder, in JSON', () => {
@@ -96,16 +98,7 @@ describe('authz diff', () => {
 describe('the actions diff probes', () => {
   it('derives concrete actions from each pattern, with <other> for a part no policy names', () => {
     const probes = probeActions(['pay.refund', 'pay.*', '*.read', 'other.list', '*']);
-    expect(probes.map((p) => p.label)).toEqual([
-      '<other>.<other>',
-      '<other>.read',
-      'other.read',
-      'pay.<other>',
-      'pay.list',
-      'pay.read',
-      'pay.refund',
-      'other.list',
-    ].sort());
+    expect(probes.map((p) => p.label)).toEqual(['<other>.<other>', '<other>.read', 'other.read', 'pay.<other>', 'pay.list', 'pay.read', 'pay.refund', 'other.list'].sort());
     // "other" is a namespace here, so <other> is probed under another name.
     expect(probes.find((p) => p.label === '<other>.read')).toEqual({ label: '<other>.read', action: 'other1.read', patterns: ['*', '*.read'] });
     expect(probes.find((p) => p.label === 'pay.read')?.patterns).toEqual(['*', '*.read', 'pay.*']);

@@ -86,7 +86,12 @@ async function stream(res: ServerResponse, options: ExportOptions): Promise<void
 }
 
 /** A stored decision as the export gives it (the decision resource plus its context). */
-export function storedDecision(id: string, request: DecisionRequest, outcome: Pick<Evaluation, 'effect' | 'reason' | 'policy_id'>, extra: Record<string, unknown> = {}): Record<string, unknown> {
+export function storedDecision(
+  id: string,
+  request: DecisionRequest,
+  outcome: Pick<Evaluation, 'effect' | 'reason' | 'policy_id'>,
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
   return {
     id,
     object: 'decision',

@@ -15,7 +15,11 @@ import { repoRoot } from './run-cli.js';
 
 let dir: string;
 /** The live policies: examples/support. */
-const live: DecisionTable = compileSources(findYamlFiles([join(repoRoot, 'examples', 'support')], repoRoot).filter(isPolicyFile).map((f) => readSource(f, repoRoot))).table!;
+const live: DecisionTable = compileSources(
+  findYamlFiles([join(repoRoot, 'examples', 'support')], repoRoot)
+    .filter(isPolicyFile)
+    .map((f) => readSource(f, repoRoot)),
+).table!;
 
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'authz-replay-'));
@@ -34,7 +38,13 @@ afterEach(async () => {
 });
 
 const chat = { channel: 'chat' };
-const refund = (amount: number, context: Record<string, unknown> = chat): DecisionRequest => ({ agent_id: 'support-bot-1', action: 'payments.refund', resource: 'order:1', amount, context });
+const refund = (amount: number, context: Record<string, unknown> = chat): DecisionRequest => ({
+  agent_id: 'support-bot-1',
+  action: 'payments.refund',
+  resource: 'order:1',
+  amount,
+  context,
+});
 const read: DecisionRequest = { agent_id: 'support-bot-2', action: 'orders.read', resource: 'order:7', context: chat };
 
 /** Stored as the live policies decided it. */
@@ -104,7 +114,7 @@ describe('authz replay', () => {
     ]);
   });
 
-  it('falls back to this machine\'s clock, with a warning, when the service sends no Date', async () => {
+  it("falls back to this machine's clock, with a warning, when the service sends no Date", async () => {
     await serve(DECISIONS, { noDate: true });
     const before = Date.now();
     const r = await replay([...base(), '--since', '1h', '--quiet']);
@@ -125,7 +135,9 @@ describe('authz replay', () => {
     expect(JSON.parse(last2.out)).toEqual({ replayed: 2, changed: 0, changes: [] });
     expect(last2.code).toBe(0);
     const text = await replay([...base(), '--limit', '2']);
-    expect(text.out).toMatch(/^replayed 2 decisions \(the newest 2 of 8\) of the last 7d \(since 2026-11-14T10:00:00\.000Z by the service's clock\) against candidate: no change$/m);
+    expect(text.out).toMatch(
+      /^replayed 2 decisions \(the newest 2 of 8\) of the last 7d \(since 2026-11-14T10:00:00\.000Z by the service's clock\) against candidate: no change$/m,
+    );
   });
 
   it('summarises in text: transitions with samples, agents and actions, the pre-table note; progress on stderr', async () => {
@@ -137,22 +149,31 @@ describe('authz replay', () => {
     expect(lines[0]).toBe("replayed 25000 decisions of the last 7d (since 2026-11-14T10:00:00.000Z by the service's clock) against candidate: 9375 would change");
     expect(lines[1]).toBe('changes (from -> to):');
     expect(lines[2]).toBe('  allow (policy.matched) -> deny (policy.not_found): 6250   e.g. dec_0, dec_2, dec_8, dec_10, dec_16');
-    expect(lines[3]).toBe('  deny (agent.revoked) -> allow (policy.matched): 3125 [pre-table: denied before the table, replayed through it alone]   e.g. dec_5, dec_13, dec_21, dec_29, dec_37');
+    expect(lines[3]).toBe(
+      '  deny (agent.revoked) -> allow (policy.matched): 3125 [pre-table: denied before the table, replayed through it alone]   e.g. dec_5, dec_13, dec_21, dec_29, dec_37',
+    );
     expect(lines[4]).toBe('agents most affected: support-bot-1 (6250), support-bot-2 (3125)');
     expect(lines[5]).toBe('actions most affected: payments.refund (6250), orders.read (3125)');
     expect(lines[6]).toMatch(/^9375 of them were denied before the table \(agent\.revoked, budget\.exceeded\)/);
     // A progress line every 10,000 decisions (and one each second the count moves, on a slow machine).
     const progress = r.err.trim().split('\n');
     for (const l of progress) expect(l).toMatch(/^replay: \d+ decisions replayed, \d+ would change$/);
-    expect(progress.filter((l) => /: \d+0000 decisions/.test(l))).toEqual(['replay: 10000 decisions replayed, 3750 would change', 'replay: 20000 decisions replayed, 7500 would change']);
+    expect(progress.filter((l) => /: \d+0000 decisions/.test(l))).toEqual([
+      'replay: 10000 decisions replayed, 3750 would change',
+      'replay: 20000 decisions replayed, 7500 would change',
+    ]);
   });
 
   it('annotates for GitHub, one warning per transition', async () => {
     await serve(DECISIONS);
     const r = await replay([...base(), '--format', 'github', '--quiet']);
     expect(r.code).toBe(1);
-    expect(r.out).toMatch(/^::warning title=authz replay::2 of 8 replayed decisions would go from allow \(policy\.matched\) to deny \(policy\.not_found\) \(e\.g\. dec_1, dec_3\)$/m);
-    expect(r.out).toMatch(/^::warning title=authz replay::1 of 8 replayed decisions would go from deny \(agent\.revoked\) to allow \(policy\.matched\) \[pre-table.*\(e\.g\. dec_6\)$/m);
+    expect(r.out).toMatch(
+      /^::warning title=authz replay::2 of 8 replayed decisions would go from allow \(policy\.matched\) to deny \(policy\.not_found\) \(e\.g\. dec_1, dec_3\)$/m,
+    );
+    expect(r.out).toMatch(
+      /^::warning title=authz replay::1 of 8 replayed decisions would go from deny \(agent\.revoked\) to allow \(policy\.matched\) \[pre-table.*\(e\.g\. dec_6\)$/m,
+    );
   });
 
   it('exits 0 when nothing would change (the live policies themselves as the candidate)', async () => {

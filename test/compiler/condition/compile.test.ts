@@ -98,7 +98,7 @@ describe('compileCondition: missing values make comparisons false', () => {
     ['context.x in context.list', withContext({ list: [1] }), false],
     ["startsWith(resource, 'doc')", base, false],
     ["contains(context.tags, 'vip')", withContext({}), false],
-    ["contains(context.tags, context.tag)", withContext({ tags: ['vip'] }), false],
+    ['contains(context.tags, context.tag)', withContext({ tags: ['vip'] }), false],
     ["matches(context.name, 'a*')", withContext({}), false],
     ['!(context.n < 5)', withContext({}), true],
   ]);
@@ -151,9 +151,9 @@ describe('compileCondition: equality', () => {
     ["agent_id == 'support-bot-1'", base, true],
     ["action != 'payments.refund'", base, false],
     ['1 == 1.0', base, true],
-    ["'a' == \"a\"", base, true],
-    ["(amount > 5) == context.flag", withContext({ flag: true }, { amount: 6 }), true],
-    ["(amount > 5) == context.flag", withContext({ flag: true }, { amount: 4 }), false],
+    ['\'a\' == "a"', base, true],
+    ['(amount > 5) == context.flag', withContext({ flag: true }, { amount: 6 }), true],
+    ['(amount > 5) == context.flag', withContext({ flag: true }, { amount: 4 }), false],
   ]);
 });
 
@@ -194,10 +194,20 @@ describe('compileCondition: membership', () => {
     ['context.x in [context.a, context.b]', withContext({ x: 2, b: 2 }), true],
     ['context.x in [context.a, amount]', withContext({ x: [1] }, { amount: 2 }), false],
     ['amount in [1, context.limit]', withContext({ limit: 7 }, { amount: 7 }), true],
-    ["context.tier in context.tiers", withContext({ tier: 'gold', tiers: ['silver', 'gold'] }), true],
-    ["context.tier in context.tiers", withContext({ tier: 'gold', tiers: 'gold' }), false],
-    ["context.tier in context.tiers", withContext({ tier: 'gold', tiers: { gold: true } }), false],
-    ['context.pair in context.pairs', withContext({ pair: [1, 2], pairs: [[2, 1], [1, 2]] }), true],
+    ['context.tier in context.tiers', withContext({ tier: 'gold', tiers: ['silver', 'gold'] }), true],
+    ['context.tier in context.tiers', withContext({ tier: 'gold', tiers: 'gold' }), false],
+    ['context.tier in context.tiers', withContext({ tier: 'gold', tiers: { gold: true } }), false],
+    [
+      'context.pair in context.pairs',
+      withContext({
+        pair: [1, 2],
+        pairs: [
+          [2, 1],
+          [1, 2],
+        ],
+      }),
+      true,
+    ],
   ]);
 });
 
@@ -221,9 +231,9 @@ describe('compileCondition: functions', () => {
     ["matches(agent_id, 'sales-*')", base, false],
     ["matches(agent_id, '*bot*')", base, true],
     ["matches(agent_id, 'support-bot-1')", base, true],
-    ["matches(resource, context.pattern)", withContext({ pattern: 'doc:*' }, { resource: 'doc:9' }), true],
-    ["matches(resource, context.pattern)", withContext({ pattern: 'img:*' }, { resource: 'doc:9' }), false],
-    ["matches(resource, context.pattern)", withContext({ pattern: 7 }, { resource: 'doc:9' }), false],
+    ['matches(resource, context.pattern)', withContext({ pattern: 'doc:*' }, { resource: 'doc:9' }), true],
+    ['matches(resource, context.pattern)', withContext({ pattern: 'img:*' }, { resource: 'doc:9' }), false],
+    ['matches(resource, context.pattern)', withContext({ pattern: 7 }, { resource: 'doc:9' }), false],
   ]);
 
   it('reuses a compiled dynamic glob but follows changes', () => {
@@ -314,7 +324,17 @@ describe('compileCondition: short circuit and purity', () => {
   it('throws on a structurally broken AST instead of guessing', () => {
     const pos = { offset: 0, line: 1, col: 1 };
     expect(() => compileCondition({ kind: 'bogus', pos } as unknown as ConditionAst)).toThrow(/not a condition node/);
-    expect(() => compileCondition({ kind: 'call', fn: 'eval', args: [{ kind: 'literal', value: 1, pos }, { kind: 'literal', value: 1, pos }], pos } as unknown as ConditionAst)).toThrow(/unknown function/);
+    expect(() =>
+      compileCondition({
+        kind: 'call',
+        fn: 'eval',
+        args: [
+          { kind: 'literal', value: 1, pos },
+          { kind: 'literal', value: 1, pos },
+        ],
+        pos,
+      } as unknown as ConditionAst),
+    ).toThrow(/unknown function/);
   });
 
   it('does not use eval or new Function', async () => {

@@ -25,9 +25,9 @@ describe('isConstantFalse', () => {
       "startsWith('abc', 'b')",
       "matches('abc', 'x*')",
       '1 in [2, 3]',
-      "null != null",
+      'null != null',
       '1 < null',
-      "!(context.a || !false)",
+      '!(context.a || !false)',
     ]) {
       expect(constantFalse(text), text).toBe(true);
     }
@@ -39,9 +39,9 @@ describe('isConstantFalse', () => {
       'context.x',
       'amount < 5',
       'amount < 5 && amount > 10',
-      "context.x != context.x",
+      'context.x != context.x',
       'context.x in [1]',
-      "!(context.x in [])",
+      '!(context.x in [])',
       'false || context.x',
       '1 == 1',
       "contains(context.x, 'a')",

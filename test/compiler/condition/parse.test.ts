@@ -79,7 +79,11 @@ describe('parseCondition: structure', () => {
     expect(lit('false')).toBe(false);
     expect(lit('null')).toBe(null);
     const list = ast("context.x in [1, 'a', amount, context.y.z, null]");
-    expect(list).toMatchObject({ kind: 'compare', op: 'in', right: { kind: 'list', items: [{ value: 1 }, { value: 'a' }, { root: 'amount' }, { segments: ['y', 'z'] }, { value: null }] } });
+    expect(list).toMatchObject({
+      kind: 'compare',
+      op: 'in',
+      right: { kind: 'list', items: [{ value: 1 }, { value: 'a' }, { root: 'amount' }, { segments: ['y', 'z'] }, { value: null }] },
+    });
     expect(ast('context.x in []')).toMatchObject({ right: { kind: 'list', items: [] } });
   });
 
@@ -119,13 +123,13 @@ describe('parseCondition: syntax errors', () => {
     ['amount > 1)', 10, /'\)' without a matching '\('/],
     ['amount 5', 7, /expected an operator or end of condition after 'amount' but found '5'/],
     ['[1,]', 3, /expected a list element .* after ',' but found '\]'/],
-    ["context.x in [1 2]", 16, /expected ',' or '\]' after '1' but found '2'/],
+    ['context.x in [1 2]', 16, /expected ',' or '\]' after '1' but found '2'/],
     ["context.x in [startsWith(a, 'b')]", 24, /expected ',' or '\]'/],
     ['startsWith(resource', 19, /expected ',' or '\)' after 'resource' but found end of condition/],
     ['startsWith(', 11, /expected an argument or '\)'/],
     ['context.', 8, /expected a field name after '.' but found end of condition/],
     ['context.1', 8, /expected a field name after '.' but found '1'/],
-    ["amount = 5", 7, /unexpected '=' \(use '==' to compare\)/],
+    ['amount = 5', 7, /unexpected '=' \(use '==' to compare\)/],
     ['context.a & context.b', 10, /use '&&'/],
     ['context.a | context.b', 10, /use '\|\|'/],
     ["context.x == 'abc", 13, /unterminated string/],

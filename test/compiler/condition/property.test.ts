@@ -1,13 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import {
-  compileCondition,
-  isConstantFalse,
-  MAX_LENGTH,
-  parseCondition,
-  printCondition,
-  type ConditionAst,
-} from '../../../compiler/condition/index.js';
+import { compileCondition, isConstantFalse, MAX_LENGTH, parseCondition, printCondition, type ConditionAst } from '../../../compiler/condition/index.js';
 import type { DecisionRequest } from '../../../compiler/policy/types.js';
 
 const pos = { offset: 0, line: 1, col: 1 };
@@ -44,12 +37,8 @@ function astArbitrary(literalValue: fc.Arbitrary<Lit>, maxDepth: number): fc.Arb
       fc
         .tuple(fc.constantFrom('and' as const, 'or' as const), fc.array(tie('node'), { minLength: 2, maxLength: 3 }))
         .map(([kind, operands]): ConditionAst => ({ kind, operands, pos })),
-      fc
-        .tuple(fc.constantFrom(...OPS), tie('node'), fc.oneof(tie('node'), list))
-        .map(([op, left, right]): ConditionAst => ({ kind: 'compare', op, left, right, pos, opPos: pos })),
-      fc
-        .tuple(fc.constantFrom(...FNS), fc.oneof(tie('node'), list), tie('node'))
-        .map(([fn, a, b]): ConditionAst => ({ kind: 'call', fn, args: [a, b], pos })),
+      fc.tuple(fc.constantFrom(...OPS), tie('node'), fc.oneof(tie('node'), list)).map(([op, left, right]): ConditionAst => ({ kind: 'compare', op, left, right, pos, opPos: pos })),
+      fc.tuple(fc.constantFrom(...FNS), fc.oneof(tie('node'), list), tie('node')).map(([fn, a, b]): ConditionAst => ({ kind: 'call', fn, args: [a, b], pos })),
     ),
   }));
   return node;
@@ -79,22 +68,52 @@ describe('round trip', () => {
 
   it('parseCondition never throws and reports positions inside the text', () => {
     const alphabet = fc.constantFrom(
-      'amount', 'context', '.', 'a', ' ', '\n', '(', ')', '[', ']', ',', '!', '&&', '||', '&', '==', '=', '<', '>=', 'in', '1', '-', "'", '"', '\\', 'startsWith', 'null', 'x',
+      'amount',
+      'context',
+      '.',
+      'a',
+      ' ',
+      '\n',
+      '(',
+      ')',
+      '[',
+      ']',
+      ',',
+      '!',
+      '&&',
+      '||',
+      '&',
+      '==',
+      '=',
+      '<',
+      '>=',
+      'in',
+      '1',
+      '-',
+      "'",
+      '"',
+      '\\',
+      'startsWith',
+      'null',
+      'x',
     );
     fc.assert(
-      fc.property(fc.array(alphabet, { maxLength: 25 }).map((parts) => parts.join('')), (text) => {
-        const result = parseCondition(text);
-        expect(result.ast === undefined).toBe(result.issues.length > 0);
-        const lines = text.split(/\r\n|\r|\n/);
-        for (const issue of result.issues) {
-          expect(issue.offset).toBeGreaterThanOrEqual(0);
-          expect(issue.offset).toBeLessThanOrEqual(text.length);
-          expect(issue.line).toBeGreaterThanOrEqual(1);
-          expect(issue.line).toBeLessThanOrEqual(lines.length);
-          expect(issue.col).toBeGreaterThanOrEqual(1);
-          expect(issue.message.length).toBeGreaterThan(0);
-        }
-      }),
+      fc.property(
+        fc.array(alphabet, { maxLength: 25 }).map((parts) => parts.join('')),
+        (text) => {
+          const result = parseCondition(text);
+          expect(result.ast === undefined).toBe(result.issues.length > 0);
+          const lines = text.split(/\r\n|\r|\n/);
+          for (const issue of result.issues) {
+            expect(issue.offset).toBeGreaterThanOrEqual(0);
+            expect(issue.offset).toBeLessThanOrEqual(text.length);
+            expect(issue.line).toBeGreaterThanOrEqual(1);
+            expect(issue.line).toBeLessThanOrEqual(lines.length);
+            expect(issue.col).toBeGreaterThanOrEqual(1);
+            expect(issue.message.length).toBeGreaterThan(0);
+          }
+        },
+      ),
       { numRuns: 2000 },
     );
   });
@@ -147,16 +166,23 @@ function val(req: DecisionRequest, node: ConditionAst): V {
 
 function member(req: DecisionRequest, x: V, list: ConditionAst): boolean {
   if (x === MISSING) return false;
-  if (list.kind === 'list') return list.items.some((i) => {
-    const e = val(req, i);
-    return e !== MISSING && same(x, e);
-  });
+  if (list.kind === 'list')
+    return list.items.some((i) => {
+      const e = val(req, i);
+      return e !== MISSING && same(x, e);
+    });
   const l = val(req, list);
   return Array.isArray(l) && l.some((e) => same(x, e));
 }
 
 function globRegex(glob: string): RegExp {
-  return new RegExp(`^${glob.split('*').map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`, 's');
+  return new RegExp(
+    `^${glob
+      .split('*')
+      .map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+      .join('.*')}$`,
+    's',
+  );
 }
 
 function truth(req: DecisionRequest, node: ConditionAst): boolean {

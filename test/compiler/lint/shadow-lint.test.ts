@@ -54,7 +54,11 @@ describe('lint.shadow_duplicate', () => {
     };
     const key = change.split(':')[0]!;
     const fields = { ...base, [key]: change };
-    const text = `${ENABLED}  - name: reads-v2\n    state: shadow\n    actions: [orders.read, orders.list]\n    budget: { unit: calls, limit: 10, period: daily }\n${Object.values(fields).map((f) => `    ${f}\n`).join('')}`;
+    const text = `${ENABLED}  - name: reads-v2\n    state: shadow\n    actions: [orders.read, orders.list]\n    budget: { unit: calls, limit: 10, period: daily }\n${Object.values(
+      fields,
+    )
+      .map((f) => `    ${f}\n`)
+      .join('')}`;
     expect(compileSources([{ file: 'p.yaml', text }]).diagnostics.filter((d) => d.severity === 'error')).toEqual([]);
     expect(lint(text)).toEqual([]);
   });

@@ -1,12 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import {
-  actionPatternCovers,
-  actionPatternMatches,
-  actionPatternsOverlap,
-  isValidAction,
-  isValidActionPattern,
-} from '../../../compiler/patterns/action.js';
+import { actionPatternCovers, actionPatternMatches, actionPatternsOverlap, isValidAction, isValidActionPattern } from '../../../compiler/patterns/action.js';
 
 describe('action strings and patterns', () => {
   it('accepts namespace.verb actions only', () => {
@@ -29,7 +23,10 @@ describe('action strings and patterns', () => {
   });
 
   const part = fc.constantFrom('a', 'b', '*');
-  const pattern = fc.oneof(fc.constant('*'), fc.tuple(part, part).map(([n, v]) => `${n}.${v}`));
+  const pattern = fc.oneof(
+    fc.constant('*'),
+    fc.tuple(part, part).map(([n, v]) => `${n}.${v}`),
+  );
   const actions = ['a', 'b', 'c'].flatMap((n) => ['a', 'b', 'c'].map((v) => `${n}.${v}`));
 
   it('overlap and cover agree with matching over every action', () => {

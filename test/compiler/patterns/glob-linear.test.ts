@@ -86,7 +86,9 @@ describe('matches() in conditions and whole evaluations stay linear', () => {
   it('an evaluation over pathological agent and resource globs: steps <= 2 x (n + m) per glob; long actions never reach the glob matcher', () => {
     const globs = [`${'*a'.repeat(120)}*b`, `*${'a'.repeat(250)}b*`, 'a*a*a*a*a*a*a*a*c']; // agent globs: at most 256 characters
     const yaml = globs
-      .map((g, i) => `- id: pol_g${i}\n  effect: allow\n  actions: ["orders.read", "*.write"]\n  agents: ["${g}"]\n  resources: ["${g}"]\n  condition: "matches(context.s, '${g}')"`)
+      .map(
+        (g, i) => `- id: pol_g${i}\n  effect: allow\n  actions: ["orders.read", "*.write"]\n  agents: ["${g}"]\n  resources: ["${g}"]\n  condition: "matches(context.s, '${g}')"`,
+      )
       .join('\n');
     const compiled = compileSources([{ file: 'g.yaml', text: `policies:\n${yaml}\n` }]);
     expect(compiled.diagnostics.filter((d) => d.severity === 'error')).toEqual([]);

@@ -4,7 +4,13 @@ import { compileGlob, globCovers, globMatches, globsIntersect, matchGlob } from 
 
 /** Reference: the glob as an anchored regex (fine for small inputs). */
 function regexMatch(pattern: string, subject: string): boolean {
-  const re = new RegExp(`^${pattern.split('*').map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`, 's');
+  const re = new RegExp(
+    `^${pattern
+      .split('*')
+      .map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+      .join('.*')}$`,
+    's',
+  );
   return re.test(subject);
 }
 

@@ -39,7 +39,31 @@ function sameAsFull(text: string): void {
 }
 
 const word = fc.oneof(
-  { weight: 12, arbitrary: fc.constantFrom('orders.read', 'pay.*', 'a b', 'x:y', 'doc:1:*', 'true', 'False', 'null', '~', '12', '-3', '1.5', '007', 'q"t', "it's", 'é✓', 'a#b', 'yes', 'x,y', 'a\\b') },
+  {
+    weight: 12,
+    arbitrary: fc.constantFrom(
+      'orders.read',
+      'pay.*',
+      'a b',
+      'x:y',
+      'doc:1:*',
+      'true',
+      'False',
+      'null',
+      '~',
+      '12',
+      '-3',
+      '1.5',
+      '007',
+      'q"t',
+      "it's",
+      'é✓',
+      'a#b',
+      'yes',
+      'x,y',
+      'a\\b',
+    ),
+  },
   { weight: 1, arbitrary: fc.constantFrom('0x1F', '1e3', '.inf', '#x', 'a #b', '', ' lead', 'trail ', 'a: b', '-', '- x', '{x}', '[x]', '*', '&a', '!t', '%p', '@a') },
 );
 
@@ -51,8 +75,18 @@ const scalar = fc.tuple(word, fc.constantFrom('plain', 'plain', 'double', 'singl
   return w;
 });
 const flowSeq = fc.array(scalar, { maxLength: 4 }).map((xs) => `[${xs.join(', ')}]`);
-const flowMap = fc.array(fc.tuple(fc.constantFrom('amount', 'period', 'unit', 'a b', '"q"'), scalar), { maxLength: 3 }).map((kv) => `{${kv.map(([k, v]) => `${k}: ${v}`).join(', ')}}`);
-const blockScalar = fc.tuple(fc.constantFrom('|', '|-', '>', '>-', '|', '|-', '>', '>-', '|+', '>2'), fc.tuple(fc.constantFrom('line one', 'two  words', '# not a comment'), fc.array(fc.constantFrom('line one', 'two  words', 'line one', '', '  deeper', '# not a comment'), { maxLength: 3 })).map(([a, rest]) => [a, ...rest]));
+const flowMap = fc
+  .array(fc.tuple(fc.constantFrom('amount', 'period', 'unit', 'a b', '"q"'), scalar), { maxLength: 3 })
+  .map((kv) => `{${kv.map(([k, v]) => `${k}: ${v}`).join(', ')}}`);
+const blockScalar = fc.tuple(
+  fc.constantFrom('|', '|-', '>', '>-', '|', '|-', '>', '>-', '|+', '>2'),
+  fc
+    .tuple(
+      fc.constantFrom('line one', 'two  words', '# not a comment'),
+      fc.array(fc.constantFrom('line one', 'two  words', 'line one', '', '  deeper', '# not a comment'), { maxLength: 3 }),
+    )
+    .map(([a, rest]) => [a, ...rest]),
+);
 const comment = fc.constantFrom('', '', '', '', '', '  # note', ' #', '#x');
 
 type Val = { kind: 'inline'; text: string } | { kind: 'block'; header: string; lines: string[] } | { kind: 'list'; items: string[]; indentless: boolean };
@@ -61,7 +95,10 @@ const value: fc.Arbitrary<Val> = fc.oneof(
   blockScalar.map(([header, lines]) => ({ kind: 'block' as const, header, lines })),
   fc.tuple(fc.array(scalar, { minLength: 1, maxLength: 3 }), fc.boolean()).map(([items, indentless]) => ({ kind: 'list' as const, items, indentless })),
 );
-const policy = fc.uniqueArray(fc.tuple(fc.constantFrom('name', 'effect', 'actions', 'agents', 'condition', 'description', 'budget', 'priority', 'id', '"quoted key"'), value, comment), { minLength: 1, maxLength: 5, selector: ([k]) => k });
+const policy = fc.uniqueArray(
+  fc.tuple(fc.constantFrom('name', 'effect', 'actions', 'agents', 'condition', 'description', 'budget', 'priority', 'id', '"quoted key"'), value, comment),
+  { minLength: 1, maxLength: 5, selector: ([k]) => k },
+);
 
 function writeMap(entries: Array<[string, Val, string]>, indent: number, firstPrefix: string | null): string[] {
   const out: string[] = [];
@@ -90,17 +127,25 @@ const documentText = fc
       for (const p of policies) {
         if (itemStyle === 'compact') lines.push(...writeMap(p, 4, '  - '));
         else if (itemStyle === 'dash-alone') lines.push('  -', ...writeMap(p, 4, null));
-        else lines.push(`  - {${p.filter(([, v]) => v.kind === 'inline').map(([k, v]) => `${k}: ${(v as { text: string }).text}`).join(', ')}}`);
+        else
+          lines.push(
+            `  - {${p
+              .filter(([, v]) => v.kind === 'inline')
+              .map(([k, v]) => `${k}: ${(v as { text: string }).text}`)
+              .join(', ')}}`,
+          );
         lines.push('');
       }
     }
     return `${lines.join('\n')}\n`;
   });
 
-const mutated = fc.tuple(documentText, fc.nat(), fc.constantFrom('', ' ', ':', '-', '#', '"', "'", '[', ']', '\n', '&', '*', '|', '>', '{', ',', '\t', '  ', '\\', '?', '---\n'), fc.boolean()).map(([text, at, ch, remove]) => {
-  const i = at % (text.length + 1);
-  return remove ? text.slice(0, i) + text.slice(i + 1) : text.slice(0, i) + ch + text.slice(i);
-});
+const mutated = fc
+  .tuple(documentText, fc.nat(), fc.constantFrom('', ' ', ':', '-', '#', '"', "'", '[', ']', '\n', '&', '*', '|', '>', '{', ',', '\t', '  ', '\\', '?', '---\n'), fc.boolean())
+  .map(([text, at, ch, remove]) => {
+    const i = at % (text.length + 1);
+    return remove ? text.slice(0, i) + text.slice(i + 1) : text.slice(0, i) + ch + text.slice(i);
+  });
 
 describe('fast YAML reading', () => {
   it('reads generated policy documents as the full parser does (values, diagnostics, positions)', () => {
@@ -138,7 +183,8 @@ describe('fast YAML reading', () => {
   });
 
   it('gives a diagnostic the same file:line:column through the fast path as through the full parser', () => {
-    const text = 'policies:\n  - name: ok\n    effect: allow\n    actions: [orders.read]\n  - name: bad\n    effect: maybe\n    actions: ["orders.read"]\n    condition: amount <= "50"\n';
+    const text =
+      'policies:\n  - name: ok\n    effect: allow\n    actions: [orders.read]\n  - name: bad\n    effect: maybe\n    actions: ["orders.read"]\n    condition: amount <= "50"\n';
     expect(parseYamlFast(text)).not.toBeNull();
     const d = compileSources([{ file: 'p.yaml', text }]).diagnostics.map((x) => `${x.file}:${x.line}:${x.col} ${x.code}`);
     expect(d).toEqual(['p.yaml:6:13 policy.invalid_field', 'p.yaml:8:23 condition.type']);

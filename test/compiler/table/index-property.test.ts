@@ -16,7 +16,14 @@ const ACTIONS = ['pay.refund', 'pay.charge', 'orders.read', 'orders.delete', 'in
 const ACTION_PATTERNS = [...ACTIONS, 'pay.*', 'orders.*', '*.read', '*.delete', '*'];
 const RESOURCES = ['order:1', 'order:vip-2', 'doc:1', 'prod:db'];
 const RESOURCE_PATTERNS = ['order:*', 'order:vip-*', 'doc:*', '*:db', '*', 'doc:1'];
-const CONDITIONS = ['amount <= 50', "context.tier == 'gold'", "context.tier != 'gold'", 'amount > 10 && startsWith(resource, "order:")', "!(context.tier == 'gold')", 'resource == null'];
+const CONDITIONS = [
+  'amount <= 50',
+  "context.tier == 'gold'",
+  "context.tier != 'gold'",
+  'amount > 10 && startsWith(resource, "order:")',
+  "!(context.tier == 'gold')",
+  'resource == null',
+];
 
 const policyArb = fc.record(
   {
@@ -54,7 +61,13 @@ function compile(values: object[]) {
 
 /** The contract's steps 4-6, written directly from its text, over plain policies. */
 function reference(policies: Policy[], request: DecisionRequest, holds: (p: Policy) => boolean): Omit<Evaluation, 'warnings'> & { conflict: boolean } {
-  const glob = (pattern: string, s: string) => new RegExp(`^${pattern.split('*').map((x) => x.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`).test(s);
+  const glob = (pattern: string, s: string) =>
+    new RegExp(
+      `^${pattern
+        .split('*')
+        .map((x) => x.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+        .join('.*')}$`,
+    ).test(s);
   const actionOk = (p: string) => {
     const [ns, verb] = p === '*' ? ['*', '*'] : p.split('.');
     const [rn, rv] = request.action.split('.');

@@ -82,8 +82,7 @@ function leafShape(leaf: AgentIndex | null | undefined): unknown {
 }
 
 function trieShape(trie: ActionTrie): unknown {
-  const node = (n: ActionTrie['wildcard']) =>
-    n && { exact: [...n.exact].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, l]) => [k, leafShape(l)]), wildcard: leafShape(n.wildcard) };
+  const node = (n: ActionTrie['wildcard']) => n && { exact: [...n.exact].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, l]) => [k, leafShape(l)]), wildcard: leafShape(n.wildcard) };
   return { exact: [...trie.exact].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, n]) => [k, node(n)]), wildcard: node(trie.wildcard) };
 }
 
@@ -105,39 +104,44 @@ function sameTables(patched: DecisionTable, built: DecisionTable, requests: read
 describe('patched decision tables', () => {
   it('decide as the table built whole, over random edit sequences', () => {
     fc.assert(
-      fc.property(fc.array(policyArb, { maxLength: 15 }), fc.array(editArb, { minLength: 1, maxLength: 12 }), fc.array(requestArb, { minLength: 1, maxLength: 12 }), (values, edits, requests) => {
-        let items = values.map((v, i) => read(v, `pol_s${i}`));
-        let table = compileItems(items, { lint: false }).table!;
-        let next = 0;
-        for (const edit of edits) {
-          const before = table;
-          const beforeAnswers = requests.map((r) => evaluate(before, r));
-          let remove: string[] = [];
-          let add: ReadPolicy[] = [];
-          if (edit.kind === 'add') add = [read(edit.value, `pol_n${next++}`)];
-          else if (items.length > 0) {
-            const old = items[edit.k % items.length]!;
-            remove = [old.policy.id];
-            if (edit.kind === 'replace') add = [read(edit.value, old.policy.id)];
-            if (edit.kind === 'state') add = [read({ ...old.policy, state: edit.state, id: undefined, name: undefined }, old.policy.id)];
+      fc.property(
+        fc.array(policyArb, { maxLength: 15 }),
+        fc.array(editArb, { minLength: 1, maxLength: 12 }),
+        fc.array(requestArb, { minLength: 1, maxLength: 12 }),
+        (values, edits, requests) => {
+          let items = values.map((v, i) => read(v, `pol_s${i}`));
+          let table = compileItems(items, { lint: false }).table!;
+          let next = 0;
+          for (const edit of edits) {
+            const before = table;
+            const beforeAnswers = requests.map((r) => evaluate(before, r));
+            let remove: string[] = [];
+            let add: ReadPolicy[] = [];
+            if (edit.kind === 'add') add = [read(edit.value, `pol_n${next++}`)];
+            else if (items.length > 0) {
+              const old = items[edit.k % items.length]!;
+              remove = [old.policy.id];
+              if (edit.kind === 'replace') add = [read(edit.value, old.policy.id)];
+              if (edit.kind === 'state') add = [read({ ...old.policy, state: edit.state, id: undefined, name: undefined }, old.policy.id)];
+            }
+            items = [...items.filter((i) => !remove.includes(i.policy.id)), ...add];
+            const patched = patchTable(table, remove, add);
+            expect(patched).not.toBeNull();
+            const built = compileItems(items, { lint: false }).table!;
+            sameTables(patched!, built, requests);
+            // The table it came from still decides as before.
+            expect(requests.map((r) => evaluate(before, r))).toEqual(beforeAnswers);
+            table = patched!;
           }
-          items = [...items.filter((i) => !remove.includes(i.policy.id)), ...add];
-          const patched = patchTable(table, remove, add);
-          expect(patched).not.toBeNull();
-          const built = compileItems(items, { lint: false }).table!;
-          sameTables(patched!, built, requests);
-          // The table it came from still decides as before.
-          expect(requests.map((r) => evaluate(before, r))).toEqual(beforeAnswers);
-          table = patched!;
-        }
-        // A bundle written from the patched table has the built table's policies and hash, and loads to its index.
-        const bundle = createBundle(table);
-        const builtBundle = createBundle(compileItems(items, { lint: false }).table!);
-        expect([bundle.hash, bundle.policies]).toEqual([builtBundle.hash, builtBundle.policies]);
-        const loaded = loadBundle(bundle);
-        if (!loaded.ok) throw new Error(JSON.stringify(loaded.problems));
-        sameTables(loaded.table, compileItems(items, { lint: false }).table!, requests);
-      }),
+          // A bundle written from the patched table has the built table's policies and hash, and loads to its index.
+          const bundle = createBundle(table);
+          const builtBundle = createBundle(compileItems(items, { lint: false }).table!);
+          expect([bundle.hash, bundle.policies]).toEqual([builtBundle.hash, builtBundle.policies]);
+          const loaded = loadBundle(bundle);
+          if (!loaded.ok) throw new Error(JSON.stringify(loaded.problems));
+          sameTables(loaded.table, compileItems(items, { lint: false }).table!, requests);
+        },
+      ),
       { numRuns: 300 },
     );
   });

@@ -32,7 +32,10 @@ export function expectContractAnswer(r: LightMyRequestResponse, what: string): s
   expect(Object.keys(body as object), context).toEqual(['error']);
   const error = (body as { error: Record<string, unknown> }).error;
   const keys = Object.keys(error).sort();
-  expect(keys.filter((k) => k !== 'details'), context).toEqual(['code', 'message', 'request_id']);
+  expect(
+    keys.filter((k) => k !== 'details'),
+    context,
+  ).toEqual(['code', 'message', 'request_id']);
   expect(typeof error.code, context).toBe('string');
   expect(typeof error.message, context).toBe('string');
   expect((error.message as string).length, context).toBeGreaterThan(0);

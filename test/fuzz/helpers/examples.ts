@@ -64,7 +64,14 @@ export async function prepareExamples(rt: TestRuntime): Promise<Examples> {
   const compiled = compileSources([{ file: 'bundle.yaml', text: BUNDLE_YAML }]);
   if (!compiled.table) throw new Error(`prepareExamples: bundle does not compile: ${compiled.diagnostics[0]?.message}`);
   const bundle = createBundle(compiled.table);
-  const spareKey = json(await rt.app.inject({ method: 'POST', url: `/admin/accounts/${rt.accountId}/api-keys`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { environment: 'test', scopes: ['events:read'] } }));
+  const spareKey = json(
+    await rt.app.inject({
+      method: 'POST',
+      url: `/admin/accounts/${rt.accountId}/api-keys`,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      payload: { environment: 'test', scopes: ['events:read'] },
+    }),
+  );
 
   const byKey: Record<string, Omit<Example, 'auth'> & { auth?: string }> = {
     'POST /v1/decisions': { params: {}, query: '', body: decisionBody },
@@ -98,7 +105,12 @@ export async function prepareExamples(rt: TestRuntime): Promise<Examples> {
     'POST /v1/webhooks/:id/deliveries/:delivery_id/replay': { params: { id: webhook.id, delivery_id: deliveries.data[0].id }, query: '', body: undefined },
     'POST /v1/permits/verify': { params: {}, query: '', body: { token: decision.permit_token } },
     'POST /admin/accounts': { params: {}, query: '', body: { name: 'fuzz' }, auth: `Bearer ${ADMIN_TOKEN}` },
-    'POST /admin/accounts/:account_id/api-keys': { params: { account_id: rt.accountId }, query: '', body: { environment: 'test', scopes: ['decisions:read'] }, auth: `Bearer ${ADMIN_TOKEN}` },
+    'POST /admin/accounts/:account_id/api-keys': {
+      params: { account_id: rt.accountId },
+      query: '',
+      body: { environment: 'test', scopes: ['decisions:read'] },
+      auth: `Bearer ${ADMIN_TOKEN}`,
+    },
     'DELETE /admin/api-keys/:id': { params: { id: spareKey.id }, query: '', body: undefined, auth: `Bearer ${ADMIN_TOKEN}` },
     'POST /admin/signing-keys/rotate': { params: {}, query: '', body: undefined, auth: `Bearer ${ADMIN_TOKEN}` },
   };

@@ -124,7 +124,8 @@ export class StandInAuthServer {
     }
     const { client_id: _id, client_secret: _secret, ...rest } = form;
     this.requests.push({ via, clientId, form: rest });
-    if (this.refuse || clientId !== this.options.clientId || secret !== this.options.secret) return json(res, 401, { error: 'invalid_client', error_description: 'unknown client or wrong secret' });
+    if (this.refuse || clientId !== this.options.clientId || secret !== this.options.secret)
+      return json(res, 401, { error: 'invalid_client', error_description: 'unknown client or wrong secret' });
     if (form.grant_type !== 'client_credentials') return json(res, 400, { error: 'unsupported_grant_type' });
     const token = `tok-${++this.#seq}`;
     this.#live.add(token);

@@ -102,7 +102,13 @@ describe('authz <command> --help', () => {
     for (const name of ['PORT', 'DATABASE_URL', 'AUTHZ_ADMIN_TOKEN', 'AUTHZ_MAX_POLICIES', 'AUTHZ_SEED', 'LOG_LEVEL', 'OTEL_SERVICE_NAME']) expect(read).toContain(name);
     const { stdout, code } = await authz('serve', '--help');
     expect(code).toBe(0);
-    const listed = new Map(stdout.split('\n').map((l) => /^ {2}([A-Z][A-Z0-9_]+) +(\S+) +\S/.exec(l)).filter((m) => m !== null).map((m) => [m[1]!, m[2]!]));
+    const listed = new Map(
+      stdout
+        .split('\n')
+        .map((l) => /^ {2}([A-Z][A-Z0-9_]+) +(\S+) +\S/.exec(l))
+        .filter((m) => m !== null)
+        .map((m) => [m[1]!, m[2]!]),
+    );
     const missing = [...read].filter((name) => !listed.has(name));
     expect(missing, 'variables read but not in `authz serve --help`').toEqual([]);
     expect(listed.get('PORT')).toBe('8080');

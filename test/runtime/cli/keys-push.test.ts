@@ -192,7 +192,11 @@ describe.each(STORE_KINDS)('authz keys and authz push (%s store)', (kind) => {
       // GET /admin/accounts?name= lists them (oldest first; these two were made at the same instant of the test clock).
       const listed = await rt.app.inject({ method: 'GET', url: '/admin/accounts?name=cli-twin', headers: admin });
       expect(json(listed)).toMatchObject({ object: 'list', has_more: false });
-      expect(json(listed).data.map((a: { id: string }) => a.id).sort()).toEqual([...ids].sort());
+      expect(
+        json(listed)
+          .data.map((a: { id: string }) => a.id)
+          .sort(),
+      ).toEqual([...ids].sort());
       expect((await rt.app.inject({ method: 'GET', url: '/admin/accounts', headers: admin })).statusCode).toBe(400);
     });
 

@@ -73,7 +73,11 @@ describe('AuthZEN mapping', () => {
   });
 
   it('refuses bad shapes with the codes and paths of the route schema', () => {
-    expect(failure(() => readEvaluation({ action: base.action, resource: base.resource }))).toEqual({ code: 'validation.missing_field', message: 'subject is required', path: '/subject' });
+    expect(failure(() => readEvaluation({ action: base.action, resource: base.resource }))).toEqual({
+      code: 'validation.missing_field',
+      message: 'subject is required',
+      path: '/subject',
+    });
     expect(failure(() => readEvaluation({ ...base, action: {} }, '/evaluations/3'))).toEqual({
       code: 'validation.missing_field',
       message: 'evaluations[3].action.name is required',

@@ -108,7 +108,9 @@ describe.each(STORE_KINDS)('a one-policy change patches the table this process h
     const target = policies[7]!;
     const { id: _id, ...body } = target;
     const steps: Array<() => Promise<number>> = [
-      async () => (await rt.call(rt.testKey, { method: 'POST', url: '/v1/policies', payload: { name: 'extra', priority: 3, effect: 'deny', actions: ['ns1.*'], agents: ['agent-0000*'] } })).statusCode,
+      async () =>
+        (await rt.call(rt.testKey, { method: 'POST', url: '/v1/policies', payload: { name: 'extra', priority: 3, effect: 'deny', actions: ['ns1.*'], agents: ['agent-0000*'] } }))
+          .statusCode,
       async () => (await rt.call(rt.testKey, { method: 'PUT', url: `/v1/policies/${target.id}`, payload: { ...body, effect: 'deny', priority: 1 } })).statusCode,
       async () => (await rt.call(rt.testKey, { method: 'PUT', url: `/v1/policies/${target.id}`, payload: { ...body, state: 'shadow' } })).statusCode,
       async () => (await rt.call(rt.testKey, { method: 'PUT', url: `/v1/policies/${target.id}`, payload: { ...body, state: 'disabled' } })).statusCode,
@@ -145,7 +147,10 @@ describe.each(STORE_KINDS)('another process refreshing after a change patches it
     try {
       const target = policies[5]!;
       const { id: _id, ...body } = target;
-      for (const payload of [{ ...body, effect: 'deny', priority: 2 }, { ...body, state: 'shadow' }]) {
+      for (const payload of [
+        { ...body, effect: 'deny', priority: 2 },
+        { ...body, state: 'shadow' },
+      ]) {
         const before = await other.policySets.get(rt.accountId, 'test');
         const put = await rt.call(rt.testKey, { method: 'PUT', url: `/v1/policies/${target.id}`, payload });
         expect(put.statusCode).toBe(200);

@@ -49,7 +49,7 @@ describe('review waiters', () => {
     expect(waiters.size).toBe(0);
   });
 
-  it('wakeAll wakes every decision\'s waiters', async () => {
+  it("wakeAll wakes every decision's waiters", async () => {
     const waiters = new ReviewWaiters();
     const ws = ['dec_a', 'dec_b', 'dec_c'].map((d) => waiters.register(key(d)));
     const held = Promise.all(ws.map((w) => w.wait(60_000)));

@@ -225,8 +225,7 @@ describe.each(STORE_KINDS)('the test clock offset is stored (%s)', (kind) => {
     return {
       services,
       app,
-      advance: (seconds: number) =>
-        app.inject({ method: 'POST', url: '/admin/clock', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { advance_seconds: seconds } }),
+      advance: (seconds: number) => app.inject({ method: 'POST', url: '/admin/clock', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { advance_seconds: seconds } }),
       async close() {
         await app.close();
         await services.limits.idle();

@@ -111,9 +111,7 @@ describe.each(STORE_KINDS)('platform limit with leases (%s)', (kind) => {
     const other = await openServices({ config: rt.services.config, store: rt.store, clock: rt.clock });
     const otherApp = await buildApp(other);
     try {
-      const codes = (
-        await Promise.all(Array.from({ length: LIMIT + 50 }, (_, i) => decide(key, i % 2 ? rt.app : otherApp)))
-      ).map((r) => r.statusCode);
+      const codes = (await Promise.all(Array.from({ length: LIMIT + 50 }, (_, i) => decide(key, i % 2 ? rt.app : otherApp)))).map((r) => r.statusCode);
       const passed = codes.filter((c) => c === 200).length;
       expect(codes.every((c) => c === 200 || c === 429)).toBe(true);
       expect(passed).toBeLessThanOrEqual(LIMIT);

@@ -16,8 +16,17 @@ describe('signPermit (libsodium)', () => {
       const ring = { signer: () => material } as unknown as KeyRing;
       for (let i = 0; i < 20; i++) {
         const claims: PermitClaims = {
-          iss: 'http://127.0.0.1:8080', sub: `agent-${k}-${i}`, act: 'orders.read', eff: 'allow', dec: `dec_${i}`,
-          acc: 'acc_1', env: 'test', iat: 1_700_000_000 + i, exp: 1_700_000_300 + i, jti: `pmt_${k}_${i}`, ...(i % 2 ? { res: `order:${i}` } : {}),
+          iss: 'http://127.0.0.1:8080',
+          sub: `agent-${k}-${i}`,
+          act: 'orders.read',
+          eff: 'allow',
+          dec: `dec_${i}`,
+          acc: 'acc_1',
+          env: 'test',
+          iat: 1_700_000_000 + i,
+          exp: 1_700_000_300 + i,
+          jti: `pmt_${k}_${i}`,
+          ...(i % 2 ? { res: `order:${i}` } : {}),
         };
         const token = signPermit(claims, ring);
         const input = permitSigningInput(claims, material.kid);

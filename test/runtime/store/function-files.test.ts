@@ -62,7 +62,7 @@ async function scratchStore(kind: StoreKind): Promise<{ store: Store; dispose():
   };
 }
 
-describe('one file per SQL function (the package\'s files)', () => {
+describe("one file per SQL function (the package's files)", () => {
   it('no numbered migration defines a function; each function file defines its own name', () => {
     for (const name of readdirSync(migrationsDir())) {
       const text = readFileSync(join(migrationsDir(), name), 'utf8').replace(/--[^\n]*/g, '');
@@ -93,7 +93,11 @@ describe.each(STORE_KINDS)('function files (%s)', (kind) => {
       select distinct proname as name from pg_proc where pronamespace = 'public'::regnamespace order by 1`;
     expect(procs.map((p) => p.name)).toEqual(FUNCTION_NAMES);
     const rows = await store.sql<Array<{ name: string; sha256: string }>>`select name, sha256 from schema_functions order by name`;
-    expect(rows).toEqual(readFunctionFiles(functionsDir()).map((f) => ({ name: f.name, sha256: f.hash })).sort((a, b) => a.name.localeCompare(b.name)));
+    expect(rows).toEqual(
+      readFunctionFiles(functionsDir())
+        .map((f) => ({ name: f.name, sha256: f.hash }))
+        .sort((a, b) => a.name.localeCompare(b.name)),
+    );
     // Nothing changed since: a second run applies none.
     expect(await applyFunctions(store.sql, functionsDir())).toEqual([]);
   });
@@ -150,7 +154,10 @@ describe.each(STORE_KINDS)('function files (%s)', (kind) => {
       expect(await applyFunctions(scratch.store.sql, functions)).toEqual(['t_base']);
       expect(await call('select t_double(1) as v')).toBe(22);
       // A comment is text too: applied again (harmless), then settled.
-      writeFileSync(join(functions, 't_double.sql'), '-- Twice t_base, said otherwise.\ncreate or replace function t_double(x int) returns int language sql as $$ select t_base(x) * 2 $$;\n');
+      writeFileSync(
+        join(functions, 't_double.sql'),
+        '-- Twice t_base, said otherwise.\ncreate or replace function t_double(x int) returns int language sql as $$ select t_base(x) * 2 $$;\n',
+      );
       expect(await applyFunctions(scratch.store.sql, functions)).toEqual(['t_double']);
       expect(await migrate(scratch.store.sql, { dir: migrations, functionsDir: functions })).toEqual([]);
     });

@@ -44,7 +44,8 @@ describe.each(STORE_KINDS)('Standard Webhooks endpoints (%s)', (kind) => {
 
   const register = (body: Record<string, unknown>) => rt.call(rt.testKey, { method: 'POST', url: '/v1/webhooks', payload: body });
   const change = (id: string, body: Record<string, unknown>) => rt.call(rt.testKey, { method: 'PUT', url: `/v1/webhooks/${id}`, payload: body });
-  const decide = async () => expect((await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'sw-bot', action: 'orders.read' } })).statusCode).toBe(200);
+  const decide = async () =>
+    expect((await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'sw-bot', action: 'orders.read' } })).statusCode).toBe(200);
   /** One decision, delivered: what the receiver got. */
   const deliverOne = async (): Promise<Received> => {
     receiver.received.length = 0;

@@ -35,12 +35,16 @@ export function agentsView(root) {
 
   const render = () => {
     const rows = list.items.map((a) =>
-      h('tr', { dataset: { agent: a.agent_id } },
+      h(
+        'tr',
+        { dataset: { agent: a.agent_id } },
         h('th', { scope: 'row' }, long(a.agent_id)),
         h('td', {}, h('span', { class: `state ${a.status}` }, a.status)),
         h('td', { class: 'time' }, time(a.first_seen_at)),
         h('td', { class: 'time' }, time(a.revoked_at)),
-        h('td', { class: 'actions' },
+        h(
+          'td',
+          { class: 'actions' },
           a.status === 'revoked'
             ? h('button', { type: 'button', onclick: () => setStatus(a, 'restore'), 'aria-label': `Restore ${a.agent_id}` }, 'Restore')
             : h('button', { type: 'button', onclick: () => setStatus(a, 'revoke'), 'aria-label': `Revoke ${a.agent_id}` }, 'Revoke'),
@@ -48,7 +52,9 @@ export function agentsView(root) {
       ),
     );
     body.replaceChildren(
-      list.items.length ? table('Agents seen in this environment, newest first', ['Agent', 'Status', 'First seen (UTC)', 'Revoked (UTC)', ''], rows) : h('p', {}, 'No agent has made a request in this environment yet.'),
+      list.items.length
+        ? table('Agents seen in this environment, newest first', ['Agent', 'Status', 'First seen (UTC)', 'Revoked (UTC)', ''], rows)
+        : h('p', {}, 'No agent has made a request in this environment yet.'),
       moreButton(list, render),
     );
   };

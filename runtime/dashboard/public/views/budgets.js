@@ -36,18 +36,35 @@ export function budgetsView(root) {
   const render = (items, names) => {
     const rows = items.map((b) => {
       const used = b.consumed + b.held;
-      return h('tr', {},
+      return h(
+        'tr',
+        {},
         h('td', {}, policyRef(b.policy_id, names)),
         h('td', {}, b.scope ?? 'agent'),
         keyCell(b),
-        h('td', {}, h('meter', { min: 0, max: b.limit, value: Math.min(used, b.limit), high: (b.threshold_alert ?? 0.8) * b.limit, optimum: 0, 'aria-label': `${used} of ${b.limit} ${b.unit}` }),
-          ` ${budgetUsage(b)}`),
+        h(
+          'td',
+          {},
+          h('meter', {
+            min: 0,
+            max: b.limit,
+            value: Math.min(used, b.limit),
+            high: (b.threshold_alert ?? 0.8) * b.limit,
+            optimum: 0,
+            'aria-label': `${used} of ${b.limit} ${b.unit}`,
+          }),
+          ` ${budgetUsage(b)}`,
+        ),
         h('td', {}, b.period),
         h('td', { class: 'time' }, time(b.period_resets_at)),
         h('td', {}, h('span', { class: `state ${b.status}` }, b.status)),
       );
     });
-    body.replaceChildren(items.length ? table('Budget usage this period', ['Policy', 'Scope', 'Counted for', 'Usage', 'Period', 'Period ends (UTC)', 'Status'], rows) : h('p', {}, 'No budget has been used this period.'));
+    body.replaceChildren(
+      items.length
+        ? table('Budget usage this period', ['Policy', 'Scope', 'Counted for', 'Usage', 'Period', 'Period ends (UTC)', 'Status'], rows)
+        : h('p', {}, 'No budget has been used this period.'),
+    );
   };
   root.replaceChildren(h('h2', {}, 'Budgets'), body);
   Promise.all([api('GET', '/v1/budgets?limit=100'), policyNames()]).then(

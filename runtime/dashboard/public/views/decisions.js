@@ -32,8 +32,18 @@ function shadowBadge(d) {
  */
 export function decisionsView(root) {
   const agent = h('input', { id: 'filter-agent', type: 'search', autocomplete: 'off' });
-  const effect = h('select', { id: 'filter-effect' }, h('option', { value: '' }, 'any'), ['allow', 'deny', 'review'].map((e) => h('option', { value: e }, e)));
-  const reason = h('select', { id: 'filter-reason' }, h('option', { value: '' }, 'any'), REASONS.map((r) => h('option', { value: r }, r)));
+  const effect = h(
+    'select',
+    { id: 'filter-effect' },
+    h('option', { value: '' }, 'any'),
+    ['allow', 'deny', 'review'].map((e) => h('option', { value: e }, e)),
+  );
+  const reason = h(
+    'select',
+    { id: 'filter-reason' },
+    h('option', { value: '' }, 'any'),
+    REASONS.map((r) => h('option', { value: r }, r)),
+  );
   const diverged = h('input', { id: 'filter-shadow', type: 'checkbox' });
   const live = h('input', { id: 'live', type: 'checkbox', checked: true });
   const updated = h('p', { class: 'muted', id: 'decisions-updated' });
@@ -50,7 +60,9 @@ export function decisionsView(root) {
     const shown = list;
     if (!shown) return;
     const rows = shown.items.map((d) =>
-      h('tr', { dataset: { id: d.id } },
+      h(
+        'tr',
+        { dataset: { id: d.id } },
         h('td', { class: 'time' }, time(d.evaluated_at)),
         h('td', {}, long(d.agent_id)),
         h('td', {}, long(d.action)),
@@ -64,7 +76,9 @@ export function decisionsView(root) {
       ),
     );
     body.replaceChildren(
-      shown.items.length ? table('Decisions, newest first', ['Time (UTC)', 'Agent', 'Action', 'Resource', 'Amount', 'Effect', 'Reason', 'Policy', 'Status', ''], rows) : h('p', {}, 'No decisions match.'),
+      shown.items.length
+        ? table('Decisions, newest first', ['Time (UTC)', 'Agent', 'Action', 'Resource', 'Amount', 'Effect', 'Reason', 'Policy', 'Status', ''], rows)
+        : h('p', {}, 'No decisions match.'),
       moreButton(shown, render),
     );
   };
@@ -89,10 +103,15 @@ export function decisionsView(root) {
     }
   };
 
-  const form = h('form', { class: 'filters', onsubmit: (e) => (e.preventDefault(), load()) },
-    h('label', { for: 'filter-agent' }, 'Agent'), agent,
-    h('label', { for: 'filter-effect' }, 'Effect'), effect,
-    h('label', { for: 'filter-reason' }, 'Reason'), reason,
+  const form = h(
+    'form',
+    { class: 'filters', onsubmit: (e) => (e.preventDefault(), load()) },
+    h('label', { for: 'filter-agent' }, 'Agent'),
+    agent,
+    h('label', { for: 'filter-effect' }, 'Effect'),
+    effect,
+    h('label', { for: 'filter-reason' }, 'Reason'),
+    reason,
     h('label', { class: 'inline', for: 'filter-shadow' }, diverged, ' Shadow diverged'),
     h('button', { type: 'submit' }, 'Filter'),
     h('label', { class: 'inline' }, live, ' Live'),

@@ -63,36 +63,45 @@ export function minuteChart(stats, width) {
       if (!count) continue;
       const height = (count / most) * plotH;
       y -= height;
-      bars.push(svg('rect', {
-        class: `bar ${effect}`,
-        x: (PAD.left + i * slot + (slot - barW) / 2).toFixed(2),
-        y: y.toFixed(2),
-        width: barW.toFixed(2),
-        height: height.toFixed(2),
-        'data-minute': m.minute,
-        'data-effect': effect,
-        'data-count': count,
-      }, svg('title', {}, `${time(m.minute)}: ${count} ${effect}`)));
+      bars.push(
+        svg(
+          'rect',
+          {
+            class: `bar ${effect}`,
+            x: (PAD.left + i * slot + (slot - barW) / 2).toFixed(2),
+            y: y.toFixed(2),
+            width: barW.toFixed(2),
+            height: height.toFixed(2),
+            'data-minute': m.minute,
+            'data-effect': effect,
+            'data-count': count,
+          },
+          svg('title', {}, `${time(m.minute)}: ${count} ${effect}`),
+        ),
+      );
     }
   });
   const first = minutes[0]?.minute;
   const last = minutes[slots - 1]?.minute;
-  return svg('svg', {
-    id: 'decision-chart',
-    class: 'chart',
-    width,
-    height: HEIGHT,
-    viewBox: `0 0 ${width} ${HEIGHT}`,
-    role: 'img',
-    'aria-label': `Decisions per minute by effect from ${time(first)} to ${time(last)}: ${stats.totals.allow} allow, ${stats.totals.review} review, ${stats.totals.deny} deny in the last ${stats.minutes} minutes; at most ${most} in a minute`,
-  },
-  svg('line', { class: 'axis', x1: PAD.left, y1: PAD.top + plotH, x2: width - PAD.right, y2: PAD.top + plotH }),
-  svg('line', { class: 'axis', x1: PAD.left, y1: PAD.top, x2: PAD.left, y2: PAD.top + plotH }),
-  svg('text', { class: 'tick', x: PAD.left - 4, y: PAD.top + 10, 'text-anchor': 'end' }, String(most)),
-  svg('text', { class: 'tick', x: PAD.left - 4, y: PAD.top + plotH, 'text-anchor': 'end' }, '0'),
-  svg('text', { class: 'tick', x: PAD.left, y: HEIGHT - 4 }, time(first)),
-  svg('text', { class: 'tick', x: width - PAD.right, y: HEIGHT - 4, 'text-anchor': 'end' }, time(last)),
-  ...bars);
+  return svg(
+    'svg',
+    {
+      id: 'decision-chart',
+      class: 'chart',
+      width,
+      height: HEIGHT,
+      viewBox: `0 0 ${width} ${HEIGHT}`,
+      role: 'img',
+      'aria-label': `Decisions per minute by effect from ${time(first)} to ${time(last)}: ${stats.totals.allow} allow, ${stats.totals.review} review, ${stats.totals.deny} deny in the last ${stats.minutes} minutes; at most ${most} in a minute`,
+    },
+    svg('line', { class: 'axis', x1: PAD.left, y1: PAD.top + plotH, x2: width - PAD.right, y2: PAD.top + plotH }),
+    svg('line', { class: 'axis', x1: PAD.left, y1: PAD.top, x2: PAD.left, y2: PAD.top + plotH }),
+    svg('text', { class: 'tick', x: PAD.left - 4, y: PAD.top + 10, 'text-anchor': 'end' }, String(most)),
+    svg('text', { class: 'tick', x: PAD.left - 4, y: PAD.top + plotH, 'text-anchor': 'end' }, '0'),
+    svg('text', { class: 'tick', x: PAD.left, y: HEIGHT - 4 }, time(first)),
+    svg('text', { class: 'tick', x: width - PAD.right, y: HEIGHT - 4, 'text-anchor': 'end' }, time(last)),
+    ...bars,
+  );
 }
 
 /**
@@ -145,15 +154,28 @@ export function overviewView(root) {
       const s = /** @type {DecisionStats} */ (stats.value);
       drawn = s;
       drawChart();
-      legend.replaceChildren(h('p', { class: 'legend' },
-        EFFECTS.map((e) => h('span', { class: `key ${e}` }, `${e} ${s.totals[e]}`)),
-        ` in the last ${s.minutes} minutes (${time(s.since)} to ${time(s.until)})`));
+      legend.replaceChildren(
+        h(
+          'p',
+          { class: 'legend' },
+          EFFECTS.map((e) => h('span', { class: `key ${e}` }, `${e} ${s.totals[e]}`)),
+          ` in the last ${s.minutes} minutes (${time(s.since)} to ${time(s.until)})`,
+        ),
+      );
       denied.replaceChildren(
         s.top_denied_agents.length
-          ? table('Agents denied most (last hour)', ['Agent', 'Denies'], s.top_denied_agents.map((a) => h('tr', { dataset: { agent: a.agent_id } }, h('td', {}, long(a.agent_id)), h('td', {}, String(a.count)))))
+          ? table(
+              'Agents denied most (last hour)',
+              ['Agent', 'Denies'],
+              s.top_denied_agents.map((a) => h('tr', { dataset: { agent: a.agent_id } }, h('td', {}, long(a.agent_id)), h('td', {}, String(a.count)))),
+            )
           : h('p', {}, 'No agent was denied in the last hour.'),
         s.top_denied_actions.length
-          ? table('Actions denied most (last hour)', ['Action', 'Denies'], s.top_denied_actions.map((a) => h('tr', { dataset: { action: a.action } }, h('td', {}, long(a.action)), h('td', {}, String(a.count)))))
+          ? table(
+              'Actions denied most (last hour)',
+              ['Action', 'Denies'],
+              s.top_denied_actions.map((a) => h('tr', { dataset: { action: a.action } }, h('td', {}, long(a.action)), h('td', {}, String(a.count)))),
+            )
           : '',
       );
     } else {
@@ -164,34 +186,63 @@ export function overviewView(root) {
     }
     if (near.status === 'fulfilled') {
       const items = /** @type {import('../api.js').Page<NearBudget>} */ (near.value).data;
-      budgets.replaceChildren(items.length
-        ? table({ labelledBy: 'overview-budgets-title' }, ['Policy', 'Counted for', 'Used', 'Resets (UTC)'], items.map((b) =>
-          h('tr', {},
-            h('td', {}, policyRef(b.policy_id, policies)),
-            keyCell(b),
-            h('td', {}, h('meter', { min: 0, max: 1, value: Math.min(1, b.used_fraction), high: b.threshold_alert ?? 0.8, optimum: 0, 'aria-label': `${Math.round(b.used_fraction * 100)}% used` }),
-              ` ${Math.round(b.used_fraction * 100)}% (${budgetUsage(b)})`),
-            h('td', { class: 'time' }, time(b.period_resets_at)),
-          )))
-        : h('p', {}, 'No budget has been used this period.'));
+      budgets.replaceChildren(
+        items.length
+          ? table(
+              { labelledBy: 'overview-budgets-title' },
+              ['Policy', 'Counted for', 'Used', 'Resets (UTC)'],
+              items.map((b) =>
+                h(
+                  'tr',
+                  {},
+                  h('td', {}, policyRef(b.policy_id, policies)),
+                  keyCell(b),
+                  h(
+                    'td',
+                    {},
+                    h('meter', {
+                      min: 0,
+                      max: 1,
+                      value: Math.min(1, b.used_fraction),
+                      high: b.threshold_alert ?? 0.8,
+                      optimum: 0,
+                      'aria-label': `${Math.round(b.used_fraction * 100)}% used`,
+                    }),
+                    ` ${Math.round(b.used_fraction * 100)}% (${budgetUsage(b)})`,
+                  ),
+                  h('td', { class: 'time' }, time(b.period_resets_at)),
+                ),
+              ),
+            )
+          : h('p', {}, 'No budget has been used this period.'),
+      );
     } else budgets.replaceChildren(unavailable(near.reason, 'Budgets'));
     if (open.status === 'fulfilled') {
       const page = /** @type {import('../api.js').Page<Decision>} */ (open.value);
       const { waiting, afterwards } = queueOrder(page.data);
       const first = [...waiting, ...afterwards].slice(0, 5);
       const more = page.data.length - first.length;
-      reviews.replaceChildren(first.length
-        ? table({ labelledBy: 'overview-reviews-title' }, ['Asked (UTC)', 'Agent', 'Action', 'Policy', 'The agent', ''], first.map((d) =>
-          h('tr', { dataset: { id: d.id } },
-            h('td', { class: 'time' }, time(d.evaluated_at)),
-            h('td', {}, long(d.agent_id)),
-            h('td', {}, long(d.action)),
-            h('td', {}, policyRef(d.policy_id, policies)),
-            h('td', {}, d.status === 'awaiting_approval' ? `waits until ${time(d.approval_expires_at)}` : 'already allowed (after the fact)'),
-            h('td', {}, detailsButton(d.id)),
-          )))
-        : h('p', {}, 'No review is waiting.'),
-        h('p', {}, `${more > 0 || page.has_more ? `${more}${page.has_more ? '+' : ''} more. ` : ''}`, h('a', { href: '#reviews' }, 'All reviews')));
+      reviews.replaceChildren(
+        first.length
+          ? table(
+              { labelledBy: 'overview-reviews-title' },
+              ['Asked (UTC)', 'Agent', 'Action', 'Policy', 'The agent', ''],
+              first.map((d) =>
+                h(
+                  'tr',
+                  { dataset: { id: d.id } },
+                  h('td', { class: 'time' }, time(d.evaluated_at)),
+                  h('td', {}, long(d.agent_id)),
+                  h('td', {}, long(d.action)),
+                  h('td', {}, policyRef(d.policy_id, policies)),
+                  h('td', {}, d.status === 'awaiting_approval' ? `waits until ${time(d.approval_expires_at)}` : 'already allowed (after the fact)'),
+                  h('td', {}, detailsButton(d.id)),
+                ),
+              ),
+            )
+          : h('p', {}, 'No review is waiting.'),
+        h('p', {}, `${more > 0 || page.has_more ? `${more}${page.has_more ? '+' : ''} more. ` : ''}`, h('a', { href: '#reviews' }, 'All reviews')),
+      );
     } else reviews.replaceChildren(unavailable(open.reason, 'Reviews'));
     updated.textContent = updatedNow();
   };

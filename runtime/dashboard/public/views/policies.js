@@ -33,10 +33,14 @@ function editable(policy) {
  */
 function diagnosticsList(diagnostics) {
   if (!diagnostics.length) return h('p', { class: 'ok' }, 'No problems found.');
-  return h('ul', { class: 'diagnostics' }, diagnostics.map((d) => {
-    const where = d.line ? `line ${d.line}, column ${d.column ?? 1}` : d.path ?? '/';
-    return h('li', { class: d.severity === 'warning' ? 'warning' : 'error' }, `${where}: ${d.severity ?? 'error'}: ${d.message}`);
-  }));
+  return h(
+    'ul',
+    { class: 'diagnostics' },
+    diagnostics.map((d) => {
+      const where = d.line ? `line ${d.line}, column ${d.column ?? 1}` : (d.path ?? '/');
+      return h('li', { class: d.severity === 'warning' ? 'warning' : 'error' }, `${where}: ${d.severity ?? 'error'}: ${d.message}`);
+    }),
+  );
 }
 
 /** At equal priority deny beats review beats allow (docs/policies.md#how-a-request-is-decided). */
@@ -64,7 +68,11 @@ export function byPriority(policies) {
  */
 function patterns(values, absent) {
   if (!values?.length) return h('span', { class: 'muted' }, absent);
-  return h('ul', { class: 'plain' }, values.map((v) => h('li', {}, long(v))));
+  return h(
+    'ul',
+    { class: 'plain' },
+    values.map((v) => h('li', {}, long(v))),
+  );
 }
 
 /**
@@ -150,7 +158,9 @@ export function policiesView(root) {
 
   const render = () => {
     const rows = list.items.map((p) =>
-      h('tr', { dataset: { id: p.id, name: p.name } },
+      h(
+        'tr',
+        { dataset: { id: p.id, name: p.name } },
         h('td', {}, p.priority ?? 100),
         h('th', { scope: 'row' }, long(p.name), h('span', { class: 'mono muted policy-id' }, long(p.id))),
         h('td', {}, h('span', { class: `effect ${p.effect}` }, p.effect)),
@@ -160,7 +170,9 @@ export function policiesView(root) {
         h('td', {}, p.condition ? h('code', { class: 'condition' }, long(p.condition)) : h('span', { class: 'muted' }, 'none')),
         h('td', {}, h('span', { class: `state ${p.state}` }, p.state)),
         h('td', { class: 'time' }, time(p.updated_at)),
-        h('td', { class: 'actions' },
+        h(
+          'td',
+          { class: 'actions' },
           p.state === 'enabled'
             ? h('button', { type: 'button', onclick: () => setState(p, 'disabled'), 'aria-label': `Disable ${p.name}` }, 'Disable')
             : h('button', { type: 'button', onclick: () => setState(p, 'enabled'), 'aria-label': `Enable ${p.name}` }, 'Enable'),
@@ -170,7 +182,11 @@ export function policiesView(root) {
     );
     body.replaceChildren(
       list.items.length
-        ? table('Policies in the order they win: priority (lowest first), then deny, review, allow', ['Priority', 'Name and id', 'Effect', 'Agents', 'Actions', 'Resources', 'Condition', 'State', 'Updated (UTC)', ''], rows)
+        ? table(
+            'Policies in the order they win: priority (lowest first), then deny, review, allow',
+            ['Priority', 'Name and id', 'Effect', 'Agents', 'Actions', 'Resources', 'Condition', 'State', 'Updated (UTC)', ''],
+            rows,
+          )
         : h('p', {}, 'No policies in this environment.'),
       list.truncated ? h('p', { class: 'muted' }, `Showing the first ${CAP} policies only.`) : '',
     );

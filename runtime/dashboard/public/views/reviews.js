@@ -66,7 +66,11 @@ export function reviewsView(root, target = []) {
   const [targetId, targetVerdict] = target;
   const reviewer = h('input', { id: 'reviewer-name', type: 'text', autocomplete: 'name', value: sessionStorage.getItem(REVIEWER_STORE) ?? '' });
   reviewer.addEventListener('input', () => sessionStorage.setItem(REVIEWER_STORE, reviewer.value.trim()));
-  const status = h('select', { id: 'review-status' }, ['open', 'approved', 'denied'].map((s) => h('option', { value: s }, s)));
+  const status = h(
+    'select',
+    { id: 'review-status' },
+    ['open', 'approved', 'denied'].map((s) => h('option', { value: s }, s)),
+  );
   const body = h('div');
   /** Notes typed but not sent yet, by decision id (kept across redraws). */
   const notes = new Map();
@@ -114,7 +118,9 @@ export function reviewsView(root, target = []) {
     rowError(d.id, null);
     const note = (notes.get(d.id) ?? '').trim();
     try {
-      const after = /** @type {Decision} */ (await api('POST', `/v1/decisions/${encodeURIComponent(d.id)}/review`, { body: { verdict, reviewer: name, ...(note ? { note } : {}) } }));
+      const after = /** @type {Decision} */ (
+        await api('POST', `/v1/decisions/${encodeURIComponent(d.id)}/review`, { body: { verdict, reviewer: name, ...(note ? { note } : {}) } })
+      );
       notes.delete(d.id);
       say(`Decision ${d.id} ${after.review?.status ?? verdict}${after.effect === 'deny' ? ` (${after.reason})` : ''}.`);
       await load();
@@ -129,9 +135,13 @@ export function reviewsView(root, target = []) {
     const note = h('input', { type: 'text', class: 'note', 'aria-label': `Note for ${d.id}`, placeholder: 'note', value: notes.get(d.id) ?? '', maxlength: 2000 });
     note.addEventListener('input', () => notes.set(d.id, note.value));
     const message = errors.get(d.id);
-    return h('td', { class: 'verdict' },
+    return h(
+      'td',
+      { class: 'verdict' },
       note,
-      h('div', { class: 'buttons' },
+      h(
+        'div',
+        { class: 'buttons' },
         h('button', { type: 'button', class: 'approve', onclick: () => decideOn(d, 'approve'), 'aria-label': `Approve ${d.id}` }, 'Approve'),
         h('button', { type: 'button', class: 'deny', onclick: () => decideOn(d, 'deny'), 'aria-label': `Deny ${d.id}` }, 'Deny'),
         detailsButton(d.id),
@@ -157,40 +167,49 @@ export function reviewsView(root, target = []) {
 
   const renderOpen = () => {
     const { waiting, afterwards } = queueOrder(open.items);
-    const waitingRows = waiting.map((d) => h('tr', rowAttrs(d),
-      h('td', { class: 'deadline' }, when(d.approval_expires_at)),
-      ...askedCells(d), verdictCell(d)));
-    const afterRows = afterwards.map((d) => h('tr', rowAttrs(d),
-      h('td', {}, when(d.evaluated_at)),
-      ...askedCells(d), verdictCell(d)));
+    const waitingRows = waiting.map((d) => h('tr', rowAttrs(d), h('td', { class: 'deadline' }, when(d.approval_expires_at)), ...askedCells(d), verdictCell(d)));
+    const afterRows = afterwards.map((d) => h('tr', rowAttrs(d), h('td', {}, when(d.evaluated_at)), ...askedCells(d), verdictCell(d)));
     const columns = ['Agent', 'Action', 'Resource', 'Amount', 'Matched policies', 'Verdict (note optional)'];
     body.replaceChildren(
-      h('section', { id: 'reviews-waiting', 'aria-labelledby': 'reviews-waiting-title' },
+      h(
+        'section',
+        { id: 'reviews-waiting', 'aria-labelledby': 'reviews-waiting-title' },
         h('h3', { id: 'reviews-waiting-title' }, `Waiting for approval (${waiting.length})`),
         h('p', { class: 'muted' }, 'An agent waits on each of these: approve or deny before the deadline, or the action is denied (review.timeout). Soonest deadline first.'),
-        waiting.length ? table({ labelledBy: 'reviews-waiting-title' }, ['Deadline (UTC)', ...columns], waitingRows) : h('p', {}, 'No agent is waiting for an approval.')),
-      h('section', { id: 'reviews-after', 'aria-labelledby': 'reviews-after-title' },
+        waiting.length ? table({ labelledBy: 'reviews-waiting-title' }, ['Deadline (UTC)', ...columns], waitingRows) : h('p', {}, 'No agent is waiting for an approval.'),
+      ),
+      h(
+        'section',
+        { id: 'reviews-after', 'aria-labelledby': 'reviews-after-title' },
         h('h3', { id: 'reviews-after-title' }, `After the fact (${afterwards.length})`),
         h('p', { class: 'muted' }, 'Actions already allowed: a verdict records your judgement and changes nothing else. Oldest first.'),
-        afterwards.length ? table({ labelledBy: 'reviews-after-title' }, ['Asked (UTC)', ...columns], afterRows) : h('p', {}, 'No review after the fact is open.')),
+        afterwards.length ? table({ labelledBy: 'reviews-after-title' }, ['Asked (UTC)', ...columns], afterRows) : h('p', {}, 'No review after the fact is open.'),
+      ),
       open.truncated ? h('p', { class: 'muted' }, `Showing the oldest ${OPEN_CAP} open reviews only.`) : '',
     );
   };
 
   const renderDone = () => {
-    const rows = done.items.map((d) => h('tr', rowAttrs(d),
-      h('td', {}, when(d.review?.reviewed_at)),
-      ...askedCells(d),
-      h('td', { class: 'review-line' },
-        h('span', { class: `state ${d.review?.status ?? ''}` }, d.review?.status ?? '—'),
-        reviewLine(d.review).replace(/^(approved|denied)/, ''),
-        h('br'), h('span', { class: 'muted' }, d.approval_expires_at ? 'the agent waited for it' : 'after the fact')),
-      h('td', {}, detailsButton(d.id))));
+    const rows = done.items.map((d) =>
+      h(
+        'tr',
+        rowAttrs(d),
+        h('td', {}, when(d.review?.reviewed_at)),
+        ...askedCells(d),
+        h(
+          'td',
+          { class: 'review-line' },
+          h('span', { class: `state ${d.review?.status ?? ''}` }, d.review?.status ?? '—'),
+          reviewLine(d.review).replace(/^(approved|denied)/, ''),
+          h('br'),
+          h('span', { class: 'muted' }, d.approval_expires_at ? 'the agent waited for it' : 'after the fact'),
+        ),
+        h('td', {}, detailsButton(d.id)),
+      ),
+    );
     const title = `${shown[0]?.toUpperCase()}${shown.slice(1)} reviews, newest first`;
     body.replaceChildren(
-      done.items.length
-        ? table(title, ['Reviewed (UTC)', 'Agent', 'Action', 'Resource', 'Amount', 'Matched policies', 'Review', ''], rows)
-        : h('p', {}, `No ${shown} reviews.`),
+      done.items.length ? table(title, ['Reviewed (UTC)', 'Agent', 'Action', 'Resource', 'Amount', 'Matched policies', 'Review', ''], rows) : h('p', {}, `No ${shown} reviews.`),
       moreButton(done, renderDone),
     );
   };
@@ -253,9 +272,13 @@ export function reviewsView(root, target = []) {
 
   root.replaceChildren(
     h('h2', {}, 'Reviews'),
-    h('form', { class: 'filters toolbar', onsubmit: (e) => e.preventDefault() },
-      h('label', { for: 'reviewer-name' }, 'Your name (reviewer)'), reviewer,
-      h('label', { for: 'review-status' }, 'Show'), status,
+    h(
+      'form',
+      { class: 'filters toolbar', onsubmit: (e) => e.preventDefault() },
+      h('label', { for: 'reviewer-name' }, 'Your name (reviewer)'),
+      reviewer,
+      h('label', { for: 'review-status' }, 'Show'),
+      status,
       h('span', { class: 'muted' }, 'Answering needs a reviewer key (scopes reviews:read and reviews:write), not the key the agents decide with.'),
     ),
     body,

@@ -15,11 +15,21 @@ import { moreButton, pager } from '../list.js';
  */
 function attemptsHistory(d) {
   if (!d.attempts.length) return 'not attempted yet';
-  return h('details', {},
+  return h(
+    'details',
+    {},
     h('summary', {}, `${d.attempts.length} attempt${d.attempts.length === 1 ? '' : 's'}`),
-    h('ol', {}, d.attempts.map((a) =>
-      h('li', { class: 'wrap' }, `${time(a.started_at)}: ${a.status_code ?? 'no answer'}${a.error ? ` (${a.error})` : ''}, ${a.duration_ms ?? '?'} ms${a.next_attempt_at ? `; next ${time(a.next_attempt_at)}` : ''}`),
-    )),
+    h(
+      'ol',
+      {},
+      d.attempts.map((a) =>
+        h(
+          'li',
+          { class: 'wrap' },
+          `${time(a.started_at)}: ${a.status_code ?? 'no answer'}${a.error ? ` (${a.error})` : ''}, ${a.duration_ms ?? '?'} ms${a.next_attempt_at ? `; next ${time(a.next_attempt_at)}` : ''}`,
+        ),
+      ),
+    ),
   );
 }
 
@@ -42,7 +52,9 @@ export function webhooksView(root) {
     const list = pager(base, 50, (d) => d.id);
     const render = () => {
       const rows = list.items.map((d) =>
-        h('tr', { dataset: { id: d.id, status: d.status } },
+        h(
+          'tr',
+          { dataset: { id: d.id, status: d.status } },
           h('td', { class: 'time' }, time(d.created_at)),
           h('td', {}, d.event_type),
           h('td', { class: 'mono' }, long(d.event_id)),
@@ -85,7 +97,9 @@ export function webhooksView(root) {
 
   const render = () => {
     const rows = endpoints.items.map((w) =>
-      h('tr', { dataset: { id: w.id } },
+      h(
+        'tr',
+        { dataset: { id: w.id } },
         h('th', { scope: 'row' }, long(w.url)),
         h('td', {}, long(w.events.join(', '))),
         h('td', {}, h('span', { class: `state ${w.status}` }, w.status)),
@@ -94,7 +108,9 @@ export function webhooksView(root) {
       ),
     );
     body.replaceChildren(
-      endpoints.items.length ? table('Webhook endpoints', ['URL', 'Events', 'Status', 'Description', ''], rows) : h('p', {}, 'No webhook endpoints (create one with POST /v1/webhooks).'),
+      endpoints.items.length
+        ? table('Webhook endpoints', ['URL', 'Events', 'Status', 'Description', ''], rows)
+        : h('p', {}, 'No webhook endpoints (create one with POST /v1/webhooks).'),
       moreButton(endpoints, render),
     );
   };
