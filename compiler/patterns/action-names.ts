@@ -1,7 +1,7 @@
 /**
  * Actions made from names that come from outside: a part of an action made
- * from any name (`actionPart`), and the AuthZEN action rule (contract, third
- * part: "AuthZEN, interoperable"): a name that fits the action grammar
+ * from any name (`actionPart`), and the AuthZEN action rule (docs/api.md#authzen):
+ * a name that fits the action grammar
  * (`namespace.verb`, each part `[a-z][a-z0-9_]*`) is the action as it is; any
  * other becomes `authzen.` + the name made an action part.
  *
@@ -13,7 +13,7 @@
  */
 import { isValidAction } from './action.js';
 
-/** The longest AuthZEN action name taken (the contract: longer names are refused, 400 validation.invalid_action). */
+/** The longest AuthZEN action name taken (docs/api.md#authzen: longer names are refused, 400 validation.invalid_action). */
 export const MAX_AUTHZEN_ACTION_NAME = 200;
 
 /** The namespace of the actions made from AuthZEN names outside the action grammar. */

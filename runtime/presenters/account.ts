@@ -1,4 +1,4 @@
-/** The public forms of the operator API's accounts and API keys (contract: Operator API). */
+/** The public forms of the operator API's accounts and API keys (docs/api.md#operator-api). */
 import type { Account } from '../../clients/typescript/wire.js';
 import type { AccountRecord, CreatedKey } from '../domain/accounts.js';
 

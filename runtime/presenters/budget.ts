@@ -1,4 +1,4 @@
-/** The public forms of budgets (contract: Budgets; Spend controls for agent runs): GET /v1/budgets' items and GET /v1/budgets/remaining. */
+/** The public forms of budgets (docs/budgets-and-limits.md#budgets, docs/budgets-and-limits.md#spend-controls-for-agent-runs): GET /v1/budgets' items and GET /v1/budgets/remaining. */
 import type { Budget } from '../../clients/typescript/wire.js';
 import type { BudgetAccount, RemainingBudget } from '../domain/budgets.js';
 import type { Environment } from '../tenant.js';
@@ -32,7 +32,7 @@ export function budgetResource(b: BudgetAccount, environment: Environment): Budg
 }
 
 /**
- * GET /v1/budgets/remaining: `{ object: 'list', data }`, each item exactly the contract's fields.
+ * GET /v1/budgets/remaining: `{ object: 'list', data }`, each item exactly the fields of docs/budgets-and-limits.md#get-v1budgetsremaining.
  *
  * @example
  * remainingBudgetsBody([{ policy_id: 'pol_run', unit: 'USD', scope: 'session', limit: 5, consumed: 1.2, held: 0.3, remaining: 3.5, period_resets_at: '...' }]).data.length; // => 1
