@@ -22,48 +22,21 @@
  *
  *   node dist/bench/mcp/sessions.js [--sessions 20000] [--idle 5] [--max 1000]
  */
-import { randomUUID } from 'node:crypto';
 import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
-import { createServer } from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { packageRoot } from '../../compiler/index.js';
 import { startChild, stopChild } from '../../scripts/mcp-conformance.js';
 import { SESSIONS_HEADING, writeSessionsPart } from './report-section.js';
+import { startSessionUpstream } from './session-upstream.js';
 
 const { values } = parseArgs({ options: { sessions: { type: 'string' }, idle: { type: 'string' }, max: { type: 'string' } } });
 const SESSIONS = Number(values.sessions ?? 20_000);
 const IDLE = Number(values.idle ?? 5);
 const MAX = Number(values.max ?? 1000);
 const CONCURRENCY = 20;
-
-/** A stateful Streamable HTTP MCP server with one tool, on 127.0.0.1. */
-async function upstreamServer(): Promise<{ url: string; sessions: () => number; close(): void }> {
-  const transports = new Map<string, StreamableHTTPServerTransport>();
-  const http = createServer(async (req, res) => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    const body = chunks.length > 0 ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : undefined;
-    const id = req.headers['mcp-session-id'] as string | undefined;
-    let transport = id === undefined ? undefined : transports.get(id);
-    if (!transport) {
-      if (id !== undefined) return void res.writeHead(404).end();
-      const sid = randomUUID();
-      transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => sid, onsessioninitialized: (s) => void transports.set(s, transport!) });
-      transport.onclose = () => void transports.delete(sid);
-      const server = new McpServer({ name: 'bench-sessions', version: '1.0.0' });
-      server.registerTool('ping_tool', { description: 'answers pong' }, async () => ({ content: [{ type: 'text', text: 'pong' }] }));
-      await server.connect(transport);
-    }
-    await transport.handleRequest(req, res, body);
-  });
-  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(http.address() as { port: number }).port}/mcp`, sessions: () => transports.size, close: () => http.close() };
-}
 
 const rssMiB = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 const MiB = 1024 * 1024;
@@ -100,7 +73,7 @@ const inMiB = ({ before, after, spaces }: { before: Memory; after: Memory; space
 });
 
 async function main(): Promise<void> {
-  const upstream = await upstreamServer();
+  const upstream = await startSessionUpstream('bench-sessions');
   const dir = mkdtempSync(join(tmpdir(), 'authz-bench-sessions-'));
   writeFileSync(join(dir, 'mcp.yaml'), 'agent_id: bench-sessions\nserver: bench\n');
   const proxy = await startChild(

@@ -6,44 +6,17 @@
  * are cleared). Real SDK on both sides: an McpServer over Streamable HTTP on
  * 127.0.0.1 upstream, raw `initialize` calls from the client side.
  */
-import { randomUUID } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { parseProxyConfig } from '../../clients/mcp-proxy/config.js';
 import { listenStreamableHttp, type Listening } from '../../clients/mcp-proxy/http-listen.js';
 import { McpProxy } from '../../clients/mcp-proxy/proxy.js';
 import { AuthzClient } from '../../clients/typescript/index.js';
+import { startSessionUpstream, type SessionUpstream } from '../../bench/mcp/session-upstream.js';
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
-
-/** A stateful Streamable HTTP MCP server with one tool; counts its open sessions. */
-async function upstreamServer(): Promise<{ url: URL; sessions: () => number; server: Server }> {
-  const transports = new Map<string, StreamableHTTPServerTransport>();
-  const server = createServer(async (req, res) => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    const body = chunks.length > 0 ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : undefined;
-    const id = req.headers['mcp-session-id'] as string | undefined;
-    let transport = id === undefined ? undefined : transports.get(id);
-    if (!transport) {
-      if (id !== undefined) return void res.writeHead(404).end();
-      const sid = randomUUID();
-      transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => sid, onsessioninitialized: (s) => void transports.set(s, transport!) });
-      transport.onclose = () => void transports.delete(sid);
-      const mcp = new McpServer({ name: 'release-test', version: '1.0.0' });
-      mcp.registerTool('ping_tool', { description: 'answers pong' }, async () => ({ content: [{ type: 'text', text: 'pong' }] }));
-      await mcp.connect(transport);
-    }
-    await transport.handleRequest(req, res, body);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { url: new URL(`http://127.0.0.1:${(server.address() as { port: number }).port}/mcp`), sessions: () => transports.size, server };
-}
 
 /** Polls `check` (bounded by rounds, not time); `between` runs before each retry. */
 async function poll(check: () => boolean, what: () => string, between: () => Promise<void> = () => new Promise((r) => setTimeout(r, 50)), rounds = 400): Promise<void> {
@@ -55,18 +28,18 @@ async function poll(check: () => boolean, what: () => string, between: () => Pro
 }
 
 describe('sessions over HTTP after expiry', () => {
-  let upstream: Awaited<ReturnType<typeof upstreamServer>>;
+  let upstream: SessionUpstream;
   let proxy: McpProxy;
   let listening: Listening;
   const refs: Array<WeakRef<object>> = [];
   const lines: string[] = [];
 
   beforeAll(async () => {
-    upstream = await upstreamServer();
+    upstream = await startSessionUpstream('release-test');
     const config = parseProxyConfig({ agent_id: 'release-bot', server: 'release' });
     // Nothing is decided for an initialize: the service is never called.
     const authz = new AuthzClient({ baseUrl: 'http://127.0.0.1:9', apiKey: 'svc_test_sk_never_called0000000000000000000000' });
-    proxy = await McpProxy.start({ config, authz, upstream: { kind: 'http', url: upstream.url }, log: (l) => lines.push(l) });
+    proxy = await McpProxy.start({ config, authz, upstream: { kind: 'http', url: new URL(upstream.url) }, log: (l) => lines.push(l) });
     listening = await listenStreamableHttp({
       host: '127.0.0.1',
       port: 0,
@@ -83,7 +56,7 @@ describe('sessions over HTTP after expiry', () => {
   afterAll(async () => {
     await listening?.close();
     await proxy?.close();
-    upstream?.server.close();
+    upstream?.close();
   });
 
   it('leave no session in the listener, the proxy or upstream, and their transports and relays are collected', async () => {

@@ -13,22 +13,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PERMIT_INVALID_REASONS } from '../../runtime/domain/permits.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
+import { closeObjects } from '../helpers/closed-schemas.js';
 
 type Json = Record<string, any>;
 
 const SCHEMAS = new URL('../../schemas/', import.meta.url);
 const ANSWERS = new URL('api/answers/', SCHEMAS);
 const read = (url: URL) => JSON.parse(readFileSync(url, 'utf8')) as Json;
-
-/** Every object schema with properties and no word on other fields: closed. */
-function closeObjects(schema: unknown): unknown {
-  if (Array.isArray(schema)) return schema.map(closeObjects);
-  if (schema === null || typeof schema !== 'object') return schema;
-  const out: Json = {};
-  for (const [k, v] of Object.entries(schema)) out[k] = k === 'properties' ? Object.fromEntries(Object.entries(v as Json).map(([p, s]) => [p, closeObjects(s)])) : closeObjects(v);
-  if (out.properties && out.additionalProperties === undefined && !out.allOf && !out.anyOf && !out.oneOf) out.additionalProperties = false;
-  return out;
-}
 
 /** ajv with every answer schema (and the policy and bundle schemas they use) added by its `$id`. */
 function answerValidator(): (file: string) => ValidateFunction {

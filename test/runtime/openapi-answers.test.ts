@@ -19,6 +19,7 @@ import { configFromEnv } from '../../runtime/config.js';
 import { openServices } from '../../runtime/services.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { ADMIN_TOKEN, json, startRuntime, type TestRuntime } from './helpers/app.js';
+import { closeObjects } from '../helpers/closed-schemas.js';
 
 type Json = Record<string, any>;
 
@@ -37,16 +38,6 @@ interface Answer {
   status: number;
   type: string;
   body: string;
-}
-
-/** Every object schema with properties and no word on other fields: closed (the answers must name only documented fields). */
-function closeObjects(schema: unknown): unknown {
-  if (Array.isArray(schema)) return schema.map(closeObjects);
-  if (schema === null || typeof schema !== 'object') return schema;
-  const out: Json = {};
-  for (const [k, v] of Object.entries(schema)) out[k] = k === 'properties' ? Object.fromEntries(Object.entries(v as Json).map(([p, s]) => [p, closeObjects(s)])) : closeObjects(v);
-  if (out.properties && out.additionalProperties === undefined && !out.allOf && !out.anyOf && !out.oneOf) out.additionalProperties = false;
-  return out;
 }
 
 /** A validator of the document's schemas by JSON pointer. */
