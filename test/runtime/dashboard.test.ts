@@ -191,9 +191,12 @@ describe.each(STORE_KINDS)('dashboard in chromium (%s)', (kind) => {
     await expect.poll(() => page.locator('#policy-diagnostics').textContent(), POLL).toContain(`line ${line}`);
     expect((await rt.getOk('/v1/policies/pol_dash_delete')).actions).toEqual(['orders.delete']);
 
-    // A valid edit is saved and used by the next decision.
+    // A valid edit is saved and used by the next decision: the one after the PUT has answered (the row is
+    // readable from the commit on, a moment before the process's compiled set has it and the PUT answers).
     await area.fill(yaml.replace('orders.delete', 'orders.purge'));
+    const saved = page.waitForResponse((r) => r.request().method() === 'PUT' && r.url().endsWith('/v1/policies/pol_dash_delete'));
     await page.getByRole('button', { name: 'Save' }).click();
+    expect((await saved).status()).toBe(200);
     await expect.poll(async () => (await rt.getOk('/v1/policies/pol_dash_delete')).actions, POLL).toEqual(['orders.purge']);
     expect(await decide('orders.purge')).toMatchObject({ effect: 'deny', reason: 'policy.matched', policy_id: 'pol_dash_delete' });
   });
