@@ -81,6 +81,10 @@ export async function seedAtStart(
   }
   const accountId = await defaultAccountId(services);
   if (accountId && !seeded) log(`Account "default": ${accountId} (its keys were printed at its first start; more with authz keys create --account ${accountId})`);
+  // An empty store left empty (AUTHZ_SEED=0): how to make the first account and key.
+  if (!seeded && !accountId && (await countAccounts(services.store.sql)) === 0) {
+    log('The store has no account (AUTHZ_SEED=0 seeds none): make one and its first key with authz keys create --account-name NAME (the operator API: AUTHZ_ADMIN_TOKEN).');
+  }
   if (options.bundle && !accountId) {
     options.warn(
       'authz serve: --bundle needs the "default" account, which the first start on an empty store creates (not with AUTHZ_SEED=0); else use PUT /v1/bundle (authz push)',

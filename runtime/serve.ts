@@ -20,7 +20,7 @@ import { loggerOptions } from './http/logger.js';
 import { bundlePolicies, seedAtStart } from './seed.js';
 import { listenProblem, portProblem } from './cli/port-check.js';
 import { serveUsage } from './cli/serve-help.js';
-import { RequestSummary, startRequestSummary } from './http/request-summary.js';
+import { QUIET_LOG_LEVEL, RequestSummary, startRequestSummary } from './http/request-summary.js';
 import { MASTER_KEY, MasterKeyError, prepareSealing } from './secrets/sealed-text.js';
 import { generateMasterKey, readMasterKey, type MasterKey } from './secrets/master-key.js';
 import { openServices } from './services.js';
@@ -146,7 +146,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
   // LOG_LEVEL unset: the quiet default (errors, and a summary of the requests a minute); set: pino at that level.
   const summary = config.logLevel === undefined ? new RequestSummary() : undefined;
   const app = await buildApp(services, {
-    logger: loggerOptions({ level: config.logLevel ?? 'warn', secrets: [config.adminToken, config.masterKey, config.metricsToken] }),
+    logger: loggerOptions({ level: config.logLevel ?? QUIET_LOG_LEVEL, secrets: [config.adminToken, config.masterKey, config.metricsToken] }),
     healthOnly: role === 'dispatcher',
     ...(summary ? { requestSummary: summary } : {}),
   });

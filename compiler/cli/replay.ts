@@ -25,7 +25,7 @@ import type { DecisionTable } from '../table/build.js';
 export const DEFAULT_URL = 'http://127.0.0.1:8080';
 const PROGRESS_EVERY = 10_000;
 
-export const REPLAY_USAGE = `usage: authz replay BUNDLE --url URL --key KEY [--since 7d] [--limit N] [--format text|json|github] [--quiet]
+export const REPLAY_USAGE = `usage: authz replay BUNDLE [--url URL] [--key KEY] [--since 7d] [--limit N] [--format text|json|github] [--quiet]
   BUNDLE    the candidate: a bundle written by authz compile (.json), or policy files (a YAML file or folder)
   --url     the service (default AUTHZ_URL or ${DEFAULT_URL})
   --key     an API key with scope decisions:read (default AUTHZ_API_KEY); its environment's decisions are replayed

@@ -96,7 +96,8 @@ async function create(io: CommandIo, command: string, conn: Connection, values: 
 
   let accountId = values.account!;
   let createdAccount: string | undefined;
-  let heading = 'created API key:';
+  /** What --account-name did with the account (reused or created), said before the key. */
+  let accountNote: string | undefined;
   const name = values['account-name'];
   if (name !== undefined) {
     // One account of that name: reuse it; none: create it; several: the operator picks one.
@@ -109,13 +110,13 @@ async function create(io: CommandIo, command: string, conn: Connection, values: 
     }
     if (named.length === 1) {
       accountId = named[0]!.id;
-      heading = `using the existing account ${accountId} (${name})\ncreated API key:`;
+      accountNote = `using the existing account ${accountId} (${name})`;
     } else {
       const account = await callService(io, { command, ...conn, method: 'POST', path: '/admin/accounts', body: { name } });
       if (!account) return EXIT_PROBLEMS;
       accountId = account.id;
       createdAccount = `created account ${account.id} (${account.name})`;
-      heading = `${createdAccount}\ncreated API key:`;
+      accountNote = createdAccount;
     }
   }
   const body = await callService(io, { command, ...conn, method: 'POST', path: `/admin/accounts/${encodeURIComponent(accountId)}/api-keys`, body: { environment, scopes } });
@@ -123,6 +124,9 @@ async function create(io: CommandIo, command: string, conn: Connection, values: 
     if (createdAccount) io.err(`${command}: ${createdAccount}, but no key: retry with --account ${accountId}`);
     return EXIT_PROBLEMS;
   }
+  // --format json: stdout is the key's record alone (for jq); what was done with the account goes to stderr.
+  if (fmt === 'json' && accountNote) io.err(accountNote);
+  const heading = accountNote ? `${accountNote}\ncreated API key:` : 'created API key:';
   return done(io, fmt, body, () => printKey(io, heading, body as KeyRecord));
 }
 

@@ -9,6 +9,9 @@
  * trace) logs every request instead, as pino JSON lines.
  */
 
+/** The pino level of the quiet default (LOG_LEVEL unset): warnings and errors, one line each; no request lines. */
+export const QUIET_LOG_LEVEL = 'warn';
+
 /** Counts answered requests by status class; {@link RequestSummary.take} reads and resets. */
 export class RequestSummary {
   private counts = { '2xx': 0, '3xx': 0, '4xx': 0, '5xx': 0 };

@@ -85,8 +85,9 @@ describe('docs/reviews.md: end to end, with curl', () => {
     const env: NodeJS.ProcessEnv = { ...process.env, AUTHZ_URL: server!.base, WAIT_OUT: waitOut, NO_PROXY: '127.0.0.1,localhost', no_proxy: '127.0.0.1,localhost' };
     delete env.AUTHZ_ADMIN_TOKEN;
     let stdout: string;
+    let stderr: string;
     try {
-      ({ stdout } = await run('sh', ['-c', script], { cwd: ROOT, env }));
+      ({ stdout, stderr } = await run('sh', ['-c', script], { cwd: ROOT, env }));
     } catch (e) {
       throw new Error(`the walk failed: ${(e as { stderr?: string }).stderr ?? e}\n${(e as { stdout?: string }).stdout ?? ''}`);
     }
@@ -97,6 +98,8 @@ describe('docs/reviews.md: end to end, with curl', () => {
         .map((p) => [p.slice(0, p.indexOf('\n')), p.slice(p.indexOf('\n') + 1).trim()]),
     );
     expect(parts['reviewer key']).toMatch(/^svc_test_sk_\w+$/);
+    // authz keys create --account-name default says, beside the JSON piped to jq, that it reused the seeded account.
+    expect(stderr).toMatch(/^using the existing account acc_\w+ \(default\)$/m);
     const created = JSON.parse(parts.policy!);
     expect(created).toMatchObject({ object: 'policy', name: 'refunds-approved-first', effect: 'review', priority: 1 });
     // Step 1: echo "$DECISION" printed it.

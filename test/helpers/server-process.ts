@@ -86,6 +86,8 @@ export interface FreshServe {
   base: string;
   /** The test key it printed at its first start. */
   testKey: string;
+  /** What it printed (stdout lines, stderr chunks), as it goes on. */
+  output: string[];
   /** Stops it (SIGTERM) and removes its data directory. */
   stop(): Promise<void>;
 }
@@ -111,8 +113,8 @@ export async function startFreshServe(dataDirPrefix: string, extraEnv: NodeJS.Pr
     }
     rmSync(dataDir, { recursive: true, force: true });
   };
+  const output: string[] = [];
   try {
-    const output: string[] = [];
     const testKey = await new Promise<string>((resolve, reject) => {
       eachLine(child.stdout!, (line) => {
         output.push(line);
@@ -135,7 +137,7 @@ export async function startFreshServe(dataDirPrefix: string, extraEnv: NodeJS.Pr
       if (i > 600) throw new Error('authz serve did not answer /healthz');
       await new Promise((r) => setTimeout(r, 100));
     }
-    return { base, testKey, stop };
+    return { base, testKey, output, stop };
   } catch (error) {
     await stop();
     throw error;

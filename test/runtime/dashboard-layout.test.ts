@@ -9,7 +9,7 @@
  * column, the chart as wide as its panel with its bars spread, one time format,
  * amounts with their unit, the waiting reviews first with their deadline and each
  * review's own state, policies by priority with their agents, resources and
- * condition; a verdict by the deciding key shows review.self_review at its row, in
+ * condition, a saved edit's lint (lint.conflict) beside its YAML; a verdict by the deciding key shows review.self_review at its row, in
  * the viewport; a reviewer key (reviews:read, reviews:write) opens on the queue
  * and approves.
  */
@@ -269,6 +269,32 @@ describe.each(STORE_KINDS)('dashboard layout in chromium (%s)', (kind) => {
     expect(await brokenWords(page)).toEqual([]);
     expect(await overflowing(page)).toEqual([]);
     await shot('policies');
+  });
+
+  it('policies: a saved edit that conflicts with another policy shows its lint (lint.conflict) beside the YAML', async () => {
+    await page.getByRole('button', { name: 'YAML of no-order-deletes' }).click();
+    const area = page.getByLabel('YAML', { exact: true });
+    await expect.poll(() => area.inputValue(), POLL).toContain('orders.delete');
+    const original = await area.inputValue();
+    // The deny of deletes also denies reads, at the priority of the allow of reads (50): a conflict, decided by deny > allow.
+    const conflicting = original.replace(/^priority: 5$/m, 'priority: 50').replace(/^ {2}- orders\.delete$/m, '  - orders.delete\n  - orders.read');
+    expect(conflicting).not.toBe(original);
+    const save = async (yaml: string) => {
+      await area.fill(yaml);
+      const saved = page.waitForResponse((r) => r.request().method() === 'PUT' && r.url().endsWith('/v1/policies/pol_lay_deletes'));
+      await page.getByRole('button', { name: 'Save' }).click();
+      expect((await saved).status()).toBe(200);
+    };
+    await save(conflicting);
+    const diagnostics = page.locator('#policy-diagnostics');
+    await expect.poll(() => diagnostics.textContent(), POLL).toContain('warning: lint.conflict: policies pol_lay_deletes and pol_lay_reads have the same priority 50');
+    await expect(diagnostics.locator('li.warning').count()).resolves.toBe(1);
+    await diagnostics.scrollIntoViewIfNeeded();
+    await shot('policies-lint', false);
+    // Back as it was: no lint.
+    await save(original);
+    await expect.poll(() => diagnostics.textContent(), POLL).toContain('No problems found.');
+    expect((await rt.getOk('/v1/policies/pol_lay_deletes')).priority).toBe(5);
   });
 
   it('budgets, agents and webhooks: words whole, one time format', async () => {

@@ -79,6 +79,9 @@ describe('authz serve: the first start on an empty PostgreSQL', () => {
     dbs.push(db);
     const { p } = await start({ DATABASE_URL: db.url, AUTHZ_SEED: '0', AUTHZ_MASTER_KEY_FILE: join(tmp, 'unseeded.master-key') });
     expect(p.stdout.join('\n')).not.toMatch(/Created account|key:|Loaded/);
+    expect(p.stdout).toContain(
+      'The store has no account (AUTHZ_SEED=0 seeds none): make one and its first key with authz keys create --account-name NAME (the operator API: AUTHZ_ADMIN_TOKEN).',
+    );
     const sql = postgres(db.url, { max: 1, onnotice: () => {} });
     try {
       expect(await sql`select count(*)::int as n from accounts`).toEqual([{ n: 0 }]);

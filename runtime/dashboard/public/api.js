@@ -24,6 +24,7 @@
  * (PolicyDiagnostic), an entry of an error's details, or a line the dashboard makes of an error.
  * @typedef {object} Diagnostic
  * @property {'error' | 'warning'} [severity]
+ * @property {string} [code] e.g. lint.conflict (a validation's diagnostics have one)
  * @property {string} message
  * @property {string} [path]
  * @property {number} [line]

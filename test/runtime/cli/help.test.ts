@@ -80,6 +80,32 @@ describe('authz <command> --help', () => {
     expect(r.stdout).toMatch(/exit codes?/i);
   });
 
+  it('every command `authz --help` lists (keys: each subcommand) answers --help and -h with its usage, exit 0', async () => {
+    const top = await authz('--help');
+    // The command lines of the listing: two spaces, the command, a subcommand word (keys create), then its arguments.
+    const listed = [
+      ...new Set(
+        top.stdout
+          .split('\n')
+          .map((l) => /^ {2}([a-z][a-z-]*)(?: ([a-z][a-z-]*)\b)?/.exec(l))
+          .filter((m) => m !== null)
+          .map((m) => [m[1], m[2]].filter(Boolean).join(' ')),
+      ),
+    ];
+    expect(listed).toEqual(['validate', 'compile', 'test', 'explain', 'diff', 'serve', 'keys create', 'keys revoke', 'keys rotate', 'push', 'replay', 'mcp-proxy']);
+    for (const command of listed) {
+      for (const flag of ['--help', '-h']) {
+        const r = await authz(...command.split(' '), flag);
+        const what = `authz ${command} ${flag}`;
+        expect(r.code, what).toBe(0);
+        expect(r.stderr, what).toBe('');
+        expect(r.stdout, what).toMatch(/^usage:/);
+        expect(r.stdout, what).toContain(`authz ${command} `);
+        expect(r.stdout, what).toMatch(/exit codes?/i);
+      }
+    }
+  }, 120_000);
+
   it('--help wins over other arguments, even missing or wrong ones (validate --strict --help)', async () => {
     const r = await authz('validate', '--strict', '--help');
     expect(r.code).toBe(0);

@@ -152,6 +152,12 @@ describe.each(STORE_KINDS)('authz keys and authz push (%s store)', (kind) => {
       const accountId = /^created account (acc_\S+) \(cli-made\)$/m.exec(r.out)?.[1];
       expect(accountId, r.out).toBeDefined();
       expect(accountId).not.toBe(rt.accountId);
+      // --format json: the new account said on stderr, the key's record alone on stdout.
+      const asJson = await keys('create', '--account-name', 'cli-made-json', '--format', 'json');
+      expect(asJson.code, asJson.err).toBe(0);
+      const made = /^created account (acc_\S+) \(cli-made-json\)$/.exec(asJson.err)?.[1];
+      expect(made, asJson.err).toBeDefined();
+      expect(JSON.parse(asJson.out)).toMatchObject({ object: 'api_key', account_id: made });
       expect(r.out).toContain(`account:     ${accountId}`);
       // A key of the new, empty account: none of the main account's policies.
       await rt.setPolicies([{ id: 'pol_main_only', effect: 'allow', actions: ['cli.check'] }]);
@@ -169,6 +175,11 @@ describe.each(STORE_KINDS)('authz keys and authz push (%s store)', (kind) => {
       expect(again.out).toMatch(new RegExp(`^using the existing account ${accountId} \\(cli-reused\\)$`, 'm'));
       expect(again.out).not.toMatch(/created account/);
       expect(again.out).toContain(`account:     ${accountId}`);
+      // --format json (as docs/reviews.md pipes it to jq): the record alone on stdout, the reuse said on stderr.
+      const asJson = await keys('create', '--account-name', 'cli-reused', '--format', 'json');
+      expect(asJson.code, asJson.err).toBe(0);
+      expect(JSON.parse(asJson.out)).toMatchObject({ object: 'api_key', account_id: accountId });
+      expect(asJson.err).toBe(`using the existing account ${accountId} (cli-reused)`);
       const [{ n }] = await rt.store.sql<Array<{ n: number }>>`select count(*)::int as n from accounts where name = 'cli-reused'`;
       expect(n).toBe(1);
       expect((await api(key, 'GET', '/v1/policies')).status).toBe(200);

@@ -27,7 +27,8 @@ function editable(policy) {
 }
 
 /**
- * Diagnostics as a list (`line 3, column 5: error: ...`), or "No problems found."
+ * Diagnostics as a list (`line 3, column 5: error: ...`, with the code when there
+ * is one: `line 1, column 1: warning: lint.conflict: ...`), or "No problems found."
  * @param {Diagnostic[]} diagnostics
  * @returns {HTMLElement}
  */
@@ -38,7 +39,7 @@ function diagnosticsList(diagnostics) {
     { class: 'diagnostics' },
     diagnostics.map((d) => {
       const where = d.line ? `line ${d.line}, column ${d.column ?? 1}` : (d.path ?? '/');
-      return h('li', { class: d.severity === 'warning' ? 'warning' : 'error' }, `${where}: ${d.severity ?? 'error'}: ${d.message}`);
+      return h('li', { class: d.severity === 'warning' ? 'warning' : 'error' }, `${where}: ${d.severity ?? 'error'}: ${d.code ? `${d.code}: ` : ''}${d.message}`);
     }),
   );
 }
