@@ -2,12 +2,15 @@
  * The SQL functions' one live definition each (runtime/store/functions/, applied
  * by runtime/store/migrate.ts after the numbered migrations), on both stores:
  *
- * - every function of a migrated store has its file, and no numbered migration
- *   defines a function (a migration that needs one includes its file);
+ * - every function of a migrated store has its file (one signature each), and
+ *   no other file of the package's code defines a function: not a numbered
+ *   migration (one that needs a function includes its file), not a repository
+ *   in TypeScript, not a second function file;
  * - a fresh store ends with the same schema (tables, columns, constraints,
  *   indexes, triggers, sequences, function definitions) as a store migrated by
- *   the numbered migrations of OLD_MAIN, which still held every function body,
- *   and then by this runner: a user's store upgraded in place is a fresh one;
+ *   the numbered migrations of an older main, which still held every function
+ *   body (the released OLD_MAIN, and PARTITIONS_MAIN from before 015-017), and
+ *   then by this runner: a user's store upgraded in place is a fresh one;
  * - a function file is applied again when its text changes, not otherwise, in
  *   the order of the calls between files; a file that defines another name, or
  *   files calling each other in a circle, are refused;
@@ -26,17 +29,40 @@ import { commitOf } from '../../helpers/old-build.js';
 import { createTestDatabase, openTestStore, STORE_KINDS, type StoreKind, type TestStore } from '../../helpers/postgres.js';
 import { ROOT } from '../../helpers/server-process.js';
 
-/** The last main whose numbered migrations defined the functions themselves (001-017). */
+/** The last main whose numbered migrations defined the functions themselves (001-017): the released one. */
 const OLD_MAIN = 'e8a27f0';
+/** The main before migrations 015-017 (test/runtime/log-upgrade.test.ts upgrades a store of it holding data). */
+const PARTITIONS_MAIN = 'f282b88';
+
+/** `create [or replace] function <name>(`, as runtime/store/function-files.ts reads a definition. */
+const DEFINITION = /\bcreate\s+(?:or\s+replace\s+)?function\s+([A-Za-z0-9_."]+)\s*\(/gi;
+
+/** The functions `text` defines (a .sql file's `--` comments left out), lowercased and unquoted. */
+function definedIn(file: string, text: string): string[] {
+  const code = file.endsWith('.sql') ? text.replace(/--[^\n]*/g, '') : text;
+  return [...code.matchAll(DEFINITION)].map((m) =>
+    m[1]!
+      .replace(/"/g, '')
+      .replace(/^public\./i, '')
+      .toLowerCase(),
+  );
+}
+
+/** The package's code and SQL under git (the folders it ships and runs): runtime, compiler, clients, ... */
+function packageSources(): string[] {
+  return execFileSync('git', ['ls-files', '*.ts', '*.js', '*.mjs', '*.sql'], { cwd: ROOT, encoding: 'utf8' })
+    .split('\n')
+    .filter((f) => /^(runtime|compiler|clients|verifier|webhooks|bin|scripts|examples)\//.test(f));
+}
 
 const FUNCTION_NAMES = readdirSync(functionsDir())
   .filter((f) => f.endsWith('.sql'))
   .map((f) => f.slice(0, -4))
   .sort();
 
-/** OLD_MAIN's runtime/store/migrations, written into `<dir>/migrations`. */
-function oldMigrations(dir: string): string {
-  const commit = commitOf(OLD_MAIN);
+/** `ref`'s runtime/store/migrations, written into `<dir>/migrations`. */
+function oldMigrations(dir: string, ref: string): string {
+  const commit = commitOf(ref);
   const git = (args: string[]) => execFileSync('git', args, { cwd: ROOT, encoding: 'utf8', maxBuffer: 16 << 20 });
   const out = join(dir, 'migrations');
   mkdirSync(out);
@@ -72,6 +98,22 @@ describe("one file per SQL function (the package's files)", () => {
     expect(files.map((f) => f.name).sort()).toEqual(FUNCTION_NAMES);
   });
 
+  it('defines each function once: in its own file, nowhere else in the code and SQL of the package', () => {
+    const sources = packageSources();
+    expect(sources).toContain('runtime/store/migrations/016_budget_scopes.sql');
+    expect(sources).toContain('runtime/store/limits.ts');
+    const definitions = sources.flatMap((file) => definedIn(file, readFileSync(join(ROOT, file), 'utf8')).map((name) => ({ name, file })));
+    // Anywhere but runtime/store/functions/<name>.sql is a second definition (or one the runner never applies).
+    expect(definitions.filter((d) => d.file !== `runtime/store/functions/${d.name}.sql`)).toEqual([]);
+    expect(definitions.map((d) => d.name).sort()).toEqual(FUNCTION_NAMES);
+  });
+
+  it('finds a definition in SQL and in a TypeScript string, not in a comment or in prose', () => {
+    expect(definedIn('x.sql', '-- create function authz_old(x int)\nCREATE OR REPLACE FUNCTION public."authz_apply_limits" (batch jsonb)')).toEqual(['authz_apply_limits']);
+    expect(definedIn('x.ts', 'await tx.unsafe(`create function authz_usage_json(u budget_usage) returns jsonb ...`);')).toEqual(['authz_usage_json']);
+    expect(definedIn('x.ts', '/** one `create or replace function <name>(...)` each */ const s = `create or replace function ${name}(...)`;')).toEqual([]);
+  });
+
   it('orders a function after those it calls', () => {
     const order = readFunctionFiles(functionsDir()).map((f) => f.name);
     expect(order.indexOf('authz_id_time')).toBeLessThan(order.indexOf('authz_id_floor'));
@@ -89,8 +131,9 @@ describe.each(STORE_KINDS)('function files (%s)', (kind) => {
   afterAll(() => store?.dispose());
 
   it('every function of a migrated store has its file, recorded with its hash', async () => {
+    // One row per signature: a name twice would be an old signature left beside the file's.
     const procs = await store.sql<Array<{ name: string }>>`
-      select distinct proname as name from pg_proc where pronamespace = 'public'::regnamespace order by 1`;
+      select proname as name from pg_proc where pronamespace = 'public'::regnamespace order by 1`;
     expect(procs.map((p) => p.name)).toEqual(FUNCTION_NAMES);
     const rows = await store.sql<Array<{ name: string; sha256: string }>>`select name, sha256 from schema_functions order by name`;
     expect(rows).toEqual(
@@ -102,17 +145,24 @@ describe.each(STORE_KINDS)('function files (%s)', (kind) => {
     expect(await applyFunctions(store.sql, functionsDir())).toEqual([]);
   });
 
-  it(`a fresh store has the schema of one migrated by ${OLD_MAIN}'s migrations and then upgraded`, async () => {
+  it.each([
+    [OLD_MAIN, '017_event_references.sql'],
+    [PARTITIONS_MAIN, '014_shadow.sql'],
+  ])("a fresh store has the schema of one migrated by %s's migrations (up to %s) and then upgraded", async (ref, last) => {
     const dir = mkdtempSync(join(tmpdir(), 'authz-old-migrations-'));
     const old = await scratchStore(kind);
     try {
-      const applied = await migrate(old.store.sql, { dir: oldMigrations(dir) });
-      expect(applied).toContain('017_event_references.sql');
+      const applied = await migrate(old.store.sql, { dir: oldMigrations(dir, ref) });
+      expect(applied.at(-1)).toBe(last);
+      // The old migrations' own function bodies, which the upgrade must replace.
+      const before = await catalog(old.store.sql);
+      expect(Object.keys(before.functions)).toContain('authz_apply_limits(batch jsonb, now_ms double precision, rate_offset_ms double precision)');
       // The current build starts on it: later migrations, then every function file.
       await migrate(old.store.sql);
       const upgraded = await catalog(old.store.sql);
       const fresh = await catalog(store.sql);
       expect(Object.keys(fresh.functions).length).toBe(FUNCTION_NAMES.length);
+      expect(before.functions).not.toEqual(fresh.functions);
       expect(upgraded).toEqual(fresh);
     } finally {
       await old.dispose();
