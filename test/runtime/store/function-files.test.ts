@@ -9,8 +9,10 @@
  * - a fresh store ends with the same schema (tables, columns, constraints,
  *   indexes, triggers, sequences, function definitions) as a store migrated by
  *   the numbered migrations of an older main, which still held every function
- *   body (the released OLD_MAIN, and PARTITIONS_MAIN from before 015-017), and
- *   then by this runner: a user's store upgraded in place is a fresh one;
+ *   body (the released OLD_MAIN, and PARTITIONS_MAIN from before 015-017), or
+ *   by FILES_MAIN's migrations and function files (the first main with them:
+ *   its files changed since, and two were added), and then by this runner: a
+ *   user's store upgraded in place is a fresh one;
  * - a function file is applied again when its text changes, not otherwise, in
  *   the order of the calls between files; a file that defines another name, or
  *   files calling each other in a circle, are refused;
@@ -21,7 +23,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openStore, type Store } from '../../../runtime/store/connect.js';
+import { openStore, type Sql, type Store } from '../../../runtime/store/connect.js';
 import { readFunctionFiles } from '../../../runtime/store/function-files.js';
 import { applyFunctions, functionsDir, migrate, migrationsDir } from '../../../runtime/store/migrate.js';
 import { catalog } from '../../helpers/catalog.js';
@@ -33,6 +35,8 @@ import { ROOT } from '../../helpers/server-process.js';
 const OLD_MAIN = 'e8a27f0';
 /** The main before migrations 015-017 (test/runtime/log-upgrade.test.ts upgrades a store of it holding data). */
 const PARTITIONS_MAIN = 'f282b88';
+/** The first main with runtime/store/functions/ (the merge of issue 37's first round). */
+const FILES_MAIN = '7a906fe';
 
 /** `create [or replace] function <name>(`, as runtime/store/function-files.ts reads a definition. */
 const DEFINITION = /\bcreate\s+(?:or\s+replace\s+)?function\s+([A-Za-z0-9_."]+)\s*\(/gi;
@@ -60,16 +64,23 @@ const FUNCTION_NAMES = readdirSync(functionsDir())
   .map((f) => f.slice(0, -4))
   .sort();
 
-/** `ref`'s runtime/store/migrations, written into `<dir>/migrations`. */
-function oldMigrations(dir: string, ref: string): string {
+/**
+ * `ref`'s runtime/store/migrations and, when it has them, its function files,
+ * written into `<dir>/migrations` and `<dir>/functions` (where a migration's
+ * `\ir ../functions/<name>.sql` finds them).
+ */
+function oldTree(dir: string, ref: string): { migrations: string; functions: string | null } {
   const commit = commitOf(ref);
   const git = (args: string[]) => execFileSync('git', args, { cwd: ROOT, encoding: 'utf8', maxBuffer: 16 << 20 });
-  const out = join(dir, 'migrations');
-  mkdirSync(out);
-  for (const path of git(['ls-tree', '--name-only', commit, 'runtime/store/migrations/']).trim().split('\n')) {
-    writeFileSync(join(out, path.split('/').pop()!), git(['show', `${commit}:${path}`]));
-  }
-  return out;
+  const copy = (folder: 'migrations' | 'functions'): string | null => {
+    const paths = git(['ls-tree', '--name-only', commit, `runtime/store/${folder}/`]).trim();
+    if (paths === '') return null;
+    const out = join(dir, folder);
+    mkdirSync(out);
+    for (const path of paths.split('\n')) writeFileSync(join(out, path.split('/').pop()!), git(['show', `${commit}:${path}`]));
+    return out;
+  };
+  return { migrations: copy('migrations')!, functions: copy('functions') };
 }
 
 async function scratchStore(kind: StoreKind): Promise<{ store: Store; dispose(): Promise<void> }> {
@@ -146,13 +157,16 @@ describe.each(STORE_KINDS)('function files (%s)', (kind) => {
   });
 
   it.each([
-    [OLD_MAIN, '017_event_references.sql'],
-    [PARTITIONS_MAIN, '014_shadow.sql'],
-  ])("a fresh store has the schema of one migrated by %s's migrations (up to %s) and then upgraded", async (ref, last) => {
+    [OLD_MAIN, '017_event_references.sql', false],
+    [PARTITIONS_MAIN, '014_shadow.sql', false],
+    [FILES_MAIN, '018_agent_attributes.sql', true],
+  ])("a fresh store has the schema of one migrated by %s's migrations (up to %s) and then upgraded", async (ref, last, withFiles) => {
     const dir = mkdtempSync(join(tmpdir(), 'authz-old-migrations-'));
     const old = await scratchStore(kind);
     try {
-      const applied = await migrate(old.store.sql, { dir: oldMigrations(dir, ref) });
+      const tree = oldTree(dir, ref);
+      expect(tree.functions !== null).toBe(withFiles);
+      const applied = await migrate(old.store.sql, { dir: tree.migrations, functionsDir: tree.functions });
       expect(applied.at(-1)).toBe(last);
       // The old migrations' own function bodies, which the upgrade must replace.
       const before = await catalog(old.store.sql);
@@ -164,6 +178,9 @@ describe.each(STORE_KINDS)('function files (%s)', (kind) => {
       expect(Object.keys(fresh.functions).length).toBe(FUNCTION_NAMES.length);
       expect(before.functions).not.toEqual(fresh.functions);
       expect(upgraded).toEqual(fresh);
+      // And it records the files it holds, as a fresh store does: nothing is applied again at the next start.
+      const recorded = (sql: Sql) => sql<Array<{ name: string; sha256: string }>>`select name, sha256 from schema_functions order by name`;
+      expect(await recorded(old.store.sql)).toEqual(await recorded(store.sql));
     } finally {
       await old.dispose();
       rmSync(dir, { recursive: true, force: true });
