@@ -13,8 +13,8 @@
  *   by FILES_MAIN's migrations and function files (the first main with them:
  *   its files changed since, and two were added), and then by this runner: a
  *   user's store upgraded in place is a fresh one;
- * - a function file is applied again when its text changes, not otherwise, in
- *   the order of the calls between files; a file that defines another name, or
+ * - a function file is applied again when its text changes or its function is
+ *   gone from the store, not otherwise, in the order of the calls between files; a file that defines another name, or
  *   files calling each other in a circle, are refused;
  * - two processes starting at once on one PostgreSQL apply each file once.
  */
@@ -227,6 +227,14 @@ describe.each(STORE_KINDS)('function files (%s)', (kind) => {
       );
       expect(await applyFunctions(scratch.store.sql, functions)).toEqual(['t_double']);
       expect(await migrate(scratch.store.sql, { dir: migrations, functionsDir: functions })).toEqual([]);
+      expect(await applyFunctions(scratch.store.sql, functions)).toEqual([]);
+    });
+
+    it('applies again a function gone from the store though its file is unchanged', async () => {
+      await scratch.store.sql.unsafe('drop function t_double(int)');
+      expect(await applyFunctions(scratch.store.sql, functions)).toEqual(['t_double']);
+      expect(await call('select t_double(1) as v')).toBe(22);
+      expect(await applyFunctions(scratch.store.sql, functions)).toEqual([]);
     });
 
     it('a migration includes a function file it needs while it runs', async () => {
