@@ -110,7 +110,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   registerJsonBodies(app);
   refuseOtherMediaTypes(app, 'application/json');
   app.addHook('preValidation', rejectUnstorableInput);
-  registerAuthentication(app, services.keys);
+  registerAuthentication(app, services.apiKeys);
   // Idempotency-Key on POST routes under /v1 (hooks added as they are registered).
   registerIdempotency(app, { sql: services.store.sql, clock: services.clock, masterKey: services.config.masterKey });
   // First: the OpenAPI document collects every route registered after it.

@@ -6,7 +6,7 @@
  *
  * The store makes some ids in SQL (a budget event fired inside the limits
  * function, a webhook delivery made by the fan-out trigger): `authz_new_id` in
- * runtime/store/migrations/008_ids.sql mirrors this function for every time
+ * runtime/store/functions/authz_new_id.sql mirrors this function for every time
  * from 1970 on (the service clock's range; before 1970 newId writes the epoch's
  * time part and authz_new_id does not). test/runtime/store/ids.test.ts holds the
  * two to the same shape for every prefix, the same time part at the same clock
@@ -69,7 +69,8 @@ export function newId(prefix: IdPrefix, atMs: number): string {
  * The id range of the ids of `prefix` made in [sinceMs, untilMs): every such id
  * sorts (byte order) at or above `lo` and below `hi` (the decision log's
  * partitions are these ranges, one per UTC day:
- * runtime/store/migrations/015_log_partitions.sql, whose `authz_id_floor` is `lo`).
+ * runtime/store/migrations/015_log_partitions.sql; `lo` is what
+ * runtime/store/functions/authz_id_floor.sql computes).
  *
  * @example
  * idRange('dec', Date.parse('2026-11-21'), Date.parse('2026-11-22')); // { lo: 'dec_0VbYqoN6', hi: 'dec_0VbehKxU' }

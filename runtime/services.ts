@@ -38,9 +38,12 @@ export interface Services {
   clock: Clock;
   /** Present when the server runs with AUTHZ_TEST_CLOCK=1. */
   testClock: AdjustableClock | null;
-  keys: ApiKeyCache;
+  /** API keys resolved to their account, environment and scopes, cached (revocations and rolls: background/key-replication.ts). */
+  apiKeys: ApiKeyCache;
+  /** What this process knows of agents (status, attributes) for decisions; the agents resource is `agents`. */
   agentDirectory: AgentDirectory;
   policySets: PolicySets;
+  /** Stores decisions by group commit before their answer is sent. */
   writer: DecisionWriter;
   decisions: DecisionService;
   limits: Limits;
@@ -98,26 +101,26 @@ export async function openServices(options: ServiceOptions): Promise<Services> {
 function buildServices(options: ServiceOptions & { clock: Clock }, ring: KeyRing, testClock: AdjustableClock | null, tracing: Tracing): Services {
   const { config, store, clock } = options;
   const sql = store.sql;
-  const agents = new AgentDirectory(sql, clock);
+  const agentDirectory = new AgentDirectory(sql, clock);
   const policySets = new PolicySets(sql, clock);
   const inFlight = store.kind === 'postgres' ? 4 : 1;
   const writer = new DecisionWriter(sql, config.decisionBatchSize, inFlight);
   const alerts = new SecurityAlerts(sql, clock, config.alerts);
   const limits = new Limits(sql, clock, { keyRateLimit: config.keyRateLimit, maxInFlight: inFlight });
   const metrics = new ServiceMetrics(sql, clock);
-  const permits = options.permits ?? ringPermitIssuer(ring, config.baseUrl);
-  const keys = new ApiKeyCache(sql, clock);
+  const permitIssuer = options.permits ?? ringPermitIssuer(ring, config.baseUrl);
+  const apiKeys = new ApiKeyCache(sql, clock);
   const reviewWaiters = new ReviewWaiters();
   const approvals = new Approvals({ sql, clock, limits, policySets, waiters: reviewWaiters });
   const decisions = new DecisionService({
     sql,
     clock,
     policySets,
-    agents,
+    agents: agentDirectory,
     writer,
     limits,
     alerts,
-    permits,
+    permits: permitIssuer,
     approvals,
     redact: config.redactContext,
     tracing,
@@ -129,16 +132,16 @@ function buildServices(options: ServiceOptions & { clock: Clock }, ring: KeyRing
     store,
     clock,
     testClock,
-    keys,
-    agentDirectory: agents,
+    apiKeys,
+    agentDirectory,
     policySets,
     writer,
     decisions,
     limits,
     policies: new PolicyService(sql, clock, policySets, config),
     bundles: new BundleService(sql, clock, policySets, config),
-    agents: new AgentService(sql, clock, agents),
-    accounts: new AccountService(sql, clock, keys),
+    agents: new AgentService(sql, clock, agentDirectory),
+    accounts: new AccountService(sql, clock, apiKeys),
     events: new EventService(sql),
     budgets,
     health: new HealthService(store),
@@ -153,11 +156,11 @@ function buildServices(options: ServiceOptions & { clock: Clock }, ring: KeyRing
     ring,
     alerts,
     metrics,
-    permitIssuer: permits,
+    permitIssuer,
     tracing,
-    reviews: new ReviewService({ sql, clock, decisions, approvals, waiters: reviewWaiters, permits }),
+    reviews: new ReviewService({ sql, clock, decisions, approvals, waiters: reviewWaiters, permits: permitIssuer }),
     approvals,
-    accessRequests: new AccessRequests({ sql, clock, decisions, permits, redact: config.redactContext }),
+    accessRequests: new AccessRequests({ sql, clock, decisions, permits: permitIssuer, redact: config.redactContext }),
     reviewWaiters,
     stats: new StatsService({ sql, clock, budgets }),
   };

@@ -28,7 +28,7 @@ export interface ReplicatedKeys {
  * do on the embedded store); `stop()` ends it.
  *
  * @example
- * const keyReplication = await startKeyReplication(store, { apiKeys: services.keys, ring: services.ring });
+ * const keyReplication = await startKeyReplication(store, { apiKeys: services.apiKeys, ring: services.ring });
  * // ... on shutdown:
  * await keyReplication.stop();
  */

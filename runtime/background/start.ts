@@ -60,7 +60,7 @@ export async function startBackground(services: Services, options: BackgroundOpt
   const { store, clock, config } = services;
   const onError = (task: string) => (e: unknown) => options.onError?.(task, e);
   const policies = await startReplication(store, services.policySets, services.agentDirectory, options.policyRefreshMs ?? 1000, onError('replication'));
-  const keys = await startKeyReplication(store, { apiKeys: services.keys, ring: services.ring }, onError('key replication'));
+  const keys = await startKeyReplication(store, { apiKeys: services.apiKeys, ring: services.ring }, onError('key replication'));
   const budgets = await startLimitMaintenance(store, services.limits, clock, options.budgetSweepMs ?? config.budgetSweepSeconds * 1000, onError('budget maintenance'));
   const reviews = await startReviewMaintenance(store, services.approvals, services.reviewWaiters, options.reviewSweepMs ?? 5000, onError('review maintenance'));
   // Partitions made ahead and retention (one process at a time does each step).

@@ -22,7 +22,7 @@ export const LOG_TABLES: readonly LogTable[] = ['events', 'webhook_deliveries', 
 
 const PREFIX: Record<LogTable, string> = { decisions: 'dec', events: 'evt', webhook_deliveries: 'whd' };
 
-/** The day's id range [lo, hi) of `table`'s ids, made in SQL (authz_id_floor, migration 015). */
+/** The day's id range [lo, hi) of `table`'s ids, made in SQL (functions/authz_id_floor.sql). */
 async function dayIds(sql: SqlOrTx, table: LogTable, day: string): Promise<{ lo: string; hi: string }> {
   const [row] = await sql<Array<{ lo: string; hi: string }>>`
     select authz_id_floor(${PREFIX[table]}, ${day}::date::timestamp at time zone 'UTC') as lo,

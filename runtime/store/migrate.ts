@@ -11,7 +11,8 @@
  *    store/function-files.ts) are applied after every migration, a function
  *    after those it calls, each only when its file's sha256 differs from the one
  *    recorded in `schema_functions` (so: on a fresh store, and whenever the file
- *    changed). A file no longer present is forgotten (a migration drops it).
+ *    changed) or its function is missing from the store. A file no longer
+ *    present is forgotten (a migration drops it).
  *
  * Each migration file runs in its own transaction together with the row that
  * records it, so a failing file leaves nothing behind and is retried on the next
@@ -88,9 +89,10 @@ export async function migrate(sql: Sql, options: MigrateOptions = {}): Promise<s
 }
 
 /**
- * Applies the function files of `dir` whose sha256 is not the one recorded (in
- * call order, in one transaction), records them, and forgets files no longer
- * there; returns the names it applied. `migrate` calls it after the migrations.
+ * Applies the function files of `dir` whose sha256 is not the one recorded, or
+ * whose function the store lacks (in call order, in one transaction), records
+ * them, and forgets files no longer there; returns the names it applied.
+ * `migrate` calls it after the migrations.
  */
 export async function applyFunctions(sql: Sql, dir: string): Promise<string[]> {
   const files = readFunctionFiles(dir);
@@ -98,9 +100,14 @@ export async function applyFunctions(sql: Sql, dir: string): Promise<string[]> {
     await lock(tx);
     const rows = await tx<Array<{ name: string; sha256: string }>>`select name, sha256 from schema_functions`;
     const recorded = new Map(rows.map((r) => [r.name, r.sha256]));
+    // A function gone though its file is unchanged (dropped with a type it takes, by a
+    // `drop ... cascade`, by hand) is applied again too.
+    const existing = await tx<Array<{ name: string }>>`
+      select distinct proname as name from pg_proc where pronamespace = (select oid from pg_namespace where nspname = current_schema())`;
+    const exists = new Set(existing.map((r) => r.name));
     const applied: string[] = [];
     for (const f of files) {
-      if (recorded.get(f.name) === f.hash) continue;
+      if (recorded.get(f.name) === f.hash && exists.has(f.name)) continue;
       await tx.unsafe(f.text);
       await tx`insert into schema_functions (name, sha256, applied_at) values (${f.name}, ${f.hash}, now())
                on conflict (name) do update set sha256 = excluded.sha256, applied_at = excluded.applied_at`;

@@ -110,6 +110,8 @@ describe('import graph', () => {
       [10, { from: 'runtime/domain/decision-state.ts', to: 'runtime/store/decisions.ts' }],
       [11, { from: 'runtime/presenters/decision.ts', to: 'runtime/domain/decisions.ts' }],
       [11, { from: 'runtime/events/build.ts', to: 'runtime/domain/approvals.ts' }],
+      [12, { from: 'runtime/serve.ts', to: 'runtime/background/budgets.ts' }],
+      [12, { from: 'runtime/app.ts', to: 'runtime/background/policy-refresh.ts' }],
     ];
     expect(new Set(bad.map(([i]) => i)).size).toBe(RULES.length);
     for (const [i, edge] of bad) expect(RULES[i]!.check(edge), `${RULES[i]!.name}: ${edge.from} -> ${edge.to}`).not.toBeNull();
@@ -127,6 +129,10 @@ describe('import graph', () => {
       { from: 'runtime/presenters/budget.ts', to: 'runtime/domain/budgets.ts', typeOnly: true },
       { from: 'runtime/presenters/decision.ts', to: 'runtime/domain/decision-state.ts' },
       { from: 'runtime/presenters/decision.ts', to: 'clients/typescript/wire.ts', typeOnly: true },
+      { from: 'runtime/serve.ts', to: 'runtime/background/start.ts' },
+      { from: 'runtime/background/start.ts', to: 'runtime/background/reviews.ts' },
+      { from: 'runtime/services.ts', to: 'runtime/background/budgets.ts', typeOnly: true },
+      { from: 'bench/reviews/run.ts', to: 'runtime/background/reviews.ts' },
     ];
     expect(violations(good)).toEqual([]);
   });

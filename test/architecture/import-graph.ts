@@ -28,6 +28,8 @@ const isIn = (file: string, folder: string) => file.startsWith(`${folder}/`);
 export const CLIENT_SHARED_COMPILER = ['compiler/patterns/action.ts', 'compiler/patterns/action-names.ts'];
 /** The state of a decision at a time: a leaf every layer asks (domain services, presenters, event bodies). */
 export const DECISION_STATE = 'runtime/domain/decision-state.ts';
+/** Starts every background task of a server process (docs/architecture.md, background/). */
+export const BACKGROUND_START = 'runtime/background/start.ts';
 const isRelative = (to: string) => to.includes('/') && !to.startsWith('@') && /\.(ts|js|mjs|json)$/.test(to);
 
 export const RULES: Rule[] = [
@@ -90,6 +92,13 @@ export const RULES: Rule[] = [
     check: (e) =>
       (isIn(e.from, 'runtime/presenters') || isIn(e.from, 'runtime/events')) && isIn(e.to, 'runtime/domain') && !e.typeOnly && e.to !== DECISION_STATE
         ? `${e.from} imports values of ${e.to}: the domain hands a presenter plain data`
+        : null,
+  },
+  {
+    name: 'the runtime starts its background work only through runtime/background/start.ts (startBackground: authz serve and the test helper alike)',
+    check: (e) =>
+      isIn(e.from, 'runtime') && !isIn(e.from, 'runtime/background') && isIn(e.to, 'runtime/background') && e.to !== BACKGROUND_START && !e.typeOnly
+        ? `${e.from} imports ${e.to}: start it in ${BACKGROUND_START}`
         : null,
   },
 ];

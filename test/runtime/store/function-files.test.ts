@@ -2,14 +2,19 @@
  * The SQL functions' one live definition each (runtime/store/functions/, applied
  * by runtime/store/migrate.ts after the numbered migrations), on both stores:
  *
- * - every function of a migrated store has its file, and no numbered migration
- *   defines a function (a migration that needs one includes its file);
+ * - every function of a migrated store has its file (one signature each), and
+ *   no other file of the package's code defines a function: not a numbered
+ *   migration (one that needs a function includes its file), not a repository
+ *   in TypeScript, not a second function file;
  * - a fresh store ends with the same schema (tables, columns, constraints,
  *   indexes, triggers, sequences, function definitions) as a store migrated by
- *   the numbered migrations of OLD_MAIN, which still held every function body,
- *   and then by this runner: a user's store upgraded in place is a fresh one;
- * - a function file is applied again when its text changes, not otherwise, in
- *   the order of the calls between files; a file that defines another name, or
+ *   the numbered migrations of an older main, which still held every function
+ *   body (the released OLD_MAIN, and PARTITIONS_MAIN from before 015-017), or
+ *   by FILES_MAIN's migrations and function files (the first main with them:
+ *   its files changed since, and two were added), and then by this runner: a
+ *   user's store upgraded in place is a fresh one;
+ * - a function file is applied again when its text changes or its function is
+ *   gone from the store, not otherwise, in the order of the calls between files; a file that defines another name, or
  *   files calling each other in a circle, are refused;
  * - two processes starting at once on one PostgreSQL apply each file once.
  */
@@ -18,7 +23,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openStore, type Store } from '../../../runtime/store/connect.js';
+import { openStore, type Sql, type Store } from '../../../runtime/store/connect.js';
 import { readFunctionFiles } from '../../../runtime/store/function-files.js';
 import { applyFunctions, functionsDir, migrate, migrationsDir } from '../../../runtime/store/migrate.js';
 import { catalog } from '../../helpers/catalog.js';
@@ -26,24 +31,56 @@ import { commitOf } from '../../helpers/old-build.js';
 import { createTestDatabase, openTestStore, STORE_KINDS, type StoreKind, type TestStore } from '../../helpers/postgres.js';
 import { ROOT } from '../../helpers/server-process.js';
 
-/** The last main whose numbered migrations defined the functions themselves (001-017). */
+/** The last main whose numbered migrations defined the functions themselves (001-017): the released one. */
 const OLD_MAIN = 'e8a27f0';
+/** The main before migrations 015-017 (test/runtime/log-upgrade.test.ts upgrades a store of it holding data). */
+const PARTITIONS_MAIN = 'f282b88';
+/** The first main with runtime/store/functions/ (the merge of issue 37's first round). */
+const FILES_MAIN = '7a906fe';
+
+/** `create [or replace] function <name>(`, as runtime/store/function-files.ts reads a definition. */
+const DEFINITION = /\bcreate\s+(?:or\s+replace\s+)?function\s+([A-Za-z0-9_."]+)\s*\(/gi;
+
+/** The functions `text` defines (a .sql file's `--` comments left out), lowercased and unquoted. */
+function definedIn(file: string, text: string): string[] {
+  const code = file.endsWith('.sql') ? text.replace(/--[^\n]*/g, '') : text;
+  return [...code.matchAll(DEFINITION)].map((m) =>
+    m[1]!
+      .replace(/"/g, '')
+      .replace(/^public\./i, '')
+      .toLowerCase(),
+  );
+}
+
+/** The package's code and SQL under git (the folders it ships and runs): runtime, compiler, clients, ... */
+function packageSources(): string[] {
+  return execFileSync('git', ['ls-files', '*.ts', '*.js', '*.mjs', '*.sql'], { cwd: ROOT, encoding: 'utf8' })
+    .split('\n')
+    .filter((f) => /^(runtime|compiler|clients|verifier|webhooks|bin|scripts|examples)\//.test(f));
+}
 
 const FUNCTION_NAMES = readdirSync(functionsDir())
   .filter((f) => f.endsWith('.sql'))
   .map((f) => f.slice(0, -4))
   .sort();
 
-/** OLD_MAIN's runtime/store/migrations, written into `<dir>/migrations`. */
-function oldMigrations(dir: string): string {
-  const commit = commitOf(OLD_MAIN);
+/**
+ * `ref`'s runtime/store/migrations and, when it has them, its function files,
+ * written into `<dir>/migrations` and `<dir>/functions` (where a migration's
+ * `\ir ../functions/<name>.sql` finds them).
+ */
+function oldTree(dir: string, ref: string): { migrations: string; functions: string | null } {
+  const commit = commitOf(ref);
   const git = (args: string[]) => execFileSync('git', args, { cwd: ROOT, encoding: 'utf8', maxBuffer: 16 << 20 });
-  const out = join(dir, 'migrations');
-  mkdirSync(out);
-  for (const path of git(['ls-tree', '--name-only', commit, 'runtime/store/migrations/']).trim().split('\n')) {
-    writeFileSync(join(out, path.split('/').pop()!), git(['show', `${commit}:${path}`]));
-  }
-  return out;
+  const copy = (folder: 'migrations' | 'functions'): string | null => {
+    const paths = git(['ls-tree', '--name-only', commit, `runtime/store/${folder}/`]).trim();
+    if (paths === '') return null;
+    const out = join(dir, folder);
+    mkdirSync(out);
+    for (const path of paths.split('\n')) writeFileSync(join(out, path.split('/').pop()!), git(['show', `${commit}:${path}`]));
+    return out;
+  };
+  return { migrations: copy('migrations')!, functions: copy('functions') };
 }
 
 async function scratchStore(kind: StoreKind): Promise<{ store: Store; dispose(): Promise<void> }> {
@@ -72,6 +109,22 @@ describe("one file per SQL function (the package's files)", () => {
     expect(files.map((f) => f.name).sort()).toEqual(FUNCTION_NAMES);
   });
 
+  it('defines each function once: in its own file, nowhere else in the code and SQL of the package', () => {
+    const sources = packageSources();
+    expect(sources).toContain('runtime/store/migrations/016_budget_scopes.sql');
+    expect(sources).toContain('runtime/store/limits.ts');
+    const definitions = sources.flatMap((file) => definedIn(file, readFileSync(join(ROOT, file), 'utf8')).map((name) => ({ name, file })));
+    // Anywhere but runtime/store/functions/<name>.sql is a second definition (or one the runner never applies).
+    expect(definitions.filter((d) => d.file !== `runtime/store/functions/${d.name}.sql`)).toEqual([]);
+    expect(definitions.map((d) => d.name).sort()).toEqual(FUNCTION_NAMES);
+  });
+
+  it('finds a definition in SQL and in a TypeScript string, not in a comment or in prose', () => {
+    expect(definedIn('x.sql', '-- create function authz_old(x int)\nCREATE OR REPLACE FUNCTION public."authz_apply_limits" (batch jsonb)')).toEqual(['authz_apply_limits']);
+    expect(definedIn('x.ts', 'await tx.unsafe(`create function authz_usage_json(u budget_usage) returns jsonb ...`);')).toEqual(['authz_usage_json']);
+    expect(definedIn('x.ts', '/** one `create or replace function <name>(...)` each */ const s = `create or replace function ${name}(...)`;')).toEqual([]);
+  });
+
   it('orders a function after those it calls', () => {
     const order = readFunctionFiles(functionsDir()).map((f) => f.name);
     expect(order.indexOf('authz_id_time')).toBeLessThan(order.indexOf('authz_id_floor'));
@@ -89,8 +142,9 @@ describe.each(STORE_KINDS)('function files (%s)', (kind) => {
   afterAll(() => store?.dispose());
 
   it('every function of a migrated store has its file, recorded with its hash', async () => {
+    // One row per signature: a name twice would be an old signature left beside the file's.
     const procs = await store.sql<Array<{ name: string }>>`
-      select distinct proname as name from pg_proc where pronamespace = 'public'::regnamespace order by 1`;
+      select proname as name from pg_proc where pronamespace = 'public'::regnamespace order by 1`;
     expect(procs.map((p) => p.name)).toEqual(FUNCTION_NAMES);
     const rows = await store.sql<Array<{ name: string; sha256: string }>>`select name, sha256 from schema_functions order by name`;
     expect(rows).toEqual(
@@ -102,18 +156,31 @@ describe.each(STORE_KINDS)('function files (%s)', (kind) => {
     expect(await applyFunctions(store.sql, functionsDir())).toEqual([]);
   });
 
-  it(`a fresh store has the schema of one migrated by ${OLD_MAIN}'s migrations and then upgraded`, async () => {
+  it.each([
+    [OLD_MAIN, '017_event_references.sql', false],
+    [PARTITIONS_MAIN, '014_shadow.sql', false],
+    [FILES_MAIN, '018_agent_attributes.sql', true],
+  ])("a fresh store has the schema of one migrated by %s's migrations (up to %s) and then upgraded", async (ref, last, withFiles) => {
     const dir = mkdtempSync(join(tmpdir(), 'authz-old-migrations-'));
     const old = await scratchStore(kind);
     try {
-      const applied = await migrate(old.store.sql, { dir: oldMigrations(dir) });
-      expect(applied).toContain('017_event_references.sql');
+      const tree = oldTree(dir, ref);
+      expect(tree.functions !== null).toBe(withFiles);
+      const applied = await migrate(old.store.sql, { dir: tree.migrations, functionsDir: tree.functions });
+      expect(applied.at(-1)).toBe(last);
+      // The old migrations' own function bodies, which the upgrade must replace.
+      const before = await catalog(old.store.sql);
+      expect(Object.keys(before.functions)).toContain('authz_apply_limits(batch jsonb, now_ms double precision, rate_offset_ms double precision)');
       // The current build starts on it: later migrations, then every function file.
       await migrate(old.store.sql);
       const upgraded = await catalog(old.store.sql);
       const fresh = await catalog(store.sql);
       expect(Object.keys(fresh.functions).length).toBe(FUNCTION_NAMES.length);
+      expect(before.functions).not.toEqual(fresh.functions);
       expect(upgraded).toEqual(fresh);
+      // And it records the files it holds, as a fresh store does: nothing is applied again at the next start.
+      const recorded = (sql: Sql) => sql<Array<{ name: string; sha256: string }>>`select name, sha256 from schema_functions order by name`;
+      expect(await recorded(old.store.sql)).toEqual(await recorded(store.sql));
     } finally {
       await old.dispose();
       rmSync(dir, { recursive: true, force: true });
@@ -160,6 +227,14 @@ describe.each(STORE_KINDS)('function files (%s)', (kind) => {
       );
       expect(await applyFunctions(scratch.store.sql, functions)).toEqual(['t_double']);
       expect(await migrate(scratch.store.sql, { dir: migrations, functionsDir: functions })).toEqual([]);
+      expect(await applyFunctions(scratch.store.sql, functions)).toEqual([]);
+    });
+
+    it('applies again a function gone from the store though its file is unchanged', async () => {
+      await scratch.store.sql.unsafe('drop function t_double(int)');
+      expect(await applyFunctions(scratch.store.sql, functions)).toEqual(['t_double']);
+      expect(await call('select t_double(1) as v')).toBe(22);
+      expect(await applyFunctions(scratch.store.sql, functions)).toEqual([]);
     });
 
     it('a migration includes a function file it needs while it runs', async () => {
