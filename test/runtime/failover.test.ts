@@ -19,9 +19,12 @@
  * them it fails, naming them. FAILOVER_BENCH=1 (npm run bench:failover) runs it
  * with fsync on and prints the figures.
  */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findReplicationBinDir, startReplicaPair, type ReplicaPair } from '../../scripts/pg-replication.js';
+import { findReplicationBinDir, REPLICATION_TOOLS, startReplicaPair, type ReplicaPair } from '../../scripts/pg-replication.js';
 import { isStoreUnavailable } from '../../runtime/store/unavailable.js';
 import { runFailoverDrill, type DrillResult } from '../helpers/failover-drill.js';
 import { ensureBuilt } from '../helpers/server-process.js';
@@ -74,6 +77,30 @@ describe('failover: the primary SIGKILLed under load, the standby promoted, ten 
   it('needs the PostgreSQL server tools (initdb, pg_basebackup, pg_ctl)', () => {
     // Throws naming the missing tools: the failover test must not pass without them.
     expect(findReplicationBinDir()).toMatch(/\S/);
+  });
+
+  it('without the server tools it fails with a message naming the missing ones', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'authz-pg-tools-'));
+    try {
+      const empty = join(dir, 'empty');
+      const onlyInitdb = join(dir, 'only-initdb');
+      const root = join(dir, 'postgresql');
+      for (const d of [empty, onlyInitdb, join(root, '15', 'bin')]) mkdirSync(d, { recursive: true });
+      writeFileSync(join(onlyInitdb, 'initdb'), '');
+      for (const tool of REPLICATION_TOOLS) writeFileSync(join(root, '15', 'bin', tool), '');
+
+      expect(() => findReplicationBinDir(empty, join(dir, 'none'))).toThrow(
+        /PostgreSQL server tools missing for the failover test: initdb, pg_ctl, pg_basebackup, postgres; install/,
+      );
+      // initdb found on PATH, the rest not beside it.
+      expect(() => findReplicationBinDir(onlyInitdb, join(dir, 'none'))).toThrow(
+        `missing for the failover test: pg_ctl, pg_basebackup, postgres (not beside ${onlyInitdb}/initdb)`,
+      );
+      // All four under <root>/<version>/bin: found there.
+      expect(findReplicationBinDir(empty, root)).toBe(join(root, '15', 'bin'));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it(
