@@ -127,11 +127,12 @@ describe('failover: the primary SIGKILLed under load, the standby promoted, ten 
 
       // The figures (counted, not assumed), printed before they are judged: the issue's report and the benchmark's.
       const ms = result.rounds.map((r) => Math.round(r.firstAnswerMs)).sort((a, b) => a - b);
+      const median = ms.length % 2 ? ms[(ms.length - 1) / 2]! : (ms[ms.length / 2 - 1]! + ms[ms.length / 2]!) / 2;
       const lostCount = result.rounds.reduce((n, r) => n + r.lost.length + r.lostConfirms.length, 0);
       const http500 = result.unexpected.filter((u) => /^\w+: 500 /.test(u)).length;
       const alive = result.rounds.filter((r) => r.alive).length;
       console.log(
-        `[failover] ${result.rounds.length} kills${bench ? ' (fsync on)' : ''}: ${result.answered} decisions and ${result.confirmed} confirms answered, ${lostCount} lost, ${http500} answers 500 (${result.unexpected.length} neither 200 nor 503), ${result.allowsWithoutPrimary.length} answered 200 without a primary; process alive after ${alive} of ${result.rounds.length} kills; first answer after the promotion: min ${ms[0]} ms, median ${ms[Math.floor(ms.length / 2)]} ms, max ${ms.at(-1)} ms; promote ${result.rounds.map((r) => Math.round(r.promoteMs)).join('/')} ms`,
+        `[failover] ${result.rounds.length} kills${bench ? ' (fsync on)' : ''}: ${result.answered} decisions and ${result.confirmed} confirms answered, ${lostCount} lost, ${http500} answers 500 (${result.unexpected.length} neither 200 nor 503), ${result.allowsWithoutPrimary.length} answered 200 without a primary; process alive after ${alive} of ${result.rounds.length} kills; first answer after the promotion: min ${ms[0]} ms, median ${median} ms, max ${ms.at(-1)} ms; promote ${result.rounds.map((r) => Math.round(r.promoteMs)).join('/')} ms`,
       );
 
       expect(result.exit, failure).toBeUndefined();
