@@ -36,16 +36,20 @@ export const REPLICATION_TOOLS = ['initdb', 'pg_ctl', 'pg_basebackup', 'postgres
 
 /**
  * The directory holding every one of REPLICATION_TOOLS: a PATH entry's
- * `initdb` followed to its real directory, else the newest
- * /usr/lib/postgresql/<v>/bin. Throws naming the tools it could not find.
+ * `initdb` followed to its real directory, else the newest `<root>/<v>/bin`.
+ * Throws naming the tools it could not find. `path` and `root` (defaults: the
+ * process's PATH, Debian's /usr/lib/postgresql) are where it looks.
+ *
+ * @example
+ * findReplicationBinDir('/nowhere', '/nowhere')
+ * // throws: PostgreSQL server tools missing for the failover test: initdb, pg_ctl, pg_basebackup, postgres; ...
  */
-export function findReplicationBinDir(): string {
+export function findReplicationBinDir(path: string = process.env.PATH ?? '', root = '/usr/lib/postgresql'): string {
   const candidates: string[] = [];
-  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
+  for (const dir of path.split(delimiter)) {
     const initdb = dir ? join(dir, 'initdb') : '';
     if (initdb && existsSync(initdb)) candidates.push(dirname(realpathSync(initdb)), dir);
   }
-  const root = '/usr/lib/postgresql';
   if (existsSync(root)) {
     const versions = readdirSync(root).sort((a, b) => Number(b) - Number(a) || b.localeCompare(a));
     for (const v of versions) candidates.push(join(root, v, 'bin'));

@@ -27,6 +27,7 @@
  */
 import postgres from 'postgres';
 import { startReplicaPair, type ReplicaPair } from '../../scripts/pg-replication.js';
+import { confirmLoad, type QueuedConfirm } from './confirm-load.js';
 import { freePort, HOST, request, startServeProcess, stopServer, type Reply, type ServeProcess } from './server-process.js';
 
 export interface DrillOptions {
@@ -157,7 +158,7 @@ export async function runFailoverDrill(options: DrillOptions): Promise<DrillResu
     }
 
     const answered: Answered[] = [];
-    const confirmQueue: Array<Answered & { retried?: boolean; confirmAmount?: number | null }> = [];
+    const confirmQueue: Array<QueuedConfirm<Answered>> = [];
     const confirmed = new Map<string, number | null>();
     const unexpected: string[] = [];
     const bad503: string[] = [];
@@ -214,33 +215,20 @@ export async function runFailoverDrill(options: DrillOptions): Promise<DrillResu
         if (slot < 4 && a.effect === 'allow') confirmQueue.push(a);
       }
     };
-    let confirmSeq = 0;
-    const confirmWorker = async () => {
-      while (!stop) {
-        const d = confirmQueue.shift();
-        if (!d) {
-          await sleep(5);
-          continue;
-        }
-        let amount: number | null;
-        if (d.retried) amount = d.confirmAmount ?? null;
-        else {
-          const n = confirmSeq++;
-          if (n % 3 === 2) continue; // a third left pending
-          amount = n % 3 === 1 && d.amount! > 1 ? d.amount! - 1 : null;
-        }
-        try {
-          const r = await api('POST', `/v1/decisions/${d.id}/confirm`, amount === null ? {} : { amount });
-          // A retry of a confirm whose 503 came after its commit (the connection died before the answer): already confirmed.
-          if (d.retried && r.status === 409 && r.body?.error?.code === 'decision.already_confirmed') confirmed.set(d.id, amount);
-          else if (classify('confirm', r)) confirmed.set(d.id, amount);
-          else if (r.status === 503) confirmQueue.push({ ...d, retried: true, confirmAmount: amount }); // again later, the same confirm
-        } catch {
-          transportErrors++;
-          await sleep(20);
-        }
-      }
-    };
+    // A retry of a confirm whose 503 came after its commit (the connection died before the answer) may find it already confirmed.
+    const confirmWorker = confirmLoad({
+      queue: confirmQueue,
+      stopped: () => stop,
+      api,
+      onReply: (d, amount, r) => {
+        if (d.retried && r.status === 409 && r.body?.error?.code === 'decision.already_confirmed') confirmed.set(d.id, amount);
+        else if (classify('confirm', r)) confirmed.set(d.id, amount);
+        else if (r.status === 503) confirmQueue.push({ ...d, retried: true, confirmAmount: amount }); // again later, the same confirm
+      },
+      onTransportError: () => {
+        transportErrors++;
+      },
+    });
     const startLoad = () => {
       stop = false;
       workers = [...Array.from({ length: options.decisionWorkers }, decisionWorker), ...Array.from({ length: options.confirmWorkers }, confirmWorker)];

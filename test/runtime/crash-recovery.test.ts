@@ -28,6 +28,7 @@
 import { createServer, type Server as HttpServer, type ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyWebhookSignature } from '../../webhooks/index.js';
+import { confirmLoad } from '../helpers/confirm-load.js';
 import { createTestDatabase } from '../helpers/postgres.js';
 import { ensureBuilt, freePort, HOST, request, startServeProcess, stopServer, type Reply, type ServeProcess } from '../helpers/server-process.js';
 
@@ -272,28 +273,19 @@ describe('crash recovery: SIGKILL of `authz serve` under load, restart on the sa
       }
     };
 
-    let confirmSeq = 0;
-    const confirmWorker = async () => {
-      while (!stop) {
-        // Confirm about two thirds of the allowed charges, some for less than was held.
-        const d = confirmQueue.shift();
-        if (!d) {
-          await sleep(5);
-          continue;
-        }
-        const n = confirmSeq++;
-        if (n % 3 === 2) continue;
-        const amount = n % 3 === 1 && d.amount! > 1 ? d.amount! - 1 : null;
-        try {
-          const r = await api('POST', `/v1/decisions/${d.id}/confirm`, amount === null ? {} : { amount });
-          if (r.status === 200) confirmed.set(d.id, amount);
-          else unexpected.push(`confirm ${r.status} ${JSON.stringify(r.body)}`);
-        } catch {
-          transportErrors++;
-          await sleep(20);
-        }
-      }
-    };
+    // Confirm about two thirds of the allowed charges, some for less than was held.
+    const confirmWorker = confirmLoad({
+      queue: confirmQueue,
+      stopped: () => stop,
+      api,
+      onReply: (d, amount, r) => {
+        if (r.status === 200) confirmed.set(d.id, amount);
+        else unexpected.push(`confirm ${r.status} ${JSON.stringify(r.body)}`);
+      },
+      onTransportError: () => {
+        transportErrors++;
+      },
+    });
 
     const changeWorker = async () => {
       for (let j = 0; !stop; j++) {
