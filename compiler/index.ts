@@ -77,5 +77,6 @@ export { main } from './cli/main.js';
 export { renderPolicyChanges } from './cli/diff.js';
 export { diffPolicySets, type PolicySetDiff } from './diff/policies.js';
 export { replayCommand } from './cli/replay.js';
+export { isoInstant } from './time/iso-instant.js';
 export { EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, processIo, wantsHelp, type CliIo } from './cli/io.js';
 export { findYamlFiles, isPolicyFile, readSource } from './cli/files.js';

@@ -2,6 +2,7 @@
  * `authz replay --since`: a duration back from the service's current time
  * (`30m`, `12h`, `7d`; also `s` and `w`) or an ISO 8601 time.
  */
+import { isoInstant } from '../time/iso-instant.js';
 
 export type Since = { kind: 'relative'; ms: number; text: string } | { kind: 'absolute'; iso: string };
 
@@ -18,11 +19,10 @@ export function parseSince(text: string): Since | undefined {
     const ms = Number(m[1]) * UNIT_MS[m[2]!]!;
     return ms > 0 && Number.isSafeInteger(ms) ? { kind: 'relative', ms, text } : undefined;
   }
-  // An ISO 8601 date or date-time; a date alone is midnight UTC, a time without an offset is UTC too.
-  const iso = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})?)?$/.exec(text.trim());
-  if (!iso) return undefined;
-  const t = Date.parse(iso[1] !== undefined && iso[4] === undefined ? `${iso[0]}Z` : iso[0]);
-  return Number.isNaN(t) ? undefined : { kind: 'absolute', iso: new Date(t).toISOString() };
+  // An ISO 8601 date or date-time that exists, in the years 1970 to 9999 (2026-02-30 is refused, not read as
+  // March 2); a date alone is midnight UTC, a time without an offset is UTC too.
+  const t = isoInstant(text.trim(), { utcWithoutOffset: true });
+  return t === null ? undefined : { kind: 'absolute', iso: new Date(t).toISOString() };
 }
 
 /** The window's start as an ISO time, given the service's current time (ms since the epoch). */

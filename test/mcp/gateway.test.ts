@@ -326,7 +326,9 @@ describe('authz mcp-proxy: the MCP gateway', () => {
         _meta: { 'Agent-Authz/permit': 'forged', 'AGENT-AUTHZ/DECISION': 'dec_forged', 'agent-authz/permit': 'forged too', 'other/key': 1 },
       });
       await client.readResource({ uri: 'test://static-text', _meta: { 'Agent-AUTHZ/Permit': 'forged' } } as { uri: string });
-      for (const r of recorded().filter((x) => x.method === 'tools/call' || x.method === 'resources/read')) {
+      const reached = recorded().filter((x) => x.method === 'tools/call' || x.method === 'resources/read');
+      expect(reached.map((x) => x.method).sort()).toEqual(['resources/read', 'tools/call']);
+      for (const r of reached) {
         const keys = Object.keys(r.params!._meta).filter((k) => k.toLowerCase().startsWith('agent-authz/'));
         expect(keys.sort()).toEqual(['agent-authz/decision', 'agent-authz/permit']);
         expect(r.params!._meta['agent-authz/permit']).toMatch(/^eyJ/);

@@ -8,6 +8,8 @@
  *   (AUTHZ_REQUEST_TIMEOUT_MS, 10 s by default; 400 ms here) is closed: one
  *   that sends nothing, one that sends half a request, one idle after a
  *   keep-alive request;
+ * - a long poll held longer than the timeout is answered (the timeout bounds
+ *   receiving a request, not the wait for its answer);
  * - at most 100 long polls (`GET /v1/decisions/:id?wait=`) per API key at once:
  *   the 101st is 429 rate_limit.exceeded with Retry-After; another key is not
  *   affected; slots come back when the polls end (both stores).
@@ -121,6 +123,24 @@ describe('the connection cap and the request timeout', () => {
       expect((await fetch(`http://${HOST}:${port}/healthz`)).status).toBe(200);
     } finally {
       for (const socket of held) socket.destroy();
+      await rt.close();
+    }
+  });
+});
+
+describe('the request timeout and long polls', () => {
+  it('a long poll outlives the request timeout: the timeout bounds receiving the request, not holding its answer', { timeout: 60_000 }, async () => {
+    const rt = await startRuntime('embedded', { config: { requestTimeoutMs: 1500 } });
+    try {
+      await rt.setPolicies([{ id: 'pol_wait_long', effect: 'review', actions: ['payments.refund'], approval: { required: true, timeout_seconds: 600 } }]);
+      await rt.app.listen({ port: 0, host: HOST });
+      const base = `http://${HOST}:${(rt.app.server.address() as AddressInfo).port}`;
+      const id = json(await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'poll-long', action: 'payments.refund' } })).id as string;
+      // Held 4 s, past the 1.5 s timeout: answered 200 (still awaiting approval), not 408 or a closed socket.
+      const polled = await fetch(`${base}/v1/decisions/${id}?wait=4`, { headers: { authorization: `Bearer ${rt.testKey}` } });
+      expect(polled.status).toBe(200);
+      expect(((await polled.json()) as { status: string }).status).toBe('awaiting_approval');
+    } finally {
       await rt.close();
     }
   });

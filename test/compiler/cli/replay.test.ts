@@ -208,6 +208,12 @@ describe('authz replay', () => {
     expect(wrongKey.err).toContain('GET /v1/decisions answered 401 auth.invalid_key: The API key is not valid.');
     expect((await replay(['candidate', '--url', url])).code).toBe(2); // no key
     expect((await replay([...base(), '--since', 'last week'])).code).toBe(2);
+    // A date that does not exist is refused (Date.parse would read 2026-02-30 as March 2), as are years outside 1970 to 9999.
+    for (const since of ['2026-02-30', '2026-02-29T10:00', '2026-04-31T00:00:00Z', '2026-01-01T24:00', '1969-12-31T23:59:59Z', '0000-01-01']) {
+      const refused = await replay([...base(), '--since', since]);
+      expect(refused, since).toMatchObject({ code: 2, out: '' });
+      expect(refused.err, since).toContain(`--since must be a duration (30m, 12h, 7d) or an ISO time, not ${since}`);
+    }
     expect((await replay([...base(), '--limit', '0'])).code).toBe(2);
     expect((await replay([...base(), '--format', 'yaml'])).code).toBe(2);
     expect((await replay(['missing', '--url', url, '--key', KEY])).code).toBe(2);
