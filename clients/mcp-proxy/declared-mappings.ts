@@ -233,8 +233,14 @@ export type ListingRule = { action: string } | 'shown' | 'hidden';
  * ```
  */
 export class DeclaredMappings {
-  /** By tool name: the compiled mapping, or why it was refused. */
+  /** By tool name: the compiled mapping, or why it was refused, as the last complete listing said. */
   #mappings = new Map<string, DeclaredMapping | MappingError>();
+  /**
+   * The listing being read (its pages so far): a tool it names is decided as
+   * it says; it replaces `#mappings` once its last page has been read, so a
+   * tool on a page the client has not read yet keeps the mapping it had.
+   */
+  #reading: Map<string, DeclaredMapping | MappingError | null> | undefined;
 
   constructor(
     private readonly config: { server: string; declared_mappings?: boolean; tools: Record<string, unknown> },
@@ -247,31 +253,56 @@ export class DeclaredMappings {
   }
 
   /**
-   * Notes the mappings of the tools a listing offers; a listing's later pages
-   * add to its first. A tool without a mapping (or whose configuration entry
-   * wins) is left to the configuration's mapping.
+   * Notes the mappings of the tools a listing offers. A listing's later pages
+   * add to its first; the whole listing replaces the previous one when its
+   * last page is read (until then a tool the listing has not named yet keeps
+   * its mapping: a client that reads only the first page does not change how
+   * the tools of the others are decided). A tool without a mapping (or whose
+   * configuration entry wins) is left to the configuration's mapping.
    */
-  note(tools: ReadonlyArray<{ name: string; inputSchema?: unknown }>, page: { firstPage: boolean } = { firstPage: true }): void {
+  note(tools: ReadonlyArray<{ name: string; inputSchema?: unknown }>, page: { firstPage: boolean; lastPage?: boolean } = { firstPage: true }): void {
     if (!this.enabled) return;
-    if (page.firstPage) this.#mappings = new Map();
-    for (const tool of tools) {
-      this.#mappings.delete(tool.name);
-      if (Object.hasOwn(this.config.tools, tool.name)) continue;
-      const schema = tool.inputSchema;
-      if (!isRecord(schema) || !Object.hasOwn(schema, MAPPING_MEMBER)) continue;
-      try {
-        this.#mappings.set(tool.name, DeclaredMapping.from(schema[MAPPING_MEMBER], this.config.server));
-      } catch (error) {
-        const refused = error instanceof MappingError ? error : new MappingError((error as Error).message);
-        this.log(`tool "${tool.name}": its declared mapping is refused (${refused.message}); its calls are refused`);
-        this.#mappings.set(tool.name, refused);
+    if (page.firstPage) this.#reading = new Map();
+    const reading = this.#reading;
+    if (reading === undefined) {
+      // A later page of a listing whose first page this session did not read: it updates the tools it names.
+      for (const tool of tools) {
+        const mapping = this.#compile(tool);
+        if (mapping === null) this.#mappings.delete(tool.name);
+        else this.#mappings.set(tool.name, mapping);
       }
+      return;
     }
+    for (const tool of tools) reading.set(tool.name, this.#compile(tool));
+    if (page.lastPage ?? true) {
+      this.#mappings = new Map([...reading].filter((e): e is [string, DeclaredMapping | MappingError] => e[1] !== null));
+      this.#reading = undefined;
+    }
+  }
+
+  /** A listed tool's mapping, why it is refused, or null when it has none (or its configuration entry wins). */
+  #compile(tool: { name: string; inputSchema?: unknown }): DeclaredMapping | MappingError | null {
+    if (Object.hasOwn(this.config.tools, tool.name)) return null;
+    const schema = tool.inputSchema;
+    if (!isRecord(schema) || !Object.hasOwn(schema, MAPPING_MEMBER)) return null;
+    try {
+      return DeclaredMapping.from(schema[MAPPING_MEMBER], this.config.server);
+    } catch (error) {
+      const refused = error instanceof MappingError ? error : new MappingError((error as Error).message);
+      this.log(`tool "${tool.name}": its declared mapping is refused (${refused.message}); its calls are refused`);
+      return refused;
+    }
+  }
+
+  /** The tool's mapping as the listing being read says, else as the last complete one did. */
+  #mapping(tool: string): DeclaredMapping | MappingError | undefined {
+    if (this.#reading?.has(tool)) return this.#reading.get(tool) ?? undefined;
+    return this.#mappings.get(tool);
   }
 
   /** Whether the tool's calls are decided by a declared mapping (a refused one included). */
   has(tool: string): boolean {
-    return this.#mappings.has(tool);
+    return this.#mapping(tool) !== undefined;
   }
 
   /**
@@ -281,7 +312,7 @@ export class DeclaredMappings {
    * @throws MappingError when the mapping was refused or fails for this call.
    */
   target(params: { name: string } & Record<string, unknown>, token: Record<string, unknown>): DeclaredTarget | undefined {
-    const mapping = this.#mappings.get(params.name);
+    const mapping = this.#mapping(params.name);
     if (mapping === undefined) return undefined;
     if (mapping instanceof MappingError) throw mapping;
     return mapping.resolve({ params, token });
@@ -293,7 +324,7 @@ export class DeclaredMappings {
    * the call), hidden when its mapping is refused; undefined for other tools.
    */
   listing(tool: string): ListingRule | undefined {
-    const mapping = this.#mappings.get(tool);
+    const mapping = this.#mapping(tool);
     if (mapping === undefined) return undefined;
     if (mapping instanceof MappingError) return 'hidden';
     return mapping.fixedAction === undefined ? 'shown' : { action: mapping.fixedAction };

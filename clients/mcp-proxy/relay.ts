@@ -272,7 +272,7 @@ export class Relay {
           tools.map((t) => t.name),
           { firstPage: entry.firstPage ?? true },
         );
-        this.#o.declared?.note(tools, { firstPage: entry.firstPage ?? true });
+        this.#o.declared?.note(tools, { firstPage: entry.firstPage ?? true, lastPage: message.result.nextCursor === undefined });
         try {
           answer = { ...message, result: { ...message.result, tools: await this.#o.enforcer.visibleTools(tools, this.#o.principal, this.#o.names, this.#o.declared) } };
         } catch (error) {

@@ -115,6 +115,12 @@ describe('authz mcp-proxy with mappings declared by the server', () => {
   });
 
   it('computes the action with CEL over params.arguments', async () => {
+    // The server of docs/mcp.md's example: its transfer tool declares the page's mapping, to the letter.
+    const page = readFileSync(join(import.meta.dirname, '..', '..', 'docs', 'mcp.md'), 'utf8');
+    const section = page.slice(page.indexOf('\n### Mappings declared by the server\n'), page.indexOf('\n### A protected upstream\n'));
+    const documented = JSON.parse(/```json\n([\s\S]*?)```/.exec(section)![1]!) as { name: string; inputSchema: Record<string, unknown> };
+    const listed = (await client.listTools()).tools.find((t) => t.name === documented.name);
+    expect(listed?.inputSchema['x-authzen-mapping']).toEqual(documented.inputSchema['x-authzen-mapping']);
     expect((await call('transfer', { from: 'acc-1', amount: 20 })).isError).toBeFalsy();
     expect(await lastDecision()).toMatchObject({ action: 'authzen.small_transfer', resource: 'account:acc-1', effect: 'allow' });
     expect((await call('transfer', { from: 'acc-1', amount: 500 })).isError).toBe(true);

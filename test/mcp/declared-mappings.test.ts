@@ -141,6 +141,25 @@ describe("a session's declared mappings", () => {
     expect(declared.has('get_customer')).toBe(true);
   });
 
+  it('keep the mappings of tools on pages the client has not read yet, until the listing is complete', () => {
+    const declared = new DeclaredMappings(parseProxyConfig({ agent_id: 'a', server: 'crm', declared_mappings: true }), () => undefined);
+    // The start-up reading (every page at once): get_customer and transfer are declared.
+    declared.note(tools);
+    const transfer = { name: 'transfer', arguments: { amount: 500 } };
+    expect(declared.target(transfer, {})).toEqual({ action: 'authzen.large', resource: 'account:a' });
+    // A client reads only page 1 of a listing (get_customer without its mapping now; transfer is on page 2).
+    declared.note([{ name: 'get_customer', inputSchema: { type: 'object' } }], { firstPage: true, lastPage: false });
+    expect(declared.has('get_customer')).toBe(false);
+    expect(declared.target(transfer, {})).toEqual({ action: 'authzen.large', resource: 'account:a' });
+    // Page 2, the last: the listing replaces the previous one (charge_card, get_invoice and plain are gone).
+    declared.note([tools[1]!], { firstPage: false, lastPage: true });
+    expect(declared.target(transfer, {})).toEqual({ action: 'authzen.large', resource: 'account:a' });
+    expect(['get_customer', 'charge_card', 'get_invoice'].map((t) => declared.has(t))).toEqual([false, false, false]);
+    // A complete one-page listing without transfer's mapping drops it.
+    declared.note([{ name: 'transfer', inputSchema: { type: 'object' } }]);
+    expect(declared.target(transfer, {})).toBeUndefined();
+  });
+
   it('are ignored without declared_mappings: true', () => {
     const declared = new DeclaredMappings(parseProxyConfig({ agent_id: 'a', server: 'crm' }), () => undefined);
     declared.note(tools);

@@ -17,8 +17,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStandInIssuer, type StandInIssuer } from '../../examples/oauth-issuer/server.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
-import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { startRuntime, type TestRuntime } from '../runtime/helpers/app.js';
+import { startReverseProxy, type ReverseProxy } from './helpers/reverse-proxy.js';
 import { BIN, ensureProxyBuilt, recorded, runProxyToExit, scratch, startPrinting, stop, textOf, TOOLS_SERVER } from './helpers/proxy.js';
 
 const gatewayConfig = (issuer: string, extra = '') => `server: tools
@@ -71,6 +71,8 @@ describe.each(STORE_KINDS)('one MCP gateway for many agents and users (auth:, %s
       { id: 'pol_write', effect: 'allow', actions: ['files.write'], resources: ['file:notes/*'] },
       // Charges count per user, whichever agent asks.
       { id: 'pol_charge_user', effect: 'allow', actions: ['payments.charge'], resources: ['customer:*'], budget: { unit: 'USD', limit: 100, period: 'monthly', scope: 'user' } },
+      // And per agent, whichever user it acts for (scope agent, the default).
+      { id: 'pol_charge_agent', effect: 'allow', actions: ['payments.charge'], resources: ['customer:*'], budget: { unit: 'USD', limit: 100, period: 'monthly' } },
     ]);
     await rt.app.listen({ port: 0, host: '127.0.0.1' });
     base = `http://127.0.0.1:${(rt.app.server.address() as { port: number }).port}`;
@@ -194,6 +196,34 @@ describe.each(STORE_KINDS)('one MCP gateway for many agents and users (auth:, %s
       expect(await budgets('bob')).toEqual([['pol_charge_user', 'user', null, 60]]);
     });
 
+    it("an agent's budget stops that agent and not the other, acting for the same user", async () => {
+      // research-bot has 60 of its 100 USD spent (alice's charge above), billing-bot 60 (bob's); carol has spent nothing.
+      const carolViaResearch = await clientWithToken(gw.url, await tokenFor(gw.url, 'research-bot', 'carol'));
+      const carolViaBilling = await clientWithToken(gw.url, await tokenFor(gw.url, 'billing-bot', 'carol'));
+      clients.push(carolViaResearch.client, carolViaBilling.client);
+      const refused = await carolViaResearch.client.callTool({ name: 'charge', arguments: { customer_id: 'c3', amount: 50 } });
+      expect(refused.isError).toBe(true);
+      expect(textOf(refused)).toContain('budget.exceeded');
+      const allowed = await carolViaBilling.client.callTool({ name: 'charge', arguments: { customer_id: 'c3', amount: 30 } });
+      expect(allowed.isError).toBeFalsy();
+      expect(
+        recorded(files.record)
+          .filter((c) => c.tool === 'charge')
+          .map((c) => [c.arguments.customer_id, c.arguments.amount]),
+      ).toEqual([
+        ['c1', 60],
+        ['c2', 60],
+        ['c3', 30],
+      ]);
+      const spent = async (query: string) =>
+        ((await rt.getOk(`/v1/budgets?${query}`)).data as Array<Record<string, any>>)
+          .map((x) => [x.policy_id, x.scope, x.agent_id, x.on_behalf_of ?? null, Number(x.consumed) + Number(x.held)])
+          .sort((a, b) => String(a).localeCompare(String(b)));
+      expect(await spent('agent_id=research-bot')).toContainEqual(['pol_charge_agent', 'agent', 'research-bot', null, 60]);
+      expect(await spent('agent_id=billing-bot')).toContainEqual(['pol_charge_agent', 'agent', 'billing-bot', null, 90]);
+      expect(await spent('on_behalf_of=carol')).toEqual([['pol_charge_user', 'user', null, 'carol', 30]]);
+    });
+
     it('a session stays bound to the identity that opened it: another token in it is refused 403', async () => {
       const alice = await clientWithToken(gw.url, await tokenFor(gw.url, 'research-bot', 'alice'));
       clients.push(alice.client);
@@ -232,11 +262,12 @@ describe.each(STORE_KINDS)('one MCP gateway for many agents and users (auth:, %s
     });
   });
 
-  it('behind a reverse proxy: --public-url is the audience, the metadata and the challenge; a token for the inner address is refused', async () => {
+  it('behind a reverse proxy: --public-url (another host, port and path) is the audience, the metadata and the challenge; a token for the inner address is refused', async () => {
     const inner = await freePort();
-    const front: TcpProxy = await startTcpProxy('127.0.0.1', inner);
+    // The front publishes the gateway's /mcp as /tools/mcp on another host name and port, and rewrites Host.
+    const front: ReverseProxy = await startReverseProxy(inner, '/tools');
     try {
-      const publicUrl = `http://localhost:${front.port}/mcp`;
+      const publicUrl = `${front.origin}/tools/mcp`;
       const started = await startPrinting(
         process.execPath,
         [
@@ -259,17 +290,25 @@ describe.each(STORE_KINDS)('one MCP gateway for many agents and users (auth:, %s
         (l) => /listening on (http:\/\/\S+)/.exec(l)?.[1],
       );
       children.push(started.child);
+      const metadataUrl = `${front.origin}/.well-known/oauth-protected-resource/tools/mcp`;
+      expect(started.output.join('\n')).toContain(`tokens from ${as.issuer} for ${publicUrl}; metadata at ${metadataUrl}`);
       const r = await fetch(publicUrl, { method: 'POST', body: '{}' });
       expect(r.status).toBe(401);
-      expect(r.headers.get('www-authenticate')).toContain(`resource_metadata="http://localhost:${front.port}/.well-known/oauth-protected-resource/mcp"`);
-      expect(await (await fetch(`http://localhost:${front.port}/.well-known/oauth-protected-resource`)).json()).toMatchObject({ resource: publicUrl });
+      expect(r.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${metadataUrl}", scope="mcp:tools"`);
+      const metadata = { resource: publicUrl, authorization_servers: [as.issuer], scopes_supported: ['mcp:tools'], bearer_methods_supported: ['header'] };
+      expect(await (await fetch(metadataUrl)).json()).toEqual(metadata);
+      expect(await (await fetch(`${front.origin}/.well-known/oauth-protected-resource`)).json()).toEqual(metadata);
       const forInner = await fetch(publicUrl, { method: 'POST', headers: { authorization: `Bearer ${await tokenFor(started.value, 'research-bot', 'alice')}` }, body: '{}' });
       expect(forInner.status).toBe(401);
+      expect(forInner.headers.get('www-authenticate')).toContain(`its audience must include ${publicUrl}`);
 
+      // The SDK's OAuth client knows only the public URL: it finds the metadata through the front, gets a token for it and calls.
       const client = await clientWithOAuth(publicUrl, as.issuer, 'research-bot', 'research-secret');
       clients.push(client);
       expect(textOf(await client.callTool({ name: 'write_file', arguments: { path: 'notes/front.txt', content: 'via the front' } }))).toBe('wrote 13 bytes to notes/front.txt');
       expect((await decisionsOf('research-bot')).find((d) => d.resource === 'file:notes/front.txt')).toMatchObject({ effect: 'allow', on_behalf_of: 'alice' });
+      expect(front.forwarded).toContain('/.well-known/oauth-protected-resource/tools/mcp');
+      expect(front.forwarded.filter((p) => p === '/mcp').length).toBeGreaterThan(1);
     } finally {
       await front.close();
     }

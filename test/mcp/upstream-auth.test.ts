@@ -4,13 +4,16 @@
  * SDK's McpServer) on 127.0.0.1 (helpers/protected-upstream.ts), reached by
  * the SDK's own client through the proxy's authorizing fetch (on a stepped
  * clock), then end to end through the real `node bin/authz.js mcp-proxy
- * --listen` with a real service, the agent sending a token of its own.
+ * --listen` with a real service as a gateway (`auth:`), the agent sending a
+ * real token of its own authorization server (examples/oauth-issuer), which
+ * the upstream's record of headers must never show.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { authorizedFetch, ClientCredentials, resourceMetadataOf, type UpstreamAuthConfig } from '../../clients/mcp-proxy/upstream-auth/index.js';
 import { parseProxyConfig } from '../../clients/mcp-proxy/config.js';
+import { startStandInIssuer, type StandInIssuer } from '../../examples/oauth-issuer/server.js';
 import { startRuntime, type TestRuntime } from '../runtime/helpers/app.js';
 import { BIN, ensureProxyBuilt, runProxyToExit, scratch, startPrinting, stop, textOf } from './helpers/proxy.js';
 import { ProtectedUpstream, StandInAuthServer } from './helpers/protected-upstream.js';
@@ -148,8 +151,8 @@ describe("the proxy's token for a protected upstream", () => {
 describe('authz mcp-proxy in front of a protected upstream', () => {
   let rt: TestRuntime;
   let base: string;
+  let issuer: StandInIssuer;
   const AGENT = `gateway-${Math.random().toString(36).slice(2, 8)}`;
-  const AGENT_TOKEN = 'agent-own-token-must-not-travel';
 
   beforeAll(async () => {
     ensureProxyBuilt();
@@ -157,8 +160,11 @@ describe('authz mcp-proxy in front of a protected upstream', () => {
     await rt.setPolicies([{ id: 'pol_echo', effect: 'allow', agents: [AGENT], actions: ['secure.echo'] }]);
     await rt.app.listen({ port: 0, host: '127.0.0.1' });
     base = `http://127.0.0.1:${(rt.app.server.address() as { port: number }).port}`;
+    // The agents' authorization server (the gateway's auth:), not the upstream's.
+    issuer = await startStandInIssuer({ clients: [] });
   });
   afterAll(async () => {
+    await issuer?.close();
     await rt?.close();
   });
 
@@ -171,7 +177,15 @@ upstream_auth:
 
   it("gets a token with client credentials, keeps it, never passes the agent's own token upstream, and answers -32603 when no token can be had", async () => {
     const { auth, upstream } = await servers();
-    const files = scratch(config);
+    // A gateway: the agent comes with a real token of its own authorization server (auth:), checked by the proxy.
+    const files = scratch(`server: secure
+auth:
+  issuer: ${issuer.issuer}
+  scopes: [mcp:tools]
+upstream_auth:
+  client_id: ${CLIENT.clientId}
+  client_secret_env: UPSTREAM_SECRET
+`);
     const proxy = await startPrinting(
       process.execPath,
       [BIN, 'mcp-proxy', '--config', files.config, '--listen', '127.0.0.1:0', '--upstream-url', upstream.url],
@@ -179,9 +193,10 @@ upstream_auth:
       (line) => /listening on (http:\/\/\S+)/.exec(line)?.[1],
     );
     opened.push({ close: () => stop(proxy.child) });
+    const agentToken = await issuer.mint({ claims: { aud: proxy.value, client_id: AGENT, sub: 'alice', scope: 'mcp:tools' } });
     const client = new Client({ name: 'agent', version: '1.0.0' });
     opened.push(client);
-    await client.connect(new StreamableHTTPClientTransport(new URL(proxy.value), { requestInit: { headers: { authorization: `Bearer ${AGENT_TOKEN}` } } }));
+    await client.connect(new StreamableHTTPClientTransport(new URL(proxy.value), { requestInit: { headers: { authorization: `Bearer ${agentToken}` } } }));
 
     expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['echo']);
     for (const text of ['a', 'b', 'c']) expect(textOf(await client.callTool({ name: 'echo', arguments: { text } }))).toBe(text);
@@ -189,21 +204,35 @@ upstream_auth:
     expect(auth.requests).toEqual([{ via: 'basic', clientId: CLIENT.clientId, form: { grant_type: 'client_credentials', resource: upstream.url } }]);
     expect(upstream.calls()).toHaveLength(3);
     expect(upstream.calls().every((r) => r.headers.authorization === 'Bearer tok-1')).toBe(true);
-    // the agent's token is nowhere in what the upstream received
-    expect(JSON.stringify(upstream.requests)).not.toContain(AGENT_TOKEN);
+    // the agent's token is nowhere in what the upstream received: every Authorization it saw is the proxy's own
+    const agentSecretPart = agentToken.split('.')[2]!;
+    const seen = () => JSON.stringify(upstream.requests);
+    expect(seen()).not.toContain(agentSecretPart);
+    expect(upstream.requests.every((r) => r.headers.authorization === undefined || /^Bearer tok-\d+$/.test(String(r.headers.authorization)))).toBe(true);
+    // and the calls were decided as the token's agent, for its user
+    const decisions = async () => (await rt.getOk(`/v1/decisions?agent_id=${AGENT}`)).data as Array<Record<string, unknown>>;
+    expect((await decisions()).map((d) => [d.action, d.effect, d.on_behalf_of])).toEqual(Array(3).fill(['secure.echo', 'allow', 'alice']));
 
     // the token dies and no new one can be had: -32603, nothing forwarded
     auth.revokeAll();
     auth.refuse = true;
-    const decisionsBefore = ((await rt.getOk(`/v1/decisions?agent_id=${AGENT}`)).data as unknown[]).length;
+    const decisionsBefore = (await decisions()).length;
     const error = await client.callTool({ name: 'echo', arguments: { text: 'd' } }).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: -32603 });
     expect(String((error as Error).message)).toContain('refused the client credentials');
     expect(upstream.calls()).toHaveLength(3);
     // the call was decided and its decision rejected (the upstream never had it)
-    const decisions = (await rt.getOk(`/v1/decisions?agent_id=${AGENT}`)).data as Array<Record<string, unknown>>;
-    expect(decisions).toHaveLength(decisionsBefore + 1);
-    expect(JSON.stringify(upstream.requests)).not.toContain(AGENT_TOKEN);
+    const last = await vi.waitFor(
+      async () => {
+        const all = await decisions();
+        expect(all).toHaveLength(decisionsBefore + 1);
+        expect(all[0]!.status).not.toBe('pending');
+        return all[0]!;
+      },
+      { timeout: 10_000, interval: 25 },
+    );
+    expect(last).toMatchObject({ action: 'secure.echo', effect: 'allow', status: 'rejected', on_behalf_of: 'alice' });
+    expect(seen()).not.toContain(agentSecretPart);
   });
 
   it('refuses to start with upstream_auth: for a stdio upstream or without the secret', async () => {
