@@ -8,7 +8,7 @@
  * `context` (decision id, effect, reason), which AuthZEN allows.
  *
  *   node scripts/authzen-interop.mjs --url http://127.0.0.1:8080 --key "$AUTHZ_API_KEY" \
- *     [--attributes users.json | --attributes todo-1.0-id/index.md] decisions.json [more.json ...]
+ *     [--attributes users.json | --attributes <the scenario page, .md>] decisions.json [more.json ...]
  *
  * --attributes: the subjects' attributes (the scenario's "attributes
  * associated with users"), each stored first with PUT /v1/agents/:agent_id so
