@@ -157,7 +157,7 @@ function buildServices(options: ServiceOptions & { clock: Clock }, ring: KeyRing
     tracing,
     reviews: new ReviewService({ sql, clock, decisions, approvals, waiters: reviewWaiters, permits }),
     approvals,
-    accessRequests: new AccessRequests({ sql, clock, decisions, permits, redact: config.redactContext }),
+    accessRequests: new AccessRequests({ sql, clock, decisions, permits, policySets, redact: config.redactContext }),
     reviewWaiters,
     stats: new StatsService({ sql, clock, budgets }),
   };
