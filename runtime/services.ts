@@ -160,7 +160,7 @@ function buildServices(options: ServiceOptions & { clock: Clock }, ring: KeyRing
     tracing,
     reviews: new ReviewService({ sql, clock, decisions, approvals, waiters: reviewWaiters, permits: permitIssuer }),
     approvals,
-    accessRequests: new AccessRequests({ sql, clock, decisions, permits: permitIssuer, redact: config.redactContext }),
+    accessRequests: new AccessRequests({ sql, clock, decisions, permits: permitIssuer, policySets, redact: config.redactContext }),
     reviewWaiters,
     stats: new StatsService({ sql, clock, budgets }),
   };

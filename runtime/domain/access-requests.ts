@@ -19,6 +19,8 @@ import type { Principal } from '../tenant.js';
 import type { PermitIssuer } from './decision-ports.js';
 import { isApprovalDeadlinePassed, isLive } from './decision-state.js';
 import type { DecisionInput, DecisionService } from './decisions.js';
+import { whyDecisionNotStanding } from './permits.js';
+import type { PolicySets } from './policy-sets.js';
 
 type Json = Record<string, unknown>;
 
@@ -27,6 +29,8 @@ export interface AccessRequestDeps {
   clock: Clock;
   decisions: Pick<DecisionService, 'get' | 'resolve'>;
   permits: PermitIssuer;
+  /** The policies, to check that the approved decision's policy still stands before its approval is used. */
+  policySets: Pick<PolicySets, 'get'>;
   /** Context paths never stored (AUTHZ_REDACT_CONTEXT): left out of the request's context too. */
   redact?: readonly RedactionPath[];
 }
@@ -95,10 +99,13 @@ export class AccessRequests {
    * A re-evaluation's approval: when `context.approval.id` names an approved
    * decision of the key's account and environment, for the same agent, action,
    * resource and amount, before its `expires_at` (the approval's
-   * `approved_until`) and not used yet, that decision is confirmed (this first
-   * use) and answered with a fresh permit; no new decision is made. Null when
-   * the approval does not apply (unknown, another request's, used, expired):
-   * the caller then decides the request as any other.
+   * `approved_until`) and not used yet, and what it stood on still holds (its
+   * agent not revoked since, its policy still there and enabled: what permit
+   * verification checks), that decision is confirmed (this first use) and
+   * answered with a fresh permit; no new decision is made. Null when the
+   * approval does not apply (unknown, another request's, used, expired, its
+   * agent revoked or its policy gone or disabled): the caller then decides
+   * the request as any other (a revoked agent's is a deny, agent.revoked).
    *
    * @example
    * const approved = await requests.useApproval(principal, input); // null: decide(principal, input)
@@ -110,6 +117,8 @@ export class AccessRequests {
     if (!row || row.review_status !== 'approved' || row.approval_expires_at === null || !isLive(row, this.deps.clock.now())) return null;
     const same = row.agent_id === input.agent_id && row.action === input.action && row.resource === (input.resource ?? null) && row.amount === (input.amount ?? null);
     if (!same) return null;
+    // An approval does not outlive a revocation or its policy (the permit would not verify either).
+    if ((await whyDecisionNotStanding(this.deps, principal, row)) !== null) return null;
     let confirmed: DecisionRow;
     try {
       // One conditional update: of two uses at once, one confirms and the other is ignored.

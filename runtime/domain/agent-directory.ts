@@ -30,6 +30,12 @@ export const NO_ATTRIBUTES: Readonly<Record<string, unknown>> = Object.freeze({}
 
 export class AgentDirectory {
   private readonly cache: TtlCache<AgentState>;
+  /**
+   * The store reads in flight, by key: a read keeps what it found only when no
+   * write (set, setStatus, forget) came for its agent while it was under way,
+   * so a read that began before a PUT cannot put the old attributes back.
+   */
+  private readonly reads = new Map<string, symbol>();
 
   constructor(
     private readonly sql: Sql,
@@ -48,13 +54,24 @@ export class AgentDirectory {
    * const { status, attributes } = await directory.lookup('acc_1', 'test', 'support-bot');
    */
   lookup(accountId: string, environment: Environment, agentId: string): AgentState | Promise<AgentState> {
-    const hit = this.cache.get(key(accountId, environment, agentId));
+    const k = key(accountId, environment, agentId);
+    const hit = this.cache.get(k);
     if (hit) return hit.value;
-    return findAgent(this.sql, accountId, environment, agentId).then((row) => {
-      const state: AgentState = row ? { status: row.status, attributes: row.attributes } : { status: 'unknown', attributes: NO_ATTRIBUTES };
-      this.set(accountId, environment, agentId, state);
-      return state;
-    });
+    const read = Symbol(k);
+    this.reads.set(k, read);
+    return findAgent(this.sql, accountId, environment, agentId).then(
+      (row) => {
+        const state: AgentState = row ? { status: row.status, attributes: row.attributes } : { status: 'unknown', attributes: NO_ATTRIBUTES };
+        if (this.reads.get(k) !== read) return this.cache.get(k)?.value ?? state;
+        this.reads.delete(k);
+        this.cache.set(k, state);
+        return state;
+      },
+      (error: unknown) => {
+        if (this.reads.get(k) === read) this.reads.delete(k);
+        throw error;
+      },
+    );
   }
 
   /** The agent's status alone (see lookup). */
@@ -65,7 +82,9 @@ export class AgentDirectory {
 
   /** What this process now knows of the agent (after its own write). */
   set(accountId: string, environment: Environment, agentId: string, state: AgentState): void {
-    this.cache.set(key(accountId, environment, agentId), state);
+    const k = key(accountId, environment, agentId);
+    this.reads.delete(k);
+    this.cache.set(k, state);
   }
 
   /**
@@ -75,6 +94,7 @@ export class AgentDirectory {
    */
   setStatus(accountId: string, environment: Environment, agentId: string, status: KnownStatus, known?: Record<string, unknown>): void {
     const k = key(accountId, environment, agentId);
+    this.reads.delete(k);
     const hit = this.cache.get(k);
     if (hit) this.cache.set(k, { status, attributes: hit.value.attributes });
     else if (known) this.cache.set(k, { status, attributes: known });
@@ -82,7 +102,9 @@ export class AgentDirectory {
 
   /** Forgets the agent: its next decision reads the store (another process changed it). */
   forget(accountId: string, environment: Environment, agentId: string): void {
-    this.cache.delete(key(accountId, environment, agentId));
+    const k = key(accountId, environment, agentId);
+    this.reads.delete(k);
+    this.cache.delete(k);
   }
 }
 

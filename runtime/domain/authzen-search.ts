@@ -11,8 +11,14 @@
  *   by name, as written in the policy (`authzen.can_read_todos`).
  *
  * Both page with `page: { limit (1..100, default 100), token }` and answer
- * `page.next_token` (`""` at the end). Resource search is not offered.
+ * `page.next_token` (`""` at the end). A token holds the last result's key and
+ * a digest of the search it was given for (the entities, the context and the
+ * limit, as read): AuthZEN says a request with a token must be the preceding
+ * request unchanged, and a changed one is refused (400). Resource search is
+ * not offered.
  */
+import { hash } from 'node:crypto';
+import { canonicalJson } from '../../compiler/index.js';
 import { InvalidFieldError } from '../errors/api-error.js';
 import type { Sql } from '../store/connect.js';
 import { activeAgentIds } from '../store/agents.js';
@@ -43,25 +49,53 @@ const AGENT_CHUNK = 200;
 /** Allowed or reviewed now, without waiting for a human. */
 const counts = (p: DecisionPreview): boolean => p.effect !== 'deny' && p.approval_required !== true;
 
-/** `page.limit` and the position after which the page starts (from `page.token`). */
-function readPage(value: unknown): { limit: number; after: string | null } {
-  if (value === undefined || value === null) return { limit: MAX_SEARCH_LIMIT, after: null };
+/** A search as read (its kind, entities, context and page limit): what a page token is bound to. */
+type SearchQuery = Json;
+
+/** The digest of a search a token is bound to (base64url of SHA-256 of its canonical JSON, 16 characters). */
+const digestOf = (query: SearchQuery): string => hash('sha256', canonicalJson(query), 'base64url').slice(0, 16);
+
+/** The page of a search: its limit, and the position after which it starts with the search its token was given for. */
+interface PageRequest {
+  limit: number;
+  token: { after: string; query: string } | null;
+}
+
+/** `page.limit` and `page.token` (decoded, not yet checked against the search). */
+function readPage(value: unknown): PageRequest {
+  if (value === undefined || value === null) return { limit: MAX_SEARCH_LIMIT, token: null };
   if (!isObject(value)) throw invalid('/page', 'must be object');
   const { limit = MAX_SEARCH_LIMIT, token } = value;
   if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_SEARCH_LIMIT)
     throw invalid('/page/limit', `must be an integer from 1 to ${MAX_SEARCH_LIMIT}`);
-  if (token === undefined || token === null || token === '') return { limit, after: null };
+  if (token === undefined || token === null || token === '') return { limit, token: null };
   if (typeof token !== 'string') throw invalid('/page/token', 'must be string');
-  return { limit, after: decodeToken(token) };
+  return { limit, token: decodeToken(token) };
 }
 
-/** A page token: the last result's key, base64url (opaque to the caller). */
-const encodeToken = (key: string): string => Buffer.from(JSON.stringify({ after: key }), 'utf8').toString('base64url');
+/**
+ * Where the page starts: after the token's key, when the token was given for
+ * this very search (same entities, context and limit).
+ *
+ * @throws InvalidFieldError when the token was given for another search
+ */
+function startAfter(page: PageRequest, query: SearchQuery): string | null {
+  if (page.token === null) return null;
+  if (page.token.query !== digestOf({ ...query, limit: page.limit })) {
+    const message = 'page.token was given for another search: a request with a token must repeat the preceding request (subject, action, resource, context, page.limit) unchanged';
+    throw new InvalidFieldError(message, { details: [{ path: '/page/token', message }] });
+  }
+  return page.token.after;
+}
 
-function decodeToken(token: string): string {
+/** A page token: the last result's key and the search's digest, base64url (opaque to the caller). */
+const encodeToken = (key: string, query: SearchQuery, limit: number): string =>
+  Buffer.from(JSON.stringify({ after: key, q: digestOf({ ...query, limit }) }), 'utf8').toString('base64url');
+
+function decodeToken(token: string): { after: string; query: string } {
   try {
     const value = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as unknown;
-    if (isObject(value) && typeof value.after === 'string') return value.after;
+    if (isObject(value) && typeof value.after === 'string' && typeof value.q === 'string') return { after: value.after, query: value.q };
   } catch {
     // answered below
   }
@@ -89,7 +123,10 @@ export async function searchSubjects(deps: SearchDeps, principal: Principal, bod
   const action = readEntity(body.action, '/action', { name: {} });
   const resource = readEntity(body.resource, '/resource', { type: { min: 1, max: 256 }, id: { min: 1, max: MAX_RESOURCE_LENGTH } });
   const context = readContext(body);
-  const { limit, after } = readPage(body.page);
+  const page = readPage(body.page);
+  const { limit } = page;
+  const query: SearchQuery = { search: 'subject', subject, action, resource, context: context ?? null };
+  const after = startAfter(page, query);
   const type = subject.type as string;
   const evaluationOf = (id: string): AuthzenEvaluation => ({ subject: { ...subject, id }, action, resource, ...(context ? { context } : {}) }) as unknown as AuthzenEvaluation;
   // Checked once, for the first candidate's sake: a bad action or resource is the request's 400.
@@ -101,7 +138,7 @@ export async function searchSubjects(deps: SearchDeps, principal: Principal, bod
     for (const id of ids) {
       if (id.length > MAX_AGENT_ID_LENGTH) continue;
       if (!counts(await deps.decisions.preview(principal, toDecisionInput(evaluationOf(id))))) continue;
-      if (results.length === limit) return { results, page: { next_token: encodeToken(results[limit - 1]!.id) } };
+      if (results.length === limit) return { results, page: { next_token: encodeToken(results[limit - 1]!.id, query, limit) } };
       results.push({ type, id });
     }
     if (ids.length < AGENT_CHUNK) return { results, page: { next_token: '' } };
@@ -122,7 +159,10 @@ export async function searchActions(deps: SearchDeps, principal: Principal, body
   const subject = readEntity(body.subject, '/subject', { type: { min: 1, max: 256 }, id: { min: 1, max: MAX_AGENT_ID_LENGTH } });
   const resource = readEntity(body.resource, '/resource', { type: { min: 1, max: 256 }, id: { min: 1, max: MAX_RESOURCE_LENGTH } });
   const context = readContext(body);
-  const { limit, after } = readPage(body.page);
+  const page = readPage(body.page);
+  const { limit } = page;
+  const query: SearchQuery = { search: 'action', subject, resource, context: context ?? null };
+  const after = startAfter(page, query);
   const set = await deps.policySets.get(principal.accountId, principal.environment);
   const named = new Set<string>();
   for (const policy of set.policies) {
@@ -134,7 +174,7 @@ export async function searchActions(deps: SearchDeps, principal: Principal, body
   for (const name of candidates) {
     const evaluation = { subject, action: { name }, resource, ...(context ? { context } : {}) } as unknown as AuthzenEvaluation;
     if (!counts(await deps.decisions.preview(principal, toDecisionInput(evaluation)))) continue;
-    if (results.length === limit) return { results, page: { next_token: encodeToken(results[limit - 1]!.name) } };
+    if (results.length === limit) return { results, page: { next_token: encodeToken(results[limit - 1]!.name, query, limit) } };
     results.push({ name });
   }
   return { results, page: { next_token: '' } };

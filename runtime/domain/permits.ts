@@ -14,9 +14,9 @@ import { ApiError } from '../errors/api-error.js';
 import type { KeyRing } from '../permits/key-ring.js';
 import type { PermitClaims } from '../permits/sign.js';
 import { verifyPermit } from '../permits/verify.js';
-import { findAgent } from '../store/agents.js';
+import { findAgent, type AgentRow } from '../store/agents.js';
 import type { Sql } from '../store/connect.js';
-import { findDecision } from '../store/decisions.js';
+import { findDecision, type DecisionRow } from '../store/decisions.js';
 import type { Principal } from '../tenant.js';
 import type { PolicySets } from './policy-sets.js';
 
@@ -68,17 +68,38 @@ export class PermitService {
 
   /** Null while the permit's decision, agent and policy still hold; otherwise the first that does not. */
   private async whyNotStanding(p: Principal, claims: PermitClaims): Promise<PermitInvalidReason | null> {
-    const { sql, policySets } = this.deps;
+    const { sql } = this.deps;
     const [decision, agent] = await Promise.all([findDecision(sql, p.accountId, p.environment, claims.dec), findAgent(sql, p.accountId, p.environment, claims.sub)]);
     if (!decision) return 'decision.not_found';
-    if (decision.status === 'rejected' || decision.status === 'denied') return 'decision.rejected';
-    if (agent?.status === 'revoked') return 'agent.revoked';
-    if (decision.policy_id !== null) {
-      const set = await policySets.get(p.accountId, p.environment);
-      const policy = set.table.byId.get(decision.policy_id)?.policy;
-      if (!policy) return 'policy.not_found';
-      if (policy.state !== 'enabled') return 'policy.disabled';
-    }
-    return null;
+    return whyDecisionNotStanding(this.deps, p, { status: decision.status, policy_id: decision.policy_id, agent_id: claims.sub }, agent ?? null);
   }
+}
+
+/**
+ * Whether what a decision stood on still holds (the reasons above but
+ * `decision.not_found`): null while it is not rejected or denied, its agent
+ * not revoked, and the policy that decided still there and enabled; otherwise
+ * the first that does not. Permit verification asks it, and so does an
+ * AuthZEN re-evaluation before it applies an approval (domain/access-requests.ts).
+ * `agent`: the agent's row when the caller read it already (null: none), else it is read.
+ *
+ * @example
+ * const reason = await whyDecisionNotStanding({ sql, policySets }, principal, row); // e.g. 'agent.revoked'
+ */
+export async function whyDecisionNotStanding(
+  deps: { sql: Sql; policySets: Pick<PolicySets, 'get'> },
+  p: Principal,
+  decision: Pick<DecisionRow, 'status' | 'policy_id' | 'agent_id'>,
+  agent?: Pick<AgentRow, 'status'> | null,
+): Promise<Exclude<PermitInvalidReason, 'decision.not_found'> | null> {
+  if (decision.status === 'rejected' || decision.status === 'denied') return 'decision.rejected';
+  const current = agent === undefined ? await findAgent(deps.sql, p.accountId, p.environment, decision.agent_id) : agent;
+  if (current?.status === 'revoked') return 'agent.revoked';
+  if (decision.policy_id !== null) {
+    const set = await deps.policySets.get(p.accountId, p.environment);
+    const policy = set.table.byId.get(decision.policy_id)?.policy;
+    if (!policy) return 'policy.not_found';
+    if (policy.state !== 'enabled') return 'policy.disabled';
+  }
+  return null;
 }

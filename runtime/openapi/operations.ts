@@ -8,6 +8,9 @@
  */
 import { ref } from './components.js';
 
+/** A search's page token (docs/api.md#post-accessv1searchsubject-and-accessv1searchaction). */
+const SEARCH_TOKEN = 'page.next_token of the preceding answer; the request with it repeats that search unchanged (another search, context or limit: 400 validation.invalid_field)';
+
 type Schema = Record<string, unknown>;
 
 export interface OperationDoc {
@@ -188,7 +191,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
         action: { type: 'object', required: ['name'], properties: { name: { type: 'string' }, properties: { type: 'object' } } },
         resource: { type: 'object', required: ['type', 'id'], properties: { type: { type: 'string' }, id: { type: 'string' }, properties: { type: 'object' } } },
         context: { type: 'object' },
-        page: { type: 'object', properties: { limit: { type: 'integer', minimum: 1, maximum: 100 }, token: { type: 'string' } } },
+        page: { type: 'object', properties: { limit: { type: 'integer', minimum: 1, maximum: 100 }, token: { type: 'string', description: SEARCH_TOKEN } } },
       },
     },
   },
@@ -202,7 +205,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
         subject: { type: 'object', required: ['type', 'id'], properties: { type: { type: 'string' }, id: { type: 'string' }, properties: { type: 'object' } } },
         resource: { type: 'object', required: ['type', 'id'], properties: { type: { type: 'string' }, id: { type: 'string' }, properties: { type: 'object' } } },
         context: { type: 'object' },
-        page: { type: 'object', properties: { limit: { type: 'integer', minimum: 1, maximum: 100 }, token: { type: 'string' } } },
+        page: { type: 'object', properties: { limit: { type: 'integer', minimum: 1, maximum: 100 }, token: { type: 'string', description: SEARCH_TOKEN } } },
       },
     },
   },

@@ -91,15 +91,15 @@ export function authzenAnswer(row: DecisionRow, baseUrl: string): AuthzenAnswer 
 }
 
 /**
- * A decision an access request was submitted for, as the profile's task: its
- * id is the decision's; once approved, the approval to re-evaluate with.
+ * A decision an access request was submitted for, as the profile's task (GET
+ * /access/v1/requests/:id, POST /access/v1/requests): its id is the
+ * decision's; once approved, the result with the approval to re-evaluate with.
  *
  * @example
  * accessTask(row, 'https://authz.example.com');
  * // => { task: { id: 'dec_...', status: 'approved', status_endpoint: 'https://authz.example.com/access/v1/requests/dec_...' },
  * //      result: { mode: 'reevaluate', approval: { id: 'dec_...', approved_at: '...', approved_until: '...' } } }
  */
-/** The profile's task (GET /access/v1/requests/:id, POST /access/v1/requests), and its result once approved. */
 export function accessTask(row: DecisionRow, baseUrl: string): AuthzenTask {
   const status = taskStatus(row);
   return {

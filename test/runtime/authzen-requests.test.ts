@@ -57,8 +57,8 @@ describe.each(STORE_KINDS)('AuthZEN access requests (%s store)', (kind) => {
   };
   const errorOf = (r: { statusCode: number; body: string }) => [r.statusCode, JSON.parse(r.body).error?.code];
   /** A requestable denial, its request submitted and approved: the approval the task's result gives. */
-  const approved = async (agent: string, resource = '1', context: Json = {}) => {
-    const denial = await evaluate(evaluation(agent, 'can_publish', resource, context));
+  const approved = async (agent: string, resource = '1', context: Json = {}, action = 'can_publish') => {
+    const denial = await evaluate(evaluation(agent, action, resource, context));
     expect((await post(requester, '/access/v1/requests', requestFor(denial))).statusCode).toBe(201);
     await review(denial.context.id, 'approve');
     return (await poll(denial.context.id)).result.approval as Json;
@@ -72,6 +72,7 @@ describe.each(STORE_KINDS)('AuthZEN access requests (%s store)', (kind) => {
     reviewer = await rt.keyWith(['reviews:read', 'reviews:write', 'decisions:read']);
     await rt.setPolicies([
       { id: 'pol_publish', effect: 'review', actions: ['authzen.can_publish', 'authzen.can_delete'], approval: { required: true, timeout_seconds: TIMEOUT } },
+      { id: 'pol_archive', effect: 'review', actions: ['authzen.can_archive'], approval: { required: true, timeout_seconds: TIMEOUT } },
       { id: 'pol_comment', effect: 'review', actions: ['authzen.can_comment'] },
       { id: 'pol_read', effect: 'allow', actions: ['authzen.can_read'] },
     ]);
@@ -178,6 +179,29 @@ describe.each(STORE_KINDS)('AuthZEN access requests (%s store)', (kind) => {
     expect(r.statusCode, r.body).toBe(200);
     expect(json(r).evaluations[0]).toMatchObject({ decision: true, context: { id: approval.id, permit_token: expect.any(String), approval } });
     expect((await rt.getOk(`/v1/decisions/${approval.id}`)).status).toBe('confirmed');
+  });
+
+  it('ignores an approval whose agent was revoked since (deny agent.revoked) or whose policy was deleted; restored, the agent gets it', async () => {
+    const bot = agent();
+    const approval = await approved(bot, '50');
+    const body = evaluation(bot, 'can_publish', '50', { approval });
+    expect((await rt.call(rt.testKey, { method: 'POST', url: `/v1/agents/${bot}/revoke` })).statusCode).toBe(200);
+    const refused = await evaluate(body);
+    expect(refused).toMatchObject({ decision: false, context: { effect: 'deny', reason: 'agent.revoked' } });
+    expect(refused.context.id).not.toBe(approval.id);
+    expect(refused.context.permit_token).toBeUndefined();
+    expect((await rt.getOk(`/v1/decisions/${approval.id}`)).status).toBe('pending');
+    // Restored before approved_until: the approval applies again.
+    expect((await rt.call(rt.testKey, { method: 'POST', url: `/v1/agents/${bot}/restore` })).statusCode).toBe(200);
+    expect(await evaluate(body)).toMatchObject({ decision: true, context: { id: approval.id, permit_token: expect.any(String) } });
+
+    // The policy that asked for the approval deleted: decided as any other (no policy now: a deny).
+    const other = agent();
+    const archived = await approved(other, '51', {}, 'can_archive');
+    expect((await rt.call(rt.testKey, { method: 'DELETE', url: '/v1/policies/pol_archive' })).statusCode).toBe(200);
+    const gone = await evaluate(evaluation(other, 'can_archive', '51', { approval: archived }));
+    expect(gone).toMatchObject({ decision: false, context: { effect: 'deny', reason: 'policy.not_found' } });
+    expect((await rt.getOk(`/v1/decisions/${archived.id}`)).status).toBe('pending');
   });
 
   it('of two uses of one approval at once, exactly one gets it', async () => {

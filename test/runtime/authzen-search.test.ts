@@ -101,6 +101,42 @@ describe.each(STORE_KINDS)('AuthZEN search (%s)', (kind) => {
     expect(second).toEqual({ results: [{ name: 'authzen.can_read_todos' }], page: { next_token: '' } });
   });
 
+  it('a page token goes with its search: the same request with it pages on; a changed search, context or limit is 400', async () => {
+    const first = await ok('/access/v1/search/subject', { ...subjects, context: { channel: 'web' }, page: { limit: 2 } });
+    expect(first.results.map((r: { id: string }) => r.id)).toEqual(['u-amy', 'u-bob']);
+    const token = first.page.next_token as string;
+    // Unchanged (members AuthZEN does not define may differ, and key order): the next page.
+    const next = await ok('/access/v1/search/subject', {
+      _note: 'retry',
+      page: { token, limit: 2 },
+      context: { channel: 'web' },
+      resource: { id: '1', type: 'todo' },
+      action: { name: 'can_read_todos' },
+      subject: { type: 'user', id: 'ignored in a subject search' },
+    });
+    expect(next).toEqual({ results: [{ type: 'user', id: 'u-eve' }], page: { next_token: '' } });
+    const changed = [
+      { ...subjects, context: { channel: 'web' }, page: { limit: 3, token } },
+      { ...subjects, page: { limit: 2, token } },
+      { ...subjects, context: { channel: 'app' }, page: { limit: 2, token } },
+      { ...subjects, action: { name: 'can_comment' }, context: { channel: 'web' }, page: { limit: 2, token } },
+      { ...subjects, resource: { type: 'todo', id: '2' }, context: { channel: 'web' }, page: { limit: 2, token } },
+      { ...subjects, subject: { type: 'identity' }, context: { channel: 'web' }, page: { limit: 2, token } },
+    ];
+    for (const body of changed) {
+      const error = expectError(await post('/access/v1/search/subject', body), 400, 'validation.invalid_field');
+      expect(error.message).toContain('another search');
+    }
+    // An action search's token is not a subject search's, and the other way round.
+    const actions = await ok('/access/v1/search/action', { subject: { type: 'user', id: 'u-amy' }, resource: { type: 'todo', id: '1' }, page: { limit: 1 } });
+    expectError(await post('/access/v1/search/subject', { ...subjects, page: { limit: 1, token: actions.page.next_token } }), 400, 'validation.invalid_field');
+    expectError(
+      await post('/access/v1/search/action', { subject: { type: 'user', id: 'u-bob' }, resource: { type: 'todo', id: '1' }, page: { limit: 1, token: actions.page.next_token } }),
+      400,
+      'validation.invalid_field',
+    );
+  });
+
   it('stores nothing and uses no limit: the one-a-minute policy still allows the first real decision', async () => {
     const before = await decisionCount();
     for (let i = 0; i < 3; i++) {
@@ -138,6 +174,25 @@ describe.each(STORE_KINDS)('AuthZEN search (%s)', (kind) => {
     // Unknown members are ignored, as everywhere in AuthZEN.
     const ignored = { ...subjects, _note: 1, subject: { type: 'user', _x: 1 }, action: { name: 'can_comment', _x: 2 } };
     expect((await ok('/access/v1/search/subject', ignored)).results).toHaveLength(4);
+  });
+
+  it('sorts subjects by id in byte order (upper case first), on both stores, and pages through them so', async () => {
+    for (const id of ['U-zed', 'u_ann', 'u-Abe']) {
+      const r = await rt.call(rt.testKey, { method: 'PUT', url: `/v1/agents/${id}`, payload: { attributes: { roles: ['viewer'] } } });
+      expect(r.statusCode, r.body).toBe(200);
+    }
+    const byteOrder = ['U-zed', 'u-Abe', 'u-amy', 'u-bob', 'u-eve', 'u_ann'];
+    const comment = { ...subjects, action: { name: 'can_comment' } };
+    const all = (await ok('/access/v1/search/subject', comment)).results.map((r: { id: string }) => r.id);
+    expect(all.filter((id: string) => byteOrder.includes(id))).toEqual(byteOrder);
+    const seen: string[] = [];
+    let token = '';
+    do {
+      const page = await ok('/access/v1/search/subject', { ...comment, page: { limit: 1, ...(token ? { token } : {}) } });
+      seen.push(...page.results.map((r: { id: string }) => r.id));
+      token = page.page.next_token;
+    } while (token !== '' && seen.length < 20);
+    expect(seen).toEqual(all);
   });
 
   it('discovery lists the search endpoints; resource search is absent', async () => {
