@@ -170,7 +170,7 @@ describe.each(STORE_KINDS)('authz mcp-proxy (%s store)', (kind) => {
       expect(await settled(call.meta!['agent-authz/decision'] as string)).toMatchObject({ action: 'tools.fail', status: 'rejected' });
     });
 
-    it('absent arguments are digested as {}, an explicit null as null (the contract, as the verifier does)', async () => {
+    it('absent arguments are digested as {}, an explicit null as null (docs/permits.md#permits-bound-to-arguments, as the verifier does)', async () => {
       // The digests of the tools.fail decisions made since `seen` (by decision id: earlier tests digested {} too).
       const failDecisions = async () => (await decisionsOf(p.agentId)).filter((d) => d.action === 'tools.fail');
       const seen = new Set((await failDecisions()).map((d) => d.id as string));

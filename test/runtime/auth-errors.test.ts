@@ -338,7 +338,7 @@ describe.each(STORE_KINDS)('authentication, request ids, admin API and events (%
   });
 
   describe('events', () => {
-    it('GET /v1/events: newest first, spec 2.5 envelopes; decision.deny carries data.decision without a permit token', async () => {
+    it('GET /v1/events: newest first, envelopes of docs/webhooks-and-events.md#events; decision.deny carries data.decision without a permit token', async () => {
       const a = agent('events');
       const allow = json(await decide(rt.testKey, { agent_id: a, action: 'orders.read', resource: 'order:1' }));
       rt.clock.advance(1);

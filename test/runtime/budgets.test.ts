@@ -265,7 +265,7 @@ describe.each(STORE_KINDS)('budgets (%s)', (kind) => {
   });
 
   describe('GET /v1/budgets', () => {
-    it("lists an agent's budgets (unused ones at zero) with the contract's fields; needs budgets:read; isolated per tenant", async () => {
+    it("lists an agent's budgets (unused ones at zero) with the fields of docs/budgets-and-limits.md#get-v1budgets; needs budgets:read; isolated per tenant", async () => {
       await install([
         { id: 'pol_b1', effect: 'allow', agents: ['lister-*'], actions: ['orders.read'], budget: { unit: 'calls', limit: 10, period: 'weekly', threshold_alert: 0.8 } },
         { id: 'pol_b2', effect: 'allow', actions: ['payments.charge'], budget: { unit: 'USD', limit: 500, period: 'yearly' } },

@@ -148,7 +148,7 @@ for (const kind of STORE_KINDS) {
         const before = await stateDigest(rt.store.sql);
         const p = await preview({ agent_id: a, action: 'tools.call' });
         // The decision previewed would reach the limit (2 of 2): no budget.below_threshold warning, as for the
-        // decision itself (contract: past the threshold and under the limit).
+        // decision itself (docs/budgets-and-limits.md#budgets: past the threshold and under the limit).
         expect(p).toEqual({ object: 'decision_preview', effect: 'allow', reason: 'policy.matched', policy_id: 'pol_calls', matched_policy_ids: ['pol_calls'], warnings: [] });
         // Another agent's first call would leave the budget at 1 of 2: past 50%, under the limit.
         expect((await preview({ agent_id: agent('preview-first'), action: 'tools.call' })).warnings).toEqual([expect.objectContaining({ code: 'budget.below_threshold' })]);

@@ -95,7 +95,7 @@ describe.each(STORE_KINDS)('decisions over HTTP (%s)', (kind) => {
   afterAll(() => rt.close());
 
   describe('bodies', () => {
-    it('allow: every contract field, policy.matched, pending, default TTL 300', async () => {
+    it('allow: every field of docs/api.md#post-v1decisions, policy.matched, pending, default TTL 300', async () => {
       const a = agent('allow');
       const d = await decideOk({ agent_id: a, action: 'orders.read', resource: 'order:1', amount: 12.5, context: { channel: 'chat' } });
       expectDecisionShape(d);
@@ -263,7 +263,7 @@ describe.each(STORE_KINDS)('decisions over HTTP (%s)', (kind) => {
       ],
     );
 
-    // Valid JSON that the store cannot hold: still a 400, never a 500 (contract: conventions).
+    // Valid JSON that the store cannot hold: still a 400, never a 500 (docs/api.md#conventions).
     const raw = (text: string) => () => rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', headers: { 'content-type': 'application/json' }, payload: text });
     cases.push(
       ['NUL in agent_id', post({ agent_id: 'a\u0000b', action: 'orders.read' }), 400, 'validation.invalid_field'],

@@ -218,7 +218,7 @@ describe.each(STORE_KINDS)('request bodies (%s store)', (kind) => {
       ] as const) {
         const r = await inject(route, ex.params, ex.auth, { headers: { 'content-type': type }, payload });
         if (route.url.startsWith('/access/v1/')) {
-          // AuthZEN routes read any body as JSON (contract, third part): never 415.
+          // AuthZEN routes read any body as JSON (docs/api.md#post-accessv1evaluation): never 415.
           const expected = payload.startsWith('{') ? 'validation.missing_field' : 'validation.invalid_json';
           expect(expectContractAnswer(r, `${route.key} as ${type}`), `${route.key} as ${type}: ${r.body}`).toBe(expected);
           continue;

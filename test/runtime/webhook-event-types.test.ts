@@ -65,7 +65,7 @@ describe.each(STORE_KINDS)('every event type is delivered (%s)', (kind) => {
     await receiver.close();
   });
 
-  it('signed, with the contract data, filtered per endpoint', async () => {
+  it('signed, with the data of docs/webhooks-and-events.md#events, filtered per endpoint', async () => {
     const all = json(await rt.call(rt.testKey, { method: 'POST', url: '/v1/webhooks', payload: { url: `${receiver.base}/all`, events: ['*'] } }));
     const some = json(await rt.call(rt.testKey, { method: 'POST', url: '/v1/webhooks', payload: { url: `${receiver.base}/some`, events: ['budget.exceeded', 'security.alert'] } }));
     const decide = async (agent_id: string, action: string) => {

@@ -64,7 +64,7 @@ describe.each(STORE_KINDS)('Standard Webhooks endpoints (%s)', (kind) => {
     expect((await rt.getOk(`/v1/webhooks/${endpoint.id}`)).standard_webhooks).toBe(true);
 
     const x = await deliverOne();
-    // The spec's signature, unchanged: hex HMAC of the body keyed with the whole secret.
+    // The X-Service-Signature of docs/webhooks-and-events.md#delivery, unchanged: hex HMAC of the body keyed with the whole secret.
     expect(x.headers['x-service-signature']).toBe(`sha256=${createHmac('sha256', endpoint.secret).update(x.raw).digest('hex')}`);
     expect(verifyWebhookSignature(x.raw, x.headers['x-service-signature'], endpoint.secret)).toBe(true);
     // The Standard Webhooks headers.
@@ -85,7 +85,7 @@ describe.each(STORE_KINDS)('Standard Webhooks endpoints (%s)', (kind) => {
     const endpoint = json(await register({ url: receiver.url, events: ['decision.allow'], standard_webhooks: true }));
     rt.clock.set(Date.now() - 10 * 60_000);
     const old = await deliverOne();
-    // Still signed with the spec's header (which has no timestamp: replayable)...
+    // Still signed with X-Service-Signature (docs/webhooks-and-events.md#delivery, which has no timestamp: replayable)...
     expect(verifyWebhookSignature(old.raw, old.headers['x-service-signature'], endpoint.secret)).toBe(true);
     // ...but the Standard Webhooks check says it is old.
     const refused = packageVerdict(endpoint.secret, old);
