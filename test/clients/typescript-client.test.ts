@@ -28,6 +28,7 @@ import { STORE_KINDS } from '../helpers/postgres.js';
 import { startRuntime, type TestRuntime } from '../runtime/helpers/app.js';
 import { startFaultProxy, type FaultProxy } from './helpers/fault-proxy.js';
 import { agent } from '../helpers/kit.js';
+import type { JsonObject } from '../helpers/json.js';
 
 /** A fresh agent id per call, so tests never share decisions, limits or budgets. */
 
@@ -170,10 +171,9 @@ describe.each(STORE_KINDS)('agent-authz/client against the service (%s store)', 
 
   const client = (options: Partial<AuthzClientOptions> = {}) => new AuthzClient({ baseUrl: base, apiKey: rt.testKey, backoffMs: 10, ...options });
   const viaProxy = (options: Partial<AuthzClientOptions> = {}) => client({ baseUrl: proxy.url, ...options });
-  const decisionsOf = async (agentId: string, key = rt.testKey) =>
-    (await rt.getOk(`/v1/decisions?agent_id=${encodeURIComponent(agentId)}`, key)).data as Array<Record<string, any>>;
+  const decisionsOf = async (agentId: string, key = rt.testKey) => (await rt.getOk(`/v1/decisions?agent_id=${encodeURIComponent(agentId)}`, key)).data as Array<JsonObject>;
   const chargeBudget = async (agentId: string) =>
-    ((await rt.getOk(`/v1/budgets?agent_id=${encodeURIComponent(agentId)}`)).data as Array<Record<string, any>>).find((b) => b.policy_id === 'pol_charge');
+    ((await rt.getOk(`/v1/budgets?agent_id=${encodeURIComponent(agentId)}`)).data as Array<JsonObject>).find((b) => b.policy_id === 'pol_charge');
   const statusOf = async (id: string) => (await rt.getOk(`/v1/decisions/${id}`)).status as string;
   /** The proxy's requests from `from` on. */
   const seenSince = (from: number) => proxy.seen.slice(from);

@@ -16,6 +16,7 @@
  */
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { expect } from 'vitest';
+import type { Decision } from '../../clients/typescript/wire.js';
 import type { ErrorDetail } from '../../runtime/errors/api-error.js';
 
 let seq = 0;
@@ -62,8 +63,8 @@ export function postDecision(rt: Caller, body: object, key: string | null = rt.t
   return rt.call(key, { method: 'POST', url: '/v1/decisions', payload: body });
 }
 
-/** A decision answer, parsed: the fields tests read, then whatever else it has. */
-export type DecisionAnswer = Record<string, any>;
+/** A decision answer, parsed: the decision of docs/api.md#post-v1decisions, as the generated wire type has it. */
+export type DecisionAnswer = Decision;
 
 /** `POST /v1/decisions` that must answer 200; the decision. */
 export async function decide(rt: Caller, body: object, key: string | null = rt.testKey): Promise<DecisionAnswer> {

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
 import { type ListedItem, agent, expectError } from '../helpers/kit.js';
+import type { JsonObject } from '../helpers/json.js';
 
 const path = (agentId: string) => `/v1/agents/${encodeURIComponent(agentId)}`;
 
@@ -22,7 +23,7 @@ describe.each(STORE_KINDS)('agent attributes (%s)', (kind) => {
     return json(r);
   };
   const registrations = async (agentId: string) =>
-    ((await rt.getOk('/v1/events?type=agent.registered&limit=100')).data as Array<Record<string, any>>).filter((e) => e.data.agent_id === agentId);
+    ((await rt.getOk('/v1/events?type=agent.registered&limit=100')).data as Array<JsonObject>).filter((e) => e.data.agent_id === agentId);
 
   beforeAll(async () => {
     rt = await startRuntime(kind);

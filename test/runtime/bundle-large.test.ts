@@ -13,6 +13,7 @@ import { beginPush, commitPush, stageEvents, stagePolicies } from '../../runtime
 import { lockPolicySet } from '../../runtime/store/policies.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
+import type { JsonObject } from '../helpers/json.js';
 
 const COUNT = 100_000;
 
@@ -127,7 +128,7 @@ describe.each(STORE_KINDS)('a bundle push cut short (%s store)', (kind) => {
     expect(await ids()).toEqual(['pol_new_a', 'pol_new_b']);
 
     await rt.services.bundles.recover();
-    const fired = ((await rt.getOk('/v1/events?type=policy.updated&limit=3')).data as Array<Record<string, any>>).map((e) => e.id);
+    const fired = ((await rt.getOk('/v1/events?type=policy.updated&limit=3')).data as Array<JsonObject>).map((e) => e.id);
     expect(fired.sort()).toEqual(events.map((e) => e.id).sort());
     expect(await count(sql`select count(*)::int as n from policies where account_id = ${rt.accountId} and environment = 'test'`)).toBe(2);
     expect(await count(sql`select count(*)::int as n from bundle_pushes`)).toBe(0);

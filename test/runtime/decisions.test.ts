@@ -10,6 +10,7 @@ import type { PermitIssuer } from '../../runtime/domain/decision-ports.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { ADMIN_TOKEN, START, json, startRuntime, type TestRuntime } from './helpers/app.js';
 import { type ListedItem, agent, expectError } from '../helpers/kit.js';
+import type { JsonObject } from '../helpers/json.js';
 
 /** Permit signing is not under test here (a PermitIssuer of runtime/domain/decision-ports.ts): a stub shows where tokens go. */
 const stubPermits: PermitIssuer = { issue: (d) => `stub-permit.${d.id}` };
@@ -38,7 +39,7 @@ const DECISION_FIELDS = [
 /** A fresh agent id per call, so tests never share rows. */
 
 /** `answered`: the POST response, the only place a permit token appears (GET and lists show null). */
-function expectDecisionShape(d: Record<string, any>, answered = true): void {
+function expectDecisionShape(d: JsonObject, answered = true): void {
   for (const f of DECISION_FIELDS) expect(d, `field ${f}`).toHaveProperty(f);
   expect(d.id).toMatch(/^dec_[0-9A-Za-z]+$/);
   expect(d.object).toBe('decision');

@@ -23,6 +23,7 @@ import { openStore, type Store } from '../../runtime/store/connect.js';
 import { migrate } from '../../runtime/store/migrate.js';
 import { createTestDatabase, STORE_KINDS } from '../helpers/postgres.js';
 import { ADMIN_TOKEN, START, startRuntime, type TestRuntime } from './helpers/app.js';
+import type { JsonObject } from '../helpers/json.js';
 
 const config = () => configFromEnv({ AUTHZ_ADMIN_TOKEN: ADMIN_TOKEN, AUTHZ_KEY_RATE_LIMIT: '1000000' });
 const kidOf = (token: string) => (JSON.parse(Buffer.from(token.split('.')[0]!, 'base64url').toString('utf8')) as { kid: string }).kid;
@@ -34,7 +35,7 @@ interface Node {
   services: Services;
   app: FastifyInstance;
   replications: Replication[];
-  call(key: string, options: InjectOptions): Promise<{ statusCode: number; body: Record<string, any> }>;
+  call(key: string, options: InjectOptions): Promise<{ statusCode: number; body: JsonObject }>;
 }
 
 describe('keys across two runtimes on one PostgreSQL', () => {
@@ -60,7 +61,7 @@ describe('keys across two runtimes on one PostgreSQL', () => {
       replications,
       async call(key, options) {
         const r = await app.inject({ ...options, headers: { authorization: `Bearer ${key}`, ...(options.headers ?? {}) } });
-        return { statusCode: r.statusCode, body: r.json() as Record<string, any> };
+        return { statusCode: r.statusCode, body: r.json() as JsonObject };
       },
     };
     nodes.push(node);

@@ -23,6 +23,7 @@ import type { Policy } from '../../compiler/index.js';
 import { createTestDatabase } from '../helpers/postgres.js';
 import { START } from './helpers/app.js';
 import { type EventItem, type ListedItem } from '../helpers/kit.js';
+import type { JsonObject } from '../helpers/json.js';
 
 interface Node {
   store: Store;
@@ -30,7 +31,7 @@ interface Node {
   app: FastifyInstance;
   clock: ManualClock;
   reviews: ReviewMaintenance;
-  call(key: string, options: InjectOptions): Promise<{ statusCode: number; body: Record<string, any> }>;
+  call(key: string, options: InjectOptions): Promise<{ statusCode: number; body: JsonObject }>;
 }
 
 describe('reviews across two runtimes on one PostgreSQL', () => {
@@ -58,7 +59,7 @@ describe('reviews across two runtimes on one PostgreSQL', () => {
       reviews,
       async call(key, options) {
         const r = await app.inject({ ...options, headers: { authorization: `Bearer ${key}`, ...(options.headers ?? {}) } });
-        return { statusCode: r.statusCode, body: r.json() as Record<string, any> };
+        return { statusCode: r.statusCode, body: r.json() as JsonObject };
       },
     };
     nodes.push(node);

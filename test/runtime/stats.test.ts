@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, START, startRuntime, type TestRuntime } from './helpers/app.js';
+import type { JsonObject } from '../helpers/json.js';
 
 for (const kind of STORE_KINDS) {
   describe(`overview figures (${kind})`, () => {
@@ -96,7 +97,7 @@ for (const kind of STORE_KINDS) {
       await decide('budget-a', 'payments.charge', undefined, 50); // 50 of 100 held: 0.5
       const near = await rt.getOk('/v1/stats/budgets?limit=2');
       expect(near).toMatchObject({ object: 'list', has_more: false });
-      expect(near.data.map((b: any) => [b.policy_id, b.agent_id, b.used_fraction])).toEqual([
+      expect(near.data.map((b: JsonObject) => [b.policy_id, b.agent_id, b.used_fraction])).toEqual([
         ['pol_calls', 'budget-a', 0.75],
         ['pol_usd', 'budget-a', 0.5],
       ]);

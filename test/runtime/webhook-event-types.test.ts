@@ -10,6 +10,7 @@ import { DEFAULT_ALERT_THRESHOLDS } from '../../runtime/alerts/security-alerts.j
 import { verifyWebhookSignature } from '../../webhooks/index.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
+import type { JsonObject } from '../helpers/json.js';
 
 const ALL_TYPES = [
   'agent.registered',
@@ -99,7 +100,7 @@ describe.each(STORE_KINDS)('every event type is delivered (%s)', (kind) => {
         expect(verifyWebhookSignature(r.raw, r.headers['x-service-signature'], secret)).toBe(true);
         const body = JSON.parse(r.raw.toString('utf8'));
         expect(r.headers['x-service-event-id']).toBe(body.id);
-        return body as { id: string; type: string; account_id: string; data: Record<string, any> };
+        return body as { id: string; type: string; account_id: string; data: JsonObject };
       });
     const allEvents = parsed(toAll, all.secret);
     const someEvents = parsed(toSome, some.secret);
