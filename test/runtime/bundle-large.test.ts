@@ -14,6 +14,7 @@ import { lockPolicySet } from '../../runtime/store/policies.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
 import type { JsonObject } from '../helpers/json.js';
+import { postDecision } from '../helpers/kit.js';
 
 const COUNT = 100_000;
 
@@ -93,7 +94,7 @@ describe.each(STORE_KINDS)('bundles of 100,000 policies (%s store)', (kind) => {
     expect(await count(sql`select count(*)::int as n from bundle_pushes`)).toBe(0);
     expect(await count(sql`select count(*)::int as n from bundle_push_events`)).toBe(0);
     // Decisions follow the new set, here and after a reload from the store.
-    const decide = async () => json(await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'big77777-bot', action: 'orders.read' } }));
+    const decide = async () => json(await postDecision(rt, { agent_id: 'big77777-bot', action: 'orders.read' }));
     expect(await decide()).toMatchObject({ effect: 'allow', policy_id: 'pol_big77777' });
     rt.services.policySets.clear();
     expect(await decide()).toMatchObject({ effect: 'allow', policy_id: 'pol_big77777' });

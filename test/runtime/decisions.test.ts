@@ -9,7 +9,7 @@ import { createApiKey } from '../../runtime/domain/accounts.js';
 import type { PermitIssuer } from '../../runtime/domain/decision-ports.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { ADMIN_TOKEN, START, json, startRuntime, type TestRuntime } from './helpers/app.js';
-import { type ListedItem, agent, expectError } from '../helpers/kit.js';
+import { type ListedItem, agent, expectError, postDecision, decide as kitDecide } from '../helpers/kit.js';
 import type { JsonObject } from '../helpers/json.js';
 
 /** Permit signing is not under test here (a PermitIssuer of runtime/domain/decision-ports.ts): a stub shows where tokens go. */
@@ -68,12 +68,8 @@ describe.each(STORE_KINDS)('decisions over HTTP (%s)', (kind) => {
   /** Other account, live environment. */
   let otherLiveKey: string;
 
-  const decide = (payload: unknown, key = rt.testKey) => rt.call(key, { method: 'POST', url: '/v1/decisions', payload: payload as object });
-  const decideOk = async (payload: Record<string, unknown>, key = rt.testKey) => {
-    const r = await decide(payload, key);
-    expect(r.statusCode, r.body).toBe(200);
-    return json(r);
-  };
+  const decide = (payload: unknown, key = rt.testKey) => postDecision(rt, payload as object, key);
+  const decideOk = (payload: Record<string, unknown>, key = rt.testKey) => kitDecide(rt, payload, key);
   const resolve = (id: string, verb: 'confirm' | 'reject', payload?: object, key = rt.testKey) =>
     rt.call(key, { method: 'POST', url: `/v1/decisions/${id}/${verb}`, ...(payload === undefined ? {} : { payload }) });
   const getDecision = (id: string, key = rt.testKey) => rt.call(key, { method: 'GET', url: `/v1/decisions/${id}` });
@@ -203,7 +199,7 @@ describe.each(STORE_KINDS)('decisions over HTTP (%s)', (kind) => {
       const d = await decideOk({ agent_id: agent('get'), action: 'payments.refund' });
       const g = await getDecision(d.id);
       expect(g.statusCode).toBe(200);
-      expect(json(g)).toMatchObject(Object.fromEntries(DECISION_FIELDS.filter((f) => f !== 'permit_token').map((f) => [f, d[f]])));
+      expect(json(g)).toMatchObject(Object.fromEntries(DECISION_FIELDS.filter((f) => f !== 'permit_token').map((f) => [f, d[f as keyof typeof d]])));
       // The permit token is answered once, by the POST, and stored nowhere.
       expect(json(g).permit_token).toBeNull();
     });

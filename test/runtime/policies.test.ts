@@ -9,6 +9,7 @@ import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
 import { FULL_POLICY } from './helpers/policies.js';
 import type { JsonObject } from '../helpers/json.js';
+import { decide as kitDecide } from '../helpers/kit.js';
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const GENERATED_ID = /^pol_[0-9A-Za-z]{24}$/;
@@ -29,11 +30,7 @@ describe.each(STORE_KINDS)('policies API (%s store)', (kind) => {
     expect(r.statusCode).toBe(200);
     return json(r) as { object: string; data: Array<JsonObject>; has_more: boolean };
   };
-  const decide = async (agent_id: string, action: string, resource?: string, key = rt.testKey) => {
-    const r = await rt.call(key, { method: 'POST', url: '/v1/decisions', payload: { agent_id, action, ...(resource ? { resource } : {}) } });
-    expect(r.statusCode).toBe(200);
-    return json(r);
-  };
+  const decide = (agent_id: string, action: string, resource?: string, key = rt.testKey) => kitDecide(rt, { agent_id, action, ...(resource ? { resource } : {}) }, key);
   const policyEvents = async (key = rt.testKey) => (await rt.getOk('/v1/events?type=policy.updated&limit=100', key)).data as Array<JsonObject>;
   /** A created policy's answer without its `warnings` (the lints of POST): the stored policy, as GET answers it. */
   const stored = (r: Parameters<typeof json>[0]) => {

@@ -9,16 +9,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, START, startRuntime, type TestRuntime } from './helpers/app.js';
 import type { JsonObject } from '../helpers/json.js';
+import { decide as kitDecide } from '../helpers/kit.js';
 
 for (const kind of STORE_KINDS) {
   describe(`overview figures (${kind})`, () => {
     let rt: TestRuntime;
 
-    const decide = async (agent: string, action: string, key?: string, amount?: number) => {
-      const r = await rt.call(key ?? rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: agent, action, ...(amount === undefined ? {} : { amount }) } });
-      expect(r.statusCode, r.body).toBe(200);
-      return json(r);
-    };
+    const decide = (agent: string, action: string, key?: string, amount?: number) => kitDecide(rt, { agent_id: agent, action, ...(amount === undefined ? {} : { amount }) }, key);
 
     beforeAll(async () => {
       rt = await startRuntime(kind);

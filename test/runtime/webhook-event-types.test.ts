@@ -11,6 +11,7 @@ import { verifyWebhookSignature } from '../../webhooks/index.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
 import type { JsonObject } from '../helpers/json.js';
+import { decide as kitDecide } from '../helpers/kit.js';
 
 const ALL_TYPES = [
   'agent.registered',
@@ -69,11 +70,7 @@ describe.each(STORE_KINDS)('every event type is delivered (%s)', (kind) => {
   it('signed, with the data of docs/webhooks-and-events.md#events, filtered per endpoint', async () => {
     const all = json(await rt.call(rt.testKey, { method: 'POST', url: '/v1/webhooks', payload: { url: `${receiver.base}/all`, events: ['*'] } }));
     const some = json(await rt.call(rt.testKey, { method: 'POST', url: '/v1/webhooks', payload: { url: `${receiver.base}/some`, events: ['budget.exceeded', 'security.alert'] } }));
-    const decide = async (agent_id: string, action: string) => {
-      const r = await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id, action } });
-      expect(r.statusCode, r.body).toBe(200);
-      return json(r);
-    };
+    const decide = (agent_id: string, action: string) => kitDecide(rt, { agent_id, action });
 
     // policy.updated (created) for each policy made through the API.
     const policies = [

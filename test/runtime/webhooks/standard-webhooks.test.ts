@@ -14,6 +14,7 @@ import { signStandardWebhook, verifyStandardWebhook, verifyWebhookSignature } fr
 import { STORE_KINDS } from '../../helpers/postgres.js';
 import { startReceiver, type Received, type Receiver } from '../../helpers/webhook-receiver.js';
 import { json, startRuntime, type TestRuntime } from '../helpers/app.js';
+import { decide as kitDecide } from '../../helpers/kit.js';
 
 /** The package's verification: the parsed body, or the error it throws. */
 function packageVerdict(secret: string, x: Received): unknown {
@@ -44,8 +45,7 @@ describe.each(STORE_KINDS)('Standard Webhooks endpoints (%s)', (kind) => {
 
   const register = (body: Record<string, unknown>) => rt.call(rt.testKey, { method: 'POST', url: '/v1/webhooks', payload: body });
   const change = (id: string, body: Record<string, unknown>) => rt.call(rt.testKey, { method: 'PUT', url: `/v1/webhooks/${id}`, payload: body });
-  const decide = async () =>
-    expect((await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'sw-bot', action: 'orders.read' } })).statusCode).toBe(200);
+  const decide = () => kitDecide(rt, { agent_id: 'sw-bot', action: 'orders.read' });
   /** One decision, delivered: what the receiver got. */
   const deliverOne = async (): Promise<Received> => {
     receiver.received.length = 0;
