@@ -20,6 +20,7 @@ import { migrate } from '../../runtime/store/migrate.js';
 import { createTestDatabase } from '../helpers/postgres.js';
 import { START } from './helpers/app.js';
 import type { JsonObject } from '../helpers/json.js';
+import { callerOf, decide as kitDecide } from '../helpers/kit.js';
 
 /** How long a poll waits for a change to arrive before the test fails (a deadline, not a measure). */
 const WITHIN_MS = 15_000;
@@ -96,11 +97,7 @@ describe('replication between runtimes on one PostgreSQL', () => {
     await db?.drop();
   });
 
-  const decide = async (node: Node, payload: Record<string, unknown>) => {
-    const r = await node.call({ method: 'POST', url: '/v1/decisions', payload });
-    expect(r.statusCode).toBe(200);
-    return r.body;
-  };
+  const decide = (node: Node, payload: Record<string, unknown>) => kitDecide(callerOf(node.app, key), payload);
 
   /** Decides on `node` until `done(decision)` (a poll; failing after WITHIN_MS with the last decision). */
   async function until(node: Node, payload: Record<string, unknown>, done: (d: JsonObject) => boolean): Promise<void> {
