@@ -10,9 +10,10 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { admits, lowestAdmitted } from './node-range.js';
+import type { JsonObject } from '../helpers/json.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const read = (file: string) => JSON.parse(readFileSync(`${ROOT}${file}`, 'utf8')) as Record<string, any>;
+const read = (file: string) => JSON.parse(readFileSync(`${ROOT}${file}`, 'utf8')) as JsonObject;
 
 describe('engines.node across the dependency tree', () => {
   const pkg = read('package.json');

@@ -1,7 +1,7 @@
 /**
  * The benchmark peers (Cedar, Casbin) answer the same allow/deny as our semantics
  * on the generated bench sets, so the comparison is apples to apples. The
- * reference here is a deliberately naive linear scan written from the spec, not
+ * reference here is a deliberately naive linear scan written from docs/policies.md#how-a-request-is-decided, not
  * our compiler's evaluator.
  */
 import { afterAll, describe, expect, it } from 'vitest';

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuthzClient, DecisionDeniedError } from '../../clients/typescript/index.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from '../runtime/helpers/app.js';
+import type { JsonObject } from '../helpers/json.js';
 
 describe.each(STORE_KINDS)('guard with approval before the action (%s)', (kind) => {
   let rt: TestRuntime;
@@ -27,11 +28,11 @@ describe.each(STORE_KINDS)('guard with approval before the action (%s)', (kind) 
 
   /** The open review of this agent, once the guard's decision is made. */
   const openReviewOf = async (agent: string) => {
-    let found: Record<string, any> | undefined;
+    let found: JsonObject | undefined;
     await expect
       .poll(
         async () => {
-          found = (await rt.getOk('/v1/reviews', reviewerKey)).data.find((d: Record<string, any>) => d.agent_id === agent);
+          found = (await rt.getOk('/v1/reviews', reviewerKey)).data.find((d: JsonObject) => d.agent_id === agent);
           return found !== undefined;
         },
         { timeout: 10_000 },

@@ -28,6 +28,7 @@ import { STORE_KINDS } from '../helpers/postgres.js';
 import { startRuntime, type TestRuntime } from '../runtime/helpers/app.js';
 import { startFaultProxy, type FaultProxy } from './helpers/fault-proxy.js';
 import { agent } from '../helpers/kit.js';
+import type { JsonObject } from '../helpers/json.js';
 
 /** A fresh agent id per call, so tests never share decisions, limits or budgets. */
 
@@ -75,7 +76,7 @@ const FULL_DECISION = {
   approval_expires_at: null,
   args_digest: 'd',
 } satisfies Required<Decision>;
-/** Decision fields the contract's second part adds, which a service may not send yet. */
+/** Decision fields marked (extension) in docs/api.md#post-v1decisions, which a service may not send yet. */
 const DECISION_EXTENSION_FIELDS: Array<keyof Decision> = ['context', 'session_id', 'on_behalf_of', 'args_digest', 'review', 'approval_expires_at'];
 
 describe('agent-authz/client types follow the service schemas', () => {
@@ -170,10 +171,9 @@ describe.each(STORE_KINDS)('agent-authz/client against the service (%s store)', 
 
   const client = (options: Partial<AuthzClientOptions> = {}) => new AuthzClient({ baseUrl: base, apiKey: rt.testKey, backoffMs: 10, ...options });
   const viaProxy = (options: Partial<AuthzClientOptions> = {}) => client({ baseUrl: proxy.url, ...options });
-  const decisionsOf = async (agentId: string, key = rt.testKey) =>
-    (await rt.getOk(`/v1/decisions?agent_id=${encodeURIComponent(agentId)}`, key)).data as Array<Record<string, any>>;
+  const decisionsOf = async (agentId: string, key = rt.testKey) => (await rt.getOk(`/v1/decisions?agent_id=${encodeURIComponent(agentId)}`, key)).data as Array<JsonObject>;
   const chargeBudget = async (agentId: string) =>
-    ((await rt.getOk(`/v1/budgets?agent_id=${encodeURIComponent(agentId)}`)).data as Array<Record<string, any>>).find((b) => b.policy_id === 'pol_charge');
+    ((await rt.getOk(`/v1/budgets?agent_id=${encodeURIComponent(agentId)}`)).data as Array<JsonObject>).find((b) => b.policy_id === 'pol_charge');
   const statusOf = async (id: string) => (await rt.getOk(`/v1/decisions/${id}`)).status as string;
   /** The proxy's requests from `from` on. */
   const seenSince = (from: number) => proxy.seen.slice(from);
@@ -222,7 +222,7 @@ describe.each(STORE_KINDS)('agent-authz/client against the service (%s store)', 
       expect(keys[0]).not.toBe(keys[1]);
       expect(sent.map((s) => s.headers.get('authorization'))).toEqual([`Bearer ${rt.testKey}`, `Bearer ${rt.testKey}`]);
 
-      // The session and user fields belong to the contract's extension; what a
+      // The session and user fields are extensions (docs/api.md#post-v1decisions); what a
       // service without them answers (400 validation.invalid_field) is not the point here.
       const withDefaults = client({ fetch, sessionId: 'run-1', onBehalfOf: 'user-1', retries: 0 });
       const answers = [
@@ -251,7 +251,7 @@ describe.each(STORE_KINDS)('agent-authz/client against the service (%s store)', 
       const confirmed = await authz.confirm(d.id, { amount: 30 });
       expect(confirmed).toMatchObject({ id: d.id, status: 'confirmed', confirmed_amount: 30 });
       expect(await chargeBudget(a)).toMatchObject({ held: 0, consumed: 30 });
-      // A second confirm, not a retry, is the spec's 409.
+      // A second confirm, not a retry, is a 409 (docs/api.md#post-v1decisionsidconfirm-and-reject).
       const again = await rejection(authz.confirm(d.id));
       expect(again).toMatchObject({ code: 'decision.already_confirmed', status: 409 });
       expect(await chargeBudget(a)).toMatchObject({ held: 0, consumed: 30 });
@@ -380,7 +380,7 @@ describe.each(STORE_KINDS)('agent-authz/client against the service (%s store)', 
   });
 
   describe('errors', () => {
-    it('maps error answers to AuthzError with the spec code, status and request id; a 4xx is not retried', async () => {
+    it('maps error answers to AuthzError with the code of docs/errors.md#error-codes, status and request id; a 4xx is not retried', async () => {
       const retries: ClientRetryEvent[] = [];
       const { sent, fetch } = recordingFetch();
       const authz = client({ fetch, onRetry: (e) => void retries.push(e) });

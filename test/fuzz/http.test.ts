@@ -2,8 +2,8 @@
  * HTTP fuzzing of every route the app registers (enumerated through onRoute, so
  * a new route is covered without touching this file), on both stores: mutated
  * valid bodies, raw bytes under any content type, odd query strings and path
- * parameters. Whatever comes in: never a 5xx; every error has the contract's
- * body with a code of docs/errors.md's table and the status it gives; and a
+ * parameters. Whatever comes in: never a 5xx; every error has the
+ * body of docs/errors.md#error-codes with a code of docs/errors.md's table and the status it gives; and a
  * rejected request leaves the store exactly as it was.
  */
 import type { InjectOptions } from 'fastify';
@@ -40,7 +40,7 @@ describe.each(STORE_KINDS)('HTTP fuzz (%s store)', (kind) => {
   });
   afterAll(() => rt?.close());
 
-  /** Sends one request and checks the contract; a rejected request must not change the store. */
+  /** Sends one request and checks its answer (docs/errors.md#error-codes); a rejected request must not change the store. */
   async function send(route: RouteInfo, options: InjectOptions, what: string): Promise<number> {
     const before = await stateDigest(rt.store.sql);
     const r = await rt.app.inject(options);
@@ -75,7 +75,7 @@ describe.each(STORE_KINDS)('HTTP fuzz (%s store)', (kind) => {
     }
   });
 
-  it('mutated JSON bodies on every route: no 5xx, contract errors, rejected requests change nothing', async () => {
+  it('mutated JSON bodies on every route: no 5xx, documented errors, rejected requests change nothing', async () => {
     let accepted = 0;
     let rejected = 0;
     for (const route of routes) {

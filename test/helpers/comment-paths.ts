@@ -7,13 +7,24 @@
  *
  * Comments are found by the TypeScript parser (so `//` inside a string or a
  * regular expression is no comment) for .ts/.js/.mjs files, and as `--` lines
- * for .sql files. A path token is a run of `name/` segments ending in a file
+ * for .sql files; the title of a test (the first argument of `describe`, `it`
+ * or `test`, a plain string) counts as a comment. A path token is a run of `name/` segments ending in a file
  * name with a known extension; tokens inside URLs, package names (`@scope/x`)
  * and `dist/`/`node_modules/` paths are not repository paths and are skipped.
  *
  * @example
  *   pathsInComments('// see runtime/ids.ts and docs/api.md#lists\nconst s = "in a string";', 'x.ts');
  *   // [{ path: 'runtime/ids.ts', anchor: '', line: 1 }, { path: 'docs/api.md', anchor: 'lists', line: 1 }]
+ *
+ * A comment also cites no document by a bare name: "the contract", "contract:",
+ * "the spec's", "spec 2.5" name papers the repository does not have, so a
+ * comment names the docs/ section instead (`docs/api.md#decisions`). A public
+ * standard named by its name ("the MCP specification", "the AuthZEN spec") is
+ * fine.
+ *
+ * @example
+ *   bareCitations('// the contract\'s 409; see the OpenAPI spec', 'x.ts');
+ *   // [{ text: 'contract', line: 1 }]
  */
 import { existsSync, existsSync as exists, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
@@ -44,7 +55,7 @@ export interface DanglingPath extends CommentPath {
   why: string;
 }
 
-const PATH_TOKEN = /(?<![\w@./:$-])((?:\.\.?\/)*(?:[A-Za-z0-9_][\w.-]*\/)+[\w.-]*\.(?:ts|mts|js|mjs|md|sql|yaml|yml|json|py))(?:#([\w-]+))?(?![\w/-])/g;
+const PATH_TOKEN = /(?<![\w@./:$%-])((?:\.\.?\/)*(?:[A-Za-z0-9_][\w.-]*\/)+[\w.-]*\.(?:ts|mts|js|mjs|md|sql|yaml|yml|json|py))(?:#([\w-]+))?(?![\w/-])/g;
 
 /** The comments of one source file as [start offset, text] pairs. */
 function comments(text: string, file: string): Array<[number, string]> {
@@ -65,7 +76,32 @@ function comments(text: string, file: string): Array<[number, string]> {
   };
   visit(source);
   take(ts.getLeadingCommentRanges(text, source.endOfFileToken.getFullStart()));
+  for (const [pos, title] of testTitles(source)) seen.set(pos, title);
   return [...seen.entries()].sort((a, b) => a[0] - b[0]);
+}
+
+const TEST_FUNCTIONS = new Set(['describe', 'it', 'test']);
+
+/** The titles of the tests and suites of `source` (`it('title', ...)`, `describe.each(...)('title', ...)` too) as [offset, text]. */
+function testTitles(source: ts.SourceFile): Array<[number, string]> {
+  const out: Array<[number, string]> = [];
+  const named = (callee: ts.Expression): boolean =>
+    ts.isIdentifier(callee)
+      ? TEST_FUNCTIONS.has(callee.text)
+      : ts.isPropertyAccessExpression(callee)
+        ? named(callee.expression)
+        : ts.isCallExpression(callee)
+          ? named(callee.expression)
+          : false;
+  const visit = (node: ts.Node) => {
+    if (ts.isCallExpression(node) && named(node.expression)) {
+      const title = node.arguments[0];
+      if (title && (ts.isStringLiteral(title) || ts.isNoSubstitutionTemplateLiteral(title))) out.push([title.getStart(source), title.getText(source)]);
+    }
+    node.forEachChild(visit);
+  };
+  visit(source);
+  return out;
 }
 
 /** Every repository-looking path token in the comments of `text` (the contents of `file`). */
@@ -164,4 +200,41 @@ export function danglingCommentPaths(files: ReadonlyArray<{ file: string; text: 
     }
   }
   return problems;
+}
+
+export interface BareCitation {
+  /** The word as written: `contract`, `spec` or `specification`. */
+  text: string;
+  /** 1-based line of the comment naming it. */
+  line: number;
+}
+
+/** `contract`, `spec`, `specification` as words, not inside a path (`fuzz/helpers/contract.js`) or an identifier. */
+const CITATION = /(?<![\w/.-])(contract|spec(?:ification)?)(?:'s)?(?![\w/-]|\.(?:js|ts|md)\b)/gi;
+/** Words that start a sentence or a phrase, capitalised without naming anything. */
+const NOT_A_NAME = new Set(['A', 'An', 'The', 'This', 'That', 'Its', 'Our', 'Their', 'See', 'Per']);
+
+/**
+ * The bare citations of a document in the comments (and test titles) of
+ * `text`, the contents of `file`: every `contract`, and every `spec` or
+ * `specification` not preceded (within two words) by a name such as `MCP`,
+ * `AuthZEN`, `OpenAPI` or `Standard Webhooks`.
+ */
+export function bareCitations(text: string, file: string): BareCitation[] {
+  const found: BareCitation[] = [];
+  for (const [start, comment] of comments(text, file)) {
+    for (const m of comment.matchAll(CITATION)) {
+      const word = m[1]!;
+      if (!/^contract$/i.test(word)) {
+        const before = comment
+          .slice(0, m.index)
+          .split(/[^\w-]+/)
+          .filter(Boolean)
+          .slice(-2);
+        if (before.some((w) => /[A-Z]/.test(w) && !NOT_A_NAME.has(w))) continue;
+      }
+      found.push({ text: word, line: text.slice(0, start + m.index).split('\n').length });
+    }
+  }
+  return found;
 }

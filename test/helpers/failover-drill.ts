@@ -29,6 +29,7 @@ import postgres from 'postgres';
 import { startReplicaPair, type ReplicaPair } from '../../scripts/pg-replication.js';
 import { confirmLoad, type QueuedConfirm } from './confirm-load.js';
 import { freePort, HOST, request, startServeProcess, stopServer, type Reply, type ServeProcess } from './server-process.js';
+import type { JsonObject } from './json.js';
 
 export interface DrillOptions {
   rounds: number;
@@ -323,7 +324,7 @@ export async function runFailoverDrill(options: DrillOptions): Promise<DrillResu
         // The ledger: consumed of each USD budget (the API's view) = the amounts of the decisions stored as confirmed.
         for (const agent of ['usd-0', 'usd-1', 'usd-2']) {
           const b = await api('GET', `/v1/budgets?agent_id=${agent}&limit=100`);
-          const row = (b.body.data as Array<Record<string, any>> | undefined)?.find((x) => x.policy_id === 'pol_usd');
+          const row = (b.body.data as Array<JsonObject> | undefined)?.find((x) => x.policy_id === 'pol_usd');
           const [sum] = await sql<{ cents: string | null }[]>`
             select sum(round(coalesce(confirmed_amount, amount) * 100))::text as cents from decisions
             where agent_id = ${agent} and status = 'confirmed'`;

@@ -6,8 +6,9 @@
  *   docs/errors.md (only `error`, with `code`, a non-empty `message`, a
  *   `request_id` echoed in the `request-id` header, and maybe `details`) with
  *   that status and code; returns the `error` object;
- * - `postDecision(rt, body, key?)`: `POST /v1/decisions` with the runtime's test key;
- * - `decide(rt, body, key?)`: the same, expected to answer 200; the parsed decision.
+ * - `postDecision(rt, body, key?, headers?)`: `POST /v1/decisions` with the runtime's test key;
+ * - `decide(rt, body, key?, headers?)`: the same, expected to answer 200; the parsed decision;
+ * - `callerOf(app, key)`: a Caller over another app of the same store (a second process).
  *
  * @example
  *   const d = await decide(rt, { agent_id: agent('refund-bot'), action: 'payments.refund' });
@@ -16,6 +17,7 @@
  */
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { expect } from 'vitest';
+import type { Decision } from '../../clients/typescript/wire.js';
 import type { ErrorDetail } from '../../runtime/errors/api-error.js';
 
 let seq = 0;
@@ -57,17 +59,25 @@ export interface Caller {
   call(key: string | null, options: InjectOptions): Promise<LightMyRequestResponse>;
 }
 
-/** `POST /v1/decisions` with `body`, authenticated with `key` (default: the runtime's test key). */
-export function postDecision(rt: Caller, body: object, key: string | null = rt.testKey): Promise<LightMyRequestResponse> {
-  return rt.call(key, { method: 'POST', url: '/v1/decisions', payload: body });
+/** A Caller over `app` (e.g. a second process's app on the same store), with `key` as its test key. */
+export function callerOf(app: { inject(options: InjectOptions): Promise<LightMyRequestResponse> }, key: string): Caller {
+  return {
+    testKey: key,
+    call: (k, options) => app.inject({ ...options, headers: { ...(k ? { authorization: `Bearer ${k}` } : {}), ...(options.headers ?? {}) } }),
+  };
 }
 
-/** A decision answer, parsed: the fields tests read, then whatever else it has. */
-export type DecisionAnswer = Record<string, any>;
+/** `POST /v1/decisions` with `body`, authenticated with `key` (default: the runtime's test key), and any other `headers`. */
+export function postDecision(rt: Caller, body: object, key: string | null = rt.testKey, headers?: Record<string, string>): Promise<LightMyRequestResponse> {
+  return rt.call(key, { method: 'POST', url: '/v1/decisions', payload: body, ...(headers ? { headers } : {}) });
+}
+
+/** A decision answer, parsed: the decision of docs/api.md#post-v1decisions, as the generated wire type has it. */
+export type DecisionAnswer = Decision;
 
 /** `POST /v1/decisions` that must answer 200; the decision. */
-export async function decide(rt: Caller, body: object, key: string | null = rt.testKey): Promise<DecisionAnswer> {
-  const r = await postDecision(rt, body, key);
+export async function decide(rt: Caller, body: object, key: string | null = rt.testKey, headers?: Record<string, string>): Promise<DecisionAnswer> {
+  const r = await postDecision(rt, body, key, headers);
   expect(r.statusCode, r.body).toBe(200);
   return r.json() as DecisionAnswer;
 }

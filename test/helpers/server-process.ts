@@ -7,6 +7,7 @@ import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import type { JsonObject } from './json.js';
 
 export const ROOT = join(import.meta.dirname, '..', '..');
 export const SERVE_JS = join(ROOT, 'dist', 'runtime', 'serve.js');
@@ -61,7 +62,7 @@ export function eachLine(stream: NodeJS.ReadableStream, onLine: (line: string) =
 export interface Reply {
   status: number;
   headers: Headers;
-  body: Record<string, any>;
+  body: JsonObject;
 }
 
 /** One JSON request to a server process with a bearer token; a body that is not JSON comes back as `{ raw }`. */
@@ -72,9 +73,9 @@ export async function request(base: string, token: string, method: string, path:
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   const text = await r.text();
-  let parsed: Record<string, any>;
+  let parsed: JsonObject;
   try {
-    parsed = text === '' ? {} : (JSON.parse(text) as Record<string, any>);
+    parsed = text === '' ? {} : (JSON.parse(text) as JsonObject);
   } catch {
     parsed = { raw: text };
   }

@@ -1,10 +1,11 @@
 /** A webhook receiver on 127.0.0.1 for tests: records every request and answers `status.code`. */
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { JsonObject } from './json.js';
 
 export interface Received {
   headers: IncomingHttpHeaders;
   raw: string;
-  body: Record<string, any>;
+  body: JsonObject;
 }
 
 export interface Receiver {

@@ -59,7 +59,7 @@ describe('derived action names', () => {
 });
 
 describe('the proxy configuration', () => {
-  it('reads the contract example, with defaults and AUTHZ_ON_BEHALF_OF', () => {
+  it('reads a configuration of docs/mcp.md#configuration, with defaults and AUTHZ_ON_BEHALF_OF', () => {
     const { config } = scratch(`agent_id: research-bot
 server: files
 tools:
@@ -106,7 +106,7 @@ tools:
   });
 });
 
-describe('the decided methods (contract, third part)', () => {
+describe('the decided methods (docs/mcp.md#6-resources-and-prompts-decided)', () => {
   const config = { server: 'Docs', methods: {} };
 
   it('maps each decided method to its action, resource and context.mcp', () => {

@@ -22,6 +22,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { passing, runSuite, startChild, startProxy, stopChild, decidedActions, type Tally } from '../../scripts/mcp-conformance.js';
 import { startRuntime, type TestRuntime } from '../runtime/helpers/app.js';
 import { ensureProxyBuilt } from './helpers/proxy.js';
+import type { JsonObject } from '../helpers/json.js';
 
 const SERVER = join(import.meta.dirname, 'fixtures', 'everything-server.mjs');
 const DECIDED_METHODS = ['tools/call', 'resources/read', 'resources/subscribe', 'prompts/get', 'completion/complete', 'logging/setLevel'];
@@ -68,7 +69,7 @@ async function everythingServer() {
       readFileSync(record, 'utf8')
         .split('\n')
         .filter((l) => l !== '')
-        .map((l) => JSON.parse(l) as { method: string; params: Record<string, any> | null }),
+        .map((l) => JSON.parse(l) as { method: string; params: JsonObject | null }),
     stop: () => stopChild(started.child),
   };
 }

@@ -18,6 +18,7 @@ import type { ChildProcess } from 'node:child_process';
 import { startStandInIssuer, type StandInIssuer } from '../../examples/oauth-issuer/server.js';
 import { startRuntime, type TestRuntime } from '../runtime/helpers/app.js';
 import { BIN, childEnv, ensureProxyBuilt, scratch, startPrinting, stop, textOf } from './helpers/proxy.js';
+import type { JsonObject } from '../helpers/json.js';
 
 const SERVER = join(import.meta.dirname, 'fixtures', 'declaring-server.mjs');
 const AGENT = `declaring-${Math.random().toString(36).slice(2, 8)}`;
@@ -74,7 +75,7 @@ describe('authz mcp-proxy with mappings declared by the server', () => {
       .split('\n')
       .filter((l) => l !== '')
       .map((l) => JSON.parse(l) as { tool: string; arguments: Record<string, unknown> });
-  const decisions = async () => ((await rt.getOk(`/v1/decisions?agent_id=${AGENT}&limit=100`)).data as Array<Record<string, any>>).reverse();
+  const decisions = async () => ((await rt.getOk(`/v1/decisions?agent_id=${AGENT}&limit=100`)).data as Array<JsonObject>).reverse();
   const lastDecision = async () => (await decisions()).at(-1)!;
   const call = (name: string, args: Record<string, unknown> = {}) => client.callTool({ name, arguments: args });
 
@@ -238,7 +239,7 @@ auth:
     clients.push(client);
     return client;
   }
-  const lastDecision = async () => ((await rt.getOk(`/v1/decisions?agent_id=${agent}&limit=1`)).data as Array<Record<string, any>>)[0]!;
+  const lastDecision = async () => ((await rt.getOk(`/v1/decisions?agent_id=${agent}&limit=1`)).data as Array<JsonObject>)[0]!;
   const reached = () =>
     readFileSync(record, 'utf8')
       .split('\n')

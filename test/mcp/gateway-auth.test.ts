@@ -20,6 +20,7 @@ import { STORE_KINDS } from '../helpers/postgres.js';
 import { startRuntime, type TestRuntime } from '../runtime/helpers/app.js';
 import { startReverseProxy, type ReverseProxy } from './helpers/reverse-proxy.js';
 import { BIN, ensureProxyBuilt, recorded, runProxyToExit, scratch, startPrinting, stop, textOf, TOOLS_SERVER } from './helpers/proxy.js';
+import type { JsonObject } from '../helpers/json.js';
 
 const gatewayConfig = (issuer: string, extra = '') => `server: tools
 auth:
@@ -109,7 +110,7 @@ describe.each(STORE_KINDS)('one MCP gateway for many agents and users (auth:, %s
     return { url: started.value, output: started.output, child: started.child };
   }
   const tokenFor = (aud: string, clientId: string, user: string) => as.mint({ claims: { aud, client_id: clientId, sub: user, scope: 'mcp:tools' } });
-  const decisionsOf = async (agentId: string) => (await rt.getOk(`/v1/decisions?agent_id=${encodeURIComponent(agentId)}`)).data as Array<Record<string, any>>;
+  const decisionsOf = async (agentId: string) => (await rt.getOk(`/v1/decisions?agent_id=${encodeURIComponent(agentId)}`)).data as Array<JsonObject>;
 
   describe('one gateway, on its own address', () => {
     let gw: Awaited<ReturnType<typeof gateway>>;
@@ -189,9 +190,7 @@ describe.each(STORE_KINDS)('one MCP gateway for many agents and users (auth:, %s
         ['allow', 'policy.matched', 'bob', `mcp-${bobViaBilling.transport.sessionId}`],
       ]);
       const budgets = (user: string) =>
-        rt
-          .getOk(`/v1/budgets?on_behalf_of=${user}`)
-          .then((b) => (b.data as Array<Record<string, any>>).map((x) => [x.policy_id, x.scope, x.agent_id, Number(x.consumed) + Number(x.held)]));
+        rt.getOk(`/v1/budgets?on_behalf_of=${user}`).then((b) => (b.data as Array<JsonObject>).map((x) => [x.policy_id, x.scope, x.agent_id, Number(x.consumed) + Number(x.held)]));
       expect(await budgets('alice')).toEqual([['pol_charge_user', 'user', null, 60]]);
       expect(await budgets('bob')).toEqual([['pol_charge_user', 'user', null, 60]]);
     });

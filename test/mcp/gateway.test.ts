@@ -26,6 +26,7 @@ import { freePort, startChild, stopChild } from '../../scripts/mcp-conformance.j
 import { startRuntime, type TestRuntime } from '../runtime/helpers/app.js';
 import { BIN, childEnv, ensureProxyBuilt, textOf } from './helpers/proxy.js';
 import { agent as kitAgent } from '../helpers/kit.js';
+import type { JsonObject } from '../helpers/json.js';
 
 const SERVER = join(import.meta.dirname, 'fixtures', 'everything-server.mjs');
 const agent = (tag: string) => kitAgent(`gw-${tag}`);
@@ -33,7 +34,7 @@ const agent = (tag: string) => kitAgent(`gw-${tag}`);
 interface Recorded {
   session: string;
   method: string;
-  params: Record<string, any> | null;
+  params: JsonObject | null;
 }
 
 /** A poll, bounded: the value once `ready` holds. */
@@ -96,7 +97,7 @@ describe('authz mcp-proxy: the MCP gateway', () => {
     await rt?.close();
   });
 
-  const decisionsOf = async (agentId: string) => (await rt.getOk(`/v1/decisions?agent_id=${encodeURIComponent(agentId)}&limit=100`)).data as Array<Record<string, any>>;
+  const decisionsOf = async (agentId: string) => (await rt.getOk(`/v1/decisions?agent_id=${encodeURIComponent(agentId)}&limit=100`)).data as Array<JsonObject>;
 
   /** A scratch folder with the configuration and the server's record file. */
   function scratch(agentId: string, extra = '') {

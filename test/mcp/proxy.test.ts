@@ -13,6 +13,7 @@ import { STORE_KINDS } from '../helpers/postgres.js';
 import { START, startRuntime, type TestRuntime } from '../runtime/helpers/app.js';
 import { BIN, ensureProxyBuilt, httpClient, recorded, scratch, startPrinting, startStdioProxy, stop, textOf, TOOLS_SERVER } from './helpers/proxy.js';
 import { agent } from '../helpers/kit.js';
+import type { JsonObject } from '../helpers/json.js';
 
 /** The proxy configuration of these tests: two mapped tools; fail and delete_file get tools.fail and tools.delete_file. */
 const configFor = (agentId: string) => `agent_id: ${agentId}
@@ -73,7 +74,7 @@ describe.each(STORE_KINDS)('authz mcp-proxy (%s store)', (kind) => {
     return { agentId, proxy, files, calls: () => recorded(files.record) };
   }
 
-  const decisionsOf = async (agentId: string) => (await rt.getOk(`/v1/decisions?agent_id=${encodeURIComponent(agentId)}`)).data as Array<Record<string, any>>;
+  const decisionsOf = async (agentId: string) => (await rt.getOk(`/v1/decisions?agent_id=${encodeURIComponent(agentId)}`)).data as Array<JsonObject>;
   const decision = (id: string) => rt.getOk(`/v1/decisions/${id}`);
   /** The decision once the proxy has confirmed or rejected it (that goes out after the answer reached the client): a bounded poll. */
   const settled = async (id: string) => {
@@ -85,7 +86,7 @@ describe.each(STORE_KINDS)('authz mcp-proxy (%s store)', (kind) => {
     throw new Error(`decision ${id} was never confirmed or rejected`);
   };
   const chargeBudget = async (agentId: string) =>
-    ((await rt.getOk(`/v1/budgets?agent_id=${encodeURIComponent(agentId)}`)).data as Array<Record<string, any>>).find((b) => b.policy_id === 'pol_charge');
+    ((await rt.getOk(`/v1/budgets?agent_id=${encodeURIComponent(agentId)}`)).data as Array<JsonObject>).find((b) => b.policy_id === 'pol_charge');
 
   describe('over stdio', () => {
     let p: Awaited<ReturnType<typeof proxyFor>>;
@@ -170,7 +171,7 @@ describe.each(STORE_KINDS)('authz mcp-proxy (%s store)', (kind) => {
       expect(await settled(call.meta!['agent-authz/decision'] as string)).toMatchObject({ action: 'tools.fail', status: 'rejected' });
     });
 
-    it('absent arguments are digested as {}, an explicit null as null (the contract, as the verifier does)', async () => {
+    it('absent arguments are digested as {}, an explicit null as null (docs/permits.md#permits-bound-to-arguments, as the verifier does)', async () => {
       // The digests of the tools.fail decisions made since `seen` (by decision id: earlier tests digested {} too).
       const failDecisions = async () => (await decisionsOf(p.agentId)).filter((d) => d.action === 'tools.fail');
       const seen = new Set((await failDecisions()).map((d) => d.id as string));

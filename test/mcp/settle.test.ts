@@ -12,6 +12,7 @@ import { SettleQueue, type SettleVerb } from '../../clients/mcp-proxy/settle-que
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { startRuntime, START, type TestRuntime } from '../runtime/helpers/app.js';
 import { ensureProxyBuilt, recorded, scratch, startStdioProxy, textOf } from './helpers/proxy.js';
+import type { JsonObject } from '../helpers/json.js';
 
 /** Lets every pending promise callback and timer of zero delay run. */
 const turn = () => new Promise((resolve) => setImmediate(resolve));
@@ -130,7 +131,7 @@ describe.each(STORE_KINDS)('batched confirms through authz mcp-proxy (%s store)'
         expect(textOf(result)).toBe(`charged 5 USD to cus_${i}`);
       }
       expect(recorded(files.record)).toHaveLength(CALLS);
-      const list = async () => (await rt.getOk(`/v1/decisions?agent_id=${agentId}`)).data as Array<Record<string, any>>;
+      const list = async () => (await rt.getOk(`/v1/decisions?agent_id=${agentId}`)).data as Array<JsonObject>;
       // The confirms go out after the answers (batched, then retried): a bounded poll until every one is applied and retried.
       const retried = () => relay.attempts.size === CALLS && [...relay.attempts.values()].every((keys) => keys.length >= 2);
       let decisions = await list();
@@ -146,7 +147,7 @@ describe.each(STORE_KINDS)('batched confirms through authz mcp-proxy (%s store)'
         expect(keys).toHaveLength(2);
         expect(new Set(keys).size).toBe(1);
       }
-      const budget = ((await rt.getOk(`/v1/budgets?agent_id=${agentId}`)).data as Array<Record<string, any>>).find((b) => b.policy_id === 'pol_charge');
+      const budget = ((await rt.getOk(`/v1/budgets?agent_id=${agentId}`)).data as Array<JsonObject>).find((b) => b.policy_id === 'pol_charge');
       expect(budget).toMatchObject({ unit: 'USD', consumed: 5 * CALLS, held: 0 });
       expect(proxy.stderr()).not.toMatch(/could not confirm/);
     } finally {

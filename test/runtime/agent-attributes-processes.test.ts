@@ -25,6 +25,7 @@ import { ADMIN_TOKEN, serverCalls, startServer, stopAll, uniqueId, type Server }
 import { createTestDatabase } from '../helpers/postgres.js';
 import { ensureBuilt, request } from '../helpers/server-process.js';
 import { START } from './helpers/app.js';
+import type { JsonObject } from '../helpers/json.js';
 
 /** A poll's deadline (not a measure): how long a change may take to arrive before the test fails. */
 const WITHIN_MS = 15_000;
@@ -91,7 +92,7 @@ interface Node {
   app: FastifyInstance;
   clock: ManualClock;
   replication: Replication;
-  call(options: InjectOptions): Promise<{ statusCode: number; body: Record<string, any> }>;
+  call(options: InjectOptions): Promise<{ statusCode: number; body: JsonObject }>;
 }
 
 describe('agent attributes between runtimes on one PostgreSQL, on a clock that stands still', () => {
@@ -116,7 +117,7 @@ describe('agent attributes between runtimes on one PostgreSQL, on a clock that s
       replication,
       async call(options) {
         const r = await app.inject({ ...options, headers: { authorization: `Bearer ${key}`, ...(options.headers ?? {}) } });
-        return { statusCode: r.statusCode, body: r.json() as Record<string, any> };
+        return { statusCode: r.statusCode, body: r.json() as JsonObject };
       },
     };
     nodes.push(node);

@@ -9,20 +9,18 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
-import { type ListedItem, agent, expectError } from '../helpers/kit.js';
+import { type ListedItem, agent, expectError, decide as kitDecide } from '../helpers/kit.js';
+import type { JsonObject } from '../helpers/json.js';
 
 const path = (agentId: string) => `/v1/agents/${encodeURIComponent(agentId)}`;
 
 describe.each(STORE_KINDS)('agent attributes (%s)', (kind) => {
   let rt: TestRuntime;
   const put = (agentId: string, payload: unknown, key = rt.testKey) => rt.call(key, { method: 'PUT', url: path(agentId), payload: payload as object });
-  const decide = async (agentId: string, action: string, context?: Record<string, unknown>, key = rt.testKey) => {
-    const r = await rt.call(key, { method: 'POST', url: '/v1/decisions', payload: { agent_id: agentId, action, ...(context ? { context } : {}) } });
-    expect(r.statusCode, r.body).toBe(200);
-    return json(r);
-  };
+  const decide = (agentId: string, action: string, context?: Record<string, unknown>, key = rt.testKey) =>
+    kitDecide(rt, { agent_id: agentId, action, ...(context ? { context } : {}) }, key);
   const registrations = async (agentId: string) =>
-    ((await rt.getOk('/v1/events?type=agent.registered&limit=100')).data as Array<Record<string, any>>).filter((e) => e.data.agent_id === agentId);
+    ((await rt.getOk('/v1/events?type=agent.registered&limit=100')).data as Array<JsonObject>).filter((e) => e.data.agent_id === agentId);
 
   beforeAll(async () => {
     rt = await startRuntime(kind);

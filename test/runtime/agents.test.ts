@@ -9,6 +9,7 @@ import { writeDecisionBatch, type NewAgent } from '../../runtime/store/decisions
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { START, json, startRuntime, type TestRuntime } from './helpers/app.js';
 import { type EventItem, type ListedItem, agent, expectError, postDecision } from '../helpers/kit.js';
+import type { JsonObject } from '../helpers/json.js';
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
@@ -23,7 +24,7 @@ describe.each(STORE_KINDS)('agents over HTTP (%s)', (kind) => {
   const post = (url: string, key = rt.testKey) => rt.call(key, { method: 'POST', url });
   /** Every event of a type concerning this agent (data.agent_id), newest first. */
   const eventsFor = async (type: string, agentId: string, key = rt.testKey) => {
-    const found: Array<Record<string, any>> = [];
+    const found: Array<JsonObject> = [];
     let after: string | undefined;
     for (;;) {
       const r = await get(`/v1/events?type=${type}&limit=100${after ? `&starting_after=${after}` : ''}`, key);

@@ -14,8 +14,9 @@ import { PERMIT_INVALID_REASONS } from '../../runtime/domain/permits.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
 import { closeObjects } from '../helpers/closed-schemas.js';
+import type { JsonObject } from '../helpers/json.js';
 
-type Json = Record<string, any>;
+type Json = JsonObject;
 
 const SCHEMAS = new URL('../../schemas/', import.meta.url);
 const ANSWERS = new URL('api/answers/', SCHEMAS);

@@ -11,7 +11,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
-import { type EventItem, type ListedItem } from '../helpers/kit.js';
+import { type EventItem, type ListedItem, decide as kitDecide } from '../helpers/kit.js';
 
 const TIMEOUT = 300;
 
@@ -20,15 +20,7 @@ for (const kind of STORE_KINDS) {
     let rt: TestRuntime;
     let reviewerKey: string;
 
-    const decide = async (agent: string, action: string, amount?: number) => {
-      const r = await rt.call(rt.testKey, {
-        method: 'POST',
-        url: '/v1/decisions',
-        payload: { agent_id: agent, action, ttl_seconds: 60, ...(amount === undefined ? {} : { amount }) },
-      });
-      expect(r.statusCode, r.body).toBe(200);
-      return json(r);
-    };
+    const decide = (agent: string, action: string, amount?: number) => kitDecide(rt, { agent_id: agent, action, ttl_seconds: 60, ...(amount === undefined ? {} : { amount }) });
     const review = async (id: string, verdict: 'approve' | 'deny') => {
       const r = await rt.call(reviewerKey, { method: 'POST', url: `/v1/decisions/${id}/review`, payload: { verdict, reviewer: 'budget-reviewer' } });
       expect(r.statusCode, r.body).toBe(200);
@@ -107,7 +99,7 @@ for (const kind of STORE_KINDS) {
       const agent = 'usd-bot';
       const d1 = await decide(agent, 'payments.refund', 60);
       expect(await usage(agent, 'pol_usd')).toEqual({ consumed: 0, held: 60 });
-      expect(await holdOf(d1.id)).toEqual({ status: 'held', expires_at: new Date(d1.approval_expires_at) });
+      expect(await holdOf(d1.id)).toEqual({ status: 'held', expires_at: new Date(d1.approval_expires_at!) });
       // The hold counts: 60 + 50 would pass the limit.
       expect(await decide(agent, 'payments.refund', 50)).toMatchObject({ effect: 'deny', reason: 'budget.exceeded' });
       await review(d1.id, 'deny');

@@ -14,7 +14,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
-import { type EventItem, type ListedItem } from '../helpers/kit.js';
+import { type EventItem, type ListedItem, decide as kitDecide } from '../helpers/kit.js';
 
 const TIMEOUT = 600;
 
@@ -24,16 +24,8 @@ for (const kind of STORE_KINDS) {
     let reviewerKey: string;
     let n = 0;
 
-    const decide = async (extra: Record<string, unknown> = {}, headers: Record<string, string> = {}) => {
-      const r = await rt.call(rt.testKey, {
-        method: 'POST',
-        url: '/v1/decisions',
-        headers,
-        payload: { agent_id: `approval-bot-${++n}`, action: 'payments.refund', ttl_seconds: 120, ...extra },
-      });
-      expect(r.statusCode, r.body).toBe(200);
-      return json(r);
-    };
+    const decide = (extra: Record<string, unknown> = {}, headers: Record<string, string> = {}) =>
+      kitDecide(rt, { agent_id: `approval-bot-${++n}`, action: 'payments.refund', ttl_seconds: 120, ...extra }, rt.testKey, headers);
     const review = (id: string, verdict: 'approve' | 'deny', note?: string) =>
       rt.call(reviewerKey, { method: 'POST', url: `/v1/decisions/${id}/review`, payload: { verdict, reviewer: 'alice', ...(note ? { note } : {}) } });
     const permit = (id: string) => rt.call(rt.testKey, { method: 'POST', url: `/v1/decisions/${id}/permit` });

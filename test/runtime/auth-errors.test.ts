@@ -13,7 +13,7 @@ import { createAccount, createApiKey } from '../../runtime/domain/accounts.js';
 import { openServices } from '../../runtime/services.js';
 import { openTestStore, STORE_KINDS, type TestStore } from '../helpers/postgres.js';
 import { ADMIN_TOKEN, json, startRuntime, type TestRuntime } from './helpers/app.js';
-import { type EventItem, agent, expectError } from '../helpers/kit.js';
+import { type EventItem, agent, expectError, postDecision } from '../helpers/kit.js';
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const REQ_ID = /^req_[0-9A-Za-z]+$/;
@@ -36,7 +36,7 @@ describe.each(STORE_KINDS)('authentication, request ids, admin API and events (%
   afterAll(() => rt.close());
 
   const decide = (key: string | null, payload: object = { agent_id: agent('auth'), action: 'orders.read' }, headers: Record<string, string> = {}) =>
-    rt.call(key, { method: 'POST', url: '/v1/decisions', payload, headers });
+    postDecision(rt, payload, key, headers);
   /** Admin: a new key of the main account, with its id. */
   const adminKey = async (environment: 'test' | 'live', scopes: string[], accountId = rt.accountId) => {
     const r = await rt.app.inject({ method: 'POST', url: `/admin/accounts/${accountId}/api-keys`, headers: admin(), payload: { environment, scopes } });
@@ -338,7 +338,7 @@ describe.each(STORE_KINDS)('authentication, request ids, admin API and events (%
   });
 
   describe('events', () => {
-    it('GET /v1/events: newest first, spec 2.5 envelopes; decision.deny carries data.decision without a permit token', async () => {
+    it('GET /v1/events: newest first, envelopes of docs/webhooks-and-events.md#events; decision.deny carries data.decision without a permit token', async () => {
       const a = agent('events');
       const allow = json(await decide(rt.testKey, { agent_id: a, action: 'orders.read', resource: 'order:1' }));
       rt.clock.advance(1);

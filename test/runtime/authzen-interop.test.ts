@@ -19,6 +19,7 @@ import type { Principal } from '../../runtime/tenant.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
 import { type EvaluationItem, expectError } from '../helpers/kit.js';
+import type { JsonObject } from '../helpers/json.js';
 
 /** The scenario's five users: an opaque subject id (as a PEP takes it from a token), an email, roles. */
 const USERS = {
@@ -181,7 +182,7 @@ describe.each(STORE_KINDS)('AuthZEN interop (%s)', (kind) => {
       ...(semantic ? { options: { evaluations_semantic: semantic } } : {}),
       evaluations: entries,
     });
-    const decisions = (answer: any) => answer.evaluations.map((e: EvaluationItem) => e.decision);
+    const decisions = (answer: JsonObject) => answer.evaluations.map((e: EvaluationItem) => e.decision);
     const bad = { action: { name: 'x'.repeat(201) }, resource: { type: 'order', id: 'o1' } };
 
     beforeAll(async () => {

@@ -16,11 +16,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
+import type { JsonObject } from '../helpers/json.js';
 
 const BASE_URL = 'https://pdp.example.test';
 const TIMEOUT = 600;
 
-type Json = Record<string, any>;
+type Json = JsonObject;
 
 describe.each(STORE_KINDS)('AuthZEN access requests (%s store)', (kind) => {
   let rt: TestRuntime;

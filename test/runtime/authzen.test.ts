@@ -11,6 +11,7 @@ import type { Principal } from '../../runtime/tenant.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
 import { type EvaluationItem, agent, expectError } from '../helpers/kit.js';
+import type { JsonObject } from '../helpers/json.js';
 
 /** A fresh agent id per call, so tests never share rows. */
 
@@ -40,7 +41,7 @@ describe.each(STORE_KINDS)('AuthZEN (%s)', (kind) => {
     resource,
     ...(context ? { context } : {}),
   });
-  const decisionsOf = async (agentId: string) => (await rt.getOk(`/v1/decisions?agent_id=${encodeURIComponent(agentId)}&limit=100`)).data as Array<Record<string, any>>;
+  const decisionsOf = async (agentId: string) => (await rt.getOk(`/v1/decisions?agent_id=${encodeURIComponent(agentId)}&limit=100`)).data as Array<JsonObject>;
 
   it('maps allow and review to decision true (with a permit token), deny to false (without one)', async () => {
     await rt.setPolicies([
@@ -96,7 +97,7 @@ describe.each(STORE_KINDS)('AuthZEN (%s)', (kind) => {
     const bare = await ok(evaluation(request(a, 'payments.refund')));
     expect((await rt.services.decisions.get(principal, bare.context.id)).context).toEqual({ subject: {}, action: { name: 'payments.refund' }, resource: {} });
     // Its event, as for POST /v1/decisions; and it is confirmable like any decision.
-    const events = (await rt.getOk('/v1/events?type=decision.allow&limit=100')).data as Array<Record<string, any>>;
+    const events = (await rt.getOk('/v1/events?type=decision.allow&limit=100')).data as Array<JsonObject>;
     expect(events.find((e) => e.data.decision.id === answer.context.id)?.data.decision).toMatchObject({ agent_id: a, action: 'payments.refund', resource: 'order:ord_9' });
     const confirmed = await rt.call(rt.testKey, { method: 'POST', url: `/v1/decisions/${answer.context.id}/confirm` });
     expect(json(confirmed).status).toBe('confirmed');

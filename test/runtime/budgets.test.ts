@@ -9,6 +9,7 @@ import type { BudgetPeriod, Policy } from '../../compiler/policy/types.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
 import { agent, postDecision } from '../helpers/kit.js';
+import type { JsonObject } from '../helpers/json.js';
 
 /** A fresh agent id per call, so tests never share rows. */
 
@@ -28,12 +29,12 @@ describe.each(STORE_KINDS)('budgets (%s)', (kind) => {
   };
   const resolve = (id: string, verb: 'confirm' | 'reject', body?: object) =>
     rt.call(rt.testKey, { method: 'POST', url: `/v1/decisions/${id}/${verb}`, ...(body ? { payload: body } : {}) });
-  const budgetsOf = async (agentId: string) => (await rt.getOk(`/v1/budgets?agent_id=${encodeURIComponent(agentId)}`)).data as Array<Record<string, any>>;
+  const budgetsOf = async (agentId: string) => (await rt.getOk(`/v1/budgets?agent_id=${encodeURIComponent(agentId)}`)).data as Array<JsonObject>;
   const budgetEvents = async (agentId: string) =>
-    ([...(await rt.getOk('/v1/events?type=budget.threshold&limit=100')).data, ...(await rt.getOk('/v1/events?type=budget.exceeded&limit=100')).data] as Array<Record<string, any>>)
+    ([...(await rt.getOk('/v1/events?type=budget.threshold&limit=100')).data, ...(await rt.getOk('/v1/events?type=budget.exceeded&limit=100')).data] as Array<JsonObject>)
       .filter((e) => e.data.agent_id === agentId)
       .sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.type === 'budget.threshold' ? -1 : 1));
-  const warningCodes = (d: Record<string, any>) => (d.metadata.warnings as Array<{ code: string }>).map((w) => w.code);
+  const warningCodes = (d: JsonObject) => (d.metadata.warnings as Array<{ code: string }>).map((w) => w.code);
   const install = (policies: PolicyInput[]) => rt.setPolicies(policies);
 
   describe('calls budgets', () => {
@@ -43,7 +44,7 @@ describe.each(STORE_KINDS)('budgets (%s)', (kind) => {
         { id: 'pol_free', effect: 'allow', actions: ['orders.list'] },
       ]);
       const a = agent('calls');
-      const seen: Array<Record<string, any>> = [];
+      const seen: Array<JsonObject> = [];
       for (let i = 1; i <= 5; i++) seen.push(await decideOk({ agent_id: a, action: 'orders.read' }));
       expect(seen.map((d) => d.effect)).toEqual(['allow', 'allow', 'allow', 'allow', 'allow']);
       // Past the threshold (3 of 5 = 60%) but under the limit, allowed decisions carry the
@@ -265,7 +266,7 @@ describe.each(STORE_KINDS)('budgets (%s)', (kind) => {
   });
 
   describe('GET /v1/budgets', () => {
-    it("lists an agent's budgets (unused ones at zero) with the contract's fields; needs budgets:read; isolated per tenant", async () => {
+    it("lists an agent's budgets (unused ones at zero) with the fields of docs/budgets-and-limits.md#get-v1budgets; needs budgets:read; isolated per tenant", async () => {
       await install([
         { id: 'pol_b1', effect: 'allow', agents: ['lister-*'], actions: ['orders.read'], budget: { unit: 'calls', limit: 10, period: 'weekly', threshold_alert: 0.8 } },
         { id: 'pol_b2', effect: 'allow', actions: ['payments.charge'], budget: { unit: 'USD', limit: 500, period: 'yearly' } },
@@ -309,7 +310,7 @@ describe.each(STORE_KINDS)('budgets (%s)', (kind) => {
       expect(page2.data.map((b: { policy_id: string }) => b.policy_id)).toEqual(['pol_b2']);
       expect(page2.has_more).toBe(false);
       // Without an agent: every (policy, agent) with accounting this period.
-      const all = (await rt.getOk('/v1/budgets?limit=100')).data as Array<Record<string, any>>;
+      const all = (await rt.getOk('/v1/budgets?limit=100')).data as Array<JsonObject>;
       expect(all.some((b) => b.policy_id === 'pol_b1' && b.agent_id === a && b.consumed === 1)).toBe(true);
       expect(all.every((b) => b.consumed > 0 || b.held > 0)).toBe(true);
 

@@ -13,6 +13,8 @@ import { beginPush, commitPush, stageEvents, stagePolicies } from '../../runtime
 import { lockPolicySet } from '../../runtime/store/policies.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
+import type { JsonObject } from '../helpers/json.js';
+import { postDecision } from '../helpers/kit.js';
 
 const COUNT = 100_000;
 
@@ -92,7 +94,7 @@ describe.each(STORE_KINDS)('bundles of 100,000 policies (%s store)', (kind) => {
     expect(await count(sql`select count(*)::int as n from bundle_pushes`)).toBe(0);
     expect(await count(sql`select count(*)::int as n from bundle_push_events`)).toBe(0);
     // Decisions follow the new set, here and after a reload from the store.
-    const decide = async () => json(await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'big77777-bot', action: 'orders.read' } }));
+    const decide = async () => json(await postDecision(rt, { agent_id: 'big77777-bot', action: 'orders.read' }));
     expect(await decide()).toMatchObject({ effect: 'allow', policy_id: 'pol_big77777' });
     rt.services.policySets.clear();
     expect(await decide()).toMatchObject({ effect: 'allow', policy_id: 'pol_big77777' });
@@ -127,7 +129,7 @@ describe.each(STORE_KINDS)('a bundle push cut short (%s store)', (kind) => {
     expect(await ids()).toEqual(['pol_new_a', 'pol_new_b']);
 
     await rt.services.bundles.recover();
-    const fired = ((await rt.getOk('/v1/events?type=policy.updated&limit=3')).data as Array<Record<string, any>>).map((e) => e.id);
+    const fired = ((await rt.getOk('/v1/events?type=policy.updated&limit=3')).data as Array<JsonObject>).map((e) => e.id);
     expect(fired.sort()).toEqual(events.map((e) => e.id).sort());
     expect(await count(sql`select count(*)::int as n from policies where account_id = ${rt.accountId} and environment = 'test'`)).toBe(2);
     expect(await count(sql`select count(*)::int as n from bundle_pushes`)).toBe(0);

@@ -17,6 +17,8 @@ import type { Bundle } from '../../compiler/bundle/format.js';
 import type { Policy } from '../../compiler/policy/types.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
+import type { JsonObject } from '../helpers/json.js';
+import { decide as kitDecide } from '../helpers/kit.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
@@ -58,11 +60,9 @@ describe.each(STORE_KINDS)('bundles (%s store)', (kind) => {
     // The examples rate-limit their agents (orders.read: 10 per second); a second
     // between decisions keeps these checks clear of those limits.
     rt.clock.advance(1);
-    const r = await rt.call(key, { method: 'POST', url: '/v1/decisions', payload });
-    expect(r.statusCode).toBe(200);
-    return json(r);
+    return kitDecide(rt, payload, key);
   };
-  const policyEvents = async (key = rt.testKey) => (await rt.getOk('/v1/events?type=policy.updated&limit=100', key)).data as Array<Record<string, any>>;
+  const policyEvents = async (key = rt.testKey) => (await rt.getOk('/v1/events?type=policy.updated&limit=100', key)).data as Array<JsonObject>;
   const policyIds = async (key = rt.testKey) => ((await rt.getOk('/v1/policies?limit=100', key)).data as Array<{ id: string }>).map((p) => p.id).sort();
   const readOrder = { agent_id: 'support-bot-1', action: 'orders.read', resource: 'order:1001' };
 

@@ -31,6 +31,7 @@ import { verifyWebhookSignature } from '../../webhooks/index.js';
 import { confirmLoad } from '../helpers/confirm-load.js';
 import { createTestDatabase } from '../helpers/postgres.js';
 import { ensureBuilt, freePort, HOST, request, startServeProcess, stopServer, type Reply, type ServeProcess } from '../helpers/server-process.js';
+import type { JsonObject } from '../helpers/json.js';
 
 const ADMIN_TOKEN = 'admin-token-for-crash-recovery-0123456789';
 const LEASE_SECONDS = 2;
@@ -349,7 +350,7 @@ describe('crash recovery: SIGKILL of `authz serve` under load, restart on the sa
     expect(confirmsBeforeKill).toBeGreaterThanOrEqual(BEFORE_KILL.confirms);
 
     // --- every answered decision reads back the same, every 200 confirm is confirmed ---
-    const stored = new Map<string, Record<string, any>>();
+    const stored = new Map<string, JsonObject>();
     await mapLimit(answered, 16, async (a) => {
       const r = await api('GET', `/v1/decisions/${a.id}`);
       expect(r.status, `${a.id}: ${JSON.stringify(r.body)}`).toBe(200);
@@ -363,12 +364,12 @@ describe('crash recovery: SIGKILL of `authz serve` under load, restart on the sa
 
     // --- budgets ---
     const allDecisionsOf = async (agentId: string) => {
-      const rows: Array<Record<string, any>> = [];
+      const rows: Array<JsonObject> = [];
       let after: string | undefined;
       for (;;) {
         const r = await api('GET', `/v1/decisions?agent_id=${agentId}&limit=100${after ? `&starting_after=${after}` : ''}`);
         expect(r.status).toBe(200);
-        rows.push(...(r.body.data as Array<Record<string, any>>));
+        rows.push(...(r.body.data as Array<JsonObject>));
         if (!r.body.has_more) return rows;
         after = rows[rows.length - 1]!.id as string;
       }
@@ -376,7 +377,7 @@ describe('crash recovery: SIGKILL of `authz serve` under load, restart on the sa
     const budgetOf = async (agentId: string, policyId: string) => {
       const r = await api('GET', `/v1/budgets?agent_id=${agentId}&limit=100`);
       expect(r.status, JSON.stringify(r.body)).toBe(200);
-      const row = (r.body.data as Array<Record<string, any>>).find((b) => b.policy_id === policyId);
+      const row = (r.body.data as Array<JsonObject>).find((b) => b.policy_id === policyId);
       expect(row, `${policyId} for ${agentId}`).toBeDefined();
       return row!;
     };
@@ -413,12 +414,12 @@ describe('crash recovery: SIGKILL of `authz serve` under load, restart on the sa
 
     // --- events, and their delivery ---
     const listEvents = async () => {
-      const events: Array<Record<string, any>> = [];
+      const events: Array<JsonObject> = [];
       let after: string | undefined;
       for (;;) {
         const r = await api('GET', `/v1/events?limit=100${after ? `&starting_after=${after}` : ''}`);
         expect(r.status).toBe(200);
-        events.push(...(r.body.data as Array<Record<string, any>>));
+        events.push(...(r.body.data as Array<JsonObject>));
         if (!r.body.has_more) return events;
         after = events[events.length - 1]!.id as string;
       }

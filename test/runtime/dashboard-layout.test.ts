@@ -20,7 +20,9 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { launchChromium, POLL } from './helpers/browser.js';
-import { json, startRuntime, type TestRuntime } from './helpers/app.js';
+import { startRuntime, type TestRuntime } from './helpers/app.js';
+import type { JsonObject } from '../helpers/json.js';
+import { decide as kitDecide } from '../helpers/kit.js';
 
 const SHOTS = process.env.DASHBOARD_SHOTS ?? join(tmpdir(), 'agent-authz-dashboard-shots');
 const VIEWPORT = { width: 1400, height: 900 };
@@ -98,12 +100,10 @@ describe.each(STORE_KINDS)('dashboard layout in chromium (%s)', (kind) => {
   /** A screenshot of the whole page, or of the window only (what the user sees at that moment). */
   const shot = (name: string, fullPage = true) => page.screenshot({ path: join(SHOTS, `${kind}-${name}.png`), fullPage });
   /** Decisions the agents made, by kind. */
-  const made = { waiting: [] as Array<Record<string, any>>, after: [] as Array<Record<string, any>>, all: [] as Array<Record<string, any>> };
+  const made = { waiting: [] as Array<JsonObject>, after: [] as Array<JsonObject>, all: [] as Array<JsonObject> };
 
   const decide = async (payload: Record<string, unknown>) => {
-    const r = await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload });
-    expect(r.statusCode, r.body).toBe(200);
-    const d = json(r);
+    const d = await kitDecide(rt, payload);
     made.all.push(d);
     return d;
   };

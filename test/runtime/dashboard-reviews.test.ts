@@ -19,6 +19,7 @@ import { STORE_KINDS } from '../helpers/postgres.js';
 import { launchChromium, POLL } from './helpers/browser.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
 import { decide } from '../helpers/kit.js';
+import type { JsonObject } from '../helpers/json.js';
 
 let browser: Browser;
 beforeAll(async () => {
@@ -42,7 +43,7 @@ describe.each(STORE_KINDS)('dashboard reviews in chromium (%s)', (kind) => {
   const waitFor = (id: string) =>
     fetch(`${base}/v1/decisions/${id}?wait=60`, { headers: { authorization: `Bearer ${rt.testKey}` } }).then(async (r) => ({
       status: r.status,
-      body: (await r.json()) as Record<string, any>,
+      body: (await r.json()) as JsonObject,
     }));
 
   beforeAll(async () => {
@@ -78,7 +79,7 @@ describe.each(STORE_KINDS)('dashboard reviews in chromium (%s)', (kind) => {
     await page.locator('#decision-chart').waitFor();
 
     const api = await rt.getOk('/v1/stats/decisions?minutes=60', dashboardKey);
-    const expected = api.per_minute.flatMap((m: Record<string, any>) => (['allow', 'review', 'deny'] as const).filter((e) => m[e] > 0).map((e) => `${m.minute} ${e} ${m[e]}`));
+    const expected = api.per_minute.flatMap((m: JsonObject) => (['allow', 'review', 'deny'] as const).filter((e) => m[e] > 0).map((e) => `${m.minute} ${e} ${m[e]}`));
     expect(expected).toHaveLength(4);
     const drawn = await page
       .locator('#decision-chart rect[data-effect]')

@@ -18,6 +18,7 @@ import { STORE_KINDS } from '../helpers/postgres.js';
 import { startReceiver, type Receiver } from '../helpers/webhook-receiver.js';
 import { ADMIN_TOKEN, json, startRuntime, type TestRuntime } from './helpers/app.js';
 import { launchChromium, POLL } from './helpers/browser.js';
+import { postDecision } from '../helpers/kit.js';
 
 let browser: Browser;
 beforeAll(async () => {
@@ -35,7 +36,7 @@ describe.each(STORE_KINDS)('dashboard in chromium (%s)', (kind) => {
   const agent = `dash-bot-${kind}`;
 
   const decide = async (action = 'orders.read', agentId = agent, amount?: number) => {
-    const r = await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: agentId, action, ...(amount === undefined ? {} : { amount }) } });
+    const r = await postDecision(rt, { agent_id: agentId, action, ...(amount === undefined ? {} : { amount }) });
     expect([200, 429], r.body).toContain(r.statusCode);
     return json(r);
   };

@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
+import type { JsonObject } from '../helpers/json.js';
 
 describe.each(STORE_KINDS)('decision events (%s)', (kind) => {
   let rt: TestRuntime;
@@ -28,7 +29,7 @@ describe.each(STORE_KINDS)('decision events (%s)', (kind) => {
     ];
     for (const body of bodies) {
       const d = json(await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: body }));
-      const events = (await rt.getOk(`/v1/events?type=decision.${d.effect}&limit=100`)).data as Array<Record<string, any>>;
+      const events = (await rt.getOk(`/v1/events?type=decision.${d.effect}&limit=100`)).data as Array<JsonObject>;
       const event = events.find((e) => e.data.decision.id === d.id);
       expect(event, `event of ${d.id}`).toBeDefined();
       expect(event!.created_at).toBe(d.evaluated_at);
@@ -64,7 +65,7 @@ describe.each(STORE_KINDS)('decision events (%s)', (kind) => {
       ].sort(),
     );
 
-    const events = (await rt.getOk('/v1/events?limit=100')).data as Array<Record<string, any>>;
+    const events = (await rt.getOk('/v1/events?limit=100')).data as Array<JsonObject>;
     for (const [id, answered] of asDecided) {
       const event = events.find((e) => e.data.decision?.id === id);
       expect(event, `event of ${id}`).toBeDefined();

@@ -65,7 +65,7 @@ for (const kind of STORE_KINDS) {
       await rt.close();
     });
 
-    const claimsOf = (token: string) => JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8'));
+    const claimsOf = (token: string | null) => JSON.parse(Buffer.from(token!.split('.')[1]!, 'base64url').toString('utf8'));
     const verifier = () => createPermitVerifier({ jwksUrl, issuer: rt.services.config.baseUrl, now: () => rt.clock.now() });
 
     it('session_id and on_behalf_of are stored, answered, read by conditions, carried in the permit and the event', async () => {
@@ -115,22 +115,22 @@ for (const kind of STORE_KINDS) {
       expect(claimsOf(d.permit_token).args).toBe(argsDigest(args));
       const v = verifier();
       // The same arguments in another key order pass; other arguments do not.
-      await expect(v.verify(d.permit_token, { action: 'files.write', arguments: { content: 'hello', path: '/tmp/ok' } })).resolves.toMatchObject({ args: argsDigest(args) });
-      await expect(v.verify(d.permit_token, { action: 'files.write', arguments: { path: '/etc/passwd', content: 'hello' } })).rejects.toBeInstanceOf(PermitMismatchError);
+      await expect(v.verify(d.permit_token!, { action: 'files.write', arguments: { content: 'hello', path: '/tmp/ok' } })).resolves.toMatchObject({ args: argsDigest(args) });
+      await expect(v.verify(d.permit_token!, { action: 'files.write', arguments: { path: '/etc/passwd', content: 'hello' } })).rejects.toBeInstanceOf(PermitMismatchError);
       // The same arguments in another tool's handler do not pass either.
-      await expect(v.verify(d.permit_token, { action: 'files.delete', arguments: args })).rejects.toBeInstanceOf(PermitMismatchError);
+      await expect(v.verify(d.permit_token!, { action: 'files.delete', arguments: args })).rejects.toBeInstanceOf(PermitMismatchError);
       // Without `arguments` the claim is not checked; a permit without args does not pass a check that asks for them.
-      await expect(v.verify(d.permit_token)).resolves.toBeTruthy();
+      await expect(v.verify(d.permit_token!)).resolves.toBeTruthy();
       const unbound = await decide(rt, { agent_id: agent('mcp'), action: 'files.write', context: { path: '/tmp/ok' } });
-      await expect(v.verify(unbound.permit_token, { action: 'files.write', arguments: args })).rejects.toMatchObject({ code: 'permit.mismatch' });
+      await expect(v.verify(unbound.permit_token!, { action: 'files.write', arguments: args })).rejects.toMatchObject({ code: 'permit.mismatch' });
       // Arguments null and no arguments are two calls: the permit of one does not pass for the other.
       const none = await decide(rt, { agent_id: agent('mcp'), action: 'files.write', args_digest: argsDigest(undefined), context: { path: '/tmp/ok' } });
       const nulled = await decide(rt, { agent_id: agent('mcp'), action: 'files.write', args_digest: argsDigest(null), context: { path: '/tmp/ok' } });
       expect(nulled.args_digest).not.toBe(none.args_digest);
-      await expect(v.verify(none.permit_token, { action: 'files.write', arguments: {} })).resolves.toBeTruthy();
-      await expect(v.verify(none.permit_token, { action: 'files.write', arguments: null })).rejects.toBeInstanceOf(PermitMismatchError);
-      await expect(v.verify(nulled.permit_token, { action: 'files.write', arguments: null })).resolves.toBeTruthy();
-      await expect(v.verify(nulled.permit_token, { action: 'files.write', arguments: undefined })).rejects.toBeInstanceOf(PermitMismatchError);
+      await expect(v.verify(none.permit_token!, { action: 'files.write', arguments: {} })).resolves.toBeTruthy();
+      await expect(v.verify(none.permit_token!, { action: 'files.write', arguments: null })).rejects.toBeInstanceOf(PermitMismatchError);
+      await expect(v.verify(nulled.permit_token!, { action: 'files.write', arguments: null })).resolves.toBeTruthy();
+      await expect(v.verify(nulled.permit_token!, { action: 'files.write', arguments: undefined })).rejects.toBeInstanceOf(PermitMismatchError);
     });
 
     describe('POST /v1/decisions/preview', () => {
@@ -148,7 +148,7 @@ for (const kind of STORE_KINDS) {
         const before = await stateDigest(rt.store.sql);
         const p = await preview({ agent_id: a, action: 'tools.call' });
         // The decision previewed would reach the limit (2 of 2): no budget.below_threshold warning, as for the
-        // decision itself (contract: past the threshold and under the limit).
+        // decision itself (docs/budgets-and-limits.md#budgets: past the threshold and under the limit).
         expect(p).toEqual({ object: 'decision_preview', effect: 'allow', reason: 'policy.matched', policy_id: 'pol_calls', matched_policy_ids: ['pol_calls'], warnings: [] });
         // Another agent's first call would leave the budget at 1 of 2: past 50%, under the limit.
         expect((await preview({ agent_id: agent('preview-first'), action: 'tools.call' })).warnings).toEqual([expect.objectContaining({ code: 'budget.below_threshold' })]);

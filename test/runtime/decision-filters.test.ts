@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { ADMIN_TOKEN, json, startRuntime, type TestRuntime } from './helpers/app.js';
 import { decide as kitDecide } from '../helpers/kit.js';
+import type { JsonObject } from '../helpers/json.js';
 
 type Effect = 'allow' | 'deny' | 'review';
 
@@ -66,7 +67,7 @@ describe.each(STORE_KINDS)('decision list filters (%s store)', (kind) => {
     const body = json(r);
     expect(body.object).toBe('list');
     expect(body.url).toBe('/v1/decisions');
-    return body as { data: Array<Record<string, any>>; has_more: boolean };
+    return body as { data: Array<JsonObject>; has_more: boolean };
   };
 
   /**

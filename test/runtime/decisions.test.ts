@@ -9,7 +9,8 @@ import { createApiKey } from '../../runtime/domain/accounts.js';
 import type { PermitIssuer } from '../../runtime/domain/decision-ports.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { ADMIN_TOKEN, START, json, startRuntime, type TestRuntime } from './helpers/app.js';
-import { type ListedItem, agent, expectError } from '../helpers/kit.js';
+import { type ListedItem, agent, expectError, postDecision, decide as kitDecide } from '../helpers/kit.js';
+import type { JsonObject } from '../helpers/json.js';
 
 /** Permit signing is not under test here (a PermitIssuer of runtime/domain/decision-ports.ts): a stub shows where tokens go. */
 const stubPermits: PermitIssuer = { issue: (d) => `stub-permit.${d.id}` };
@@ -38,7 +39,7 @@ const DECISION_FIELDS = [
 /** A fresh agent id per call, so tests never share rows. */
 
 /** `answered`: the POST response, the only place a permit token appears (GET and lists show null). */
-function expectDecisionShape(d: Record<string, any>, answered = true): void {
+function expectDecisionShape(d: JsonObject, answered = true): void {
   for (const f of DECISION_FIELDS) expect(d, `field ${f}`).toHaveProperty(f);
   expect(d.id).toMatch(/^dec_[0-9A-Za-z]+$/);
   expect(d.object).toBe('decision');
@@ -67,12 +68,8 @@ describe.each(STORE_KINDS)('decisions over HTTP (%s)', (kind) => {
   /** Other account, live environment. */
   let otherLiveKey: string;
 
-  const decide = (payload: unknown, key = rt.testKey) => rt.call(key, { method: 'POST', url: '/v1/decisions', payload: payload as object });
-  const decideOk = async (payload: Record<string, unknown>, key = rt.testKey) => {
-    const r = await decide(payload, key);
-    expect(r.statusCode, r.body).toBe(200);
-    return json(r);
-  };
+  const decide = (payload: unknown, key = rt.testKey) => postDecision(rt, payload as object, key);
+  const decideOk = (payload: Record<string, unknown>, key = rt.testKey) => kitDecide(rt, payload, key);
   const resolve = (id: string, verb: 'confirm' | 'reject', payload?: object, key = rt.testKey) =>
     rt.call(key, { method: 'POST', url: `/v1/decisions/${id}/${verb}`, ...(payload === undefined ? {} : { payload }) });
   const getDecision = (id: string, key = rt.testKey) => rt.call(key, { method: 'GET', url: `/v1/decisions/${id}` });
@@ -95,7 +92,7 @@ describe.each(STORE_KINDS)('decisions over HTTP (%s)', (kind) => {
   afterAll(() => rt.close());
 
   describe('bodies', () => {
-    it('allow: every contract field, policy.matched, pending, default TTL 300', async () => {
+    it('allow: every field of docs/api.md#post-v1decisions, policy.matched, pending, default TTL 300', async () => {
       const a = agent('allow');
       const d = await decideOk({ agent_id: a, action: 'orders.read', resource: 'order:1', amount: 12.5, context: { channel: 'chat' } });
       expectDecisionShape(d);
@@ -202,7 +199,7 @@ describe.each(STORE_KINDS)('decisions over HTTP (%s)', (kind) => {
       const d = await decideOk({ agent_id: agent('get'), action: 'payments.refund' });
       const g = await getDecision(d.id);
       expect(g.statusCode).toBe(200);
-      expect(json(g)).toMatchObject(Object.fromEntries(DECISION_FIELDS.filter((f) => f !== 'permit_token').map((f) => [f, d[f]])));
+      expect(json(g)).toMatchObject(Object.fromEntries(DECISION_FIELDS.filter((f) => f !== 'permit_token').map((f) => [f, d[f as keyof typeof d]])));
       // The permit token is answered once, by the POST, and stored nowhere.
       expect(json(g).permit_token).toBeNull();
     });
@@ -263,7 +260,7 @@ describe.each(STORE_KINDS)('decisions over HTTP (%s)', (kind) => {
       ],
     );
 
-    // Valid JSON that the store cannot hold: still a 400, never a 500 (contract: conventions).
+    // Valid JSON that the store cannot hold: still a 400, never a 500 (docs/api.md#conventions).
     const raw = (text: string) => () => rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', headers: { 'content-type': 'application/json' }, payload: text });
     cases.push(
       ['NUL in agent_id', post({ agent_id: 'a\u0000b', action: 'orders.read' }), 400, 'validation.invalid_field'],

@@ -10,7 +10,7 @@ import { ERROR_CLASSES } from '../../runtime/errors/api-error.js';
 import { backtickedTokens, documentedErrorTable, readAllDocs, readErrorsDoc } from '../helpers/docs-error-codes.js';
 
 /** The codes of the service interface's section 7 (its error table), in table order. */
-const SPEC_SECTION_7_CODES = [
+const SERVICE_INTERFACE_CODES = [
   'auth.invalid_key',
   'auth.expired',
   'auth.signature_invalid',
@@ -64,8 +64,8 @@ describe('documented error codes (README.md, docs/*.md)', () => {
     expect(stale, 'docs/errors.md "Error codes" rows with no error class').toEqual([]);
   });
 
-  it('documents every error code of spec section 7 in backticks', () => {
-    const missing = SPEC_SECTION_7_CODES.filter((c) => !documented.has(c));
-    expect(missing, `README.md and docs/*.md lack these spec section 7 error codes in backticks: ${missing.join(', ')}`).toEqual([]);
+  it("documents every error code of the service interface's error table in backticks", () => {
+    const missing = SERVICE_INTERFACE_CODES.filter((c) => !documented.has(c));
+    expect(missing, `README.md and docs/*.md lack these error codes of the service interface in backticks: ${missing.join(', ')}`).toEqual([]);
   });
 });

@@ -256,7 +256,7 @@ describe.each(STORE_KINDS)('Idempotency-Key (%s)', (kind) => {
     expect(again.statusCode).toBe(200);
     expect(replayed(again)).toBe('true');
     expect(json(again)).toEqual(json(first));
-    // Without the key, a second confirm is the contract's 409.
+    // Without the key, a second confirm is a 409 (docs/api.md#post-v1decisionsidconfirm-and-reject).
     expect((await post(`/v1/decisions/${d.id}/confirm`, {}, null)).statusCode).toBe(409);
   });
 });

@@ -21,6 +21,7 @@ import { expectContractAnswer } from '../fuzz/helpers/contract.js';
 import { collectRoutes, fillPath, type RouteInfo } from '../fuzz/helpers/routes.js';
 import { stateDigest } from '../fuzz/helpers/state-digest.js';
 import { json, START, startRuntime, type TestRuntime } from './helpers/app.js';
+import type { JsonObject } from '../helpers/json.js';
 
 interface TenantObjects {
   name: string;
@@ -249,7 +250,7 @@ describe.each(STORE_KINDS)('tenant isolation (%s store)', (kind) => {
             const ids = [owner.decision, owner.policy, owner.event, owner.webhook, owner.delivery, ...(q.startsWith('agent_id') ? [] : [owner.agent])];
             for (const id of ids) expect(r.body.includes(id), `${caller.name} ${route.url}?${q} shows ${owner.name}'s ${id}`).toBe(false);
             if (route.url === '/v1/budgets') {
-              for (const b of json(r).data.filter((x: any) => x.agent_id === owner.agent))
+              for (const b of json(r).data.filter((x: JsonObject) => x.agent_id === owner.agent))
                 expect([Number(b.consumed), Number(b.held)], `${caller.name} sees ${owner.name}'s spend`).toEqual([0, 0]);
             }
           }
@@ -257,7 +258,7 @@ describe.each(STORE_KINDS)('tenant isolation (%s store)', (kind) => {
       }
       // Its own budget is listed (the check above is not vacuous).
       const own = json(await rt.call(caller.key, { method: 'GET', url: `/v1/budgets?agent_id=${encodeURIComponent(caller.agent)}` }));
-      expect(own.data.map((b: any) => b.policy_id)).toContain(caller.policy);
+      expect(own.data.map((b: JsonObject) => b.policy_id)).toContain(caller.policy);
     }
   });
 });

@@ -23,6 +23,8 @@ import { openStore, type Store } from '../../runtime/store/connect.js';
 import { migrate } from '../../runtime/store/migrate.js';
 import { createTestDatabase, STORE_KINDS } from '../helpers/postgres.js';
 import { ADMIN_TOKEN, START, startRuntime, type TestRuntime } from './helpers/app.js';
+import type { JsonObject } from '../helpers/json.js';
+import { callerOf, decide as kitDecide, postDecision } from '../helpers/kit.js';
 
 const config = () => configFromEnv({ AUTHZ_ADMIN_TOKEN: ADMIN_TOKEN, AUTHZ_KEY_RATE_LIMIT: '1000000' });
 const kidOf = (token: string) => (JSON.parse(Buffer.from(token.split('.')[0]!, 'base64url').toString('utf8')) as { kid: string }).kid;
@@ -34,7 +36,7 @@ interface Node {
   services: Services;
   app: FastifyInstance;
   replications: Replication[];
-  call(key: string, options: InjectOptions): Promise<{ statusCode: number; body: Record<string, any> }>;
+  call(key: string, options: InjectOptions): Promise<{ statusCode: number; body: JsonObject }>;
 }
 
 describe('keys across two runtimes on one PostgreSQL', () => {
@@ -60,7 +62,7 @@ describe('keys across two runtimes on one PostgreSQL', () => {
       replications,
       async call(key, options) {
         const r = await app.inject({ ...options, headers: { authorization: `Bearer ${key}`, ...(options.headers ?? {}) } });
-        return { statusCode: r.statusCode, body: r.json() as Record<string, any> };
+        return { statusCode: r.statusCode, body: r.json() as JsonObject };
       },
     };
     nodes.push(node);
@@ -142,11 +144,7 @@ describe('keys across two runtimes on one PostgreSQL', () => {
     const key = (await newKey()).key;
     const policy = await a.call(key, { method: 'POST', url: '/v1/policies', payload: { name: 'kr-reads', effect: 'allow', actions: ['orders.read'] } });
     expect(policy.statusCode).toBe(201);
-    const decide = async (node: Node) => {
-      const r = await node.call(key, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'kr-bot', action: 'orders.read' } });
-      expect(r.statusCode).toBe(200);
-      return r.body;
-    };
+    const decide = (node: Node) => kitDecide(callerOf(node.app, key), { agent_id: 'kr-bot', action: 'orders.read' });
     await expect.poll(async () => (await decide(b)).effect, POLL).toBe('allow');
     const oldKid = kidOf((await decide(b)).permit_token as string);
 
@@ -199,8 +197,7 @@ describe.each(STORE_KINDS)('keys in the runtime that changes them (%s store)', (
 
   it('signs the next permit with a rotated signing key', async () => {
     await rt.setPolicies([{ effect: 'allow', actions: ['orders.read'] }]);
-    const decide = async () =>
-      (await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'kr-bot', action: 'orders.read' } })).json().permit_token as string;
+    const decide = async () => (await postDecision(rt, { agent_id: 'kr-bot', action: 'orders.read' })).json().permit_token as string;
     const before = kidOf(await decide());
     const rotated = await admin('POST', '/admin/signing-keys/rotate');
     expect(rotated.statusCode).toBe(200);

@@ -16,6 +16,7 @@ import { expectContractAnswer } from '../fuzz/helpers/contract.js';
 import { stateDigest } from '../fuzz/helpers/state-digest.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
+import type { JsonObject } from '../helpers/json.js';
 
 const MAX_POLICIES = 3;
 
@@ -50,7 +51,7 @@ describe.each(STORE_KINDS)('input limits (%s store)', (kind) => {
     const r = await send();
     expect(r.statusCode, r.body.slice(0, 300)).toBe(status);
     expect(expectContractAnswer(r, code)).toBe(code);
-    if (path !== undefined) expect(json(r).error.details.map((d: any) => d.path)).toContain(path);
+    if (path !== undefined) expect(json(r).error.details.map((d: JsonObject) => d.path)).toContain(path);
     expect(await stateDigest(rt.store.sql)).toEqual(before);
     return json(r).error as { message: string; details?: Array<{ path: string; message: string }> };
   }

@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, serverCalls, split, startServer, stopAll, uniqueId, type Server } from '../helpers/db-servers.js';
 import { ensureBuilt, request, type Reply } from '../helpers/server-process.js';
 import { createTestDatabase } from '../helpers/postgres.js';
+import type { JsonObject } from '../helpers/json.js';
 
 const TEST_TIMEOUT = 60_000;
 
@@ -34,7 +35,7 @@ describe('budgets and rate limits across two `authz serve` processes on one Post
   const budgetsOf = async (server: Server, agentId: string, policyId: string) => {
     const r = await api(server, 'GET', `/v1/budgets?agent_id=${encodeURIComponent(agentId)}&limit=100`);
     expect(r.status, `${server.name}: ${JSON.stringify(r.body)}`).toBe(200);
-    return (r.body.data as Array<Record<string, any>>).filter((row) => row.policy_id === policyId);
+    return (r.body.data as Array<JsonObject>).filter((row) => row.policy_id === policyId);
   };
 
   /** Creates the policy through A (POST) and waits until both processes decide with it. */

@@ -13,9 +13,10 @@ import { EVENT_TYPES } from '../../runtime/events/build.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { expectContractAnswer } from '../fuzz/helpers/contract.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
+import type { JsonObject } from '../helpers/json.js';
 
 /** The cursor an item of each list gives (`starting_after` = that of the last item of the previous page). */
-const CURSOR: Record<string, (item: Record<string, any>) => string> = {
+const CURSOR: Record<string, (item: JsonObject) => string> = {
   '/v1/decisions': (x) => x.id,
   '/v1/policies': (x) => x.id,
   '/v1/agents': (x) => x.agent_id,
@@ -102,7 +103,7 @@ describe.each(STORE_KINDS)('list parameters (%s store)', (kind) => {
 
   it("the cursor of a real item pages on; the last item's gives an empty page", async () => {
     for (const list of lists) {
-      const all = json(await get(`${urls[0]![list]}?limit=100`)).data as Array<Record<string, any>>;
+      const all = json(await get(`${urls[0]![list]}?limit=100`)).data as Array<JsonObject>;
       expect(all.length, list).toBeGreaterThanOrEqual(2);
       const cursors = all.map(CURSOR[list]!);
       const second = await get(`${urls[0]![list]}?limit=1&starting_after=${encodeURIComponent(cursors[0]!)}`);

@@ -15,6 +15,7 @@ import { DAY_MS, dayOf } from '../../runtime/store/log-partitions.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, START, type TestRuntime } from './helpers/app.js';
 import { decide } from '../helpers/kit.js';
+import type { JsonObject } from '../helpers/json.js';
 
 const day = (offset: number) => dayOf(START + offset * DAY_MS);
 
@@ -121,7 +122,7 @@ describe.each(STORE_KINDS)('decision log partitions and retention (%s)', (kind) 
     await rt.maintenance.runOnce();
     const swept = await round();
     expect(swept.kept).toEqual(expect.arrayContaining([{ table: 'decisions', day: day(1), reason: 'pending_delivery' }]));
-    const events = (await rt.getOk('/v1/events?type=decision.allow')).data as Array<Record<string, any>>;
+    const events = (await rt.getOk('/v1/events?type=decision.allow')).data as Array<JsonObject>;
     expect(events.map((e) => e.data.decision.id)).toContain(charged.id);
     // The budget's usage is unaffected by the drop: it lives in its own tables.
     const budgets = (await rt.getOk('/v1/budgets?agent_id=p-hold')).data;

@@ -21,6 +21,7 @@ import { openStore, type Store, type StoreOptions } from '../../runtime/store/co
 import { oldBuild } from '../helpers/old-build.js';
 import { createTestDatabase, STORE_KINDS, type StoreKind } from '../helpers/postgres.js';
 import { ensureBuilt, freePort, HOST, request, startServeProcess, stopServer, type ServeProcess } from '../helpers/server-process.js';
+import type { JsonObject } from '../helpers/json.js';
 
 /**
  * The main every existing store was made by: the last commit before this
@@ -36,7 +37,7 @@ const REFUSING_URL = 'http://127.0.0.1:9/hooks';
 const LEGACY_ID = 'dec_q9ZLegacyIdOf24RandomX';
 const DAY_S = 86_400;
 
-type Json = Record<string, any>;
+type Json = JsonObject;
 
 /** Where the store lives, how a serve process finds it, and how the test opens it with SQL (serve stopped). */
 interface Location {

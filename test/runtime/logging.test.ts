@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REDACTED, loggerOptions } from '../../runtime/http/logger.js';
 import { lazyChildLogger } from '../../runtime/http/lazy-logger.js';
 import { ADMIN_TOKEN, json, startRuntime, type TestRuntime } from './helpers/app.js';
+import type { JsonObject } from '../helpers/json.js';
 
 const MASTER_KEY = 'master-key-for-logging-tests-0123';
 const METRICS_TOKEN = 'metrics-token-for-logging-0123456';
@@ -73,7 +74,7 @@ describe('request logs', () => {
   });
 
   it('puts the request id on every line of every request', () => {
-    const parsed = lines.map((l) => JSON.parse(l) as Record<string, any>);
+    const parsed = lines.map((l) => JSON.parse(l) as JsonObject);
     for (const line of parsed) expect(line.reqId, JSON.stringify(line)).toMatch(/^req_/);
     for (const id of requestIds) {
       const mine = parsed.filter((l) => l.reqId === id);
@@ -113,7 +114,7 @@ describe('logger options', () => {
     await app.close();
     const all = lines.join('');
     for (const s of [apiKey, whsec, MASTER_KEY, 'admin-token-0123456789']) expect(all).not.toContain(s);
-    const [probe, message, boom] = lines.map((l) => JSON.parse(l) as Record<string, any>);
+    const [probe, message, boom] = lines.map((l) => JSON.parse(l) as JsonObject);
     expect(probe!.request.headers.authorization).toBe(REDACTED);
     expect(probe!.headers.authorization).toBe(REDACTED);
     expect(probe!.secret).toBe(REDACTED);

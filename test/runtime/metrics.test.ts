@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { startReceiver } from '../helpers/webhook-receiver.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
+import { decide as kitDecide } from '../helpers/kit.js';
 
 interface Sample {
   name: string;
@@ -65,11 +66,7 @@ describe.each(STORE_KINDS)('metrics (%s)', (kind) => {
     expect(r.headers['content-type']).toMatch(/^text\/plain/);
     return parse(r.body);
   };
-  const decide = async (action: string, agent = 'metrics-agent') => {
-    const r = await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: agent, action } });
-    expect(r.statusCode, r.body).toBe(200);
-    return json(r);
-  };
+  const decide = (action: string, agent = 'metrics-agent') => kitDecide(rt, { agent_id: agent, action });
 
   it('counts decisions by effect and reason and times each one', async () => {
     const before = await scrape();

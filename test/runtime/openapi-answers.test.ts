@@ -20,8 +20,9 @@ import { openServices } from '../../runtime/services.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { ADMIN_TOKEN, json, startRuntime, type TestRuntime } from './helpers/app.js';
 import { closeObjects } from '../helpers/closed-schemas.js';
+import type { JsonObject } from '../helpers/json.js';
 
-type Json = Record<string, any>;
+type Json = JsonObject;
 
 /** Routes that serve the document, the docs page and the dashboard: pages, not operations. */
 const SELF = (url: string) => url === '/v1/openapi.json' || url === '/docs' || url.startsWith('/docs/') || url === '/dashboard' || url.startsWith('/dashboard/');

@@ -9,8 +9,9 @@
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
+import type { JsonObject } from '../helpers/json.js';
 
-type Json = Record<string, any>;
+type Json = JsonObject;
 
 describe('the OpenAPI document is valid OpenAPI 3.1 (swagger-parser)', () => {
   let rt: TestRuntime;

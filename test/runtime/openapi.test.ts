@@ -7,6 +7,7 @@
 import type { RouteOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
+import type { JsonObject } from '../helpers/json.js';
 
 /** Routes that serve the document, the docs page and the dashboard (pages, not operations of the API). */
 const SELF = (url: string) => url === '/v1/openapi.json' || url === '/docs' || url.startsWith('/docs/') || url === '/dashboard' || url.startsWith('/dashboard/');
@@ -15,8 +16,8 @@ const openapiPath = (url: string) => url.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
 
 describe('OpenAPI document', () => {
   let rt: TestRuntime;
-  const routes: Array<{ method: string; url: string; schema: Record<string, any> | undefined; scope: readonly string[] | undefined }> = [];
-  let doc: Record<string, any>;
+  const routes: Array<{ method: string; url: string; schema: JsonObject | undefined; scope: readonly string[] | undefined }> = [];
+  let doc: JsonObject;
 
   beforeAll(async () => {
     // Store kind is irrelevant to the document: the embedded store is enough.
@@ -27,7 +28,7 @@ describe('OpenAPI document', () => {
             routes.push({
               method,
               url: route.url,
-              schema: route.schema as Record<string, any> | undefined,
+              schema: route.schema as JsonObject | undefined,
               scope: route.config?.scope === undefined ? undefined : ([] as string[]).concat(route.config.scope),
             });
           }

@@ -14,7 +14,7 @@ describe.each(STORE_KINDS)('permits that no longer stand (%s)', (kind) => {
   let rt: TestRuntime;
   const post = async (url: string, payload?: Record<string, unknown>) => rt.call(rt.testKey, { method: 'POST', url, ...(payload ? { payload } : {}) });
   const decide = (agent_id: string, action: string) => kitDecide(rt, { agent_id, action });
-  const verify = async (token: string) => {
+  const verify = async (token: string | null) => {
     const r = await post('/v1/permits/verify', { token });
     return { status: r.statusCode, body: json(r) };
   };

@@ -26,7 +26,7 @@ describe.each(STORE_KINDS)('permit tokens (%s)', (kind) => {
   });
   afterAll(() => rt.close());
 
-  it('signs allow and review decisions with the contract header and claims; deny gets none', async () => {
+  it('signs allow and review decisions with the header and claims of docs/permits.md#the-token; deny gets none', async () => {
     const d = await decide({ agent_id: 'bot-1', action: 'orders.read', resource: 'order:9', ttl_seconds: 120 });
     expect(d.effect).toBe('allow');
     const header = decodeProtectedHeader(d.permit_token);

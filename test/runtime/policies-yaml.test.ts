@@ -13,6 +13,7 @@ import { parse as parseYaml } from 'yaml';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { ADMIN_TOKEN, json, startRuntime, type TestRuntime } from './helpers/app.js';
 import { FULL_POLICY } from './helpers/policies.js';
+import type { JsonObject } from '../helpers/json.js';
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const RESOURCE_FIELDS = ['object', 'livemode', 'created_at', 'updated_at'];
@@ -42,7 +43,7 @@ function at(text: string, line: number, needle: string): { line: number; column:
 }
 
 /** The policy fields of a resource (what a policy file holds). */
-const policyFields = (resource: Record<string, any>) => Object.fromEntries(Object.entries(resource).filter(([k]) => !RESOURCE_FIELDS.includes(k)));
+const policyFields = (resource: JsonObject) => Object.fromEntries(Object.entries(resource).filter(([k]) => !RESOURCE_FIELDS.includes(k)));
 
 describe.each(STORE_KINDS)('policies as YAML (%s store)', (kind) => {
   let rt: TestRuntime;
@@ -81,7 +82,7 @@ describe.each(STORE_KINDS)('policies as YAML (%s store)', (kind) => {
     const r = await rt.call(key, { method: 'POST', url: '/v1/policies', payload: body });
     expect(r.statusCode, r.body).toBe(201);
     // The stored policy, as GET answers it: POST adds the lints of the new policy (`warnings`).
-    const { warnings, ...policy } = json(r) as Record<string, any>;
+    const { warnings, ...policy } = json(r) as JsonObject;
     expect(Array.isArray(warnings)).toBe(true);
     return policy;
   };
@@ -90,12 +91,12 @@ describe.each(STORE_KINDS)('policies as YAML (%s store)', (kind) => {
   const listPolicies = async (key: string) => {
     const r = await rt.call(key, { method: 'GET', url: '/v1/policies?limit=100' });
     expect(r.statusCode, r.body).toBe(200);
-    return json(r).data as Array<Record<string, any>>;
+    return json(r).data as Array<JsonObject>;
   };
   const events = async (key: string) => {
     const r = await rt.call(key, { method: 'GET', url: '/v1/events?limit=100' });
     expect(r.statusCode, r.body).toBe(200);
-    return json(r).data as Array<Record<string, any>>;
+    return json(r).data as Array<JsonObject>;
   };
   const policyEvents = async (key: string) => (await events(key)).filter((e) => e.type === 'policy.updated');
 
@@ -230,7 +231,7 @@ describe.each(STORE_KINDS)('policies as YAML (%s store)', (kind) => {
       const r = await postYaml(key, text);
       expect(r.statusCode, r.body).toBe(201);
       expect(r.headers['content-type']).toMatch(/^application\/json/);
-      const { warnings, ...p } = json(r) as Record<string, any>;
+      const { warnings, ...p } = json(r) as JsonObject;
       expect(warnings).toEqual([]);
       expect(p.id).toMatch(/^pol_[0-9A-Za-z]{24}$/);
       expect(p).toEqual({
@@ -451,7 +452,7 @@ describe.each(STORE_KINDS)('policies as YAML (%s store)', (kind) => {
 
     it('GET as YAML then PUT as YAML gives the identical policy, with no change and no event', async () => {
       const { key } = await newAccount();
-      const created: Array<Record<string, any>> = [];
+      const created: Array<JsonObject> = [];
       for (const [i, description] of TRICKY.entries()) {
         created.push(
           await createJson(key, {
@@ -504,7 +505,7 @@ describe.each(STORE_KINDS)('policies as YAML (%s store)', (kind) => {
       const p = await createJson(from.key, { id: 'pol_portable', name: 'portable', effect: 'review', actions: ['payments.refund'], condition: 'amount > 10' });
       const r = await postYaml(to.key, (await getYaml(from.key, p.id)).body);
       expect(r.statusCode, r.body).toBe(201);
-      const { warnings, ...posted } = json(r) as Record<string, any>;
+      const { warnings, ...posted } = json(r) as JsonObject;
       expect(warnings).toEqual([]);
       expect(policyFields(posted)).toEqual(policyFields(p));
     });

@@ -8,6 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
 import { FULL_POLICY } from './helpers/policies.js';
+import type { JsonObject } from '../helpers/json.js';
+import { decide as kitDecide } from '../helpers/kit.js';
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const GENERATED_ID = /^pol_[0-9A-Za-z]{24}$/;
@@ -26,17 +28,13 @@ describe.each(STORE_KINDS)('policies API (%s store)', (kind) => {
   const list = async (query = 'limit=100', key = rt.testKey) => {
     const r = await rt.call(key, { method: 'GET', url: `/v1/policies?${query}` });
     expect(r.statusCode).toBe(200);
-    return json(r) as { object: string; data: Array<Record<string, any>>; has_more: boolean };
+    return json(r) as { object: string; data: Array<JsonObject>; has_more: boolean };
   };
-  const decide = async (agent_id: string, action: string, resource?: string, key = rt.testKey) => {
-    const r = await rt.call(key, { method: 'POST', url: '/v1/decisions', payload: { agent_id, action, ...(resource ? { resource } : {}) } });
-    expect(r.statusCode).toBe(200);
-    return json(r);
-  };
-  const policyEvents = async (key = rt.testKey) => (await rt.getOk('/v1/events?type=policy.updated&limit=100', key)).data as Array<Record<string, any>>;
+  const decide = (agent_id: string, action: string, resource?: string, key = rt.testKey) => kitDecide(rt, { agent_id, action, ...(resource ? { resource } : {}) }, key);
+  const policyEvents = async (key = rt.testKey) => (await rt.getOk('/v1/events?type=policy.updated&limit=100', key)).data as Array<JsonObject>;
   /** A created policy's answer without its `warnings` (the lints of POST): the stored policy, as GET answers it. */
   const stored = (r: Parameters<typeof json>[0]) => {
-    const { warnings, ...policy } = json(r) as Record<string, any>;
+    const { warnings, ...policy } = json(r) as JsonObject;
     expect(Array.isArray(warnings)).toBe(true);
     return policy;
   };
@@ -100,12 +98,12 @@ describe.each(STORE_KINDS)('policies API (%s store)', (kind) => {
       expect(json(first).warnings).toEqual([]);
       const second = { name: 'lint-deny', priority: 40, effect: 'deny', actions: ['lintcheck.read'] };
       const validated = json(await rt.call(rt.testKey, { method: 'POST', url: '/v1/policies/validate', payload: second }));
-      const expected = (validated.diagnostics as Array<Record<string, any>>).filter((d) => d.severity === 'warning');
+      const expected = (validated.diagnostics as Array<JsonObject>).filter((d) => d.severity === 'warning');
       expect(expected.map((d) => d.code)).toEqual(['lint.conflict']);
       const r = await create(second);
       expect(r.statusCode).toBe(201);
       const body = json(r);
-      expect(body.warnings.map((d: Record<string, any>) => d.code)).toEqual(['lint.conflict']);
+      expect(body.warnings.map((d: JsonObject) => d.code)).toEqual(['lint.conflict']);
       // The same words (the message names the other policy, whose id is the same either way).
       expect(body.warnings[0].message).toBe(expected[0]!.message.replace(/pol_[0-9A-Za-z]{24}/g, (id: string) => (id === json(first).id ? id : body.id)));
       expect(body.warnings[0]).toMatchObject({ severity: 'warning', path: '/' });

@@ -13,6 +13,7 @@ import type { Policy } from '../../compiler/policy/types.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
 import { agent, postDecision } from '../helpers/kit.js';
+import type { JsonObject } from '../helpers/json.js';
 
 type PolicyInput = Partial<Policy> & Pick<Policy, 'effect' | 'actions'>;
 
@@ -120,7 +121,7 @@ describe.each(STORE_KINDS)('rate limits (%s)', (kind) => {
     await rt.services.writer.idle();
     const decisions = (await rt.getOk(`/v1/decisions?agent_id=${a}&limit=100`)).data as Array<{ effect: string }>;
     expect(decisions.map((d) => d.effect).sort()).toEqual(['allow', 'deny', 'deny', 'deny']);
-    const events = (await rt.getOk('/v1/events?limit=100')).data as Array<{ type: string; data: Record<string, any> }>;
+    const events = (await rt.getOk('/v1/events?limit=100')).data as Array<{ type: string; data: JsonObject }>;
     expect(events.filter((e) => e.data.decision?.agent_id === a)).toHaveLength(4);
   });
 

@@ -19,6 +19,8 @@ import { openStore, type Store } from '../../runtime/store/connect.js';
 import { migrate } from '../../runtime/store/migrate.js';
 import { createTestDatabase } from '../helpers/postgres.js';
 import { START } from './helpers/app.js';
+import type { JsonObject } from '../helpers/json.js';
+import { callerOf, decide as kitDecide } from '../helpers/kit.js';
 
 /** How long a poll waits for a change to arrive before the test fails (a deadline, not a measure). */
 const WITHIN_MS = 15_000;
@@ -31,7 +33,7 @@ interface Node {
   services: Services;
   app: FastifyInstance;
   replication: Replication;
-  call(options: InjectOptions): Promise<{ statusCode: number; body: Record<string, any> }>;
+  call(options: InjectOptions): Promise<{ statusCode: number; body: JsonObject }>;
 }
 
 describe('replication between runtimes on one PostgreSQL', () => {
@@ -63,7 +65,7 @@ describe('replication between runtimes on one PostgreSQL', () => {
       replication,
       async call(options) {
         const r = await app.inject({ ...options, headers: { authorization: `Bearer ${key}`, ...(options.headers ?? {}) } });
-        return { statusCode: r.statusCode, body: r.json() as Record<string, any> };
+        return { statusCode: r.statusCode, body: r.json() as JsonObject };
       },
     };
     nodes.push(node);
@@ -95,14 +97,10 @@ describe('replication between runtimes on one PostgreSQL', () => {
     await db?.drop();
   });
 
-  const decide = async (node: Node, payload: Record<string, unknown>) => {
-    const r = await node.call({ method: 'POST', url: '/v1/decisions', payload });
-    expect(r.statusCode).toBe(200);
-    return r.body;
-  };
+  const decide = (node: Node, payload: Record<string, unknown>) => kitDecide(callerOf(node.app, key), payload);
 
   /** Decides on `node` until `done(decision)` (a poll; failing after WITHIN_MS with the last decision). */
-  async function until(node: Node, payload: Record<string, unknown>, done: (d: Record<string, any>) => boolean): Promise<void> {
+  async function until(node: Node, payload: Record<string, unknown>, done: (d: JsonObject) => boolean): Promise<void> {
     const summary = async () => {
       const d = await decide(node, payload);
       return { node: node.name, effect: d.effect, reason: d.reason, policy_id: d.policy_id };

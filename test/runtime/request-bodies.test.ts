@@ -22,6 +22,7 @@ import { prepareExamples, type Examples } from '../fuzz/helpers/examples.js';
 import { collectRoutes, fillPath, type RouteInfo } from '../fuzz/helpers/routes.js';
 import { stateDigest } from '../fuzz/helpers/state-digest.js';
 import { ADMIN_TOKEN, json, startRuntime, type TestRuntime } from './helpers/app.js';
+import type { JsonObject } from '../helpers/json.js';
 
 /** Status and body of an answer, the request id left out. */
 function withoutRequestId(r: LightMyRequestResponse): { status: number; body: unknown } {
@@ -64,7 +65,7 @@ describe.each(STORE_KINDS)('request bodies (%s store)', (kind) => {
   const inject = (route: RouteInfo, params: Record<string, string>, auth: string, extra: InjectOptions = {}) =>
     rt.app.inject({ method: route.method as 'POST', url: fillPath(route, params), ...extra, headers: { authorization: auth, ...(extra.headers ?? {}) } });
 
-  async function ok(method: 'GET' | 'POST' | 'PUT', url: string, payload?: object, auth = `Bearer ${rt.testKey}`): Promise<Record<string, any>> {
+  async function ok(method: 'GET' | 'POST' | 'PUT', url: string, payload?: object, auth = `Bearer ${rt.testKey}`): Promise<JsonObject> {
     const r = await rt.app.inject({ method, url, headers: { authorization: auth }, ...(payload ? { payload } : {}) });
     expect(r.statusCode, `${method} ${url}: ${r.body}`).toBeLessThan(300);
     return json(r);
@@ -218,7 +219,7 @@ describe.each(STORE_KINDS)('request bodies (%s store)', (kind) => {
       ] as const) {
         const r = await inject(route, ex.params, ex.auth, { headers: { 'content-type': type }, payload });
         if (route.url.startsWith('/access/v1/')) {
-          // AuthZEN routes read any body as JSON (contract, third part): never 415.
+          // AuthZEN routes read any body as JSON (docs/api.md#post-accessv1evaluation): never 415.
           const expected = payload.startsWith('{') ? 'validation.missing_field' : 'validation.invalid_json';
           expect(expectContractAnswer(r, `${route.key} as ${type}`), `${route.key} as ${type}: ${r.body}`).toBe(expected);
           continue;

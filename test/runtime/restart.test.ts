@@ -14,6 +14,7 @@ import { openStore, type StoreOptions } from '../../runtime/store/connect.js';
 import { migrate } from '../../runtime/store/migrate.js';
 import { createTestDatabase, type StoreKind, type TestStore } from '../helpers/postgres.js';
 import { json, START, startRuntime, type TestRuntime } from './helpers/app.js';
+import type { JsonObject } from '../helpers/json.js';
 
 interface Location {
   options: StoreOptions;
@@ -65,7 +66,7 @@ describe.each(['postgres', 'embedded'] as const)('restart (%s store)', (kind) =>
     const call = (r: TestRuntime, key: string, method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, payload?: object) =>
       r.call(key, { method, url, ...(payload ? { payload } : {}) });
 
-    const created: Array<Record<string, any>> = [];
+    const created: Array<JsonObject> = [];
     for (const body of [
       { name: 'read-orders', effect: 'allow', agents: ['bot-*'], actions: ['orders.read'], resources: ['order:*'] },
       { name: 'no-deletes', priority: 10, effect: 'deny', agents: ['bot-*'], actions: ['*.delete'] },
@@ -88,7 +89,7 @@ describe.each(['postgres', 'embedded'] as const)('restart (%s store)', (kind) =>
       { agent_id: 'bot-3', action: 'reports.read' },
       { agent_id: 'bot-4', action: 'orders.read', resource: 'order:9' },
     ];
-    const decisions: Array<Record<string, any>> = [];
+    const decisions: Array<JsonObject> = [];
     for (const payload of requests) {
       const r = await call(rt, firstKey, 'POST', '/v1/decisions', payload);
       expect(r.statusCode).toBe(200);

@@ -22,7 +22,8 @@ import { migrate } from '../../runtime/store/migrate.js';
 import type { Policy } from '../../compiler/index.js';
 import { createTestDatabase } from '../helpers/postgres.js';
 import { START } from './helpers/app.js';
-import { type EventItem, type ListedItem } from '../helpers/kit.js';
+import { type EventItem, type ListedItem, callerOf, decide as kitDecide } from '../helpers/kit.js';
+import type { JsonObject } from '../helpers/json.js';
 
 interface Node {
   store: Store;
@@ -30,7 +31,7 @@ interface Node {
   app: FastifyInstance;
   clock: ManualClock;
   reviews: ReviewMaintenance;
-  call(key: string, options: InjectOptions): Promise<{ statusCode: number; body: Record<string, any> }>;
+  call(key: string, options: InjectOptions): Promise<{ statusCode: number; body: JsonObject }>;
 }
 
 describe('reviews across two runtimes on one PostgreSQL', () => {
@@ -58,7 +59,7 @@ describe('reviews across two runtimes on one PostgreSQL', () => {
       reviews,
       async call(key, options) {
         const r = await app.inject({ ...options, headers: { authorization: `Bearer ${key}`, ...(options.headers ?? {}) } });
-        return { statusCode: r.statusCode, body: r.json() as Record<string, any> };
+        return { statusCode: r.statusCode, body: r.json() as JsonObject };
       },
     };
     nodes.push(node);
@@ -131,10 +132,9 @@ describe('reviews across two runtimes on one PostgreSQL', () => {
   });
 
   const decide = async (node: Node, action = 'payments.refund') => {
-    const r = await node.call(agentKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'cross-bot', action } });
-    expect(r.statusCode).toBe(200);
-    expect(r.body.status).toBe('awaiting_approval');
-    return r.body;
+    const d = await kitDecide(callerOf(node.app, agentKey), { agent_id: 'cross-bot', action });
+    expect(d.status).toBe('awaiting_approval');
+    return d;
   };
 
   /** Holds GET ?wait=30 on `node` and waits until its waiter is registered; `held` is the answer to come. */

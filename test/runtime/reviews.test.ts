@@ -14,7 +14,7 @@ import { rotationChain } from '../../runtime/store/accounts.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { startReceiver, type Receiver } from '../helpers/webhook-receiver.js';
 import { ADMIN_TOKEN, json, startRuntime, type TestRuntime } from './helpers/app.js';
-import { type EventItem } from '../helpers/kit.js';
+import { type EventItem, decide as kitDecide } from '../helpers/kit.js';
 
 for (const kind of STORE_KINDS) {
   describe(`human review after the fact (${kind})`, () => {
@@ -26,11 +26,7 @@ for (const kind of STORE_KINDS) {
     let n = 0;
     const agent = () => `review-bot-${++n}`;
 
-    const decide = async (action: string, key = agentKey) => {
-      const r = await rt.call(key, { method: 'POST', url: '/v1/decisions', payload: { agent_id: agent(), action } });
-      expect(r.statusCode, r.body).toBe(200);
-      return json(r);
-    };
+    const decide = (action: string, key = agentKey) => kitDecide(rt, { agent_id: agent(), action }, key);
     const review = (id: string, payload: Record<string, unknown>, key = reviewerKey) => rt.call(key, { method: 'POST', url: `/v1/decisions/${id}/review`, payload });
 
     beforeAll(async () => {

@@ -11,6 +11,7 @@ import { recordAlert } from '../../runtime/store/security-alerts.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { startRuntime, type TestRuntime } from './helpers/app.js';
 import { postDecision } from '../helpers/kit.js';
+import type { JsonObject } from '../helpers/json.js';
 
 describe.each(STORE_KINDS)('security alerts (%s)', (kind) => {
   let rt: TestRuntime;
@@ -30,7 +31,7 @@ describe.each(STORE_KINDS)('security alerts (%s)', (kind) => {
   const decide = (agent: string, action: string) => postDecision(rt, { agent_id: agent, action });
   const alerts = async () => {
     await rt.services.alerts.idle();
-    return ((await rt.getOk('/v1/events?type=security.alert&limit=100')).data as Array<{ created_at: string; data: Record<string, any> }>).reverse();
+    return ((await rt.getOk('/v1/events?type=security.alert&limit=100')).data as Array<{ created_at: string; data: JsonObject }>).reverse();
   };
 
   it('deny_spike: more than the threshold of denies for one agent in a window, once per window', async () => {

@@ -21,6 +21,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, configFromEnv } from '../../runtime/config.js';
 import { createTestDatabase } from '../helpers/postgres.js';
 import { ensureBuilt, freePort, HOST, request, ROOT, startServeProcess, stopServer, type ServeProcess } from '../helpers/server-process.js';
+import type { JsonObject } from '../helpers/json.js';
 
 const decision = { agent_id: 'support-bot-1', action: 'orders.read', resource: 'order:1001' };
 
@@ -167,7 +168,7 @@ describe('authz serve: the log', () => {
     const lines = await served('info', 'verbose');
     const completed = lines
       .filter((l) => l.startsWith('{'))
-      .map((l) => JSON.parse(l) as Record<string, any>)
+      .map((l) => JSON.parse(l) as JsonObject)
       .filter((l) => l.msg === 'request completed');
     expect(completed.map((l) => l.res.statusCode)).toEqual([200, 200, 404, 401]);
     expect(lines.some((l) => l.includes('requests since'))).toBe(false);

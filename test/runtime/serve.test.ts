@@ -15,6 +15,7 @@ import { eachLine, ensureBuilt, freePort, HOST, ROOT } from '../helpers/server-p
 import type { Bundle } from '../../compiler/bundle/format.js';
 import type { CliIo } from '../../compiler/cli/io.js';
 import { main } from '../../compiler/cli/main.js';
+import type { JsonObject } from '../helpers/json.js';
 
 interface Server {
   child: ChildProcess;
@@ -96,7 +97,7 @@ async function api(server: Server, key: string, method: string, path: string, bo
     headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
-  return { status: r.status, headers: r.headers, body: (await r.json()) as Record<string, any> };
+  return { status: r.status, headers: r.headers, body: (await r.json()) as JsonObject };
 }
 
 function compileBundle(source: string, dir: string): { file: string; bundle: Bundle } {

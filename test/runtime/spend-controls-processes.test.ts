@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, serverCalls, split, startServer, stopAll, uniqueId, type Server } from '../helpers/db-servers.js';
 import { createTestDatabase } from '../helpers/postgres.js';
 import { ensureBuilt, request } from '../helpers/server-process.js';
+import type { JsonObject } from '../helpers/json.js';
 
 const TEST_TIMEOUT = 60_000;
 
@@ -31,7 +32,7 @@ describe('session and user budgets across two `authz serve` processes on one Pos
   const remaining = async (server: Server, params: Record<string, string>) => {
     const r = await api(server, 'GET', `/v1/budgets/remaining?${new URLSearchParams(params)}`);
     expect(r.status, JSON.stringify(r.body)).toBe(200);
-    return r.body.data as Array<Record<string, any>>;
+    return r.body.data as Array<JsonObject>;
   };
 
   /** Creates the policy through A and waits until both processes decide with it. */
@@ -136,7 +137,7 @@ describe('session and user budgets across two `authz serve` processes on one Pos
       }
       // Exactly one budget.exceeded event for the user, naming the agent whose decision crossed the line.
       const events = await api(a, 'GET', '/v1/events?type=budget.exceeded&limit=100');
-      const mine = (events.body.data as Array<Record<string, any>>).filter((e) => e.data.on_behalf_of === user);
+      const mine = (events.body.data as Array<JsonObject>).filter((e) => e.data.on_behalf_of === user);
       expect(mine).toHaveLength(1);
       expect(mine[0]!.data).toMatchObject({ scope: 'user', on_behalf_of: user, policy_id: 'pol_user_calls', budget_consumed: 40 });
       expect(agents).toContain(mine[0]!.data.agent_id);

@@ -10,6 +10,7 @@ import type { Policy } from '../../compiler/policy/types.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
 import { postDecision } from '../helpers/kit.js';
+import type { JsonObject } from '../helpers/json.js';
 
 let seq = 0;
 /** A fresh id per call, so tests never share rows. */
@@ -32,7 +33,7 @@ describe.each(STORE_KINDS)('spend controls (%s)', (kind) => {
   const resolve = (id: string, verb: 'confirm' | 'reject', body?: object) =>
     rt.call(rt.testKey, { method: 'POST', url: `/v1/decisions/${id}/${verb}`, ...(body ? { payload: body } : {}) });
   const eventsOf = async (policyId: string) =>
-    ([...(await rt.getOk('/v1/events?type=budget.threshold&limit=100')).data, ...(await rt.getOk('/v1/events?type=budget.exceeded&limit=100')).data] as Array<Record<string, any>>)
+    ([...(await rt.getOk('/v1/events?type=budget.threshold&limit=100')).data, ...(await rt.getOk('/v1/events?type=budget.exceeded&limit=100')).data] as Array<JsonObject>)
       .filter((e) => e.data.policy_id === policyId)
       .sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.type === 'budget.threshold' ? -1 : 1));
   const install = (policies: PolicyInput[]) => rt.setPolicies(policies);
@@ -60,9 +61,9 @@ describe.each(STORE_KINDS)('spend controls (%s)', (kind) => {
     expect(mine[1]!.data).toMatchObject({ scope: 'session', session_id: s1, agent_id: a, budget_unit: 'calls', budget_consumed: 2, budget_limit: 2 });
     expect(mine[1]!.data.on_behalf_of).toBeUndefined();
 
-    const rows = (await rt.getOk(`/v1/budgets?${query({ agent_id: a, session_id: s1 })}`)).data as Array<Record<string, any>>;
+    const rows = (await rt.getOk(`/v1/budgets?${query({ agent_id: a, session_id: s1 })}`)).data as Array<JsonObject>;
     expect(rows).toEqual([expect.objectContaining({ policy_id: 'pol_run', scope: 'session', agent_id: a, session_id: s1, on_behalf_of: null, consumed: 2, status: 'exceeded' })]);
-    const all = (await rt.getOk(`/v1/budgets?${query({ agent_id: a })}`)).data as Array<Record<string, any>>;
+    const all = (await rt.getOk(`/v1/budgets?${query({ agent_id: a })}`)).data as Array<JsonObject>;
     expect(all.map((r) => [r.session_id, r.consumed]).sort()).toEqual(
       [
         [s1, 2],
@@ -70,11 +71,11 @@ describe.each(STORE_KINDS)('spend controls (%s)', (kind) => {
       ].sort(),
     );
     // Pagination by the row's cursor `<policy_id>:<agent_id>:<session_id>`.
-    const first = (await rt.getOk(`/v1/budgets?${query({ agent_id: a, limit: '1' })}`)) as { data: Array<Record<string, any>>; has_more: boolean };
+    const first = (await rt.getOk(`/v1/budgets?${query({ agent_id: a, limit: '1' })}`)) as { data: Array<JsonObject>; has_more: boolean };
     expect(first.has_more).toBe(true);
     const cursor = `pol_run:${a}:${first.data[0]!.session_id}`;
     const second = await rt.getOk(`/v1/budgets?${query({ agent_id: a, limit: '1', starting_after: cursor })}`);
-    expect(second.data.map((r: Record<string, any>) => r.session_id)).toEqual([first.data[0]!.session_id === s1 ? s2 : s1].filter((s) => s > first.data[0]!.session_id));
+    expect(second.data.map((r: JsonObject) => r.session_id)).toEqual([first.data[0]!.session_id === s1 ? s2 : s1].filter((s) => s > first.data[0]!.session_id));
 
     // The next day: the session starts afresh.
     rt.clock.set(Date.parse(rows[0]!.period_resets_at));
@@ -94,7 +95,7 @@ describe.each(STORE_KINDS)('spend controls (%s)', (kind) => {
     const agents = [fresh('agent'), fresh('agent'), fresh('agent')];
     const users = await Promise.all(Array.from({ length: 60 }, (_, i) => decideOk({ agent_id: agents[i % 3], on_behalf_of: user, action: 'race.user' })));
     expect(users.filter((d) => d.effect === 'allow')).toHaveLength(25);
-    const left = (await rt.getOk(`/v1/budgets/remaining?${query({ agent_id: a, session_id: run, on_behalf_of: user })}`)).data as Array<Record<string, any>>;
+    const left = (await rt.getOk(`/v1/budgets/remaining?${query({ agent_id: a, session_id: run, on_behalf_of: user })}`)).data as Array<JsonObject>;
     expect(left.filter((r) => r.policy_id.startsWith('pol_race_')).map((r) => [r.policy_id, r.consumed, r.held, r.remaining])).toEqual([
       ['pol_race_run', 0, 0.99, 0.01],
       ['pol_race_user', 25, 0, 0],
@@ -131,7 +132,7 @@ describe.each(STORE_KINDS)('spend controls (%s)', (kind) => {
     expect(json(missing).error).toMatchObject({ code: 'validation.missing_field' });
     expect(json(missing).error.message).toContain('on_behalf_of');
 
-    const rows = (await rt.getOk(`/v1/budgets?${query({ on_behalf_of: u1 })}`)).data as Array<Record<string, any>>;
+    const rows = (await rt.getOk(`/v1/budgets?${query({ on_behalf_of: u1 })}`)).data as Array<JsonObject>;
     expect(rows).toEqual([
       expect.objectContaining({ policy_id: 'pol_user', scope: 'user', agent_id: null, session_id: null, on_behalf_of: u1, consumed: 10, held: 0, status: 'exceeded' }),
     ]);
@@ -148,7 +149,7 @@ describe.each(STORE_KINDS)('spend controls (%s)', (kind) => {
     const s = fresh('run');
     const both = await decideOk({ agent_id: a, session_id: s, action: 'llm.call', amounts: { USD: 0.12, tokens: 3000 } });
     expect(both).toMatchObject({ effect: 'allow', metadata: { matched_policy_ids: expect.arrayContaining(['pol_usd_run', 'pol_tok_run']) } });
-    const left = async () => (await rt.getOk(`/v1/budgets/remaining?${query({ agent_id: a, session_id: s })}`)).data as Array<Record<string, any>>;
+    const left = async () => (await rt.getOk(`/v1/budgets/remaining?${query({ agent_id: a, session_id: s })}`)).data as Array<JsonObject>;
     expect((await left()).map((r) => [r.policy_id, r.unit, r.scope, r.held, r.remaining])).toEqual([
       ['pol_tok_run', 'tokens', 'session', 3000, 7000],
       ['pol_usd_run', 'USD', 'session', 0.12, 4.88],
@@ -223,7 +224,7 @@ describe.each(STORE_KINDS)('spend controls (%s)', (kind) => {
       { id: 'pol_two_tok', effect: 'allow', actions: ['llm.both'], budget: { unit: 'tokens', limit: 100_000, period: 'daily' } },
     ]);
     const a = fresh('agent');
-    const held = async () => ((await rt.getOk(`/v1/budgets/remaining?${query({ agent_id: a })}`)).data as Array<Record<string, any>>).map((r) => [r.policy_id, r.consumed, r.held]);
+    const held = async () => ((await rt.getOk(`/v1/budgets/remaining?${query({ agent_id: a })}`)).data as Array<JsonObject>).map((r) => [r.policy_id, r.consumed, r.held]);
     const refused = async (body: Record<string, unknown>) => {
       const r = await postDecision(rt, { agent_id: a, ...body });
       expect(r.statusCode, `${JSON.stringify(body)}: ${r.body}`).toBe(400);
@@ -280,7 +281,7 @@ describe.each(STORE_KINDS)('spend controls (%s)', (kind) => {
     const a = fresh('agent');
     const [s, u] = [fresh('run'), fresh('user')];
     const left = async () =>
-      (await rt.getOk(`/v1/budgets/remaining?${query({ agent_id: a, session_id: s, on_behalf_of: u })}`)).data.map((r: Record<string, any>) => [r.policy_id, r.consumed, r.held]);
+      (await rt.getOk(`/v1/budgets/remaining?${query({ agent_id: a, session_id: s, on_behalf_of: u })}`)).data.map((r: JsonObject) => [r.policy_id, r.consumed, r.held]);
     const d = await decideOk({ agent_id: a, session_id: s, on_behalf_of: u, action: 'deploy.run', amount: 20 });
     expect(d.status).toBe('awaiting_approval');
     expect(await left()).toEqual([
@@ -317,7 +318,7 @@ describe.each(STORE_KINDS)('spend controls (%s)', (kind) => {
     const a = fresh('agent');
     const [s, u] = [fresh('run'), fresh('user')];
     await decideOk({ agent_id: a, session_id: s, on_behalf_of: u, action: 'orders.read' });
-    const of = async (params: Record<string, string>, key = rt.testKey) => (await rt.getOk(`/v1/budgets/remaining?${query(params)}`, key)).data as Array<Record<string, any>>;
+    const of = async (params: Record<string, string>, key = rt.testKey) => (await rt.getOk(`/v1/budgets/remaining?${query(params)}`, key)).data as Array<JsonObject>;
     expect((await of({ agent_id: a })).map((r) => [r.policy_id, r.remaining])).toEqual([['pol_r_agent', 2]]);
     expect((await of({ agent_id: a, session_id: s, on_behalf_of: u })).map((r) => [r.policy_id, r.scope, r.consumed, r.remaining])).toEqual([
       ['pol_r_agent', 'agent', 1, 2],

@@ -8,16 +8,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, START, startRuntime, type TestRuntime } from './helpers/app.js';
+import type { JsonObject } from '../helpers/json.js';
+import { decide as kitDecide } from '../helpers/kit.js';
 
 for (const kind of STORE_KINDS) {
   describe(`overview figures (${kind})`, () => {
     let rt: TestRuntime;
 
-    const decide = async (agent: string, action: string, key?: string, amount?: number) => {
-      const r = await rt.call(key ?? rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: agent, action, ...(amount === undefined ? {} : { amount }) } });
-      expect(r.statusCode, r.body).toBe(200);
-      return json(r);
-    };
+    const decide = (agent: string, action: string, key?: string, amount?: number) => kitDecide(rt, { agent_id: agent, action, ...(amount === undefined ? {} : { amount }) }, key);
 
     beforeAll(async () => {
       rt = await startRuntime(kind);
@@ -96,7 +94,7 @@ for (const kind of STORE_KINDS) {
       await decide('budget-a', 'payments.charge', undefined, 50); // 50 of 100 held: 0.5
       const near = await rt.getOk('/v1/stats/budgets?limit=2');
       expect(near).toMatchObject({ object: 'list', has_more: false });
-      expect(near.data.map((b: any) => [b.policy_id, b.agent_id, b.used_fraction])).toEqual([
+      expect(near.data.map((b: JsonObject) => [b.policy_id, b.agent_id, b.used_fraction])).toEqual([
         ['pol_calls', 'budget-a', 0.75],
         ['pol_usd', 'budget-a', 0.5],
       ]);

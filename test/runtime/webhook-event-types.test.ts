@@ -10,6 +10,8 @@ import { DEFAULT_ALERT_THRESHOLDS } from '../../runtime/alerts/security-alerts.j
 import { verifyWebhookSignature } from '../../webhooks/index.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
+import type { JsonObject } from '../helpers/json.js';
+import { decide as kitDecide } from '../helpers/kit.js';
 
 const ALL_TYPES = [
   'agent.registered',
@@ -65,14 +67,10 @@ describe.each(STORE_KINDS)('every event type is delivered (%s)', (kind) => {
     await receiver.close();
   });
 
-  it('signed, with the contract data, filtered per endpoint', async () => {
+  it('signed, with the data of docs/webhooks-and-events.md#events, filtered per endpoint', async () => {
     const all = json(await rt.call(rt.testKey, { method: 'POST', url: '/v1/webhooks', payload: { url: `${receiver.base}/all`, events: ['*'] } }));
     const some = json(await rt.call(rt.testKey, { method: 'POST', url: '/v1/webhooks', payload: { url: `${receiver.base}/some`, events: ['budget.exceeded', 'security.alert'] } }));
-    const decide = async (agent_id: string, action: string) => {
-      const r = await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id, action } });
-      expect(r.statusCode, r.body).toBe(200);
-      return json(r);
-    };
+    const decide = (agent_id: string, action: string) => kitDecide(rt, { agent_id, action });
 
     // policy.updated (created) for each policy made through the API.
     const policies = [
@@ -99,7 +97,7 @@ describe.each(STORE_KINDS)('every event type is delivered (%s)', (kind) => {
         expect(verifyWebhookSignature(r.raw, r.headers['x-service-signature'], secret)).toBe(true);
         const body = JSON.parse(r.raw.toString('utf8'));
         expect(r.headers['x-service-event-id']).toBe(body.id);
-        return body as { id: string; type: string; account_id: string; data: Record<string, any> };
+        return body as { id: string; type: string; account_id: string; data: JsonObject };
       });
     const allEvents = parsed(toAll, all.secret);
     const someEvents = parsed(toSome, some.secret);

@@ -41,7 +41,7 @@ describe.each(STORE_KINDS)('webhooks (%s)', (kind) => {
   const decide = (action: string, agent = 'hook-agent') => postDecision(rt, { agent_id: agent, action });
   const deliver = () => rt.services.dispatcher.runOnce();
 
-  it('registers an endpoint (secret shown once), signs deliveries with the contract headers', async () => {
+  it('registers an endpoint (secret shown once), signs deliveries with the headers of docs/webhooks-and-events.md#delivery', async () => {
     const r = await register({ url: receiver.url, events: ['*'], description: 'all' });
     expect(r.statusCode).toBe(201);
     const endpoint = json(r);
@@ -101,7 +101,7 @@ describe.each(STORE_KINDS)('webhooks (%s)', (kind) => {
     expect((await rt.call(rt.otherKey, { method: 'GET', url: `/v1/webhooks/${denyOnly.id}` })).statusCode).toBe(404);
   });
 
-  it('retries on the spec schedule, from each attempt, then abandons; the deliveries API shows every attempt', async () => {
+  it('retries on the schedule of docs/webhooks-and-events.md#delivery, from each attempt, then abandons; the deliveries API shows every attempt', async () => {
     const endpoint = json(await register({ url: receiver.url, events: ['decision.deny'] }));
     receiver.status.code = 500;
     await decide('orders.delete');

@@ -5,13 +5,14 @@
 import { AuthzClient } from '../../../clients/typescript/index.js';
 import type { StoreKind } from '../../helpers/postgres.js';
 import { startRuntime, type TestRuntime } from '../../runtime/helpers/app.js';
+import type { JsonObject } from '../../helpers/json.js';
 
 export interface AdapterService {
   rt: TestRuntime;
   base: string;
   authz: AuthzClient;
-  decisionsOf(agentId: string): Promise<Array<Record<string, any>>>;
-  refundBudget(agentId: string): Promise<Record<string, any> | undefined>;
+  decisionsOf(agentId: string): Promise<Array<JsonObject>>;
+  refundBudget(agentId: string): Promise<JsonObject | undefined>;
 }
 
 let seq = 0;
@@ -40,8 +41,8 @@ export async function startAdapterService(kind: StoreKind): Promise<AdapterServi
     rt,
     base,
     authz: new AuthzClient({ baseUrl: base, apiKey: rt.testKey, backoffMs: 10 }),
-    decisionsOf: async (agentId) => (await rt.getOk(`/v1/decisions?agent_id=${encodeURIComponent(agentId)}`)).data as Array<Record<string, any>>,
+    decisionsOf: async (agentId) => (await rt.getOk(`/v1/decisions?agent_id=${encodeURIComponent(agentId)}`)).data as Array<JsonObject>,
     refundBudget: async (agentId) =>
-      ((await rt.getOk(`/v1/budgets?agent_id=${encodeURIComponent(agentId)}`)).data as Array<Record<string, any>>).find((b) => b.policy_id === 'pol_refund_small'),
+      ((await rt.getOk(`/v1/budgets?agent_id=${encodeURIComponent(agentId)}`)).data as Array<JsonObject>).find((b) => b.policy_id === 'pol_refund_small'),
   };
 }

@@ -1,7 +1,7 @@
 /**
  * Property: the indexed table (action trie + agent index) answers exactly as the
- * unindexed scan of every row, and both answer as a from-the-contract reference
- * written here independently (steps 4-6 of the evaluation order).
+ * unindexed scan of every row, and both answer as a reference written here
+ * independently from steps 4-6 of docs/policies.md#how-a-request-is-decided.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -59,7 +59,7 @@ function compile(values: object[]) {
   return result.table!;
 }
 
-/** The contract's steps 4-6, written directly from its text, over plain policies. */
+/** Steps 4-6 of docs/policies.md#how-a-request-is-decided, written directly from its text, over plain policies. */
 function reference(policies: Policy[], request: DecisionRequest, holds: (p: Policy) => boolean): Omit<Evaluation, 'warnings'> & { conflict: boolean } {
   const glob = (pattern: string, s: string) =>
     new RegExp(
@@ -92,7 +92,7 @@ function reference(policies: Policy[], request: DecisionRequest, holds: (p: Poli
 }
 
 describe('decision table index', () => {
-  it('answers exactly as the linear scan and the contract reference', () => {
+  it('answers exactly as the linear scan and the reference written from the documented steps', () => {
     fc.assert(
       fc.property(fc.array(policyArb, { minLength: 0, maxLength: 25 }), fc.array(requestArb, { minLength: 1, maxLength: 20 }), (values, requests) => {
         const table = compile(values);

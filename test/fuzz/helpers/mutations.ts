@@ -93,10 +93,13 @@ function clone<T>(v: T): T {
   return v === undefined ? v : (JSON.parse(JSON.stringify(v)) as T);
 }
 
-function setAt(root: unknown, path: Path, fn: (parent: any, key: string | number) => void): unknown {
+/** A JSON object or array, read and written by the keys of a path. */
+type Container = Record<string | number, unknown>;
+
+function setAt(root: unknown, path: Path, fn: (parent: Container, key: string | number) => void): unknown {
   if (path.length === 0) return root;
-  let parent: any = root;
-  for (const k of path.slice(0, -1)) parent = parent[k];
+  let parent = root as Container;
+  for (const k of path.slice(0, -1)) parent = parent[k] as Container;
   fn(parent, path[path.length - 1]!);
   return root;
 }
@@ -129,14 +132,14 @@ function apply(value: unknown, o: Op): unknown {
       return setAt(value, path, (p, k) => (p[k] = clone(o.value)));
     case 'extra': {
       const objects = all.filter((p) => {
-        let v: any = value;
-        for (const k of p) v = v[k];
+        let v = value as Container;
+        for (const k of p) v = v[k] as Container;
         return v !== null && typeof v === 'object' && !Array.isArray(v);
       });
       if (objects.length === 0) return value;
       const target = objects[o.pick % objects.length]!;
-      let v: any = value;
-      for (const k of target) v = v[k];
+      let v = value as Container;
+      for (const k of target) v = v[k] as Container;
       Object.defineProperty(v, o.key, { value: clone(o.value), enumerable: true, configurable: true, writable: true });
       return value;
     }

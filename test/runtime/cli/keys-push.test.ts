@@ -21,6 +21,7 @@ import { pushCommand } from '../../../runtime/cli/push.js';
 import type { CommandIo } from '../../../runtime/cli/http-client.js';
 import { STORE_KINDS } from '../../helpers/postgres.js';
 import { ADMIN_TOKEN, json, startRuntime, type TestRuntime } from '../helpers/app.js';
+import type { JsonObject } from '../../helpers/json.js';
 
 const ROOT = join(import.meta.dirname, '..', '..', '..');
 const UNKNOWN_KEY = `svc_test_sk_${'Q'.repeat(40)}`;
@@ -86,13 +87,13 @@ describe.each(STORE_KINDS)('authz keys and authz push (%s store)', (kind) => {
   const push = (...argv: string[]) => run(pushCommand, [...argv, '--url', url]);
 
   /** A request over HTTP with the key as bearer token. */
-  async function api(key: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: Record<string, any> }> {
+  async function api(key: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: JsonObject }> {
     const r = await fetch(`${url}${path}`, {
       method,
       headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
-    return { status: r.status, body: (await r.json()) as Record<string, any> };
+    return { status: r.status, body: (await r.json()) as JsonObject };
   }
   const decide = (key: string) => api(key, 'POST', '/v1/decisions', { agent_id: 'cli-bot', action: 'cli.check' });
   const expectRefused = async (key: string) => {
@@ -140,7 +141,7 @@ describe.each(STORE_KINDS)('authz keys and authz push (%s store)', (kind) => {
     it('--format json prints the answer body', async () => {
       const r = await keys('create', '--account', rt.accountId, '--format', 'json');
       expect(r.code, r.err).toBe(0);
-      const body = JSON.parse(r.out) as Record<string, any>;
+      const body = JSON.parse(r.out) as JsonObject;
       expect(body).toMatchObject({ object: 'api_key', account_id: rt.accountId, environment: 'test', scopes: ['*'] });
       expect(body.id).toMatch(/^key_/);
       expect((await decide(body.key)).status).toBe(200);

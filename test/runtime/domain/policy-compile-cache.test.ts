@@ -16,6 +16,7 @@ import { PolicyCompileCache } from '../../../runtime/domain/policy-compile-cache
 import { openServices } from '../../../runtime/services.js';
 import { STORE_KINDS } from '../../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from '../helpers/app.js';
+import { callerOf, postDecision } from '../../helpers/kit.js';
 
 describe('PolicyCompileCache', () => {
   it('hashes exactly as policySetHash, for any subset and order, cached or not', () => {
@@ -67,8 +68,7 @@ describe.each(STORE_KINDS)('policy changes reuse the set this process holds (%s)
     const otherApp = await buildApp(other);
     const create = (app: typeof rt.app, name: string) =>
       app.inject({ method: 'POST', url: '/v1/policies', headers: { authorization: `Bearer ${rt.testKey}` }, payload: { name, effect: 'allow', actions: [`${name}.run`] } });
-    const decide = (app: typeof rt.app, action: string) =>
-      app.inject({ method: 'POST', url: '/v1/decisions', headers: { authorization: `Bearer ${rt.testKey}` }, payload: { agent_id: 'a1', action } });
+    const decide = (app: typeof rt.app, action: string) => postDecision(callerOf(app, rt.testKey), { agent_id: 'a1', action });
     try {
       expect((await create(rt.app, 'first')).statusCode).toBe(201);
       // The other process loads the set (version 1), then this one moves on to version 2.

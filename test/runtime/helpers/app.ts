@@ -18,6 +18,7 @@ import type { LimitMaintenance } from '../../../runtime/background/budgets.js';
 import { installPolicies } from '../../../runtime/seed.js';
 import { openServices, type Services } from '../../../runtime/services.js';
 import { openTestStore, type StoreKind, type TestStore } from '../../helpers/postgres.js';
+import type { JsonObject } from '../../helpers/json.js';
 
 export const START = Date.parse('2026-11-21T10:00:00.000Z');
 export const ADMIN_TOKEN = 'admin-token-for-tests-0123456789';
@@ -46,7 +47,7 @@ export interface TestRuntime {
   /** inject with the key as a bearer token. */
   call(key: string | null, options: InjectOptions): Promise<LightMyRequestResponse>;
   /** GET that must answer 200; the parsed body. */
-  getOk(url: string, key?: string): Promise<Record<string, any>>;
+  getOk<T = JsonObject>(url: string, key?: string): Promise<T>;
   close(): Promise<void>;
 }
 
@@ -103,10 +104,10 @@ export async function startRuntime(kind: StoreKind, options: TestRuntimeOptions 
     call(key, opts) {
       return app.inject({ ...opts, headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...(opts.headers ?? {}) } });
     },
-    async getOk(url, key = testKey) {
+    async getOk<T = JsonObject>(url: string, key = testKey): Promise<T> {
       const r = await runtime.call(key, { method: 'GET', url });
       expect(r.statusCode, r.body).toBe(200);
-      return json(r);
+      return r.json() as T;
     },
     async close() {
       await background.stop();
@@ -137,4 +138,5 @@ async function existingAccount(services: Services) {
   return { accountId: row!.id, testKey, liveKey };
 }
 
-export const json = (response: LightMyRequestResponse) => response.json() as Record<string, any>;
+/** The parsed body of an answer: a JsonObject (test/helpers/json.ts), or the wire type named (`json<Decision>(r)`). */
+export const json = <T = JsonObject>(response: LightMyRequestResponse): NoInfer<T> => response.json() as T;

@@ -11,6 +11,7 @@ import { KeyLeases, LEASE_LIFETIME_MS } from '../../../runtime/limits/key-leases
 import { openServices } from '../../../runtime/services.js';
 import { STORE_KINDS } from '../../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from '../helpers/app.js';
+import { callerOf, postDecision } from '../../helpers/kit.js';
 
 describe('KeyLeases', () => {
   it('checks every request in the store when a lease would be a single token', () => {
@@ -75,8 +76,7 @@ describe.each(STORE_KINDS)('platform limit with leases (%s)', (kind) => {
   });
   afterAll(() => rt.close());
 
-  const decide = (key: string, app = rt.app) =>
-    app.inject({ method: 'POST', url: '/v1/decisions', payload: { agent_id: 'lease-agent', action: 'orders.read' }, headers: { authorization: `Bearer ${key}` } });
+  const decide = (key: string, app = rt.app) => postDecision(callerOf(app, key), { agent_id: 'lease-agent', action: 'orders.read' });
 
   it('passes exactly the bucket one request after another, then refuses with the exact Retry-After; one interval later exactly one more passes', async () => {
     rt.clock.advance(10);

@@ -14,6 +14,7 @@ import { signStandardWebhook, verifyStandardWebhook, verifyWebhookSignature } fr
 import { STORE_KINDS } from '../../helpers/postgres.js';
 import { startReceiver, type Received, type Receiver } from '../../helpers/webhook-receiver.js';
 import { json, startRuntime, type TestRuntime } from '../helpers/app.js';
+import { decide as kitDecide } from '../../helpers/kit.js';
 
 /** The package's verification: the parsed body, or the error it throws. */
 function packageVerdict(secret: string, x: Received): unknown {
@@ -44,8 +45,7 @@ describe.each(STORE_KINDS)('Standard Webhooks endpoints (%s)', (kind) => {
 
   const register = (body: Record<string, unknown>) => rt.call(rt.testKey, { method: 'POST', url: '/v1/webhooks', payload: body });
   const change = (id: string, body: Record<string, unknown>) => rt.call(rt.testKey, { method: 'PUT', url: `/v1/webhooks/${id}`, payload: body });
-  const decide = async () =>
-    expect((await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'sw-bot', action: 'orders.read' } })).statusCode).toBe(200);
+  const decide = () => kitDecide(rt, { agent_id: 'sw-bot', action: 'orders.read' });
   /** One decision, delivered: what the receiver got. */
   const deliverOne = async (): Promise<Received> => {
     receiver.received.length = 0;
@@ -64,7 +64,7 @@ describe.each(STORE_KINDS)('Standard Webhooks endpoints (%s)', (kind) => {
     expect((await rt.getOk(`/v1/webhooks/${endpoint.id}`)).standard_webhooks).toBe(true);
 
     const x = await deliverOne();
-    // The spec's signature, unchanged: hex HMAC of the body keyed with the whole secret.
+    // The X-Service-Signature of docs/webhooks-and-events.md#delivery, unchanged: hex HMAC of the body keyed with the whole secret.
     expect(x.headers['x-service-signature']).toBe(`sha256=${createHmac('sha256', endpoint.secret).update(x.raw).digest('hex')}`);
     expect(verifyWebhookSignature(x.raw, x.headers['x-service-signature'], endpoint.secret)).toBe(true);
     // The Standard Webhooks headers.
@@ -85,7 +85,7 @@ describe.each(STORE_KINDS)('Standard Webhooks endpoints (%s)', (kind) => {
     const endpoint = json(await register({ url: receiver.url, events: ['decision.allow'], standard_webhooks: true }));
     rt.clock.set(Date.now() - 10 * 60_000);
     const old = await deliverOne();
-    // Still signed with the spec's header (which has no timestamp: replayable)...
+    // Still signed with X-Service-Signature (docs/webhooks-and-events.md#delivery, which has no timestamp: replayable)...
     expect(verifyWebhookSignature(old.raw, old.headers['x-service-signature'], endpoint.secret)).toBe(true);
     // ...but the Standard Webhooks check says it is old.
     const refused = packageVerdict(endpoint.secret, old);
