@@ -215,7 +215,7 @@ describe.each(STORE_KINDS)('one MCP gateway for many agents and users (auth:, %s
         ['c3', 30],
       ]);
       const spent = async (query: string) =>
-        ((await rt.getOk(`/v1/budgets?${query}`)).data as Array<Record<string, any>>)
+        ((await rt.getOk(`/v1/budgets?${query}`)).data as JsonObject[])
           .map((x) => [x.policy_id, x.scope, x.agent_id, x.on_behalf_of ?? null, Number(x.consumed) + Number(x.held)])
           .sort((a, b) => String(a).localeCompare(String(b)));
       expect(await spent('agent_id=research-bot')).toContainEqual(['pol_charge_agent', 'agent', 'research-bot', null, 60]);

@@ -13,6 +13,7 @@ import { loggerOptions } from '../../runtime/http/logger.js';
 import { QUIET_LOG_LEVEL, RequestSummary } from '../../runtime/http/request-summary.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { ADMIN_TOKEN, json, startRuntime, type TestRuntime } from './helpers/app.js';
+import type { JsonObject } from '../helpers/json.js';
 
 describe.each(STORE_KINDS)('the quiet default log (%s)', (kind) => {
   const lines: string[] = [];
@@ -48,7 +49,7 @@ describe.each(STORE_KINDS)('the quiet default log (%s)', (kind) => {
     expect(failed.statusCode).toBe(503);
     expect(json(failed).error.code).toBe('service.unavailable');
     expect(lines).toHaveLength(1);
-    const line = JSON.parse(lines[0]!) as Record<string, any>;
+    const line = JSON.parse(lines[0]!) as JsonObject;
     expect(line).toMatchObject({ level: 40, reqId: failed.headers['request-id'], msg: 'service unavailable' });
     expect(line.err?.message).toMatch(/polic/);
     expect(summary.take('since the last summary', new Date(0))).toMatch(/ requests since the last summary: 5 \(2xx 1, 4xx 3, 5xx 1\); slowest \d+ ms$/);
