@@ -5,7 +5,7 @@
  * `...:05`, `...:05.250`) with `Z` or an offset. The date and time must exist
  * (no `2026-02-30`, no `24:00`, no second 60, no offset past 23:59: `Date.parse`
  * rolls such dates over into the next month) and the instant must lie in the
- * years 1970 to 9999 UTC (the service's contract, Hardening).
+ * years 1970 to 9999 UTC (docs/api.md#get-v1decisionsexport-extension).
  */
 
 const ISO_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(\.\d+)?)?(Z|([+-])(\d{2}):(\d{2}))?)?$/;
