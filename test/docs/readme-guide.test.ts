@@ -12,11 +12,11 @@
  * comments say. `npx authz` runs this checkout's bin; the printed key and the
  * service's address replace the page's placeholders.
  */
-import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runAsTyped, type ShellResult } from '../helpers/doc-shell.js';
 import { ensureBuilt, ROOT, startFreshServe, type FreshServe } from '../helpers/server-process.js';
 
 const PAGE = readFileSync(join(ROOT, 'README.md'), 'utf8');
@@ -46,15 +46,8 @@ describe('README.md, walked', () => {
   let dir: string;
   let env: NodeJS.ProcessEnv;
 
-  const sh = (script: string): Promise<{ code: number; stdout: string; stderr: string }> =>
-    new Promise((resolve) => {
-      const asTyped = script.replaceAll('http://127.0.0.1:8080', server!.base).replaceAll('svc_test_sk_...', server!.testKey);
-      // `npx authz` is this checkout's bin (a clone's npx finds it in node_modules/.bin).
-      const prelude = `npx() { if [ "$1" = authz ]; then shift; node "${join(ROOT, 'bin', 'authz.js')}" "$@"; else command npx "$@"; fi; }\n`;
-      execFile('sh', ['-c', `${prelude}${asTyped}`], { cwd: dir, env }, (error, stdout, stderr) => {
-        resolve({ code: error ? ((error as { code?: number }).code ?? -1) : 0, stdout, stderr });
-      });
-    });
+  /** Runs a page's shell text in the scratch clone: exit code and output. */
+  const sh = (script: string): Promise<ShellResult> => runAsTyped(script, server!, dir, env);
 
   beforeAll(async () => {
     ensureBuilt();

@@ -9,12 +9,12 @@
  * address and the key replace the page's placeholders. Each command's output is
  * held to the page's (its `...` lines stand for what varies).
  */
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runAsTyped, type ShellResult } from '../helpers/doc-shell.js';
 import { request, ROOT, startFreshServe, type FreshServe } from '../helpers/server-process.js';
 
 const PAGE = readFileSync(join(ROOT, 'docs', 'rollout.md'), 'utf8');
@@ -68,15 +68,7 @@ describe('docs/rollout.md', () => {
   let env: NodeJS.ProcessEnv;
 
   /** Runs a page's shell text in the scratch clone: exit code and output. */
-  const sh = (script: string): Promise<{ code: number; stdout: string; stderr: string }> =>
-    new Promise((resolve) => {
-      const asTyped = script.replaceAll('http://127.0.0.1:8080', server!.base).replaceAll('svc_test_sk_...', server!.testKey);
-      // `npx authz` is this checkout's bin (a clone's npx finds it in node_modules/.bin).
-      const prelude = `npx() { if [ "$1" = authz ]; then shift; node "${join(ROOT, 'bin', 'authz.js')}" "$@"; else command npx "$@"; fi; }\n`;
-      execFile('sh', ['-c', `${prelude}${asTyped}`], { cwd: dir, env }, (error, stdout, stderr) => {
-        resolve({ code: error ? ((error as { code?: number }).code ?? -1) : 0, stdout, stderr });
-      });
-    });
+  const sh = (script: string): Promise<ShellResult> => runAsTyped(script, server!, dir, env);
 
   beforeAll(async () => {
     server = await startFreshServe('authz-rollout-doc-');
