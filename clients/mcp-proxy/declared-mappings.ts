@@ -25,6 +25,7 @@
  * its own reading of the tools), per session: CEL expressions are parsed and
  * planned once, when a listing names the tool.
  */
+import { PagedListing } from './paged-listing.js';
 import { celEnv, isCelError, isCelList, isCelMap, parse, plan, type CelInput, type CelValue } from '@bufbuild/cel';
 import { actionPart, type CallTarget } from './actions.js';
 import { AUTHZEN_NAMESPACE, authzenAction } from './authzen-action.js';
@@ -233,14 +234,8 @@ export type ListingRule = { action: string } | 'shown' | 'hidden';
  * ```
  */
 export class DeclaredMappings {
-  /** By tool name: the compiled mapping, or why it was refused, as the last complete listing said. */
-  #mappings = new Map<string, DeclaredMapping | MappingError>();
-  /**
-   * The listing being read (its pages so far): a tool it names is decided as
-   * it says; it replaces `#mappings` once its last page has been read, so a
-   * tool on a page the client has not read yet keeps the mapping it had.
-   */
-  #reading: Map<string, DeclaredMapping | MappingError | null> | undefined;
+  /** By tool name: the compiled mapping, why it was refused, or null (none, or the configuration's entry wins). */
+  #listing = new PagedListing<DeclaredMapping | MappingError | null>();
 
   constructor(
     private readonly config: { server: string; declared_mappings?: boolean; tools: Record<string, unknown> },
@@ -262,22 +257,10 @@ export class DeclaredMappings {
    */
   note(tools: ReadonlyArray<{ name: string; inputSchema?: unknown }>, page: { firstPage: boolean; lastPage?: boolean } = { firstPage: true }): void {
     if (!this.enabled) return;
-    if (page.firstPage) this.#reading = new Map();
-    const reading = this.#reading;
-    if (reading === undefined) {
-      // A later page of a listing whose first page this session did not read: it updates the tools it names.
-      for (const tool of tools) {
-        const mapping = this.#compile(tool);
-        if (mapping === null) this.#mappings.delete(tool.name);
-        else this.#mappings.set(tool.name, mapping);
-      }
-      return;
-    }
-    for (const tool of tools) reading.set(tool.name, this.#compile(tool));
-    if (page.lastPage ?? true) {
-      this.#mappings = new Map([...reading].filter((e): e is [string, DeclaredMapping | MappingError] => e[1] !== null));
-      this.#reading = undefined;
-    }
+    this.#listing.note(
+      tools.map((tool) => [tool.name, this.#compile(tool)] as const),
+      page,
+    );
   }
 
   /** A listed tool's mapping, why it is refused, or null when it has none (or its configuration entry wins). */
@@ -296,8 +279,7 @@ export class DeclaredMappings {
 
   /** The tool's mapping as the listing being read says, else as the last complete one did. */
   #mapping(tool: string): DeclaredMapping | MappingError | undefined {
-    if (this.#reading?.has(tool)) return this.#reading.get(tool) ?? undefined;
-    return this.#mappings.get(tool);
+    return this.#listing.get(tool) ?? undefined;
   }
 
   /** Whether the tool's calls are decided by a declared mapping (a refused one included). */

@@ -268,11 +268,12 @@ export class Relay {
       if (entry.method === 'initialize') this.#setProtocolVersion(message.result.protocolVersion);
       if (entry.method === 'tools/list' && Array.isArray(message.result.tools)) {
         const tools = message.result.tools as Tool[];
+        const page = { firstPage: entry.firstPage ?? true, lastPage: message.result.nextCursor === undefined };
         this.#o.names.note(
           tools.map((t) => t.name),
-          { firstPage: entry.firstPage ?? true },
+          page,
         );
-        this.#o.declared?.note(tools, { firstPage: entry.firstPage ?? true, lastPage: message.result.nextCursor === undefined });
+        this.#o.declared?.note(tools, page);
         try {
           answer = { ...message, result: { ...message.result, tools: await this.#o.enforcer.visibleTools(tools, this.#o.principal, this.#o.names, this.#o.declared) } };
         } catch (error) {

@@ -6,12 +6,13 @@
  * re-reading on the upstream's `notifications/tools/list_changed`.
  */
 import type { ActionMap } from './actions.js';
+import { PagedListing } from './paged-listing.js';
 
 export class ToolNames {
   /** Tools of the latest listing whose action collides with another's, and that action. */
   #colliding = new Map<string, string>();
-  /** The tool names of the latest listing, every page read so far. */
-  #listed = new Set<string>();
+  /** The tool names of the latest listing, paged as the client reads it (clients/mcp-proxy/paged-listing.ts). */
+  #listed = new PagedListing<true>();
 
   constructor(
     private readonly actions: ActionMap,
@@ -19,7 +20,9 @@ export class ToolNames {
   ) {}
 
   /**
-   * Notes the tools a listing offers; a listing's later pages add to its first.
+   * Notes the tools a listing offers; a listing's later pages add to its first,
+   * and it replaces the previous one once its last page is read (a tool on a
+   * page the client has not read yet still counts for collisions).
    *
    * @example
    * ```ts
@@ -28,11 +31,13 @@ export class ToolNames {
    * console.log(names.collision('Add-Note')); // => notes.add_note
    * ```
    */
-  note(names: readonly string[], page: { firstPage: boolean } = { firstPage: true }): void {
-    if (page.firstPage) this.#listed = new Set();
-    for (const name of names) this.#listed.add(name);
+  note(names: readonly string[], page: { firstPage: boolean; lastPage?: boolean } = { firstPage: true }): void {
+    this.#listed.note(
+      names.map((name) => [name, true] as const),
+      page,
+    );
     const next = new Map<string, string>();
-    for (const { action, tools } of this.actions.collisions([...this.#listed])) for (const t of tools) next.set(t, action);
+    for (const { action, tools } of this.actions.collisions(this.#listed.names())) for (const t of tools) next.set(t, action);
     for (const [tool, action] of next) if (!this.#colliding.has(tool)) this.log(`tool "${tool}" is hidden and refused: its action ${action} collides with another tool's`);
     this.#colliding = next;
   }

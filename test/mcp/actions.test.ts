@@ -8,6 +8,8 @@ import { ActionMap, actionPart, amountFrom, ArgumentProblem, defaultAction, fill
 import { DEFAULT_APPROVAL_WAIT_SECONDS, loadProxyConfig, parseProxyConfig, ProxyConfigError } from '../../clients/mcp-proxy/config.js';
 import { withoutProxyMeta } from '../../clients/mcp-proxy/enforce.js';
 import { isDecidedMethod, methodTarget } from '../../clients/mcp-proxy/methods.js';
+import { PagedListing } from '../../clients/mcp-proxy/paged-listing.js';
+import { ToolNames } from '../../clients/mcp-proxy/tool-names.js';
 import { scratch } from './helpers/proxy.js';
 
 const problemsOf = (value: unknown): string[] => {
@@ -162,5 +164,36 @@ describe('the decided methods (docs/mcp.md#6-resources-and-prompts-decided)', ()
       'other/k': 2,
     });
     expect(withoutProxyMeta(null)).toBeUndefined();
+  });
+});
+
+describe('a paged tools/list', () => {
+  it('keeps a tool of a page the client has not read yet, until the listing is complete (PagedListing)', () => {
+    const listing = new PagedListing<string>();
+    listing.note([
+      ['a', 'x'],
+      ['b', 'y'],
+    ]);
+    listing.note([['a', 'z']], { firstPage: true, lastPage: false });
+    expect([listing.get('a'), listing.get('b')]).toEqual(['z', 'y']);
+    expect(listing.names().sort()).toEqual(['a', 'b']);
+    listing.note([['c', 'w']], { firstPage: false, lastPage: true });
+    expect([listing.get('a'), listing.get('b'), listing.get('c')]).toEqual(['z', undefined, 'w']);
+    // A later page whose first page was not read updates the tools it names.
+    listing.note([['b', 'v']], { firstPage: false });
+    expect(listing.names().sort()).toEqual(['a', 'b', 'c']);
+  });
+
+  it('still refuses a colliding tool on a page the client has not read yet (ToolNames)', () => {
+    const names = new ToolNames(new ActionMap({ server: 'files', tools: {} }), () => undefined);
+    names.note(['read_file', 'Read-File', 'write']);
+    expect(names.collision('Read-File')).toBe('files.read_file');
+    // A client reads page 1 only (read_file and write); Read-File is on page 2.
+    names.note(['read_file', 'write'], { firstPage: true, lastPage: false });
+    expect(names.collision('Read-File')).toBe('files.read_file');
+    // Page 2, the last, without Read-File: the listing is complete and nothing collides.
+    names.note([], { firstPage: false, lastPage: true });
+    expect(names.collision('Read-File')).toBeUndefined();
+    expect(names.collision('read_file')).toBeUndefined();
   });
 });
