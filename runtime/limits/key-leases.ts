@@ -4,14 +4,19 @@
  * admits locally while it holds some.
  *
  * A lease of k is one GCRA check of cost k (interval k·T on the same row, so it
- * passes only while the bucket holds k tokens and moves it by k). Refusals stay
- * exact: once a lease is refused, the process checks every request at cost 1
- * (batched, as before) until the bucket could hold k tokens again. Tokens leased
- * are taken from the bucket when leased, so across any number of processes the
- * admitted requests never exceed the bucket's bound by more than what each
- * process holds unused (at most k - 1 each); unused tokens lapse after
- * LEASE_LIFETIME_MS of the service clock (spent, never returned: the error is on
- * the side of refusing early).
+ * passes only while the bucket holds k tokens and moves it by k). The next lease
+ * is asked for ahead, by the request that finds the tokens down to the low-water
+ * mark (a quarter of a lease): the others go on spending what is left meanwhile,
+ * so under steady load no request waits for a lease's round trip (before, every
+ * request arriving while the tokens were out waited for it). Refusals stay
+ * exact: once a lease is refused, the process spends what it still holds, then
+ * checks every request at cost 1 (batched, as before) until the bucket could
+ * hold k tokens again. Tokens leased are taken from the bucket when leased, so
+ * across any number of processes the admitted requests never exceed the
+ * bucket's bound by more than what each process holds unused (at most
+ * k - 1 + the low-water mark each); unused tokens lapse LEASE_LIFETIME_MS of the
+ * service clock after the lease that brought them (spent, never returned: the
+ * error is on the side of refusing early).
  *
  * A step of the service clock never stretches this local state: a lease and an
  * exact spell hold only while the clock reads between the moment they began and
@@ -25,6 +30,8 @@ import { apiKeyRate, type RateCheck } from './limit-request.js';
 const LEASE_SHARE = 1 / 20;
 /** ...and at most this many tokens. */
 const MAX_LEASE = 256;
+/** The next lease is asked for when this share of a lease (rounded up) is left. */
+const LOW_WATER_SHARE = 1 / 4;
 export const LEASE_LIFETIME_MS = 1_000;
 
 /** What a request does about its key's limit. */
@@ -38,9 +45,14 @@ export type KeyAdmission =
   | { kind: 'wait'; until: Promise<void> };
 
 interface KeyState {
+  /** The tokens of the last lease, valid from leasedAtMs until lapsesAtMs... */
   tokens: number;
   leasedAtMs: number;
   lapsesAtMs: number;
+  /** ...and those left of the lease before it (spent first), with their own span. */
+  olderTokens: number;
+  olderFromMs: number;
+  olderLapsesAtMs: number;
   /** Set while one request's lease is in the store. */
   leasing: Promise<void> | null;
   wake: (() => void) | null;
@@ -55,10 +67,13 @@ const within = (nowMs: number, fromMs: number, untilMs: number): boolean => from
 export class KeyLeases {
   /** Tokens per lease; 1 means every request is checked in the store. */
   readonly leaseSize: number;
+  /** The next lease is asked for when this many tokens are left. */
+  readonly lowWater: number;
   private readonly keys = new Map<string, KeyState>();
 
   constructor(private readonly perSecond: number) {
     this.leaseSize = perSecond === 0 ? 0 : Math.max(1, Math.min(MAX_LEASE, Math.floor(perSecond * LEASE_SHARE)));
+    this.lowWater = this.leaseSize > 1 ? Math.ceil(this.leaseSize * LOW_WATER_SHARE) : 0;
   }
 
   admit(keyId: string, nowMs: number): KeyAdmission {
@@ -67,18 +82,28 @@ export class KeyLeases {
     if (this.leaseSize === 1) return exact;
     let s = this.keys.get(keyId);
     if (!s) {
-      s = { tokens: 0, leasedAtMs: 0, lapsesAtMs: 0, leasing: null, wake: null, exactFromMs: 0, exactUntilMs: 0 };
+      s = { tokens: 0, leasedAtMs: 0, lapsesAtMs: 0, olderTokens: 0, olderFromMs: 0, olderLapsesAtMs: 0, leasing: null, wake: null, exactFromMs: 0, exactUntilMs: 0 };
       this.keys.set(keyId, s);
     }
-    if (s.tokens > 0 && within(nowMs, s.leasedAtMs, s.lapsesAtMs)) {
-      s.tokens--;
+    const older = within(nowMs, s.olderFromMs, s.olderLapsesAtMs) ? s.olderTokens : 0;
+    const current = within(nowMs, s.leasedAtMs, s.lapsesAtMs) ? s.tokens : 0;
+    const exactSpell = within(nowMs, s.exactFromMs, s.exactUntilMs);
+    if (older + current > 0) {
+      // Low: this request asks for the next lease while the others spend the rest.
+      if (older + current <= this.lowWater && !s.leasing && !exactSpell) return this.lease(s, exact.check);
+      if (older > 0) s.olderTokens--;
+      else s.tokens--;
       return { kind: 'local' };
     }
-    if (within(nowMs, s.exactFromMs, s.exactUntilMs)) return exact;
+    if (exactSpell) return exact;
     if (s.leasing) return { kind: 'wait', until: s.leasing };
+    return this.lease(s, exact.check);
+  }
+
+  private lease(s: KeyState, check: RateCheck): KeyAdmission {
     s.leasing = new Promise<void>((resolve) => (s.wake = resolve));
     const k = this.leaseSize;
-    return { kind: 'store', check: { ...exact.check, interval_ms: exact.check.interval_ms * k }, lease: k };
+    return { kind: 'store', check: { ...check, interval_ms: check.interval_ms * k }, lease: k };
   }
 
   /**
@@ -91,6 +116,10 @@ export class KeyLeases {
     if (lease === 1) return false;
     const s = this.keys.get(keyId)!;
     if (passed) {
+      // What is left of the lease before keeps its own span. Any older tokens are spent by now: a lease is asked
+      // for ahead only once they are (two leases are held at most).
+      const left = within(nowMs, s.leasedAtMs, s.lapsesAtMs) ? s.tokens : 0;
+      [s.olderTokens, s.olderFromMs, s.olderLapsesAtMs] = [left, s.leasedAtMs, s.lapsesAtMs];
       s.tokens = lease - 1;
       s.leasedAtMs = nowMs;
       s.lapsesAtMs = nowMs + LEASE_LIFETIME_MS;

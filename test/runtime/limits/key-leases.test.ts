@@ -36,11 +36,77 @@ describe('KeyLeases', () => {
     const waiting = leases.admit('key_1', 0);
     expect(waiting.kind).toBe('wait');
     expect(leases.settle('key_1', 5, 0, true, null)).toBe(false);
-    for (let i = 0; i < 4; i++) expect(leases.admit('key_1', 1).kind).toBe('local');
+    for (let i = 0; i < 2; i++) expect(leases.admit('key_1', 1).kind).toBe('local');
     expect(leases.admit('key_1', 1)).toMatchObject({ kind: 'store', lease: 5 });
     leases.settle('key_1', 5, 1, true, null);
     // Unused tokens lapse with the lease.
     expect(leases.admit('key_1', 1 + LEASE_LIFETIME_MS)).toMatchObject({ kind: 'store', lease: 5 });
+  });
+
+  it('asks for the next lease ahead, at a quarter of a lease left, while the others spend the rest', () => {
+    const leases = new KeyLeases(100);
+    expect([leases.leaseSize, leases.lowWater]).toEqual([5, 2]);
+    leases.admit('key_1', 0);
+    leases.settle('key_1', 5, 0, true, null);
+    // 4 tokens held: two spent locally, then the request finding 2 left carries the next lease.
+    expect(leases.admit('key_1', 1).kind).toBe('local');
+    expect(leases.admit('key_1', 1).kind).toBe('local');
+    expect(leases.admit('key_1', 1)).toMatchObject({ kind: 'store', lease: 5 });
+    // Meanwhile the 2 left are spent, and only then does a request wait.
+    expect(leases.admit('key_1', 2).kind).toBe('local');
+    expect(leases.admit('key_1', 2).kind).toBe('local');
+    expect(leases.admit('key_1', 2).kind).toBe('wait');
+    leases.settle('key_1', 5, 1, true, null);
+    for (let i = 0; i < 2; i++) expect(leases.admit('key_1', 3).kind).toBe('local');
+    expect(leases.admit('key_1', 3)).toMatchObject({ kind: 'store', lease: 5 });
+  });
+
+  it('spends what is left of a lease first, each lease lapsing on its own span', () => {
+    const leases = new KeyLeases(100);
+    leases.admit('key_1', 0);
+    leases.settle('key_1', 5, 0, true, null);
+    leases.admit('key_1', 0);
+    leases.admit('key_1', 0);
+    // The lease asked ahead at 500 ms comes back with 2 of the first lease unspent.
+    expect(leases.admit('key_1', 500)).toMatchObject({ kind: 'store', lease: 5 });
+    leases.settle('key_1', 5, 500, true, null);
+    // Past the first lease's lapse its 2 are gone; the second's 4 are spent (the 2nd of them asks ahead again).
+    const at = LEASE_LIFETIME_MS + 1;
+    expect(leases.admit('key_1', at).kind).toBe('local');
+    expect(leases.admit('key_1', at).kind).toBe('local');
+    expect(leases.admit('key_1', at)).toMatchObject({ kind: 'store', lease: 5 });
+    expect(leases.admit('key_1', at).kind).toBe('local');
+    expect(leases.admit('key_1', at).kind).toBe('local');
+    expect(leases.admit('key_1', at).kind).toBe('wait');
+  });
+
+  it("before the first lease lapses, its tokens are spent before the next lease's", () => {
+    const leases = new KeyLeases(100);
+    leases.admit('key_1', 0);
+    leases.settle('key_1', 5, 0, true, null);
+    leases.admit('key_1', 0);
+    leases.admit('key_1', 0);
+    leases.admit('key_1', 10); // asks ahead with 2 left
+    leases.settle('key_1', 5, 10, true, null);
+    // 2 + 4 held: 4 spent locally (the first lease's 2, then 2 of the second), then ahead again at 2 left.
+    for (let i = 0; i < 4; i++) expect(leases.admit('key_1', 20).kind).toBe('local');
+    expect(leases.admit('key_1', 20)).toMatchObject({ kind: 'store', lease: 5 });
+    // The second lease's 2 left lapse at its own end (10 + lifetime), not the first's.
+    expect(leases.admit('key_1', LEASE_LIFETIME_MS + 5).kind).toBe('local');
+    expect(leases.admit('key_1', LEASE_LIFETIME_MS + 11).kind).toBe('wait');
+  });
+
+  it('a refused lease asked ahead: the tokens left are spent, then each request is checked at cost 1', () => {
+    const leases = new KeyLeases(100);
+    leases.admit('key_1', 0);
+    leases.settle('key_1', 5, 0, true, null);
+    leases.admit('key_1', 0);
+    leases.admit('key_1', 0);
+    expect(leases.admit('key_1', 0)).toMatchObject({ kind: 'store', lease: 5 });
+    expect(leases.settle('key_1', 5, 0, false, 30)).toBe(true);
+    expect(leases.admit('key_1', 1).kind).toBe('local');
+    expect(leases.admit('key_1', 1).kind).toBe('local');
+    expect(leases.admit('key_1', 1)).toMatchObject({ kind: 'store', lease: 1 });
   });
 
   it('after a refused lease, checks each request at cost 1 until the bucket could hold a lease again', () => {
@@ -115,8 +181,9 @@ describe.each(STORE_KINDS)('platform limit with leases (%s)', (kind) => {
       const passed = codes.filter((c) => c === 200).length;
       expect(codes.every((c) => c === 200 || c === 429)).toBe(true);
       expect(passed).toBeLessThanOrEqual(LIMIT);
-      // Each process may hold at most lease - 1 unused tokens when the bucket runs dry.
-      expect(passed).toBeGreaterThanOrEqual(LIMIT - 2 * (Math.floor(LIMIT / 20) - 1));
+      // Each process may hold at most lease - 1 + the low-water mark unused tokens when the bucket runs dry.
+      const { leaseSize, lowWater } = new KeyLeases(LIMIT);
+      expect(passed).toBeGreaterThanOrEqual(LIMIT - 2 * (leaseSize - 1 + lowWater));
     } finally {
       await otherApp.close();
       await other.limits.idle();
