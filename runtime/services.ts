@@ -103,11 +103,11 @@ function buildServices(options: ServiceOptions & { clock: Clock }, ring: KeyRing
   const sql = store.sql;
   const agentDirectory = new AgentDirectory(sql, clock);
   const policySets = new PolicySets(sql, clock);
-  const inFlight = store.kind === 'postgres' ? 4 : 1;
-  const writer = new DecisionWriter(sql, config.decisionBatchSize, inFlight);
-  const alerts = new SecurityAlerts(sql, clock, config.alerts);
-  const limits = new Limits(sql, clock, { keyRateLimit: config.keyRateLimit, maxInFlight: inFlight });
   const metrics = new ServiceMetrics(sql, clock);
+  const inFlight = store.kind === 'postgres' ? 4 : 1;
+  const writer = new DecisionWriter(sql, config.decisionBatchSize, inFlight, metrics.storeBatch('decisions'));
+  const alerts = new SecurityAlerts(sql, clock, config.alerts);
+  const limits = new Limits(sql, clock, { keyRateLimit: config.keyRateLimit, maxInFlight: inFlight, observeBatch: metrics.storeBatch('limits') });
   const permitIssuer = options.permits ?? ringPermitIssuer(ring, config.baseUrl);
   const apiKeys = new ApiKeyCache(sql, clock);
   const reviewWaiters = new ReviewWaiters();

@@ -5,7 +5,7 @@
 import type { Sql } from '../store/connect.js';
 import { writeDecisionBatch, type DecisionRow, type NewAgent } from '../store/decisions.js';
 import { decisionEvent, registrationEvent } from '../events/build.js';
-import { GroupCommit } from '../shared/group-commit.js';
+import { GroupCommit, type BatchObserver } from '../shared/group-commit.js';
 
 export interface PendingWrite {
   /** Stored with its decision.* event (events/build.ts). */
@@ -19,7 +19,7 @@ const agentKey = (a: NewAgent) => `${a.account_id}:${a.environment}:${a.agent_id
 export class DecisionWriter {
   private readonly commits: GroupCommit<PendingWrite, boolean>;
 
-  constructor(sql: Sql, maxBatch = 500, maxInFlight = 1) {
+  constructor(sql: Sql, maxBatch = 500, maxInFlight = 1, observe: BatchObserver | null = null) {
     this.commits = new GroupCommit(
       async (writes) => {
         const agents = new Map<string, NewAgent>();
@@ -37,6 +37,7 @@ export class DecisionWriter {
       },
       maxBatch,
       maxInFlight,
+      observe,
     );
   }
 

@@ -9,7 +9,7 @@
 import type { Policy } from '../../compiler/index.js';
 import type { Principal } from '../tenant.js';
 import type { Clock } from '../clock.js';
-import { GroupCommit } from '../shared/group-commit.js';
+import { GroupCommit, type BatchObserver } from '../shared/group-commit.js';
 import type { DecisionLimits, LimitContext, LimitVerdict } from '../domain/decision-ports.js';
 import { InvalidFieldError, RateLimitExceededError } from '../errors/api-error.js';
 import type { Sql, SqlOrTx, Tx } from '../store/connect.js';
@@ -25,6 +25,8 @@ export interface LimitsOptions {
   keyRateLimit: number;
   /** Batches in flight at once (PostgreSQL: several; the embedded store: 1). */
   maxInFlight: number;
+  /** Told of each batch of authz_apply_limits calls (metrics). */
+  observeBatch?: BatchObserver;
 }
 
 export class Limits implements DecisionLimits {
@@ -38,7 +40,12 @@ export class Limits implements DecisionLimits {
     private readonly options: LimitsOptions,
   ) {
     // Rate limiters are judged on the database's clock when the service clock follows real time (clock.ts).
-    this.gate = new GroupCommit((requests) => applyLimitBatch(sql, requests, clock.now(), clock.realTimeOffsetMs?.() ?? null), 500, options.maxInFlight);
+    this.gate = new GroupCommit(
+      (requests) => applyLimitBatch(sql, requests, clock.now(), clock.realTimeOffsetMs?.() ?? null),
+      500,
+      options.maxInFlight,
+      options.observeBatch ?? null,
+    );
     this.keyLeases = new KeyLeases(options.keyRateLimit);
   }
 

@@ -8,7 +8,7 @@
  * The decision path's cost is two Map lookups, the increment of a plain number
  * (one slot per effect and reason, made once; prom-client reads them at scrape
  * time, so no label hashing per request) and one unlabelled histogram
- * observation.
+ * observation; each store batch (group commit) two more.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Clock } from '../clock.js';
@@ -17,6 +17,10 @@ import { currentBudgetTotals } from '../store/budget-totals.js';
 
 /** Seconds: 0.5 ms to 5 s. */
 export const DECISION_LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
+/** Decisions (or limit checks) written in one store statement: 1 to the largest batch (500 by default). */
+export const STORE_BATCH_SIZE_BUCKETS = [1, 2, 5, 10, 20, 50, 100, 200, 500];
+/** The store batches of the decision path: decisions written, and limit checks (authz_apply_limits). */
+export type StoreBatch = 'decisions' | 'limits';
 /** Seconds from an event's creation to its successful delivery: 50 ms to a day (the retry schedule spans ~24 h). */
 export const DELIVERY_LAG_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800, 7200, 28800, 86400];
 
@@ -39,6 +43,8 @@ export class ServiceMetrics implements DeliveryObserver {
   private readonly shadow: Counter<'policy_id'>;
   private readonly deliveryByOutcome: Record<DeliveryOutcome, Counter.Internal>;
   private readonly lag: Histogram;
+  private readonly batchSize: Histogram<'batch'>;
+  private readonly batchSeconds: Histogram<'batch'>;
   private readonly budget: Record<'consumed' | 'held' | 'limit' | 'agents' | 'maxUtilization', Gauge<(typeof BUDGET_LABELS)[number]>>;
 
   constructor(
@@ -91,6 +97,20 @@ export class ServiceMetrics implements DeliveryObserver {
       buckets: DELIVERY_LAG_BUCKETS,
       registers,
     });
+    this.batchSize = new Histogram({
+      name: 'authz_store_batch_size',
+      help: 'Items per store statement of the decision path (group commit), by batch: decisions (written) or limits (authz_apply_limits checks).',
+      labelNames: ['batch'],
+      buckets: STORE_BATCH_SIZE_BUCKETS,
+      registers,
+    });
+    this.batchSeconds = new Histogram({
+      name: 'authz_store_batch_duration_seconds',
+      help: 'A store statement of the decision path, from sending it until this process took up the answer, by batch (seconds).',
+      labelNames: ['batch'],
+      buckets: DECISION_LATENCY_BUCKETS,
+      registers,
+    });
     this.shadow = new Counter({
       name: 'authz_shadow_divergences_total',
       help: 'Decisions whose outcome with the shadow policies enabled differs, by the winning policy then (none: no policy).',
@@ -113,6 +133,16 @@ export class ServiceMetrics implements DeliveryObserver {
     let c = byReason.get(reason);
     if (!c) byReason.set(reason, (c = { n: 0 }));
     return c;
+  }
+
+  /** The observer of one kind of store batch (group commit): two histogram observations per batch, none per decision. */
+  storeBatch(batch: StoreBatch): (size: number, seconds: number) => void {
+    const size = this.batchSize.labels(batch);
+    const duration = this.batchSeconds.labels(batch);
+    return (n, seconds) => {
+      size.observe(n);
+      duration.observe(seconds);
+    };
   }
 
   /** A decision whose outcome with the shadow policies enabled differs (by the shadow winner). */

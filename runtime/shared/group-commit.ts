@@ -7,6 +7,9 @@
  */
 export type BatchRunner<I, O> = (items: I[]) => Promise<O[]>;
 
+/** Told of every batch written: its size and its store round trip (seconds, until this process took up the answer). */
+export type BatchObserver = (size: number, seconds: number) => void;
+
 interface Queued<I, O> {
   item: I;
   resolve: (out: O) => void;
@@ -24,6 +27,7 @@ export class GroupCommit<I, O> {
     private readonly run: BatchRunner<I, O>,
     private readonly maxBatch = 500,
     private readonly maxInFlight = 1,
+    private readonly observe: BatchObserver | null = null,
   ) {}
 
   submit(item: I): Promise<O> {
@@ -52,7 +56,9 @@ export class GroupCommit<I, O> {
   private async flush(batch: Queued<I, O>[]): Promise<void> {
     this.inFlight++;
     try {
+      const started = this.observe ? performance.now() : 0;
       const out = await this.run(batch.map((q) => q.item));
+      this.observe?.(batch.length, (performance.now() - started) / 1000);
       batch.forEach((q, i) => q.resolve(out[i]!));
     } catch (error) {
       if (batch.length === 1) batch[0]!.reject(error);

@@ -53,6 +53,7 @@ describe.each(STORE_KINDS)('metrics (%s)', (kind) => {
       { id: 'pol_delete', effect: 'deny', actions: ['orders.delete'] },
       { id: 'pol_review', effect: 'review', actions: ['orders.refund'] },
       { id: 'pol_calls', effect: 'allow', actions: ['search.run'], budget: { unit: 'calls', limit: 10, period: 'daily' } },
+      { id: 'pol_batch', effect: 'allow', actions: ['batch.run'], budget: { unit: 'calls', limit: 100, period: 'daily' } },
     ]);
   });
   afterAll(async () => {
@@ -88,6 +89,26 @@ describe.each(STORE_KINDS)('metrics (%s)', (kind) => {
     expect(value(after, 'authz_decision_duration_seconds_bucket', { le: '+Inf' })).toBe(value(after, 'authz_decision_duration_seconds_count'));
     // Outcomes not seen yet are there at 0.
     expect(after.some((s) => s.name === 'authz_decisions_total' && s.labels.reason === 'agent.revoked')).toBe(true);
+  });
+
+  it("reports the decision path's store batches: decisions written and limit checks, per statement", async () => {
+    const before = await scrape();
+    // 20 at once: the group commit writes them in as many statements as the store's pace makes.
+    await Promise.all(Array.from({ length: 20 }, (_, i) => decide('batch.run', `batch-${i % 5}`)));
+    const after = await scrape();
+    const delta = (name: string, batch: string) => value(after, name, { batch }) - value(before, name, { batch });
+    // Every decision is written in exactly one batch; each batch is timed.
+    expect(delta('authz_store_batch_size_sum', 'decisions')).toBe(20);
+    const statements = delta('authz_store_batch_size_count', 'decisions');
+    expect(statements).toBeGreaterThanOrEqual(1);
+    expect(statements).toBeLessThanOrEqual(20);
+    expect(delta('authz_store_batch_duration_seconds_count', 'decisions')).toBe(statements);
+    expect(delta('authz_store_batch_duration_seconds_sum', 'decisions')).toBeGreaterThan(0);
+    // Each of them had a calls budget to check: at least 20 checks, in at most as many statements.
+    expect(delta('authz_store_batch_size_sum', 'limits')).toBeGreaterThanOrEqual(20);
+    expect(delta('authz_store_batch_size_count', 'limits')).toBeGreaterThanOrEqual(1);
+    expect(delta('authz_store_batch_duration_seconds_count', 'limits')).toBe(delta('authz_store_batch_size_count', 'limits'));
+    expect(value(after, 'authz_store_batch_size_bucket', { batch: 'decisions', le: '+Inf' })).toBe(value(after, 'authz_store_batch_size_count', { batch: 'decisions' }));
   });
 
   it('does not count a request refused before a decision (validation)', async () => {
