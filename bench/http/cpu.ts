@@ -50,3 +50,22 @@ export function cpuOf(pids: readonly number[]): number {
   for (const pid of pids) ticks += stat(pid)?.ticks ?? 0;
   return (ticks * 1000) / TICKS_PER_SECOND;
 }
+
+/** CPU milliseconds the process's main thread (the event loop) used so far. */
+export function mainThreadCpuOf(pid: number): number {
+  try {
+    const text = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
+    const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
+  } catch {
+    return 0;
+  }
+}
+
+/** The machine's CPU ticks so far, all cores: busy and in all (/proc/stat; idle and iowait are not busy). */
+export function machineTicks(): { busy: number; total: number } {
+  // user nice system idle iowait irq softirq steal (guest time is counted in user already).
+  const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1, 9).map(Number);
+  const total = fields.reduce((a, b) => a + b, 0);
+  return { busy: total - (fields[3] ?? 0) - (fields[4] ?? 0), total };
+}

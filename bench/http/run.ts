@@ -31,7 +31,8 @@ import { startReceiver } from './receiver.js';
 import { startTarget, stopTarget, type Target } from './target.js';
 import { startServe } from './serve-target.js';
 import postgres from 'postgres';
-import { clusterPids, cpuOf } from './cpu.js';
+import { clusterPids, cpuOf, machineTicks, mainThreadCpuOf } from './cpu.js';
+import { scrapeMetrics, waitsBetween, waitsTable, type Waits } from './waits.js';
 import { writeTargets, type TargetResult } from '../targets.js';
 
 const { values } = parseArgs({
@@ -87,6 +88,11 @@ interface Run {
   /** CPU per answered request in the measured run (after the warm-up): the target process, and PostgreSQL. */
   serverUs: number;
   pgUs: number | null;
+  /** Share of the machine's CPU (all cores) busy in the measured run, and of one core the target's main thread used. */
+  machineBusy: number;
+  mainThread: number;
+  /** Where decisions waited (targets serving /metrics). */
+  waits: Waits | null;
 }
 
 interface Result {
@@ -119,6 +125,12 @@ function nonOkCodes(...rs: autocannon.Result[]): Record<string, number> {
   return codes;
 }
 
+/** Where decisions waited since the scrape `before` (null: the target serves no metrics). */
+async function waitsSince(t: Target, before: string | null): Promise<Waits | null> {
+  const after = before !== null ? await scrapeMetrics(t.port, t.metricsToken!) : null;
+  return before !== null && after !== null ? waitsBetween(before, after) : null;
+}
+
 /** The data directory of the PostgreSQL cluster the current target uses (CPU accounting), when there is one. */
 let clusterDir: string | null = null;
 
@@ -133,12 +145,17 @@ async function load(t: Target, body: object, conns = connections): Promise<Run> 
   const warm = await autocannon({ ...opts, duration: WARMUP });
   // After the warm-up the pools are full: the backends read now serve the whole run.
   const pgPids = clusterDir ? clusterPids(clusterDir) : [];
-  const [server0, pg0] = [cpuOf([t.child.pid!]), cpuOf(pgPids)];
+  const metrics0 = t.metricsToken ? await scrapeMetrics(t.port, t.metricsToken) : null;
+  const [server0, pg0, main0, machine0, t0] = [cpuOf([t.child.pid!]), cpuOf(pgPids), mainThreadCpuOf(t.child.pid!), machineTicks(), performance.now()];
   const r = await autocannon({ ...opts, duration });
+  const [machine1, elapsedMs] = [machineTicks(), performance.now() - t0];
   const answered = Math.max(1, r['2xx'] + r.non2xx);
   return {
     serverUs: ((cpuOf([t.child.pid!]) - server0) * 1000) / answered,
     pgUs: clusterDir ? ((cpuOf(pgPids) - pg0) * 1000) / answered : null,
+    machineBusy: (machine1.busy - machine0.busy) / Math.max(1, machine1.total - machine0.total),
+    mainThread: (mainThreadCpuOf(t.child.pid!) - main0) / elapsedMs,
+    waits: await waitsSince(t, metrics0),
     rps: r.requests.average,
     p50: r.latency.p50,
     p99: r.latency.p99,
@@ -179,6 +196,10 @@ async function loadTwo(a: Target, b: Target, body: object): Promise<Run> {
     codes,
     serverUs: share(x.serverUs, y.serverUs),
     pgUs: x.pgUs === null || y.pgUs === null ? null : share(x.pgUs, y.pgUs),
+    // One machine under both loads at once; each process's main thread, the busier.
+    machineBusy: Math.max(x.machineBusy, y.machineBusy),
+    mainThread: Math.max(x.mainThread, y.mainThread),
+    waits: null,
   };
 }
 
@@ -239,7 +260,7 @@ async function main(): Promise<void> {
       .map(([c, n]) => `${c}: ${n}`)
       .join(', ');
     process.stderr.write(
-      `${target} ${scenario}: ${run.rps.toFixed(0)} req/s, p50 ${run.p50} ms, p99 ${run.p99} ms, CPU/req server ${run.serverUs.toFixed(0)} µs, PostgreSQL ${run.pgUs?.toFixed(0) ?? '-'} µs, non-2xx ${run.bad}${codes ? ` (${codes})` : ''}\n`,
+      `${target} ${scenario}: ${run.rps.toFixed(0)} req/s, p50 ${run.p50} ms, p99 ${run.p99} ms, CPU/req server ${run.serverUs.toFixed(0)} µs, PostgreSQL ${run.pgUs?.toFixed(0) ?? '-'} µs, machine busy ${(run.machineBusy * 100).toFixed(0)}%, main thread ${(run.mainThread * 100).toFixed(0)}%${run.waits?.writeMs != null ? `, write batch ${run.waits.writeItems!.toFixed(1)} in ${run.waits.writeMs.toFixed(2)} ms` : ''}, non-2xx ${run.bad}${codes ? ` (${codes})` : ''}\n`,
     );
   };
   /** Every scenario on a store, `rounds` times interleaved; then whether the budgets counted every allow. */
@@ -307,7 +328,7 @@ async function main(): Promise<void> {
         await storeScenarios(SERVE, serve);
         await stopTarget(serve);
         notes.push(
-          `${SERVE}: \`node bin/authz.js serve\` (what \`npm start\` runs) with its defaults and ${servePolicies} policies in the environment (the bench policies plus generated ones, loaded with PUT /v1/bundle), its stdout (the request log) written to a file; settings not at their defaults: AUTHZ_KEY_RATE_LIMIT=${BENCH_KEY_RATE_LIMIT} (as on the bench app), AUTHZ_ADMIN_TOKEN and AUTHZ_MASTER_KEY (the setup needs them).`,
+          `${SERVE}: \`node bin/authz.js serve\` (what \`npm start\` runs) with its defaults and ${servePolicies} policies in the environment (the bench policies plus generated ones, loaded with PUT /v1/bundle), its stdout (the request log) written to a file; settings not at their defaults: AUTHZ_KEY_RATE_LIMIT=${BENCH_KEY_RATE_LIMIT} (as on the bench app), AUTHZ_ADMIN_TOKEN and AUTHZ_MASTER_KEY (the setup needs them), AUTHZ_METRICS_TOKEN (the bench reads where decisions wait from /metrics: two scrapes per run).`,
         );
       }
       if (targets.has('postgres') && !values.quick) {
@@ -379,7 +400,7 @@ async function main(): Promise<void> {
       .map((x) => x.toFixed(1))
       .join(' / ')} (above ${cpus().length}, the core count, other work shared the machine: read ratios within this run, not absolute rates).`,
     'PostgreSQL: a throwaway local cluster with default durability (fsync, synchronous_commit on). Allow decisions carry an Ed25519 permit token (libsodium) unless the row says otherwise; every decision is stored with its event before it is answered.',
-    `Budgets and rate limits are in the path. The platform rate limit per API key is on in every scenario (AUTHZ_KEY_RATE_LIMIT = ${BENCH_KEY_RATE_LIMIT.toLocaleString('en-US')} req/s, so it never answers 429): each process leases the key's tokens from the store 256 at a time (README: Budgets and rate limits), so it is part of every figure below except the row "${NO_KEY_LIMIT}" (AUTHZ_KEY_RATE_LIMIT = 0), which shows what it costs.`,
+    `Budgets and rate limits are in the path. The platform rate limit per API key is on in every scenario (AUTHZ_KEY_RATE_LIMIT = ${BENCH_KEY_RATE_LIMIT.toLocaleString('en-US')} req/s, so it never answers 429): each process leases the key's tokens from the store 256 at a time, the next lease asked for ahead (docs/budgets-and-limits.md), so it is part of every figure below except the row "${NO_KEY_LIMIT}" (AUTHZ_KEY_RATE_LIMIT = 0), which shows what it costs.`,
     '',
     'CPU per request: CPU time used during the measured run (after the warm-up) by the target process, and by the PostgreSQL cluster (postmaster and backends), divided by the requests answered; from /proc (bench/http/cpu.ts). The embedded store runs inside the target process.',
     '',
@@ -412,6 +433,21 @@ async function main(): Promise<void> {
           '',
         ]
       : []),
+    ...waitsTable(
+      results
+        // Bare Fastify too: how busy this machine gets when nothing waits.
+        .filter((r) => r.target === 'bare Fastify' || r.runs.every((x) => x.waits !== null))
+        .map((r) => ({
+          target: r.target,
+          scenario: r.scenario,
+          rps: rps(r),
+          machineBusy: median(r.runs.map((x) => x.machineBusy)),
+          mainThread: median(r.runs.map((x) => x.mainThread)),
+          waits: r.runs.flatMap((x) => (x.waits ? [x.waits] : [])),
+        })),
+      bareRps ? rps(bareRps) : null,
+      cpus().length,
+    ),
     '## Budgets and rate limits: constrained / unconstrained',
     '',
     'The same request (agent bench-1, resource order:1) on three allow policies: none with limits; one with a `calls` budget (limit 1e12, monthly) and `rate_limit: { per_second: 1000000000 }`; one with a `USD` budget (limit 1e12, monthly; the request carries `amount: 1`, held until the decision is confirmed, rejected or expires, 300 s by default, so holds pile up during the run) and the same rate limit. Neither limit is ever reached, so every allow pays the whole accounting: the rate-limit row and the budget row (all requests hit the same rows: one agent), in the same batched authz_apply_limits call as the platform limit, before the decision is written. Non-2xx counts include the warm-ups.',

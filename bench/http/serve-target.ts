@@ -8,10 +8,12 @@
  * creates the account and key, `PUT /v1/bundle` loads the policies (the bench
  * policies of policies.ts plus generated ones up to `policies`).
  *
- * Two settings differ from the defaults, both stated in the reports:
+ * Three settings differ from the defaults, all stated in the reports:
  * AUTHZ_KEY_RATE_LIMIT (the platform limit stays on at BENCH_KEY_RATE_LIMIT, as
  * on the bench app; at its default of 1,000/s one key's load would be answered
- * 429) and the operator token and master key, which the setup needs.
+ * 429), the operator token and master key, which the setup needs, and
+ * AUTHZ_METRICS_TOKEN, so the bench reads where decisions wait from /metrics
+ * (two scrapes per run; waits.ts).
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, openSync, readFileSync, closeSync } from 'node:fs';
@@ -24,6 +26,7 @@ import type { Target } from './target.js';
 
 const ADMIN_TOKEN = 'bench-admin-token-0123456789';
 const MASTER_KEY = 'bench-master-key-0123456789';
+const METRICS_TOKEN = 'bench-metrics-token-0123456789';
 
 export interface ServeOptions {
   databaseUrl: string;
@@ -99,6 +102,7 @@ export async function startServe(o: ServeOptions): Promise<ServeTarget> {
       AUTHZ_ADMIN_TOKEN: ADMIN_TOKEN,
       AUTHZ_MASTER_KEY: MASTER_KEY,
       AUTHZ_KEY_RATE_LIMIT: String(BENCH_KEY_RATE_LIMIT),
+      AUTHZ_METRICS_TOKEN: METRICS_TOKEN,
       ...o.env,
     },
   });
@@ -111,5 +115,5 @@ export async function startServe(o: ServeOptions): Promise<ServeTarget> {
     key = String((await call(port, ADMIN_TOKEN, 'POST', `/admin/accounts/${account}/api-keys`, JSON.stringify({ environment: 'test', scopes: ['*'] }))).key);
     await call(port, key, 'PUT', '/v1/bundle', benchBundle(o.policies ?? 200));
   }
-  return { port, key, ...(account ? { account } : {}), child, logFile };
+  return { port, key, ...(account ? { account } : {}), child, logFile, metricsToken: METRICS_TOKEN };
 }

@@ -14,6 +14,8 @@ export interface Target {
   /** The bench account's id (absent for the bare target). */
   account?: string;
   child: ChildProcess;
+  /** Set when the target serves GET /metrics (authz serve): the bench reads where decisions wait (waits.ts). */
+  metricsToken?: string;
 }
 
 /**
