@@ -22,9 +22,10 @@ interface Stat {
   ticks: number;
 }
 
-function stat(pid: number): Stat | null {
+/** A process's (`/proc/<pid>/stat`) or one thread's (`/proc/<pid>/task/<tid>/stat`) CPU and parent. */
+function stat(pid: number, path = `/proc/${pid}/stat`): Stat | null {
   try {
-    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const text = readFileSync(path, 'utf8');
     // The command (field 2) may hold spaces: fields after its closing parenthesis.
     const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
     return { ppid: Number(fields[1]), ticks: Number(fields[11]) + Number(fields[12]) };
@@ -53,13 +54,7 @@ export function cpuOf(pids: readonly number[]): number {
 
 /** CPU milliseconds the process's main thread (the event loop) used so far. */
 export function mainThreadCpuOf(pid: number): number {
-  try {
-    const text = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
-    const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
-  } catch {
-    return 0;
-  }
+  return ((stat(pid, `/proc/${pid}/task/${pid}/stat`)?.ticks ?? 0) * 1000) / TICKS_PER_SECOND;
 }
 
 /** The machine's CPU ticks so far, all cores: busy and in all (/proc/stat; idle and iowait are not busy). */

@@ -44,15 +44,19 @@ export type KeyAdmission =
   /** Another request of this process is leasing for the key: wait, then ask again. */
   | { kind: 'wait'; until: Promise<void> };
 
-interface KeyState {
-  /** The tokens of the last lease, valid from leasedAtMs until lapsesAtMs... */
+/** The tokens of one lease not spent yet, valid from the lease until it lapses. */
+interface Grant {
   tokens: number;
-  leasedAtMs: number;
-  lapsesAtMs: number;
-  /** ...and those left of the lease before it (spent first), with their own span. */
-  olderTokens: number;
-  olderFromMs: number;
-  olderLapsesAtMs: number;
+  fromMs: number;
+  untilMs: number;
+}
+
+const NO_GRANT: Grant = Object.freeze({ tokens: 0, fromMs: 0, untilMs: 0 });
+
+interface KeyState {
+  /** The last lease's tokens, and what is left of the lease before it (spent first). */
+  current: Grant;
+  older: Grant;
   /** Set while one request's lease is in the store. */
   leasing: Promise<void> | null;
   wake: (() => void) | null;
@@ -63,6 +67,9 @@ interface KeyState {
 
 /** `from <= now < until`: a span of the service clock that a step back ends at once. */
 const within = (nowMs: number, fromMs: number, untilMs: number): boolean => fromMs <= nowMs && nowMs < untilMs;
+
+/** The tokens of `g` that may be spent at `nowMs`. */
+const held = (g: Grant, nowMs: number): number => (within(nowMs, g.fromMs, g.untilMs) ? g.tokens : 0);
 
 export class KeyLeases {
   /** Tokens per lease; 1 means every request is checked in the store. */
@@ -82,17 +89,15 @@ export class KeyLeases {
     if (this.leaseSize === 1) return exact;
     let s = this.keys.get(keyId);
     if (!s) {
-      s = { tokens: 0, leasedAtMs: 0, lapsesAtMs: 0, olderTokens: 0, olderFromMs: 0, olderLapsesAtMs: 0, leasing: null, wake: null, exactFromMs: 0, exactUntilMs: 0 };
+      s = { current: NO_GRANT, older: NO_GRANT, leasing: null, wake: null, exactFromMs: 0, exactUntilMs: 0 };
       this.keys.set(keyId, s);
     }
-    const older = within(nowMs, s.olderFromMs, s.olderLapsesAtMs) ? s.olderTokens : 0;
-    const current = within(nowMs, s.leasedAtMs, s.lapsesAtMs) ? s.tokens : 0;
+    const [older, current] = [held(s.older, nowMs), held(s.current, nowMs)];
     const exactSpell = within(nowMs, s.exactFromMs, s.exactUntilMs);
     if (older + current > 0) {
       // Low: this request asks for the next lease while the others spend the rest.
       if (older + current <= this.lowWater && !s.leasing && !exactSpell) return this.lease(s, exact.check);
-      if (older > 0) s.olderTokens--;
-      else s.tokens--;
+      (older > 0 ? s.older : s.current).tokens--;
       return { kind: 'local' };
     }
     if (exactSpell) return exact;
@@ -118,11 +123,8 @@ export class KeyLeases {
     if (passed) {
       // What is left of the lease before keeps its own span. Any older tokens are spent by now: a lease is asked
       // for ahead only once they are (two leases are held at most).
-      const left = within(nowMs, s.leasedAtMs, s.lapsesAtMs) ? s.tokens : 0;
-      [s.olderTokens, s.olderFromMs, s.olderLapsesAtMs] = [left, s.leasedAtMs, s.lapsesAtMs];
-      s.tokens = lease - 1;
-      s.leasedAtMs = nowMs;
-      s.lapsesAtMs = nowMs + LEASE_LIFETIME_MS;
+      s.older = s.current;
+      s.current = { tokens: lease - 1, fromMs: nowMs, untilMs: nowMs + LEASE_LIFETIME_MS };
     } else if (keyRefusedForMs !== null) {
       s.exactFromMs = nowMs;
       s.exactUntilMs = nowMs + keyRefusedForMs;

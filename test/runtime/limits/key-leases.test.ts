@@ -13,6 +13,16 @@ import { STORE_KINDS } from '../../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from '../helpers/app.js';
 import { callerOf, postDecision } from '../../helpers/kit.js';
 
+/** 100/s: leases of 5, the next asked for at 2 left; one lease taken at 0 and 2 of its 4 spent, so 2 are left. */
+function twoLeftOfALease(): KeyLeases {
+  const leases = new KeyLeases(100);
+  leases.admit('key_1', 0);
+  leases.settle('key_1', 5, 0, true, null);
+  leases.admit('key_1', 0);
+  leases.admit('key_1', 0);
+  return leases;
+}
+
 describe('KeyLeases', () => {
   it('checks every request in the store when a lease would be a single token', () => {
     const leases = new KeyLeases(39);
@@ -62,11 +72,7 @@ describe('KeyLeases', () => {
   });
 
   it('spends what is left of a lease first, each lease lapsing on its own span', () => {
-    const leases = new KeyLeases(100);
-    leases.admit('key_1', 0);
-    leases.settle('key_1', 5, 0, true, null);
-    leases.admit('key_1', 0);
-    leases.admit('key_1', 0);
+    const leases = twoLeftOfALease();
     // The lease asked ahead at 500 ms comes back with 2 of the first lease unspent.
     expect(leases.admit('key_1', 500)).toMatchObject({ kind: 'store', lease: 5 });
     leases.settle('key_1', 5, 500, true, null);
@@ -81,11 +87,7 @@ describe('KeyLeases', () => {
   });
 
   it("before the first lease lapses, its tokens are spent before the next lease's", () => {
-    const leases = new KeyLeases(100);
-    leases.admit('key_1', 0);
-    leases.settle('key_1', 5, 0, true, null);
-    leases.admit('key_1', 0);
-    leases.admit('key_1', 0);
+    const leases = twoLeftOfALease();
     leases.admit('key_1', 10); // asks ahead with 2 left
     leases.settle('key_1', 5, 10, true, null);
     // 2 + 4 held: 4 spent locally (the first lease's 2, then 2 of the second), then ahead again at 2 left.
@@ -97,11 +99,7 @@ describe('KeyLeases', () => {
   });
 
   it('a refused lease asked ahead: the tokens left are spent, then each request is checked at cost 1', () => {
-    const leases = new KeyLeases(100);
-    leases.admit('key_1', 0);
-    leases.settle('key_1', 5, 0, true, null);
-    leases.admit('key_1', 0);
-    leases.admit('key_1', 0);
+    const leases = twoLeftOfALease();
     expect(leases.admit('key_1', 0)).toMatchObject({ kind: 'store', lease: 5 });
     expect(leases.settle('key_1', 5, 0, false, 30)).toBe(true);
     expect(leases.admit('key_1', 1).kind).toBe('local');
