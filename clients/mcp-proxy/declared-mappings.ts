@@ -25,7 +25,7 @@
  * its own reading of the tools), per session: CEL expressions are parsed and
  * planned once, when a listing names the tool.
  */
-import { PagedListing } from './paged-listing.js';
+import { PagedListing, type ListingPage } from './paged-listing.js';
 import { celEnv, isCelError, isCelList, isCelMap, parse, plan, type CelInput, type CelValue } from '@bufbuild/cel';
 import { actionPart, type CallTarget } from './actions.js';
 import { AUTHZEN_NAMESPACE, authzenAction } from './authzen-action.js';
@@ -255,7 +255,7 @@ export class DeclaredMappings {
    * the tools of the others are decided). A tool without a mapping (or whose
    * configuration entry wins) is left to the configuration's mapping.
    */
-  note(tools: ReadonlyArray<{ name: string; inputSchema?: unknown }>, page: { firstPage: boolean; lastPage?: boolean } = { firstPage: true }): void {
+  note(tools: ReadonlyArray<{ name: string; inputSchema?: unknown }>, page: ListingPage = { firstPage: true }): void {
     if (!this.enabled) return;
     this.#listing.note(
       tools.map((tool) => [tool.name, this.#compile(tool)] as const),

@@ -17,6 +17,13 @@
  * console.log(listing.get('b')); // => undefined
  * ```
  */
+/** Which page of a listing a `tools/list` answer is (a whole listing: the first and the last). */
+export interface ListingPage {
+  firstPage: boolean;
+  /** Absent: the last (no `nextCursor`). */
+  lastPage?: boolean;
+}
+
 export class PagedListing<V> {
   /** By tool name, as the last complete listing said. */
   #complete = new Map<string, V>();
@@ -24,7 +31,7 @@ export class PagedListing<V> {
   #reading: Map<string, V> | undefined;
 
   /** Notes one page of a listing (a whole listing by default). */
-  note(entries: Iterable<readonly [string, V]>, page: { firstPage: boolean; lastPage?: boolean } = { firstPage: true }): void {
+  note(entries: Iterable<readonly [string, V]>, page: ListingPage = { firstPage: true }): void {
     if (page.firstPage) this.#reading = new Map();
     const target = this.#reading ?? this.#complete;
     for (const [name, value] of entries) target.set(name, value);

@@ -6,7 +6,7 @@
  * re-reading on the upstream's `notifications/tools/list_changed`.
  */
 import type { ActionMap } from './actions.js';
-import { PagedListing } from './paged-listing.js';
+import { PagedListing, type ListingPage } from './paged-listing.js';
 
 export class ToolNames {
   /** Tools of the latest listing whose action collides with another's, and that action. */
@@ -31,7 +31,7 @@ export class ToolNames {
    * console.log(names.collision('Add-Note')); // => notes.add_note
    * ```
    */
-  note(names: readonly string[], page: { firstPage: boolean; lastPage?: boolean } = { firstPage: true }): void {
+  note(names: readonly string[], page: ListingPage = { firstPage: true }): void {
     this.#listed.note(
       names.map((name) => [name, true] as const),
       page,
