@@ -78,5 +78,7 @@ export { renderPolicyChanges } from './cli/diff.js';
 export { diffPolicySets, type PolicySetDiff } from './diff/policies.js';
 export { replayCommand } from './cli/replay.js';
 export { isoInstant } from './time/iso-instant.js';
+export { HISTORY_SCOPES, type HistoryFunction, type HistoryMeasure, type HistoryProbe, type HistoryScope, type HistoryValues } from './history/probe.js';
+export { historyProbesFor, tableHistoryProbes } from './history/probes-of.js';
 export { EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, processIo, wantsHelp, type CliIo } from './cli/io.js';
 export { findYamlFiles, isPolicyFile, readSource } from './cli/files.js';

@@ -1,4 +1,5 @@
 /** The normalised form of a policy: defaults applied, every field present or explicitly absent. */
+import type { HistoryValues } from '../history/probe.js';
 export type Effect = 'allow' | 'deny' | 'review';
 /**
  * `enabled`: decides. `disabled`: does not exist for decisions (reason
@@ -99,6 +100,8 @@ export interface Policy {
   budget?: Budget;
   /** Review policies only: the decision awaits a human's approval before it has a permit. */
   approval?: Approval;
+  /** Allow and review policies: labels that join the session when a decision this policy wins is allowed (docs/policies.md#labels). */
+  labels?: string[];
 }
 
 /** Default priority when a policy gives none (lower number wins). */
@@ -117,4 +120,8 @@ export interface DecisionRequest {
   context?: Record<string, unknown> | null;
   /** The agent's stored attributes (PUT /v1/agents/:agent_id), read by conditions as `agent.attributes.…`. */
   agent_attributes?: Record<string, unknown> | null;
+  /** The session's labels (what it has read), read by conditions as `session.labels`. */
+  session_labels?: readonly string[] | null;
+  /** The values of the history probes the candidate policies read (history/probe.ts); absent: every probe is unknown. */
+  history?: HistoryValues | null;
 }
