@@ -557,6 +557,31 @@ describe.each(STORE_KINDS)('decisions over HTTP (%s)', (kind) => {
 
   // Isolation of decisions (and of every other resource) across accounts and environments: test/runtime/isolation.test.ts.
 
+  describe('an environment without policies', () => {
+    it('warns environment.no_policies naming the environment (a live key after the README start); not once it has one', async () => {
+      const a = agent('empty-env');
+      // The other account's live environment has no policy at all.
+      const d = await decideOk({ agent_id: a, action: 'orders.read' }, otherLiveKey);
+      expect(d).toMatchObject({ effect: 'deny', reason: 'policy.not_found', livemode: true });
+      expect(d.metadata.warnings).toEqual([
+        {
+          code: 'environment.no_policies',
+          message:
+            'the live environment has no policies, so every request is denied: load them with a live key (authz push, PUT /v1/bundle or POST /v1/policies); the test environment\'s policies are separate',
+          policy_ids: [],
+        },
+      ]);
+      // Stored as answered: the read gives the same warning.
+      expect(json(await getDecision(d.id, otherLiveKey)).metadata.warnings[0].code).toBe('environment.no_policies');
+      // The other account's test environment: the same, named test.
+      expect((await decideOk({ agent_id: a, action: 'orders.read' }, rt.otherKey)).metadata.warnings[0].message).toMatch(/^the test environment has no policies/);
+      // An environment with policies denies an unmatched action without it.
+      const unmatched = await decideOk({ agent_id: a, action: 'nothing.here' }, rt.liveKey);
+      expect(unmatched).toMatchObject({ effect: 'deny', reason: 'policy.not_found' });
+      expect(unmatched.metadata.warnings).toEqual([]);
+    });
+  });
+
   describe('evaluation step 2: revoked agents', () => {
     it('a revoked agent gets deny agent.revoked even when a policy allows; restoring lifts it', async () => {
       const a = agent('revoked');
