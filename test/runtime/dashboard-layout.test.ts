@@ -200,7 +200,7 @@ describe.each(STORE_KINDS)('dashboard layout in chromium (%s)', (kind) => {
   it('says at sign-in which key reviews', async () => {
     await page.goto(`${base}/dashboard`);
     const help = (await page.locator('#reviewer-key-help').textContent())!.replace(/\s+/g, ' ');
-    for (const words of ['reviewer key', 'reviews:read', 'reviews:write', '/admin/accounts/', 'authz keys create', '--scopes reviews:read,reviews:write', 'review.self_review'])
+    for (const words of ['reviewer key', 'reviews:read', 'reviews:write', '/admin/accounts/', 'authz keys create', '--scopes reviews:read,reviews:write,policies:read', 'review.self_review'])
       expect(help).toContain(words);
     await shot('sign-in');
   });
