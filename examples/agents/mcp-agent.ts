@@ -16,10 +16,12 @@
  */
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { ClientCredentialsProvider } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { OAuthError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 
 const { values, positionals } = parseArgs({ allowPositionals: true, options: { url: { type: 'string' }, client: { type: 'string' }, issuer: { type: 'string' } } });
@@ -68,6 +70,19 @@ function proxyTransport(): { transport: Transport; stderr: () => string } {
   return { transport, stderr: () => err };
 }
 
+/** Why the client could not connect, in one line: the proxy it started, or the server at --url (refusing the client, or not there). */
+function notConnected(error: unknown): string {
+  const message = (error as Error).message;
+  if (!values.url) return `could not start the proxy: ${message}`;
+  const status = error instanceof StreamableHTTPError ? error.code : undefined;
+  if (error instanceof OAuthError || error instanceof UnauthorizedError || status === 401 || status === 403) {
+    const who = values.client ? `the client ${values.client.slice(0, values.client.indexOf(':'))} (--client)` : 'a client without credentials (no --client)';
+    const advice = values.client ? `check its secret and that ${values.issuer} is the issuer the gateway trusts` : 'the gateway asks for a token: give --client ID:SECRET and --issuer URL';
+    return `${values.url} refused ${who}: ${message}; ${advice}`;
+  }
+  return `could not connect to ${values.url}: ${message}`;
+}
+
 const text = (content: unknown) => ((content ?? []) as Array<{ text?: string }>).map((c) => c.text ?? '').join(' ');
 
 const { transport, stderr } = proxyTransport();
@@ -75,7 +90,7 @@ const client = new Client({ name: 'support-agent', version: '1.0.0' });
 try {
   await client.connect(transport);
 } catch (error) {
-  process.stderr.write(`could not start the proxy: ${(error as Error).message}\n${stderr()}`);
+  process.stderr.write(`${notConnected(error)}\n${stderr()}`);
   process.exit(1);
 }
 try {
