@@ -285,6 +285,16 @@ describe.each(STORE_KINDS)('decisions over HTTP (%s)', (kind) => {
       expect(json(await getDecision(d.id)).agent_id).toBe(a);
     });
 
+    it('a field of the wrong type says which type, in words: "amount":"20" -> amount must be a number', async () => {
+      const amount = json(await decide({ ...{ agent_id: agent('types'), action: 'orders.read' }, amount: '20' }));
+      expect(amount.error).toMatchObject({ code: 'validation.invalid_field', message: 'amount must be a number, not a string ("20")' });
+      expect(amount.error.details).toEqual([{ path: '/amount', message: 'amount must be a number, not a string ("20")' }]);
+      const ttl = json(await decide({ agent_id: agent('types'), action: 'orders.read', ttl_seconds: true }));
+      expect(ttl.error.message).toBe('ttl_seconds must be a whole number, not true');
+      const context = json(await decide({ agent_id: agent('types'), action: 'orders.read', context: [1] }));
+      expect(context.error.message).toBe('context must be an object, not an array');
+    });
+
     it('a missing field beside an invalid one is still missing_field', async () => {
       expectError(await decide({ agent_id: 5 }), 400, 'validation.missing_field');
     });
