@@ -50,7 +50,7 @@ export type { ParseResult } from './condition/ast.js';
 // Action strings and glob patterns.
 export { actionPatternMatches, isValidAction } from './patterns/action.js';
 // Actions from outside names: a name as an action part, and the AuthZEN action rule (shared with the MCP proxy).
-export { actionPart, authzenActionOf, AUTHZEN_NAMESPACE, MAX_AUTHZEN_ACTION_NAME } from './patterns/action-names.js';
+export { actionPart, authzenActionOf, AUTHZEN_NAMESPACE, MAX_AUTHZEN_ACTION_NAME, namespacedActionOf } from './patterns/action-names.js';
 export { matchGlob } from './patterns/glob.js';
 
 // The decision table: building it, deciding with it, explaining a decision.
