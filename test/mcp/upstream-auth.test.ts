@@ -8,12 +8,16 @@
  * real token of its own authorization server (examples/oauth-issuer), which
  * the upstream's record of headers must never show.
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { parse as parseYaml } from 'yaml';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { authorizedFetch, ClientCredentials, resourceMetadataOf, type UpstreamAuthConfig } from '../../clients/mcp-proxy/upstream-auth/index.js';
 import { parseProxyConfig } from '../../clients/mcp-proxy/config.js';
 import { startStandInIssuer, type StandInIssuer } from '../../examples/oauth-issuer/server.js';
+import { ROOT } from '../helpers/server-process.js';
 import { startRuntime, type TestRuntime } from '../runtime/helpers/app.js';
 import { BIN, ensureProxyBuilt, runProxyToExit, scratch, startPrinting, stop, textOf } from './helpers/proxy.js';
 import { JsonHost, ProtectedUpstream, StandInAuthServer } from './helpers/protected-upstream.js';
@@ -127,6 +131,16 @@ describe("the proxy's token for a protected upstream", () => {
     // no metadata is needed with token_url: the upstream's metadata path is never asked
     expect(await (await clientThrough(configured.upstream, { token_url: `${configured.auth.url}/token` })).echo('t')).toBe('t');
     expect(configured.auth.requests).toHaveLength(1);
+  });
+
+  it("docs/mcp.md's configurations of a protected upstream are valid as written", () => {
+    const page = readFileSync(join(ROOT, 'docs', 'mcp.md'), 'utf8');
+    const section = page.slice(page.indexOf('\n### A protected upstream'), page.indexOf('\n### Checking the permit'));
+    const yamls = [...section.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => parseYaml(m[1]!) as Record<string, unknown>);
+    expect(yamls.map((y) => parseProxyConfig(y).upstream_auth)).toEqual([
+      { client_id: 'authz-gateway', client_secret_env: 'UPSTREAM_CLIENT_SECRET', issuers: ['https://login.example.com'], scope: 'mcp:tools' },
+      { client_id: 'authz-gateway', private_key_file: '/etc/authz/upstream-client.pem', key_id: 'authz-gateway-2026-01', issuers: ['https://login.example.com'] },
+    ]);
   });
 
   it('reads resource_metadata from WWW-Authenticate, and checks upstream_auth: in the configuration', () => {

@@ -63,8 +63,8 @@ export function loadSigningKey(file: string, kid: string): SigningKey {
   const details = key.asymmetricKeyDetails ?? {};
   if (key.asymmetricKeyType === 'ec' && details.namedCurve === 'prime256v1') return { key, alg: 'ES256', kid };
   if (key.asymmetricKeyType === 'rsa' && (details.modulusLength ?? 0) >= 2048) return { key, alg: 'RS256', kid };
-  const what =
-    key.asymmetricKeyType === 'ec' ? `an EC key on ${details.namedCurve}` : `a ${key.asymmetricKeyType} key${details.modulusLength ? ` of ${details.modulusLength} bits` : ''}`;
+  const bits = details.modulusLength ? ` of ${details.modulusLength} bits` : '';
+  const what = key.asymmetricKeyType === 'ec' ? `an EC key on ${details.namedCurve}` : `an ${String(key.asymmetricKeyType).toUpperCase()} key${bits}`;
   throw new Error(`${file} holds ${what}: private_key_jwt signs with a P-256 key (ES256) or an RSA key of 2048 bits or more (RS256)`);
 }
 

@@ -61,8 +61,10 @@ export interface AuthServerOptions {
   openidOnly?: boolean;
   /** A path in the issuer (`/tenant-a`): metadata at the path-inserted well-known URLs only. */
   issuerPath?: string;
-  /** The client's public key: `private_key_jwt` assertions are verified with it (`aud` = the issuer). */
+  /** The client's public key: `private_key_jwt` assertions are verified with it. */
   publicKey?: CryptoKey | KeyObject;
+  /** The `aud` an assertion must have: the issuer (default) or the token endpoint. */
+  assertionAudience?: 'issuer' | 'token_endpoint';
   /** `token_endpoint_auth_signing_alg_values_supported` (default: absent). */
   signingAlgs?: string[];
   /** The `token_endpoint` of the metadata (default `<url>/token`). */
@@ -175,7 +177,10 @@ export class StandInAuthServer {
     }
     if (!this.options.publicKey) return { header, claims: undefined, error: 'no key registered for the client' };
     try {
-      const { payload } = await jwtVerify(jwt, this.options.publicKey, { audience: this.issuer, requiredClaims: ['exp', 'jti', 'iat'] });
+      const { payload } = await jwtVerify(jwt, this.options.publicKey, {
+        audience: this.options.assertionAudience === 'token_endpoint' ? this.#metadata().token_endpoint : this.issuer,
+        requiredClaims: ['exp', 'jti', 'iat'],
+      });
       return { header, claims: payload };
     } catch (error) {
       return { header, claims: undefined, error: (error as Error).message };
