@@ -85,15 +85,15 @@ export function main(argv: readonly string[], io: CliIo = processIo): number {
         throw new UsageError('replay reads from a service, asynchronously: run it as `authz replay` (bin/authz.js), or call replayCommand()');
       case 'explain': {
         const { values, positionals } = readArguments(rest, {
-            agent: { type: 'string' },
-            action: { type: 'string' },
-            resource: { type: 'string' },
-            amount: { type: 'string' },
-            context: { type: 'string' },
-            'agent-attributes': { type: 'string' },
-            all: { type: 'boolean' },
-            format: { type: 'string' },
-          });
+          agent: { type: 'string' },
+          action: { type: 'string' },
+          resource: { type: 'string' },
+          amount: { type: 'string' },
+          context: { type: 'string' },
+          'agent-attributes': { type: 'string' },
+          all: { type: 'boolean' },
+          format: { type: 'string' },
+        });
         const { 'agent-attributes': agentAttributes, ...named } = values;
         return runExplain(
           { paths: positionals, ...named, ...(agentAttributes !== undefined ? { agentAttributes } : {}), all: values.all ?? false, format: format(values.format) },

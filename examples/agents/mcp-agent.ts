@@ -104,7 +104,9 @@ function notConnected(error: unknown): string {
   const status = error instanceof StreamableHTTPError ? error.code : undefined;
   if (error instanceof OAuthError || error instanceof UnauthorizedError || status === 401 || status === 403) {
     const who = values.client ? `the client ${values.client.slice(0, values.client.indexOf(':'))} (--client)` : 'a client without credentials (no --client)';
-    const advice = values.client ? `check its secret and that ${values.issuer} is the issuer the gateway trusts` : 'the gateway asks for a token: give --client ID:SECRET and --issuer URL';
+    const advice = values.client
+      ? `check its secret and that ${values.issuer} is the issuer the gateway trusts`
+      : 'the gateway asks for a token: give --client ID:SECRET and --issuer URL';
     return `${values.url} refused ${who}: ${message}; ${advice}`;
   }
   return `could not connect to ${values.url}: ${message}`;

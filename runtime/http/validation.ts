@@ -55,7 +55,11 @@ export function toApiError(errors: ErrorObject[], part: string | undefined, body
       return { path: e.instancePath || '/', message: `${where(part, e.instancePath)} must be one of ${allowed.join(', ')}`, missing: false };
     }
     if (e.keyword === 'type') {
-      return { path: e.instancePath || '/', message: `${where(part, e.instancePath)} ${typeProblem(e.params as { type: string | string[] }, valueAt(body, part, e.instancePath))}`, missing: false };
+      return {
+        path: e.instancePath || '/',
+        message: `${where(part, e.instancePath)} ${typeProblem(e.params as { type: string | string[] }, valueAt(body, part, e.instancePath))}`,
+        missing: false,
+      };
     }
     return { path: e.instancePath || '/', message: `${where(part, e.instancePath)} ${e.message ?? 'is invalid'}`, missing: false };
   });
@@ -64,7 +68,15 @@ export function toApiError(errors: ErrorObject[], part: string | undefined, body
   return first.missing ? new MissingFieldError(first.message, { details: list }) : new InvalidFieldError(first.message, { details: list });
 }
 
-const A_TYPE: Record<string, string> = { number: 'a number', integer: 'a whole number', string: 'a string', boolean: 'true or false', object: 'an object', array: 'an array', null: 'null' };
+const A_TYPE: Record<string, string> = {
+  number: 'a number',
+  integer: 'a whole number',
+  string: 'a string',
+  boolean: 'true or false',
+  object: 'an object',
+  array: 'an array',
+  null: 'null',
+};
 
 /** What JSON type a value is, as {@link typeProblem} names it. */
 function typeOf(value: unknown): string {

@@ -117,7 +117,9 @@ describe.each(STORE_KINDS)('dashboard layout in chromium (%s)', (kind) => {
         const outside = await page
           .locator('#view button')
           .evaluateAll((buttons) =>
-            buttons.filter((b) => b.getClientRects().length > 0 && b.getBoundingClientRect().right > b.ownerDocument.documentElement.clientWidth).map((b) => b.getAttribute('aria-label') ?? b.textContent),
+            buttons
+              .filter((b) => b.getClientRects().length > 0 && b.getBoundingClientRect().right > b.ownerDocument.documentElement.clientWidth)
+              .map((b) => b.getAttribute('aria-label') ?? b.textContent),
           );
         expect(outside, at).toEqual([]);
         expect(await brokenWords(page), at).toEqual([]);
@@ -240,7 +242,15 @@ describe.each(STORE_KINDS)('dashboard layout in chromium (%s)', (kind) => {
   it('says at sign-in which key reviews', async () => {
     await page.goto(`${base}/dashboard`);
     const help = (await page.locator('#reviewer-key-help').textContent())!.replace(/\s+/g, ' ');
-    for (const words of ['reviewer key', 'reviews:read', 'reviews:write', '/admin/accounts/', 'authz keys create', '--scopes reviews:read,reviews:write,policies:read', 'review.self_review'])
+    for (const words of [
+      'reviewer key',
+      'reviews:read',
+      'reviews:write',
+      '/admin/accounts/',
+      'authz keys create',
+      '--scopes reviews:read,reviews:write,policies:read',
+      'review.self_review',
+    ])
       expect(help).toContain(words);
     await shot('sign-in');
   });

@@ -577,7 +577,7 @@ describe.each(STORE_KINDS)('decisions over HTTP (%s)', (kind) => {
         {
           code: 'environment.no_policies',
           message:
-            'the live environment has no policies, so every request is denied: load them with a live key (authz push, PUT /v1/bundle or POST /v1/policies); the test environment\'s policies are separate',
+            "the live environment has no policies, so every request is denied: load them with a live key (authz push, PUT /v1/bundle or POST /v1/policies); the test environment's policies are separate",
           policy_ids: [],
         },
       ]);

@@ -66,7 +66,7 @@ describe('authz validate', () => {
     expect(strict.out).toMatch(/p\.yaml:3:5: policy pol_allow_db_delete/);
   });
 
-  it('YAML indentation mistakes get a sentence of ours beside the parser\'s, once per line', () => {
+  it("YAML indentation mistakes get a sentence of ours beside the parser's, once per line", () => {
     const dir = tempTree({
       'deeper.yaml': 'policies:\n  - id: pol_a\n    effect: allow\n      actions: [a.b]\n',
       'less.yaml': 'policies:\n  - id: pol_b\n    effect: allow\n   actions: [a.b]\n',
@@ -85,7 +85,9 @@ describe('authz validate', () => {
       'less.yaml:4:1: indentation: this line is indented less than the list item above it, or lacks its "- "; the keys of one list item start at the same column (the YAML parser: Sequence item without - indicator)',
     );
     expect(lines.find((l) => l.startsWith('tab.yaml:3:1: '))).toMatch(/^tab\.yaml:3:1: indentation: a tab; YAML indents with spaces only \(the YAML parser: /);
-    expect(lines.find((l) => l.startsWith('unclosed.yaml:5:3: '))).toMatch(/: a \[ or \{ opened above is not closed \(a missing \] or \}\?\) before this line \(the YAML parser: Flow sequence/);
+    expect(lines.find((l) => l.startsWith('unclosed.yaml:5:3: '))).toMatch(
+      /: a \[ or \{ opened above is not closed \(a missing \] or \}\?\) before this line \(the YAML parser: Flow sequence/,
+    );
   });
 
   it('exits 2 on usage errors', () => {
