@@ -49,7 +49,17 @@ function editDistance(a: string, b: string): number {
   return rows[a.length]![b.length]!;
 }
 
-/** ` (did you mean X?)` when a candidate is close to `word`, else ''. */
+/**
+ * ` (did you mean X?)` when a candidate is close to `word` ({@link closest}), else ''.
+ *
+ * @example
+ * ```ts
+ * import { didYouMean } from 'agent-authz/compiler';
+ *
+ * console.log(`unknown command "valdate"${didYouMean('valdate', ['validate', 'test'])}`); // => unknown command "valdate" (did you mean validate?)
+ * console.log(JSON.stringify(didYouMean('zzz', ['validate']))); // => ""
+ * ```
+ */
 export function didYouMean(word: string, candidates: readonly string[]): string {
   const near = closest(word, candidates);
   return near === undefined ? '' : ` (did you mean ${near}?)`;
@@ -86,7 +96,7 @@ export type ReadArguments<O extends Options> = ReturnType<typeof parseArgs<{ arg
  * ```ts
  * import { readArguments } from 'agent-authz/compiler';
  *
- * const options = { resource: { type: 'string' }, all: { type: 'boolean' } } as const;
+ * const options = { resource: { type: 'string' }, all: { type: 'boolean' } };
  * console.log(readArguments(['a.yaml', '--resource', 'r'], options).values.resource); // => r
  * try { readArguments(['--resouce', 'r'], options); } catch (e) { console.log(e.message); } // => unknown option --resouce (did you mean --resource?)
  * try { readArguments(['--resource'], options); } catch (e) { console.log(e.message); } // => --resource needs a value (--resource VALUE)

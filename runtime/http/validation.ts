@@ -68,15 +68,16 @@ export function toApiError(errors: ErrorObject[], part: string | undefined, body
   return first.missing ? new MissingFieldError(first.message, { details: list }) : new InvalidFieldError(first.message, { details: list });
 }
 
-const A_TYPE: Record<string, string> = {
-  number: 'a number',
-  integer: 'a whole number',
-  string: 'a string',
-  boolean: 'true or false',
-  object: 'an object',
-  array: 'an array',
-  null: 'null',
-};
+/** JSON Schema's type names in words (a Map: these are type names, not a public JSON form). */
+const A_TYPE = new Map([
+  ['number', 'a number'],
+  ['integer', 'a whole number'],
+  ['string', 'a string'],
+  ['boolean', 'true or false'],
+  ['object', 'an object'],
+  ['array', 'an array'],
+  ['null', 'null'],
+]);
 
 /** What JSON type a value is, as {@link typeProblem} names it. */
 function typeOf(value: unknown): string {
@@ -92,11 +93,11 @@ function typeOf(value: unknown): string {
  */
 function typeProblem(params: { type: string | string[] }, value: unknown): string {
   const wanted = (Array.isArray(params.type) ? params.type : params.type.split(',')).filter((t) => t !== 'null');
-  const names = (wanted.length > 0 ? wanted : ['null']).map((t) => A_TYPE[t] ?? t);
+  const names = (wanted.length > 0 ? wanted : ['null']).map((t) => A_TYPE.get(t) ?? t);
   if (value === undefined) return `must be ${names.join(' or ')}`;
   const given = typeOf(value);
   const shown = given === 'string' ? ` (${JSON.stringify(value).slice(0, 40)})` : '';
-  const not = given === 'boolean' ? String(value) : (A_TYPE[given === 'integer' ? 'number' : given] ?? given);
+  const not = given === 'boolean' ? String(value) : (A_TYPE.get(given === 'integer' ? 'number' : given) ?? given);
   return `must be ${names.join(' or ')}, not ${not}${shown}`;
 }
 
