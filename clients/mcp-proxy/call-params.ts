@@ -60,7 +60,8 @@ export function callParamsProblem(params: Record<string, unknown>): string | und
     return `params.name must be the tool's name, a string (${shown})`;
   }
   if (args === undefined || args === null) return undefined;
-  if (!isContainer(args) || Array.isArray(args)) return `params.arguments must be an object of the tool's arguments (not ${Array.isArray(args) ? 'an array' : JSON.stringify(args)})`;
+  if (!isContainer(args) || Array.isArray(args))
+    return `params.arguments must be an object of the tool's arguments (not ${Array.isArray(args) ? 'an array' : JSON.stringify(args)})`;
   if (nestingDepth(args, MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH) return `params.arguments is nested deeper than ${MAX_ARGUMENT_DEPTH} levels of objects and arrays`;
   return undefined;
 }

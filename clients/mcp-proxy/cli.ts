@@ -151,7 +151,8 @@ function readInvocation(argv: readonly string[], env: NodeJS.ProcessEnv): Invoca
       maxSessionsPerIdentity: wholeNumber('--max-sessions-per-identity', values['max-sessions-per-identity'], defaultMaxSessionsPerIdentity(maxSessions), 1, maxSessions),
     };
   } else {
-    for (const flag of ['public-url', 'session-idle-seconds', 'max-sessions', 'max-sessions-per-identity'] as const) if (values[flag] !== undefined) throw new UsageProblem(`--${flag} goes with --listen`);
+    for (const flag of ['public-url', 'session-idle-seconds', 'max-sessions', 'max-sessions-per-identity'] as const)
+      if (values[flag] !== undefined) throw new UsageProblem(`--${flag} goes with --listen`);
   }
   const sessionId = values.session || env.AUTHZ_SESSION_ID || undefined;
   return { configPath: values.config, url, key, upstream, ...(sessionId ? { sessionId } : {}), ...(listen ? { listen } : {}) };

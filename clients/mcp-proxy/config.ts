@@ -176,7 +176,7 @@ export function parseProxyConfig(value: unknown, source = 'config', env: NodeJS.
 function parseDeclaredMappings(raw: unknown, problems: string[]): DeclaredMappingsConfig | undefined {
   if (raw === undefined || raw === false) return undefined;
   if (raw === true) return { extra_actions: [] };
-  const usage = 'declared_mappings: true, false, or { extra_actions: [...] } (actions outside this server\'s namespace its mappings may produce)';
+  const usage = "declared_mappings: true, false, or { extra_actions: [...] } (actions outside this server's namespace its mappings may produce)";
   if (!isRecord(raw)) {
     problems.push(usage);
     return undefined;

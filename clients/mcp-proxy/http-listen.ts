@@ -238,9 +238,15 @@ export async function listenStreamableHttp(options: ListenOptions): Promise<List
     }
     if (identity && (perIdentity.get(identityKey(identity)) ?? 0) >= maxPerIdentity) {
       const who = `agent ${identity.agentId}${identity.onBehalfOf === undefined ? '' : ` for user ${identity.onBehalfOf}`}`;
-      return jsonRpcError(res, 429, -32000, `Too many MCP sessions for ${who}: at most ${maxPerIdentity} at once; end one (DELETE ${MCP_PATH}) or wait until one is idle for long enough to end`, {
-        'retry-after': '1',
-      });
+      return jsonRpcError(
+        res,
+        429,
+        -32000,
+        `Too many MCP sessions for ${who}: at most ${maxPerIdentity} at once; end one (DELETE ${MCP_PATH}) or wait until one is idle for long enough to end`,
+        {
+          'retry-after': '1',
+        },
+      );
     }
     const id = randomUUID();
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => id });

@@ -344,7 +344,10 @@ describe('the auth: configuration', () => {
   it('collects every problem', () => {
     const problems: string[] = [];
     expect(
-      parseAuthConfig({ issuer: 'ftp://x', jwks_uri: 'nope', audience: 'relative/path', agent_claim: 'a b', scopes: ['a b'], jwks_cache_seconds: 0, max_token_lifetime_seconds: 10, extra: 1 }, problems),
+      parseAuthConfig(
+        { issuer: 'ftp://x', jwks_uri: 'nope', audience: 'relative/path', agent_claim: 'a b', scopes: ['a b'], jwks_cache_seconds: 0, max_token_lifetime_seconds: 10, extra: 1 },
+        problems,
+      ),
     ).toBeUndefined();
     expect(problems).toEqual([
       'auth: unknown field "extra" (known: issuer, jwks_uri, audience, agent_claim, user_claim, scopes, jwks_cache_seconds, max_token_lifetime_seconds)',

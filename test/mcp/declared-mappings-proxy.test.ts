@@ -102,7 +102,9 @@ describe('authz mcp-proxy with mappings declared by the server', () => {
     ]);
     // the mapping travels on to the client (COAZ-MCP: discoverability)
     expect(tools.find((t) => t.name === 'get_customer')?.inputSchema).toHaveProperty(['x-authzen-mapping', 'evaluation', 'action', 'name'], 'get_customer');
-    expect(stderr).toContain('tool "charge_card": its declared mapping is refused (the action payments.charge is outside this server\'s namespace crm.* (list it under declared_mappings.extra_actions to accept it))');
+    expect(stderr).toContain(
+      'tool "charge_card": its declared mapping is refused (the action payments.charge is outside this server\'s namespace crm.* (list it under declared_mappings.extra_actions to accept it))',
+    );
   });
 
   it('decides with the declared action and resource: one argument value allowed, another denied', async () => {
@@ -335,7 +337,9 @@ auth:
     const base = await measure(cheap);
     const loaded = await measure(heavy);
     const refused = await alice.callTool(heavy);
-    expect(textOf(refused)).toMatch(/^agent-authz refused this call: evaluation\.resource\.id: the expression ".*" went past its budget \(more than \d+ (loop steps|ms|list items)\)\. The tool was not called\.$/);
+    expect(textOf(refused)).toMatch(
+      /^agent-authz refused this call: evaluation\.resource\.id: the expression ".*" went past its budget \(more than \d+ (loop steps|ms|list items)\)\. The tool was not called\.$/,
+    );
     console.log(
       `heavy_report refused in p50 ${p50(loaded.answered).toFixed(1)} ms (max ${Math.max(...loaded.answered).toFixed(1)}), a cheap refusal in p50 ${p50(base.answered).toFixed(1)} ms; ` +
         `another session's ping p99 ${p99(loaded.pings).toFixed(1)} ms during heavy calls (${loaded.pings.length} pings), ${p99(base.pings).toFixed(1)} ms during cheap ones (${base.pings.length}); ` +

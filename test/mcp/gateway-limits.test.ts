@@ -147,8 +147,14 @@ auth:
       }
       throw new Error('expected a JSON-RPC error');
     };
-    expect(await invalid({ name: 42, arguments: {} })).toEqual({ code: -32602, message: "MCP error -32602: Invalid params: params.name must be the tool's name, a string (not 42)" });
-    expect(await invalid({ name: { tool: 'x' } })).toEqual({ code: -32602, message: "MCP error -32602: Invalid params: params.name must be the tool's name, a string (not an object)" });
+    expect(await invalid({ name: 42, arguments: {} })).toEqual({
+      code: -32602,
+      message: "MCP error -32602: Invalid params: params.name must be the tool's name, a string (not 42)",
+    });
+    expect(await invalid({ name: { tool: 'x' } })).toEqual({
+      code: -32602,
+      message: "MCP error -32602: Invalid params: params.name must be the tool's name, a string (not an object)",
+    });
     expect(await invalid({ name: 'delete_file', arguments: ['a'] })).toEqual({
       code: -32602,
       message: "MCP error -32602: Invalid params: params.arguments must be an object of the tool's arguments (not an array)",
@@ -185,7 +191,9 @@ auth:
     await expect(connect(long)).rejects.toMatchObject({ code: 401 });
     const refusedLong = await initializeRaw(long);
     expect(refusedLong.status).toBe(401);
-    expect(refusedLong.challenge).toContain('the token lives longer than this gateway accepts: 7201 s from \\"iat\\" to \\"exp\\", at most 7200 s (auth.max_token_lifetime_seconds)');
+    expect(refusedLong.challenge).toContain(
+      'the token lives longer than this gateway accepts: 7201 s from \\"iat\\" to \\"exp\\", at most 7200 s (auth.max_token_lifetime_seconds)',
+    );
 
     // Within the leeway and the lifetime: accepted.
     const { client, transport } = await connect(await tokenFor('research-bot', 'alice', { iat: now + 30, expiresIn: 7200 }));

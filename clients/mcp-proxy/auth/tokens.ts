@@ -73,7 +73,10 @@ function checkTimes(claims: JWTPayload, nowSeconds: number, maxLifetime: number)
   if (iat !== undefined && iat > nowSeconds + CLOCK_LEEWAY_SECONDS) throw new TokenRefusal('invalid_token', 'the token was issued in the future (its "iat" is later than now)');
   const lifetime = (exp as number) - (iat ?? nowSeconds);
   if (lifetime > maxLifetime) {
-    throw new TokenRefusal('invalid_token', `the token lives longer than this gateway accepts: ${Math.round(lifetime)} s from "iat" to "exp", at most ${maxLifetime} s (auth.max_token_lifetime_seconds)`);
+    throw new TokenRefusal(
+      'invalid_token',
+      `the token lives longer than this gateway accepts: ${Math.round(lifetime)} s from "iat" to "exp", at most ${maxLifetime} s (auth.max_token_lifetime_seconds)`,
+    );
   }
 }
 
