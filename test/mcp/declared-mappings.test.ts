@@ -97,9 +97,7 @@ describe('a declared mapping', () => {
       mapping('report', 'r', '$string(params.arguments.l.map(a, params.arguments.l.map(b, params.arguments.l.map(c, a + b + c))).size())'),
       'crm',
     );
-    const started = performance.now();
     expect(failure(() => call(nested, { l }))).toMatch(/^evaluation\.resource\.id: the expression ".*" went past its budget \(more than \d+ (loop steps|ms|list items)\)$/);
-    expect(performance.now() - started).toBeLessThan(100);
     // a loop within the budget is evaluated
     const within = DeclaredMapping.from(mapping('report', 'r', "$params.arguments.l.exists(x, x == 199) ? 'last' : 'none'"), 'crm');
     expect(call(within, { l }).resource).toBe('r:last');
