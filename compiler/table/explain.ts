@@ -105,7 +105,7 @@ function inputs(row: PolicyRow, request: DecisionRequest): string {
   });
   for (const probe of row.probes) {
     const value = request.history ? request.history(probe) : null;
-    parts.push(`${probeText(probe)} ${typeof value === 'number' ? `= ${value}` : 'unknown'}`);
+    parts.push(`${probeText(probe)} ${typeof value === 'number' && Number.isFinite(value) ? `= ${value}` : 'unknown'}`);
   }
   return parts.length ? ` (${parts.join(', ')})` : '';
 }
