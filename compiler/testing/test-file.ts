@@ -50,14 +50,15 @@ function testValidators(): TestValidators {
   return validators;
 }
 
-/** The schema errors of a document as test.invalid diagnostics at their positions. */
+/** The schema errors of a document as test.invalid diagnostics at their positions; a list document's elements are named `whole[i]`. */
 function schemaDiagnostics(errors: readonly ErrorObject[], doc: YamlDocument, file: string, whole: string): Diagnostic[] {
   return errors.map((e) => {
     const extra = e.keyword === 'additionalProperties' ? `/${(e.params as { additionalProperty: string }).additionalProperty}` : '';
     const pointer = e.instancePath + extra;
     const pos = extra ? doc.locator.key(pointer) : doc.locator.value(pointer);
     const custom = (e.parentSchema as Record<string, unknown> | undefined)?.['x-message'];
-    const what = describePath(pointer) || whole;
+    const path = describePath(pointer);
+    const what = path.startsWith('[') ? `${whole}${path}` : path || whole;
     const message =
       e.keyword === 'additionalProperties'
         ? `unknown field "${extra.slice(1)}"`
