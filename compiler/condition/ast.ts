@@ -421,7 +421,11 @@ class AstBuilder extends BaseVisitor {
     } else if (!ROOTS.has(root.image)) {
       this.problem('condition.unknown_name', `unknown name '${root.image}'; expected ${EXPECTED_NAMES}`, pos);
     } else if (!FIELD_ROOTS.has(root.image) && segments.length > 0) {
-      this.problem('condition.unknown_name', `${root.image} has no fields (only context.…, agent.attributes.… and session.labels paths have dotted fields)`, this.at(ctx.segments![0]!));
+      this.problem(
+        'condition.unknown_name',
+        `${root.image} has no fields (only context.…, agent.attributes.… and session.labels paths have dotted fields)`,
+        this.at(ctx.segments![0]!),
+      );
     } else if (agentProblem) {
       this.problem('condition.unknown_name', agentProblem.message, agentProblem.index < 0 ? pos : this.at(ctx.segments![agentProblem.index]!));
     } else {

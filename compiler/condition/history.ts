@@ -12,17 +12,7 @@
  */
 import { HISTORY_FUNCTIONS, HISTORY_SCOPES, historyProbe, windowSeconds, type HistoryProbe, type HistoryScope } from '../history/probe.js';
 import { isValidActionPattern } from '../patterns/action.js';
-import {
-  FIELD_NAME,
-  FORBIDDEN_FIELDS,
-  HISTORY_ARITY,
-  historyArityMessage,
-  issueAt,
-  type ConditionAst,
-  type ConditionIssue,
-  type HistoryNode,
-  type SourcePos,
-} from './ast.js';
+import { FIELD_NAME, FORBIDDEN_FIELDS, HISTORY_ARITY, historyArityMessage, issueAt, type ConditionAst, type ConditionIssue, type HistoryNode, type SourcePos } from './ast.js';
 
 const ARGUMENT_NAMES = ['actions', 'window', 'scope', 'match'] as const;
 const FUNCTIONS: ReadonlySet<string> = new Set(HISTORY_FUNCTIONS);
@@ -83,18 +73,15 @@ export function historyIssues(node: HistoryNode): ConditionIssue[] {
 
   const actions = strings(args[0]!, true);
   if ('notLiteral' in actions) notLiteral(0, actions.notLiteral);
-  else if ('wrongType' in actions) issues.push(issueAt('condition.history_actions', `${name(0)} must be an action pattern or a list of them, as strings`, at(actions.wrongType, pos)));
+  else if ('wrongType' in actions)
+    issues.push(issueAt('condition.history_actions', `${name(0)} must be an action pattern or a list of them, as strings`, at(actions.wrongType, pos)));
   else if (actions.values.length === 0) issues.push(issueAt('condition.history_actions', `${name(0)} must not be empty`, at(args[0], pos)));
   else {
     const list = args[0]!.kind === 'list' ? args[0]!.items : [args[0]!];
     actions.values.forEach((pattern, i) => {
       if (!isValidActionPattern(pattern)) {
         issues.push(
-          issueAt(
-            'condition.history_actions',
-            `'${pattern}' is not an action pattern: namespace.verb ([a-z][a-z0-9_]* each), with * alone or as either part`,
-            at(list[i], pos),
-          ),
+          issueAt('condition.history_actions', `'${pattern}' is not an action pattern: namespace.verb ([a-z][a-z0-9_]* each), with * alone or as either part`, at(list[i], pos)),
         );
       }
     });
@@ -103,9 +90,7 @@ export function historyIssues(node: HistoryNode): ConditionIssue[] {
   const window = args[1]!;
   if (window?.kind !== 'literal') notLiteral(1, window);
   else if (typeof window.value !== 'string' || windowSeconds(window.value) === undefined) {
-    issues.push(
-      issueAt('condition.history_window', `${name(1)} ${JSON.stringify(window.value)} is not a window: write <n>s, <n>m, <n>h or <n>d, from 1s to 90d`, at(window, pos)),
-    );
+    issues.push(issueAt('condition.history_window', `${name(1)} ${JSON.stringify(window.value)} is not a window: write <n>s, <n>m, <n>h or <n>d, from 1s to 90d`, at(window, pos)));
   }
 
   const scope = args[2];
@@ -120,7 +105,8 @@ export function historyIssues(node: HistoryNode): ConditionIssue[] {
   if (match !== undefined) {
     const fields = strings(match, false);
     if ('notLiteral' in fields) notLiteral(3, fields.notLiteral);
-    else if ('wrongType' in fields) issues.push(issueAt('condition.history_match', `${name(3)} must be a list of field names as strings ('resource', 'context.<path>')`, at(fields.wrongType, pos)));
+    else if ('wrongType' in fields)
+      issues.push(issueAt('condition.history_match', `${name(3)} must be a list of field names as strings ('resource', 'context.<path>')`, at(fields.wrongType, pos)));
     else {
       fields.values.forEach((field, i) => {
         const problem = matchFieldProblem(field);

@@ -100,6 +100,13 @@ export interface HistoryReading {
 export function historyReadings(table: DecisionTable, request: DecisionRequest): HistoryReading[] {
   return historyProbesFor(table, request).map((probe) => {
     const value = request.history ? request.history(probe) : null;
-    return { fn: probe.fn, actions: probe.actions, window: probe.window, scope: probe.scope, match: probe.match, value: typeof value === 'number' && Number.isFinite(value) ? value : null };
+    return {
+      fn: probe.fn,
+      actions: probe.actions,
+      window: probe.window,
+      scope: probe.scope,
+      match: probe.match,
+      value: typeof value === 'number' && Number.isFinite(value) ? value : null,
+    };
   });
 }

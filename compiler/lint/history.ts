@@ -75,10 +75,7 @@ export function lintHistory(row: PolicyRow, options: HistoryLintOptions, warn: (
   if (row.conditionAst === null || row.probes.length === 0) return;
   const id = row.policy.id;
   for (const compare of unsatisfiable(row.conditionAst, [])) {
-    warn(
-      'lint.history_unsatisfiable',
-      `policy ${id}: ${printCondition(compare)} is never true: history values are never negative, and counts are whole numbers`,
-    );
+    warn('lint.history_unsatisfiable', `policy ${id}: ${printCondition(compare)} is never true: history values are never negative, and counts are whole numbers`);
   }
   const retention = options.retentionDays;
   const reported = new Set<string>();

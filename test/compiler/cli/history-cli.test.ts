@@ -122,7 +122,9 @@ describe('authz explain with history and labels', () => {
     const denied = runCli(['explain', 'policies', '--agent', 'a1', '--action', 'shop.buy', '--amount', '51', '--on-behalf-of', 'u1', '--history', 'history.yaml'], dir);
     expect(denied.out).toContain('decision: deny (policy.not_found)');
     expect(denied.out).toContain("(amount = 51, history.sum('shop.buy', '1d', 'user') = 50)");
-    const json = JSON.parse(runCli(['explain', 'policies', '--agent', 'a1', '--action', 'shop.buy', '--amount', '5', '--on-behalf-of', 'u2', '--history', 'history.yaml', '--format', 'json'], dir).out);
+    const json = JSON.parse(
+      runCli(['explain', 'policies', '--agent', 'a1', '--action', 'shop.buy', '--amount', '5', '--on-behalf-of', 'u2', '--history', 'history.yaml', '--format', 'json'], dir).out,
+    );
     // Entries without on_behalf_of are the request's user's (u2 here): 50 + 25; the one of 2 days ago is out of the window.
     expect(json.history).toEqual([{ fn: 'sum', actions: ['shop.buy'], window: '1d', scope: 'user', match: [], value: 75 }]);
     expect(json.request).toEqual({ agent_id: 'a1', action: 'shop.buy', amount: 5, on_behalf_of: 'u2' });

@@ -162,13 +162,29 @@ describe('probes', () => {
       'count|claims.approve|604800|environment|context.claim.id,resource',
     ]);
     const [first] = conditionProbes(a);
-    expect(first).toEqual({ key: 'count|payments.*,payments.refund|3600|session|', fn: 'count', measure: 'count', actions: ['payments.*', 'payments.refund'], window: '1h', windowSeconds: 3600, scope: 'session', match: [] });
+    expect(first).toEqual({
+      key: 'count|payments.*,payments.refund|3600|session|',
+      fn: 'count',
+      measure: 'count',
+      actions: ['payments.*', 'payments.refund'],
+      window: '1h',
+      windowSeconds: 3600,
+      scope: 'session',
+      match: [],
+    });
   });
 
   it('have a canonical text and windows in seconds', () => {
     expect(probeText(historyProbe('exists', ['b.c', 'a.b'], '7d', 'session', ['resource']))).toBe("history.exists(['a.b', 'b.c'], '7d', 'session', ['resource'])");
     expect(probeText(historyProbe('count', ['a.b'], '90d', 'session', []))).toBe("history.count('a.b', '90d')");
-    expect([windowSeconds('1s'), windowSeconds('90d'), windowSeconds('2160h'), windowSeconds('2161h'), windowSeconds('0s'), windowSeconds('01h')]).toEqual([1, 7_776_000, 7_776_000, undefined, undefined, undefined]);
+    expect([windowSeconds('1s'), windowSeconds('90d'), windowSeconds('2160h'), windowSeconds('2161h'), windowSeconds('0s'), windowSeconds('01h')]).toEqual([
+      1,
+      7_776_000,
+      7_776_000,
+      undefined,
+      undefined,
+      undefined,
+    ]);
     expect(durationSeconds('0s')).toBe(0);
   });
 
@@ -178,20 +194,30 @@ describe('probes', () => {
     "  - { name: capped-again, effect: deny, actions: ['payments.*'], condition: \"history.count('payments.refund', '60m') >= 3 || history.denied('*', '10m', 'agent') > 2\" }",
     "  - { name: paused, state: disabled, effect: allow, actions: [payments.refund], condition: \"history.sum('payments.refund', '1d') < 9\" }",
     "  - { name: trial, state: shadow, effect: review, actions: [payments.refund], condition: \"history.exists('claims.approve', '7d', 'environment', ['resource'])\" }",
-    "  - { name: plain, effect: allow, actions: [orders.read] }",
+    '  - { name: plain, effect: allow, actions: [orders.read] }',
   ].join('\n');
   const { table, diagnostics } = compileSources([{ file: 'p.yaml', text }]);
 
   it('of a request are those of its candidate policies, enforced and shadow (not disabled ones, not other agents or actions)', () => {
     expect(diagnostics.filter((d) => d.severity === 'error')).toEqual([]);
     const keys = (r: DecisionRequest) => historyProbesFor(table!, r).map((p) => p.key);
-    expect(keys({ agent_id: 'bot-1', action: 'payments.refund' })).toEqual(['count|payments.refund|3600|session|', 'denied|*|600|agent|', 'count|claims.approve|604800|environment|resource']);
-    expect(keys({ agent_id: 'other', action: 'payments.refund' })).toEqual(['count|payments.refund|3600|session|', 'denied|*|600|agent|', 'count|claims.approve|604800|environment|resource']);
+    expect(keys({ agent_id: 'bot-1', action: 'payments.refund' })).toEqual([
+      'count|payments.refund|3600|session|',
+      'denied|*|600|agent|',
+      'count|claims.approve|604800|environment|resource',
+    ]);
+    expect(keys({ agent_id: 'other', action: 'payments.refund' })).toEqual([
+      'count|payments.refund|3600|session|',
+      'denied|*|600|agent|',
+      'count|claims.approve|604800|environment|resource',
+    ]);
     expect(keys({ agent_id: 'other', action: 'payments.capture' })).toEqual(['count|payments.refund|3600|session|', 'denied|*|600|agent|']);
     expect(keys({ agent_id: 'bot-1', action: 'orders.read' })).toEqual([]);
-    expect(tableHistoryProbes(table!).map((p) => p.key).sort()).toEqual(
-      ['count|claims.approve|604800|environment|resource', 'count|payments.refund|3600|session|', 'denied|*|600|agent|', 'sum|payments.refund|86400|session|'].sort(),
-    );
+    expect(
+      tableHistoryProbes(table!)
+        .map((p) => p.key)
+        .sort(),
+    ).toEqual(['count|claims.approve|604800|environment|resource', 'count|payments.refund|3600|session|', 'denied|*|600|agent|', 'sum|payments.refund|86400|session|'].sort());
     const plain = compileSources([{ file: 'q.yaml', text: 'name: r\neffect: allow\nactions: [orders.read]\n' }]).table!;
     expect(tableHistoryProbes(plain)).toEqual([]);
     expect(historyProbesFor(plain, { agent_id: 'a', action: 'orders.read' })).toEqual([]);
@@ -240,7 +266,17 @@ describe('session.labels', () => {
 
 describe('the reference history computation', () => {
   const now = 1_000_000_000;
-  const base: EarlierDecision = { action: 'shop.buy', agent_id: 'a1', session_id: 's1', on_behalf_of: 'u1', resource: 'cart:1', amount: 10, context: { claim: { id: 'c1' } }, effect: 'allow', at_ms: now - 60_000 };
+  const base: EarlierDecision = {
+    action: 'shop.buy',
+    agent_id: 'a1',
+    session_id: 's1',
+    on_behalf_of: 'u1',
+    resource: 'cart:1',
+    amount: 10,
+    context: { claim: { id: 'c1' } },
+    effect: 'allow',
+    at_ms: now - 60_000,
+  };
   const r: DecisionRequest = { agent_id: 'a1', action: 'shop.buy', session_id: 's1', on_behalf_of: 'u1', resource: 'cart:1', context: { claim: { id: 'c1' } } };
   const value = (probe: HistoryProbe, earlier: EarlierDecision[], request = r) => historyValueOf(probe, request, earlier, now);
 
@@ -315,8 +351,7 @@ describe('lints', () => {
   });
 
   it('labels on a deny policy', () => {
-    const codes = (effect: string) =>
-      compileSources([{ file: 'p.yaml', text: `name: p\neffect: ${effect}\nactions: [a.b]\nlabels: [private]\n` }]).diagnostics.map((d) => d.code);
+    const codes = (effect: string) => compileSources([{ file: 'p.yaml', text: `name: p\neffect: ${effect}\nactions: [a.b]\nlabels: [private]\n` }]).diagnostics.map((d) => d.code);
     expect(codes('deny')).toEqual(['lint.labels_ignored']);
     expect(codes('allow')).toEqual([]);
     expect(codes('review')).toEqual([]);
@@ -348,7 +383,7 @@ describe('bundles', () => {
   const text = [
     'policies:',
     "  - { name: capped, effect: allow, actions: [payments.refund], labels: [payments], condition: \"history.count('payments.refund', '1h') < 3\" }",
-    "  - { name: plain, effect: allow, actions: [orders.read] }",
+    '  - { name: plain, effect: allow, actions: [orders.read] }',
   ].join('\n');
   const { table } = compileSources([{ file: 'p.yaml', text }]);
 

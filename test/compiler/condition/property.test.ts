@@ -199,7 +199,8 @@ function val(req: DecisionRequest, node: ConditionAst): V {
 
 /** The provider's value for the call, looked up by a probe built from the call's literal arguments. */
 function historyCount(req: DecisionRequest, node: Extract<ConditionAst, { kind: 'history' }>): V {
-  const text = (n: ConditionAst | undefined): string[] => (n === undefined ? [] : n.kind === 'literal' ? [n.value as string] : (n as { items: Array<{ value: string }> }).items.map((i) => i.value));
+  const text = (n: ConditionAst | undefined): string[] =>
+    n === undefined ? [] : n.kind === 'literal' ? [n.value as string] : (n as { items: Array<{ value: string }> }).items.map((i) => i.value);
   const [actions, window, scope, match] = node.args;
   const probe = historyProbe(node.fn as HistoryFunction, text(actions), text(window)[0]!, (text(scope)[0] ?? 'session') as HistoryScope, text(match));
   const v = req.history ? req.history(probe) : null;
