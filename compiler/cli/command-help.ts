@@ -16,8 +16,10 @@ commands:
   test PATH...                run policy test files (*.test.yaml)
            [--coverage] [--min-coverage PERCENT] [--format text|json|github]
   explain PATH... --agent ID --action NS.VERB [--resource R] [--amount N]
-           [--context JSON] [--agent-attributes JSON] [--all] [--format text|json]
-                              the decision and why, policy by policy (shadow ones marked)
+           [--context JSON] [--agent-attributes JSON] [--session ID] [--on-behalf-of USER]
+           [--history FILE] [--labels a,b] [--all] [--format text|json]
+                              the decision and why, policy by policy (shadow ones marked),
+                              with the history values the policies read
   diff OLD NEW [--sample N] [--format text|json]
                               what changes between two policy sets (bundles or policy
                               files): policies added, removed, changed; winners by action
@@ -98,7 +100,8 @@ exit codes: 0 every case passed (and coverage reached), 1 a case failed, a test 
   coverage is below --min-coverage, 2 usage error (no PATH, no test files, an unknown option)`,
 
   explain: `usage: authz explain PATH... --agent ID --action NS.VERB [--resource R] [--amount N]
-         [--context JSON] [--agent-attributes JSON] [--all] [--format text|json]
+         [--context JSON] [--agent-attributes JSON] [--session ID] [--on-behalf-of USER]
+         [--history FILE] [--labels a,b] [--all] [--format text|json]
 The decision the policies in PATHs give one request, and why: every policy that matches (shadow
 ones marked), the winner, and the reason. No service involved.
   PATH...      policy files or folders
@@ -108,6 +111,11 @@ ones marked), the winner, and the reason. No service involved.
   --amount N           the amount, a number >= 0 (limits and conditions on amount read it)
   --context JSON       the request's context, a JSON object (conditions on context.* read it)
   --agent-attributes JSON   the agent's attributes, a JSON object (as PUT /v1/agents/ID stores them)
+  --session ID         the request's session_id (history probes scoped 'session' read it)
+  --on-behalf-of USER  the request's on_behalf_of (history probes scoped 'user' read it)
+  --history FILE       earlier decisions, YAML or JSON, as a policy test's history: (each
+                       { action, ago, ... }); the history values the policies read are printed
+  --labels a,b         the session's labels (conditions on session.labels read them)
   --all        also list the policies whose agents or actions do not match (by default only those
                that reach the other checks are listed, each with where it matched or dropped out)
   --format F   text (default) or json (the explanation as one JSON document)
@@ -115,6 +123,7 @@ examples:
   authz explain examples --agent support-bot-1 --action payments.refund --resource order:1001 \\
     --amount 20 --context '{"channel":"chat"}'
   authz explain policies/ --agent a1 --action files.read --resource doc/7 --all --format json
+  authz explain examples/history --agent assistant-1 --action mail.send --session ses_a --labels private,untrusted
 exit codes: 0 explained (whatever the decision), 1 the policies have errors, 2 usage error (no
   --agent or --action, an action that is not namespace.verb, JSON that does not parse, an unknown option)`,
 

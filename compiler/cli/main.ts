@@ -91,12 +91,23 @@ export function main(argv: readonly string[], io: CliIo = processIo): number {
           amount: { type: 'string' },
           context: { type: 'string' },
           'agent-attributes': { type: 'string' },
+          session: { type: 'string' },
+          'on-behalf-of': { type: 'string' },
+          history: { type: 'string' },
+          labels: { type: 'string' },
           all: { type: 'boolean' },
           format: { type: 'string' },
         });
-        const { 'agent-attributes': agentAttributes, ...named } = values;
+        const { 'agent-attributes': agentAttributes, 'on-behalf-of': onBehalfOf, ...named } = values;
         return runExplain(
-          { paths: positionals, ...named, ...(agentAttributes !== undefined ? { agentAttributes } : {}), all: values.all ?? false, format: format(values.format) },
+          {
+            paths: positionals,
+            ...named,
+            ...(agentAttributes !== undefined ? { agentAttributes } : {}),
+            ...(onBehalfOf !== undefined ? { onBehalfOf } : {}),
+            all: values.all ?? false,
+            format: format(values.format),
+          },
           io,
         );
       }

@@ -1,5 +1,5 @@
 /**
- * `authz push FILE [--url URL] [--key KEY] [--yes]`: sends a bundle written by
+ * `authz push FILE [--url URL] [--key KEY] [--yes] [--retention-days N]`: sends a bundle written by
  * `authz compile` to a running service (PUT /v1/bundle), from CI for instance.
  * The bundle replaces the key's environment's whole set, so it first shows the
  * bundle's lints (`warning: lint.conflict: ...`) and what the push adds, changes and removes (the environment's policies read with
@@ -9,7 +9,9 @@
  * nothing and exits 1. The file's bytes are sent as they are. URL defaults to
  * AUTHZ_URL (else http://127.0.0.1:8080), the key (scopes policies:write and
  * policies:read; with only policies:write it cannot show the changes, and pushes
- * only with --yes) to AUTHZ_API_KEY.
+ * only with --yes) to AUTHZ_API_KEY. `--retention-days N` (the service's
+ * AUTHZ_RETENTION_DAYS) adds the lint of history windows longer than the
+ * decision log keeps (lint.history_beyond_retention).
  * Exit codes: 0 pushed, 1 not pushed (the service refused it, could not be
  * reached, or removals were not confirmed), 2 usage error (unreadable file, no key).
  */
@@ -30,11 +32,12 @@ import {
 } from '../../compiler/index.js';
 import { askService, callService, credential, DEFAULT_URL, defaultIo, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, serviceUrl, type CommandIo, type ServiceFailure } from './http-client.js';
 
-export const PUSH_USAGE = `usage: authz push FILE [--url URL] [--key KEY] [--yes]
+export const PUSH_USAGE = `usage: authz push FILE [--url URL] [--key KEY] [--yes] [--retention-days N]
   FILE   a bundle written by authz compile; it replaces the key's environment's whole policy set
   --url  the service (default AUTHZ_URL or ${DEFAULT_URL})
   --key  an API key with scopes policies:write and policies:read (default AUTHZ_API_KEY); the key's environment receives the bundle
   --yes  remove the policies the bundle does not have without asking
+  --retention-days N  the service's AUTHZ_RETENTION_DAYS: warn of history windows longer than the decision log keeps
 Shows the bundle's lints (warnings) and the policies the push adds, changes and removes first, and asks before removing any
 (without a terminal and without --yes: lists them, pushes nothing, exit 1).
 examples:
@@ -89,8 +92,11 @@ async function currentPolicies(io: CommandIo, command: string, url: string, key:
 }
 
 /** The bundle's lints (warnings such as lint.conflict), as `authz compile` reported them, one line each. */
-function bundleWarnings(policies: readonly Policy[]): string[] {
-  const compiled = compileItems(policies.flatMap((p) => readPolicyValue(p).items));
+function bundleWarnings(policies: readonly Policy[], retentionDays: number | undefined): string[] {
+  const compiled = compileItems(
+    policies.flatMap((p) => readPolicyValue(p).items),
+    { retentionDays },
+  );
   return compiled.diagnostics.filter((d) => d.severity === 'warning').map((d) => `warning: ${d.code}: ${d.message}`);
 }
 
@@ -106,6 +112,7 @@ async function preview(
   url: string,
   key: string,
   bytes: Buffer,
+  retentionDays: number | undefined,
 ): Promise<'unreadable-bundle' | { changes: PolicySetDiff | null; warnings: string[]; failure?: ServiceFailure | null }> {
   let loaded;
   try {
@@ -114,7 +121,7 @@ async function preview(
     return 'unreadable-bundle';
   }
   if (!loaded.ok) return 'unreadable-bundle';
-  const warnings = bundleWarnings(loaded.bundle.policies);
+  const warnings = bundleWarnings(loaded.bundle.policies, retentionDays);
   const current = await currentPolicies(io, command, url, key);
   if ('failure' in current) return { changes: null, warnings, failure: current.failure };
   const before = compileItems(current.items, { lint: false });
@@ -143,15 +150,20 @@ export async function pushCommand(argv: readonly string[], io: CommandIo = defau
     io.err(usageProblem('push', message));
     return EXIT_USAGE;
   };
-  let values: { url?: string; key?: string; yes?: boolean };
+  let values: { url?: string; key?: string; yes?: boolean; 'retention-days'?: string };
   let positionals: string[];
   try {
-    ({ values, positionals } = readArguments(argv, { url: { type: 'string' }, key: { type: 'string' }, yes: { type: 'boolean', short: 'y' } }));
+    ({ values, positionals } = readArguments(argv, { url: { type: 'string' }, key: { type: 'string' }, yes: { type: 'boolean', short: 'y' }, 'retention-days': { type: 'string' } }));
   } catch (e) {
     return usage((e as Error).message);
   }
   if (positionals.length !== 1) return usage(positionals.length === 0 ? 'missing the bundle FILE' : `one FILE only (got ${positionals.length})`);
   const file = positionals[0]!;
+  const retentionText = values['retention-days'];
+  const retentionDays = retentionText === undefined ? undefined : Number(retentionText);
+  if (retentionDays !== undefined && (!/^[1-9][0-9]{0,4}$/.test(retentionText!) || retentionDays > 36_500)) {
+    return usage(`--retention-days must be a whole number of days from 1 to 36500, not ${retentionText}`);
+  }
   const key = credential(values.key, 'AUTHZ_API_KEY');
   if (!key) return usage('give --key or set AUTHZ_API_KEY');
   let bytes: Buffer;
@@ -162,7 +174,7 @@ export async function pushCommand(argv: readonly string[], io: CommandIo = defau
     return EXIT_USAGE;
   }
   const url = serviceUrl(values.url);
-  const seen = await preview(io, command, url, key, bytes);
+  const seen = await preview(io, command, url, key, bytes, retentionDays);
   if (seen !== 'unreadable-bundle') for (const line of seen.warnings) io.out(line);
   const changes = seen === 'unreadable-bundle' ? seen : seen.changes;
   const failure = seen === 'unreadable-bundle' ? undefined : seen.failure;
