@@ -153,7 +153,12 @@ export async function pushCommand(argv: readonly string[], io: CommandIo = defau
   let values: { url?: string; key?: string; yes?: boolean; 'retention-days'?: string };
   let positionals: string[];
   try {
-    ({ values, positionals } = readArguments(argv, { url: { type: 'string' }, key: { type: 'string' }, yes: { type: 'boolean', short: 'y' }, 'retention-days': { type: 'string' } }));
+    ({ values, positionals } = readArguments(argv, {
+      url: { type: 'string' },
+      key: { type: 'string' },
+      yes: { type: 'boolean', short: 'y' },
+      'retention-days': { type: 'string' },
+    }));
   } catch (e) {
     return usage((e as Error).message);
   }
