@@ -51,9 +51,6 @@ describe('session labels across two `authz serve` processes on one PostgreSQL', 
     const created = await request(a.base, ADMIN_TOKEN, 'POST', `/admin/accounts/${account.body.id}/api-keys`, { environment: 'test', scopes: ['*'] });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     key = created.body.key as string;
-    await install([a, b], FILES, () => ({ agent_id: 'probe', action: 'files.read' }));
-    await install([a, b], SEND, () => ({ agent_id: 'probe', action: 'email.send' }));
-    await install([a, b], SEND_REVIEW, () => ({ agent_id: 'probe', action: 'email.send', session_id: 'probe-session' }));
   }, 120_000);
 
   afterAll(async () => {
@@ -61,7 +58,13 @@ describe('session labels across two `authz serve` processes on one PostgreSQL', 
     await db?.drop();
   }, 60_000);
 
-  it("a label added through one process decides the session's next decision through the other", { timeout: 60_000 }, async () => {
+  it("a label added through one process decides the session's next decision through the other", { timeout: 90_000 }, async () => {
+    // Installed through A until both decide with each (the review's probe: a session already holding both labels).
+    await install([a, b], FILES, () => ({ agent_id: 'probe', action: 'files.read' }));
+    await install([a, b], SEND, () => ({ agent_id: 'probe', action: 'email.send' }));
+    const probe = uniqueId('probe-run');
+    expect((await api(a, 'POST', `/v1/sessions/${probe}/labels`, { labels: ['private', 'untrusted'], agent_id: 'probe' })).status).toBe(200);
+    await install([a, b], SEND_REVIEW, () => ({ agent_id: 'probe', action: 'email.send', session_id: probe }));
     for (const [first, second] of [
       [a, b],
       [b, a],
@@ -119,7 +122,7 @@ describe.each(STORE_KINDS)('session labels: two runtimes on one store, then a re
     await location?.remove();
   });
 
-  it("each runtime's labels decide the other's next decision; after a restart the session is as it was", { timeout: 60_000 }, async () => {
+  it("each runtime's labels decide the other's next decision; after a restart the session is as it was", { timeout: 180_000 }, async () => {
     location = await newLocation(kind);
     store = await open(location);
     await createAccount(store.sql, 'main', new Date(START));
