@@ -119,7 +119,7 @@ export function historyProbe(fn: HistoryFunction, actions: readonly string[], wi
  * console.log(probeText(historyProbe('sum', ['shop.buy'], '1d', 'user', []))); // => history.sum('shop.buy', '1d', 'user')
  * ```
  */
-export function probeText(probe: HistoryProbe): string {
+export function probeText(probe: Pick<HistoryProbe, 'fn' | 'actions' | 'window' | 'scope' | 'match'>): string {
   const quote = (s: string) => `'${s}'`;
   const actions = probe.actions.length === 1 ? quote(probe.actions[0]!) : `[${probe.actions.map(quote).join(', ')}]`;
   const args = [actions, quote(probe.window)];
