@@ -85,29 +85,17 @@ class AsyncAuthzClient(ClientCore):
         return list((await self._run(call)).result().get("data", []))
 
     async def add_labels(self, labels: Sequence[str], *, agent_id: str, session_id: Optional[str] = None, detail: Optional[str] = None) -> Dict[str, Any]:
-        """``POST /v1/sessions/:session_id/labels``: adds labels (what a tool found in what it
-        read: ``private``, ``untrusted``, ``pii``) to the session (the client's ``session_id``
-        when none is given), so that its next decisions, in any process, are decided with
-        them; the key needs ``decisions:write``. Returns the session. A label the session
-        holds changes nothing, so a retry is harmless. More than 32 labels raise
-        ``AuthzError`` ``validation.too_many_labels``; past 256 in the session,
-        ``session.too_many_labels``.
+        """``POST /v1/sessions/:session_id/labels`` (see ``AuthzClient.add_labels``).
 
-        Example::
-
-            await authz.add_labels(["private"], agent_id="files-bot", detail="read /hr/salaries.csv")
+        Example: ``await authz.add_labels(["private"], agent_id="files-bot")``.
         """
         call = add_labels_call(session_id if session_id is not None else self.session_id, labels, agent_id, detail)
         return (await self._run(call)).result()
 
     async def get_session(self, session_id: Optional[str] = None) -> Dict[str, Any]:
-        """``GET /v1/sessions/:session_id``: the session (the client's ``session_id`` when none
-        is given): ``labels`` (each ``label``, ``added_at``, ``source``, and ``decision_id`` /
-        ``detail`` when known), ``decisions`` and ``last_decision_at``; the key needs
-        ``decisions:read``. A session without a decision or label, or ended after
-        ``AUTHZ_SESSION_IDLE_HOURS``, raises ``AuthzError`` ``session.not_found``.
+        """``GET /v1/sessions/:session_id`` (see ``AuthzClient.get_session``).
 
-        Example: ``[l["label"] for l in (await authz.get_session("run-42"))["labels"]]``.
+        Example: ``(await authz.get_session("run-42"))["labels"]``.
         """
         call = get_session_call(session_id if session_id is not None else self.session_id)
         return (await self._run(call)).result()

@@ -46,6 +46,11 @@ FILES_READ = "files.read"  # allow, labels the session "private"
 SEND = "email.send"  # allow, but denied once the session holds "untrusted"
 
 
+def run_id() -> str:
+    """A fresh session id (an agent run): tests never share sessions."""
+    return f"run-{uuid.uuid4().hex[:12]}"
+
+
 def agent(prefix: str = "py") -> str:
     """A fresh agent id: tests never share budgets or rate windows."""
     return f"{prefix}-{uuid.uuid4().hex[:12]}"

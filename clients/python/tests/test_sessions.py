@@ -5,15 +5,10 @@ source, decisions, last decision), the client's ``session_id`` default, the erro
 client."""
 import asyncio
 import unittest
-import uuid
 
 from agent_authz import AsyncAuthzClient, AuthzClient, AuthzError
 
-from support import FILES_READ, KEY, SEND, URL, agent
-
-
-def run_id() -> str:
-    return f"run-{uuid.uuid4().hex[:12]}"
+from support import FILES_READ, KEY, SEND, URL, agent, run_id
 
 
 class SessionsTest(unittest.TestCase):
