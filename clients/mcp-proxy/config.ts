@@ -18,12 +18,14 @@
  * declared_mappings: true           # optional: decide tools by the server's x-authzen-mapping (declared-mappings.ts)
  * upstream_auth: { client_id: gw, client_secret_env: UPSTREAM_SECRET }  # optional (upstream-auth/config.ts)
  * auth: { issuer: https://login.example.com }  # optional, with --listen: agents and users from bearer tokens (auth/config.ts)
+ * output: { labels: [{ tools: [inbox_read], labels: [untrusted] }], detect: { secrets: redact } }  # optional (output/config.ts)
  * ```
  */
 import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import { ACTION_PATTERN, templateProblems, type ToolMapping } from './actions.js';
 import { parseAuthConfig, type AuthConfig } from './auth/config.js';
+import { parseOutputConfig, type OutputConfig } from './output/config.js';
 import { isDecidedMethod, KNOWN_METHODS, type MethodMappings } from './methods.js';
 import { parseUpstreamAuth, type UpstreamAuthConfig } from './upstream-auth/config.js';
 
@@ -52,6 +54,8 @@ export interface ProxyConfig {
   upstream_auth?: UpstreamAuthConfig;
   /** Identity from tokens over HTTP (issue 31): each request's agent and user come from its bearer token. */
   auth?: AuthConfig;
+  /** What results are read for: labels by tool, server labels, detectors (issue 48; output/config.ts). Absent: results are relayed unread. */
+  output?: OutputConfig;
 }
 
 /** Default `approval_wait_seconds`: below the 60 s default request timeout of MCP SDK clients. */
@@ -81,6 +85,7 @@ const TOP_LEVEL = new Set([
   'declared_mappings',
   'upstream_auth',
   'auth',
+  'output',
 ]);
 const TOOL_FIELDS = new Set(['action', 'resource', 'amount']);
 
@@ -155,6 +160,7 @@ export function parseProxyConfig(value: unknown, source = 'config', env: NodeJS.
   const declared = value.declared_mappings;
   if (declared !== undefined && typeof declared !== 'boolean') problems.push('declared_mappings: true or false');
   const upstreamAuth = parseUpstreamAuth(value.upstream_auth, problems);
+  const output = parseOutputConfig(value.output, problems);
   if (problems.length > 0) throw new ProxyConfigError(source, problems);
   return {
     ...(value.agent_id === undefined ? {} : { agent_id: value.agent_id as string }),
@@ -168,6 +174,7 @@ export function parseProxyConfig(value: unknown, source = 'config', env: NodeJS.
     ...(declared === true ? { declared_mappings: true } : {}),
     ...(upstreamAuth === undefined ? {} : { upstream_auth: upstreamAuth }),
     ...(auth ? { auth } : {}),
+    ...(output ? { output } : {}),
   };
 }
 
