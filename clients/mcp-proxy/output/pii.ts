@@ -12,7 +12,7 @@
  *   regions and grouped as that country writes it (`(415) 555-2671`,
  *   `020 7946 0958`), so order numbers and dates do not pass;
  * - `card`: 13 to 19 digits (spaces or dashes between groups of four, or 4-6-5),
- *   an issuer's prefix and the Luhn checksum;
+ *   an issuer's prefix with a length that issuer uses, and the Luhn checksum;
  * - `iban`: a country code, two check digits and the country's BBAN length,
  *   validated by ibantools (ISO 13616 mod-97 and the country's format).
  */
@@ -164,8 +164,17 @@ function findPhones(text: string, regions: readonly CountryCode[], out: Span[]):
 
 /** A card number candidate: 13 to 19 digits, in groups separated by one space or dash. */
 const CARD_CANDIDATE = /(?<![\w.-])\d(?:[ -]?\d){12,18}(?![\w]|[.-]\d)/g;
-/** The issuers' prefixes (Visa, Mastercard, Amex, Discover, JCB, Diners, UnionPay, Maestro). */
-const CARD_PREFIX = /^(?:4|5[1-5]|2(?:2[2-9]|[3-6]\d|7[01]|720)|3[47]|6(?:011|5|4[4-9]|2)|35(?:2[89]|[3-8])|3(?:0[0-5]|[68])|5[06-8]|6\d)/;
+/** The issuers' prefixes and the lengths their numbers have (Visa, Mastercard, Amex, Discover, JCB, Diners, UnionPay). */
+const ISSUERS: ReadonlyArray<[RegExp, readonly number[]]> = [
+  [/^4/, [13, 16, 19]],
+  [/^(?:5[1-5]|2(?:2[2-9]|[3-6]\d|7[01]|720))/, [16]],
+  [/^3[47]/, [15]],
+  [/^(?:6011|65|64[4-9])/, [16, 17, 18, 19]],
+  [/^35(?:2[89]|[3-8])/, [16, 17, 18, 19]],
+  [/^3(?:0[0-5]|[68])/, [14, 15, 16]],
+  [/^62/, [16, 17, 18, 19]],
+];
+const issued = (digits: string) => ISSUERS.some(([prefix, lengths]) => prefix.test(digits) && lengths.includes(digits.length));
 
 /**
  * Whether a digit string passes the Luhn checksum.
@@ -195,7 +204,7 @@ function findCards(text: string, out: Span[]): void {
     const groups = groupsOf(written);
     // Unseparated, or grouped the way cards are printed (fours, or Amex's 4-6-5).
     const grouped = groups === String(digits.length) || /^(?:4,)+\d$/.test(`${groups}`) || groups === '4,6,5' || groups === '4,6,4';
-    if (grouped && CARD_PREFIX.test(digits) && luhn(digits)) out.push({ start: m.index, end: m.index + written.length, kind: 'pii', rule: 'card' });
+    if (grouped && issued(digits) && luhn(digits)) out.push({ start: m.index, end: m.index + written.length, kind: 'pii', rule: 'card' });
   }
 }
 

@@ -103,9 +103,27 @@ function sourceOf(content: string, json: boolean): SecretLintSourceCode {
   };
 }
 
+/**
+ * Where an `aws_secret_access_key = "…"` finding ends. The AWS rule (12.0.0)
+ * reports a range that starts at the assignment and is as long as the key,
+ * so it stops short of the key's end: a redaction of that range would leave
+ * the key's tail. The finding runs to the end of the 40-character key.
+ */
+function awsSecretEnd(text: string, range: readonly [number, number]): number {
+  const key = /[A-Za-z0-9/+=]{40}/g;
+  key.lastIndex = range[0];
+  for (let m = key.exec(text); m !== null && m.index < range[0] + 200; m = key.exec(text)) {
+    // The key is the 40 characters after the name and the connector, not a part of the name.
+    if (m.index > range[0] && !/[A-Za-z0-9_]/.test(text[m.index - 1]!)) return Math.max(range[1], m.index + 40);
+    key.lastIndex = m.index + 1;
+  }
+  return range[1];
+}
+
 /** The handlers of every rule, made once, reporting into `sink` (set per scan: scans are synchronous). */
 class SecretScanner {
   #sink: Span[] = [];
+  #text = '';
   readonly #handlers: Array<{ id: string; handler: SecretLintRuleReportHandler }>;
 
   constructor() {
@@ -113,7 +131,8 @@ class SecretScanner {
       sharedOptions: {},
       createTranslator: () => (messageId) => ({ message: '', messageId: String(messageId), data: undefined }),
       report: ({ message, range }) => {
-        this.#sink.push({ start: range[0], end: range[1], kind: 'secret', rule: secretRuleName(message.messageId) });
+        const rule = secretRuleName(message.messageId);
+        this.#sink.push({ start: range[0], end: rule === 'aws-secret-access-key' ? awsSecretEnd(this.#text, range) : range[1], kind: 'secret', rule });
       },
       ignore: () => undefined,
     };
@@ -127,11 +146,13 @@ class SecretScanner {
     const source = sourceOf(text, json);
     const found: Span[] = [];
     this.#sink = found;
+    this.#text = text;
     try {
       // Every rule of the preset but the .p12 check (never reached: ext is .txt or .json) answers synchronously.
       for (const { id, handler } of this.#handlers) if (gateOpen(id, text)) void handler.file?.(source);
     } finally {
       this.#sink = [];
+      this.#text = '';
     }
     return found;
   }
