@@ -32,6 +32,7 @@ import { Approvals } from './domain/approvals.js';
 import { ReviewService } from './domain/reviews.js';
 import { ReviewWaiters } from './domain/review-waiters.js';
 import { StatsService } from './domain/stats.js';
+import { SessionLabels } from './domain/session-labels.js';
 
 export interface Services {
   config: Config;
@@ -80,6 +81,8 @@ export interface Services {
   reviewWaiters: ReviewWaiters;
   /** The dashboard's overview figures. */
   stats: StatsService;
+  /** Sessions and their labels (what an agent run has read). */
+  sessions: SessionLabels;
 }
 
 export interface ServiceOptions {
@@ -114,7 +117,8 @@ function buildServices(options: ServiceOptions & { clock: Clock }, ring: KeyRing
   const permitIssuer = options.permits ?? ringPermitIssuer(ring, config.baseUrl);
   const apiKeys = new ApiKeyCache(sql, clock);
   const reviewWaiters = new ReviewWaiters();
-  const approvals = new Approvals({ sql, clock, limits, policySets, waiters: reviewWaiters });
+  const sessions = new SessionLabels(sql, clock, config.sessionIdleHours);
+  const approvals = new Approvals({ sql, clock, limits, policySets, waiters: reviewWaiters, sessions });
   const decisions = new DecisionService({
     sql,
     clock,
@@ -125,6 +129,7 @@ function buildServices(options: ServiceOptions & { clock: Clock }, ring: KeyRing
     alerts,
     permits: permitIssuer,
     approvals,
+    sessions,
     redact: config.redactContext,
     tracing,
     shadowDiverged: (policyId) => metrics.shadowDiverged(policyId),
@@ -164,8 +169,9 @@ function buildServices(options: ServiceOptions & { clock: Clock }, ring: KeyRing
     reviews: new ReviewService({ sql, clock, decisions, approvals, waiters: reviewWaiters, permits: permitIssuer }),
     approvals,
     accessRequests: new AccessRequests({ sql, clock, decisions, permits: permitIssuer, policySets, redact: config.redactContext }),
-    outputs: new DecisionOutputs({ sql, clock }),
+    outputs: new DecisionOutputs({ sql, clock, sessionLabels: (tx, _principal, decision, labels) => sessions.addGatewayLabels(tx, decision, labels) }),
     reviewWaiters,
     stats: new StatsService({ sql, clock, budgets }),
+    sessions,
   };
 }

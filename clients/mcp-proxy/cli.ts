@@ -39,8 +39,9 @@ export const MCP_PROXY_USAGE = `usage: authz mcp-proxy --config FILE [options] -
   --max-sessions N     at most N HTTP sessions at once (default 1000)
   --url URL            the agent-authz service (default AUTHZ_URL or http://127.0.0.1:8080)
   --key KEY            an API key with scope decisions:write (default AUTHZ_API_KEY)
-  --session ID         the decisions' session_id (default AUTHZ_SESSION_ID, else a fresh id;
-                       with --listen: mcp-<Mcp-Session-Id>)
+  --session ID         the decisions' session_id, shared by every proxy of one agent run
+                       (default AUTHZ_SESSION_ID, else a fresh id per process); not with
+                       --listen, where each MCP session is its own: mcp-<Mcp-Session-Id>
   --help, -h           this usage
 configuration keys: agent_id, server, tools, methods:, pass_through:, declared_mappings,
   auth: (with --listen: agents and users from bearer tokens), upstream_auth, output: (labels
@@ -146,10 +147,13 @@ function readInvocation(argv: readonly string[], env: NodeJS.ProcessEnv): Invoca
       idleSeconds: wholeNumber('--session-idle-seconds', values['session-idle-seconds'], DEFAULT_SESSION_IDLE_SECONDS, 1, 86_400),
       maxSessions: wholeNumber('--max-sessions', values['max-sessions'], DEFAULT_MAX_SESSIONS, 1, 1_000_000),
     };
+    // Each MCP session is its own session: one id for all of them would merge their labels and history.
+    if (values.session !== undefined) throw new UsageProblem('--session goes without --listen: with --listen each MCP session is its own session (mcp-<Mcp-Session-Id>)');
   } else {
     for (const flag of ['public-url', 'session-idle-seconds', 'max-sessions'] as const) if (values[flag] !== undefined) throw new UsageProblem(`--${flag} goes with --listen`);
   }
-  const sessionId = values.session || env.AUTHZ_SESSION_ID || undefined;
+  // AUTHZ_SESSION_ID is the agent host's run, for its stdio proxies; a listener serves many sessions and ignores it.
+  const sessionId = listen ? undefined : values.session || env.AUTHZ_SESSION_ID || undefined;
   return { configPath: values.config, url, key, upstream, ...(sessionId ? { sessionId } : {}), ...(listen ? { listen } : {}) };
 }
 
@@ -262,7 +266,7 @@ export async function mcpProxyCommand(argv: readonly string[], io: ProxyIo = std
     if (invocation.listen) {
       const { host, port, publicUrl, idleSeconds, maxSessions } = invocation.listen;
       const who = config.auth ? `agents and users from the tokens of ${config.auth.issuer}` : `agent ${config.agent_id}`;
-      say(`${who}, server ${config.server}, session ${invocation.sessionId ?? 'mcp-<Mcp-Session-Id>'}, decisions from ${invocation.url}`);
+      say(`${who}, server ${config.server}, session mcp-<Mcp-Session-Id>, decisions from ${invocation.url}`);
       const gate = config.auth ? new TokenGate({ config: config.auth, log: say }) : undefined;
       // The public URL is known before listening unless the port is chosen by the system (0).
       if (gate && (publicUrl || port !== 0)) gate.bind(publicUrl ?? new URL(`http://${host.includes(':') ? `[${host}]` : host}:${port}/mcp`));

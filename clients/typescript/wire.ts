@@ -415,6 +415,10 @@ export interface Decision {
     matched_policy_ids: string[];
     warnings: DecisionWarning[];
     shadow?: DecisionShadow;
+    /**
+     * (extension) The session's labels the decision was decided with: present when one of its candidate policies reads session.labels or adds labels
+     */
+    session_labels?: string[];
   };
 }
 /**
@@ -869,6 +873,41 @@ export interface Service {
    * /healthz
    */
   health: string;
+}
+/**
+ * A session (extension: labels): what an agent run (session_id) has read, from its first decision or label until AUTHZ_SESSION_IDLE_HOURS without one
+ */
+export interface Session {
+  object: 'session';
+  /**
+   * The session_id
+   */
+  id: string;
+  /**
+   * In the order they were added; at most 256
+   */
+  labels: SessionLabel[];
+  /**
+   * Decisions of the session since it started
+   */
+  decisions: number;
+  last_decision_at: string | null;
+}
+export interface SessionLabel {
+  label: string;
+  added_at: string;
+  /**
+   * policy: a winning policy's labels (decision_id names the decision); api: POST /v1/sessions/{session_id}/labels; gateway: the MCP gateway's output (decision_id names the decision whose result it read)
+   */
+  source: 'policy' | 'api' | 'gateway';
+  /**
+   * Present for labels a decision added (source policy or gateway)
+   */
+  decision_id?: string;
+  /**
+   * Present when the call that added it gave one
+   */
+  detail?: string;
 }
 export interface SigningKeyRotation {
   object: 'signing_key';

@@ -54,6 +54,7 @@ export class DecisionOutputs {
         if (current === undefined) throw new DecisionNotFoundError(`no decision ${id}`);
         throw new DecisionOutputRecordedError(`the output of decision ${id} was recorded at ${current.output?.recorded_at ?? 'an earlier call'}; it is recorded once`);
       }
+      // The labels join the decision's session (source gateway) in this transaction: 409 session.too_many_labels undoes the record.
       if (output.labels.length > 0 && row.session_id !== null) await this.deps.sessionLabels?.(tx, principal, row, output.labels);
       return row;
     });

@@ -94,6 +94,10 @@ export class TooManyPoliciesError extends ApiError {
   static override readonly code = 'validation.too_many_policies';
   static override readonly status = 400;
 }
+export class TooManyLabelsError extends ApiError {
+  static override readonly code = 'validation.too_many_labels';
+  static override readonly status = 400;
+}
 
 // --- decisions (docs/api.md#decisions) -------------------------------------------------------
 export class DecisionNotFoundError extends ApiError {
@@ -133,6 +137,16 @@ export class DecisionOutputRecordedError extends ApiError {
 export class SelfReviewError extends ApiError {
   static override readonly code = 'review.self_review';
   static override readonly status = 403;
+}
+
+// --- sessions (extension: docs/api.md#sessions) ------------------------------
+export class SessionNotFoundError extends ApiError {
+  static override readonly code = 'session.not_found';
+  static override readonly status = 404;
+}
+export class SessionFullError extends ApiError {
+  static override readonly code = 'session.too_many_labels';
+  static override readonly status = 409;
 }
 
 // --- other resources ----------------------------------------------------------
@@ -236,6 +250,7 @@ export const ERROR_CLASSES = [
   InvalidPolicyError,
   InvalidBundleError,
   TooManyPoliciesError,
+  TooManyLabelsError,
   DecisionNotFoundError,
   DecisionAlreadyConfirmedError,
   DecisionExpiredError,
@@ -245,6 +260,8 @@ export const ERROR_CLASSES = [
   DecisionAwaitingApprovalError,
   DecisionOutputRecordedError,
   SelfReviewError,
+  SessionNotFoundError,
+  SessionFullError,
   PolicyNotFoundError,
   PolicyConflictError,
   AgentNotFoundError,

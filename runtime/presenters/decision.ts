@@ -35,7 +35,13 @@ export function decisionResource(row: DecisionRow, nowMs: number, options: { wit
     approval_expires_at: row.approval_expires_at ? row.approval_expires_at.toISOString() : null,
     // Extension (docs/api.md#post-v1decisionsidoutput-extension): what the gateway read in the result, null until recorded.
     output: row.output ?? null,
-    metadata: { matched_policy_ids: row.matched_policy_ids, warnings: row.warnings, ...(row.shadow ? { shadow: row.shadow } : {}) },
+    metadata: {
+      matched_policy_ids: row.matched_policy_ids,
+      warnings: row.warnings,
+      ...(row.shadow ? { shadow: row.shadow } : {}),
+      // Extension (docs/policies.md#labels): only when a candidate policy read or added labels.
+      ...(row.session_labels ? { session_labels: row.session_labels } : {}),
+    },
   };
 }
 

@@ -61,6 +61,11 @@ export interface DecisionRow {
    */
   review_request_context?: Record<string, unknown> | null;
   /**
+   * The session's labels it was decided with (migration 022): null when none of
+   * its candidate policies reads or adds labels. Rows made in memory may leave it out.
+   */
+  session_labels?: string[] | null;
+  /**
    * What the MCP gateway read in the result of the request it allowed
    * (POST /v1/decisions/:id/output, migration 023): null until recorded. Read
    * with every row; rows made in memory may leave it out.
@@ -127,16 +132,16 @@ export async function writeDecisionBatch(
     ), new_decisions as (
       insert into decisions (account_id, environment, id, agent_id, action, resource, amount, context, effect, reason,
         policy_id, matched_policy_ids, warnings, status, evaluated_at, expires_at, ttl_seconds, permit_token,
-        session_id, on_behalf_of, args_digest, key_id, shadow, review_status, approval_expires_at)
+        session_id, on_behalf_of, args_digest, key_id, shadow, review_status, approval_expires_at, session_labels)
       select account_id, environment, id, agent_id, action, resource, amount, context, effect, reason,
         policy_id, matched_policy_ids, warnings, status, evaluated_at, expires_at, ttl_seconds, null,
-        session_id, on_behalf_of, args_digest, key_id, shadow, review_status, approval_expires_at
+        session_id, on_behalf_of, args_digest, key_id, shadow, review_status, approval_expires_at, session_labels
       from jsonb_to_recordset(${sql.json(decisions as never)}::jsonb)
         as x(account_id text, environment text, id text, agent_id text, action text, resource text, amount float8,
              context jsonb, effect text, reason text, policy_id text, matched_policy_ids text[], warnings jsonb,
              status text, evaluated_at timestamptz, expires_at timestamptz, ttl_seconds int,
              session_id text, on_behalf_of text, args_digest text, key_id text, shadow jsonb,
-             review_status text, approval_expires_at timestamptz)
+             review_status text, approval_expires_at timestamptz, session_labels text[])
       returning 1
     ), decision_events as (
       -- By reference (migration 017): an allow or deny event names its decision instead of copying it.
@@ -156,7 +161,7 @@ export async function writeDecisionBatch(
 export const COLUMNS = (sql: SqlOrTx) => sql`account_id, environment, id, agent_id, action, resource, amount, context, effect, reason,
   policy_id, matched_policy_ids, warnings, status, evaluated_at, expires_at, ttl_seconds, permit_token, resolved_at, confirmed_amount,
   session_id, on_behalf_of, args_digest, key_id, shadow, review_status, reviewer, review_note, reviewed_at, reviewer_key_id, approval_expires_at,
-  review_request_context, output`;
+  review_request_context, session_labels, output`;
 
 export async function findDecision(sql: SqlOrTx, accountId: string, environment: Environment, id: string): Promise<DecisionRow | undefined> {
   const [row] = await sql<DecisionRow[]>`select ${COLUMNS(sql)} from decisions

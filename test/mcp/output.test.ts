@@ -123,6 +123,12 @@ describe('authz mcp-proxy reads results (output:)', () => {
       });
       expect(JSON.stringify(d)).not.toContain('ada.lovelace');
       expect(JSON.stringify(d)).not.toContain('7946');
+      // The labels joined the proxy's session before the result reached the client.
+      const session = await rt.getOk(`/v1/sessions/${d.session_id as string}`);
+      expect((session.labels as JsonObject[]).map((l) => [l.label, l.source, l.decision_id])).toEqual([
+        ['pii', 'gateway', d.id],
+        ['untrusted', 'gateway', d.id],
+      ]);
     });
 
     it('a tool the configuration names carries only its labels; a closed tool with nothing found records nothing', async () => {

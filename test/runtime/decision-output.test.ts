@@ -20,7 +20,10 @@ describe.each(STORE_KINDS)('POST /v1/decisions/:id/output (%s store)', (kind) =>
 
   beforeAll(async () => {
     rt = await startRuntime(kind);
-    await rt.setPolicies([{ id: 'pol_inbox', effect: 'allow', actions: ['inbox.*'] }]);
+    await rt.setPolicies([
+      { id: 'pol_inbox', effect: 'allow', actions: ['inbox.*'] },
+      { id: 'pol_no_send_after_untrusted', effect: 'deny', actions: ['inbox.send'], condition: "contains(session.labels, 'untrusted')" },
+    ]);
   });
   afterAll(() => rt?.close());
 
@@ -54,6 +57,41 @@ describe.each(STORE_KINDS)('POST /v1/decisions/:id/output (%s store)', (kind) =>
     rt.clock.advance(1000);
     expectError(await record(d.id, { labels: ['private'], findings: [] }), 409, 'decision.output_recorded');
     expect((await rt.getOk(`/v1/decisions/${d.id}`)).output).toEqual(output);
+  });
+
+  it("the labels join the decision's session (source gateway, the decision named) with the record", async () => {
+    const session = `run-labels-${kind}`;
+    const d = await decide(rt, { agent_id: agent('output-bot'), action: 'inbox.read', session_id: session });
+    expect((await record(d.id, { labels: ['untrusted'], findings: [] })).statusCode).toBe(200);
+    const s = await rt.getOk(`/v1/sessions/${session}`);
+    expect(s.labels).toEqual([{ label: 'untrusted', added_at: new Date(rt.clock.now()).toISOString(), source: 'gateway', decision_id: d.id }]);
+    // The session's next decision is decided with them.
+    const next = await decide(rt, { agent_id: agent('output-bot'), action: 'inbox.send', session_id: session });
+    expect(next.effect).toBe('deny');
+    expect(next.metadata.session_labels).toEqual(['untrusted']);
+  });
+
+  it('a decision without a session records its output; no session is labelled', async () => {
+    const d = await decide(rt, { agent_id: agent('output-bot'), action: 'inbox.read' });
+    expect((await record(d.id, { labels: ['untrusted'], findings: [] })).statusCode).toBe(200);
+    expect((await rt.getOk(`/v1/decisions/${d.id}`)).output.labels).toEqual(['untrusted']);
+  });
+
+  it('labels that would take the session past 256: 409 session.too_many_labels, nothing recorded', async () => {
+    const session = `run-full-${kind}`;
+    const d = await decide(rt, { agent_id: agent('output-bot'), action: 'inbox.read', session_id: session });
+    for (let i = 0; i < 8; i++) {
+      const r = await rt.call(rt.testKey, {
+        method: 'POST',
+        url: `/v1/sessions/${session}/labels`,
+        payload: { agent_id: 'filler', labels: Array.from({ length: 32 }, (_, j) => `l${i}-${j}`) },
+      });
+      expect(r.statusCode, r.body).toBe(200);
+    }
+    expectError(await record(d.id, { labels: ['untrusted'], findings: [] }), 409, 'session.too_many_labels');
+    expect((await rt.getOk(`/v1/decisions/${d.id}`)).output).toBeNull();
+    // Labels the session holds already add nothing: the record goes through.
+    expect((await record(d.id, { labels: ['l0-0'], findings: [] })).statusCode).toBe(200);
   });
 
   it('an empty record is a record too: the second call is 409', async () => {
