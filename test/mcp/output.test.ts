@@ -14,9 +14,8 @@ import { createServer, request, type Server } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { startRuntime, type TestRuntime } from '../runtime/helpers/app.js';
-import { BIN, childEnv, ensureProxyBuilt, scratch } from './helpers/proxy.js';
+import { ensureProxyBuilt, scratch, startStdioProxy } from './helpers/proxy.js';
 import type { JsonObject } from '../helpers/json.js';
 
 const SERVER = join(import.meta.dirname, 'fixtures', 'output-server.mjs');
@@ -26,23 +25,9 @@ const suffix = Math.random().toString(36).slice(2, 8);
 type Result = { content: Array<Record<string, unknown>>; isError?: boolean; structuredContent?: Record<string, unknown>; _meta?: Record<string, unknown> };
 
 /** The proxy, with `output` as its configuration's output: section, connected to an SDK client. */
-async function connect(agent: string, output: string, base: string, key: string) {
+function connect(agent: string, output: string, base: string, key: string) {
   const files = scratch(`agent_id: ${agent}\nserver: mail\n${output}`);
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [BIN, 'mcp-proxy', '--config', files.config, '--', process.execPath, SERVER],
-    env: childEnv({ AUTHZ_URL: base, AUTHZ_API_KEY: key }),
-    stderr: 'pipe',
-  });
-  let stderr = '';
-  transport.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-  const client = new Client({ name: 'output-test-agent', version: '1.0.0' });
-  try {
-    await client.connect(transport);
-  } catch (e) {
-    throw new Error(`the proxy did not start: ${(e as Error).message}\n${stderr}`);
-  }
-  return { client, stderr: () => stderr };
+  return startStdioProxy(['--config', files.config], { AUTHZ_URL: base, AUTHZ_API_KEY: key }, SERVER);
 }
 
 describe('authz mcp-proxy reads results (output:)', () => {
