@@ -27,6 +27,7 @@ import { PermitService } from './domain/permits.js';
 import { PolicyService } from './domain/policies.js';
 import { WebhookEndpoints } from './domain/webhooks.js';
 import { AccessRequests } from './domain/access-requests.js';
+import { DecisionOutputs } from './domain/decision-output.js';
 import { Approvals } from './domain/approvals.js';
 import { ReviewService } from './domain/reviews.js';
 import { ReviewWaiters } from './domain/review-waiters.js';
@@ -74,6 +75,8 @@ export interface Services {
   approvals: Approvals;
   /** AuthZEN access requests for decisions awaiting approval, and re-evaluations with their approvals. */
   accessRequests: AccessRequests;
+  /** What the MCP gateway read in results (POST /v1/decisions/:id/output). */
+  outputs: DecisionOutputs;
   /** This process's requests waiting for a review (woken by NOTIFY authz_reviews: background/reviews.ts). */
   reviewWaiters: ReviewWaiters;
   /** The dashboard's overview figures. */
@@ -166,6 +169,7 @@ function buildServices(options: ServiceOptions & { clock: Clock }, ring: KeyRing
     reviews: new ReviewService({ sql, clock, decisions, approvals, waiters: reviewWaiters, permits: permitIssuer }),
     approvals,
     accessRequests: new AccessRequests({ sql, clock, decisions, permits: permitIssuer, policySets, redact: config.redactContext }),
+    outputs: new DecisionOutputs({ sql, clock, sessionLabels: (tx, _principal, decision, labels) => sessions.addGatewayLabels(tx, decision, labels) }),
     reviewWaiters,
     stats: new StatsService({ sql, clock, budgets }),
     sessions,

@@ -46,7 +46,8 @@ export const MCP_PROXY_USAGE = `usage: authz mcp-proxy --config FILE [options] -
                        --listen, where each MCP session is its own: mcp-<Mcp-Session-Id>
   --help, -h           this usage
 configuration keys: agent_id, server, tools, methods:, pass_through:, declared_mappings,
-  auth: (with --listen: agents and users from bearer tokens), upstream_auth (docs/mcp.md)
+  auth: (with --listen: agents and users from bearer tokens), upstream_auth, output: (labels
+  and detectors for results) (docs/mcp.md)
 exit codes: 0 the client went away or a signal ended the listener, 1 configuration
   or upstream problems, 2 usage error`;
 

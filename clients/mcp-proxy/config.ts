@@ -19,6 +19,7 @@
  *                                   # or { extra_actions: [audit.record] }: actions outside <server>. its mappings may produce
  * upstream_auth: { client_id: gw, client_secret_env: UPSTREAM_SECRET, issuer: https://login.example.com }  # optional (upstream-auth/config.ts)
  * auth: { issuer: https://login.example.com }  # optional, with --listen: agents and users from bearer tokens (auth/config.ts)
+ * output: { labels: [{ tools: [inbox_read], labels: [untrusted] }], detect: { secrets: redact } }  # optional (output/config.ts)
  * ```
  */
 import { readFileSync } from 'node:fs';
@@ -26,6 +27,7 @@ import { parseDocument } from 'yaml';
 import { ACTION_PATTERN, templateProblems, type ToolMapping } from './actions.js';
 import { parseAuthConfig, type AuthConfig } from './auth/config.js';
 import type { DeclaredMappingsConfig } from './declared-mappings.js';
+import { parseOutputConfig, type OutputConfig } from './output/config.js';
 import { isDecidedMethod, KNOWN_METHODS, type MethodMappings } from './methods.js';
 import { parseUpstreamAuth, type UpstreamAuthConfig } from './upstream-auth/config.js';
 
@@ -54,6 +56,8 @@ export interface ProxyConfig {
   upstream_auth?: UpstreamAuthConfig;
   /** Identity from tokens over HTTP (issue 31): each request's agent and user come from its bearer token. */
   auth?: AuthConfig;
+  /** What results are read for: labels by tool, server labels, detectors (issue 48; output/config.ts). Absent: results are relayed unread. */
+  output?: OutputConfig;
 }
 
 /** Default `approval_wait_seconds`: below the 60 s default request timeout of MCP SDK clients. */
@@ -83,6 +87,7 @@ const TOP_LEVEL = new Set([
   'declared_mappings',
   'upstream_auth',
   'auth',
+  'output',
 ]);
 const TOOL_FIELDS = new Set(['action', 'resource', 'amount']);
 
@@ -156,6 +161,7 @@ export function parseProxyConfig(value: unknown, source = 'config', env: NodeJS.
   else for (const m of passThrough as string[]) if (KNOWN_METHODS.has(m)) problems.push(`pass_through: "${m}" is a method the proxy knows (it is decided or relayed already)`);
   const declared = parseDeclaredMappings(value.declared_mappings, problems);
   const upstreamAuth = parseUpstreamAuth(value.upstream_auth, problems);
+  const output = parseOutputConfig(value.output, problems);
   if (problems.length > 0) throw new ProxyConfigError(source, problems);
   return {
     ...(value.agent_id === undefined ? {} : { agent_id: value.agent_id as string }),
@@ -169,6 +175,7 @@ export function parseProxyConfig(value: unknown, source = 'config', env: NodeJS.
     ...(declared === undefined ? {} : { declared_mappings: declared }),
     ...(upstreamAuth === undefined ? {} : { upstream_auth: upstreamAuth }),
     ...(auth ? { auth } : {}),
+    ...(output ? { output } : {}),
   };
 }
 

@@ -14,6 +14,7 @@ import { ListToolsResultSchema, type Tool } from '@modelcontextprotocol/sdk/type
 import type { AuthzClient } from '../typescript/index.js';
 import { ProxyConfigError, type ProxyConfig } from './config.js';
 import { DeclaredMappings } from './declared-mappings.js';
+import { OutputGate } from './output/gate.js';
 import { Enforcer, type Principal } from './enforce.js';
 import { Relay, type RelayEnd } from './relay.js';
 import { ToolNames } from './tool-names.js';
@@ -137,7 +138,19 @@ export class McpProxy {
     names.note(this.#startTools.map((t) => t.name));
     const declared = new DeclaredMappings(this.enforcer.config, this.#options.log);
     declared.note(this.#startTools);
-    const relay = new Relay({ downstream, upstream: upstreamTransport(this.#options.upstream), enforcer: this.enforcer, principal, names, declared, log: this.#options.log });
+    const { config, authz, log } = this.#options;
+    const output = config.output && new OutputGate({ config: config.output, authz, log });
+    output?.noteTools(this.#startTools);
+    const relay = new Relay({
+      downstream,
+      upstream: upstreamTransport(this.#options.upstream),
+      enforcer: this.enforcer,
+      principal,
+      names,
+      declared,
+      ...(output ? { output } : {}),
+      log,
+    });
     this.#relays.add(relay);
     relay.onend = (why) => {
       this.#relays.delete(relay);

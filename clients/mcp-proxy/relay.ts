@@ -36,6 +36,7 @@ import {
 import { DENIED_CODE, INTERNAL_ERROR_CODE, rpcErrorFrom, withoutProxyMeta, type Enforcer, type Principal, type RpcError, type Verdict } from './enforce.js';
 import type { DeclaredMappings } from './declared-mappings.js';
 import { FILTERED_LISTS, isDecidedMethod, UNDECIDED_METHODS, type FilteredList } from './methods.js';
+import type { OutputGate } from './output/gate.js';
 import type { ToolNames } from './tool-names.js';
 
 /** The prefix of the ids of the proxy's own requests to the upstream. */
@@ -55,6 +56,8 @@ export interface RelayOptions {
   names: ToolNames;
   /** This session's view of the mappings the upstream's tools declare (declared_mappings:). */
   declared?: DeclaredMappings;
+  /** This session's output side (output/gate.ts): results read, recorded, redacted or blocked before the client sees them. */
+  output?: OutputGate;
   log: (line: string) => void;
 }
 
@@ -63,6 +66,8 @@ interface Forwarded {
   id: RequestId;
   method: string;
   decisionId?: string;
+  /** For `tools/call`: the tool called. */
+  tool?: string;
   progressToken?: string | number;
   /** For `tools/list`: whether this is a listing's first page. */
   firstPage?: boolean;
@@ -176,7 +181,8 @@ export class Relay {
         this.#settle(verdict.decisionId, 'reject');
         return;
       }
-      return this.#forward({ ...request, params: verdict.params }, { ...base, decisionId: verdict.decisionId });
+      const tool = method === 'tools/call' && typeof params.name === 'string' ? { tool: params.name } : {};
+      return this.#forward({ ...request, params: verdict.params }, { ...base, ...tool, decisionId: verdict.decisionId });
     }
     if (Object.hasOwn(FILTERED_LISTS, method)) {
       const list = FILTERED_LISTS[method as FilteredList];
@@ -274,11 +280,18 @@ export class Relay {
           page,
         );
         this.#o.declared?.note(tools, page);
+        this.#o.output?.noteTools(tools);
         try {
           answer = { ...message, result: { ...message.result, tools: await this.#o.enforcer.visibleTools(tools, this.#o.principal, this.#o.names, this.#o.declared) } };
         } catch (error) {
           answer = { jsonrpc: '2.0', id: entry.id, error: rpcErrorFrom(error, 'tools/list') };
         }
+      }
+      // The output side: read, recorded, maybe redacted or blocked, before the client sees it.
+      const output = this.#o.output;
+      if (output && entry.decisionId !== undefined && output.reads(entry.method)) {
+        const read = await output.answer(entry.method, entry.tool, message.result, entry.decisionId);
+        answer = 'error' in read ? { jsonrpc: '2.0', id: entry.id, error: read.error } : { ...message, result: read.result };
       }
     }
     await this.#toClient(answer);
@@ -343,6 +356,7 @@ export class Relay {
       } while (typeof cursor === 'string');
       this.#o.names.note(tools.map((t) => t.name));
       this.#o.declared?.note(tools);
+      this.#o.output?.noteTools(tools);
     } catch (error) {
       this.#o.log(`could not read the upstream's tools after it said they changed: ${(error as Error).message}`);
     }

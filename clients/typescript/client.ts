@@ -7,7 +7,19 @@ import { AuthzError } from './errors.js';
 import { guarded, type GuardClient } from './guard.js';
 import { neverSent, sendOnce, type FetchLike, type HttpAnswer, type HttpTarget } from './http.js';
 import { isRetryable, withRetries, type RetryEvent, type RetryPolicy } from './retry.js';
-import type { BudgetRemaining, ConfirmOptions, Decision, DecisionInput, DecisionPreview, LabelsInput, PossibleActions, RemainingQuery, RequestOptions, Session } from './types.js';
+import type {
+  BudgetRemaining,
+  ConfirmOptions,
+  Decision,
+  DecisionInput,
+  DecisionOutputInput,
+  DecisionPreview,
+  LabelsInput,
+  PossibleActions,
+  RemainingQuery,
+  RequestOptions,
+  Session,
+} from './types.js';
 
 /** What `onRetry` is told: the failed attempt, the wait, and the call it belongs to. */
 export interface ClientRetryEvent extends RetryEvent {
@@ -293,6 +305,34 @@ export class AuthzClient {
       else if (given === undefined && fallback !== undefined) body[field] = fallback;
     }
     return body;
+  }
+
+  /**
+   * Records what a gateway read in the result of the request decision `id`
+   * allowed (`POST /v1/decisions/:id/output`, extension; scope
+   * `decisions:write`): the labels join the decision's session before this
+   * returns. Once per decision: a 409 `decision.output_recorded` on a retry,
+   * after an attempt that may have been applied, is checked with a read, and
+   * the decision with an output answers.
+   *
+   * @example
+   * const d = await authz.recordOutput('dec_8Qk2...', { labels: ['untrusted'], findings: [{ kind: 'pii', rule: 'email', count: 1, action: 'redact' }] });
+   * console.log(d.output?.labels); // ['untrusted']
+   */
+  async recordOutput(id: string, output: DecisionOutputInput, options: RequestOptions = {}): Promise<Decision> {
+    const { idempotencyKey: _key, ...readOptions } = options;
+    let maybeApplied = false;
+    const body = { labels: output.labels, findings: output.findings };
+    return (
+      await this.#send<Decision>({ method: 'POST', path: `${decisionPath(id)}/output`, body, options }, async (error) => {
+        if (maybeApplied && error.status === 409 && error.code === 'decision.output_recorded') {
+          const current = await this.get(id, readOptions);
+          if (current.output !== null) return { body: current, status: 200, requestId: error.requestId };
+        }
+        if (isRetryable(error) && error.status !== 429 && !neverSent(error)) maybeApplied = true;
+        return null;
+      })
+    ).body;
   }
 
   /**

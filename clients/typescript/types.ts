@@ -6,7 +6,7 @@
  * test/clients/typescript-client.test.ts checks these against the schemas and
  * against real answers, so a field added on one side and not the other fails.
  */
-import type { ActionsPossible, Decision, Review } from './wire.js';
+import type { ActionsPossible, Decision, DecisionOutputFinding, Review } from './wire.js';
 
 /** `POST /v1/decisions` body fields that schemas/api/decision-request.schema.json accepts today. */
 export interface DecisionRequest {
@@ -48,7 +48,7 @@ export interface DecisionRequestExtensions {}
 export type DecisionInput = DecisionRequest & DecisionRequestExtensions;
 
 /** The answers' wire types, generated from schemas/api/answers/ (clients/typescript/wire.ts; `npm run gen:types`). */
-export type { Decision, DecisionWarning, BudgetRemaining, DecisionPreview, Session, SessionLabel } from './wire.js';
+export type { Decision, DecisionWarning, BudgetRemaining, DecisionPreview, DecisionOutput, DecisionOutputFinding, Session, SessionLabel } from './wire.js';
 
 export type DecisionEffect = Decision['effect'];
 
@@ -64,6 +64,14 @@ export interface ConfirmOptions {
   amount?: number;
   /** Per held unit, what was actually spent (e.g. `{ USD: 0.09, tokens: 2410 }`); a unit not named confirms its held amount. */
   amounts?: Record<string, number>;
+}
+
+/** `POST /v1/decisions/:id/output` body (schemas/api/decision-output.schema.json): what a gateway read in a result. */
+export interface DecisionOutputInput {
+  /** Labels the result carries (at most 32), added to the decision's session. */
+  labels: string[];
+  /** What the detectors found, never the matched text (at most 64). */
+  findings: DecisionOutputFinding[];
 }
 
 /** Whose budgets `budgetsRemaining` asks about (`GET /v1/budgets/remaining`). */

@@ -407,6 +407,10 @@ export interface Decision {
    * Extension: until when the decision waits for approval (null when its policy asks for none).
    */
   approval_expires_at: string | null;
+  /**
+   * Extension: what the MCP gateway read in the result of the request this decision allowed (POST /v1/decisions/:id/output): its labels and findings, never the matched text; null until recorded.
+   */
+  output: null | DecisionOutput;
   metadata: {
     matched_policy_ids: string[];
     warnings: DecisionWarning[];
@@ -437,6 +441,38 @@ export interface Review {
   request_context?: {
     [k: string]: unknown;
   };
+}
+/**
+ * What the MCP gateway read in the result of the request this decision allowed (extension; POST /v1/decisions/:id/output): recorded once.
+ */
+export interface DecisionOutput {
+  /**
+   * The labels the result carried (added to the decision's session, source gateway).
+   */
+  labels: string[];
+  findings: DecisionOutputFinding[];
+  recorded_at: string;
+}
+/**
+ * What one detector rule found in a result, and what the gateway did (extension): never the matched text.
+ */
+export interface DecisionOutputFinding {
+  /**
+   * The detector's label (secret, pii), or skipped for content that was not read (a binary blob, an image).
+   */
+  kind: string;
+  /**
+   * What matched: aws-access-key, github-token, email, phone, card, iban...; for skipped, the content's type (image, audio, blob).
+   */
+  rule: string;
+  /**
+   * How many matches.
+   */
+  count: number;
+  /**
+   * What the gateway did: labelled the result, redacted the matches, blocked the result, or did not read the content.
+   */
+  action: 'label' | 'redact' | 'block' | 'skipped';
 }
 /**
  * An entry of a decision's metadata.warnings (policy.conflict, budget.below_threshold, environment.no_policies).

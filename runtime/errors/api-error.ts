@@ -130,6 +130,10 @@ export class DecisionAwaitingApprovalError extends ApiError {
   static override readonly code = 'decision.awaiting_approval';
   static override readonly status = 409;
 }
+export class DecisionOutputRecordedError extends ApiError {
+  static override readonly code = 'decision.output_recorded';
+  static override readonly status = 409;
+}
 export class SelfReviewError extends ApiError {
   static override readonly code = 'review.self_review';
   static override readonly status = 403;
@@ -254,6 +258,7 @@ export const ERROR_CLASSES = [
   DecisionNotReviewableError,
   DecisionAlreadyReviewedError,
   DecisionAwaitingApprovalError,
+  DecisionOutputRecordedError,
   SelfReviewError,
   SessionNotFoundError,
   SessionFullError,

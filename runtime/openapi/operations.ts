@@ -72,6 +72,15 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     optionalBody: true,
     errors: { 404: notFound('decision.not_found'), 409: 'decision.not_pending; idempotency.in_progress', 410: 'decision.expired: past its TTL' },
   },
+  'POST /v1/decisions/{id}/output': {
+    summary:
+      "Record what the MCP gateway read in the result of the request this decision allowed: its labels (added to the decision's session, source gateway) and findings, never the matched text; once (extension)",
+    success: [200, ref('Decision')],
+    errors: {
+      404: notFound('decision.not_found'),
+      409: "decision.output_recorded (recorded already: once per decision), session.too_many_labels (the labels would take the decision's session past 256); idempotency.in_progress",
+    },
+  },
   'POST /v1/decisions/{id}/review': {
     summary: "A reviewer's verdict on a review decision: approve or deny one awaiting approval, or record a judgement after the fact (extension; fires decision.reviewed)",
     success: [200, ref('Decision')],

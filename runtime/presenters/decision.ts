@@ -33,6 +33,8 @@ export function decisionResource(row: DecisionRow, nowMs: number, options: { wit
     // Extensions (docs/reviews.md#the-rules).
     review: reviewResource(row),
     approval_expires_at: row.approval_expires_at ? row.approval_expires_at.toISOString() : null,
+    // Extension (docs/api.md#post-v1decisionsidoutput-extension): what the gateway read in the result, null until recorded.
+    output: row.output ?? null,
     metadata: {
       matched_policy_ids: row.matched_policy_ids,
       warnings: row.warnings,

@@ -1,10 +1,11 @@
-/** /v1/decisions: decide (decideRoutes), read, list, confirm, reject (decisionRoutes). */
+/** /v1/decisions: decide (decideRoutes), read, list, confirm, reject, record a result's output (decisionRoutes). */
 import { Readable } from 'node:stream';
 import type { FastifyPluginAsync } from 'fastify';
 import { InvalidFieldError } from '../errors/api-error.js';
 import { type Effect, loadSchema } from '../../compiler/index.js';
 import { decisionAnswerToStore, decisionResource, previewResource, replayableDecisionAnswer } from '../presenters/decision.js';
 import type { DecisionInput } from '../domain/decisions.js';
+import type { DecisionOutputBody } from '../domain/decision-output.js';
 import { requestDeadline } from '../http/deadline.js';
 import type { IdempotentAnswers } from '../http/idempotency.js';
 import { pageParams, type ListQuery } from '../http/list.js';
@@ -56,7 +57,7 @@ export const decideRoutes: FastifyPluginAsync = async (app) => {
 /** Reading, listing, confirming and rejecting decisions (admitted by the key's platform limit like other routes). */
 export const decisionRoutes: FastifyPluginAsync = async (app) => {
   const longPolls = new LongPolls();
-  const { decisions, reviews, clock } = app.services;
+  const { decisions, reviews, outputs, clock } = app.services;
 
   app.get<{ Querystring: DecisionListQuery }>('/v1/decisions', { config: { scope: 'decisions:read' }, schema: { querystring: listQuerySchema } }, async (request) => {
     const { agent_id: agentId, effect, reason, session_id: sessionId, on_behalf_of: onBehalfOf, shadow_diverged: shadowDiverged } = request.query;
@@ -115,6 +116,13 @@ export const decisionRoutes: FastifyPluginAsync = async (app) => {
         release();
       }
     },
+  );
+
+  // What the MCP gateway read in the result of the request the decision allowed (extension): once, 409 after.
+  app.post<{ Params: { id: string }; Body: DecisionOutputBody }>(
+    '/v1/decisions/:id/output',
+    { config: { scope: 'decisions:write' }, schema: { params: idParams, body: loadSchema('api/decision-output') } },
+    async (request) => decisionResource(await outputs.record(request.principal, request.params.id, request.body), clock.now()),
   );
 
   // confirm and reject take an optional body: none, or an empty one (runtime/http/json-body.ts), means {}.

@@ -1,5 +1,5 @@
 /** Decisions: written in batches (group commit), read and resolved one by one. */
-import type { Environment } from '../tenant.js';
+import type { Environment, Tenant } from '../tenant.js';
 import type { SqlOrTx } from './connect.js';
 import type { StoredEventRow } from './events.js';
 import { exists, pageQuery, type Page, type PageParams } from './pagination.js';
@@ -64,6 +64,28 @@ export interface DecisionRow {
    * its candidate policies reads or adds labels. Rows made in memory may leave it out.
    */
   session_labels?: string[] | null;
+  /**
+   * What the MCP gateway read in the result of the request it allowed
+   * (POST /v1/decisions/:id/output, migration 023): null until recorded. Read
+   * with every row; rows made in memory may leave it out.
+   */
+  output?: DecisionOutputRow | null;
+}
+
+/** One detector rule's findings in a result, and what the gateway did with them. */
+export interface OutputFindingRow {
+  kind: string;
+  rule: string;
+  count: number;
+  action: 'label' | 'redact' | 'block' | 'skipped';
+}
+
+/** A decision's `output` column: the labels and findings of its request's result, never the matched text. */
+export interface DecisionOutputRow {
+  labels: string[];
+  findings: OutputFindingRow[];
+  /** ISO 8601, the service clock's. */
+  recorded_at: string;
 }
 
 export interface NewAgent {
@@ -138,7 +160,7 @@ export async function writeDecisionBatch(
 export const COLUMNS = (sql: SqlOrTx) => sql`account_id, environment, id, agent_id, action, resource, amount, context, effect, reason,
   policy_id, matched_policy_ids, warnings, status, evaluated_at, expires_at, ttl_seconds, permit_token, resolved_at, confirmed_amount,
   session_id, on_behalf_of, args_digest, key_id, shadow, review_status, reviewer, review_note, reviewed_at, reviewer_key_id, approval_expires_at,
-  review_request_context, session_labels`;
+  review_request_context, session_labels, output`;
 
 export async function findDecision(sql: SqlOrTx, accountId: string, environment: Environment, id: string): Promise<DecisionRow | undefined> {
   const [row] = await sql<DecisionRow[]>`select ${COLUMNS(sql)} from decisions
@@ -216,6 +238,20 @@ export async function resolveDecision(
     update decisions set status = ${to}, resolved_at = ${at}, confirmed_amount = ${confirmedAmount}
     where account_id = ${accountId} and environment = ${environment} and id = ${id}
       and status = 'pending' and expires_at > ${at}
+    returning ${COLUMNS(sql)}`;
+  return row;
+}
+
+/**
+ * Records what the gateway read in the result of the request a decision
+ * allowed, once: one conditional UPDATE, so of two records at once one wins.
+ * Undefined when there is no such decision or it has an output already; the
+ * caller reads it to say which.
+ */
+export async function recordDecisionOutput(sql: SqlOrTx, t: Tenant, id: string, output: DecisionOutputRow): Promise<DecisionRow | undefined> {
+  const [row] = await sql<DecisionRow[]>`
+    update decisions set output = ${sql.json(output as never)}
+    where account_id = ${t.accountId} and environment = ${t.environment} and id = ${id} and output is null
     returning ${COLUMNS(sql)}`;
   return row;
 }

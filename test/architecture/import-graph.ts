@@ -24,8 +24,8 @@ export interface Rule {
 
 const isIn = (file: string, folder: string) => file.startsWith(`${folder}/`);
 
-/** The compiler's leaves the clients may import (the action grammar and the AuthZEN action rule): one definition for both sides. */
-export const CLIENT_SHARED_COMPILER = ['compiler/patterns/action.ts', 'compiler/patterns/action-names.ts'];
+/** The compiler's leaves the clients may import (the action grammar, the AuthZEN action rule, globs for the gateway's output labels): one definition for both sides. */
+export const CLIENT_SHARED_COMPILER = ['compiler/patterns/action.ts', 'compiler/patterns/action-names.ts', 'compiler/patterns/glob.ts'];
 /** The state of a decision at a time: a leaf every layer asks (domain services, presenters, event bodies). */
 export const DECISION_STATE = 'runtime/domain/decision-state.ts';
 /** Starts every background task of a server process (docs/architecture.md, background/). */

@@ -74,10 +74,11 @@ const FULL_DECISION = {
   on_behalf_of: null,
   review: null,
   approval_expires_at: null,
+  output: null,
   args_digest: 'd',
 } satisfies Required<Decision>;
 /** Decision fields marked (extension) in docs/api.md#post-v1decisions, which a service may not send yet. */
-const DECISION_EXTENSION_FIELDS: Array<keyof Decision> = ['context', 'session_id', 'on_behalf_of', 'args_digest', 'review', 'approval_expires_at'];
+const DECISION_EXTENSION_FIELDS: Array<keyof Decision> = ['context', 'session_id', 'on_behalf_of', 'args_digest', 'review', 'approval_expires_at', 'output'];
 
 describe('agent-authz/client types follow the service schemas', () => {
   it('DecisionRequest has exactly the properties of schemas/api/decision-request.schema.json', () => {

@@ -251,12 +251,12 @@ describe.each(STORE_KINDS)('upgrade in place from the released main (%s store)',
     await withStore(location, async (store) => {
       const applied = (await store.sql<Array<{ name: string }>>`select name from schema_migrations order by name`).map((r) => r.name);
       expect(applied.slice(-6)).toEqual([
-        '015_log_partitions.sql',
-        '016_budget_scopes.sql',
         '017_event_references.sql',
         '018_agent_attributes.sql',
         '019_key_rotation_chain.sql',
         '020_access_requests.sql',
+        '022_session_labels.sql',
+        '023_decision_output.sql',
       ]);
       for (const table of ['decisions', 'events', 'webhook_deliveries'] as const) {
         const rows = await store.sql<Array<{ id: string; p: string }>>`select id, tableoid::regclass::text as p from ${store.sql(table)}`;

@@ -169,6 +169,8 @@ describe.each(STORE_KINDS)('OpenAPI document against real answers (%s store)', (
     await ok('GET /v1/decisions/:id', { id: allow.id });
     await ok('POST /v1/decisions/:id/confirm', { id: toConfirm.id }, { payload: { amount: 8 } });
     await ok('POST /v1/decisions/:id/confirm', { id: allow.id }); // 60 of 100 consumed: past the threshold
+    // What the MCP gateway read in the result (issue 48): the decision with its output.
+    await ok('POST /v1/decisions/:id/output', { id: allow.id }, { payload: { labels: ['untrusted'], findings: [{ kind: 'pii', rule: 'email', count: 1, action: 'redact' }] } });
     await ok('POST /v1/decisions/:id/reject', { id: pendingReview.id });
     await ok('POST /v1/permits/verify', {}, { payload: { token: allow.permit_token } });
     // Would it be allowed? The export of everything so far (NDJSON). AuthZEN.

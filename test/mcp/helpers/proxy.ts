@@ -77,12 +77,12 @@ export interface StdioProxy {
 }
 
 /**
- * `node bin/authz.js mcp-proxy <args> -- node tools-server.mjs`, connected to an SDK client over stdio.
+ * `node bin/authz.js mcp-proxy <args> -- node tools-server.mjs` (or another fixture `server`), connected to an SDK client over stdio.
  */
-export async function startStdioProxy(args: string[], env: Record<string, string>): Promise<StdioProxy> {
+export async function startStdioProxy(args: string[], env: Record<string, string>, server = TOOLS_SERVER): Promise<StdioProxy> {
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: [BIN, 'mcp-proxy', ...args, '--', process.execPath, TOOLS_SERVER],
+    args: [BIN, 'mcp-proxy', ...args, '--', process.execPath, server],
     env: childEnv(env),
     stderr: 'pipe',
   });
