@@ -80,5 +80,6 @@ export { replayCommand } from './cli/replay.js';
 export { isoInstant } from './time/iso-instant.js';
 export { HISTORY_SCOPES, type HistoryFunction, type HistoryMeasure, type HistoryProbe, type HistoryScope, type HistoryValues } from './history/probe.js';
 export { historyProbesFor, tableHistoryProbes } from './history/probes-of.js';
-export { EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, processIo, wantsHelp, type CliIo } from './cli/io.js';
+export { EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, processIo, UsageError, wantsHelp, type CliIo } from './cli/io.js';
+export { closest, didYouMean, readArguments, usageProblem } from './cli/usage.js';
 export { findYamlFiles, isPolicyFile, readSource } from './cli/files.js';
