@@ -33,7 +33,13 @@ export function decisionResource(row: DecisionRow, nowMs: number, options: { wit
     // Extensions (docs/reviews.md#the-rules).
     review: reviewResource(row),
     approval_expires_at: row.approval_expires_at ? row.approval_expires_at.toISOString() : null,
-    metadata: { matched_policy_ids: row.matched_policy_ids, warnings: row.warnings, ...(row.shadow ? { shadow: row.shadow } : {}) },
+    metadata: {
+      matched_policy_ids: row.matched_policy_ids,
+      warnings: row.warnings,
+      ...(row.shadow ? { shadow: row.shadow } : {}),
+      // Extension (docs/history.md): the history values the candidate policies read.
+      ...(row.history ? { history: row.history } : {}),
+    },
   };
 }
 
@@ -67,6 +73,7 @@ export function previewResource(p: DecisionPreview): DecisionPreviewBody {
     matched_policy_ids: p.matched_policy_ids,
     warnings: p.warnings,
     ...(p.shadow ? { shadow: p.shadow } : {}),
+    ...(p.history ? { history: p.history } : {}),
     ...(p.retry_after_seconds === undefined ? {} : { retry_after_seconds: p.retry_after_seconds }),
   };
 }
