@@ -114,6 +114,16 @@ export function jsonEqual(a: unknown, b: unknown, depth = 0): boolean {
   return true;
 }
 
+/**
+ * The value at `segments` under `base`, walked as rule 1 walks `context.a.b`
+ * (own properties of plain objects only); undefined when MISSING.
+ */
+export function readField(base: unknown, segments: readonly string[]): unknown {
+  let v: unknown = base === null ? undefined : base;
+  for (let k = 0; k < segments.length && v !== undefined; k++) v = FORBIDDEN_FIELDS.has(segments[k]!) ? undefined : ownField(v, segments[k]!);
+  return v;
+}
+
 /** The object a dotted path walks: the request's context, or the agent's stored attributes. */
 type Base = (input: DecisionRequest) => Record<string, unknown> | null | undefined;
 const contextOf: Base = (input) => input.context;
