@@ -71,16 +71,21 @@ function probesSeeing(t: TableHistory, action: string): readonly HistoryProbe[] 
   return seeing;
 }
 
-/** The request's value of a MATCH field (`resource`, `context.<path>`); undefined when it lacks it (null counts as lacking). */
+/**
+ * The request's value of a MATCH field (`resource`, `context.<path>`), as the
+ * compiler's reference reads it (compiler/history/reference.ts): undefined when
+ * the request lacks it (a null resource included; a JSON null in the context is
+ * a value).
+ */
 export function matchValue(field: string, subject: Pick<HistorySubject, 'resource' | 'context'>): unknown {
   if (field === 'resource') return subject.resource ?? undefined;
   if (!field.startsWith('context.')) return undefined;
-  let at: unknown = subject.context;
+  let at: unknown = subject.context ?? undefined;
   for (const part of field.slice('context.'.length).split('.')) {
-    if (at === null || typeof at !== 'object' || Array.isArray(at)) return undefined;
+    if (at === null || typeof at !== 'object' || Array.isArray(at) || !Object.hasOwn(at, part)) return undefined;
     at = (at as Record<string, unknown>)[part];
   }
-  return at ?? undefined;
+  return at;
 }
 
 /** The scope's value for the request: null for the environment; undefined when the request lacks it. */

@@ -84,8 +84,10 @@ describe.each(STORE_KINDS)('history in conditions (%s)', (kind) => {
     rt.clock.advance(300);
     expect(await effects([{ agent_id: a, action: 'w.go' }])).toEqual(['allow']);
     expect(await effects([{ agent_id: a, action: 'w.go' }])).toEqual(['deny']);
-    // 10 minutes after the first: it has left the window (exactly at 600 s it no longer counts).
+    // Exactly 10 minutes after the first it still counts (now - window <= evaluated_at); a millisecond later it does not.
     rt.clock.advance(300);
+    expect(await effects([{ agent_id: a, action: 'w.go' }])).toEqual(['deny']);
+    rt.clock.set(rt.clock.now() + 1);
     const d = await decide(rt, { agent_id: a, action: 'w.go' });
     expect([d.effect, (d.metadata as JsonObject).history[0].value]).toEqual(['allow', 1]);
     expect(await effects([{ agent_id: a, action: 'w.go' }])).toEqual(['deny']);
