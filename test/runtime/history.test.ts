@@ -17,6 +17,11 @@ import { agent, decide, expectError, postDecision } from '../helpers/kit.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
 import type { JsonObject } from '../helpers/json.js';
 import { pruneHistory } from '../../runtime/store/history.js';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { replayCommand } from '../../compiler/cli/replay.js';
 
 type PolicyInput = Partial<Policy> & Pick<Policy, 'effect' | 'actions'>;
 
@@ -231,5 +236,36 @@ describe.each(STORE_KINDS)('history in conditions (%s)', (kind) => {
     rt.clock.advance(2);
     await rt.background.log.runOnce();
     expect(await entriesOf(seen.id)).toEqual([]);
+  });
+
+  it('authz replay replays with the history the stored decisions had, in order, the window reaching back before --since', async () => {
+    await install([{ id: 'pol_cap', effect: 'allow', actions: ['r.go'], condition: "history.count('r.go', '1h') < 2" }]);
+    const s = agent('replay');
+    const d0 = await decide(rt, { agent_id: 'bot', session_id: s, action: 'r.go' });
+    rt.clock.advance(2400);
+    const since = new Date(rt.clock.now()).toISOString();
+    const d1 = await decide(rt, { agent_id: 'bot', session_id: s, action: 'r.go' });
+    const d2 = await decide(rt, { agent_id: 'bot', session_id: s, action: 'r.go' });
+    expect([d0.effect, d1.effect, d2.effect]).toEqual(['allow', 'allow', 'deny']);
+    rt.clock.advance(1);
+    await rt.app.listen({ port: 0, host: '127.0.0.1' });
+    const url = `http://127.0.0.1:${(rt.app.server.address() as AddressInfo).port}`;
+    const replay = async (condition: string) => {
+      const dir = mkdtempSync(join(tmpdir(), 'history-replay-'));
+      writeFileSync(join(dir, 'policies.yaml'), `policies:\n  - id: pol_cap\n    effect: allow\n    actions: [r.go]\n    condition: "${condition}"\n`);
+      let out = '';
+      let err = '';
+      const io = { out: (t: string) => void (out += `${t}\n`), err: (t: string) => void (err += `${t}\n`), isTTY: false, cwd: dir };
+      const code = await replayCommand([dir, '--url', url, '--key', rt.testKey, '--since', since, '--format', 'json', '--quiet'], io, {});
+      expect(code, err).toBeLessThan(2);
+      return JSON.parse(out) as { replayed: number; changed: number; changes: Array<{ decision_id: string; from: object; to: object }> };
+    };
+    // The same policy: d1 reads d0 (before --since, still in the window), d2 reads both: nothing changes.
+    const same = await replay("history.count('r.go', '1h') < 2");
+    expect(same.replayed).toBeGreaterThanOrEqual(2);
+    expect(same.changes.filter((c) => [d0.id, d1.id, d2.id].includes(c.decision_id))).toEqual([]);
+    // A cap of 3: d2 (count 2) would be allowed; d0 is not replayed (before --since).
+    const looser = await replay("history.count('r.go', '1h') < 3");
+    expect(looser.changes.filter((c) => [d0.id, d1.id, d2.id].includes(c.decision_id))).toEqual([{ decision_id: d2.id, from: { effect: 'deny', reason: 'policy.not_found' }, to: { effect: 'allow', reason: 'policy.matched' } }]);
   });
 });
