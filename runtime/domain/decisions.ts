@@ -181,6 +181,7 @@ export class DecisionService {
     let outcome = evaluated.outcome;
     if (verdict && 'deny' in verdict) outcome = { ...outcome, effect: 'deny', reason: verdict.deny, policy_id: verdict.policy_id };
     else if (verdict) outcome = { ...outcome, warnings: [...outcome.warnings, ...verdict.warnings] };
+    if (plan && plan.probes.length > 0) this.deps.history.learn(principal, plan, values, outcome.effect === 'deny' ? 'denied' : 'counted');
     const awaiting = approvalExpiresAt !== null && outcome.effect === 'review';
     const row: DecisionRow = {
       account_id: accountId,
@@ -238,7 +239,7 @@ export class DecisionService {
   async preview(principal: Principal, input: DecisionInput): Promise<DecisionPreview> {
     checkAction(input.action);
     const nowMs = this.deps.clock.now();
-    const prepared = await this.prepare(principal, input, nowMs, true);
+    const prepared = await this.prepare(principal, input, nowMs, false);
     const { outcome: judged, matched, approvalSeconds } = this.judge(prepared, prepared.values);
     const readings = historyReadings(prepared.plan, prepared.values);
     const evaluated: Outcome = readings ? { ...judged, history: readings } : judged;
@@ -372,7 +373,7 @@ export class DecisionService {
    * history the candidate policies read (one store call, only when one reads
    * history; a session or user probe without its field: 400).
    */
-  private async prepare(principal: Principal, input: DecisionInput, nowMs: number, reads: boolean): Promise<Prepared> {
+  private async prepare(principal: Principal, input: DecisionInput, nowMs: number, guess: boolean): Promise<Prepared> {
     const { agents, policySets, limits } = this.deps;
     // From memory for an agent seen within the last 2 s: no store round trip.
     const known = agents.lookup(principal.accountId, principal.environment, input.agent_id);
@@ -404,8 +405,9 @@ export class DecisionService {
       amount: input.amount ?? null,
       context: input.context ?? null,
     };
-    const plan = planHistory(set.table, request, subject, principal, { reads: reads && settled === null, retentionDays: this.deps.retentionDays ?? null, nowMs });
-    const values = plan && plan.probes.length > 0 ? await this.deps.history.read(principal, plan, nowMs) : [];
+    const plan = planHistory(set.table, request, subject, principal, { reads: settled === null, retentionDays: this.deps.retentionDays ?? null, nowMs });
+    // A decision may start from a remembered guess (its gate judges it); a preview reads.
+    const values = plan && plan.probes.length > 0 ? await this.deps.history.read(principal, plan, nowMs, guess) : [];
     return { set, status, request, settled, plan, values };
   }
 

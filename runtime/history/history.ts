@@ -11,9 +11,9 @@
  * else answers the fresh values, with which the decision is evaluated again
  * (see `ranges`).
  */
-import type { HistoryValues } from '../../compiler/index.js';
+import { actionPatternMatches, type HistoryValues } from '../../compiler/index.js';
 import type { Sql } from '../store/connect.js';
-import { readHistory, type GatedCheck, type HistoryGate, type HistoryReading } from '../store/history.js';
+import { readHistory, type GatedCheck, type HistoryCheck, type HistoryGate, type HistoryReading } from '../store/history.js';
 import type { Tenant } from '../tenant.js';
 import type { HistoryPlan } from './plan.js';
 
@@ -22,17 +22,45 @@ export type { HistoryReading } from '../store/history.js';
 /** How far around a count the outcome is re-evaluated for its range (from the second attempt on). */
 const RANGE_STEPS = 4;
 
+/** Values remembered per check (the gate's values after this process's last decision of that key), at most this many. */
+const GUESSES = 50_000;
+
 export class History {
+  /**
+   * The value each check had after this process's last decision that read it
+   * (the gate's value plus that decision's own entry): the first guess for the
+   * next decision of the same key, so a session deciding through one process
+   * reads nothing before evaluating. Only a guess: the gate judges it under
+   * the locks, and a wrong one (another process decided, the window slid)
+   * costs one more gate round trip.
+   */
+  private readonly guesses = new Map<string, number>();
+
   constructor(private readonly sql: Sql) {}
 
-  /** The plan's probes' values at `atMs`, in its order (a missing MATCH field: 0, not read). */
-  async read(tenant: Tenant, plan: HistoryPlan, atMs: number): Promise<number[]> {
+  /** The plan's probes' values at `atMs`, in its order (a missing MATCH field: 0, not read); with `guess`, the remembered guesses when every check has one (a decision, whose gate judges them; never a preview). */
+  async read(tenant: Tenant, plan: HistoryPlan, atMs: number, guess: boolean): Promise<number[]> {
+    const keys = plan.checks.map((c) => (c === null ? null : guessKey(tenant, c)));
+    if (guess && keys.every((k) => k === null || this.guesses.has(k))) return keys.map((k) => (k === null ? 0 : this.guesses.get(k)!));
     const wanted = plan.checks.flatMap((c) => (c === null ? [] : [c]));
     const read = wanted.length === 0 ? [] : await readHistory(this.sql, tenant.accountId, tenant.environment, wanted, atMs);
     let next = 0;
     return plan.checks.map((c) => (c === null ? 0 : read[next++]!));
   }
+
+  /** After the gate recorded a decision: its values (before its entry) plus what its own entry adds, as the next guesses. */
+  learn(tenant: Tenant, plan: HistoryPlan, values: readonly number[], kind: 'counted' | 'denied'): void {
+    if (this.guesses.size > GUESSES) this.guesses.clear();
+    plan.checks.forEach((c, i) => {
+      if (c === null) return;
+      const seen = plan.entry !== null && c.actions.some((pattern) => actionPatternMatches(pattern, plan.entry!.action));
+      const own = !seen ? 0 : c.measure === 'sum' ? (kind === 'counted' ? (plan.entry!.amount ?? 0) : 0) : (c.measure === 'denied') === (kind === 'denied') ? 1 : 0;
+      this.guesses.set(guessKey(tenant, c), values[i]! + own);
+    });
+  }
 }
+
+const guessKey = (t: Tenant, c: HistoryCheck) => `${t.accountId}\x1f${t.environment}\x1f${JSON.stringify(c)}`;
 
 /** The evaluation's `history` provider over the plan's values. */
 export function historyValues(plan: HistoryPlan, values: readonly number[]): HistoryValues {
