@@ -29,9 +29,24 @@ const sessions = Number(values.sessions ?? 2000);
 
 const POLICIES = [
   { id: 'pol_h_plain', name: 'h-plain', effect: 'allow', agents: ['bench-*'], actions: ['hist.plain'], resources: ['order:*'] },
-  { id: 'pol_h_count', name: 'h-count', effect: 'allow', agents: ['bench-*'], actions: ['hist.counted'], resources: ['order:*'], condition: "history.count('hist.counted', '1h') < 1000000000" },
+  {
+    id: 'pol_h_count',
+    name: 'h-count',
+    effect: 'allow',
+    agents: ['bench-*'],
+    actions: ['hist.counted'],
+    resources: ['order:*'],
+    condition: "history.count('hist.counted', '1h') < 1000000000",
+  },
   { id: 'pol_h_deny', name: 'h-deny', effect: 'deny', agents: ['bench-*'], actions: ['hist.refused'] },
-  { id: 'pol_h_deny_count', name: 'h-deny-count', effect: 'deny', agents: ['bench-*'], actions: ['hist.refusedcounted'], condition: "history.count('hist.refusedcounted', '1h') >= 0" },
+  {
+    id: 'pol_h_deny_count',
+    name: 'h-deny-count',
+    effect: 'deny',
+    agents: ['bench-*'],
+    actions: ['hist.refusedcounted'],
+    condition: "history.count('hist.refusedcounted', '1h') >= 0",
+  },
   { id: 'pol_h_race', name: 'h-race', effect: 'allow', agents: ['racer-*'], actions: ['race.go'], condition: "history.count('race.go', '1h') < 5" },
 ];
 

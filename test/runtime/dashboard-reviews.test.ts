@@ -54,7 +54,14 @@ describe.each(STORE_KINDS)('dashboard reviews in chromium (%s)', (kind) => {
       { id: 'pol_dash_deletes', name: 'no-deletes', effect: 'deny', actions: ['orders.delete'], priority: 5 },
       { id: 'pol_dash_refunds', name: 'refunds-approved-first', effect: 'review', actions: ['payments.refund'], priority: 20, approval: { required: true, timeout_seconds: 600 } },
       // Reads history (docs/history.md): the panel lists the value it read.
-      { id: 'pol_dash_refund_log', name: 'refunds-logged', effect: 'allow', actions: ['payments.refund'], priority: 30, condition: "history.count('payments.refund', '1d', 'agent') < 100" },
+      {
+        id: 'pol_dash_refund_log',
+        name: 'refunds-logged',
+        effect: 'allow',
+        actions: ['payments.refund'],
+        priority: 30,
+        condition: "history.count('payments.refund', '1d', 'agent') < 100",
+      },
     ]);
     base = await rt.app.listen({ host: '127.0.0.1', port: 0 });
     page = await browser.newPage();

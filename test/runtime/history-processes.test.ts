@@ -62,12 +62,16 @@ describe('history across two `authz serve` processes on one PostgreSQL', () => {
   it(
     "a user's sum across both processes: history.sum('shop.buy', '1d', 'user') + amount <= 100 holds under 100 concurrent buys of 7",
     async () => {
-      await install([a, b], { id: 'pol_buy', name: 'user-cap', effect: 'allow', actions: ['shop.buy'], condition: "history.sum('shop.buy', '1d', 'user') + amount <= 100" }, (server) => ({
-        agent_id: uniqueId(`probe-${server.name}`),
-        on_behalf_of: uniqueId('probe-user'),
-        action: 'shop.buy',
-        amount: 1,
-      }));
+      await install(
+        [a, b],
+        { id: 'pol_buy', name: 'user-cap', effect: 'allow', actions: ['shop.buy'], condition: "history.sum('shop.buy', '1d', 'user') + amount <= 100" },
+        (server) => ({
+          agent_id: uniqueId(`probe-${server.name}`),
+          on_behalf_of: uniqueId('probe-user'),
+          action: 'shop.buy',
+          amount: 1,
+        }),
+      );
       const user = uniqueId('user');
       const replies = await Promise.all(split(100, a, b).map((server, i) => decide(server, { agent_id: `buyer-${i % 4}`, on_behalf_of: user, action: 'shop.buy', amount: 7 })));
       for (const r of replies) expect(r.status, JSON.stringify(r.body)).toBe(200);

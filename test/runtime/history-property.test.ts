@@ -50,7 +50,12 @@ describe.each(STORE_KINDS)('history values equal the reference computed from the
     await rt.setPolicies([
       { id: 'pol_rw', effect: 'allow', actions: ['h.read', 'h.write'], condition: "history.count('h.*', '10m') < 4" },
       { id: 'pol_pay', effect: 'allow', actions: ['h.pay'], condition: "history.sum('h.pay', '15m', 'user') + amount <= 60" },
-      { id: 'pol_mail', effect: 'allow', actions: ['h.mail'], condition: "history.count('h.mail', '1h', 'agent', ['context.to']) < 2 && history.exists('h.read', '5m', 'session', ['resource'])" },
+      {
+        id: 'pol_mail',
+        effect: 'allow',
+        actions: ['h.mail'],
+        condition: "history.count('h.mail', '1h', 'agent', ['context.to']) < 2 && history.exists('h.read', '5m', 'session', ['resource'])",
+      },
       { id: 'pol_lock', priority: 10, effect: 'deny', actions: ['h.*'], condition: "history.denied(['h.read', 'h.write', 'h.pay'], '5m', 'agent') >= 3" },
       { id: 'pol_lock_all', effect: 'allow', actions: ['h.lock'], condition: "history.count('*', '2m', 'environment') < 6" },
     ]);
@@ -80,7 +85,14 @@ describe.each(STORE_KINDS)('history values equal the reference computed from the
             context: s.context,
           };
           const d = await decide(rt, { ...request, context: s.context ?? undefined });
-          const readings = ((d.metadata as JsonObject).history ?? []) as Array<{ fn: HistoryProbe['fn']; actions: string[]; window: string; scope: HistoryProbe['scope']; match?: string[]; value: number }>;
+          const readings = ((d.metadata as JsonObject).history ?? []) as Array<{
+            fn: HistoryProbe['fn'];
+            actions: string[];
+            window: string;
+            scope: HistoryProbe['scope'];
+            match?: string[];
+            value: number;
+          }>;
           expect(readings.length).toBeGreaterThan(0);
           for (const r of readings) {
             const probe = historyProbe(r.fn, r.actions, r.window, r.scope, r.match ?? []);

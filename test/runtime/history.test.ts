@@ -41,10 +41,20 @@ describe.each(STORE_KINDS)('history in conditions (%s)', (kind) => {
     await install([{ id: 'pol_go', effect: 'allow', actions: ['x.go'], condition: "history.count('x.go', '1h') < 5" }]);
     const session = agent('race');
     const answers = await Promise.all(Array.from({ length: 200 }, (_, i) => decide(rt, { agent_id: agent(`racer${i % 7}`), session_id: session, action: 'x.go' })));
-    expect(count(answers.map((a) => a.effect), 'allow')).toBe(5);
+    expect(
+      count(
+        answers.map((a) => a.effect),
+        'allow',
+      ),
+    ).toBe(5);
     // Each allow read a count below 5, each deny 5 (the denials never count).
     const seen = answers.map((a) => [a.effect, (a.metadata as JsonObject).history[0].value] as const);
-    expect(seen.filter(([e]) => e === 'allow').map(([, v]) => v).sort()).toEqual([0, 1, 2, 3, 4]);
+    expect(
+      seen
+        .filter(([e]) => e === 'allow')
+        .map(([, v]) => v)
+        .sort(),
+    ).toEqual([0, 1, 2, 3, 4]);
     for (const [e, v] of seen) if (e === 'deny') expect(v).toBe(5);
     expect((answers[0]!.metadata as JsonObject).history).toEqual([{ fn: 'count', actions: ['x.go'], window: '1h', scope: 'session', value: expect.any(Number) }]);
     // GET answers it too (stored with the decision).
@@ -125,7 +135,12 @@ describe.each(STORE_KINDS)('history in conditions (%s)', (kind) => {
     expect(await effects([{ agent_id: a2, session_id: s2, on_behalf_of: u1, action: 'u.go' }])).toEqual(['deny']);
     expect(await effects([{ agent_id: a2, on_behalf_of: u2, action: 'u.go' }])).toEqual(['allow']);
     // Environment: everyone; the live environment and another account are apart.
-    expect(await effects([{ agent_id: a1, action: 'e.go' }, { agent_id: a2, action: 'e.go' }])).toEqual(['allow', 'allow']);
+    expect(
+      await effects([
+        { agent_id: a1, action: 'e.go' },
+        { agent_id: a2, action: 'e.go' },
+      ]),
+    ).toEqual(['allow', 'allow']);
     expect(await effects([{ agent_id: agent('scope'), action: 'e.go' }])).toEqual(['deny']);
     await rt.setPolicies([{ id: 'pol_e', effect: 'allow', actions: ['e.go'], condition: "history.count('e.go', '1h', 'environment') < 2" }], 'live');
     expect(json(await postDecision(rt, { agent_id: a1, action: 'e.go' }, rt.liveKey)).effect).toBe('allow');
@@ -146,7 +161,10 @@ describe.each(STORE_KINDS)('history in conditions (%s)', (kind) => {
     // No resource: matches nothing (not even an approval without one).
     expect(await effects([{ agent_id: a, session_id: s, action: 'claims.approve' }])).toEqual(['allow']);
     const none = await decide(rt, { agent_id: a, session_id: s, action: 'claims.pay' });
-    expect([none.effect, (none.metadata as JsonObject).history]).toEqual(['deny', [{ fn: 'exists', actions: ['claims.approve'], window: '1h', scope: 'session', match: ['resource'], value: 0 }]]);
+    expect([none.effect, (none.metadata as JsonObject).history]).toEqual([
+      'deny',
+      [{ fn: 'exists', actions: ['claims.approve'], window: '1h', scope: 'session', match: ['resource'], value: 0 }],
+    ]);
     // context.to: one mail per address; nested values compare as JSON.
     expect(await effects([{ agent_id: a, session_id: s, action: 'mail.send', context: { to: 'x@example.com' } }])).toEqual(['allow']);
     expect(await effects([{ agent_id: a, session_id: s, action: 'mail.send', context: { to: 'x@example.com' } }])).toEqual(['deny']);
@@ -211,7 +229,11 @@ describe.each(STORE_KINDS)('history in conditions (%s)', (kind) => {
     const [row] = await rt.store.sql<Array<{ n: number }>>`select count(*)::int as n from history_entries where agent_id = ${a}`;
     expect(row!.n).toBe(0);
     // Through AuthZEN: counted like any decision.
-    const evaluation = await rt.call(rt.testKey, { method: 'POST', url: '/access/v1/evaluation', payload: { subject: { type: 'agent', id: a }, action: { name: 'p.go' }, resource: { type: 'x', id: '1' } } });
+    const evaluation = await rt.call(rt.testKey, {
+      method: 'POST',
+      url: '/access/v1/evaluation',
+      payload: { subject: { type: 'agent', id: a }, action: { name: 'p.go' }, resource: { type: 'x', id: '1' } },
+    });
     expect(evaluation.statusCode, evaluation.body).toBe(200);
     expect(json(evaluation).decision).toBe(true);
     const d = await decide(rt, { agent_id: a, action: 'p.go' });
@@ -266,6 +288,8 @@ describe.each(STORE_KINDS)('history in conditions (%s)', (kind) => {
     expect(same.changes.filter((c) => [d0.id, d1.id, d2.id].includes(c.decision_id))).toEqual([]);
     // A cap of 3: d2 (count 2) would be allowed; d0 is not replayed (before --since).
     const looser = await replay("history.count('r.go', '1h') < 3");
-    expect(looser.changes.filter((c) => [d0.id, d1.id, d2.id].includes(c.decision_id))).toEqual([{ decision_id: d2.id, from: { effect: 'deny', reason: 'policy.not_found' }, to: { effect: 'allow', reason: 'policy.matched' } }]);
+    expect(looser.changes.filter((c) => [d0.id, d1.id, d2.id].includes(c.decision_id))).toEqual([
+      { decision_id: d2.id, from: { effect: 'deny', reason: 'policy.not_found' }, to: { effect: 'allow', reason: 'policy.matched' } },
+    ]);
   });
 });

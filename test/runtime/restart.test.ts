@@ -176,7 +176,8 @@ describe.each(['postgres', 'embedded'] as const)('restart (%s store)', (kind) =>
     await createAccount(store.sql, 'main', new Date(START));
     rt = await startRuntime(kind, { store });
     await rt.setPolicies([{ id: 'pol_cap', effect: 'allow', actions: ['x.go'], condition: "history.count('x.go', '1h') < 3" }]);
-    const decide = async (r: TestRuntime) => json(await r.call(r.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'bot', session_id: 'run-1', action: 'x.go' } }));
+    const decide = async (r: TestRuntime) =>
+      json(await r.call(r.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'bot', session_id: 'run-1', action: 'x.go' } }));
     expect((await decide(rt)).effect).toBe('allow');
     expect((await decide(rt)).effect).toBe('allow');
 
