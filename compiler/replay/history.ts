@@ -11,6 +11,7 @@ import { historyValuesOf, type EarlierDecision } from '../history/reference.js';
 import type { HistoryValues } from '../history/probe.js';
 import type { DecisionRequest } from '../policy/types.js';
 
+/** The earlier decisions of a replay, as the history its candidate reads (oldest first, bounded by the longest window). */
 export class ReplayHistory {
   private log: EarlierDecision[] = [];
   private start = 0;
