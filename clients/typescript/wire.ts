@@ -695,12 +695,19 @@ export interface Policy {
    */
   resources?: string[];
   /**
-   * Expression over agent_id, action, resource, amount, session_id, on_behalf_of, context.* and agent.attributes.* (the agent's stored attributes); e.g. amount <= 50 && context.channel == 'chat'.
+   * Expression over agent_id, action, resource, amount, session_id, on_behalf_of, context.*, agent.attributes.* (the agent's stored attributes), session.labels and the history of earlier decisions (history.count|sum|exists|denied(actions, window[, scope[, match]])), with + - * / on numbers; e.g. amount <= 50 && context.channel == 'chat', history.sum('shop.buy', '1d', 'user') + amount <= 100.
    */
   condition?: string;
   rate_limit?: PolicyRateLimit;
   budget?: PolicyBudget;
   approval?: PolicyApproval;
+  /**
+   * Allow and review policies (extension): labels that join the session (session_id) when a decision this policy wins is allowed (a review: approved); conditions read them as session.labels. On a deny policy they have no effect (a lint).
+   *
+   * @minItems 1
+   * @maxItems 32
+   */
+  labels?: string[];
   object: 'policy';
   livemode: boolean;
   created_at: string;
@@ -795,12 +802,19 @@ export interface PolicyCreated {
    */
   resources?: string[];
   /**
-   * Expression over agent_id, action, resource, amount, session_id, on_behalf_of, context.* and agent.attributes.* (the agent's stored attributes); e.g. amount <= 50 && context.channel == 'chat'.
+   * Expression over agent_id, action, resource, amount, session_id, on_behalf_of, context.*, agent.attributes.* (the agent's stored attributes), session.labels and the history of earlier decisions (history.count|sum|exists|denied(actions, window[, scope[, match]])), with + - * / on numbers; e.g. amount <= 50 && context.channel == 'chat', history.sum('shop.buy', '1d', 'user') + amount <= 100.
    */
   condition?: string;
   rate_limit?: PolicyRateLimit;
   budget?: PolicyBudget;
   approval?: PolicyApproval;
+  /**
+   * Allow and review policies (extension): labels that join the session (session_id) when a decision this policy wins is allowed (a review: approved); conditions read them as session.labels. On a deny policy they have no effect (a lint).
+   *
+   * @minItems 1
+   * @maxItems 32
+   */
+  labels?: string[];
   object: 'policy';
   livemode: boolean;
   created_at: string;

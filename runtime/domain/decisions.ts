@@ -92,6 +92,7 @@ const HISTORY_ATTEMPTS = 16;
 
 /** What a decision's evaluation starts from (read once; evaluated again with other history values on a retry). */
 interface Prepared {
+  environment: Environment;
   set: CompiledSet;
   status: KnownStatus;
   /** The request as the table evaluates it (its `history` provider added per evaluation). */
@@ -408,7 +409,7 @@ export class DecisionService {
     const plan = planHistory(set.table, request, subject, principal, { reads: settled === null, retentionDays: this.deps.retentionDays ?? null, nowMs });
     // A decision may start from a remembered guess (its gate judges it); a preview reads.
     const values = plan && plan.probes.length > 0 ? await this.deps.history.read(principal, plan, nowMs, guess) : [];
-    return { set, status, request, settled, plan, values };
+    return { environment: principal.environment, set, status, request, settled, plan, values };
   }
 
   /** Steps 2-6 with these history values: revoked agent, exhausted budget, the compiled table. Synchronous. */
@@ -421,7 +422,7 @@ export class DecisionService {
       reason: evaluation.reason,
       policy_id: evaluation.policy_id,
       matched_policy_ids: evaluation.matched.map((p) => p.id),
-      warnings: set.table.byId.size === 0 ? [noPolicies(principal.environment)] : (evaluation.warnings as WarningRow[]),
+      warnings: set.table.byId.size === 0 ? [noPolicies(prepared.environment)] : (evaluation.warnings as WarningRow[]),
       // Shadow policies: the table's outcome with them enabled, when it differs.
       ...(evaluation.shadow ? { shadow: evaluation.shadow } : {}),
     };
