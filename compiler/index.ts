@@ -77,6 +77,7 @@ export { main } from './cli/main.js';
 export { renderPolicyChanges } from './cli/diff.js';
 export { diffPolicySets, type PolicySetDiff } from './diff/policies.js';
 export { replayCommand } from './cli/replay.js';
+export { ReplayHistory } from './replay/history.js';
 export { isoInstant } from './time/iso-instant.js';
 export { HISTORY_SCOPES, type HistoryFunction, type HistoryMeasure, type HistoryProbe, type HistoryScope, type HistoryValues } from './history/probe.js';
 export { historyProbesFor, tableHistoryProbes } from './history/probes-of.js';

@@ -8,6 +8,7 @@ import { DecisionWriter } from './domain/decision-writer.js';
 import { DecisionService } from './domain/decisions.js';
 import { PolicySets } from './domain/policy-sets.js';
 import type { PermitIssuer } from './domain/decision-ports.js';
+import { History } from './history/history.js';
 import { Limits } from './limits/limits.js';
 import { WebhookDispatcher } from './webhooks/dispatcher.js';
 import { SecurityAlerts } from './alerts/security-alerts.js';
@@ -133,6 +134,8 @@ function buildServices(options: ServiceOptions & { clock: Clock }, ring: KeyRing
     redact: config.redactContext,
     tracing,
     shadowDiverged: (policyId) => metrics.shadowDiverged(policyId),
+    history: new History(sql),
+    retentionDays: config.retentionDays,
   });
   const budgets = new BudgetService({ sql, clock, policySets });
   return {

@@ -419,6 +419,10 @@ export interface Decision {
      * (extension) The session's labels the decision was decided with: present when one of its candidate policies reads session.labels or adds labels
      */
     session_labels?: string[];
+    /**
+     * Extension: every history value a candidate policy read (the winner's and the others', shadow ones included); absent when none reads history.
+     */
+    history?: DecisionHistoryValue[];
   };
 }
 /**
@@ -496,6 +500,29 @@ export interface DecisionShadow {
    */
   policy_id: string | null;
 }
+/**
+ * A history value a candidate policy of the decision read (extension, docs/history.md): the function, its arguments as written, and its value for this request.
+ */
+export interface DecisionHistoryValue {
+  fn: 'count' | 'sum' | 'exists' | 'denied';
+  /**
+   * The action patterns, sorted.
+   */
+  actions: string[];
+  /**
+   * As written: <n>s|m|h|d.
+   */
+  window: string;
+  scope: 'session' | 'agent' | 'user' | 'environment';
+  /**
+   * The MATCH fields, when the function has any.
+   */
+  match?: string[];
+  /**
+   * A count (count, exists, denied) or a sum (sum).
+   */
+  value: number;
+}
 export interface DecisionList {
   object: 'list';
   data: Decision[];
@@ -517,6 +544,10 @@ export interface DecisionPreview {
    * With rate_limit.exceeded: the Retry-After the decision would get.
    */
   retry_after_seconds?: number;
+  /**
+   * Extension: every history value a candidate policy read (the winner's and the others', shadow ones included); absent when none reads history.
+   */
+  history?: DecisionHistoryValue[];
 }
 export interface DecisionStats {
   object: 'decision_stats';

@@ -17,6 +17,8 @@ import { readArguments, usageProblem } from './usage.js';
 import { ChangeSpool, changeRecord, LastN } from '../replay/collect.js';
 import { NdjsonError, readNdjson } from '../replay/ndjson.js';
 import { replayDecision, StoredDecisionError, type ReplayResult } from '../replay/replay.js';
+import { ReplayHistory } from '../replay/history.js';
+import { tableHistoryProbes } from '../history/probes-of.js';
 import { openExport, ServiceError, serviceTime, type Service } from '../replay/service.js';
 import { outcomeText, ReplaySummary } from '../replay/summary.js';
 import { parseSince, windowStart } from '../replay/window.js';
@@ -143,7 +145,11 @@ async function run(options: ReplayOptions, table: DecisionTable, io: CliIo, spoo
     }
   }
   const from = windowStart(since, now);
-  const body = await openExport(options.service, from);
+  // A candidate reading history: the export starts its longest window earlier, those decisions only feed the history.
+  const longestMs = Math.max(0, ...tableHistoryProbes(table).map((p) => p.windowSeconds * 1000));
+  const history = longestMs > 0 ? new ReplayHistory(longestMs) : null;
+  const fromMs = Date.parse(from);
+  const body = await openExport(options.service, history ? new Date(fromMs - longestMs).toISOString() : from);
 
   const summary = new ReplaySummary();
   const last = options.limit !== undefined ? new LastN<Kept>(options.limit) : null;
@@ -162,9 +168,14 @@ async function run(options: ReplayOptions, table: DecisionTable, io: CliIo, spoo
     } catch {
       throw new StoredDecisionError(`line ${read} of the export is not JSON: ${line.slice(0, 120)}`);
     }
+    if (history && isBefore(value, fromMs)) {
+      read--;
+      history.add(value as Record<string, unknown>);
+      return;
+    }
     let result: ReplayResult;
     try {
-      result = replayDecision(table, value);
+      result = replayDecision(table, value, history);
     } catch (e) {
       if (e instanceof StoredDecisionError) throw new StoredDecisionError(`line ${read} of the export is not a decision: ${e.message}`);
       throw e;
@@ -246,4 +257,10 @@ function printText(io: CliIo, s: ReplaySummary, c: TextContext): void {
       `${s.preTable} of them ${s.preTable === 1 ? 'was' : 'were'} denied before the table (agent.revoked, budget.exceeded): replayed through the table alone, a change only where the candidate would let the request through`,
     );
   }
+}
+
+/** A line of the export decided before `ms` (a decision that only feeds a replay's history). */
+function isBefore(value: unknown, ms: number): boolean {
+  const at = value !== null && typeof value === 'object' ? (value as { evaluated_at?: unknown }).evaluated_at : undefined;
+  return typeof at === 'string' && Date.parse(at) < ms;
 }

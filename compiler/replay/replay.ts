@@ -22,6 +22,7 @@ import { isValidAction } from '../patterns/action.js';
 import type { DecisionRequest, Effect } from '../policy/types.js';
 import type { DecisionTable } from '../table/build.js';
 import { evaluate, type EvaluationReason } from '../table/evaluate.js';
+import type { ReplayHistory } from './history.js';
 
 export interface Outcome {
   effect: string;
@@ -58,10 +59,12 @@ function fail(what: string): never {
  *
  * @param table - the candidate's table.
  * @param value - one parsed line of the export.
+ * @param history - the export's earlier decisions, when the candidate reads history: the
+ *   request reads their values at its `evaluated_at`, and the decision joins them.
  * @returns the comparison.
  * @throws StoredDecisionError when `value` is not a stored decision.
  */
-export function replayDecision(table: DecisionTable, value: unknown): ReplayResult {
+export function replayDecision(table: DecisionTable, value: unknown, history: ReplayHistory | null = null): ReplayResult {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) fail('not a JSON object');
   const d = value as Record<string, unknown>;
   const id = d.id;
@@ -90,7 +93,13 @@ export function replayDecision(table: DecisionTable, value: unknown): ReplayResu
   if (typeof d.session_id === 'string') request.session_id = d.session_id;
   if (typeof d.on_behalf_of === 'string') request.on_behalf_of = d.on_behalf_of;
 
+  if (history) {
+    const atMs = typeof d.evaluated_at === 'string' ? Date.parse(d.evaluated_at) : NaN;
+    if (!Number.isFinite(atMs)) fail(`${id}: no valid evaluated_at`);
+    request.history = history.valuesAt(request, atMs);
+  }
   const evaluation = evaluate(table, request);
+  history?.add(d);
   const to = { effect: evaluation.effect, reason: evaluation.reason };
   if (TABLE_REASONS.has(reason) || REVIEW_REASONS.has(reason)) {
     const from = REVIEW_REASONS.has(reason) ? { effect: 'review', reason: 'policy.matched' } : { effect, reason };

@@ -8,6 +8,8 @@
  *   start and every round. A day without one is not an error: its rows go to
  *   the default partition, and are moved into the day's partition when it is
  *   made (the clock jumped forward, a process was down).
+ * - history (docs/history.md#retention): entries past the longest window of
+ *   their environment's probes deleted, `trimBatch` rows per statement;
  * - retention (`retentionDays`, null: keep forever): a day's partition is
  *   dropped whole once the day ended `retentionDays` ago, unless it holds a row
  *   still live (store/log-partitions.ts partitionLiveness): then the drop waits
@@ -21,6 +23,7 @@
 import type { Clock } from '../clock.js';
 import type { Store } from '../store/connect.js';
 import { createLogPartition, DAY_MS, dayOf, dropLogPartition, listLogPartitions, LOG_TABLES, trimDefaultPartition, type Liveness, type LogTable } from '../store/log-partitions.js';
+import { pruneHistory } from '../store/history.js';
 import { runPeriodically, type Upkeep } from '../shared/periodic.js';
 import { nextTurn } from '../shared/sliced.js';
 
@@ -42,6 +45,8 @@ export interface LogRound {
   kept: Array<{ table: LogTable; day: string; reason: Liveness['reason'] | 'busy' }>;
   /** Rows deleted from the default partitions. */
   trimmed: number;
+  /** History entries deleted: past the longest window of their environment's probes (docs/history.md#retention). */
+  historyPruned: number;
 }
 
 export type LogMaintenance = Upkeep<LogRound>;
@@ -58,7 +63,7 @@ export async function maintainLog(store: Store, clock: Clock, options: LogRetent
   const lockTimeoutMs = options.lockTimeoutMs ?? 20;
   const nowMs = clock.now();
   const cutoffMs = options.retentionDays === null ? null : nowMs - options.retentionDays * DAY_MS;
-  const round: LogRound = { created: [], dropped: [], kept: [], trimmed: 0 };
+  const round: LogRound = { created: [], dropped: [], kept: [], trimmed: 0, historyPruned: 0 };
 
   const existing = new Set((await listLogPartitions(store.sql)).map((p) => `${p.table}:${p.day}`));
   const today = Math.floor(nowMs / DAY_MS) * DAY_MS;
@@ -70,6 +75,13 @@ export async function maintainLog(store: Store, clock: Clock, options: LogRetent
       if (existing.has(`${table}:${day}`)) continue;
       if (await createLogPartition(store.sql, table, day, lockTimeoutMs)) round.created.push({ table, day });
     }
+  }
+  const batch = options.trimBatch ?? 5_000;
+  // History entries no window needs any more (their keep_until is never past the retention either).
+  for (let n = batch; n === batch;) {
+    n = await pruneHistory(store.sql, nowMs, batch);
+    round.historyPruned += n;
+    if (store.kind === 'embedded') await nextTurn();
   }
   if (cutoffMs === null) return round;
 
@@ -91,7 +103,6 @@ export async function maintainLog(store: Store, clock: Clock, options: LogRetent
     if (store.kind === 'embedded') await nextTurn();
   }
 
-  const batch = options.trimBatch ?? 5_000;
   for (const table of LOG_TABLES) {
     for (let n = batch; n === batch;) {
       n = await trimDefaultPartition(store.sql, table, cutoffMs, nowMs, batch);

@@ -7,6 +7,7 @@ import type { Principal, Tenant } from '../tenant.js';
 import type { SqlOrTx, Tx } from '../store/connect.js';
 import type { DecisionRow } from '../store/decisions.js';
 import type { BudgetUsage } from '../store/limits.js';
+import type { HistoryGate } from '../store/history.js';
 
 /** Who a request spends for: the keys of agent-, session- and user-scoped budgets. */
 export interface SpendSubject {
@@ -36,6 +37,10 @@ export interface LimitContext {
    * ({@link DecisionLimits.applyDeferredCalls}), never twice.
    */
   deferCalls?: boolean;
+  /** The decision's history re-check and entry (runtime/history/), judged and recorded in the same statement. */
+  history?: HistoryGate | null;
+  /** A retry after `history_stale`: its rate limits (and the key's) already counted it; only the rest is sent. */
+  ratesAdmitted?: boolean;
 }
 
 export interface LimitWarning {
@@ -46,6 +51,13 @@ export interface LimitWarning {
 
 export type LimitVerdict = { deny: 'budget.exceeded'; policy_id: string; message: string } | { warnings: LimitWarning[] } | null;
 
+/**
+ * What `apply` answers: the verdict and the history values under the gate's
+ * locks (null without history); or `stale`: a history value left its range,
+ * evaluate again with these values.
+ */
+export type AppliedLimits = { verdict: LimitVerdict; history: number[] | null } | { stale: number[] };
+
 export interface DecisionLimits {
   /** Evaluation step 3: a budget of the agent, of this session or of this user exhausted this period, if any. */
   exhausted(principal: Principal, subject: SpendSubject, nowMs: number, policy: (id: string) => Policy | undefined): { policy_id: string } | null;
@@ -55,7 +67,7 @@ export interface DecisionLimits {
    * limit: throws RateLimitExceededError; a budget: a deny, or warnings. Null
    * when nothing applies.
    */
-  apply(context: LimitContext): Promise<LimitVerdict>;
+  apply(context: LimitContext): Promise<AppliedLimits>;
   /** What `apply` would answer now for the policies' limits and budgets, using nothing (a rate limit as a value). */
   preview(context: Omit<LimitContext, 'decisionId' | 'expiresAt'>): Promise<LimitVerdict | { rate_limited: number; message: string }>;
   /**

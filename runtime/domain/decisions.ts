@@ -8,9 +8,20 @@
  * decisions, before the answer is sent. A preview runs the same steps and
  * uses nothing.
  */
-import { actionPatternMatches, DEFAULT_APPROVAL_TIMEOUT_SECONDS, evaluate, isValidAction, matchGlob, type Policy } from '../../compiler/index.js';
+import { actionPatternMatches, DEFAULT_APPROVAL_TIMEOUT_SECONDS, evaluate, isValidAction, matchGlob, type DecisionRequest, type Policy } from '../../compiler/index.js';
 import type { Clock } from '../clock.js';
-import { DecisionAlreadyConfirmedError, DecisionExpiredError, DecisionNotFoundError, DecisionNotPendingError, InvalidActionError, InvalidFieldError } from '../errors/api-error.js';
+import {
+  DecisionAlreadyConfirmedError,
+  DecisionExpiredError,
+  DecisionNotFoundError,
+  DecisionNotPendingError,
+  InvalidActionError,
+  InvalidFieldError,
+  ServiceUnavailableError,
+} from '../errors/api-error.js';
+import { gatedValues, historyGate, historyReadings, historyValues, ranges, type History } from '../history/history.js';
+import { planHistory, type HistoryPlan } from '../history/plan.js';
+import { confirmHistory } from '../store/history.js';
 import { newId } from '../ids.js';
 import { decisionIdsBetween } from './decision-id-range.js';
 import { checkAmountsAgree } from '../limits/budget-keys.js';
@@ -31,10 +42,10 @@ import type { Tracing } from '../telemetry/tracing.js';
 import type { Page, PageParams } from '../store/pagination.js';
 import type { Environment, Principal } from '../tenant.js';
 import { NO_ATTRIBUTES, type AgentDirectory, type KnownStatus } from './agent-directory.js';
-import type { ApprovalTimeouts, DecisionLimits, PermitIssuer } from './decision-ports.js';
+import type { ApprovalTimeouts, DecisionLimits, LimitVerdict, PermitIssuer } from './decision-ports.js';
 import { isLive, isOverdue, type DecisionOutcome as Outcome, type DecisionPreview } from './decision-state.js';
 import type { DecisionWriter } from './decision-writer.js';
-import type { PolicySets } from './policy-sets.js';
+import type { CompiledSet, PolicySets } from './policy-sets.js';
 import type { SessionLabels } from './session-labels.js';
 
 export interface DecisionInput {
@@ -73,6 +84,29 @@ export interface DecisionDeps {
   approvals?: ApprovalTimeouts;
   /** Session labels: read for conditions, added by winning policies (absent: none). */
   sessions?: SessionLabels;
+  /** History in conditions: the values read before evaluating (runtime/history/). */
+  history: History;
+  /** The decision log's retention (days; null: forever): no history entry is kept longer. */
+  retentionDays?: number | null;
+}
+
+/** Evaluations of one decision at most, when other decisions keep changing the history it reads (then 503). */
+const HISTORY_ATTEMPTS = 16;
+
+/** What a decision's evaluation starts from (read once; evaluated again with other history values on a retry). */
+interface Prepared {
+  environment: Environment;
+  set: CompiledSet;
+  status: KnownStatus;
+  /** The request as the table evaluates it (its `history` provider added per evaluation). */
+  request: DecisionRequest;
+  /** Decided before the table (revoked agent, exhausted budget), or null. */
+  settled: Outcome | null;
+  plan: HistoryPlan | null;
+  /** The plan's values as read (empty without probes). */
+  values: number[];
+  /** The session's labels (null: no candidate policy reads or adds labels). */
+  sessionLabels: string[] | null;
 }
 
 /** Rows read per page of an export. */
@@ -89,6 +123,12 @@ interface Evaluated {
   sessionLabels: string[] | null;
   /** The winning policy's labels (added to the session once the decision is allowed). */
   adds: readonly string[];
+}
+
+/** Whether two evaluations decide alike (a history value's range keeps this unchanged). */
+function sameness(e: Evaluated): string {
+  const o = e.outcome;
+  return JSON.stringify([o.effect, o.reason, o.policy_id, o.matched_policy_ids, o.warnings, o.shadow ?? null, e.approvalSeconds]);
 }
 
 export class DecisionService {
@@ -115,22 +155,43 @@ export class DecisionService {
     const id = newId('dec', nowMs);
     const ttl = input.ttl_seconds ?? DEFAULT_TTL_SECONDS;
     const expiresAt = new Date(nowMs + ttl * 1000);
-    const { outcome: evaluated, matched, status, approvalSeconds, sessionLabels, adds } = await this.evaluate(principal, input, nowMs);
-    let outcome = evaluated;
-    // Approval before the action: the decision (and its holds) last until the approval deadline.
-    const approvalExpiresAt = approvalSeconds === null ? null : new Date(nowMs + approvalSeconds * 1000);
-    const holdUntil = approvalExpiresAt ?? expiresAt;
-    // Step 7 (and the key's platform limit, for every decision): one store call.
-    const verdict = await inStore('store.limits', () =>
-      limits.apply({
-        ...limitSubject(principal, input, matched, nowMs),
-        decisionId: id,
-        expiresAt: holdUntil,
-        ...(approvalExpiresAt ? { deferCalls: true } : {}),
-      }),
-    );
+    const prepared = await this.prepare(principal, input, nowMs, true);
+    const { status, plan } = prepared;
+    let values = prepared.values;
+    let evaluated: Evaluated;
+    let verdict: LimitVerdict;
+    let approvalExpiresAt: Date | null;
+    // Optimistic history (runtime/history/history.ts): evaluated with the values read, judged again
+    // by the gate under the scope keys' locks; other values there: evaluated again with them.
+    for (let attempt = 0; ; attempt++) {
+      evaluated = this.judge(prepared, values);
+      // Approval before the action: the decision (and its holds) last until the approval deadline.
+      approvalExpiresAt = evaluated.approvalSeconds === null ? null : new Date(nowMs + evaluated.approvalSeconds * 1000);
+      const holdUntil = approvalExpiresAt ?? expiresAt;
+      const gate = plan && historyGate(plan, nowMs, this.historyRanges(prepared, values, evaluated, attempt === 0), evaluated.outcome.effect === 'deny' ? 'denied' : 'counted');
+      // Step 7 (and the key's platform limit, for every decision): one store call.
+      const applied = await inStore('store.limits', () =>
+        limits.apply({
+          ...limitSubject(principal, input, evaluated.matched, nowMs),
+          decisionId: id,
+          expiresAt: holdUntil,
+          ...(approvalExpiresAt ? { deferCalls: true } : {}),
+          ...(gate ? { history: gate } : {}),
+          ...(attempt > 0 ? { ratesAdmitted: true } : {}),
+        }),
+      );
+      if (!('stale' in applied)) {
+        verdict = applied.verdict;
+        if (plan && applied.history) values = gatedValues(plan, applied.history);
+        break;
+      }
+      values = gatedValues(plan!, applied.stale);
+      if (attempt + 1 >= HISTORY_ATTEMPTS) throw new ServiceUnavailableError('the history this decision reads kept changing while it was decided; retry');
+    }
+    let outcome = evaluated.outcome;
     if (verdict && 'deny' in verdict) outcome = { ...outcome, effect: 'deny', reason: verdict.deny, policy_id: verdict.policy_id };
     else if (verdict) outcome = { ...outcome, warnings: [...outcome.warnings, ...verdict.warnings] };
+    if (plan && plan.probes.length > 0) this.deps.history.learn(principal, plan, values, outcome.effect === 'deny' ? 'denied' : 'counted');
     const awaiting = approvalExpiresAt !== null && outcome.effect === 'review';
     const row: DecisionRow = {
       account_id: accountId,
@@ -145,7 +206,7 @@ export class DecisionService {
       ...outcome,
       status: outcome.effect === 'deny' ? 'denied' : awaiting ? 'awaiting_approval' : 'pending',
       evaluated_at: new Date(nowMs),
-      expires_at: awaiting ? approvalExpiresAt : expiresAt,
+      expires_at: awaiting ? approvalExpiresAt! : expiresAt,
       ttl_seconds: ttl,
       permit_token: null,
       resolved_at: null,
@@ -161,14 +222,15 @@ export class DecisionService {
       reviewed_at: null,
       reviewer_key_id: null,
       approval_expires_at: awaiting ? approvalExpiresAt : null,
-      session_labels: sessionLabels,
+      history: historyReadings(plan, values),
+      session_labels: evaluated.sessionLabels,
     };
     // The token is a bearer credential: it is answered once and stored nowhere (a
     // decisions:read key must not be able to obtain permits). A decision awaiting
     // approval has none until it is approved (POST /v1/decisions/:id/permit).
     const token = row.effect === 'deny' || awaiting ? null : this.deps.permits.issue(row);
     // Allowed now (a review awaiting approval: on approval, domain/approvals.ts): its policy's labels join the session.
-    const session = this.deps.sessions?.forWrite(row, row.effect === 'deny' || awaiting ? [] : adds);
+    const session = this.deps.sessions?.forWrite(row, row.effect === 'deny' || awaiting ? [] : evaluated.adds);
     await inStore('store.write', () =>
       this.deps.writer.write({
         decision: row,
@@ -192,7 +254,10 @@ export class DecisionService {
   async preview(principal: Principal, input: DecisionInput): Promise<DecisionPreview> {
     checkAction(input.action);
     const nowMs = this.deps.clock.now();
-    const { outcome: evaluated, matched, approvalSeconds } = await this.evaluate(principal, input, nowMs);
+    const prepared = await this.prepare(principal, input, nowMs, false);
+    const { outcome: judged, matched, approvalSeconds } = this.judge(prepared, prepared.values);
+    const readings = historyReadings(prepared.plan, prepared.values);
+    const evaluated: Outcome = readings ? { ...judged, history: readings } : judged;
     const outcome: DecisionPreview = approvalSeconds !== null && evaluated.effect === 'review' ? { ...evaluated, approval_required: true } : evaluated;
     const verdict = await this.deps.limits.preview(limitSubject(principal, input, matched, nowMs));
     if (verdict === null) return outcome;
@@ -286,6 +351,8 @@ export class DecisionService {
       const confirmed = to === 'confirmed' ? (amount ?? current?.amount ?? null) : null;
       const row = await resolveDecision(tx, accountId, environment, id, to, at, confirmed);
       const confirming = to === 'confirmed';
+      // history.sum adds the confirmed amount from now on.
+      if (row && confirming) await confirmHistory(tx, accountId, environment, id, row.confirmed_amount);
       const usage = row && (await limits.resolveHolds(tx, principal, id, confirming, confirming ? (amount ?? null) : null, confirming ? (amounts ?? null) : null));
       // An amount confirms what was held: a decision without an amount and without holds has none to confirm.
       if (
@@ -316,23 +383,19 @@ export class DecisionService {
     throw new DecisionNotPendingError(`decision ${id} is ${row.status}; only pending decisions can be ${to}`);
   }
 
-  /** Steps 2-6: revoked agent, exhausted budget, the compiled table. */
-  private async evaluate(principal: Principal, input: DecisionInput, nowMs: number): Promise<Evaluated> {
+  /**
+   * What steps 2-6 start from: the agent's status, the policy set, and the
+   * history the candidate policies read (one store call, only when one reads
+   * history; a session or user probe without its field: 400).
+   */
+  private async prepare(principal: Principal, input: DecisionInput, nowMs: number, guess: boolean): Promise<Prepared> {
     const { agents, policySets, limits } = this.deps;
     // From memory for an agent seen within the last 2 s: no store round trip.
     const known = agents.lookup(principal.accountId, principal.environment, input.agent_id);
     const { status, attributes } = known instanceof Promise ? await known : known;
     const set = await policySets.get(principal.accountId, principal.environment);
     const policy = (policyId: string) => set.table.byId.get(policyId)?.policy;
-    let blocked: { policy_id: string } | null;
-    const none = { sessionLabels: null, adds: [] };
-    if (status === 'revoked') return { outcome: deny('agent.revoked'), matched: [], status, approvalSeconds: null, ...none };
-    const subject = { agentId: input.agent_id, sessionId: input.session_id ?? null, onBehalfOf: input.on_behalf_of ?? null };
-    if ((blocked = limits.exhausted(principal, subject, nowMs, policy))) {
-      return { outcome: { ...deny('budget.exceeded'), policy_id: blocked.policy_id }, matched: [], status, approvalSeconds: null, ...none };
-    }
-    const sessionLabels = (await this.deps.sessions?.forDecision(principal, set.table, input)) ?? null;
-    const evaluation = evaluate(set.table, {
+    const request: DecisionRequest = {
       agent_id: input.agent_id,
       action: input.action,
       resource: input.resource ?? null,
@@ -341,18 +404,47 @@ export class DecisionService {
       on_behalf_of: input.on_behalf_of ?? null,
       context: input.context ?? null,
       agent_attributes: attributes,
-      session_labels: sessionLabels,
-    });
+    };
+    let settled: Outcome | null = null;
+    let blocked: { policy_id: string } | null;
+    if (status === 'revoked') settled = deny('agent.revoked');
+    else if ((blocked = limits.exhausted(principal, { agentId: input.agent_id, sessionId: request.session_id ?? null, onBehalfOf: request.on_behalf_of ?? null }, nowMs, policy))) {
+      settled = { ...deny('budget.exceeded'), policy_id: blocked.policy_id };
+    }
+    const subject = {
+      agentId: input.agent_id,
+      sessionId: input.session_id ?? null,
+      onBehalfOf: input.on_behalf_of ?? null,
+      action: input.action,
+      resource: input.resource ?? null,
+      amount: input.amount ?? null,
+      context: input.context ?? null,
+    };
+    const plan = planHistory(set.table, request, subject, principal, { reads: settled === null, retentionDays: this.deps.retentionDays ?? null, nowMs });
+    // A decision may start from a remembered guess (its gate judges it); a preview reads.
+    const values = plan && plan.probes.length > 0 ? await this.deps.history.read(principal, plan, nowMs, guess) : [];
+    // The session's labels, read only when a candidate policy reads or adds them (domain/session-labels.ts).
+    const sessionLabels = settled === null ? ((await this.deps.sessions?.forDecision(principal, set.table, input)) ?? null) : null;
+    if (sessionLabels !== null) request.session_labels = sessionLabels;
+    return { environment: principal.environment, set, status, request, settled, plan, values, sessionLabels };
+  }
+
+  /** Steps 2-6 with these history values: revoked agent, exhausted budget, the compiled table. Synchronous. */
+  private judge(prepared: Prepared, values: readonly number[]): Evaluated {
+    const { set, status, settled, plan } = prepared;
+    if (settled) return { outcome: settled, matched: [], status, approvalSeconds: null, sessionLabels: null, adds: [] };
+    const evaluation = evaluate(set.table, plan && plan.probes.length > 0 ? { ...prepared.request, history: historyValues(plan, values) } : prepared.request);
     const outcome: Outcome = {
       effect: evaluation.effect,
       reason: evaluation.reason,
       policy_id: evaluation.policy_id,
       matched_policy_ids: evaluation.matched.map((p) => p.id),
-      warnings: set.table.byId.size === 0 ? [noPolicies(principal.environment)] : (evaluation.warnings as WarningRow[]),
+      warnings: set.table.byId.size === 0 ? [noPolicies(prepared.environment)] : (evaluation.warnings as WarningRow[]),
       // Shadow policies: the table's outcome with them enabled, when it differs.
       ...(evaluation.shadow ? { shadow: evaluation.shadow } : {}),
     };
-    const winner = evaluation.effect === 'deny' || evaluation.policy_id === null ? undefined : policy(evaluation.policy_id);
+    const { sessionLabels } = prepared;
+    const winner = evaluation.effect === 'deny' || evaluation.policy_id === null ? undefined : set.table.byId.get(evaluation.policy_id)?.policy;
     // A full session adds no more: a decision whose policy would add a new label is denied.
     if (this.deps.sessions?.wouldOverfill(sessionLabels, winner)) {
       return { outcome: { ...deny('session.too_many_labels'), policy_id: evaluation.policy_id }, matched: [], status, approvalSeconds: null, sessionLabels, adds: [] };
@@ -360,6 +452,13 @@ export class DecisionService {
     const approval = evaluation.effect === 'review' ? winner?.approval : undefined;
     const approvalSeconds = approval?.required ? (approval.timeout_seconds ?? DEFAULT_APPROVAL_TIMEOUT_SECONDS) : null;
     return { outcome, matched: evaluation.effect === 'deny' ? [] : evaluation.matched, status, approvalSeconds, sessionLabels, adds: winner?.labels ?? [] };
+  }
+
+  /** The ranges of history values the gate accepts for `evaluated` (exact on the first attempt). */
+  private historyRanges(prepared: Prepared, values: readonly number[], evaluated: Evaluated, exact: boolean): Array<{ lo: number; hi: number | null }> {
+    const plan = prepared.plan!;
+    const base = sameness(evaluated);
+    return ranges(plan, values, (v) => (v === values ? base : sameness(this.judge(prepared, v))), exact);
   }
 }
 

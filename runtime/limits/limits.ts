@@ -10,7 +10,7 @@ import type { Policy } from '../../compiler/index.js';
 import type { Principal } from '../tenant.js';
 import type { Clock } from '../clock.js';
 import { GroupCommit, type BatchObserver } from '../shared/group-commit.js';
-import type { DecisionLimits, LimitContext, LimitVerdict } from '../domain/decision-ports.js';
+import type { AppliedLimits, DecisionLimits, LimitContext, LimitVerdict } from '../domain/decision-ports.js';
 import { InvalidFieldError, RateLimitExceededError } from '../errors/api-error.js';
 import type { Sql, SqlOrTx, Tx } from '../store/connect.js';
 import { applyLimitsInTransaction } from '../store/reviews.js';
@@ -53,9 +53,10 @@ export class Limits implements DecisionLimits {
     return this.exhaustedAgents.blocking(principal.accountId, principal.environment, subject, nowMs, policy);
   }
 
-  async apply(context: LimitContext): Promise<LimitVerdict> {
+  async apply(context: LimitContext): Promise<AppliedLimits> {
     const { principal, agentId, matched, nowMs } = context;
-    const policyChecks = policyRates(matched, agentId);
+    const history = context.history ?? null;
+    const policyChecks = context.ratesAdmitted ? [] : policyRates(matched, agentId);
     let budgets = budgetChecks(policyBudgets(matched, nowMs), subjectOf(context), { amount: context.amount, amounts: context.amounts ?? null });
     // Awaiting approval: calls are consumed on approval; now they are only checked.
     let deferredDeny: LimitOutcome | null = null;
@@ -69,11 +70,9 @@ export class Limits implements DecisionLimits {
         if (checked.outcome === 'budget_exceeded') [deferredDeny, budgets] = [checked, []];
       }
     }
-    // The platform limit of the key travels in the same call as the policies' limits
-    // (when this process holds no lease of the key's tokens).
-    const outcome = await this.withKeyLimit(principal, nowMs, (keyCheck) => {
+    const submit = (keyCheck: RateCheck | null) => {
       const rates = keyCheck ? [keyCheck, ...policyChecks] : policyChecks;
-      if (rates.length === 0 && budgets.length === 0) return null;
+      if (rates.length === 0 && budgets.length === 0 && history === null) return null;
       return this.gate.submit({
         account_id: principal.accountId,
         environment: principal.environment,
@@ -82,16 +81,22 @@ export class Limits implements DecisionLimits {
         expires_at: context.expiresAt.toISOString(),
         rates,
         budgets,
+        ...(history ? { history } : {}),
       });
-    });
+    };
+    // The platform limit of the key travels in the same call as the policies' limits
+    // (when this process holds no lease of the key's tokens); a retry was admitted already.
+    const outcome = context.ratesAdmitted ? await submit(null) : await this.withKeyLimit(principal, nowMs, submit);
     if (outcome?.outcome === 'rate_limited') {
       throw outcome.limiter.startsWith('key:')
         ? rateLimited(outcome, this.keyLimitMessage())
         : rateLimited(outcome, `agent ${agentId} exceeded the rate limit ${describeLimiter(outcome.limiter)}`);
     }
-    if (deferredDeny?.outcome === 'budget_exceeded') return this.verdict(principal, deferredDeny, true);
-    if (outcome === null) return null;
-    return this.verdict(principal, outcome, true);
+    if (outcome?.outcome === 'history_stale') return { stale: outcome.history };
+    const values = history ? (outcome?.history ?? null) : null;
+    if (deferredDeny?.outcome === 'budget_exceeded') return { verdict: this.verdict(principal, deferredDeny, true), history: values };
+    if (outcome === null) return { verdict: null, history: values };
+    return { verdict: this.verdict(principal, outcome, true), history: values };
   }
 
   async applyDeferredCalls(
@@ -110,13 +115,14 @@ export class Limits implements DecisionLimits {
     if (budgets.length === 0) return { verdict: null, usage: [] };
     const request = { account_id: principal.accountId, environment: principal.environment, agent_id: subject.agentId, decision_id: null, expires_at: null, rates: [], budgets };
     const outcome = await applyLimitsInTransaction(tx, request, nowMs, this.clock.realTimeOffsetMs?.() ?? null);
-    if (outcome.outcome === 'rate_limited') throw new Error('no rate limit is applied to an approval'); // unreachable: no rates were sent
+    // Unreachable: no rates and no history were sent.
+    if (outcome.outcome === 'rate_limited' || outcome.outcome === 'history_stale') throw new Error('no rate limit or history is judged for an approval');
     const usage = outcome.outcome === 'ok' ? outcome.budgets : [outcome.budget];
     return { verdict: this.verdict(principal, outcome, false), usage };
   }
 
   /** A budget outcome as the decision sees it; `note` tells this process's exhausted-agents index. */
-  private verdict(principal: Principal, outcome: Exclude<LimitOutcome, { outcome: 'rate_limited' }>, note: boolean): LimitVerdict {
+  private verdict(principal: Principal, outcome: Exclude<LimitOutcome, { outcome: 'rate_limited' | 'history_stale' }>, note: boolean): LimitVerdict {
     switch (outcome.outcome) {
       case 'budget_exceeded': {
         const b = outcome.budget;
@@ -159,6 +165,7 @@ export class Limits implements DecisionLimits {
       const error = rateLimited(outcome, `agent ${agentId} would exceed the rate limit ${describeLimiter(outcome.limiter)}`);
       return { rate_limited: error.retryAfterSeconds, message: error.message };
     }
+    if (outcome.outcome === 'history_stale') throw new Error('a preview judges no history'); // unreachable: none was sent
     return this.verdict(principal, outcome, false);
   }
 

@@ -41,6 +41,8 @@ export function decisionResource(row: DecisionRow, nowMs: number, options: { wit
       ...(row.shadow ? { shadow: row.shadow } : {}),
       // Extension (docs/policies.md#labels): only when a candidate policy read or added labels.
       ...(row.session_labels ? { session_labels: row.session_labels } : {}),
+      // Extension (docs/history.md): the history values the candidate policies read.
+      ...(row.history ? { history: row.history } : {}),
     },
   };
 }
@@ -75,6 +77,7 @@ export function previewResource(p: DecisionPreview): DecisionPreviewBody {
     matched_policy_ids: p.matched_policy_ids,
     warnings: p.warnings,
     ...(p.shadow ? { shadow: p.shadow } : {}),
+    ...(p.history ? { history: p.history } : {}),
     ...(p.retry_after_seconds === undefined ? {} : { retry_after_seconds: p.retry_after_seconds }),
   };
 }

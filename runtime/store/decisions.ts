@@ -2,6 +2,7 @@
 import type { Environment, Tenant } from '../tenant.js';
 import type { SqlOrTx } from './connect.js';
 import type { StoredEventRow } from './events.js';
+import type { HistoryReading } from './history.js';
 import { exists, pageQuery, type Page, type PageParams } from './pagination.js';
 
 export type DecisionStatus = 'pending' | 'confirmed' | 'rejected' | 'denied' | 'awaiting_approval';
@@ -70,6 +71,8 @@ export interface DecisionRow {
    * with every row; rows made in memory may leave it out.
    */
   output?: DecisionOutputRow | null;
+  /** The history values its candidate policies read (metadata.history, migration 021); null or absent when none. */
+  history?: HistoryReading[] | null;
 }
 
 /** One detector rule's findings in a result, and what the gateway did with them. */
@@ -131,16 +134,16 @@ export async function writeDecisionBatch(
     ), new_decisions as (
       insert into decisions (account_id, environment, id, agent_id, action, resource, amount, context, effect, reason,
         policy_id, matched_policy_ids, warnings, status, evaluated_at, expires_at, ttl_seconds, permit_token,
-        session_id, on_behalf_of, args_digest, key_id, shadow, review_status, approval_expires_at, session_labels)
+        session_id, on_behalf_of, args_digest, key_id, shadow, review_status, approval_expires_at, session_labels, history)
       select account_id, environment, id, agent_id, action, resource, amount, context, effect, reason,
         policy_id, matched_policy_ids, warnings, status, evaluated_at, expires_at, ttl_seconds, null,
-        session_id, on_behalf_of, args_digest, key_id, shadow, review_status, approval_expires_at, session_labels
+        session_id, on_behalf_of, args_digest, key_id, shadow, review_status, approval_expires_at, session_labels, history
       from jsonb_to_recordset(${sql.json(decisions as never)}::jsonb)
         as x(account_id text, environment text, id text, agent_id text, action text, resource text, amount float8,
              context jsonb, effect text, reason text, policy_id text, matched_policy_ids text[], warnings jsonb,
              status text, evaluated_at timestamptz, expires_at timestamptz, ttl_seconds int,
              session_id text, on_behalf_of text, args_digest text, key_id text, shadow jsonb,
-             review_status text, approval_expires_at timestamptz, session_labels text[])
+             review_status text, approval_expires_at timestamptz, session_labels text[], history jsonb)
       returning 1
     ), decision_events as (
       -- By reference (migration 017): an allow or deny event names its decision instead of copying it.
@@ -160,7 +163,7 @@ export async function writeDecisionBatch(
 export const COLUMNS = (sql: SqlOrTx) => sql`account_id, environment, id, agent_id, action, resource, amount, context, effect, reason,
   policy_id, matched_policy_ids, warnings, status, evaluated_at, expires_at, ttl_seconds, permit_token, resolved_at, confirmed_amount,
   session_id, on_behalf_of, args_digest, key_id, shadow, review_status, reviewer, review_note, reviewed_at, reviewer_key_id, approval_expires_at,
-  review_request_context, session_labels, output`;
+  review_request_context, session_labels, output, history`;
 
 export async function findDecision(sql: SqlOrTx, accountId: string, environment: Environment, id: string): Promise<DecisionRow | undefined> {
   const [row] = await sql<DecisionRow[]>`select ${COLUMNS(sql)} from decisions

@@ -5,6 +5,7 @@
  */
 import type { Environment } from '../tenant.js';
 import type { SqlOrTx } from './connect.js';
+import type { HistoryGate } from './history.js';
 
 export interface RateCheck {
   /** Unique per limiter within the environment. */
@@ -51,6 +52,8 @@ export interface LimitRequest {
   expires_at: string | null;
   rates: RateCheck[];
   budgets: BudgetCheck[];
+  /** The decision's history re-check and entry (store/history.ts), when its environment's policies read history. */
+  history?: HistoryGate | null;
 }
 
 /** A budget row as the runtime sees it after a change (numbers, not numeric strings). */
@@ -72,10 +75,16 @@ export interface BudgetUsage {
   past_threshold: boolean;
 }
 
+/**
+ * `history`: the values of the request's history checks under the gate's locks
+ * (empty without history). `history_stale`: a value left the range its outcome
+ * holds for; nothing but the rate limits moved, evaluate again with `history`.
+ */
 export type LimitOutcome =
-  | { outcome: 'ok'; budgets: BudgetUsage[] }
+  | { outcome: 'ok'; budgets: BudgetUsage[]; history?: number[] }
   | { outcome: 'rate_limited'; retry_after_ms: number; limiter: string }
-  | { outcome: 'budget_exceeded'; budget: BudgetUsage; cost: number };
+  | { outcome: 'budget_exceeded'; budget: BudgetUsage; cost: number; history?: number[] }
+  | { outcome: 'history_stale'; history: number[] };
 
 /**
  * One call for a whole batch; the outcomes in the batch's order. Budgets are

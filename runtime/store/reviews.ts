@@ -7,6 +7,7 @@ import type { Tenant } from '../tenant.js';
 import type { SqlOrTx, Tx } from './connect.js';
 import { COLUMNS, type DecisionRow, type ReviewStatus } from './decisions.js';
 import { applyLimitBatch, type LimitOutcome, type LimitRequest } from './limits.js';
+import { denyHistory } from './history.js';
 import { exists, pageQuery, type Page, type PageParams } from './pagination.js';
 
 /** The decision, locked until the transaction ends (a verdict and a timeout never interleave). */
@@ -30,6 +31,8 @@ export async function writeReview(tx: Tx, row: DecisionRow): Promise<DecisionRow
       expires_at = ${row.expires_at}
     where account_id = ${row.account_id} and environment = ${row.environment} and id = ${row.id}
     returning ${COLUMNS(tx)}`;
+  // A review denied or timed out counts for history.denied from now on (docs/history.md).
+  if (row.effect === 'deny') await denyHistory(tx, row.account_id, row.environment, row.id);
   return stored!;
 }
 

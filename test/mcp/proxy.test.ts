@@ -47,6 +47,8 @@ describe.each(STORE_KINDS)('authz mcp-proxy (%s store)', (kind) => {
       { id: 'pol_fail', effect: 'allow', actions: ['tools.fail'] },
       // Writes by approve-* agents wait for a human first.
       { id: 'pol_write_approval', priority: 10, effect: 'review', agents: ['approve-*'], actions: ['files.write'], approval: { required: true, timeout_seconds: 900 } },
+      // History (docs/history.md): capped-* agents get two writes per hour per session.
+      { id: 'pol_write_capped', priority: 20, effect: 'deny', agents: ['capped-*'], actions: ['files.write'], condition: "history.count('files.write', '1h') >= 2" },
     ]);
     await rt.app.listen({ port: 0, host: '127.0.0.1' });
     base = `http://127.0.0.1:${(rt.app.server.address() as { port: number }).port}`;
@@ -220,6 +222,24 @@ describe.each(STORE_KINDS)('authz mcp-proxy (%s store)', (kind) => {
     expect(seconds).toBeGreaterThanOrEqual(1);
     expect(refused._meta).toMatchObject({ 'agent-authz/error': 'rate_limit.exceeded', 'agent-authz/retry_after': seconds });
     expect(p.calls().map((c) => c.arguments.path)).toEqual(['notes/1']);
+  });
+
+  it("history: the gateway's decisions carry its session_id and are counted; two stdio proxies of one run share the session's history", async () => {
+    const first = await proxyFor('capped', [], { AUTHZ_SESSION_ID: `run-${agent('shared')}` });
+    expect((await first.proxy.client.callTool({ name: 'write_file', arguments: { path: 'notes/1', content: 'a' } })).isError).toBeFalsy();
+    const [made] = await decisionsOf(first.agentId);
+    expect(made).toMatchObject({ action: 'files.write', effect: 'allow', metadata: { history: [{ fn: 'count', scope: 'session', value: 0 }] } });
+    expect(made!.session_id).toMatch(/^run-shared-/);
+    // A second proxy of the same run (same AUTHZ_SESSION_ID), another agent: the session's second write, then none.
+    const second = await proxyFor('capped', [], { AUTHZ_SESSION_ID: made!.session_id as string });
+    expect((await second.proxy.client.callTool({ name: 'write_file', arguments: { path: 'notes/2', content: 'b' } })).isError).toBeFalsy();
+    const refused = await second.proxy.client.callTool({ name: 'write_file', arguments: { path: 'notes/3', content: 'c' } });
+    expect(refused.isError).toBe(true);
+    expect((await decisionsOf(second.agentId))[0]).toMatchObject({ effect: 'deny', policy_id: 'pol_write_capped', metadata: { history: [{ value: 2 }] } });
+    expect(second.calls().map((c) => c.arguments.path)).toEqual(['notes/2']);
+    // Another run starts afresh.
+    const other = await proxyFor('capped', [], { AUTHZ_SESSION_ID: `run-${agent('other')}` });
+    expect((await other.proxy.client.callTool({ name: 'write_file', arguments: { path: 'notes/4', content: 'd' } })).isError).toBeFalsy();
   });
 
   it('a revoked agent sees no tools and every call is denied agent.revoked', async () => {

@@ -9,7 +9,7 @@
  * answer; the reviewer's name is kept for the session; a decision the
  * dashboard's own key made cannot be approved there; a chat notification's
  * link opens its review with the button focused; decisions open into a
- * panel (warnings, matched policies, review, expiry) from the lists; policies
+ * panel (warnings, matched policies, the history values read, review, expiry) from the lists; policies
  * show by name with their id on hover.
  */
 import type { Browser, Page } from 'playwright-core';
@@ -53,7 +53,15 @@ describe.each(STORE_KINDS)('dashboard reviews in chromium (%s)', (kind) => {
       { id: 'pol_dash_reads', name: 'read-orders', effect: 'allow', actions: ['orders.read'], priority: 10 },
       { id: 'pol_dash_deletes', name: 'no-deletes', effect: 'deny', actions: ['orders.delete'], priority: 5 },
       { id: 'pol_dash_refunds', name: 'refunds-approved-first', effect: 'review', actions: ['payments.refund'], priority: 20, approval: { required: true, timeout_seconds: 600 } },
-      { id: 'pol_dash_refund_log', name: 'refunds-logged', effect: 'allow', actions: ['payments.refund'], priority: 30 },
+      // Reads history (docs/history.md): the panel lists the value it read.
+      {
+        id: 'pol_dash_refund_log',
+        name: 'refunds-logged',
+        effect: 'allow',
+        actions: ['payments.refund'],
+        priority: 30,
+        condition: "history.count('payments.refund', '1d', 'agent') < 100",
+      },
     ]);
     base = await rt.app.listen({ host: '127.0.0.1', port: 0 });
     page = await browser.newPage();
@@ -181,7 +189,7 @@ describe.each(STORE_KINDS)('dashboard reviews in chromium (%s)', (kind) => {
     await expect.poll(() => page.evaluate("document.activeElement?.getAttribute('aria-label')"), POLL).toBe(`Approve ${d.id}`);
   });
 
-  it('opens a decision into a panel from the lists: warnings, matched policies, review, expiry', async () => {
+  it('opens a decision into a panel from the lists: warnings, matched policies, history read, review, expiry', async () => {
     const [approved] = (await rt.getOk('/v1/reviews?status=approved')).data;
     await nav('Decisions').click();
     const row = page.locator(`tr[data-id="${approved.id}"]`);
@@ -201,6 +209,8 @@ describe.each(STORE_KINDS)('dashboard reviews in chromium (%s)', (kind) => {
       'customer called, verified',
       approved.expires_at.replace('T', ' ').replace(/\.\d+Z$/, 'Z'),
       'Approval deadline',
+      'History read',
+      "history.count('payments.refund', '1d', 'agent') = ",
     ]) {
       expect(shown).toContain(text);
     }

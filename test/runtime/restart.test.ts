@@ -166,4 +166,35 @@ describe.each(['postgres', 'embedded'] as const)('restart (%s store)', (kind) =>
     const events = json(await call(rt, firstKey, 'GET', '/v1/events?type=policy.updated&limit=100')).data;
     expect(events[0].data).toMatchObject({ change: 'enabled', policy: { id: created[2]!.id } });
   });
+
+  it('keeps the history in the store: a restart in the middle of a window counts what was decided before it (docs/history.md)', async () => {
+    await rt?.close();
+    await store?.close();
+    await location?.remove();
+    location = await newLocation(kind);
+    ({ store } = await open(location));
+    await createAccount(store.sql, 'main', new Date(START));
+    rt = await startRuntime(kind, { store });
+    await rt.setPolicies([{ id: 'pol_cap', effect: 'allow', actions: ['x.go'], condition: "history.count('x.go', '1h') < 3" }]);
+    const decide = async (r: TestRuntime) =>
+      json(await r.call(r.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'bot', session_id: 'run-1', action: 'x.go' } }));
+    expect((await decide(rt)).effect).toBe('allow');
+    expect((await decide(rt)).effect).toBe('allow');
+
+    await rt.close();
+    rt = undefined;
+    await store.close();
+    const reopened = await open(location);
+    store = reopened.store;
+    rt = await startRuntime(kind, { store });
+    // 30 minutes later, on the same store: two earlier decisions in the window, one more allowed.
+    rt.clock.advance(1800);
+    const third = await decide(rt);
+    expect([third.effect, third.metadata.history[0].value]).toEqual(['allow', 2]);
+    expect((await decide(rt)).effect).toBe('deny');
+    // An hour after the first two: only the third counts.
+    rt.clock.advance(1800);
+    const later = await decide(rt);
+    expect([later.effect, later.metadata.history[0].value]).toEqual(['allow', 1]);
+  }, 120_000);
 });

@@ -51,6 +51,18 @@ export function reviewLine(r) {
 }
 
 /**
+ * A history value a candidate policy read, as one line: `count('x.go', '1h', 'session') = 3`.
+ * @param {{ fn: string, actions: string[], window: string, scope: string, match?: string[], value: number }} r
+ * @returns {string}
+ */
+export function historyLine(r) {
+  const quote = (/** @type {string} */ s) => `'${s}'`;
+  const actions = r.actions.length === 1 ? quote(r.actions[0] ?? '') : `[${r.actions.map(quote).join(', ')}]`;
+  const match = r.match?.length ? `, [${r.match.map(quote).join(', ')}]` : '';
+  return `history.${r.fn}(${actions}, ${quote(r.window)}, ${quote(r.scope)}${match}) = ${r.value}`;
+}
+
+/**
  * The decision's fields as a description list.
  * @param {Decision} d
  * @param {Map<string, string>} names
@@ -79,6 +91,16 @@ export function decisionDetail(d, names, policies = new Map()) {
             'ul',
             { class: 'warnings' },
             warnings.map((w) => h('li', {}, `${w.code}: ${w.message}`)),
+          )
+        : 'none',
+    ),
+    item(
+      'History read',
+      d.metadata?.history?.length
+        ? h(
+            'ul',
+            { class: 'history' },
+            d.metadata.history.map((r) => h('li', { class: 'mono' }, historyLine(r))),
           )
         : 'none',
     ),

@@ -33,6 +33,22 @@
 -- size costs at most one interval, and Retry-After stays true. Budgets, holds
 -- and periods stay on the service clock (`now_ms`).
 --
+-- History (docs/history.md): a request's `history` ({at_ms, checks: [check with
+-- lo, hi], record: entry or null, locks: [scope key...]}, or null) is judged
+-- after its rate limits: every check's value (authz_history_value, at the
+-- request's at_ms) must lie within [lo, hi] (hi null: no bound), the values the
+-- runtime's evaluation gave this outcome for; when one does not, the request is
+-- answered {"outcome": "history_stale", "history": [values]} (its rate limits
+-- counted, nothing else moved) and the runtime evaluates it again with those
+-- values. Else, once its budgets pass or not, its entry is recorded (kind
+-- 'denied' when a budget denied it) and the answer carries "history": [values].
+-- The scope keys of every request of the batch (those its probes read and those
+-- that can see its entry) are locked first, transaction-level advisory locks in
+-- one global order (after the limiters and budget rows), so a read and the
+-- record it leads to are atomic with respect to every decision of those keys,
+-- on any number of processes. Each entry is inserted at once: the next request
+-- of the batch sees it.
+--
 -- Counters commit without waiting for the WAL flush: the decision written right
 -- after (synchronous commit) flushes the WAL past them before its answer is sent.
 create or replace function authz_apply_limits(batch jsonb, now_ms double precision, rate_offset_ms double precision default null)
@@ -73,6 +89,12 @@ declare
   hold_amounts numeric[] := '{}';
   hold_expiries timestamptz[] := '{}';
   hold_agents text[] := '{}';
+  -- History: a request's values, whether one is out of its range, the lock keys.
+  hist jsonb;
+  hvalues jsonb;
+  hv numeric;
+  stale boolean;
+  lock_key bigint;
 begin
   perform set_config('synchronous_commit', 'off', true);
 
@@ -133,6 +155,15 @@ begin
     changed[pos] := true;
   end loop;
 
+  -- The history scope keys of the whole batch, in one global order.
+  for lock_key in
+    select distinct hashtextextended(l, 0)
+    from jsonb_array_elements(batch) q, jsonb_array_elements_text(coalesce(q->'history'->'locks', '[]')) l
+    order by 1
+  loop
+    perform pg_advisory_xact_lock(lock_key);
+  end loop;
+
   for req, idx in select value, ordinality::int from jsonb_array_elements(batch) with ordinality loop
     -- Every limiter must pass, else none moves.
     result := authz_rate_judge(req, rate_now, rate_keys, rate_tats);
@@ -146,6 +177,26 @@ begin
       rate_tats[pos] := greatest(rate_tats[pos], rate_now) + (x->>'interval_ms')::float8;
       rate_moved[pos] := true;
     end loop;
+
+    -- The history this request was evaluated with must still give its outcome.
+    hist := case when jsonb_typeof(req->'history') = 'object' then req->'history' end;
+    hvalues := '[]';
+    if hist is not null then
+      stale := false;
+      for x in select value from jsonb_array_elements(hist->'checks') loop
+        hv := authz_history_value(req->>'account_id', req->>'environment', x, (hist->>'at_ms')::float8);
+        hvalues := hvalues || to_jsonb(hv);
+        if hv < (x->>'lo')::numeric or (x->>'hi' is not null and hv > (x->>'hi')::numeric) then
+          stale := true;
+        end if;
+      end loop;
+      if stale then
+        i := idx;
+        result := jsonb_build_object('outcome', 'history_stale', 'history', hvalues);
+        return next;
+        continue;
+      end if;
+    end if;
 
     -- Each budget's row, once (rows are locked: nothing else moves them meanwhile),
     -- judged on the batch's copy of it.
@@ -163,8 +214,11 @@ begin
       end if;
     end loop;
     if denied is not null then
+      if hist is not null then
+        perform authz_history_record(req, 'denied');
+      end if;
       i := idx;
-      result := denied || '{"outcome": "budget_exceeded"}';
+      result := denied || jsonb_build_object('outcome', 'budget_exceeded', 'history', hvalues);
       return next;
       continue;
     end if;
@@ -190,8 +244,11 @@ begin
       changed[row_ix[n]] := true;
       applied := applied || authz_usage_json(u);
     end loop;
+    if hist is not null then
+      perform authz_history_record(req, null);
+    end if;
     i := idx;
-    result := jsonb_build_object('outcome', 'ok', 'budgets', applied);
+    result := jsonb_build_object('outcome', 'ok', 'budgets', applied, 'history', hvalues);
     return next;
   end loop;
 

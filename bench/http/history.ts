@@ -1,0 +1,153 @@
+/**
+ * `node dist/bench/http/history.js`: what history in conditions costs on
+ * `authz serve` (PostgreSQL, its defaults, 200 policies), 50 connections
+ * (docs/history.md). Four scenarios, interleaved over `--rounds` rounds, each
+ * request in one of `--sessions` sessions: an allow whose winning policy reads
+ * `history.count(ACTION, '1h') < 1e9` (session scope: every allow is recorded)
+ * against the same allow without a condition, and likewise a deny. While the
+ * history allow runs, 200 concurrent requests against
+ * `history.count('race.go', '1h') < 5` in one fresh session must give exactly
+ * 5 allows. Prints the figures as JSON (bench/REPORT.md gives them).
+ *
+ *   node dist/bench/http/history.js [--duration 8] [--rounds 2] [--connections 50] [--sessions 2000]
+ */
+import { parseArgs } from 'node:util';
+import { loadavg } from 'node:os';
+import autocannon from 'autocannon';
+import postgres from 'postgres';
+import { startCluster } from '../../scripts/pg-cluster.js';
+import { startServe } from './serve-target.js';
+import { stopTarget } from './target.js';
+
+const { values } = parseArgs({
+  options: { duration: { type: 'string' }, rounds: { type: 'string' }, connections: { type: 'string' }, sessions: { type: 'string' } },
+});
+const duration = Number(values.duration ?? 8);
+const rounds = Number(values.rounds ?? 2);
+const connections = Number(values.connections ?? 50);
+const sessions = Number(values.sessions ?? 2000);
+
+const POLICIES = [
+  { id: 'pol_h_plain', name: 'h-plain', effect: 'allow', agents: ['bench-*'], actions: ['hist.plain'], resources: ['order:*'] },
+  {
+    id: 'pol_h_count',
+    name: 'h-count',
+    effect: 'allow',
+    agents: ['bench-*'],
+    actions: ['hist.counted'],
+    resources: ['order:*'],
+    condition: "history.count('hist.counted', '1h') < 1000000000",
+  },
+  { id: 'pol_h_deny', name: 'h-deny', effect: 'deny', agents: ['bench-*'], actions: ['hist.refused'] },
+  {
+    id: 'pol_h_deny_count',
+    name: 'h-deny-count',
+    effect: 'deny',
+    agents: ['bench-*'],
+    actions: ['hist.refusedcounted'],
+    condition: "history.count('hist.refusedcounted', '1h') >= 0",
+  },
+  { id: 'pol_h_race', name: 'h-race', effect: 'allow', agents: ['racer-*'], actions: ['race.go'], condition: "history.count('race.go', '1h') < 5" },
+];
+
+const SCENARIOS = [
+  { name: 'allow, no history', action: 'hist.plain', effect: 'allow' },
+  { name: 'allow, history.count 1h session', action: 'hist.counted', effect: 'allow' },
+  { name: 'deny, no history', action: 'hist.refused', effect: 'deny' },
+  { name: 'deny, history.count 1h session', action: 'hist.refusedcounted', effect: 'deny' },
+] as const;
+
+async function main(): Promise<void> {
+  const cluster = await startCluster({ durable: true, log: () => {} });
+  try {
+    const admin = postgres(cluster.url, { max: 1, onnotice: () => {} });
+    await admin.unsafe('create database authz_history');
+    await admin.end();
+    const databaseUrl = cluster.url.replace(/\/postgres$/, '/authz_history');
+    const serve = await startServe({ databaseUrl, policies: 200 });
+    const base = `http://127.0.0.1:${serve.port}`;
+    const headers = { authorization: `Bearer ${serve.key}`, 'content-type': 'application/json' };
+    for (const p of POLICIES) {
+      const r = await fetch(`${base}/v1/policies`, { method: 'POST', headers, body: JSON.stringify({ state: 'enabled', priority: 100, ...p }) });
+      if (r.status !== 201) throw new Error(`policy ${p.id}: ${r.status} ${await r.text()}`);
+    }
+    let n = 0;
+    const load = (action: string, seconds: number) =>
+      autocannon({
+        url: `${base}/v1/decisions`,
+        method: 'POST',
+        connections,
+        duration: seconds,
+        headers,
+        requests: [
+          {
+            setupRequest: (req) => ({
+              ...req,
+              body: JSON.stringify({ agent_id: `bench-${n % 50}`, action, resource: 'order:1', session_id: `s-${n++ % sessions}` }),
+            }),
+          },
+        ],
+      });
+    const race = async (round: number) => {
+      const session = `race-${round}-${Date.now()}`;
+      const answers = await Promise.all(
+        Array.from({ length: 200 }, async (_, i) => {
+          const r = await fetch(`${base}/v1/decisions`, { method: 'POST', headers, body: JSON.stringify({ agent_id: `racer-${i % 5}`, action: 'race.go', session_id: session }) });
+          return r.status === 200 ? ((await r.json()) as { effect: string }).effect : `http ${r.status}`;
+        }),
+      );
+      return { allows: answers.filter((e) => e === 'allow').length, others: [...new Set(answers.filter((e) => e !== 'allow' && e !== 'deny'))] };
+    };
+    const figures: Record<string, number[]> = {};
+    const races: Array<{ allows: number; others: string[] }> = [];
+    for (let round = 0; round < rounds; round++) {
+      for (const s of SCENARIOS) {
+        await load(s.action, 2);
+        const running = load(s.action, duration);
+        // The race, under the history allow's load.
+        if (s.action === 'hist.counted') {
+          await new Promise((r) => setTimeout(r, 1000));
+          races.push(await race(round));
+        }
+        const r = await running;
+        if (r.non2xx + r.errors > 0) throw new Error(`${s.name}: ${r.non2xx} non-2xx, ${r.errors} errors`);
+        (figures[s.name] ??= []).push(r.requests.average);
+      }
+    }
+    const [countRows] = await (async () => {
+      const db = postgres(databaseUrl, { max: 1, onnotice: () => {} });
+      const rows = await db`select count(*)::int as entries, pg_total_relation_size('history_entries')::bigint as bytes from history_entries`;
+      await db.end();
+      return rows;
+    })();
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+    const out = Object.fromEntries(Object.entries(figures).map(([k, v]) => [k, { rps: v.map(Math.round), median: Math.round(median(v)) }]));
+    const ratio = (a: string, b: string) => Number((median(figures[a]!) / median(figures[b]!)).toFixed(3));
+    console.log(
+      JSON.stringify(
+        {
+          at: new Date().toISOString(),
+          connections,
+          duration,
+          rounds,
+          sessions,
+          loadavg: loadavg(),
+          figures: out,
+          allow_ratio: ratio('allow, history.count 1h session', 'allow, no history'),
+          deny_ratio: ratio('deny, history.count 1h session', 'deny, no history'),
+          per_round_allow_ratio: figures['allow, history.count 1h session']!.map((v, i) => Number((v / figures['allow, no history']![i]!).toFixed(3))),
+          per_round_deny_ratio: figures['deny, history.count 1h session']!.map((v, i) => Number((v / figures['deny, no history']![i]!).toFixed(3))),
+          races,
+          history_entries: countRows,
+        },
+        null,
+        2,
+      ),
+    );
+    await stopTarget(serve);
+  } finally {
+    await cluster.stop();
+  }
+}
+
+await main();

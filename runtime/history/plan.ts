@@ -1,0 +1,167 @@
+/**
+ * What a decision asks of the history (docs/history.md): the probes its
+ * candidate policies read, each as a store check keyed by the request's scope
+ * value and MATCH values; the entry it leaves when some probe of its
+ * environment's policies can see it; and the scope keys locked while it reads
+ * and records. Pure: no store access (./history.ts reads).
+ */
+import { actionPatternMatches, historyProbesFor, tableHistoryProbes, type DecisionRequest, type DecisionTable, type HistoryProbe } from '../../compiler/index.js';
+import { MissingFieldError } from '../errors/api-error.js';
+import type { HistoryCheck, HistoryRecord } from '../store/history.js';
+import type { Tenant } from '../tenant.js';
+
+/** The request fields history reads. */
+export interface HistorySubject {
+  agentId: string;
+  sessionId: string | null;
+  onBehalfOf: string | null;
+  action: string;
+  resource: string | null;
+  amount: number | null;
+  context: Record<string, unknown> | null;
+}
+
+/** A decision's history: null when nothing in its environment reads or records it (the decision path pays nothing). */
+export interface HistoryPlan {
+  /** The candidate policies' probes, unique by key. */
+  probes: readonly HistoryProbe[];
+  /** Per probe: its store check, or null when the request lacks a MATCH field (the value is 0: nothing matches). */
+  checks: ReadonlyArray<HistoryCheck | null>;
+  /** The entry this decision leaves (kind set by the outcome), or null when no probe of the environment sees it. */
+  entry: Omit<HistoryRecord, 'kind'> | null;
+  /** Scope keys locked in the gate: those the probes read and those that see the entry, sorted, unique. */
+  locks: string[];
+}
+
+/** What a table's probes need, computed once per table. */
+interface TableHistory {
+  probes: readonly HistoryProbe[];
+  /** The longest window, seconds. */
+  longestSeconds: number;
+  /** Every MATCH field of the table's probes. */
+  matchFields: readonly string[];
+  /** Per action: the probes whose actions match it. */
+  byAction: Map<string, readonly HistoryProbe[]>;
+}
+
+const tables = new WeakMap<DecisionTable, TableHistory>();
+
+function tableHistory(table: DecisionTable): TableHistory {
+  let t = tables.get(table);
+  if (!t) {
+    const probes = tableHistoryProbes(table);
+    t = {
+      probes,
+      longestSeconds: Math.max(0, ...probes.map((p) => p.windowSeconds)),
+      matchFields: [...new Set(probes.flatMap((p) => p.match))].sort(),
+      byAction: new Map(),
+    };
+    tables.set(table, t);
+  }
+  return t;
+}
+
+function probesSeeing(t: TableHistory, action: string): readonly HistoryProbe[] {
+  let seeing = t.byAction.get(action);
+  if (!seeing) {
+    seeing = t.probes.filter((p) => p.actions.some((pattern) => actionPatternMatches(pattern, action)));
+    // Actions are validated (namespace.verb), but many distinct ones must not grow this without bound.
+    if (t.byAction.size < 10_000) t.byAction.set(action, seeing);
+  }
+  return seeing;
+}
+
+/**
+ * The request's value of a MATCH field (`resource`, `context.<path>`), as the
+ * compiler's reference reads it (compiler/history/reference.ts): undefined when
+ * the request lacks it (a null resource included; a JSON null in the context is
+ * a value).
+ */
+export function matchValue(field: string, subject: Pick<HistorySubject, 'resource' | 'context'>): unknown {
+  if (field === 'resource') return subject.resource ?? undefined;
+  if (!field.startsWith('context.')) return undefined;
+  let at: unknown = subject.context ?? undefined;
+  for (const part of field.slice('context.'.length).split('.')) {
+    if (at === null || typeof at !== 'object' || Array.isArray(at) || !Object.hasOwn(at, part)) return undefined;
+    at = (at as Record<string, unknown>)[part];
+  }
+  return at;
+}
+
+/** The scope's value for the request: null for the environment; undefined when the request lacks it. */
+function scopeKey(scope: HistoryProbe['scope'], s: HistorySubject): string | null | undefined {
+  switch (scope) {
+    case 'session':
+      return s.sessionId ?? undefined;
+    case 'user':
+      return s.onBehalfOf ?? undefined;
+    case 'agent':
+      return s.agentId;
+    case 'environment':
+      return null;
+  }
+}
+
+const lockKey = (t: Tenant, scope: string, key: string | null) => [t.accountId, t.environment, scope, key ?? ''].join('\x1f');
+
+/**
+ * The history of one decision. `reads`: whether its candidate policies' probes
+ * are read (false for a decision settled before the table: a revoked agent, an
+ * exhausted budget). A candidate's session or user probe without that field:
+ * 400 validation.missing_field naming it.
+ *
+ * @example
+ * const plan = planHistory(table, request, subject, principal, { reads: true, retentionDays: 30 });
+ * // null: nothing reads history here
+ */
+export function planHistory(
+  table: DecisionTable,
+  request: DecisionRequest,
+  subject: HistorySubject,
+  tenant: Tenant,
+  options: { reads: boolean; retentionDays: number | null; nowMs: number },
+): HistoryPlan | null {
+  const t = tableHistory(table);
+  if (t.probes.length === 0) return null;
+  const probes = options.reads ? historyProbesFor(table, request) : [];
+  const seeing = probesSeeing(t, subject.action).filter((p) => scopeKey(p.scope, subject) !== undefined);
+  if (probes.length === 0 && seeing.length === 0) return null;
+  const locks = new Set<string>();
+  const checks = probes.map((p): HistoryCheck | null => {
+    const key = scopeKey(p.scope, subject);
+    if (key === undefined) {
+      const field = p.scope === 'session' ? 'session_id' : 'on_behalf_of';
+      const message = `${field} is required: a candidate policy reads history.${p.fn}(${p.actions.map((a) => `'${a}'`).join(', ')}, '${p.window}', '${p.scope}'), counted per ${p.scope}`;
+      throw new MissingFieldError(message, { details: [{ path: `/${field}`, message }] });
+    }
+    const match: Record<string, unknown> = {};
+    for (const field of p.match) {
+      const value = matchValue(field, subject);
+      if (value === undefined) return null;
+      match[field] = value;
+    }
+    locks.add(lockKey(tenant, p.scope, key));
+    return { scope: p.scope, key, actions: p.actions, window_s: p.windowSeconds, measure: p.measure, match };
+  });
+  let entry: HistoryPlan['entry'] = null;
+  if (seeing.length > 0) {
+    for (const p of seeing) locks.add(lockKey(tenant, p.scope, scopeKey(p.scope, subject)!));
+    const matchValues: Record<string, unknown> = {};
+    for (const field of t.matchFields) {
+      const value = matchValue(field, subject);
+      if (value !== undefined) matchValues[field] = value;
+    }
+    const keepSeconds = options.retentionDays === null ? t.longestSeconds : Math.min(t.longestSeconds, options.retentionDays * 86_400);
+    entry = {
+      agent_id: subject.agentId,
+      session_id: subject.sessionId,
+      on_behalf_of: subject.onBehalfOf,
+      action: subject.action,
+      amount: subject.amount,
+      match_values: matchValues,
+      evaluated_at_ms: options.nowMs,
+      keep_until_ms: options.nowMs + keepSeconds * 1000,
+    };
+  }
+  return { probes, checks, entry, locks: [...locks].sort() };
+}

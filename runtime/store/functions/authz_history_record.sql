@@ -1,0 +1,16 @@
+-- Records a request's history entry (docs/history.md), if it carries one
+-- (req->'history'->'record': {agent_id, session_id, on_behalf_of, action, kind,
+-- amount, match_values, evaluated_at_ms, keep_until_ms}); `kind`, when given,
+-- overrides the entry's (a budget denied the request: 'denied'). Called by
+-- authz_apply_limits with the request's scope keys locked.
+create or replace function authz_history_record(req jsonb, kind text)
+returns void
+language sql as $$
+  insert into history_entries (account_id, environment, decision_id, agent_id, session_id, on_behalf_of, action, kind,
+                               amount, match_values, evaluated_at, keep_until)
+  select req->>'account_id', req->>'environment', req->>'decision_id', r->>'agent_id', r->>'session_id', r->>'on_behalf_of',
+         r->>'action', coalesce(kind, r->>'kind'), (r->>'amount')::numeric, coalesce(r->'match_values', '{}'),
+         to_timestamp((r->>'evaluated_at_ms')::float8 / 1000.0), to_timestamp((r->>'keep_until_ms')::float8 / 1000.0)
+  from (select req->'history'->'record' as r) x
+  where jsonb_typeof(r) = 'object'
+$$;
