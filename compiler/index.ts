@@ -50,7 +50,7 @@ export type { ParseResult } from './condition/ast.js';
 // Action strings and glob patterns.
 export { actionPatternMatches, isValidAction } from './patterns/action.js';
 // Actions from outside names: a name as an action part, and the AuthZEN action rule (shared with the MCP proxy).
-export { actionPart, authzenActionOf, AUTHZEN_NAMESPACE, MAX_AUTHZEN_ACTION_NAME } from './patterns/action-names.js';
+export { actionPart, authzenActionOf, AUTHZEN_NAMESPACE, MAX_AUTHZEN_ACTION_NAME, namespacedActionOf } from './patterns/action-names.js';
 export { matchGlob } from './patterns/glob.js';
 
 // The decision table: building it, deciding with it, explaining a decision.
@@ -96,5 +96,6 @@ export { historyProbesFor, historyReadings, tableHistoryProbes, type HistoryRead
 export { historyValueOf, historyValuesOf, type EarlierDecision } from './history/reference.js';
 export { earlierDecisionsOf, requestWithHistory, TEST_NOW_MS, type TestHistoryEntry } from './testing/history.js';
 export { conditionProbes } from './condition/index.js';
-export { EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, processIo, wantsHelp, type CliIo } from './cli/io.js';
+export { EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, processIo, UsageError, wantsHelp, type CliIo } from './cli/io.js';
+export { closest, didYouMean, readArguments, usageProblem } from './cli/usage.js';
 export { findYamlFiles, isPolicyFile, readSource } from './cli/files.js';

@@ -23,7 +23,7 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { AuthzClient } from '../typescript/index.js';
 import { loadProxyConfig, ProxyConfigError, type ProxyConfig } from './config.js';
 import { TokenGate } from './auth/gate.js';
-import { DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_SECONDS, isLoopback, listenStreamableHttp, parseListen, type Identity } from './http-listen.js';
+import { DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_SECONDS, defaultMaxSessionsPerIdentity, isLoopback, listenStreamableHttp, parseListen, type Identity } from './http-listen.js';
 import { McpProxy, type UpstreamTarget } from './proxy.js';
 import type { RelayEnd } from './relay.js';
 import { upstreamAuthFetch } from './upstream-auth/index.js';
@@ -37,6 +37,8 @@ export const MCP_PROXY_USAGE = `usage: authz mcp-proxy --config FILE [options] -
   --public-url URL     the MCP endpoint as clients reach it (default http://HOST:PORT/mcp)
   --session-idle-seconds N   end an HTTP session after N seconds without a request (default 600)
   --max-sessions N     at most N HTTP sessions at once (default 1000)
+  --max-sessions-per-identity N   with auth:, at most N of them for one agent and user
+                       (default a tenth of --max-sessions, at least 1)
   --url URL            the agent-authz service (default AUTHZ_URL or http://127.0.0.1:8080)
   --key KEY            an API key with scope decisions:write (default AUTHZ_API_KEY)
   --session ID         the decisions' session_id (default AUTHZ_SESSION_ID, else a fresh id;
@@ -81,7 +83,7 @@ interface Invocation {
   key: string;
   /** The decisions' session_id when set by --session or AUTHZ_SESSION_ID. */
   sessionId?: string;
-  listen?: { host: string; port: number; publicUrl?: URL; idleSeconds: number; maxSessions: number };
+  listen?: { host: string; port: number; publicUrl?: URL; idleSeconds: number; maxSessions: number; maxSessionsPerIdentity: number };
   upstream: UpstreamTarget;
 }
 
@@ -113,6 +115,7 @@ function readInvocation(argv: readonly string[], env: NodeJS.ProcessEnv): Invoca
       'public-url': { type: 'string' },
       'session-idle-seconds': { type: 'string' },
       'max-sessions': { type: 'string' },
+      'max-sessions-per-identity': { type: 'string' },
     },
   });
   if (positionals.length > 0) throw new UsageProblem(`unexpected ${JSON.stringify(positionals[0])}: put the upstream command after --`);
@@ -139,14 +142,17 @@ function readInvocation(argv: readonly string[], env: NodeJS.ProcessEnv): Invoca
     const publicUrl = values['public-url'];
     if (publicUrl !== undefined && !(URL.canParse(publicUrl) && /^https?:$/.test(new URL(publicUrl).protocol)))
       throw new UsageProblem(`--public-url ${JSON.stringify(publicUrl)} is not an http(s) URL`);
+    const maxSessions = wholeNumber('--max-sessions', values['max-sessions'], DEFAULT_MAX_SESSIONS, 1, 1_000_000);
     listen = {
       ...at,
       ...(publicUrl === undefined ? {} : { publicUrl: new URL(publicUrl) }),
       idleSeconds: wholeNumber('--session-idle-seconds', values['session-idle-seconds'], DEFAULT_SESSION_IDLE_SECONDS, 1, 86_400),
-      maxSessions: wholeNumber('--max-sessions', values['max-sessions'], DEFAULT_MAX_SESSIONS, 1, 1_000_000),
+      maxSessions,
+      maxSessionsPerIdentity: wholeNumber('--max-sessions-per-identity', values['max-sessions-per-identity'], defaultMaxSessionsPerIdentity(maxSessions), 1, maxSessions),
     };
   } else {
-    for (const flag of ['public-url', 'session-idle-seconds', 'max-sessions'] as const) if (values[flag] !== undefined) throw new UsageProblem(`--${flag} goes with --listen`);
+    for (const flag of ['public-url', 'session-idle-seconds', 'max-sessions', 'max-sessions-per-identity'] as const)
+      if (values[flag] !== undefined) throw new UsageProblem(`--${flag} goes with --listen`);
   }
   const sessionId = values.session || env.AUTHZ_SESSION_ID || undefined;
   return { configPath: values.config, url, key, upstream, ...(sessionId ? { sessionId } : {}), ...(listen ? { listen } : {}) };
@@ -259,7 +265,7 @@ export async function mcpProxyCommand(argv: readonly string[], io: ProxyIo = std
   const stop = signalled();
   try {
     if (invocation.listen) {
-      const { host, port, publicUrl, idleSeconds, maxSessions } = invocation.listen;
+      const { host, port, publicUrl, idleSeconds, maxSessions, maxSessionsPerIdentity } = invocation.listen;
       const who = config.auth ? `agents and users from the tokens of ${config.auth.issuer}` : `agent ${config.agent_id}`;
       say(`${who}, server ${config.server}, session ${invocation.sessionId ?? 'mcp-<Mcp-Session-Id>'}, decisions from ${invocation.url}`);
       const gate = config.auth ? new TokenGate({ config: config.auth, log: say }) : undefined;
@@ -270,6 +276,7 @@ export async function mcpProxyCommand(argv: readonly string[], io: ProxyIo = std
         port,
         idleSeconds,
         maxSessions,
+        maxSessionsPerIdentity,
         ...(publicUrl ? { publicUrl } : {}),
         ...(gate ? { gate } : {}),
         log: say,

@@ -435,11 +435,11 @@ export interface Review {
   };
 }
 /**
- * An entry of a decision's metadata.warnings (policy.conflict, budget.below_threshold).
+ * An entry of a decision's metadata.warnings (policy.conflict, budget.below_threshold, environment.no_policies).
  */
 export interface DecisionWarning {
   /**
-   * policy.conflict or budget.below_threshold
+   * policy.conflict, budget.below_threshold or environment.no_policies (the environment has no policy at all: every request is denied)
    */
   code: string;
   message: string;

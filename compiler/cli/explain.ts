@@ -36,8 +36,8 @@ export interface ExplainOptions {
 }
 
 export function requestFromOptions(o: ExplainOptions): DecisionRequest {
-  if (!o.agent) throw new UsageError('explain needs --agent AGENT_ID');
-  if (!o.action) throw new UsageError('explain needs --action NAMESPACE.VERB');
+  if (!o.agent) throw new UsageError('missing --agent ID (the agent_id of the request to explain)');
+  if (!o.action) throw new UsageError('missing --action NAMESPACE.VERB (e.g. payments.refund)');
   if (!isValidAction(o.action)) throw new UsageError(`--action ${o.action} is not namespace.verb ([a-z][a-z0-9_]* each, no wildcards)`);
   const request: DecisionRequest = { agent_id: o.agent, action: o.action };
   if (o.resource !== undefined) request.resource = o.resource;

@@ -17,19 +17,20 @@
  */
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline/promises';
-import { parseArgs } from 'node:util';
 import {
   compileItems,
   diffPolicySets,
   loadBundle,
+  readArguments,
   readPolicyValue,
   renderPolicyChanges,
+  usageProblem,
   wantsHelp,
   type Policy,
   type PolicySetDiff,
   type ReadPolicy,
 } from '../../compiler/index.js';
-import { callService, credential, DEFAULT_URL, defaultIo, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, serviceUrl, type CommandIo } from './http-client.js';
+import { askService, callService, credential, DEFAULT_URL, defaultIo, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, serviceUrl, type CommandIo, type ServiceFailure } from './http-client.js';
 
 export const PUSH_USAGE = `usage: authz push FILE [--url URL] [--key KEY] [--yes] [--retention-days N]
   FILE   a bundle written by authz compile; it replaces the key's environment's whole policy set
@@ -39,6 +40,9 @@ export const PUSH_USAGE = `usage: authz push FILE [--url URL] [--key KEY] [--yes
   --retention-days N  the service's AUTHZ_RETENTION_DAYS: warn of history windows longer than the decision log keeps
 Shows the bundle's lints (warnings) and the policies the push adds, changes and removes first, and asks before removing any
 (without a terminal and without --yes: lists them, pushes nothing, exit 1).
+examples:
+  authz compile policies/ -o bundle.json && authz push bundle.json
+  AUTHZ_URL=https://authz.example.com AUTHZ_API_KEY=svc_live_... authz push bundle.json --yes
 exit codes: 0 pushed, 1 not pushed (refused, unreachable, removals not confirmed), 2 usage error`;
 
 /** Asks a yes/no question; null when there is no terminal to ask on. */
@@ -62,25 +66,27 @@ const RESOURCE_ONLY = ['object', 'livemode', 'created_at', 'updated_at'];
 
 /**
  * The environment's policies as the service holds them (every page of
- * GET /v1/policies), or null when they cannot be read (the reason printed).
+ * GET /v1/policies), else why they cannot be read (the reason printed): the
+ * service's failure, or null (a policy that does not read back).
  */
-async function currentPolicies(io: CommandIo, command: string, url: string, key: string): Promise<ReadPolicy[] | null> {
+async function currentPolicies(io: CommandIo, command: string, url: string, key: string): Promise<{ items: ReadPolicy[] } | { failure: ServiceFailure | null }> {
   const items: ReadPolicy[] = [];
   let after: string | undefined;
   for (;;) {
-    const page = await callService(io, { command, url, token: key, method: 'GET', path: `/v1/policies?limit=100${after ? `&starting_after=${encodeURIComponent(after)}` : ''}` });
-    if (!page) return null;
+    const answer = await askService(io, { command, url, token: key, method: 'GET', path: `/v1/policies?limit=100${after ? `&starting_after=${encodeURIComponent(after)}` : ''}` });
+    if ('failure' in answer) return answer;
+    const page = answer.body;
     const data = (page.data ?? []) as Array<Record<string, unknown>>;
     for (const resource of data) {
       const own = Object.fromEntries(Object.entries(resource).filter(([k]) => !RESOURCE_ONLY.includes(k)));
       const read = readPolicyValue(own);
       if (read.items.length === 0) {
         io.err(`${command}: the service's policy ${String(resource.id)} does not read back: ${read.diagnostics[0]?.message ?? 'unknown problem'}`);
-        return null;
+        return { failure: null };
       }
       items.push(...read.items);
     }
-    if (!page.has_more || data.length === 0) return items;
+    if (!page.has_more || data.length === 0) return { items };
     after = String(data.at(-1)!.id);
   }
 }
@@ -96,7 +102,8 @@ function bundleWarnings(policies: readonly Policy[], retentionDays: number | und
 
 /**
  * What the push changes and the bundle's lints; `changes` null when the
- * environment's policies cannot be read (the reason printed); 'unreadable-bundle'
+ * environment's policies cannot be read (the reason printed; `failure` the
+ * service's, when it answered so or could not be reached); 'unreadable-bundle'
  * when the file does not load (the service then says why, in its own words).
  */
 async function preview(
@@ -106,7 +113,7 @@ async function preview(
   key: string,
   bytes: Buffer,
   retentionDays: number | undefined,
-): Promise<'unreadable-bundle' | { changes: PolicySetDiff | null; warnings: string[] }> {
+): Promise<'unreadable-bundle' | { changes: PolicySetDiff | null; warnings: string[]; failure?: ServiceFailure | null }> {
   let loaded;
   try {
     loaded = loadBundle(JSON.parse(bytes.toString('utf8')));
@@ -116,8 +123,8 @@ async function preview(
   if (!loaded.ok) return 'unreadable-bundle';
   const warnings = bundleWarnings(loaded.bundle.policies, retentionDays);
   const current = await currentPolicies(io, command, url, key);
-  if (!current) return { changes: null, warnings };
-  const before = compileItems(current, { lint: false });
+  if ('failure' in current) return { changes: null, warnings, failure: current.failure };
+  const before = compileItems(current.items, { lint: false });
   if (!before.table) {
     io.err(`${command}: the service's policies do not compile here: ${before.diagnostics[0]?.message ?? ''}`);
     return { changes: null, warnings };
@@ -140,16 +147,17 @@ export async function pushCommand(argv: readonly string[], io: CommandIo = defau
     return EXIT_OK;
   }
   const usage = (message: string) => {
-    io.err(`${command}: ${message}\n\n${PUSH_USAGE}`);
+    io.err(usageProblem('push', message));
     return EXIT_USAGE;
   };
   let values: { url?: string; key?: string; yes?: boolean; 'retention-days'?: string };
   let positionals: string[];
   try {
-    ({ values, positionals } = parseArgs({
-      args: [...argv],
-      allowPositionals: true,
-      options: { url: { type: 'string' }, key: { type: 'string' }, yes: { type: 'boolean', short: 'y' }, 'retention-days': { type: 'string' } },
+    ({ values, positionals } = readArguments(argv, {
+      url: { type: 'string' },
+      key: { type: 'string' },
+      yes: { type: 'boolean', short: 'y' },
+      'retention-days': { type: 'string' },
     }));
   } catch (e) {
     return usage((e as Error).message);
@@ -174,10 +182,19 @@ export async function pushCommand(argv: readonly string[], io: CommandIo = defau
   const seen = await preview(io, command, url, key, bytes, retentionDays);
   if (seen !== 'unreadable-bundle') for (const line of seen.warnings) io.out(line);
   const changes = seen === 'unreadable-bundle' ? seen : seen.changes;
-  if (changes === null && !values.yes) {
+  const failure = seen === 'unreadable-bundle' ? undefined : seen.failure;
+  if (failure && (failure.status === null || failure.status === 401)) {
+    // Nothing else to say: no service there, or it refuses the key (the PUT would fail the same way).
     io.err(
-      `${command}: cannot tell what the push would change (the key needs policies:read besides policies:write), so it could remove policies unseen; nothing was pushed. --yes pushes all the same.`,
+      failure.status === null
+        ? `${command}: nothing was pushed: no service answered at ${url} (from --url, else AUTHZ_URL, else ${DEFAULT_URL}); is it running there?`
+        : `${command}: nothing was pushed: ${url} refused the key (from --key, else AUTHZ_API_KEY); check it is a key of that service, not revoked`,
     );
+    return EXIT_PROBLEMS;
+  }
+  if (changes === null && !values.yes) {
+    const scope = failure?.code === 'auth.scope_insufficient' ? ' (the key needs policies:read besides policies:write)' : '';
+    io.err(`${command}: cannot tell what the push would change${scope}, so it could remove policies unseen; nothing was pushed. --yes pushes all the same.`);
     return EXIT_PROBLEMS;
   }
   if (changes === null) io.err(`${command}: pushing without showing the changes (--yes)`);

@@ -333,7 +333,7 @@ export class DecisionService {
       reason: evaluation.reason,
       policy_id: evaluation.policy_id,
       matched_policy_ids: evaluation.matched.map((p) => p.id),
-      warnings: evaluation.warnings as WarningRow[],
+      warnings: set.table.byId.size === 0 ? [noPolicies(principal.environment)] : (evaluation.warnings as WarningRow[]),
       // Shadow policies: the table's outcome with them enabled, when it differs.
       ...(evaluation.shadow ? { shadow: evaluation.shadow } : {}),
     };
@@ -365,6 +365,20 @@ function checkAction(action: string, path = '/action'): void {
     const message = `action "${action}" must be namespace.verb ([a-z][a-z0-9_]* each part, no wildcards), at most 256 characters`;
     throw new InvalidActionError(message, path === '/action' ? {} : { details: [{ path, message }] });
   }
+}
+
+/**
+ * The warning of a decision in an environment without any policy (every request
+ * denied, policy.not_found): a live key used after the README's start, which
+ * loads the examples into test only, meets this.
+ */
+function noPolicies(environment: Environment): WarningRow {
+  const other = environment === 'live' ? 'test' : 'live';
+  return {
+    code: 'environment.no_policies',
+    message: `the ${environment} environment has no policies, so every request is denied: load them with a ${environment} key (authz push, PUT /v1/bundle or POST /v1/policies); the ${other} environment's policies are separate`,
+    policy_ids: [],
+  };
 }
 
 function deny(reason: string): Outcome {

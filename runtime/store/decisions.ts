@@ -9,8 +9,7 @@ export type DecisionEffect = 'allow' | 'deny' | 'review';
 /** A review decision's review (migration 012): open until a reviewer (or the approval timeout) answers. */
 export type ReviewStatus = 'open' | 'approved' | 'denied';
 
-/** A warning in a decision's metadata (policy.conflict, budget.below_threshold). */
-/** An entry of a decision's `warnings` column (policy.conflict, budget.below_threshold), as the decision answers it. */
+/** An entry of a decision's `warnings` column (policy.conflict, budget.below_threshold, environment.no_policies), as the decision answers it. */
 export interface WarningRow {
   code: string;
   message: string;
