@@ -79,8 +79,24 @@ export { diffPolicySets, type PolicySetDiff } from './diff/policies.js';
 export { replayCommand } from './cli/replay.js';
 export { ReplayHistory } from './replay/history.js';
 export { isoInstant } from './time/iso-instant.js';
-export { HISTORY_SCOPES, type HistoryFunction, type HistoryMeasure, type HistoryProbe, type HistoryScope, type HistoryValues } from './history/probe.js';
-export { historyProbesFor, tableHistoryProbes } from './history/probes-of.js';
+export {
+  HISTORY_FUNCTIONS,
+  HISTORY_SCOPES,
+  MAX_HISTORY_WINDOW_SECONDS,
+  durationSeconds,
+  historyProbe,
+  probeText,
+  windowSeconds,
+  type HistoryFunction,
+  type HistoryMeasure,
+  type HistoryProbe,
+  type HistoryScope,
+  type HistoryValues,
+} from './history/probe.js';
+export { historyProbesFor, historyReadings, tableHistoryProbes, type HistoryReading } from './history/probes-of.js';
+export { historyValueOf, historyValuesOf, type EarlierDecision } from './history/reference.js';
+export { earlierDecisionsOf, requestWithHistory, TEST_NOW_MS, type TestHistoryEntry } from './testing/history.js';
+export { conditionProbes } from './condition/index.js';
 export { EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, processIo, UsageError, wantsHelp, type CliIo } from './cli/io.js';
 export { closest, didYouMean, readArguments, usageProblem } from './cli/usage.js';
 export { findYamlFiles, isPolicyFile, readSource } from './cli/files.js';

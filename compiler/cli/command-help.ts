@@ -111,11 +111,10 @@ ones marked), the winner, and the reason. No service involved.
   --amount N           the amount, a number >= 0 (limits and conditions on amount read it)
   --context JSON       the request's context, a JSON object (conditions on context.* read it)
   --agent-attributes JSON   the agent's attributes, a JSON object (as PUT /v1/agents/ID stores them)
-  --session ID         the request's session_id (history probes scoped 'session' read it)
-  --on-behalf-of USER  the request's on_behalf_of (history probes scoped 'user' read it)
-  --history FILE       earlier decisions, YAML or JSON, as a policy test's history: (each
-                       { action, ago, ... }); the history values the policies read are printed
-  --labels a,b         the session's labels (conditions on session.labels read them)
+  --session ID         the request's session_id (history's session scope, session.labels)
+  --on-behalf-of USER  the request's on_behalf_of (history's user scope)
+  --history FILE       earlier decisions, YAML or JSON: the list a test case's history: takes
+  --labels a,b         the session's labels, read as session.labels
   --all        also list the policies whose agents or actions do not match (by default only those
                that reach the other checks are listed, each with where it matched or dropped out)
   --format F   text (default) or json (the explanation as one JSON document)

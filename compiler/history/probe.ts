@@ -70,7 +70,16 @@ export function durationSeconds(text: string): number | undefined {
   return m ? Number(m[1]) * UNIT_SECONDS[m[2]!]! : undefined;
 }
 
-/** A history window in seconds: a duration from 1 s to 90 d, else undefined. */
+/**
+ * A history window in seconds: a duration from 1 s to 90 d, else undefined.
+ *
+ * @example
+ * ```ts
+ * import { windowSeconds } from 'agent-authz/compiler';
+ *
+ * console.log(windowSeconds('1h'), windowSeconds('90d'), windowSeconds('91d'), windowSeconds('0s')); // => 3600 7776000 undefined undefined
+ * ```
+ */
 export function windowSeconds(text: string): number | undefined {
   const seconds = durationSeconds(text);
   return seconds !== undefined && seconds >= 1 && seconds <= MAX_HISTORY_WINDOW_SECONDS ? seconds : undefined;

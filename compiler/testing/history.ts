@@ -62,6 +62,17 @@ export function earlierDecisionsOf(entries: readonly TestHistoryEntry[], request
 /**
  * The request as a test case decides it: with its session's labels and a
  * history provider over the given earlier decisions (none: every count is 0).
+ *
+ * @example
+ * ```ts
+ * import { compileSources, evaluate, requestWithHistory } from 'agent-authz/compiler';
+ *
+ * const text = "name: two-refunds\neffect: allow\nactions: [billing.refund]\ncondition: history.count('billing.refund', '1h') < 2\n";
+ * const { table } = compileSources([{ file: 'p.yaml', text }]);
+ * const request = { agent_id: 'bot', action: 'billing.refund', session_id: 's1' };
+ * console.log(evaluate(table, requestWithHistory(request, [{ action: 'billing.refund', ago: '10m' }], ['private'])).effect); // => allow
+ * console.log(evaluate(table, requestWithHistory(request, [{ action: 'billing.refund', ago: '10m' }, { action: 'billing.refund', ago: '5m' }], [])).effect); // => deny
+ * ```
  */
 export function requestWithHistory(
   request: DecisionRequest,
