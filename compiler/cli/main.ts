@@ -23,8 +23,11 @@ commands:
   test PATH...                run policy test files (*.test.yaml)
            [--coverage] [--min-coverage PERCENT] [--format text|json|github]
   explain PATH... --agent ID --action NS.VERB [--resource R] [--amount N]
-           [--context JSON] [--agent-attributes JSON] [--all] [--format text|json]
-                              the decision and why, policy by policy (shadow ones marked)
+           [--context JSON] [--agent-attributes JSON] [--session ID] [--on-behalf-of USER]
+           [--history FILE] [--labels a,b] [--all] [--format text|json]
+                              the decision and why, policy by policy (shadow ones marked),
+                              with the history values the policies read (--history: earlier
+                              decisions, as a test case's history:)
   diff OLD NEW [--sample N] [--format text|json]
                               what changes between two policy sets (bundles or policy
                               files): policies added, removed, changed; winners by action
@@ -156,13 +159,24 @@ export function main(argv: readonly string[], io: CliIo = processIo): number {
             amount: { type: 'string' },
             context: { type: 'string' },
             'agent-attributes': { type: 'string' },
+            session: { type: 'string' },
+            'on-behalf-of': { type: 'string' },
+            history: { type: 'string' },
+            labels: { type: 'string' },
             all: { type: 'boolean' },
             format: { type: 'string' },
           },
         });
-        const { 'agent-attributes': agentAttributes, ...named } = values;
+        const { 'agent-attributes': agentAttributes, 'on-behalf-of': onBehalfOf, ...named } = values;
         return runExplain(
-          { paths: positionals, ...named, ...(agentAttributes !== undefined ? { agentAttributes } : {}), all: values.all ?? false, format: format(values.format) },
+          {
+            paths: positionals,
+            ...named,
+            ...(agentAttributes !== undefined ? { agentAttributes } : {}),
+            ...(onBehalfOf !== undefined ? { onBehalfOf } : {}),
+            all: values.all ?? false,
+            format: format(values.format),
+          },
           io,
         );
       }
