@@ -51,7 +51,13 @@ export function suitePack(name: string, suite: Suite, rule: PackRule): string {
     `    condition: "${RULE_CONDITION[rule]}"`,
   ];
   for (const [key, group] of byLabels) {
-    lines.push(`  - name: agentdojo-${name}-reads-${key.replace(',', '-')}`, '    effect: allow', '    priority: 50', `    actions: ${list(group.map((t) => `${name}.${t}`))}`, `    labels: ${list(key.split(','))}`);
+    lines.push(
+      `  - name: agentdojo-${name}-reads-${key.replace(',', '-')}`,
+      '    effect: allow',
+      '    priority: 50',
+      `    actions: ${list(group.map((t) => `${name}.${t}`))}`,
+      `    labels: ${list(key.split(','))}`,
+    );
   }
   lines.push(`  - name: agentdojo-${name}-tools`, '    effect: allow', '    priority: 100', `    actions: ["${name}.*"]`);
   return `${lines.join('\n')}\n`;

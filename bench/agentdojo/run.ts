@@ -6,7 +6,10 @@
  * exit call was stopped (denied or held for review) and the user tasks that
  * passed untouched.
  *
- *   node dist/bench/agentdojo/run.js [--suites banking,slack,travel,workspace]
+ *   node dist/bench/agentdojo/run.js [--suites banking,slack,travel,workspace] [--write-examples]
+ *
+ * --write-examples rewrites the shipped pack, examples/agentdojo/<suite>.yaml
+ * (the trifecta rule; test/bench/agentdojo.test.ts checks they are current), and stops.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -18,7 +21,7 @@ import { PACK_RULES, suitePack, type PackRule } from './pack.js';
 import { replaySuite, type Decide, type SuiteResult } from './replay.js';
 import { loadTraces } from './traces.js';
 
-const { values } = parseArgs({ options: { suites: { type: 'string' } } });
+const { values } = parseArgs({ options: { suites: { type: 'string' }, 'write-examples': { type: 'boolean' } } });
 const traces = loadTraces();
 const suites = (values.suites ?? Object.keys(traces.suites).join(',')).split(',');
 
@@ -53,7 +56,14 @@ async function runRule(rule: PackRule): Promise<SuiteResult[]> {
 
 const pct = (n: number, d: number) => `${((n / Math.max(1, d)) * 100).toFixed(0)}%`;
 
+/** The shipped pack: the trifecta rule, one file per suite. */
+export const EXAMPLE_RULE: PackRule = 'trifecta';
+
 async function main(): Promise<void> {
+  if (values['write-examples']) {
+    for (const s of Object.keys(traces.suites)) writeFileSync(join(packageRoot(), 'examples', 'agentdojo', `${s}.yaml`), suitePack(s, traces.suites[s]!, EXAMPLE_RULE));
+    return;
+  }
   const lines = [
     '# AgentDojo replayed as decisions',
     '',
@@ -62,13 +72,22 @@ async function main(): Promise<void> {
   ];
   for (const rule of PACK_RULES) {
     const results = await runRule(rule);
-    const total = results.reduce((a, r) => ({ u: a.u + r.userTasks, ok: a.ok + r.untouched, p: a.p + r.pairs, s: a.s + r.stoppable, x: a.x + r.stopped }), { u: 0, ok: 0, p: 0, s: 0, x: 0 });
+    const total = results.reduce((a, r) => ({ u: a.u + r.userTasks, ok: a.ok + r.untouched, p: a.p + r.pairs, s: a.s + r.stoppable, x: a.x + r.stopped }), {
+      u: 0,
+      ok: 0,
+      p: 0,
+      s: 0,
+      x: 0,
+    });
     lines.push(
       `## Rule \`${rule}\``,
       '',
       '| suite | injection pairs stopped | of pairs with an exit | user tasks untouched |',
       '| --- | ---: | ---: | ---: |',
-      ...results.map((r) => `| ${r.suite} | ${r.stopped} / ${r.pairs} (${pct(r.stopped, r.pairs)}) | ${r.stopped} / ${r.stoppable} (${pct(r.stopped, r.stoppable)}) | ${r.untouched} / ${r.userTasks} (${pct(r.untouched, r.userTasks)}) |`),
+      ...results.map(
+        (r) =>
+          `| ${r.suite} | ${r.stopped} / ${r.pairs} (${pct(r.stopped, r.pairs)}) | ${r.stopped} / ${r.stoppable} (${pct(r.stopped, r.stoppable)}) | ${r.untouched} / ${r.userTasks} (${pct(r.untouched, r.userTasks)}) |`,
+      ),
       `| all | ${total.x} / ${total.p} (${pct(total.x, total.p)}) | ${total.x} / ${total.s} (${pct(total.x, total.s)}) | ${total.ok} / ${total.u} (${pct(total.ok, total.u)}) |`,
       '',
     );

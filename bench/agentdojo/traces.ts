@@ -3,7 +3,8 @@
  * shape of the file and its loading. No side effects.
  */
 import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { packageRoot } from '../../compiler/index.js';
 
 /** How AgentDojo's tools are classified: only this is used to build the policy pack. */
 export interface ToolClass {
@@ -45,6 +46,6 @@ export interface Traces {
 }
 
 /** The shipped traces (or another file in the same format). */
-export function loadTraces(path = fileURLToPath(new URL('../../../bench/agentdojo/data/traces.json', import.meta.url))): Traces {
+export function loadTraces(path = join(packageRoot(), 'bench', 'agentdojo', 'data', 'traces.json')): Traces {
   return JSON.parse(readFileSync(path, 'utf8')) as Traces;
 }
