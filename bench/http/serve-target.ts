@@ -29,7 +29,10 @@ const MASTER_KEY = 'bench-master-key-0123456789';
 const METRICS_TOKEN = 'bench-metrics-token-0123456789';
 
 export interface ServeOptions {
-  databaseUrl: string;
+  /** PostgreSQL; absent: the embedded store in a fresh data directory. */
+  databaseUrl?: string;
+  /** The bundle (JSON text) PUT on a first start; default the bench policies (`policies`). */
+  bundle?: string;
   /** The package root whose bin/authz.js runs (another build's, for bench:compare); default this one. */
   root?: string;
   /** Arguments to node itself (e.g. --cpu-prof). */
@@ -87,8 +90,13 @@ async function listeningPort(logFile: string, exited: () => number | null): Prom
   }
 }
 
+function withoutDatabaseUrl(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const { DATABASE_URL: _, ...rest } = env;
+  return rest;
+}
+
 /**
- * Starts `authz serve` on `databaseUrl` (PORT=0, HOST=127.0.0.1); on a first
+ * Starts `authz serve` on `databaseUrl` (or the embedded store) (PORT=0, HOST=127.0.0.1); on a first
  * start (no `key`) creates the bench account, a test key and the policies.
  */
 export async function startServe(o: ServeOptions): Promise<ServeTarget> {
@@ -100,8 +108,8 @@ export async function startServe(o: ServeOptions): Promise<ServeTarget> {
     cwd: dir,
     stdio: ['ignore', fd, 'inherit'],
     env: {
-      ...process.env,
-      DATABASE_URL: o.databaseUrl,
+      ...withoutDatabaseUrl(process.env),
+      ...(o.databaseUrl ? { DATABASE_URL: o.databaseUrl } : {}),
       PORT: '0',
       HOST: '127.0.0.1',
       AUTHZ_DATA_DIR: join(dir, 'data'),
@@ -119,7 +127,7 @@ export async function startServe(o: ServeOptions): Promise<ServeTarget> {
   if (!key) {
     account = String((await call(port, ADMIN_TOKEN, 'POST', '/admin/accounts', JSON.stringify({ name: 'bench' }))).id);
     key = String((await call(port, ADMIN_TOKEN, 'POST', `/admin/accounts/${account}/api-keys`, JSON.stringify({ environment: 'test', scopes: ['*'] }))).key);
-    await call(port, key, 'PUT', '/v1/bundle', benchBundle(o.policies ?? 200));
+    await call(port, key, 'PUT', '/v1/bundle', o.bundle ?? benchBundle(o.policies ?? 200));
   }
   return { port, key, ...(account ? { account } : {}), child, logFile, metricsToken: METRICS_TOKEN };
 }
