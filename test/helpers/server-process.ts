@@ -87,6 +87,8 @@ export interface FreshServe {
   base: string;
   /** The test key it printed at its first start. */
   testKey: string;
+  /** The account it created at its first start (`acc_...`), which the keys belong to. */
+  accountId: string;
   /** What it printed (stdout lines, stderr chunks), as it goes on. */
   output: string[];
   /** Stops it (SIGTERM) and removes its data directory. */
@@ -116,9 +118,11 @@ export async function startFreshServe(dataDirPrefix: string, extraEnv: NodeJS.Pr
   };
   const output: string[] = [];
   try {
+    let accountId = '';
     const testKey = await new Promise<string>((resolve, reject) => {
       eachLine(child.stdout!, (line) => {
         output.push(line);
+        accountId ||= /Created account "default" \((acc_\w+)\)/.exec(line)?.[1] ?? '';
         const key = /test key: (svc_test_sk_\w+)/.exec(line)?.[1];
         if (key) resolve(key);
       });
@@ -138,7 +142,8 @@ export async function startFreshServe(dataDirPrefix: string, extraEnv: NodeJS.Pr
       if (i > 600) throw new Error('authz serve did not answer /healthz');
       await new Promise((r) => setTimeout(r, 100));
     }
-    return { base, testKey, output, stop };
+    if (accountId === '') throw new Error(`authz serve printed no account:\n${output.join('\n')}`);
+    return { base, testKey, accountId, output, stop };
   } catch (error) {
     await stop();
     throw error;
