@@ -164,13 +164,14 @@ export interface ServeProcess {
  * AUTHZ_WEBHOOK_ALLOW_PRIVATE unless `env` sets them), LOG_LEVEL warn; resolves
  * once it prints that it listens, rejects if it exits first. `bin` runs another
  * build (test/helpers/old-build.ts: `join(oldBuild(ref), 'bin', 'authz.js')`),
- * from its own checkout.
+ * from its own checkout. `detached`: in a process group of its own, stopped as
+ * a supervisor or a terminal stops one (`process.kill(-child.pid, 'SIGTERM')`).
  */
-export async function startServeProcess(port: number, env: NodeJS.ProcessEnv, timeoutMs = 30_000, bin = join(ROOT, 'bin', 'authz.js')): Promise<ServeProcess> {
+export async function startServeProcess(port: number, env: NodeJS.ProcessEnv, timeoutMs = 30_000, bin = join(ROOT, 'bin', 'authz.js'), detached = false): Promise<ServeProcess> {
   const full: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST, LOG_LEVEL: 'warn' };
   for (const k of ['AUTHZ_DATA_DIR', 'AUTHZ_TEST_CLOCK', 'AUTHZ_WEBHOOK_ALLOW_PRIVATE']) delete full[k];
   Object.assign(full, env);
-  const child = spawn(process.execPath, [bin, 'serve'], { cwd: dirname(dirname(bin)), env: full, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [bin, 'serve'], { cwd: dirname(dirname(bin)), env: full, stdio: ['ignore', 'pipe', 'pipe'], detached });
   const stdout: string[] = [];
   const stderr: string[] = [];
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
