@@ -25,7 +25,7 @@ export interface RealTimeClock extends Clock {
 export const systemClock: RealTimeClock = { now: () => Date.now(), realTimeOffsetMs: () => 0 };
 
 /**
- * Where the test clock's offset is kept across restarts (the store: domain/test-clock.ts).
+ * Where the test clock's offset is kept across restarts (the store: domain/clock-offset.ts).
  * `add` adds to the stored offset and returns the stored offset after the change.
  */
 export interface ClockOffsetStore {

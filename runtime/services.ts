@@ -22,7 +22,7 @@ import { BudgetService } from './domain/budgets.js';
 import { BundleService } from './domain/bundles.js';
 import { EventService } from './domain/events.js';
 import { HealthService } from './domain/health.js';
-import { openTestClock } from './domain/test-clock.js';
+import { openTestClock } from './domain/clock-offset.js';
 import { PermitService } from './domain/permits.js';
 import { PolicyService } from './domain/policies.js';
 import { WebhookEndpoints } from './domain/webhooks.js';

@@ -17,7 +17,9 @@
  * scenarios of each store run N times interleaved, and the report gives the
  * median of each figure.
  *
- *   node dist/bench/http/run.js [--duration 10] [--connections 50] [--rounds 1] [--targets bare,embedded,postgres,serve] [--policies 200]
+ *   node dist/bench/http/run.js [--duration 10] [--connections 50] [--rounds 1] [--targets bare,embedded,postgres,serve,cerbos] [--policies 200]
+ *
+ * The Cerbos PDP (cerbos.ts) is the peer of issue 51: the same policies, its audit log on and off, two rows each.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -29,7 +31,8 @@ import { startCluster } from '../../scripts/pg-cluster.js';
 import { BENCH_KEY_RATE_LIMIT } from './policies.js';
 import { startReceiver } from './receiver.js';
 import { startTarget, stopTarget, type Target } from './target.js';
-import { startServe } from './serve-target.js';
+import { benchPolicySet, startServe } from './serve-target.js';
+import { CERBOS_VERSION, cerbosBody, compareAnswers, startCerbos } from './cerbos.js';
 import postgres from 'postgres';
 import { clusterPids, cpuOf, machineTicks, mainThreadCpuOf } from './cpu.js';
 import { scrapeMetrics, waitsBetween, waitsTable, type Waits } from './waits.js';
@@ -47,10 +50,13 @@ const { values } = parseArgs({
     policies: { type: 'string' },
   },
 });
-const targets = new Set((values.targets ?? 'bare,embedded,postgres,serve').split(','));
+const targets = new Set((values.targets ?? 'bare,embedded,postgres,serve,cerbos').split(','));
 const servePolicies = Number(values.policies ?? 200);
 /** The `authz serve` target's name in the tables. */
 const SERVE = 'authz serve (PostgreSQL)';
+/** The peer's names in the tables: the Cerbos PDP with its decision audit log on and off. */
+const CERBOS_AUDIT = `Cerbos PDP ${CERBOS_VERSION} (audit log on)`;
+const CERBOS_NO_AUDIT = `Cerbos PDP ${CERBOS_VERSION} (audit log off)`;
 const duration = Number(values.duration ?? 10);
 const connections = Number(values.connections ?? 50);
 const rounds = Math.max(1, Number(values.rounds ?? 1));
@@ -136,7 +142,7 @@ let clusterDir: string | null = null;
 
 async function load(t: Target, body: object, conns = connections): Promise<Run> {
   const opts = {
-    url: `http://127.0.0.1:${t.port}/v1/decisions`,
+    url: `http://127.0.0.1:${t.port}${t.path ?? '/v1/decisions'}`,
     method: 'POST' as const,
     connections: conns,
     headers: { 'content-type': 'application/json', ...(t.key ? { authorization: `Bearer ${t.key}` } : {}) },
@@ -229,6 +235,17 @@ function httpTargets(results: Result[]): TargetResult[] {
     }
     out.push({ target: `HTTP: ${scenario}, ${judged}, p99 <= 20 ms at ${connections} connections`, measured: `${p99(r)} ms`, met: p99(r) <= 20 });
   }
+  // Issue 51: ahead of the peer users would pick, with its audit log and without.
+  for (const peer of [CERBOS_AUDIT, CERBOS_NO_AUDIT])
+    for (const s of [ALLOW, DENY]) {
+      const [ours, theirs] = [find(judged, s), find(peer, s)];
+      if (ours && theirs)
+        out.push({
+          target: `HTTP: ${s}, ${judged} >= 1.5x ${peer}`,
+          measured: `${(rps(ours) / rps(theirs)).toFixed(2)}x (${rps(ours).toFixed(0)} vs ${rps(theirs).toFixed(0)} req/s)`,
+          met: rps(ours) / rps(theirs) >= 1.5,
+        });
+    }
   const base = find(judged, ALLOW);
   for (const s of [CALLS, FIAT]) {
     const r = find(judged, s);
@@ -349,6 +366,26 @@ async function main(): Promise<void> {
     } finally {
       await cluster.stop();
     }
+
+  if (targets.has('cerbos')) {
+    // The peer on the same policies as `authz serve`; the requests the load sends are answered alike first.
+    const { policies, requests } = benchPolicySet(servePolicies);
+    const agents = ['bench-1', ...new Set(requests.map((r) => r.agent_id))];
+    const load2 = [BODIES[ALLOW], BODIES[DENY]] as Array<{ agent_id: string; action: string; resource: string }>;
+    for (const [name, audit] of [
+      [CERBOS_AUDIT, true],
+      [CERBOS_NO_AUDIT, false],
+    ] as const) {
+      const peer = await startCerbos(policies, agents, { audit });
+      const same = await compareAnswers(peer, policies, load2, requests);
+      for (let i = 0; i < rounds; i++)
+        for (const s of [ALLOW, DENY]) record(name, s, await load(peer, cerbosBody(BODIES[s] as { agent_id: string; action: string; resource: string })));
+      await stopTarget(peer);
+      notes.push(
+        `${name}: the real binary of npm's @cerbos/cerbos-linux-x64 (installed on demand into a cache directory, not a dependency), HTTP check API on 127.0.0.1, telemetry off, ${audit ? 'decision and access audit log on (file backend: a JSON line per check and per call)' : 'audit log off'}; the same ${policies.length} policies translated to principal and resource policies (bench/http/cerbos-policies.ts). The load's allow and deny requests get the same answer from both before timing; of the generated set's ${same.total} requests, ${same.agree} get the same allow/deny from both; of the ${same.total - same.agree} others, ${same.review} are requests where a lower-ranked review policy also matched (as EFFECT_DENY it overrides the allow in Cerbos, where a deny always wins), the rest rank a principal policy above a resource policy as Cerbos does and our priorities do not.`,
+      );
+    }
+  }
 
   const bareRps = results.find((r) => r.target === 'bare Fastify');
   const codes = (r: Result) => {

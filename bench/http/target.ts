@@ -14,6 +14,8 @@ export interface Target {
   /** The bench account's id (absent for the bare target). */
   account?: string;
   child: ChildProcess;
+  /** The path the load posts to (default POST /v1/decisions; the Cerbos peer: its check API). */
+  path?: string;
   /** Set when the target serves GET /metrics (authz serve): the bench reads where decisions wait (waits.ts). */
   metricsToken?: string;
 }

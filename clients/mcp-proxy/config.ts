@@ -16,7 +16,7 @@
  *   resources/read: { action: docs.read, resource: "doc:{uri}" }
  * pass_through: [tasks/list]        # optional: request methods forwarded undecided
  * declared_mappings: true           # optional: decide tools by the server's x-authzen-mapping (declared-mappings.ts)
- * upstream_auth: { client_id: gw, client_secret_env: UPSTREAM_SECRET }  # optional (upstream-auth/config.ts)
+ * upstream_auth: { client_id: gw, client_secret_env: UPSTREAM_SECRET, issuer: https://login.example.com }  # optional (upstream-auth/config.ts)
  * auth: { issuer: https://login.example.com }  # optional, with --listen: agents and users from bearer tokens (auth/config.ts)
  * ```
  */

@@ -16,12 +16,14 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { isLoopback, LOOPBACK_NAMES } from './loopback.js';
 import type { Relay, RelayEnd } from './relay.js';
+
+export { isLoopback };
 
 export const MCP_PATH = '/mcp';
 /** Largest request body read (4 MiB). */
 const MAX_BODY_BYTES = 4 * 1024 * 1024;
-const LOOPBACK_NAMES = new Set(['127.0.0.1', 'localhost', '[::1]', '::1']);
 export const DEFAULT_SESSION_IDLE_SECONDS = 600;
 export const DEFAULT_MAX_SESSIONS = 1000;
 
@@ -72,18 +74,6 @@ export interface Listening {
   /** Sessions open now. */
   sessionCount(): number;
   close(): Promise<void>;
-}
-
-/**
- * Whether a listen address is a loopback one.
- *
- * @example
- * ```ts
- * console.log(isLoopback('127.0.0.1'), isLoopback('::1'), isLoopback('0.0.0.0')); // => true true false
- * ```
- */
-export function isLoopback(host: string): boolean {
-  return LOOPBACK_NAMES.has(host) || /^127\.\d+\.\d+\.\d+$/.test(host);
 }
 
 /**

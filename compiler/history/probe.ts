@@ -42,4 +42,3 @@ export interface HistoryProbe {
  * read it are false).
  */
 export type HistoryValues = (probe: HistoryProbe) => number | null;
-

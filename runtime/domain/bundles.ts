@@ -21,7 +21,7 @@ import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import { InvalidBundleError, ServiceUnavailableError, TooManyPoliciesError } from '../errors/api-error.js';
 import { policyEvent } from '../events/build.js';
-import { changeKind } from '../presenters/policy.js';
+import { changeKind } from './policy-change.js';
 import { nextTurn, runSliced } from '../shared/sliced.js';
 import {
   beginPush,

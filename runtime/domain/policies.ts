@@ -11,7 +11,7 @@ import type { Config } from '../config.js';
 import { PolicyConflictError, PolicyNotFoundError, TooManyPoliciesError } from '../errors/api-error.js';
 import { policyEvent } from '../events/build.js';
 import { invalidPolicyAt, policyFromInput, type PolicyInput } from './policy-input.js';
-import { changeKind } from '../presenters/policy.js';
+import { changeKind } from './policy-change.js';
 import type { Sql } from '../store/connect.js';
 import type { Page, PageParams } from '../store/pagination.js';
 import { deletePolicy, findPolicy, listPolicies, upsertPolicy, type PolicyRecord } from '../store/policies.js';

@@ -9,7 +9,8 @@
 import { newId } from '../ids.js';
 import { agentResource } from '../presenters/agent.js';
 import { decisionResource, reviewResource } from '../presenters/decision.js';
-import { policyInEvent, type PolicyChange } from '../presenters/policy.js';
+import type { PolicyChange } from '../domain/policy-change.js';
+import { policyInEvent } from '../presenters/policy.js';
 import type { AgentRow } from '../store/agents.js';
 import type { DecisionRow, NewAgent } from '../store/decisions.js';
 import type { EventRow, StoredEventRow } from '../store/events.js';

@@ -1,11 +1,9 @@
 /** The public form of a policy (JSON resource or YAML document), and what changed between two versions of one. */
 import { stringify } from 'yaml';
-import { canonicalJson, canonicalPolicy, type Diagnostic, type Policy } from '../../compiler/index.js';
+import { canonicalPolicy, type Diagnostic, type Policy } from '../../compiler/index.js';
 import type { Deleted, Policy as PolicyBody, PolicyCreated } from '../../clients/typescript/wire.js';
 import type { Environment } from '../tenant.js';
 import { diagnosticResource } from './policy-validation.js';
-
-export type PolicyChange = 'created' | 'updated' | 'enabled' | 'disabled' | 'shadowed' | 'deleted';
 
 /** The policy resource: the policy, `object`, `livemode` and its timestamps. */
 export function policyResource(policy: Policy, environment: Environment, createdAt: Date, updatedAt: Date): PolicyBody {
@@ -45,15 +43,4 @@ export function policyInEvent(policy: object): Record<string, unknown> {
  */
 export function policyYaml(policy: Policy): string {
   return stringify(canonicalPolicy(policy), { lineWidth: 0 });
-}
-
-/** Null when nothing changed. */
-export function changeKind(before: Policy | undefined, after: Policy | undefined): PolicyChange | null {
-  if (!before && after) return 'created';
-  if (before && !after) return 'deleted';
-  if (!before || !after) return null;
-  // Key order is not meaningful (jsonb does not keep it): compare canonical JSON.
-  if (canonicalJson(before) === canonicalJson(after)) return null;
-  if (before.state !== after.state) return after.state === 'enabled' ? 'enabled' : after.state === 'shadow' ? 'shadowed' : 'disabled';
-  return 'updated';
 }

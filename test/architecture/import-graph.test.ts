@@ -110,8 +110,10 @@ describe('import graph', () => {
       [10, { from: 'runtime/domain/decision-state.ts', to: 'runtime/store/decisions.ts' }],
       [11, { from: 'runtime/presenters/decision.ts', to: 'runtime/domain/decisions.ts' }],
       [11, { from: 'runtime/events/build.ts', to: 'runtime/domain/approvals.ts' }],
-      [12, { from: 'runtime/serve.ts', to: 'runtime/background/budgets.ts' }],
-      [12, { from: 'runtime/app.ts', to: 'runtime/background/policy-refresh.ts' }],
+      [12, { from: 'runtime/domain/policies.ts', to: 'runtime/presenters/policy.ts' }],
+      [12, { from: 'runtime/domain/bundles.ts', to: 'runtime/presenters/policy.ts', typeOnly: true }],
+      [13, { from: 'runtime/serve.ts', to: 'runtime/background/budgets.ts' }],
+      [13, { from: 'runtime/app.ts', to: 'runtime/background/policy-refresh.ts' }],
     ];
     expect(new Set(bad.map(([i]) => i)).size).toBe(RULES.length);
     for (const [i, edge] of bad) expect(RULES[i]!.check(edge), `${RULES[i]!.name}: ${edge.from} -> ${edge.to}`).not.toBeNull();

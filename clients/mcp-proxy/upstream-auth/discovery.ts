@@ -6,20 +6,27 @@
  *    `WWW-Authenticate: Bearer resource_metadata="..."`, else the upstream's
  *    well-known path (`/.well-known/oauth-protected-resource` + its path,
  *    then at the root);
- * 2. its first `authorization_servers` entry;
+ *    Its `resource` must be the upstream's resource identifier, else it is refused;
+ * 2. its first `authorization_servers` entry that `upstream_auth.issuer`
+ *    allows (none allowed: refused; trust.ts);
  * 3. that server's metadata: RFC 8414 (`/.well-known/oauth-authorization-server`,
  *    path-inserted), then OpenID discovery (`/.well-known/openid-configuration`,
- *    path-inserted, then appended);
- * 4. its `token_endpoint`, and `client_secret_basic` unless
- *    `token_endpoint_auth_methods_supported` lists only `client_secret_post`.
+ *    path-inserted, then appended); its `issuer` must be the server's;
+ * 4. its `token_endpoint`, with the client authentication methods and signing
+ *    algorithms it lists (client-auth.ts chooses among them).
  */
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { allowedServer, issuerKey, sameResource } from './trust.js';
 
-/** Where and how the proxy asks for tokens. */
+/** Where the proxy asks for tokens, and what the authorization server says it accepts there. */
 export interface TokenEndpoint {
   url: string;
-  /** How the client authenticates: HTTP Basic (the default) or the form body. */
-  method: 'client_secret_basic' | 'client_secret_post';
+  /** The authorization server's issuer identifier, when known: a client assertion's `aud`. */
+  issuer?: string;
+  /** `token_endpoint_auth_methods_supported`, when the metadata lists them. */
+  authMethods?: string[];
+  /** `token_endpoint_auth_signing_alg_values_supported`, when the metadata lists them. */
+  signingAlgs?: string[];
 }
 
 /** The upstream's token endpoint cannot be found (the message says at which step). */
@@ -73,32 +80,69 @@ async function firstJson(fetchFn: FetchLike, urls: string[]): Promise<{ url: str
   return undefined;
 }
 
+/** What discovery may trust (trust.ts): the resource the metadata must name and the authorization servers it may lead to. */
+export interface DiscoveryTrust {
+  /** The upstream's resource identifier (RFC 9728 section 3.3: the metadata's `resource` must be identical). */
+  resource: string;
+  /** The allowed authorization servers' issuer identifiers (`upstream_auth.issuer`). */
+  issuers: readonly string[];
+}
+
 /**
- * The token endpoint of an upstream that answered 401.
+ * The token endpoint of an upstream that answered 401, found through
+ * metadata it is allowed to come from: the protected resource metadata must
+ * name the upstream's resource, and one of its authorization servers must be
+ * allowed; that server's metadata must name it as issuer.
  *
  * @param upstream - the upstream MCP endpoint.
  * @param wwwAuthenticate - the 401's `WWW-Authenticate` header, if any.
- * @throws DiscoveryError naming the step that failed.
+ * @throws DiscoveryError naming the step that failed or the mismatch refused.
+ *
+ * @example
+ * ```ts
+ * const endpoint = await discoverTokenEndpoint(new URL('https://docs.example.com/mcp'), response.headers.get('www-authenticate'), fetch, { resource: 'https://docs.example.com/mcp', issuers: ['https://login.example.com'] });
+ * console.log(endpoint.url, endpoint.issuer); // => https://login.example.com/token https://login.example.com
+ * ```
  */
-export async function discoverTokenEndpoint(upstream: URL, wwwAuthenticate: string | null, fetchFn: FetchLike): Promise<TokenEndpoint> {
+export async function discoverTokenEndpoint(upstream: URL, wwwAuthenticate: string | null, fetchFn: FetchLike, trust: DiscoveryTrust): Promise<TokenEndpoint> {
   const declared = resourceMetadataOf(wwwAuthenticate);
   const prmUrls = declared ? [declared] : [wellKnown(upstream, 'oauth-protected-resource'), `${upstream.origin}/.well-known/oauth-protected-resource`];
   const prm = await firstJson(fetchFn, prmUrls);
   if (!prm) throw new DiscoveryError(`no protected resource metadata for ${upstream.href} (tried ${prmUrls.join(', ')})`);
-  const servers = prm.body.authorization_servers;
-  const first = Array.isArray(servers) ? servers[0] : undefined;
-  if (typeof first !== 'string' || !URL.canParse(first)) throw new DiscoveryError(`the protected resource metadata at ${prm.url} names no authorization server`);
-  const issuer = new URL(first);
-  const appended = `${issuer.href.replace(/\/+$/, '')}/.well-known/openid-configuration`;
-  const asUrls = [wellKnown(issuer, 'oauth-authorization-server'), wellKnown(issuer, 'openid-configuration'), appended];
-  const metadata = await firstJson(fetchFn, asUrls);
-  if (!metadata) throw new DiscoveryError(`no metadata for the authorization server ${first} (tried ${[...new Set(asUrls)].join(', ')})`);
-  const { issuer: named, token_endpoint: tokenEndpoint, token_endpoint_auth_methods_supported: methods } = metadata.body;
-  if (typeof named === 'string' && named.replace(/\/+$/, '') !== first.replace(/\/+$/, '')) {
-    throw new DiscoveryError(`the metadata at ${metadata.url} names the issuer ${named}, not ${first}`);
+  const { resource, authorization_servers: servers } = prm.body;
+  if (typeof resource !== 'string' || resource === '') throw new DiscoveryError(`the protected resource metadata at ${prm.url} names no resource (RFC 9728 section 3.3): refused`);
+  if (!sameResource(resource, trust.resource)) {
+    throw new DiscoveryError(`the protected resource metadata at ${prm.url} names the resource ${resource}, not the upstream's ${trust.resource} (RFC 9728 section 3.3): refused`);
   }
+  const named = Array.isArray(servers) ? servers.filter((s): s is string => typeof s === 'string') : [];
+  if (named.length === 0) throw new DiscoveryError(`the protected resource metadata at ${prm.url} names no authorization server`);
+  const chosen = allowedServer(named, trust.issuers);
+  if (chosen === undefined) {
+    throw new DiscoveryError(
+      `the upstream's authorization servers (${named.join(', ')}) are not among those upstream_auth.issuer allows (${trust.issuers.join(', ') || 'none'}): refused, nothing sent`,
+    );
+  }
+  return authorizationServerEndpoint(chosen, fetchFn);
+}
+
+/**
+ * The token endpoint of an allowed authorization server, from its metadata:
+ * RFC 8414, then OpenID discovery; the metadata's `issuer` must be the server's.
+ *
+ * @throws DiscoveryError when there is no metadata, or it names no issuer, another issuer or no token endpoint.
+ */
+async function authorizationServerEndpoint(issuer: string, fetchFn: FetchLike): Promise<TokenEndpoint> {
+  const url = new URL(issuer);
+  const appended = `${url.href.replace(/\/+$/, '')}/.well-known/openid-configuration`;
+  const asUrls = [wellKnown(url, 'oauth-authorization-server'), wellKnown(url, 'openid-configuration'), appended];
+  const metadata = await firstJson(fetchFn, asUrls);
+  if (!metadata) throw new DiscoveryError(`no metadata for the authorization server ${issuer} (tried ${[...new Set(asUrls)].join(', ')})`);
+  const { issuer: named, token_endpoint: tokenEndpoint, token_endpoint_auth_methods_supported: methods, token_endpoint_auth_signing_alg_values_supported: algs } = metadata.body;
+  if (typeof named !== 'string') throw new DiscoveryError(`the metadata at ${metadata.url} names no issuer (RFC 8414 section 3.3): refused`);
+  if (issuerKey(named) !== issuerKey(issuer)) throw new DiscoveryError(`the metadata at ${metadata.url} names the issuer ${named}, not ${issuer} (RFC 8414 section 3.3): refused`);
   if (typeof tokenEndpoint !== 'string' || !URL.canParse(tokenEndpoint)) throw new DiscoveryError(`the metadata at ${metadata.url} has no token_endpoint`);
-  const listed = Array.isArray(methods) ? methods : [];
-  const postOnly = listed.includes('client_secret_post') && !listed.includes('client_secret_basic');
-  return { url: tokenEndpoint, method: postOnly ? 'client_secret_post' : 'client_secret_basic' };
+  const strings = (v: unknown) => (Array.isArray(v) ? v.filter((m): m is string => typeof m === 'string') : undefined);
+  const authMethods = strings(methods);
+  const signingAlgs = strings(algs);
+  return { url: tokenEndpoint, issuer: named, ...(authMethods ? { authMethods } : {}), ...(signingAlgs ? { signingAlgs } : {}) };
 }

@@ -16,7 +16,7 @@ import json
 import math
 import time
 import urllib.parse
-from typing import Any, Dict, FrozenSet, Mapping, NamedTuple, Optional, Union
+from typing import Any, Dict, FrozenSet, Mapping, NamedTuple, Optional, Union, cast
 
 from ._http import NetworkFailure, Response, Transport
 from .errors import NETWORK_ERROR, UNEXPECTED_RESPONSE, AuthzError
@@ -113,16 +113,19 @@ def error_from_response(response: Response) -> AuthzError:
         payload = json.loads(response.body.decode("utf-8")) if response.body else None
     except (UnicodeDecodeError, ValueError):
         payload = None
-    error = payload.get("error") if isinstance(payload, dict) else None
-    if isinstance(error, dict) and isinstance(error.get("code"), str):
-        code = error["code"]
+    body = cast(Dict[str, Any], payload) if isinstance(payload, dict) else None
+    error: Any = body.get("error") if body is not None else None
+    details = cast(Dict[str, Any], error) if isinstance(error, dict) else None
+    code: Any = details.get("code") if details is not None else None
+    if details is not None and isinstance(code, str):
+        request_id_in_body: Any = details.get("request_id")
         return AuthzError(
-            str(error.get("message") or code),
+            str(details.get("message") or code),
             code=code,
             status=response.status,
-            request_id=error.get("request_id") or request_id,
+            request_id=request_id_in_body if isinstance(request_id_in_body, str) and request_id_in_body else request_id,
             retry_after=retry_after,
-            body=payload,
+            body=body,
         )
     return AuthzError(
         f"unexpected HTTP {response.status} answer",
@@ -146,7 +149,7 @@ def value_from_response(response: Response) -> Dict[str, Any]:
             status=response.status,
             request_id=response.header("Request-Id"),
         )
-    return value
+    return cast(Dict[str, Any], value)
 
 
 class CallRun:

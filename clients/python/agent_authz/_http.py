@@ -14,7 +14,7 @@ import http.client
 import json
 import urllib.error
 import urllib.request
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, Iterable, Optional, Protocol, Tuple
 
 from ._version import __version__ as _version
 
@@ -29,10 +29,16 @@ class NetworkFailure(Exception):
         self.cause = cause
 
 
+class Headers(Protocol):
+    """What an answer's headers are read through: a dict, or the standard library's message headers."""
+
+    def items(self) -> Iterable[Tuple[str, str]]: ...
+
+
 class Response:
     """An HTTP answer: status, headers (case-insensitive lookup), raw body."""
 
-    def __init__(self, status: int, headers: Mapping[str, str], body: bytes) -> None:
+    def __init__(self, status: int, headers: Headers, body: bytes) -> None:
         self.status = status
         self._headers = {k.lower(): v for k, v in headers.items()}
         self.body = body
@@ -84,7 +90,7 @@ class Transport:
                 raise NetworkFailure(cause) from cause
             finally:
                 error.close()
-            return Response(error.code, error.headers or {}, content)
+            return Response(error.code, error.headers if error.headers is not None else {}, content)
         except (OSError, http.client.HTTPException) as cause:
             # URLError, socket.timeout, ConnectionResetError, RemoteDisconnected, IncompleteRead.
             raise NetworkFailure(cause) from cause
