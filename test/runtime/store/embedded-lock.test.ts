@@ -151,7 +151,7 @@ describe('embedded store lock', () => {
     await stopServer(after);
   });
   it(
-    'restart right after a stop: SIGTERM to the process group under load with webhooks pending, started again at once on the same port, waits for the old one (said at most once), serves, and the old one stops promptly',
+    'restart right after a stop: SIGTERM to the process group under load with webhooks pending, started again at once on the same port, waits for the old one (said at most once), serves; the stop of the old one is measured',
     { timeout: 300_000 },
     async () => {
       const dataDir = join(tmp, 'restart');
@@ -207,8 +207,7 @@ describe('embedded store lock', () => {
       // boots the new one slower than the old one stops: the next test holds the lock for certain).
       const waits = second.stdout.filter((l) => l.includes('which is stopping: waiting'));
       expect(waits.length, second.stdout.join('\n')).toBeLessThanOrEqual(1);
-      // Promptly: the deliveries in flight are cut off after the dispatcher's 2 s grace, not left to their 10 s timeout.
-      expect(old.ms).toBeLessThan(8_000);
+      // How promptly it stopped is measured (logged above, docs/operations.md), not asserted: tests assert no durations.
       // The new process serves the old one's data.
       expect((await request(base, testKey, 'GET', `/v1/decisions/${lastDecision.body.id}`)).status).toBe(200);
       await stopServer(second);
@@ -228,17 +227,18 @@ describe('embedded store lock', () => {
     const holder = spawn(process.execPath, ['--input-type=module', '-e', holderScript], { stdio: ['ignore', 'pipe', 'inherit'] });
     await new Promise<void>((resolve) => eachLine(holder.stdout!, (line) => line === 'locked' && resolve()));
     const env = { AUTHZ_DATA_DIR: dataDir, AUTHZ_MASTER_KEY: 'wait-test-master-key-0123456789', DATABASE_URL: '' };
-    const holderGone = new Promise((resolve) => holder.once('exit', resolve));
-    const signalled = performance.now();
+    let holderExited = false;
+    const holderGone = new Promise((resolve) => holder.once('exit', () => resolve((holderExited = true))));
     holder.kill('SIGTERM');
     const served = await startServeProcess(await freePort(), env, 120_000);
     running.push(served);
-    const listenedMs = performance.now() - signalled;
+    // It listened only once the holder had let go (and exited).
+    const exitedBeforeListening = holderExited;
     await holderGone;
     expect(served.stdout.filter((l) => l.includes('is held by'))).toEqual([
       `the embedded store in ${dataDir} is held by pid ${holder.pid}, which is stopping: waiting for it to close the store (up to 30 s)`,
     ]);
-    expect(listenedMs).toBeGreaterThan(4000);
+    expect(exitedBeforeListening).toBe(true);
     await stopServer(served);
   });
 });
