@@ -217,28 +217,56 @@ describe('embedded store lock', () => {
     const dataDir = join(tmp, 'waits');
     mkdirSync(dataDir, { recursive: true });
     // A real process holding the lock with the service's own code, as a stopping `authz serve` does: on
-    // SIGTERM it marks the lock stopping, lets it go 4 s later.
+    // SIGTERM it marks the lock stopping; it lets go on SIGUSR2, sent once the new serve says it waits.
     const holderScript = `
       import { lockDataDir, markStopping } from ${JSON.stringify(pathToFileURL(join(ROOT, 'dist', 'runtime', 'store', 'data-dir-lock.js')).href)};
       const release = await lockDataDir(${JSON.stringify(dataDir)});
-      process.on('SIGTERM', () => { markStopping(); setTimeout(() => { release(); process.exit(0); }, 4000); });
+      process.on('SIGTERM', () => markStopping());
+      process.on('SIGUSR2', () => { release(); process.exit(0); });
       console.log('locked');
       setInterval(() => {}, 1000);`;
     const holder = spawn(process.execPath, ['--input-type=module', '-e', holderScript], { stdio: ['ignore', 'pipe', 'inherit'] });
     await new Promise<void>((resolve) => eachLine(holder.stdout!, (line) => line === 'locked' && resolve()));
-    const env = { AUTHZ_DATA_DIR: dataDir, AUTHZ_MASTER_KEY: 'wait-test-master-key-0123456789', DATABASE_URL: '' };
     let holderExited = false;
     const holderGone = new Promise((resolve) => holder.once('exit', () => resolve((holderExited = true))));
     holder.kill('SIGTERM');
-    const served = await startServeProcess(await freePort(), env, 120_000);
-    running.push(served);
-    // It listened only once the holder had let go (and exited).
-    const exitedBeforeListening = holderExited;
-    await holderGone;
-    expect(served.stdout.filter((l) => l.includes('is held by'))).toEqual([
-      `the embedded store in ${dataDir} is held by pid ${holder.pid}, which is stopping: waiting for it to close the store (up to 30 s)`,
-    ]);
-    expect(exitedBeforeListening).toBe(true);
-    await stopServer(served);
+    const full: NodeJS.ProcessEnv = {
+      ...process.env,
+      PORT: String(await freePort()),
+      HOST,
+      LOG_LEVEL: 'warn',
+      AUTHZ_DATA_DIR: dataDir,
+      AUTHZ_MASTER_KEY: 'wait-test-master-key-0123456789',
+    };
+    delete full.DATABASE_URL;
+    const served = spawn(process.execPath, [join(ROOT, 'bin', 'authz.js'), 'serve'], { cwd: ROOT, env: full, stdio: ['ignore', 'pipe', 'pipe'] });
+    const out: string[] = [];
+    let err = '';
+    served.stderr!.setEncoding('utf8').on('data', (c: string) => (err += c));
+    let exitedBeforeListening: boolean | null = null;
+    const listened = new Promise<void>((resolve, reject) => {
+      eachLine(served.stdout!, (line) => {
+        out.push(line);
+        if (line.includes('which is stopping: waiting')) holder.kill('SIGUSR2');
+        if (line.includes('listening on')) {
+          exitedBeforeListening = holderExited;
+          resolve();
+        }
+      });
+      served.once('exit', (code) => reject(new Error(`authz serve exited (${code}):\n${out.join('\n')}\n${err}`)));
+    });
+    try {
+      await listened;
+      await holderGone;
+      expect(out.filter((l) => l.includes('is held by'))).toEqual([
+        `the embedded store in ${dataDir} is held by pid ${holder.pid}, which is stopping: waiting for it to close the store (up to 30 s)`,
+      ]);
+      // It listened only once the holder had let go (and exited).
+      expect(exitedBeforeListening).toBe(true);
+    } finally {
+      holder.kill('SIGKILL');
+      served.kill('SIGTERM');
+      await new Promise((resolve) => (served.exitCode === null ? served.once('exit', resolve) : resolve(null)));
+    }
   });
 });
