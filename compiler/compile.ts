@@ -16,6 +16,12 @@ export interface CompileOptions {
   strict?: boolean;
   /** Run the lints (default true). */
   lint?: boolean;
+  /**
+   * Days of decisions the decision log keeps (the service's AUTHZ_RETENTION_DAYS;
+   * null: forever). When given, a history window longer than it is a lint
+   * (`lint.history_beyond_retention`); absent: unknown, no such lint.
+   */
+  retentionDays?: number | null;
 }
 
 export interface CompileResult {
@@ -134,7 +140,7 @@ function* finishSteps(items: readonly ReadPolicy[], diagnostics: Diagnostic[], o
   if (hasErrors(diagnostics)) return { policies, origins, diagnostics: sortDiagnostics(diagnostics) };
   const table = yield* buildTableSteps(policies, conditions);
   if (options.lint !== false) {
-    for (const d of lintTable(table, origins)) diagnostics.push(options.strict ? { ...d, severity: 'error' } : d);
+    for (const d of lintTable(table, origins, { retentionDays: options.retentionDays })) diagnostics.push(options.strict ? { ...d, severity: 'error' } : d);
   }
   const result: CompileResult = { policies, origins, diagnostics: sortDiagnostics(diagnostics) };
   if (!hasErrors(diagnostics)) result.table = table;

@@ -50,7 +50,7 @@ export type { ParseResult } from './condition/ast.js';
 // Action strings and glob patterns.
 export { actionPatternMatches, isValidAction } from './patterns/action.js';
 // Actions from outside names: a name as an action part, and the AuthZEN action rule (shared with the MCP proxy).
-export { actionPart, authzenActionOf, AUTHZEN_NAMESPACE, MAX_AUTHZEN_ACTION_NAME } from './patterns/action-names.js';
+export { actionPart, authzenActionOf, AUTHZEN_NAMESPACE, MAX_AUTHZEN_ACTION_NAME, namespacedActionOf } from './patterns/action-names.js';
 export { matchGlob } from './patterns/glob.js';
 
 // The decision table: building it, deciding with it, explaining a decision.
@@ -80,5 +80,6 @@ export { replayCommand } from './cli/replay.js';
 export { isoInstant } from './time/iso-instant.js';
 export { HISTORY_SCOPES, type HistoryFunction, type HistoryMeasure, type HistoryProbe, type HistoryScope, type HistoryValues } from './history/probe.js';
 export { historyProbesFor, tableHistoryProbes } from './history/probes-of.js';
-export { EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, processIo, wantsHelp, type CliIo } from './cli/io.js';
+export { EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, processIo, UsageError, wantsHelp, type CliIo } from './cli/io.js';
+export { closest, didYouMean, readArguments, usageProblem } from './cli/usage.js';
 export { findYamlFiles, isPolicyFile, readSource } from './cli/files.js';

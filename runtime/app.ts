@@ -17,6 +17,7 @@ import { newId } from './ids.js';
 import type { RequestSummary } from './http/request-summary.js';
 import { adminRoutes } from './routes/admin.js';
 import { agentRoutes } from './routes/agents.js';
+import { sessionRoutes } from './routes/sessions.js';
 import { authzenRoutes } from './routes/authzen.js';
 import { budgetRoutes } from './routes/budgets.js';
 import { bundleRoutes } from './routes/bundle.js';
@@ -130,6 +131,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     await admitted.register(policyRoutes);
     await admitted.register(bundleRoutes);
     await admitted.register(agentRoutes);
+    await admitted.register(sessionRoutes);
     await admitted.register(budgetRoutes);
     await admitted.register(eventRoutes);
     await admitted.register(webhookRoutes);

@@ -26,6 +26,8 @@ export interface Config {
   webhookLeaseSeconds: number;
   /** AUTHZ_BUDGET_SWEEP_SECONDS: how often a process releases expired budget holds and reloads exhausted budgets (others' arrive by NOTIFY at once). */
   budgetSweepSeconds: number;
+  /** AUTHZ_SESSION_IDLE_HOURS (default 24): a session (its labels) ends after this many hours without a decision or a label. */
+  sessionIdleHours: number;
   /** security.alert thresholds and windows (AUTHZ_ALERT_*). */
   alerts: AlertThresholds;
   /**
@@ -123,6 +125,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
     webhookAllowPrivate: env.AUTHZ_WEBHOOK_ALLOW_PRIVATE === '1',
     webhookLeaseSeconds: int(env, 'AUTHZ_WEBHOOK_LEASE_SECONDS', 60, 1, 86_400),
     budgetSweepSeconds: int(env, 'AUTHZ_BUDGET_SWEEP_SECONDS', 5, 1, 86_400),
+    sessionIdleHours: int(env, 'AUTHZ_SESSION_IDLE_HOURS', 24, 1, 8_760),
     maxPolicies: int(env, 'AUTHZ_MAX_POLICIES', 100_000, 1, 10_000_000),
     decisionDeadlineMs: int(env, 'AUTHZ_DECISION_DEADLINE_MS', 10_000, 100, 600_000),
     alerts: {

@@ -10,8 +10,7 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
-import { wantsHelp } from '../compiler/index.js';
+import { readArguments, usageProblem, wantsHelp } from '../compiler/index.js';
 import { buildApp } from './app.js';
 import { startBackground } from './background/start.js';
 import { configFromEnv, ConfigError } from './config.js';
@@ -41,9 +40,11 @@ export async function serve(argv: readonly string[]): Promise<number> {
   }
   let values;
   try {
-    ({ values } = parseArgs({ args: [...argv], options: { bundle: { type: 'string' } } }));
+    let positionals;
+    ({ values, positionals } = readArguments(argv, { bundle: { type: 'string' } }));
+    if (positionals.length > 0) throw new Error(`unexpected argument ${JSON.stringify(positionals[0])} (a bundle is given as --bundle FILE)`);
   } catch (e) {
-    process.stderr.write(`authz serve: ${(e as Error).message}\n\n${serveUsage()}\n`);
+    process.stderr.write(`${usageProblem('serve', (e as Error).message)}\n`);
     return 2;
   }
   let config;

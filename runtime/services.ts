@@ -31,6 +31,7 @@ import { Approvals } from './domain/approvals.js';
 import { ReviewService } from './domain/reviews.js';
 import { ReviewWaiters } from './domain/review-waiters.js';
 import { StatsService } from './domain/stats.js';
+import { SessionLabels } from './domain/session-labels.js';
 
 export interface Services {
   config: Config;
@@ -77,6 +78,8 @@ export interface Services {
   reviewWaiters: ReviewWaiters;
   /** The dashboard's overview figures. */
   stats: StatsService;
+  /** Sessions and their labels (what an agent run has read). */
+  sessions: SessionLabels;
 }
 
 export interface ServiceOptions {
@@ -111,7 +114,8 @@ function buildServices(options: ServiceOptions & { clock: Clock }, ring: KeyRing
   const permitIssuer = options.permits ?? ringPermitIssuer(ring, config.baseUrl);
   const apiKeys = new ApiKeyCache(sql, clock);
   const reviewWaiters = new ReviewWaiters();
-  const approvals = new Approvals({ sql, clock, limits, policySets, waiters: reviewWaiters });
+  const sessions = new SessionLabels(sql, clock, config.sessionIdleHours);
+  const approvals = new Approvals({ sql, clock, limits, policySets, waiters: reviewWaiters, sessions });
   const decisions = new DecisionService({
     sql,
     clock,
@@ -122,6 +126,7 @@ function buildServices(options: ServiceOptions & { clock: Clock }, ring: KeyRing
     alerts,
     permits: permitIssuer,
     approvals,
+    sessions,
     redact: config.redactContext,
     tracing,
     shadowDiverged: (policyId) => metrics.shadowDiverged(policyId),
@@ -163,5 +168,6 @@ function buildServices(options: ServiceOptions & { clock: Clock }, ring: KeyRing
     accessRequests: new AccessRequests({ sql, clock, decisions, permits: permitIssuer, policySets, redact: config.redactContext }),
     reviewWaiters,
     stats: new StatsService({ sql, clock, budgets }),
+    sessions,
   };
 }

@@ -46,7 +46,7 @@
 import { createHash } from 'node:crypto';
 import { tool, type FunctionTool, type RunContext, type RunToolApprovalItem, type ToolExecuteArgument, type ToolInputParameters } from '@openai/agents';
 import { AuthzError, type AuthzClient, type Decision } from '../typescript/index.js';
-import { decisionInput, type ToolAuthorization } from './decision-input.js';
+import { decisionInput, labelResult, type ToolAuthorization } from './decision-input.js';
 
 export interface AgentsToolGuardOptions {
   authz: AuthzClient;
@@ -160,6 +160,8 @@ export function createAgentsToolGuard(options: AgentsToolGuardOptions): AgentsTo
           let result: unknown;
           try {
             result = await execute(input, { decision, ...(runContext ? { runContext } : {}) });
+            // The labels the result carries join the session before the model sees it (failing: the call fails).
+            await labelResult({ ...authorization, authz, agent_id }, decision, input, result);
           } catch (error) {
             await authz.reject(decision.id).catch((e: unknown) => onSettleError(e, decision));
             throw error;

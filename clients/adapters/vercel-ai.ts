@@ -5,7 +5,8 @@
  * error naming the reason and the decision id); otherwise the work runs with
  * the decision (and its permit token), and the decision is confirmed when the
  * work resolves or rejected when it throws. A decision that awaits a human's
- * approval is waited for first, as `guard` does.
+ * approval is waited for first, as `guard` does. A tool that declares
+ * `labels` adds them to the session before its result is returned.
  *
  * @example
  * ```ts
@@ -26,7 +27,7 @@
  */
 import { tool, type FlexibleSchema, type Tool, type ToolExecutionOptions } from 'ai';
 import type { Decision } from '../typescript/index.js';
-import { decisionInput, type ToolAuthorization } from './decision-input.js';
+import { decisionInput, labelResult, type ToolAuthorization } from './decision-input.js';
 
 export type { ToolAuthorization } from './decision-input.js';
 
@@ -64,6 +65,11 @@ export function guardedTool<INPUT, OUTPUT>(authorization: ToolAuthorization<INPU
   return tool<INPUT, OUTPUT>({
     ...rest,
     execute: (input: INPUT, options: ToolExecutionOptions) =>
-      authorization.authz.guard(decisionInput(authorization, options.toolCallId, input), async (decision) => execute(input, { ...options, decision })),
+      authorization.authz.guard(decisionInput(authorization, options.toolCallId, input), async (decision) => {
+        const result = await execute(input, { ...options, decision });
+        // The labels the result carries join the session before the model sees it (failing: the call fails).
+        await labelResult(authorization, decision, input, result);
+        return result;
+      }),
   } as unknown as Tool<INPUT, OUTPUT>);
 }

@@ -23,7 +23,7 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { AuthzClient } from '../typescript/index.js';
 import { loadProxyConfig, ProxyConfigError, type ProxyConfig } from './config.js';
 import { TokenGate } from './auth/gate.js';
-import { DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_SECONDS, isLoopback, listenStreamableHttp, parseListen, type Identity } from './http-listen.js';
+import { DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_SECONDS, defaultMaxSessionsPerIdentity, isLoopback, listenStreamableHttp, parseListen, type Identity } from './http-listen.js';
 import { McpProxy, type UpstreamTarget } from './proxy.js';
 import type { RelayEnd } from './relay.js';
 import { upstreamAuthFetch } from './upstream-auth/index.js';
@@ -37,10 +37,13 @@ export const MCP_PROXY_USAGE = `usage: authz mcp-proxy --config FILE [options] -
   --public-url URL     the MCP endpoint as clients reach it (default http://HOST:PORT/mcp)
   --session-idle-seconds N   end an HTTP session after N seconds without a request (default 600)
   --max-sessions N     at most N HTTP sessions at once (default 1000)
+  --max-sessions-per-identity N   with auth:, at most N of them for one agent and user
+                       (default a tenth of --max-sessions, at least 1)
   --url URL            the agent-authz service (default AUTHZ_URL or http://127.0.0.1:8080)
   --key KEY            an API key with scope decisions:write (default AUTHZ_API_KEY)
-  --session ID         the decisions' session_id (default AUTHZ_SESSION_ID, else a fresh id;
-                       with --listen: mcp-<Mcp-Session-Id>)
+  --session ID         the decisions' session_id, shared by every proxy of one agent run
+                       (default AUTHZ_SESSION_ID, else a fresh id per process); not with
+                       --listen, where each MCP session is its own: mcp-<Mcp-Session-Id>
   --help, -h           this usage
 configuration keys: agent_id, server, tools, methods:, pass_through:, declared_mappings,
   auth: (with --listen: agents and users from bearer tokens), upstream_auth (docs/mcp.md)
@@ -81,7 +84,7 @@ interface Invocation {
   key: string;
   /** The decisions' session_id when set by --session or AUTHZ_SESSION_ID. */
   sessionId?: string;
-  listen?: { host: string; port: number; publicUrl?: URL; idleSeconds: number; maxSessions: number };
+  listen?: { host: string; port: number; publicUrl?: URL; idleSeconds: number; maxSessions: number; maxSessionsPerIdentity: number };
   upstream: UpstreamTarget;
 }
 
@@ -113,6 +116,7 @@ function readInvocation(argv: readonly string[], env: NodeJS.ProcessEnv): Invoca
       'public-url': { type: 'string' },
       'session-idle-seconds': { type: 'string' },
       'max-sessions': { type: 'string' },
+      'max-sessions-per-identity': { type: 'string' },
     },
   });
   if (positionals.length > 0) throw new UsageProblem(`unexpected ${JSON.stringify(positionals[0])}: put the upstream command after --`);
@@ -139,16 +143,22 @@ function readInvocation(argv: readonly string[], env: NodeJS.ProcessEnv): Invoca
     const publicUrl = values['public-url'];
     if (publicUrl !== undefined && !(URL.canParse(publicUrl) && /^https?:$/.test(new URL(publicUrl).protocol)))
       throw new UsageProblem(`--public-url ${JSON.stringify(publicUrl)} is not an http(s) URL`);
+    const maxSessions = wholeNumber('--max-sessions', values['max-sessions'], DEFAULT_MAX_SESSIONS, 1, 1_000_000);
     listen = {
       ...at,
       ...(publicUrl === undefined ? {} : { publicUrl: new URL(publicUrl) }),
       idleSeconds: wholeNumber('--session-idle-seconds', values['session-idle-seconds'], DEFAULT_SESSION_IDLE_SECONDS, 1, 86_400),
-      maxSessions: wholeNumber('--max-sessions', values['max-sessions'], DEFAULT_MAX_SESSIONS, 1, 1_000_000),
+      maxSessions,
+      maxSessionsPerIdentity: wholeNumber('--max-sessions-per-identity', values['max-sessions-per-identity'], defaultMaxSessionsPerIdentity(maxSessions), 1, maxSessions),
     };
+    // Each MCP session is its own session: one id for all of them would merge their labels and history.
+    if (values.session !== undefined) throw new UsageProblem('--session goes without --listen: with --listen each MCP session is its own session (mcp-<Mcp-Session-Id>)');
   } else {
-    for (const flag of ['public-url', 'session-idle-seconds', 'max-sessions'] as const) if (values[flag] !== undefined) throw new UsageProblem(`--${flag} goes with --listen`);
+    for (const flag of ['public-url', 'session-idle-seconds', 'max-sessions', 'max-sessions-per-identity'] as const)
+      if (values[flag] !== undefined) throw new UsageProblem(`--${flag} goes with --listen`);
   }
-  const sessionId = values.session || env.AUTHZ_SESSION_ID || undefined;
+  // AUTHZ_SESSION_ID is the agent host's run, for its stdio proxies; a listener serves many sessions and ignores it.
+  const sessionId = listen ? undefined : values.session || env.AUTHZ_SESSION_ID || undefined;
   return { configPath: values.config, url, key, upstream, ...(sessionId ? { sessionId } : {}), ...(listen ? { listen } : {}) };
 }
 
@@ -259,9 +269,9 @@ export async function mcpProxyCommand(argv: readonly string[], io: ProxyIo = std
   const stop = signalled();
   try {
     if (invocation.listen) {
-      const { host, port, publicUrl, idleSeconds, maxSessions } = invocation.listen;
+      const { host, port, publicUrl, idleSeconds, maxSessions, maxSessionsPerIdentity } = invocation.listen;
       const who = config.auth ? `agents and users from the tokens of ${config.auth.issuer}` : `agent ${config.agent_id}`;
-      say(`${who}, server ${config.server}, session ${invocation.sessionId ?? 'mcp-<Mcp-Session-Id>'}, decisions from ${invocation.url}`);
+      say(`${who}, server ${config.server}, session mcp-<Mcp-Session-Id>, decisions from ${invocation.url}`);
       const gate = config.auth ? new TokenGate({ config: config.auth, log: say }) : undefined;
       // The public URL is known before listening unless the port is chosen by the system (0).
       if (gate && (publicUrl || port !== 0)) gate.bind(publicUrl ?? new URL(`http://${host.includes(':') ? `[${host}]` : host}:${port}/mcp`));
@@ -270,6 +280,7 @@ export async function mcpProxyCommand(argv: readonly string[], io: ProxyIo = std
         port,
         idleSeconds,
         maxSessions,
+        maxSessionsPerIdentity,
         ...(publicUrl ? { publicUrl } : {}),
         ...(gate ? { gate } : {}),
         log: say,

@@ -15,7 +15,8 @@
  * methods:                          # optional: the other decided requests (third part)
  *   resources/read: { action: docs.read, resource: "doc:{uri}" }
  * pass_through: [tasks/list]        # optional: request methods forwarded undecided
- * declared_mappings: true           # optional: decide tools by the server's x-authzen-mapping (declared-mappings.ts)
+ * declared_mappings: true           # optional: decide tools by the server's x-authzen-mapping (declared-mappings.ts);
+ *                                   # or { extra_actions: [audit.record] }: actions outside <server>. its mappings may produce
  * upstream_auth: { client_id: gw, client_secret_env: UPSTREAM_SECRET, issuer: https://login.example.com }  # optional (upstream-auth/config.ts)
  * auth: { issuer: https://login.example.com }  # optional, with --listen: agents and users from bearer tokens (auth/config.ts)
  * ```
@@ -24,6 +25,7 @@ import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import { ACTION_PATTERN, templateProblems, type ToolMapping } from './actions.js';
 import { parseAuthConfig, type AuthConfig } from './auth/config.js';
+import type { DeclaredMappingsConfig } from './declared-mappings.js';
 import { isDecidedMethod, KNOWN_METHODS, type MethodMappings } from './methods.js';
 import { parseUpstreamAuth, type UpstreamAuthConfig } from './upstream-auth/config.js';
 
@@ -46,8 +48,8 @@ export interface ProxyConfig {
   methods: MethodMappings;
   /** Request methods the proxy does not know that are forwarded undecided (else refused). */
   pass_through: string[];
-  /** Decide tools by the mappings the server declares in their input schemas (COAZ-MCP); default false. */
-  declared_mappings?: boolean;
+  /** Decide tools by the mappings the server declares in their input schemas (COAZ-MCP); absent: not (`false`). */
+  declared_mappings?: DeclaredMappingsConfig;
   /** Client credentials for an upstream over Streamable HTTP that wants a token. */
   upstream_auth?: UpstreamAuthConfig;
   /** Identity from tokens over HTTP (issue 31): each request's agent and user come from its bearer token. */
@@ -152,8 +154,7 @@ export function parseProxyConfig(value: unknown, source = 'config', env: NodeJS.
   const passThrough = value.pass_through ?? [];
   if (!Array.isArray(passThrough) || passThrough.some((m) => !nonEmpty(m))) problems.push('pass_through: a list of JSON-RPC method names');
   else for (const m of passThrough as string[]) if (KNOWN_METHODS.has(m)) problems.push(`pass_through: "${m}" is a method the proxy knows (it is decided or relayed already)`);
-  const declared = value.declared_mappings;
-  if (declared !== undefined && typeof declared !== 'boolean') problems.push('declared_mappings: true or false');
+  const declared = parseDeclaredMappings(value.declared_mappings, problems);
   const upstreamAuth = parseUpstreamAuth(value.upstream_auth, problems);
   if (problems.length > 0) throw new ProxyConfigError(source, problems);
   return {
@@ -165,10 +166,32 @@ export function parseProxyConfig(value: unknown, source = 'config', env: NodeJS.
     tools,
     methods,
     pass_through: passThrough as string[],
-    ...(declared === true ? { declared_mappings: true } : {}),
+    ...(declared === undefined ? {} : { declared_mappings: declared }),
     ...(upstreamAuth === undefined ? {} : { upstream_auth: upstreamAuth }),
     ...(auth ? { auth } : {}),
   };
+}
+
+/** The `declared_mappings:` section: `true`, `false`, or `{ extra_actions: [...] }`; problems go to `problems`. */
+function parseDeclaredMappings(raw: unknown, problems: string[]): DeclaredMappingsConfig | undefined {
+  if (raw === undefined || raw === false) return undefined;
+  if (raw === true) return { extra_actions: [] };
+  const usage = "declared_mappings: true, false, or { extra_actions: [...] } (actions outside this server's namespace its mappings may produce)";
+  if (!isRecord(raw)) {
+    problems.push(usage);
+    return undefined;
+  }
+  for (const key of Object.keys(raw)) if (key !== 'extra_actions') problems.push(`declared_mappings: unknown field "${key}" (known: extra_actions)`);
+  const extra = raw.extra_actions ?? [];
+  if (!Array.isArray(extra)) {
+    problems.push('declared_mappings.extra_actions: a list of actions (namespace.verb)');
+    return undefined;
+  }
+  for (const action of extra) {
+    if (typeof action !== 'string' || !ACTION_PATTERN.test(action))
+      problems.push(`declared_mappings.extra_actions: ${JSON.stringify(action)} is not an action: namespace.verb, each part [a-z][a-z0-9_]* (no wildcards)`);
+  }
+  return { extra_actions: [...new Set(extra as string[])] };
 }
 
 /** The `methods:` mappings; problems go to `problems`. */

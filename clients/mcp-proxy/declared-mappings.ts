@@ -3,7 +3,8 @@
  * COAZ-MCP binding, draft 1), with `declared_mappings: true` in
  * the configuration. A tool whose `inputSchema` carries `x-authzen-mapping`
  * with an `evaluation` envelope is decided with the mapping's `action.name`
- * (through the AuthZEN action rule) and its `resource` as `<type>:<id>`:
+ * (through the AuthZEN action rule, in the server's namespace) and its
+ * `resource` as `<type>:<id>`:
  *
  * ```json
  * "x-authzen-mapping": { "evaluation": {
@@ -15,9 +16,20 @@
  * `params` (the tools/call params) and `token` (the verified claims of the
  * agent's token; `{}` without `auth:`); `$$` escapes a literal `$`; any other
  * value is a literal. The mapping's `subject` and `context` are ignored (the
- * agent is the proxy's to name). Only actions under `<server>.` or `authzen.`
- * are accepted. The `evaluations` envelope (several decisions per call) is
- * not offered. A mapping that is refused or fails to evaluate is a
+ * agent is the proxy's to name).
+ *
+ * A server's mapping stays in its own namespace: a name outside the action
+ * grammar (`small_transfer`) becomes `<server>.<name>` (`bank.small_transfer`),
+ * a name of the grammar must be `<server>.*` already; any other action
+ * (`authzen.*` included) only when the configuration lists it under
+ * `declared_mappings: { extra_actions: [...] }`. Otherwise a server could
+ * claim actions that policies grant for another server, and an expression
+ * over the call's arguments would let the calling agent pick them.
+ *
+ * Expressions are evaluated within a budget (cel-budget.ts); a mapping whose
+ * expressions loop takes no list of more than 1,000 items from the call. The
+ * `evaluations` envelope (several decisions per call) is not offered. A
+ * mapping that is refused, fails to evaluate or goes past its budget is a
  * MappingError: the call is answered `mcp_proxy.mapping_error` and nothing is
  * forwarded. The configuration's `tools:` entry for a tool wins.
  *
@@ -26,9 +38,10 @@
  * planned once, when a listing names the tool.
  */
 import { PagedListing, type ListingPage } from './paged-listing.js';
-import { celEnv, isCelError, isCelList, isCelMap, parse, plan, type CelInput, type CelValue } from '@bufbuild/cel';
+import { isCelError, isCelList, isCelMap, type CelInput, type CelValue } from '@bufbuild/cel';
 import { actionPart, type CallTarget } from './actions.js';
-import { AUTHZEN_NAMESPACE, authzenAction } from './authzen-action.js';
+import { serverAction } from './authzen-action.js';
+import { BudgetExceeded, compileBounded, evaluateBounded, type BoundedProgram } from './cel-budget.js';
 
 /** The member of a tool's `inputSchema` that carries its declared mapping. */
 export const MAPPING_MEMBER = 'x-authzen-mapping';
@@ -36,6 +49,14 @@ export const MAPPING_MEMBER = 'x-authzen-mapping';
 export const MAPPING_ERROR = 'mcp_proxy.mapping_error';
 /** Longest CEL expression taken from a mapping. */
 export const MAX_EXPRESSION_LENGTH = 2048;
+/** Longest list of a call's params (or token) a mapping whose expressions loop takes. */
+export const MAX_ITERATED_LIST = 1000;
+
+/** The `declared_mappings:` section of the configuration (`true` is `{ extra_actions: [] }`). */
+export interface DeclaredMappingsConfig {
+  /** Actions outside `<server>.` the server's mappings may produce (exact actions). */
+  extra_actions: string[];
+}
 
 /** A declared mapping that is refused, or that failed for one call. */
 export class MappingError extends Error {
@@ -63,17 +84,20 @@ export interface CelVars {
   token: CelInput;
 }
 
-type Value = (vars: CelVars) => unknown;
+/** One value of a mapping; `loops` when it is an expression with a comprehension. */
+type Value = ((vars: CelVars) => unknown) & { loops?: boolean };
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-const env = celEnv();
 
-/** A JSON value as CEL input: objects become maps (members left undefined dropped), numbers doubles. */
-function toCel(value: unknown): CelInput {
-  if (Array.isArray(value)) return value.map((v) => toCel(v));
+/** A JSON value as CEL input: objects become maps (members left undefined dropped), numbers doubles; lists longer than `maxList` refused. */
+function toCel(value: unknown, maxList: number): CelInput {
+  if (Array.isArray(value)) {
+    if (value.length > maxList) throw new MappingError(`a list of ${value.length} items in the call, more than the ${maxList} a mapping that loops takes`);
+    return value.map((v) => toCel(v, maxList));
+  }
   if (typeof value === 'object' && value !== null) {
     const map = new Map<string, CelInput>();
-    for (const [k, v] of Object.entries(value)) if (v !== undefined) map.set(k, toCel(v));
+    for (const [k, v] of Object.entries(value)) if (v !== undefined) map.set(k, toCel(v, maxList));
     return map;
   }
   if (value === undefined) return null;
@@ -81,15 +105,18 @@ function toCel(value: unknown): CelInput {
 }
 
 /**
- * The input variables of one call as CEL values.
+ * The input variables of one call as CEL values; with `maxList`, a list
+ * longer than it is refused.
+ *
+ * @throws MappingError when a list is longer than `maxList`.
  *
  * @example
  * ```ts
  * const vars = celVars({ params: { arguments: { id: 'c-1' } }, token: {} });
  * ```
  */
-export function celVars(input: MappingInput): CelVars {
-  return { params: toCel(input.params), token: toCel(input.token) };
+export function celVars(input: MappingInput, maxList = Infinity): CelVars {
+  return { params: toCel(input.params, maxList), token: toCel(input.token, maxList) };
 }
 
 /** A CEL value as JSON: maps and lists become objects and arrays, ints numbers. */
@@ -124,22 +151,25 @@ export function compileValue(value: unknown, at: string): Value {
   }
   const source = value.slice(1);
   if (source.length > MAX_EXPRESSION_LENGTH) throw new MappingError(`${at}: the expression is longer than ${MAX_EXPRESSION_LENGTH} characters`);
-  let run: ReturnType<typeof plan>;
+  let program: BoundedProgram;
   try {
-    run = plan(env, parse(source));
+    program = compileBounded(source);
   } catch (error) {
     throw new MappingError(`${at}: the expression ${JSON.stringify(value)} does not parse: ${(error as Error).message}`);
   }
-  return (vars) => {
-    let result: ReturnType<typeof run>;
+  const evaluate: Value = (vars) => {
+    let result: ReturnType<BoundedProgram['run']>;
     try {
-      result = run({ params: vars.params, token: vars.token });
+      result = evaluateBounded(program, { params: vars.params, token: vars.token });
     } catch (error) {
+      if (error instanceof BudgetExceeded) throw new MappingError(`${at}: the expression ${JSON.stringify(value)} went past its budget (${error.message})`);
       throw new MappingError(`${at}: the expression ${JSON.stringify(value)} failed: ${(error as Error).message}`);
     }
     if (isCelError(result)) throw new MappingError(`${at}: the expression ${JSON.stringify(value)} failed: ${result.message}`);
     return toJson(result);
   };
+  evaluate.loops = program.loops;
+  return evaluate;
 }
 
 /** A resolved value as one part of the decision: a non-empty string, or a number in its JSON form. */
@@ -155,12 +185,13 @@ function text(value: unknown, at: string): string {
  * @example
  * ```ts
  * const m = DeclaredMapping.from({ evaluation: { action: { name: 'get_customer' }, resource: { type: 'customer', id: '$params.arguments.id' } } }, 'crm');
- * console.log(m.resolve({ params: { name: 'get_customer', arguments: { id: 'c-1' } }, token: {} })); // => { action: 'authzen.get_customer', resource: 'customer:c-1' }
+ * console.log(m.resolve({ params: { name: 'get_customer', arguments: { id: 'c-1' } }, token: {} })); // => { action: 'crm.get_customer', resource: 'customer:c-1' }
  * ```
  */
 export class DeclaredMapping {
   private constructor(
     private readonly namespace: string,
+    private readonly extraActions: ReadonlySet<string>,
     private readonly action: Value,
     private readonly resourceType: Value,
     private readonly resourceId: Value,
@@ -172,10 +203,11 @@ export class DeclaredMapping {
    * Checks and compiles the value of `x-authzen-mapping`.
    *
    * @param server - the configuration's `server` (its actions' namespace).
+   * @param extraActions - the actions outside `<server>.` it may produce (`declared_mappings.extra_actions`).
    * @throws MappingError when the mapping is malformed, an expression does
-   *   not parse, or a literal action is outside `<server>.`/`authzen.`.
+   *   not parse, or a literal action is outside `<server>.` and `extraActions`.
    */
-  static from(mapping: unknown, server: string): DeclaredMapping {
+  static from(mapping: unknown, server: string, extraActions: readonly string[] = []): DeclaredMapping {
     if (!isRecord(mapping)) throw new MappingError('the mapping must be an object with an "evaluation" envelope');
     const keys = Object.keys(mapping);
     if (keys.length !== 1 || keys[0] !== 'evaluation') {
@@ -190,32 +222,40 @@ export class DeclaredMapping {
     const namespace = actionPart(server);
     const name = compileValue(action.name, 'evaluation.action.name');
     const isLiteral = !(typeof action.name === 'string' && action.name.startsWith('$') && !action.name.startsWith('$$'));
-    const fixed = isLiteral ? checkedAction(name(celVars({ params: {}, token: {} })), namespace) : undefined;
-    return new DeclaredMapping(namespace, name, compileValue(resource.type, 'evaluation.resource.type'), compileValue(resource.id, 'evaluation.resource.id'), fixed);
+    const extra = new Set(extraActions);
+    const fixed = isLiteral ? checkedAction(name(celVars({ params: {}, token: {} })), namespace, extra) : undefined;
+    return new DeclaredMapping(namespace, extra, name, compileValue(resource.type, 'evaluation.resource.type'), compileValue(resource.id, 'evaluation.resource.id'), fixed);
+  }
+
+  /** Whether an expression of the mapping loops (then the call's lists are capped). */
+  get #loops(): boolean {
+    return this.action.loops === true || this.resourceType.loops === true || this.resourceId.loops === true;
   }
 
   /**
    * The action and resource of one call.
    *
-   * @throws MappingError when an expression fails or yields what cannot be
-   *   the action or resource, or the action is outside `<server>.`/`authzen.`.
+   * @throws MappingError when an expression fails, goes past its budget or
+   *   yields what cannot be the action or resource, the action is outside
+   *   `<server>.` and the extra actions, or a list of the call is too long
+   *   for a mapping that loops.
    */
   resolve(input: MappingInput): DeclaredTarget {
-    const vars = celVars(input);
-    const action = this.fixedAction ?? checkedAction(this.action(vars), this.namespace);
+    const vars = celVars(input, this.#loops ? MAX_ITERATED_LIST : Infinity);
+    const action = this.fixedAction ?? checkedAction(this.action(vars), this.namespace, this.extraActions);
     const type = text(this.resourceType(vars), 'evaluation.resource.type');
     const id = text(this.resourceId(vars), 'evaluation.resource.id');
     return { action, resource: `${type}:${id}` };
   }
 }
 
-/** The AuthZEN action rule applied to a resolved `action.name`, and the namespace check. */
-function checkedAction(name: unknown, namespace: string): string {
+/** The AuthZEN action rule in the server's namespace applied to a resolved `action.name`, and the namespace check. */
+function checkedAction(name: unknown, namespace: string, extra: ReadonlySet<string>): string {
   if (typeof name !== 'string') throw new MappingError(`evaluation.action.name: must resolve to a string, not ${name === undefined ? 'nothing' : JSON.stringify(name)}`);
-  const action = authzenAction(name);
+  const action = serverAction(namespace, name);
   if (action === undefined) throw new MappingError('evaluation.action.name: must be 1 to 200 characters');
-  if (!action.startsWith(`${namespace}.`) && !action.startsWith(`${AUTHZEN_NAMESPACE}.`)) {
-    throw new MappingError(`the action ${action} is outside this server's namespaces (${namespace}.* and ${AUTHZEN_NAMESPACE}.*)`);
+  if (!action.startsWith(`${namespace}.`) && !extra.has(action)) {
+    throw new MappingError(`the action ${action} is outside this server's namespace ${namespace}.* (list it under declared_mappings.extra_actions to accept it)`);
   }
   return action;
 }
@@ -228,9 +268,9 @@ export type ListingRule = { action: string } | 'shown' | 'hidden';
  *
  * @example
  * ```ts
- * const declared = new DeclaredMappings({ server: 'crm', declared_mappings: true, tools: {} }, console.error);
+ * const declared = new DeclaredMappings({ server: 'crm', declared_mappings: { extra_actions: [] }, tools: {} }, console.error);
  * declared.note([{ name: 'get_customer', inputSchema: { type: 'object', 'x-authzen-mapping': { evaluation: { action: { name: 'get_customer' }, resource: { type: 'customer', id: '$params.arguments.id' } } } } }]);
- * console.log(declared.target({ name: 'get_customer', arguments: { id: 'c-1' } }, {})); // => { action: 'authzen.get_customer', resource: 'customer:c-1' }
+ * console.log(declared.target({ name: 'get_customer', arguments: { id: 'c-1' } }, {})); // => { action: 'crm.get_customer', resource: 'customer:c-1' }
  * ```
  */
 export class DeclaredMappings {
@@ -238,13 +278,13 @@ export class DeclaredMappings {
   #listing = new PagedListing<DeclaredMapping | MappingError | null>();
 
   constructor(
-    private readonly config: { server: string; declared_mappings?: boolean; tools: Record<string, unknown> },
+    private readonly config: { server: string; declared_mappings?: DeclaredMappingsConfig; tools: Record<string, unknown> },
     private readonly log: (line: string) => void,
   ) {}
 
   /** Whether the configuration asks for declared mappings at all. */
   get enabled(): boolean {
-    return this.config.declared_mappings === true;
+    return this.config.declared_mappings !== undefined;
   }
 
   /**
@@ -269,7 +309,7 @@ export class DeclaredMappings {
     const schema = tool.inputSchema;
     if (!isRecord(schema) || !Object.hasOwn(schema, MAPPING_MEMBER)) return null;
     try {
-      return DeclaredMapping.from(schema[MAPPING_MEMBER], this.config.server);
+      return DeclaredMapping.from(schema[MAPPING_MEMBER], this.config.server, this.config.declared_mappings?.extra_actions);
     } catch (error) {
       const refused = error instanceof MappingError ? error : new MappingError((error as Error).message);
       this.log(`tool "${tool.name}": its declared mapping is refused (${refused.message}); its calls are refused`);

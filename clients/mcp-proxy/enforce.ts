@@ -21,6 +21,7 @@ import type { CallToolRequest, CallToolResult, Tool } from '@modelcontextprotoco
 import { argsDigest } from '../../verifier/args-digest.js';
 import { AuthzClient, AuthzError, type Decision, type DecisionInput } from '../typescript/index.js';
 import { ActionMap, ArgumentProblem } from './actions.js';
+import { callParamsProblem, INVALID_PARAMS_CODE, INVALID_PARAMS_REASON } from './call-params.js';
 import type { ProxyConfig } from './config.js';
 import { MappingError, type DeclaredMappings } from './declared-mappings.js';
 import { methodAction, methodTarget, type DecidedMethod } from './methods.js';
@@ -240,6 +241,8 @@ export class Enforcer {
    * @param notify - progress for the client while a decision awaits a human's approval (when the client asked for progress).
    */
   async call(params: CallParams, who: Principal, names: ToolNames, notify?: (message: string) => Promise<void>, declared?: DeclaredMappings): Promise<Verdict> {
+    const problem = callParamsProblem(params);
+    if (problem !== undefined) return { kind: 'error', error: { code: INVALID_PARAMS_CODE, message: `Invalid params: ${problem}`, data: { reason: INVALID_PARAMS_REASON } } };
     const tool = params.name;
     // The digest is of the arguments as sent (docs/permits.md#permits-bound-to-arguments: absent digested as {}, an explicit null as null);
     // the mapping and the decision's context read `args`, where null and absent are both {}.

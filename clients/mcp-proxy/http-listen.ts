@@ -6,7 +6,9 @@
  *
  * - a session without a request for `idleSeconds` (and no open stream) is
  *   ended, its upstream session with it; at most `maxSessions` at once (more:
- *   HTTP 503 with a JSON-RPC error);
+ *   HTTP 503 with a JSON-RPC error), and with a gate at most
+ *   `maxSessionsPerIdentity` of them for one identity (agent and user; more:
+ *   HTTP 429), so one token cannot take every slot;
  * - without a gate (tokens, issue 31's `auth:`) the listener answers 403 to a
  *   Host or Origin that is neither a loopback name nor the host of the public
  *   URL, so a web page cannot reach it through DNS rebinding.
@@ -26,6 +28,20 @@ export const MCP_PATH = '/mcp';
 const MAX_BODY_BYTES = 4 * 1024 * 1024;
 export const DEFAULT_SESSION_IDLE_SECONDS = 600;
 export const DEFAULT_MAX_SESSIONS = 1000;
+/** The share of `maxSessions` one identity may hold by default. */
+export const DEFAULT_IDENTITY_SHARE = 0.1;
+
+/**
+ * The default most sessions of one identity: a tenth of the cap, at least one.
+ *
+ * @example
+ * ```ts
+ * console.log(defaultMaxSessionsPerIdentity(1000), defaultMaxSessionsPerIdentity(4)); // => 100 1
+ * ```
+ */
+export function defaultMaxSessionsPerIdentity(maxSessions: number): number {
+  return Math.max(1, Math.floor(maxSessions * DEFAULT_IDENTITY_SHARE));
+}
 
 /** Who an HTTP request speaks for, as a gate established it. */
 export interface Identity {
@@ -62,6 +78,8 @@ export interface ListenOptions {
   idleSeconds?: number;
   /** Most sessions at once (default 1000). */
   maxSessions?: number;
+  /** Most sessions of one identity at once, with a gate (default: a tenth of `maxSessions`). */
+  maxSessionsPerIdentity?: number;
   /** Admits requests by their credentials; without one, Host and Origin must be loopback names or the public URL's host. */
   gate?: RequestGate;
 }
@@ -136,6 +154,9 @@ function allowedOrigin(req: IncomingMessage, publicHost: string): boolean {
   }
 }
 
+/** The key of an identity's sessions: its agent and the user it acts for. */
+const identityKey = (identity: Identity): string => JSON.stringify([identity.agentId, identity.onBehalfOf ?? null]);
+
 /** One HTTP session: its transport, its relay, and when it was last used. */
 interface Session {
   transport: StreamableHTTPServerTransport;
@@ -162,11 +183,31 @@ export async function listenStreamableHttp(options: ListenOptions): Promise<List
   const sessions = new Map<string, Session>();
   const idleMs = (options.idleSeconds ?? DEFAULT_SESSION_IDLE_SECONDS) * 1000;
   const maxSessions = options.maxSessions ?? DEFAULT_MAX_SESSIONS;
+  const maxPerIdentity = options.maxSessionsPerIdentity ?? defaultMaxSessionsPerIdentity(maxSessions);
+  /** Open sessions by identity key (with a gate). */
+  const perIdentity = new Map<string, number>();
   let publicHost = '';
+
+  function add(id: string, session: Session): void {
+    sessions.set(id, session);
+    if (session.identity) perIdentity.set(identityKey(session.identity), (perIdentity.get(identityKey(session.identity)) ?? 0) + 1);
+  }
+  /** Forgets a session (once, whichever side ends it first). */
+  function remove(id: string): void {
+    const session = sessions.get(id);
+    if (!session) return;
+    sessions.delete(id);
+    if (session.identity) {
+      const key = identityKey(session.identity);
+      const left = (perIdentity.get(key) ?? 1) - 1;
+      if (left > 0) perIdentity.set(key, left);
+      else perIdentity.delete(key);
+    }
+  }
 
   /** Ends a session: its relay closes both sides (the upstream session or process too). */
   async function end(id: string, session: Session): Promise<void> {
-    sessions.delete(id);
+    remove(id);
     if (session.relay) await session.relay.close();
     else await session.transport.close().catch(() => undefined);
   }
@@ -185,14 +226,26 @@ export async function listenStreamableHttp(options: ListenOptions): Promise<List
     if (sessions.size >= maxSessions) {
       return jsonRpcError(res, 503, -32000, `Too many MCP sessions: at most ${maxSessions} at once; try again later`, { 'retry-after': '1' });
     }
+    if (identity && (perIdentity.get(identityKey(identity)) ?? 0) >= maxPerIdentity) {
+      const who = `agent ${identity.agentId}${identity.onBehalfOf === undefined ? '' : ` for user ${identity.onBehalfOf}`}`;
+      return jsonRpcError(
+        res,
+        429,
+        -32000,
+        `Too many MCP sessions for ${who}: at most ${maxPerIdentity} at once; end one (DELETE ${MCP_PATH}) or wait until one is idle for long enough to end`,
+        {
+          'retry-after': '1',
+        },
+      );
+    }
     const id = randomUUID();
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => id });
     const session: Session = { transport, open: 0, lastSeen: Date.now(), ...(identity ? { identity } : {}) };
-    sessions.set(id, session);
+    add(id, session);
     try {
-      session.relay = await options.openSession(transport, id, () => void sessions.delete(id), identity);
+      session.relay = await options.openSession(transport, id, () => remove(id), identity);
     } catch (error) {
-      sessions.delete(id);
+      remove(id);
       options.log(`cannot open an upstream session: ${(error as Error).message}`);
       return jsonRpcError(res, 502, -32603, `the upstream MCP server could not be reached: ${(error as Error).message}`);
     }

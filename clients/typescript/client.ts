@@ -7,7 +7,7 @@ import { AuthzError } from './errors.js';
 import { guarded, type GuardClient } from './guard.js';
 import { neverSent, sendOnce, type FetchLike, type HttpAnswer, type HttpTarget } from './http.js';
 import { isRetryable, withRetries, type RetryEvent, type RetryPolicy } from './retry.js';
-import type { BudgetRemaining, ConfirmOptions, Decision, DecisionInput, DecisionPreview, PossibleActions, RemainingQuery, RequestOptions } from './types.js';
+import type { BudgetRemaining, ConfirmOptions, Decision, DecisionInput, DecisionPreview, LabelsInput, PossibleActions, RemainingQuery, RequestOptions, Session } from './types.js';
 
 /** What `onRetry` is told: the failed attempt, the wait, and the call it belongs to. */
 export interface ClientRetryEvent extends RetryEvent {
@@ -49,6 +49,7 @@ const DEFAULTS = { timeoutMs: 10_000, retries: 3, backoffMs: 200, maxRetryAfterS
 
 const newIdempotencyKey = (): string => globalThis.crypto.randomUUID();
 const decisionPath = (id: string) => `/v1/decisions/${encodeURIComponent(id)}`;
+const sessionPath = (id: string) => `/v1/sessions/${encodeURIComponent(id)}`;
 
 /** Non-negative number option, or its default. */
 function count(name: string, value: number | undefined, fallback: number): number {
@@ -163,6 +164,46 @@ export class AuthzClient {
       if (typeof value === 'string') params.set(field, value);
     }
     return (await this.#send<{ object: 'list'; data: BudgetRemaining[] }>({ method: 'GET', path: `/v1/budgets/remaining?${params}`, options })).body.data;
+  }
+
+  /**
+   * Adds labels to a session: what a tool found in what it read (`private`,
+   * `untrusted`, `pii`), so that the session's next decisions, in any process,
+   * are decided with them (`POST /v1/sessions/:session_id/labels`, extension;
+   * the key needs `decisions:write`). `session_id` defaults to the client's
+   * `sessionId`. Answers the session. Adding a label the session holds changes
+   * nothing, so a retry is harmless. Throws `AuthzError` (`validation.too_many_labels`
+   * above 32 labels, `session.too_many_labels` past 256 in the session).
+   *
+   * @example
+   * await authz.addLabels({ labels: ['private'], agent_id: 'files-bot', detail: 'read /hr/salaries.csv' });
+   */
+  async addLabels(input: LabelsInput, options: RequestOptions = {}): Promise<Session> {
+    const { session_id, ...body } = input;
+    return (await this.#send<Session>({ method: 'POST', path: `${sessionPath(this.#session(session_id))}/labels`, body, options })).body;
+  }
+
+  /**
+   * Reads a session: its labels (each with `added_at`, `source`, and
+   * `decision_id` / `detail` when known), its decisions and its last decision's
+   * time (`GET /v1/sessions/:session_id`, extension; the key needs
+   * `decisions:read`). Defaults to the client's `sessionId`. A session without a
+   * decision or label, or ended after `AUTHZ_SESSION_IDLE_HOURS`, throws
+   * `AuthzError` with code `session.not_found`.
+   *
+   * @example
+   * const { labels } = await authz.getSession('run-42');
+   * if (labels.some((l) => l.label === 'untrusted')) console.log('this run read untrusted content');
+   */
+  async getSession(session_id?: string, options: RequestOptions = {}): Promise<Session> {
+    return (await this.#send<Session>({ method: 'GET', path: sessionPath(this.#session(session_id)), options })).body;
+  }
+
+  /** The session a call names, else the client's. */
+  #session(session_id: string | undefined): string {
+    const id = session_id ?? this.sessionId;
+    if (typeof id !== 'string' || id === '') throw new TypeError('AuthzClient: give a session_id, or create the client with a sessionId');
+    return id;
   }
 
   /**

@@ -21,7 +21,10 @@ export type {
   DecisionReview,
   DecisionStatus,
   DecisionWarning,
+  LabelsInput,
   PossibleActions,
   RemainingQuery,
   RequestOptions,
+  Session,
+  SessionLabel,
 } from './types.js';

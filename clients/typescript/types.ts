@@ -48,7 +48,7 @@ export interface DecisionRequestExtensions {}
 export type DecisionInput = DecisionRequest & DecisionRequestExtensions;
 
 /** The answers' wire types, generated from schemas/api/answers/ (clients/typescript/wire.ts; `npm run gen:types`). */
-export type { Decision, DecisionWarning, BudgetRemaining, DecisionPreview } from './wire.js';
+export type { Decision, DecisionWarning, BudgetRemaining, DecisionPreview, Session, SessionLabel } from './wire.js';
 
 export type DecisionEffect = Decision['effect'];
 
@@ -86,4 +86,16 @@ export interface RequestOptions {
   timeoutMs?: number;
   /** The `Idempotency-Key` of a POST; default a random key per call, shared by its retries. */
   idempotencyKey?: string;
+}
+
+/** `addLabels`: labels for a session (`POST /v1/sessions/:session_id/labels`, extension). */
+export interface LabelsInput {
+  /** 1 to 32 labels, each `[a-z][a-z0-9_.-]{0,63}`. */
+  labels: string[];
+  /** The agent whose tool found what the labels say. */
+  agent_id: string;
+  /** Default: the client's `sessionId`. */
+  session_id?: string;
+  /** Why, in words (`read /hr/salaries.csv`), kept with the labels it adds. */
+  detail?: string | null;
 }

@@ -411,6 +411,10 @@ export interface Decision {
     matched_policy_ids: string[];
     warnings: DecisionWarning[];
     shadow?: DecisionShadow;
+    /**
+     * (extension) The session's labels the decision was decided with: present when one of its candidate policies reads session.labels or adds labels
+     */
+    session_labels?: string[];
   };
 }
 /**
@@ -435,11 +439,11 @@ export interface Review {
   };
 }
 /**
- * An entry of a decision's metadata.warnings (policy.conflict, budget.below_threshold).
+ * An entry of a decision's metadata.warnings (policy.conflict, budget.below_threshold, environment.no_policies).
  */
 export interface DecisionWarning {
   /**
-   * policy.conflict or budget.below_threshold
+   * policy.conflict, budget.below_threshold or environment.no_policies (the environment has no policy at all: every request is denied)
    */
   code: string;
   message: string;
@@ -664,12 +668,21 @@ export interface Policy {
    */
   resources?: string[];
   /**
-   * Expression over agent_id, action, resource, amount, session_id, on_behalf_of, context.* and agent.attributes.* (the agent's stored attributes); e.g. amount <= 50 && context.channel == 'chat'.
+   * Expression over agent_id, action, resource, amount, session_id, on_behalf_of, context.*, agent.attributes.* (the agent's stored attributes), session.labels and the history of earlier decisions (history.count|sum|exists|denied(actions, window[, scope[, match]])), with + - * / on numbers; e.g. amount <= 50 && context.channel == 'chat', history.sum('shop.buy', '1d', 'user') + amount <= 100.
    */
   condition?: string;
   rate_limit?: PolicyRateLimit;
   budget?: PolicyBudget;
   approval?: PolicyApproval;
+  /**
+   * Allow and review policies (extension): labels that join the session (session_id) when a decision this policy wins is allowed (a review: approved); conditions read them as session.labels. On a deny policy they have no effect (a lint).
+   *
+   * @minItems 1
+   * @maxItems 32
+   *
+   * Items: What a session has read (private, untrusted, secret, pii, external, ...).
+   */
+  labels?: string[];
   object: 'policy';
   livemode: boolean;
   created_at: string;
@@ -764,12 +777,21 @@ export interface PolicyCreated {
    */
   resources?: string[];
   /**
-   * Expression over agent_id, action, resource, amount, session_id, on_behalf_of, context.* and agent.attributes.* (the agent's stored attributes); e.g. amount <= 50 && context.channel == 'chat'.
+   * Expression over agent_id, action, resource, amount, session_id, on_behalf_of, context.*, agent.attributes.* (the agent's stored attributes), session.labels and the history of earlier decisions (history.count|sum|exists|denied(actions, window[, scope[, match]])), with + - * / on numbers; e.g. amount <= 50 && context.channel == 'chat', history.sum('shop.buy', '1d', 'user') + amount <= 100.
    */
   condition?: string;
   rate_limit?: PolicyRateLimit;
   budget?: PolicyBudget;
   approval?: PolicyApproval;
+  /**
+   * Allow and review policies (extension): labels that join the session (session_id) when a decision this policy wins is allowed (a review: approved); conditions read them as session.labels. On a deny policy they have no effect (a lint).
+   *
+   * @minItems 1
+   * @maxItems 32
+   *
+   * Items: What a session has read (private, untrusted, secret, pii, external, ...).
+   */
+  labels?: string[];
   object: 'policy';
   livemode: boolean;
   created_at: string;
@@ -833,6 +855,41 @@ export interface Service {
    * /healthz
    */
   health: string;
+}
+/**
+ * A session (extension: labels): what an agent run (session_id) has read, from its first decision or label until AUTHZ_SESSION_IDLE_HOURS without one
+ */
+export interface Session {
+  object: 'session';
+  /**
+   * The session_id
+   */
+  id: string;
+  /**
+   * In the order they were added; at most 256
+   */
+  labels: SessionLabel[];
+  /**
+   * Decisions of the session since it started
+   */
+  decisions: number;
+  last_decision_at: string | null;
+}
+export interface SessionLabel {
+  label: string;
+  added_at: string;
+  /**
+   * policy: a winning policy's labels (decision_id names the decision); api: POST /v1/sessions/{session_id}/labels; gateway: the MCP gateway's output (decision_id names the decision whose result it read)
+   */
+  source: 'policy' | 'api' | 'gateway';
+  /**
+   * Present for labels a decision added (source policy or gateway)
+   */
+  decision_id?: string;
+  /**
+   * Present when the call that added it gave one
+   */
+  detail?: string;
 }
 export interface SigningKeyRotation {
   object: 'signing_key';

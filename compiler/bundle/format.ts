@@ -1,4 +1,5 @@
 /** The bundle artifact written by `authz compile` and loaded by the runtime. */
+import type { HistoryProbe } from '../history/probe.js';
 import type { Policy } from '../policy/types.js';
 
 export const BUNDLE_FORMAT = 'agent-authz.bundle';
@@ -41,5 +42,10 @@ export interface Bundle {
   compiler: string;
   /** Normalised policies, sorted by id. */
   policies: Policy[];
+  /**
+   * The history probes each policy reads, by policy id (only policies that
+   * read history); absent when none does, and in bundles written before history.
+   */
+  probes?: Record<string, HistoryProbe[]>;
   table: SerializedTable;
 }

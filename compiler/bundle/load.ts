@@ -12,6 +12,7 @@ import { loadSchema } from '../schemas.js';
 import { ROWS_PER_STEP, runSteps, tableFromRows, type DecisionTable } from '../table/build.js';
 import { buildRow, comparePolicies, type PolicyRow } from '../table/rows.js';
 import { canonicalJson } from './canonical-json.js';
+import { probesById } from './write.js';
 import { BUNDLE_FORMAT, BUNDLE_FORMAT_VERSION, type Bundle } from './format.js';
 import { deserializeTrieSteps, TableFormatError } from './serialize.js';
 
@@ -40,6 +41,25 @@ function schemaProblem(e: { instancePath: string; message?: string }, prefix = '
   return problem(`bundle does not match schemas/bundle.schema.json: ${path} ${e.message ?? 'is invalid'}`, path);
 }
 
+/**
+ * A bundle's `probes`, when it has them, must be those of its conditions (a
+ * bundle written before history has none: they are computed from the conditions).
+ */
+function checkProbes(bundle: Bundle, rows: readonly PolicyRow[]): LoadedBundle | undefined {
+  if (bundle.probes === undefined) return undefined;
+  const expected = probesById(rows) ?? {};
+  for (const id of Object.keys(bundle.probes)) {
+    if (!Object.hasOwn(expected, id)) return problem(`probes lists policy ${id}, whose condition reads no history`, `/probes/${id}`);
+  }
+  for (const [id, probes] of Object.entries(expected)) {
+    const listed = bundle.probes[id];
+    if (listed === undefined || canonicalJson(listed) !== canonicalJson(probes)) {
+      return problem(`the history probes of policy ${id} do not match its condition; compile the policies again`, `/probes/${id}`);
+    }
+  }
+  return undefined;
+}
+
 export type LoadedBundle = { ok: true; bundle: Bundle; table: DecisionTable } | { ok: false; problems: Diagnostic[] };
 
 function problem(message: string, path = '/'): LoadedBundle {
@@ -49,8 +69,9 @@ function problem(message: string, path = '/'): LoadedBundle {
 /**
  * Loads a bundle (the parsed JSON of a file {@link createBundle} wrote): checks
  * its format and version, validates it against schemas/bundle.schema.json,
- * recomputes its hash, checks every policy (conditions parsed and type-checked)
- * and that the table's rows are in rank order, then restores the index. Linear in
+ * recomputes its hash, checks every policy (conditions parsed and type-checked),
+ * that the table's rows are in rank order and that its history probes (when
+ * listed) are its conditions', then restores the index. Linear in
  * the bundle's size. A bad bundle is a value, not an exception.
  *
  * @param value - the parsed bundle JSON (anything: it is checked).
@@ -137,6 +158,8 @@ export function* loadBundleSteps(value: unknown): Generator<void, LoadedBundle> 
   }
   if (used.size !== bundle.policies.length) return problem('the table does not cover every policy', '/table/rows');
   if (problems.length > 0) return { ok: false, problems };
+  const probesProblem = checkProbes(bundle, rows);
+  if (probesProblem) return probesProblem;
   try {
     return { ok: true, bundle, table: tableFromRows(rows, yield* deserializeTrieSteps(bundle.table, rows)) };
   } catch (e) {

@@ -14,7 +14,7 @@ export interface CompileCommandOptions {
 }
 
 export function runCompile(options: CompileCommandOptions, io: CliIo): number {
-  if (!options.output) throw new UsageError('compile needs -o FILE (or -o - for standard output)');
+  if (!options.output) throw new UsageError('missing -o FILE, where to write the bundle (-o - for standard output)');
   const loaded = loadPolicies(options.paths, io.cwd, { strict: options.strict });
   const { errors } = countSummary(loaded.diagnostics);
   const log = options.output === '-' ? io.err : io.out;

@@ -26,8 +26,8 @@ export interface SetDiff {
 }
 
 export function runDiff(options: DiffOptions, io: CliIo): number {
-  if (options.paths.length !== 2) throw new UsageError(`diff needs two policy sets, OLD and NEW (got ${options.paths.length})`);
-  if (options.format === 'github') throw new UsageError('diff --format must be text or json');
+  if (options.paths.length !== 2) throw new UsageError(`two policy sets expected, OLD and NEW (got ${options.paths.length})`);
+  if (options.format === 'github') throw new UsageError('--format must be text or json');
   const sample = options.sample === undefined ? DEFAULT_SAMPLE : Number(options.sample);
   if (!Number.isInteger(sample) || sample < 1) throw new UsageError(`--sample must be a whole number >= 1, not ${options.sample}`);
   const [oldPath, newPath] = options.paths as [string, string];

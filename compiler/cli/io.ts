@@ -20,6 +20,11 @@ export const EXIT_OK = 0;
 export const EXIT_PROBLEMS = 1;
 export const EXIT_USAGE = 2;
 
+/**
+ * A mistake in a command's arguments (an unknown option, a missing path, a bad
+ * value): the command prints its message as {@link usageProblem} words it and
+ * exits 2 (EXIT_USAGE).
+ */
 export class UsageError extends Error {}
 
 /**

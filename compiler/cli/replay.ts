@@ -10,10 +10,10 @@
  * replay could not be done (candidate does not compile, service unreachable or
  * refusing, a malformed export): 1 always means "changes".
  */
-import { parseArgs } from 'node:util';
 import { githubAnnotation, renderDiagnostics } from './diagnostics-format.js';
 import { EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, processIo, UsageError, wantsHelp, type CliIo } from './io.js';
 import { loadPolicySet } from './load-table.js';
+import { readArguments, usageProblem } from './usage.js';
 import { ChangeSpool, changeRecord, LastN } from '../replay/collect.js';
 import { NdjsonError, readNdjson } from '../replay/ndjson.js';
 import { replayDecision, StoredDecisionError, type ReplayResult } from '../replay/replay.js';
@@ -33,6 +33,9 @@ export const REPLAY_USAGE = `usage: authz replay BUNDLE [--url URL] [--key KEY] 
   --limit   only the newest N decisions of the window
   --format  text (default), json ({ replayed, changed, changes } only), github (annotations and the text report)
   --quiet   no progress lines on stderr
+examples:
+  authz replay policies/ --since 24h
+  authz compile policies/ -o candidate.json && authz replay candidate.json --limit 1000 --format github
 exit codes: 0 nothing would change, 1 something would, 2 usage error or no replay possible (candidate does not compile, service unreachable or refusing)`;
 
 interface ReplayOptions {
@@ -45,10 +48,13 @@ interface ReplayOptions {
 }
 
 function readOptions(argv: readonly string[], env: NodeJS.ProcessEnv): ReplayOptions {
-  const { values, positionals } = parseArgs({
-    args: [...argv],
-    allowPositionals: true,
-    options: { url: { type: 'string' }, key: { type: 'string' }, since: { type: 'string' }, limit: { type: 'string' }, format: { type: 'string' }, quiet: { type: 'boolean' } },
+  const { values, positionals } = readArguments(argv, {
+    url: { type: 'string' },
+    key: { type: 'string' },
+    since: { type: 'string' },
+    limit: { type: 'string' },
+    format: { type: 'string' },
+    quiet: { type: 'boolean' },
   });
   if (positionals.length !== 1) throw new UsageError(positionals.length === 0 ? 'missing the candidate BUNDLE' : `one BUNDLE only (got ${positionals.length})`);
   const key = values.key || env.AUTHZ_API_KEY;
@@ -101,11 +107,9 @@ export async function replayCommand(argv: readonly string[], io: CliIo = process
     }
     table = set.table;
   } catch (e) {
-    if (e instanceof UsageError || (e as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-      io.err(`authz replay: ${(e as Error).message}\n\n${REPLAY_USAGE}`);
-      return EXIT_USAGE;
-    }
-    throw e;
+    if (!(e instanceof UsageError)) throw e;
+    io.err(usageProblem('replay', e.message));
+    return EXIT_USAGE;
   }
   const spool = options.format === 'json' && options.limit === undefined ? new ChangeSpool() : null;
   try {

@@ -13,7 +13,7 @@
 import { dirname, resolve } from 'node:path';
 import { compileSources, type CompileResult } from '../compile.js';
 import type { Diagnostic } from '../diagnostics/diagnostic.js';
-import { diffLines, runCase, type CaseResult } from '../testing/run-tests.js';
+import { caseRequest, diffLines, runCase, type CaseResult } from '../testing/run-tests.js';
 import { readTestFile } from '../testing/test-file.js';
 import { evaluateWithShadow } from '../table/evaluate.js';
 import type { PolicyOrigin } from '../policy/read.js';
@@ -80,7 +80,7 @@ export function runTestCommand(options: TestCommandOptions, io: CliIo): number {
     const results = suite.cases.map((c) => runCase(table, c));
     for (const r of results) for (const p of r.actual.matched) set.exercised.add(p.id);
     if (table.shadow !== null) {
-      for (const c of suite.cases) for (const p of evaluateWithShadow(table, c.request).matched) if (p.state === 'shadow') set.exercised.add(p.id);
+      for (const c of suite.cases) for (const p of evaluateWithShadow(table, caseRequest(c)).matched) if (p.state === 'shadow') set.exercised.add(p.id);
     }
     reports.push({ file: source.file, name: suite.name, results, diagnostics: [], setKey: key });
   }
@@ -102,7 +102,14 @@ export function runTestCommand(options: TestCommandOptions, io: CliIo): number {
             file: r.file,
             name: r.name,
             diagnostics: r.diagnostics,
-            cases: r.results.map((c) => ({ name: c.name, line: c.line, passed: c.passed, diffs: c.diffs, actual: { ...c.actual, matched: c.actual.matched.map((p) => p.id) } })),
+            cases: r.results.map((c) => ({
+              name: c.name,
+              line: c.line,
+              passed: c.passed,
+              diffs: c.diffs,
+              actual: { ...c.actual, matched: c.actual.matched.map((p) => p.id) },
+              ...(c.history.length > 0 ? { history: c.history } : {}),
+            })),
           })),
           ...(withCoverage
             ? {

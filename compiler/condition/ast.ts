@@ -9,6 +9,7 @@
  * checked separately (check.ts).
  */
 import { EOF, type CstNode, type IToken } from 'chevrotain';
+import { HISTORY_FUNCTIONS, type HistoryFunction } from '../history/probe.js';
 import { describeLexError, tokenize } from './lexer.js';
 import { conditionParser, MAX_DEPTH, nestingViolation, notAllInputMessage } from './parser.js';
 
@@ -35,16 +36,19 @@ export interface ConditionIssue {
 /** Static types: `unknown` is any JSON value (context paths). */
 export type ConditionType = 'number' | 'string' | 'bool' | 'null' | 'list' | 'unknown' | 'string|null' | 'number|null';
 
-export type PathRoot = 'agent_id' | 'action' | 'resource' | 'amount' | 'session_id' | 'on_behalf_of' | 'context' | 'agent';
+export type PathRoot = 'agent_id' | 'action' | 'resource' | 'amount' | 'session_id' | 'on_behalf_of' | 'context' | 'agent' | 'session';
 export type FunctionName = 'startsWith' | 'endsWith' | 'contains' | 'matches';
 export type CompareOperator = '==' | '!=' | '<' | '<=' | '>' | '>=' | 'in';
+export type ArithOperator = '+' | '-' | '*' | '/';
 export type LiteralValue = string | number | boolean | null;
 
-export const PATH_ROOTS: readonly PathRoot[] = ['agent_id', 'action', 'resource', 'amount', 'session_id', 'on_behalf_of', 'context', 'agent'];
-/** Roots whose paths have dotted fields: `context.…` and `agent.attributes.…`. */
-export const FIELD_ROOTS: ReadonlySet<string> = new Set(['context', 'agent']);
+export const PATH_ROOTS: readonly PathRoot[] = ['agent_id', 'action', 'resource', 'amount', 'session_id', 'on_behalf_of', 'context', 'agent', 'session'];
+/** Roots whose paths have dotted fields: `context.…`, `agent.attributes.…` and `session.labels`. */
+export const FIELD_ROOTS: ReadonlySet<string> = new Set(['context', 'agent', 'session']);
 /** What the parser and the checker say for an unknown name. */
-export const EXPECTED_NAMES = 'agent_id, action, resource, amount, session_id, on_behalf_of, context.… or agent.attributes.…';
+export const EXPECTED_NAMES = 'agent_id, action, resource, amount, session_id, on_behalf_of, context.…, agent.attributes.…, session.labels or history.count|sum|exists|denied(...)';
+/** The message for `history` read as a value. */
+export const HISTORY_AS_VALUE = 'history is read through its functions: history.count(...), history.sum(...), history.exists(...) or history.denied(...)';
 
 /**
  * The rule of `agent`: it is read only as `agent.attributes` and the fields
@@ -59,6 +63,33 @@ export function agentPathProblem(segments: readonly unknown[]): { index: number;
   if (segments[0] === 'attributes') return undefined;
   return { index: segments.length === 0 ? -1 : 0, message: 'agent has only attributes: write agent.attributes.…' };
 }
+/**
+ * The rule of `session`: it is read only as `session.labels` (the session's
+ * labels, a list). The message for a path that breaks it, or undefined.
+ *
+ * @example
+ * sessionPathProblem(['labels']); // => undefined
+ */
+export function sessionPathProblem(segments: readonly unknown[]): { index: number; message: string } | undefined {
+  if (segments.length === 1 && segments[0] === 'labels') return undefined;
+  return { index: segments.length === 0 ? -1 : segments[0] === 'labels' ? 1 : 0, message: 'session has only labels: write session.labels (session_id is the session id)' };
+}
+
+/** The message for a path that breaks the rule of its root (`agent`, `session`), or undefined. */
+export function rootPathProblem(root: string, segments: readonly unknown[]): { index: number; message: string } | undefined {
+  if (root === 'agent') return agentPathProblem(segments);
+  if (root === 'session') return sessionPathProblem(segments);
+  return undefined;
+}
+
+/** History functions take the actions and the window, then optionally the scope and the match fields. */
+export const HISTORY_ARITY = { min: 2, max: 4 } as const;
+
+/** The arity message of a history function. */
+export function historyArityMessage(fn: string, got: number): string {
+  return `history.${fn} takes 2 to 4 arguments (actions, window[, scope[, match]]) but got ${got}`;
+}
+
 /** Every function takes exactly this many arguments. */
 export const FUNCTION_ARITY: Readonly<Record<FunctionName, number>> = { startsWith: 2, endsWith: 2, contains: 2, matches: 2 };
 export const FUNCTION_NAMES = Object.keys(FUNCTION_ARITY) as FunctionName[];
@@ -111,8 +142,30 @@ export interface CallNode {
   args: ConditionAst[];
   pos: SourcePos;
 }
+/** `a + b`, `a - b`, `a * b`, `a / b` on numbers; `a - b - c` is `(a - b) - c`. */
+export interface ArithNode {
+  kind: 'arith';
+  op: ArithOperator;
+  left: ConditionAst;
+  right: ConditionAst;
+  /** Start of the left operand. */
+  pos: SourcePos;
+  /** The operator. */
+  opPos: SourcePos;
+}
+/**
+ * `history.count|sum|exists|denied(ACTIONS, WINDOW[, SCOPE[, MATCH]])`: the
+ * arguments as written (literals; check.ts checks them, condition/history.ts
+ * makes the probe).
+ */
+export interface HistoryNode {
+  kind: 'history';
+  fn: HistoryFunction;
+  args: ConditionAst[];
+  pos: SourcePos;
+}
 
-export type ConditionAst = LiteralNode | PathNode | ListNode | NotNode | LogicalNode | CompareNode | CallNode;
+export type ConditionAst = LiteralNode | PathNode | ListNode | NotNode | LogicalNode | CompareNode | CallNode | ArithNode | HistoryNode;
 
 /** Maps offsets to 1-based line/col (line breaks: \n, \r\n, \r). */
 export class LineMap {
@@ -153,12 +206,15 @@ interface ComparisonCtx {
   op?: IToken[];
   right?: CstNode[];
 }
+interface ArithCtx {
+  operands: CstNode[];
+  ops?: IToken[];
+}
 interface OperandCtx {
   literal?: CstNode[];
   list?: CstNode[];
   parenExpr?: CstNode[];
-  call?: CstNode[];
-  path?: CstNode[];
+  pathOrCall?: CstNode[];
 }
 interface LiteralCtx {
   token: IToken[];
@@ -174,17 +230,19 @@ interface ListItemCtx {
 interface ParenCtx {
   inner: CstNode[];
 }
-interface CallCtx {
-  name: IToken[];
-  args?: CstNode[];
-}
 interface PathCtx {
   root: IToken[];
   segments?: IToken[];
 }
+interface PathOrCallCtx extends PathCtx {
+  open?: IToken[];
+  args?: CstNode[];
+}
 
 const ESCAPES: Record<string, string> = { '\\': '\\', "'": "'", '"': '"', n: '\n', t: '\t' };
 const ROOTS: ReadonlySet<string> = new Set(PATH_ROOTS);
+const HISTORY_FNS: ReadonlySet<string> = new Set(HISTORY_FUNCTIONS);
+const HISTORY_FN_LIST = 'history.count, history.sum, history.exists or history.denied';
 
 const BaseVisitor = conditionParser.getBaseCstVisitorConstructor<void, ConditionAst>();
 
@@ -238,8 +296,28 @@ class AstBuilder extends BaseVisitor {
     return { kind: 'compare', op: op.image as CompareOperator, left, right, pos: left.pos, opPos: this.at(op) };
   }
 
+  sum(ctx: ArithCtx): ConditionAst {
+    return this.arith(ctx);
+  }
+
+  product(ctx: ArithCtx): ConditionAst {
+    return this.arith(ctx);
+  }
+
+  /** Left-associative: `a - b - c` is `(a - b) - c`. */
+  private arith(ctx: ArithCtx): ConditionAst {
+    let node: ConditionAst = this.visit(ctx.operands[0]!);
+    const ops = ctx.ops ?? [];
+    for (let i = 0; i < ops.length; i++) {
+      const right: ConditionAst = this.visit(ctx.operands[i + 1]!);
+      const op = ops[i]!;
+      node = { kind: 'arith', op: op.image as ArithNode['op'], left: node, right, pos: node.pos, opPos: this.at(op) };
+    }
+    return node;
+  }
+
   operand(ctx: OperandCtx): ConditionAst {
-    const child = ctx.literal ?? ctx.list ?? ctx.parenExpr ?? ctx.call ?? ctx.path;
+    const child = ctx.literal ?? ctx.list ?? ctx.parenExpr ?? ctx.pathOrCall;
     return this.visit(child![0]!);
   }
 
@@ -299,10 +377,16 @@ class AstBuilder extends BaseVisitor {
     return this.visit((ctx.literal ?? ctx.path)![0]!);
   }
 
-  call(ctx: CallCtx): CallNode {
-    const name = ctx.name[0]!;
+  pathOrCall(ctx: PathOrCallCtx): ConditionAst {
+    return ctx.open ? this.call(ctx) : this.path(ctx);
+  }
+
+  private call(ctx: PathOrCallCtx): CallNode | HistoryNode {
+    const name = ctx.root[0]!;
     const pos = this.at(name);
     const args = (ctx.args ?? []).map((c) => this.visit(c) as ConditionAst);
+    const segments = ctx.segments ?? [];
+    if (segments.length > 0) return this.historyCall(name, segments, args);
     const fn = name.image;
     if (!Object.hasOwn(FUNCTION_ARITY, fn)) {
       const near = FUNCTION_NAMES.find((f) => f.toLowerCase() === fn.toLowerCase());
@@ -314,15 +398,34 @@ class AstBuilder extends BaseVisitor {
     return { kind: 'call', fn: fn as FunctionName, args, pos };
   }
 
+  /** `history.count(...)` and friends; any other dotted call is an unknown function. */
+  private historyCall(root: IToken, segments: IToken[], args: ConditionAst[]): HistoryNode {
+    const pos = this.at(root);
+    const written = `${root.image}.${segments.map((t) => t.image).join('.')}`;
+    const fn = segments[0]!.image;
+    if (root.image !== 'history' || segments.length !== 1 || !HISTORY_FNS.has(fn)) {
+      this.problem('condition.unknown_function', `unknown function '${written}'; expected startsWith, endsWith, contains, matches, ${HISTORY_FN_LIST}`, pos);
+    } else if (args.length < HISTORY_ARITY.min || args.length > HISTORY_ARITY.max) {
+      this.problem('condition.arity', historyArityMessage(fn, args.length), pos);
+    }
+    return { kind: 'history', fn: fn as HistoryFunction, args, pos };
+  }
+
   path(ctx: PathCtx): PathNode {
     const root = ctx.root[0]!;
     const pos = this.at(root);
     const segments = (ctx.segments ?? []).map((t) => t.image);
-    const agentProblem = root.image === 'agent' ? agentPathProblem(segments) : undefined;
-    if (!ROOTS.has(root.image)) {
+    const agentProblem = rootPathProblem(root.image, segments);
+    if (root.image === 'history') {
+      this.problem('condition.unknown_name', HISTORY_AS_VALUE, pos);
+    } else if (!ROOTS.has(root.image)) {
       this.problem('condition.unknown_name', `unknown name '${root.image}'; expected ${EXPECTED_NAMES}`, pos);
     } else if (!FIELD_ROOTS.has(root.image) && segments.length > 0) {
-      this.problem('condition.unknown_name', `${root.image} has no fields (only context.… and agent.attributes.… paths have dotted fields)`, this.at(ctx.segments![0]!));
+      this.problem(
+        'condition.unknown_name',
+        `${root.image} has no fields (only context.…, agent.attributes.… and session.labels paths have dotted fields)`,
+        this.at(ctx.segments![0]!),
+      );
     } else if (agentProblem) {
       this.problem('condition.unknown_name', agentProblem.message, agentProblem.index < 0 ? pos : this.at(ctx.segments![agentProblem.index]!));
     } else {

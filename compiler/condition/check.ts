@@ -12,13 +12,16 @@
  * - `x in y` needs y to be a list (or unknown), and each element of a list
  *   literal must be able to equal x;
  * - `startsWith`, `endsWith`, `matches` need strings; `contains` needs a string
- *   and a string, or a list and anything.
+ *   and a string, or a list and anything;
+ * - `+ - * /` need two numbers (nullable ones included: a missing value, or a
+ *   division by zero, makes the comparison that reads the result false);
+ * - history calls take literal arguments (condition/history.ts); `history.exists`
+ *   is a boolean, the others numbers; `session.labels` is a list.
  *
  * The checker also re-validates names, functions and arity (so an AST read back
  * from a file is checked fully) and bounds its own recursion.
  */
 import {
-  agentPathProblem,
   EXPECTED_NAMES,
   FIELD_NAME,
   FIELD_ROOTS,
@@ -26,12 +29,14 @@ import {
   FUNCTION_ARITY,
   issueAt,
   PATH_ROOTS,
+  rootPathProblem,
   type ConditionAst,
   type ConditionIssue,
   type ConditionType,
   type FunctionName,
   type SourcePos,
 } from './ast.js';
+import { historyIssues } from './history.js';
 import { printCondition } from './print.js';
 
 /** Deeper ASTs than this are rejected (the parser cannot produce them). */
@@ -46,9 +51,11 @@ const PATH_TYPES: Record<string, ConditionType> = {
   on_behalf_of: 'string|null',
   context: 'unknown',
   agent: 'unknown',
+  session: 'list',
 };
 const ROOTS: ReadonlySet<string> = new Set(PATH_ROOTS);
 const COMPARE_OPS: ReadonlySet<string> = new Set(['==', '!=', '<', '<=', '>', '>=', 'in']);
+const ARITH_OPS: ReadonlySet<string> = new Set(['+', '-', '*', '/']);
 
 type Base = 'number' | 'string' | 'bool' | 'null' | 'list';
 const MEMBERS: Record<Exclude<ConditionType, 'unknown'>, readonly Base[]> = {
@@ -87,6 +94,7 @@ function orderFamily(t: ConditionType): 'number' | 'string' | 'unknown' | undefi
 
 const isStringish = (t: ConditionType) => t === 'string' || t === 'string|null' || t === 'unknown';
 const isBoolish = (t: ConditionType) => t === 'bool' || t === 'unknown';
+const isNumberish = (t: ConditionType) => t === 'number' || t === 'number|null' || t === 'unknown';
 
 function snippet(node: ConditionAst): string {
   let text: string;
@@ -175,6 +183,13 @@ class Checker {
       case 'call':
         this.call(node, d);
         return 'bool';
+      case 'arith':
+        return this.arith(node, d);
+      case 'history': {
+        const issues = historyIssues(node);
+        this.issues.push(...issues);
+        return node.fn === 'exists' ? 'bool' : 'number|null';
+      }
       default:
         this.error('condition.type', `not a condition node (kind ${JSON.stringify((node as { kind?: unknown }).kind)})`, node);
         return 'unknown';
@@ -193,9 +208,9 @@ class Checker {
       return 'unknown';
     }
     if (!FIELD_ROOTS.has(root) && segments.length > 0) {
-      this.error('condition.unknown_name', `${root} has no fields (only context.… and agent.attributes.… paths have dotted fields)`, node);
+      this.error('condition.unknown_name', `${root} has no fields (only context.…, agent.attributes.… and session.labels paths have dotted fields)`, node);
     }
-    const agentProblem = root === 'agent' ? agentPathProblem(segments) : undefined;
+    const agentProblem = rootPathProblem(root, segments);
     if (agentProblem) this.error('condition.unknown_name', agentProblem.message, node);
     for (const s of segments) {
       if (typeof s !== 'string' || !FIELD_NAME.test(s) || FORBIDDEN_FIELDS.has(s)) {
@@ -238,6 +253,24 @@ class Checker {
     } else if (lf !== 'unknown' && rf !== 'unknown' && lf !== rf) {
       this.error('condition.type', `'${op}' needs two numbers or two strings, but ${this.describe(node.left, lt)} and ${this.describe(node.right, rt)}`, node, at);
     }
+  }
+
+  /** `+ - * /`: two numbers; the result may be missing (a missing operand, a division by zero). */
+  private arith(node: Extract<ConditionAst, { kind: 'arith' }>, d: number): ConditionType {
+    const at = node.opPos ? posOf({ pos: node.opPos }) : posOf(node);
+    if (!ARITH_OPS.has(node.op)) {
+      this.error('condition.type', `unknown arithmetic operator ${JSON.stringify(node.op)}`, node, at);
+      return 'unknown';
+    }
+    const lt = this.typeOf(node.left, d);
+    const rt = this.typeOf(node.right, d);
+    for (const [side, t] of [
+      [node.left, lt],
+      [node.right, rt],
+    ] as const) {
+      if (!isNumberish(t)) this.error('condition.type', `'${node.op}' needs two numbers, but ${this.describe(side, t)}`, side);
+    }
+    return lt === 'number' && rt === 'number' && node.op !== '/' ? 'number' : 'number|null';
   }
 
   /** For a list literal: every element must be able to equal a value of type `t`. */

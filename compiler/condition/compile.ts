@@ -44,6 +44,15 @@
  *    that boolean, so `!context.is_vip` is true when the key is missing.
  * 8. A comparison whose operand is itself a comparison or call uses its boolean
  *    result as the value (`(amount > 5) == context.flag`).
+ * 9. Arithmetic. `+ - * /` on two numbers; an operand that is not a number
+ *    (MISSING included) or a result that is not finite (a division by zero)
+ *    gives MISSING, so the comparison that reads it is false.
+ * 10. History. `history.count|sum|denied(...)` is the value the request's
+ *    `history` provider gives for the call's probe (condition/history.ts);
+ *    MISSING when the request has no provider or the provider gives null.
+ *    `history.exists(...)` is true when that count is above 0 (false when
+ *    unknown). `session.labels` is the request's `session_labels` (an empty
+ *    list when absent).
  *
  * `compileCondition` expects a checked AST (see check.ts); a structurally broken
  * AST (unknown node kind, wrong arity) throws an Error here, since no closure
@@ -51,7 +60,9 @@
  */
 import { compileGlob, globMatches, type CompiledGlob } from '../patterns/glob.js';
 import type { DecisionRequest } from '../policy/types.js';
-import { FORBIDDEN_FIELDS, type CallNode, type CompareNode, type ConditionAst, type PathNode } from './ast.js';
+import type { HistoryProbe } from '../history/probe.js';
+import { FORBIDDEN_FIELDS, type ArithNode, type CallNode, type CompareNode, type ConditionAst, type HistoryNode, type PathNode } from './ast.js';
+import { probeOf } from './history.js';
 
 type Value = (input: DecisionRequest) => unknown;
 export type Test = (input: DecisionRequest) => boolean;
@@ -61,6 +72,7 @@ const MAX_EQUAL_DEPTH = 64;
 /** Above this many literal elements, `in [...]` uses a Set. */
 const SET_THRESHOLD = 8;
 
+const NO_LABELS: readonly string[] = Object.freeze([]);
 const TRUE: Test = () => true;
 const FALSE: Test = () => false;
 
@@ -100,6 +112,16 @@ export function jsonEqual(a: unknown, b: unknown, depth = 0): boolean {
     if (!Object.hasOwn(b, key) || !jsonEqual(a[key], b[key], depth + 1)) return false;
   }
   return true;
+}
+
+/**
+ * The value at `segments` under `base`, walked as rule 1 walks `context.a.b`
+ * (own properties of plain objects only); undefined when MISSING.
+ */
+export function readField(base: unknown, segments: readonly string[]): unknown {
+  let v: unknown = base === null ? undefined : base;
+  for (let k = 0; k < segments.length && v !== undefined; k++) v = FORBIDDEN_FIELDS.has(segments[k]!) ? undefined : ownField(v, segments[k]!);
+  return v;
 }
 
 /** The object a dotted path walks: the request's context, or the agent's stored attributes. */
@@ -159,6 +181,10 @@ function pathGetter(node: PathNode): Value {
       // `agent.attributes.a.b`: the fields after `attributes` walk the agent's attributes (rule 1).
       if (node.segments[0] !== 'attributes') throw new Error('compileCondition: agent is read only as agent.attributes');
       return fieldGetter(attributesOf, node.segments.slice(1));
+    case 'session':
+      // `session.labels` (rule 10): the session's labels, none when the request gives none.
+      if (node.segments.length !== 1 || node.segments[0] !== 'labels') throw new Error('compileCondition: session is read only as session.labels');
+      return (input) => input.session_labels ?? NO_LABELS;
     default:
       throw new Error(`compileCondition: unknown name ${JSON.stringify(node.root)}`);
   }
@@ -194,9 +220,55 @@ function value(node: ConditionAst): Value {
         return out;
       };
     }
+    case 'arith':
+      return arith(node);
+    case 'history':
+      return node.fn === 'exists' ? test(node) : historyValue(probeOf(node));
     default:
       return test(node);
   }
+}
+
+/** Rule 10: the provider's value of a probe, MISSING when unknown. */
+function historyValue(probe: HistoryProbe): Value {
+  return (input) => {
+    const values = input.history;
+    if (values === undefined || values === null) return undefined;
+    const v = values(probe);
+    return typeof v === 'number' && Number.isFinite(v) ? v : undefined;
+  };
+}
+
+const ARITH = {
+  '+': (a: number, b: number) => a + b,
+  '-': (a: number, b: number) => a - b,
+  '*': (a: number, b: number) => a * b,
+  '/': (a: number, b: number) => a / b,
+} as const;
+
+/** Rule 9: two numbers, a finite result, else MISSING. */
+function arith(node: ArithNode): Value {
+  if (!Object.hasOwn(ARITH, node.op)) throw new Error(`compileCondition: unknown operator ${JSON.stringify(node.op)}`);
+  const op = ARITH[node.op];
+  const L = value(node.left);
+  const R = value(node.right);
+  return (input) => {
+    const a = L(input);
+    if (typeof a !== 'number') return undefined;
+    const b = R(input);
+    if (typeof b !== 'number') return undefined;
+    const r = op(a, b);
+    return Number.isFinite(r) ? r : undefined;
+  };
+}
+
+/** `history.exists(...)`: the count above 0. */
+function historyExists(node: HistoryNode): Test {
+  const count = historyValue(probeOf(node));
+  return (input) => {
+    const v = count(input);
+    return v !== undefined && (v as number) > 0;
+  };
 }
 
 /** A node as a condition (rule 7: non-booleans count as false). */
@@ -221,6 +293,10 @@ export function test(node: ConditionAst): Test {
       return compare(node);
     case 'call':
       return call(node);
+    case 'arith':
+      return FALSE;
+    case 'history':
+      return node.fn === 'exists' ? historyExists(node) : FALSE;
     default:
       throw new Error(`compileCondition: not a condition node (kind ${JSON.stringify((node as { kind?: unknown }).kind)})`);
   }

@@ -26,7 +26,10 @@ function readsInput(node: ConditionAst): boolean {
     case 'or':
       return node.operands.some(readsInput);
     case 'compare':
+    case 'arith':
       return readsInput(node.left) || readsInput(node.right);
+    case 'history':
+      return true;
     case 'call':
       return node.args.some(readsInput);
     default:

@@ -1,4 +1,6 @@
 export type {
+  ArithNode,
+  ArithOperator,
   CallNode,
   CompareNode,
   CompareOperator,
@@ -6,6 +8,7 @@ export type {
   ConditionIssue,
   ConditionType,
   FunctionName,
+  HistoryNode,
   ListNode,
   LiteralNode,
   LiteralValue,
@@ -22,3 +25,4 @@ export { compileCondition } from './compile.js';
 export { isConstantFalse } from './fold.js';
 export { conditionPaths, printCondition } from './print.js';
 export { analyzeCondition, type ConditionAnalysis } from './analyze.js';
+export { conditionProbes, historyCalls, historyIssues, matchFieldProblem, probeOf } from './history.js';

@@ -7,13 +7,19 @@
  *   orExpr     := andExpr ('||' andExpr)*
  *   andExpr    := notExpr ('&&' notExpr)*
  *   notExpr    := '!'* comparison
- *   comparison := operand (('==' | '!=' | '<' | '<=' | '>' | '>=' | 'in') operand)?
- *   operand    := literal | list | '(' orExpr ')' | call | path
+ *   comparison := sum (('==' | '!=' | '<' | '<=' | '>' | '>=' | 'in') sum)?
+ *   sum        := product (('+' | '-') product)*
+ *   product    := operand (('*' | '/') operand)*
+ *   operand    := literal | list | '(' orExpr ')' | pathOrCall
  *   literal    := number | string | 'true' | 'false' | 'null'
  *   list       := '[' (listItem (',' listItem)*)? ']'
  *   listItem   := literal | path
- *   call       := name '(' (orExpr (',' orExpr)*)? ')'
+ *   pathOrCall := name ('.' fieldName)* ('(' (orExpr (',' orExpr)*)? ')')?
  *   path       := name ('.' fieldName)*
+ *
+ * `pathOrCall` is a call when parentheses follow (`startsWith(...)`,
+ * `history.count(...)`), else a path: one rule, so telling them apart needs no
+ * lookahead past the name.
  *
  * Comparisons are non-associative: `a < b < c` stops after `a < b` and the rest is
  * reported. Nesting is bounded before chevrotain runs (`nestingViolation`), so
@@ -21,6 +27,7 @@
  */
 import { CstParser, EOF, tokenMatcher, type IParserErrorMessageProvider, type IToken, type TokenType } from 'chevrotain';
 import {
+  AddOp,
   allTokens,
   And,
   Comma,
@@ -31,6 +38,8 @@ import {
   Identifier,
   LBracket,
   LParen,
+  Minus,
+  MulOp,
   Not,
   Null,
   NumberLiteral,
@@ -63,14 +72,14 @@ function chained(found: IToken): string {
   return `comparisons cannot be chained: found ${describeFound(found)} after a complete comparison (join comparisons with && or ||)`;
 }
 
-const OPERAND_RULES = new Set(['operand', 'notExpr', 'comparison']);
+const OPERAND_RULES = new Set(['operand', 'notExpr', 'comparison', 'sum', 'product']);
 
 const messages: IParserErrorMessageProvider = {
   buildMismatchTokenMessage({ expected, actual, previous, ruleName }) {
     if (ruleName !== 'list' && tokenMatcher(actual, CompareOp) && (expected === RParen || expected === EOF)) return chained(actual);
     let wanted = label(expected);
     if (ruleName === 'list' && expected === RBracket) wanted = "',' or ']'";
-    if (ruleName === 'call' && expected === RParen) wanted = previous?.tokenType === LParen ? "an argument or ')'" : "',' or ')'";
+    if (ruleName === 'pathOrCall' && expected === RParen) wanted = previous?.tokenType === LParen ? "an argument or ')'" : "',' or ')'";
     return `expected ${wanted}${after(previous)} but found ${describeFound(actual)}`;
   },
   buildNotAllInputParsedMessage({ firstRedundant }) {
@@ -79,6 +88,9 @@ const messages: IParserErrorMessageProvider = {
   },
   buildNoViableAltMessage({ actual, previous, ruleName }) {
     const found = actual[0]!;
+    if (found.tokenType === Minus && (ruleName === 'operand' || ruleName === 'listItem' || OPERAND_RULES.has(ruleName))) {
+      return "unexpected '-': a minus sign must be directly followed by the digits of a number";
+    }
     if (OPERAND_RULES.has(ruleName)) {
       if (previous === undefined || previous.tokenType === EOF) {
         return found.tokenType === EOF ? 'expected a condition but found end of condition' : `expected an operand but found ${describeFound(found)}`;
@@ -134,10 +146,26 @@ class ConditionParser extends CstParser {
   });
 
   comparison = this.RULE('comparison', () => {
-    this.SUBRULE(this.operand, { LABEL: 'left' });
+    this.SUBRULE(this.sum, { LABEL: 'left' });
     this.OPTION(() => {
       this.CONSUME(CompareOp, { LABEL: 'op' });
-      this.SUBRULE2(this.operand, { LABEL: 'right' });
+      this.SUBRULE2(this.sum, { LABEL: 'right' });
+    });
+  });
+
+  sum = this.RULE('sum', () => {
+    this.SUBRULE(this.product, { LABEL: 'operands' });
+    this.MANY(() => {
+      this.CONSUME(AddOp, { LABEL: 'ops' });
+      this.SUBRULE2(this.product, { LABEL: 'operands' });
+    });
+  });
+
+  product = this.RULE('product', () => {
+    this.SUBRULE(this.operand, { LABEL: 'operands' });
+    this.MANY(() => {
+      this.CONSUME(MulOp, { LABEL: 'ops' });
+      this.SUBRULE2(this.operand, { LABEL: 'operands' });
     });
   });
 
@@ -146,8 +174,7 @@ class ConditionParser extends CstParser {
       { ALT: () => this.SUBRULE(this.literal) },
       { ALT: () => this.SUBRULE(this.list) },
       { ALT: () => this.SUBRULE(this.parenExpr) },
-      { ALT: () => this.SUBRULE(this.call) },
-      { ALT: () => this.SUBRULE(this.path) },
+      { ALT: () => this.SUBRULE(this.pathOrCall) },
     ]);
   });
 
@@ -183,17 +210,23 @@ class ConditionParser extends CstParser {
     this.CONSUME(RParen);
   });
 
-  call = this.RULE('call', () => {
-    this.CONSUME(Identifier, { LABEL: 'name' });
-    this.CONSUME(LParen);
-    this.OPTION(() => {
-      this.SUBRULE(this.orExpr, { LABEL: 'args' });
-      this.MANY(() => {
-        this.CONSUME(Comma);
-        this.SUBRULE2(this.orExpr, { LABEL: 'args' });
-      });
+  pathOrCall = this.RULE('pathOrCall', () => {
+    this.CONSUME(Identifier, { LABEL: 'root' });
+    this.MANY(() => {
+      this.CONSUME(Dot);
+      this.CONSUME(FieldName, { LABEL: 'segments' });
     });
-    this.CONSUME(RParen);
+    this.OPTION(() => {
+      this.CONSUME(LParen, { LABEL: 'open' });
+      this.OPTION2(() => {
+        this.SUBRULE(this.orExpr, { LABEL: 'args' });
+        this.MANY2(() => {
+          this.CONSUME(Comma);
+          this.SUBRULE2(this.orExpr, { LABEL: 'args' });
+        });
+      });
+      this.CONSUME(RParen);
+    });
   });
 
   path = this.RULE('path', () => {

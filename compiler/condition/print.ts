@@ -6,7 +6,13 @@
  */
 import type { ConditionAst, LiteralValue } from './ast.js';
 
-const PRECEDENCE: Record<ConditionAst['kind'], number> = { or: 1, and: 2, not: 3, compare: 4, literal: 5, path: 5, list: 5, call: 5 };
+const PRECEDENCE: Record<ConditionAst['kind'], number> = { or: 1, and: 2, not: 3, compare: 4, arith: 5, literal: 7, path: 7, list: 7, call: 7, history: 7 };
+
+/** How tightly a node binds: `+ -` 5, `* /` 6. */
+function prec(node: ConditionAst): number {
+  if (node.kind === 'arith') return node.op === '*' || node.op === '/' ? 6 : 5;
+  return PRECEDENCE[node.kind];
+}
 
 export function printLiteral(value: LiteralValue): string {
   if (typeof value === 'string') return quote(value);
@@ -45,7 +51,7 @@ export function printCondition(ast: ConditionAst): string {
     case 'list':
       return `[${ast.items.map((item) => printCondition(item)).join(', ')}]`;
     case 'not':
-      return `!${wrap(ast.operand, PRECEDENCE[ast.operand.kind] < 3 || ast.operand.kind === 'compare')}`;
+      return `!${wrap(ast.operand, PRECEDENCE[ast.operand.kind] < 3 || ast.operand.kind === 'compare' || ast.operand.kind === 'arith')}`;
     case 'and':
     case 'or': {
       const own = PRECEDENCE[ast.kind];
@@ -55,6 +61,13 @@ export function printCondition(ast: ConditionAst): string {
       return `${wrap(ast.left, PRECEDENCE[ast.left.kind] <= 4)} ${ast.op} ${wrap(ast.right, PRECEDENCE[ast.right.kind] <= 4)}`;
     case 'call':
       return `${ast.fn}(${ast.args.map((a) => printCondition(a)).join(', ')})`;
+    case 'arith': {
+      // Left-associative: a right operand of the same precedence keeps its parentheses.
+      const own = prec(ast);
+      return `${wrap(ast.left, prec(ast.left) < own)} ${ast.op} ${wrap(ast.right, prec(ast.right) <= own)}`;
+    }
+    case 'history':
+      return `history.${ast.fn}(${ast.args.map((a) => printCondition(a)).join(', ')})`;
   }
 }
 
@@ -79,11 +92,14 @@ export function conditionPaths(ast: ConditionAst): string[] {
         node.operands.forEach(walk);
         return;
       case 'compare':
+      case 'arith':
         walk(node.left);
         walk(node.right);
         return;
       case 'call':
         node.args.forEach(walk);
+        return;
+      case 'history':
         return;
     }
   };

@@ -42,3 +42,88 @@ export interface HistoryProbe {
  * read it are false).
  */
 export type HistoryValues = (probe: HistoryProbe) => number | null;
+
+/** The functions, in the order the docs list them. */
+export const HISTORY_FUNCTIONS: readonly HistoryFunction[] = ['count', 'sum', 'exists', 'denied'];
+
+/** What the store computes for each function (`exists` is a count above 0). */
+export const HISTORY_MEASURES: Readonly<Record<HistoryFunction, HistoryMeasure>> = { count: 'count', sum: 'sum', exists: 'count', denied: 'denied' };
+
+/** The longest window: 90 days. */
+export const MAX_HISTORY_WINDOW_SECONDS = 90 * 86_400;
+
+const UNIT_SECONDS: Readonly<Record<string, number>> = { s: 1, m: 60, h: 3_600, d: 86_400 };
+
+/**
+ * A duration `<n>s|m|h|d` in seconds (`0s` included), or undefined when the
+ * text is not one (no sign, no leading zero, no fraction, no other unit).
+ *
+ * @example
+ * ```ts
+ * import { durationSeconds } from 'agent-authz/compiler';
+ *
+ * console.log(durationSeconds('10m'), durationSeconds('24h'), durationSeconds('0s'), durationSeconds('1.5h'), durationSeconds('1w')); // => 600 86400 0 undefined undefined
+ * ```
+ */
+export function durationSeconds(text: string): number | undefined {
+  const m = /^(0|[1-9][0-9]{0,9})([smhd])$/.exec(text);
+  return m ? Number(m[1]) * UNIT_SECONDS[m[2]!]! : undefined;
+}
+
+/** A history window in seconds: a duration from 1 s to 90 d, else undefined. */
+export function windowSeconds(text: string): number | undefined {
+  const seconds = durationSeconds(text);
+  return seconds !== undefined && seconds >= 1 && seconds <= MAX_HISTORY_WINDOW_SECONDS ? seconds : undefined;
+}
+
+/**
+ * The probe of a history call whose arguments are valid (the compiler checks
+ * them first): actions and match fields sorted and unique, the window in
+ * seconds, the key that identifies what the store computes (`count` and
+ * `exists` of the same arguments share one).
+ *
+ * @example
+ * ```ts
+ * import { historyProbe } from 'agent-authz/compiler';
+ *
+ * const probe = historyProbe('exists', ['claims.approve'], '1h', 'session', ['resource']);
+ * console.log(probe.measure, probe.windowSeconds, probe.key); // => count 3600 count|claims.approve|3600|session|resource
+ * ```
+ */
+export function historyProbe(fn: HistoryFunction, actions: readonly string[], window: string, scope: HistoryScope, match: readonly string[]): HistoryProbe {
+  const measure = HISTORY_MEASURES[fn];
+  const sortedActions = [...new Set(actions)].sort();
+  const sortedMatch = [...new Set(match)].sort();
+  const seconds = windowSeconds(window);
+  if (seconds === undefined) throw new Error(`historyProbe: ${JSON.stringify(window)} is not a window from 1s to 90d`);
+  return {
+    key: `${measure}|${sortedActions.join(',')}|${seconds}|${scope}|${sortedMatch.join(',')}`,
+    fn,
+    measure,
+    actions: sortedActions,
+    window,
+    windowSeconds: seconds,
+    scope,
+    match: sortedMatch,
+  };
+}
+
+/**
+ * The probe as a condition would write it (scope and match shown when they
+ * are not the defaults), for `authz explain` and `authz test`.
+ *
+ * @example
+ * ```ts
+ * import { historyProbe, probeText } from 'agent-authz/compiler';
+ *
+ * console.log(probeText(historyProbe('sum', ['shop.buy'], '1d', 'user', []))); // => history.sum('shop.buy', '1d', 'user')
+ * ```
+ */
+export function probeText(probe: Pick<HistoryProbe, 'fn' | 'actions' | 'window' | 'scope' | 'match'>): string {
+  const quote = (s: string) => `'${s}'`;
+  const actions = probe.actions.length === 1 ? quote(probe.actions[0]!) : `[${probe.actions.map(quote).join(', ')}]`;
+  const args = [actions, quote(probe.window)];
+  if (probe.scope !== 'session' || probe.match.length > 0) args.push(quote(probe.scope));
+  if (probe.match.length > 0) args.push(`[${probe.match.map(quote).join(', ')}]`);
+  return `history.${probe.fn}(${args.join(', ')})`;
+}

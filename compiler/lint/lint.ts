@@ -5,7 +5,8 @@
  * exactly like an enabled one (./shadow.ts); an approval on a policy whose
  * effect is not review (it has no effect there); a budget on a deny policy
  * (never applies); two policies that can match one request with budgets held in
- * different units (such requests must give `amounts` per unit).
+ * different units (such requests must give `amounts` per unit); labels on a
+ * deny policy (never added); the history lints of ./history.ts.
  */
 import { isConstantFalse } from '../condition/index.js';
 import type { Diagnostic } from '../diagnostics/diagnostic.js';
@@ -15,12 +16,13 @@ import type { PolicyOrigin } from '../policy/read.js';
 import { budgetScope, isHeldUnit, type Policy } from '../policy/types.js';
 import type { DecisionTable } from '../table/build.js';
 import type { PolicyRow } from '../table/rows.js';
+import { lintHistory, type HistoryLintOptions } from './history.js';
 import { forEachOverlappingPair } from './pairs.js';
 import { lintShadowDuplicates } from './shadow.js';
 
 type Origins = ReadonlyMap<string, PolicyOrigin>;
 
-export function lintTable(table: DecisionTable, origins: Origins): Diagnostic[] {
+export function lintTable(table: DecisionTable, origins: Origins, options: HistoryLintOptions = {}): Diagnostic[] {
   const out: Diagnostic[] = [];
   const warn = (row: PolicyRow, code: string, message: string) => {
     const o = origins.get(row.policy.id);
@@ -54,6 +56,14 @@ export function lintTable(table: DecisionTable, origins: Origins): Diagnostic[] 
         `policy ${row.policy.id} has a budget but its effect is deny: budgets apply only to allowed and reviewed decisions, so it never counts anything`,
       );
     }
+    if (row.policy.labels && row.policy.effect === 'deny') {
+      warn(
+        row,
+        'lint.labels_ignored',
+        `policy ${row.policy.id} has labels but its effect is deny: labels join the session only when a decision the policy wins is allowed, so they are never added`,
+      );
+    }
+    lintHistory(row, options, (code, message) => warn(row, code, message));
   }
   lintShadowDuplicates(table, (row, message) => warn(row, 'lint.shadow_duplicate', message));
   forEachOverlappingPair(table, (a, b) => {

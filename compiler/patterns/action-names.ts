@@ -3,7 +3,8 @@
  * from any name (`actionPart`), and the AuthZEN action rule (docs/api.md#authzen):
  * a name that fits the action grammar
  * (`namespace.verb`, each part `[a-z][a-z0-9_]*`) is the action as it is; any
- * other becomes `authzen.` + the name made an action part.
+ * other becomes `authzen.` + the name made an action part (`namespacedActionOf`:
+ * the same rule with another namespace).
  *
  * A leaf (it imports only the action grammar of ./action.ts, itself a leaf),
  * so that one definition serves the runtime's AuthZEN routes (through
@@ -37,6 +38,26 @@ export function actionPart(name: string): string {
 }
 
 /**
+ * The AuthZEN action rule with another namespace for the names outside the
+ * grammar: the name itself when it is an action (`namespace.verb`), else
+ * `<namespace>.` + the name made an action part; undefined when the name is
+ * longer than 200 characters. The MCP gateway maps a server's declared names
+ * into that server's namespace with it (`bank` + `small_transfer` ->
+ * `bank.small_transfer`).
+ *
+ * @example
+ * ```ts
+ * import { namespacedActionOf } from 'agent-authz/compiler';
+ *
+ * console.log(namespacedActionOf('bank', 'small_transfer'), namespacedActionOf('bank', 'Small Transfer'), namespacedActionOf('bank', 'authzen.get')); // => bank.small_transfer bank.small_transfer authzen.get
+ * ```
+ */
+export function namespacedActionOf(namespace: string, name: string): string | undefined {
+  if (name.length > MAX_AUTHZEN_ACTION_NAME) return undefined;
+  return isValidAction(name) ? name : `${namespace}.${actionPart(name)}`;
+}
+
+/**
  * The decision's action for an AuthZEN action name: the name itself when it
  * is an action (`namespace.verb`), else `authzen.` + the name made an action
  * part; undefined when the name is longer than 200 characters.
@@ -50,6 +71,5 @@ export function actionPart(name: string): string {
  * ```
  */
 export function authzenActionOf(name: string): string | undefined {
-  if (name.length > MAX_AUTHZEN_ACTION_NAME) return undefined;
-  return isValidAction(name) ? name : `${AUTHZEN_NAMESPACE}.${actionPart(name)}`;
+  return namespacedActionOf(AUTHZEN_NAMESPACE, name);
 }

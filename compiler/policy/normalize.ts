@@ -28,13 +28,16 @@ export function normalizePolicy(value: Record<string, unknown>, generateId?: () 
   if (v.rate_limit !== undefined) policy.rate_limit = { ...v.rate_limit };
   if (v.budget !== undefined) policy.budget = { ...v.budget };
   if (v.approval !== undefined) policy.approval = { ...v.approval };
+  // A set: sorted, each once.
+  if (v.labels !== undefined) policy.labels = [...new Set(v.labels)].sort();
   return policy;
 }
 
 /**
  * The policy with its fields in the canonical order used in bundles and API
  * responses (id, name, description, state, priority, effect, agents, actions,
- * resources, condition, rate_limit, budget, approval), absent fields left out, lists copied.
+ * resources, condition, rate_limit, budget, approval, labels), absent fields left out, lists copied
+ * (labels sorted).
  * Expects a normalised policy (as {@link readPolicyValue} returns).
  *
  * @param p - a normalised policy.

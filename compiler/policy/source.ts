@@ -151,12 +151,17 @@ export function readYaml(source: SourceFile): { documents: YamlDocument[]; diagn
   }
   const documents: YamlDocument[] = [];
   for (const doc of docs) {
+    /** Lines already given our sentence (one per line, beside the first of the parser's errors there). */
+    const explained = new Set<number>();
     for (const err of [...doc.errors, ...doc.warnings]) {
       const { line, col } = lines.linePos(err.pos[0]);
+      const parser = firstLine(err.message);
+      const ours = explained.has(line) ? undefined : indentationSentence(err.code, parser);
+      if (ours) explained.add(line);
       diagnostics.push({
         severity: err.name === 'YAMLWarning' ? 'warning' : 'error',
         code: 'yaml.syntax',
-        message: firstLine(err.message),
+        message: ours ? `${ours} (the YAML parser: ${parser})` : parser,
         file: source.file,
         line,
         col,
@@ -176,6 +181,29 @@ export function readYaml(source: SourceFile): { documents: YamlDocument[]; diagn
     documents.push({ value, locator });
   }
   return { documents, diagnostics };
+}
+
+/**
+ * Our sentence for the YAML parser's indentation errors (its own words stay
+ * beside it), or undefined for other errors.
+ */
+function indentationSentence(code: string, parser: string): string | undefined {
+  if (/^Flow (sequence|mapping)/.test(parser)) return 'a [ or { opened above is not closed (a missing ] or }?) before this line';
+  switch (code) {
+    case 'TAB_AS_INDENT':
+      return 'indentation: a tab; YAML indents with spaces only';
+    case 'BAD_INDENT':
+      return 'indentation: this line does not line up with the keys beside it; the keys of one mapping start at the same column';
+    case 'BLOCK_AS_IMPLICIT_KEY':
+    case 'MULTILINE_IMPLICIT_KEY':
+      return 'indentation: this line is indented deeper or less than the keys beside it; the keys of one policy (or of one list item) start at the same column';
+    case 'MISSING_CHAR':
+      return parser.startsWith('Sequence item without - indicator')
+        ? 'indentation: this line is indented less than the list item above it, or lacks its "- "; the keys of one list item start at the same column'
+        : undefined;
+    default:
+      return undefined;
+  }
 }
 
 function firstLine(message: string): string {

@@ -20,7 +20,7 @@ function policyValidator(): ValidateFunction {
   return validator;
 }
 
-const POLICY_FIELDS = ['id', 'name', 'description', 'state', 'priority', 'effect', 'agents', 'actions', 'resources', 'condition', 'rate_limit', 'budget', 'approval'];
+const POLICY_FIELDS = ['id', 'name', 'description', 'state', 'priority', 'effect', 'agents', 'actions', 'resources', 'condition', 'rate_limit', 'budget', 'approval', 'labels'];
 
 /**
  * Validates the shape of one policy value against schemas/policy.schema.json

@@ -5,6 +5,8 @@
  * what the index must agree with.
  */
 import { conditionPaths } from '../condition/index.js';
+import { historyReadings, type HistoryReading } from '../history/probes-of.js';
+import { probeText } from '../history/probe.js';
 import type { DecisionRequest, Policy } from '../policy/types.js';
 import { isEnforced, type DecisionTable } from './build.js';
 import { compareShadow, decide, type Evaluation } from './evaluate.js';
@@ -27,13 +29,16 @@ export interface Explanation {
   /** The full evaluation with the shadow policies enabled; present when the table has shadow policies. */
   withShadow?: Evaluation;
   trace: PolicyTrace[];
+  /** The history the candidate policies read, with the values the request's provider gave (empty when none reads history). */
+  history: HistoryReading[];
 }
 
 /**
  * Why a request gets its decision: the evaluation, and every policy of the table
  * in rank order with the step at which it dropped out (`action`, `agent`,
- * `disabled`, `resource`, `condition`, with the values the condition read) or
- * `matched`. Walks every row; what `authz explain` prints. Never throws.
+ * `disabled`, `resource`, `condition`, with the values the condition read, history
+ * values included) or `matched`, and the history the candidate policies read.
+ * Walks every row; what `authz explain` prints. Never throws.
  *
  * @param table - a compiled table.
  * @param request - the decision request.
@@ -81,9 +86,10 @@ export function explain(table: DecisionTable, request: DecisionRequest): Explana
     }
   }
   const evaluation = decide(candidates, request);
-  if (table.shadow === null) return { evaluation, trace };
+  const history = historyReadings(table, request);
+  if (table.shadow === null) return { evaluation, trace, history };
   const withShadow = decide([...candidates, ...shadowCandidates], request);
-  return { evaluation: compareShadow(evaluation, withShadow), withShadow, trace };
+  return { evaluation: compareShadow(evaluation, withShadow), withShadow, trace, history };
 }
 
 function list(values: readonly string[]): string {
@@ -94,9 +100,13 @@ function list(values: readonly string[]): string {
 function inputs(row: PolicyRow, request: DecisionRequest): string {
   if (!row.conditionAst) return '';
   const parts = conditionPaths(row.conditionAst).map((path) => {
-    const value = readPath(request, path);
+    const value = path === 'session.labels' ? (request.session_labels ?? []) : readPath(request, path);
     return value === undefined ? `${path} missing` : `${path} = ${JSON.stringify(value)}`;
   });
+  for (const probe of row.probes) {
+    const value = request.history ? request.history(probe) : null;
+    parts.push(`${probeText(probe)} ${typeof value === 'number' && Number.isFinite(value) ? `= ${value}` : 'unknown'}`);
+  }
   return parts.length ? ` (${parts.join(', ')})` : '';
 }
 

@@ -4,7 +4,8 @@
  * allow; then id), so the first surviving row of a request is the winner.
  */
 import { compileGlob, globMatches, type CompiledGlob } from '../patterns/glob.js';
-import { compileCondition, type ConditionAst } from '../condition/index.js';
+import { compileCondition, conditionProbes, type ConditionAst } from '../condition/index.js';
+import type { HistoryProbe } from '../history/probe.js';
 import type { DecisionRequest, Effect, Policy } from '../policy/types.js';
 import { actionPatternMatches } from '../patterns/action.js';
 
@@ -24,7 +25,11 @@ export interface PolicyRow {
   readonly resources: readonly CompiledGlob[] | null;
   readonly conditionAst: ConditionAst | null;
   readonly condition: ((request: DecisionRequest) => boolean) | null;
+  /** The history probes its condition reads, unique by key (empty for most rows). */
+  readonly probes: readonly HistoryProbe[];
 }
+
+const NO_PROBES: readonly HistoryProbe[] = Object.freeze([]);
 
 export const EFFECT_RANK: Record<Effect, number> = { deny: 0, review: 1, allow: 2 };
 
@@ -33,7 +38,7 @@ export function comparePolicies(a: Policy, b: Policy): number {
   return a.priority - b.priority || EFFECT_RANK[a.effect] - EFFECT_RANK[b.effect] || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 }
 
-type CompiledParts = Pick<PolicyRow, 'agents' | 'resources' | 'conditionAst' | 'condition'>;
+type CompiledParts = Pick<PolicyRow, 'agents' | 'resources' | 'conditionAst' | 'condition' | 'probes'>;
 
 /**
  * A row's compiled patterns and condition depend only on its policy object and
@@ -69,14 +74,20 @@ function partsOf(policy: Policy, conditionAst: ConditionAst | null): CompiledPar
       resources: policy.resources ? globList(policy.resources) : null,
       conditionAst,
       condition: conditionAst ? compileCondition(conditionAst) : null,
+      probes: conditionAst ? probesOf(conditionAst) : NO_PROBES,
     };
     compiledParts.set(policy, parts);
   }
   return parts;
 }
 
+function probesOf(ast: ConditionAst): readonly HistoryProbe[] {
+  const probes = conditionProbes(ast);
+  return probes.length === 0 ? NO_PROBES : Object.freeze(probes);
+}
+
 export function buildRow(index: number, policy: Policy, conditionAst: ConditionAst | null): PolicyRow {
-  const { agents, resources, condition } = partsOf(policy, conditionAst);
+  const { agents, resources, condition, probes } = partsOf(policy, conditionAst);
   return {
     index,
     policy,
@@ -88,6 +99,7 @@ export function buildRow(index: number, policy: Policy, conditionAst: ConditionA
     resources,
     conditionAst,
     condition,
+    probes,
   };
 }
 
@@ -109,6 +121,7 @@ export function shadowRow(row: PolicyRow): PolicyRow {
     resources: row.resources,
     conditionAst: row.conditionAst,
     condition: row.condition,
+    probes: row.probes,
   };
 }
 

@@ -12,7 +12,9 @@
  * - review sweep (reviews.ts): approvals whose time is up denied every
  *   `reviewSweepMs`; waiters woken by LISTEN;
  * - decision log upkeep (decision-log.ts): partitions made ahead and retention,
- *   at start and every `logUpkeepMs`.
+ *   at start and every `logUpkeepMs`;
+ * - session sweep (sessions.ts): sessions idle for AUTHZ_SESSION_IDLE_HOURS
+ *   deleted, labels and all, every `sessionSweepMs`.
  *
  * The webhook dispatcher is not here: it runs by role (`services.dispatcher`).
  */
@@ -22,6 +24,7 @@ import { startLogMaintenance, type LogMaintenance } from './decision-log.js';
 import { startKeyReplication } from './key-replication.js';
 import { startReplication, type Replication } from './policy-refresh.js';
 import { startReviewMaintenance, type ReviewMaintenance } from './reviews.js';
+import { startSessionMaintenance, type SessionMaintenance } from './sessions.js';
 
 export interface BackgroundOptions {
   /** Policy-set version check, ms (default 1,000). */
@@ -32,6 +35,8 @@ export interface BackgroundOptions {
   reviewSweepMs?: number;
   /** Decision log partitions and retention, ms (default 30,000). */
   logUpkeepMs?: number;
+  /** Idle sessions deleted, ms (default 60,000). */
+  sessionSweepMs?: number;
   /** The decision log's first round at start (default true; tests make their own rounds). */
   logRoundAtStart?: boolean;
   /** A failed round or notification, named by its task ('budget maintenance', ...). */
@@ -45,6 +50,7 @@ export interface Background {
   budgets: LimitMaintenance;
   reviews: ReviewMaintenance;
   log: LogMaintenance;
+  sessions: SessionMaintenance;
   stop(): Promise<void>;
 }
 
@@ -72,13 +78,15 @@ export async function startBackground(services: Services, options: BackgroundOpt
     onError('decision log upkeep'),
     options.logRoundAtStart ?? true,
   );
-  const tasks = [policies, keys, budgets, reviews, log];
+  const sessions = startSessionMaintenance(store.sql, clock, config.sessionIdleHours, options.sessionSweepMs ?? 60_000, onError('session sweep'));
+  const tasks = [policies, keys, budgets, reviews, log, sessions];
   return {
     policies,
     keys,
     budgets,
     reviews,
     log,
+    sessions,
     async stop() {
       for (const task of tasks) await task.stop();
     },

@@ -40,12 +40,24 @@ export interface ApiRequest {
 /** An error answer as the CLI reads it: the wire's error body, any part of it possibly missing (an answer from something else). */
 type LooseErrorBody = { error?: Partial<ErrorBody['error']> };
 
+/** Why a request failed: `status` null when the service could not be reached, else the answer's status and error code. */
+export interface ServiceFailure {
+  status: number | null;
+  code?: string;
+}
+
 /**
  * Sends the request. A 2xx answer resolves to its parsed JSON body; anything else
  * (the service unreachable, an error answer, a body that is not JSON) is printed
  * to `io.err` and resolves to null: the caller exits 1.
  */
 export async function callService(io: CommandIo, req: ApiRequest): Promise<Record<string, any> | null> {
+  const answer = await askService(io, req);
+  return 'failure' in answer ? null : answer.body;
+}
+
+/** {@link callService}, saying why it failed (unreachable, or the status and code), for a command whose advice depends on it. */
+export async function askService(io: CommandIo, req: ApiRequest): Promise<{ body: Record<string, any> } | { failure: ServiceFailure }> {
   const headers: Record<string, string> = { authorization: `Bearer ${req.token}` };
   let payload: string | Uint8Array | undefined;
   if (req.body instanceof Uint8Array) payload = req.body;
@@ -57,7 +69,7 @@ export async function callService(io: CommandIo, req: ApiRequest): Promise<Recor
   } catch (e) {
     const cause = (e as { cause?: { message?: string } }).cause?.message;
     io.err(`${req.command}: cannot reach ${req.url}: ${(e as Error).message}${cause ? ` (${cause})` : ''}`);
-    return null;
+    return { failure: { status: null } };
   }
   const text = await response.text().catch(() => '');
   let body: unknown;
@@ -68,13 +80,14 @@ export async function callService(io: CommandIo, req: ApiRequest): Promise<Recor
   }
   if (!response.ok) {
     printError(io, req.command, response, body as LooseErrorBody | undefined, text);
-    return null;
+    const code = (body as LooseErrorBody | undefined)?.error?.code;
+    return { failure: { status: response.status, ...(code ? { code } : {}) } };
   }
   if (body === undefined || typeof body !== 'object' || body === null) {
     io.err(`${req.command}: ${response.status}: the answer is not JSON: ${text.slice(0, 200)}`);
-    return null;
+    return { failure: { status: response.status } };
   }
-  return body as Record<string, any>;
+  return { body: body as Record<string, any> };
 }
 
 function printError(io: CommandIo, command: string, response: Response, body: LooseErrorBody | undefined, text: string): void {

@@ -10,8 +10,8 @@
  * --admin-token (default AUTHZ_ADMIN_TOKEN). Exit codes: 0 done, 1 the service
  * refused or could not be reached (status, code and message printed), 2 usage error.
  */
-import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { wantsHelp } from '../../compiler/index.js';
+import type { ParseArgsConfig } from 'node:util';
+import { didYouMean, readArguments, usageProblem, UsageError, wantsHelp } from '../../compiler/index.js';
 import { callService, credential, DEFAULT_URL, defaultIo, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, serviceUrl, type CommandIo } from './http-client.js';
 
 export const KEYS_USAGE = `usage:
@@ -20,12 +20,13 @@ export const KEYS_USAGE = `usage:
   authz keys rotate [key_...] [--format text|json]
 options of every subcommand: --url URL (default AUTHZ_URL or ${DEFAULT_URL}), --admin-token TOKEN (default AUTHZ_ADMIN_TOKEN)
 --account-name NAME: the one account of that name (created when there is none; two or more: exit 1, their ids listed)
+examples:
+  authz keys create --account-name acme --environment live --scopes decisions:write,policies:read
+  authz keys rotate key_4f2a...
 exit codes: 0 done, 1 the service refused or could not be reached, 2 usage error`;
 
 const COMMON = { url: { type: 'string' }, 'admin-token': { type: 'string' }, format: { type: 'string' } } as const satisfies ParseArgsConfig['options'];
 const CREATE = { ...COMMON, account: { type: 'string' }, 'account-name': { type: 'string' }, environment: { type: 'string' }, scopes: { type: 'string' } } as const;
-
-class Usage extends Error {}
 
 type Format = 'text' | 'json';
 
@@ -74,25 +75,26 @@ export async function keysCommand(argv: readonly string[], io: CommandIo = defau
         return done(io, fmt, body, () => printKey(io, `rotated: ${body.replaces} is revoked; its replacement:`, body as KeyRecord));
       }
       default:
-        throw new Usage(sub === undefined ? 'missing subcommand' : `unknown subcommand ${JSON.stringify(sub)}`);
+        if (sub === undefined) throw new UsageError('missing the subcommand: create, revoke or rotate');
+        throw new UsageError(`unknown subcommand ${JSON.stringify(sub)}${didYouMean(sub, ['create', 'revoke', 'rotate'])}`);
     }
   } catch (e) {
-    if (!(e instanceof Usage)) throw e;
-    io.err(`${command}: ${e.message}\n\n${KEYS_USAGE}`);
+    if (!(e instanceof UsageError)) throw e;
+    io.err(usageProblem(sub === 'create' || sub === 'revoke' || sub === 'rotate' ? `keys ${sub}` : 'keys', e.message));
     return EXIT_USAGE;
   }
 }
 
 async function create(io: CommandIo, command: string, conn: Connection, values: Record<string, string | undefined>): Promise<number> {
   const fmt = format(values.format);
-  if ((values.account === undefined) === (values['account-name'] === undefined)) throw new Usage('give --account acc_... or --account-name NAME (one of them)');
+  if ((values.account === undefined) === (values['account-name'] === undefined)) throw new UsageError('give --account acc_... or --account-name NAME (one of them)');
   const environment = values.environment ?? 'test';
-  if (environment !== 'test' && environment !== 'live') throw new Usage('--environment must be test or live');
+  if (environment !== 'test' && environment !== 'live') throw new UsageError('--environment must be test or live');
   const scopes = (values.scopes ?? '*')
     .split(',')
     .map((s) => s.trim())
     .filter((s) => s !== '');
-  if (scopes.length === 0) throw new Usage('--scopes needs at least one scope (e.g. decisions:write,policies:read, or *)');
+  if (scopes.length === 0) throw new UsageError('--scopes needs at least one scope (e.g. decisions:write,policies:read, or *)');
 
   let accountId = values.account!;
   let createdAccount: string | undefined;
@@ -159,31 +161,26 @@ interface Connection {
 
 function connection(values: { url?: string; 'admin-token'?: string }): Connection {
   const token = credential(values['admin-token'], 'AUTHZ_ADMIN_TOKEN');
-  if (!token) throw new Usage('give --admin-token or set AUTHZ_ADMIN_TOKEN');
+  if (!token) throw new UsageError('give --admin-token or set AUTHZ_ADMIN_TOKEN');
   return { url: serviceUrl(values.url), token };
 }
 
 function parse<O extends NonNullable<ParseArgsConfig['options']>>(args: string[], options: O, minPositionals: number, maxPositionals = minPositionals) {
-  let parsed;
-  try {
-    parsed = parseArgs({ args, options, allowPositionals: true, strict: true });
-  } catch (e) {
-    throw new Usage((e as Error).message);
-  }
+  const parsed = readArguments(args, options);
   const n = parsed.positionals.length;
-  if (n < minPositionals) throw new Usage('missing the API key id (key_...)');
-  if (n > maxPositionals) throw new Usage(`unexpected argument ${JSON.stringify(parsed.positionals[maxPositionals])}`);
+  if (n < minPositionals) throw new UsageError('missing the API key id (key_...)');
+  if (n > maxPositionals) throw new UsageError(`unexpected argument ${JSON.stringify(parsed.positionals[maxPositionals])}`);
   return parsed;
 }
 
 function keyId(id: string | undefined): string {
-  if (id?.startsWith('svc_')) throw new Usage('that is the key itself, not its id: give the key_... id printed when it was created');
-  if (!id || !id.startsWith('key_')) throw new Usage(`expected an API key id (key_...), got ${JSON.stringify(id ?? '')}`);
+  if (id?.startsWith('svc_')) throw new UsageError('that is the key itself, not its id: give the key_... id printed when it was created');
+  if (!id || !id.startsWith('key_')) throw new UsageError(`expected an API key id (key_...), got ${JSON.stringify(id ?? '')}`);
   return id;
 }
 
 function format(value: string | undefined): Format {
   if (value === undefined || value === 'text') return 'text';
   if (value === 'json') return 'json';
-  throw new Usage('--format must be text or json');
+  throw new UsageError('--format must be text or json');
 }

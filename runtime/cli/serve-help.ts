@@ -36,6 +36,7 @@ export const SERVE_VARIABLES: readonly ServeVariable[] = [
   { name: 'AUTHZ_DECISION_BATCH', fallback: '500', what: 'most decisions stored in one statement' },
   { name: 'AUTHZ_DECISION_DEADLINE_MS', fallback: '10000', what: 'a decision the store has not answered by then: 503' },
   { name: 'AUTHZ_BUDGET_SWEEP_SECONDS', fallback: '5', what: 'how often expired budget holds are released' },
+  { name: 'AUTHZ_SESSION_IDLE_HOURS', fallback: '24', what: 'a session ends, labels and all, after this many hours without a decision' },
   { name: 'AUTHZ_WEBHOOK_LEASE_SECONDS', fallback: '60', what: 'how long a dispatcher owns a claimed webhook delivery' },
   { name: 'AUTHZ_WEBHOOK_ALLOW_PRIVATE', fallback: 'unset', what: '1: webhook URLs may use private and loopback addresses' },
   { name: 'AUTHZ_REDACT_CONTEXT', fallback: 'unset', what: 'context paths never stored, comma-separated' },

@@ -14,6 +14,7 @@
  * (other processes: background/reviews.ts). Timeouts are made on the
  * service clock: lazily when a decision or a list is read, and by the sweep.
  */
+import type { Policy } from '../../compiler/index.js';
 import type { Clock } from '../clock.js';
 import type { ApiError } from '../errors/api-error.js';
 import { reviewedEvent } from '../events/build.js';
@@ -23,10 +24,12 @@ import type { DecisionRow } from '../store/decisions.js';
 import { insertEvents } from '../store/events.js';
 import type { BudgetUsage } from '../store/limits.js';
 import { extendHolds, lockDecision, overdueApprovals, writeReview } from '../store/reviews.js';
+import { removeDecisionLabels } from '../store/sessions.js';
 import type { Principal, Tenant } from '../tenant.js';
 import type { ApprovalTimeouts, DecisionLimits } from './decision-ports.js';
 import { isOverdue } from './decision-state.js';
 import type { PolicySets } from './policy-sets.js';
+import { MAX_SESSION_LABELS, type SessionLabels } from './session-labels.js';
 import { waiterKey, type ReviewWaiters } from './review-waiters.js';
 
 export interface VerdictInput {
@@ -43,6 +46,8 @@ export interface ApprovalsDeps {
   limits: DecisionLimits;
   policySets: PolicySets;
   waiters: ReviewWaiters;
+  /** The approved policy's labels join the session (absent: none). */
+  sessions?: SessionLabels;
 }
 
 /** What one transaction changed, for after its commit. */
@@ -137,11 +142,17 @@ export class Approvals implements ApprovalTimeouts {
       const usage = await limits.resolveHolds(tx, principal, row.id, false, null);
       return { row: await this.store(tx, { ...reviewed, effect: 'deny', reason: 'review.denied', status: 'denied' }, atMs), usage };
     }
-    // Approved: the calls deferred at decision time are consumed now.
+    // Approved: the policy's labels join the session (a full session: denied), and the calls deferred at decision time are consumed now.
     const matched = await this.matchedPolicies(principal, row);
+    const labelled = await this.addLabels(tx, principal, row, matched, atMs);
+    if (labelled === 'full') {
+      const released = await limits.resolveHolds(tx, principal, row.id, false, null);
+      return { row: await this.store(tx, { ...reviewed, effect: 'deny', reason: 'session.too_many_labels', status: 'denied' }, atMs), usage: released };
+    }
     const subject = { agentId: row.agent_id, sessionId: row.session_id, onBehalfOf: row.on_behalf_of };
     const { verdict, usage } = await limits.applyDeferredCalls(tx, principal, subject, matched, atMs);
     if (verdict && 'deny' in verdict) {
+      if (labelled === 'added') await removeDecisionLabels(tx, principal, row.session_id!, row.id);
       const released = await limits.resolveHolds(tx, principal, row.id, false, null);
       const denied: DecisionRow = { ...reviewed, effect: 'deny', reason: verdict.deny, policy_id: verdict.policy_id, status: 'denied' };
       return { row: await this.store(tx, denied, atMs), usage: [...usage, ...released] };
@@ -149,6 +160,15 @@ export class Approvals implements ApprovalTimeouts {
     const expiresAt = new Date(atMs + row.ttl_seconds * 1000);
     await extendHolds(tx, principal, row.id, expiresAt);
     return { row: await this.store(tx, { ...reviewed, status: 'pending', expires_at: expiresAt }, atMs), usage };
+  }
+
+  /** The approved policy's labels, added to the decision's session within the cap (locked until the transaction ends). */
+  private async addLabels(tx: Tx, t: Tenant, row: DecisionRow, matched: readonly Policy[], atMs: number): Promise<'none' | 'added' | 'full'> {
+    const labels = matched.find((p) => p.id === row.policy_id)?.labels ?? [];
+    const sessions = this.deps.sessions;
+    if (!sessions || row.session_id === null || labels.length === 0) return 'none';
+    const extra = { source: 'policy' as const, decision_id: row.id, detail: null, agent_id: row.agent_id, cap: MAX_SESSION_LABELS };
+    return (await sessions.addInTx(tx, t, row.session_id, labels, extra, new Date(atMs))) === 'full' ? 'full' : 'added';
   }
 
   /** The decision's matched policies that still exist and are enabled (their budgets apply on approval). */

@@ -35,6 +35,7 @@ import type { ApprovalTimeouts, DecisionLimits, PermitIssuer } from './decision-
 import { isLive, isOverdue, type DecisionOutcome as Outcome, type DecisionPreview } from './decision-state.js';
 import type { DecisionWriter } from './decision-writer.js';
 import type { PolicySets } from './policy-sets.js';
+import type { SessionLabels } from './session-labels.js';
 
 export interface DecisionInput {
   agent_id: string;
@@ -70,6 +71,8 @@ export interface DecisionDeps {
   tracing?: Tracing;
   /** Approvals that timed out, settled when read (absent: shown as stored). */
   approvals?: ApprovalTimeouts;
+  /** Session labels: read for conditions, added by winning policies (absent: none). */
+  sessions?: SessionLabels;
 }
 
 /** Rows read per page of an export. */
@@ -82,6 +85,10 @@ interface Evaluated {
   status: KnownStatus;
   /** The winning review policy asks for approval: within this many seconds. */
   approvalSeconds: number | null;
+  /** The session's labels it was decided with (null: none of its candidate policies reads or adds labels). */
+  sessionLabels: string[] | null;
+  /** The winning policy's labels (added to the session once the decision is allowed). */
+  adds: readonly string[];
 }
 
 export class DecisionService {
@@ -108,7 +115,7 @@ export class DecisionService {
     const id = newId('dec', nowMs);
     const ttl = input.ttl_seconds ?? DEFAULT_TTL_SECONDS;
     const expiresAt = new Date(nowMs + ttl * 1000);
-    const { outcome: evaluated, matched, status, approvalSeconds } = await this.evaluate(principal, input, nowMs);
+    const { outcome: evaluated, matched, status, approvalSeconds, sessionLabels, adds } = await this.evaluate(principal, input, nowMs);
     let outcome = evaluated;
     // Approval before the action: the decision (and its holds) last until the approval deadline.
     const approvalExpiresAt = approvalSeconds === null ? null : new Date(nowMs + approvalSeconds * 1000);
@@ -154,17 +161,22 @@ export class DecisionService {
       reviewed_at: null,
       reviewer_key_id: null,
       approval_expires_at: awaiting ? approvalExpiresAt : null,
+      session_labels: sessionLabels,
     };
     // The token is a bearer credential: it is answered once and stored nowhere (a
     // decisions:read key must not be able to obtain permits). A decision awaiting
     // approval has none until it is approved (POST /v1/decisions/:id/permit).
     const token = row.effect === 'deny' || awaiting ? null : this.deps.permits.issue(row);
+    // Allowed now (a review awaiting approval: on approval, domain/approvals.ts): its policy's labels join the session.
+    const session = this.deps.sessions?.forWrite(row, row.effect === 'deny' || awaiting ? [] : adds);
     await inStore('store.write', () =>
       this.deps.writer.write({
         decision: row,
         ...(status === 'unknown' ? { newAgent: { account_id: accountId, environment, agent_id: input.agent_id, first_seen_at: row.evaluated_at } } : {}),
+        ...(session ? { session } : {}),
       }),
     );
+    this.deps.sessions?.written(row);
     if (status === 'unknown') agents.setStatus(accountId, environment, input.agent_id, 'active', NO_ATTRIBUTES);
     this.deps.alerts.decision(accountId, environment, input.agent_id, row.effect);
     if (row.shadow) this.deps.shadowDiverged?.(row.shadow.policy_id);
@@ -313,11 +325,13 @@ export class DecisionService {
     const set = await policySets.get(principal.accountId, principal.environment);
     const policy = (policyId: string) => set.table.byId.get(policyId)?.policy;
     let blocked: { policy_id: string } | null;
-    if (status === 'revoked') return { outcome: deny('agent.revoked'), matched: [], status, approvalSeconds: null };
+    const none = { sessionLabels: null, adds: [] };
+    if (status === 'revoked') return { outcome: deny('agent.revoked'), matched: [], status, approvalSeconds: null, ...none };
     const subject = { agentId: input.agent_id, sessionId: input.session_id ?? null, onBehalfOf: input.on_behalf_of ?? null };
     if ((blocked = limits.exhausted(principal, subject, nowMs, policy))) {
-      return { outcome: { ...deny('budget.exceeded'), policy_id: blocked.policy_id }, matched: [], status, approvalSeconds: null };
+      return { outcome: { ...deny('budget.exceeded'), policy_id: blocked.policy_id }, matched: [], status, approvalSeconds: null, ...none };
     }
+    const sessionLabels = (await this.deps.sessions?.forDecision(principal, set.table, input)) ?? null;
     const evaluation = evaluate(set.table, {
       agent_id: input.agent_id,
       action: input.action,
@@ -327,19 +341,25 @@ export class DecisionService {
       on_behalf_of: input.on_behalf_of ?? null,
       context: input.context ?? null,
       agent_attributes: attributes,
+      session_labels: sessionLabels,
     });
     const outcome: Outcome = {
       effect: evaluation.effect,
       reason: evaluation.reason,
       policy_id: evaluation.policy_id,
       matched_policy_ids: evaluation.matched.map((p) => p.id),
-      warnings: evaluation.warnings as WarningRow[],
+      warnings: set.table.byId.size === 0 ? [noPolicies(principal.environment)] : (evaluation.warnings as WarningRow[]),
       // Shadow policies: the table's outcome with them enabled, when it differs.
       ...(evaluation.shadow ? { shadow: evaluation.shadow } : {}),
     };
-    const approval = evaluation.effect === 'review' && evaluation.policy_id !== null ? policy(evaluation.policy_id)?.approval : undefined;
+    const winner = evaluation.effect === 'deny' || evaluation.policy_id === null ? undefined : policy(evaluation.policy_id);
+    // A full session adds no more: a decision whose policy would add a new label is denied.
+    if (this.deps.sessions?.wouldOverfill(sessionLabels, winner)) {
+      return { outcome: { ...deny('session.too_many_labels'), policy_id: evaluation.policy_id }, matched: [], status, approvalSeconds: null, sessionLabels, adds: [] };
+    }
+    const approval = evaluation.effect === 'review' ? winner?.approval : undefined;
     const approvalSeconds = approval?.required ? (approval.timeout_seconds ?? DEFAULT_APPROVAL_TIMEOUT_SECONDS) : null;
-    return { outcome, matched: evaluation.effect === 'deny' ? [] : evaluation.matched, status, approvalSeconds };
+    return { outcome, matched: evaluation.effect === 'deny' ? [] : evaluation.matched, status, approvalSeconds, sessionLabels, adds: winner?.labels ?? [] };
   }
 }
 
@@ -365,6 +385,20 @@ function checkAction(action: string, path = '/action'): void {
     const message = `action "${action}" must be namespace.verb ([a-z][a-z0-9_]* each part, no wildcards), at most 256 characters`;
     throw new InvalidActionError(message, path === '/action' ? {} : { details: [{ path, message }] });
   }
+}
+
+/**
+ * The warning of a decision in an environment without any policy (every request
+ * denied, policy.not_found): a live key used after the README's start, which
+ * loads the examples into test only, meets this.
+ */
+function noPolicies(environment: Environment): WarningRow {
+  const other = environment === 'live' ? 'test' : 'live';
+  return {
+    code: 'environment.no_policies',
+    message: `the ${environment} environment has no policies, so every request is denied: load them with a ${environment} key (authz push, PUT /v1/bundle or POST /v1/policies); the ${other} environment's policies are separate`,
+    policy_ids: [],
+  };
 }
 
 function deny(reason: string): Outcome {

@@ -32,7 +32,7 @@ export class PolicyService {
     private readonly sql: Sql,
     private readonly clock: Clock,
     private readonly policySets: PolicySets,
-    private readonly config: Pick<Config, 'maxPolicies'>,
+    private readonly config: Pick<Config, 'maxPolicies'> & Partial<Pick<Config, 'retentionDays'>>,
   ) {}
 
   /**
@@ -54,7 +54,7 @@ export class PolicyService {
       await upsertPolicy(tx, p.accountId, p.environment, policy, new Date(now));
       return { policies: [...current, policy], events: [policyEvent(p, policy, 'created', now)], value: null };
     });
-    const warnings = await lintsOf(await this.policySets.get(p.accountId, p.environment), policy.id, input.locator);
+    const warnings = await lintsOf(await this.policySets.get(p.accountId, p.environment), policy.id, this.config.retentionDays, input.locator);
     return { policy, created_at: new Date(now), updated_at: new Date(now), warnings };
   }
 
@@ -90,7 +90,7 @@ export class PolicyService {
 
   /** Checks a policy as create or replace would, in this environment; stores nothing. */
   async validate(p: Principal, input: PolicyInput): Promise<PolicyValidation> {
-    return validatePolicy(await this.policySets.get(p.accountId, p.environment), input, this.clock.now());
+    return validatePolicy(await this.policySets.get(p.accountId, p.environment), input, this.clock.now(), this.config.retentionDays);
   }
 
   /** Removes it; answers the removed policy. */

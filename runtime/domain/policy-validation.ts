@@ -49,14 +49,15 @@ function mentions(text: string, id: string): boolean {
  * keeps what concerns `mine`: its own diagnostics, and lints of another policy
  * that name it (e.g. another policy that `mine` shadows), placed at its root.
  */
-async function inEnvironment(set: CompiledSet, mine: ReadPolicy): Promise<Diagnostic[]> {
+async function inEnvironment(set: CompiledSet, mine: ReadPolicy, retentionDays: number | null | undefined): Promise<Diagnostic[]> {
   const items: ReadPolicy[] = [];
   set.policies.forEach((policy, i) => {
     if (policy.id === mine.policy.id) return;
     items.push({ policy, condition: set.table.byId.get(policy.id)?.conditionAst ?? null, origin: { pointer: `/policies/${i}` } });
   });
   items.push(mine);
-  const result = await runSliced(compileItemsSteps(items, { lint: true }));
+  // The retention is known here: a history window beyond it is a lint (lint.history_beyond_retention).
+  const result = await runSliced(compileItemsSteps(items, { lint: true, retentionDays }));
   const root = mine.origin.line !== undefined ? { line: mine.origin.line, col: mine.origin.col ?? 1 } : {};
   // Lints name a policy's place as "(file:line)"; a body's file name is internal (never shown by the API).
   const place = mine.origin.file !== undefined ? ` (${mine.origin.file}:${mine.origin.line})` : undefined;
@@ -75,7 +76,7 @@ async function inEnvironment(set: CompiledSet, mine: ReadPolicy): Promise<Diagno
  * `set`, as POST /v1/policies/validate reports them: POST /v1/policies answers
  * them beside the created policy. `locator` places them in a YAML body.
  */
-export async function lintsOf(set: CompiledSet, id: string, locator?: SourceLocator): Promise<Diagnostic[]> {
+export async function lintsOf(set: CompiledSet, id: string, retentionDays: number | null | undefined, locator?: SourceLocator): Promise<Diagnostic[]> {
   const policy = set.policies.find((p) => p.id === id);
   if (!policy) return [];
   const pos = locator?.value('');
@@ -84,16 +85,16 @@ export async function lintsOf(set: CompiledSet, id: string, locator?: SourceLoca
     condition: set.table.byId.get(id)?.conditionAst ?? null,
     origin: { pointer: '', ...(locator && pos ? { file: locator.file, line: pos.line, col: pos.col, locator } : {}) },
   };
-  return (await inEnvironment(set, mine)).filter((d) => d.severity === 'warning');
+  return (await inEnvironment(set, mine, retentionDays)).filter((d) => d.severity === 'warning');
 }
 
-export async function validatePolicy(set: CompiledSet, input: PolicyInput, nowMs: number): Promise<PolicyValidation> {
+export async function validatePolicy(set: CompiledSet, input: PolicyInput, nowMs: number, retentionDays?: number | null): Promise<PolicyValidation> {
   const { item, diagnostics } = readBodyPolicy(input, nowMs);
   if (item) {
     const clash = nameClash(set.policies, item.policy, input.locator);
     // As the compiler: lints run on a set without errors.
     if (clash) diagnostics.push(clash);
-    else diagnostics.push(...(await inEnvironment(set, item)));
+    else diagnostics.push(...(await inEnvironment(set, item, retentionDays)));
   }
   const rank = (s: Severity) => (s === 'error' ? 0 : 1);
   const sorted = [...diagnostics].sort(

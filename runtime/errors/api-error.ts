@@ -94,6 +94,10 @@ export class TooManyPoliciesError extends ApiError {
   static override readonly code = 'validation.too_many_policies';
   static override readonly status = 400;
 }
+export class TooManyLabelsError extends ApiError {
+  static override readonly code = 'validation.too_many_labels';
+  static override readonly status = 400;
+}
 
 // --- decisions (docs/api.md#decisions) -------------------------------------------------------
 export class DecisionNotFoundError extends ApiError {
@@ -129,6 +133,16 @@ export class DecisionAwaitingApprovalError extends ApiError {
 export class SelfReviewError extends ApiError {
   static override readonly code = 'review.self_review';
   static override readonly status = 403;
+}
+
+// --- sessions (extension: docs/api.md#sessions) ------------------------------
+export class SessionNotFoundError extends ApiError {
+  static override readonly code = 'session.not_found';
+  static override readonly status = 404;
+}
+export class SessionFullError extends ApiError {
+  static override readonly code = 'session.too_many_labels';
+  static override readonly status = 409;
 }
 
 // --- other resources ----------------------------------------------------------
@@ -232,6 +246,7 @@ export const ERROR_CLASSES = [
   InvalidPolicyError,
   InvalidBundleError,
   TooManyPoliciesError,
+  TooManyLabelsError,
   DecisionNotFoundError,
   DecisionAlreadyConfirmedError,
   DecisionExpiredError,
@@ -240,6 +255,8 @@ export const ERROR_CLASSES = [
   DecisionAlreadyReviewedError,
   DecisionAwaitingApprovalError,
   SelfReviewError,
+  SessionNotFoundError,
+  SessionFullError,
   PolicyNotFoundError,
   PolicyConflictError,
   AgentNotFoundError,

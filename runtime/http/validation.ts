@@ -54,11 +54,62 @@ export function toApiError(errors: ErrorObject[], part: string | undefined, body
       const allowed = (e.params as { allowedValues: unknown[] }).allowedValues.map((v) => (typeof v === 'string' ? v : JSON.stringify(v)));
       return { path: e.instancePath || '/', message: `${where(part, e.instancePath)} must be one of ${allowed.join(', ')}`, missing: false };
     }
+    if (e.keyword === 'type') {
+      return {
+        path: e.instancePath || '/',
+        message: `${where(part, e.instancePath)} ${typeProblem(e.params as { type: string | string[] }, valueAt(body, part, e.instancePath))}`,
+        missing: false,
+      };
+    }
     return { path: e.instancePath || '/', message: `${where(part, e.instancePath)} ${e.message ?? 'is invalid'}`, missing: false };
   });
   const first = details.find((d) => d.missing) ?? details[0]!;
   const list = details.map(({ path, message }) => ({ path, message }));
   return first.missing ? new MissingFieldError(first.message, { details: list }) : new InvalidFieldError(first.message, { details: list });
+}
+
+/** JSON Schema's type names in words (a Map: these are type names, not a public JSON form). */
+const A_TYPE = new Map([
+  ['number', 'a number'],
+  ['integer', 'a whole number'],
+  ['string', 'a string'],
+  ['boolean', 'true or false'],
+  ['object', 'an object'],
+  ['array', 'an array'],
+  ['null', 'null'],
+]);
+
+/** What JSON type a value is, as {@link typeProblem} names it. */
+function typeOf(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'array';
+  return typeof value === 'number' && Number.isInteger(value) ? 'integer' : typeof value;
+}
+
+/**
+ * A type error in words: `must be a number, not a string ("20")` (Ajv's own is
+ * `must be number,null`); a nullable field's null is left out, being the
+ * field's absence.
+ */
+function typeProblem(params: { type: string | string[] }, value: unknown): string {
+  const wanted = (Array.isArray(params.type) ? params.type : params.type.split(',')).filter((t) => t !== 'null');
+  const names = (wanted.length > 0 ? wanted : ['null']).map((t) => A_TYPE.get(t) ?? t);
+  if (value === undefined) return `must be ${names.join(' or ')}`;
+  const given = typeOf(value);
+  const shown = given === 'string' ? ` (${JSON.stringify(value).slice(0, 40)})` : '';
+  const not = given === 'boolean' ? String(value) : (A_TYPE.get(given === 'integer' ? 'number' : given) ?? given);
+  return `must be ${names.join(' or ')}, not ${not}${shown}`;
+}
+
+/** The value at a JSON pointer of the request part that was validated (the body's). */
+function valueAt(body: unknown, part: string | undefined, pointer: string): unknown {
+  if (part !== 'body') return undefined;
+  let value = body;
+  for (const token of pointer.split('/').slice(1)) {
+    if (value === null || typeof value !== 'object') return undefined;
+    value = (value as Record<string, unknown>)[token.replaceAll('~1', '/').replaceAll('~0', '~')];
+  }
+  return value;
 }
 
 /** preValidation hook: body, query string and path parameters must be storable (never a 500 for bad input). */

@@ -151,6 +151,17 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     errors: { 404: notFound('agent.not_found') },
   },
 
+  'GET /v1/sessions/{session_id}': {
+    summary: "A session's labels (what it has read), its decisions and its last decision's time (extension)",
+    success: [200, ref('Session')],
+    errors: { 404: 'session.not_found: no decision or label named this session, or it ended after AUTHZ_SESSION_IDLE_HOURS without one' },
+  },
+  'POST /v1/sessions/{session_id}/labels': {
+    summary: 'Add labels to a session (source api; a session exists from its first decision or label) (extension)',
+    success: [200, ref('Session')],
+    errors: { 409: 'session.too_many_labels: the session would hold more than 256 labels; nothing was added' },
+  },
+
   'GET /v1/budgets': { summary: 'Budget usage per (policy, agent), (policy, agent, session) or (policy, user) this period', success: [200, ref('BudgetList')] },
   'GET /v1/budgets/remaining': {
     summary: 'What is left this period of each budget that would apply to the agent, session and user (extension)',

@@ -33,7 +33,13 @@ export function decisionResource(row: DecisionRow, nowMs: number, options: { wit
     // Extensions (docs/reviews.md#the-rules).
     review: reviewResource(row),
     approval_expires_at: row.approval_expires_at ? row.approval_expires_at.toISOString() : null,
-    metadata: { matched_policy_ids: row.matched_policy_ids, warnings: row.warnings, ...(row.shadow ? { shadow: row.shadow } : {}) },
+    metadata: {
+      matched_policy_ids: row.matched_policy_ids,
+      warnings: row.warnings,
+      ...(row.shadow ? { shadow: row.shadow } : {}),
+      // Extension (docs/policies.md#labels): only when a candidate policy read or added labels.
+      ...(row.session_labels ? { session_labels: row.session_labels } : {}),
+    },
   };
 }
 

@@ -9,8 +9,7 @@ export type DecisionEffect = 'allow' | 'deny' | 'review';
 /** A review decision's review (migration 012): open until a reviewer (or the approval timeout) answers. */
 export type ReviewStatus = 'open' | 'approved' | 'denied';
 
-/** A warning in a decision's metadata (policy.conflict, budget.below_threshold). */
-/** An entry of a decision's `warnings` column (policy.conflict, budget.below_threshold), as the decision answers it. */
+/** An entry of a decision's `warnings` column (policy.conflict, budget.below_threshold, environment.no_policies), as the decision answers it. */
 export interface WarningRow {
   code: string;
   message: string;
@@ -60,6 +59,11 @@ export interface DecisionRow {
    * rows made in memory may leave it out.
    */
   review_request_context?: Record<string, unknown> | null;
+  /**
+   * The session's labels it was decided with (migration 022): null when none of
+   * its candidate policies reads or adds labels. Rows made in memory may leave it out.
+   */
+  session_labels?: string[] | null;
 }
 
 export interface NewAgent {
@@ -105,16 +109,16 @@ export async function writeDecisionBatch(
     ), new_decisions as (
       insert into decisions (account_id, environment, id, agent_id, action, resource, amount, context, effect, reason,
         policy_id, matched_policy_ids, warnings, status, evaluated_at, expires_at, ttl_seconds, permit_token,
-        session_id, on_behalf_of, args_digest, key_id, shadow, review_status, approval_expires_at)
+        session_id, on_behalf_of, args_digest, key_id, shadow, review_status, approval_expires_at, session_labels)
       select account_id, environment, id, agent_id, action, resource, amount, context, effect, reason,
         policy_id, matched_policy_ids, warnings, status, evaluated_at, expires_at, ttl_seconds, null,
-        session_id, on_behalf_of, args_digest, key_id, shadow, review_status, approval_expires_at
+        session_id, on_behalf_of, args_digest, key_id, shadow, review_status, approval_expires_at, session_labels
       from jsonb_to_recordset(${sql.json(decisions as never)}::jsonb)
         as x(account_id text, environment text, id text, agent_id text, action text, resource text, amount float8,
              context jsonb, effect text, reason text, policy_id text, matched_policy_ids text[], warnings jsonb,
              status text, evaluated_at timestamptz, expires_at timestamptz, ttl_seconds int,
              session_id text, on_behalf_of text, args_digest text, key_id text, shadow jsonb,
-             review_status text, approval_expires_at timestamptz)
+             review_status text, approval_expires_at timestamptz, session_labels text[])
       returning 1
     ), decision_events as (
       -- By reference (migration 017): an allow or deny event names its decision instead of copying it.
@@ -134,7 +138,7 @@ export async function writeDecisionBatch(
 export const COLUMNS = (sql: SqlOrTx) => sql`account_id, environment, id, agent_id, action, resource, amount, context, effect, reason,
   policy_id, matched_policy_ids, warnings, status, evaluated_at, expires_at, ttl_seconds, permit_token, resolved_at, confirmed_amount,
   session_id, on_behalf_of, args_digest, key_id, shadow, review_status, reviewer, review_note, reviewed_at, reviewer_key_id, approval_expires_at,
-  review_request_context`;
+  review_request_context, session_labels`;
 
 export async function findDecision(sql: SqlOrTx, accountId: string, environment: Environment, id: string): Promise<DecisionRow | undefined> {
   const [row] = await sql<DecisionRow[]>`select ${COLUMNS(sql)} from decisions

@@ -102,6 +102,41 @@ describe.each(STORE_KINDS)('OpenAI Agents SDK adapter (%s store)', (kind) => {
     return { agentId, ran, seen, guard, tools: [refund, deleteCustomer] };
   }
 
+  it('a tool that declares labels adds them to the session before its result is returned; the next decision sees them', async () => {
+    const agentId = supportAgent('oa-labels');
+    const session = `run-${agentId}`;
+    const authz = svc.inSession(session);
+    const guard = createAgentsToolGuard({ authz, agent_id: agentId });
+    const readFile = guard.tool({
+      name: 'read_file',
+      description: 'Read a file',
+      parameters: z.object({ path: z.string() }),
+      authorization: { action: 'files.read', resource: (i) => `file:${i.path}`, labels: (_i, result) => (String(result).includes('salary') ? ['private', 'pii'] : ['private']) },
+      execute: async ({ path }) => `salary table from ${path}`,
+    });
+    const sendEmail = guard.tool({
+      name: 'send_email',
+      description: 'Send an e-mail',
+      parameters: z.object({ to: z.string() }),
+      authorization: { action: 'email.send', resource: (i) => `mailto:${i.to}` },
+      execute: async ({ to }) => `sent to ${to}`,
+    });
+    const readId = callId();
+    const mailId = callId();
+    const model = new ScriptedModel([[call('read_file', readId, { path: 'hr/salaries.csv' })], [call('send_email', mailId, { to: 'x@out.example' })], [say('stopped')]]);
+    const result = await run(new Agent({ name: 'assistant', model, tools: [readFile, sendEmail] }), 'Mail the salaries out');
+    expect(result.finalOutput).toBe('stopped');
+    expect(outputSeen(model, readId)).toBe('salary table from hr/salaries.csv');
+    const [mail, read] = await svc.decisionsOf(agentId);
+    expect(read).toMatchObject({ action: 'files.read', status: 'confirmed' });
+    expect((await authz.getSession()).labels.map((l) => [l.label, l.source])).toEqual([
+      ['pii', 'api'],
+      ['private', 'api'],
+    ]);
+    expect(mail).toMatchObject({ action: 'email.send', effect: 'deny', policy_id: 'pol_mail_after_private', metadata: { session_labels: ['pii', 'private'] } });
+    expect(outputSeen(model, mailId)).toBe(`Denied by agent-authz: policy.matched (decision ${mail!.id}). The tool was not called.`);
+  });
+
   it('an allowed call runs with its decision and permit, and is confirmed with the amount', async () => {
     const s = setup('oa-ok');
     const id = callId();

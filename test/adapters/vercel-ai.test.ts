@@ -100,6 +100,50 @@ describe.each(STORE_KINDS)('Vercel AI SDK adapter (%s store)', (kind) => {
     return { refund, delete_customer: deleteCustomer, lookup };
   }
 
+  /** A run's file reader (its results carry `private`, or what `labels` says) and mailer. */
+  function runTools(agentId: string, session: string, labels: readonly string[] = ['private']) {
+    const authz = svc.inSession(session);
+    const readFile = guardedTool(
+      { authz, agent_id: agentId, action: 'files.read', resource: (i: { path: string }) => `file:${i.path}`, labels },
+      { description: 'Read a file', inputSchema: z.object({ path: z.string() }), execute: async ({ path }) => `contents of ${path}` },
+    );
+    const sendEmail = guardedTool(
+      { authz, agent_id: agentId, action: 'email.send', resource: (i: { to: string }) => `mailto:${i.to}` },
+      { description: 'Send an e-mail', inputSchema: z.object({ to: z.string(), body: z.string() }), execute: async ({ to }) => `sent to ${to}` },
+    );
+    return { authz, tools: { read_file: readFile, send_email: sendEmail } };
+  }
+
+  it('a tool that declares labels adds them to the session before its result is returned; the next decision sees them', async () => {
+    const agentId = supportAgent('vercel-labels');
+    const session = `run-${agentId}`;
+    const { authz, tools: t } = runTools(agentId, session);
+    const first = scriptedModel([{ id: 'call-read-1', tool: 'read_file', input: { path: 'hr/salaries.csv' } }]);
+    await generateText({ model: first, tools: t, stopWhen: stepCountIs(3), prompt: 'Read the salaries' });
+    expect(toolOutputsSeen(first)['call-read-1']).toMatchObject({ type: 'text', value: 'contents of hr/salaries.csv' });
+    const [read] = await svc.decisionsOf(agentId);
+    const labels = (await authz.getSession()).labels;
+    expect(labels).toEqual([{ label: 'private', added_at: expect.any(String), source: 'api', detail: `result of files.read (decision ${read!.id})` }]);
+    const second = scriptedModel([{ id: 'call-mail-1', tool: 'send_email', input: { to: 'x@out.example', body: 'salaries' } }]);
+    const result = await generateText({ model: second, tools: t, stopWhen: stepCountIs(3), prompt: 'Mail them out' });
+    const error = result.steps[0]!.content.find((p) => p.type === 'tool-error');
+    expect((error as { error: DecisionDeniedError }).error).toBeInstanceOf(DecisionDeniedError);
+    const [mail] = await svc.decisionsOf(agentId);
+    expect(mail).toMatchObject({ action: 'email.send', effect: 'deny', policy_id: 'pol_mail_after_private', metadata: { session_labels: ['private'] } });
+  });
+
+  it('labels that cannot be added withhold the result: the call fails and its decision is rejected', async () => {
+    const agentId = supportAgent('vercel-labels-bad');
+    const { tools: t } = runTools(agentId, `run-${agentId}`, ['Not A Label']);
+    const model = scriptedModel([{ id: 'call-read-2', tool: 'read_file', input: { path: 'a.txt' } }]);
+    const result = await generateText({ model, tools: t, stopWhen: stepCountIs(3), prompt: 'Read a.txt' });
+    const error = result.steps[0]!.content.find((p) => p.type === 'tool-error');
+    expect((error as { error: Error }).error.message).toContain('Not A Label');
+    expect(JSON.stringify(toolOutputsSeen(model)['call-read-2'])).not.toContain('contents of a.txt');
+    const [d] = await svc.decisionsOf(agentId);
+    expect(d).toMatchObject({ action: 'files.read', status: 'rejected' });
+  });
+
   it('runs an allowed call under its decision (permit bound to the arguments) and confirms it with the amount', async () => {
     const agentId = supportAgent('vercel-ok');
     const ran: string[] = [];

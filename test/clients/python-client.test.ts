@@ -21,7 +21,7 @@ import { START, startRuntime, type TestRuntime } from '../runtime/helpers/app.js
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const PYTHON = process.env.AUTHZ_TEST_PYTHON ?? 'python3';
 
-/** The policies clients/python/tests/support.py names (ALLOW, DENY, REVIEW, CHARGE, LIMITED, LLM). */
+/** The policies clients/python/tests/support.py names (ALLOW, DENY, REVIEW, CHARGE, LIMITED, LLM, FILES_READ, SEND). */
 const POLICIES = [
   { id: 'pol_read', effect: 'allow', actions: ['orders.read'] },
   { id: 'pol_delete', effect: 'deny', actions: ['orders.delete'] },
@@ -30,6 +30,9 @@ const POLICIES = [
   { id: 'pol_export', effect: 'allow', actions: ['reports.export'], rate_limit: { per_minute: 1 } },
   { id: 'pol_llm_usd', effect: 'allow', actions: ['llm.call'], budget: { unit: 'USD', limit: 1, period: 'daily', scope: 'session' } },
   { id: 'pol_llm_tokens', effect: 'allow', actions: ['llm.call'], budget: { unit: 'tokens', limit: 10_000, period: 'daily', scope: 'session' } },
+  { id: 'pol_files_read', effect: 'allow', actions: ['files.read'], labels: ['private'] },
+  { id: 'pol_send', effect: 'allow', actions: ['email.send'] },
+  { id: 'pol_send_untrusted', effect: 'deny', priority: 10, actions: ['email.send'], condition: "contains(session.labels, 'untrusted')" },
 ] as const;
 
 /** Signatures made independently of the Python code: the service's signer, and the Standard Webhooks scheme with node:crypto. */
@@ -74,7 +77,8 @@ describe.each(STORE_KINDS)('Python client (%s)', (kind) => {
   let url: string;
   beforeAll(async () => {
     rt = await startRuntime(kind);
-    await rt.setPolicies(POLICIES.map((p) => ({ ...p, actions: [...p.actions] })));
+    // Mutable copies of the constant policies (their lists are readonly).
+    await rt.setPolicies(structuredClone(POLICIES) as unknown as Parameters<TestRuntime['setPolicies']>[0]);
     rt.services.dispatcher.start();
     url = await rt.app.listen({ port: 0, host: '127.0.0.1' });
   });

@@ -1,14 +1,18 @@
 /**
  * docs/api.md's AuthZEN section works as written: its shell blocks, taken from
  * the page, run through `sh` against a real `node bin/authz.js serve` on a
- * fresh embedded store (examples/authzen-todo loaded), with the page's
- * variables: AUTHZ_URL, AUTHZ_API_KEY (the printed test key), GATEWAY_KEY
- * (decisions:write and decisions:read) and REVIEWER_KEY (reviews:read and
- * reviews:write), the two made with the operator API. Each block prints what
+ * fresh embedded store (examples/authzen-todo loaded), in the order a reader
+ * meets them, in a shell that has only what the page sets: its first block,
+ * with what the reader pastes (the operator token the service was started
+ * with, the printed test key, the URL), exports AUTHZ_URL and AUTHZ_API_KEY and
+ * makes GATEWAY_KEY (decisions:write, decisions:read) and REVIEWER_KEY
+ * (reviews:read, reviews:write, policies:read) with `npx authz keys create`;
+ * its second stores the five Todo users. Each block prints what
  * its `# ...` comment lines show: the comment is read as a pattern (`...`
  * inside a string is any rest of the string, elsewhere any members; a
  * timestamp is any timestamp; https://authz.example.com is the service).
  *
+ * - The evaluation example: Morty may update his todo, with the gateway key.
  * - The Todo scenario: the user's attributes stored by the page's PUT.
  * - Search: who may create a todo (two to a page, Rick and Morty, a token),
  *   what Beth may do with one; the next page with the token gives Summer.
@@ -96,26 +100,57 @@ describe("docs/api.md's AuthZEN curl commands", () => {
 
   beforeAll(async () => {
     server = await startFreshServe('authz-authzen-doc-', { AUTHZ_ADMIN_TOKEN: ADMIN_TOKEN });
-    const accounts = await request(server.base, ADMIN_TOKEN, 'GET', '/admin/accounts?name=default');
-    expect(accounts.status, JSON.stringify(accounts.body)).toBe(200);
-    const accountId = accounts.body.data[0].id as string;
-    const keyWith = async (scopes: string[]) => {
-      const created = await request(server!.base, ADMIN_TOKEN, 'POST', `/admin/accounts/${accountId}/api-keys`, { environment: 'test', scopes });
-      expect(created.status, JSON.stringify(created.body)).toBe(201);
-      return created.body.key as string;
-    };
-    env = {
-      ...process.env,
-      AUTHZ_URL: server.base,
-      AUTHZ_API_KEY: server.testKey,
-      GATEWAY_KEY: await keyWith(['decisions:write', 'decisions:read']),
-      REVIEWER_KEY: await keyWith(['reviews:read', 'reviews:write']),
-      NO_PROXY: '127.0.0.1,localhost',
-      no_proxy: '127.0.0.1,localhost',
-    };
+    // The shell the reader types in: only what the page tells them to set, set by the page's own block below.
+    env = { ...process.env, NO_PROXY: '127.0.0.1,localhost', no_proxy: '127.0.0.1,localhost' };
+    for (const name of ['AUTHZ_URL', 'AUTHZ_API_KEY', 'AUTHZ_ADMIN_TOKEN', 'GATEWAY_KEY', 'REVIEWER_KEY']) delete env[name];
   }, 120_000);
   afterAll(async () => {
     await server?.stop();
+  });
+
+  it('the setup runs as typed on the fresh store: the three keys (two made with the operator token), the five users stored', async () => {
+    const [keys, users] = shBlocks('### Before the examples: the keys and the Todo users');
+    // What the reader pastes: the service's URL, the operator token, the printed test key.
+    const typed = keys!
+      .replace('export AUTHZ_ADMIN_TOKEN=...', `export AUTHZ_ADMIN_TOKEN=${ADMIN_TOKEN}`)
+      .replace('export AUTHZ_API_KEY=svc_test_sk_...', `export AUTHZ_API_KEY=${server!.testKey}`)
+      .replaceAll('http://127.0.0.1:8080', server!.base);
+    expect(typed).not.toContain('...');
+    const out = await sh(
+      [
+        // `npx authz` is this checkout's bin (a clone's npx finds it in node_modules/.bin).
+        `npx() { if [ "$1" = authz ]; then shift; node "${join(ROOT, 'bin', 'authz.js')}" "$@"; else command npx "$@"; fi; }`,
+        typed,
+        marker('users'),
+        users!,
+        marker('keys'),
+        'printf "%s\\n%s\\n%s\\n%s\\n" "$AUTHZ_URL" "$AUTHZ_API_KEY" "$GATEWAY_KEY" "$REVIEWER_KEY"',
+      ].join('\n'),
+    );
+    const [, afterUsers] = out.split('=== users\n');
+    const [printed, variables] = afterUsers!.split('=== keys\n');
+    expect(printed).toMatch(expectedOutput(users!, server!.base));
+    const [url, apiKey, gatewayKey, reviewerKey] = variables!.trim().split('\n');
+    expect(gatewayKey).toMatch(/^svc_test_sk_\w+$/);
+    expect(reviewerKey).toMatch(/^svc_test_sk_\w+$/);
+    env = { ...env, AUTHZ_URL: url, AUTHZ_API_KEY: apiKey, GATEWAY_KEY: gatewayKey, REVIEWER_KEY: reviewerKey };
+    // The keys have the scopes the page gives them.
+    const scopes = async (key: string, path: string) => (await request(server!.base, key, 'GET', path)).status;
+    expect(await scopes(gatewayKey!, '/v1/decisions?limit=1')).toBe(200);
+    expect(await scopes(gatewayKey!, '/v1/policies?limit=1')).toBe(403);
+    expect(await scopes(reviewerKey!, '/v1/reviews')).toBe(200);
+    expect(await scopes(reviewerKey!, '/v1/policies?limit=1')).toBe(200);
+    // The five users, as the scenario has them.
+    const beth = await request(server!.base, server!.testKey, 'GET', '/v1/agents/CiRmZDM2MTRkMy1jMzlhLTQ3ODEtYjdiZC04Yjk2ZjVhNTEwMGQSBWxvY2Fs');
+    expect(beth.body).toMatchObject({ attributes: { email: 'beth@the-smiths.com', roles: ['viewer'] } });
+  }, 60_000);
+
+  it('the evaluation example answers as shown, with the gateway key', async () => {
+    const [evaluation] = shBlocks('### `POST /access/v1/evaluation`');
+    expect(evaluation).toContain('$GATEWAY_KEY');
+    const out = await sh(evaluation!);
+    expect(out).toMatch(expectedOutput(evaluation!, server!.base));
+    expect(JSON.parse(out)).toMatchObject({ decision: true, context: { effect: 'allow', reason: 'policy.matched' } });
   });
 
   it("shows the Todo scenario's policies as examples/authzen-todo/policies.yaml has them", () => {
@@ -133,29 +168,20 @@ describe("docs/api.md's AuthZEN curl commands", () => {
     expect(put).toContain('curl -X PUT "$AUTHZ_URL/v1/agents/');
     const stored = JSON.parse(await sh(put!));
     expect(stored).toMatchObject({ object: 'agent', attributes: { email: 'morty@the-citadel.com', roles: ['editor'] } });
-    // The scenario's other users, as the page's PUT stores Morty.
-    const others: Array<[string, string, string[]]> = [
-      ['CiRmZDA2MTRkMy1jMzlhLTQ3ODEtYjdiZC04Yjk2ZjVhNTEwMGQSBWxvY2Fs', 'rick@the-citadel.com', ['admin', 'evil_genius']],
-      ['CiRmZDI2MTRkMy1jMzlhLTQ3ODEtYjdiZC04Yjk2ZjVhNTEwMGQSBWxvY2Fs', 'summer@the-smiths.com', ['editor']],
-      ['CiRmZDM2MTRkMy1jMzlhLTQ3ODEtYjdiZC04Yjk2ZjVhNTEwMGQSBWxvY2Fs', 'beth@the-smiths.com', ['viewer']],
-      ['CiRmZDQ2MTRkMy1jMzlhLTQ3ODEtYjdiZC04Yjk2ZjVhNTEwMGQSBWxvY2Fs', 'jerry@the-smiths.com', ['viewer']],
-    ];
-    for (const [id, email, roles] of others) {
-      const r = await request(server!.base, server!.testKey, 'PUT', `/v1/agents/${id}`, { attributes: { email, roles } });
-      expect(r.status, JSON.stringify(r.body)).toBe(200);
-    }
+    // The scenario's other users (stored by the setup script), in the order of their ids.
+    const others = ['CiRmZDA2MTRkMy1jMzlhLTQ3ODEtYjdiZC04Yjk2ZjVhNTEwMGQSBWxvY2Fs', 'CiRmZDI2MTRkMy1jMzlhLTQ3ODEtYjdiZC04Yjk2ZjVhNTEwMGQSBWxvY2Fs'];
 
     const [search] = shBlocks('### `POST /access/v1/search/subject` and `/access/v1/search/action`');
     const [subjects, actions] = search!.split('\n\n');
     const first = await sh(subjects!);
     expect(first).toMatch(expectedOutput(subjects!, server!.base));
     const page = JSON.parse(first);
-    expect(page.results.map((r: { id: string }) => r.id)).toEqual([others[0]![0], 'CiRmZDE2MTRkMy1jMzlhLTQ3ODEtYjdiZC04Yjk2ZjVhNTEwMGQSBWxvY2Fs']);
+    expect(page.results.map((r: { id: string }) => r.id)).toEqual([others[0], 'CiRmZDE2MTRkMy1jMzlhLTQ3ODEtYjdiZC04Yjk2ZjVhNTEwMGQSBWxvY2Fs']);
     const out = await sh(actions!);
     expect(out).toMatch(expectedOutput(actions!, server!.base));
     // The next page, as the page says: Summer, and the end.
     const next = await sh(subjects!.replace('"page": { "limit": 2 }', `"page": { "limit": 2, "token": "${page.page.next_token}" }`));
-    expect(JSON.parse(next)).toEqual({ results: [{ type: 'user', id: others[1]![0] }], page: { next_token: '' } });
+    expect(JSON.parse(next)).toEqual({ results: [{ type: 'user', id: others[1] }], page: { next_token: '' } });
   }, 60_000);
 
   it('the access-request round trip runs as typed, with two keys, and ends with the permit', async () => {

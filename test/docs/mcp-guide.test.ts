@@ -5,7 +5,9 @@
  * through `sh` as they stand (the config file name and the port aside), each
  * printing exactly the output the page shows (decision ids aside: they are
  * `dec_...` on the page); section 6's configuration and agent saved likewise,
- * its policies and agent run as written.
+ * its policies and agent run as written; the reference's "Mappings declared by
+ * the server" likewise (bank.yaml saved, its policy and the example agent in
+ * front of examples/agents/bank-tools-server.ts, decided in the server's namespace).
  */
 import { execFile, spawn } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -53,11 +55,13 @@ describe('docs/mcp.md', () => {
   }, 120_000);
 
   const kbConfig = `.mcp-doc-kb-${process.pid}.yaml`;
+  const bankConfig = `.mcp-doc-bank-${process.pid}.yaml`;
   const kbAgent = `.mcp-doc-kb-agent-${process.pid}.mjs`;
 
   afterAll(async () => {
     rmSync(join(ROOT, config), { force: true });
     rmSync(join(ROOT, kbConfig), { force: true });
+    rmSync(join(ROOT, bankConfig), { force: true });
     rmSync(join(ROOT, kbAgent), { force: true });
     await server?.stop();
   });
@@ -101,6 +105,31 @@ describe('docs/mcp.md', () => {
     const script = block('6.', 'sh');
     expect(script.trim().split('\n').at(-1)).toBe('node kb-agent.mjs kb.yaml');
     expect(normalised(await sh(script.replaceAll('kb-agent.mjs', kbAgent).replaceAll('kb.yaml', kbConfig)))).toBe(block('6.', 'text'));
+  });
+
+  it("mappings declared by the server: the example server's declaration, bank.yaml, the policy and the agent, as the page shows", async () => {
+    const start = PAGE.indexOf('\n### Mappings declared by the server\n');
+    const section = PAGE.slice(start, PAGE.indexOf('\n### ', start + 1));
+    const fenced = (lang: string) => [...section.matchAll(/```(\w*)\n([\s\S]*?)```/g)].filter((m) => m[1] === lang).map((m) => m[2]!);
+    // The declaration shown is the example server's own (the agent's run below shows the proxy deciding by it).
+    const shown = JSON.parse(fenced('json')[0]!) as { name: string; inputSchema: { 'x-authzen-mapping': { evaluation: { action: { name: string }; resource: { id: string } } } } };
+    const source = readFileSync(join(ROOT, 'examples', 'agents', 'bank-tools-server.ts'), 'utf8');
+    const { evaluation } = shown.inputSchema['x-authzen-mapping'];
+    expect(source).toContain(`name: "${evaluation.action.name}"`);
+    expect(source).toContain(`id: '${evaluation.resource.id}'`);
+    writeFileSync(join(ROOT, bankConfig), fenced('yaml')[0]!);
+    const script = fenced('sh')[0]!;
+    expect(script.trim().split('\n').at(-1)).toBe('node dist/examples/agents/mcp-agent.js --server bank bank.yaml');
+    expect(normalised(await sh(script.replaceAll('bank.yaml', bankConfig)))).toBe(fenced('text')[0]);
+    // Decided in the server's namespace, as the page says.
+    const decisions = (await (await fetch(`${env.AUTHZ_URL}/v1/decisions?agent_id=treasury-bot`, { headers: { authorization: `Bearer ${env.AUTHZ_API_KEY}` } })).json()) as {
+      data: Array<{ action: string; resource: string; effect: string }>;
+    };
+    expect(decisions.data.map((d) => [d.action, d.resource, d.effect]).reverse()).toEqual([
+      ['bank.get_balance', 'account:acc-1', 'deny'],
+      ['bank.small_transfer', 'account:acc-1', 'allow'],
+      ['bank.large_transfer', 'account:acc-1', 'deny'],
+    ]);
   });
 
   it('the client configuration example is JSON naming the proxy command', () => {

@@ -17,7 +17,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROOT, startFreshServe, type FreshServe } from '../helpers/server-process.js';
+import { request, ROOT, startFreshServe, type FreshServe } from '../helpers/server-process.js';
 
 const run = promisify(execFile);
 const PAGE = readFileSync(join(ROOT, 'docs', 'reviews.md'), 'utf8');
@@ -98,6 +98,9 @@ describe('docs/reviews.md: end to end, with curl', () => {
         .map((p) => [p.slice(0, p.indexOf('\n')), p.slice(p.indexOf('\n') + 1).trim()]),
     );
     expect(parts['reviewer key']).toMatch(/^svc_test_sk_\w+$/);
+    // The reviewer key reads the policies too (the Reviews view names them and the amounts' units).
+    const policies = await request(server!.base, parts['reviewer key']!, 'GET', '/v1/policies?limit=1');
+    expect(policies.status, JSON.stringify(policies.body)).toBe(200);
     // authz keys create --account-name default says, beside the JSON piped to jq, that it reused the seeded account.
     expect(stderr).toMatch(/^using the existing account acc_\w+ \(default\)$/m);
     const created = JSON.parse(parts.policy!);

@@ -344,16 +344,20 @@ describe('the auth: configuration', () => {
   it('collects every problem', () => {
     const problems: string[] = [];
     expect(
-      parseAuthConfig({ issuer: 'ftp://x', jwks_uri: 'nope', audience: 'relative/path', agent_claim: 'a b', scopes: ['a b'], jwks_cache_seconds: 0, extra: 1 }, problems),
+      parseAuthConfig(
+        { issuer: 'ftp://x', jwks_uri: 'nope', audience: 'relative/path', agent_claim: 'a b', scopes: ['a b'], jwks_cache_seconds: 0, max_token_lifetime_seconds: 10, extra: 1 },
+        problems,
+      ),
     ).toBeUndefined();
     expect(problems).toEqual([
-      'auth: unknown field "extra" (known: issuer, jwks_uri, audience, agent_claim, user_claim, scopes, jwks_cache_seconds)',
+      'auth: unknown field "extra" (known: issuer, jwks_uri, audience, agent_claim, user_claim, scopes, jwks_cache_seconds, max_token_lifetime_seconds)',
       "auth.issuer: required, the authorization server's issuer URL (http or https)",
       "auth.jwks_uri: an http(s) URL of the issuer's key set",
       'auth.audience: an absolute URL, the resource the tokens are issued for (default: --public-url)',
       'auth.agent_claim: a claim name (letters, digits, _ . : -)',
       'auth.scopes: a list of scope names (no spaces), e.g. [mcp:tools]',
       'auth.jwks_cache_seconds: a whole number of seconds, 1..86400',
+      'auth.max_token_lifetime_seconds: a whole number of seconds, 60..31536000 (the longest exp - iat taken)',
     ]);
     const none: string[] = [];
     expect(parseAuthConfig('yes', none)).toBeUndefined();
@@ -367,6 +371,7 @@ describe('the auth: configuration', () => {
       user_claim: 'sub',
       scopes: [],
       jwks_cache_seconds: 300,
+      max_token_lifetime_seconds: 86_400,
     });
   });
 });

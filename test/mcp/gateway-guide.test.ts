@@ -105,6 +105,17 @@ describe('docs/mcp.md: One gateway for many agents', () => {
     const section4Output = /```text\n([\s\S]*?)```/.exec(PAGE.slice(PAGE.indexOf('\n## 4.'), PAGE.indexOf('\n## 5.')))![1]!;
     for (const agentLine of agents) expect(normalised(await sh(asWritten(agentLine)))).toBe(section4Output);
 
+    // The first agent's line with a wrong secret: the agent says the gateway refused the client, exit 1.
+    const wrong = asWritten(agents[0]!).replace(/--client (\S+?):\S+/, '--client $1:not-the-secret');
+    expect(wrong).toContain(':not-the-secret');
+    const refused = await run('sh', ['-c', wrong], { cwd: ROOT, env }).then(
+      () => ({ code: 0, stderr: '' }),
+      (e: { code: number; stderr: string }) => e,
+    );
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:${gwPort}/mcp refused the client support-bot-7 \\(--client\\): .*; check its secret`));
+    expect(refused.stderr).not.toContain('could not start the proxy');
+
     expect(await sh(blocks(SECTION, 'sh')[3]!)).toBe(decisions);
     const bob = (await (await fetch(`${server!.base}/v1/decisions?on_behalf_of=bob`, { headers: { authorization: `Bearer ${server!.testKey}` } })).json()) as {
       data: Array<{ agent_id: string; session_id: string }>;

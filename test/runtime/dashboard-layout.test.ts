@@ -1,6 +1,6 @@
 /**
  * The dashboard as the people who review see it, in a real browser (Chromium,
- * 1,400 x 900) against the service on 127.0.0.1, on both stores, with ~50 mixed
+ * 1,366 x 900, and each view again at 1,920) against the service on 127.0.0.1, on both stores, with ~50 mixed
  * decisions seeded over half an hour of the service clock (allow, deny, review;
  * reviews an agent waits on and reviews after the fact; amounts in USD, EUR and
  * tokens). Each signed-in view is screenshotted (to $DASHBOARD_SHOTS, else a
@@ -25,7 +25,9 @@ import type { JsonObject } from '../helpers/json.js';
 import { decide as kitDecide } from '../helpers/kit.js';
 
 const SHOTS = process.env.DASHBOARD_SHOTS ?? join(tmpdir(), 'agent-authz-dashboard-shots');
-const VIEWPORT = { width: 1400, height: 900 };
+const VIEWPORT = { width: 1366, height: 900 };
+/** A laptop's window and a desktop's: every view fits both without scrolling sideways. */
+const WIDTHS = [1366, 1920];
 /** The one time format of the dashboard: `2026-11-21 10:05:00Z`. */
 const TIMESTAMP = /\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ/g;
 const shown = (iso: string) => iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z');
@@ -99,6 +101,35 @@ describe.each(STORE_KINDS)('dashboard layout in chromium (%s)', (kind) => {
   const nav = (name: string) => page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name });
   /** A screenshot of the whole page, or of the window only (what the user sees at that moment). */
   const shot = (name: string, fullPage = true) => page.screenshot({ path: join(SHOTS, `${kind}-${name}.png`), fullPage });
+  /**
+   * At each of WIDTHS: the page does not scroll sideways, no table scrolls in its
+   * wrapper, every button of the view is inside the window, words whole; a
+   * screenshot of each (`NAME-1366.png`, `NAME-1920.png`). Back to VIEWPORT after.
+   */
+  const fitsEveryWidth = async (name: string) => {
+    try {
+      for (const width of WIDTHS) {
+        const at = `${name} at ${width} px`;
+        await page.setViewportSize({ width, height: VIEWPORT.height });
+        await expect.poll(() => page.evaluate('window.innerWidth'), POLL).toBe(width);
+        expect(await page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth'), at).toBeLessThanOrEqual(0);
+        expect(await overflowing(page), at).toEqual([]);
+        const outside = await page
+          .locator('#view button')
+          .evaluateAll((buttons) =>
+            buttons
+              .filter((b) => b.getClientRects().length > 0 && b.getBoundingClientRect().right > b.ownerDocument.documentElement.clientWidth)
+              .map((b) => b.getAttribute('aria-label') ?? b.textContent),
+          );
+        expect(outside, at).toEqual([]);
+        expect(await brokenWords(page), at).toEqual([]);
+        await shot(`${name}-${width}`);
+      }
+    } finally {
+      await page.setViewportSize(VIEWPORT);
+      await expect.poll(() => page.evaluate('window.innerWidth'), POLL).toBe(VIEWPORT.width);
+    }
+  };
   /** Decisions the agents made, by kind. */
   const made = { waiting: [] as Array<JsonObject>, after: [] as Array<JsonObject>, all: [] as Array<JsonObject> };
 
@@ -132,6 +163,17 @@ describe.each(STORE_KINDS)('dashboard layout in chromium (%s)', (kind) => {
         budget: { unit: 'USD', limit: 5000, period: 'daily' },
       },
       { id: 'pol_lay_refund_log', name: 'refunds-logged', effect: 'allow', actions: ['payments.refund'], priority: 30 },
+      // As long as the examples' policies get (examples/support): a long name, several actions, a long condition.
+      {
+        id: 'pol_support_marketplace_refunds_review',
+        name: 'support-marketplace-refunds-review',
+        effect: 'review',
+        agents: ['support-tier2-*', 'support-escalations-*'],
+        actions: ['payments.refund', 'payments.partial_refund', 'orders.cancel'],
+        resources: ['order:*'],
+        condition: "context.order_source != null && startsWith(context.order_source, 'marketplace') && context.customer_email != null",
+        priority: 45,
+      },
       {
         id: 'pol_lay_payouts',
         name: 'vendor-payouts-reviewed',
@@ -200,7 +242,15 @@ describe.each(STORE_KINDS)('dashboard layout in chromium (%s)', (kind) => {
   it('says at sign-in which key reviews', async () => {
     await page.goto(`${base}/dashboard`);
     const help = (await page.locator('#reviewer-key-help').textContent())!.replace(/\s+/g, ' ');
-    for (const words of ['reviewer key', 'reviews:read', 'reviews:write', '/admin/accounts/', 'authz keys create', '--scopes reviews:read,reviews:write', 'review.self_review'])
+    for (const words of [
+      'reviewer key',
+      'reviews:read',
+      'reviews:write',
+      '/admin/accounts/',
+      'authz keys create',
+      '--scopes reviews:read,reviews:write,policies:read',
+      'review.self_review',
+    ])
       expect(help).toContain(words);
     await shot('sign-in');
   });
@@ -229,13 +279,19 @@ describe.each(STORE_KINDS)('dashboard layout in chromium (%s)', (kind) => {
     const total = await page.locator('#decision-chart rect[data-effect]').evaluateAll((rects) => rects.reduce((n, r) => n + Number(r.getAttribute('data-count')), 0));
     expect(total).toBe(stats.totals.allow + stats.totals.deny + stats.totals.review);
 
+    // The legend speaks of the minutes on the axis: as many, from and to its labels.
+    const ticks = await page.locator('#decision-chart text.tick').allTextContents();
+    const minutes = await page.locator('#decision-chart').getAttribute('data-minutes');
+    const legend = (await page.locator('#overview-chart .legend').textContent())!;
+    expect(legend).toMatch(new RegExp(`^allow \\d+review \\d+deny \\d+ in the ${minutes} minutes shown, ${ticks.at(-2)} to ${ticks.at(-1)}$`));
+    expect(Number(minutes)).toBeLessThan(60);
     await expect.poll(() => page.locator('#overview-budgets').textContent(), POLL).toContain('charges-daily');
     const text = (await page.locator('#view').textContent())!;
     expect(text.split('Budgets nearest their limits')).toHaveLength(2);
     expect(await otherTimes(page)).toEqual([]);
     expect(await brokenWords(page)).toEqual([]);
     expect(await overflowing(page)).toEqual([]);
-    await shot('overview');
+    await fitsEveryWidth('overview');
   });
 
   it('decisions: an amount column with the unit, words whole, one time format', async () => {
@@ -253,7 +309,7 @@ describe.each(STORE_KINDS)('dashboard layout in chromium (%s)', (kind) => {
     expect(await otherTimes(page)).toEqual([]);
     expect(await brokenWords(page)).toEqual([]);
     expect(await overflowing(page)).toEqual([]);
-    await shot('decisions');
+    await fitsEveryWidth('decisions');
   });
 
   it('policies: sorted by priority, with their agents, resources and condition', async () => {
@@ -262,19 +318,27 @@ describe.each(STORE_KINDS)('dashboard layout in chromium (%s)', (kind) => {
     const headers = await page.locator('#view thead th').allTextContents();
     for (const column of ['Priority', 'Agents', 'Actions', 'Resources', 'Condition']) expect(headers).toContain(column);
     const priorities = await page.locator('#view tbody tr td:first-child').allTextContents();
-    expect(priorities.map(Number)).toEqual([5, 20, 25, 30, 40, 40, 50]);
+    expect(priorities.map(Number)).toEqual([5, 20, 25, 30, 40, 40, 45, 50]);
     const payouts = (await page.locator('tr[data-id="pol_lay_payouts"]').textContent())!;
     for (const part of ['vendor:*', 'amount <= 5000', 'any agent', 'payouts.send']) expect(payouts).toContain(part);
     await expect(page.locator('tr[data-id="pol_lay_refunds"]').textContent()).resolves.toContain('support-tier2-*');
     expect(await brokenWords(page)).toEqual([]);
     expect(await overflowing(page)).toEqual([]);
-    await shot('policies');
+    await fitsEveryWidth('policies');
   });
 
   it('policies: a saved edit that conflicts with another policy shows its lint (lint.conflict) beside the YAML', async () => {
     await page.getByRole('button', { name: 'YAML of no-order-deletes' }).click();
     const area = page.getByLabel('YAML', { exact: true });
     await expect.poll(() => area.inputValue(), POLL).toContain('orders.delete');
+    // The editor opens right under the row clicked (the first of eight), not below all rows.
+    const next = await page.locator('tr[data-id="pol_lay_deletes"]').evaluate((tr) => tr.nextElementSibling?.querySelector('#policy-yaml') !== null);
+    expect(next).toBe(true);
+    const rowBox = (await page.locator('tr[data-id="pol_lay_deletes"]').boundingBox())!;
+    const editorBox = (await page.locator('tr.editor').boundingBox())!;
+    expect(Math.abs(editorBox.y - (rowBox.y + rowBox.height))).toBeLessThanOrEqual(1);
+    expect((await area.boundingBox())!.y).toBeLessThan(editorBox.y + 100);
+    await shot('policies-editor-1366', false);
     const original = await area.inputValue();
     // The deny of deletes also denies reads, at the priority of the allow of reads (50): a conflict, decided by deny > allow.
     const conflicting = original.replace(/^priority: 5$/m, 'priority: 50').replace(/^ {2}- orders\.delete$/m, '  - orders.delete\n  - orders.read');
@@ -305,7 +369,7 @@ describe.each(STORE_KINDS)('dashboard layout in chromium (%s)', (kind) => {
       expect(await otherTimes(page), view).toEqual([]);
       expect(await brokenWords(page), view).toEqual([]);
       expect(await overflowing(page), view).toEqual([]);
-      await shot(view.toLowerCase());
+      await fitsEveryWidth(view.toLowerCase());
     }
   });
 
@@ -349,7 +413,7 @@ describe.each(STORE_KINDS)('dashboard layout in chromium (%s)', (kind) => {
     await shot('reviews-context');
     await context.getByText('context').click();
     expect(await overflowing(page)).toEqual([]);
-    await shot('reviews');
+    await fitsEveryWidth('reviews');
     // On a smaller laptop's window (1,024 px) the columns still fit, their words whole.
     await page.setViewportSize({ width: 1024, height: 768 });
     try {

@@ -285,6 +285,16 @@ describe.each(STORE_KINDS)('decisions over HTTP (%s)', (kind) => {
       expect(json(await getDecision(d.id)).agent_id).toBe(a);
     });
 
+    it('a field of the wrong type says which type, in words: "amount":"20" -> amount must be a number', async () => {
+      const amount = json(await decide({ ...{ agent_id: agent('types'), action: 'orders.read' }, amount: '20' }));
+      expect(amount.error).toMatchObject({ code: 'validation.invalid_field', message: 'amount must be a number, not a string ("20")' });
+      expect(amount.error.details).toEqual([{ path: '/amount', message: 'amount must be a number, not a string ("20")' }]);
+      const ttl = json(await decide({ agent_id: agent('types'), action: 'orders.read', ttl_seconds: true }));
+      expect(ttl.error.message).toBe('ttl_seconds must be a whole number, not true');
+      const context = json(await decide({ agent_id: agent('types'), action: 'orders.read', context: [1] }));
+      expect(context.error.message).toBe('context must be an object, not an array');
+    });
+
     it('a missing field beside an invalid one is still missing_field', async () => {
       expectError(await decide({ agent_id: 5 }), 400, 'validation.missing_field');
     });
@@ -556,6 +566,31 @@ describe.each(STORE_KINDS)('decisions over HTTP (%s)', (kind) => {
   });
 
   // Isolation of decisions (and of every other resource) across accounts and environments: test/runtime/isolation.test.ts.
+
+  describe('an environment without policies', () => {
+    it('warns environment.no_policies naming the environment (a live key after the README start); not once it has one', async () => {
+      const a = agent('empty-env');
+      // The other account's live environment has no policy at all.
+      const d = await decideOk({ agent_id: a, action: 'orders.read' }, otherLiveKey);
+      expect(d).toMatchObject({ effect: 'deny', reason: 'policy.not_found', livemode: true });
+      expect(d.metadata.warnings).toEqual([
+        {
+          code: 'environment.no_policies',
+          message:
+            "the live environment has no policies, so every request is denied: load them with a live key (authz push, PUT /v1/bundle or POST /v1/policies); the test environment's policies are separate",
+          policy_ids: [],
+        },
+      ]);
+      // Stored as answered: the read gives the same warning.
+      expect(json(await getDecision(d.id, otherLiveKey)).metadata.warnings[0].code).toBe('environment.no_policies');
+      // The other account's test environment: the same, named test.
+      expect((await decideOk({ agent_id: a, action: 'orders.read' }, rt.otherKey)).metadata.warnings[0].message).toMatch(/^the test environment has no policies/);
+      // An environment with policies denies an unmatched action without it.
+      const unmatched = await decideOk({ agent_id: a, action: 'nothing.here' }, rt.liveKey);
+      expect(unmatched).toMatchObject({ effect: 'deny', reason: 'policy.not_found' });
+      expect(unmatched.metadata.warnings).toEqual([]);
+    });
+  });
 
   describe('evaluation step 2: revoked agents', () => {
     it('a revoked agent gets deny agent.revoked even when a policy allows; restoring lifts it', async () => {

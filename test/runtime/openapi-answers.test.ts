@@ -243,6 +243,8 @@ describe.each(STORE_KINDS)('OpenAPI document against real answers (%s store)', (
     await ok('POST /v1/agents/:agent_id/revoke', { agent_id: 'oa-bot-2' });
     await ok('POST /v1/decisions', {}, { payload: { agent_id: 'oa-bot-2', action: 'orders.read', resource: 'order:5' } });
     await ok('POST /v1/agents/:agent_id/restore', { agent_id: 'oa-bot-2' });
+    await ok('POST /v1/sessions/:session_id/labels', { session_id: 'oa-run' }, { payload: { labels: ['private'], agent_id: 'oa-bot', detail: 'read a file' } });
+    await ok('GET /v1/sessions/:session_id', { session_id: 'oa-run' });
     await ok('GET /v1/budgets', {}, { url: '/v1/budgets?agent_id=oa-bot' } as never);
     await ok('GET /v1/budgets');
     await ok('GET /v1/budgets/remaining', {}, { url: '/v1/budgets/remaining?agent_id=oa-bot&session_id=oa-run&on_behalf_of=oa-user' } as never);

@@ -12,6 +12,7 @@
  *   user_claim: sub                          # becomes on_behalf_of
  *   scopes: [mcp:tools]                      # required scopes (optional)
  *   jwks_cache_seconds: 300                  # the key set is read again this often
+ *   max_token_lifetime_seconds: 86400        # longest exp - iat taken (default 24 h)
  * ```
  */
 
@@ -31,10 +32,14 @@ export interface AuthConfig {
   scopes: string[];
   /** Seconds after which the key set is read again (also read again early for an unknown `kid`). */
   jwks_cache_seconds: number;
+  /** Longest lifetime (`exp - iat`, or `exp` - now without `iat`) of a token taken, in seconds. */
+  max_token_lifetime_seconds: number;
 }
 
 export const DEFAULT_JWKS_CACHE_SECONDS = 300;
-const FIELDS = ['issuer', 'jwks_uri', 'audience', 'agent_claim', 'user_claim', 'scopes', 'jwks_cache_seconds'];
+/** Default longest token lifetime: 24 hours. */
+export const DEFAULT_MAX_TOKEN_LIFETIME_SECONDS = 86_400;
+const FIELDS = ['issuer', 'jwks_uri', 'audience', 'agent_claim', 'user_claim', 'scopes', 'jwks_cache_seconds', 'max_token_lifetime_seconds'];
 /** RFC 6749's scope-token: printable ASCII but space, `"` and `\`. */
 const SCOPE_TOKEN = /^[\x21\x23-\x5B\x5D-\x7E]+$/;
 
@@ -51,13 +56,13 @@ const claimName = (v: unknown): v is string => typeof v === 'string' && /^[A-Za-
  * ```ts
  * const problems: string[] = [];
  * const auth = parseAuthConfig({ issuer: 'https://login.example.com', scopes: ['mcp:tools'] }, problems);
- * console.log(auth?.user_claim, auth?.jwks_cache_seconds, problems); // => sub 300 []
+ * console.log(auth?.user_claim, auth?.jwks_cache_seconds, auth?.max_token_lifetime_seconds, problems); // => sub 300 86400 []
  * ```
  */
 export function parseAuthConfig(raw: unknown, problems: string[]): AuthConfig | undefined {
   const before = problems.length;
   if (!isRecord(raw)) {
-    problems.push('auth: a mapping with issuer (required), jwks_uri, audience, agent_claim, user_claim, scopes, jwks_cache_seconds');
+    problems.push('auth: a mapping with issuer (required), jwks_uri, audience, agent_claim, user_claim, scopes, jwks_cache_seconds, max_token_lifetime_seconds');
     return undefined;
   }
   for (const key of Object.keys(raw)) if (!FIELDS.includes(key)) problems.push(`auth: unknown field "${key}" (known: ${FIELDS.join(', ')})`);
@@ -73,6 +78,9 @@ export function parseAuthConfig(raw: unknown, problems: string[]): AuthConfig | 
     problems.push('auth.scopes: a list of scope names (no spaces), e.g. [mcp:tools]');
   const cache = raw.jwks_cache_seconds ?? DEFAULT_JWKS_CACHE_SECONDS;
   if (typeof cache !== 'number' || !Number.isInteger(cache) || cache < 1 || cache > 86_400) problems.push('auth.jwks_cache_seconds: a whole number of seconds, 1..86400');
+  const lifetime = raw.max_token_lifetime_seconds ?? DEFAULT_MAX_TOKEN_LIFETIME_SECONDS;
+  if (typeof lifetime !== 'number' || !Number.isInteger(lifetime) || lifetime < 60 || lifetime > 31_536_000)
+    problems.push('auth.max_token_lifetime_seconds: a whole number of seconds, 60..31536000 (the longest exp - iat taken)');
   if (problems.length > before) return undefined;
   return {
     issuer: raw.issuer as string,
@@ -82,5 +90,6 @@ export function parseAuthConfig(raw: unknown, problems: string[]): AuthConfig | 
     user_claim: (raw.user_claim as string | undefined) ?? 'sub',
     scopes: [...new Set(scopes as string[])],
     jwks_cache_seconds: cache as number,
+    max_token_lifetime_seconds: lifetime as number,
   };
 }

@@ -1,8 +1,10 @@
 /**
  * Checks the bearer tokens of the proxy's HTTP requests (docs/mcp.md#one-gateway-for-many-agents): a JWT signed by a key of the issuer's
  * key set, with `iss` the issuer, `aud` the proxy's resource URL (RFC 8707),
- * `exp`/`nbf` within 60 s of leeway, and the agent claim; then the required
- * scopes. The answer is the identity the token carries (the agent and the
+ * `exp`/`nbf` within 60 s of leeway, `iat` not in the future (beyond the
+ * leeway), a lifetime (`exp - iat`; `exp` - now without `iat`) of at most
+ * `max_token_lifetime_seconds` (default 24 h), and the agent claim; then the
+ * required scopes. The answer is the identity the token carries (the agent and the
  * user it acts for) or a TokenRefusal saying how to answer.
  */
 import { errors, jwtVerify, type JWTPayload } from 'jose';
@@ -55,6 +57,27 @@ export function grantedScopes(claims: JWTPayload): Set<string> {
   if (Array.isArray(claims.scp)) return new Set(claims.scp.filter((s): s is string => typeof s === 'string'));
   if (typeof claims.scp === 'string') return new Set(claims.scp.split(' ').filter((s) => s !== ''));
   return new Set();
+}
+
+/**
+ * `iat` and the lifetime, which jose leaves alone: a token issued in the
+ * future (beyond the leeway) is refused, and so is one that lives longer than
+ * `maxLifetime` seconds (`exp - iat`, or what is left of it without `iat`),
+ * so a token leaked once cannot be used for days.
+ *
+ * @throws TokenRefusal (`invalid_token`) saying which.
+ */
+function checkTimes(claims: JWTPayload, nowSeconds: number, maxLifetime: number): void {
+  const { iat, exp } = claims;
+  if (iat !== undefined && (typeof iat !== 'number' || !Number.isFinite(iat))) throw new TokenRefusal('invalid_token', 'the token\'s "iat" claim is not a number');
+  if (iat !== undefined && iat > nowSeconds + CLOCK_LEEWAY_SECONDS) throw new TokenRefusal('invalid_token', 'the token was issued in the future (its "iat" is later than now)');
+  const lifetime = (exp as number) - (iat ?? nowSeconds);
+  if (lifetime > maxLifetime) {
+    throw new TokenRefusal(
+      'invalid_token',
+      `the token lives longer than this gateway accepts: ${Math.round(lifetime)} s from "iat" to "exp", at most ${maxLifetime} s (auth.max_token_lifetime_seconds)`,
+    );
+  }
 }
 
 const idValue = (v: unknown): v is string => typeof v === 'string' && v.trim() !== '' && v.length <= MAX_ID;
@@ -125,6 +148,7 @@ export class TokenChecker {
     } catch (error) {
       throw refusalOf(error, config, audience);
     }
+    checkTimes(claims, this.#now() / 1000, config.max_token_lifetime_seconds);
     const agentClaims = config.agent_claim === undefined ? ['client_id', 'azp'] : [config.agent_claim];
     const agentClaim = agentClaims.find((c) => claims[c] !== undefined);
     const agentId = agentClaim === undefined ? undefined : claims[agentClaim];

@@ -16,7 +16,7 @@ import json
 import math
 import time
 import urllib.parse
-from typing import Any, Dict, FrozenSet, Mapping, NamedTuple, Optional, Union, cast
+from typing import Any, Dict, FrozenSet, Mapping, NamedTuple, Optional, Sequence, Union, cast
 
 from ._http import NetworkFailure, Response, Transport
 from .errors import NETWORK_ERROR, UNEXPECTED_RESPONSE, AuthzError
@@ -68,6 +68,31 @@ def remaining_call(agent_id: str, session_id: Optional[str] = None, on_behalf_of
         raise ValueError("an agent_id is required")
     query = {"agent_id": agent_id, "session_id": session_id, "on_behalf_of": on_behalf_of}
     return Call("GET", "/v1/budgets/remaining?" + urllib.parse.urlencode({k: v for k, v in query.items() if v is not None}), None)
+
+
+def _session_path(session_id: Optional[str]) -> str:
+    if not isinstance(session_id, str) or not session_id:
+        raise ValueError("a session_id is required (give one, or create the client with session_id=...)")
+    return f"/v1/sessions/{urllib.parse.quote(session_id, safe='')}"
+
+
+def add_labels_call(session_id: Optional[str], labels: Sequence[str], agent_id: str, detail: Optional[str] = None) -> Call:
+    """``POST /v1/sessions/:session_id/labels``; ``detail`` only when set.
+
+    Example: ``add_labels_call("run-1", ["private"], "bot").body`` is
+    ``{"labels": ["private"], "agent_id": "bot"}``.
+    """
+    if isinstance(labels, str):
+        raise ValueError("labels is a list of labels, not one string")
+    body: Dict[str, Any] = {"labels": list(labels), "agent_id": agent_id}
+    if detail is not None:
+        body["detail"] = detail
+    return Call("POST", _session_path(session_id) + "/labels", body)
+
+
+def get_session_call(session_id: Optional[str]) -> Call:
+    """``GET /v1/sessions/:session_id``."""
+    return Call("GET", _session_path(session_id), None)
 
 
 def confirmed_elsewhere(decision_id: str) -> Decision:

@@ -18,9 +18,9 @@ Example::
 """
 import asyncio
 import functools
-from typing import TYPE_CHECKING, Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
 
-from ._calls import Call, CallRun, ClientCore, confirm_call, confirmed_elsewhere, get_call, reject_call
+from ._calls import Call, CallRun, ClientCore, add_labels_call, confirm_call, confirmed_elsewhere, get_call, get_session_call, reject_call
 from ._request import Decision, DecisionRequest, decision_request, takes_decision_request
 from .guard import AsyncGuard
 
@@ -83,6 +83,22 @@ class AsyncAuthzClient(ClientCore):
         """
         call = self._remaining_call(agent_id, session_id, on_behalf_of)
         return list((await self._run(call)).result().get("data", []))
+
+    async def add_labels(self, labels: Sequence[str], *, agent_id: str, session_id: Optional[str] = None, detail: Optional[str] = None) -> Dict[str, Any]:
+        """``POST /v1/sessions/:session_id/labels`` (see ``AuthzClient.add_labels``).
+
+        Example: ``await authz.add_labels(["private"], agent_id="files-bot")``.
+        """
+        call = add_labels_call(session_id if session_id is not None else self.session_id, labels, agent_id, detail)
+        return (await self._run(call)).result()
+
+    async def get_session(self, session_id: Optional[str] = None) -> Dict[str, Any]:
+        """``GET /v1/sessions/:session_id`` (see ``AuthzClient.get_session``).
+
+        Example: ``(await authz.get_session("run-42"))["labels"]``.
+        """
+        call = get_session_call(session_id if session_id is not None else self.session_id)
+        return (await self._run(call)).result()
 
     async def get(self, id: str) -> Decision:
         """``GET /v1/decisions/:id``. Example: ``(await authz.get(d["id"]))["status"]``."""

@@ -10,9 +10,9 @@ Example::
         charge()
         authz.confirm(decision["id"], amount=12.5)
 """
-from typing import TYPE_CHECKING, Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
 
-from ._calls import Call, CallRun, ClientCore, confirm_call, confirmed_elsewhere, get_call, reject_call
+from ._calls import Call, CallRun, ClientCore, add_labels_call, confirm_call, confirmed_elsewhere, get_call, get_session_call, reject_call
 from ._request import Decision, DecisionRequest, decision_request, takes_decision_request
 from .guard import Guard
 
@@ -105,6 +105,34 @@ class AuthzClient(ClientCore):
         """
         call = self._remaining_call(agent_id, session_id, on_behalf_of)
         return list(self._run(call).result().get("data", []))
+
+    def add_labels(self, labels: Sequence[str], *, agent_id: str, session_id: Optional[str] = None, detail: Optional[str] = None) -> Dict[str, Any]:
+        """``POST /v1/sessions/:session_id/labels``: adds labels (what a tool found in what it
+        read: ``private``, ``untrusted``, ``pii``) to the session (the client's ``session_id``
+        when none is given), so that its next decisions, in any process, are decided with
+        them; the key needs ``decisions:write``. Returns the session. A label the session
+        holds changes nothing, so a retry is harmless. More than 32 labels raise
+        ``AuthzError`` ``validation.too_many_labels``; past 256 in the session,
+        ``session.too_many_labels``.
+
+        Example::
+
+            authz.add_labels(["private"], agent_id="files-bot", detail="read /hr/salaries.csv")
+        """
+        call = add_labels_call(session_id if session_id is not None else self.session_id, labels, agent_id, detail)
+        return self._run(call).result()
+
+    def get_session(self, session_id: Optional[str] = None) -> Dict[str, Any]:
+        """``GET /v1/sessions/:session_id``: the session (the client's ``session_id`` when none
+        is given): ``labels`` (each ``label``, ``added_at``, ``source``, and ``decision_id`` /
+        ``detail`` when known), ``decisions`` and ``last_decision_at``; the key needs
+        ``decisions:read``. A session without a decision or label, or ended after
+        ``AUTHZ_SESSION_IDLE_HOURS``, raises ``AuthzError`` ``session.not_found``.
+
+        Example: ``[l["label"] for l in authz.get_session("run-42")["labels"]]``.
+        """
+        call = get_session_call(session_id if session_id is not None else self.session_id)
+        return self._run(call).result()
 
     def get(self, id: str) -> Decision:
         """``GET /v1/decisions/:id``: the decision as it stands (``pending``, ``confirmed`` ...).

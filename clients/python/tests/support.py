@@ -42,6 +42,13 @@ REVIEW = "payments.refund"
 CHARGE = "payments.charge"  # allow, USD budget 100 monthly
 LIMITED = "reports.export"  # allow, 1 per minute
 LLM = "llm.call"  # allow, session budgets of USD 1 and 10,000 tokens a day
+FILES_READ = "files.read"  # allow, labels the session "private"
+SEND = "email.send"  # allow, but denied once the session holds "untrusted"
+
+
+def run_id() -> str:
+    """A fresh session id (an agent run): tests never share sessions."""
+    return f"run-{uuid.uuid4().hex[:12]}"
 
 
 def agent(prefix: str = "py") -> str:

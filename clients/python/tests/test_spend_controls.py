@@ -5,15 +5,10 @@ its budget (``DecisionDeniedError`` reason ``budget.exceeded``) while another
 run goes on."""
 import asyncio
 import unittest
-import uuid
 
 from agent_authz import AsyncAuthzClient, AuthzClient, AuthzError, DecisionDeniedError
 
-from support import KEY, LLM, URL, agent
-
-
-def run_id() -> str:
-    return f"run-{uuid.uuid4().hex[:12]}"
+from support import KEY, LLM, URL, agent, run_id
 
 
 class SpendControlsTest(unittest.TestCase):

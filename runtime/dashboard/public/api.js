@@ -33,7 +33,7 @@
 /** An error answer's `error`, as the dashboard reads it (any part may be missing in a proxy's answer). @typedef {Partial<import('../../../clients/typescript/wire.js').ErrorBody['error']>} ErrorFields */
 /**
  * Where the client gets its key, and what it does when the key is refused.
- * @typedef {{ key: () => string, refused: (message: string) => void }} Session
+ * @typedef {{ key: () => string, refused: (message: string) => void }} SignIn
  */
 /**
  * @typedef {object} RequestOptions
@@ -57,13 +57,13 @@ export class ApiError extends Error {
   }
 }
 
-/** @type {Session} */
+/** @type {SignIn} */
 let session = { key: () => '', refused: () => {} };
 
 /**
  * Sets where the key comes from and what a refused key (401 auth.invalid_key) does.
  * Example: `useSession({ key: () => sessionStorage.getItem('k') ?? '', refused: signOut })`
- * @param {Session} s
+ * @param {SignIn} s
  */
 export function useSession(s) {
   session = s;

@@ -100,6 +100,15 @@ export function words(value) {
 }
 
 /**
+ * A table cell holding a time (time()): on one line where the table has room, else
+ * its date over its clock, each whole (never broken at the date's hyphens).
+ * Example: `h('tr', {}, timeCell(d.evaluated_at))`
+ * @param {string | null | undefined} iso
+ * @returns {HTMLElement}
+ */
+export const timeCell = (iso) => h('td', { class: 'time' }, words(time(iso)));
+
+/**
  * A value that may be long (an id, a URL, an error): its words kept whole (see
  * words()), cut after three lines, and the full value in its title.
  * Example: `h('td', {}, long(agent.agent_id))`

@@ -11,6 +11,8 @@ export interface AdapterService {
   rt: TestRuntime;
   base: string;
   authz: AuthzClient;
+  /** A client for one agent run: every decision in session `sessionId`. */
+  inSession(sessionId: string): AuthzClient;
   decisionsOf(agentId: string): Promise<Array<JsonObject>>;
   refundBudget(agentId: string): Promise<JsonObject | undefined>;
 }
@@ -34,6 +36,10 @@ export async function startAdapterService(kind: StoreKind): Promise<AdapterServi
     },
     { id: 'pol_refund_large', effect: 'review', agents: ['support-*'], actions: ['payments.refund'], resources: ['order:*'], condition: 'amount > 50' },
     { id: 'pol_delete', effect: 'deny', agents: ['support-*'], actions: ['customers.delete'] },
+    // Labels (docs/adapters.md#labels-a-tool-result-carries): a tool declares what its results carry; mail is refused once the session holds private data.
+    { id: 'pol_files_read', effect: 'allow', agents: ['support-*'], actions: ['files.read'] },
+    { id: 'pol_mail', effect: 'allow', agents: ['support-*'], actions: ['email.send'] },
+    { id: 'pol_mail_after_private', effect: 'deny', priority: 10, agents: ['support-*'], actions: ['email.send'], condition: "contains(session.labels, 'private')" },
   ]);
   await rt.app.listen({ port: 0, host: '127.0.0.1' });
   const base = `http://127.0.0.1:${(rt.app.server.address() as { port: number }).port}`;
@@ -41,6 +47,7 @@ export async function startAdapterService(kind: StoreKind): Promise<AdapterServi
     rt,
     base,
     authz: new AuthzClient({ baseUrl: base, apiKey: rt.testKey, backoffMs: 10 }),
+    inSession: (sessionId) => new AuthzClient({ baseUrl: base, apiKey: rt.testKey, backoffMs: 10, sessionId }),
     decisionsOf: async (agentId) => (await rt.getOk(`/v1/decisions?agent_id=${encodeURIComponent(agentId)}`)).data as Array<JsonObject>,
     refundBudget: async (agentId) =>
       ((await rt.getOk(`/v1/budgets?agent_id=${encodeURIComponent(agentId)}`)).data as Array<JsonObject>).find((b) => b.policy_id === 'pol_refund_small'),

@@ -66,6 +66,30 @@ describe('authz validate', () => {
     expect(strict.out).toMatch(/p\.yaml:3:5: policy pol_allow_db_delete/);
   });
 
+  it("YAML indentation mistakes get a sentence of ours beside the parser's, once per line", () => {
+    const dir = tempTree({
+      'deeper.yaml': 'policies:\n  - id: pol_a\n    effect: allow\n      actions: [a.b]\n',
+      'less.yaml': 'policies:\n  - id: pol_b\n    effect: allow\n   actions: [a.b]\n',
+      'tab.yaml': 'policies:\n  - id: pol_c\n\teffect: allow\n',
+      'unclosed.yaml': 'policies:\n  - id: pol_d\n    effect: allow\n    actions: ["a.b"\n  - id: pol_e\n    effect: deny\n',
+    });
+    const r = runCli(['validate', '.'], dir);
+    expect(r.code).toBe(1);
+    const lines = r.out.split('\n');
+    expect(lines).toContain(
+      'deeper.yaml:3:13: indentation: this line is indented deeper or less than the keys beside it; the keys of one policy (or of one list item) start at the same column (the YAML parser: Nested mappings are not allowed in compact mappings)',
+    );
+    // The parser's second error on that line stays, in its own words only.
+    expect(lines).toContain('deeper.yaml:3:13: Implicit keys need to be on a single line');
+    expect(lines).toContain(
+      'less.yaml:4:1: indentation: this line is indented less than the list item above it, or lacks its "- "; the keys of one list item start at the same column (the YAML parser: Sequence item without - indicator)',
+    );
+    expect(lines.find((l) => l.startsWith('tab.yaml:3:1: '))).toMatch(/^tab\.yaml:3:1: indentation: a tab; YAML indents with spaces only \(the YAML parser: /);
+    expect(lines.find((l) => l.startsWith('unclosed.yaml:5:3: '))).toMatch(
+      /: a \[ or \{ opened above is not closed \(a missing \] or \}\?\) before this line \(the YAML parser: Flow sequence/,
+    );
+  });
+
   it('exits 2 on usage errors', () => {
     expect(runCli(['validate']).code).toBe(2);
     expect(runCli(['validate', 'no/such/dir']).code).toBe(2);
@@ -73,7 +97,7 @@ describe('authz validate', () => {
     expect(runCli(['validate', 'examples', '--bogus']).code).toBe(2);
     expect(runCli(['frobnicate']).code).toBe(2);
     expect(runCli([]).code).toBe(2);
-    expect(runCli(['validate', '--bogus']).err).toMatch(/usage: authz/);
+    expect(runCli(['validate', '--bogus']).err).toBe('authz validate: unknown option --bogus\nrun `authz validate --help` for its options and examples\n');
   });
 });
 

@@ -159,7 +159,8 @@ describe('parseCondition: names, functions, arity', () => {
     const issue = only("foo == 'x'");
     expect(issue).toEqual({
       code: 'condition.unknown_name',
-      message: "unknown name 'foo'; expected agent_id, action, resource, amount, session_id, on_behalf_of, context.… or agent.attributes.…",
+      message:
+        "unknown name 'foo'; expected agent_id, action, resource, amount, session_id, on_behalf_of, context.…, agent.attributes.…, session.labels or history.count|sum|exists|denied(...)",
       offset: 0,
       line: 1,
       col: 1,

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { compileCondition, isConstantFalse, MAX_LENGTH, parseCondition, printCondition, type ConditionAst } from '../../../compiler/condition/index.js';
 import type { DecisionRequest } from '../../../compiler/policy/types.js';
+import { historyProbe, type HistoryFunction, type HistoryScope } from '../../../compiler/history/probe.js';
 
 const pos = { offset: 0, line: 1, col: 1 };
 
@@ -18,6 +19,26 @@ type Lit = string | number | boolean | null;
 const FIELDS = ['a', 'b', 'in', 'true', 'x_1'];
 const OPS = ['==', '!=', '<', '<=', '>', '>=', 'in'] as const;
 const FNS = ['startsWith', 'endsWith', 'contains', 'matches'] as const;
+const ARITH_OPS = ['+', '-', '*', '/'] as const;
+const HISTORY_FNS = ['count', 'sum', 'exists', 'denied'] as const;
+const lit = (value: Lit): ConditionAst => ({ kind: 'literal', value, pos });
+const strList = (items: string[]): ConditionAst => ({ kind: 'list', items: items.map((v) => ({ kind: 'literal', value: v, pos })), pos });
+
+/** History calls with valid literal arguments from small pools (so that probes repeat and values meet). */
+const historyCall: fc.Arbitrary<ConditionAst> = fc
+  .tuple(
+    fc.constantFrom(...HISTORY_FNS),
+    fc.oneof(fc.constantFrom('x.go', 'x.*', '*'), fc.uniqueArray(fc.constantFrom('x.go', 'y.go', 'x.*'), { minLength: 1, maxLength: 2 })),
+    fc.constantFrom('1h', '60m', '1d'),
+    fc.option(fc.constantFrom('session', 'agent', 'user', 'environment'), { nil: undefined }),
+    fc.option(fc.constantFrom<string[]>([], ['resource'], ['context.a']), { nil: undefined }),
+  )
+  .map(([fn, actions, window, scope, match]): ConditionAst => {
+    const args = [typeof actions === 'string' ? lit(actions) : strList(actions), lit(window)];
+    if (scope !== undefined || match !== undefined) args.push(lit(scope ?? 'session'));
+    if (match !== undefined) args.push(strList(match));
+    return { kind: 'history', fn, args, pos };
+  });
 
 /** Random well-formed ASTs (names valid, types not necessarily). */
 function astArbitrary(literalValue: fc.Arbitrary<Lit>, maxDepth: number): fc.Arbitrary<ConditionAst> {
@@ -26,12 +47,13 @@ function astArbitrary(literalValue: fc.Arbitrary<Lit>, maxDepth: number): fc.Arb
     fc.constantFrom('agent_id', 'action', 'resource', 'amount').map((root): ConditionAst => ({ kind: 'path', root: root as 'amount', segments: [], pos })),
     fc.array(fc.constantFrom(...FIELDS), { maxLength: 3 }).map((segments): ConditionAst => ({ kind: 'path', root: 'context', segments, pos })),
   );
-  const leaf = fc.oneof(literal, path);
+  const leaf = fc.oneof(literal, path, fc.constant<ConditionAst>({ kind: 'path', root: 'session', segments: ['labels'], pos }));
   const list = fc.array(leaf, { maxLength: 3 }).map((items): ConditionAst => ({ kind: 'list', items: items as never, pos }));
   const { node } = fc.letrec<{ node: ConditionAst }>((tie) => ({
     node: fc.oneof(
       { depthSize: 'small', maxDepth },
       leaf,
+      historyCall,
       list,
       tie('node').map((operand): ConditionAst => ({ kind: 'not', operand, pos })),
       fc
@@ -39,6 +61,7 @@ function astArbitrary(literalValue: fc.Arbitrary<Lit>, maxDepth: number): fc.Arb
         .map(([kind, operands]): ConditionAst => ({ kind, operands, pos })),
       fc.tuple(fc.constantFrom(...OPS), tie('node'), fc.oneof(tie('node'), list)).map(([op, left, right]): ConditionAst => ({ kind: 'compare', op, left, right, pos, opPos: pos })),
       fc.tuple(fc.constantFrom(...FNS), fc.oneof(tie('node'), list), tie('node')).map(([fn, a, b]): ConditionAst => ({ kind: 'call', fn, args: [a, b], pos })),
+      fc.tuple(fc.constantFrom(...ARITH_OPS), tie('node'), tie('node')).map(([op, left, right]): ConditionAst => ({ kind: 'arith', op, left, right, pos, opPos: pos })),
     ),
   }));
   return node;
@@ -141,6 +164,7 @@ function read(req: DecisionRequest, node: Extract<ConditionAst, { kind: 'path' }
   if (node.root === 'action') return req.action;
   if (node.root === 'resource') return req.resource ?? MISSING;
   if (node.root === 'amount') return req.amount ?? MISSING;
+  if (node.root === 'session') return req.session_labels ?? [];
   let v: unknown = req.context ?? MISSING;
   for (const seg of node.segments) {
     if (v === MISSING || v === null || typeof v !== 'object' || Array.isArray(v) || !Object.prototype.hasOwnProperty.call(v, seg)) return MISSING;
@@ -159,9 +183,28 @@ function val(req: DecisionRequest, node: ConditionAst): V {
       const items = node.items.map((i) => val(req, i));
       return items.includes(MISSING) ? MISSING : items;
     }
+    case 'arith': {
+      const a = val(req, node.left);
+      const b = val(req, node.right);
+      if (typeof a !== 'number' || typeof b !== 'number') return MISSING;
+      const r = node.op === '+' ? a + b : node.op === '-' ? a - b : node.op === '*' ? a * b : a / b;
+      return Number.isFinite(r) ? r : MISSING;
+    }
+    case 'history':
+      return node.fn === 'exists' ? truth(req, node) : historyCount(req, node);
     default:
       return truth(req, node);
   }
+}
+
+/** The provider's value for the call, looked up by a probe built from the call's literal arguments. */
+function historyCount(req: DecisionRequest, node: Extract<ConditionAst, { kind: 'history' }>): V {
+  const text = (n: ConditionAst | undefined): string[] =>
+    n === undefined ? [] : n.kind === 'literal' ? [n.value as string] : (n as { items: Array<{ value: string }> }).items.map((i) => i.value);
+  const [actions, window, scope, match] = node.args;
+  const probe = historyProbe(node.fn as HistoryFunction, text(actions), text(window)[0]!, (text(scope)[0] ?? 'session') as HistoryScope, text(match));
+  const v = req.history ? req.history(probe) : null;
+  return typeof v === 'number' ? v : MISSING;
 }
 
 function member(req: DecisionRequest, x: V, list: ConditionAst): boolean {
@@ -218,6 +261,13 @@ function truth(req: DecisionRequest, node: ConditionAst): boolean {
       const [x, y] = [a as number, b as number];
       return op === '<' ? x < y : op === '<=' ? x <= y : op === '>' ? x > y : x >= y;
     }
+    case 'arith':
+      return false;
+    case 'history': {
+      if (node.fn !== 'exists') return false;
+      const v = historyCount(req, node);
+      return typeof v === 'number' && v > 0;
+    }
     case 'call': {
       const [first, second] = node.args as [ConditionAst, ConditionAst];
       if (node.fn === 'contains' && first.kind === 'list') return member(req, val(req, second), first);
@@ -247,6 +297,11 @@ const contextValue: fc.Arbitrary<Record<string, unknown>> = fc.dictionary(
   fc.oneof(jsonish, fc.dictionary(fc.constantFrom(...FIELDS), jsonish, { maxKeys: 3 })),
   { maxKeys: 5 },
 );
+/** A history provider: a value (or null: unknown) per probe key, from a small pool (or none at all). */
+const historyProvider: fc.Arbitrary<DecisionRequest['history']> = fc.option(
+  fc.func(fc.constantFrom<number | null>(0, 1, 2, 3, 7.5, null)).map((f) => (probe: { key: string }) => f(probe.key)),
+  { nil: undefined },
+);
 const request: fc.Arbitrary<DecisionRequest> = fc.record(
   {
     agent_id: fc.constantFrom('a', 'ab', 'b'),
@@ -254,6 +309,8 @@ const request: fc.Arbitrary<DecisionRequest> = fc.record(
     resource: fc.option(fc.constantFrom('a', 'ab', 'b', ''), { nil: null }),
     amount: fc.option(fc.constantFrom(0, 1, 2, -5), { nil: null }),
     context: fc.option(contextValue, { nil: null }),
+    session_labels: fc.option(fc.uniqueArray(fc.constantFrom('a', 'b', 'private'), { maxLength: 3 }), { nil: null }),
+    history: historyProvider,
   },
   { requiredKeys: ['agent_id', 'action'] },
 );

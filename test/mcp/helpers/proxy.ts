@@ -20,6 +20,7 @@ const BUILT = [
   join(ROOT, 'dist', 'verifier', 'index.js'),
   join(ROOT, 'dist', 'examples', 'agents', 'mcp-agent.js'),
   join(ROOT, 'dist', 'examples', 'agents', 'support-tools-server.js'),
+  join(ROOT, 'dist', 'examples', 'agents', 'bank-tools-server.js'),
 ];
 
 /** dist/ with the proxy, the verifier and the agent examples, built when missing or older than their sources. */

@@ -247,7 +247,7 @@ describe.each(STORE_KINDS)('authz keys and authz push (%s store)', (kind) => {
       expect((await keys('rotate', 'key_a', 'key_b')).code).toBe(2);
       const unknown = await keys('frobnicate');
       expect(unknown.code).toBe(2);
-      expect(unknown.err).toContain('usage:');
+      expect(unknown.err).toBe('authz keys: unknown subcommand "frobnicate"\nrun `authz keys --help` for its options and examples');
       const noToken = await withoutEnv('AUTHZ_ADMIN_TOKEN', () => run(keysCommand, ['create', '--account', rt.accountId, '--url', url]));
       expect(noToken.code).toBe(2);
       expect(noToken.err).toMatch(/AUTHZ_ADMIN_TOKEN/);
@@ -465,10 +465,29 @@ describe.each(STORE_KINDS)('authz keys and authz push (%s store)', (kind) => {
       expect(r.err).toMatch(/400 validation\.invalid_json/);
     });
 
-    it('a wrong key: exit 1 with 401 auth.invalid_key', async () => {
-      const r = await push(bundleFile, '--key', UNKNOWN_KEY);
-      expect(r.code).toBe(1);
-      expect(r.err).toMatch(/^authz push: 401 auth\.invalid_key: /);
+    it('a wrong key: exit 1 with 401 auth.invalid_key and only that (no policies:read hint), with or without --yes', async () => {
+      for (const yes of [[], ['--yes']]) {
+        const r = await push(bundleFile, '--key', UNKNOWN_KEY, ...yes);
+        expect(r.code).toBe(1);
+        const lines = r.err.split('\n');
+        expect(lines[0]).toMatch(/^authz push: 401 auth\.invalid_key: /);
+        expect(lines.slice(1)).toEqual([`authz push: nothing was pushed: ${url} refused the key (from --key, else AUTHZ_API_KEY); check it is a key of that service, not revoked`]);
+        expect(r.out).toBe('');
+      }
+    });
+
+    it('a service that cannot be reached: exit 1 naming the URL tried and where it came from, nothing about scopes', async () => {
+      const port = await closedPort();
+      for (const yes of [[], ['--yes']]) {
+        const r = await run(pushCommand, [bundleFile, '--key', rt.testKey, '--url', `http://127.0.0.1:${port}`, ...yes]);
+        expect(r.code).toBe(1);
+        const lines = r.err.split('\n');
+        expect(lines[0]).toMatch(new RegExp(`^authz push: cannot reach http://127\\.0\\.0\\.1:${port}: `));
+        expect(lines.slice(1)).toEqual([
+          `authz push: nothing was pushed: no service answered at http://127.0.0.1:${port} (from --url, else AUTHZ_URL, else http://127.0.0.1:8080); is it running there?`,
+        ]);
+        expect(r.err).not.toContain('policies:read');
+      }
     });
 
     it('a key without policies:write: exit 1 with 403 auth.scope_insufficient', async () => {
@@ -508,7 +527,7 @@ describe.each(STORE_KINDS)('authz keys and authz push (%s store)', (kind) => {
       expect(missing.err).toMatch(/cannot read .*nope\.json/);
       const noKey = await withoutEnv('AUTHZ_API_KEY', () => push(bundleFile));
       expect(noKey.code).toBe(2);
-      expect(noKey.err).toMatch(/AUTHZ_API_KEY/);
+      expect(noKey.err).toBe('authz push: give --key or set AUTHZ_API_KEY\nrun `authz push --help` for its options and examples');
       expect((await push('--key', rt.testKey)).code).toBe(2);
       expect((await push(bundleFile, bundleFile, '--key', rt.testKey)).code).toBe(2);
     });

@@ -1,7 +1,7 @@
 // @ts-check
 // Agents seen in this environment, revoked and restored from their rows.
 import { api, describe } from '../api.js';
-import { failure, h, long, say, table, time } from '../dom.js';
+import { failure, h, long, say, table, timeCell } from '../dom.js';
 import { moreButton, pager } from '../list.js';
 
 /** @typedef {import('../api.js').Agent} Agent */
@@ -40,8 +40,8 @@ export function agentsView(root) {
         { dataset: { agent: a.agent_id } },
         h('th', { scope: 'row' }, long(a.agent_id)),
         h('td', {}, h('span', { class: `state ${a.status}` }, a.status)),
-        h('td', { class: 'time' }, time(a.first_seen_at)),
-        h('td', { class: 'time' }, time(a.revoked_at)),
+        timeCell(a.first_seen_at),
+        timeCell(a.revoked_at),
         h(
           'td',
           { class: 'actions' },

@@ -2,7 +2,7 @@
 // Budget usage this period: consumed and held against each limit, with the period end;
 // each row's scope and key (an agent; an agent's session; a user, across agents).
 import { api, describe } from '../api.js';
-import { failure, h, long, table, time } from '../dom.js';
+import { failure, h, long, table, timeCell } from '../dom.js';
 import { policyNames, policyRef } from '../policy-names.js';
 import { budgetUsage } from '../units.js';
 
@@ -56,7 +56,7 @@ export function budgetsView(root) {
           ` ${budgetUsage(b)}`,
         ),
         h('td', {}, b.period),
-        h('td', { class: 'time' }, time(b.period_resets_at)),
+        timeCell(b.period_resets_at),
         h('td', {}, h('span', { class: `state ${b.status}` }, b.status)),
       );
     });

@@ -4,7 +4,7 @@
 // nearest their limits and the open reviews. Refreshed while the tab is visible.
 import { api, ApiError, describe } from '../api.js';
 import { detailsButton } from '../detail.js';
-import { failure, h, long, svg, table, time, updatedNow } from '../dom.js';
+import { failure, h, long, svg, table, time, updatedNow, timeCell } from '../dom.js';
 import { policyNames, policyRef } from '../policy-names.js';
 import { keyCell } from './budgets.js';
 import { budgetUsage } from '../units.js';
@@ -92,7 +92,8 @@ export function minuteChart(stats, width) {
       height: HEIGHT,
       viewBox: `0 0 ${width} ${HEIGHT}`,
       role: 'img',
-      'aria-label': `Decisions per minute by effect from ${time(first)} to ${time(last)}: ${stats.totals.allow} allow, ${stats.totals.review} review, ${stats.totals.deny} deny in the last ${stats.minutes} minutes; at most ${most} in a minute`,
+      'aria-label': `Decisions per minute by effect from ${time(first)} to ${time(last)}: ${EFFECTS.map((e) => `${shownTotal(stats, e)} ${e}`).join(', ')} in the ${legendText(stats)}; at most ${most} in a minute`,
+      'data-minutes': slots,
     },
     svg('line', { class: 'axis', x1: PAD.left, y1: PAD.top + plotH, x2: width - PAD.right, y2: PAD.top + plotH }),
     svg('line', { class: 'axis', x1: PAD.left, y1: PAD.top, x2: PAD.left, y2: PAD.top + plotH }),
@@ -103,6 +104,27 @@ export function minuteChart(stats, width) {
     ...bars,
   );
 }
+
+/**
+ * What the chart's legend says after its keys: the minutes on the axis, as many
+ * and from and to the same minutes as its labels (not the hour the figures were
+ * asked for: the chart starts at the first minute with a decision).
+ * Example: `legendText(stats)` -> `14 minutes shown, 2026-11-21 10:00:00Z to 2026-11-21 10:13:00Z`
+ * @param {DecisionStats} stats
+ * @returns {string}
+ */
+export function legendText(stats) {
+  const minutes = chartMinutes(stats.per_minute);
+  return `${minutes.length} minutes shown, ${time(minutes[0]?.minute)} to ${time(minutes.at(-1)?.minute)}`;
+}
+
+/**
+ * The decisions of each effect in the minutes the chart shows.
+ * @param {DecisionStats} stats
+ * @param {'allow' | 'review' | 'deny'} effect
+ * @returns {number}
+ */
+const shownTotal = (stats, effect) => chartMinutes(stats.per_minute).reduce((n, m) => n + m[effect], 0);
 
 /**
  * A section that shows a failure in place of its content (a key without the scope, say).
@@ -158,8 +180,8 @@ export function overviewView(root) {
         h(
           'p',
           { class: 'legend' },
-          EFFECTS.map((e) => h('span', { class: `key ${e}` }, `${e} ${s.totals[e]}`)),
-          ` in the last ${s.minutes} minutes (${time(s.since)} to ${time(s.until)})`,
+          EFFECTS.map((e) => h('span', { class: `key ${e}` }, `${e} ${shownTotal(s, e)}`)),
+          ` in the ${legendText(s)}`,
         ),
       );
       denied.replaceChildren(
@@ -210,7 +232,7 @@ export function overviewView(root) {
                     }),
                     ` ${Math.round(b.used_fraction * 100)}% (${budgetUsage(b)})`,
                   ),
-                  h('td', { class: 'time' }, time(b.period_resets_at)),
+                  timeCell(b.period_resets_at),
                 ),
               ),
             )
@@ -231,7 +253,7 @@ export function overviewView(root) {
                 h(
                   'tr',
                   { dataset: { id: d.id } },
-                  h('td', { class: 'time' }, time(d.evaluated_at)),
+                  timeCell(d.evaluated_at),
                   h('td', {}, long(d.agent_id)),
                   h('td', {}, long(d.action)),
                   h('td', {}, policyRef(d.policy_id, policies)),

@@ -4,7 +4,7 @@
 // enable/disable, and one policy's YAML with its diagnostics, validated and saved
 // through the API.
 import { api, describe, problemsOf } from '../api.js';
-import { failure, h, long, say, table, time } from '../dom.js';
+import { failure, h, long, say, table, timeCell } from '../dom.js';
 import { readAll } from '../list.js';
 import { forgetPolicyNames } from '../policy-names.js';
 
@@ -84,7 +84,10 @@ function patterns(values, absent) {
  */
 export function policiesView(root) {
   const body = h('div');
+  /** The open YAML editor (its own table row, under the row of its policy), and which policy it is for. */
   const detail = h('section', { id: 'policy-detail', 'aria-label': 'Policy' });
+  /** @type {string | null} */
+  let openId = null;
   const list = {
     /** @type {Policy[]} */
     items: [],
@@ -146,13 +149,27 @@ export function policiesView(root) {
         problems.replaceChildren(h('h4', {}, 'Not saved'), diagnosticsList(problemsOf(e)));
       }
     };
+    const close = () => {
+      openId = null;
+      detail.replaceChildren();
+      render();
+      /** @type {HTMLElement | null} */ (body.querySelector(`button[aria-label="YAML of ${CSS.escape(p.name)}"]`))?.focus();
+    };
     detail.replaceChildren(
       h('h3', {}, `Policy ${p.name}`),
       h('label', { for: 'policy-yaml' }, 'YAML'),
       area,
-      h('div', { class: 'actions' }, h('button', { type: 'button', onclick: check }, 'Validate'), h('button', { type: 'button', onclick: save }, 'Save')),
+      h(
+        'div',
+        { class: 'actions' },
+        h('button', { type: 'button', onclick: check }, 'Validate'),
+        h('button', { type: 'button', onclick: save }, 'Save'),
+        h('button', { type: 'button', onclick: close }, 'Close'),
+      ),
       problems,
     );
+    openId = p.id;
+    render();
     await check();
     area.focus();
   };
@@ -170,17 +187,24 @@ export function policiesView(root) {
         h('td', {}, patterns(p.resources, 'any resource')),
         h('td', {}, p.condition ? h('code', { class: 'condition' }, long(p.condition)) : h('span', { class: 'muted' }, 'none')),
         h('td', {}, h('span', { class: `state ${p.state}` }, p.state)),
-        h('td', { class: 'time' }, time(p.updated_at)),
+        timeCell(p.updated_at),
         h(
           'td',
           { class: 'actions' },
-          p.state === 'enabled'
-            ? h('button', { type: 'button', onclick: () => setState(p, 'disabled'), 'aria-label': `Disable ${p.name}` }, 'Disable')
-            : h('button', { type: 'button', onclick: () => setState(p, 'enabled'), 'aria-label': `Enable ${p.name}` }, 'Enable'),
-          h('button', { type: 'button', onclick: () => open(p), 'aria-label': `YAML of ${p.name}` }, 'YAML'),
+          h(
+            'div',
+            { class: 'buttons' },
+            p.state === 'enabled'
+              ? h('button', { type: 'button', onclick: () => setState(p, 'disabled'), 'aria-label': `Disable ${p.name}` }, 'Disable')
+              : h('button', { type: 'button', onclick: () => setState(p, 'enabled'), 'aria-label': `Enable ${p.name}` }, 'Enable'),
+            h('button', { type: 'button', onclick: () => open(p), 'aria-label': `YAML of ${p.name}`, 'aria-expanded': String(p.id === openId) }, 'YAML'),
+          ),
         ),
       ),
     );
+    // The open editor: a row of its own right under its policy's row.
+    const at = openId === null ? -1 : list.items.findIndex((p) => p.id === openId);
+    if (at >= 0) rows.splice(at + 1, 0, h('tr', { class: 'editor' }, h('td', { colspan: 10 }, detail)));
     body.replaceChildren(
       list.items.length
         ? table(
@@ -193,7 +217,7 @@ export function policiesView(root) {
     );
   };
 
-  root.replaceChildren(h('h2', {}, 'Policies'), body, detail);
+  root.replaceChildren(h('h2', {}, 'Policies'), body);
   list.first().then(render, (e) => body.replaceChildren(failure(describe(e))));
   return () => {};
 }

@@ -2,7 +2,7 @@
 // Webhook endpoints, and one endpoint's deliveries with their retry history and a
 // Replay button.
 import { api, describe } from '../api.js';
-import { failure, h, long, say, table, time } from '../dom.js';
+import { failure, h, long, say, table, time, timeCell } from '../dom.js';
 import { moreButton, pager } from '../list.js';
 
 /** @typedef {import('../api.js').WebhookEndpoint} WebhookEndpoint */
@@ -55,13 +55,13 @@ export function webhooksView(root) {
         h(
           'tr',
           { dataset: { id: d.id, status: d.status } },
-          h('td', { class: 'time' }, time(d.created_at)),
+          timeCell(d.created_at),
           h('td', {}, d.event_type),
           h('td', { class: 'mono' }, long(d.event_id)),
           h('td', {}, h('span', { class: `state ${d.status}` }, d.status)),
           h('td', {}, d.status_code ?? '—'),
           h('td', {}, d.error == null ? '—' : long(d.error)),
-          h('td', { class: 'time' }, time(d.next_attempt_at)),
+          timeCell(d.next_attempt_at),
           h('td', {}, attemptsHistory(d)),
           h('td', {}, d.replay_of ? long(`replay of ${d.replay_of}`) : ''),
           h('td', { class: 'actions' }, h('button', { type: 'button', onclick: () => replay(d), 'aria-label': `Replay ${d.id}` }, 'Replay')),
