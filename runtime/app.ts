@@ -6,7 +6,7 @@
 import Fastify, { type FastifyInstance, type RouteOptions } from 'fastify';
 import { registerAuthentication, registerKeyAdmission } from './auth/authenticate.js';
 import { InvalidFieldError } from './errors/api-error.js';
-import { connectionCap, fdSoftLimit, timeoutOptions } from './http/connection-limits.js';
+import { closeIncompleteRequests, connectionCap, fdSoftLimit, timeoutOptions } from './http/connection-limits.js';
 import { registerErrorHandling, sendError } from './http/error-handler.js';
 import { registerIdempotency } from './http/idempotency.js';
 import { registerJsonBodies } from './http/json-body.js';
@@ -77,6 +77,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false } },
   });
   app.server.maxConnections = connectionCap(maxConnections, fdSoftLimit());
+  closeIncompleteRequests(app.server, requestTimeoutMs);
   if (options.onRoute) app.addHook('onRoute', options.onRoute);
   app.setValidatorCompiler(validatorCompiler);
   app.decorate('services', services);

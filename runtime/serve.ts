@@ -24,7 +24,7 @@ import { MASTER_KEY, MasterKeyError, prepareSealing } from './secrets/sealed-tex
 import { generateMasterKey, readMasterKey, type MasterKey } from './secrets/master-key.js';
 import { openServices } from './services.js';
 import { openStore, type Store } from './store/connect.js';
-import { StoreLockedError } from './store/data-dir-lock.js';
+import { heldByStoppingProcess, markStopping, StoreLockedError } from './store/data-dir-lock.js';
 import { migrate } from './store/migrate.js';
 import { guardStoreOutages } from './outage-guard.js';
 import { driverConnectionFile, driverPatched } from './store/driver-patch.js';
@@ -68,8 +68,9 @@ export async function serve(argv: readonly string[]): Promise<number> {
   }
   const log = (line: string) => process.stdout.write(`${line}\n`);
   // Before the store is opened (seconds on a first start): the port must be free.
+  // Taken by a stopping process of the same embedded store (a restart): the store is waited for, then the port.
   const portInUse = await portProblem(config.host, config.port);
-  if (portInUse) {
+  if (portInUse && (config.databaseUrl || !(await heldByStoppingProcess(config.dataDir)))) {
     process.stderr.write(`authz serve: ${portInUse}\n`);
     return 2;
   }
@@ -188,6 +189,8 @@ export async function serve(argv: readonly string[]): Promise<number> {
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
+    // A process starting on the same embedded store waits for it instead of giving up.
+    markStopping();
     app.log.info(`${signal}: stopping`);
     await background?.stop();
     summaryLines?.stop();
@@ -225,7 +228,7 @@ async function openStoreVerbosely(databaseUrl: string | undefined, dataDir: stri
   const fresh = !existsSync(join(dataDir, 'PG_VERSION'));
   log(fresh ? `Creating the embedded store in ${dataDir} (first start) ...` : `Opening the embedded store in ${dataDir} ...`);
   const started = performance.now();
-  const store = await openStore({ dataDir });
+  const store = await openStore({ dataDir, onLockWait: log });
   await migrate(store.sql);
   log(`Embedded store ready in ${((performance.now() - started) / 1000).toFixed(1)} s.`);
   return store;

@@ -66,12 +66,13 @@ export interface PermitExpectations {
   arguments?: unknown;
 }
 
-export interface PermitVerifierOptions {
+/** The options every verifier takes. */
+export interface PermitVerifierCommonOptions {
   /** The issuer's JWKS, e.g. `http://127.0.0.1:8080/.well-known/jwks.json`. */
   jwksUrl: string | URL;
   /** Expected `iss`: the service's base URL, e.g. `http://127.0.0.1:8080` (no trailing slash). */
   issuer: string;
-  /** Permit tokens carry no `aud`. */
+  /** Permit tokens carry no `aud` (docs/permits.md#audience): an action names the service it is for. */
   audience?: never;
   /** Leeway for `exp`, in seconds. Default 0. */
   clockToleranceSeconds?: number;
@@ -85,6 +86,34 @@ export interface PermitVerifierOptions {
    */
   now?: () => number;
 }
+
+/**
+ * A verifier of one account's permits in one environment: a token whose `acc`
+ * or `env` differs is PermitSignatureInvalidError. The issuer's keys sign the
+ * permits of every account, so these two are what keep another tenant's
+ * permits (and test permits) out.
+ */
+export interface PermitVerifierTenantOptions extends PermitVerifierCommonOptions {
+  /** The account whose permits this service accepts (`acc_...`). */
+  account: string;
+  /** The environment whose permits this service accepts. */
+  environment: 'test' | 'live';
+  anyAccount?: false;
+}
+
+/**
+ * A multi-tenant verifier: permits of every account pass, and the caller checks
+ * `claims.acc` (and `claims.env`, unless `environment` is given) itself.
+ */
+export interface PermitVerifierAnyAccountOptions extends PermitVerifierCommonOptions {
+  anyAccount: true;
+  account?: never;
+  /** When given, permits of the other environment are refused. */
+  environment?: 'test' | 'live';
+}
+
+/** The options of createPermitVerifier: one account and environment, or `anyAccount: true`. */
+export type PermitVerifierOptions = PermitVerifierTenantOptions | PermitVerifierAnyAccountOptions;
 
 export interface PermitVerifier {
   /**
@@ -109,6 +138,33 @@ function nonNegative(value: number | undefined, fallback: number, name: string):
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || !(value >= 0)) throw new TypeError(`createPermitVerifier: ${name} must be a non-negative number`);
   return value;
+}
+
+/**
+ * The account and environment the verifier is pinned to, from its options:
+ * both, or `anyAccount: true` (with an optional environment). Anything else is
+ * a TypeError naming what is missing.
+ */
+function pinnedTenant(options: PermitVerifierOptions): { account?: string; environment?: 'test' | 'live' } {
+  const o = options as { account?: unknown; environment?: unknown; anyAccount?: unknown };
+  if (o.anyAccount !== undefined && typeof o.anyAccount !== 'boolean') throw new TypeError('createPermitVerifier: anyAccount must be true or false');
+  if (o.environment !== undefined && o.environment !== 'test' && o.environment !== 'live') {
+    throw new TypeError(`createPermitVerifier: environment must be "test" or "live", not ${quote(o.environment)}`);
+  }
+  const environment = o.environment as 'test' | 'live' | undefined;
+  if (o.anyAccount === true) {
+    if (o.account !== undefined) throw new TypeError('createPermitVerifier: give either account or anyAccount: true, not both');
+    return environment === undefined ? {} : { environment };
+  }
+  const missing = [o.account === undefined ? 'account' : null, environment === undefined ? 'environment' : null].filter((m) => m !== null);
+  if (missing.length > 0) {
+    throw new TypeError(
+      `createPermitVerifier: ${missing.join(' and ')} ${missing.length > 1 ? 'are' : 'is'} required: the permits this service accepts are those of one account ("acc_...") in one environment ("test" or "live"); a multi-tenant service passes anyAccount: true and checks claims.acc and claims.env itself`,
+    );
+  }
+  if (typeof o.account !== 'string' || !/^acc_[A-Za-z0-9]+$/.test(o.account))
+    throw new TypeError(`createPermitVerifier: account must be an account id ("acc_..."), not ${quote(o.account)}`);
+  return { account: o.account, environment };
 }
 
 /** Attacker-supplied text in messages: quoted and cut short. */
@@ -207,11 +263,15 @@ function mapError(err: unknown): unknown {
  * EdDSA signature against the issuer's JWKS (fetched over HTTP, cached for
  * `cacheMaxAgeMs`, refetched early for an unknown kid at most once per
  * `cooldownMs`), `typ: permit+jwt`, `iss`, the expiry, the claims' shapes, and
- * what the caller expects (action, resource, account, environment). No request
- * is made until the first `verify`.
+ * the account and environment the verifier is for, and what the caller expects
+ * (action, resource, arguments). No request is made until the first `verify`.
  *
- * @param options - `jwksUrl` (`{base}/.well-known/jwks.json`) and `issuer` (the
- *   service's base URL) are required; `clockToleranceSeconds`, `cooldownMs`,
+ * @param options - `jwksUrl` (`{base}/.well-known/jwks.json`), `issuer` (the
+ *   service's base URL), and `account` (`acc_...`) with `environment` (`test` or
+ *   `live`) are required: the issuer's keys sign every account's permits, so a
+ *   verifier without them would accept another tenant's. A multi-tenant service
+ *   passes `anyAccount: true` instead of `account` (`environment` then optional)
+ *   and checks `claims.acc` itself. `clockToleranceSeconds`, `cooldownMs`,
  *   `cacheMaxAgeMs` and `now` are optional.
  * @returns a PermitVerifier whose `verify(token, expect?)` resolves to the
  *   token's claims, or rejects with a PermitError subclass whose `code` and
@@ -220,7 +280,8 @@ function mapError(err: unknown): unknown {
  *   401), PermitMismatchError (`permit.mismatch`, 403), PermitUnavailableError
  *   (`service.unavailable`, 503: the JWKS could not be fetched).
  * @throws TypeError at once for bad options (no issuer, a non-http(s) jwksUrl,
- *   a negative duration, an `audience`).
+ *   no account or environment without `anyAccount: true`, a negative duration,
+ *   an `audience`).
  *
  * @example
  * ```ts
@@ -229,6 +290,8 @@ function mapError(err: unknown): unknown {
  * const verifier = createPermitVerifier({
  *   jwksUrl: 'http://127.0.0.1:8080/.well-known/jwks.json',
  *   issuer: 'http://127.0.0.1:8080',
+ *   account: 'acc_VbsBnSR7nFMvyVACiGjlKCt0',
+ *   environment: 'live',
  * });
  *
  * // In a route that refunds order 100482: admit the agent only with a permit for exactly that.
@@ -245,6 +308,13 @@ function mapError(err: unknown): unknown {
  *   }
  * }
  * console.log(JSON.stringify(await admit('Bearer not-a-permit'))); // => {"status":401,"code":"auth.signature_invalid"}
+ *
+ * // Without the account and environment: refused at once.
+ * try {
+ *   createPermitVerifier({ jwksUrl: 'http://127.0.0.1:8080/.well-known/jwks.json', issuer: 'http://127.0.0.1:8080' });
+ * } catch (e) {
+ *   console.log(e.message.split(':')[1].trim()); // => account and environment are required
+ * }
  * ```
  */
 export function createPermitVerifier(options: PermitVerifierOptions): PermitVerifier {
@@ -257,6 +327,7 @@ export function createPermitVerifier(options: PermitVerifierOptions): PermitVeri
   const cacheMaxAge = nonNegative(options.cacheMaxAgeMs, 300_000, 'cacheMaxAgeMs');
   const { issuer, now } = options;
   if (now !== undefined && typeof now !== 'function') throw new TypeError('createPermitVerifier: now must be a function');
+  const tenant = pinnedTenant(options);
 
   const jwks = createRemoteJWKSet(jwksUrl, { cooldownDuration, cacheMaxAge });
 
@@ -292,6 +363,8 @@ export function createPermitVerifier(options: PermitVerifierOptions): PermitVeri
         throw mapError(err);
       }
       const claims = readClaims(payload);
+      if (tenant.account !== undefined && claims.acc !== tenant.account) throw invalid(`issued for another account than ${tenant.account}`);
+      if (tenant.environment !== undefined && claims.env !== tenant.environment) throw invalid(`issued for the ${claims.env} environment, not ${tenant.environment}`);
       if (expect.account !== undefined && claims.acc !== expect.account) throw invalid('issued for another account');
       if (expect.environment !== undefined && claims.env !== expect.environment) throw invalid(`issued for the ${claims.env} environment, not ${expect.environment}`);
       if (expect.action !== undefined && claims.act !== expect.action) {

@@ -7,5 +7,13 @@
  */
 export { createPermitVerifier } from './create-verifier.js';
 export { argsDigest, canonicalizeJson } from './args-digest.js';
-export type { PermitClaims, PermitExpectations, PermitVerifier, PermitVerifierOptions } from './create-verifier.js';
+export type {
+  PermitClaims,
+  PermitExpectations,
+  PermitVerifier,
+  PermitVerifierAnyAccountOptions,
+  PermitVerifierCommonOptions,
+  PermitVerifierOptions,
+  PermitVerifierTenantOptions,
+} from './create-verifier.js';
 export { PermitError, PermitExpiredError, PermitMismatchError, PermitSignatureInvalidError, PermitUnavailableError } from './errors.js';

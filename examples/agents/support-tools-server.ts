@@ -13,8 +13,11 @@
  * `_meta["agent-authz/permit"]` before acting: the signature against the
  * service's JWKS, and that the permit was issued for this tool's action (as
  * docs/mcp.md's mcp.yaml maps it) and these exact arguments
- * (`verify(token, { action, arguments })`). AUTHZ_URL names the service (default
- * http://127.0.0.1:8080), AUTHZ_ISSUER the tokens' `iss` if it differs.
+ * (`verify(token, { action, arguments })`), and that it is a permit of its own
+ * account and environment. AUTHZ_URL names the service (default
+ * http://127.0.0.1:8080), AUTHZ_ISSUER the tokens' `iss` if it differs,
+ * AUTHZ_ACCOUNT the account (`acc_...`, required), AUTHZ_ENVIRONMENT the
+ * environment (default: that of AUTHZ_API_KEY, `svc_live_...` live, else test).
  *
  * Run: `node dist/examples/agents/support-tools-server.js` (an MCP client starts it).
  */
@@ -25,7 +28,11 @@ import { z } from 'zod';
 import { createPermitVerifier, PermitError } from '../../verifier/index.js';
 
 const service = (process.env.AUTHZ_URL ?? 'http://127.0.0.1:8080').replace(/\/+$/, '');
-const verifier = createPermitVerifier({ jwksUrl: `${service}/.well-known/jwks.json`, issuer: process.env.AUTHZ_ISSUER ?? service });
+const environment = process.env.AUTHZ_ENVIRONMENT || (process.env.AUTHZ_API_KEY?.startsWith('svc_live_') ? 'live' : 'test');
+if (environment !== 'test' && environment !== 'live') throw new Error(`AUTHZ_ENVIRONMENT must be test or live, not ${environment}`);
+const account = process.env.AUTHZ_ACCOUNT ?? '';
+if (account === '') throw new Error('AUTHZ_ACCOUNT is required: the account (acc_...) whose permits these tools accept (`authz serve` prints it at start)');
+const verifier = createPermitVerifier({ jwksUrl: `${service}/.well-known/jwks.json`, issuer: process.env.AUTHZ_ISSUER ?? service, account, environment });
 
 type Meta = Record<string, unknown> | undefined;
 

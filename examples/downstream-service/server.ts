@@ -11,11 +11,17 @@
  * permit.mismatch (a valid permit for something else), 503 service.unavailable
  * (the issuer's keys could not be fetched).
  *
- * Run: `node dist/examples/downstream-service/server.js` (AUTHZ_URL, default
- * http://127.0.0.1:8080; PORT, default 8090; HOST, default 127.0.0.1).
+ * The service belongs to one account and environment: permits of any other
+ * (another tenant's, or test permits in a live service) are 401
+ * auth.signature_invalid, whatever their action and resource.
+ *
+ * Run: `node dist/examples/downstream-service/server.js` (AUTHZ_ACCOUNT, the
+ * account id `acc_...`, required; AUTHZ_ENVIRONMENT, `test` or `live`, default
+ * `test`; AUTHZ_URL, default http://127.0.0.1:8080; PORT, default 8090; HOST,
+ * default 127.0.0.1).
  */
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
-import { createPermitVerifier, PermitError, PermitSignatureInvalidError, PermitUnavailableError, type PermitVerifierOptions } from '../../verifier/index.js';
+import { createPermitVerifier, PermitError, PermitSignatureInvalidError, PermitUnavailableError, type PermitVerifierCommonOptions } from '../../verifier/index.js';
 import { closeOnSignals, listenAddress, runAsMain } from '../shared/run-main.js';
 
 export interface DownstreamServiceOptions {
@@ -23,8 +29,12 @@ export interface DownstreamServiceOptions {
   jwksUrl: string | URL;
   /** The authorization service's base URL, as in the tokens' `iss`. */
   issuer: string;
+  /** The account whose permits this service accepts (`acc_...`). */
+  account: string;
+  /** The environment whose permits this service accepts. */
+  environment: 'test' | 'live';
   /** Further verifier options (cache and cooldown durations, a test clock). */
-  verifier?: Omit<PermitVerifierOptions, 'jwksUrl' | 'issuer'>;
+  verifier?: Pick<PermitVerifierCommonOptions, 'clockToleranceSeconds' | 'cooldownMs' | 'cacheMaxAgeMs' | 'now'>;
   logger?: boolean;
 }
 
@@ -39,7 +49,8 @@ function bearerToken(request: FastifyRequest): string {
 }
 
 export async function buildDownstreamService(options: DownstreamServiceOptions): Promise<FastifyInstance> {
-  const verifier = createPermitVerifier({ ...options.verifier, jwksUrl: options.jwksUrl, issuer: options.issuer });
+  const { jwksUrl, issuer, account, environment } = options;
+  const verifier = createPermitVerifier({ ...options.verifier, jwksUrl, issuer, account, environment });
   const app = Fastify({ logger: options.logger ?? false });
 
   app.setErrorHandler((error, request, reply) => {
@@ -71,7 +82,11 @@ export async function buildDownstreamService(options: DownstreamServiceOptions):
 
 async function main(): Promise<void> {
   const authzUrl = (process.env.AUTHZ_URL || 'http://127.0.0.1:8080').replace(/\/+$/, '');
-  const app = await buildDownstreamService({ jwksUrl: `${authzUrl}/.well-known/jwks.json`, issuer: authzUrl, logger: true });
+  const account = process.env.AUTHZ_ACCOUNT ?? '';
+  const environment = process.env.AUTHZ_ENVIRONMENT || 'test';
+  if (environment !== 'test' && environment !== 'live') throw new Error(`AUTHZ_ENVIRONMENT must be test or live, not ${environment}`);
+  if (account === '') throw new Error('AUTHZ_ACCOUNT is required: the account (acc_...) whose permits this service accepts (`authz serve` prints it at start)');
+  const app = await buildDownstreamService({ jwksUrl: `${authzUrl}/.well-known/jwks.json`, issuer: authzUrl, account, environment, logger: true });
   closeOnSignals(app);
   await app.listen(listenAddress(8090));
 }

@@ -14,10 +14,13 @@
  * `page.next_token` (`""` at the end). A token holds the last result's key and
  * a digest of the search it was given for (the entities, the context and the
  * limit, as read): AuthZEN says a request with a token must be the preceding
- * request unchanged, and a changed one is refused (400). Resource search is
- * not offered.
+ * request unchanged, and a changed one is refused (400). The token is MACed
+ * (HMAC-SHA256 under a key derived from the master key) over the account and
+ * environment that searched too: a forged or altered token, or another
+ * account's or environment's, is refused (400) as not one this service gave.
+ * Resource search is not offered.
  */
-import { hash } from 'node:crypto';
+import { createHmac, hash, timingSafeEqual } from 'node:crypto';
 import { canonicalJson } from '../../compiler/index.js';
 import { InvalidFieldError } from '../errors/api-error.js';
 import type { Sql } from '../store/connect.js';
@@ -34,7 +37,12 @@ export interface SearchDeps {
   sql: Sql;
   policySets: Pick<PolicySets, 'get'>;
   decisions: { preview(principal: Principal, input: DecisionInput): Promise<DecisionPreview> };
+  /** The key page tokens are MACed with: `derivedKey(config.masterKey, PAGE_TOKEN_PURPOSE)`, the same in every process of a store. */
+  pageTokenKey: Buffer;
 }
+
+/** What the page token key is derived for (runtime/secrets/derived-key.ts). */
+export const PAGE_TOKEN_PURPOSE = 'authzen-search-page-token';
 
 export interface SearchPage<T> {
   results: T[];
@@ -61,8 +69,8 @@ interface PageRequest {
   token: { after: string; query: string } | null;
 }
 
-/** `page.limit` and `page.token` (decoded, not yet checked against the search). */
-function readPage(value: unknown): PageRequest {
+/** `page.limit` and `page.token` (its MAC checked for this principal; not yet checked against the search). */
+function readPage(value: unknown, tokens: PageTokens): PageRequest {
   if (value === undefined || value === null) return { limit: MAX_SEARCH_LIMIT, token: null };
   if (!isObject(value)) throw invalid('/page', 'must be object');
   const { limit = MAX_SEARCH_LIMIT, token } = value;
@@ -70,7 +78,7 @@ function readPage(value: unknown): PageRequest {
     throw invalid('/page/limit', `must be an integer from 1 to ${MAX_SEARCH_LIMIT}`);
   if (token === undefined || token === null || token === '') return { limit, token: null };
   if (typeof token !== 'string') throw invalid('/page/token', 'must be string');
-  return { limit, token: decodeToken(token) };
+  return { limit, token: tokens.decode(token) };
 }
 
 /**
@@ -88,19 +96,43 @@ function startAfter(page: PageRequest, query: SearchQuery): string | null {
   return page.token.after;
 }
 
-/** A page token: the last result's key and the search's digest, base64url (opaque to the caller). */
-const encodeToken = (key: string, query: SearchQuery, limit: number): string =>
-  Buffer.from(JSON.stringify({ after: key, q: digestOf({ ...query, limit }) }), 'utf8').toString('base64url');
+/** Page tokens of one principal's searches. */
+interface PageTokens {
+  encode(after: string, query: SearchQuery, limit: number): string;
+  decode(token: string): { after: string; query: string };
+}
 
-function decodeToken(token: string): { after: string; query: string } {
-  try {
-    const value = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as unknown;
-    if (isObject(value) && typeof value.after === 'string' && typeof value.q === 'string') return { after: value.after, query: value.q };
-  } catch {
-    // answered below
-  }
-  const message = 'page.token is not a token this service gave (pass page.next_token as it came)';
-  throw new InvalidFieldError(message, { details: [{ path: '/page/token', message }] });
+/**
+ * Page tokens `<payload>.<mac>`: the payload is base64url JSON of the last
+ * result's key and the search's digest, the MAC base64url HMAC-SHA256 over the
+ * account, the environment and the payload. Opaque to the caller.
+ */
+function pageTokens(key: Buffer, principal: Principal): PageTokens {
+  const macOf = (payload: string) => createHmac('sha256', key).update(`${principal.accountId}\n${principal.environment}\n${payload}`).digest();
+  const refused = () => {
+    const message = 'page.token is not a token this service gave for this account and environment (pass page.next_token as it came)';
+    return new InvalidFieldError(message, { details: [{ path: '/page/token', message }] });
+  };
+  return {
+    encode(after, query, limit) {
+      const payload = Buffer.from(JSON.stringify({ after, q: digestOf({ ...query, limit }) }), 'utf8').toString('base64url');
+      return `${payload}.${macOf(payload).toString('base64url')}`;
+    },
+    decode(token) {
+      const [payload, mac, ...rest] = token.split('.');
+      if (payload === undefined || mac === undefined || rest.length > 0 || !/^[A-Za-z0-9_-]{43}$/.test(mac)) throw refused();
+      const expected = macOf(payload);
+      // The mac's 43 characters hold 258 bits: its canonical spelling only.
+      if (!timingSafeEqual(Buffer.from(mac, 'base64url'), expected) || expected.toString('base64url') !== mac) throw refused();
+      try {
+        const value = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as unknown;
+        if (isObject(value) && typeof value.after === 'string' && typeof value.q === 'string') return { after: value.after, query: value.q };
+      } catch {
+        // answered below
+      }
+      throw refused();
+    },
+  };
 }
 
 function readContext(body: Json): Json | undefined {
@@ -123,7 +155,8 @@ export async function searchSubjects(deps: SearchDeps, principal: Principal, bod
   const action = readEntity(body.action, '/action', { name: {} });
   const resource = readEntity(body.resource, '/resource', { type: { min: 1, max: 256 }, id: { min: 1, max: MAX_RESOURCE_LENGTH } });
   const context = readContext(body);
-  const page = readPage(body.page);
+  const tokens = pageTokens(deps.pageTokenKey, principal);
+  const page = readPage(body.page, tokens);
   const { limit } = page;
   const query: SearchQuery = { search: 'subject', subject, action, resource, context: context ?? null };
   const after = startAfter(page, query);
@@ -138,7 +171,7 @@ export async function searchSubjects(deps: SearchDeps, principal: Principal, bod
     for (const id of ids) {
       if (id.length > MAX_AGENT_ID_LENGTH) continue;
       if (!counts(await deps.decisions.preview(principal, toDecisionInput(evaluationOf(id))))) continue;
-      if (results.length === limit) return { results, page: { next_token: encodeToken(results[limit - 1]!.id, query, limit) } };
+      if (results.length === limit) return { results, page: { next_token: tokens.encode(results[limit - 1]!.id, query, limit) } };
       results.push({ type, id });
     }
     if (ids.length < AGENT_CHUNK) return { results, page: { next_token: '' } };
@@ -159,7 +192,8 @@ export async function searchActions(deps: SearchDeps, principal: Principal, body
   const subject = readEntity(body.subject, '/subject', { type: { min: 1, max: 256 }, id: { min: 1, max: MAX_AGENT_ID_LENGTH } });
   const resource = readEntity(body.resource, '/resource', { type: { min: 1, max: 256 }, id: { min: 1, max: MAX_RESOURCE_LENGTH } });
   const context = readContext(body);
-  const page = readPage(body.page);
+  const tokens = pageTokens(deps.pageTokenKey, principal);
+  const page = readPage(body.page, tokens);
   const { limit } = page;
   const query: SearchQuery = { search: 'action', subject, resource, context: context ?? null };
   const after = startAfter(page, query);
@@ -174,7 +208,7 @@ export async function searchActions(deps: SearchDeps, principal: Principal, body
   for (const name of candidates) {
     const evaluation = { subject, action: { name }, resource, ...(context ? { context } : {}) } as unknown as AuthzenEvaluation;
     if (!counts(await deps.decisions.preview(principal, toDecisionInput(evaluation)))) continue;
-    if (results.length === limit) return { results, page: { next_token: encodeToken(results[limit - 1]!.name, query, limit) } };
+    if (results.length === limit) return { results, page: { next_token: tokens.encode(results[limit - 1]!.name, query, limit) } };
     results.push({ name });
   }
   return { results, page: { next_token: '' } };

@@ -16,7 +16,8 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { loadSchema } from '../../compiler/index.js';
-import { searchActions, searchSubjects, type SearchDeps } from '../domain/authzen-search.js';
+import { PAGE_TOKEN_PURPOSE, searchActions, searchSubjects, type SearchDeps } from '../domain/authzen-search.js';
+import { derivedKey } from '../secrets/derived-key.js';
 import { evaluate, evaluateBatch, evaluationsSemantic, type AuthzenDeps, type AuthzenEvaluation, type AuthzenEvaluations } from '../domain/authzen.js';
 import { InvalidJsonError } from '../errors/api-error.js';
 import { requestDeadline } from '../http/deadline.js';
@@ -27,7 +28,7 @@ import { accessRequestRoutes } from './authzen-requests.js';
 
 export const authzenRoutes: FastifyPluginAsync = async (app) => {
   const { decisions, metrics, config, store, policySets, accessRequests } = app.services;
-  const search: SearchDeps = { sql: store.sql, policySets, decisions };
+  const search: SearchDeps = { sql: store.sql, policySets, decisions, pageTokenKey: derivedKey(config.masterKey, PAGE_TOKEN_PURPOSE) };
   // An approval at context.approval that applies answers with its approved decision (domain/access-requests.ts).
   const deps: AuthzenDeps = { decisions, approvals: accessRequests, decided: (row, seconds) => metrics.decided(row.effect, row.reason, seconds) };
   const answer = (row: Parameters<typeof authzenAnswer>[0]) => authzenAnswer(row, config.baseUrl);

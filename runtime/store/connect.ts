@@ -42,6 +42,8 @@ export interface StoreOptions {
   dataDir?: string;
   /** Pool size for PostgreSQL (default 10). Ignored by the embedded store, which has one connection. */
   max?: number;
+  /** Embedded only: told once when the data directory's lock is held by a process that is stopping, and waited for (data-dir-lock.ts). */
+  onLockWait?: (message: string) => void;
 }
 
 const INT8_OID = 20;
@@ -78,7 +80,7 @@ function baseOptions() {
 
 export async function openStore(options: StoreOptions): Promise<Store> {
   if (options.databaseUrl) return openPostgres(options.databaseUrl, options.max ?? 10);
-  return openEmbedded(options.dataDir ?? 'memory://');
+  return openEmbedded(options.dataDir ?? 'memory://', options.onLockWait);
 }
 
 async function openPostgres(url: string, max: number): Promise<Store> {
@@ -102,11 +104,11 @@ async function openPostgres(url: string, max: number): Promise<Store> {
   };
 }
 
-async function openEmbedded(dataDir: string): Promise<Store> {
+async function openEmbedded(dataDir: string, onLockWait?: (message: string) => void): Promise<Store> {
   const onDisk = !dataDir.includes('://');
   if (onDisk) ensurePrivateDir(dataDir);
   // One process per data directory: StoreLockedError before PGlite touches it.
-  const unlock = onDisk ? lockDataDir(dataDir) : () => {};
+  const unlock = onDisk ? await lockDataDir(dataDir, onLockWait ? { onWait: onLockWait } : {}) : () => {};
   let db: PGlite;
   try {
     db = await PGlite.create(dataDir);

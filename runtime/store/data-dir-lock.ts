@@ -12,10 +12,18 @@
  * container restarted with the same pid). So a `kill -9` never blocks the next
  * start. A live holder: StoreLockedError, and the store is not opened.
  *
+ * A holder that is stopping (it got SIGTERM or SIGINT: `markStopping` rewrites
+ * its lock with `stopping: true`) is waited for, up to 30 s, said once through
+ * `onWait`: a restart right after a stop (a supervisor, a terminal's Ctrl-C
+ * then the same command) opens the store once the old process has closed it.
+ * A live holder not (yet) marked stopping is read again for up to 1 s, the
+ * time a process just signalled takes to mark its lock, then refused.
+ *
  * Taking over a stale lock: it is renamed aside (atomic), and put back when
  * what was moved was not the stale lock judged (another starter's fresh one).
  */
 import { linkSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 
@@ -25,9 +33,11 @@ export class StoreLockedError extends Error {
   constructor(
     readonly dataDir: string,
     readonly pid: number,
+    waitedMs = 0,
   ) {
+    const still = waitedMs > 0 ? `, still stopping after ${Math.round(waitedMs / 1000)} s` : '';
     super(
-      `the embedded store in ${dataDir} is in use by another process (pid ${pid}): one process at a time opens it. ` +
+      `the embedded store in ${dataDir} is in use by another process (pid ${pid}${still}): one process at a time opens it. ` +
         'Stop that process first, or give this one another AUTHZ_DATA_DIR (several processes on one store need PostgreSQL: DATABASE_URL).',
     );
   }
@@ -36,10 +46,17 @@ export class StoreLockedError extends Error {
 interface Holder {
   pid: number;
   started: string | null;
+  stopping: boolean;
 }
 
-/** Lock files this process holds (its own pid in a lock file it does not hold is stale). */
-const held = new Set<string>();
+/** How long a stopping holder is waited for. */
+export const STOPPING_WAIT_MS = 30_000;
+/** How long a live holder not marked stopping is read again before the refusal. */
+const UNMARKED_GRACE_MS = 1_000;
+const POLL_MS = 50;
+
+/** Lock files this process holds, with the content it wrote (its own pid in a lock file it does not hold is stale). */
+const held = new Map<string, string>();
 
 /** The start time of process `pid` (clock ticks since boot), or null where /proc does not tell. */
 function startTime(pid: number): string | null {
@@ -80,38 +97,53 @@ function readHolder(path: string): { text: string; holder: Holder | null } | nul
   }
   try {
     const parsed = JSON.parse(text) as Partial<Holder>;
-    if (Number.isInteger(parsed.pid) && parsed.pid! > 0) return { text, holder: { pid: parsed.pid!, started: typeof parsed.started === 'string' ? parsed.started : null } };
+    if (Number.isInteger(parsed.pid) && parsed.pid! > 0) {
+      return { text, holder: { pid: parsed.pid!, started: typeof parsed.started === 'string' ? parsed.started : null, stopping: parsed.stopping === true } };
+    }
   } catch {
     // Torn or foreign content: no holder to wait for.
   }
   return { text, holder: null };
 }
 
+export interface LockOptions {
+  /** Told once when a stopping holder is waited for. */
+  onWait?: (message: string) => void;
+  /** How long a stopping holder is waited for (default STOPPING_WAIT_MS). */
+  waitMs?: number;
+}
+
 /**
- * Takes the lock of `dataDir` (which must exist) for this process; returns its
- * release (idempotent; also run at process exit). Throws StoreLockedError when
- * another live process holds it.
+ * Takes the lock of `dataDir` (which must exist) for this process; resolves to
+ * its release (idempotent; also run at process exit). A holder that is
+ * stopping is waited for (up to `waitMs`, told once through `onWait`).
  *
+ * @throws StoreLockedError when another live process holds it (and is not stopping, or still holds it after `waitMs`)
  * @example
- * const release = lockDataDir('/srv/.authz');
+ * const release = await lockDataDir('/srv/.authz', { onWait: (m) => console.error(m) });
  * const db = await PGlite.create('/srv/.authz');
  * // ... on close: await db.close(); release();
  */
-export function lockDataDir(dataDir: string): () => void {
+export async function lockDataDir(dataDir: string, options: LockOptions = {}): Promise<() => void> {
   const path = join(dataDir, LOCK_FILE);
   const mine = JSON.stringify({ pid: process.pid, started: startTime(process.pid) });
-  for (let attempt = 0; attempt < 10; attempt++) {
+  const waitMs = options.waitMs ?? STOPPING_WAIT_MS;
+  const began = performance.now();
+  let told = false;
+  let takeOvers = 0;
+  for (;;) {
     try {
       writeFileSync(path, mine, { flag: 'wx', mode: 0o600 });
-      held.add(path);
+      held.set(path, mine);
       let released = false;
       const release = () => {
         if (released) return;
         released = true;
+        const written = held.get(path);
         held.delete(path);
         process.off('exit', release);
         // Only our own lock: never one another process took over meanwhile.
-        if (readHolder(path)?.text === mine) unlinkSync(path);
+        if (written !== undefined && readHolder(path)?.text === written) unlinkSync(path);
       };
       process.on('exit', release);
       return release;
@@ -120,10 +152,78 @@ export function lockDataDir(dataDir: string): () => void {
     }
     const found = readHolder(path);
     if (found === null) continue; // released meanwhile
-    if (found.holder !== null && holderRuns(found.holder, path)) throw new StoreLockedError(dataDir, found.holder.pid);
-    takeOverStale(path, found.text);
+    const { holder } = found;
+    if (holder === null || !holderRuns(holder, path)) {
+      if (++takeOvers > 10) throw new Error(`could not take the lock ${path}: other processes keep taking it`);
+      takeOverStale(path, found.text);
+      continue;
+    }
+    const waited = performance.now() - began;
+    if (holder.stopping && holder.pid !== process.pid) {
+      if (waited >= waitMs) throw new StoreLockedError(dataDir, holder.pid, waited);
+      if (!told) {
+        told = true;
+        options.onWait?.(
+          `the embedded store in ${dataDir} is held by pid ${holder.pid}, which is stopping: waiting for it to close the store (up to ${Math.round(waitMs / 1000)} s)`,
+        );
+      }
+    } else if (holder.pid === process.pid || waited >= UNMARKED_GRACE_MS) {
+      throw new StoreLockedError(dataDir, holder.pid);
+    }
+    await sleep(POLL_MS);
   }
-  throw new Error(`could not take the lock ${path}: other processes keep taking it`);
+}
+
+/**
+ * Whether the lock of `dataDir` is held by a live process that is stopping,
+ * read again for up to `graceMs` while its holder runs unmarked (just
+ * signalled). `authz serve` asks this when its port is still taken: by a
+ * stopping process of the same store, it waits for the store and listens
+ * after.
+ *
+ * @example
+ * if (portTaken && !(await heldByStoppingProcess('/srv/.authz'))) exitWith('port in use');
+ */
+export async function heldByStoppingProcess(dataDir: string, graceMs = UNMARKED_GRACE_MS): Promise<boolean> {
+  const path = join(dataDir, LOCK_FILE);
+  const began = performance.now();
+  for (;;) {
+    const holder = readHolder(path)?.holder ?? null;
+    if (holder === null || holder.pid === process.pid || !holderRuns(holder, path)) return false;
+    if (holder.stopping) return true;
+    if (performance.now() - began >= graceMs) return false;
+    await sleep(POLL_MS);
+  }
+}
+
+/**
+ * Marks the locks this process holds as stopping (`stopping: true`), so that a
+ * process starting on the same data directory waits for the store to be
+ * closed instead of giving up (called on SIGTERM and SIGINT, before the
+ * shutdown). The lock is rewritten atomically (a new file renamed over it).
+ *
+ * @example
+ * process.once('SIGTERM', () => { markStopping(); void shutdown(); });
+ */
+export function markStopping(): void {
+  for (const [path, text] of held) {
+    const stopping = JSON.stringify({ ...(JSON.parse(text) as object), stopping: true });
+    const aside = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.stopping`;
+    try {
+      // Still ours (not taken over meanwhile): replaced as a whole, never seen torn.
+      if (readHolder(path)?.text !== text) continue;
+      writeFileSync(aside, stopping, { mode: 0o600 });
+      renameSync(aside, path);
+      held.set(path, stopping);
+    } catch {
+      // The lock stays as it was: a starter then refuses instead of waiting.
+      try {
+        unlinkSync(aside);
+      } catch {
+        // not written
+      }
+    }
+  }
 }
 
 /** Removes the stale lock whose content is `stale`; puts back a fresh one moved by mistake. */

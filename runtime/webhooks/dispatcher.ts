@@ -26,7 +26,7 @@ import { retryTransient } from '../store/transient.js';
 import { eventBodies } from '../events/references.js';
 import { claimDueDeliveries, recordAttempts, releaseClaims, type AttemptResult, type ClaimedDelivery } from '../store/webhooks.js';
 import { nextAttemptAfterFailure } from './schedule.js';
-import { sendWebhook } from './send.js';
+import { sendWebhook, STOPPED } from './send.js';
 import { signWebhookBody } from './signature.js';
 import { signStandardWebhook } from './standard-webhooks.js';
 
@@ -54,6 +54,12 @@ export interface DispatcherOptions {
   onError?: (error: unknown) => void;
   /** Told each attempt's outcome (metrics). */
   observer?: DeliveryObserver;
+  /**
+   * How long `stop` lets the attempts in flight run before cutting them off
+   * (default 2000 ms); a cut attempt is given back, not recorded: the next
+   * dispatcher makes it again (at least once).
+   */
+  stopGraceMs?: number;
 }
 
 export class WebhookDispatcher {
@@ -73,6 +79,8 @@ export class WebhookDispatcher {
   private running = false;
   private loopDone: Promise<void> = Promise.resolve();
   private wake: (() => void) | null = null;
+  /** Aborted by `stop` once its grace is over: the attempts still in flight are cut off. */
+  private cut = new AbortController();
 
   constructor(
     private readonly sql: Sql,
@@ -100,10 +108,15 @@ export class WebhookDispatcher {
     if (this.running) return;
     if (onError) this.options.onError = onError;
     this.running = true;
+    this.cut = new AbortController();
     this.loopDone = this.loop();
   }
 
-  /** Stops claiming, gives back what was claimed but not sent, waits for the attempts in flight and their records. */
+  /**
+   * Stops claiming, gives back what was claimed but not sent, waits for the
+   * attempts in flight (at most `stopGraceMs`: then they are cut off and given
+   * back) and their records.
+   */
   async stop(): Promise<void> {
     this.running = false;
     this.wake?.();
@@ -118,7 +131,12 @@ export class WebhookDispatcher {
       // Their leases run out instead.
       this.options.onError?.(error);
     }
-    await this.drain();
+    const cut = setTimeout(() => this.cut.abort(), this.options.stopGraceMs ?? 2000);
+    try {
+      await this.drain();
+    } finally {
+      clearTimeout(cut);
+    }
   }
 
   /** Claims what is due now and waits until those attempts are sent and recorded; returns how many (tests). */
@@ -238,11 +256,19 @@ export class WebhookDispatcher {
         headers['webhook-timestamp'] = String(timestamp);
         headers['webhook-signature'] = signStandardWebhook(delivery.event_id, timestamp, body, secret);
       }
-      result = await sendWebhook(delivery.url, body, headers, { environment: delivery.environment, allowPrivate: this.options.allowPrivate }, this.timeoutMs);
+      const rules = { environment: delivery.environment, allowPrivate: this.options.allowPrivate };
+      result = await sendWebhook(delivery.url, body, headers, rules, this.timeoutMs, undefined, this.cut.signal);
     } catch (error) {
       result = { status_code: null, error: error instanceof Error ? error.message : String(error), duration_ms: 0 };
     }
     const ok = result.error === null && result.status_code !== null && result.status_code >= 200 && result.status_code < 300;
+    if (!ok && result.error === STOPPED) {
+      // Cut off by stop: given back as if never claimed (not a failed attempt); else its lease runs out.
+      await retryTransient(() => releaseClaims(this.sql, [{ id: delivery.id, attempt: delivery.attempt }]), { onRetry: this.options.onError }).catch((e: unknown) =>
+        this.options.onError?.(e),
+      );
+      return;
+    }
     const next = ok ? null : nextAttemptAfterFailure(delivery.attempt, startedMs);
     this.options.observer?.attempt(ok ? 'succeeded' : next === null ? 'abandoned' : 'failed', ok ? (this.clock.now() - delivery.event_created_at.getTime()) / 1000 : null);
     // The endpoint's slot is free once it answered; the record follows in the next batch.

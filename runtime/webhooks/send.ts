@@ -22,12 +22,23 @@ export interface SendResult {
 /** The most of an answer's body that is read (64 KiB); past it the connection is closed. */
 export const RESPONSE_READ_LIMIT = 64 * 1024;
 
+/** The error of an attempt cut off by `signal` (the dispatcher stopping). */
+export const STOPPED = 'the dispatcher stopped before an answer';
+
 const agents = {
   http: new http.Agent({ keepAlive: true, maxSockets: 256 }),
   https: new https.Agent({ keepAlive: true, maxSockets: 256 }),
 };
 
-export function sendWebhook(url: string, body: Buffer, headers: Record<string, string>, rules: UrlRules, timeoutMs: number, now: () => number = Date.now): Promise<SendResult> {
+export function sendWebhook(
+  url: string,
+  body: Buffer,
+  headers: Record<string, string>,
+  rules: UrlRules,
+  timeoutMs: number,
+  now: () => number = Date.now,
+  signal?: AbortSignal,
+): Promise<SendResult> {
   const started = now();
   const done = (status_code: number | null, error: string | null): SendResult => ({ status_code, error, duration_ms: Math.max(0, Math.round(now() - started)) });
   const checked = checkWebhookUrl(url, rules);
@@ -50,11 +61,17 @@ export function sendWebhook(url: string, body: Buffer, headers: Record<string, s
       lookup: guardedLookup(rules),
       headers: { ...headers, 'content-type': 'application/json', 'content-length': String(body.length), 'user-agent': 'agent-authz-webhooks/1' },
     });
-    const timer = setTimeout(() => {
+    const cutOff = (why: string) => {
       // Answered in time, the body still coming: the status stands.
       if (status !== null) finish(done(status, null));
-      request.destroy(new Error(`no response within ${timeoutMs / 1000} s`));
-    }, timeoutMs);
+      request.destroy(new Error(why));
+    };
+    const timer = setTimeout(() => cutOff(`no response within ${timeoutMs / 1000} s`), timeoutMs);
+    // The dispatcher stopping: cut off as a timeout would (the caller gives the attempt back).
+    const onAbort = () => cutOff(STOPPED);
+    if (signal?.aborted) onAbort();
+    else signal?.addEventListener('abort', onAbort, { once: true });
+    request.once('close', () => signal?.removeEventListener('abort', onAbort));
     request.on('response', (response) => {
       status = response.statusCode ?? null;
       let read = 0;

@@ -219,7 +219,7 @@ describe('agent-authz/verifier', () => {
   };
 
   it('verifies a permit against the JWKS and returns its claims', async () => {
-    const verifier = createPermitVerifier({ jwksUrl, issuer });
+    const verifier = createPermitVerifier({ jwksUrl, issuer, account: 'acc_northpeak0000000000001', environment: 'test' });
     const expected = claims();
     const got = await verifier.verify(signPermit(privateKey, kid, expected), { action: 'payments.refund', resource: 'order:100482', environment: 'test' });
     expect(got).toEqual(expected);
@@ -227,7 +227,7 @@ describe('agent-authz/verifier', () => {
   });
 
   it('refuses a permit for another resource, an expired one, and a tampered one, with the codes a service answers with', async () => {
-    const verifier = createPermitVerifier({ jwksUrl, issuer });
+    const verifier = createPermitVerifier({ jwksUrl, issuer, account: 'acc_northpeak0000000000001', environment: 'test' });
     const token = signPermit(privateKey, kid, claims());
     const mismatch = verifier.verify(token, { action: 'payments.refund', resource: 'order:1' });
     await expect(mismatch).rejects.toBeInstanceOf(PermitMismatchError);

@@ -49,7 +49,7 @@ describe('docs/mcp.md', () => {
     expect(block('1.', 'sh')).toContain('node bin/authz.js serve');
     server = await startFreshServe('authz-mcp-doc-');
     const { base, testKey } = server;
-    env = { ...process.env, AUTHZ_URL: base, AUTHZ_API_KEY: testKey, NO_PROXY: '127.0.0.1,localhost', no_proxy: '127.0.0.1,localhost' };
+    env = { ...process.env, AUTHZ_URL: base, AUTHZ_API_KEY: testKey, AUTHZ_ACCOUNT: server.accountId, NO_PROXY: '127.0.0.1,localhost', no_proxy: '127.0.0.1,localhost' };
     // Section 2: the configuration, saved in the clone.
     writeFileSync(join(ROOT, config), block('2.', 'yaml'));
   }, 120_000);

@@ -87,6 +87,8 @@ export interface FreshServe {
   base: string;
   /** The test key it printed at its first start. */
   testKey: string;
+  /** The account it created at its first start (`acc_...`), which the keys belong to. */
+  accountId: string;
   /** What it printed (stdout lines, stderr chunks), as it goes on. */
   output: string[];
   /** Stops it (SIGTERM) and removes its data directory. */
@@ -116,9 +118,11 @@ export async function startFreshServe(dataDirPrefix: string, extraEnv: NodeJS.Pr
   };
   const output: string[] = [];
   try {
+    let accountId = '';
     const testKey = await new Promise<string>((resolve, reject) => {
       eachLine(child.stdout!, (line) => {
         output.push(line);
+        accountId ||= /Created account "default" \((acc_\w+)\)/.exec(line)?.[1] ?? '';
         const key = /test key: (svc_test_sk_\w+)/.exec(line)?.[1];
         if (key) resolve(key);
       });
@@ -138,7 +142,8 @@ export async function startFreshServe(dataDirPrefix: string, extraEnv: NodeJS.Pr
       if (i > 600) throw new Error('authz serve did not answer /healthz');
       await new Promise((r) => setTimeout(r, 100));
     }
-    return { base, testKey, output, stop };
+    if (accountId === '') throw new Error(`authz serve printed no account:\n${output.join('\n')}`);
+    return { base, testKey, accountId, output, stop };
   } catch (error) {
     await stop();
     throw error;
@@ -159,13 +164,14 @@ export interface ServeProcess {
  * AUTHZ_WEBHOOK_ALLOW_PRIVATE unless `env` sets them), LOG_LEVEL warn; resolves
  * once it prints that it listens, rejects if it exits first. `bin` runs another
  * build (test/helpers/old-build.ts: `join(oldBuild(ref), 'bin', 'authz.js')`),
- * from its own checkout.
+ * from its own checkout. `detached`: in a process group of its own, stopped as
+ * a supervisor or a terminal stops one (`process.kill(-child.pid, 'SIGTERM')`).
  */
-export async function startServeProcess(port: number, env: NodeJS.ProcessEnv, timeoutMs = 30_000, bin = join(ROOT, 'bin', 'authz.js')): Promise<ServeProcess> {
+export async function startServeProcess(port: number, env: NodeJS.ProcessEnv, timeoutMs = 30_000, bin = join(ROOT, 'bin', 'authz.js'), detached = false): Promise<ServeProcess> {
   const full: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST, LOG_LEVEL: 'warn' };
   for (const k of ['AUTHZ_DATA_DIR', 'AUTHZ_TEST_CLOCK', 'AUTHZ_WEBHOOK_ALLOW_PRIVATE']) delete full[k];
   Object.assign(full, env);
-  const child = spawn(process.execPath, [bin, 'serve'], { cwd: dirname(dirname(bin)), env: full, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [bin, 'serve'], { cwd: dirname(dirname(bin)), env: full, stdio: ['ignore', 'pipe', 'pipe'], detached });
   const stdout: string[] = [];
   const stderr: string[] = [];
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {

@@ -62,7 +62,14 @@ describe('docs/mcp.md: One gateway for many agents', () => {
   beforeAll(async () => {
     ensureProxyBuilt();
     server = await startFreshServe('authz-mcp-gateway-doc-');
-    env = { ...process.env, AUTHZ_URL: server.base, AUTHZ_API_KEY: server.testKey, NO_PROXY: '127.0.0.1,localhost', no_proxy: '127.0.0.1,localhost' };
+    env = {
+      ...process.env,
+      AUTHZ_URL: server.base,
+      AUTHZ_API_KEY: server.testKey,
+      AUTHZ_ACCOUNT: server.accountId,
+      NO_PROXY: '127.0.0.1,localhost',
+      no_proxy: '127.0.0.1,localhost',
+    };
     // The reader added section 4's policy before: its commands but the agent's run.
     const section4 = PAGE.slice(PAGE.indexOf('\n## 4.'), PAGE.indexOf('\n## 5.'));
     const policy = /```sh\n([\s\S]*?)```/.exec(section4)![1]!.trim().split('\n');

@@ -69,6 +69,7 @@ describe.each(STORE_KINDS)('authz mcp-proxy (%s store)', (kind) => {
       TOOLS_DIR: files.tools,
       PERMIT_JWKS_URL: `${base}/.well-known/jwks.json`,
       PERMIT_ISSUER: rt.services.config.baseUrl,
+      PERMIT_ACCOUNT: rt.accountId,
       PERMIT_NOW_MS: String(START + 1000),
       ...env,
     });
@@ -138,7 +139,13 @@ describe.each(STORE_KINDS)('authz mcp-proxy (%s store)', (kind) => {
       await p.proxy.client.callTool({ name: 'write_file', arguments: args });
       const call = p.calls().find((c) => c.arguments.path === 'notes/b.txt')!;
       const token = call.meta!['agent-authz/permit'] as string;
-      const verifier = createPermitVerifier({ jwksUrl: `${base}/.well-known/jwks.json`, issuer: rt.services.config.baseUrl, now: () => START + 1000 });
+      const verifier = createPermitVerifier({
+        jwksUrl: `${base}/.well-known/jwks.json`,
+        issuer: rt.services.config.baseUrl,
+        account: rt.accountId,
+        environment: 'test',
+        now: () => START + 1000,
+      });
       await expect(verifier.verify(token, { action: 'files.write', arguments: args })).resolves.toMatchObject({ args: argsDigest(args) });
       const other = verifier.verify(token, { action: 'files.write', arguments: { ...args, path: 'notes/../../etc/passwd' } });
       await expect(other).rejects.toBeInstanceOf(PermitMismatchError);
@@ -311,6 +318,7 @@ describe.each(STORE_KINDS)('authz mcp-proxy (%s store)', (kind) => {
         RECORD_FILE: files.record,
         PERMIT_JWKS_URL: `${base}/.well-known/jwks.json`,
         PERMIT_ISSUER: rt.services.config.baseUrl,
+        PERMIT_ACCOUNT: rt.accountId,
         PERMIT_NOW_MS: String(START + 1000),
       };
       const tools = await startPrinting(process.execPath, [TOOLS_SERVER, '--http'], env, (l) => (l.startsWith('{') ? (JSON.parse(l) as { url: string }).url : undefined));

@@ -58,6 +58,7 @@ describe.each(STORE_KINDS)('one session across two stdio proxies (%s store)', (k
       TOOLS_DIR: files.tools,
       PERMIT_JWKS_URL: `${base}/.well-known/jwks.json`,
       PERMIT_ISSUER: rt.services.config.baseUrl,
+      PERMIT_ACCOUNT: rt.accountId,
       PERMIT_NOW_MS: String(START + 1000),
       ...env,
     });

@@ -122,6 +122,7 @@ describe.each(STORE_KINDS)('batched confirms through authz mcp-proxy (%s store)'
       TOOLS_DIR: files.tools,
       PERMIT_JWKS_URL: `${base}/.well-known/jwks.json`,
       PERMIT_ISSUER: rt.services.config.baseUrl,
+      PERMIT_ACCOUNT: rt.accountId,
       PERMIT_NOW_MS: String(START + 1000),
     });
     try {

@@ -76,6 +76,7 @@ interface Served {
   child: ChildProcess;
   base: string;
   testKey: string;
+  accountId: string;
   exited: Promise<number | null>;
   output: string[];
 }
@@ -93,9 +94,11 @@ async function serve(app: string, dataDir: string): Promise<Served> {
   });
   const output: string[] = [];
   let testKey = '';
+  let accountId = '';
   eachLine(child.stdout!, (line) => {
     output.push(line);
     testKey ||= /test key: (svc_test_sk_\w+)/.exec(line)?.[1] ?? '';
+    accountId ||= /Created account "default" \((acc_\w+)\)/.exec(line)?.[1] ?? '';
   });
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => output.push(chunk));
   let done = false;
@@ -106,7 +109,7 @@ async function serve(app: string, dataDir: string): Promise<Served> {
       (r) => r.ok,
       () => false,
     );
-    if (healthy && testKey) return { child, base, testKey, exited, output };
+    if (healthy && testKey && accountId) return { child, base, testKey, accountId, exited, output };
     await new Promise((r) => setTimeout(r, 200));
   }
 }
@@ -179,7 +182,7 @@ describe('the npm package, installed from its tarball', () => {
 
   it('runs `npx authz serve` on a fresh data dir: the printed key decides; the three entry points import and work against it', async () => {
     server = await serve(app, join(work, 'data'));
-    const { base, testKey } = server;
+    const { base, testKey, accountId } = server;
     const r = await fetch(`${base}/v1/decisions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${testKey}`, 'content-type': 'application/json' },
@@ -195,10 +198,10 @@ describe('the npm package, installed from its tarball', () => {
 import { createPermitVerifier } from 'agent-authz/verifier';
 import { signWebhookBody, verifyWebhookSignature } from 'agent-authz/webhooks';
 
-const [base, apiKey] = process.argv.slice(2);
+const [base, apiKey, account] = process.argv.slice(2);
 const authz = new AuthzClient({ baseUrl: base, apiKey });
 const decision = await authz.decide({ agent_id: 'support-bot-1', action: 'orders.read', resource: 'order:1001' });
-const verifier = createPermitVerifier({ jwksUrl: base + '/.well-known/jwks.json', issuer: base });
+const verifier = createPermitVerifier({ jwksUrl: base + '/.well-known/jwks.json', issuer: base, account, environment: 'test' });
 const claims = await verifier.verify(decision.permit_token, { action: 'orders.read', resource: 'order:1001' });
 await authz.confirm(decision.id);
 const signature = signWebhookBody('{"id":"evt_1"}', 'whsec_test');
@@ -206,7 +209,7 @@ console.log(JSON.stringify({ effect: decision.effect, dec: claims.dec, status: (
   signed: verifyWebhookSignature('{"id":"evt_1"}', signature, 'whsec_test'), forged: verifyWebhookSignature('{"id":"evt_2"}', signature, 'whsec_test') }));
 `,
     );
-    const { stdout } = await sh(process.execPath, ['use.js', base, testKey], app);
+    const { stdout } = await sh(process.execPath, ['use.js', base, testKey, accountId], app);
     const used = JSON.parse(stdout.trim()) as Record<string, unknown>;
     expect(used).toEqual({ effect: 'allow', dec: expect.stringMatching(/^dec_/), status: 'confirmed', signed: true, forged: false });
 

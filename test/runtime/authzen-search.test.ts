@@ -137,6 +137,25 @@ describe.each(STORE_KINDS)('AuthZEN search (%s)', (kind) => {
     );
   });
 
+  it("a page token is bound to the account and environment that got it, and cannot be forged: another account's, the other environment's, an altered or a made-up one is 400", async () => {
+    const page = { limit: 1 };
+    const first = await ok('/access/v1/search/subject', { ...subjects, page });
+    expect(first.results).toEqual([{ type: 'user', id: 'u-amy' }]);
+    const token = first.page.next_token as string;
+    const notGiven = (r: Awaited<ReturnType<typeof post>>) => expect(expectError(r, 400, 'validation.invalid_field').message).toContain('not a token this service gave');
+    // The same search by another account, and by the same account's live key.
+    notGiven(await post('/access/v1/search/subject', { ...subjects, page: { ...page, token } }, rt.otherKey));
+    notGiven(await post('/access/v1/search/subject', { ...subjects, page: { ...page, token } }, rt.liveKey));
+    // Forged: the token's readable part with another position (skipping u-bob), with and without the token's MAC.
+    const [payload, mac] = token.split('.');
+    const skip = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(payload!, 'base64url').toString('utf8')), after: 'u-bob' })).toString('base64url');
+    for (const forged of [skip, `${skip}.${mac}`, `${payload}.${mac!.slice(0, -1)}B`, `${payload}.`, `${payload}.${mac}.${mac}`, `${payload}`]) {
+      notGiven(await post('/access/v1/search/subject', { ...subjects, page: { ...page, token: forged } }));
+    }
+    // The token as given still pages on.
+    expect((await ok('/access/v1/search/subject', { ...subjects, page: { ...page, token } })).results).toEqual([{ type: 'user', id: 'u-bob' }]);
+  });
+
   it('stores nothing and uses no limit: the one-a-minute policy still allows the first real decision', async () => {
     const before = await decisionCount();
     for (let i = 0; i < 3; i++) {

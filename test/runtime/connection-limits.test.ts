@@ -128,6 +128,70 @@ describe('the connection cap and the request timeout', () => {
   });
 });
 
+describe('1,000 silent sockets at the connection cap (the default 10 s request timeout)', () => {
+  const SOCKETS = 1000;
+  // Node's own checks (headersTimeout, requestTimeout) on, and off: the service closes them either way
+  // (a silent socket was seen open 150 s on `authz serve`).
+  it.each([
+    ["with Node's checks", false],
+    ["without Node's checks", true],
+  ])('all closed by 15 s, %s, each with a 408; a real request is refused at the cap and answered meanwhile', { timeout: 90_000 }, async (_label, withoutNodeChecks) => {
+    const rt = await startRuntime('embedded', { config: { maxConnections: SOCKETS } });
+    const sockets: Array<Socket & { ended: Promise<string> }> = [];
+    try {
+      expect(rt.services.config.requestTimeoutMs).toBe(10_000);
+      if (withoutNodeChecks) {
+        rt.app.server.headersTimeout = 0;
+        rt.app.server.requestTimeout = 0;
+      }
+      await rt.app.listen({ port: 0, host: HOST });
+      const { port } = rt.app.server.address() as AddressInfo;
+      const connections = () => new Promise<number>((resolve, reject) => rt.app.server.getConnections((e, n) => (e ? reject(e) : resolve(n))));
+      const started = performance.now();
+      const closedAt: number[] = [];
+      // Half send nothing, half a request line; opened a hundred at a time.
+      for (let i = 0; i < SOCKETS; i += 100) {
+        const batch = await Promise.all(Array.from({ length: 100 }, () => open(port)));
+        batch.forEach((socket, j) => {
+          if ((i + j) % 2 === 1) socket.write('GET /healthz HTT');
+          void socket.ended.then(() => closedAt.push(performance.now() - started));
+        });
+        sockets.push(...batch);
+      }
+      await until(async () => (await connections()) === SOCKETS);
+      // At the cap: a new connection is closed at once, unanswered.
+      const refused = await open(port);
+      refused.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+      expect(await refused.ended).toBe('');
+      // A real client retrying is answered once the silent sockets are closed.
+      let answeredAt = -1;
+      while (answeredAt < 0 && performance.now() - started < 20_000) {
+        const status = await fetch(`http://${HOST}:${port}/healthz`, { signal: AbortSignal.timeout(2000) }).then(
+          (r) => r.status,
+          () => 0,
+        );
+        if (status === 200) answeredAt = performance.now() - started;
+        else await new Promise((r) => setTimeout(r, 100));
+      }
+      // Bounded: 20 s from the first socket, then whatever is still open fails the test.
+      await until(() => closedAt.length === SOCKETS || performance.now() - started > 20_000);
+      expect(closedAt.length, 'sockets closed by the server within 20 s').toBe(SOCKETS);
+      const received = await Promise.all(sockets.map((socket) => socket.ended));
+      const last = Math.max(...closedAt);
+      console.log(
+        `${SOCKETS} silent sockets ${_label}: closed from ${Math.round(Math.min(...closedAt))} to ${Math.round(last)} ms; real request answered at ${Math.round(answeredAt)} ms`,
+      );
+      expect(received.filter((r) => !/^HTTP\/1\.1 408/.test(r))).toEqual([]);
+      expect(last).toBeLessThanOrEqual(15_000);
+      expect(answeredAt).toBeGreaterThan(0);
+      expect(answeredAt).toBeLessThanOrEqual(15_000);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await rt.close();
+    }
+  });
+});
+
 describe('the request timeout and long polls', () => {
   it('a long poll outlives the request timeout: the timeout bounds receiving the request, not holding its answer', { timeout: 60_000 }, async () => {
     const rt = await startRuntime('embedded', { config: { requestTimeoutMs: 1500 } });

@@ -66,7 +66,7 @@ for (const kind of STORE_KINDS) {
     });
 
     const claimsOf = (token: string | null) => JSON.parse(Buffer.from(token!.split('.')[1]!, 'base64url').toString('utf8'));
-    const verifier = () => createPermitVerifier({ jwksUrl, issuer: rt.services.config.baseUrl, now: () => rt.clock.now() });
+    const verifier = () => createPermitVerifier({ jwksUrl, issuer: rt.services.config.baseUrl, account: rt.accountId, environment: 'test', now: () => rt.clock.now() });
 
     it('session_id and on_behalf_of are stored, answered, read by conditions, carried in the permit and the event', async () => {
       const a = agent('run');

@@ -185,7 +185,8 @@ describe.each(STORE_KINDS)('webhooks (%s)', (kind) => {
     await register({ url: slowUrl, events: ['decision.deny'] });
     await register({ url: receiver.url, events: ['decision.deny'] });
     for (let i = 0; i < 40; i++) await decide('orders.delete', `slow-${i}`);
-    const dispatcher = new WebhookDispatcher(rt.store.sql, rt.clock, { allowPrivate: false, perEndpoint: 4, timeoutMs: 3000 });
+    // A stop grace past the 3 s timeout: the slow attempts in flight time out and are recorded, not cut off at stop.
+    const dispatcher = new WebhookDispatcher(rt.store.sql, rt.clock, { allowPrivate: false, perEndpoint: 4, timeoutMs: 3000, stopGraceMs: 10_000 });
     const slowAttempts = async () => {
       const slow = (await rt.getOk('/v1/webhooks?limit=100')).data.find((e: { url: string }) => e.url === slowUrl);
       return ((await rt.getOk(`/v1/webhooks/${slow.id}/deliveries?limit=100`)).data as Array<{ attempt: number; error: string; status: string }>).filter((d) => d.attempt > 0);

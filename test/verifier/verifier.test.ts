@@ -19,6 +19,7 @@ import {
   PermitSignatureInvalidError,
   PermitUnavailableError,
   type PermitClaims,
+  type PermitVerifierCommonOptions,
   type PermitVerifierOptions,
 } from '../../verifier/index.js';
 
@@ -169,8 +170,11 @@ afterEach(() => {
   jwks.status = 200;
 });
 
-function verifier(options: Partial<PermitVerifierOptions> = {}) {
-  return createPermitVerifier({ jwksUrl: jwks.url, issuer: ISSUER, ...options });
+/** The account and environment of claims(): the tenant of the verifiers below. */
+const TENANT = { account: 'acc_northpeak0000000000001', environment: 'test' } as const;
+
+function verifier(options: Partial<PermitVerifierCommonOptions> = {}) {
+  return createPermitVerifier({ jwksUrl: jwks.url, issuer: ISSUER, ...TENANT, ...options });
 }
 
 describe('errors', () => {
@@ -465,6 +469,45 @@ describe('createPermitVerifier', () => {
     });
   });
 
+  describe('the account and environment of the verifier', () => {
+    const OTHER = 'acc_otheraccount000000000002';
+
+    it('are required at construction, the error naming what is missing', () => {
+      const base = { jwksUrl: jwks.url, issuer: ISSUER };
+      const missing = (options: unknown) => () => createPermitVerifier(options as PermitVerifierOptions);
+      expect(missing(base)).toThrow(/^createPermitVerifier: account and environment are required: .*anyAccount: true/);
+      expect(missing({ ...base, account: TENANT.account })).toThrow(/^createPermitVerifier: environment is required/);
+      expect(missing({ ...base, environment: 'live' })).toThrow(/^createPermitVerifier: account is required/);
+      expect(missing({ ...base, account: 'northpeak', environment: 'live' })).toThrow(/account must be an account id \("acc_\.\.\."\), not "northpeak"/);
+      expect(missing({ ...base, account: TENANT.account, environment: 'prod' })).toThrow(/environment must be "test" or "live", not "prod"/);
+      expect(missing({ ...base, account: TENANT.account, environment: 'live', anyAccount: true })).toThrow(/either account or anyAccount: true, not both/);
+      expect(missing({ ...base, anyAccount: 'yes' })).toThrow(/anyAccount must be true or false/);
+      expect(missing({ ...base, account: TENANT.account, environment: 'live', anyAccount: false })).not.toThrow();
+    });
+
+    it("refuse another account's permit and a permit of the other environment, with no expectation given", async () => {
+      const v = verifier();
+      expect((await v.verify(signToken(keyA))).acc).toBe(TENANT.account);
+      const other = await expectInvalid(v.verify(signToken(keyA, claims({ acc: OTHER }))));
+      expect(other.message).toContain(`another account than ${TENANT.account}`);
+      const live = await expectInvalid(v.verify(signToken(keyA, claims({ env: 'live' }))));
+      expect(live.message).toContain('issued for the live environment, not test');
+      // A per-call expectation cannot widen the verifier's own.
+      await expectInvalid(v.verify(signToken(keyA, claims({ acc: OTHER })), { account: OTHER }));
+    });
+
+    it('anyAccount: true accepts every account and answers acc and env; an environment given still pins it', async () => {
+      const any = createPermitVerifier({ jwksUrl: jwks.url, issuer: ISSUER, anyAccount: true });
+      expect(await any.verify(signToken(keyA, claims({ acc: OTHER, env: 'live' })))).toMatchObject({ acc: OTHER, env: 'live' });
+      expect(await any.verify(signToken(keyA))).toMatchObject({ acc: TENANT.account, env: 'test' });
+      // The per-call options keep working on a multi-tenant verifier.
+      await expectInvalid(any.verify(signToken(keyA, claims({ acc: OTHER })), { account: TENANT.account }));
+      const anyLive = createPermitVerifier({ jwksUrl: jwks.url, issuer: ISSUER, anyAccount: true, environment: 'live' });
+      expect((await anyLive.verify(signToken(keyA, claims({ acc: OTHER, env: 'live' })))).acc).toBe(OTHER);
+      await expectInvalid(anyLive.verify(signToken(keyA)));
+    });
+  });
+
   describe('key rotation', () => {
     it('accepts a new kid after a refetch, and the retired key while it is published', async () => {
       const v = verifier({ cooldownMs: 300 });
@@ -495,7 +538,7 @@ describe('createPermitVerifier', () => {
 
   describe('JWKS unavailable', () => {
     it('throws PermitUnavailableError when nothing listens', async () => {
-      const v = createPermitVerifier({ jwksUrl: await deadUrl(), issuer: ISSUER });
+      const v = createPermitVerifier({ jwksUrl: await deadUrl(), issuer: ISSUER, ...TENANT });
       const err = await expectCode(v.verify(signToken(keyA)), PermitUnavailableError, 'service.unavailable');
       expect(err.status).toBe(503);
       expect(err.message).toMatch(/could not be fetched/);
@@ -511,7 +554,7 @@ describe('createPermitVerifier', () => {
 
     it('keeps using the fetched keys while they are fresh, then fails when the refetch fails', async () => {
       const server = await startJwksServer([keyA.jwk]);
-      const v = createPermitVerifier({ jwksUrl: server.url, issuer: ISSUER, cacheMaxAgeMs: 600 });
+      const v = createPermitVerifier({ jwksUrl: server.url, issuer: ISSUER, ...TENANT, cacheMaxAgeMs: 600 });
       await v.verify(signToken(keyA));
       await server.close();
       await v.verify(signToken(keyA));
@@ -520,7 +563,7 @@ describe('createPermitVerifier', () => {
     });
 
     it('still rejects bad tokens as such, without fetching', async () => {
-      const v = createPermitVerifier({ jwksUrl: await deadUrl(), issuer: ISSUER });
+      const v = createPermitVerifier({ jwksUrl: await deadUrl(), issuer: ISSUER, ...TENANT });
       await expectInvalid(v.verify('garbage'));
       await expectInvalid(v.verify(hs256Token('secret', keyA.kid)));
     });
@@ -528,17 +571,17 @@ describe('createPermitVerifier', () => {
 
   describe('options', () => {
     it('rejects bad options at creation', () => {
-      expect(() => createPermitVerifier({ jwksUrl: 'not a url', issuer: ISSUER })).toThrow(TypeError);
-      expect(() => createPermitVerifier({ jwksUrl: 'ftp://127.0.0.1/jwks.json', issuer: ISSUER })).toThrow(TypeError);
-      expect(() => createPermitVerifier({ jwksUrl: jwks.url, issuer: '' })).toThrow(TypeError);
-      expect(() => createPermitVerifier({ jwksUrl: jwks.url, issuer: ISSUER, cooldownMs: -1 })).toThrow(TypeError);
-      expect(() => createPermitVerifier({ jwksUrl: jwks.url, issuer: ISSUER, cacheMaxAgeMs: Number.NaN })).toThrow(TypeError);
-      expect(() => createPermitVerifier({ jwksUrl: jwks.url, issuer: ISSUER, clockToleranceSeconds: -5 })).toThrow(TypeError);
-      expect(() => createPermitVerifier({ jwksUrl: jwks.url, issuer: ISSUER, audience: 'x' as never })).toThrow(TypeError);
+      expect(() => createPermitVerifier({ jwksUrl: 'not a url', issuer: ISSUER, ...TENANT })).toThrow(TypeError);
+      expect(() => createPermitVerifier({ jwksUrl: 'ftp://127.0.0.1/jwks.json', issuer: ISSUER, ...TENANT })).toThrow(TypeError);
+      expect(() => createPermitVerifier({ jwksUrl: jwks.url, issuer: '', ...TENANT })).toThrow(TypeError);
+      expect(() => createPermitVerifier({ jwksUrl: jwks.url, issuer: ISSUER, cooldownMs: -1, ...TENANT })).toThrow(TypeError);
+      expect(() => createPermitVerifier({ jwksUrl: jwks.url, issuer: ISSUER, cacheMaxAgeMs: Number.NaN, ...TENANT })).toThrow(TypeError);
+      expect(() => createPermitVerifier({ jwksUrl: jwks.url, issuer: ISSUER, clockToleranceSeconds: -5, ...TENANT })).toThrow(TypeError);
+      expect(() => createPermitVerifier({ jwksUrl: jwks.url, issuer: ISSUER, audience: 'x' as never, ...TENANT })).toThrow(TypeError);
     });
 
     it('accepts the JWKS URL as a URL object', async () => {
-      await createPermitVerifier({ jwksUrl: new URL(jwks.url), issuer: ISSUER }).verify(signToken(keyA));
+      await createPermitVerifier({ jwksUrl: new URL(jwks.url), issuer: ISSUER, ...TENANT }).verify(signToken(keyA));
     });
   });
 });
@@ -549,7 +592,7 @@ describe('downstream service example', () => {
   const readToken = (orderId: string) => signToken(keyA, claims({ act: 'orders.read', res: `order:${orderId}` }));
 
   async function service(jwksUrl = jwks.url) {
-    return buildDownstreamService({ jwksUrl, issuer: ISSUER });
+    return buildDownstreamService({ jwksUrl, issuer: ISSUER, ...TENANT });
   }
 
   it('admits a refund with a matching permit and echoes the decision and agent', async () => {
@@ -622,6 +665,19 @@ describe('downstream service example', () => {
       expect(res.json()).toMatchObject({ error: { code: 'permit.mismatch' } });
     }
     await app.close();
+  });
+
+  it("answers 401 auth.signature_invalid for another tenant's permit or a permit of the other environment", async () => {
+    const app = await service();
+    const foreign = signToken(keyA, claims({ act: 'orders.read', res: 'order:1001', acc: 'acc_tenantb000000000000002' }));
+    const res = await app.inject({ method: 'GET', url: '/orders/1001', headers: bearer(foreign) });
+    expect(res.statusCode).toBe(401);
+    expect(res.json()).toMatchObject({ error: { code: 'auth.signature_invalid' } });
+    const live = await buildDownstreamService({ jwksUrl: jwks.url, issuer: ISSUER, account: TENANT.account, environment: 'live' });
+    const testPermit = await live.inject({ method: 'GET', url: '/orders/1001', headers: bearer(readToken('1001')) });
+    expect(testPermit.statusCode).toBe(401);
+    expect(testPermit.json()).toMatchObject({ error: { code: 'auth.signature_invalid' } });
+    await Promise.all([app.close(), live.close()]);
   });
 
   it('answers 503 service.unavailable when the JWKS cannot be fetched, without its address', async () => {
