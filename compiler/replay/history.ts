@@ -1,5 +1,5 @@
 /**
- * The history a replay reads (docs/history.md#replay): the stored decisions
+ * The history a replay reads (docs/history.md#every-door): the stored decisions
  * of the export, in order, as earlier decisions of the ones after them, each
  * with its stored outcome (allow and review count, deny and reviews denied or
  * timed out are `history.denied`'s) and its confirmed amount. The candidate's

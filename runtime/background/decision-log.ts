@@ -8,7 +8,7 @@
  *   start and every round. A day without one is not an error: its rows go to
  *   the default partition, and are moved into the day's partition when it is
  *   made (the clock jumped forward, a process was down).
- * - history (docs/history.md#retention): entries past the longest window of
+ * - history (docs/history.md#what-is-kept-and-for-how-long): entries past the longest window of
  *   their environment's probes deleted, `trimBatch` rows per statement;
  * - retention (`retentionDays`, null: keep forever): a day's partition is
  *   dropped whole once the day ended `retentionDays` ago, unless it holds a row
@@ -45,7 +45,7 @@ export interface LogRound {
   kept: Array<{ table: LogTable; day: string; reason: Liveness['reason'] | 'busy' }>;
   /** Rows deleted from the default partitions. */
   trimmed: number;
-  /** History entries deleted: past the longest window of their environment's probes (docs/history.md#retention). */
+  /** History entries deleted: past the longest window of their environment's probes (docs/history.md#what-is-kept-and-for-how-long). */
   historyPruned: number;
 }
 

@@ -26,7 +26,7 @@ import type { Principal, Tenant } from '../tenant.js';
 export const MAX_SESSION_LABELS = 256;
 /** Most labels one POST /v1/sessions/:session_id/labels adds. */
 export const MAX_LABELS_PER_CALL = 32;
-/** A label: what the contract allows (`private`, `untrusted`, `pii`, `external.mail`). */
+/** A label: what docs/policies.md#labels allows (`private`, `untrusted`, `pii`, `external.mail`). */
 export const LABEL_PATTERN = /^[a-z][a-z0-9_.-]{0,63}$/;
 
 /** POST /v1/sessions/:session_id/labels. */
