@@ -47,6 +47,15 @@ export async function stopAll(): Promise<void> {
   await Promise.all([...running].map((server) => stopServer(server)));
 }
 
+/** A test key (scope `*`) of a new account, made through `server`'s operator API. */
+export async function accountKey(server: Server, accountName: string): Promise<string> {
+  const account = await request(server.base, ADMIN_TOKEN, 'POST', '/admin/accounts', { name: accountName });
+  expect(account.status, JSON.stringify(account.body)).toBe(201);
+  const created = await request(server.base, ADMIN_TOKEN, 'POST', `/admin/accounts/${account.body.id}/api-keys`, { environment: 'test', scopes: ['*'] });
+  expect(created.status, JSON.stringify(created.body)).toBe(201);
+  return created.body.key as string;
+}
+
 let uniqueSeq = 0;
 /** A fresh id per call (`tag-n-random`), so tests never share budget or limiter rows. */
 export const uniqueId = (tag: string): string => `${tag}-${++uniqueSeq}-${Math.random().toString(36).slice(2, 8)}`;

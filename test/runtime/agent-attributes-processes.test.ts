@@ -21,9 +21,9 @@ import { startReplication, type Replication } from '../../runtime/background/pol
 import { openServices, type Services } from '../../runtime/services.js';
 import { openStore, type Store } from '../../runtime/store/connect.js';
 import { migrate } from '../../runtime/store/migrate.js';
-import { ADMIN_TOKEN, serverCalls, startServer, stopAll, uniqueId, type Server } from '../helpers/db-servers.js';
+import { accountKey, serverCalls, startServer, stopAll, uniqueId, type Server } from '../helpers/db-servers.js';
 import { createTestDatabase } from '../helpers/postgres.js';
-import { ensureBuilt, request } from '../helpers/server-process.js';
+import { ensureBuilt } from '../helpers/server-process.js';
 import { START } from './helpers/app.js';
 import type { JsonObject } from '../helpers/json.js';
 
@@ -43,11 +43,7 @@ describe('agent attributes across two `authz serve` processes on one PostgreSQL'
     db = await createTestDatabase();
     a = await startServer('A', db.url);
     b = await startServer('B', db.url);
-    const account = await request(a.base, ADMIN_TOKEN, 'POST', '/admin/accounts', { name: 'attributes-processes' });
-    expect(account.status, JSON.stringify(account.body)).toBe(201);
-    const created = await request(a.base, ADMIN_TOKEN, 'POST', `/admin/accounts/${account.body.id}/api-keys`, { environment: 'test', scopes: ['*'] });
-    expect(created.status, JSON.stringify(created.body)).toBe(201);
-    key = created.body.key as string;
+    key = await accountKey(a, 'attributes-processes');
   }, 90_000);
 
   afterAll(async () => {

@@ -7,8 +7,8 @@
  * No timing is asserted.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, serverCalls, split, startServer, stopAll, uniqueId, type Server } from '../helpers/db-servers.js';
-import { ensureBuilt, request } from '../helpers/server-process.js';
+import { accountKey, serverCalls, split, startServer, stopAll, uniqueId, type Server } from '../helpers/db-servers.js';
+import { ensureBuilt } from '../helpers/server-process.js';
 import { createTestDatabase } from '../helpers/postgres.js';
 import type { JsonObject } from '../helpers/json.js';
 
@@ -26,11 +26,7 @@ describe('history across two `authz serve` processes on one PostgreSQL', () => {
     db = await createTestDatabase();
     a = await startServer('A', db.url);
     b = await startServer('B', db.url);
-    const account = await request(a.base, ADMIN_TOKEN, 'POST', '/admin/accounts', { name: 'history-processes' });
-    expect(account.status, JSON.stringify(account.body)).toBe(201);
-    const created = await request(a.base, ADMIN_TOKEN, 'POST', `/admin/accounts/${account.body.id}/api-keys`, { environment: 'test', scopes: ['*'] });
-    expect(created.status, JSON.stringify(created.body)).toBe(201);
-    key = created.body.key as string;
+    key = await accountKey(a, 'history-processes');
   }, 90_000);
 
   afterAll(async () => {

@@ -17,9 +17,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount } from '../../runtime/domain/accounts.js';
 import { openStore, type StoreOptions } from '../../runtime/store/connect.js';
 import { migrate } from '../../runtime/store/migrate.js';
-import { ADMIN_TOKEN, serverCalls, startServer, stopAll, uniqueId, type Server } from '../helpers/db-servers.js';
+import { accountKey, serverCalls, startServer, stopAll, uniqueId, type Server } from '../helpers/db-servers.js';
 import { createTestDatabase, STORE_KINDS, type StoreKind, type TestStore } from '../helpers/postgres.js';
-import { ensureBuilt, request } from '../helpers/server-process.js';
+import { ensureBuilt } from '../helpers/server-process.js';
 import { decide, type DecisionAnswer } from '../helpers/kit.js';
 import { json, START, startRuntime, type TestRuntime } from './helpers/app.js';
 
@@ -46,11 +46,7 @@ describe('session labels across two `authz serve` processes on one PostgreSQL', 
     db = await createTestDatabase();
     a = await startServer('A', db.url);
     b = await startServer('B', db.url);
-    const account = await request(a.base, ADMIN_TOKEN, 'POST', '/admin/accounts', { name: 'labels-processes' });
-    expect(account.status, JSON.stringify(account.body)).toBe(201);
-    const created = await request(a.base, ADMIN_TOKEN, 'POST', `/admin/accounts/${account.body.id}/api-keys`, { environment: 'test', scopes: ['*'] });
-    expect(created.status, JSON.stringify(created.body)).toBe(201);
-    key = created.body.key as string;
+    key = await accountKey(a, 'labels-processes');
   }, 120_000);
 
   afterAll(async () => {
