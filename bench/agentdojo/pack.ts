@@ -9,9 +9,14 @@
  * - `trifecta`: only an exit after both a private and an untrusted read does
  *   (the lethal trifecta: private data, untrusted content, a way out).
  *
- * Every other tool of the suite is allowed. Actions are `<suite>.<tool>`.
+ * Every other tool of the suite is allowed. Actions are `<suite>.<tool>`, for
+ * the agents `agentdojo-*` (the replay's agent is `agentdojo-agent`), so the
+ * pack loaded beside other policy sets (examples/) governs no one else.
  */
 import type { Suite } from './traces.js';
+
+/** The agents the pack governs. */
+export const AGENTS = 'agentdojo-*';
 
 export type PackRule = 'untrusted-exit' | 'trifecta';
 export const PACK_RULES: readonly PackRule[] = ['untrusted-exit', 'trifecta'];
@@ -46,6 +51,7 @@ export function suitePack(name: string, suite: Suite, rule: PackRule): string {
     'policies:',
     `  - name: agentdojo-${name}-exit-${rule}`,
     '    effect: review',
+    `    agents: ["${AGENTS}"]`,
     '    priority: 10',
     `    actions: ${list(exits.map((t) => `${name}.${t}`))}`,
     `    condition: "${RULE_CONDITION[rule]}"`,
@@ -54,11 +60,12 @@ export function suitePack(name: string, suite: Suite, rule: PackRule): string {
     lines.push(
       `  - name: agentdojo-${name}-reads-${key.replace(',', '-')}`,
       '    effect: allow',
+      `    agents: ["${AGENTS}"]`,
       '    priority: 50',
       `    actions: ${list(group.map((t) => `${name}.${t}`))}`,
       `    labels: ${list(key.split(','))}`,
     );
   }
-  lines.push(`  - name: agentdojo-${name}-tools`, '    effect: allow', '    priority: 100', `    actions: ["${name}.*"]`);
+  lines.push(`  - name: agentdojo-${name}-tools`, '    effect: allow', `    agents: ["${AGENTS}"]`, '    priority: 100', `    actions: ["${name}.*"]`);
   return `${lines.join('\n')}\n`;
 }
