@@ -32,6 +32,8 @@ interface TenantObjects {
   event: string;
   webhook: string;
   delivery: string;
+  /** The session its decision opened. */
+  session: string;
 }
 
 const POLICY = { effect: 'allow', actions: ['orders.read'], budget: { unit: 'USD', limit: 1000, period: 'monthly' } };
@@ -48,7 +50,7 @@ interface Target {
  * nothing here, so the caller's own object of that id is made, the owner's is
  * untouched (test/runtime/agent-attributes.test.ts checks both).
  */
-const UPSERTS: ReadonlySet<string> = new Set(['PUT /v1/agents/:agent_id']);
+const UPSERTS: ReadonlySet<string> = new Set(['PUT /v1/agents/:agent_id', 'POST /v1/sessions/:session_id/labels']);
 
 /** Every by-id route under /v1, by its registered URL (a replay has two: a foreign endpoint, or a foreign delivery under the caller's own endpoint). */
 const TARGETS: Record<string, Target[]> = {
@@ -57,6 +59,8 @@ const TARGETS: Record<string, Target[]> = {
   'POST /v1/decisions/:id/reject': [{ params: (o) => ({ id: o.decision }), code: 'decision.not_found', body: () => ({}) }],
   'POST /v1/decisions/:id/review': [{ params: (o) => ({ id: o.decision }), code: 'decision.not_found', body: () => ({ verdict: 'approve', reviewer: 'mallory' }) }],
   'POST /v1/decisions/:id/permit': [{ params: (o) => ({ id: o.decision }), code: 'decision.not_found', body: () => ({}) }],
+  'POST /v1/decisions/:id/output': [{ params: (o) => ({ id: o.decision }), code: 'decision.not_found', body: () => ({ labels: ['pii'], findings: [] }) }],
+  'GET /v1/sessions/:session_id': [{ params: (o) => ({ session_id: o.session }), code: 'session.not_found' }],
   'GET /v1/policies/:id': [{ params: (o) => ({ id: o.policy }), code: 'policy.not_found' }],
   'PUT /v1/policies/:id': [{ params: (o) => ({ id: o.policy }), code: 'policy.not_found', body: (o) => ({ ...POLICY, id: o.policy, name: 'taken-over' }) }],
   'DELETE /v1/policies/:id': [{ params: (o) => ({ id: o.policy }), code: 'policy.not_found' }],
@@ -109,11 +113,12 @@ describe.each(STORE_KINDS)('tenant isolation (%s store)', (kind) => {
       const webhook = await call('POST', '/v1/webhooks', { url: 'https://127.0.0.1:9/iso', events: ['*'] });
       const policy = await call('POST', '/v1/policies', { ...POLICY, name: `iso-${name.replace('/', '-')}` });
       const agent = `iso-agent-${name.replace('/', '-')}`;
-      const decision = await call('POST', '/v1/decisions', { agent_id: agent, action: 'orders.read', amount: 5 });
+      const session = `iso-session-${name.replace('/', '-')}`;
+      const decision = await call('POST', '/v1/decisions', { agent_id: agent, action: 'orders.read', amount: 5, session_id: session });
       expect(decision.effect).toBe('allow');
       const event = (await call('GET', '/v1/events?limit=1')).data[0].id;
       const delivery = (await call('GET', `/v1/webhooks/${webhook.id}/deliveries?limit=1`)).data[0].id;
-      tenants.push({ name, key, decision: decision.id, policy: policy.id, agent, event, webhook: webhook.id, delivery });
+      tenants.push({ name, key, decision: decision.id, policy: policy.id, agent, event, webhook: webhook.id, delivery, session });
     }
   });
   afterAll(() => rt?.close());
@@ -176,7 +181,7 @@ describe.each(STORE_KINDS)('tenant isolation (%s store)', (kind) => {
   /** One made-up id (already in URL form) on one by-id route: the resource's 404 (a PUT policy body may be refused first: 400), nothing changed. */
   async function expectMadeUpNotFound(route: RouteInfo, target: Target, callerIndex: number, segment: string, id = segment): Promise<void> {
     const caller = tenants[callerIndex]!;
-    const fake: TenantObjects = { ...caller, decision: id, policy: id, agent: id, event: id, webhook: id, delivery: id };
+    const fake: TenantObjects = { ...caller, decision: id, policy: id, agent: id, event: id, webhook: id, delivery: id, session: id };
     const values = Object.fromEntries(Object.entries(target.params(fake, caller)).map(([k, v]) => [k, v === id ? segment : encodeURIComponent(v)]));
     const url = fillPath(route, values);
     const before = await stateDigest(rt.store.sql);
@@ -224,7 +229,7 @@ describe.each(STORE_KINDS)('tenant isolation (%s store)', (kind) => {
     const caller = tenants[0]!;
     for (const { route, target } of byId.flatMap((r) => (TARGETS[r.key] ?? []).map((t) => ({ route: r, target: t })))) {
       for (const segment of ['.', '%2e', '..', '%2E%2E']) {
-        const fake: TenantObjects = { ...caller, decision: '\0', policy: '\0', agent: '\0', event: '\0', webhook: '\0', delivery: '\0' };
+        const fake: TenantObjects = { ...caller, decision: '\0', policy: '\0', agent: '\0', event: '\0', webhook: '\0', delivery: '\0', session: '\0' };
         const values = Object.fromEntries(Object.entries(target.params(fake, caller)).map(([k, v]) => [k, v === '\0' ? segment : encodeURIComponent(v)]));
         const url = fillPath(route, values);
         const r = await rt.call(caller.key, { method: route.method as 'GET', url, ...(target.body ? { payload: target.body({ ...fake, policy: '' }) } : {}) });
