@@ -250,11 +250,12 @@ describe.each(STORE_KINDS)('upgrade in place from the released main (%s store)',
     // The rows sit in their days' partitions; the legacy decision in the default one.
     await withStore(location, async (store) => {
       const applied = (await store.sql<Array<{ name: string }>>`select name from schema_migrations order by name`).map((r) => r.name);
-      expect(applied.slice(-6)).toEqual([
+      expect(applied.slice(-7)).toEqual([
         '017_event_references.sql',
         '018_agent_attributes.sql',
         '019_key_rotation_chain.sql',
         '020_access_requests.sql',
+        '021_history.sql',
         '022_session_labels.sql',
         '023_decision_output.sql',
       ]);
