@@ -192,8 +192,8 @@ describe.each(['postgres', 'embedded'] as const)('restart (%s store)', (kind) =>
     const third = await decide(rt);
     expect([third.effect, third.metadata.history[0].value]).toEqual(['allow', 2]);
     expect((await decide(rt)).effect).toBe('deny');
-    // An hour after the first two: only the third counts.
-    rt.clock.advance(1800);
+    // Just past an hour after the first two (a decision exactly one window old still counts): only the third counts.
+    rt.clock.advance(1801);
     const later = await decide(rt);
     expect([later.effect, later.metadata.history[0].value]).toEqual(['allow', 1]);
   }, 120_000);
