@@ -59,6 +59,8 @@ export async function prepareExamples(rt: TestRuntime): Promise<Examples> {
   const decisionBody = { agent_id: 'fuzz-agent-1', action: 'orders.read', resource: 'order:1', amount: 5, context: { channel: 'chat', n: 1, tags: ['a'] }, ttl_seconds: 600 };
   const decision = await call('POST', '/v1/decisions', decisionBody);
   if (decision.effect !== 'allow') throw new Error(`prepareExamples: the seed decision is ${decision.effect}`);
+  // A session with a label (GET /v1/sessions/:session_id reads it).
+  await call('POST', '/v1/sessions/fuzz-run-1/labels', { labels: ['private'], agent_id: 'fuzz-agent-1', detail: 'seed' });
   const events = await call('GET', '/v1/events?limit=1');
   const deliveries = await call('GET', `/v1/webhooks/${webhook.id}/deliveries?limit=1`);
   const compiled = compileSources([{ file: 'bundle.yaml', text: BUNDLE_YAML }]);
@@ -104,6 +106,9 @@ export async function prepareExamples(rt: TestRuntime): Promise<Examples> {
     'GET /v1/webhooks/:id/deliveries': { params: { id: webhook.id }, query: 'limit=1', body: undefined },
     'POST /v1/webhooks/:id/deliveries/:delivery_id/replay': { params: { id: webhook.id, delivery_id: deliveries.data[0].id }, query: '', body: undefined },
     'POST /v1/permits/verify': { params: {}, query: '', body: { token: decision.permit_token } },
+    'GET /v1/sessions/:session_id': { params: { session_id: 'fuzz-run-1' }, query: '', body: undefined },
+    'POST /v1/sessions/:session_id/labels': { params: { session_id: 'fuzz-run-1' }, query: '', body: { labels: ['untrusted'], agent_id: 'fuzz-agent-1' } },
+    'POST /v1/decisions/:id/output': { params: { id: decision.id }, query: '', body: { labels: ['pii'], findings: [{ kind: 'pii', rule: 'email', count: 1, action: 'label' }] } },
     'POST /admin/accounts': { params: {}, query: '', body: { name: 'fuzz' }, auth: `Bearer ${ADMIN_TOKEN}` },
     'POST /admin/accounts/:account_id/api-keys': {
       params: { account_id: rt.accountId },
