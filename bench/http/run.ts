@@ -365,6 +365,8 @@ async function main(): Promise<void> {
       }
     } finally {
       await cluster.stop();
+      // Targets after this one (the Cerbos peer) use no cluster: no PostgreSQL CPU to read.
+      clusterDir = null;
     }
 
   if (targets.has('cerbos')) {
