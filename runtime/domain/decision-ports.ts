@@ -6,7 +6,7 @@ import type { Policy } from '../../compiler/index.js';
 import type { Principal, Tenant } from '../tenant.js';
 import type { SqlOrTx, Tx } from '../store/connect.js';
 import type { DecisionRow } from '../store/decisions.js';
-import type { BudgetUsage } from '../store/limits.js';
+import type { BudgetUsage, DecisionWrite } from '../store/limits.js';
 import type { HistoryGate } from '../store/history.js';
 
 /** Who a request spends for: the keys of agent-, session- and user-scoped budgets. */
@@ -41,6 +41,13 @@ export interface LimitContext {
   history?: HistoryGate | null;
   /** A retry after `history_stale`: its rate limits (and the key's) already counted it; only the rest is sent. */
   ratesAdmitted?: boolean;
+  /**
+   * The decision as it stands if its limits change nothing of it: stored in the
+   * same statement as the limits when they do (`written` in the answer), so the
+   * decision costs one round trip (functions/authz_decide_batch.sql). Called
+   * only when the limits go to the store.
+   */
+  write?: (() => DecisionWrite | null) | null;
 }
 
 export interface LimitWarning {
@@ -52,11 +59,12 @@ export interface LimitWarning {
 export type LimitVerdict = { deny: 'budget.exceeded'; policy_id: string; message: string } | { warnings: LimitWarning[] } | null;
 
 /**
- * What `apply` answers: the verdict and the history values under the gate's
- * locks (null without history); or `stale`: a history value left its range,
+ * What `apply` answers: the verdict, the history values under the gate's
+ * locks (null without history) and whether the decision sent with it was
+ * stored (`write`: only when the verdict is null); or `stale`: a history value left its range,
  * evaluate again with these values.
  */
-export type AppliedLimits = { verdict: LimitVerdict; history: number[] | null } | { stale: number[] };
+export type AppliedLimits = { verdict: LimitVerdict; history: number[] | null; written: boolean } | { stale: number[] };
 
 export interface DecisionLimits {
   /** Evaluation step 3: a budget of the agent, of this session or of this user exhausted this period, if any. */

@@ -19,10 +19,11 @@ import {
   InvalidFieldError,
   ServiceUnavailableError,
 } from '../errors/api-error.js';
-import { gatedValues, historyGate, historyReadings, historyValues, ranges, type History } from '../history/history.js';
+import { checkedValues, gatedValues, historyGate, historyReadings, historyValues, ranges, type History } from '../history/history.js';
 import { planHistory, type HistoryPlan } from '../history/plan.js';
 import { confirmHistory } from '../store/history.js';
 import { newId } from '../ids.js';
+import { decisionEvent } from '../events/build.js';
 import { decisionIdsBetween } from './decision-id-range.js';
 import { checkAmountsAgree } from '../limits/budget-keys.js';
 import { isFiat } from '../limits/limit-request.js';
@@ -46,7 +47,7 @@ import type { ApprovalTimeouts, DecisionLimits, LimitVerdict, PermitIssuer } fro
 import { isLive, isOverdue, type DecisionOutcome as Outcome, type DecisionPreview } from './decision-state.js';
 import type { DecisionWriter } from './decision-writer.js';
 import type { CompiledSet, PolicySets } from './policy-sets.js';
-import type { SessionLabels } from './session-labels.js';
+import { newLabels, type SessionLabels } from './session-labels.js';
 
 export interface DecisionInput {
   agent_id: string;
@@ -161,6 +162,9 @@ export class DecisionService {
     let evaluated: Evaluated;
     let verdict: LimitVerdict;
     let approvalExpiresAt: Date | null;
+    let stored: DecisionRow | null = null;
+    const build = (e: Evaluated, outcome: Outcome, approvalUntil: Date | null, vals: readonly number[]) =>
+      this.row(principal, input, { id, nowMs, ttl, expiresAt, approvalExpiresAt: approvalUntil, outcome, plan, values: vals, sessionLabels: e.sessionLabels });
     // Optimistic history (runtime/history/history.ts): evaluated with the values read, judged again
     // by the gate under the scope keys' locks; other values there: evaluated again with them.
     for (let attempt = 0; ; attempt++) {
@@ -169,6 +173,14 @@ export class DecisionService {
       approvalExpiresAt = evaluated.approvalSeconds === null ? null : new Date(nowMs + evaluated.approvalSeconds * 1000);
       const holdUntil = approvalExpiresAt ?? expiresAt;
       const gate = plan && historyGate(plan, nowMs, this.historyRanges(prepared, values, evaluated, attempt === 0), evaluated.outcome.effect === 'deny' ? 'denied' : 'counted');
+      // The decision as it stands if its limits change nothing: stored with them, one round trip
+      // (built only when the limits go to the store).
+      let candidate: DecisionRow | null = null;
+      const [e, until, vals] = [evaluated, approvalExpiresAt, values];
+      const write = () => {
+        candidate = this.speculative(status, build(e, e.outcome, until, vals), e);
+        return candidate && { decision: candidate, event: decisionEvent(candidate), history: plan ? checkedValues(plan, vals) : [] };
+      };
       // Step 7 (and the key's platform limit, for every decision): one store call.
       const applied = await inStore('store.limits', () =>
         limits.apply({
@@ -178,11 +190,13 @@ export class DecisionService {
           ...(approvalExpiresAt ? { deferCalls: true } : {}),
           ...(gate ? { history: gate } : {}),
           ...(attempt > 0 ? { ratesAdmitted: true } : {}),
+          write,
         }),
       );
       if (!('stale' in applied)) {
         verdict = applied.verdict;
         if (plan && applied.history) values = gatedValues(plan, applied.history);
+        if (applied.written) stored = candidate;
         break;
       }
       values = gatedValues(plan!, applied.stale);
@@ -193,10 +207,52 @@ export class DecisionService {
     else if (verdict) outcome = { ...outcome, warnings: [...outcome.warnings, ...verdict.warnings] };
     if (plan && plan.probes.length > 0) this.deps.history.learn(principal, plan, values, outcome.effect === 'deny' ? 'denied' : 'counted');
     const awaiting = approvalExpiresAt !== null && outcome.effect === 'review';
-    const row: DecisionRow = {
-      account_id: accountId,
-      environment,
-      id,
+    const row = stored ?? build(evaluated, outcome, approvalExpiresAt, values);
+    // The token is a bearer credential: it is answered once and stored nowhere (a
+    // decisions:read key must not be able to obtain permits). A decision awaiting
+    // approval has none until it is approved (POST /v1/decisions/:id/permit).
+    const token = row.effect === 'deny' || awaiting ? null : this.deps.permits.issue(row);
+    if (!stored) {
+      // Allowed now (a review awaiting approval: on approval, domain/approvals.ts): its policy's labels join the session.
+      const session = this.sessionWrite(row, evaluated, awaiting);
+      await inStore('store.write', () =>
+        this.deps.writer.write({
+          decision: row,
+          ...(status === 'unknown' ? { newAgent: { account_id: accountId, environment, agent_id: input.agent_id, first_seen_at: row.evaluated_at } } : {}),
+          ...(session ? { session } : {}),
+        }),
+      );
+    }
+    this.deps.sessions?.written(row);
+    if (status === 'unknown') agents.setStatus(accountId, environment, input.agent_id, 'active', NO_ATTRIBUTES);
+    this.deps.alerts.decision(accountId, environment, input.agent_id, row.effect);
+    if (row.shadow) this.deps.shadowDiverged?.(row.shadow.policy_id);
+    row.permit_token = token;
+    return row;
+  }
+
+  /** The decision row of an evaluation, as stored (its context without the redacted paths). */
+  private row(
+    principal: Principal,
+    input: DecisionInput,
+    d: {
+      id: string;
+      nowMs: number;
+      ttl: number;
+      expiresAt: Date;
+      approvalExpiresAt: Date | null;
+      outcome: Outcome;
+      plan: HistoryPlan | null;
+      values: readonly number[];
+      sessionLabels: string[] | null;
+    },
+  ): DecisionRow {
+    const { outcome } = d;
+    const awaiting = d.approvalExpiresAt !== null && outcome.effect === 'review';
+    return {
+      account_id: principal.accountId,
+      environment: principal.environment,
+      id: d.id,
       agent_id: input.agent_id,
       action: input.action,
       resource: input.resource ?? null,
@@ -205,9 +261,9 @@ export class DecisionService {
       context: redactContext(input.context ?? null, this.deps.redact ?? []),
       ...outcome,
       status: outcome.effect === 'deny' ? 'denied' : awaiting ? 'awaiting_approval' : 'pending',
-      evaluated_at: new Date(nowMs),
-      expires_at: awaiting ? approvalExpiresAt! : expiresAt,
-      ttl_seconds: ttl,
+      evaluated_at: new Date(d.nowMs),
+      expires_at: awaiting ? d.approvalExpiresAt! : d.expiresAt,
+      ttl_seconds: d.ttl,
       permit_token: null,
       resolved_at: null,
       confirmed_amount: null,
@@ -221,29 +277,27 @@ export class DecisionService {
       review_note: null,
       reviewed_at: null,
       reviewer_key_id: null,
-      approval_expires_at: awaiting ? approvalExpiresAt : null,
-      history: historyReadings(plan, values),
-      session_labels: evaluated.sessionLabels,
+      approval_expires_at: awaiting ? d.approvalExpiresAt : null,
+      history: historyReadings(d.plan, d.values),
+      session_labels: d.sessionLabels,
     };
-    // The token is a bearer credential: it is answered once and stored nowhere (a
-    // decisions:read key must not be able to obtain permits). A decision awaiting
-    // approval has none until it is approved (POST /v1/decisions/:id/permit).
-    const token = row.effect === 'deny' || awaiting ? null : this.deps.permits.issue(row);
-    // Allowed now (a review awaiting approval: on approval, domain/approvals.ts): its policy's labels join the session.
-    const session = this.deps.sessions?.forWrite(row, row.effect === 'deny' || awaiting ? [] : evaluated.adds);
-    await inStore('store.write', () =>
-      this.deps.writer.write({
-        decision: row,
-        ...(status === 'unknown' ? { newAgent: { account_id: accountId, environment, agent_id: input.agent_id, first_seen_at: row.evaluated_at } } : {}),
-        ...(session ? { session } : {}),
-      }),
-    );
-    this.deps.sessions?.written(row);
-    if (status === 'unknown') agents.setStatus(accountId, environment, input.agent_id, 'active', NO_ATTRIBUTES);
-    this.deps.alerts.decision(accountId, environment, input.agent_id, row.effect);
-    if (row.shadow) this.deps.shadowDiverged?.(row.shadow.policy_id);
-    row.permit_token = token;
-    return row;
+  }
+
+  /** What the decision writes to its session: the winning policy's labels the session lacks, when allowed now; or its opening. */
+  private sessionWrite(row: DecisionRow, evaluated: Evaluated, awaiting: boolean) {
+    const adds = row.effect === 'deny' || awaiting ? [] : newLabels(evaluated.sessionLabels ?? [], evaluated.adds);
+    return this.deps.sessions?.forWrite(row, adds) ?? null;
+  }
+
+  /**
+   * The row to store with the decision's limits (one round trip), or null when
+   * it must be written on its own: an agent seen for the first time (its
+   * registration), session work (labels or the session's opening).
+   */
+  private speculative(status: KnownStatus, row: DecisionRow, evaluated: Evaluated): DecisionRow | null {
+    if (status === 'unknown') return null;
+    const awaiting = row.status === 'awaiting_approval';
+    return this.sessionWrite(row, evaluated, awaiting) === null ? row : null;
   }
 
   /**

@@ -103,6 +103,11 @@ export function gatedValues(plan: HistoryPlan, gated: readonly number[]): number
   return plan.checks.map((c) => (c === null ? 0 : Number(gated[next++])));
 }
 
+/** The inverse of {@link gatedValues}: the values of the checks sent to the gate (a missing MATCH field's left out), in order. */
+export function checkedValues(plan: HistoryPlan, values: readonly number[]): number[] {
+  return plan.checks.flatMap((c, i) => (c === null ? [] : [values[i]!]));
+}
+
 /** `metadata.history`: each candidate probe and its value; null when none was read. */
 export function historyReadings(plan: HistoryPlan | null, values: readonly number[] | null): HistoryReading[] | null {
   if (plan === null || values === null || plan.probes.length === 0) return null;

@@ -14,7 +14,16 @@ import type { AppliedLimits, DecisionLimits, LimitContext, LimitVerdict } from '
 import { InvalidFieldError, RateLimitExceededError } from '../errors/api-error.js';
 import type { Sql, SqlOrTx, Tx } from '../store/connect.js';
 import { applyLimitsInTransaction } from '../store/reviews.js';
-import { applyLimitBatch, CONFIRM_EXCEEDS_HOLD, CONFIRM_NEEDS_AMOUNTS, previewLimits, resolveHolds, type BudgetUsage, type LimitOutcome } from '../store/limits.js';
+import {
+  applyLimitBatch,
+  CONFIRM_EXCEEDS_HOLD,
+  CONFIRM_NEEDS_AMOUNTS,
+  previewLimits,
+  resolveHolds,
+  type BudgetUsage,
+  type DecisionWrite,
+  type LimitOutcome,
+} from '../store/limits.js';
 import { budgetChecks, budgetKey, type SpendSubject } from './budget-keys.js';
 import { ExhaustedAgents } from './exhausted-agents.js';
 import { KeyLeases } from './key-leases.js';
@@ -31,7 +40,8 @@ export interface LimitsOptions {
 
 export class Limits implements DecisionLimits {
   readonly exhaustedAgents = new ExhaustedAgents();
-  private readonly gate: GroupCommit<LimitRequest, LimitOutcome>;
+  /** A request, and the decision to store with it when its limits change nothing of it (or null). */
+  private readonly gate: GroupCommit<{ request: LimitRequest; write: DecisionWrite | null }, LimitOutcome>;
   private readonly keyLeases: KeyLeases;
 
   constructor(
@@ -41,7 +51,14 @@ export class Limits implements DecisionLimits {
   ) {
     // Rate limiters are judged on the database's clock when the service clock follows real time (clock.ts).
     this.gate = new GroupCommit(
-      (requests) => applyLimitBatch(sql, requests, clock.now(), clock.realTimeOffsetMs?.() ?? null),
+      (items) =>
+        applyLimitBatch(
+          sql,
+          items.map((x) => x.request),
+          clock.now(),
+          clock.realTimeOffsetMs?.() ?? null,
+          items.map((x) => x.write),
+        ),
       500,
       options.maxInFlight,
       options.observeBatch ?? null,
@@ -73,7 +90,7 @@ export class Limits implements DecisionLimits {
     const submit = (keyCheck: RateCheck | null) => {
       const rates = keyCheck ? [keyCheck, ...policyChecks] : policyChecks;
       if (rates.length === 0 && budgets.length === 0 && history === null) return null;
-      return this.gate.submit({
+      const request = {
         account_id: principal.accountId,
         environment: principal.environment,
         agent_id: agentId,
@@ -82,7 +99,9 @@ export class Limits implements DecisionLimits {
         rates,
         budgets,
         ...(history ? { history } : {}),
-      });
+      };
+      // A deferred calls budget that denies changes the decision: it is stored by the caller.
+      return this.gate.submit({ request, write: deferredDeny ? null : (context.write?.() ?? null) });
     };
     // The platform limit of the key travels in the same call as the policies' limits
     // (when this process holds no lease of the key's tokens); a retry was admitted already.
@@ -94,9 +113,9 @@ export class Limits implements DecisionLimits {
     }
     if (outcome?.outcome === 'history_stale') return { stale: outcome.history };
     const values = history ? (outcome?.history ?? null) : null;
-    if (deferredDeny?.outcome === 'budget_exceeded') return { verdict: this.verdict(principal, deferredDeny, true), history: values };
-    if (outcome === null) return { verdict: null, history: values };
-    return { verdict: this.verdict(principal, outcome, true), history: values };
+    if (deferredDeny?.outcome === 'budget_exceeded') return { verdict: this.verdict(principal, deferredDeny, true), history: values, written: false };
+    if (outcome === null) return { verdict: null, history: values, written: false };
+    return { verdict: this.verdict(principal, outcome, true), history: values, written: outcome.outcome === 'ok' && outcome.written === true };
   }
 
   async applyDeferredCalls(
@@ -177,13 +196,8 @@ export class Limits implements DecisionLimits {
     const outcome = await this.withKeyLimit(principal, this.clock.now(), (keyCheck) =>
       keyCheck
         ? this.gate.submit({
-            account_id: principal.accountId,
-            environment: principal.environment,
-            agent_id: '',
-            decision_id: null,
-            expires_at: null,
-            rates: [keyCheck],
-            budgets: [],
+            request: { account_id: principal.accountId, environment: principal.environment, agent_id: '', decision_id: null, expires_at: null, rates: [keyCheck], budgets: [] },
+            write: null,
           })
         : null,
     );

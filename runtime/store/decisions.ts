@@ -112,50 +112,10 @@ export async function writeDecisionBatch(
   agents: readonly NewAgent[],
   agentEvents: readonly StoredEventRow[],
 ): Promise<Set<string>> {
+  // One definition of the write (functions/authz_write_decisions.sql), also used by authz_decide_batch.
   const rows = await sql<Array<{ registered: string | null }>>`
-    with new_agents as (
-      insert into agents (account_id, environment, agent_id, status, first_seen_at)
-      select account_id, environment, agent_id, 'active', first_seen_at
-      from jsonb_to_recordset(${sql.json(agents as never)}::jsonb)
-        as x(account_id text, environment text, agent_id text, first_seen_at timestamptz)
-      -- One lock order for every batch: batches written at once that register the
-      -- same new agents would otherwise deadlock on each other's uncommitted rows.
-      order by account_id, environment, agent_id
-      on conflict do nothing
-      returning account_id, environment, agent_id
-    ), agent_events as (
-      insert into events (id, account_id, environment, type, created_at, data)
-      select e.v->>'id', e.v->>'account_id', e.v->>'environment', e.v->>'type', (e.v->>'created_at')::timestamptz, e.v->'data'
-      from jsonb_array_elements(${sql.json(agentEvents as never)}::jsonb) with ordinality as e(v, ord)
-      join new_agents n on n.account_id = e.v->>'account_id' and n.environment = e.v->>'environment'
-        and n.agent_id = e.v->'data'->>'agent_id'
-      order by e.ord
-      returning 1
-    ), new_decisions as (
-      insert into decisions (account_id, environment, id, agent_id, action, resource, amount, context, effect, reason,
-        policy_id, matched_policy_ids, warnings, status, evaluated_at, expires_at, ttl_seconds, permit_token,
-        session_id, on_behalf_of, args_digest, key_id, shadow, review_status, approval_expires_at, session_labels, history)
-      select account_id, environment, id, agent_id, action, resource, amount, context, effect, reason,
-        policy_id, matched_policy_ids, warnings, status, evaluated_at, expires_at, ttl_seconds, null,
-        session_id, on_behalf_of, args_digest, key_id, shadow, review_status, approval_expires_at, session_labels, history
-      from jsonb_to_recordset(${sql.json(decisions as never)}::jsonb)
-        as x(account_id text, environment text, id text, agent_id text, action text, resource text, amount float8,
-             context jsonb, effect text, reason text, policy_id text, matched_policy_ids text[], warnings jsonb,
-             status text, evaluated_at timestamptz, expires_at timestamptz, ttl_seconds int,
-             session_id text, on_behalf_of text, args_digest text, key_id text, shadow jsonb,
-             review_status text, approval_expires_at timestamptz, session_labels text[], history jsonb)
-      returning 1
-    ), decision_events as (
-      -- By reference (migration 017): an allow or deny event names its decision instead of copying it.
-      insert into events (id, account_id, environment, type, created_at, data, decision_id)
-      select e.v->>'id', e.v->>'account_id', e.v->>'environment', e.v->>'type', (e.v->>'created_at')::timestamptz,
-        nullif(e.v->'data', 'null'::jsonb), e.v->>'decision_id'
-      from jsonb_array_elements(${sql.json(decisionEvents as never)}::jsonb) with ordinality as e(v, ord)
-      order by e.ord
-      returning 1
-    )
-    -- Data-modifying CTEs run to completion whether or not they are read.
-    select account_id || ':' || environment || ':' || agent_id as registered from new_agents`;
+    select authz_write_decisions(${sql.json(decisions as never)}::jsonb, ${sql.json(decisionEvents as never)}::jsonb,
+      ${sql.json(agents as never)}::jsonb, ${sql.json(agentEvents as never)}::jsonb) as registered`;
   return new Set(rows.map((r) => r.registered).filter((r): r is string => r !== null));
 }
 

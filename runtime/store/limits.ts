@@ -5,6 +5,8 @@
  */
 import type { Environment } from '../tenant.js';
 import type { SqlOrTx } from './connect.js';
+import type { DecisionRow } from './decisions.js';
+import type { StoredEventRow } from './events.js';
 import type { HistoryGate } from './history.js';
 
 export interface RateCheck {
@@ -81,19 +83,42 @@ export interface BudgetUsage {
  * holds for; nothing but the rate limits moved, evaluate again with `history`.
  */
 export type LimitOutcome =
-  | { outcome: 'ok'; budgets: BudgetUsage[]; history?: number[] }
+  | { outcome: 'ok'; budgets: BudgetUsage[]; history?: number[]; written?: boolean }
   | { outcome: 'rate_limited'; retry_after_ms: number; limiter: string }
   | { outcome: 'budget_exceeded'; budget: BudgetUsage; cost: number; history?: number[] }
   | { outcome: 'history_stale'; history: number[] };
 
 /**
+ * A decision stored with its limits when they change nothing of it
+ * (functions/authz_decide_batch.sql): the row, its decision.* event, and the
+ * history values it was built with (the gate's must be the same).
+ */
+export interface DecisionWrite {
+  decision: DecisionRow;
+  event: StoredEventRow;
+  history: readonly number[];
+}
+
+/**
  * One call for a whole batch; the outcomes in the batch's order. Budgets are
  * judged at `nowMs` (the service clock); rate limiters on the database's clock
  * plus `rateOffsetMs` when it is given (a service clock that follows real time),
- * else at `nowMs` too (functions/authz_rate_now.sql).
+ * else at `nowMs` too (functions/authz_rate_now.sql). `writes` (aligned with
+ * `requests`, null where none): decisions stored in the same statement when
+ * their outcome is `ok` without a warning and the history they carry holds
+ * (the outcome's `written`); the caller stores the others.
  */
-export async function applyLimitBatch(sql: SqlOrTx, requests: readonly LimitRequest[], nowMs: number, rateOffsetMs: number | null): Promise<LimitOutcome[]> {
-  const rows = await sql<Array<{ i: number; result: LimitOutcome }>>`
+export async function applyLimitBatch(
+  sql: SqlOrTx,
+  requests: readonly LimitRequest[],
+  nowMs: number,
+  rateOffsetMs: number | null,
+  writes: ReadonlyArray<DecisionWrite | null> = [],
+): Promise<LimitOutcome[]> {
+  const rows = writes.some((w) => w !== null)
+    ? await sql<Array<{ i: number; result: LimitOutcome }>>`
+    select i, result from authz_decide_batch(${sql.json(requests as never)}::jsonb, ${sql.json(writes as never)}::jsonb, ${nowMs}::float8, ${rateOffsetMs}::float8)`
+    : await sql<Array<{ i: number; result: LimitOutcome }>>`
     select i, result from authz_apply_limits(${sql.json(requests as never)}::jsonb, ${nowMs}::float8, ${rateOffsetMs}::float8)`;
   const out: LimitOutcome[] = new Array(requests.length);
   for (const r of rows) out[r.i - 1] = r.result;

@@ -13,32 +13,7 @@ import { STORE_KINDS } from '../helpers/postgres.js';
 import { startReceiver } from '../helpers/webhook-receiver.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
 import { decide as kitDecide } from '../helpers/kit.js';
-
-interface Sample {
-  name: string;
-  labels: Record<string, string>;
-  value: number;
-}
-
-function parse(text: string): Sample[] {
-  const out: Sample[] = [];
-  for (const line of text.split('\n')) {
-    if (line === '' || line.startsWith('#')) continue;
-    const m = /^([A-Za-z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!m) throw new Error(`unparsable exposition line: ${line}`);
-    const labels: Record<string, string> = {};
-    for (const l of (m[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) labels[l[1]!] = l[2]!;
-    out.push({ name: m[1]!, labels, value: Number(m[3]) });
-  }
-  return out;
-}
-
-/** The value of the sample with exactly these labels (0 when absent). */
-function value(samples: Sample[], name: string, labels: Record<string, string> = {}): number {
-  const keys = Object.keys(labels);
-  const s = samples.find((x) => x.name === name && Object.keys(x.labels).length === keys.length && keys.every((k) => x.labels[k] === labels[k]));
-  return s?.value ?? 0;
-}
+import { parse, value, type Sample } from '../helpers/prometheus.js';
 
 const TOKEN = 'metrics-token-0123456789abcdef';
 
@@ -97,11 +72,14 @@ describe.each(STORE_KINDS)('metrics (%s)', (kind) => {
     await Promise.all(Array.from({ length: 20 }, (_, i) => decide('batch.run', `batch-${i % 5}`)));
     const after = await scrape();
     const delta = (name: string, batch: string) => value(after, name, { batch }) - value(before, name, { batch });
-    // Every decision is written in exactly one batch; each batch is timed.
-    expect(delta('authz_store_batch_size_sum', 'decisions')).toBe(20);
+    // Every decision is written once: by the decision writer (here at least the first of each new
+    // agent: its registration) or with its limits (authz_decide_batch); each batch is timed.
+    const written = delta('authz_store_batch_size_sum', 'decisions');
+    expect(written).toBeGreaterThanOrEqual(5);
+    expect(written).toBeLessThanOrEqual(20);
     const statements = delta('authz_store_batch_size_count', 'decisions');
     expect(statements).toBeGreaterThanOrEqual(1);
-    expect(statements).toBeLessThanOrEqual(20);
+    expect(statements).toBeLessThanOrEqual(written);
     expect(delta('authz_store_batch_duration_seconds_count', 'decisions')).toBe(statements);
     expect(delta('authz_store_batch_duration_seconds_sum', 'decisions')).toBeGreaterThan(0);
     // Each of them had a calls budget to check: at least 20 checks, in at most as many statements.

@@ -1,0 +1,57 @@
+-- The one statement that stores decisions (runtime/store/decisions.ts
+-- writeDecisionBatch, the decision writer's group commit; authz_decide_batch,
+-- a decision written with its limits): the agents seen for the first time and
+-- their agent.registered events, the decisions, and their decision.* events
+-- (by reference: migration 017). Returns "account:environment:agent" of each
+-- agent this call registered (the others were known already).
+--
+-- decisions: [DecisionRow as JSON]; decision_events, agent_events: [event row];
+-- agents: [{account_id, environment, agent_id, first_seen_at}].
+create or replace function authz_write_decisions(decisions jsonb, decision_events jsonb, agents jsonb, agent_events jsonb)
+returns setof text
+language plpgsql as $$
+begin
+  return query
+    with new_agents as (
+      insert into agents (account_id, environment, agent_id, status, first_seen_at)
+      select x.account_id, x.environment, x.agent_id, 'active', x.first_seen_at
+      from jsonb_to_recordset(agents)
+        as x(account_id text, environment text, agent_id text, first_seen_at timestamptz)
+      -- One lock order for every batch: batches written at once that register the
+      -- same new agents would otherwise deadlock on each other's uncommitted rows.
+      order by x.account_id, x.environment, x.agent_id
+      on conflict do nothing
+      returning agents.account_id, agents.environment, agents.agent_id
+    ), agent_rows as (
+      insert into events (id, account_id, environment, type, created_at, data)
+      select e.v->>'id', e.v->>'account_id', e.v->>'environment', e.v->>'type', (e.v->>'created_at')::timestamptz, e.v->'data'
+      from jsonb_array_elements(agent_events) with ordinality as e(v, ord)
+      join new_agents n on n.account_id = e.v->>'account_id' and n.environment = e.v->>'environment'
+        and n.agent_id = e.v->'data'->>'agent_id'
+      order by e.ord
+      returning 1
+    ), new_decisions as (
+      insert into decisions (account_id, environment, id, agent_id, action, resource, amount, context, effect, reason,
+        policy_id, matched_policy_ids, warnings, status, evaluated_at, expires_at, ttl_seconds, permit_token,
+        session_id, on_behalf_of, args_digest, key_id, shadow, review_status, approval_expires_at, session_labels, history)
+      select x.account_id, x.environment, x.id, x.agent_id, x.action, x.resource, x.amount, x.context, x.effect, x.reason,
+        x.policy_id, x.matched_policy_ids, x.warnings, x.status, x.evaluated_at, x.expires_at, x.ttl_seconds, null,
+        x.session_id, x.on_behalf_of, x.args_digest, x.key_id, x.shadow, x.review_status, x.approval_expires_at, x.session_labels, x.history
+      from jsonb_to_recordset(decisions)
+        as x(account_id text, environment text, id text, agent_id text, action text, resource text, amount float8,
+             context jsonb, effect text, reason text, policy_id text, matched_policy_ids text[], warnings jsonb,
+             status text, evaluated_at timestamptz, expires_at timestamptz, ttl_seconds int,
+             session_id text, on_behalf_of text, args_digest text, key_id text, shadow jsonb,
+             review_status text, approval_expires_at timestamptz, session_labels text[], history jsonb)
+      returning 1
+    ), decision_rows as (
+      insert into events (id, account_id, environment, type, created_at, data, decision_id)
+      select e.v->>'id', e.v->>'account_id', e.v->>'environment', e.v->>'type', (e.v->>'created_at')::timestamptz,
+        nullif(e.v->'data', 'null'::jsonb), e.v->>'decision_id'
+      from jsonb_array_elements(decision_events) with ordinality as e(v, ord)
+      order by e.ord
+      returning 1
+    )
+    -- Data-modifying CTEs run to completion whether or not they are read.
+    select n.account_id || ':' || n.environment || ':' || n.agent_id from new_agents n;
+end $$;
