@@ -6,7 +6,7 @@ import type { Policy } from '../../compiler/index.js';
 import type { Principal, Tenant } from '../tenant.js';
 import type { SqlOrTx, Tx } from '../store/connect.js';
 import type { DecisionRow } from '../store/decisions.js';
-import type { BudgetUsage, DecisionWrite } from '../store/limits.js';
+import type { BudgetUsage, DecisionWrite, LabelsCheck } from '../store/limits.js';
 import type { HistoryGate } from '../store/history.js';
 
 /** Who a request spends for: the keys of agent-, session- and user-scoped budgets. */
@@ -41,6 +41,8 @@ export interface LimitContext {
   history?: HistoryGate | null;
   /** A retry after `history_stale`: its rate limits (and the key's) already counted it; only the rest is sent. */
   ratesAdmitted?: boolean;
+  /** The remembered session labels it was evaluated with: re-checked first (`staleLabels`: evaluate again with these). */
+  labels?: LabelsCheck | null;
   /**
    * The decision as it stands if its limits change nothing of it: stored in the
    * same statement as the limits when they do (`written` in the answer), so the
@@ -61,10 +63,11 @@ export type LimitVerdict = { deny: 'budget.exceeded'; policy_id: string; message
 /**
  * What `apply` answers: the verdict, the history values under the gate's
  * locks (null without history) and whether the decision sent with it was
- * stored (`write`: only when the verdict is null); or `stale`: a history value left its range,
+ * stored (`write`: only when the verdict is null); or `staleLabels`: the
+ * session's labels are another set now (nothing moved); or `stale`: a history value left its range,
  * evaluate again with these values.
  */
-export type AppliedLimits = { verdict: LimitVerdict; history: number[] | null; written: boolean } | { stale: number[] };
+export type AppliedLimits = { verdict: LimitVerdict; history: number[] | null; written: boolean } | { stale: number[] } | { staleLabels: string[] };
 
 export interface DecisionLimits {
   /** Evaluation step 3: a budget of the agent, of this session or of this user exhausted this period, if any. */

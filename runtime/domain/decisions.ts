@@ -108,6 +108,8 @@ interface Prepared {
   values: number[];
   /** The session's labels (null: no candidate policy reads or adds labels). */
   sessionLabels: string[] | null;
+  /** They are this process's remembered ones (re-checked by the gate), not read now. */
+  labelsGuessed: boolean;
 }
 
 /** Rows read per page of an export. */
@@ -163,6 +165,8 @@ export class DecisionService {
     let verdict: LimitVerdict;
     let approvalExpiresAt: Date | null;
     let stored: DecisionRow | null = null;
+    /** The rate limits (and the key's) counted this decision already (a history retry). */
+    let admitted = false;
     const build = (e: Evaluated, outcome: Outcome, approvalUntil: Date | null, vals: readonly number[]) =>
       this.row(principal, input, { id, nowMs, ttl, expiresAt, approvalExpiresAt: approvalUntil, outcome, plan, values: vals, sessionLabels: e.sessionLabels });
     // Optimistic history (runtime/history/history.ts): evaluated with the values read, judged again
@@ -181,6 +185,7 @@ export class DecisionService {
         candidate = this.speculative(status, build(e, e.outcome, until, vals), e);
         return candidate && { decision: candidate, event: decisionEvent(candidate), history: plan ? checkedValues(plan, vals) : [] };
       };
+      const labels = prepared.labelsGuessed && input.session_id ? this.deps.sessions!.check(input.session_id, prepared.sessionLabels ?? []) : null;
       // Step 7 (and the key's platform limit, for every decision): one store call.
       const applied = await inStore('store.limits', () =>
         limits.apply({
@@ -189,10 +194,19 @@ export class DecisionService {
           expiresAt: holdUntil,
           ...(approvalExpiresAt ? { deferCalls: true } : {}),
           ...(gate ? { history: gate } : {}),
-          ...(attempt > 0 ? { ratesAdmitted: true } : {}),
+          ...(admitted ? { ratesAdmitted: true } : {}),
+          ...(labels ? { labels } : {}),
           write,
         }),
       );
+      if ('staleLabels' in applied) {
+        // Another process (or the API, or the gateway) changed the session's labels: evaluate with them (nothing moved).
+        Object.assign(prepared, { sessionLabels: applied.staleLabels, labelsGuessed: false });
+        prepared.request.session_labels = applied.staleLabels;
+        if (attempt + 1 >= HISTORY_ATTEMPTS) throw new ServiceUnavailableError('the session labels this decision reads kept changing while it was decided; retry');
+        continue;
+      }
+      admitted = true;
       if (!('stale' in applied)) {
         verdict = applied.verdict;
         if (plan && applied.history) values = gatedValues(plan, applied.history);
@@ -223,7 +237,12 @@ export class DecisionService {
         }),
       );
     }
-    this.deps.sessions?.written(row);
+    // The labels the session holds after it (allowed now: with its policy's), the next decision's guess.
+    this.deps.sessions?.written(
+      row,
+      evaluated.sessionLabels &&
+        (row.effect === 'deny' || awaiting ? evaluated.sessionLabels : [...evaluated.sessionLabels, ...newLabels(evaluated.sessionLabels, evaluated.adds)]),
+    );
     if (status === 'unknown') agents.setStatus(accountId, environment, input.agent_id, 'active', NO_ATTRIBUTES);
     this.deps.alerts.decision(accountId, environment, input.agent_id, row.effect);
     if (row.shadow) this.deps.shadowDiverged?.(row.shadow.policy_id);
@@ -478,9 +497,10 @@ export class DecisionService {
     // A decision may start from a remembered guess (its gate judges it); a preview reads.
     const values = plan && plan.probes.length > 0 ? await this.deps.history.read(principal, plan, nowMs, guess) : [];
     // The session's labels, read only when a candidate policy reads or adds them (domain/session-labels.ts).
-    const sessionLabels = settled === null ? ((await this.deps.sessions?.forDecision(principal, set.table, input)) ?? null) : null;
-    if (sessionLabels !== null) request.session_labels = sessionLabels;
-    return { environment: principal.environment, set, status, request, settled, plan, values, sessionLabels };
+    // A decision may start from the labels remembered (its gate re-checks them); a preview reads.
+    const found = settled === null ? ((await this.deps.sessions?.forDecision(principal, set.table, input, guess)) ?? null) : null;
+    if (found !== null) request.session_labels = found.labels;
+    return { environment: principal.environment, set, status, request, settled, plan, values, sessionLabels: found?.labels ?? null, labelsGuessed: found?.guessed ?? false };
   }
 
   /** Steps 2-6 with these history values: revoked agent, exhausted budget, the compiled table. Synchronous. */

@@ -18,6 +18,7 @@ import type { Clock } from '../clock.js';
 import { InvalidFieldError, SessionFullError, SessionNotFoundError, TooManyLabelsError } from '../errors/api-error.js';
 import { TtlCache } from '../shared/ttl-cache.js';
 import type { Sql, Tx } from '../store/connect.js';
+import type { LabelsCheck } from '../store/limits.js';
 import type { DecisionRow } from '../store/decisions.js';
 import { addSessionLabels, findSession, sessionLabels, type LabelSource, type SessionAdd, type SessionRow } from '../store/sessions.js';
 import type { Principal, Tenant } from '../tenant.js';
@@ -50,6 +51,8 @@ const READS_LABELS = /\bsession\s*\.\s*labels\b/;
 export class SessionLabels {
   private readonly idleSeconds: number;
   private readonly opened: TtlCache<true>;
+  /** Per session, the labels this process last knew it to hold: a decision's first guess (re-checked by its gate). */
+  private readonly remembered: TtlCache<string[]>;
   private readonly tables = new WeakMap<DecisionTable, LabelRows>();
 
   constructor(
@@ -60,23 +63,42 @@ export class SessionLabels {
     this.idleSeconds = idleHours * 3600;
     // Half the idle time: a session this process decided for that recently cannot have ended.
     this.opened = new TtlCache(clock, (this.idleSeconds * 1000) / 2, OPENED_ENTRIES);
+    this.remembered = new TtlCache(clock, (this.idleSeconds * 1000) / 2, OPENED_ENTRIES);
   }
 
   /**
-   * The session's labels for a decision or a preview, read from the store only
-   * when a candidate policy (agent and action match, shadow ones included) reads
-   * `session.labels` or adds labels; null otherwise, or without a session.
-   * A session that does not exist (or ended) has none: `[]`.
+   * The session's labels for a decision or a preview, only when a candidate
+   * policy (agent and action match, shadow ones included) reads `session.labels`
+   * or adds labels; null otherwise, or without a session. A session that does
+   * not exist (or ended) has none: `[]`. With `guess` (a decision, never a
+   * preview) the labels this process last knew the session to hold, when it
+   * knows them (`guessed`: the decision's gate re-checks them, {@link check});
+   * else read from the store.
    *
    * @example
-   * const labels = await sessions.forDecision(principal, set.table, { agent_id: 'bot', action: 'email.send', session_id: 'run-1' }); // => ['private']
+   * const found = await sessions.forDecision(principal, set.table, { agent_id: 'bot', action: 'email.send', session_id: 'run-1' }); // => { labels: ['private'], guessed: false }
    */
-  async forDecision(t: Tenant, table: DecisionTable, request: DecisionRequest & { session_id?: string | null }): Promise<string[] | null> {
+  async forDecision(
+    t: Tenant,
+    table: DecisionTable,
+    request: DecisionRequest & { session_id?: string | null },
+    guess = false,
+  ): Promise<{ labels: string[]; guessed: boolean } | null> {
     const sessionId = request.session_id;
     if (!sessionId) return null;
     const { rows } = this.labelRows(table);
     if (rows.length === 0 || !rows.some(({ policy }) => candidate(policy, request))) return null;
-    return (await sessionLabels(this.sql, t, sessionId, this.clock.now(), this.idleSeconds)) ?? [];
+    const key = sessionKey(t.accountId, t.environment, sessionId);
+    const remembered = guess ? this.remembered.get(key) : undefined;
+    if (remembered) return { labels: remembered.value, guessed: true };
+    const labels = (await sessionLabels(this.sql, t, sessionId, this.clock.now(), this.idleSeconds)) ?? [];
+    this.remembered.set(key, labels);
+    return { labels, guessed: false };
+  }
+
+  /** What the gate re-checks of labels a decision took from memory (functions/authz_decide_batch.sql). */
+  check(sessionId: string, held: readonly string[]): LabelsCheck {
+    return { session_id: sessionId, held, idle_s: this.idleSeconds };
   }
 
   /**
@@ -104,9 +126,12 @@ export class SessionLabels {
     return this.item(row, row.session_id, adds, { source: 'policy', decision_id: row.id, detail: null, agent_id: row.agent_id, cap: null }, row.evaluated_at);
   }
 
-  /** After the decision's write: this process knows the session is open. */
-  written(row: DecisionRow): void {
-    if (row.session_id !== null) this.opened.set(sessionKey(row.account_id, row.environment, row.session_id), true);
+  /** After the decision's write: this process knows the session is open, and (when it read them) the labels it holds now. */
+  written(row: DecisionRow, labels: string[] | null = null): void {
+    if (row.session_id === null) return;
+    const key = sessionKey(row.account_id, row.environment, row.session_id);
+    this.opened.set(key, true);
+    if (labels !== null) this.remembered.set(key, labels);
   }
 
   /**

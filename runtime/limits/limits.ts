@@ -73,6 +73,7 @@ export class Limits implements DecisionLimits {
   async apply(context: LimitContext): Promise<AppliedLimits> {
     const { principal, agentId, matched, nowMs } = context;
     const history = context.history ?? null;
+    const labels = context.labels ?? null;
     const policyChecks = context.ratesAdmitted ? [] : policyRates(matched, agentId);
     let budgets = budgetChecks(policyBudgets(matched, nowMs), subjectOf(context), { amount: context.amount, amounts: context.amounts ?? null });
     // Awaiting approval: calls are consumed on approval; now they are only checked.
@@ -89,7 +90,7 @@ export class Limits implements DecisionLimits {
     }
     const submit = (keyCheck: RateCheck | null) => {
       const rates = keyCheck ? [keyCheck, ...policyChecks] : policyChecks;
-      if (rates.length === 0 && budgets.length === 0 && history === null) return null;
+      if (rates.length === 0 && budgets.length === 0 && history === null && labels === null) return null;
       const request = {
         account_id: principal.accountId,
         environment: principal.environment,
@@ -99,6 +100,7 @@ export class Limits implements DecisionLimits {
         rates,
         budgets,
         ...(history ? { history } : {}),
+        ...(labels ? { labels } : {}),
       };
       // A deferred calls budget that denies changes the decision: it is stored by the caller.
       return this.gate.submit({ request, write: deferredDeny ? null : (context.write?.() ?? null) });
@@ -112,6 +114,7 @@ export class Limits implements DecisionLimits {
         : rateLimited(outcome, `agent ${agentId} exceeded the rate limit ${describeLimiter(outcome.limiter)}`);
     }
     if (outcome?.outcome === 'history_stale') return { stale: outcome.history };
+    if (outcome?.outcome === 'labels_stale') return { staleLabels: outcome.labels };
     const values = history ? (outcome?.history ?? null) : null;
     if (deferredDeny?.outcome === 'budget_exceeded') return { verdict: this.verdict(principal, deferredDeny, true), history: values, written: false };
     if (outcome === null) return { verdict: null, history: values, written: false };
@@ -135,13 +138,15 @@ export class Limits implements DecisionLimits {
     const request = { account_id: principal.accountId, environment: principal.environment, agent_id: subject.agentId, decision_id: null, expires_at: null, rates: [], budgets };
     const outcome = await applyLimitsInTransaction(tx, request, nowMs, this.clock.realTimeOffsetMs?.() ?? null);
     // Unreachable: no rates and no history were sent.
-    if (outcome.outcome === 'rate_limited' || outcome.outcome === 'history_stale') throw new Error('no rate limit or history is judged for an approval');
+    if (outcome.outcome === 'rate_limited' || outcome.outcome === 'history_stale' || outcome.outcome === 'labels_stale') {
+      throw new Error('no rate limit, history or labels are judged for an approval');
+    }
     const usage = outcome.outcome === 'ok' ? outcome.budgets : [outcome.budget];
     return { verdict: this.verdict(principal, outcome, false), usage };
   }
 
   /** A budget outcome as the decision sees it; `note` tells this process's exhausted-agents index. */
-  private verdict(principal: Principal, outcome: Exclude<LimitOutcome, { outcome: 'rate_limited' | 'history_stale' }>, note: boolean): LimitVerdict {
+  private verdict(principal: Principal, outcome: Exclude<LimitOutcome, { outcome: 'rate_limited' | 'history_stale' | 'labels_stale' }>, note: boolean): LimitVerdict {
     switch (outcome.outcome) {
       case 'budget_exceeded': {
         const b = outcome.budget;
@@ -184,7 +189,7 @@ export class Limits implements DecisionLimits {
       const error = rateLimited(outcome, `agent ${agentId} would exceed the rate limit ${describeLimiter(outcome.limiter)}`);
       return { rate_limited: error.retryAfterSeconds, message: error.message };
     }
-    if (outcome.outcome === 'history_stale') throw new Error('a preview judges no history'); // unreachable: none was sent
+    if (outcome.outcome === 'history_stale' || outcome.outcome === 'labels_stale') throw new Error('a preview judges no history or labels'); // unreachable: none was sent
     return this.verdict(principal, outcome, false);
   }
 

@@ -56,6 +56,18 @@ export interface LimitRequest {
   budgets: BudgetCheck[];
   /** The decision's history re-check and entry (store/history.ts), when its environment's policies read history. */
   history?: HistoryGate | null;
+  /**
+   * The session labels the decision was evaluated with, when they were this
+   * process's remembered ones: re-checked first (functions/authz_decide_batch.sql).
+   */
+  labels?: LabelsCheck | null;
+}
+
+/** A session's labels as a decision was evaluated with them (`held`, any order), and the session's idle time. */
+export interface LabelsCheck {
+  session_id: string;
+  held: readonly string[];
+  idle_s: number;
 }
 
 /** A budget row as the runtime sees it after a change (numbers, not numeric strings). */
@@ -86,7 +98,8 @@ export type LimitOutcome =
   | { outcome: 'ok'; budgets: BudgetUsage[]; history?: number[]; written?: boolean }
   | { outcome: 'rate_limited'; retry_after_ms: number; limiter: string }
   | { outcome: 'budget_exceeded'; budget: BudgetUsage; cost: number; history?: number[] }
-  | { outcome: 'history_stale'; history: number[] };
+  | { outcome: 'history_stale'; history: number[] }
+  | { outcome: 'labels_stale'; labels: string[] };
 
 /**
  * A decision stored with its limits when they change nothing of it
@@ -115,10 +128,11 @@ export async function applyLimitBatch(
   rateOffsetMs: number | null,
   writes: ReadonlyArray<DecisionWrite | null> = [],
 ): Promise<LimitOutcome[]> {
-  const rows = writes.some((w) => w !== null)
-    ? await sql<Array<{ i: number; result: LimitOutcome }>>`
+  const rows =
+    writes.some((w) => w !== null) || requests.some((r) => r.labels)
+      ? await sql<Array<{ i: number; result: LimitOutcome }>>`
     select i, result from authz_decide_batch(${sql.json(requests as never)}::jsonb, ${sql.json(writes as never)}::jsonb, ${nowMs}::float8, ${rateOffsetMs}::float8)`
-    : await sql<Array<{ i: number; result: LimitOutcome }>>`
+      : await sql<Array<{ i: number; result: LimitOutcome }>>`
     select i, result from authz_apply_limits(${sql.json(requests as never)}::jsonb, ${nowMs}::float8, ${rateOffsetMs}::float8)`;
   const out: LimitOutcome[] = new Array(requests.length);
   for (const r of rows) out[r.i - 1] = r.result;

@@ -84,14 +84,10 @@ export async function addSessionLabels(sql: SqlOrTx, items: readonly SessionAdd[
  * await sessionLabels(sql, { accountId: 'acct_1', environment: 'test' }, 'run-1', Date.now(), 86_400); // => ['private', 'untrusted']
  */
 export async function sessionLabels(sql: SqlOrTx, t: Tenant, sessionId: string, nowMs: number, idleSeconds: number): Promise<string[] | null> {
-  const [row] = await sql<Array<{ live: boolean; labels: string[] }>>`
-    select ${LIVE(sql, nowMs, idleSeconds)} as live,
-      array(select l.label from session_labels l
-            where l.account_id = s.account_id and l.environment = s.environment and l.session_id = s.session_id
-            order by l.added_at, l.label) as labels
-    from sessions s
-    where s.account_id = ${t.accountId} and s.environment = ${t.environment} and s.session_id = ${sessionId}`;
-  return row?.live ? row.labels : null;
+  // One definition with the decision path's re-check (functions/authz_session_labels.sql).
+  const [row] = await sql<Array<{ labels: string[] | null }>>`
+    select authz_session_labels(${t.accountId}, ${t.environment}, ${sessionId}, ${nowMs}::float8, ${idleSeconds}::float8) as labels`;
+  return row?.labels ?? null;
 }
 
 /**
@@ -104,7 +100,7 @@ export async function sessionLabels(sql: SqlOrTx, t: Tenant, sessionId: string, 
  */
 export async function findSession(sql: SqlOrTx, t: Tenant, sessionId: string, nowMs: number, idleSeconds: number): Promise<SessionRow | undefined> {
   const [row] = await sql<Array<{ live: boolean; started_at: Date }>>`
-    select ${LIVE(sql, nowMs, idleSeconds)} as live, s.started_at from sessions s
+    select authz_session_labels(s.account_id, s.environment, s.session_id, ${nowMs}::float8, ${idleSeconds}::float8) is not null as live, s.started_at from sessions s
     where s.account_id = ${t.accountId} and s.environment = ${t.environment} and s.session_id = ${sessionId}`;
   if (!row?.live) return undefined;
   const [labels, [counted]] = await Promise.all([
@@ -140,15 +136,6 @@ export async function deleteEndedSessions(sql: SqlOrTx, nowMs: number, idleSecon
     where d.account_id = e.account_id and d.environment = e.environment and d.session_id = e.session_id
     returning 1`;
   return rows.length;
-}
-
-/** Whether the session row `s` is live at `nowMs`: a label or a decision within the idle time. */
-function LIVE(sql: SqlOrTx, nowMs: number, idleSeconds: number) {
-  const cut = new Date(nowMs - idleSeconds * 1000);
-  return sql`(s.seen_at >= ${cut} or coalesce((
-      select d.evaluated_at from decisions d
-      where d.account_id = s.account_id and d.environment = s.environment and d.session_id = s.session_id
-      order by d.seq desc limit 1) >= ${cut}, false))`;
 }
 
 /**

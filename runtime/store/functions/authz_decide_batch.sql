@@ -2,8 +2,15 @@
 -- (docs/scale-out.md#what-one-decision-writes): authz_apply_limits judges and
 -- changes the batch's rate limits, budgets and history; then each decision sent
 -- with a write whose outcome needs nothing changed is stored in the same
--- transaction (authz_write_decisions), so a budgeted or history-reading decision
--- costs one round trip to the store, not two.
+-- transaction (authz_write_decisions), so a budgeted, history- or
+-- label-reading decision costs one round trip to the store, not two.
+--
+-- Labels first: a request evaluated with the session labels this process
+-- remembered carries `"labels": {"session_id", "held": [...], "idle_s"}`; when
+-- the session's labels now (authz_session_labels; an ended session has none)
+-- are another set, the request is answered {"outcome": "labels_stale",
+-- "labels": [...]} and nothing of it moves (not even its rate limits): the
+-- caller evaluates it again with them.
 --
 -- writes[k] goes with batch[k]: null, or {"decision": row, "event": its
 -- decision.* event, "history": [the check values the row was built with]}.
@@ -21,11 +28,34 @@ create or replace function authz_decide_batch(batch jsonb, writes jsonb, now_ms 
 returns table (i int, result jsonb)
 language plpgsql as $$
 declare
-  outcomes jsonb;
+  req jsonb;
+  n int;
+  held text[];
+  current_labels text[];
+  -- The requests whose labels hold, and their positions in `batch`.
+  kept jsonb := '[]';
+  pos int[] := '{}';
+  outcomes jsonb := '[]';
   chosen jsonb;
 begin
-  select coalesce(jsonb_agg(jsonb_build_object('i', a.i, 'result', a.result)), '[]'::jsonb) into outcomes
-  from authz_apply_limits(batch, now_ms, rate_offset_ms) a;
+  for req, n in select b.v, b.o::int from jsonb_array_elements(batch) with ordinality as b(v, o) loop
+    if jsonb_typeof(req->'labels') = 'object' then
+      held := array(select jsonb_array_elements_text(req->'labels'->'held'));
+      current_labels := coalesce(authz_session_labels(req->>'account_id', req->>'environment', req->'labels'->>'session_id', now_ms,
+        (req->'labels'->>'idle_s')::float8), '{}');
+      if not (current_labels @> held and current_labels <@ held) then
+        outcomes := outcomes || jsonb_build_array(jsonb_build_object('i', n, 'result',
+          jsonb_build_object('outcome', 'labels_stale', 'labels', to_jsonb(current_labels))));
+        continue;
+      end if;
+    end if;
+    kept := kept || jsonb_build_array(req);
+    pos := pos || n;
+  end loop;
+  if jsonb_array_length(kept) > 0 then
+    select outcomes || coalesce(jsonb_agg(jsonb_build_object('i', pos[a.i], 'result', a.result)), '[]'::jsonb) into outcomes
+    from authz_apply_limits(kept, now_ms, rate_offset_ms) a;
+  end if;
   select coalesce(jsonb_agg(jsonb_build_object('n', w.n, 'v', w.v) order by w.n), '[]'::jsonb) into chosen
   from jsonb_array_elements(writes) with ordinality as w(v, n)
   join jsonb_array_elements(outcomes) o(v) on (o.v->>'i')::bigint = w.n
