@@ -7,9 +7,8 @@
  */
 export { createPermitVerifier } from './create-verifier.js';
 export { argsDigest, canonicalizeJson } from './args-digest.js';
+export type { PermitClaims, PermitExpectations } from './permit-claims.js';
 export type {
-  PermitClaims,
-  PermitExpectations,
   PermitVerifier,
   PermitVerifierAnyAccountOptions,
   PermitVerifierCommonOptions,
