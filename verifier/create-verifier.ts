@@ -8,63 +8,16 @@
  *   most once per `cooldownMs`, so a stream of tokens with made-up kids cannot
  *   turn into a stream of requests to the issuer.
  *
- * Only `alg: EdDSA` with `typ: permit+jwt` and the configured `iss` is accepted;
- * the algorithm is checked before any key is looked up, so `none`/`HS256` tokens
- * never reach the key set. Expiry is checked after the signature: a forged
- * expired token is `auth.signature_invalid`, not `auth.expired`.
+ * The token's frame and header (permit-token.ts: `alg: EdDSA`, `typ: permit+jwt`,
+ * a kid) are checked before any key is looked up, so `none`/`HS256` tokens never
+ * reach the key set; jose checks the signature (compactVerify); the claims are
+ * checked after it by permit-claims.ts, the rules POST /v1/permits/verify applies
+ * too. So a forged expired token is `auth.signature_invalid`, not `auth.expired`.
  */
-import { argsDigest } from './args-digest.js';
-import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey, type JWTVerifyOptions } from 'jose';
-import { PermitError, PermitExpiredError, PermitMismatchError, PermitSignatureInvalidError, PermitUnavailableError } from './errors.js';
-
-/** The claims of a permit token (docs/permits.md#the-token). Times are seconds since the epoch. */
-export interface PermitClaims {
-  /** The issuing service's base URL. */
-  iss: string;
-  /** agent_id. */
-  sub: string;
-  /** The action, e.g. `payments.refund`. */
-  act: string;
-  /** The resource, absent when the decision had none. */
-  res?: string;
-  /** `review`: allowed, but flagged for human review. */
-  eff: 'allow' | 'review';
-  /** Decision id (`dec_...`). */
-  dec: string;
-  /** Account id (`acc_...`). */
-  acc: string;
-  env: 'test' | 'live';
-  iat: number;
-  exp: number;
-  jti: string;
-  /** The decision's `session_id` (the agent run), when it had one. */
-  sid?: string;
-  /** The decision's `on_behalf_of` (the user), when it had one. */
-  obo?: string;
-  /** The decision's `args_digest`: the permit holds only for those exact arguments (see `argsDigest`). */
-  args?: string;
-}
-
-/** What the caller requires of the token beyond a valid signature. Omitted fields are not checked. */
-export interface PermitExpectations {
-  /** Must equal `act`; else PermitMismatchError. */
-  action?: string;
-  /** Must equal `res` (a token without `res` does not match); else PermitMismatchError. */
-  resource?: string;
-  /** Must equal `acc`; else PermitSignatureInvalidError (a token of another account is not valid here). */
-  account?: string;
-  /** Must equal `env`; else PermitSignatureInvalidError (a test token is not valid in live, and back). */
-  environment?: 'test' | 'live';
-  /**
-   * The arguments of the call the permit is used for: their `argsDigest` must
-   * equal the claim `args` (a token without `args` does not match); else
-   * PermitMismatchError. Needs `action` too (a TypeError without it): equal
-   * arguments of another tool would otherwise pass, e.g. a permit for
-   * `files.read { path }` in the handler of `files.delete { path }`.
-   * `undefined` arguments are checked as `{}`, `null` as `null`.
-   */
-  arguments?: unknown;
-}
+import { compactVerify, createRemoteJWKSet, errors, type CompactVerifyGetKey } from 'jose';
+import { PermitError, PermitUnavailableError } from './errors.js';
+import { assertExpectations, checkPermitClaims, type PermitClaimRules, type PermitClaims, type PermitExpectations } from './permit-claims.js';
+import { invalidPermit as invalid, permitPayload, quote, readPermitToken } from './permit-token.js';
 
 /** The options every verifier takes. */
 export interface PermitVerifierCommonOptions {
@@ -74,14 +27,14 @@ export interface PermitVerifierCommonOptions {
   issuer: string;
   /** Permit tokens carry no `aud` (docs/permits.md#audience): an action names the service it is for. */
   audience?: never;
-  /** Leeway for `exp`, in seconds. Default 0. */
+  /** Leeway for `exp` and `nbf`, in seconds. Default 0. */
   clockToleranceSeconds?: number;
   /** Minimum time between two JWKS fetches caused by an unknown kid, in ms. Default 30 000. */
   cooldownMs?: number;
   /** Age after which the JWKS is fetched again before use, in ms. Default 300 000 (the JWKS's max-age). */
   cacheMaxAgeMs?: number;
   /**
-   * Current time in ms (tests). Used for the `exp` check only; the key set's own
+   * Current time in ms (tests). Used for the `exp` and `nbf` checks only; the key set's own
    * cache timing (cooldown, max age) follows the real clock.
    */
   now?: () => number;
@@ -167,12 +120,6 @@ function pinnedTenant(options: PermitVerifierOptions): { account?: string; envir
   return { account: o.account, environment };
 }
 
-/** Attacker-supplied text in messages: quoted and cut short. */
-function quote(value: unknown): string {
-  const s = JSON.stringify(value) ?? String(value);
-  return s.length > 80 ? `${s.slice(0, 77)}...` : s;
-}
-
 /** "fetch failed" says little: add its cause (ECONNREFUSED...). */
 function describe(err: unknown): string {
   if (!(err instanceof Error)) return String(err);
@@ -180,80 +127,13 @@ function describe(err: unknown): string {
   return cause === undefined || cause === '' ? err.message : `${err.message} (${String(cause)})`;
 }
 
-function invalid(why: string, cause?: unknown): PermitSignatureInvalidError {
-  return new PermitSignatureInvalidError(`the permit token is not valid: ${why}`, cause === undefined ? undefined : { cause });
-}
-
-function readClaims(payload: JWTPayload): PermitClaims {
-  const c = payload as Record<string, unknown>;
-  const malformed = (claim: string, what: string) => invalid(`claim "${claim}" is missing or not ${what}`);
-  const str = (claim: string): string => {
-    const v = c[claim];
-    if (typeof v !== 'string' || v === '') throw malformed(claim, 'a non-empty string');
-    return v;
-  };
-  const num = (claim: string): number => {
-    const v = c[claim];
-    if (typeof v !== 'number' || !Number.isFinite(v)) throw malformed(claim, 'a number');
-    return v;
-  };
-  const iss = str('iss');
-  const sub = str('sub');
-  const act = str('act');
-  if (c.res !== undefined && (typeof c.res !== 'string' || c.res === '')) throw invalid('claim "res" is not a non-empty string');
-  if (c.eff !== 'allow' && c.eff !== 'review') throw malformed('eff', '"allow" or "review"');
-  const eff = c.eff;
-  const dec = str('dec');
-  const acc = str('acc');
-  if (c.env !== 'test' && c.env !== 'live') throw malformed('env', '"test" or "live"');
-  const env = c.env;
-  const iat = num('iat');
-  const exp = num('exp');
-  const jti = str('jti');
-  const claims: PermitClaims = { iss, sub, act, eff, dec, acc, env, iat, exp, jti };
-  if (typeof c.res === 'string') claims.res = c.res;
-  for (const name of ['sid', 'obo', 'args'] as const) {
-    const v = c[name];
-    if (v === undefined) continue;
-    if (typeof v !== 'string' || v === '') throw invalid(`claim "${name}" is not a non-empty string`);
-    claims[name] = v;
-  }
-  return claims;
-}
-
-const B64URL_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
-
-/**
- * Whether a base64url segment is the one canonical spelling of its bytes (no
- * padding, unused low bits of the last character zero). jose decodes leniently,
- * so without this 16 spellings of one signature would all verify.
- */
-export function canonicalSegment(part: string): boolean {
-  if (!/^[A-Za-z0-9_-]*$/.test(part) || part.length % 4 === 1) return false;
-  const last = B64URL_ALPHABET.indexOf(part[part.length - 1] ?? 'A');
-  const unused = part.length % 4 === 2 ? 15 : part.length % 4 === 3 ? 3 : 0;
-  return (last & unused) === 0;
-}
-
-/** jose's errors (and anything else out of jwtVerify) as PermitErrors. */
+/** jose's errors out of compactVerify (the signature step) as PermitErrors. */
 function mapError(err: unknown): unknown {
   if (err instanceof PermitError) return err;
-  // JWTExpired extends JWTClaimValidationFailed: test it first.
-  if (err instanceof errors.JWTExpired) {
-    const exp = err.payload.exp;
-    const when = typeof exp === 'number' && Number.isFinite(exp) ? ` at ${new Date(exp * 1000).toISOString()}` : '';
-    return new PermitExpiredError(`the permit token expired${when}`, { cause: err });
-  }
   if (err instanceof errors.JWSSignatureVerificationFailed) return invalid('the signature does not verify', err);
   if (err instanceof errors.JOSEAlgNotAllowed) return invalid('the algorithm is not accepted (EdDSA only)', err);
-  if (err instanceof errors.JWTClaimValidationFailed) {
-    if (err.claim === 'typ') return invalid('not a permit token (typ is not "permit+jwt")', err);
-    if (err.claim === 'iss') return invalid('issued by another service (iss)', err);
-    return invalid(err.message, err);
-  }
-  if (err instanceof errors.JWSInvalid || err instanceof errors.JWTInvalid) return invalid(`malformed token (${err.message})`, err);
-  // JOSENotSupported (e.g. an unknown `crit` extension) and any other JOSE error
-  // about the token itself.
+  if (err instanceof errors.JWSInvalid) return invalid(`malformed token (${err.message})`, err);
+  // Any other JOSE error about the token itself (JOSENotSupported...).
   if (err instanceof errors.JOSEError) return invalid(err.message, err);
   return err; // not about the token (a bug, a bad option): surfaced as is
 }
@@ -262,9 +142,10 @@ function mapError(err: unknown): unknown {
  * A verifier of the service's permit tokens for a downstream service: checks the
  * EdDSA signature against the issuer's JWKS (fetched over HTTP, cached for
  * `cacheMaxAgeMs`, refetched early for an unknown kid at most once per
- * `cooldownMs`), `typ: permit+jwt`, `iss`, the expiry, the claims' shapes, and
- * the account and environment the verifier is for, and what the caller expects
- * (action, resource, arguments). No request is made until the first `verify`.
+ * `cooldownMs`), `typ: permit+jwt`, then the claims as POST /v1/permits/verify
+ * does (permit-claims.ts): their shapes, `iss`, the account and environment the
+ * verifier is for, `nbf` and the expiry, and what the caller expects (action,
+ * resource, arguments). No request is made until the first `verify`.
  *
  * @param options - `jwksUrl` (`{base}/.well-known/jwks.json`), `issuer` (the
  *   service's base URL), and `account` (`acc_...`) with `environment` (`test` or
@@ -333,9 +214,8 @@ export function createPermitVerifier(options: PermitVerifierOptions): PermitVeri
 
   // Key lookup is the only step that talks to the network: its failures are told
   // apart here, from the token's own faults.
-  const getKey: JWTVerifyGetKey = async (header, token) => {
-    const { kid } = header;
-    if (typeof kid !== 'string' || kid === '') throw invalid('no key id (kid) in the header');
+  const getKey: CompactVerifyGetKey = async (header, token) => {
+    const { kid } = header; // a non-empty string: readPermitToken checked the header
     try {
       return await jwks(header, token);
     } catch (err) {
@@ -349,35 +229,15 @@ export function createPermitVerifier(options: PermitVerifierOptions): PermitVeri
 
   return {
     async verify(token: string, expect: PermitExpectations = {}): Promise<PermitClaims> {
-      if (Object.hasOwn(expect, 'arguments') && typeof expect.action !== 'string') {
-        throw new TypeError('verify: give the action with the arguments ({ action, arguments }): a permit for the same arguments of another tool would pass otherwise');
-      }
-      if (typeof token !== 'string' || token === '') throw invalid('no token');
-      if (!token.split('.').every(canonicalSegment)) throw invalid('not a compact JWS of canonical base64url segments');
-      const verifyOptions: JWTVerifyOptions = { issuer, algorithms: ['EdDSA'], typ: 'permit+jwt', clockTolerance };
-      if (now) verifyOptions.currentDate = new Date(now());
-      let payload: JWTPayload;
+      assertExpectations(expect); // a misuse fails before the token is looked at
+      const parts = readPermitToken(token);
       try {
-        ({ payload } = await jwtVerify(token, getKey, verifyOptions));
+        await compactVerify(token, getKey, { algorithms: ['EdDSA'] });
       } catch (err) {
         throw mapError(err);
       }
-      const claims = readClaims(payload);
-      if (tenant.account !== undefined && claims.acc !== tenant.account) throw invalid(`issued for another account than ${tenant.account}`);
-      if (tenant.environment !== undefined && claims.env !== tenant.environment) throw invalid(`issued for the ${claims.env} environment, not ${tenant.environment}`);
-      if (expect.account !== undefined && claims.acc !== expect.account) throw invalid('issued for another account');
-      if (expect.environment !== undefined && claims.env !== expect.environment) throw invalid(`issued for the ${claims.env} environment, not ${expect.environment}`);
-      if (expect.action !== undefined && claims.act !== expect.action) {
-        throw new PermitMismatchError(`the permit is for action ${quote(claims.act)}, not ${quote(expect.action)}`);
-      }
-      if (expect.resource !== undefined && claims.res !== expect.resource) {
-        const has = claims.res === undefined ? 'no resource' : `resource ${quote(claims.res)}`;
-        throw new PermitMismatchError(`the permit is for ${has}, not ${quote(expect.resource)}`);
-      }
-      if (Object.hasOwn(expect, 'arguments')) {
-        if (claims.args === undefined) throw new PermitMismatchError('the permit is not bound to arguments (no args claim), and these calls need one that is');
-        if (claims.args !== argsDigest(expect.arguments)) throw new PermitMismatchError('the permit was issued for other arguments (args digest differs)');
-      }
+      const rules: PermitClaimRules = { issuer, nowMs: now ? now() : Date.now(), clockToleranceSeconds: clockTolerance, ...tenant };
+      const claims = checkPermitClaims(permitPayload(parts), rules, expect);
       return claims;
     },
   };

@@ -5,8 +5,9 @@
  * alert), then whether what the permit stood on still holds: its decision not
  * rejected, its agent not revoked, the policy that allowed it still there and
  * enabled. A token that fails only those is 200 `valid: false` with a reason.
- * (Offline verification, the verifier library, sees the signature and expiry
- * only: a permit stays good there until its `exp`.)
+ * (Offline verification, the verifier library, checks the token by the same
+ * rules but sees nothing of what happened since: a permit stays good there
+ * until its `exp`.)
  */
 import type { SecurityAlerts } from '../alerts/security-alerts.js';
 import type { Clock } from '../clock.js';

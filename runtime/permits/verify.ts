@@ -1,64 +1,55 @@
 /**
- * Verifying a permit token (POST /v1/permits/verify): strict compact JWS parsing,
- * EdDSA only (so `alg: none` and an HS256 token keyed with the public key fail),
- * a published kid, the signature, then the claims. A token of another account or
- * environment is treated as not signed for this caller. Expiry is checked after
- * the signature, so a forged expired token is signature_invalid.
+ * Verifying a permit token (POST /v1/permits/verify) with this service's key
+ * ring: the token's frame and header (verifier/permit-token.ts), a published
+ * kid, the signature (node:crypto, the one step done here), then the claims by
+ * the rules the verifier library applies too (verifier/permit-claims.ts), bound
+ * to the caller's account and environment. A refusal is the library's
+ * PermitError turned into the service's ApiError of the same code; the route
+ * passes no expectations (its body is the token alone), so that code is
+ * `auth.expired` or `auth.signature_invalid`.
  */
 import { verify } from 'node:crypto';
-import type { Principal } from '../tenant.js';
+import { PermitError, PermitExpiredError } from '../../verifier/errors.js';
+import { checkPermitClaims, type PermitClaims } from '../../verifier/permit-claims.js';
+import { invalidPermit, permitPayload, readPermitToken } from '../../verifier/permit-token.js';
 import type { Clock } from '../clock.js';
-import { SignatureInvalidError, TokenExpiredError } from '../errors/api-error.js';
+import { ApiError, SignatureInvalidError, TokenExpiredError } from '../errors/api-error.js';
+import type { Principal } from '../tenant.js';
 import type { KeyRing } from './key-ring.js';
-import type { PermitClaims } from './sign.js';
 
-const B64URL = /^[A-Za-z0-9_-]+$/;
-
-/**
- * Whether the segment is the one canonical spelling of its bytes: a lenient
- * decoder ignores the unused low bits of the last character, so without this
- * check 16 different spellings of one signature would all verify.
- */
-function canonicalB64url(part: string): boolean {
-  return B64URL.test(part) && Buffer.from(part, 'base64url').toString('base64url') === part;
-}
-
-function decodeJson(part: string): unknown {
-  try {
-    return JSON.parse(Buffer.from(part, 'base64url').toString('utf8'));
-  } catch {
-    return undefined;
-  }
-}
-
-function isClaims(v: unknown): v is PermitClaims {
-  if (v === null || typeof v !== 'object') return false;
-  const c = v as Record<string, unknown>;
-  const strings = ['iss', 'sub', 'act', 'dec', 'acc', 'env', 'jti'].every((k) => typeof c[k] === 'string');
-  return strings && (c.eff === 'allow' || c.eff === 'review') && typeof c.iat === 'number' && typeof c.exp === 'number' && (c.res === undefined || typeof c.res === 'string');
-}
-
-export async function verifyPermit(token: string, ring: KeyRing, clock: Clock, principal: Principal, issuer: string): Promise<PermitClaims> {
-  const invalid = (why: string) => new SignatureInvalidError(`the permit token is not valid: ${why}`);
-  const parts = token.split('.');
-  if (parts.length !== 3 || !parts.every(canonicalB64url)) throw invalid('not a compact JWS');
-  const [h, p, s] = parts as [string, string, string];
-  const header = decodeJson(h) as { alg?: unknown; kid?: unknown; typ?: unknown } | undefined;
-  if (!header || typeof header !== 'object') throw invalid('unreadable header');
-  if (header.alg !== 'EdDSA') throw invalid(`algorithm ${JSON.stringify(header.alg)} is not accepted (EdDSA only)`);
-  if (header.typ !== 'permit+jwt') throw invalid('not a permit token (typ)');
-  if (typeof header.kid !== 'string') throw invalid('no key id');
-  let key = ring.publicKey(header.kid);
+/** The checks themselves, refusing with PermitErrors. */
+async function check(token: string, ring: KeyRing, clock: Clock, principal: Principal, issuer: string): Promise<PermitClaims> {
+  const parts = readPermitToken(token);
+  let key = ring.publicKey(parts.kid);
   if (!key) {
     await ring.reloadIfStale(); // rotated by another process?
-    key = ring.publicKey(header.kid);
+    key = ring.publicKey(parts.kid);
   }
-  if (!key) throw invalid('signed by an unknown or retired key');
-  if (!verify(null, Buffer.from(`${h}.${p}`), key, Buffer.from(s, 'base64url'))) throw invalid('signature does not verify');
-  const claims = decodeJson(p);
-  if (!isClaims(claims)) throw invalid('claims missing or malformed');
-  if (claims.iss !== issuer) throw invalid('issued by another service');
-  if (claims.acc !== principal.accountId || claims.env !== principal.environment) throw invalid('issued for another account or environment');
-  if (claims.exp * 1000 <= clock.now()) throw new TokenExpiredError(`the permit token expired at ${new Date(claims.exp * 1000).toISOString()}`);
-  return claims;
+  if (!key) throw invalidPermit('signed by an unknown or retired key');
+  if (!verify(null, Buffer.from(parts.signingInput), key, Buffer.from(parts.signature, 'base64url'))) throw invalidPermit('the signature does not verify');
+  return checkPermitClaims(permitPayload(parts), { issuer, nowMs: clock.now(), account: principal.accountId, environment: principal.environment });
+}
+
+/** A PermitError as the service's error of the same code. */
+function asApiError(error: PermitError): ApiError {
+  return error instanceof PermitExpiredError ? new TokenExpiredError(error.message) : new SignatureInvalidError(error.message);
+}
+
+/**
+ * The claims of `token` when it is a valid permit of this service for the
+ * principal's account and environment; else 401 TokenExpiredError
+ * (`auth.expired`, checked after the signature) or SignatureInvalidError
+ * (`auth.signature_invalid`). A kid the ring does not know makes it reload once
+ * (a rotation in another process).
+ *
+ * @example
+ * const claims = await verifyPermit(token, ring, clock, principal, 'http://127.0.0.1:8080');
+ * console.log(claims.sub, claims.dec); // e.g. support-bot-1 dec_...
+ */
+export async function verifyPermit(token: string, ring: KeyRing, clock: Clock, principal: Principal, issuer: string): Promise<PermitClaims> {
+  try {
+    return await check(token, ring, clock, principal, issuer);
+  } catch (error) {
+    throw error instanceof PermitError ? asApiError(error) : error;
+  }
 }

@@ -114,6 +114,8 @@ describe('import graph', () => {
       [12, { from: 'runtime/domain/bundles.ts', to: 'runtime/presenters/policy.ts', typeOnly: true }],
       [13, { from: 'runtime/serve.ts', to: 'runtime/background/budgets.ts' }],
       [13, { from: 'runtime/app.ts', to: 'runtime/background/policy-refresh.ts' }],
+      [14, { from: 'verifier/permit-claims.ts', to: 'runtime/errors/api-error.ts' }],
+      [14, { from: 'verifier/create-verifier.ts', to: 'clients/typescript/types.ts', typeOnly: true }],
     ];
     expect(new Set(bad.map(([i]) => i)).size).toBe(RULES.length);
     for (const [i, edge] of bad) expect(RULES[i]!.check(edge), `${RULES[i]!.name}: ${edge.from} -> ${edge.to}`).not.toBeNull();
@@ -135,6 +137,9 @@ describe('import graph', () => {
       { from: 'runtime/background/start.ts', to: 'runtime/background/reviews.ts' },
       { from: 'runtime/services.ts', to: 'runtime/background/budgets.ts', typeOnly: true },
       { from: 'bench/reviews/run.ts', to: 'runtime/background/reviews.ts' },
+      { from: 'runtime/permits/verify.ts', to: 'verifier/permit-claims.ts' },
+      { from: 'verifier/create-verifier.ts', to: 'verifier/permit-token.ts' },
+      { from: 'verifier/create-verifier.ts', to: 'jose' },
     ];
     expect(violations(good)).toEqual([]);
   });

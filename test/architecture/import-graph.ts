@@ -105,6 +105,10 @@ export const RULES: Rule[] = [
         ? `${e.from} imports ${e.to}: start it in ${BACKGROUND_START}`
         : null,
   },
+  {
+    name: 'the verifier library (agent-authz/verifier) imports nothing of the project outside verifier/: it ships alone, and the runtime imports its permit check from it',
+    check: (e) => (isIn(e.from, 'verifier') && isRelative(e.to) && !isIn(e.to, 'verifier') ? `${e.from} imports ${e.to}` : null),
+  },
 ];
 
 /**

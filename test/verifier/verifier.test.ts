@@ -237,6 +237,17 @@ describe('createPermitVerifier', () => {
       await expect(verifier({ now: () => (exp + 4) * 1000, clockToleranceSeconds: 5 }).verify(token)).resolves.toMatchObject({ exp });
     });
 
+    it('refuses a token before its nbf, inclusive, with the clock tolerance', async () => {
+      const payload = claims();
+      const nbf = (payload.iat as number) + 60;
+      const token = signToken(keyA, { ...payload, nbf });
+      const early = await expectInvalid(verifier({ now: () => nbf * 1000 - 1 }).verify(token));
+      expect(early.message).toMatch(/not valid before \d{4}-.*\(nbf\)/);
+      await expect(verifier({ now: () => nbf * 1000 }).verify(token)).resolves.not.toHaveProperty('nbf');
+      await expect(verifier({ now: () => (nbf - 4) * 1000, clockToleranceSeconds: 5 }).verify(token)).resolves.toMatchObject({ iat: payload.iat });
+      await expectInvalid(verifier({ now: () => (nbf - 6) * 1000, clockToleranceSeconds: 5 }).verify(token));
+    });
+
     it('reports an expired forged token as signature_invalid, not expired', async () => {
       const token = signToken(stranger, claims({ exp: nowSeconds() - 300 }), { kid: keyA.kid });
       await expectInvalid(verifier().verify(token));
