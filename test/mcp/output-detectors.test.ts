@@ -13,6 +13,7 @@ import { describe, expect, it } from 'vitest';
 import { rules } from '@secretlint/secretlint-rule-preset-recommend';
 import { findPii, PHONE_CHECKS_PER_TEXT } from '../../clients/mcp-proxy/output/pii.js';
 import { findSecrets, RULE_KEYWORDS, SECRET_RULE_IDS } from '../../clients/mcp-proxy/output/secrets.js';
+import { OutputReader } from '../../clients/mcp-proxy/output/reader.js';
 import { redacted, type Span } from '../../clients/mcp-proxy/output/spans.js';
 
 const b62 = (n: number, seed: string) => {
@@ -241,5 +242,24 @@ describe('detectors on a corpus', () => {
     const spans = findPii(`${decoys}, real (415) 555-2671`, ['US']);
     expect(spans.filter((s) => s.rule === 'phone').length).toBeGreaterThanOrEqual(PHONE_CHECKS_PER_TEXT + 1);
     expect(spans.some((s) => s.rule === 'phone' && s.start === decoys.length + 7)).toBe(true);
+  });
+});
+
+describe('the reader copies a result only to redact it', () => {
+  const reader = (mode: 'label' | 'redact') => new OutputReader({ labels: [], server_labels: false, detect: { pii: mode, secrets: mode }, phone_regions: ['US'] });
+  const upstream = () => ({ content: [{ type: 'text', text: 'from ada@example.org' }], structuredContent: { note: 'call (415) 555-2671' } });
+
+  it('relays the upstream object itself when nothing is redacted', () => {
+    const result = upstream();
+    expect(reader('label').read('tools/call', 'read', result).result).toBe(result);
+    const clean = { content: [{ type: 'text', text: 'nothing to find' }] };
+    expect(reader('redact').read('tools/call', 'read', clean).result).toBe(clean);
+  });
+
+  it('redacts a copy and leaves the upstream as it came', () => {
+    const result = upstream();
+    const outcome = reader('redact').read('tools/call', 'read', result);
+    expect(outcome.result).toEqual({ content: [{ type: 'text', text: 'from [redacted:pii]' }], structuredContent: { note: 'call [redacted:pii]' } });
+    expect(result).toEqual(upstream());
   });
 });

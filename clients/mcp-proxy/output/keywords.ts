@@ -6,13 +6,15 @@
  * The search is cheap because V8's `indexOf` of a single character is a
  * vectorised scan (about 1 µs over 64 KiB), while a search for a longer string
  * or a regular expression looks at every character (20 to 50 µs each). So each
- * keyword is looked for from its anchor, its rarest character (by COMMONEST
- * below), and checked where the anchor occurs; the keywords that share an
- * anchor share one pass over its occurrences, sorted by the character next to
- * the anchor, so an occurrence costs a table lookup and a comparison with the
- * few keywords that could be there. A caseless keyword (ASCII case, as a
- * regular expression's `i` flag without `u`) whose rarest character is a
- * letter is looked for from both cases of it.
+ * keyword is looked for from an anchor, one of its characters, and checked
+ * where the anchor occurs. The anchors are few and rare (by COMMONEST below):
+ * chosen as a set cover, each the character with the fewest expected
+ * occurrences per keyword it anchors. The keywords that share an anchor share
+ * one pass over its occurrences, sorted by the character next to the anchor,
+ * so an occurrence costs a table lookup and a comparison with the few
+ * keywords that could be there. A caseless keyword (ASCII case, as a regular
+ * expression's `i` flag without `u`) anchored on a letter is looked for from
+ * both cases of it.
  */
 
 /** A keyword; `caseless`: ASCII letters match in either case. */
@@ -43,13 +45,16 @@ interface Entry {
   offset: number;
 }
 
-/** One pass: the occurrences of one character, and the keywords anchored on it by their neighbour (folded). */
+/** The neighbour tables' size: ASCII, and one slot (128) for any other character or none. */
+const TABLE = 129;
+
+/** One pass: the occurrences of one character, and the keywords anchored on it by their neighbour. */
 interface Pass {
   anchor: string;
-  /** By the folded code of the character after the anchor (keywords whose anchor is not their last character). */
-  after: Array<Entry[] | undefined>;
-  /** By the folded code of the character before the anchor (keywords anchored on their last character). */
-  before: Array<Entry[] | undefined>;
+  /** By the code of the character after the anchor (keywords whose anchor is not their last character); a caseless letter under both cases. */
+  after: Array<Entry[] | null>;
+  /** By the code of the character before the anchor (keywords anchored on their last character). */
+  before: Array<Entry[] | null>;
   /** Keywords of one character. */
   alone: Entry[];
   size: number;
@@ -67,6 +72,17 @@ function occursAt(text: string, keyword: Keyword, start: number): boolean {
   return true;
 }
 
+/** Marks the keywords of `entries` that occur around the anchor at `at`; how many were not marked before. */
+function mark(text: string, entries: readonly Entry[], at: number, found: boolean[]): number {
+  let hits = 0;
+  for (const e of entries)
+    if (!found[e.index] && occursAt(text, e.keyword, at - e.offset)) {
+      found[e.index] = true;
+      hits++;
+    }
+  return hits;
+}
+
 export class KeywordIndex {
   readonly #passes: Pass[] = [];
   readonly #count: number;
@@ -77,30 +93,48 @@ export class KeywordIndex {
     const passOf = (anchor: string): Pass => {
       let pass = passes.get(anchor);
       if (pass === undefined) {
-        pass = { anchor, after: [], before: [], alone: [], size: 0 };
+        pass = { anchor, after: new Array<Entry[] | null>(TABLE).fill(null), before: new Array<Entry[] | null>(TABLE).fill(null), alone: [], size: 0 };
         passes.set(anchor, pass);
       }
       return pass;
     };
-    keywords.forEach((keyword, index) => {
-      const k = keyword.text;
-      if (k === '' || [...k].some((c) => c.charCodeAt(0) > 127)) throw new Error(`a keyword is non-empty ASCII: ${JSON.stringify(k)}`);
-      const rank = (i: number) => rarity(keyword.caseless === true ? k[i]!.toLowerCase() : k[i]!);
-      let offset = 0;
-      for (let i = 1; i < k.length; i++) if (rank(i) > rank(offset)) offset = i;
-      const entry: Entry = { index, keyword, offset };
-      const code = k.charCodeAt(offset);
-      const anchors = keyword.caseless === true && isLetter(code) ? [k[offset]!.toLowerCase(), k[offset]!.toUpperCase()] : [k[offset]!];
-      for (const anchor of anchors) {
-        const pass = passOf(anchor);
-        pass.size++;
-        if (k.length === 1) pass.alone.push(entry);
-        else {
-          const [table, neighbour] = offset + 1 < k.length ? [pass.after, offset + 1] : [pass.before, offset - 1];
-          (table[fold(k.charCodeAt(neighbour))] ??= []).push(entry);
+    for (const { text } of keywords)
+      if (text === '' || [...text].some((c) => c.charCodeAt(0) > 127)) throw new Error(`a keyword is non-empty ASCII: ${JSON.stringify(text)}`);
+    // The anchors, chosen greedily (set cover): the character with the fewest expected occurrences per keyword it
+    // anchors, among the keywords not anchored yet; a caseless keyword's letter is looked for in both cases.
+    const key = (keyword: Keyword, c: string) => (keyword.caseless === true ? c.toLowerCase() : c);
+    const cost = (c: string) => {
+      const costOf = (x: string) => (COMMONEST.length - rarity(x)) ** 2;
+      return c.length === 1 ? costOf(c) : costOf(c[0]!) + costOf(c[1]!);
+    };
+    /** A keyword's anchor candidates: its characters, a caseless letter as both cases ("kK"). */
+    const candidates = (keyword: Keyword) => [...new Set([...keyword.text].map((c) => (keyword.caseless === true && c.toLowerCase() !== c.toUpperCase() ? `${c.toLowerCase()}${c.toUpperCase()}` : c)))];
+    const left = new Set(keywords.map((_, i) => i));
+    while (left.size > 0) {
+      const counts = new Map<string, number>();
+      for (const i of left) for (const c of candidates(keywords[i]!)) counts.set(c, (counts.get(c) ?? 0) + 1);
+      let best = '';
+      for (const [c, n] of counts) if (best === '' || cost(c) / n < cost(best) / counts.get(best)!) best = c;
+      for (const i of [...left]) {
+        const keyword = keywords[i]!;
+        if (!candidates(keyword).includes(best)) continue;
+        left.delete(i);
+        const k = keyword.text;
+        const offset = [...k].findIndex((c) => key(keyword, c) === key(keyword, best[0]!));
+        const entry: Entry = { index: i, keyword, offset };
+        for (const anchor of best) {
+          const pass = passOf(anchor);
+          pass.size++;
+          if (k.length === 1) pass.alone.push(entry);
+          else {
+            const [table, neighbour] = offset + 1 < k.length ? [pass.after, offset + 1] : [pass.before, offset - 1];
+            const code = k.charCodeAt(neighbour);
+            const codes = keyword.caseless === true && isLetter(code) ? [fold(code), fold(code) - 32] : [code];
+            for (const c of codes) (table[c] ??= []).push(entry);
+          }
         }
       }
-    });
+    }
     this.#passes = [...passes.values()];
   }
 
@@ -115,22 +149,21 @@ export class KeywordIndex {
    */
   present(text: string): boolean[] {
     const found: boolean[] = new Array<boolean>(this.#count).fill(false);
-    const check = (entries: Entry[] | undefined, at: number): number => {
-      let hits = 0;
-      if (entries !== undefined)
-        for (const e of entries)
-          if (!found[e.index] && occursAt(text, e.keyword, at - e.offset)) {
+    const end = text.length;
+    for (const { anchor, after, before, alone, size } of this.#passes) {
+      let left = size;
+      for (let at = text.indexOf(anchor); at !== -1 && left > 0; at = text.indexOf(anchor, at + 1)) {
+        for (const e of alone)
+          if (!found[e.index]) {
             found[e.index] = true;
-            hits++;
+            left--;
           }
-      return hits;
-    };
-    for (const pass of this.#passes) {
-      let left = pass.size;
-      for (let at = text.indexOf(pass.anchor); at !== -1 && left > 0; at = text.indexOf(pass.anchor, at + 1)) {
-        left -= check(pass.alone, at);
-        if (at + 1 < text.length) left -= check(pass.after[fold(text.charCodeAt(at + 1))], at);
-        if (at > 0) left -= check(pass.before[fold(text.charCodeAt(at - 1))], at);
+        const next = at + 1 < end ? Math.min(text.charCodeAt(at + 1), 128) : 128;
+        const prev = at > 0 ? Math.min(text.charCodeAt(at - 1), 128) : 128;
+        const a = after[next]!;
+        if (a !== null) left -= mark(text, a, at, found);
+        const b = before[prev]!;
+        if (b !== null) left -= mark(text, b, at, found);
       }
     }
     return found;
