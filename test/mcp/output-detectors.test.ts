@@ -35,7 +35,13 @@ const OPS = (() => {
   return Buffer.from(padded).toString('base64');
 })();
 /** A GCP service account key file, as a result's structuredContent is read (JSON text). */
-const GCP_JSON = JSON.stringify({ type: 'service_account', project_id: 'demo', private_key_id: hex(40), private_key: `${pem}\n`, client_email: 'svc@demo.iam.gserviceaccount.com' });
+const GCP_JSON = JSON.stringify({
+  type: 'service_account',
+  project_id: 'demo',
+  private_key_id: hex(40),
+  private_key: `${pem}\n`,
+  client_email: 'svc@demo.iam.gserviceaccount.com',
+});
 
 /** [text, the rule that must find the marked part, the part] */
 const SECRETS: Array<[string, string, string]> = [

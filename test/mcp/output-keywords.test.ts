@@ -33,15 +33,16 @@ describe('KeywordIndex', () => {
       const index = new KeywordIndex(keywords);
       for (let t = 0; t < 20; t++) {
         const text = word(next, Math.floor(next() * 60));
-        expect(index.present(text), `seed ${seed}, text ${JSON.stringify(text)}, keywords ${JSON.stringify(keywords)}`).toEqual(
-          keywords.map((k) => plain(text, k)),
-        );
+        expect(index.present(text), `seed ${seed}, text ${JSON.stringify(text)}, keywords ${JSON.stringify(keywords)}`).toEqual(keywords.map((k) => plain(text, k)));
       }
     }
   });
 
   it('reads ASCII case only as caseless (as a regular expression with `i` and without `u`)', () => {
-    const index = new KeywordIndex([{ text: 'kelvin', caseless: true }, { text: 'Sk', caseless: true }]);
+    const index = new KeywordIndex([
+      { text: 'kelvin', caseless: true },
+      { text: 'Sk', caseless: true },
+    ]);
     // U+212A KELVIN SIGN and U+017F LONG S fold to K and S only in Unicode mode.
     expect(index.present('\u212Aelvin \u017Fk')).toEqual([false, false]);
     expect(index.present('KELVIN sK')).toEqual([true, true]);

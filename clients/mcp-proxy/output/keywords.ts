@@ -98,8 +98,7 @@ export class KeywordIndex {
       }
       return pass;
     };
-    for (const { text } of keywords)
-      if (text === '' || [...text].some((c) => c.charCodeAt(0) > 127)) throw new Error(`a keyword is non-empty ASCII: ${JSON.stringify(text)}`);
+    for (const { text } of keywords) if (text === '' || [...text].some((c) => c.charCodeAt(0) > 127)) throw new Error(`a keyword is non-empty ASCII: ${JSON.stringify(text)}`);
     // The anchors, chosen greedily (set cover): the character with the fewest expected occurrences per keyword it
     // anchors, among the keywords not anchored yet; a caseless keyword's letter is looked for in both cases.
     const key = (keyword: Keyword, c: string) => (keyword.caseless === true ? c.toLowerCase() : c);
@@ -108,7 +107,9 @@ export class KeywordIndex {
       return c.length === 1 ? costOf(c) : costOf(c[0]!) + costOf(c[1]!);
     };
     /** A keyword's anchor candidates: its characters, a caseless letter as both cases ("kK"). */
-    const candidates = (keyword: Keyword) => [...new Set([...keyword.text].map((c) => (keyword.caseless === true && c.toLowerCase() !== c.toUpperCase() ? `${c.toLowerCase()}${c.toUpperCase()}` : c)))];
+    const candidates = (keyword: Keyword) => [
+      ...new Set([...keyword.text].map((c) => (keyword.caseless === true && c.toLowerCase() !== c.toUpperCase() ? `${c.toLowerCase()}${c.toUpperCase()}` : c))),
+    ];
     const left = new Set(keywords.map((_, i) => i));
     while (left.size > 0) {
       const counts = new Map<string, number>();

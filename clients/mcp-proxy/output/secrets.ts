@@ -184,8 +184,7 @@ class SecretScanner {
     this.#text = text;
     try {
       // Every rule of the preset but the .p12 check (never reached: ext is .txt or .json) answers synchronously.
-      for (const { handler, keywords } of this.#handlers)
-        if (present === undefined || keywords === undefined || keywords.some((k) => present[k])) void handler.file?.(source);
+      for (const { handler, keywords } of this.#handlers) if (present === undefined || keywords === undefined || keywords.some((k) => present[k])) void handler.file?.(source);
     } finally {
       this.#sink = [];
       this.#text = '';
