@@ -5,13 +5,15 @@
  * match (random hex, UUIDs, order numbers, base64 blobs, dates, failing
  * checksums). Precision and recall are computed here, per detector, and
  * printed; each item that goes wrong is named. Also: redaction, the secret
- * rules' gates against the preset's rules, and the phone checks' budget.
+ * rules' keywords against the preset's rules (the rules find the same with
+ * and without them), and the phone checks' budget.
  */
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { rules } from '@secretlint/secretlint-rule-preset-recommend';
 import { findPii, PHONE_CHECKS_PER_TEXT } from '../../clients/mcp-proxy/output/pii.js';
-import { findSecrets, RULE_GATES, SECRET_RULE_IDS } from '../../clients/mcp-proxy/output/secrets.js';
+import { findSecrets, RULE_KEYWORDS, SECRET_RULE_IDS } from '../../clients/mcp-proxy/output/secrets.js';
+import { OutputReader } from '../../clients/mcp-proxy/output/reader.js';
 import { redacted, type Span } from '../../clients/mcp-proxy/output/spans.js';
 
 const b62 = (n: number, seed: string) => {
@@ -25,6 +27,21 @@ const hex = (n: number) =>
     .toString('hex')
     .slice(0, n);
 const pem = `-----BEGIN RSA PRIVATE KEY-----\nMII${b62(60, 'pem1')}\n${b62(64, 'pem2')}\n${b62(40, 'pem3')}==\n-----END RSA PRIVATE KEY-----`;
+
+/** A 1Password service account token's body: base64 of a JSON object (the rule decodes it), whose `}` is alone in its last group (`fQ==`). */
+const OPS = (() => {
+  const body = JSON.stringify({ signInAddress: 'my.1password.com', email: 'svc@example.org', srpX: b62(64, 'op1'), muk: { k: b62(43, 'op2') } });
+  const padded = `${body.slice(0, -1).padEnd(body.length - 1 + ((4 - (body.length % 3)) % 3), ' ')}}`;
+  return Buffer.from(padded).toString('base64');
+})();
+/** A GCP service account key file, as a result's structuredContent is read (JSON text). */
+const GCP_JSON = JSON.stringify({
+  type: 'service_account',
+  project_id: 'demo',
+  private_key_id: hex(40),
+  private_key: `${pem}\n`,
+  client_email: 'svc@demo.iam.gserviceaccount.com',
+});
 
 /** [text, the rule that must find the marked part, the part] */
 const SECRETS: Array<[string, string, string]> = [
@@ -57,6 +74,9 @@ const SECRETS: Array<[string, string, string]> = [
   [`GROQ=gsk_${b62(52, 'gq')}`, 'groq-api-key', 'gsk_'],
   [`LINEAR=lin_api_${b62(40, 'li')}`, 'linear-api-token', 'lin_api_'],
   [`VERCEL=vcp_${b62(24, 'vc')}`, 'vercel-personal-access-token', 'vcp_'],
+  ['"aws_account_id": "1234-5678-9012"', 'aws-account-id', '1234-5678-9012'],
+  [`NOTION_TOKEN=ntn_${'48213957106'}${b62(35, 'nt')}`, 'notion-integration-token', 'ntn_'],
+  [`OP_SERVICE_ACCOUNT_TOKEN=ops_${OPS}`, '1password-service-account-token', `ops_${OPS}`],
 ];
 
 const PII: Array<[string, string, string]> = [
@@ -182,30 +202,45 @@ describe('detectors on a corpus', () => {
     ).toBe('a[redacted:pii]f');
   });
 
-  it("the secret rules are the pinned preset's, and each gate lets its rule's true positives through", () => {
-    // An upgrade of the preset that adds or renames rules fails here until the gates are read again.
+  it("the secret rules are the pinned preset's, each with its keywords", () => {
+    // An upgrade of the preset that adds or renames rules fails here until the keywords are read again.
     expect(SECRET_RULE_IDS).toEqual(rules.map((r) => r.meta.id).filter((id) => id !== '@secretlint/secretlint-rule-filter-comments'));
-    for (const id of Object.keys(RULE_GATES)) expect(SECRET_RULE_IDS, id).toContain(id);
-    const byRule: Record<string, string> = {
-      '@secretlint/secretlint-rule-aws': 'aws-',
-      '@secretlint/secretlint-rule-slack': 'slack-',
-      '@secretlint/secretlint-rule-shopify': 'shopify-',
-      '@secretlint/secretlint-rule-gitlab': 'gitlab-',
-      '@secretlint/secretlint-rule-huggingface': 'huggingface-',
-      '@secretlint/secretlint-rule-grafana': 'grafana-',
-      '@secretlint/secretlint-rule-database-connection-string': '-connection-string',
-      '@secretlint/secretlint-rule-hashicorp-vault': 'hashicorp-vault-',
-      '@secretlint/secretlint-rule-databricks': 'databricks-',
-    };
-    for (const [id, rule] of Object.entries(byRule)) {
-      const positives = SECRETS.filter(([, r]) => r.includes(rule));
-      expect(positives.length, id).toBeGreaterThan(0);
-      for (const [text, r] of positives)
-        expect(
-          findSecrets(text).map((s) => s.rule),
-          text,
-        ).toContain(r);
-    }
+    expect(Object.keys(RULE_KEYWORDS).sort()).toEqual([...SECRET_RULE_IDS].sort());
+  });
+
+  it('the rules find the same with and without their keywords: on the corpus, on texts made of the keywords, as text and as JSON', () => {
+    const keywords = Object.values(RULE_KEYWORDS).flatMap((k) => [...(k.keywords ?? []), ...(k.caseless ?? [])]);
+    // Each keyword in its own cases and the others, followed by a token's tail, in prose, code and JSON.
+    const tail = b62(130, 'tail');
+    const soup = keywords.flatMap((k) => [k, k.toUpperCase(), k.toLowerCase()].map((v) => `x ${v}${tail} y`));
+    const texts = [
+      ...SECRETS.map((s) => s[0]),
+      ...PII.map((p) => p[0]),
+      ...NEAR_MISSES,
+      ...soup,
+      soup.join('\n'),
+      JSON.stringify({ lines: soup }),
+      `aws_secret_access_key=${b62(40, 'k1')}\nAWS_SECRET_ACCESS_KEY: "${b62(40, 'k2')}"\nSecretAccessKey => '${b62(40, 'k3')}'\naccount_id=123456789012`,
+      `MONGODB+SRV://u1:Pw9xLm2q@h.example.net/db MySQLx://u2:Qz8yLm3r@db:3306/x jdbc:MYSQL://u3:Rz7wLm4s@db/x PostgreSQL://u4:Sz6vLm5t@db/x`,
+      `HTTPS://HOOKS.SLACK.COM/services/T0A1B2C3D/B4E5F6G7H/abcdefghijklmnopqrstuvwx`,
+      GCP_JSON,
+      GCP_JSON.replace('"private_key_id"', '"private\\u005fkey_id"'),
+    ];
+    const ruleNames = new Set<string>();
+    for (const text of texts)
+      for (const json of [false, true]) {
+        const ungated = findSecrets(text, json, false);
+        for (const s of ungated) ruleNames.add(s.rule);
+        expect(findSecrets(text, json), `${json ? 'JSON' : 'text'}: ${text.slice(0, 80)}`).toEqual(ungated);
+      }
+    // The texts exercise every rule: each finds something in them.
+    const expected = [...SECRETS.map((s) => s[1]), 'gcp-service-account-key', 'mysql-connection-string', 'slack-webhook'];
+    expect([...ruleNames]).toEqual(expect.arrayContaining(expected));
+  });
+
+  it('a GCP service account key in JSON is found, its key name escaped or not', () => {
+    expect(findSecrets(GCP_JSON, true).map((s) => s.rule)).toContain('gcp-service-account-key');
+    expect(findSecrets(GCP_JSON.replace('"private_key_id"', '"private\\u005fkey_id"'), true).map((s) => s.rule)).toContain('gcp-service-account-key');
   });
 
   it('a text of many phone-shaped decoys still finds the number among them (the checks past the budget count by shape)', () => {
@@ -213,5 +248,24 @@ describe('detectors on a corpus', () => {
     const spans = findPii(`${decoys}, real (415) 555-2671`, ['US']);
     expect(spans.filter((s) => s.rule === 'phone').length).toBeGreaterThanOrEqual(PHONE_CHECKS_PER_TEXT + 1);
     expect(spans.some((s) => s.rule === 'phone' && s.start === decoys.length + 7)).toBe(true);
+  });
+});
+
+describe('the reader copies a result only to redact it', () => {
+  const reader = (mode: 'label' | 'redact') => new OutputReader({ labels: [], server_labels: false, detect: { pii: mode, secrets: mode }, phone_regions: ['US'] });
+  const upstream = () => ({ content: [{ type: 'text', text: 'from ada@example.org' }], structuredContent: { note: 'call (415) 555-2671' } });
+
+  it('relays the upstream object itself when nothing is redacted', () => {
+    const result = upstream();
+    expect(reader('label').read('tools/call', 'read', result).result).toBe(result);
+    const clean = { content: [{ type: 'text', text: 'nothing to find' }] };
+    expect(reader('redact').read('tools/call', 'read', clean).result).toBe(clean);
+  });
+
+  it('redacts a copy and leaves the upstream as it came', () => {
+    const result = upstream();
+    const outcome = reader('redact').read('tools/call', 'read', result);
+    expect(outcome.result).toEqual({ content: [{ type: 'text', text: 'from [redacted:pii]' }], structuredContent: { note: 'call [redacted:pii]' } });
+    expect(result).toEqual(upstream());
   });
 });

@@ -132,10 +132,7 @@ function phoneShaped(written: string, regions: readonly CountryCode[]): boolean 
 
 function findPhones(text: string, regions: readonly CountryCode[], out: Span[]): void {
   let checks = 0;
-  const checked = new Map<string, boolean>();
   const valid = (written: string, international: boolean): boolean => {
-    const known = checked.get(written);
-    if (known !== undefined) return known;
     // Past the budget of checks, the shape alone decides.
     if (checks >= PHONE_CHECKS_PER_TEXT) return true;
     checks++;
@@ -149,16 +146,22 @@ function findPhones(text: string, regions: readonly CountryCode[], out: Span[]):
           break;
         }
       }
-    checked.set(written, ok);
     return ok;
   };
+  /** Whether a candidate is a phone number; decided once per written form in a text (the decision depends on it alone). */
+  const decide = (written: string): boolean => {
+    const digits = written.replace(/\D/g, '');
+    if (digits.length < 7 || digits.length > 15) return false;
+    const international = written.startsWith('+') || written.startsWith('00');
+    if (international ? digits.length < 8 : !/[\s().-]/.test(written) || !phoneShaped(written, regions)) return false;
+    return valid(written, international);
+  };
+  const decided = new Map<string, boolean>();
   for (const m of text.matchAll(PHONE_CANDIDATE)) {
     const written = m[0];
-    const digits = written.replace(/\D/g, '');
-    if (digits.length < 7 || digits.length > 15) continue;
-    const international = written.startsWith('+') || written.startsWith('00');
-    if (international ? digits.length < 8 : !/[\s().-]/.test(written) || !phoneShaped(written, regions)) continue;
-    if (valid(written, international)) out.push({ start: m.index, end: m.index + written.length, kind: 'pii', rule: 'phone' });
+    let phone = decided.get(written);
+    if (phone === undefined) decided.set(written, (phone = decide(written)));
+    if (phone) out.push({ start: m.index, end: m.index + written.length, kind: 'pii', rule: 'phone' });
   }
 }
 

@@ -105,16 +105,16 @@ export class OutputReader {
    */
   read(method: string, tool: string | undefined, upstream: Json): ReadOutcome {
     const detecting = Object.keys(this.#config.detect).length > 0;
-    const result = detecting ? (structuredClone(upstream) as Json) : upstream;
     const labels = new Set<string>(method === 'tools/call' && tool !== undefined ? this.toolLabels(tool) : []);
     if (this.#config.server_labels && isRecord(upstream._meta)) {
       const declared = upstream._meta[META_LABELS];
       if (Array.isArray(declared)) for (const l of declared) if (typeof l === 'string' && LABEL_PATTERN.test(l)) labels.add(l);
     }
-    if (!detecting) return { labels: [...labels].slice(0, MAX_LABELS), findings: [], blockedBy: [], result };
+    if (!detecting) return { labels: [...labels].slice(0, MAX_LABELS), findings: [], blockedBy: [], result: upstream };
 
     const skipped = new Map<string, number>();
-    const slots = slotsOf(method, result, skipped);
+    // Read in place; a copy is made only to redact.
+    const slots = slotsOf(method, upstream, skipped);
     const counts = new Map<string, { kind: string; rule: string; count: number; detector: DetectorName }>();
     const perSlot: Span[][] = [];
     for (const slot of slots) {
@@ -137,10 +137,14 @@ export class OutputReader {
 
     for (const detector of found) labels.add(DETECTORS[detector]);
     const redacting = new Set([...found].filter((d) => modeOf(d) === 'redact').map((d) => DETECTORS[d] as string));
+    if (redacting.size === 0) return { labels: [...labels].slice(0, MAX_LABELS), findings: capped, blockedBy: [], result: upstream };
+    const result = structuredClone(upstream) as Json;
+    // The copy's slots, in the same order as the upstream's.
+    const copies = slotsOf(method, result, new Map());
     try {
       slots.forEach((slot, i) => {
         const spans = perSlot[i]!.filter((s) => redacting.has(s.kind));
-        if (spans.length > 0) slot.write(redacted(slot.text, spans));
+        if (spans.length > 0) copies[i]!.write(redacted(slot.text, spans));
       });
     } catch (error) {
       if (!(error instanceof UnredactableError)) throw error;

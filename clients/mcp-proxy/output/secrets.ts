@@ -10,9 +10,13 @@
  * let the upstream switch detection off) and the GCP `.p12` check (it reads a
  * file from disk). The AWS rule runs with `enableIDScanRule`, so bare access
  * key ids (`AKIA…`) count, not only `aws_secret_access_key = …` assignments.
+ * A rule runs only on a text that holds one of its keywords (RULE_KEYWORDS,
+ * found by keywords.ts in one cheap pass), so a text with nothing to find
+ * costs the keyword search, not 24 rules' scans.
  */
 import { rules } from '@secretlint/secretlint-rule-preset-recommend';
 import type { SecretLintRuleContext, SecretLintRuleReportHandler, SecretLintSourceCode } from '@secretlint/types';
+import { KeywordIndex, type Keyword } from './keywords.js';
 import type { Span } from './spans.js';
 
 /** A rule's name in findings, by the message id it reports: kebab-case, with the familiar names for the mixed-case ids. */
@@ -45,32 +49,54 @@ export function secretRuleName(messageId: string): string {
 }
 
 /**
- * Gates of the rules whose scan costs more than 0.05 ms on 64 KiB of text: a
- * text none of whose gate strings occur cannot match the rule (each is a
- * literal every one of the rule's patterns requires, read off the rule's
- * source at the pinned version), so the rule is not run on it. A rule
- * without a gate always runs. test/mcp/output-detectors.test.ts checks every
- * gate against the rule's true positives, and that the preset's rules are the
- * ones these gates were read from.
+ * Each rule's keywords (gitleaks's idea): literals one of which every match of
+ * the rule contains, read off the rule's source at the pinned version, so a
+ * text none of whose keywords occur cannot match the rule, and the rule is not
+ * run on it. `caseless`: the rule's pattern has the `i` flag. Every rule of
+ * the preset has its keywords; test/mcp/output-detectors.test.ts checks that
+ * the preset's rules are the ones these were read from, and that the rules
+ * find the same with and without the keywords on the corpus and on texts made
+ * of the keywords.
+ *
+ * Two are narrower than a rule's patterns read alone: the npm rule, run on
+ * `result.txt`/`result.json`, only looks for `npm_` tokens (its `.npmrc` and
+ * `package.json` checks go by the file's name); the GCP rule reads JSON only,
+ * and a JSON key `private_key_id` is written as such or with a `\u` escape.
  */
-export const RULE_GATES: Record<string, { literals?: readonly string[]; pattern?: RegExp }> = {
+export const RULE_KEYWORDS: Record<string, { keywords?: readonly string[]; caseless?: readonly string[] }> = {
   '@secretlint/secretlint-rule-aws': {
-    literals: ['A3T', 'AKIA', 'AGPA', 'AIDA', 'AROA', 'AIPA', 'ANPA', 'ANVA', 'ASIA', 'SECRET', 'secret', 'Secret', 'ACCOUNT', 'account', 'Account'],
+    keywords: [
+      // Access key ids.
+      ...['A3T', 'AKIA', 'AGPA', 'AIDA', 'AROA', 'AIPA', 'ANPA', 'ANVA', 'ASIA'],
+      // Secret keys: (ACCESS|access|Access)_?(KEY|key|Key).
+      ...['SS', 'ss'].flatMap((access) => ['_', ''].flatMap((sep) => ['KEY', 'key', 'Key'].map((key) => `${access}${sep}${key}`))),
+      // Account ids.
+      ...['ACCOUNT', 'account', 'Account'],
+    ],
   },
-  '@secretlint/secretlint-rule-slack': { literals: ['xoxb-', 'xoxp-', 'xapp-', 'xoxa-', 'xoxo-', 'xoxr-'], pattern: /hooks\.slack\.com/i },
-  '@secretlint/secretlint-rule-shopify': { literals: ['shppa_', 'shpca_', 'shpat_', 'shpss_'] },
-  '@secretlint/secretlint-rule-gitlab': { literals: ['glpat-'] },
-  '@secretlint/secretlint-rule-huggingface': { literals: ['hf_'] },
-  '@secretlint/secretlint-rule-grafana': { literals: ['glc_', 'glsa_'] },
-  '@secretlint/secretlint-rule-database-connection-string': { pattern: /mongodb|mysql|postgres/i },
-  '@secretlint/secretlint-rule-hashicorp-vault': { literals: ['hvs.', 'hvb.', 'hvr.'] },
-  '@secretlint/secretlint-rule-databricks': { literals: ['dapi'] },
-};
-
-const gateOpen = (id: string, text: string): boolean => {
-  const gate = RULE_GATES[id];
-  if (gate === undefined) return true;
-  return (gate.literals?.some((l) => text.includes(l)) ?? false) || (gate.pattern?.test(text) ?? false);
+  '@secretlint/secretlint-rule-gcp': { keywords: ['private_key_id', '\\u'] },
+  '@secretlint/secretlint-rule-privatekey': { keywords: ['PRIVATE KEY'] },
+  '@secretlint/secretlint-rule-npm': { keywords: ['npm_'] },
+  '@secretlint/secretlint-rule-basicauth': { keywords: ['@'] },
+  '@secretlint/secretlint-rule-slack': { keywords: ['xoxb-', 'xoxp-', 'xapp-', 'xoxa-', 'xoxo-', 'xoxr-'], caseless: ['hooks.slack.com'] },
+  '@secretlint/secretlint-rule-sendgrid': { keywords: ['SG.'] },
+  '@secretlint/secretlint-rule-shopify': { keywords: ['shppa_', 'shpca_', 'shpat_', 'shpss_'] },
+  '@secretlint/secretlint-rule-github': { keywords: ['ghp_', 'gho_', 'ghu_', 'ghs_', 'ghr_', 'github_pat_'] },
+  '@secretlint/secretlint-rule-gitlab': { keywords: ['glpat-'] },
+  '@secretlint/secretlint-rule-grafana': { keywords: ['glc_', 'glsa_'] },
+  '@secretlint/secretlint-rule-openai': { keywords: ['T3BlbkFJ'] },
+  '@secretlint/secretlint-rule-anthropic': { keywords: ['sk-ant-api0'] },
+  '@secretlint/secretlint-rule-groq': { keywords: ['gsk_'] },
+  '@secretlint/secretlint-rule-huggingface': { keywords: ['hf_'] },
+  '@secretlint/secretlint-rule-linear': { keywords: ['lin_api_'] },
+  '@secretlint/secretlint-rule-notion': { keywords: ['ntn_'] },
+  '@secretlint/secretlint-rule-1password': { keywords: ['ops_ey'] },
+  '@secretlint/secretlint-rule-database-connection-string': { caseless: ['mongodb:', 'mongodb+', 'mysql:', 'mysqlx:', 'postgres:', 'postgresql:'] },
+  '@secretlint/secretlint-rule-hashicorp-vault': { keywords: ['hvs.', 'hvb.', 'hvr.'] },
+  '@secretlint/secretlint-rule-vercel': { keywords: ['vcp_', 'vci_', 'vca_', 'vcr_', 'vck_'] },
+  '@secretlint/secretlint-rule-databricks': { keywords: ['dapi'] },
+  '@secretlint/secretlint-rule-docker': { keywords: ['dckr_pat_'] },
+  '@secretlint/secretlint-rule-figma': { keywords: ['figd_'] },
 };
 
 /** The preset's rules that scan text, each with the options it is run with. */
@@ -124,7 +150,8 @@ function awsSecretEnd(text: string, range: readonly [number, number]): number {
 class SecretScanner {
   #sink: Span[] = [];
   #text = '';
-  readonly #handlers: Array<{ id: string; handler: SecretLintRuleReportHandler }>;
+  readonly #handlers: Array<{ id: string; handler: SecretLintRuleReportHandler; keywords: number[] | undefined }>;
+  readonly #keywords: KeywordIndex;
 
   constructor() {
     const context: SecretLintRuleContext = {
@@ -136,20 +163,31 @@ class SecretScanner {
       },
       ignore: () => undefined,
     };
+    const all: Keyword[] = [];
+    const indexesOf = (id: string): number[] | undefined => {
+      const entry = RULE_KEYWORDS[id];
+      if (entry === undefined) return undefined;
+      const own = [...(entry.keywords ?? []).map((text) => ({ text })), ...(entry.caseless ?? []).map((text) => ({ text, caseless: true }))];
+      all.push(...own);
+      return own.map((_, i) => all.length - own.length + i);
+    };
     this.#handlers = SCANNERS.map(({ id, rule, options }) => ({
       id,
       handler: (rule.create as (c: SecretLintRuleContext, o: object) => SecretLintRuleReportHandler)(context, options),
+      keywords: indexesOf(id),
     }));
+    this.#keywords = new KeywordIndex(all);
   }
 
-  scan(text: string, json: boolean): Span[] {
+  scan(text: string, json: boolean, gated: boolean): Span[] {
     const source = sourceOf(text, json);
     const found: Span[] = [];
+    const present = gated ? this.#keywords.present(text) : undefined;
     this.#sink = found;
     this.#text = text;
     try {
       // Every rule of the preset but the .p12 check (never reached: ext is .txt or .json) answers synchronously.
-      for (const { id, handler } of this.#handlers) if (gateOpen(id, text)) void handler.file?.(source);
+      for (const { handler, keywords } of this.#handlers) if (present === undefined || keywords === undefined || keywords.some((k) => present[k])) void handler.file?.(source);
     } finally {
       this.#sink = [];
       this.#text = '';
@@ -163,7 +201,8 @@ let scanner: SecretScanner | undefined;
 /**
  * Where secrets are in `text`, by secretlint's recommended rules; `json`: the
  * text is a JSON document (a `structuredContent`), which the GCP service
- * account rule reads whole.
+ * account rule reads whole. `gated: false` runs every rule on the text,
+ * whatever its keywords (the reference the keywords are tested against).
  *
  * @example
  * ```ts
@@ -171,7 +210,7 @@ let scanner: SecretScanner | undefined;
  * console.log(spans.map((s) => [s.rule, s.start])); // => [ [ 'aws-access-key', 15 ] ]
  * ```
  */
-export function findSecrets(text: string, json = false): Span[] {
+export function findSecrets(text: string, json = false, gated = true): Span[] {
   scanner ??= new SecretScanner();
-  return scanner.scan(text, json);
+  return scanner.scan(text, json, gated);
 }
