@@ -13,7 +13,7 @@
  * labels only when one of its candidate policies reads `session.labels` or adds
  * labels ({@link SessionLabels.forDecision}); other decisions do no extra work.
  */
-import { actionPatternMatches, matchGlob, type DecisionRequest, type DecisionTable, type Policy } from '../../compiler/index.js';
+import { actionPatternMatches, matchGlob, type EvaluationInput, type DecisionTable, type Policy } from '../../compiler/index.js';
 import type { Clock } from '../clock.js';
 import { InvalidFieldError, SessionFullError, SessionNotFoundError, TooManyLabelsError } from '../errors/api-error.js';
 import { TtlCache } from '../shared/ttl-cache.js';
@@ -71,7 +71,7 @@ export class SessionLabels {
    * @example
    * const labels = await sessions.forDecision(principal, set.table, { agent_id: 'bot', action: 'email.send', session_id: 'run-1' }); // => ['private']
    */
-  async forDecision(t: Tenant, table: DecisionTable, request: DecisionRequest & { session_id?: string | null }): Promise<string[] | null> {
+  async forDecision(t: Tenant, table: DecisionTable, request: EvaluationInput & { session_id?: string | null }): Promise<string[] | null> {
     const sessionId = request.session_id;
     if (!sessionId) return null;
     const { rows } = this.labelRows(table);
@@ -196,7 +196,7 @@ export function newLabels(held: readonly string[], adds: readonly string[]): str
 }
 
 /** A policy whose agents and actions match the request (a candidate of steps 4-6). */
-function candidate(policy: Policy, request: DecisionRequest): boolean {
+function candidate(policy: Policy, request: EvaluationInput): boolean {
   if (policy.agents !== undefined && !policy.agents.some((g) => matchGlob(g, request.agent_id))) return false;
   return policy.actions.some((pattern) => actionPatternMatches(pattern, request.action));
 }
