@@ -79,23 +79,24 @@ export function requestSchemas(): Record<string, Json> {
 }
 
 /**
- * An object schema that names no properties and says nothing of others (`context`, `attributes`) is free-form, as JSON
- * Schema reads it: `{ [k: string]: unknown }`, rather than the `{}` the generator's closed default would make of it.
+ * An object schema that says nothing of other members is open, as JSON Schema reads it (AuthZEN's bodies, whose
+ * unknown members are ignored; free-form `context` and `attributes`): `[k: string]: unknown`, rather than the closed
+ * form the generator's default (right for the answers, which are closed) would make of it.
  */
-function openFreeForm(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(openFreeForm);
+function openAsWritten(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(openAsWritten);
   if (value === null || typeof value !== 'object') return value;
-  const out: Json = Object.fromEntries(Object.entries(value).map(([k, v]) => [k, openFreeForm(v)]));
+  const out: Json = Object.fromEntries(Object.entries(value).map(([k, v]) => [k, openAsWritten(v)]));
   const type = out.type;
   const isObject = type === 'object' || (Array.isArray(type) && type.includes('object'));
-  if (isObject && out.properties === undefined && out.additionalProperties === undefined) out.additionalProperties = true;
+  if (isObject && out.additionalProperties === undefined) out.additionalProperties = true;
   return out;
 }
 
-/** A request schema for the generator: its own name as title, no `$schema`/`$id`, no titles inside, free-form objects open. */
+/** A request schema for the generator: its own name as title, no `$schema`/`$id`, no titles inside, open objects open. */
 function requestDefinition(name: string, schema: Json): Json {
   const { $schema: _schema, $id: _id, title: _title, ...rest } = schema;
-  return { ...(openFreeForm(retarget(rest, new Map())) as Json), title: name };
+  return { ...(openAsWritten(retarget(rest, new Map())) as Json), title: name };
 }
 
 /** The schema at `#/components/schemas/<pointer>` (a component or a field of one). */

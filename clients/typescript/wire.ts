@@ -1086,6 +1086,7 @@ export interface AuthzenAccessRequest {
      * context.reason of the denial (approval_required).
      */
     reason?: string;
+    [k: string]: unknown;
   };
   /**
    * Why the access is requested (a justification, a ticket): stored as the decision's review.request_context for the reviewers.
@@ -1093,6 +1094,7 @@ export interface AuthzenAccessRequest {
   context?: {
     [k: string]: unknown;
   } | null;
+  [k: string]: unknown;
 }
 /**
  * Members not defined by AuthZEN are ignored at every level.
@@ -1116,6 +1118,7 @@ export interface AuthzenEvaluationRequest {
     properties?: {
       [k: string]: unknown;
     };
+    [k: string]: unknown;
   };
   /**
    * What it wants to do: action.name is the decision's action.
@@ -1131,6 +1134,7 @@ export interface AuthzenEvaluationRequest {
     properties?: {
       [k: string]: unknown;
     };
+    [k: string]: unknown;
   };
   /**
    * On what: the decision's resource is "<type>:<id>".
@@ -1147,6 +1151,7 @@ export interface AuthzenEvaluationRequest {
     properties?: {
       [k: string]: unknown;
     };
+    [k: string]: unknown;
   };
   /**
    * Read by conditions as context.*; context.amount (a number >= 0) is the decision's amount.
@@ -1160,6 +1165,7 @@ export interface AuthzenEvaluationRequest {
   options?: {
     [k: string]: unknown;
   };
+  [k: string]: unknown;
 }
 /**
  * The top-level subject, action, resource and context are defaults for each entry of evaluations (an entry's own key replaces the default whole). Each entry is checked on its own: a bad entry answers decision false with context.error, the others are still decided. Without evaluations the request is a single evaluation. Members not defined by AuthZEN are ignored at every level.
@@ -1183,6 +1189,7 @@ export interface AuthzenEvaluationsRequest {
     properties?: {
       [k: string]: unknown;
     };
+    [k: string]: unknown;
   };
   /**
    * Default action of the entries.
@@ -1198,6 +1205,7 @@ export interface AuthzenEvaluationsRequest {
     properties?: {
       [k: string]: unknown;
     };
+    [k: string]: unknown;
   };
   /**
    * Default resource of the entries.
@@ -1214,6 +1222,7 @@ export interface AuthzenEvaluationsRequest {
     properties?: {
       [k: string]: unknown;
     };
+    [k: string]: unknown;
   };
   /**
    * Default context of the entries.
@@ -1226,6 +1235,7 @@ export interface AuthzenEvaluationsRequest {
    */
   options?: {
     evaluations_semantic?: 'execute_all' | 'deny_on_first_deny' | 'permit_on_first_permit';
+    [k: string]: unknown;
   };
   /**
    * Up to 100 evaluations, decided in order: each an object with subject, action, resource and context (each optional where a default applies). An empty array is one evaluation of the top-level request, answered in the single form.
@@ -1237,6 +1247,7 @@ export interface AuthzenEvaluationsRequest {
   evaluations?: {
     [k: string]: unknown;
   }[];
+  [k: string]: unknown;
 }
 export interface BudgetListQuery {
   limit?: number;
@@ -1289,6 +1300,7 @@ export interface DecisionGetQuery {
    * Extension: hold the answer up to this many seconds while the decision awaits approval; it comes as soon as the review changes (at once when the decision is not awaiting approval).
    */
   wait?: number;
+  [k: string]: unknown;
 }
 /**
  * The list parameters and the filters; filters given together all apply.
