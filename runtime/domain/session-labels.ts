@@ -14,6 +14,7 @@
  * labels ({@link SessionLabels.forDecision}); other decisions do no extra work.
  */
 import { actionPatternMatches, matchGlob, type EvaluationInput, type DecisionTable, type Policy } from '../../compiler/index.js';
+import type { SessionLabelsRequest } from '../../clients/typescript/wire.js';
 import type { Clock } from '../clock.js';
 import { InvalidFieldError, SessionFullError, SessionNotFoundError, TooManyLabelsError } from '../errors/api-error.js';
 import { TtlCache } from '../shared/ttl-cache.js';
@@ -29,12 +30,8 @@ export const MAX_LABELS_PER_CALL = 32;
 /** A label: what docs/policies.md#labels allows (`private`, `untrusted`, `pii`, `external.mail`). */
 export const LABEL_PATTERN = /^[a-z][a-z0-9_.-]{0,63}$/;
 
-/** POST /v1/sessions/:session_id/labels. */
-export interface LabelsInput {
-  labels: string[];
-  agent_id: string;
-  detail?: string | null;
-}
+/** The body of POST /v1/sessions/:session_id/labels (generated from schemas/api/session-labels.schema.json). */
+export type LabelsInput = SessionLabelsRequest;
 
 /** The label-related rows of a policy set: the only ones a decision reads labels for. */
 interface LabelRows {

@@ -4,6 +4,7 @@
  * deliveries and replays.
  */
 import { randomBytes } from 'node:crypto';
+import type { WebhookUpdateRequest } from '../../clients/typescript/wire.js';
 import type { Principal } from '../tenant.js';
 import type { Clock } from '../clock.js';
 import { InvalidFieldError, InvalidUrlError, WebhookNotFoundError } from '../errors/api-error.js';
@@ -29,14 +30,11 @@ import { DeliveryNotFoundError } from '../errors/api-error.js';
 import { standardWebhookKey } from '../webhooks/standard-webhooks.js';
 import { checkWebhookUrl, resolveProblem, type UrlRules } from '../webhooks/url-policy.js';
 
-export interface EndpointInput {
-  url?: string;
-  events?: string[];
-  description?: string | null;
-  status?: 'enabled' | 'disabled';
-  /** Deliveries also carry the Standard Webhooks headers (webhook-id, webhook-timestamp, webhook-signature). */
-  standard_webhooks?: boolean;
-}
+/**
+ * What an endpoint is created (`POST /v1/webhooks`, with `url`) or changed with (`PUT /v1/webhooks/:id`): the body of
+ * the change, generated from schemas/api/webhook-update.schema.json, of which the creation's body is a case.
+ */
+export type EndpointInput = WebhookUpdateRequest;
 
 /**
  * A new signing secret: `whsec_` + 32 random bytes in base64 (with `+`, `/`
