@@ -4,7 +4,7 @@
  * deliveries and replays.
  */
 import { randomBytes } from 'node:crypto';
-import type { WebhookUpdateRequest } from '../../clients/typescript/wire.js';
+import type { WebhookCreateRequest, WebhookUpdateRequest } from '../../clients/typescript/wire.js';
 import type { Principal } from '../tenant.js';
 import type { Clock } from '../clock.js';
 import { InvalidFieldError, InvalidUrlError, WebhookNotFoundError } from '../errors/api-error.js';
@@ -30,10 +30,7 @@ import { DeliveryNotFoundError } from '../errors/api-error.js';
 import { standardWebhookKey } from '../webhooks/standard-webhooks.js';
 import { checkWebhookUrl, resolveProblem, type UrlRules } from '../webhooks/url-policy.js';
 
-/**
- * What an endpoint is created (`POST /v1/webhooks`, with `url`) or changed with (`PUT /v1/webhooks/:id`): the body of
- * the change, generated from schemas/api/webhook-update.schema.json, of which the creation's body is a case.
- */
+/** What an endpoint is changed with: the body of `PUT /v1/webhooks/:id` (generated from schemas/api/webhook-update.schema.json). */
 export type EndpointInput = WebhookUpdateRequest;
 
 /**
@@ -80,7 +77,7 @@ export class WebhookEndpoints {
   }
 
   /** The row and its secret in clear (answered once, never again). */
-  async create(p: Principal, input: EndpointInput & { url: string }): Promise<{ row: EndpointRow; secret: string }> {
+  async create(p: Principal, input: WebhookCreateRequest): Promise<{ row: EndpointRow; secret: string }> {
     const url = await this.checkUrl(p, input.url);
     const events = input.events ?? ['*'];
     checkEvents(events);
