@@ -38,8 +38,8 @@ describe('the generated wire types', () => {
     }
     // additionalProperties: false is a closed type; an object that says nothing of other members (AuthZEN's) is open.
     const decision = /export interface DecisionRequest \{([\s\S]*?)\n\}/.exec(source)![1]!;
-    expect(decision).not.toMatch(/\n  \[k: string\]: unknown;/);
+    expect(decision).not.toMatch(/\n {2}\[k: string\]: unknown;/);
     expect(decision).toMatch(/context\?: \{\n\s+\[k: string\]: unknown;\n\s+\} \| null;/);
-    expect(/export interface AuthzenEvaluationRequest \{([\s\S]*?)\n\}/.exec(source)![1]).toMatch(/\n  \[k: string\]: unknown;/);
+    expect(/export interface AuthzenEvaluationRequest \{([\s\S]*?)\n\}/.exec(source)![1]).toMatch(/\n {2}\[k: string\]: unknown;/);
   }, 60_000);
 });
