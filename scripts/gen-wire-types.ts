@@ -2,19 +2,23 @@
  * Writes clients/typescript/wire.ts: the TypeScript types of every public
  * answer, generated from the JSON Schemas of schemas/api/answers/ (and the
  * policy and bundle schemas they use) with json-schema-to-typescript, one type
- * per OpenAPI component, named as the component. Run `npm run gen:types` after
- * changing a schema; test/schemas/wire-types.test.ts fails while the committed
- * module differs from what this writes.
+ * per OpenAPI component, named as the component; and of every request body and
+ * query string the routes validate, from the other files of schemas/api/ (one
+ * type per file, named by {@link requestTypeName}: `DecisionRequest`,
+ * `SessionLabelsRequest`, `BudgetRemainingQuery`). Run `npm run gen:types`
+ * after changing a schema; test/schemas/wire-types.test.ts fails while the
+ * committed module differs from what this writes.
  *
  * @example
  * // npm run gen:types  (builds, then: node dist/scripts/gen-wire-types.js)
  * (await wireTypesSource()).includes('export interface Decision {'); // => true
+ * (await wireTypesSource()).includes('export interface DecisionRequest {'); // => true
  */
-import { writeFileSync } from 'node:fs';
+import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { compile, type JSONSchema } from 'json-schema-to-typescript';
-import { packageRoot } from '../compiler/index.js';
+import { loadSchema, packageRoot } from '../compiler/index.js';
 import { answerSchemaFiles, COMPONENT_SCHEMAS } from '../runtime/openapi/components.js';
 
 /** The generated module, relative to the package root. */
@@ -22,13 +26,16 @@ export const WIRE_MODULE = 'clients/typescript/wire.ts';
 
 const BANNER = `/* eslint-disable */
 /**
- * The public answers of the service (its wire types), GENERATED from
- * schemas/api/answers/*.schema.json (and schemas/policy.schema.json,
- * schemas/bundle.schema.json) by scripts/gen-wire-types.ts. Do not edit: change
- * the schema and run \`npm run gen:types\`. One type per OpenAPI component
- * (GET /v1/openapi.json), named as the component (but Error: ErrorBody); the
- * runtime's presenters, the TypeScript client and the dashboard import them
- * from here.
+ * The public answers and requests of the service (its wire types), GENERATED
+ * from schemas/api/answers/*.schema.json (and schemas/policy.schema.json,
+ * schemas/bundle.schema.json) and schemas/api/*.schema.json by
+ * scripts/gen-wire-types.ts. Do not edit: change the schema and run
+ * \`npm run gen:types\`. Answers: one type per OpenAPI component
+ * (GET /v1/openapi.json), named as the component (but Error: ErrorBody).
+ * Requests: one type per body or query schema, named for its file
+ * (decision-request: DecisionRequest, session-labels: SessionLabelsRequest,
+ * budget-remaining-query: BudgetRemainingQuery). The runtime's routes, domain
+ * and presenters, the TypeScript client and the dashboard import them from here.
  */`;
 
 /** The type's name of a component: its own, but for Error (which would shadow the global Error where imported). */
@@ -38,6 +45,59 @@ const typeName = (component: string): string => (component === 'Error' ? 'ErrorB
 const POLICY_FIELD_TYPES: Record<string, string> = { rate_limit: 'PolicyRateLimit', budget: 'PolicyBudget', approval: 'PolicyApproval' };
 
 type Json = Record<string, unknown>;
+
+/** The files of schemas/api/ that are not request schemas: admin.schema.json holds the operator API's bodies as `$defs`. */
+const NOT_REQUESTS = new Set(['admin.schema.json']);
+
+/**
+ * The type's name of a request schema file of schemas/api/: its name in
+ * PascalCase, ending in `Request` (a body) or `Query` (a query string).
+ *
+ * @example
+ * requestTypeName('session-labels.schema.json'); // => 'SessionLabelsRequest'
+ * requestTypeName('decision-request.schema.json'); // => 'DecisionRequest'
+ * requestTypeName('budget-remaining-query.schema.json'); // => 'BudgetRemainingQuery'
+ */
+export function requestTypeName(file: string): string {
+  const pascal = file
+    .replace(/\.schema\.json$/, '')
+    .split('-')
+    .map((w) => w.charAt(0).toUpperCase() + w.slice(1))
+    .join('');
+  return /(Request|Query)$/.test(pascal) ? pascal : `${pascal}Request`;
+}
+
+/** Every request body and query schema of schemas/api/ (the answers' folder and the operator bodies aside), as written, by its type's name. */
+export function requestSchemas(): Record<string, Json> {
+  const out: Record<string, Json> = {};
+  for (const file of readdirSync(join(packageRoot(), 'schemas', 'api'))
+    .filter((f) => f.endsWith('.schema.json') && !NOT_REQUESTS.has(f))
+    .sort()) {
+    out[requestTypeName(file)] = loadSchema(`api/${file.slice(0, -'.schema.json'.length)}`);
+  }
+  return out;
+}
+
+/**
+ * An object schema that says nothing of other members is open, as JSON Schema reads it (AuthZEN's bodies, whose
+ * unknown members are ignored; free-form `context` and `attributes`): `[k: string]: unknown`, rather than the closed
+ * form the generator's default (right for the answers, which are closed) would make of it.
+ */
+function openAsWritten(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(openAsWritten);
+  if (value === null || typeof value !== 'object') return value;
+  const out: Json = Object.fromEntries(Object.entries(value).map(([k, v]) => [k, openAsWritten(v)]));
+  const type = out.type;
+  const isObject = type === 'object' || (Array.isArray(type) && type.includes('object'));
+  if (isObject && out.additionalProperties === undefined) out.additionalProperties = true;
+  return out;
+}
+
+/** A request schema for the generator: its own name as title, no `$schema`/`$id`, no titles inside, open objects open. */
+function requestDefinition(name: string, schema: Json): Json {
+  const { $schema: _schema, $id: _id, title: _title, ...rest } = schema;
+  return { ...(openAsWritten(retarget(rest, new Map())) as Json), title: name };
+}
 
 /** The schema at `#/components/schemas/<pointer>` (a component or a field of one). */
 function resolve(pointer: string): unknown {
@@ -97,6 +157,10 @@ export async function wireTypesSource(): Promise<string> {
   for (const [field, name] of Object.entries(POLICY_FIELD_TYPES)) seen.set(policy.properties[field], { ...(retarget(policy.properties[field], new Map()) as Json), title: name });
   const definitions: Record<string, Json> = {};
   for (const name of reachable()) definitions[name] = { ...(retarget(COMPONENT_SCHEMAS[name], seen) as Json), title: typeName(name) };
+  for (const [name, schema] of Object.entries(requestSchemas())) {
+    if (definitions[name]) throw new Error(`gen:types: the request type ${name} has the name of an answer`);
+    definitions[name] = requestDefinition(name, schema);
+  }
   // The root lists every component so each is emitted once, by its own name; it is removed from the output.
   const root = {
     title: 'WireTypes',

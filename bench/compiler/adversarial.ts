@@ -5,7 +5,7 @@
  * pathological nesting, and how long matches() takes on a glob built to make a
  * backtracking matcher explode. Part of `npm run bench:compiler`.
  */
-import { compileCondition, parseCondition, type DecisionRequest } from '../../compiler/index.js';
+import { compileCondition, parseCondition, type EvaluationInput } from '../../compiler/index.js';
 
 export interface AdversarialRow {
   input: string;
@@ -51,7 +51,7 @@ export function measureAdversarial(): AdversarialRow[] {
     const parsed = parseCondition(`matches(context.s, '${pattern}')`);
     if (!parsed.ast) throw new Error(`bench: the matches() condition does not parse: ${parsed.issues[0]?.message}`);
     const evaluate = compileCondition(parsed.ast);
-    const request = { agent_id: 'a', action: 'x.y', context: { s: subject } } as unknown as DecisionRequest;
+    const request = { agent_id: 'a', action: 'x.y', context: { s: subject } } as unknown as EvaluationInput;
     rows.push({ input: `matches() of ${input}`, ...timed(() => evaluate(request)) });
   }
   return rows;

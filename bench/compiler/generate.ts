@@ -21,11 +21,11 @@
  * terms. A set with an allow exception that outranks a deny would not have this
  * property; the generator never makes one.
  */
-import type { DecisionRequest, Effect, Policy } from '../../compiler/index.js';
+import type { EvaluationInput, Effect, Policy } from '../../compiler/index.js';
 
 export interface GeneratedSet {
   policies: Policy[];
-  requests: DecisionRequest[];
+  requests: EvaluationInput[];
 }
 
 export interface GenerateOptions {
@@ -180,10 +180,10 @@ export function generatePolicySet(n: number, seed = 1, options: GenerateOptions 
     return fillGlob(glob, () => String(int(0, 9)));
   };
 
-  const requests: DecisionRequest[] = [];
+  const requests: EvaluationInput[] = [];
   for (let i = 0; i < requestCount; i++) {
     const r = rand();
-    let req: DecisionRequest;
+    let req: EvaluationInput;
     if (r < 0.6 && exact.length > 0) {
       // Hit on an exact policy (its resource, when it has one, mostly matching).
       const p = pick(exact);

@@ -17,7 +17,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import type { DecisionRequest } from '../../compiler/index.js';
+import type { EvaluationInput } from '../../compiler/index.js';
 import { generatePolicySet } from './generate.js';
 import { prepareCasbin } from './peers/casbin.js';
 import { prepareCedar } from './peers/cedar.js';
@@ -39,7 +39,7 @@ interface Row {
 const BUDGET_MS = 20_000;
 
 /** Per-decision times in ms, one sample per request, after a warm-up. */
-function timeDecisions(evaluate: (r: DecisionRequest) => 'allow' | 'deny', requests: readonly DecisionRequest[]) {
+function timeDecisions(evaluate: (r: EvaluationInput) => 'allow' | 'deny', requests: readonly EvaluationInput[]) {
   const warmStart = performance.now();
   for (let i = 0; i < Math.min(200, requests.length) && performance.now() - warmStart < BUDGET_MS / 4; i++) evaluate(requests[i]!);
   const samples: number[] = [];

@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { compileSources, compilerVersion, evaluate, packageRoot, readYamlFast, type DecisionRequest, type Policy } from '../../compiler/index.js';
+import { compileSources, compilerVersion, evaluate, packageRoot, readYamlFast, type EvaluationInput, type Policy } from '../../compiler/index.js';
 import { measureAdversarial, renderAdversarial } from './adversarial.js';
 import { generatePolicySet, policySetToYaml } from './generate.js';
 import { prepareCasbin } from './peers/casbin.js';
@@ -38,7 +38,7 @@ const heap = () => {
 };
 
 /** Median over repeated passes of the mean time per decision, in µs (a pass times the whole request list). */
-function ourDecisionTime(run: (r: DecisionRequest) => unknown, requests: readonly DecisionRequest[]): { medianUs: number; p99Us: number } {
+function ourDecisionTime(run: (r: EvaluationInput) => unknown, requests: readonly EvaluationInput[]): { medianUs: number; p99Us: number } {
   for (let i = 0; i < 20; i++) for (const r of requests) run(r); // warm-up
   const passes: number[] = [];
   const deadline = performance.now() + 3000;
@@ -60,7 +60,7 @@ function ourDecisionTime(run: (r: DecisionRequest) => unknown, requests: readonl
 }
 
 /** Per-call median for the peers (their decisions take far longer than the timer). */
-function peerDecisionTime(run: (r: DecisionRequest) => unknown, requests: readonly DecisionRequest[]): { medianUs: number; samples: number } {
+function peerDecisionTime(run: (r: EvaluationInput) => unknown, requests: readonly EvaluationInput[]): { medianUs: number; samples: number } {
   const warm = performance.now();
   for (let i = 0; i < requests.length && performance.now() - warm < peerBudgetMs / 5 && i < 100; i++) run(requests[i]!);
   const samples: number[] = [];
@@ -161,7 +161,7 @@ async function measure(n: number): Promise<Row> {
       row.shadowUs = ourDecisionTime((r) => evaluate(shadowed, r), requests).medianUs;
       row.plainAgainUs = ourDecisionTime((r) => evaluate(table, r), requests).medianUs;
     }
-    const ourEffect = (r: DecisionRequest) => (evaluate(table, r).effect === 'deny' ? 'deny' : 'allow');
+    const ourEffect = (r: EvaluationInput) => (evaluate(table, r).effect === 'deny' ? 'deny' : 'allow');
     if (n > peerMax) return row;
 
     const cedar = prepareCedar(policies);
@@ -189,7 +189,7 @@ function shadowCopies(policies: readonly Policy[]): Policy[] {
 }
 
 /** Fraction of (up to `max`) requests on which both answer the same allow/deny. */
-function agreement(requests: readonly DecisionRequest[], a: (r: DecisionRequest) => string, b: (r: DecisionRequest) => string, max: number): number {
+function agreement(requests: readonly EvaluationInput[], a: (r: EvaluationInput) => string, b: (r: EvaluationInput) => string, max: number): number {
   const sample = requests.slice(0, max);
   return sample.filter((r) => a(r) === b(r)).length / sample.length;
 }

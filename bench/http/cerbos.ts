@@ -12,7 +12,7 @@ import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { compileItems, evaluate, readPolicyValue, type DecisionRequest, type Policy } from '../../compiler/index.js';
+import { compileItems, evaluate, readPolicyValue, type EvaluationInput, type Policy } from '../../compiler/index.js';
 import { cerbosPolicies } from './cerbos-policies.js';
 import type { Target } from './target.js';
 
@@ -130,8 +130,8 @@ const asAllowDeny = (effect: string) => (effect === 'allow' ? 'allow' : 'deny');
 export async function compareAnswers(
   t: Target,
   policies: readonly Policy[],
-  required: readonly DecisionRequest[],
-  others: readonly DecisionRequest[],
+  required: readonly EvaluationInput[],
+  others: readonly EvaluationInput[],
 ): Promise<{ agree: number; total: number; review: number }> {
   const items = policies.flatMap((p, i) => readPolicyValue(p, `/policies/${i}`).items);
   const { table } = compileItems(items, { lint: false });

@@ -19,7 +19,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, openSync, readFileSync, closeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { compileItems, createBundle, packageRoot, readPolicyValue, type DecisionRequest, type Policy } from '../../compiler/index.js';
+import { compileItems, createBundle, packageRoot, readPolicyValue, type EvaluationInput, type Policy } from '../../compiler/index.js';
 import { generatePolicySet } from '../compiler/generate.js';
 import { BENCH_KEY_RATE_LIMIT, BENCH_POLICIES } from './policies.js';
 import type { Target } from './target.js';
@@ -53,7 +53,7 @@ export interface ServeTarget extends Target {
 }
 
 /** The bench policies plus generated ones, `n` in all, and the generated set's requests (for answer checks). */
-export function benchPolicySet(n: number): { policies: Policy[]; requests: DecisionRequest[] } {
+export function benchPolicySet(n: number): { policies: Policy[]; requests: EvaluationInput[] } {
   const extra = Math.max(0, n - BENCH_POLICIES.length);
   const generated = extra ? generatePolicySet(extra, 1) : { policies: [], requests: [] };
   return { policies: [...BENCH_POLICIES, ...generated.policies], requests: generated.requests };

@@ -1,40 +1,19 @@
 /**
  * The request and answer bodies of the decision routes, as the service's
- * schemas define them (schemas/api/decision-request.schema.json,
- * schemas/api/decision-resolve.schema.json; the answers are the types
- * generated from schemas/api/answers/ into ./wire.ts, re-exported here).
+ * schemas define them: the requests generated from schemas/api/*.schema.json
+ * (decision-request, decision-resolve, decision-output, session-labels,
+ * budget-remaining-query), the answers from schemas/api/answers/, both into
+ * ./wire.ts (`npm run gen:types`) and re-exported or named here.
  * test/clients/typescript-client.test.ts checks these against the schemas and
  * against real answers, so a field added on one side and not the other fails.
  */
-import type { ActionsPossible, Decision, DecisionOutputFinding, Review } from './wire.js';
+import type { ActionsPossible, BudgetRemainingQuery, Decision, DecisionOutputRequest, DecisionRequest, DecisionResolveRequest, Review, SessionLabelsRequest } from './wire.js';
 
-/** `POST /v1/decisions` body fields that schemas/api/decision-request.schema.json accepts today. */
-export interface DecisionRequest {
-  /** The agent asking (1..256 characters); registered on first sight. */
-  agent_id: string;
-  /** `namespace.verb`, each part `[a-z][a-z0-9_]*`, no wildcards. */
-  action: string;
-  /** Free-form resource, matched by policies' resource globs (at most 1024 characters). */
-  resource?: string | null;
-  /** Spend (>= 0) in the unit of the held budget that applies (a currency, or tokens). */
-  amount?: number | null;
-  /**
-   * Spend per held unit when budgets of several held units apply, e.g.
-   * `{ USD: 0.12, tokens: 3000 }` (docs/budgets-and-limits.md#spend-controls-for-agent-runs);
-   * `amount` alone is refused then (400 `validation.invalid_field`).
-   */
-  amounts?: Record<string, number> | null;
-  /** Read by policy conditions as `context.*`. */
-  context?: Record<string, unknown> | null;
-  /** Decision (and permit token) lifetime, 1..3600 seconds; default 300. */
-  ttl_seconds?: number;
-  /** The agent run, conversation or task (at most 256 characters). `null`: none, overriding the client's `sessionId`. */
-  session_id?: string | null;
-  /** The user the agent acts for (at most 256 characters). `null`: none, overriding the client's `onBehalfOf`. */
-  on_behalf_of?: string | null;
-  /** base64url SHA-256 (43 characters) of the canonical JSON of the tool's arguments; the permit carries it as `args`. */
-  args_digest?: string | null;
-}
+/**
+ * `POST /v1/decisions` body (schemas/api/decision-request.schema.json): the generated type. Its `session_id` and
+ * `on_behalf_of` left out take the client's `sessionId` and `onBehalfOf`; `null` sends none, overriding them.
+ */
+export type { DecisionRequest } from './wire.js';
 
 /**
  * Decision fields docs/api.md#decisions adds that the service's request schema does
@@ -58,30 +37,21 @@ export type DecisionStatus = Decision['status'];
 /** A human's verdict on a review decision (docs/reviews.md#the-rules): the Review wire type. */
 export type DecisionReview = Review;
 
-/** `POST /v1/decisions/:id/confirm` body (schemas/api/decision-resolve.schema.json). */
-export interface ConfirmOptions {
-  /** The amount actually spent; defaults to the held amount. */
-  amount?: number;
-  /** Per held unit, what was actually spent (e.g. `{ USD: 0.09, tokens: 2410 }`); a unit not named confirms its held amount. */
-  amounts?: Record<string, number>;
-}
+/** `POST /v1/decisions/:id/confirm` body (schemas/api/decision-resolve.schema.json): the amount, or amounts per held unit, actually spent; a unit not named confirms its held amount. */
+export type ConfirmOptions = DecisionResolveRequest;
 
 /** `POST /v1/decisions/:id/output` body (schemas/api/decision-output.schema.json): what a gateway read in a result. */
-export interface DecisionOutputInput {
-  /** Labels the result carries (at most 32), added to the decision's session. */
-  labels: string[];
-  /** What the detectors found, never the matched text (at most 64). */
-  findings: DecisionOutputFinding[];
-}
+export type DecisionOutputInput = DecisionOutputRequest;
 
-/** Whose budgets `budgetsRemaining` asks about (`GET /v1/budgets/remaining`). */
-export interface RemainingQuery {
-  agent_id: string;
-  /** Session-scoped budgets are answered only with one (default: the client's `sessionId`). `null`: none. */
-  session_id?: string | null;
-  /** User-scoped budgets are answered only with one (default: the client's `onBehalfOf`). `null`: none. */
-  on_behalf_of?: string | null;
-}
+/** `T` with the fields `K`, which the client fills from its defaults when left out, also taking `null`: none, overriding the default. */
+type DefaultedByClient<T, K extends keyof T> = Omit<T, K> & { [P in K]?: T[P] | null };
+
+/**
+ * Whose budgets `budgetsRemaining` asks about (`GET /v1/budgets/remaining`, schemas/api/budget-remaining-query.schema.json):
+ * session- and user-scoped budgets are answered only with `session_id` and `on_behalf_of` (default: the client's
+ * `sessionId` and `onBehalfOf`; `null`: none).
+ */
+export type RemainingQuery = DefaultedByClient<BudgetRemainingQuery, 'session_id' | 'on_behalf_of'>;
 
 /** The answer of `POST /v1/actions/possible`. */
 export type PossibleActions = ActionsPossible;
@@ -96,14 +66,8 @@ export interface RequestOptions {
   idempotencyKey?: string;
 }
 
-/** `addLabels`: labels for a session (`POST /v1/sessions/:session_id/labels`, extension). */
-export interface LabelsInput {
-  /** 1 to 32 labels, each `[a-z][a-z0-9_.-]{0,63}`. */
-  labels: string[];
-  /** The agent whose tool found what the labels say. */
-  agent_id: string;
-  /** Default: the client's `sessionId`. */
-  session_id?: string;
-  /** Why, in words (`read /hr/salaries.csv`), kept with the labels it adds. */
-  detail?: string | null;
-}
+/**
+ * `addLabels`: labels for a session (`POST /v1/sessions/:session_id/labels`, extension; the body is
+ * schemas/api/session-labels.schema.json), and the session they join (the path; default: the client's `sessionId`).
+ */
+export type LabelsInput = SessionLabelsRequest & { session_id?: string };

@@ -1,12 +1,15 @@
 /* eslint-disable */
 /**
- * The public answers of the service (its wire types), GENERATED from
- * schemas/api/answers/*.schema.json (and schemas/policy.schema.json,
- * schemas/bundle.schema.json) by scripts/gen-wire-types.ts. Do not edit: change
- * the schema and run `npm run gen:types`. One type per OpenAPI component
- * (GET /v1/openapi.json), named as the component (but Error: ErrorBody); the
- * runtime's presenters, the TypeScript client and the dashboard import them
- * from here.
+ * The public answers and requests of the service (its wire types), GENERATED
+ * from schemas/api/answers/*.schema.json (and schemas/policy.schema.json,
+ * schemas/bundle.schema.json) and schemas/api/*.schema.json by
+ * scripts/gen-wire-types.ts. Do not edit: change the schema and run
+ * `npm run gen:types`. Answers: one type per OpenAPI component
+ * (GET /v1/openapi.json), named as the component (but Error: ErrorBody).
+ * Requests: one type per body or query schema, named for its file
+ * (decision-request: DecisionRequest, session-labels: SessionLabelsRequest,
+ * budget-remaining-query: BudgetRemainingQuery). The runtime's routes, domain
+ * and presenters, the TypeScript client and the dashboard import them from here.
  */
 
 export interface Account {
@@ -1043,4 +1046,503 @@ export interface WebhookEndpointWithSecret {
    * whsec_ + base64 of 32 random bytes: the signing secret, shown only in this answer
    */
   secret: string;
+}
+/**
+ * Which of these actions this agent could ever be allowed (extension).
+ */
+export interface ActionsPossibleRequest {
+  agent_id: string;
+  /**
+   * @minItems 1
+   * @maxItems 1000
+   */
+  actions: string[];
+}
+export interface AgentUpdateRequest {
+  /**
+   * The agent's attributes, replacing those stored: any JSON object of at most 8,192 bytes (UTF-8 JSON; 413 validation.body_too_large above). Read by policy conditions as agent.attributes.…
+   */
+  attributes: {
+    [k: string]: unknown;
+  };
+}
+/**
+ * Members the profile defines and this service does not use (subject, action, resource, requested_access, callback, ...) and members no one defines are ignored.
+ */
+export interface AuthzenAccessRequest {
+  /**
+   * The requestable denial, as the evaluation answered it.
+   */
+  denial: {
+    /**
+     * context.evaluation_id of the denial: the decision awaiting approval (dec_...), made by this API key.
+     */
+    evaluation_id: string;
+    /**
+     * context.access_request.expires_at of the denial; not trusted: the service's clock and the decision's approval deadline decide (410 decision.expired after it).
+     */
+    expires_at?: string;
+    /**
+     * context.reason of the denial (approval_required).
+     */
+    reason?: string;
+    [k: string]: unknown;
+  };
+  /**
+   * Why the access is requested (a justification, a ticket): stored as the decision's review.request_context for the reviewers.
+   */
+  context?: {
+    [k: string]: unknown;
+  } | null;
+  [k: string]: unknown;
+}
+/**
+ * Members not defined by AuthZEN are ignored at every level.
+ */
+export interface AuthzenEvaluationRequest {
+  /**
+   * Who asks: subject.id is the decision's agent_id.
+   */
+  subject: {
+    /**
+     * The subject's type (e.g. agent); not part of the decision.
+     */
+    type: string;
+    /**
+     * The decision's agent_id.
+     */
+    id: string;
+    /**
+     * Read by conditions as context.subject.*.
+     */
+    properties?: {
+      [k: string]: unknown;
+    };
+    [k: string]: unknown;
+  };
+  /**
+   * What it wants to do: action.name is the decision's action.
+   */
+  action: {
+    /**
+     * The decision's action: the name itself when it is namespace.verb ([a-z][a-z0-9_]* each part), else authzen.<name> (lower-cased, every character outside [a-z0-9_] replaced by _, t_ in front when it does not start with a letter). At most 200 characters (400 validation.invalid_action). Conditions read it as context.action.name.
+     */
+    name: string;
+    /**
+     * Read by conditions as context.action.* (with name, the name as sent).
+     */
+    properties?: {
+      [k: string]: unknown;
+    };
+    [k: string]: unknown;
+  };
+  /**
+   * On what: the decision's resource is "<type>:<id>".
+   */
+  resource: {
+    /**
+     * The decision's resource is "<type>:<id>" (at most 1024 characters).
+     */
+    type: string;
+    id: string;
+    /**
+     * Read by conditions as context.resource.*.
+     */
+    properties?: {
+      [k: string]: unknown;
+    };
+    [k: string]: unknown;
+  };
+  /**
+   * Read by conditions as context.*; context.amount (a number >= 0) is the decision's amount.
+   */
+  context?: {
+    [k: string]: unknown;
+  };
+  /**
+   * Accepted and ignored.
+   */
+  options?: {
+    [k: string]: unknown;
+  };
+  [k: string]: unknown;
+}
+/**
+ * The top-level subject, action, resource and context are defaults for each entry of evaluations (an entry's own key replaces the default whole). Each entry is checked on its own: a bad entry answers decision false with context.error, the others are still decided. Without evaluations the request is a single evaluation. Members not defined by AuthZEN are ignored at every level.
+ */
+export interface AuthzenEvaluationsRequest {
+  /**
+   * Default subject of the entries.
+   */
+  subject?: {
+    /**
+     * The subject's type (e.g. agent); not part of the decision.
+     */
+    type: string;
+    /**
+     * The decision's agent_id.
+     */
+    id: string;
+    /**
+     * Read by conditions as context.subject.*.
+     */
+    properties?: {
+      [k: string]: unknown;
+    };
+    [k: string]: unknown;
+  };
+  /**
+   * Default action of the entries.
+   */
+  action?: {
+    /**
+     * The decision's action: the name itself when it is namespace.verb ([a-z][a-z0-9_]* each part), else authzen.<name> (lower-cased, every character outside [a-z0-9_] replaced by _, t_ in front when it does not start with a letter). At most 200 characters (400 validation.invalid_action). Conditions read it as context.action.name.
+     */
+    name: string;
+    /**
+     * Read by conditions as context.action.* (with name, the name as sent).
+     */
+    properties?: {
+      [k: string]: unknown;
+    };
+    [k: string]: unknown;
+  };
+  /**
+   * Default resource of the entries.
+   */
+  resource?: {
+    /**
+     * The decision's resource is "<type>:<id>" (at most 1024 characters).
+     */
+    type: string;
+    id: string;
+    /**
+     * Read by conditions as context.resource.*.
+     */
+    properties?: {
+      [k: string]: unknown;
+    };
+    [k: string]: unknown;
+  };
+  /**
+   * Default context of the entries.
+   */
+  context?: {
+    [k: string]: unknown;
+  };
+  /**
+   * options.evaluations_semantic: execute_all (default), deny_on_first_deny or permit_on_first_permit (another value: 400 validation.invalid_field). Other options are ignored.
+   */
+  options?: {
+    evaluations_semantic?: 'execute_all' | 'deny_on_first_deny' | 'permit_on_first_permit';
+    [k: string]: unknown;
+  };
+  /**
+   * Up to 100 evaluations, decided in order: each an object with subject, action, resource and context (each optional where a default applies). An empty array is one evaluation of the top-level request, answered in the single form.
+   *
+   * @maxItems 100
+   *
+   * Items: An evaluation: subject, action, resource, context, each optional where a default applies. Checked on its own: a bad entry (even one that is not an object) answers decision false with context.error.
+   */
+  evaluations?: {
+    [k: string]: unknown;
+  }[];
+  [k: string]: unknown;
+}
+export interface BudgetListQuery {
+  limit?: number;
+  /**
+   * The cursor of the last item of the previous page: <policy_id>:<agent_id>, <policy_id>:<agent_id>:<session_id> or <policy_id>::<on_behalf_of>.
+   */
+  starting_after?: string;
+  /**
+   * Only this agent's budgets (agent- and session-scoped), with its unused ones.
+   */
+  agent_id?: string;
+  /**
+   * Only this session's budgets (session-scoped; extension).
+   */
+  session_id?: string;
+  /**
+   * Only this user's budgets (user-scoped; extension).
+   */
+  on_behalf_of?: string;
+}
+export interface BudgetRemainingQuery {
+  /**
+   * The agent whose budgets would apply.
+   */
+  agent_id: string;
+  /**
+   * Its session: session-scoped budgets are answered only with one.
+   */
+  session_id?: string;
+  /**
+   * The user it acts for: user-scoped budgets are answered only with one.
+   */
+  on_behalf_of?: string;
+}
+/**
+ * Every decision with since <= evaluated_at < until (until defaults to the service's current time).
+ */
+export interface DecisionExportQuery {
+  /**
+   * ISO 8601 time, inclusive.
+   */
+  since: string;
+  /**
+   * ISO 8601 time, exclusive; default now.
+   */
+  until?: string;
+}
+export interface DecisionGetQuery {
+  /**
+   * Extension: hold the answer up to this many seconds while the decision awaits approval; it comes as soon as the review changes (at once when the decision is not awaiting approval).
+   */
+  wait?: number;
+  [k: string]: unknown;
+}
+/**
+ * The list parameters and the filters; filters given together all apply.
+ */
+export interface DecisionListQuery {
+  limit?: number;
+  /**
+   * Id of the last item of the previous page.
+   */
+  starting_after?: string;
+  /**
+   * Only this agent's decisions.
+   */
+  agent_id?: string;
+  /**
+   * Only decisions with this effect.
+   */
+  effect?: 'allow' | 'deny' | 'review';
+  /**
+   * Only decisions with this reason: policy.matched, or a deny reason (policy.not_found, policy.disabled, resource.not_allowed, budget.exceeded, agent.revoked).
+   */
+  reason?: string;
+  /**
+   * Only decisions of this session (agent run).
+   */
+  session_id?: string;
+  /**
+   * Only decisions made on behalf of this user.
+   */
+  on_behalf_of?: string;
+  /**
+   * true: only decisions whose outcome with the shadow policies enabled differs (metadata.shadow); false: only the others.
+   */
+  shadow_diverged?: boolean;
+}
+/**
+ * What the MCP gateway read in the result of the request this decision allowed (extension): the labels the result carries, which join the decision's session (source gateway), and what its detectors found. Never the matched text.
+ */
+export interface DecisionOutputRequest {
+  /**
+   * Labels the result carries (untrusted, private, secret, pii...): at most 32, each [a-z][a-z0-9_.-]{0,63}.
+   *
+   * @maxItems 32
+   */
+  labels: string[];
+  /**
+   * What the detectors found, per kind, rule and action; at most 64.
+   *
+   * @maxItems 64
+   *
+   * Items: What one detector rule found in a result, and what the gateway did (extension): never the matched text.
+   */
+  findings: {
+    /**
+     * The detector's label (secret, pii), or skipped for content that was not read (a binary blob, an image).
+     */
+    kind: string;
+    /**
+     * What matched: aws-access-key, github-token, email, phone, card, iban...; for skipped, the content's type (image, audio, blob).
+     */
+    rule: string;
+    /**
+     * How many matches.
+     */
+    count: number;
+    /**
+     * What the gateway did: labelled the result, redacted the matches, blocked the result, or did not read the content.
+     */
+    action: 'label' | 'redact' | 'block' | 'skipped';
+  }[];
+}
+export interface DecisionRequest {
+  /**
+   * The agent asking; registered on first sight.
+   */
+  agent_id: string;
+  /**
+   * namespace.verb ([a-z][a-z0-9_]* each part), no wildcards.
+   */
+  action: string;
+  /**
+   * Free-form resource, matched by policies' resource globs.
+   */
+  resource?: string | null;
+  /**
+   * Spend in the unit of the held budgets that apply (a currency, or tokens); when budgets of two held units apply, give amounts instead.
+   */
+  amount?: number | null;
+  /**
+   * Spend per held unit (extension), e.g. { "USD": 0.12, "tokens": 3000 }: each held budget that applies holds the amount of its unit.
+   */
+  amounts?: {
+    [k: string]: number;
+  } | null;
+  /**
+   * Read by policy conditions as context.*.
+   */
+  context?: {
+    [k: string]: unknown;
+  } | null;
+  /**
+   * Decision (and permit token) lifetime; default 300.
+   */
+  ttl_seconds?: number;
+  /**
+   * The agent run, conversation or task this request belongs to (extension). Stored, filterable, readable by conditions as session_id, carried in the permit as sid.
+   */
+  session_id?: string | null;
+  /**
+   * The user the agent acts for (extension). Stored, filterable, readable by conditions as on_behalf_of, carried in the permit as obo.
+   */
+  on_behalf_of?: string | null;
+  /**
+   * base64url SHA-256 of the RFC 8785 canonical JSON of the tool call's arguments (extension); the permit carries it as args.
+   */
+  args_digest?: string | null;
+}
+export interface DecisionResolveRequest {
+  /**
+   * Confirm only: the amount actually spent (defaults to the held amount).
+   */
+  amount?: number;
+  /**
+   * Confirm only (extension): per held unit, what was actually spent, e.g. { "USD": 0.09, "tokens": 2410 }; a unit not named confirms its held amount.
+   */
+  amounts?: {
+    [k: string]: number;
+  };
+}
+export interface ListQuery {
+  limit?: number;
+  /**
+   * Id of the last item of the previous page.
+   */
+  starting_after?: string;
+  /**
+   * Only this agent's items (decisions, budgets).
+   */
+  agent_id?: string;
+  /**
+   * Only events of this type.
+   */
+  type?: string;
+}
+export interface PermitVerifyRequest {
+  /**
+   * A permit token (compact JWS) from a decision.
+   */
+  token: string;
+}
+export interface ReviewListQuery {
+  /**
+   * open: oldest first (the queue); approved, denied: newest first.
+   */
+  status?: 'open' | 'approved' | 'denied';
+  limit?: number;
+  /**
+   * Id of the last item of the previous page.
+   */
+  starting_after?: string;
+}
+/**
+ * A reviewer's verdict on a review decision (extension: human review).
+ */
+export interface ReviewRequest {
+  /**
+   * approve: a decision awaiting approval becomes pending and gets its permit; deny: it becomes deny review.denied. On a review decision that did not wait, the verdict is recorded and changes nothing else.
+   */
+  verdict: 'approve' | 'deny';
+  /**
+   * Who reviews (a name or an email, as the reviewer's team knows them).
+   */
+  reviewer: string;
+  /**
+   * Why; shown with the review.
+   */
+  note?: string;
+}
+export interface SessionLabelsRequest {
+  /**
+   * Labels to add to the session, each [a-z][a-z0-9_.-]{0,63} (400 validation.invalid_field naming the bad one); at most 32 in one call (400 validation.too_many_labels); a session holds at most 256 (409 session.too_many_labels, nothing added)
+   *
+   * @minItems 1
+   */
+  labels: string[];
+  /**
+   * The agent whose tool found what the labels say (kept with the labels for audit)
+   */
+  agent_id: string;
+  /**
+   * Why, in words (`read /hr/salaries.csv`): answered with each label this call adds
+   */
+  detail?: string | null;
+}
+export interface StatsBudgetsQuery {
+  /**
+   * How many budgets, nearest their limits first.
+   */
+  limit?: number;
+}
+export interface StatsDecisionsQuery {
+  /**
+   * The window: the last this many minutes, the current one included.
+   */
+  minutes?: number;
+  /**
+   * How many of the agents and actions denied most.
+   */
+  top?: number;
+}
+export interface WebhookCreateRequest {
+  /**
+   * Where events are POSTed. Live: https and a public address only.
+   */
+  url: string;
+  /**
+   * ["*"] for every event, or event types (decision.allow, budget.exceeded, ...). Default ["*"].
+   *
+   * @minItems 1
+   * @maxItems 20
+   */
+  events?: string[];
+  description?: string;
+  /**
+   * Also send the Standard Webhooks headers (webhook-id, webhook-timestamp, webhook-signature) so receivers can refuse old deliveries. Default false.
+   */
+  standard_webhooks?: boolean;
+}
+export interface WebhookUpdateRequest {
+  url?: string;
+  /**
+   * @minItems 1
+   * @maxItems 20
+   */
+  events?: string[];
+  description?: string | null;
+  /**
+   * A disabled endpoint receives nothing; its pending deliveries wait.
+   */
+  status?: 'enabled' | 'disabled';
+  /**
+   * Turns the Standard Webhooks headers on or off. On: 400 for an endpoint registered before they existed (its secret is not whsec_ + base64).
+   */
+  standard_webhooks?: boolean;
 }

@@ -4,7 +4,7 @@
  */
 import { resolve } from 'node:path';
 import { isValidAction } from '../patterns/action.js';
-import type { DecisionRequest } from '../policy/types.js';
+import type { EvaluationInput } from '../policy/types.js';
 import { explain } from '../table/explain.js';
 import { requestWithHistory } from '../testing/history.js';
 import { historyLines } from '../testing/run-tests.js';
@@ -35,11 +35,11 @@ export interface ExplainOptions {
   format: OutputFormat;
 }
 
-export function requestFromOptions(o: ExplainOptions): DecisionRequest {
+export function requestFromOptions(o: ExplainOptions): EvaluationInput {
   if (!o.agent) throw new UsageError('missing --agent ID (the agent_id of the request to explain)');
   if (!o.action) throw new UsageError('missing --action NAMESPACE.VERB (e.g. payments.refund)');
   if (!isValidAction(o.action)) throw new UsageError(`--action ${o.action} is not namespace.verb ([a-z][a-z0-9_]* each, no wildcards)`);
-  const request: DecisionRequest = { agent_id: o.agent, action: o.action };
+  const request: EvaluationInput = { agent_id: o.agent, action: o.action };
   if (o.resource !== undefined) request.resource = o.resource;
   if (o.amount !== undefined) {
     const amount = Number(o.amount);

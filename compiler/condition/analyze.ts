@@ -2,14 +2,14 @@
 import { parseCondition, type ConditionAst, type ConditionIssue } from './ast.js';
 import { checkCondition } from './check.js';
 import { compileCondition } from './compile.js';
-import type { DecisionRequest } from '../policy/types.js';
+import type { EvaluationInput } from '../policy/types.js';
 
 export interface ConditionAnalysis {
   /** Present when the text parsed (even if it has type errors). */
   ast?: ConditionAst;
   issues: ConditionIssue[];
   /** Present only when there are no issues. */
-  evaluate?: (input: DecisionRequest) => boolean;
+  evaluate?: (input: EvaluationInput) => boolean;
 }
 
 export function analyzeCondition(text: string): ConditionAnalysis {

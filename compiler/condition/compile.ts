@@ -59,13 +59,13 @@
  * could decide it safely.
  */
 import { compileGlob, globMatches, type CompiledGlob } from '../patterns/glob.js';
-import type { DecisionRequest } from '../policy/types.js';
+import type { EvaluationInput } from '../policy/types.js';
 import type { HistoryProbe } from '../history/probe.js';
 import { FORBIDDEN_FIELDS, type ArithNode, type CallNode, type CompareNode, type ConditionAst, type HistoryNode, type PathNode } from './ast.js';
 import { probeOf } from './history.js';
 
-type Value = (input: DecisionRequest) => unknown;
-export type Test = (input: DecisionRequest) => boolean;
+type Value = (input: EvaluationInput) => unknown;
+export type Test = (input: EvaluationInput) => boolean;
 
 /** Deep-equality recursion bound (rule 3). */
 const MAX_EQUAL_DEPTH = 64;
@@ -125,7 +125,7 @@ export function readField(base: unknown, segments: readonly string[]): unknown {
 }
 
 /** The object a dotted path walks: the request's context, or the agent's stored attributes. */
-type Base = (input: DecisionRequest) => Record<string, unknown> | null | undefined;
+type Base = (input: EvaluationInput) => Record<string, unknown> | null | undefined;
 const contextOf: Base = (input) => input.context;
 const attributesOf: Base = (input) => input.agent_attributes;
 
@@ -541,6 +541,6 @@ function call(node: CallNode): Test {
  * console.log(holds(request), holds({ ...request, amount: 80 }), holds({ ...request, context: null })); // => true false false
  * ```
  */
-export function compileCondition(ast: ConditionAst): (input: DecisionRequest) => boolean {
+export function compileCondition(ast: ConditionAst): (input: EvaluationInput) => boolean {
   return test(ast);
 }

@@ -7,10 +7,10 @@
  */
 import type { ConditionAst } from './ast.js';
 import { test } from './compile.js';
-import type { DecisionRequest } from '../policy/types.js';
+import type { EvaluationInput } from '../policy/types.js';
 
 /** Never read: only path-free sub-expressions are evaluated. */
-const NO_INPUT: DecisionRequest = Object.freeze({ agent_id: '', action: '' });
+const NO_INPUT: EvaluationInput = Object.freeze({ agent_id: '', action: '' });
 
 function readsInput(node: ConditionAst): boolean {
   switch (node.kind) {

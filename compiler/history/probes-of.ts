@@ -5,7 +5,7 @@
  * probes (computed once, when the row is built), so a request costs one
  * candidate lookup, and nothing at all for a table without history.
  */
-import type { DecisionRequest } from '../policy/types.js';
+import type { EvaluationInput } from '../policy/types.js';
 import { collectCandidates } from '../table/action-trie.js';
 import type { DecisionTable } from '../table/build.js';
 import type { PolicyRow } from '../table/rows.js';
@@ -41,7 +41,7 @@ function addProbes(rows: readonly PolicyRow[], into: Map<string, HistoryProbe>, 
  * console.log(historyProbesFor(table, { agent_id: 'bot', action: 'payments.refund' })[0].key); // => count|payments.refund|3600|session|
  * ```
  */
-export function historyProbesFor(table: DecisionTable, request: DecisionRequest): readonly HistoryProbe[] {
+export function historyProbesFor(table: DecisionTable, request: EvaluationInput): readonly HistoryProbe[] {
   if (tableHistoryProbes(table).length === 0) return NONE;
   const found = new Map<string, HistoryProbe>();
   addProbes(collectCandidates(table.trie, request.agent_id, request.action), found, true);
@@ -97,7 +97,7 @@ export interface HistoryReading {
  * console.log(reading.fn, reading.scope, reading.value); // => count agent 2
  * ```
  */
-export function historyReadings(table: DecisionTable, request: DecisionRequest): HistoryReading[] {
+export function historyReadings(table: DecisionTable, request: EvaluationInput): HistoryReading[] {
   return historyProbesFor(table, request).map((probe) => {
     const value = request.history ? request.history(probe) : null;
     return {

@@ -17,7 +17,7 @@
  */
 import { jsonEqual, readField } from '../condition/compile.js';
 import { actionPatternMatches } from '../patterns/action.js';
-import type { DecisionRequest } from '../policy/types.js';
+import type { EvaluationInput } from '../policy/types.js';
 import type { HistoryProbe, HistoryValues } from './probe.js';
 
 /** An earlier decision, as history reads it. */
@@ -38,12 +38,12 @@ export interface EarlierDecision {
 }
 
 /** The value of a MATCH field on a request or an earlier decision (undefined: missing). */
-function fieldOf(decision: Pick<DecisionRequest, 'resource' | 'context'>, field: string): unknown {
+function fieldOf(decision: Pick<EvaluationInput, 'resource' | 'context'>, field: string): unknown {
   if (field === 'resource') return decision.resource ?? undefined;
   return readField(decision.context ?? undefined, field.split('.').slice(1));
 }
 
-function inScope(probe: HistoryProbe, request: DecisionRequest, d: EarlierDecision): boolean {
+function inScope(probe: HistoryProbe, request: EvaluationInput, d: EarlierDecision): boolean {
   switch (probe.scope) {
     case 'session':
       return d.session_id === request.session_id;
@@ -78,7 +78,7 @@ function inScope(probe: HistoryProbe, request: DecisionRequest, d: EarlierDecisi
  * console.log(historyValueOf(historyProbe('count', ['*'], '1h', 'user', []), request, earlier, now)); // => null
  * ```
  */
-export function historyValueOf(probe: HistoryProbe, request: DecisionRequest, earlier: readonly EarlierDecision[], nowMs: number): number | null {
+export function historyValueOf(probe: HistoryProbe, request: EvaluationInput, earlier: readonly EarlierDecision[], nowMs: number): number | null {
   if (probe.scope === 'session' && (request.session_id === undefined || request.session_id === null)) return null;
   if (probe.scope === 'user' && (request.on_behalf_of === undefined || request.on_behalf_of === null)) return null;
   const wanted = probe.match.map((field) => ({ field, value: fieldOf(request, field) }));
@@ -99,7 +99,7 @@ export function historyValueOf(probe: HistoryProbe, request: DecisionRequest, ea
 
 /**
  * A history provider for a request over a list of earlier decisions (what
- * `DecisionRequest.history` takes), every probe computed with
+ * `EvaluationInput.history` takes), every probe computed with
  * {@link historyValueOf} and remembered by key.
  *
  * @example
@@ -115,7 +115,7 @@ export function historyValueOf(probe: HistoryProbe, request: DecisionRequest, ea
  * console.log(evaluate(table, { ...request, history: historyValuesOf(request, earlier, now) }).effect); // => deny
  * ```
  */
-export function historyValuesOf(request: DecisionRequest, earlier: readonly EarlierDecision[], nowMs: number): HistoryValues {
+export function historyValuesOf(request: EvaluationInput, earlier: readonly EarlierDecision[], nowMs: number): HistoryValues {
   const known = new Map<string, number | null>();
   return (probe) => {
     let value = known.get(probe.key);

@@ -107,8 +107,14 @@ export interface Policy {
 /** Default priority when a policy gives none (lower number wins). */
 export const DEFAULT_PRIORITY = 100;
 
-/** What a decision is asked about. */
-export interface DecisionRequest {
+/**
+ * What the compiled table evaluates: a decision's request as conditions read it
+ * (the wire request, `DecisionRequest` of clients/typescript/wire.ts, without
+ * what only the service uses: `amounts`, `ttl_seconds`, `args_digest`), with
+ * what the service knows besides (the agent's attributes, the session's labels,
+ * the history values). Not a wire shape: the runtime builds it from one.
+ */
+export interface EvaluationInput {
   agent_id: string;
   action: string;
   resource?: string | null;

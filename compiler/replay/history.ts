@@ -9,7 +9,7 @@
  */
 import { historyValuesOf, type EarlierDecision } from '../history/reference.js';
 import type { HistoryValues } from '../history/probe.js';
-import type { DecisionRequest } from '../policy/types.js';
+import type { EvaluationInput } from '../policy/types.js';
 
 /** The earlier decisions of a replay, as the history its candidate reads (oldest first, bounded by the longest window). */
 export class ReplayHistory {
@@ -32,7 +32,7 @@ export class ReplayHistory {
    * console.log(typeof values); // => function
    * ```
    */
-  valuesAt(request: DecisionRequest, atMs: number): HistoryValues {
+  valuesAt(request: EvaluationInput, atMs: number): HistoryValues {
     return historyValuesOf(request, this.start === 0 ? this.log : this.log.slice(this.start), atMs);
   }
 

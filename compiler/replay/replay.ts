@@ -19,7 +19,7 @@
  *   only. A table deny is consistent with the stored deny and is not a change.
  */
 import { isValidAction } from '../patterns/action.js';
-import type { DecisionRequest, Effect } from '../policy/types.js';
+import type { EvaluationInput, Effect } from '../policy/types.js';
 import type { DecisionTable } from '../table/build.js';
 import { evaluate, type EvaluationReason } from '../table/evaluate.js';
 import type { ReplayHistory } from './history.js';
@@ -77,7 +77,7 @@ export function replayDecision(table: DecisionTable, value: unknown, history: Re
   if (typeof action !== 'string' || !isValidAction(action)) fail(`${id}: no valid action`);
   if (typeof effect !== 'string' || !EFFECTS.has(effect)) fail(`${id}: no valid effect`);
   if (typeof reason !== 'string') fail(`${id}: no reason`);
-  const request: DecisionRequest & Record<string, unknown> = { agent_id: agent, action };
+  const request: EvaluationInput & Record<string, unknown> = { agent_id: agent, action };
   const resource = d.resource;
   if (typeof resource === 'string') request.resource = resource;
   else if (resource != null) fail(`${id}: resource is not a string`);

@@ -4,7 +4,7 @@
  * + agent index) and a linear scan of every row, which is the reference the index
  * is property-tested against and what `explain` walks; both feed one `decide`.
  */
-import type { DecisionRequest, Effect, Policy } from '../policy/types.js';
+import type { EvaluationInput, Effect, Policy } from '../policy/types.js';
 import { collectCandidates, sortUnique } from './action-trie.js';
 import type { Tally } from './agent-index.js';
 import { isEnforced, type DecisionTable, type ShadowRows } from './build.js';
@@ -78,7 +78,7 @@ export interface ShadowOutcome {
  * console.log(evaluate(table, { ...request, resource: 'customer:7' }).reason); // => resource.not_allowed
  * ```
  */
-export function evaluate(table: DecisionTable, request: DecisionRequest): Evaluation {
+export function evaluate(table: DecisionTable, request: EvaluationInput): Evaluation {
   const tally: Tally = { enabled: 0, disabled: 0, allowCandidates: 0, allowResourceDrops: 0 };
   const candidates = collectCandidates(table.trie, request.agent_id, request.action, { resource: request.resource, tally });
   const evaluation = decide(candidates, request, tally);
@@ -105,7 +105,7 @@ export function evaluate(table: DecisionTable, request: DecisionRequest): Evalua
  * console.log(JSON.stringify(evaluateLinear(table, request)) === JSON.stringify(evaluate(table, request))); // => true
  * ```
  */
-export function evaluateLinear(table: DecisionTable, request: DecisionRequest): Evaluation {
+export function evaluateLinear(table: DecisionTable, request: EvaluationInput): Evaluation {
   const candidates = linearCandidates(table, request);
   const evaluation = decide(candidates, request);
   if (table.shadow === null) return evaluation;
@@ -113,12 +113,12 @@ export function evaluateLinear(table: DecisionTable, request: DecisionRequest): 
 }
 
 /** The enforcement rows (no shadow policy) whose agent filter and action pattern match, in rank order, by scanning all. */
-export function linearCandidates(table: DecisionTable, request: DecisionRequest): PolicyRow[] {
+export function linearCandidates(table: DecisionTable, request: EvaluationInput): PolicyRow[] {
   return table.rows.filter((row) => isEnforced(row) && agentMatches(row, request.agent_id) && actionMatches(row, request.action));
 }
 
 /** The shadow rows (enabled) whose agent filter and action pattern match, by scanning all. */
-export function linearShadowCandidates(shadow: ShadowRows, request: DecisionRequest): PolicyRow[] {
+export function linearShadowCandidates(shadow: ShadowRows, request: EvaluationInput): PolicyRow[] {
   return shadow.rows.filter((row) => agentMatches(row, request.agent_id) && actionMatches(row, request.action));
 }
 
@@ -149,7 +149,7 @@ export function linearShadowCandidates(shadow: ShadowRows, request: DecisionRequ
  * console.log(evaluate(table, { ...request, amount: 5 }).shadow); // => undefined
  * ```
  */
-export function evaluateWithShadow(table: DecisionTable, request: DecisionRequest): Evaluation {
+export function evaluateWithShadow(table: DecisionTable, request: EvaluationInput): Evaluation {
   const tally: Tally = { enabled: 0, disabled: 0, allowCandidates: 0, allowResourceDrops: 0 };
   const candidates = collectCandidates(table.trie, request.agent_id, request.action, { resource: request.resource, tally });
   if (table.shadow === null) return decide(candidates, request, tally);
@@ -161,7 +161,7 @@ export function evaluateWithShadow(table: DecisionTable, request: DecisionReques
  * their tally); null when no shadow row concerns the request's agent and action,
  * so the outcome cannot differ.
  */
-function shadowDecision(shadow: ShadowRows, candidates: PolicyRow[], tally: Tally, request: DecisionRequest): Evaluation | null {
+function shadowDecision(shadow: ShadowRows, candidates: PolicyRow[], tally: Tally, request: EvaluationInput): Evaluation | null {
   const shadowTally: Tally = { enabled: 0, disabled: 0, allowCandidates: 0, allowResourceDrops: 0 };
   const extra = collectCandidates(shadow.trie, request.agent_id, request.action, { resource: request.resource, tally: shadowTally });
   if (extra.length === 0 && shadowTally.enabled === 0) return null;
@@ -187,7 +187,7 @@ export function compareShadow(evaluation: Evaluation, withShadow: Evaluation | n
  * both sides of every comparison below, so the counts still decide correctly);
  * the surviving rows are put in rank order and made unique at the end.
  */
-export function decide(candidates: readonly PolicyRow[], request: DecisionRequest, skipped?: Tally): Evaluation {
+export function decide(candidates: readonly PolicyRow[], request: EvaluationInput, skipped?: Tally): Evaluation {
   // Rows the index already dropped on resource (whole groups) count as if seen here.
   let enabled = skipped?.enabled ?? 0;
   let disabled = skipped?.disabled ?? 0;

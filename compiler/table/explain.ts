@@ -7,7 +7,7 @@
 import { conditionPaths } from '../condition/index.js';
 import { historyReadings, type HistoryReading } from '../history/probes-of.js';
 import { probeText } from '../history/probe.js';
-import type { DecisionRequest, Policy } from '../policy/types.js';
+import type { EvaluationInput, Policy } from '../policy/types.js';
 import { isEnforced, type DecisionTable } from './build.js';
 import { compareShadow, decide, type Evaluation } from './evaluate.js';
 import { actionMatches, agentMatches, conditionHolds, resourceMatches, type PolicyRow } from './rows.js';
@@ -55,7 +55,7 @@ export interface Explanation {
  * console.log(trace[0].detail); // => condition is false: amount <= 50 (amount = 80)
  * ```
  */
-export function explain(table: DecisionTable, request: DecisionRequest): Explanation {
+export function explain(table: DecisionTable, request: EvaluationInput): Explanation {
   const trace: PolicyTrace[] = [];
   const candidates: PolicyRow[] = [];
   const shadowCandidates: PolicyRow[] = [];
@@ -97,7 +97,7 @@ function list(values: readonly string[]): string {
 }
 
 /** The values the condition read, e.g. ` (amount = 120, context.channel missing)`. */
-function inputs(row: PolicyRow, request: DecisionRequest): string {
+function inputs(row: PolicyRow, request: EvaluationInput): string {
   if (!row.conditionAst) return '';
   const parts = conditionPaths(row.conditionAst).map((path) => {
     const value = path === 'session.labels' ? (request.session_labels ?? []) : readPath(request, path);
@@ -110,7 +110,7 @@ function inputs(row: PolicyRow, request: DecisionRequest): string {
   return parts.length ? ` (${parts.join(', ')})` : '';
 }
 
-function readPath(request: DecisionRequest, path: string): unknown {
+function readPath(request: EvaluationInput, path: string): unknown {
   let value: unknown = request;
   // `agent.attributes.x` reads the request's agent_attributes.
   const segments = path.startsWith('agent.attributes') ? ['agent_attributes', ...path.split('.').slice(2)] : path.split('.');

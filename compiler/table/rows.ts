@@ -6,7 +6,7 @@
 import { compileGlob, globMatches, type CompiledGlob } from '../patterns/glob.js';
 import { compileCondition, conditionProbes, type ConditionAst } from '../condition/index.js';
 import type { HistoryProbe } from '../history/probe.js';
-import type { DecisionRequest, Effect, Policy } from '../policy/types.js';
+import type { EvaluationInput, Effect, Policy } from '../policy/types.js';
 import { actionPatternMatches } from '../patterns/action.js';
 
 export interface PolicyRow {
@@ -24,7 +24,7 @@ export interface PolicyRow {
   /** Resource globs; null = any resource (or none). */
   readonly resources: readonly CompiledGlob[] | null;
   readonly conditionAst: ConditionAst | null;
-  readonly condition: ((request: DecisionRequest) => boolean) | null;
+  readonly condition: ((request: EvaluationInput) => boolean) | null;
   /** The history probes its condition reads, unique by key (empty for most rows). */
   readonly probes: readonly HistoryProbe[];
 }
@@ -143,6 +143,6 @@ export function resourceMatches(row: PolicyRow, resource: string | null | undefi
   return false;
 }
 
-export function conditionHolds(row: PolicyRow, request: DecisionRequest): boolean {
+export function conditionHolds(row: PolicyRow, request: EvaluationInput): boolean {
   return row.condition === null || row.condition(request);
 }

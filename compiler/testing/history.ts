@@ -7,7 +7,7 @@
  */
 import { historyValuesOf, type EarlierDecision } from '../history/reference.js';
 import { durationSeconds } from '../history/probe.js';
-import type { DecisionRequest } from '../policy/types.js';
+import type { EvaluationInput } from '../policy/types.js';
 
 /** An earlier decision as a test file writes it (schemas/policy-test.schema.json#/$defs/earlierDecision). */
 export interface TestHistoryEntry {
@@ -40,11 +40,11 @@ export const TEST_NOW_MS = Date.parse('2026-01-01T12:00:00.000Z');
  * console.log(d.agent_id, d.session_id, d.amount, d.effect, d.at_ms); // => bot s1 5 allow 3000000
  * ```
  */
-export function earlierDecisionsOf(entries: readonly TestHistoryEntry[], request: DecisionRequest, nowMs: number): EarlierDecision[] {
+export function earlierDecisionsOf(entries: readonly TestHistoryEntry[], request: EvaluationInput, nowMs: number): EarlierDecision[] {
   return entries.map((e) => {
     const seconds = durationSeconds(e.ago);
     if (seconds === undefined) throw new Error(`ago ${JSON.stringify(e.ago)} is not a duration (<n>s, <n>m, <n>h or <n>d)`);
-    const own = <K extends keyof TestHistoryEntry & keyof DecisionRequest>(key: K) => (e[key] !== undefined ? e[key] : request[key]);
+    const own = <K extends keyof TestHistoryEntry & keyof EvaluationInput>(key: K) => (e[key] !== undefined ? e[key] : request[key]);
     return {
       action: e.action,
       agent_id: e.agent_id ?? request.agent_id,
@@ -75,12 +75,12 @@ export function earlierDecisionsOf(entries: readonly TestHistoryEntry[], request
  * ```
  */
 export function requestWithHistory(
-  request: DecisionRequest,
+  request: EvaluationInput,
   entries: readonly TestHistoryEntry[] | undefined,
   labels: readonly string[] | undefined,
   nowMs = TEST_NOW_MS,
-): DecisionRequest {
-  const out: DecisionRequest = { ...request, history: historyValuesOf(request, earlierDecisionsOf(entries ?? [], request, nowMs), nowMs) };
+): EvaluationInput {
+  const out: EvaluationInput = { ...request, history: historyValuesOf(request, earlierDecisionsOf(entries ?? [], request, nowMs), nowMs) };
   if (labels !== undefined) out.session_labels = labels;
   return out;
 }

@@ -1,7 +1,7 @@
 /** Running policy test cases against a compiled table, field by field. */
 import { probeText } from '../history/probe.js';
 import { historyReadings, type HistoryReading } from '../history/probes-of.js';
-import type { DecisionRequest } from '../policy/types.js';
+import type { EvaluationInput } from '../policy/types.js';
 import type { DecisionTable } from '../table/build.js';
 import { evaluate, type Evaluation } from '../table/evaluate.js';
 import { requestWithHistory } from './history.js';
@@ -24,7 +24,7 @@ export interface CaseResult {
 }
 
 /** The request a case is decided with: its history (`history:`) and its session's labels. */
-export function caseRequest(testCase: TestCase): DecisionRequest {
+export function caseRequest(testCase: TestCase): EvaluationInput {
   return requestWithHistory(testCase.request, testCase.history, testCase.session_labels);
 }
 

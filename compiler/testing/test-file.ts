@@ -2,14 +2,14 @@
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import type { Diagnostic } from '../diagnostics/diagnostic.js';
 import { readYaml, type SourceFile, type YamlDocument } from '../policy/source.js';
-import type { DecisionRequest, Effect } from '../policy/types.js';
+import type { EvaluationInput, Effect } from '../policy/types.js';
 import { describePath } from '../policy/validate.js';
 import { loadSchema } from '../schemas.js';
 import type { TestHistoryEntry } from './history.js';
 
 export interface TestCase {
   name: string;
-  request: DecisionRequest;
+  request: EvaluationInput;
   expect: {
     effect: Effect;
     reason?: string;

@@ -10,6 +10,7 @@
  * permit. Nothing here decides or reviews: DecisionService and Approvals do.
  */
 import type { Clock } from '../clock.js';
+import type { AuthzenAccessRequest } from '../../clients/typescript/wire.js';
 import { ApiError, DecisionExpiredError, DecisionNotFoundError, DecisionNotReviewableError } from '../errors/api-error.js';
 import type { Sql } from '../store/connect.js';
 import { findDecision, type DecisionRow } from '../store/decisions.js';
@@ -35,11 +36,8 @@ export interface AccessRequestDeps {
   redact?: readonly RedactionPath[];
 }
 
-/** The body of POST /access/v1/requests as this service reads it (other members are ignored). */
-export interface AccessRequestBody {
-  denial: { evaluation_id: string; expires_at?: string; reason?: string };
-  context?: Json | null;
-}
+/** The body of POST /access/v1/requests (generated from schemas/api/authzen-access-request.schema.json; other members are ignored). */
+export type AccessRequestBody = AuthzenAccessRequest;
 
 /** What `context.approval` of a re-evaluation names: the approval's id, or null when it is not an approval object. */
 export function approvalId(context: Json | null | undefined): string | null {

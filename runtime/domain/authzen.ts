@@ -17,6 +17,7 @@
 import { authzenActionOf, MAX_AUTHZEN_ACTION_NAME } from '../../compiler/index.js';
 import { ApiError, InvalidActionError, InvalidFieldError, MissingFieldError } from '../errors/api-error.js';
 import { where } from '../shared/storable.js';
+import type { AuthzenEvaluationRequest, AuthzenEvaluationsRequest } from '../../clients/typescript/wire.js';
 import type { DecisionRow } from '../store/decisions.js';
 import type { Principal } from '../tenant.js';
 import { permits } from './decision-state.js';
@@ -24,37 +25,10 @@ import type { DecisionInput } from './decisions.js';
 
 type Json = Record<string, unknown>;
 
-export interface AuthzenSubject {
-  type: string;
-  id: string;
-  properties?: Json;
-}
-export interface AuthzenAction {
-  name: string;
-  properties?: Json;
-}
-export interface AuthzenResource {
-  type: string;
-  id: string;
-  properties?: Json;
-}
-/** One access evaluation (the body of POST /access/v1/evaluation). */
-export interface AuthzenEvaluation {
-  subject: AuthzenSubject;
-  action: AuthzenAction;
-  resource: AuthzenResource;
-  context?: Json | null;
-  options?: Json;
-}
-/** The body of POST /access/v1/evaluations: defaults, then the entries. */
-export interface AuthzenEvaluations {
-  subject?: AuthzenSubject;
-  action?: AuthzenAction;
-  resource?: AuthzenResource;
-  context?: Json | null;
-  options?: Json;
-  evaluations?: unknown[];
-}
+/** One access evaluation: the body of POST /access/v1/evaluation (generated from schemas/api/authzen-evaluation.schema.json), as readEvaluation reads it. */
+export type AuthzenEvaluation = AuthzenEvaluationRequest;
+/** The body of POST /access/v1/evaluations (generated from schemas/api/authzen-evaluations.schema.json): defaults, then the entries. */
+export type AuthzenEvaluations = AuthzenEvaluationsRequest;
 
 /** What the decision API allows: agent ids up to 256 characters, resources up to 1024. */
 export const MAX_AGENT_ID_LENGTH = 256;
@@ -139,7 +113,8 @@ export function readEvaluation(value: unknown, at = ''): AuthzenEvaluation {
   } as unknown as AuthzenEvaluation;
   if (value.context !== undefined && value.context !== null && !isObject(value.context)) throw invalid(`${at}/context`, 'must be object');
   if (value.options !== undefined && !isObject(value.options)) throw invalid(`${at}/options`, 'must be object');
-  if (value.context !== undefined) evaluation.context = value.context as Json | null;
+  // A null context (which a batch entry may carry) is no context.
+  if (value.context !== undefined && value.context !== null) evaluation.context = value.context as Json;
   if (value.options !== undefined) evaluation.options = value.options as Json;
   return evaluation;
 }

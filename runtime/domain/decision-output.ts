@@ -8,16 +8,14 @@
  * decision.output_recorded.
  */
 import type { Clock } from '../clock.js';
+import type { DecisionOutputRequest } from '../../clients/typescript/wire.js';
 import { DecisionNotFoundError, DecisionOutputRecordedError } from '../errors/api-error.js';
 import type { Sql, Tx } from '../store/connect.js';
 import { findDecision, recordDecisionOutput, type DecisionRow, type OutputFindingRow } from '../store/decisions.js';
 import type { Principal } from '../tenant.js';
 
-/** The body of POST /v1/decisions/:id/output (schemas/api/decision-output.schema.json). */
-export interface DecisionOutputBody {
-  labels: string[];
-  findings: OutputFindingRow[];
-}
+/** The body of POST /v1/decisions/:id/output (generated from schemas/api/decision-output.schema.json). */
+export type DecisionOutputBody = DecisionOutputRequest;
 
 /**
  * Adds a decision's output labels to its session, inside the caller's

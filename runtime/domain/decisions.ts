@@ -8,7 +8,8 @@
  * decisions, before the answer is sent. A preview runs the same steps and
  * uses nothing.
  */
-import { actionPatternMatches, DEFAULT_APPROVAL_TIMEOUT_SECONDS, evaluate, isValidAction, matchGlob, type DecisionRequest, type Policy } from '../../compiler/index.js';
+import { actionPatternMatches, DEFAULT_APPROVAL_TIMEOUT_SECONDS, evaluate, isValidAction, matchGlob, type EvaluationInput, type Policy } from '../../compiler/index.js';
+import type { DecisionRequest } from '../../clients/typescript/wire.js';
 import type { Clock } from '../clock.js';
 import {
   DecisionAlreadyConfirmedError,
@@ -49,19 +50,8 @@ import type { DecisionWriter } from './decision-writer.js';
 import type { CompiledSet, PolicySets } from './policy-sets.js';
 import { newLabels, type SessionLabels } from './session-labels.js';
 
-export interface DecisionInput {
-  agent_id: string;
-  action: string;
-  resource?: string | null;
-  amount?: number | null;
-  /** Per held unit, when budgets of two held units apply (`{ "USD": 0.12, "tokens": 3000 }`). */
-  amounts?: Record<string, number> | null;
-  context?: Record<string, unknown> | null;
-  ttl_seconds?: number;
-  session_id?: string | null;
-  on_behalf_of?: string | null;
-  args_digest?: string | null;
-}
+/** The body of `POST /v1/decisions` (and of the preview): the type generated from schemas/api/decision-request.schema.json. */
+export type DecisionInput = DecisionRequest;
 
 export const DEFAULT_TTL_SECONDS = 300;
 
@@ -100,7 +90,7 @@ interface Prepared {
   set: CompiledSet;
   status: KnownStatus;
   /** The request as the table evaluates it (its `history` provider added per evaluation). */
-  request: DecisionRequest;
+  request: EvaluationInput;
   /** Decided before the table (revoked agent, exhausted budget), or null. */
   settled: Outcome | null;
   plan: HistoryPlan | null;
@@ -468,7 +458,7 @@ export class DecisionService {
     const { status, attributes } = known instanceof Promise ? await known : known;
     const set = await policySets.get(principal.accountId, principal.environment);
     const policy = (policyId: string) => set.table.byId.get(policyId)?.policy;
-    const request: DecisionRequest = {
+    const request: EvaluationInput = {
       agent_id: input.agent_id,
       action: input.action,
       resource: input.resource ?? null,

@@ -4,6 +4,7 @@
  * once approved. What a verdict changes is domain/approvals.ts.
  */
 import type { Clock } from '../clock.js';
+import type { ReviewRequest } from '../../clients/typescript/wire.js';
 import {
   DecisionAlreadyReviewedError,
   DecisionAwaitingApprovalError,
@@ -34,11 +35,8 @@ export interface ReviewServiceDeps {
   permits: PermitIssuer;
 }
 
-export interface ReviewBody {
-  verdict: 'approve' | 'deny';
-  reviewer: string;
-  note?: string;
-}
+/** The body of POST /v1/decisions/:id/review (generated from schemas/api/review-request.schema.json). */
+export type ReviewBody = ReviewRequest;
 
 /** The longest `?wait=` (seconds). */
 export const MAX_WAIT_SECONDS = 60;

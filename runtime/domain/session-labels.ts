@@ -13,7 +13,8 @@
  * labels only when one of its candidate policies reads `session.labels` or adds
  * labels ({@link SessionLabels.forDecision}); other decisions do no extra work.
  */
-import { actionPatternMatches, matchGlob, type DecisionRequest, type DecisionTable, type Policy } from '../../compiler/index.js';
+import { actionPatternMatches, matchGlob, type EvaluationInput, type DecisionTable, type Policy } from '../../compiler/index.js';
+import type { SessionLabelsRequest } from '../../clients/typescript/wire.js';
 import type { Clock } from '../clock.js';
 import { InvalidFieldError, SessionFullError, SessionNotFoundError, TooManyLabelsError } from '../errors/api-error.js';
 import { TtlCache } from '../shared/ttl-cache.js';
@@ -30,12 +31,8 @@ export const MAX_LABELS_PER_CALL = 32;
 /** A label: what docs/policies.md#labels allows (`private`, `untrusted`, `pii`, `external.mail`). */
 export const LABEL_PATTERN = /^[a-z][a-z0-9_.-]{0,63}$/;
 
-/** POST /v1/sessions/:session_id/labels. */
-export interface LabelsInput {
-  labels: string[];
-  agent_id: string;
-  detail?: string | null;
-}
+/** The body of POST /v1/sessions/:session_id/labels (generated from schemas/api/session-labels.schema.json). */
+export type LabelsInput = SessionLabelsRequest;
 
 /** The label-related rows of a policy set: the only ones a decision reads labels for. */
 interface LabelRows {
@@ -81,7 +78,7 @@ export class SessionLabels {
   async forDecision(
     t: Tenant,
     table: DecisionTable,
-    request: DecisionRequest & { session_id?: string | null },
+    request: EvaluationInput & { session_id?: string | null },
     guess = false,
   ): Promise<{ labels: string[]; guessed: boolean } | null> {
     const sessionId = request.session_id;
@@ -221,7 +218,7 @@ export function newLabels(held: readonly string[], adds: readonly string[]): str
 }
 
 /** A policy whose agents and actions match the request (a candidate of steps 4-6). */
-function candidate(policy: Policy, request: DecisionRequest): boolean {
+function candidate(policy: Policy, request: EvaluationInput): boolean {
   if (policy.agents !== undefined && !policy.agents.some((g) => matchGlob(g, request.agent_id))) return false;
   return policy.actions.some((pattern) => actionPatternMatches(pattern, request.action));
 }

@@ -4,6 +4,7 @@
  * deliveries and replays.
  */
 import { randomBytes } from 'node:crypto';
+import type { WebhookCreateRequest, WebhookUpdateRequest } from '../../clients/typescript/wire.js';
 import type { Principal } from '../tenant.js';
 import type { Clock } from '../clock.js';
 import { InvalidFieldError, InvalidUrlError, WebhookNotFoundError } from '../errors/api-error.js';
@@ -29,14 +30,8 @@ import { DeliveryNotFoundError } from '../errors/api-error.js';
 import { standardWebhookKey } from '../webhooks/standard-webhooks.js';
 import { checkWebhookUrl, resolveProblem, type UrlRules } from '../webhooks/url-policy.js';
 
-export interface EndpointInput {
-  url?: string;
-  events?: string[];
-  description?: string | null;
-  status?: 'enabled' | 'disabled';
-  /** Deliveries also carry the Standard Webhooks headers (webhook-id, webhook-timestamp, webhook-signature). */
-  standard_webhooks?: boolean;
-}
+/** What an endpoint is changed with: the body of `PUT /v1/webhooks/:id` (generated from schemas/api/webhook-update.schema.json). */
+export type EndpointInput = WebhookUpdateRequest;
 
 /**
  * A new signing secret: `whsec_` + 32 random bytes in base64 (with `+`, `/`
@@ -82,7 +77,7 @@ export class WebhookEndpoints {
   }
 
   /** The row and its secret in clear (answered once, never again). */
-  async create(p: Principal, input: EndpointInput & { url: string }): Promise<{ row: EndpointRow; secret: string }> {
+  async create(p: Principal, input: WebhookCreateRequest): Promise<{ row: EndpointRow; secret: string }> {
     const url = await this.checkUrl(p, input.url);
     const events = input.events ?? ['*'];
     checkEvents(events);

@@ -5,7 +5,7 @@
  * environment's policies can see it; and the scope keys locked while it reads
  * and records. Pure: no store access (./history.ts reads).
  */
-import { actionPatternMatches, historyProbesFor, tableHistoryProbes, type DecisionRequest, type DecisionTable, type HistoryProbe } from '../../compiler/index.js';
+import { actionPatternMatches, historyProbesFor, tableHistoryProbes, type EvaluationInput, type DecisionTable, type HistoryProbe } from '../../compiler/index.js';
 import { MissingFieldError } from '../errors/api-error.js';
 import type { HistoryCheck, HistoryRecord } from '../store/history.js';
 import type { Tenant } from '../tenant.js';
@@ -116,7 +116,7 @@ const lockKey = (t: Tenant, scope: string, key: string | null) => [t.accountId, 
  */
 export function planHistory(
   table: DecisionTable,
-  request: DecisionRequest,
+  request: EvaluationInput,
   subject: HistorySubject,
   tenant: Tenant,
   options: { reads: boolean; retentionDays: number | null; nowMs: number },

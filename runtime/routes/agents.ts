@@ -1,5 +1,6 @@
 /** /v1/agents: list, read, set attributes (extension), revoke (fires agent.revoked), restore (domain/agents.ts); revoke and restore take no body or `{}`. */
 import type { FastifyPluginAsync } from 'fastify';
+import type { AgentUpdateRequest } from '../../clients/typescript/wire.js';
 import { loadSchema } from '../../compiler/index.js';
 import { emptyBody, noBodyIsEmpty } from '../http/empty-body.js';
 import { listQuerySchema, pageParams, type ListQuery } from '../http/list.js';
@@ -28,7 +29,7 @@ export const agentRoutes: FastifyPluginAsync = async (app) => {
 
   // An empty id cannot be given attributes (it is no agent a decision could name).
   const putParams = { ...params, properties: { agent_id: { type: 'string', minLength: 1, maxLength: 256 } } } as const;
-  app.put<{ Params: { agent_id: string }; Body: { attributes: Record<string, unknown> } }>(
+  app.put<{ Params: { agent_id: string }; Body: AgentUpdateRequest }>(
     '/v1/agents/:agent_id',
     { config: { scope: 'agents:write' }, schema: { params: putParams, body: loadSchema('api/agent-update') } },
     async (request) => agentResource(await agentService.setAttributes(request.principal, request.params.agent_id, request.body.attributes), request.principal.environment),

@@ -1,14 +1,15 @@
 /** /v1/decisions: decide (decideRoutes), read, list, confirm, reject, record a result's output (decisionRoutes). */
 import { Readable } from 'node:stream';
 import type { FastifyPluginAsync } from 'fastify';
+import type { ActionsPossibleRequest, DecisionExportQuery, DecisionGetQuery, DecisionListQuery, DecisionResolveRequest } from '../../clients/typescript/wire.js';
 import { InvalidFieldError } from '../errors/api-error.js';
-import { type Effect, loadSchema } from '../../compiler/index.js';
+import { loadSchema } from '../../compiler/index.js';
 import { decisionAnswerToStore, decisionResource, previewResource, replayableDecisionAnswer } from '../presenters/decision.js';
 import type { DecisionInput } from '../domain/decisions.js';
 import type { DecisionOutputBody } from '../domain/decision-output.js';
 import { requestDeadline } from '../http/deadline.js';
 import type { IdempotentAnswers } from '../http/idempotency.js';
-import { pageParams, type ListQuery } from '../http/list.js';
+import { pageParams } from '../http/list.js';
 import { dataList, listBody } from '../presenters/list.js';
 import { idParams } from '../http/params.js';
 import { queryTime } from '../http/query-time.js';
@@ -16,8 +17,6 @@ import { LongPolls } from '../http/long-polls.js';
 
 /** The list parameters plus the filters (an unknown effect: 400 validation.invalid_field). */
 const listQuerySchema = loadSchema('api/decision-list-query');
-
-type DecisionListQuery = Omit<ListQuery, 'type'> & { effect?: Effect; reason?: string; session_id?: string; on_behalf_of?: string; shadow_diverged?: boolean };
 
 // No minLength: an empty id (what fetch or a browser sends for the id `.`, resolving dot segments) is the resource's 404 like any unknown id.
 
@@ -76,14 +75,14 @@ export const decisionRoutes: FastifyPluginAsync = async (app) => {
   );
 
   // Yes or no per action for this agent, never which policy.
-  app.post<{ Body: { agent_id: string; actions: string[] } }>(
+  app.post<{ Body: ActionsPossibleRequest }>(
     '/v1/actions/possible',
     { config: { scope: 'decisions:write' }, schema: { body: loadSchema('api/actions-possible') } },
     async (request) => dataList(await decisions.possible(request.principal, request.body.agent_id, request.body.actions)),
   );
 
   // NDJSON, oldest first, streamed a page at a time (constant memory however many).
-  app.get<{ Querystring: { since: string; until?: string } }>(
+  app.get<{ Querystring: DecisionExportQuery }>(
     '/v1/decisions/export',
     { config: { scope: 'decisions:read' }, schema: { querystring: loadSchema('api/decision-export-query') } },
     async (request, reply) => {
@@ -98,7 +97,7 @@ export const decisionRoutes: FastifyPluginAsync = async (app) => {
   );
 
   // ?wait=SECONDS (extension): held while the decision awaits approval, answered as soon as its review changes.
-  app.get<{ Params: { id: string }; Querystring: { wait?: number } }>(
+  app.get<{ Params: { id: string }; Querystring: DecisionGetQuery }>(
     '/v1/decisions/:id',
     { config: { scope: 'decisions:read' }, schema: { params: idParams, querystring: loadSchema('api/decision-get-query') } },
     async (request, reply) => {
@@ -130,7 +129,7 @@ export const decisionRoutes: FastifyPluginAsync = async (app) => {
     ['confirm', 'confirmed'],
     ['reject', 'rejected'],
   ] as const) {
-    app.post<{ Params: { id: string }; Body: { amount?: number; amounts?: Record<string, number> } | undefined }>(
+    app.post<{ Params: { id: string }; Body: DecisionResolveRequest | undefined }>(
       `/v1/decisions/:id/${verb}`,
       {
         config: { scope: 'decisions:write' },

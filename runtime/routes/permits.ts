@@ -1,5 +1,6 @@
 /** GET /.well-known/jwks.json (public) and POST /v1/permits/verify. */
 import type { FastifyPluginAsync } from 'fastify';
+import type { PermitVerifyRequest } from '../../clients/typescript/wire.js';
 import { loadSchema } from '../../compiler/index.js';
 import { permitVerificationResource } from '../presenters/permit.js';
 
@@ -14,7 +15,7 @@ export const permitRoutes: FastifyPluginAsync = async (app) => {
     return ring.jwks();
   });
 
-  app.post<{ Body: { token: string } }>(
+  app.post<{ Body: PermitVerifyRequest }>(
     '/v1/permits/verify',
     { config: { scope: 'permits:verify' }, schema: { body: loadSchema('api/permit-verify') } },
     // 200 { valid: true, claims } or { valid: false, reason, claims } (the permit no longer stands); 401 for a bad token.

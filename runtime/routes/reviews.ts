@@ -6,6 +6,7 @@
  * GET /v1/decisions/:id?wait= (routes/decisions.ts).
  */
 import type { FastifyPluginAsync } from 'fastify';
+import type { ReviewListQuery, StatsBudgetsQuery, StatsDecisionsQuery } from '../../clients/typescript/wire.js';
 import { loadSchema } from '../../compiler/index.js';
 import type { ReviewBody } from '../domain/reviews.js';
 import type { IdempotentAnswers } from '../http/idempotency.js';
@@ -16,8 +17,6 @@ import { permitResource } from '../presenters/permit.js';
 import { budgetStatsBody, decisionStatsBody } from '../presenters/stats.js';
 import { idParams } from '../http/params.js';
 import { emptyBody, noBodyIsEmpty } from '../http/empty-body.js';
-
-type ReviewListQuery = { status?: 'open' | 'approved' | 'denied'; limit?: number; starting_after?: string };
 
 export const reviewRoutes: FastifyPluginAsync = async (app) => {
   const { reviews, reviewWaiters, stats, clock } = app.services;
@@ -63,13 +62,13 @@ export const reviewRoutes: FastifyPluginAsync = async (app) => {
     async (request) => permitResource(await reviews.permit(request.principal, request.params.id)),
   );
 
-  app.get<{ Querystring: { minutes?: number; top?: number } }>(
+  app.get<{ Querystring: StatsDecisionsQuery }>(
     '/v1/stats/decisions',
     { config: { scope: 'decisions:read' }, schema: { querystring: loadSchema('api/stats-decisions-query') } },
     async (request) => decisionStatsBody(await stats.decisions(request.principal, request.query.minutes ?? 60, request.query.top ?? 5), request.principal.environment),
   );
 
-  app.get<{ Querystring: { limit?: number } }>(
+  app.get<{ Querystring: StatsBudgetsQuery }>(
     '/v1/stats/budgets',
     { config: { scope: 'budgets:read' }, schema: { querystring: loadSchema('api/stats-budgets-query') } },
     async (request) => budgetStatsBody(await stats.budgetsNearestLimit(request.principal, request.query.limit ?? 5), request.principal.environment),

@@ -1,7 +1,7 @@
 /** /v1/webhooks: endpoints (create, list, read, change, delete), their deliveries, replay (domain/webhooks.ts). */
 import type { FastifyPluginAsync } from 'fastify';
 import { loadSchema } from '../../compiler/index.js';
-import type { EndpointInput } from '../domain/webhooks.js';
+import type { WebhookCreateRequest, WebhookUpdateRequest } from '../../clients/typescript/wire.js';
 import { listQuerySchema, pageParams, type ListQuery } from '../http/list.js';
 import { listBody } from '../presenters/list.js';
 import { createdEndpointResource, deletedEndpointResource, deliveryResource, endpointResource } from '../presenters/webhook.js';
@@ -18,7 +18,7 @@ export const webhookRoutes: FastifyPluginAsync = async (app) => {
   const { webhooks } = app.services;
   const manage = { scope: 'webhooks:manage' as const };
 
-  app.post<{ Body: EndpointInput & { url: string } }>('/v1/webhooks', { config: manage, schema: { body: loadSchema('api/webhook-create') } }, async (request, reply) => {
+  app.post<{ Body: WebhookCreateRequest }>('/v1/webhooks', { config: manage, schema: { body: loadSchema('api/webhook-create') } }, async (request, reply) => {
     const { row, secret } = await webhooks.create(request.principal, request.body);
     return reply.code(201).send(createdEndpointResource(row, secret));
   });
@@ -32,7 +32,7 @@ export const webhookRoutes: FastifyPluginAsync = async (app) => {
     endpointResource(await webhooks.get(request.principal, request.params.id)),
   );
 
-  app.put<{ Params: { id: string }; Body: EndpointInput }>(
+  app.put<{ Params: { id: string }; Body: WebhookUpdateRequest }>(
     '/v1/webhooks/:id',
     { config: manage, schema: { params: idParams, body: loadSchema('api/webhook-update') } },
     async (request) => endpointResource(await webhooks.update(request.principal, request.params.id, request.body)),

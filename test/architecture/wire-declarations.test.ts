@@ -1,22 +1,38 @@
 /**
  * No hand-written copy of a wire type: runtime/ (the dashboard's JSDoc
  * included) and clients/typescript/ use the types generated from the answer
- * schemas (clients/typescript/wire.ts) instead of declaring their own.
+ * and request schemas (clients/typescript/wire.ts) instead of declaring their
+ * own; and no interface or type literal in runtime/ or clients/ copies a
+ * request's fields under another name.
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { handWrittenWireTypes, KNOWN_INTERNAL, WIRE_MODULE, wireTypeNames } from './wire-declarations.js';
+import { handWrittenRequestShapes, handWrittenWireTypes, KNOWN_INTERNAL, KNOWN_INTERNAL_SHAPES, requestShapes, WIRE_MODULE, wireTypeNames } from './wire-declarations.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-function sources(): Record<string, string> {
+function sources(folders: RegExp = /^(runtime|clients\/typescript)\//): Record<string, string> {
   const files = execFileSync('git', ['ls-files', '*.ts', '*.js'], { cwd: ROOT, encoding: 'utf8' })
     .split('\n')
-    .filter((f) => /^(runtime|clients\/typescript)\//.test(f));
+    .filter((f) => folders.test(f));
   return Object.fromEntries(files.map((f) => [f, readFileSync(`${ROOT}${f}`, 'utf8')]));
 }
+
+/** `POST /v1/decisions`'s body as runtime/domain/decisions.ts wrote it by hand before it took the generated type. */
+const OLD_DECISION_INPUT = `export interface DecisionInput {
+  agent_id: string;
+  action: string;
+  resource?: string | null;
+  amount?: number | null;
+  amounts?: Record<string, number> | null;
+  context?: Record<string, unknown> | null;
+  ttl_seconds?: number;
+  session_id?: string | null;
+  on_behalf_of?: string | null;
+  args_digest?: string | null;
+}`;
 
 describe('wire types are declared once (the generated module)', () => {
   const names = wireTypeNames(readFileSync(`${ROOT}${WIRE_MODULE}`, 'utf8'));
@@ -59,5 +75,61 @@ describe('wire types are declared once (the generated module)', () => {
       [WIRE_MODULE]: 'export interface Decision { id: string }',
     };
     expect(handWrittenWireTypes(good, names)).toEqual([]);
+  });
+
+  describe('request shapes', () => {
+    const wire = readFileSync(`${ROOT}${WIRE_MODULE}`, 'utf8');
+    const requests = requestShapes(wire);
+    const everywhere = sources(/^(runtime|clients)\//);
+
+    it('reads the generated request types with their fields', () => {
+      expect(requests.map((r) => r.name)).toEqual(
+        expect.arrayContaining(['DecisionRequest', 'DecisionResolveRequest', 'DecisionOutputRequest', 'SessionLabelsRequest', 'AuthzenEvaluationRequest', 'BudgetRemainingQuery']),
+      );
+      const decision = requests.find((r) => r.name === 'DecisionRequest')!;
+      expect([...decision.required].sort()).toEqual(['action', 'agent_id']);
+      expect(decision.fields.size).toBe(10);
+      expect(names).toEqual(expect.arrayContaining(['DecisionRequest', 'SessionLabelsRequest', 'DecisionListQuery']));
+    });
+
+    it('no interface or type literal in runtime/ or clients/ copies a request', () => {
+      expect(handWrittenRequestShapes(everywhere, requests)).toEqual([]);
+    });
+
+    it('each known internal shape still exists (the list only shrinks)', () => {
+      for (const k of KNOWN_INTERNAL_SHAPES) {
+        const file = k.shape.slice(0, k.shape.indexOf(':'));
+        expect(handWrittenRequestShapes({ [file]: everywhere[file] ?? '' }, requests, []), k.shape).toContain(k.shape);
+      }
+    });
+
+    it('refuses the hand-written DecisionInput of old, under any name, and copies of other requests', () => {
+      const bad = {
+        'runtime/domain/decisions.ts': OLD_DECISION_INPUT,
+        'runtime/domain/preview.ts': OLD_DECISION_INPUT.replace('DecisionInput', 'PreviewBody').replace('  args_digest?: string | null;\n', '  extra?: boolean;\n'),
+        'clients/typescript/types.ts': 'export type LabelsInput = { labels: string[]; agent_id: string; detail?: string | null };',
+        'runtime/routes/permits.ts': 'app.post<{ Body: { token: string } }>(url, handler);',
+        'runtime/domain/authzen.ts': 'export interface Evaluation { subject: S; action: A; resource: R; context?: C }',
+      };
+      expect(handWrittenRequestShapes(bad, requests)).toEqual([
+        'runtime/domain/decisions.ts: DecisionInput ~ DecisionRequest',
+        'runtime/domain/preview.ts: PreviewBody ~ DecisionRequest',
+        'clients/typescript/types.ts: LabelsInput ~ SessionLabelsRequest',
+        'runtime/routes/permits.ts: { token } ~ PermitVerifyRequest',
+        'runtime/domain/authzen.ts: Evaluation ~ AuthzenEvaluationRequest',
+      ]);
+    });
+
+    it('lets the generated types, aliases of them, store rows and unrelated shapes through', () => {
+      const good = {
+        'runtime/domain/decisions.ts': "import type { DecisionRequest } from '../../clients/typescript/wire.js';\nexport type DecisionInput = DecisionRequest;",
+        'clients/typescript/types.ts': "export type LabelsInput = SessionLabelsRequest & { session_id?: string };\nexport type { DecisionRequest } from './wire.js';",
+        'runtime/store/decisions.ts': OLD_DECISION_INPUT.replace('DecisionInput', 'DecisionRow'),
+        'runtime/domain/limits.ts':
+          'interface Key { agent_id: string; resource: string }\ninterface Usage { agent_id: string; session_id: string; on_behalf_of: string; limit: number; unit: string; held: number; consumed: number; period: string; policy_id: string }',
+        [WIRE_MODULE]: wire,
+      };
+      expect(handWrittenRequestShapes(good, requests)).toEqual([]);
+    });
   });
 });

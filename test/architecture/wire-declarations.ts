@@ -1,12 +1,15 @@
 /**
- * The wire types (the public answers' shapes) are declared once, in the module
- * generated from schemas/api/answers/ (clients/typescript/wire.ts). A
+ * The wire types (the public answers' and requests' shapes) are declared once,
+ * in the module generated from schemas/api/ (clients/typescript/wire.ts). A
  * TypeScript `interface` or `type` alias, or a dashboard JSDoc `@typedef`,
  * named like one of them anywhere else in runtime/, clients/typescript/ or the
  * dashboard is a hand-written copy; importing or re-exporting the generated
  * type (`export type { Decision } from './wire.js'`, `@typedef
  * {import('.../wire.js').Decision} Decision`, or the same name through a
  * module that imports it: `@typedef {import('./api.js').Decision} Decision`) is not.
+ * A request shape is also recognised by its fields, whatever its name
+ * ({@link handWrittenRequestShapes}): a request is typed by its generated type
+ * (`type DecisionInput = DecisionRequest`), never by a copy of its fields.
  */
 import ts from 'typescript';
 
@@ -24,6 +27,16 @@ export const KNOWN_INTERNAL: ReadonlyArray<{ file: string; name: string; why: st
   { file: 'runtime/domain/decision-state.ts', name: 'DecisionPreview', why: "the evaluation's outcome previewResource presents" },
   { file: 'runtime/domain/permits.ts', name: 'PermitVerification', why: "the verifier's result, without object" },
   { file: 'runtime/domain/policy-validation.ts', name: 'PolicyValidation', why: 'the validation outcome (plain data) presenters/policy-validation.ts presents' },
+];
+
+/**
+ * Internal types whose fields look like a request's but are not one (a parsed
+ * form, a key): named here with why. This list may only shrink: the test also
+ * fails when an entry no longer exists.
+ */
+export const KNOWN_INTERNAL_SHAPES: ReadonlyArray<{ shape: string; why: string }> = [
+  { shape: 'runtime/domain/decisions.ts: { since, until } ~ DecisionExportQuery', why: "the export's range, parsed into Dates by the route" },
+  { shape: 'runtime/domain/budgets.ts: { agent_id, session_id, on_behalf_of } ~ BudgetRemainingQuery', why: "a budget's key (agent_id null for a user's budget)" },
 ];
 
 /** The names the generated module exports. */
@@ -82,6 +95,86 @@ export function handWrittenWireTypes(files: Record<string, string>, wireNames: r
     if (path === WIRE_MODULE) continue;
     const found = path.endsWith('.js') ? jsdocDeclarations(text, names) : tsDeclarations(path, text, names);
     for (const name of found) if (!known.has(`${path}: ${name}`)) out.push(`${path}: ${name}`);
+  }
+  return out;
+}
+
+/** The generated request types (their names end in `Request` or `Query`) with their fields, and which of those are required. */
+export interface RequestShape {
+  name: string;
+  fields: ReadonlySet<string>;
+  required: ReadonlySet<string>;
+}
+
+/** Each generated request type's top-level fields, read from the generated module. */
+export function requestShapes(source: string): RequestShape[] {
+  const file = ts.createSourceFile(WIRE_MODULE, source, ts.ScriptTarget.ES2022, true);
+  return file.statements
+    .filter((s): s is ts.InterfaceDeclaration => ts.isInterfaceDeclaration(s) && /(Request|Query)$/.test(s.name.text))
+    .map((s) => {
+      const props = s.members.filter(ts.isPropertySignature);
+      return { name: s.name.text, fields: new Set(props.map(propertyName)), required: new Set(props.filter((p) => !p.questionToken).map(propertyName)) };
+    });
+}
+
+function propertyName(p: ts.PropertySignature): string {
+  return ts.isIdentifier(p.name) || ts.isStringLiteral(p.name) ? p.name.text : p.name.getText();
+}
+
+/**
+ * Whether `fields` (an interface's or a type literal's) copy the request's: all
+ * of its required fields (it has some), at least two fields (or all when it has
+ * one) and nothing it lacks (a copy, perhaps of part of it); or at least three
+ * quarters of the fields of a request of four or more, with fewer other fields
+ * than half as many (a copy with fields added; a store row or a figure that
+ * carries a request's ids among many fields of its own is not one).
+ *
+ * @example
+ * const decision = { name: 'DecisionRequest', fields: new Set(['agent_id', 'action', 'resource', 'amount']), required: new Set(['agent_id', 'action']) };
+ * copiesRequest(new Set(['agent_id', 'action', 'resource']), decision); // => true
+ * copiesRequest(new Set(['agent_id', 'action', 'resource', 'amount', 'more']), decision); // => true
+ * copiesRequest(new Set(['agent_id', 'resource']), decision); // => false
+ */
+export function copiesRequest(fields: ReadonlySet<string>, request: RequestShape): boolean {
+  const common = [...fields].filter((f) => request.fields.has(f)).length;
+  const part = request.required.size > 0 && common === fields.size && fields.size >= Math.min(request.fields.size, 2) && [...request.required].every((f) => fields.has(f));
+  return part || (request.fields.size >= 4 && common * 4 >= request.fields.size * 3 && (fields.size - common) * 2 < common);
+}
+
+/**
+ * Every hand-written request shape among the TypeScript `files` (path -> text):
+ * an `interface` or an object type literal (a `type` alias's, or one written
+ * in place, as a route's `Body: { token: string }`) whose fields copy a
+ * generated request type's ({@link copiesRequest}), as `path: Name ~ RequestType`
+ * (`{ a, b }`, its fields, for a literal without a name); the generated module,
+ * the store (its rows are what is stored, and it may not import the wire types)
+ * and the `known` internal shapes aside.
+ *
+ * @example
+ * handWrittenRequestShapes({ 'runtime/routes/permits.ts': 'app.post<{ Body: { token: string } }>(url, handler);' }, [{ name: 'PermitVerifyRequest', fields: new Set(['token']), required: new Set(['token']) }]); // => ['runtime/routes/permits.ts: { token } ~ PermitVerifyRequest']
+ */
+export function handWrittenRequestShapes(
+  files: Record<string, string>,
+  requests: readonly RequestShape[],
+  known: ReadonlyArray<{ shape: string }> = KNOWN_INTERNAL_SHAPES,
+): string[] {
+  const out: string[] = [];
+  for (const [path, text] of Object.entries(files)) {
+    if (path === WIRE_MODULE || path.startsWith('runtime/store/') || !path.endsWith('.ts')) continue;
+    const file = ts.createSourceFile(path, text, ts.ScriptTarget.ES2022, true);
+    const visit = (node: ts.Node): void => {
+      const members = ts.isInterfaceDeclaration(node) || ts.isTypeLiteralNode(node) ? node.members : null;
+      if (members) {
+        const fields = new Set(members.filter(ts.isPropertySignature).map(propertyName));
+        const name = ts.isInterfaceDeclaration(node) ? node.name.text : ts.isTypeAliasDeclaration(node.parent) ? node.parent.name.text : `{ ${[...fields].join(', ')} }`;
+        for (const request of requests) {
+          const found = `${path}: ${name} ~ ${request.name}`;
+          if (copiesRequest(fields, request) && !known.some((k) => k.shape === found)) out.push(found);
+        }
+      }
+      ts.forEachChild(node, visit);
+    };
+    visit(file);
   }
   return out;
 }

@@ -9,7 +9,7 @@ import { parse } from 'yaml';
 import { generatePolicySet, policySetToYaml } from '../../bench/compiler/generate.js';
 import { cedarAgreesWithPriorities, policyToCedar, prepareCedar, type CedarPeer } from '../../bench/compiler/peers/cedar.js';
 import { prepareCasbin } from '../../bench/compiler/peers/casbin.js';
-import type { DecisionRequest, Policy } from '../../compiler/index.js';
+import type { EvaluationInput, Policy } from '../../compiler/index.js';
 
 const globCache = new Map<string, RegExp>();
 function globRe(glob: string): RegExp {
@@ -35,7 +35,7 @@ function actionMatches(pattern: string, action: string): boolean {
 }
 
 /** Our semantics, linear: enabled matches, lowest priority, deny > review > allow; review counts as allow. */
-function reference(policies: readonly Policy[], req: DecisionRequest): 'allow' | 'deny' {
+function reference(policies: readonly Policy[], req: EvaluationInput): 'allow' | 'deny' {
   const rank = { deny: 0, review: 1, allow: 2 } as const;
   let best: Policy | null = null;
   for (const p of policies) {
@@ -57,7 +57,7 @@ afterAll(() => {
   for (const peer of cedarPeers) peer.dispose();
 });
 
-async function checkSet(policies: Policy[], requests: DecisionRequest[]) {
+async function checkSet(policies: Policy[], requests: EvaluationInput[]) {
   const expected = requests.map((r) => reference(policies, r));
   const cedar = prepareCedar(policies);
   cedarPeers.push(cedar);
@@ -151,7 +151,7 @@ describe('peers agree with our semantics', () => {
       P('pol_g', { effect: 'allow', priority: 100, actions: ['pay.transfer'], agents: ['a-*'] }),
       P('pol_h', { effect: 'allow', agents: ['quote"back\\slash*'], actions: ['x.y'] }),
     ];
-    const requests: DecisionRequest[] = [
+    const requests: EvaluationInput[] = [
       { agent_id: 'a-1', action: 'docs.read', resource: 'doc:1' },
       { agent_id: 'a-1', action: 'docs.read' },
       { agent_id: 'a-1', action: 'docs.read', resource: 'file:x' },
@@ -196,7 +196,7 @@ describe('peers agree with our semantics', () => {
       { id: 'pol_deny', name: 'deny', state: 'enabled', priority: 50, effect: 'deny', actions: ['pay.*'] },
       { id: 'pol_exc', name: 'exc', state: 'enabled', priority: 5, effect: 'allow', agents: ['boss'], actions: ['pay.transfer'] },
     ];
-    const req: DecisionRequest = { agent_id: 'boss', action: 'pay.transfer' };
+    const req: EvaluationInput = { agent_id: 'boss', action: 'pay.transfer' };
     expect(reference(policies, req)).toBe('allow');
     expect(cedarAgreesWithPriorities(policies)).toBe(false);
     const cedar = prepareCedar(policies);

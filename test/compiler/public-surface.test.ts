@@ -32,7 +32,7 @@ import {
   readPolicyValue,
   readSource,
   type CliIo,
-  type DecisionRequest,
+  type EvaluationInput,
   type DecisionTable,
 } from 'agent-authz/compiler';
 import { createPermitVerifier, PermitError, PermitExpiredError, PermitMismatchError, PermitSignatureInvalidError } from 'agent-authz/verifier';
@@ -79,7 +79,7 @@ describe('agent-authz/compiler', () => {
 
   it('decides requests against the support example', () => {
     const support = table('support');
-    const refund: DecisionRequest = {
+    const refund: EvaluationInput = {
       agent_id: 'support-bot-1',
       action: 'payments.refund',
       resource: 'order:100482',
@@ -108,7 +108,7 @@ describe('agent-authz/compiler', () => {
     });
     afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-    const requests: DecisionRequest[] = [
+    const requests: EvaluationInput[] = [
       { agent_id: 'support-bot-1', action: 'orders.read', resource: 'order:1', context: { channel: 'chat', customer_email: 'a@mail.example' } },
       { agent_id: 'support-bot-1', action: 'payments.refund', resource: 'order:1', amount: 30, context: { channel: 'chat' } },
       { agent_id: 'support-bot-1', action: 'payments.refund', resource: 'order:1', amount: 30, context: { order_source: 'marketplace-ebay' } },

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { checkCondition, compileCondition, compileSources, MAX_DEPTH, MAX_LENGTH, parseCondition, readPolicyValue, type DecisionRequest } from '../../compiler/index.js';
+import { checkCondition, compileCondition, compileSources, MAX_DEPTH, MAX_LENGTH, parseCondition, readPolicyValue, type EvaluationInput } from '../../compiler/index.js';
 import { weirdValue } from './helpers/mutations.js';
 
 const example = (p: string) => readFileSync(fileURLToPath(new URL(`../../examples/${p}`, import.meta.url)), 'utf8');
@@ -258,7 +258,7 @@ const conditionText = fc.oneof(
   fc.integer({ min: 500, max: 3000 }).map((n) => Array.from({ length: n }, (_, i) => `amount == ${i}`).join(' || ')),
 );
 
-const requests: fc.Arbitrary<DecisionRequest> = fc.record({
+const requests: fc.Arbitrary<EvaluationInput> = fc.record({
   agent_id: fc.string({ maxLength: 10 }),
   action: fc.constantFrom('orders.read', 'a.b'),
   resource: fc.option(fc.string({ maxLength: 10 }), { nil: null }),

@@ -9,7 +9,7 @@
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { evaluate, type DecisionRequest } from '../../compiler/index.js';
+import { evaluate, type EvaluationInput } from '../../compiler/index.js';
 import { historyProbe, type HistoryProbe } from '../../compiler/history/probe.js';
 import { historyValueOf, historyValuesOf, type EarlierDecision } from '../../compiler/history/reference.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
@@ -75,7 +75,7 @@ describe.each(STORE_KINDS)('history values equal the reference computed from the
         for (const s of steps) {
           rt.clock.advance(s.advance);
           const nowMs = rt.clock.now();
-          const request: DecisionRequest = {
+          const request: EvaluationInput = {
             agent_id: `bot-${run}-${s.agent}`,
             action: s.action,
             resource: s.resource,

@@ -29,7 +29,7 @@
  */
 import { createRequire } from 'node:module';
 import type { Adapter, Model } from 'casbin';
-import type { DecisionRequest, Policy } from '../../../compiler/index.js';
+import type { EvaluationInput, Policy } from '../../../compiler/index.js';
 
 /**
  * The CommonJS build, on purpose: casbin's ESM build (what `import 'casbin'`
@@ -41,7 +41,7 @@ import type { DecisionRequest, Policy } from '../../../compiler/index.js';
 const { newEnforcer, newModelFromString } = createRequire(import.meta.url)('casbin') as typeof import('casbin');
 
 export interface CasbinPeer {
-  evaluate(req: DecisionRequest): 'allow' | 'deny';
+  evaluate(req: EvaluationInput): 'allow' | 'deny';
   /** Model, rules and enforcer construction (including Casbin's sort), in milliseconds. */
   prepareMs: number;
   /** Number of Casbin rules (policies expand to agent x resource x action rules). */
@@ -129,7 +129,7 @@ export async function prepareCasbin(policies: readonly Policy[], options: Casbin
   return {
     prepareMs,
     rules: rules.length,
-    evaluate(req: DecisionRequest): 'allow' | 'deny' {
+    evaluate(req: EvaluationInput): 'allow' | 'deny' {
       return enforcer.enforceSync(req.agent_id, req.resource ?? null, req.action) ? 'allow' : 'deny';
     },
   };

@@ -33,10 +33,10 @@
  * not do that. Review is reported as allow. Conditions are not translated.
  */
 import { preparsePolicySet, statefulIsAuthorized, type Context, type EntityUid } from '@cedar-policy/cedar-wasm/nodejs';
-import type { DecisionRequest, Policy } from '../../../compiler/index.js';
+import type { EvaluationInput, Policy } from '../../../compiler/index.js';
 
 export interface CedarPeer {
-  evaluate(req: DecisionRequest): 'allow' | 'deny';
+  evaluate(req: EvaluationInput): 'allow' | 'deny';
   /** Replaces the cached policy set with an empty one (cedar-wasm has no removal call). */
   dispose(): void;
   /** Translation to Cedar text plus pre-parsing, in milliseconds. */
@@ -131,7 +131,7 @@ export function prepareCedar(policies: readonly Policy[]): CedarPeer {
   const noResource: EntityUid = { type: 'NoResource', id: '' };
   return {
     prepareMs,
-    evaluate(req: DecisionRequest): 'allow' | 'deny' {
+    evaluate(req: EvaluationInput): 'allow' | 'deny' {
       const hasResource = req.resource !== undefined && req.resource !== null;
       const context: Context = hasResource ? { agent: req.agent_id, action: req.action, resource: req.resource! } : { agent: req.agent_id, action: req.action };
       const answer = statefulIsAuthorized({

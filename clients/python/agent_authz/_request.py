@@ -29,7 +29,12 @@ class DecisionRequest(_RequiredFields, total=False):
     client's default).
 
     ``amounts``: spend per held unit when budgets of several held units apply,
-    e.g. ``{"USD": 0.12, "tokens": 3000}``.
+    e.g. ``{"USD": 0.12, "tokens": 3000}``. ``args_digest``: the base64url
+    SHA-256 (43 characters) of the RFC 8785 canonical JSON of the tool call's
+    arguments; the permit carries it as ``args``.
+
+    test/clients/python-request-fields.test.ts holds these fields to
+    schemas/api/decision-request.schema.json.
     """
 
     resource: Optional[str]
@@ -39,6 +44,7 @@ class DecisionRequest(_RequiredFields, total=False):
     session_id: Optional[str]
     on_behalf_of: Optional[str]
     amounts: Optional[Dict[str, float]]
+    args_digest: Optional[str]
 
 
 REQUIRED: Tuple[str, ...] = tuple(name for name in DecisionRequest.__annotations__ if name in DecisionRequest.__required_keys__)

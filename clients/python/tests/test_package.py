@@ -114,6 +114,7 @@ EXPECTED_KEYWORDS = [
     ("session_id", None),
     ("on_behalf_of", None),
     ("amounts", None),
+    ("args_digest", None),
 ]
 
 

@@ -9,7 +9,7 @@
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { DecisionRequest, Evaluation } from '../../../compiler/index.js';
+import type { EvaluationInput, Evaluation } from '../../../compiler/index.js';
 
 export const KEY = 'svc_test_sk_0123456789abcdefghijklmnopqrstuv';
 
@@ -88,7 +88,7 @@ async function stream(res: ServerResponse, options: ExportOptions): Promise<void
 /** A stored decision as the export gives it (the decision resource plus its context). */
 export function storedDecision(
   id: string,
-  request: DecisionRequest,
+  request: EvaluationInput,
   outcome: Pick<Evaluation, 'effect' | 'reason' | 'policy_id'>,
   extra: Record<string, unknown> = {},
 ): Record<string, unknown> {

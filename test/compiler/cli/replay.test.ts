@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { replayCommand } from '../../../compiler/cli/replay.js';
-import { compileSources, findYamlFiles, isPolicyFile, readSource, type DecisionRequest, type DecisionTable, evaluate } from '../../../compiler/index.js';
+import { compileSources, findYamlFiles, isPolicyFile, readSource, type EvaluationInput, type DecisionTable, evaluate } from '../../../compiler/index.js';
 import { KEY, startExportServer, storedDecision, type ExportOptions, type ExportServer } from './export-server.js';
 import { repoRoot } from './run-cli.js';
 
@@ -38,19 +38,19 @@ afterEach(async () => {
 });
 
 const chat = { channel: 'chat' };
-const refund = (amount: number, context: Record<string, unknown> = chat): DecisionRequest => ({
+const refund = (amount: number, context: Record<string, unknown> = chat): EvaluationInput => ({
   agent_id: 'support-bot-1',
   action: 'payments.refund',
   resource: 'order:1',
   amount,
   context,
 });
-const read: DecisionRequest = { agent_id: 'support-bot-2', action: 'orders.read', resource: 'order:7', context: chat };
+const read: EvaluationInput = { agent_id: 'support-bot-2', action: 'orders.read', resource: 'order:7', context: chat };
 
 /** Stored as the live policies decided it. */
-const decided = (id: string, request: DecisionRequest) => storedDecision(id, request, evaluate(live, request));
+const decided = (id: string, request: EvaluationInput) => storedDecision(id, request, evaluate(live, request));
 /** Denied before the table with this reason. */
-const preTable = (id: string, request: DecisionRequest, reason: string) => storedDecision(id, request, { effect: 'deny', reason: reason as never, policy_id: null });
+const preTable = (id: string, request: EvaluationInput, reason: string) => storedDecision(id, request, { effect: 'deny', reason: reason as never, policy_id: null });
 
 /** Eight decisions: three change with the candidate (one of them pre-table). */
 const DECISIONS = [

@@ -6,11 +6,11 @@
  */
 import { describe, expect, it } from 'vitest';
 import { analyzeCondition, checkCondition, parseCondition, type ConditionAst } from '../../../compiler/condition/index.js';
-import type { DecisionRequest } from '../../../compiler/policy/types.js';
+import type { EvaluationInput } from '../../../compiler/policy/types.js';
 import { runCli, tempTree } from '../cli/run-cli.js';
 
-const base: DecisionRequest = { agent_id: 'morty', action: 'authzen.can_update_todo' };
-const holds = (text: string, request: DecisionRequest): boolean => {
+const base: EvaluationInput = { agent_id: 'morty', action: 'authzen.can_update_todo' };
+const holds = (text: string, request: EvaluationInput): boolean => {
   const analysis = analyzeCondition(text);
   expect(analysis.issues, text).toEqual([]);
   return analysis.evaluate!(request);

@@ -1,20 +1,20 @@
 import { describe, expect, it } from 'vitest';
 import { analyzeCondition, compileCondition, parseCondition, type ConditionAst } from '../../../compiler/condition/index.js';
 import { globWork } from '../../../compiler/patterns/glob.js';
-import type { DecisionRequest } from '../../../compiler/policy/types.js';
+import type { EvaluationInput } from '../../../compiler/policy/types.js';
 
-function compiled(text: string): (input: DecisionRequest) => boolean {
+function compiled(text: string): (input: EvaluationInput) => boolean {
   const analysis = analyzeCondition(text);
   expect(analysis.issues, text).toEqual([]);
   return analysis.evaluate!;
 }
 
-const base: DecisionRequest = { agent_id: 'support-bot-1', action: 'payments.refund' };
-const withContext = (context: Record<string, unknown> | null | undefined, extra: Partial<DecisionRequest> = {}): DecisionRequest =>
+const base: EvaluationInput = { agent_id: 'support-bot-1', action: 'payments.refund' };
+const withContext = (context: Record<string, unknown> | null | undefined, extra: Partial<EvaluationInput> = {}): EvaluationInput =>
   context === undefined ? { ...base, ...extra } : { ...base, ...extra, context };
 
 /** Each row: condition, request, expected. */
-function table(rows: Array<[string, DecisionRequest, boolean]>) {
+function table(rows: Array<[string, EvaluationInput, boolean]>) {
   for (const [text, request, expected] of rows) {
     it(`${text} on ${JSON.stringify(request)} is ${expected}`, () => {
       const result = compiled(text)(request);
@@ -39,7 +39,7 @@ describe('compileCondition: the example from the policy docs', () => {
 
 describe('compileCondition: logic truth tables', () => {
   const ctx = (a: unknown, b: unknown) => withContext({ a, b });
-  const rows: Array<[string, DecisionRequest, boolean]> = [];
+  const rows: Array<[string, EvaluationInput, boolean]> = [];
   for (const a of [true, false]) {
     for (const b of [true, false]) {
       rows.push(['context.a && context.b', ctx(a, b), a && b]);

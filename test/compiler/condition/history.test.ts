@@ -15,7 +15,7 @@ import {
   type ConditionAst,
   type ConditionIssue,
 } from '../../../compiler/condition/index.js';
-import { compileSources, createBundle, evaluate, loadBundle, type DecisionRequest } from '../../../compiler/index.js';
+import { compileSources, createBundle, evaluate, loadBundle, type EvaluationInput } from '../../../compiler/index.js';
 import { historyProbesFor, historyReadings, tableHistoryProbes } from '../../../compiler/history/probes-of.js';
 import { durationSeconds, historyProbe, probeText, windowSeconds, type HistoryProbe } from '../../../compiler/history/probe.js';
 import { historyValueOf, type EarlierDecision } from '../../../compiler/history/reference.js';
@@ -38,7 +38,7 @@ const ast = (text: string): ConditionAst => {
   return r.ast!;
 };
 
-const req: DecisionRequest = { agent_id: 'bot', action: 'payments.refund' };
+const req: EvaluationInput = { agent_id: 'bot', action: 'payments.refund' };
 
 describe('history calls: compile errors at line and column', () => {
   const cases: Array<[string, string, number, number, RegExp]> = [
@@ -130,7 +130,7 @@ describe('arithmetic', () => {
   });
 
   it('gives a missing value, so a false comparison, for a missing operand or a division by zero', () => {
-    const holds = (text: string, r: DecisionRequest) => compileCondition(ast(text))(r);
+    const holds = (text: string, r: EvaluationInput) => compileCondition(ast(text))(r);
     expect(holds('amount + 1 > 0', { ...req, amount: 1 })).toBe(true);
     expect(holds('amount + 1 > 0', req)).toBe(false);
     expect(holds('!(amount + 1 > 0)', req)).toBe(true);
@@ -200,7 +200,7 @@ describe('probes', () => {
 
   it('of a request are those of its candidate policies, enforced and shadow (not disabled ones, not other agents or actions)', () => {
     expect(diagnostics.filter((d) => d.severity === 'error')).toEqual([]);
-    const keys = (r: DecisionRequest) => historyProbesFor(table!, r).map((p) => p.key);
+    const keys = (r: EvaluationInput) => historyProbesFor(table!, r).map((p) => p.key);
     expect(keys({ agent_id: 'bot-1', action: 'payments.refund' })).toEqual([
       'count|payments.refund|3600|session|',
       'denied|*|600|agent|',
@@ -277,7 +277,7 @@ describe('the reference history computation', () => {
     effect: 'allow',
     at_ms: now - 60_000,
   };
-  const r: DecisionRequest = { agent_id: 'a1', action: 'shop.buy', session_id: 's1', on_behalf_of: 'u1', resource: 'cart:1', context: { claim: { id: 'c1' } } };
+  const r: EvaluationInput = { agent_id: 'a1', action: 'shop.buy', session_id: 's1', on_behalf_of: 'u1', resource: 'cart:1', context: { claim: { id: 'c1' } } };
   const value = (probe: HistoryProbe, earlier: EarlierDecision[], request = r) => historyValueOf(probe, request, earlier, now);
 
   it('counts within the window (its start included), per scope, per outcome', () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { compileCondition, isConstantFalse, MAX_LENGTH, parseCondition, printCondition, type ConditionAst } from '../../../compiler/condition/index.js';
-import type { DecisionRequest } from '../../../compiler/policy/types.js';
+import type { EvaluationInput } from '../../../compiler/policy/types.js';
 import { historyProbe, type HistoryFunction, type HistoryScope } from '../../../compiler/history/probe.js';
 
 const pos = { offset: 0, line: 1, col: 1 };
@@ -159,7 +159,7 @@ function canon(v: unknown): string {
 }
 const same = (a: V, b: V) => canon(a) === canon(b);
 
-function read(req: DecisionRequest, node: Extract<ConditionAst, { kind: 'path' }>): V {
+function read(req: EvaluationInput, node: Extract<ConditionAst, { kind: 'path' }>): V {
   if (node.root === 'agent_id') return req.agent_id;
   if (node.root === 'action') return req.action;
   if (node.root === 'resource') return req.resource ?? MISSING;
@@ -173,7 +173,7 @@ function read(req: DecisionRequest, node: Extract<ConditionAst, { kind: 'path' }
   return v === undefined ? MISSING : v;
 }
 
-function val(req: DecisionRequest, node: ConditionAst): V {
+function val(req: EvaluationInput, node: ConditionAst): V {
   switch (node.kind) {
     case 'literal':
       return node.value;
@@ -198,7 +198,7 @@ function val(req: DecisionRequest, node: ConditionAst): V {
 }
 
 /** The provider's value for the call, looked up by a probe built from the call's literal arguments. */
-function historyCount(req: DecisionRequest, node: Extract<ConditionAst, { kind: 'history' }>): V {
+function historyCount(req: EvaluationInput, node: Extract<ConditionAst, { kind: 'history' }>): V {
   const text = (n: ConditionAst | undefined): string[] =>
     n === undefined ? [] : n.kind === 'literal' ? [n.value as string] : (n as { items: Array<{ value: string }> }).items.map((i) => i.value);
   const [actions, window, scope, match] = node.args;
@@ -207,7 +207,7 @@ function historyCount(req: DecisionRequest, node: Extract<ConditionAst, { kind: 
   return typeof v === 'number' ? v : MISSING;
 }
 
-function member(req: DecisionRequest, x: V, list: ConditionAst): boolean {
+function member(req: EvaluationInput, x: V, list: ConditionAst): boolean {
   if (x === MISSING) return false;
   if (list.kind === 'list')
     return list.items.some((i) => {
@@ -228,7 +228,7 @@ function globRegex(glob: string): RegExp {
   );
 }
 
-function truth(req: DecisionRequest, node: ConditionAst): boolean {
+function truth(req: EvaluationInput, node: ConditionAst): boolean {
   switch (node.kind) {
     case 'literal':
       return node.value === true;
@@ -298,11 +298,11 @@ const contextValue: fc.Arbitrary<Record<string, unknown>> = fc.dictionary(
   { maxKeys: 5 },
 );
 /** A history provider: a value (or null: unknown) per probe key, from a small pool (or none at all). */
-const historyProvider: fc.Arbitrary<DecisionRequest['history']> = fc.option(
+const historyProvider: fc.Arbitrary<EvaluationInput['history']> = fc.option(
   fc.func(fc.constantFrom<number | null>(0, 1, 2, 3, 7.5, null)).map((f) => (probe: { key: string }) => f(probe.key)),
   { nil: undefined },
 );
-const request: fc.Arbitrary<DecisionRequest> = fc.record(
+const request: fc.Arbitrary<EvaluationInput> = fc.record(
   {
     agent_id: fc.constantFrom('a', 'ab', 'b'),
     action: fc.constantFrom('a', 'b', 'x.y'),

@@ -13,7 +13,7 @@ import { compileCondition, parseCondition } from '../../../compiler/condition/in
 import { compileSources } from '../../../compiler/compile.js';
 import { actionPatternMatches } from '../../../compiler/patterns/action.js';
 import { compileGlob, globMatches, globWork } from '../../../compiler/patterns/glob.js';
-import type { DecisionRequest } from '../../../compiler/policy/types.js';
+import type { EvaluationInput } from '../../../compiler/policy/types.js';
 import { evaluate, evaluateLinear } from '../../../compiler/table/evaluate.js';
 
 /** The steps one call takes. */
@@ -66,7 +66,7 @@ describe('glob matching is linear in steps', () => {
 });
 
 describe('matches() in conditions and whole evaluations stay linear', () => {
-  const request = (over: Partial<DecisionRequest>): DecisionRequest => ({ agent_id: 'x', action: 'orders.read', resource: null, amount: null, context: null, ...over });
+  const request = (over: Partial<EvaluationInput>): EvaluationInput => ({ agent_id: 'x', action: 'orders.read', resource: null, amount: null, context: null, ...over });
 
   it("matches(context.s, '*a*a*...*b') and matches(context.s, context.g) on a 100k string", () => {
     const pattern = `${'*a'.repeat(500)}*b`;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { evaluate, evaluateLinear } from '../../../compiler/table/evaluate.js';
-import type { DecisionRequest } from '../../../compiler/policy/types.js';
+import type { EvaluationInput } from '../../../compiler/policy/types.js';
 import { tableFromYaml } from './helpers.js';
 
 const table = tableFromYaml(`
@@ -49,7 +49,7 @@ policies:
     condition: "context.classification == 'secret'"
 `);
 
-const decide = (request: DecisionRequest) => {
+const decide = (request: EvaluationInput) => {
   const indexed = evaluate(table, request);
   expect(evaluateLinear(table, request)).toEqual(indexed);
   return { ...indexed, matched: indexed.matched.map((p) => p.id) };

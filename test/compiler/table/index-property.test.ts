@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { compileItems } from '../../../compiler/compile.js';
 import { readPolicyValue } from '../../../compiler/policy/read.js';
-import type { DecisionRequest, Policy } from '../../../compiler/policy/types.js';
+import type { EvaluationInput, Policy } from '../../../compiler/policy/types.js';
 import { evaluate, evaluateLinear, type Evaluation } from '../../../compiler/table/evaluate.js';
 
 const AGENTS = ['a1', 'a2', 'bot-1', 'bot-22', 'x'];
@@ -38,7 +38,7 @@ const policyArb = fc.record(
   { requiredKeys: ['effect', 'priority', 'state', 'actions'] },
 );
 
-const requestArb: fc.Arbitrary<DecisionRequest> = fc.record(
+const requestArb: fc.Arbitrary<EvaluationInput> = fc.record(
   {
     agent_id: fc.constantFrom(...AGENTS),
     action: fc.constantFrom(...ACTIONS),
@@ -60,7 +60,7 @@ function compile(values: object[]) {
 }
 
 /** Steps 4-6 of docs/policies.md#how-a-request-is-decided, written directly from its text, over plain policies. */
-function reference(policies: Policy[], request: DecisionRequest, holds: (p: Policy) => boolean): Omit<Evaluation, 'warnings'> & { conflict: boolean } {
+function reference(policies: Policy[], request: EvaluationInput, holds: (p: Policy) => boolean): Omit<Evaluation, 'warnings'> & { conflict: boolean } {
   const glob = (pattern: string, s: string) =>
     new RegExp(
       `^${pattern

@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { createBundle, loadBundle } from '../../../compiler/index.js';
 import { compileItems } from '../../../compiler/compile.js';
 import { readPolicyValue, type ReadPolicy } from '../../../compiler/policy/read.js';
-import type { DecisionRequest } from '../../../compiler/policy/types.js';
+import type { EvaluationInput } from '../../../compiler/policy/types.js';
 import type { ActionTrie } from '../../../compiler/table/action-trie.js';
 import type { AgentIndex } from '../../../compiler/table/agent-index.js';
 import type { DecisionTable } from '../../../compiler/table/build.js';
@@ -39,7 +39,7 @@ const policyArb = fc.record(
   { requiredKeys: ['effect', 'priority', 'state', 'actions'] },
 );
 
-const requestArb: fc.Arbitrary<DecisionRequest> = fc.record(
+const requestArb: fc.Arbitrary<EvaluationInput> = fc.record(
   {
     agent_id: fc.constantFrom(...AGENTS),
     action: fc.constantFrom(...ACTIONS),
@@ -86,7 +86,7 @@ function trieShape(trie: ActionTrie): unknown {
   return { exact: [...trie.exact].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, n]) => [k, node(n)]), wildcard: node(trie.wildcard) };
 }
 
-function sameTables(patched: DecisionTable, built: DecisionTable, requests: readonly DecisionRequest[]): void {
+function sameTables(patched: DecisionTable, built: DecisionTable, requests: readonly EvaluationInput[]): void {
   expect(patched.rows.map((r) => r.policy.id)).toEqual(built.rows.map((r) => r.policy.id));
   expect([...patched.byId.keys()].sort()).toEqual([...built.byId.keys()].sort());
   for (let i = 1; i < patched.rows.length; i++) expect(patched.rows[i]!.index).toBeGreaterThan(patched.rows[i - 1]!.index);

@@ -12,7 +12,7 @@ import { createBundle } from '../../../compiler/bundle/write.js';
 import { loadBundle } from '../../../compiler/bundle/load.js';
 import { compileItems } from '../../../compiler/compile.js';
 import { readPolicyValue } from '../../../compiler/policy/read.js';
-import type { DecisionRequest } from '../../../compiler/policy/types.js';
+import type { EvaluationInput } from '../../../compiler/policy/types.js';
 import type { DecisionTable } from '../../../compiler/table/build.js';
 import { evaluate, evaluateLinear, evaluateWithShadow, type Evaluation } from '../../../compiler/table/evaluate.js';
 import { explain } from '../../../compiler/table/explain.js';
@@ -37,7 +37,7 @@ const policyArb = fc.record(
   { requiredKeys: ['effect', 'priority', 'state', 'actions'] },
 );
 
-const requestArb: fc.Arbitrary<DecisionRequest> = fc.record(
+const requestArb: fc.Arbitrary<EvaluationInput> = fc.record(
   {
     agent_id: fc.constantFrom('a1', 'bot-1', 'bot-2', 'x'),
     action: fc.constantFrom(...ACTIONS),

@@ -39,7 +39,7 @@ describe('AuthZEN mapping', () => {
     });
     // Not a number: no amount.
     expect(toDecisionInput({ ...base, context: { amount: '20' } })).not.toHaveProperty('amount');
-    expect(toDecisionInput({ ...base, context: null }).context).toEqual({ subject: {}, action: { name: 'orders.read' }, resource: {} });
+    expect(toDecisionInput(readEvaluation({ ...base, context: null })).context).toEqual({ subject: {}, action: { name: 'orders.read' }, resource: {} });
     // The name as sent replaces a property called name; the properties are kept.
     expect(toDecisionInput({ ...base, action: { name: 'GET', properties: { name: 'x', method: 'GET' } } })).toMatchObject({
       action: 'authzen.get',
