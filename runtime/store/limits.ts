@@ -212,8 +212,9 @@ export function currentUsage(
 
 /**
  * The current rows of these budget keys, holds of expired decisions not
- * counted (read only), with `remaining` = max(0, the key's limit - consumed -
- * held) in exact decimals: GET /v1/budgets/remaining. Each looked up through
+ * counted (read only; the condition is functions/authz_hold_expired.sql), with
+ * `remaining` = max(0, the key's limit - consumed - held) in exact decimals:
+ * GET /v1/budgets/remaining. Each looked up through
  * the key's unique index; a key without a row is absent from the answer.
  */
 export async function usageOfKeys(
@@ -244,7 +245,7 @@ export async function usageOfKeys(
         b.threshold_pct is not null and b.consumed >= b.threshold_pct::numeric * b.limit_amount as past_threshold,
         k."limit"::numeric as key_limit, b.consumed as consumed_n,
         b.held - coalesce((select sum(h.amount) from budget_holds h
-                           where h.usage_id = b.id and h.status = 'held' and h.expires_at <= to_timestamp(${nowMs}::float8 / 1000)), 0) as held_n
+                           where h.usage_id = b.id and authz_hold_expired(h.status, h.expires_at, to_timestamp(${nowMs}::float8 / 1000))), 0) as held_n
       from jsonb_to_recordset(${sql.json(wanted as never)}::jsonb)
         as k(policy_id text, scope text, agent_id text, session_id text, on_behalf_of text, unit text, period text, period_start timestamptz, "limit" text)
       join budget_usage b on b.account_id = ${accountId} and b.environment = ${environment} and b.policy_id = k.policy_id

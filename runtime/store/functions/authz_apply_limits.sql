@@ -18,7 +18,9 @@
 -- the clock of authz_rate_now; when all pass, each tat := max(tat, now) + T.
 -- Like the budgets below, on the batch's copy of the locked rows, each moved
 -- limiter written once after the loop.
--- Budgets: a request passes when consumed + held + cost <= limit for every budget.
+-- Budgets: a request passes when no budget is exceeded (authz_budget_exceeds:
+-- consumed + held + cost > limit); its cost is then consumed or held
+-- (authz_budget_take; a hold placed where authz_budget_held says so).
 -- The batch judges and counts on its own copy of the (locked) budget rows, in
 -- request order, and writes each moved row once after the loop, and its holds in
 -- one insert: the same results as a statement per request and budget, without a
@@ -208,7 +210,7 @@ begin
       row_ix := row_ix || pos;
       u := brows[pos];
       cost := (x->>'cost')::numeric;
-      if u.consumed + u.held + cost > u.limit_amount then
+      if authz_budget_exceeds(u, cost) then
         denied := jsonb_build_object('budget', authz_usage_json(u), 'cost', cost);
         exit;
       end if;
@@ -228,11 +230,8 @@ begin
     for x in select value from jsonb_array_elements(req->'budgets') loop
       n := n + 1;
       cost := (x->>'cost')::numeric;
-      u := brows[row_ix[n]];
-      if x->>'unit' = 'calls' then
-        u.consumed := u.consumed + cost;
-      else
-        u.held := u.held + cost;
+      u := authz_budget_take(brows[row_ix[n]], cost);
+      if authz_budget_held(u.unit) then
         hold_decisions := hold_decisions || (req->>'decision_id');
         hold_rows := hold_rows || row_ix[n];
         hold_amounts := hold_amounts || cost;

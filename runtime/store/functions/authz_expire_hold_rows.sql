@@ -1,13 +1,14 @@
--- Marks the expired holds of the given usage rows (which the caller has locked)
--- expired and says what they released per row: (usage_id, amount). The rows'
--- `held` is the caller's to lower: authz_expire_holds does it in the table,
--- authz_apply_limits on its batch's copy of the rows.
+-- Marks the expired holds (authz_hold_expired) of the given usage rows (which
+-- the caller has locked) expired and says what they released per row:
+-- (usage_id, amount). The rows' `held` is the caller's to lower:
+-- authz_expire_holds does it in the table, authz_apply_limits on its batch's
+-- copy of the rows.
 create or replace function authz_expire_hold_rows(usage_ids bigint[], now_ts timestamptz)
 returns table (usage_id bigint, amount numeric)
 language sql rows 10 as $$
   with expired as (
     update budget_holds h set status = 'expired', resolved_at = h.expires_at
-    where h.usage_id = any (usage_ids) and h.status = 'held' and h.expires_at <= now_ts
+    where h.usage_id = any (usage_ids) and authz_hold_expired(h.status, h.expires_at, now_ts)
     returning h.usage_id, h.amount
   )
   select e.usage_id, sum(e.amount) from expired e group by e.usage_id

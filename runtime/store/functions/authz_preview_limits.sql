@@ -1,8 +1,9 @@
 -- POST /v1/decisions/preview and GET /v1/budgets/remaining: what
 -- authz_apply_limits would answer for one request now, reading only (no row is
 -- written or locked; no hold placed, no event fired). Holds already expired are
--- not counted; a budget never used this period reads as zero. Budgets keyed and
--- costed as in authz_apply_limits; same result shape.
+-- not counted (authz_hold_expired); a budget never used this period reads as
+-- zero. Budgets keyed and costed as in authz_apply_limits, judged and counted by
+-- the same rules (authz_budget_exceeds, authz_budget_take); same result shape.
 create or replace function authz_preview_limits(req jsonb, now_ms double precision, rate_offset_ms double precision default null)
 returns jsonb
 language plpgsql stable as $$
@@ -35,17 +36,16 @@ begin
       u.consumed := 0; u.held := 0;
     else
       select coalesce(sum(h.amount), 0) into expired from budget_holds h
-      where h.usage_id = u.id and h.status = 'held' and h.expires_at <= now_ts;
+      where h.usage_id = u.id and authz_hold_expired(h.status, h.expires_at, now_ts);
       u.held := u.held - expired;
       u.limit_amount := (x->>'limit')::numeric; u.threshold_pct := (x->>'threshold')::float8;
     end if;
     cost := coalesce((x->>'cost')::numeric, 0);
-    if u.consumed + u.held + cost > u.limit_amount then
+    if authz_budget_exceeds(u, cost) then
       return jsonb_build_object('outcome', 'budget_exceeded', 'budget', authz_usage_json(u), 'cost', cost);
     end if;
     -- As the decision would leave it: a call consumed, an amount held.
-    if u.unit = 'calls' then u.consumed := u.consumed + cost; else u.held := u.held + cost; end if;
-    usages := usages || authz_usage_json(u);
+    usages := usages || authz_usage_json(authz_budget_take(u, cost));
   end loop;
   return jsonb_build_object('outcome', 'ok', 'budgets', usages);
 end $$;

@@ -11,7 +11,7 @@ begin
     select b.id from budget_usage b
     where b.held > 0
       and (p_account is null or (b.account_id = p_account and b.environment = p_environment))
-      and exists (select 1 from budget_holds h where h.usage_id = b.id and h.status = 'held' and h.expires_at <= now_ts)
+      and exists (select 1 from budget_holds h where h.usage_id = b.id and authz_hold_expired(h.status, h.expires_at, now_ts))
     order by b.account_id, b.environment, b.policy_id, b.scope, b.agent_id, b.session_id, b.on_behalf_of, b.unit, b.period, b.period_start
     for update
   )
