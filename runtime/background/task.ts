@@ -1,8 +1,9 @@
 /**
  * The one shape of a background task (the modules beside this one): its
  * LISTENs, set up on PostgreSQL only (the embedded store has none and serves
- * one process), and a round started every `intervalMs`, a failed round going
- * to `onError`; `stop()` ends the rounds, waiting for the one under way, then
+ * one process), and a round every `intervalMs`, one at a time (a tick while a
+ * round runs is skipped), a failed round going to `onError`; `stop()` ends the
+ * rounds, waiting for the one under way, then
  * the LISTENs. The timer does not keep the process alive. A round at start,
  * when a task makes one, is the task's own: it decides whether its failure
  * fails the start.
@@ -62,12 +63,17 @@ export async function startTask(store: Store, spec: TaskSpec): Promise<Stoppable
   };
 }
 
-/** `round` started every `intervalMs`; `stop()` clears the timer and waits for the round started last. */
+/** `round` every `intervalMs`, one at a time (a tick during a round is skipped); `stop()` clears the timer and waits for the round under way. */
 function runPeriodically(round: () => Promise<unknown>, intervalMs: number, onError: (e: unknown) => void): Stoppable {
   let running = true;
+  let busy = false;
   let inFlight: Promise<unknown> = Promise.resolve();
   const timer = setInterval(() => {
-    if (running) inFlight = round().catch(onError);
+    if (!running || busy) return;
+    busy = true;
+    inFlight = round()
+      .catch(onError)
+      .finally(() => (busy = false));
   }, intervalMs);
   timer.unref();
   return {

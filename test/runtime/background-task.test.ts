@@ -1,8 +1,9 @@
 /**
  * The one shape of a background task (runtime/background/task.ts), on both
- * stores: rounds every `intervalMs`, a failed round reported and the next one
- * run, none after `stop()`; LISTENs on PostgreSQL (a NOTIFY reaches the task,
- * none after `stop()`), none on the embedded store.
+ * stores: rounds every `intervalMs`, one at a time, a failed round reported and
+ * the next one run, `stop()` waiting for the round under way, none after it;
+ * LISTENs on PostgreSQL (a NOTIFY reaches the task, none after `stop()`), none
+ * on the embedded store.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTask } from '../../runtime/background/task.js';
@@ -45,6 +46,39 @@ describe.each(STORE_KINDS)('background tasks (%s)', (kind) => {
     await vi.waitFor(() => expect(other).toBeGreaterThanOrEqual(3), POLL);
     await witness.stop();
     expect(rounds).toBe(after);
+  });
+
+  it('runs one round at a time, and stop() waits for the round under way', async () => {
+    const seen: string[] = [];
+    let release = () => {};
+    let rounds = 0;
+    const task = await startTask(store, {
+      rounds: {
+        run: async () => {
+          rounds++;
+          seen.push('round started');
+          await new Promise<void>((r) => (release = r));
+          seen.push('round ended');
+        },
+        intervalMs: 10,
+      },
+      onError: () => {},
+    });
+    await vi.waitFor(() => expect(rounds).toBe(1), POLL);
+    // Another task on the same interval runs three rounds meanwhile: the first one's round is still the only one.
+    let other = 0;
+    const witness = await startTask(store, { rounds: { run: async () => void other++, intervalMs: 10 }, onError: () => {} });
+    await vi.waitFor(() => expect(other).toBeGreaterThanOrEqual(3), POLL);
+    await witness.stop();
+    expect(rounds).toBe(1);
+
+    const stopped = task.stop().then(() => seen.push('stopped'));
+    for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+    expect(seen).toEqual(['round started']);
+    release();
+    await stopped;
+    expect(seen).toEqual(['round started', 'round ended', 'stopped']);
+    expect(rounds).toBe(1);
   });
 
   it(kind === 'postgres' ? 'LISTENs on its channels until stop()' : 'does not LISTEN (the embedded store has none)', async () => {
