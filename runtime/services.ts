@@ -26,14 +26,14 @@ import { HealthService } from './domain/health.js';
 import { openTestClock } from './domain/clock-offset.js';
 import { PermitService } from './domain/permits.js';
 import { PolicyService } from './domain/policies.js';
-import { WebhookEndpoints } from './domain/webhooks.js';
-import { AccessRequests } from './domain/access-requests.js';
-import { DecisionOutputs } from './domain/decision-output.js';
-import { Approvals } from './domain/approvals.js';
+import { WebhookService } from './domain/webhooks.js';
+import { AccessRequestService } from './domain/access-requests.js';
+import { DecisionOutputService } from './domain/decision-output.js';
+import { ApprovalService } from './domain/approvals.js';
 import { ReviewService } from './domain/reviews.js';
 import { ReviewWaiters } from './domain/review-waiters.js';
 import { StatsService } from './domain/stats.js';
-import { SessionLabels } from './domain/session-labels.js';
+import { SessionService } from './domain/session-labels.js';
 
 export interface Services {
   config: Config;
@@ -59,7 +59,7 @@ export interface Services {
   budgets: BudgetService;
   health: HealthService;
   permits: PermitService;
-  webhooks: WebhookEndpoints;
+  webhooks: WebhookService;
   /** Not started: `authz serve` starts it (tests run it by hand or start it). */
   dispatcher: WebhookDispatcher;
   ring: KeyRing;
@@ -73,17 +73,17 @@ export interface Services {
   /** Human review: the queue, verdicts, waiting for one, permits after approval. */
   reviews: ReviewService;
   /** What a verdict or an approval timeout changes (the sweep runs its timeOutOverdue). */
-  approvals: Approvals;
+  approvals: ApprovalService;
   /** AuthZEN access requests for decisions awaiting approval, and re-evaluations with their approvals. */
-  accessRequests: AccessRequests;
+  accessRequests: AccessRequestService;
   /** What the MCP gateway read in results (POST /v1/decisions/:id/output). */
-  outputs: DecisionOutputs;
+  outputs: DecisionOutputService;
   /** This process's requests waiting for a review (woken by NOTIFY authz_reviews: background/reviews.ts). */
   reviewWaiters: ReviewWaiters;
   /** The dashboard's overview figures. */
   stats: StatsService;
   /** Sessions and their labels (what an agent run has read). */
-  sessions: SessionLabels;
+  sessions: SessionService;
 }
 
 export interface ServiceOptions {
@@ -118,8 +118,8 @@ function buildServices(options: ServiceOptions & { clock: Clock }, ring: KeyRing
   const permitIssuer = options.permits ?? ringPermitIssuer(ring, config.baseUrl);
   const apiKeys = new ApiKeyCache(sql, clock);
   const reviewWaiters = new ReviewWaiters();
-  const sessions = new SessionLabels(sql, clock, config.sessionIdleHours);
-  const approvals = new Approvals({ sql, clock, limits, policySets, waiters: reviewWaiters, sessions });
+  const sessions = new SessionService(sql, clock, config.sessionIdleHours);
+  const approvals = new ApprovalService({ sql, clock, limits, policySets, waiters: reviewWaiters, sessions });
   const decisions = new DecisionService({
     sql,
     clock,
@@ -157,7 +157,7 @@ function buildServices(options: ServiceOptions & { clock: Clock }, ring: KeyRing
     budgets,
     health: new HealthService(store),
     permits: new PermitService({ ring, clock, alerts, baseUrl: config.baseUrl, sql, policySets }),
-    webhooks: new WebhookEndpoints(sql, clock, { allowPrivate: config.webhookAllowPrivate, ...(config.masterKey ? { masterKey: config.masterKey } : {}) }),
+    webhooks: new WebhookService(sql, clock, { allowPrivate: config.webhookAllowPrivate, ...(config.masterKey ? { masterKey: config.masterKey } : {}) }),
     dispatcher: new WebhookDispatcher(sql, clock, {
       allowPrivate: config.webhookAllowPrivate,
       leaseSeconds: config.webhookLeaseSeconds,
@@ -171,8 +171,8 @@ function buildServices(options: ServiceOptions & { clock: Clock }, ring: KeyRing
     tracing,
     reviews: new ReviewService({ sql, clock, decisions, approvals, waiters: reviewWaiters, permits: permitIssuer }),
     approvals,
-    accessRequests: new AccessRequests({ sql, clock, decisions, permits: permitIssuer, policySets, redact: config.redactContext }),
-    outputs: new DecisionOutputs({ sql, clock, sessionLabels: (tx, _principal, decision, labels) => sessions.addGatewayLabels(tx, decision, labels) }),
+    accessRequests: new AccessRequestService({ sql, clock, decisions, permits: permitIssuer, policySets, redact: config.redactContext }),
+    outputs: new DecisionOutputService({ sql, clock, sessionLabels: (tx, _principal, decision, labels) => sessions.addGatewayLabels(tx, decision, labels) }),
     reviewWaiters,
     stats: new StatsService({ sql, clock, budgets }),
     sessions,

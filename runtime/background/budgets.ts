@@ -8,11 +8,11 @@
  */
 import type { Environment } from '../tenant.js';
 import type { Clock } from '../clock.js';
-import { CHANNELS, listen } from '../store/channels.js';
+import { CHANNELS } from '../store/channels.js';
 import type { Store } from '../store/connect.js';
 import { exhaustedUsage, releaseExpiredHolds, type BudgetUsage } from '../store/limits.js';
 import type { Limits } from '../limits/limits.js';
-import { runPeriodically, type Upkeep } from '../shared/periodic.js';
+import { startTask, type Upkeep } from './task.js';
 
 export type LimitMaintenance = Upkeep;
 
@@ -23,22 +23,22 @@ export async function startLimitMaintenance(store: Store, limits: Limits, clock:
     limits.exhaustedAgents.merge(await exhaustedUsage(store.sql, now));
   };
   await runOnce();
-  const listener = store.supportsListen
-    ? await listen(store.sql, CHANNELS.budgets, (payload) => {
-        try {
-          const u = JSON.parse(payload) as BudgetUsage & { account_id: string; environment: Environment };
-          limits.exhaustedAgents.note(u.account_id, u.environment, u);
-        } catch (e) {
-          onError(e);
-        }
-      })
-    : null;
-  const rounds = runPeriodically(runOnce, intervalMs, onError);
-  return {
-    runOnce,
-    async stop() {
-      await rounds.stop();
-      await listener?.unlisten().catch(() => {});
-    },
-  };
+  const task = await startTask(store, {
+    listens: [
+      {
+        channel: CHANNELS.budgets,
+        onPayload: (payload) => {
+          try {
+            const u = JSON.parse(payload) as BudgetUsage & { account_id: string; environment: Environment };
+            limits.exhaustedAgents.note(u.account_id, u.environment, u);
+          } catch (e) {
+            onError(e);
+          }
+        },
+      },
+    ],
+    rounds: { run: runOnce, intervalMs },
+    onError,
+  });
+  return { runOnce, stop: task.stop };
 }

@@ -24,8 +24,8 @@ import type { Clock } from '../clock.js';
 import type { Store } from '../store/connect.js';
 import { createLogPartition, DAY_MS, dayOf, dropLogPartition, listLogPartitions, LOG_TABLES, trimDefaultPartition, type Liveness, type LogTable } from '../store/log-partitions.js';
 import { pruneHistory } from '../store/history.js';
-import { runPeriodically, type Upkeep } from '../shared/periodic.js';
 import { nextTurn } from '../shared/sliced.js';
+import { startTask, type Upkeep } from './task.js';
 
 export interface LogRetentionOptions {
   /** Days kept (whole UTC days, counted from the end of a day); null keeps everything. */
@@ -134,6 +134,6 @@ export async function startLogMaintenance(
   const waits = new Map<string, number>();
   const runOnce = () => maintainLog(store, clock, options, waits);
   if (roundAtStart) await runOnce().catch(onError);
-  const rounds = runPeriodically(runOnce, intervalMs, onError);
-  return { runOnce, stop: () => rounds.stop() };
+  const task = await startTask(store, { rounds: { run: runOnce, intervalMs }, onError });
+  return { runOnce, stop: task.stop };
 }

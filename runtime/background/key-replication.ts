@@ -14,9 +14,9 @@
  */
 import type { ApiKeyCache } from '../auth/key-cache.js';
 import type { KeyRing } from '../permits/key-ring.js';
-import { CHANNELS, listen } from '../store/channels.js';
+import { CHANNELS } from '../store/channels.js';
 import type { Store } from '../store/connect.js';
-import type { Replication } from './policy-refresh.js';
+import { startTask, type Stoppable } from './task.js';
 
 export interface ReplicatedKeys {
   apiKeys: ApiKeyCache;
@@ -32,19 +32,17 @@ export interface ReplicatedKeys {
  * // ... on shutdown:
  * await keyReplication.stop();
  */
-export async function startKeyReplication(store: Store, keys: ReplicatedKeys, onError: (e: unknown) => void = () => {}): Promise<Replication> {
-  const listeners: Array<{ unlisten(): Promise<void> }> = [];
-  if (store.supportsListen) {
-    listeners.push(
-      await listen(store.sql, CHANNELS.apiKeys, (keyId) => {
-        if (keyId) keys.apiKeys.forget(keyId);
-      }),
-    );
-    listeners.push(await listen(store.sql, CHANNELS.keys, () => void keys.ring.reload().catch(onError)));
-  }
-  return {
-    async stop() {
-      for (const l of listeners) await l.unlisten().catch(() => {});
-    },
-  };
+export function startKeyReplication(store: Store, keys: ReplicatedKeys, onError: (e: unknown) => void = () => {}): Promise<Stoppable> {
+  return startTask(store, {
+    listens: [
+      {
+        channel: CHANNELS.apiKeys,
+        onPayload: (keyId) => {
+          if (keyId) keys.apiKeys.forget(keyId);
+        },
+      },
+      { channel: CHANNELS.keys, onPayload: () => void keys.ring.reload().catch(onError) },
+    ],
+    onError,
+  });
 }

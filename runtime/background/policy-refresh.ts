@@ -5,16 +5,15 @@
  * version with its compiled one each `intervalMs` (a missed notification, a
  * reconnect), so a replica never serves a stale set for longer than that.
  */
-import { CHANNELS, listen, parseAgentStatusPayload, parsePolicySetPayload } from '../store/channels.js';
+import { CHANNELS, parseAgentStatusPayload, parsePolicySetPayload } from '../store/channels.js';
 import type { Store } from '../store/connect.js';
 import { allPolicySetVersions } from '../store/policies.js';
 import type { AgentDirectory } from '../domain/agent-directory.js';
 import type { PolicySets } from '../domain/policy-sets.js';
-import { runPeriodically } from '../shared/periodic.js';
+import { startTask, type Stoppable } from './task.js';
 
-export interface Replication {
-  stop(): Promise<void>;
-}
+/** Policy refresh or key replication, started: `stop()` ends it. */
+export type Replication = Stoppable;
 
 export async function startReplication(
   store: Store,
@@ -23,34 +22,31 @@ export async function startReplication(
   intervalMs = 1000,
   onError: (e: unknown) => void = () => {},
 ): Promise<Replication> {
-  const listeners: Array<{ unlisten(): Promise<void> }> = [];
-  if (store.supportsListen) {
-    listeners.push(
-      await listen(store.sql, CHANNELS.policies, (payload) => {
-        const change = parsePolicySetPayload(payload);
-        if (change) policySets.refresh(change.accountId, change.environment, change.version).catch(onError);
-      }),
-    );
-    listeners.push(
-      await listen(store.sql, CHANNELS.agents, (payload) => {
-        const change = parseAgentStatusPayload(payload);
-        if (!change) return;
-        if (change.status === 'changed') agents.forget(change.accountId, change.environment, change.agentId);
-        else agents.setStatus(change.accountId, change.environment, change.agentId, change.status);
-      }),
-    );
-  }
-  const rounds = runPeriodically(
-    async () => {
-      for (const v of await allPolicySetVersions(store.sql)) await policySets.refreshIfLoaded(v.account_id, v.environment, v.version);
+  return startTask(store, {
+    listens: [
+      {
+        channel: CHANNELS.policies,
+        onPayload: (payload) => {
+          const change = parsePolicySetPayload(payload);
+          if (change) policySets.refresh(change.accountId, change.environment, change.version).catch(onError);
+        },
+      },
+      {
+        channel: CHANNELS.agents,
+        onPayload: (payload) => {
+          const change = parseAgentStatusPayload(payload);
+          if (!change) return;
+          if (change.status === 'changed') agents.forget(change.accountId, change.environment, change.agentId);
+          else agents.setStatus(change.accountId, change.environment, change.agentId, change.status);
+        },
+      },
+    ],
+    rounds: {
+      run: async () => {
+        for (const v of await allPolicySetVersions(store.sql)) await policySets.refreshIfLoaded(v.account_id, v.environment, v.version);
+      },
+      intervalMs,
     },
-    intervalMs,
     onError,
-  );
-  return {
-    async stop() {
-      await rounds.stop();
-      for (const l of listeners) await l.unlisten().catch(() => {});
-    },
-  };
+  });
 }

@@ -10,11 +10,11 @@
  *   are denied (`review.timeout`) and their `decision.reviewed` fired, also when
  *   nobody reads them (a read settles them lazily before that).
  */
-import { CHANNELS, listen, parseReviewPayload } from '../store/channels.js';
+import { CHANNELS, parseReviewPayload } from '../store/channels.js';
 import type { Store } from '../store/connect.js';
 import type { ApprovalTimeouts } from '../domain/decision-ports.js';
 import { waiterKey, type ReviewWaiters } from '../domain/review-waiters.js';
-import { runPeriodically, type Upkeep } from '../shared/periodic.js';
+import { startTask, type Upkeep } from './task.js';
 
 export type ReviewMaintenance = Upkeep<number>;
 
@@ -34,28 +34,24 @@ export async function startReviewMaintenance(
   onError: (e: unknown) => void = () => {},
 ): Promise<ReviewMaintenance> {
   let listening = false;
-  const listener = store.supportsListen
-    ? await listen(
-        store.sql,
-        CHANNELS.reviews,
-        (payload) => {
+  const runOnce = () => approvals.timeOutOverdue();
+  const task = await startTask(store, {
+    listens: [
+      {
+        channel: CHANNELS.reviews,
+        onPayload: (payload) => {
           const change = parseReviewPayload(payload);
           if (change) waiters.wake(waiterKey(change));
         },
-        () => {
+        onListen: () => {
           // A reconnect: what was sent meanwhile is lost; every waiter reads again.
           if (listening) waiters.wakeAll();
           listening = true;
         },
-      )
-    : null;
-  const runOnce = () => approvals.timeOutOverdue();
-  const rounds = runPeriodically(runOnce, intervalMs, onError);
-  return {
-    runOnce,
-    async stop() {
-      await rounds.stop();
-      await listener?.unlisten().catch(() => {});
-    },
-  };
+      },
+    ],
+    rounds: { run: runOnce, intervalMs },
+    onError,
+  });
+  return { runOnce, stop: task.stop };
 }

@@ -6,9 +6,9 @@
  * written is skipped (locked) and deleted in a later round.
  */
 import type { Clock } from '../clock.js';
-import type { Sql } from '../store/connect.js';
+import type { Store } from '../store/connect.js';
 import { deleteEndedSessions } from '../store/sessions.js';
-import { runPeriodically, type Upkeep } from '../shared/periodic.js';
+import { startTask, type Upkeep } from './task.js';
 
 export type SessionMaintenance = Upkeep<number>;
 
@@ -19,19 +19,25 @@ const SWEEP_BATCH = 500;
  * Starts the sweep; `runOnce()` deletes every ended session now and answers how many.
  *
  * @example
- * const sessions = startSessionMaintenance(store.sql, clock, 24);
+ * const sessions = await startSessionMaintenance(store, clock, 24);
  * await sessions.runOnce(); // => 0
  * await sessions.stop();
  */
-export function startSessionMaintenance(sql: Sql, clock: Clock, idleHours: number, intervalMs = 60_000, onError: (e: unknown) => void = () => {}): SessionMaintenance {
+export async function startSessionMaintenance(
+  store: Store,
+  clock: Clock,
+  idleHours: number,
+  intervalMs = 60_000,
+  onError: (e: unknown) => void = () => {},
+): Promise<SessionMaintenance> {
   const runOnce = async () => {
     let n = 0;
     for (;;) {
-      const deleted = await deleteEndedSessions(sql, clock.now(), idleHours * 3600, SWEEP_BATCH);
+      const deleted = await deleteEndedSessions(store.sql, clock.now(), idleHours * 3600, SWEEP_BATCH);
       n += deleted;
       if (deleted < SWEEP_BATCH) return n;
     }
   };
-  const rounds = runPeriodically(runOnce, intervalMs, onError);
-  return { runOnce, stop: () => rounds.stop() };
+  const task = await startTask(store, { rounds: { run: runOnce, intervalMs }, onError });
+  return { runOnce, stop: task.stop };
 }

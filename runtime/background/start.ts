@@ -78,7 +78,7 @@ export async function startBackground(services: Services, options: BackgroundOpt
     onError('decision log upkeep'),
     options.logRoundAtStart ?? true,
   );
-  const sessions = startSessionMaintenance(store.sql, clock, config.sessionIdleHours, options.sessionSweepMs ?? 60_000, onError('session sweep'));
+  const sessions = await startSessionMaintenance(store, clock, config.sessionIdleHours, options.sessionSweepMs ?? 60_000, onError('session sweep'));
   const tasks = [policies, keys, budgets, reviews, log, sessions];
   return {
     policies,

@@ -7,7 +7,7 @@
  * task, and once a reviewer approved the decision (POST /v1/decisions/:id/review,
  * domain/approvals.ts) re-evaluates with the approval at `context.approval`:
  * the approved decision then answers, confirmed by that first use, with its
- * permit. Nothing here decides or reviews: DecisionService and Approvals do.
+ * permit. Nothing here decides or reviews: DecisionService and ApprovalService do.
  */
 import type { Clock } from '../clock.js';
 import type { AuthzenAccessRequest } from '../../clients/typescript/wire.js';
@@ -47,7 +47,7 @@ export function approvalId(context: Json | null | undefined): string | null {
   return typeof id === 'string' && id !== '' ? id : null;
 }
 
-export class AccessRequests {
+export class AccessRequestService {
   constructor(private readonly deps: AccessRequestDeps) {}
 
   /**

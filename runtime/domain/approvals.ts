@@ -29,7 +29,7 @@ import type { Principal, Tenant } from '../tenant.js';
 import type { ApprovalTimeouts, DecisionLimits } from './decision-ports.js';
 import { isOverdue } from './decision-state.js';
 import type { PolicySets } from './policy-sets.js';
-import { MAX_SESSION_LABELS, type SessionLabels } from './session-labels.js';
+import { MAX_SESSION_LABELS, type SessionService } from './session-labels.js';
 import { waiterKey, type ReviewWaiters } from './review-waiters.js';
 
 export interface VerdictInput {
@@ -47,7 +47,7 @@ export interface ApprovalsDeps {
   policySets: PolicySets;
   waiters: ReviewWaiters;
   /** The approved policy's labels join the session (absent: none). */
-  sessions?: SessionLabels;
+  sessions?: SessionService;
 }
 
 /** What one transaction changed, for after its commit. */
@@ -59,7 +59,7 @@ interface Settled {
 /** Overdue approvals settled per round of the sweep. */
 const SWEEP_BATCH = 200;
 
-export class Approvals implements ApprovalTimeouts {
+export class ApprovalService implements ApprovalTimeouts {
   constructor(private readonly deps: ApprovalsDeps) {}
 
   /**

@@ -30,7 +30,7 @@ export interface DecisionOutputDeps {
   sessionLabels?: GatewayLabels;
 }
 
-export class DecisionOutputs {
+export class DecisionOutputService {
   constructor(private readonly deps: DecisionOutputDeps) {}
 
   /**

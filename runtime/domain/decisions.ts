@@ -48,7 +48,7 @@ import type { ApprovalTimeouts, DecisionLimits, LimitVerdict, PermitIssuer } fro
 import { isLive, isOverdue, type DecisionOutcome as Outcome, type DecisionPreview } from './decision-state.js';
 import type { DecisionWriter } from './decision-writer.js';
 import type { CompiledSet, PolicySets } from './policy-sets.js';
-import { newLabels, type SessionLabels } from './session-labels.js';
+import { newLabels, type SessionService } from './session-labels.js';
 
 /** The body of `POST /v1/decisions` (and of the preview): the type generated from schemas/api/decision-request.schema.json. */
 export type DecisionInput = DecisionRequest;
@@ -74,7 +74,7 @@ export interface DecisionDeps {
   /** Approvals that timed out, settled when read (absent: shown as stored). */
   approvals?: ApprovalTimeouts;
   /** Session labels: read for conditions, added by winning policies (absent: none). */
-  sessions?: SessionLabels;
+  sessions?: SessionService;
   /** History in conditions: the values read before evaluating (runtime/history/). */
   history: History;
   /** The decision log's retention (days; null: forever): no history entry is kept longer. */

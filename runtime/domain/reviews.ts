@@ -20,7 +20,7 @@ import type { Page, PageParams } from '../store/pagination.js';
 import { rotationChain } from '../store/accounts.js';
 import { listReviews } from '../store/reviews.js';
 import type { Principal } from '../tenant.js';
-import type { Approvals, VerdictInput } from './approvals.js';
+import type { ApprovalService, VerdictInput } from './approvals.js';
 import type { PermitIssuer } from './decision-ports.js';
 import { isPastExpiry } from './decision-state.js';
 import type { DecisionService } from './decisions.js';
@@ -30,7 +30,7 @@ export interface ReviewServiceDeps {
   sql: Sql;
   clock: Clock;
   decisions: DecisionService;
-  approvals: Approvals;
+  approvals: ApprovalService;
   waiters: ReviewWaiters;
   permits: PermitIssuer;
 }

@@ -6,12 +6,12 @@
  * background/sessions.ts deletes it).
  *
  * Three sources add labels: a winning policy's `labels:` (written with the
- * decision, in its group commit transaction: {@link SessionLabels.forWrite}; a
- * review's on approval: {@link SessionLabels.addInTx}), the API
- * ({@link SessionLabels.add}) and the MCP gateway's output
- * ({@link SessionLabels.addGatewayLabels}). A decision reads the session's
+ * decision, in its group commit transaction: {@link SessionService.forWrite}; a
+ * review's on approval: {@link SessionService.addInTx}), the API
+ * ({@link SessionService.add}) and the MCP gateway's output
+ * ({@link SessionService.addGatewayLabels}). A decision reads the session's
  * labels only when one of its candidate policies reads `session.labels` or adds
- * labels ({@link SessionLabels.forDecision}); other decisions do no extra work.
+ * labels ({@link SessionService.forDecision}); other decisions do no extra work.
  */
 import { actionPatternMatches, matchGlob, type EvaluationInput, type DecisionTable, type Policy } from '../../compiler/index.js';
 import type { SessionLabelsRequest } from '../../clients/typescript/wire.js';
@@ -45,7 +45,7 @@ const OPENED_ENTRIES = 100_000;
 /** A condition reading `session.labels` (conservative: a false hit only costs a read). */
 const READS_LABELS = /\bsession\s*\.\s*labels\b/;
 
-export class SessionLabels {
+export class SessionService {
   private readonly idleSeconds: number;
   private readonly opened: TtlCache<true>;
   /** Per session, the labels this process last knew it to hold: a decision's first guess (re-checked by its gate). */

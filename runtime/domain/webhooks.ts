@@ -57,7 +57,7 @@ function checkEvents(events: readonly string[]): void {
   });
 }
 
-export class WebhookEndpoints {
+export class WebhookService {
   constructor(
     private readonly sql: Sql,
     private readonly clock: Clock,
