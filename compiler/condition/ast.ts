@@ -167,6 +167,43 @@ export interface HistoryNode {
 
 export type ConditionAst = LiteralNode | PathNode | ListNode | NotNode | LogicalNode | CompareNode | CallNode | ArithNode | HistoryNode;
 
+/**
+ * The nodes of a condition that `keep` accepts, in source order (depth first):
+ * the one walk over a condition's tree that its analyses share.
+ *
+ * @example
+ * conditionNodes(parseCondition("contains(session.labels, 'private')").ast!, (n) => n.kind === 'path').length; // => 1
+ */
+export function conditionNodes<N extends ConditionAst>(ast: ConditionAst, keep: (node: ConditionAst) => node is N, out: N[] = []): N[] {
+  if (keep(ast)) out.push(ast);
+  switch (ast.kind) {
+    case 'not':
+      conditionNodes(ast.operand, keep, out);
+      break;
+    case 'and':
+    case 'or':
+      for (const o of ast.operands) conditionNodes(o, keep, out);
+      break;
+    case 'compare':
+    case 'arith':
+      conditionNodes(ast.left, keep, out);
+      conditionNodes(ast.right, keep, out);
+      break;
+    case 'call':
+      for (const a of ast.args) conditionNodes(a, keep, out);
+      break;
+    case 'list':
+      for (const item of ast.items) conditionNodes(item, keep, out);
+      break;
+  }
+  return out;
+}
+
+/** Whether a condition reads `session.labels` (the service reads a session's labels only for such rows). */
+export function readsSessionLabels(ast: ConditionAst): boolean {
+  return conditionNodes(ast, (n): n is PathNode => n.kind === 'path' && n.root === 'session').length > 0;
+}
+
 /** Maps offsets to 1-based line/col (line breaks: \n, \r\n, \r). */
 export class LineMap {
   private readonly starts: number[] = [0];

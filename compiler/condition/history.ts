@@ -12,7 +12,18 @@
  */
 import { HISTORY_FUNCTIONS, HISTORY_SCOPES, historyProbe, windowSeconds, type HistoryProbe, type HistoryScope } from '../history/probe.js';
 import { isValidActionPattern } from '../patterns/action.js';
-import { FIELD_NAME, FORBIDDEN_FIELDS, HISTORY_ARITY, historyArityMessage, issueAt, type ConditionAst, type ConditionIssue, type HistoryNode, type SourcePos } from './ast.js';
+import {
+  FIELD_NAME,
+  FORBIDDEN_FIELDS,
+  HISTORY_ARITY,
+  historyArityMessage,
+  conditionNodes,
+  issueAt,
+  type ConditionAst,
+  type ConditionIssue,
+  type HistoryNode,
+  type SourcePos,
+} from './ast.js';
 
 const ARGUMENT_NAMES = ['actions', 'window', 'scope', 'match'] as const;
 const FUNCTIONS: ReadonlySet<string> = new Set(HISTORY_FUNCTIONS);
@@ -137,30 +148,7 @@ export function probeOf(node: HistoryNode): HistoryProbe {
 
 /** Every history call of a condition, outermost first, left to right. */
 function historyNodes(ast: ConditionAst, out: HistoryNode[]): HistoryNode[] {
-  switch (ast.kind) {
-    case 'history':
-      out.push(ast);
-      break;
-    case 'not':
-      historyNodes(ast.operand, out);
-      break;
-    case 'and':
-    case 'or':
-      for (const o of ast.operands) historyNodes(o, out);
-      break;
-    case 'compare':
-    case 'arith':
-      historyNodes(ast.left, out);
-      historyNodes(ast.right, out);
-      break;
-    case 'call':
-      for (const a of ast.args) historyNodes(a, out);
-      break;
-    case 'list':
-      for (const item of ast.items) historyNodes(item, out);
-      break;
-  }
-  return out;
+  return conditionNodes(ast, (n): n is HistoryNode => n.kind === 'history', out);
 }
 
 /**

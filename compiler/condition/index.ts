@@ -18,7 +18,7 @@ export type {
   PathRoot,
   SourcePos,
 } from './ast.js';
-export { MAX_LENGTH, parseCondition } from './ast.js';
+export { conditionNodes, MAX_LENGTH, parseCondition, readsSessionLabels } from './ast.js';
 export { MAX_DEPTH } from './parser.js';
 export { checkCondition } from './check.js';
 export { compileCondition } from './compile.js';

@@ -4,7 +4,7 @@
  * allow; then id), so the first surviving row of a request is the winner.
  */
 import { compileGlob, globMatches, type CompiledGlob } from '../patterns/glob.js';
-import { compileCondition, conditionProbes, type ConditionAst } from '../condition/index.js';
+import { compileCondition, conditionProbes, readsSessionLabels, type ConditionAst } from '../condition/index.js';
 import type { HistoryProbe } from '../history/probe.js';
 import type { EvaluationInput, Effect, Policy } from '../policy/types.js';
 import { actionPatternMatches } from '../patterns/action.js';
@@ -27,6 +27,8 @@ export interface PolicyRow {
   readonly condition: ((request: EvaluationInput) => boolean) | null;
   /** The history probes its condition reads, unique by key (empty for most rows). */
   readonly probes: readonly HistoryProbe[];
+  /** Its condition reads `session.labels`. */
+  readonly readsLabels: boolean;
 }
 
 const NO_PROBES: readonly HistoryProbe[] = Object.freeze([]);
@@ -38,7 +40,7 @@ export function comparePolicies(a: Policy, b: Policy): number {
   return a.priority - b.priority || EFFECT_RANK[a.effect] - EFFECT_RANK[b.effect] || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 }
 
-type CompiledParts = Pick<PolicyRow, 'agents' | 'resources' | 'conditionAst' | 'condition' | 'probes'>;
+type CompiledParts = Pick<PolicyRow, 'agents' | 'resources' | 'conditionAst' | 'condition' | 'probes' | 'readsLabels'>;
 
 /**
  * A row's compiled patterns and condition depend only on its policy object and
@@ -75,6 +77,7 @@ function partsOf(policy: Policy, conditionAst: ConditionAst | null): CompiledPar
       conditionAst,
       condition: conditionAst ? compileCondition(conditionAst) : null,
       probes: conditionAst ? probesOf(conditionAst) : NO_PROBES,
+      readsLabels: conditionAst ? readsSessionLabels(conditionAst) : false,
     };
     compiledParts.set(policy, parts);
   }
@@ -87,7 +90,7 @@ function probesOf(ast: ConditionAst): readonly HistoryProbe[] {
 }
 
 export function buildRow(index: number, policy: Policy, conditionAst: ConditionAst | null): PolicyRow {
-  const { agents, resources, condition, probes } = partsOf(policy, conditionAst);
+  const { agents, resources, condition, probes, readsLabels } = partsOf(policy, conditionAst);
   return {
     index,
     policy,
@@ -100,6 +103,7 @@ export function buildRow(index: number, policy: Policy, conditionAst: ConditionA
     conditionAst,
     condition,
     probes,
+    readsLabels,
   };
 }
 
@@ -122,6 +126,7 @@ export function shadowRow(row: PolicyRow): PolicyRow {
     conditionAst: row.conditionAst,
     condition: row.condition,
     probes: row.probes,
+    readsLabels: row.readsLabels,
   };
 }
 

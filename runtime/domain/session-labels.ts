@@ -42,9 +42,6 @@ interface LabelRows {
 /** Sessions this process has seen a decision of, per key: opened in the store, and not idle since. */
 const OPENED_ENTRIES = 100_000;
 
-/** A condition reading `session.labels` (conservative: a false hit only costs a read). */
-const READS_LABELS = /\bsession\s*\.\s*labels\b/;
-
 export class SessionService {
   private readonly idleSeconds: number;
   private readonly opened: TtlCache<true>;
@@ -204,7 +201,8 @@ export class SessionService {
   private labelRows(table: DecisionTable): LabelRows {
     let found = this.tables.get(table);
     if (!found) {
-      const rows = table.rows.filter(({ policy }) => (policy.labels?.length ?? 0) > 0 || (policy.condition !== undefined && READS_LABELS.test(policy.condition)));
+      // The compiler knows which rows' conditions read session.labels (compiler/condition/ast.ts readsSessionLabels).
+      const rows = table.rows.filter((row) => (row.policy.labels?.length ?? 0) > 0 || row.readsLabels);
       found = { rows };
       this.tables.set(table, found);
     }
