@@ -4,7 +4,9 @@
  * (docs/history.md). Four scenarios, interleaved over `--rounds` rounds, each
  * request in one of `--sessions` sessions: an allow whose winning policy reads
  * `history.count(ACTION, '1h') < 1e9` (session scope: every allow is recorded)
- * against the same allow without a condition, and likewise a deny. While the
+ * against the same allow without a condition, and likewise a deny; and an
+ * allow whose policy also adds one label to its session (issue 51's "history
+ * and a label" figure). While the
  * history allow runs, 200 concurrent requests against
  * `history.count('race.go', '1h') < 5` in one fresh session must give exactly
  * 5 allows. Prints the figures as JSON (bench/REPORT.md gives them).
@@ -38,6 +40,16 @@ const POLICIES = [
     resources: ['order:*'],
     condition: "history.count('hist.counted', '1h') < 1000000000",
   },
+  {
+    id: 'pol_h_label',
+    name: 'h-label',
+    effect: 'allow',
+    agents: ['bench-*'],
+    actions: ['hist.labelled'],
+    resources: ['order:*'],
+    condition: "history.count('hist.labelled', '1h') < 1000000000",
+    labels: ['bench.read'],
+  },
   { id: 'pol_h_deny', name: 'h-deny', effect: 'deny', agents: ['bench-*'], actions: ['hist.refused'] },
   {
     id: 'pol_h_deny_count',
@@ -53,6 +65,7 @@ const POLICIES = [
 const SCENARIOS = [
   { name: 'allow, no history', action: 'hist.plain', effect: 'allow' },
   { name: 'allow, history.count 1h session', action: 'hist.counted', effect: 'allow' },
+  { name: 'allow, history.count 1h session + one label', action: 'hist.labelled', effect: 'allow' },
   { name: 'deny, no history', action: 'hist.refused', effect: 'deny' },
   { name: 'deny, history.count 1h session', action: 'hist.refusedcounted', effect: 'deny' },
 ] as const;
@@ -135,6 +148,7 @@ async function main(): Promise<void> {
           figures: out,
           allow_ratio: ratio('allow, history.count 1h session', 'allow, no history'),
           deny_ratio: ratio('deny, history.count 1h session', 'deny, no history'),
+          history_label_ratio: ratio('allow, history.count 1h session + one label', 'allow, no history'),
           per_round_allow_ratio: figures['allow, history.count 1h session']!.map((v, i) => Number((v / figures['allow, no history']![i]!).toFixed(3))),
           per_round_deny_ratio: figures['deny, history.count 1h session']!.map((v, i) => Number((v / figures['deny, no history']![i]!).toFixed(3))),
           races,

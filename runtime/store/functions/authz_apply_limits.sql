@@ -105,6 +105,10 @@ begin
   -- each after the loop). A limiter further ahead than one full window of the
   -- judging clock (above) is copied as now + W and marked moved, so it is written
   -- back so even when every request is refused.
+  -- (A batch without rates, or without budgets, skips its statement: history-only batches.)
+  rate_keys := '{}'; rate_accounts := '{}'; rate_envs := '{}'; rate_limiters := '{}'; rate_tats := '{}'; rate_moved := '{}';
+  usage_ids := '{}'; brows := '{}'; row_keys := '{}'; changed := '{}';
+  if jsonb_path_exists(batch, '$[*].rates[*]') then
   with w as (
     select q->>'account_id' as account_id, q->>'environment' as environment, k->>'key' as limiter_key,
            min((k->>'window_ms')::float8) as window_ms
@@ -122,9 +126,11 @@ begin
          coalesce(array_agg(least(l.tat_ms, rate_now + w.window_ms)), '{}'), coalesce(array_agg(l.tat_ms > rate_now + w.window_ms), '{}')
   into rate_keys, rate_accounts, rate_envs, rate_limiters, rate_tats, rate_moved
   from locked l join w on w.account_id = l.account_id and w.environment = l.environment and w.limiter_key = l.limiter_key;
+  end if;
 
   -- The batch's budget rows, locked by their upsert, which also gives their copy:
   -- judged and counted here, written back once per moved row after the loop.
+  if jsonb_path_exists(batch, '$[*].budgets[*]') then
   with upserted as (
     insert into budget_usage as b (account_id, environment, policy_id, scope, agent_id, session_id, on_behalf_of,
                                    unit, period, period_start, period_end, limit_amount, threshold_pct)
@@ -144,11 +150,15 @@ begin
          coalesce(array_agg(false), '{}')
   into usage_ids, brows, row_keys, changed
   from upserted up;
+  end if;
   -- Holds whose decision has expired stop counting before anything is checked
   -- (authz_expire_hold_rows; their rows' held counted down on the copy, written back below).
-  select coalesce(array_agg(e.usage_id), '{}'), coalesce(array_agg(e.amount), '{}')
-  into expired_ids, expired_amounts
-  from authz_expire_hold_rows(usage_ids, now_ts) e;
+  -- (A batch without budgets has none: no statement.)
+  if coalesce(cardinality(usage_ids), 0) > 0 then
+    select coalesce(array_agg(e.usage_id), '{}'), coalesce(array_agg(e.amount), '{}')
+    into expired_ids, expired_amounts
+    from authz_expire_hold_rows(usage_ids, now_ts) e;
+  end if;
   for n in 1 .. coalesce(cardinality(expired_ids), 0) loop
     pos := array_position(usage_ids, expired_ids[n]);
     u := brows[pos];

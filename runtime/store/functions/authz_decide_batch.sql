@@ -28,52 +28,55 @@ create or replace function authz_decide_batch(batch jsonb, writes jsonb, now_ms 
 returns table (i int, result jsonb)
 language plpgsql as $$
 declare
+  n constant int := jsonb_array_length(batch);
+  -- Each request's outcome, by its position in `batch`.
+  results jsonb[] := array_fill(null::jsonb, array[greatest(n, 1)]);
+  stale int[] := '{}';
+  kept int[];
+  written int[] := '{}';
   req jsonb;
-  n int;
+  w jsonb;
+  k int;
   held text[];
   current_labels text[];
-  -- The requests whose labels hold, and their positions in `batch`.
-  kept jsonb := '[]';
-  pos int[] := '{}';
-  outcomes jsonb := '[]';
-  chosen jsonb;
+  a record;
 begin
-  for req, n in select b.v, b.o::int from jsonb_array_elements(batch) with ordinality as b(v, o) loop
-    if jsonb_typeof(req->'labels') = 'object' then
+  if jsonb_path_exists(batch, '$[*] ? (@.labels.type() == "object")') then
+    for req, k in select b.v, b.o::int from jsonb_array_elements(batch) with ordinality as b(v, o) where jsonb_typeof(b.v->'labels') = 'object' loop
       held := array(select jsonb_array_elements_text(req->'labels'->'held'));
       current_labels := coalesce(authz_session_labels(req->>'account_id', req->>'environment', req->'labels'->>'session_id', now_ms,
         (req->'labels'->>'idle_s')::float8), '{}');
       if not (current_labels @> held and current_labels <@ held) then
-        outcomes := outcomes || jsonb_build_array(jsonb_build_object('i', n, 'result',
-          jsonb_build_object('outcome', 'labels_stale', 'labels', to_jsonb(current_labels))));
-        continue;
+        results[k] := jsonb_build_object('outcome', 'labels_stale', 'labels', to_jsonb(current_labels));
+        stale := stale || k;
       end if;
-    end if;
-    kept := kept || jsonb_build_array(req);
-    pos := pos || n;
-  end loop;
-  if jsonb_array_length(kept) > 0 then
-    select outcomes || coalesce(jsonb_agg(jsonb_build_object('i', pos[a.i], 'result', a.result)), '[]'::jsonb) into outcomes
-    from authz_apply_limits(kept, now_ms, rate_offset_ms) a;
+    end loop;
   end if;
-  select coalesce(jsonb_agg(jsonb_build_object('n', w.n, 'v', w.v) order by w.n), '[]'::jsonb) into chosen
-  from jsonb_array_elements(writes) with ordinality as w(v, n)
-  join jsonb_array_elements(outcomes) o(v) on (o.v->>'i')::bigint = w.n
-  where jsonb_typeof(w.v) = 'object'
-    and o.v->'result'->>'outcome' = 'ok'
-    and not exists (
-      select 1 from jsonb_array_elements(coalesce(o.v->'result'->'budgets', '[]'::jsonb)) b
-      where (b->>'past_threshold')::boolean and (b->>'consumed')::numeric < (b->>'limit')::numeric)
-    and coalesce(o.v->'result'->'history', '[]'::jsonb) = coalesce(w.v->'history', '[]'::jsonb);
-  if jsonb_array_length(chosen) > 0 then
+  if cardinality(stale) = 0 then
+    for a in select * from authz_apply_limits(batch, now_ms, rate_offset_ms) loop
+      results[a.i] := a.result;
+    end loop;
+  elsif cardinality(stale) < n then
+    kept := array(select g from generate_series(1, n) g where g <> all (stale) order by g);
+    for a in select * from authz_apply_limits((select jsonb_agg(batch->(g - 1) order by o) from unnest(kept) with ordinality u(g, o)), now_ms, rate_offset_ms) loop
+      results[kept[a.i]] := a.result;
+    end loop;
+  end if;
+  for k in 1 .. n loop
+    w := writes->(k - 1);
+    if jsonb_typeof(w) = 'object'
+       and results[k]->>'outcome' = 'ok'
+       and not jsonb_path_exists(results[k], '$.budgets[*] ? (@.past_threshold == true && @.consumed < @.limit)')
+       and coalesce(results[k]->'history', '[]'::jsonb) = coalesce(w->'history', '[]'::jsonb) then
+      written := written || k;
+    end if;
+  end loop;
+  if cardinality(written) > 0 then
     perform authz_write_decisions(
-      (select jsonb_agg(c->'v'->'decision' order by (c->>'n')::bigint) from jsonb_array_elements(chosen) c),
-      (select jsonb_agg(c->'v'->'event' order by (c->>'n')::bigint) from jsonb_array_elements(chosen) c),
+      (select jsonb_agg(writes->(g - 1)->'decision' order by g) from unnest(written) g),
+      (select jsonb_agg(writes->(g - 1)->'event' order by g) from unnest(written) g),
       '[]'::jsonb, '[]'::jsonb);
     perform set_config('synchronous_commit', 'on', true);
   end if;
-  return query
-    select (o.v->>'i')::int, (o.v->'result') || jsonb_build_object('written',
-      exists (select 1 from jsonb_array_elements(chosen) c where (c->>'n')::bigint = (o.v->>'i')::bigint))
-    from jsonb_array_elements(outcomes) o(v);
+  return query select g, results[g] || jsonb_build_object('written', g = any (written)) from generate_series(1, n) g;
 end $$;

@@ -3,14 +3,21 @@
 -- amount, match_values, evaluated_at_ms, keep_until_ms}); `kind`, when given,
 -- overrides the entry's (a budget denied the request: 'denied'). Called by
 -- authz_apply_limits with the request's scope keys locked.
+--
+-- PL/pgSQL, not SQL: called once per recorded decision, and a SQL function
+-- called from PL/pgSQL is planned at every call; PL/pgSQL keeps the plan.
 create or replace function authz_history_record(req jsonb, kind text)
 returns void
-language sql as $$
+language plpgsql as $$
+declare
+  r constant jsonb := req->'history'->'record';
+begin
+  if jsonb_typeof(r) <> 'object' or r is null then
+    return;
+  end if;
   insert into history_entries (account_id, environment, decision_id, agent_id, session_id, on_behalf_of, action, kind,
                                amount, match_values, evaluated_at, keep_until)
-  select req->>'account_id', req->>'environment', req->>'decision_id', r->>'agent_id', r->>'session_id', r->>'on_behalf_of',
-         r->>'action', coalesce(kind, r->>'kind'), (r->>'amount')::numeric, coalesce(r->'match_values', '{}'),
-         to_timestamp((r->>'evaluated_at_ms')::float8 / 1000.0), to_timestamp((r->>'keep_until_ms')::float8 / 1000.0)
-  from (select req->'history'->'record' as r) x
-  where jsonb_typeof(r) = 'object'
-$$;
+  values (req->>'account_id', req->>'environment', req->>'decision_id', r->>'agent_id', r->>'session_id', r->>'on_behalf_of',
+          r->>'action', coalesce(kind, r->>'kind'), (r->>'amount')::numeric, coalesce(r->'match_values', '{}'),
+          to_timestamp((r->>'evaluated_at_ms')::float8 / 1000.0), to_timestamp((r->>'keep_until_ms')::float8 / 1000.0));
+end $$;

@@ -4,17 +4,23 @@
 -- "a session's labels now", read by the decision path (store/sessions.ts
 -- sessionLabels) and re-checked by authz_decide_batch when a decision was
 -- evaluated with this process's remembered labels.
+-- PL/pgSQL, not SQL: authz_decide_batch calls it per request, and a SQL
+-- function with a subquery is planned at every call; PL/pgSQL keeps the plan.
 create or replace function authz_session_labels(account text, env text, sid text, now_ms double precision, idle_s double precision)
 returns text[]
-language sql stable as $$
-  select case when s.seen_at >= cut or coalesce((
-        select d.evaluated_at from decisions d
-        where d.account_id = s.account_id and d.environment = s.environment and d.session_id = s.session_id
-        order by d.seq desc limit 1) >= cut, false)
-      then array(select l.label from session_labels l
-                 where l.account_id = s.account_id and l.environment = s.environment and l.session_id = s.session_id
-                 order by l.added_at, l.label)
-    end
-  from sessions s, (select to_timestamp(now_ms / 1000.0) - make_interval(secs => idle_s) as cut) c
-  where s.account_id = account and s.environment = env and s.session_id = sid
-$$;
+language plpgsql stable as $$
+declare
+  cut constant timestamptz := to_timestamp(now_ms / 1000.0) - make_interval(secs => idle_s);
+begin
+  return (
+    select case when s.seen_at >= cut or coalesce((
+          select d.evaluated_at from decisions d
+          where d.account_id = s.account_id and d.environment = s.environment and d.session_id = s.session_id
+          order by d.seq desc limit 1) >= cut, false)
+        then array(select l.label from session_labels l
+                   where l.account_id = s.account_id and l.environment = s.environment and l.session_id = s.session_id
+                   order by l.added_at, l.label)
+      end
+    from sessions s
+    where s.account_id = account and s.environment = env and s.session_id = sid);
+end $$;
