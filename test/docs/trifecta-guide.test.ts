@@ -13,7 +13,9 @@
  * the background, as in its own terminal, while the reviewer (section 5) finds
  * the held send, reads why (the labels it was decided with, the session's
  * labels and decisions) and denies it; then it prints what the page shows.
- * Section 6's policy tests pass as shown.
+ * Section 6: under the Rule of Two (the configurations' agent changed by the
+ * page's sed) the same run waits at the file read, which the reviewer denies;
+ * its policy tests pass as shown.
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -34,7 +36,10 @@ function blocksOf(section: string): Array<{ lang: string; body: string }> {
   const end = PAGE.indexOf('\n## ', start + 1);
   return [...PAGE.slice(start, end < 0 ? undefined : end).matchAll(/```(\w*)\n([\s\S]*?)```/g)].map((m) => ({ lang: m[1]!, body: m[2]! }));
 }
-const blocks = (section: string, lang: string) => blocksOf(section).filter((b) => b.lang === lang).map((b) => b.body);
+const blocks = (section: string, lang: string) =>
+  blocksOf(section)
+    .filter((b) => b.lang === lang)
+    .map((b) => b.body);
 
 const normalised = (text: string) => text.replace(/dec_\w+/g, 'dec_...');
 
@@ -82,7 +87,8 @@ describe('docs/trifecta.md: the lethal trifecta, end to end', () => {
     const [without, session1] = blocks('3.', 'sh');
     const [injected] = blocks('4.', 'sh');
     const [reviewer] = blocks('5.', 'sh');
-    const [policyTests] = blocks('6.', 'sh');
+    const [guarded, guardedReviewer, policyTests] = blocks('6.', 'sh');
+    const guardedOut = join(dir, 'assistant-run-3.out');
     expect(injected!.trim()).toBe('node dist/examples/email-assistant/assistant.js --session run-2 --injected');
     const marker = (name: string) => `printf '\\n=== %s\\n' '${name}'`;
     const agentOut = join(dir, 'assistant-run-2.out');
@@ -101,6 +107,12 @@ describe('docs/trifecta.md: the lethal trifecta, end to end', () => {
       `until curl -s "$AUTHZ_URL/v1/reviews" -H "Authorization: Bearer $REVIEWER_KEY" | grep -q '"session_id":"run-2"'; do sleep 0.2; done`,
       marker('reviewer'),
       reviewer!,
+      'wait',
+      // Section 6: the Rule of Two, the assistant again in its own terminal, the reviewer in the second.
+      `( ${guarded!.trim().replaceAll('\n', ' && ')} ) > "${guardedOut}" 2>&1 &`,
+      `until curl -s "$AUTHZ_URL/v1/reviews" -H "Authorization: Bearer $REVIEWER_KEY" | grep -q '"session_id":"run-3"'; do sleep 0.2; done`,
+      marker('guarded reviewer'),
+      guardedReviewer!,
       'wait',
       marker('policy tests'),
       policyTests!,
@@ -140,6 +152,10 @@ describe('docs/trifecta.md: the lethal trifecta, end to end', () => {
     expect(normalised(readFileSync(agentOut, 'utf8')).trimEnd()).toBe(blocks('4.', 'text')[0]!.trimEnd());
     // The held decision is the one the assistant was refused with.
     expect(readFileSync(agentOut, 'utf8')).toContain(`review.denied (decision ${listed[0]![0]})`);
-    expect(parts['policy tests']!.trim().split('\n').at(-1)).toBe(blocks('6.', 'text')[0]!.trim().split('\n').at(-1));
+    // The Rule of Two: the file read waited (untrusted and external held), was denied, and the payroll was never read.
+    const [guardedDenied, guardedText, testsText] = blocks('6.', 'text');
+    expect(parts['guarded reviewer']!.trim()).toBe(guardedDenied!.trim());
+    expect(normalised(readFileSync(guardedOut, 'utf8')).trimEnd()).toBe(guardedText!.trimEnd());
+    expect(parts['policy tests']!.trim().split('\n').at(-1)).toBe(testsText!.trim().split('\n').at(-1));
   }, 300_000);
 });

@@ -132,7 +132,10 @@ describe.each(STORE_KINDS)('dashboard session view in chromium (%s)', (kind) => 
     await expect(page.locator(`#session-decisions tr[data-id="${read.id}"] .result-labels .badge`).allTextContents()).resolves.toEqual(['untrusted']);
 
     // A label's decision opens in the panel; its session link leads back here, the panel closed.
-    await page.locator('#session-labels tr[data-label="untrusted"]').getByRole('button', { name: `Details of ${read.id}` }).click();
+    await page
+      .locator('#session-labels tr[data-label="untrusted"]')
+      .getByRole('button', { name: `Details of ${read.id}` })
+      .click();
     const panel = page.getByRole('dialog', { name: 'Decision' });
     await expect.poll(() => panel.textContent(), POLL).toContain(read.id as string);
     await expect(panel.locator('.output-line').textContent()).resolves.toBe('labels untrusted');

@@ -128,7 +128,12 @@ export function decisionDetail(d, names, policies = new Map()) {
     item('Expires', `${time(d.expires_at)}${d.ttl_seconds ? ` (TTL ${d.ttl_seconds} s)` : ''}`),
     item('Resolved', time(d.resolved_at)),
     item('Session', d.session_id ? sessionLink(d.session_id) : '—'),
-    item('Session labels', d.metadata?.session_labels ? h('span', { class: 'decided-with' }, labelBadges(d.metadata.session_labels), ' (decided with these)') : 'not read (no candidate policy reads labels)'),
+    item(
+      'Session labels',
+      d.metadata?.session_labels
+        ? h('span', { class: 'decided-with' }, labelBadges(d.metadata.session_labels), ' (decided with these)')
+        : 'not read (no candidate policy reads labels)',
+    ),
     item('Result read', h('span', { class: 'output-line' }, outputLine(d.output))),
     item('On behalf of', d.on_behalf_of ?? '—'),
     item('Context', d.context ? h('pre', { class: 'context' }, JSON.stringify(d.context, null, 2)) : '—'),

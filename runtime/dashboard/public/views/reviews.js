@@ -170,7 +170,9 @@ export function reviewsView(root, target = []) {
           { class: 'session' },
           'session ',
           sessionLink(d.session_id),
-          d.metadata?.session_labels ? h('div', { class: 'decided-with', title: 'The labels of the session this decision was decided with' }, 'labels: ', labelBadges(d.metadata.session_labels)) : '',
+          d.metadata?.session_labels
+            ? h('div', { class: 'decided-with', title: 'The labels of the session this decision was decided with' }, 'labels: ', labelBadges(d.metadata.session_labels))
+            : '',
         )
       : '';
   /** @param {Decision} d */
