@@ -6,7 +6,7 @@
 // and the review queue link here.
 import { ApiError, api, describe } from '../api.js';
 import { detailsButton } from '../detail.js';
-import { failure, h, long, table, time, timeCell, updatedNow } from '../dom.js';
+import { failure, h, long, table, time, timeCell, updatedNow, words } from '../dom.js';
 import { moreButton, pager } from '../list.js';
 import { labelBadges, sessionHref } from '../session-links.js';
 
@@ -154,7 +154,7 @@ export function sessionsView(root, rest = []) {
   }, POLL_MS);
 
   root.replaceChildren(
-    h('h2', {}, 'Session ', h('span', { class: 'mono' }, long(id))),
+    h('h2', {}, 'Session ', h('span', { class: 'mono' }, words(id))),
     form,
     updated,
     summary,
