@@ -11,7 +11,7 @@
  * review's own state, policies by priority with their agents, resources and
  * condition, a saved edit's lint (lint.conflict) beside its YAML; a verdict by the deciding key shows review.self_review at its row, in
  * the viewport; a reviewer key (reviews:read, reviews:write) opens on the queue
- * and approves.
+ * and approves; a session's view (labels of each source, its decisions) fits every width too.
  */
 import { mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -467,6 +467,43 @@ describe.each(STORE_KINDS)('dashboard layout in chromium (%s)', (kind) => {
     expect(await brokenWords(page)).toEqual([]);
     expect(await overflowing(page)).toEqual([]);
     await shot('reviews-approved');
+    expect(errors).toEqual([]);
+  });
+  it('session: its labels (each source) and decisions, words whole, one time format, at every width', async () => {
+    const session = 'run-layout-0042';
+    const agent = 'support-tier2-mailroom-assistant';
+    const policies = await rt.getOk('/v1/policies?limit=100');
+    expect(policies.data.length).toBeGreaterThan(0);
+    // The session's decisions (orders.read is allowed to every agent here), the gateway's record of one result, a wrapper's label.
+    const first = await decide({
+      agent_id: agent,
+      action: 'orders.read',
+      resource: 'order:1001',
+      session_id: session,
+      context: { mcp: { server: 'orders', tool: 'lookup_order', arguments: {} } },
+    });
+    const recorded = await rt.call(rt.testKey, {
+      method: 'POST',
+      url: `/v1/decisions/${first.id}/output`,
+      payload: { labels: ['untrusted', 'pii'], findings: [{ kind: 'pii', rule: 'email', count: 2, action: 'label' }] },
+    });
+    expect(recorded.statusCode, recorded.body).toBe(200);
+    const labelled = await rt.call(rt.testKey, {
+      method: 'POST',
+      url: `/v1/sessions/${session}/labels`,
+      payload: { labels: ['private'], agent_id: agent, detail: 'the customer-records wrapper returned a customer file with a postal address and a date of birth' },
+    });
+    expect(labelled.statusCode, labelled.body).toBe(200);
+    await decide({ agent_id: agent, action: 'orders.delete', resource: 'order:1001', session_id: session });
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await signIn(rt.testKey);
+    await page.goto(`${base}/dashboard#sessions/${session}`);
+    await expect.poll(() => page.locator('#session-labels tbody tr').count(), POLL).toBe(3);
+    await expect.poll(() => page.locator('#session-decisions tbody tr').count(), POLL).toBe(2);
+    expect(await otherTimes(page)).toEqual([]);
+    expect(await brokenWords(page)).toEqual([]);
+    expect(await overflowing(page)).toEqual([]);
+    await fitsEveryWidth('session');
     expect(errors).toEqual([]);
   });
 });

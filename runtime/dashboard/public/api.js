@@ -13,6 +13,8 @@
 /** @typedef {import('../../../clients/typescript/wire.js').Decision} Decision */
 /** @typedef {import('../../../clients/typescript/wire.js').DecisionStats} DecisionStats GET /v1/stats/decisions */
 /** @typedef {import('../../../clients/typescript/wire.js').Policy} Policy */
+/** @typedef {import('../../../clients/typescript/wire.js').Session} Session GET /v1/sessions/:session_id */
+/** @typedef {import('../../../clients/typescript/wire.js').SessionLabel} SessionLabel */
 /** @typedef {import('../../../clients/typescript/wire.js').Agent} Agent */
 /** @typedef {import('../../../clients/typescript/wire.js').Budget} Budget */
 /** @typedef {import('../../../clients/typescript/wire.js').WebhookEndpoint} WebhookEndpoint */

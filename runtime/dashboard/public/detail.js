@@ -1,10 +1,12 @@
 // @ts-check
 // One decision in a panel (a modal <dialog>): its outcome and why (the deciding and
-// matched policies, by name, and the warnings), its review, its expiry and the
-// request's context. Opened from every list of decisions.
+// matched policies, by name, and the warnings), the session's labels it was
+// decided with and a link to its session, what the gateway read in its result,
+// its review, its expiry and the request's context. Opened from every list of decisions.
 import { api, describe } from './api.js';
 import { h, long, time } from './dom.js';
 import { policyIndex, policyNames, policyRef, policyRefs } from './policy-names.js';
+import { labelBadges, sessionLink } from './session-links.js';
 import { amountText } from './units.js';
 
 /** @typedef {import('./api.js').Decision} Decision */
@@ -25,6 +27,10 @@ function thePanel() {
     h('div', { class: 'actions' }, close),
   );
   close.addEventListener('click', () => dialog.close());
+  // A link in the panel (its session) leads to another view: the panel closes.
+  body.addEventListener('click', (event) => {
+    if (event.target instanceof Element && event.target.closest('a[href^="#"]')) dialog.close();
+  });
   document.body.append(dialog);
   panel = { dialog, body };
   return panel;
@@ -60,6 +66,18 @@ export function historyLine(r) {
   const actions = r.actions.length === 1 ? quote(r.actions[0] ?? '') : `[${r.actions.map(quote).join(', ')}]`;
   const match = r.match?.length ? `, [${r.match.map(quote).join(', ')}]` : '';
   return `history.${r.fn}(${actions}, ${quote(r.window)}, ${quote(r.scope)}${match}) = ${r.value}`;
+}
+
+/**
+ * What the gateway read in the decision's result, as one line: `labels untrusted, pii;
+ * found pii/email x1 (redact)`; `not recorded` before (or without) a record.
+ * @param {Decision['output']} o
+ * @returns {string}
+ */
+export function outputLine(o) {
+  if (!o) return 'not recorded (no result read, or nothing to record)';
+  const found = o.findings.map((f) => `${f.kind}/${f.rule} x${f.count} (${f.action})`).join(', ');
+  return `labels ${o.labels.length ? o.labels.join(', ') : 'none'}${found ? `; found ${found}` : ''}`;
 }
 
 /**
@@ -109,7 +127,14 @@ export function decisionDetail(d, names, policies = new Map()) {
     item('Evaluated', time(d.evaluated_at)),
     item('Expires', `${time(d.expires_at)}${d.ttl_seconds ? ` (TTL ${d.ttl_seconds} s)` : ''}`),
     item('Resolved', time(d.resolved_at)),
-    item('Session', d.session_id ?? '—'),
+    item('Session', d.session_id ? sessionLink(d.session_id) : '—'),
+    item(
+      'Session labels',
+      d.metadata?.session_labels
+        ? h('span', { class: 'decided-with' }, labelBadges(d.metadata.session_labels), ' (decided with these)')
+        : 'not read (no candidate policy reads labels)',
+    ),
+    item('Result read', h('span', { class: 'output-line' }, outputLine(d.output))),
     item('On behalf of', d.on_behalf_of ?? '—'),
     item('Context', d.context ? h('pre', { class: 'context' }, JSON.stringify(d.context, null, 2)) : '—'),
   );

@@ -8,6 +8,7 @@ import { decisionsView } from './views/decisions.js';
 import { overviewView } from './views/overview.js';
 import { policiesView } from './views/policies.js';
 import { reviewsView } from './views/reviews.js';
+import { sessionsView } from './views/sessions.js';
 import { webhooksView } from './views/webhooks.js';
 
 /**
@@ -21,6 +22,7 @@ const VIEWS = {
   overview: overviewView,
   reviews: reviewsView,
   decisions: decisionsView,
+  sessions: sessionsView,
   policies: policiesView,
   agents: agentsView,
   budgets: budgetsView,

@@ -3,7 +3,7 @@
 // (approval before the action), soonest deadline first, then those of actions
 // already allowed (after the fact), oldest first. Each row shows what the agent
 // asked (agent, action, resource, amount with its unit, the matched policies by
-// name, the request's context) and Approve and Deny with a note; an error of a
+// name, the request's context, its session and the labels it was decided with) and Approve and Deny with a note; an error of a
 // verdict (review.self_review, say) shows at its row. The reviewer's name is kept
 // for this tab's session. Approved and denied reviews are listed too, each with
 // its own review state.
@@ -13,6 +13,7 @@ import { failure, h, long, say, table, time, words } from '../dom.js';
 import { moreButton, pager, readAll } from '../list.js';
 import { policyIndex, policyNames, policyRefs } from '../policy-names.js';
 import { refreshReviewCount } from '../review-count.js';
+import { labelBadges, sessionLink } from '../session-links.js';
 import { amountText } from '../units.js';
 
 /** @typedef {import('../api.js').Decision} Decision */
@@ -150,14 +151,30 @@ export function reviewsView(root, target = []) {
     );
   };
 
-  /** The cells every list shows: what the agent asked (the request's context under the action). @param {Decision} d */
+  /** The cells every list shows: what the agent asked (the request's context under the action; its session under the agent). @param {Decision} d */
   const askedCells = (d) => [
-    h('td', {}, long(d.agent_id)),
+    h('td', {}, long(d.agent_id), sessionOf(d)),
     h('td', {}, long(d.action), contextOf(d)),
     h('td', {}, d.resource == null ? '—' : long(d.resource)),
     h('td', { class: 'amount' }, amountText(d, policies)),
     h('td', {}, policyRefs(d.metadata?.matched_policy_ids ?? [], names)),
   ];
+  /**
+   * The decision's session (a link to its view) and the labels it was decided with (why a label rule held it).
+   * @param {Decision} d
+   */
+  const sessionOf = (d) =>
+    d.session_id
+      ? h(
+          'div',
+          { class: 'session' },
+          'session ',
+          sessionLink(d.session_id),
+          d.metadata?.session_labels
+            ? h('div', { class: 'decided-with', title: 'The labels of the session this decision was decided with' }, 'labels: ', labelBadges(d.metadata.session_labels))
+            : '',
+        )
+      : '';
   /** @param {Decision} d */
   const contextOf = (d) => (d.context ? h('details', { class: 'context' }, h('summary', {}, 'context'), h('pre', { class: 'context' }, JSON.stringify(d.context, null, 2))) : '');
   /** A time that may wrap between its date and its time of day, never inside either. @param {string | null | undefined} iso */
