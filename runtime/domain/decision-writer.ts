@@ -2,13 +2,17 @@
  * Decisions are stored durably before their response is sent, through group
  * commit (runtime/shared/group-commit.ts): concurrent decisions share one statement.
  * A batch with session work (a policy's labels, a session's opening:
- * domain/session-labels.ts) writes it in the same transaction, first.
+ * domain/session-labels.ts) writes it in the same transaction, first; a
+ * decision whose labels would take its session past 256 adds none and is
+ * stored (and answered) denied, `session.too_many_labels`, exactly however
+ * many decisions of the session are written at once, in any process.
  */
 import type { Sql, SqlOrTx } from '../store/connect.js';
 import { writeDecisionBatch, type DecisionRow, type NewAgent } from '../store/decisions.js';
 import { decisionEvent, registrationEvent } from '../events/build.js';
 import { GroupCommit, type BatchObserver } from '../shared/group-commit.js';
 import { addSessionLabels, type SessionAdd } from '../store/sessions.js';
+import { deniedForFullSession } from './session-labels.js';
 
 export interface PendingWrite {
   /** Stored with its decision.* event (events/build.ts). */
@@ -21,28 +25,41 @@ export interface PendingWrite {
 
 const agentKey = (a: NewAgent) => `${a.account_id}:${a.environment}:${a.agent_id}`;
 
+/** What a write stored: whether it registered its agent, and the decision as stored (a full session's: denied). */
+export interface Written {
+  registered: boolean;
+  decision: DecisionRow;
+}
+
 export class DecisionWriter {
-  private readonly commits: GroupCommit<PendingWrite, boolean>;
+  private readonly commits: GroupCommit<PendingWrite, Written>;
 
   constructor(sql: Sql, maxBatch = 500, maxInFlight = 1, observe: BatchObserver | null = null) {
     this.commits = new GroupCommit(
-      async (writes) => {
+      async (pending) => {
         const agents = new Map<string, NewAgent>();
-        for (const w of writes) if (w.newAgent) agents.set(agentKey(w.newAgent), w.newAgent);
+        for (const w of pending) if (w.newAgent) agents.set(agentKey(w.newAgent), w.newAgent);
         const newAgents = [...agents.values()];
-        const write = (tx: SqlOrTx) =>
-          writeDecisionBatch(
-            tx,
-            writes.map((w) => w.decision),
-            writes.map((w) => decisionEvent(w.decision)),
-            newAgents,
-            newAgents.map(registrationEvent),
-          );
-        const sessions = writes.flatMap((w) => (w.session ? [w.session] : []));
-        // Labels join their sessions atomically with the decisions that add them.
-        const registered = sessions.length === 0 ? await write(sql) : await sql.begin(async (tx) => (await addSessionLabels(tx, sessions), write(tx)));
+        const write = (tx: SqlOrTx, decisions: readonly DecisionRow[]) =>
+          writeDecisionBatch(tx, decisions, decisions.map(decisionEvent), newAgents, newAgents.map(registrationEvent));
+        const withSession = pending.flatMap((w, i) => (w.session ? [i] : []));
+        let decisions = pending.map((w) => w.decision);
+        // Labels join their sessions atomically with the decisions that add them; a session
+        // the labels would take past its cap adds none, and the decision is denied instead.
+        const registered =
+          withSession.length === 0
+            ? await write(sql, decisions)
+            : await sql.begin(async (tx) => {
+                const outcomes = await addSessionLabels(
+                  tx,
+                  withSession.map((i) => pending[i]!.session!),
+                );
+                const full = new Set(withSession.filter((_, k) => outcomes[k] === 'full'));
+                if (full.size > 0) decisions = decisions.map((d, i) => (full.has(i) ? deniedForFullSession(d) : d));
+                return write(tx, decisions);
+              });
         // The first decision of the batch for a newly registered agent owns the registration.
-        return writes.map((w) => w.newAgent !== undefined && registered.delete(agentKey(w.newAgent)));
+        return pending.map((w, i) => ({ registered: w.newAgent !== undefined && registered.delete(agentKey(w.newAgent)), decision: decisions[i]! }));
       },
       maxBatch,
       maxInFlight,
@@ -50,8 +67,8 @@ export class DecisionWriter {
     );
   }
 
-  /** Resolves once stored, with whether this write registered its agent. */
-  write(write: PendingWrite): Promise<boolean> {
+  /** Resolves once stored, with whether this write registered its agent and the decision as stored. */
+  write(write: PendingWrite): Promise<Written> {
     return this.commits.submit(write);
   }
 

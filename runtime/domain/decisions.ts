@@ -211,21 +211,23 @@ export class DecisionService {
     else if (verdict) outcome = { ...outcome, warnings: [...outcome.warnings, ...verdict.warnings] };
     if (plan && plan.probes.length > 0) this.deps.history.learn(principal, plan, values, outcome.effect === 'deny' ? 'denied' : 'counted');
     const awaiting = approvalExpiresAt !== null && outcome.effect === 'review';
-    const row = stored ?? build(evaluated, outcome, approvalExpiresAt, values);
+    let row = stored ?? build(evaluated, outcome, approvalExpiresAt, values);
     // The token is a bearer credential: it is answered once and stored nowhere (a
     // decisions:read key must not be able to obtain permits). A decision awaiting
     // approval has none until it is approved (POST /v1/decisions/:id/permit).
-    const token = row.effect === 'deny' || awaiting ? null : this.deps.permits.issue(row);
+    let token = row.effect === 'deny' || awaiting ? null : this.deps.permits.issue(row);
     if (!stored) {
       // Allowed now (a review awaiting approval: on approval, domain/approvals.ts): its policy's labels join the session.
       const session = this.sessionWrite(row, evaluated, awaiting);
-      await inStore('store.write', () =>
+      const written = await inStore('store.write', () =>
         this.deps.writer.write({
           decision: row,
           ...(status === 'unknown' ? { newAgent: { account_id: accountId, environment, agent_id: input.agent_id, first_seen_at: row.evaluated_at } } : {}),
           ...(session ? { session } : {}),
         }),
       );
+      // Its labels would have taken a full session past 256 (another decision filled it meanwhile): stored denied.
+      if (written.decision !== row) [row, token] = [written.decision, null];
     }
     // The labels the session holds after it (allowed now: with its policy's), the next decision's guess.
     this.deps.sessions?.written(

@@ -117,7 +117,9 @@ export class SessionService {
     if (row.session_id === null) return null;
     const key = sessionKey(row.account_id, row.environment, row.session_id);
     if (adds.length === 0 && this.opened.get(key)) return null;
-    return this.item(row, row.session_id, adds, { source: 'policy', decision_id: row.id, detail: null, agent_id: row.agent_id, cap: null }, row.evaluated_at);
+    // Capped in the store, under the session's lock: exact across concurrent decisions and processes.
+    const cap = adds.length > 0 ? MAX_SESSION_LABELS : null;
+    return this.item(row, row.session_id, adds, { source: 'policy', decision_id: row.id, detail: null, agent_id: row.agent_id, cap }, row.evaluated_at);
   }
 
   /** After the decision's write: this process knows the session is open, and (when it read them) the labels it holds now. */
@@ -208,6 +210,28 @@ export class SessionService {
     }
     return found;
   }
+}
+
+/**
+ * A decision whose policy's labels the store refused (they would take its full
+ * session past 256): denied, `session.too_many_labels`, as the evaluation
+ * denies one it sees coming (docs/policies.md#labels).
+ *
+ * @example
+ * deniedForFullSession(row).reason; // => 'session.too_many_labels'
+ */
+export function deniedForFullSession(row: DecisionRow): DecisionRow {
+  return {
+    ...row,
+    effect: 'deny',
+    reason: 'session.too_many_labels',
+    matched_policy_ids: [],
+    warnings: [],
+    status: 'denied',
+    shadow: null,
+    review_status: null,
+    approval_expires_at: null,
+  };
 }
 
 /** The labels of `adds` not in `held`, once each. */

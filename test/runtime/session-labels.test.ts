@@ -45,6 +45,8 @@ describe.each(STORE_KINDS)('session labels (%s)', (kind) => {
       // A review awaiting approval adds its labels once approved.
       { id: 'pol_web', effect: 'review', actions: ['web.fetch'], labels: ['external'], approval: { required: true, timeout_seconds: 600 } },
       { id: 'pol_plain', effect: 'allow', actions: ['orders.read'] },
+      // Ten tools, each labelling the session with a label of its own (the cap race).
+      ...Array.from({ length: 10 }, (_, i) => ({ id: `pol_race_${i}`, effect: 'allow' as const, actions: [`race.t${i}`], labels: [`race-${i}`] })),
     ]);
   });
   afterAll(() => rt.close());
@@ -166,6 +168,26 @@ describe.each(STORE_KINDS)('session labels (%s)', (kind) => {
     expect((await decide({ agent_id: a, action: 'tools.many', session_id: one })).reason).toBe('session.too_many_labels');
     expect((await decide({ agent_id: a, action: 'files.read', session_id: one })).effect).toBe('allow');
     expect((await getSession(one)).labels).toHaveLength(256);
+  });
+
+  it('the cap is exact under concurrency: with one label left, ten decisions adding ten new labels at once give one allow and nine denials', async () => {
+    const id = sessionId('cap-race');
+    const a = agent('cap-race');
+    for (let i = 0; i < 7; i++) await addLabels(id, { labels: Array.from({ length: 32 }, (_, j) => `c${i * 32 + j}`), agent_id: a });
+    await addLabels(id, { labels: Array.from({ length: 31 }, (_, j) => `d${j}`), agent_id: a });
+    // Each one, decided alone with 255 held, would pass: the store's check under the session's lock decides.
+    const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => decide({ agent_id: a, action: `race.t${i}`, session_id: id })));
+    const allowed = answers.filter((d) => d.effect === 'allow');
+    expect(allowed).toHaveLength(1);
+    const denied = answers.filter((d) => d.effect === 'deny');
+    expect(denied).toHaveLength(9);
+    for (const d of denied) expect(d).toMatchObject({ reason: 'session.too_many_labels', status: 'denied', permit_token: null });
+    expect(allowed[0]!.permit_token).toEqual(expect.any(String));
+    const session = await getSession(id);
+    expect(session.labels).toHaveLength(256);
+    expect(session.labels.filter((l) => l.label.startsWith('race-')).map((l) => l.decision_id)).toEqual([allowed[0]!.id]);
+    // Stored as answered: the denials are denials in the log too.
+    for (const d of denied) expect(await rt.getOk(`/v1/decisions/${d.id}`)).toMatchObject({ effect: 'deny', reason: 'session.too_many_labels', status: 'denied' });
   });
 
   it("a review awaiting approval adds its policy's labels only once approved", async () => {
