@@ -18,11 +18,27 @@ import { startTarget, stopTarget } from '../http/target.js';
 const { values } = parseArgs({ options: { decisions: { type: 'string' }, out: { type: 'string' } } });
 const N = Number(values.decisions ?? 20_000);
 
+/** The history and label kind's policy (added through the API): one history.count in a 1 h session window, one label. */
+const HISTORY_POLICY = {
+  id: 'pol_wc_history',
+  name: 'wc-history',
+  effect: 'allow',
+  state: 'enabled',
+  priority: 100,
+  agents: ['bench-*'],
+  actions: ['hist.counted'],
+  condition: "history.count('hist.counted', '1h') < 1000000000",
+  labels: ['bench.read'],
+};
+/** Sessions the history kind's decisions rotate over (each opened once, its label added once). */
+const SESSIONS = 1000;
+
 const KINDS: Array<[string, object]> = [
   ['allow (permit, no limits)', { agent_id: 'bench-1', action: 'orders.read', resource: 'order:1' }],
   ['deny', { agent_id: 'bench-1', action: 'orders.delete', resource: 'order:1' }],
   ['allow, calls budget + rate limit', { agent_id: 'bench-1', action: 'orders.list', resource: 'order:1' }],
   ['allow, USD budget held + rate limit', { agent_id: 'bench-1', action: 'orders.pay', resource: 'order:1', amount: 1 }],
+  [`allow, history.count 1h session + one label (${SESSIONS} sessions)`, { agent_id: 'bench-1', action: 'hist.counted', resource: 'order:1', session_id: '' }],
 ];
 
 interface TableStat {
@@ -47,6 +63,13 @@ async function main(): Promise<void> {
   try {
     const target = await startTarget(['--database-url', cluster.url]);
     const sql = postgres(cluster.url, { max: 1, onnotice: () => {} });
+    const added = await fetch(`http://127.0.0.1:${target.port}/v1/policies`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${target.key}` },
+      body: JSON.stringify(HISTORY_POLICY),
+    });
+    if (added.status !== 201) throw new Error(`history policy: ${added.status} ${await added.text()}`);
+    let sent = 0;
     const lines = [
       `Per decision, ${N.toLocaleString('en-US')} decisions of each kind through HTTP on one server process (PostgreSQL, throwaway cluster; the bench policies of bench/http). Rows: n_tup_ins / n_tup_upd of pg_stat_user_tables; bytes: pg_total_relation_size (heap, TOAST and indexes; partitions summed into their table); WAL: pg_current_wal_lsn() difference.`,
       '',
@@ -62,6 +85,8 @@ async function main(): Promise<void> {
         amount: N,
         headers: { 'content-type': 'application/json', authorization: `Bearer ${target.key}` },
         body: JSON.stringify(body),
+        // The history kind: each request in one of SESSIONS sessions.
+        ...('session_id' in body ? { requests: [{ setupRequest: (req) => ({ ...req, body: JSON.stringify({ ...body, session_id: `wc-${sent++ % SESSIONS}` }) }) }] } : {}),
       });
       if (r.non2xx > 0 || r.errors > 0) throw new Error(`${name}: ${r.non2xx} non-2xx, ${r.errors} errors`);
       // Backends report their counts to the statistics views within seconds: wait until the decisions' count is in.
