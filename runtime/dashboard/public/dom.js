@@ -120,6 +120,16 @@ export function long(value) {
 }
 
 /**
+ * The cells every list of decisions starts with: when, agent, action, resource.
+ * Example: `h('tr', {}, ...decisionLeadCells(d), h('td', {}, d.reason))`
+ * @param {{ evaluated_at: string, agent_id: string, action: string, resource?: string | null }} d
+ * @returns {HTMLElement[]}
+ */
+export function decisionLeadCells(d) {
+  return [timeCell(d.evaluated_at), h('td', {}, long(d.agent_id)), h('td', {}, long(d.action)), h('td', {}, d.resource == null ? '—' : long(d.resource))];
+}
+
+/**
  * An API timestamp as shown, the one time format of every view (UTC, to the second):
  * `2024-05-01T12:00:00.123Z` -> `2024-05-01 12:00:00Z`; none -> an em dash.
  * @param {string | null | undefined} iso

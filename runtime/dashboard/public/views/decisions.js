@@ -3,7 +3,7 @@
 // live by polling for newer decisions while the tab is visible.
 import { describe } from '../api.js';
 import { detailsButton } from '../detail.js';
-import { failure, h, long, table, updatedNow, timeCell } from '../dom.js';
+import { decisionLeadCells, failure, h, table, updatedNow } from '../dom.js';
 import { moreButton, pager } from '../list.js';
 import { policyIndex, policyNames, policyRef } from '../policy-names.js';
 import { amountText } from '../units.js';
@@ -63,10 +63,7 @@ export function decisionsView(root) {
       h(
         'tr',
         { dataset: { id: d.id } },
-        timeCell(d.evaluated_at),
-        h('td', {}, long(d.agent_id)),
-        h('td', {}, long(d.action)),
-        h('td', {}, d.resource == null ? '—' : long(d.resource)),
+        ...decisionLeadCells(d),
         h('td', { class: 'amount' }, amountText(d, policies)),
         h('td', {}, h('span', { class: `effect ${d.effect}` }, d.effect), shadowBadge(d)),
         h('td', {}, d.reason),

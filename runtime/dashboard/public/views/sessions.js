@@ -6,7 +6,7 @@
 // and the review queue link here.
 import { ApiError, api, describe } from '../api.js';
 import { detailsButton } from '../detail.js';
-import { failure, h, long, table, time, timeCell, updatedNow, words } from '../dom.js';
+import { decisionLeadCells, failure, h, long, table, time, timeCell, updatedNow, words } from '../dom.js';
 import { moreButton, pager } from '../list.js';
 import { labelBadges, sessionHref } from '../session-links.js';
 
@@ -103,10 +103,7 @@ export function sessionsView(root, rest = []) {
       h(
         'tr',
         { dataset: { id: d.id } },
-        timeCell(d.evaluated_at),
-        h('td', {}, long(d.agent_id)),
-        h('td', {}, long(d.action)),
-        h('td', {}, d.resource == null ? '—' : long(d.resource)),
+        ...decisionLeadCells(d),
         h('td', {}, h('span', { class: `effect ${d.effect}` }, d.effect), h('br'), d.reason),
         h('td', {}, h('span', { class: `state ${d.status}` }, d.status)),
         h('td', { class: 'decided-with' }, labelBadges(d.metadata?.session_labels)),
