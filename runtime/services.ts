@@ -9,7 +9,7 @@ import { DecisionService } from './domain/decisions.js';
 import { PolicySets } from './domain/policy-sets.js';
 import type { PermitIssuer } from './domain/decision-ports.js';
 import { History } from './history/history.js';
-import { Limits } from './limits/limits.js';
+import { Limits } from './spend-limits/limits.js';
 import { WebhookDispatcher } from './webhooks/dispatcher.js';
 import { SecurityAlerts } from './alerts/security-alerts.js';
 import { ringPermitIssuer } from './permits/issuer.js';

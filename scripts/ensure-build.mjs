@@ -17,7 +17,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-const DEFAULT_INCLUDE = ['clients', 'compiler', 'runtime', 'verifier', 'webhooks', 'bench', 'scripts', 'examples'];
+const DEFAULT_INCLUDE = ['clients', 'compiler', 'runtime', 'permit-verifier', 'webhook-receiver', 'bench', 'scripts', 'examples'];
 const SKIP_DIRS = new Set(['node_modules', 'dist', 'test']);
 
 /** The first source (relative path) whose build output is missing or older; null when dist/ is fresh. */

@@ -6,7 +6,7 @@
  * `context.tool.call_id`. A tool that declares `labels` adds them to the
  * decision's session before its result is returned (docs/adapters.md#labels-a-tool-result-carries).
  */
-import { argsDigest } from '../../verifier/args-digest.js';
+import { argsDigest } from '../../permit-verifier/args-digest.js';
 import type { AuthzClient, Decision, DecisionInput } from '../typescript/index.js';
 
 /** How calls of one tool are decided. */

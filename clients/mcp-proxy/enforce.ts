@@ -18,7 +18,7 @@
  *   (`POST /v1/actions/possible`).
  */
 import type { CallToolRequest, CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
-import { argsDigest } from '../../verifier/args-digest.js';
+import { argsDigest } from '../../permit-verifier/args-digest.js';
 import { AuthzClient, AuthzError, type Decision, type DecisionInput } from '../typescript/index.js';
 import { ActionMap, ArgumentProblem } from './actions.js';
 import { callParamsProblem, INVALID_PARAMS_CODE, INVALID_PARAMS_REASON } from './call-params.js';

@@ -25,7 +25,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { createPermitVerifier, PermitError } from '../../verifier/index.js';
+import { createPermitVerifier, PermitError } from '../../permit-verifier/index.js';
 
 const service = (process.env.AUTHZ_URL ?? 'http://127.0.0.1:8080').replace(/\/+$/, '');
 const environment = process.env.AUTHZ_ENVIRONMENT || (process.env.AUTHZ_API_KEY?.startsWith('svc_live_') ? 'live' : 'test');

@@ -21,7 +21,7 @@
  * default 127.0.0.1).
  */
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
-import { createPermitVerifier, PermitError, PermitSignatureInvalidError, PermitUnavailableError, type PermitVerifierCommonOptions } from '../../verifier/index.js';
+import { createPermitVerifier, PermitError, PermitSignatureInvalidError, PermitUnavailableError, type PermitVerifierCommonOptions } from '../../permit-verifier/index.js';
 import { closeOnSignals, listenAddress, runAsMain } from '../shared/run-main.js';
 
 export interface DownstreamServiceOptions {

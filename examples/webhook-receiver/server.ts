@@ -24,7 +24,7 @@
  * Webhooks headers; PORT, default 4000; HOST, default 127.0.0.1).
  */
 import Fastify, { type FastifyInstance } from 'fastify';
-import { verifyStandardWebhook, verifyWebhookSignature } from '../../webhooks/index.js';
+import { verifyStandardWebhook, verifyWebhookSignature } from '../../webhook-receiver/index.js';
 import { closeOnSignals, listenAddress, runAsMain } from '../shared/run-main.js';
 
 /** The event envelope (docs/webhooks-and-events.md#events). */

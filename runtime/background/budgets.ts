@@ -11,7 +11,7 @@ import type { Clock } from '../clock.js';
 import { CHANNELS } from '../store/channels.js';
 import type { Store } from '../store/connect.js';
 import { exhaustedUsage, releaseExpiredHolds, type BudgetUsage } from '../store/limits.js';
-import type { Limits } from '../limits/limits.js';
+import type { Limits } from '../spend-limits/limits.js';
 import { startTask, type Upkeep } from './task.js';
 
 export type LimitMaintenance = Upkeep;

@@ -21,10 +21,10 @@ import type { Clock } from '../clock.js';
 import type { PolicySets } from '../domain/policy-sets.js';
 import type { Sql } from '../store/connect.js';
 import { currentUsage, releaseExpiredHolds, usageOfKeys, type BudgetCheck } from '../store/limits.js';
-import { budgetKey } from '../limits/budget-keys.js';
-import { policyBudgets } from '../limits/limit-request.js';
+import { budgetKey } from '../spend-limits/budget-keys.js';
+import { policyBudgets } from '../spend-limits/limit-request.js';
 import { UnknownCursorError, type Page, type PageParams } from '../store/pagination.js';
-import { periodBounds } from '../limits/periods.js';
+import { periodBounds } from '../spend-limits/periods.js';
 
 export type BudgetStatus = 'ok' | 'threshold' | 'exceeded';
 

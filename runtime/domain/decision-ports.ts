@@ -1,5 +1,5 @@
 /**
- * Where budgets and rate limits (runtime/limits/) and permit tokens
+ * Where budgets and rate limits (runtime/spend-limits/) and permit tokens
  * (runtime/permits/) plug into the decision path.
  */
 import type { Policy } from '../../compiler/index.js';

@@ -26,8 +26,8 @@ import { confirmHistory } from '../store/history.js';
 import { newId } from '../ids.js';
 import { decisionEvent } from '../events/build.js';
 import { decisionIdsBetween } from './decision-id-range.js';
-import { checkAmountsAgree } from '../limits/budget-keys.js';
-import { isFiat } from '../limits/limit-request.js';
+import { checkAmountsAgree } from '../spend-limits/budget-keys.js';
+import { isFiat } from '../spend-limits/limit-request.js';
 import type { Sql } from '../store/connect.js';
 import {
   exportDecisionPage,

@@ -8,7 +8,7 @@
 import sodium from 'sodium-native';
 import { randomBase62 } from '../ids.js';
 import type { DecisionRow } from '../store/decisions.js';
-import type { PermitClaims } from '../../verifier/index.js';
+import type { PermitClaims } from '../../permit-verifier/index.js';
 import type { KeyRing } from './key-ring.js';
 
 export type { PermitClaims };

@@ -1,17 +1,17 @@
 /**
  * Verifying a permit token (POST /v1/permits/verify) with this service's key
- * ring: the token's frame and header (verifier/permit-token.ts), a published
+ * ring: the token's frame and header (permit-verifier/permit-token.ts), a published
  * kid, the signature (node:crypto, the one step done here), then the claims by
- * the rules the verifier library applies too (verifier/permit-claims.ts), bound
+ * the rules the verifier library applies too (permit-verifier/permit-claims.ts), bound
  * to the caller's account and environment. A refusal is the library's
  * PermitError turned into the service's ApiError of the same code; the route
  * passes no expectations (its body is the token alone), so that code is
  * `auth.expired` or `auth.signature_invalid`.
  */
 import { verify } from 'node:crypto';
-import { PermitError, PermitExpiredError } from '../../verifier/errors.js';
-import { checkPermitClaims, type PermitClaims } from '../../verifier/permit-claims.js';
-import { invalidPermit, permitPayload, readPermitToken } from '../../verifier/permit-token.js';
+import { PermitError, PermitExpiredError } from '../../permit-verifier/errors.js';
+import { checkPermitClaims, type PermitClaims } from '../../permit-verifier/permit-claims.js';
+import { invalidPermit, permitPayload, readPermitToken } from '../../permit-verifier/permit-token.js';
 import type { Clock } from '../clock.js';
 import { ApiError, SignatureInvalidError, TokenExpiredError } from '../errors/api-error.js';
 import type { Principal } from '../tenant.js';

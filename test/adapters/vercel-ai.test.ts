@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { guardedTool } from '../../clients/adapters/vercel-ai.js';
 import { DecisionDeniedError, type Decision } from '../../clients/typescript/index.js';
-import { argsDigest } from '../../verifier/index.js';
+import { argsDigest } from '../../permit-verifier/index.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { ensureProxyBuilt } from '../mcp/helpers/proxy.js';
 import { startAdapterService, supportAgent, type AdapterService } from './helpers/service.js';

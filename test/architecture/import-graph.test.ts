@@ -95,7 +95,7 @@ describe('import graph', () => {
       [0, { from: 'runtime/routes/agents.ts', to: 'runtime/store/agents.ts' }],
       [1, { from: 'runtime/domain/decisions.ts', to: 'compiler/table/evaluate.ts' }],
       [1, { from: 'bench/http/server.ts', to: 'compiler/policy/types.ts' }],
-      [2, { from: 'runtime/store/limits.ts', to: 'runtime/limits/limit-request.ts' }],
+      [2, { from: 'runtime/store/limits.ts', to: 'runtime/spend-limits/limit-request.ts' }],
       [3, { from: 'runtime/tenant.ts', to: 'runtime/ids.ts' }],
       [4, { from: 'compiler/compile.ts', to: 'runtime/ids.ts' }],
       [5, { from: 'runtime/domain/policies.ts', to: 'runtime/http/yaml.ts' }],
@@ -114,8 +114,8 @@ describe('import graph', () => {
       [12, { from: 'runtime/domain/bundles.ts', to: 'runtime/presenters/policy.ts', typeOnly: true }],
       [13, { from: 'runtime/serve.ts', to: 'runtime/background/budgets.ts' }],
       [13, { from: 'runtime/app.ts', to: 'runtime/background/policy-refresh.ts' }],
-      [14, { from: 'verifier/permit-claims.ts', to: 'runtime/errors/api-error.ts' }],
-      [14, { from: 'verifier/create-verifier.ts', to: 'clients/typescript/types.ts', typeOnly: true }],
+      [14, { from: 'permit-verifier/permit-claims.ts', to: 'runtime/errors/api-error.ts' }],
+      [14, { from: 'permit-verifier/create-verifier.ts', to: 'clients/typescript/types.ts', typeOnly: true }],
     ];
     expect(new Set(bad.map(([i]) => i)).size).toBe(RULES.length);
     for (const [i, edge] of bad) expect(RULES[i]!.check(edge), `${RULES[i]!.name}: ${edge.from} -> ${edge.to}`).not.toBeNull();
@@ -125,7 +125,7 @@ describe('import graph', () => {
       { from: 'runtime/store/agents.ts', to: 'runtime/tenant.ts' },
       { from: 'runtime/store/connect.ts', to: 'postgres' },
       { from: 'runtime/domain/agents.ts', to: 'runtime/store/agents.ts' },
-      { from: 'clients/mcp-proxy/enforce.ts', to: 'verifier/args-digest.ts' },
+      { from: 'clients/mcp-proxy/enforce.ts', to: 'permit-verifier/args-digest.ts' },
       { from: 'clients/mcp-proxy/enforce.ts', to: 'clients/typescript/index.ts' },
       { from: 'clients/mcp-proxy/actions.ts', to: 'compiler/patterns/action-names.ts' },
       { from: 'compiler/patterns/action-names.ts', to: 'compiler/patterns/action.ts' },
@@ -137,9 +137,9 @@ describe('import graph', () => {
       { from: 'runtime/background/start.ts', to: 'runtime/background/reviews.ts' },
       { from: 'runtime/services.ts', to: 'runtime/background/budgets.ts', typeOnly: true },
       { from: 'bench/reviews/run.ts', to: 'runtime/background/reviews.ts' },
-      { from: 'runtime/permits/verify.ts', to: 'verifier/permit-claims.ts' },
-      { from: 'verifier/create-verifier.ts', to: 'verifier/permit-token.ts' },
-      { from: 'verifier/create-verifier.ts', to: 'jose' },
+      { from: 'runtime/permits/verify.ts', to: 'permit-verifier/permit-claims.ts' },
+      { from: 'permit-verifier/create-verifier.ts', to: 'permit-verifier/permit-token.ts' },
+      { from: 'permit-verifier/create-verifier.ts', to: 'jose' },
     ];
     expect(violations(good)).toEqual([]);
   });

@@ -106,8 +106,8 @@ export const RULES: Rule[] = [
         : null,
   },
   {
-    name: 'the verifier library (agent-authz/verifier) imports nothing of the project outside verifier/: it ships alone, and the runtime imports its permit check from it',
-    check: (e) => (isIn(e.from, 'verifier') && isRelative(e.to) && !isIn(e.to, 'verifier') ? `${e.from} imports ${e.to}` : null),
+    name: 'the verifier library (agent-authz/verifier) imports nothing of the project outside permit-verifier/: it ships alone, and the runtime imports its permit check from it',
+    check: (e) => (isIn(e.from, 'permit-verifier') && isRelative(e.to) && !isIn(e.to, 'permit-verifier') ? `${e.from} imports ${e.to}` : null),
   },
 ];
 

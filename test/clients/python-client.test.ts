@@ -14,7 +14,7 @@ import { spawn } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { signWebhookBody } from '../../webhooks/index.js';
+import { signWebhookBody } from '../../webhook-receiver/index.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { START, startRuntime, type TestRuntime } from '../runtime/helpers/app.js';
 

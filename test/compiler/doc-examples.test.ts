@@ -20,6 +20,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const ENTRIES = ['compiler', 'verifier', 'webhooks'] as const;
+/** The source folder of each entry (package.json's `exports` point at the same folders under dist/). */
+const FOLDER: Record<(typeof ENTRIES)[number], string> = { compiler: 'compiler', verifier: 'permit-verifier', webhooks: 'webhook-receiver' };
 
 interface PublicExport {
   entry: (typeof ENTRIES)[number];
@@ -31,7 +33,7 @@ interface PublicExport {
 
 /** Every export of each entry, with its documentation as an editor shows it. */
 function readExports(): PublicExport[] {
-  const files = ENTRIES.map((e) => join(ROOT, e, 'index.ts'));
+  const files = ENTRIES.map((e) => join(ROOT, FOLDER[e], 'index.ts'));
   const program = ts.createProgram(files, {
     module: ts.ModuleKind.NodeNext,
     moduleResolution: ts.ModuleResolutionKind.NodeNext,
@@ -80,7 +82,10 @@ const withExamples = exportsList.filter((e) => e.examples.length > 0);
 function exampleCode(text: string): string {
   const fenced = /```ts\n([\s\S]*?)```/.exec(text);
   if (!fenced) throw new Error(`an example without a \`\`\`ts fence:\n${text}`);
-  return fenced[1]!.replace(/'agent-authz\/(compiler|verifier|webhooks)'/g, (_, entry: string) => `'${pathToFileURL(join(ROOT, 'dist', entry, 'index.js')).href}'`);
+  return fenced[1]!.replace(
+    /'agent-authz\/(compiler|verifier|webhooks)'/g,
+    (_, entry: (typeof ENTRIES)[number]) => `'${pathToFileURL(join(ROOT, 'dist', FOLDER[entry], 'index.js')).href}'`,
+  );
 }
 
 /** The lines an example says it prints: its `// => ...` comments, in order. */

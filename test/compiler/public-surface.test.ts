@@ -58,8 +58,12 @@ function table(name: string): DecisionTable {
 }
 
 describe('the package names resolve to the built entry points', () => {
-  it.each(['compiler', 'verifier', 'webhooks'])('agent-authz/%s -> dist/%s/index.js', (entry) => {
-    expect(fileURLToPath(import.meta.resolve(`agent-authz/${entry}`))).toBe(join(ROOT, 'dist', entry, 'index.js'));
+  it.each([
+    ['compiler', 'compiler'],
+    ['verifier', 'permit-verifier'],
+    ['webhooks', 'webhook-receiver'],
+  ])('agent-authz/%s -> dist/%s/index.js', (entry, folder) => {
+    expect(fileURLToPath(import.meta.resolve(`agent-authz/${entry}`))).toBe(join(ROOT, 'dist', folder, 'index.js'));
   });
 });
 

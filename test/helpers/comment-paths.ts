@@ -33,7 +33,21 @@ import { REPO_ROOT } from './docs-error-codes.js';
 import { headingAnchors } from './markdown-links.js';
 
 /** The repository's top-level folders whose files comments name from the root. */
-export const TOP_LEVEL_DIRS = ['bench', 'bin', 'clients', 'compiler', 'docs', 'examples', 'patches', 'runtime', 'schemas', 'scripts', 'test', 'verifier', 'webhooks'] as const;
+export const TOP_LEVEL_DIRS = [
+  'bench',
+  'bin',
+  'clients',
+  'compiler',
+  'docs',
+  'examples',
+  'patches',
+  'permit-verifier',
+  'runtime',
+  'schemas',
+  'scripts',
+  'test',
+  'webhook-receiver',
+] as const;
 
 /** Folders of sources whose comments are checked (fixtures are inputs, not sources). */
 const SOURCE_DIRS = TOP_LEVEL_DIRS.filter((d) => d !== 'docs' && d !== 'patches');

@@ -8,7 +8,7 @@
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChildProcess } from 'node:child_process';
-import { argsDigest, createPermitVerifier, PermitMismatchError } from '../../verifier/index.js';
+import { argsDigest, createPermitVerifier, PermitMismatchError } from '../../permit-verifier/index.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { START, startRuntime, type TestRuntime } from '../runtime/helpers/app.js';
 import { BIN, ensureProxyBuilt, httpClient, recorded, scratch, startPrinting, startStdioProxy, stop, textOf, TOOLS_SERVER } from './helpers/proxy.js';

@@ -27,7 +27,7 @@
  */
 import { createServer, type Server as HttpServer, type ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { verifyWebhookSignature } from '../../webhooks/index.js';
+import { verifyWebhookSignature } from '../../webhook-receiver/index.js';
 import { confirmLoad } from '../helpers/confirm-load.js';
 import { createTestDatabase } from '../helpers/postgres.js';
 import { ensureBuilt, freePort, HOST, request, startServeProcess, stopServer, type Reply, type ServeProcess } from '../helpers/server-process.js';

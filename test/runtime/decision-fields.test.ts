@@ -10,7 +10,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { argsDigest, canonicalizeJson, createPermitVerifier, PermitMismatchError } from '../../verifier/index.js';
+import { argsDigest, canonicalizeJson, createPermitVerifier, PermitMismatchError } from '../../permit-verifier/index.js';
 import { stateDigest } from '../fuzz/helpers/state-digest.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';

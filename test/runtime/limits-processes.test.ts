@@ -29,7 +29,7 @@ describe('budgets and rate limits across two `authz serve` processes on one Post
   const { api, decide, decideOk, install: installOn } = serverCalls(() => key);
   /**
    * The agent's budget rows of one policy. With agent_id the list has every enabled
-   * budget whose agent filter covers the agent, used or not (runtime/limits/
+   * budget whose agent filter covers the agent, used or not (runtime/spend-limits/
    * budget-list.ts), so other tests' policies show up with zeros.
    */
   const budgetsOf = async (server: Server, agentId: string, policyId: string) => {

@@ -1,6 +1,6 @@
 /**
- * One permit check for both verifiers (verifier/permit-token.ts and
- * verifier/permit-claims.ts): tokens signed with the runtime's own key, their
+ * One permit check for both verifiers (permit-verifier/permit-token.ts and
+ * permit-verifier/permit-claims.ts): tokens signed with the runtime's own key, their
  * header or claims varied, go to POST /v1/permits/verify and to the verifier
  * library (the runtime listening on 127.0.0.1, its JWKS fetched over HTTP, the
  * library following the runtime's clock); both must answer the same code, and
@@ -10,7 +10,7 @@
  */
 import sodium from 'sodium-native';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { argsDigest, createPermitVerifier, PermitError, type PermitVerifier } from '../../verifier/index.js';
+import { argsDigest, createPermitVerifier, PermitError, type PermitVerifier } from '../../permit-verifier/index.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
 

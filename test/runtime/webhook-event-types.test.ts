@@ -7,7 +7,7 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_ALERT_THRESHOLDS } from '../../runtime/alerts/security-alerts.js';
-import { verifyWebhookSignature } from '../../webhooks/index.js';
+import { verifyWebhookSignature } from '../../webhook-receiver/index.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
 import type { JsonObject } from '../helpers/json.js';

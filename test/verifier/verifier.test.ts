@@ -1,5 +1,5 @@
 /**
- * The downstream verifier (verifier/) and the example downstream service, without
+ * The downstream verifier (permit-verifier/) and the example downstream service, without
  * the runtime: a node:http JWKS server on 127.0.0.1 serves Ed25519 keys made here,
  * and tokens are signed here in the service's format (compact JWS, EdDSA, kid =
  * JWK thumbprint, typ permit+jwt).
@@ -21,7 +21,7 @@ import {
   type PermitClaims,
   type PermitVerifierCommonOptions,
   type PermitVerifierOptions,
-} from '../../verifier/index.js';
+} from '../../permit-verifier/index.js';
 
 const ISSUER = 'http://127.0.0.1:8080';
 

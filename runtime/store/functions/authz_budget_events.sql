@@ -34,7 +34,7 @@ begin
     values (authz_new_id('evt', now_ts), u.account_id, u.environment, 'budget.exceeded', now_ts,
             data || '{"reason": "budget.exceeded"}');
     u.exceeded_fired_at := now_ts;
-    -- Every server process blocks the agent, session or user (runtime/limits/exhausted-agents.ts).
+    -- Every server process blocks the agent, session or user (runtime/spend-limits/exhausted-agents.ts).
     perform pg_notify('authz_budgets', (authz_usage_json(u)
       || jsonb_build_object('account_id', u.account_id, 'environment', u.environment))::text);
   end if;

@@ -17,7 +17,7 @@ export const BIN = join(ROOT, 'bin', 'authz.js');
 export const TOOLS_SERVER = join(ROOT, 'test', 'mcp', 'fixtures', 'tools-server.mjs');
 const BUILT = [
   join(ROOT, 'dist', 'clients', 'mcp-proxy', 'cli.js'),
-  join(ROOT, 'dist', 'verifier', 'index.js'),
+  join(ROOT, 'dist', 'permit-verifier', 'index.js'),
   join(ROOT, 'dist', 'examples', 'agents', 'mcp-agent.js'),
   join(ROOT, 'dist', 'examples', 'agents', 'support-tools-server.js'),
   join(ROOT, 'dist', 'examples', 'agents', 'bank-tools-server.js'),
@@ -26,7 +26,7 @@ const BUILT = [
 /** dist/ with the proxy, the verifier and the agent examples, built when missing or older than their sources. */
 export function ensureProxyBuilt(): void {
   ensureBuilt();
-  const newest = Math.max(...['clients', 'verifier', join('examples', 'agents')].map((d) => newestSource(join(ROOT, d))));
+  const newest = Math.max(...['clients', 'permit-verifier', join('examples', 'agents')].map((d) => newestSource(join(ROOT, d))));
   if (BUILT.every((f) => existsSync(f) && statSync(f).mtimeMs >= newest)) return;
   try {
     execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'pipe' });

@@ -5,7 +5,7 @@
  * - the service clock steps back (days, or seconds): every limiter used while it
  *   was ahead admits again within one interval, and a request sent Retry-After
  *   seconds after a 429 passes (before: 429 for as long as the step);
- * - the key leases (runtime/limits/key-leases.ts) do not keep stale state across
+ * - the key leases (runtime/spend-limits/key-leases.ts) do not keep stale state across
  *   a step back;
  * - two processes on one store whose clocks are 2 s and 6 s apart each get their
  *   share of one key's limit (before: the slower one was refused);
@@ -16,8 +16,8 @@ import { buildApp } from '../../../runtime/app.js';
 import { ManualClock, type RealTimeClock } from '../../../runtime/clock.js';
 import { configFromEnv } from '../../../runtime/config.js';
 import { RateLimitExceededError } from '../../../runtime/errors/api-error.js';
-import { KeyLeases } from '../../../runtime/limits/key-leases.js';
-import { Limits } from '../../../runtime/limits/limits.js';
+import { KeyLeases } from '../../../runtime/spend-limits/key-leases.js';
+import { Limits } from '../../../runtime/spend-limits/limits.js';
 import { openServices } from '../../../runtime/services.js';
 import { openStore, type Store } from '../../../runtime/store/connect.js';
 import type { Principal } from '../../../runtime/tenant.js';

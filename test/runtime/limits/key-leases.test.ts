@@ -1,5 +1,5 @@
 /**
- * The platform limit per API key with per-process leases (runtime/limits/key-leases.ts):
+ * The platform limit per API key with per-process leases (runtime/spend-limits/key-leases.ts):
  * the state machine alone, then over HTTP on both stores with a clock that stands
  * still, so every count is exact: a burst passes exactly the bucket, refusals carry
  * the exact Retry-After, concurrent requests share one lease, and two processes on
@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../../runtime/app.js';
-import { KeyLeases, LEASE_LIFETIME_MS } from '../../../runtime/limits/key-leases.js';
+import { KeyLeases, LEASE_LIFETIME_MS } from '../../../runtime/spend-limits/key-leases.js';
 import { openServices } from '../../../runtime/services.js';
 import { STORE_KINDS } from '../../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from '../helpers/app.js';

@@ -1,6 +1,6 @@
 /** Budget periods on UTC calendar boundaries (docs/budgets-and-limits.md#budgets; weeks start Monday). */
 import { describe, expect, it } from 'vitest';
-import { periodBounds } from '../../../runtime/limits/periods.js';
+import { periodBounds } from '../../../runtime/spend-limits/periods.js';
 import type { BudgetPeriod } from '../../../compiler/policy/types.js';
 
 const at = (iso: string) => Date.parse(iso);

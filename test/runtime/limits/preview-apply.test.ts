@@ -97,7 +97,7 @@ const step = fc.record<Step>({
 const START = Date.parse('2026-11-21T10:00:00.000Z');
 const PERIOD = { period: 'day', period_start: '2026-11-21T00:00:00.000Z', period_end: '2026-11-22T00:00:00.000Z' };
 
-/** The row key of a budget by its scope (runtime/limits/budget-keys.ts). */
+/** The row key of a budget by its scope (runtime/spend-limits/budget-keys.ts). */
 function key(scope: BudgetScope, agentId: string, sessionId: string, user: string) {
   if (scope === 'agent') return { agent_id: agentId, session_id: '', on_behalf_of: '' };
   if (scope === 'session') return { agent_id: agentId, session_id: sessionId, on_behalf_of: '' };

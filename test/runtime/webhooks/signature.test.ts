@@ -3,7 +3,7 @@ import { createHmac } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { signWebhookBody, verifyWebhookSignature } from '../../../runtime/webhooks/signature.js';
-import * as publicEntry from '../../../webhooks/index.js';
+import * as publicEntry from '../../../webhook-receiver/index.js';
 import * as standard from '../../../runtime/webhooks/standard-webhooks.js';
 
 const SECRET = 'whsec_3q2-7wAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA';

@@ -10,7 +10,7 @@
 import { createHmac } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { signStandardWebhook, verifyStandardWebhook, verifyWebhookSignature } from '../../../webhooks/index.js';
+import { signStandardWebhook, verifyStandardWebhook, verifyWebhookSignature } from '../../../webhook-receiver/index.js';
 import { STORE_KINDS } from '../../helpers/postgres.js';
 import { startReceiver, type Received, type Receiver } from '../../helpers/webhook-receiver.js';
 import { json, startRuntime, type TestRuntime } from '../helpers/app.js';

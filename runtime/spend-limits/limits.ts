@@ -4,7 +4,7 @@
  * the store in batches (group commit: one call of authz_apply_limits for every
  * request waiting), so constrained decisions cost one shared round trip.
  * What stays in PL/pgSQL (the checks and changes, the budget events) and why:
- * runtime/limits/README.md.
+ * runtime/spend-limits/README.md.
  */
 import type { Policy } from '../../compiler/index.js';
 import type { Principal } from '../tenant.js';
