@@ -28,7 +28,8 @@ export interface TimingFinding {
 }
 
 const CLOCK_READ = String.raw`(?:Date\.now\(\)|performance\.now\(\)|process\.hrtime(?:\.bigint)?\([^)]*\))`;
-const COMPARISON = /\.(?:not\.)?(?:toBeLessThan|toBeLessThanOrEqual|toBeGreaterThan|toBeGreaterThanOrEqual|toBeCloseTo)\(/;
+const COMPARISON =
+  /\.(?:not\.)?(?:toBeLessThan|toBeLessThanOrEqual|toBeGreaterThan|toBeGreaterThanOrEqual|toBeCloseTo)\(/;
 const ASSIGNMENT = /^\s*(?:export\s+)?(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*(?::[^=]+)?=\s*(.+)$/;
 const PROPERTY = /([A-Za-z_$][\w$]*)\s*:\s*([^,}]+)/g;
 const FUNCTION_HEADER =
@@ -63,7 +64,8 @@ export function timingFindings(file: string, text: string): TimingFinding[] {
   const functions: Array<{ indent: number; name: string }> = [];
   for (const line of lines) {
     if (line.trim() === '') continue;
-    while (functions.length > 0 && indentOf(line) <= functions.at(-1)!.indent && !/^\s*[})\]]/.test(line)) functions.pop();
+    while (functions.length > 0 && indentOf(line) <= functions.at(-1)!.indent && !/^\s*[})\]]/.test(line))
+      functions.pop();
     const header = FUNCTION_HEADER.exec(line);
     if (header) functions.push({ indent: indentOf(line), name: header[1] ?? header[2]! });
     if (!hasElapsed(line, clockNames)) continue;
@@ -71,12 +73,14 @@ export function timingFindings(file: string, text: string): TimingFinding[] {
     if (assigned && hasElapsed(assigned[2]!, clockNames)) elapsedNames.add(assigned[1]!);
     for (const p of line.matchAll(PROPERTY)) if (hasElapsed(p[2]!, clockNames)) elapsedProps.add(p[1]!);
     const returned = /\breturn\b(.*)$/.exec(line);
-    if (returned && hasElapsed(returned[1]!, clockNames) && functions.length > 0) elapsedFunctions.add(functions.at(-1)!.name);
+    if (returned && hasElapsed(returned[1]!, clockNames) && functions.length > 0)
+      elapsedFunctions.add(functions.at(-1)!.name);
   }
   if (elapsedFunctions.size > 0) {
     for (const line of lines) {
       const m = ASSIGNMENT.exec(line);
-      if (m && new RegExp(`^(?:await\\s+)?(?:${words(elapsedFunctions)})\\(`).test(m[2]!.trim())) elapsedNames.add(m[1]!);
+      if (m && new RegExp(`^(?:await\\s+)?(?:${words(elapsedFunctions)})\\(`).test(m[2]!.trim()))
+        elapsedNames.add(m[1]!);
     }
   }
   const elapsedName = elapsedNames.size > 0 ? new RegExp(`\\b(?:${words(elapsedNames)})\\b`) : null;
@@ -87,12 +91,14 @@ export function timingFindings(file: string, text: string): TimingFinding[] {
     const at = line.indexOf('expect(');
     const matcher = COMPARISON.exec(line);
     if (at >= 0 && matcher && matcher.index > at) {
-      const subject = line.slice(at, matcher.index + matcher[0].length) + line.slice(matcher.index + matcher[0].length).split(')')[0];
+      const subject =
+        line.slice(at, matcher.index + matcher[0].length) + line.slice(matcher.index + matcher[0].length).split(')')[0];
       if (hasElapsed(subject, clockNames) || elapsedName?.test(subject) || elapsedProp?.test(subject)) {
         findings.push({ file, line: i + 1, kind: 'duration', text: line.trim() });
       }
     }
-    if (AWAITED_SLEEP.some((re) => re.test(line)) && !insideLoop(lines, i)) findings.push({ file, line: i + 1, kind: 'sleep', text: line.trim() });
+    if (AWAITED_SLEEP.some((re) => re.test(line)) && !insideLoop(lines, i))
+      findings.push({ file, line: i + 1, kind: 'sleep', text: line.trim() });
   });
   return findings;
 }
@@ -106,8 +112,8 @@ function insideLoop(lines: string[], i: number): boolean {
     if (line.trim() === '' || indentOf(line) >= indent) continue;
     indent = indentOf(line);
     if (LOOP_HEADER.test(line)) return true;
-    if (/^\s*\)/.test(line)) {
-      // The end of a header prettier wrapped over several lines (`for (\n ...\n) {`): its start is the
+    if (/^\s*[)\]]/.test(line)) {
+      // The end of a header prettier wrapped over several lines (`for (\n ...\n) {`, `for (x of [\n ...\n].y()) {`): its start is the
       // nearest line above at the same indentation.
       let k = j - 1;
       while (k >= 0 && (lines[k]!.trim() === '' || indentOf(lines[k]!) > indent)) k--;

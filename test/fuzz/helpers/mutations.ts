@@ -58,8 +58,22 @@ const SPECIAL_STRINGS = [
   '\t\r',
   'ㅤ',
 ];
-// eslint-disable-next-line no-loss-of-precision -- a decimal longer than a double holds is one of the inputs
-const SPECIAL_NUMBERS = [0, -0, 1, -1, 0.5, 1e308, -1e308, 5e-324, 2 ** 53 + 2, -(2 ** 63), 3601, 1e21, 123456789.123456789];
+const SPECIAL_NUMBERS = [
+  0,
+  -0,
+  1,
+  -1,
+  0.5,
+  1e308,
+  -1e308,
+  5e-324,
+  2 ** 53 + 2,
+  -(2 ** 63),
+  3601,
+  1e21,
+  // eslint-disable-next-line no-loss-of-precision -- a decimal longer than a double holds is one of the inputs
+  123456789.123456789,
+];
 
 export const weirdString: fc.Arbitrary<string> = fc.oneof(
   fc.constantFrom(...SPECIAL_STRINGS),
@@ -72,20 +86,29 @@ export const weirdString: fc.Arbitrary<string> = fc.oneof(
 
 export const weirdValue: fc.Arbitrary<unknown> = fc.oneof(
   { weight: 3, arbitrary: weirdString },
-  { weight: 2, arbitrary: fc.constantFrom<unknown>(...SPECIAL_NUMBERS, null, true, false, [], {}, [[]], { '': '' }, [null], { a: { b: { c: {} } } }) },
+  {
+    weight: 2,
+    arbitrary: fc.constantFrom<unknown>(...SPECIAL_NUMBERS, null, true, false, [], {}, [[]], { '': '' }, [null], {
+      a: { b: { c: {} } },
+    }),
+  },
   { weight: 1, arbitrary: fc.double() },
   { weight: 1, arbitrary: fc.integer() },
   { weight: 2, arbitrary: fc.jsonValue({ maxDepth: 3 }) },
   { weight: 1, arbitrary: fc.integer({ min: 20, max: 120 }).map((d) => nest(d)) },
   { weight: 1, arbitrary: fc.array(weirdString, { maxLength: 5 }) },
-  { weight: 1, arbitrary: fc.integer({ min: 1000, max: 5000 }).map((n) => Array.from({ length: n }, (_, i) => `a${i}`)) },
+  {
+    weight: 1,
+    arbitrary: fc.integer({ min: 1000, max: 5000 }).map((n) => Array.from({ length: n }, (_, i) => `a${i}`)),
+  },
 );
 
 /** Every path of a JSON value, the root ([]) included. */
 export function paths(value: unknown, at: Path = []): Path[] {
   const out: Path[] = [at];
   if (Array.isArray(value)) value.forEach((v, i) => out.push(...paths(v, [...at, i])));
-  else if (value !== null && typeof value === 'object') for (const [k, v] of Object.entries(value)) out.push(...paths(v, [...at, k]));
+  else if (value !== null && typeof value === 'object')
+    for (const [k, v] of Object.entries(value)) out.push(...paths(v, [...at, k]));
   return out;
 }
 
@@ -114,7 +137,12 @@ type Op =
 const op: fc.Arbitrary<Op> = fc.oneof(
   fc.record({ op: fc.constant('drop' as const), pick: fc.nat() }),
   fc.record({ op: fc.constant('set' as const), pick: fc.nat(), value: weirdValue }),
-  fc.record({ op: fc.constant('extra' as const), pick: fc.nat(), key: fc.oneof(weirdString, fc.constantFrom('id', 'extra', 'constructor', 'toString')), value: weirdValue }),
+  fc.record({
+    op: fc.constant('extra' as const),
+    pick: fc.nat(),
+    key: fc.oneof(weirdString, fc.constantFrom('id', 'extra', 'constructor', 'toString')),
+    value: weirdValue,
+  }),
   fc.record({ op: fc.constant('wrap' as const), pick: fc.nat() }),
   fc.record({ op: fc.constant('root' as const), value: weirdValue }),
 );
@@ -167,20 +195,47 @@ const textOp: fc.Arbitrary<TextOp> = fc.oneof(
     arbitrary: fc.record({
       op: fc.constant('insert' as const),
       at: fc.nat(),
-      text: fc.oneof(fc.constantFrom('\u0000', '"', '\\', '{', ']', ',', '\\u0000', '\\ud800', '\\x41', '\u2028'), fc.string({ maxLength: 3 })),
+      text: fc.oneof(
+        fc.constantFrom('\u0000', '"', '\\', '{', ']', ',', '\\u0000', '\\ud800', '\\x41', '\u2028'),
+        fc.string({ maxLength: 3 }),
+      ),
     }),
   },
   {
     weight: 1,
     arbitrary: fc.record({
       op: fc.constant('number' as const),
-      literal: fc.constantFrom('1e400', '-1e400', 'NaN', 'Infinity', '0x10', '01', '1.', '.5', '+1', '1e-400', '123456789012345678901234567890'),
+      literal: fc.constantFrom(
+        '1e400',
+        '-1e400',
+        'NaN',
+        'Infinity',
+        '0x10',
+        '01',
+        '1.',
+        '.5',
+        '+1',
+        '1e-400',
+        '123456789012345678901234567890',
+      ),
     }),
   },
   { weight: 1, arbitrary: fc.constant({ op: 'bom' as const }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('dupkey' as const), value: fc.constantFrom('1', 'null', '"x"', '{}', '[]') }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      op: fc.constant('dupkey' as const),
+      value: fc.constantFrom('1', 'null', '"x"', '{}', '[]'),
+    }),
+  },
   { weight: 1, arbitrary: fc.constant({ op: 'proto' as const }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('trailing' as const), text: fc.constantFrom(',', ' x', '}', '\u0000', '{}') }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      op: fc.constant('trailing' as const),
+      text: fc.constantFrom(',', ' x', '}', '\u0000', '{}'),
+    }),
+  },
 );
 
 function applyText(text: string, o: TextOp): string {
@@ -204,7 +259,9 @@ function applyText(text: string, o: TextOp): string {
       return m ? `{"${m[1]}":${o.value},${text.slice(1)}` : text;
     }
     case 'proto':
-      return text.startsWith('{') && text !== '{}' ? `{"__proto__":{"polluted":1},"constructor":{"prototype":{"polluted":1}},${text.slice(1)}` : '{"__proto__":{"polluted":1}}';
+      return text.startsWith('{') && text !== '{}'
+        ? `{"__proto__":{"polluted":1},"constructor":{"prototype":{"polluted":1}},${text.slice(1)}`
+        : '{"__proto__":{"polluted":1}}';
     case 'trailing':
       return text + o.text;
   }
@@ -223,7 +280,8 @@ export function mutatedBody(example: unknown): fc.Arbitrary<BodyCase> {
     for (const o of ops) value = apply(value, o);
     const json = value === undefined ? undefined : JSON.stringify(value);
     const text = json === undefined ? (t.op === 'none' ? undefined : applyText('', t)) : applyText(json, t);
-    const shown = (s: string | undefined) => (s === undefined ? 'no body' : s.length > 300 ? `${s.slice(0, 300)}... (${s.length} chars)` : s);
+    const shown = (s: string | undefined) =>
+      s === undefined ? 'no body' : s.length > 300 ? `${s.slice(0, 300)}... (${s.length} chars)` : s;
     return { text, describe: `${ops.map((o) => o.op).join('+')}/${t.op}: ${shown(text)}` };
   });
 }
@@ -250,8 +308,29 @@ export const CONTENT_TYPES = [
 export const rawBody: fc.Arbitrary<{ bytes: Buffer; contentType: string | undefined }> = fc.record({
   bytes: fc.oneof(
     fc.uint8Array({ maxLength: 200 }).map((a) => Buffer.from(a)),
-    fc.constantFrom('', ' ', 'null', '[]', '0', '"x"', '{', '{"a":', 'true', 'a=1&b=2', '\u0000', '\ufeff{}', '{}\u0000').map((s) => Buffer.from(s)),
-    fc.constantFrom(Buffer.from([0xff, 0xfe, 0x7b, 0x00, 0x7d, 0x00]), Buffer.from([0xc0, 0xaf]), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from('{"a":"\xff"}', 'latin1')),
+    fc
+      .constantFrom(
+        '',
+        ' ',
+        'null',
+        '[]',
+        '0',
+        '"x"',
+        '{',
+        '{"a":',
+        'true',
+        'a=1&b=2',
+        '\u0000',
+        '\ufeff{}',
+        '{}\u0000',
+      )
+      .map((s) => Buffer.from(s)),
+    fc.constantFrom(
+      Buffer.from([0xff, 0xfe, 0x7b, 0x00, 0x7d, 0x00]),
+      Buffer.from([0xc0, 0xaf]),
+      Buffer.from([0xed, 0xa0, 0x80]),
+      Buffer.from('{"a":"\xff"}', 'latin1'),
+    ),
   ),
   contentType: fc.option(fc.constantFrom(...CONTENT_TYPES), { nil: undefined }),
 });
@@ -259,7 +338,25 @@ export const rawBody: fc.Arbitrary<{ bytes: Buffer; contentType: string | undefi
 /** A path parameter value, percent-encoded or deliberately raw. */
 export const pathParam: fc.Arbitrary<string> = fc.oneof(
   weirdString.filter((s) => s.length < 6000).map((s) => encodeURIComponent(s.replace(/[\ud800-\udfff]/g, 'x'))),
-  fc.constantFrom('%', '%zz', '%00', '%C0%AF', '%ED%A0%80', '%FF', '..', '.', '%2F', '%2e%2e', 'a%20b', '*', 'dec_0', 'pol_0', 'we_0', 'whd_0', 'evt_0'),
+  fc.constantFrom(
+    '%',
+    '%zz',
+    '%00',
+    '%C0%AF',
+    '%ED%A0%80',
+    '%FF',
+    '..',
+    '.',
+    '%2F',
+    '%2e%2e',
+    'a%20b',
+    '*',
+    'dec_0',
+    'pol_0',
+    'we_0',
+    'whd_0',
+    'evt_0',
+  ),
   fc.integer({ min: 4000, max: 6000 }).map((n) => 'a'.repeat(n)),
 );
 
@@ -267,12 +364,37 @@ export const pathParam: fc.Arbitrary<string> = fc.oneof(
 export const queryString: fc.Arbitrary<string> = fc
   .array(
     fc.tuple(
-      fc.oneof(fc.constantFrom('limit', 'starting_after', 'agent_id', 'type', 'limit', 'bogus', '', '__proto__', 'limit[]'), fc.string({ maxLength: 8 })),
       fc.oneof(
-        fc.constantFrom('0', '1', '100', '101', '-1', '1.5', '1e2', 'abc', '', 'NaN', 'Infinity', '%00', '%', '%zz', '00020', ' 5', '5 ', 'true', 'null'),
+        fc.constantFrom('limit', 'starting_after', 'agent_id', 'type', 'limit', 'bogus', '', '__proto__', 'limit[]'),
+        fc.string({ maxLength: 8 }),
+      ),
+      fc.oneof(
+        fc.constantFrom(
+          '0',
+          '1',
+          '100',
+          '101',
+          '-1',
+          '1.5',
+          '1e2',
+          'abc',
+          '',
+          'NaN',
+          'Infinity',
+          '%00',
+          '%',
+          '%zz',
+          '00020',
+          ' 5',
+          '5 ',
+          'true',
+          'null',
+        ),
         weirdString.filter((s) => s.length < 3000).map((s) => encodeURIComponent(s.replace(/[\ud800-\udfff]/g, 'x'))),
       ),
     ),
     { maxLength: 4 },
   )
-  .map((pairs) => pairs.map(([k, v]) => `${k.includes('%') || k.includes('[') ? k : encodeURIComponent(k)}=${v}`).join('&'));
+  .map((pairs) =>
+    pairs.map(([k, v]) => `${k.includes('%') || k.includes('[') ? k : encodeURIComponent(k)}=${v}`).join('&'),
+  );
