@@ -18,7 +18,9 @@ import { compilerVersion, packageRoot } from '../compiler/index.js';
 import { machineTable } from './machine.js';
 import { readTargets, verdict } from './targets.js';
 
-const { values } = parseArgs({ options: { only: { type: 'string' }, 'http-rounds': { type: 'string' }, quick: { type: 'boolean' } } });
+const { values } = parseArgs({
+  options: { only: { type: 'string' }, 'http-rounds': { type: 'string' }, quick: { type: 'boolean' } },
+});
 const quick = values.quick === true;
 const root = packageRoot();
 const dist = (path: string) => join(root, 'dist', 'bench', path);
@@ -39,8 +41,18 @@ const TOPICS: Topic[] = [
     nodeArgs: ['--expose-gc'],
     args: quick ? ['--sizes', '10,1000', '--peer-max', '1000'] : [],
   },
-  { name: 'recompile', title: 'Recompile: one change in 10k policies', script: 'recompile/run.js', args: quick ? ['--policies', '1000', '--changes', '4'] : [] },
-  { name: 'replay', title: 'Replay: 1M stored decisions against 10k policies', script: 'replay/run.js', args: quick ? ['--decisions', '100000'] : [] },
+  {
+    name: 'recompile',
+    title: 'Recompile: one change in 10k policies',
+    script: 'recompile/run.js',
+    args: quick ? ['--policies', '1000', '--changes', '4'] : [],
+  },
+  {
+    name: 'replay',
+    title: 'Replay: 1M stored decisions against 10k policies',
+    script: 'replay/run.js',
+    args: quick ? ['--decisions', '100000'] : [],
+  },
   {
     name: 'http',
     title: 'HTTP: POST /v1/decisions vs bare Fastify',
@@ -49,8 +61,18 @@ const TOPICS: Topic[] = [
   },
   { name: 'permits', title: 'Permit token signing', script: 'permits/sign.js', args: [] },
   { name: 'webhooks', title: 'Webhook delivery', script: 'webhooks/run.js', args: quick ? ['--events', '2000'] : [] },
-  { name: 'mcp', title: 'MCP proxy: latency added per tool call', script: 'mcp/run.js', args: quick ? ['--calls', '400'] : [] },
-  { name: 'profile', title: 'CPU profile of the decision path', script: 'profile/run.js', args: quick ? ['--duration', '3'] : [] },
+  {
+    name: 'mcp',
+    title: 'MCP proxy: latency added per tool call',
+    script: 'mcp/run.js',
+    args: quick ? ['--calls', '400'] : [],
+  },
+  {
+    name: 'profile',
+    title: 'CPU profile of the decision path',
+    script: 'profile/run.js',
+    args: quick ? ['--duration', '3'] : [],
+  },
 ];
 
 /** Headings one level down, so each topic's report nests under the combined one. */
@@ -65,7 +87,9 @@ function main(): number {
     process.stderr.write(`\n[bench] ${t.name}: ${t.title}\n`);
     // A topic that fails must not leave the previous run's figures in the report.
     for (const f of ['REPORT.md', 'targets.json']) rmSync(join(root, 'bench', t.name, f), { force: true });
-    const run = spawnSync(process.execPath, [...(t.nodeArgs ?? []), dist(t.script), ...t.args], { stdio: ['ignore', 'ignore', 'inherit'] });
+    const run = spawnSync(process.execPath, [...(t.nodeArgs ?? []), dist(t.script), ...t.args], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
     if (run.status !== 0) failed.push(`${t.name} (exit ${run.status ?? run.signal})`);
   }
   let commit = '-';

@@ -119,7 +119,10 @@ export function compileItems(items: readonly ReadPolicy[], options: CompileOptio
  * console.log(next.value.table.rows.length); // => 1
  * ```
  */
-export function* compileItemsSteps(items: readonly ReadPolicy[], options: CompileOptions = {}): Generator<void, CompileResult> {
+export function* compileItemsSteps(
+  items: readonly ReadPolicy[],
+  options: CompileOptions = {},
+): Generator<void, CompileResult> {
   return yield* finishSteps(items, [], options);
 }
 
@@ -127,7 +130,11 @@ function finish(items: readonly ReadPolicy[], diagnostics: Diagnostic[], options
   return runSteps(finishSteps(items, diagnostics, options));
 }
 
-function* finishSteps(items: readonly ReadPolicy[], diagnostics: Diagnostic[], options: CompileOptions): Generator<void, CompileResult> {
+function* finishSteps(
+  items: readonly ReadPolicy[],
+  diagnostics: Diagnostic[],
+  options: CompileOptions,
+): Generator<void, CompileResult> {
   diagnostics.push(...checkUnique(items));
   yield;
   const policies = items.map((i) => i.policy);
@@ -140,7 +147,8 @@ function* finishSteps(items: readonly ReadPolicy[], diagnostics: Diagnostic[], o
   if (hasErrors(diagnostics)) return { policies, origins, diagnostics: sortDiagnostics(diagnostics) };
   const table = yield* buildTableSteps(policies, conditions);
   if (options.lint !== false) {
-    for (const d of lintTable(table, origins, { retentionDays: options.retentionDays })) diagnostics.push(options.strict ? { ...d, severity: 'error' } : d);
+    for (const d of lintTable(table, origins, { retentionDays: options.retentionDays }))
+      diagnostics.push(options.strict ? { ...d, severity: 'error' } : d);
   }
   const result: CompileResult = { policies, origins, diagnostics: sortDiagnostics(diagnostics) };
   if (!hasErrors(diagnostics)) result.table = table;

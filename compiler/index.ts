@@ -36,7 +36,14 @@ export {
   type RateLimit,
   type RateWindow,
 } from './policy/types.js';
-export { readPolicyValue, readPolicyDocument, readPolicySource, type PolicyOrigin, type ReadPolicy, type ReadResult } from './policy/read.js';
+export {
+  readPolicyValue,
+  readPolicyDocument,
+  readPolicySource,
+  type PolicyOrigin,
+  type ReadPolicy,
+  type ReadResult,
+} from './policy/read.js';
 export { validatePolicyShape } from './policy/validate.js';
 export { MAX_POLICY_BYTES } from './policy/check.js';
 export { canonicalPolicy } from './policy/normalize.js';
@@ -44,19 +51,41 @@ export { readYaml, type Position, type SourceFile, type SourceLocator, type Yaml
 export { readYamlFast } from './policy/fast-source.js';
 
 // The condition language.
-export { MAX_DEPTH, MAX_LENGTH, checkCondition, compileCondition, parseCondition, type ConditionAst, type ConditionIssue } from './condition/index.js';
+export {
+  MAX_DEPTH,
+  MAX_LENGTH,
+  checkCondition,
+  compileCondition,
+  parseCondition,
+  type ConditionAst,
+  type ConditionIssue,
+} from './condition/index.js';
 export type { ParseResult } from './condition/ast.js';
 
 // Action strings and glob patterns.
 export { actionPatternMatches, isValidAction } from './patterns/action.js';
 // Actions from outside names: a name as an action part, and the AuthZEN action rule (shared with the MCP proxy).
-export { actionPart, authzenActionOf, AUTHZEN_NAMESPACE, MAX_AUTHZEN_ACTION_NAME, namespacedActionOf } from './patterns/action-names.js';
+export {
+  actionPart,
+  authzenActionOf,
+  AUTHZEN_NAMESPACE,
+  MAX_AUTHZEN_ACTION_NAME,
+  namespacedActionOf,
+} from './patterns/action-names.js';
 export { matchGlob } from './patterns/glob.js';
 
 // The decision table: building it, deciding with it, explaining a decision.
 export { ROWS_PER_STEP, buildTableSteps, runSteps, type DecisionTable, type ShadowRows } from './table/build.js';
 export { patchTable } from './table/patch.js';
-export { evaluate, evaluateLinear, evaluateWithShadow, type Evaluation, type EvaluationReason, type EvaluationWarning, type ShadowOutcome } from './table/evaluate.js';
+export {
+  evaluate,
+  evaluateLinear,
+  evaluateWithShadow,
+  type Evaluation,
+  type EvaluationReason,
+  type EvaluationWarning,
+  type ShadowOutcome,
+} from './table/evaluate.js';
 export { explain, type DropStep, type Explanation, type PolicyTrace } from './table/explain.js';
 
 // Bundles: the compiled artifact, and the canonical JSON its hash is taken over.

@@ -26,7 +26,8 @@ export function packageRoot(): string {
   if (root) return root;
   let dir = dirname(fileURLToPath(import.meta.url));
   for (;;) {
-    if (existsSync(join(dir, 'schemas', 'policy.schema.json')) && existsSync(join(dir, 'package.json'))) return (root = dir);
+    if (existsSync(join(dir, 'schemas', 'policy.schema.json')) && existsSync(join(dir, 'package.json')))
+      return (root = dir);
     const up = dirname(dir);
     if (up === dir) throw new Error('agent-authz: cannot find the schemas/ folder of the package');
     dir = up;
@@ -53,7 +54,10 @@ const cache = new Map<string, Record<string, unknown>>();
 export function loadSchema(name: 'policy' | 'bundle' | string): Record<string, unknown> {
   let schema = cache.get(name);
   if (!schema) {
-    schema = JSON.parse(readFileSync(join(packageRoot(), 'schemas', `${name}.schema.json`), 'utf8')) as Record<string, unknown>;
+    schema = JSON.parse(readFileSync(join(packageRoot(), 'schemas', `${name}.schema.json`), 'utf8')) as Record<
+      string,
+      unknown
+    >;
     cache.set(name, schema);
   }
   return schema;

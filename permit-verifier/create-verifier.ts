@@ -16,7 +16,13 @@
  */
 import { compactVerify, createRemoteJWKSet, errors, type CompactVerifyGetKey } from 'jose';
 import { PermitError, PermitUnavailableError } from './errors.js';
-import { assertExpectations, checkPermitClaims, type PermitClaimRules, type PermitClaims, type PermitExpectations } from './permit-claims.js';
+import {
+  assertExpectations,
+  checkPermitClaims,
+  type PermitClaimRules,
+  type PermitClaims,
+  type PermitExpectations,
+} from './permit-claims.js';
 import { invalidPermit as invalid, permitPayload, quote, readPermitToken } from './permit-token.js';
 
 /** The options every verifier takes. */
@@ -89,7 +95,8 @@ export interface PermitVerifier {
 
 function nonNegative(value: number | undefined, fallback: number, name: string): number {
   if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !(value >= 0)) throw new TypeError(`createPermitVerifier: ${name} must be a non-negative number`);
+  if (typeof value !== 'number' || !(value >= 0))
+    throw new TypeError(`createPermitVerifier: ${name} must be a non-negative number`);
   return value;
 }
 
@@ -100,16 +107,20 @@ function nonNegative(value: number | undefined, fallback: number, name: string):
  */
 function pinnedTenant(options: PermitVerifierOptions): { account?: string; environment?: 'test' | 'live' } {
   const o = options as { account?: unknown; environment?: unknown; anyAccount?: unknown };
-  if (o.anyAccount !== undefined && typeof o.anyAccount !== 'boolean') throw new TypeError('createPermitVerifier: anyAccount must be true or false');
+  if (o.anyAccount !== undefined && typeof o.anyAccount !== 'boolean')
+    throw new TypeError('createPermitVerifier: anyAccount must be true or false');
   if (o.environment !== undefined && o.environment !== 'test' && o.environment !== 'live') {
     throw new TypeError(`createPermitVerifier: environment must be "test" or "live", not ${quote(o.environment)}`);
   }
   const environment = o.environment as 'test' | 'live' | undefined;
   if (o.anyAccount === true) {
-    if (o.account !== undefined) throw new TypeError('createPermitVerifier: give either account or anyAccount: true, not both');
+    if (o.account !== undefined)
+      throw new TypeError('createPermitVerifier: give either account or anyAccount: true, not both');
     return environment === undefined ? {} : { environment };
   }
-  const missing = [o.account === undefined ? 'account' : null, environment === undefined ? 'environment' : null].filter((m) => m !== null);
+  const missing = [o.account === undefined ? 'account' : null, environment === undefined ? 'environment' : null].filter(
+    (m) => m !== null,
+  );
   if (missing.length > 0) {
     throw new TypeError(
       `createPermitVerifier: ${missing.join(' and ')} ${missing.length > 1 ? 'are' : 'is'} required: the permits this service accepts are those of one account ("acc_...") in one environment ("test" or "live"); a multi-tenant service passes anyAccount: true and checks claims.acc and claims.env itself`,
@@ -199,15 +210,19 @@ function mapError(err: unknown): unknown {
  * ```
  */
 export function createPermitVerifier(options: PermitVerifierOptions): PermitVerifier {
-  if (typeof options.issuer !== 'string' || options.issuer === '') throw new TypeError('createPermitVerifier: issuer must be a non-empty string');
-  if ((options as { audience?: unknown }).audience !== undefined) throw new TypeError('createPermitVerifier: permit tokens carry no audience');
+  if (typeof options.issuer !== 'string' || options.issuer === '')
+    throw new TypeError('createPermitVerifier: issuer must be a non-empty string');
+  if ((options as { audience?: unknown }).audience !== undefined)
+    throw new TypeError('createPermitVerifier: permit tokens carry no audience');
   const jwksUrl = new URL(options.jwksUrl);
-  if (jwksUrl.protocol !== 'https:' && jwksUrl.protocol !== 'http:') throw new TypeError('createPermitVerifier: jwksUrl must be an http(s) URL');
+  if (jwksUrl.protocol !== 'https:' && jwksUrl.protocol !== 'http:')
+    throw new TypeError('createPermitVerifier: jwksUrl must be an http(s) URL');
   const clockTolerance = nonNegative(options.clockToleranceSeconds, 0, 'clockToleranceSeconds');
   const cooldownDuration = nonNegative(options.cooldownMs, 30_000, 'cooldownMs');
   const cacheMaxAge = nonNegative(options.cacheMaxAgeMs, 300_000, 'cacheMaxAgeMs');
   const { issuer, now } = options;
-  if (now !== undefined && typeof now !== 'function') throw new TypeError('createPermitVerifier: now must be a function');
+  if (now !== undefined && typeof now !== 'function')
+    throw new TypeError('createPermitVerifier: now must be a function');
   const tenant = pinnedTenant(options);
 
   const jwks = createRemoteJWKSet(jwksUrl, { cooldownDuration, cacheMaxAge });
@@ -219,11 +234,15 @@ export function createPermitVerifier(options: PermitVerifierOptions): PermitVeri
     try {
       return await jwks(header, token);
     } catch (err) {
-      if (err instanceof errors.JWKSNoMatchingKey) throw invalid(`signed by a key the issuer does not publish (kid ${quote(kid)})`, err);
-      if (err instanceof errors.JWKSMultipleMatchingKeys || err instanceof errors.JOSENotSupported) throw invalid(err.message, err);
+      if (err instanceof errors.JWKSNoMatchingKey)
+        throw invalid(`signed by a key the issuer does not publish (kid ${quote(kid)})`, err);
+      if (err instanceof errors.JWKSMultipleMatchingKeys || err instanceof errors.JOSENotSupported)
+        throw invalid(err.message, err);
       // JWKSTimeout, fetch's TypeError (refused, DNS...), non-200, not JSON, not a key set.
       const why = describe(err);
-      throw new PermitUnavailableError(`the issuer's public keys could not be fetched from ${jwksUrl.href}: ${why}`, { cause: err });
+      throw new PermitUnavailableError(`the issuer's public keys could not be fetched from ${jwksUrl.href}: ${why}`, {
+        cause: err,
+      });
     }
   };
 
@@ -236,7 +255,12 @@ export function createPermitVerifier(options: PermitVerifierOptions): PermitVeri
       } catch (err) {
         throw mapError(err);
       }
-      const rules: PermitClaimRules = { issuer, nowMs: now ? now() : Date.now(), clockToleranceSeconds: clockTolerance, ...tenant };
+      const rules: PermitClaimRules = {
+        issuer,
+        nowMs: now ? now() : Date.now(),
+        clockToleranceSeconds: clockTolerance,
+        ...tenant,
+      };
       const claims = checkPermitClaims(permitPayload(parts), rules, expect);
       return claims;
     },

@@ -9,5 +9,17 @@
 export { createPermitVerifier } from './create-verifier.js';
 export { argsDigest, canonicalizeJson } from './args-digest.js';
 export type { PermitClaims, PermitExpectations } from './permit-claims.js';
-export type { PermitVerifier, PermitVerifierAnyAccountOptions, PermitVerifierCommonOptions, PermitVerifierOptions, PermitVerifierTenantOptions } from './create-verifier.js';
-export { PermitError, PermitExpiredError, PermitMismatchError, PermitSignatureInvalidError, PermitUnavailableError } from './errors.js';
+export type {
+  PermitVerifier,
+  PermitVerifierAnyAccountOptions,
+  PermitVerifierCommonOptions,
+  PermitVerifierOptions,
+  PermitVerifierTenantOptions,
+} from './create-verifier.js';
+export {
+  PermitError,
+  PermitExpiredError,
+  PermitMismatchError,
+  PermitSignatureInvalidError,
+  PermitUnavailableError,
+} from './errors.js';

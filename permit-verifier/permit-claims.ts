@@ -90,7 +90,9 @@ export interface PermitClaimRules {
  */
 export function assertExpectations(expect: PermitExpectations): void {
   if (Object.hasOwn(expect, 'arguments') && typeof expect.action !== 'string') {
-    throw new TypeError('verify: give the action with the arguments ({ action, arguments }): a permit for the same arguments of another tool would pass otherwise');
+    throw new TypeError(
+      'verify: give the action with the arguments ({ action, arguments }): a permit for the same arguments of another tool would pass otherwise',
+    );
   }
 }
 
@@ -102,7 +104,8 @@ function when(seconds: number): string {
 
 /** The claims' shapes: every required claim present and typed, the optional ones absent or typed; unknown claims dropped. */
 function readClaims(payload: unknown): PermitClaims {
-  if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) throw invalidPermit('the claims are not a JSON object');
+  if (payload === null || typeof payload !== 'object' || Array.isArray(payload))
+    throw invalidPermit('the claims are not a JSON object');
   const c = payload as Record<string, unknown>;
   const malformed = (claim: string, what: string) => invalidPermit(`claim "${claim}" is missing or not ${what}`);
   const str = (claim: string): string => {
@@ -170,18 +173,27 @@ function readClaims(payload: unknown): PermitClaims {
  * checkPermitClaims(payload, rules, { action: 'orders.delete' }); // throws PermitMismatchError
  * ```
  */
-export function checkPermitClaims(payload: unknown, rules: PermitClaimRules, expect: PermitExpectations = {}): PermitClaims {
+export function checkPermitClaims(
+  payload: unknown,
+  rules: PermitClaimRules,
+  expect: PermitExpectations = {},
+): PermitClaims {
   assertExpectations(expect);
   const claims = readClaims(payload);
   if (claims.iss !== rules.issuer) throw invalidPermit(`issued by another service (iss ${quote(claims.iss)})`);
-  if (rules.account !== undefined && claims.acc !== rules.account) throw invalidPermit(`issued for another account than ${rules.account}`);
-  if (rules.environment !== undefined && claims.env !== rules.environment) throw invalidPermit(`issued for the ${claims.env} environment, not ${rules.environment}`);
+  if (rules.account !== undefined && claims.acc !== rules.account)
+    throw invalidPermit(`issued for another account than ${rules.account}`);
+  if (rules.environment !== undefined && claims.env !== rules.environment)
+    throw invalidPermit(`issued for the ${claims.env} environment, not ${rules.environment}`);
   if (expect.account !== undefined && claims.acc !== expect.account) throw invalidPermit('issued for another account');
-  if (expect.environment !== undefined && claims.env !== expect.environment) throw invalidPermit(`issued for the ${claims.env} environment, not ${expect.environment}`);
+  if (expect.environment !== undefined && claims.env !== expect.environment)
+    throw invalidPermit(`issued for the ${claims.env} environment, not ${expect.environment}`);
   const toleranceMs = (rules.clockToleranceSeconds ?? 0) * 1000;
   const nbf = (payload as { nbf?: number }).nbf;
-  if (nbf !== undefined && nbf * 1000 > rules.nowMs + toleranceMs) throw invalidPermit(`not valid before ${when(nbf)} (nbf)`);
-  if (claims.exp * 1000 <= rules.nowMs - toleranceMs) throw new PermitExpiredError(`the permit token expired at ${when(claims.exp)}`);
+  if (nbf !== undefined && nbf * 1000 > rules.nowMs + toleranceMs)
+    throw invalidPermit(`not valid before ${when(nbf)} (nbf)`);
+  if (claims.exp * 1000 <= rules.nowMs - toleranceMs)
+    throw new PermitExpiredError(`the permit token expired at ${when(claims.exp)}`);
   if (expect.action !== undefined && claims.act !== expect.action) {
     throw new PermitMismatchError(`the permit is for action ${quote(claims.act)}, not ${quote(expect.action)}`);
   }
@@ -190,8 +202,12 @@ export function checkPermitClaims(payload: unknown, rules: PermitClaimRules, exp
     throw new PermitMismatchError(`the permit is for ${has}, not ${quote(expect.resource)}`);
   }
   if (Object.hasOwn(expect, 'arguments')) {
-    if (claims.args === undefined) throw new PermitMismatchError('the permit is not bound to arguments (no args claim), and these calls need one that is');
-    if (claims.args !== argsDigest(expect.arguments)) throw new PermitMismatchError('the permit was issued for other arguments (args digest differs)');
+    if (claims.args === undefined)
+      throw new PermitMismatchError(
+        'the permit is not bound to arguments (no args claim), and these calls need one that is',
+      );
+    if (claims.args !== argsDigest(expect.arguments))
+      throw new PermitMismatchError('the permit was issued for other arguments (args digest differs)');
   }
   return claims;
 }

@@ -34,7 +34,10 @@ export interface PermitTokenParts {
  * ```
  */
 export function invalidPermit(why: string, cause?: unknown): PermitSignatureInvalidError {
-  return new PermitSignatureInvalidError(`the permit token is not valid: ${why}`, cause === undefined ? undefined : { cause });
+  return new PermitSignatureInvalidError(
+    `the permit token is not valid: ${why}`,
+    cause === undefined ? undefined : { cause },
+  );
 }
 
 /**
@@ -106,15 +109,18 @@ function isPermitTyp(typ: unknown): boolean {
 export function readPermitToken(token: unknown): PermitTokenParts {
   if (typeof token !== 'string' || token === '') throw invalidPermit('no token');
   const parts = token.split('.');
-  if (parts.length !== 3 || !parts.every((part) => part !== '' && canonicalSegment(part))) throw invalidPermit('not a compact JWS of canonical base64url segments');
+  if (parts.length !== 3 || !parts.every((part) => part !== '' && canonicalSegment(part)))
+    throw invalidPermit('not a compact JWS of canonical base64url segments');
   const [h, payload, signature] = parts as [string, string, string];
   const header = decodeJson(h);
-  if (header === null || typeof header !== 'object' || Array.isArray(header)) throw invalidPermit('the header is not a JSON object');
+  if (header === null || typeof header !== 'object' || Array.isArray(header))
+    throw invalidPermit('the header is not a JSON object');
   const { alg, typ, kid, crit } = header as Record<string, unknown>;
   if (alg !== 'EdDSA') throw invalidPermit(`the algorithm ${quote(alg)} is not accepted (EdDSA only)`);
   if (!isPermitTyp(typ)) throw invalidPermit('not a permit token (typ is not "permit+jwt")');
   if (typeof kid !== 'string' || kid === '') throw invalidPermit('no key id (kid) in the header');
-  if (crit !== undefined) throw invalidPermit(`the header names extensions (crit ${quote(crit)}) this verifier does not understand`);
+  if (crit !== undefined)
+    throw invalidPermit(`the header names extensions (crit ${quote(crit)}) this verifier does not understand`);
   return { header: header as Record<string, unknown>, kid, signingInput: `${h}.${payload}`, payload, signature };
 }
 

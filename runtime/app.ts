@@ -71,7 +71,10 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     // parameter): still the error body of docs/errors.md and request-id header.
     frameworkErrors: (error, request, reply) => {
       reply.header('request-id', request.id);
-      const message = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path parameter is too long' : 'the URL is not valid: check its percent-encoding';
+      const message =
+        error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+          ? 'a path parameter is too long'
+          : 'the URL is not valid: check its percent-encoding';
       sendError(reply, new InvalidFieldError(message));
     },
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false } },

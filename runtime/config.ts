@@ -78,7 +78,8 @@ function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < min || n > max) throw new ConfigError(`${name} must be an integer from ${min} to ${max}, not ${JSON.stringify(raw)}`);
+  if (!Number.isInteger(n) || n < min || n > max)
+    throw new ConfigError(`${name} must be an integer from ${min} to ${max}, not ${JSON.stringify(raw)}`);
   return n;
 }
 
@@ -106,7 +107,9 @@ function retentionDays(env: NodeJS.ProcessEnv): number | null {
 function seedFlag(value: string | undefined): boolean {
   if (value === undefined || value === '' || value === '1') return true;
   if (value === '0') return false;
-  throw new ConfigError(`AUTHZ_SEED must be 1 (seed an empty store at its first start, the default) or 0 (leave it empty), not ${JSON.stringify(value)}`);
+  throw new ConfigError(
+    `AUTHZ_SEED must be 1 (seed an empty store at its first start, the default) or 0 (leave it empty), not ${JSON.stringify(value)}`,
+  );
 }
 
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
@@ -130,13 +133,43 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
     decisionDeadlineMs: int(env, 'AUTHZ_DECISION_DEADLINE_MS', 10_000, 100, 600_000),
     alerts: {
       denyThreshold: int(env, 'AUTHZ_ALERT_DENY_THRESHOLD', DEFAULT_ALERT_THRESHOLDS.denyThreshold, 1, 1e9),
-      denyWindowSeconds: int(env, 'AUTHZ_ALERT_DENY_WINDOW_SECONDS', DEFAULT_ALERT_THRESHOLDS.denyWindowSeconds, 1, 86_400),
-      invalidTokenThreshold: int(env, 'AUTHZ_ALERT_INVALID_TOKEN_THRESHOLD', DEFAULT_ALERT_THRESHOLDS.invalidTokenThreshold, 1, 1e9),
-      invalidTokenWindowSeconds: int(env, 'AUTHZ_ALERT_INVALID_TOKEN_WINDOW_SECONDS', DEFAULT_ALERT_THRESHOLDS.invalidTokenWindowSeconds, 1, 86_400),
+      denyWindowSeconds: int(
+        env,
+        'AUTHZ_ALERT_DENY_WINDOW_SECONDS',
+        DEFAULT_ALERT_THRESHOLDS.denyWindowSeconds,
+        1,
+        86_400,
+      ),
+      invalidTokenThreshold: int(
+        env,
+        'AUTHZ_ALERT_INVALID_TOKEN_THRESHOLD',
+        DEFAULT_ALERT_THRESHOLDS.invalidTokenThreshold,
+        1,
+        1e9,
+      ),
+      invalidTokenWindowSeconds: int(
+        env,
+        'AUTHZ_ALERT_INVALID_TOKEN_WINDOW_SECONDS',
+        DEFAULT_ALERT_THRESHOLDS.invalidTokenWindowSeconds,
+        1,
+        86_400,
+      ),
       volumeFactor: int(env, 'AUTHZ_ALERT_VOLUME_FACTOR', DEFAULT_ALERT_THRESHOLDS.volumeFactor, 1, 1e6),
       volumeMin: int(env, 'AUTHZ_ALERT_VOLUME_MIN', DEFAULT_ALERT_THRESHOLDS.volumeMin, 1, 1e9),
-      volumeWindowSeconds: int(env, 'AUTHZ_ALERT_VOLUME_WINDOW_SECONDS', DEFAULT_ALERT_THRESHOLDS.volumeWindowSeconds, 1, 86_400),
-      volumeBaselineWindows: int(env, 'AUTHZ_ALERT_VOLUME_BASELINE_WINDOWS', DEFAULT_ALERT_THRESHOLDS.volumeBaselineWindows, 1, 10_000),
+      volumeWindowSeconds: int(
+        env,
+        'AUTHZ_ALERT_VOLUME_WINDOW_SECONDS',
+        DEFAULT_ALERT_THRESHOLDS.volumeWindowSeconds,
+        1,
+        86_400,
+      ),
+      volumeBaselineWindows: int(
+        env,
+        'AUTHZ_ALERT_VOLUME_BASELINE_WINDOWS',
+        DEFAULT_ALERT_THRESHOLDS.volumeBaselineWindows,
+        1,
+        10_000,
+      ),
     },
     redactContext: redactionPaths(env.AUTHZ_REDACT_CONTEXT ?? ''),
     otel: env.AUTHZ_OTEL === '1',
@@ -149,7 +182,9 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
   if (env.DATABASE_URL) config.databaseUrl = env.DATABASE_URL;
   if (env.LOG_LEVEL) {
     if (!(LOG_LEVELS as readonly string[]).includes(env.LOG_LEVEL))
-      throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (or unset: errors and a summary a minute), not ${JSON.stringify(env.LOG_LEVEL)}`);
+      throw new ConfigError(
+        `LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (or unset: errors and a summary a minute), not ${JSON.stringify(env.LOG_LEVEL)}`,
+      );
     config.logLevel = env.LOG_LEVEL as LogLevel;
   }
   if (config.role !== 'all' && !config.databaseUrl) {
@@ -162,7 +197,8 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
     config.masterKey = env.AUTHZ_MASTER_KEY;
   }
   if (env.AUTHZ_METRICS_TOKEN) {
-    if (env.AUTHZ_METRICS_TOKEN.length < 16) throw new ConfigError('AUTHZ_METRICS_TOKEN must be at least 16 characters');
+    if (env.AUTHZ_METRICS_TOKEN.length < 16)
+      throw new ConfigError('AUTHZ_METRICS_TOKEN must be at least 16 characters');
     config.metricsToken = env.AUTHZ_METRICS_TOKEN;
   }
   if (env.AUTHZ_ADMIN_TOKEN) {

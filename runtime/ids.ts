@@ -78,7 +78,10 @@ export function newId(prefix: IdPrefix, atMs: number): string {
 export function idRange(prefix: string, sinceMs: number, untilMs: number): { lo: string; hi: string } {
   // Times past what 8 characters hold (the year 8888) clamp to the last one instead of wrapping round to 1970.
   const clamp = (ms: number) => Math.min(ms, TIME_LIMIT_MS);
-  return { lo: `${prefix}_${timeBase62(clamp(Math.floor(sinceMs)))}`, hi: `${prefix}_${timeBase62(clamp(Math.ceil(untilMs)))}` };
+  return {
+    lo: `${prefix}_${timeBase62(clamp(Math.floor(sinceMs)))}`,
+    hi: `${prefix}_${timeBase62(clamp(Math.ceil(untilMs)))}`,
+  };
 }
 
 /** When an id of this format was made (ms), or null for an id of another form. */

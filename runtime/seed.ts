@@ -6,7 +6,15 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadBundle, findYamlFiles, isPolicyFile, readSource, compileSources, type Policy, packageRoot } from '../compiler/index.js';
+import {
+  loadBundle,
+  findYamlFiles,
+  isPolicyFile,
+  readSource,
+  compileSources,
+  type Policy,
+  packageRoot,
+} from '../compiler/index.js';
 import type { Environment } from './tenant.js';
 import { createAccount, createApiKey, type CreatedKey } from './domain/accounts.js';
 import type { Services } from './services.js';
@@ -26,7 +34,10 @@ export async function seedIfEmpty(services: Services): Promise<Seeded | null> {
     if ((await countAccounts(tx)) > 0) return null;
     const at = new Date(services.clock.now());
     const account = await createAccount(tx, 'default', at);
-    const keys = [await createApiKey(tx, account.id, 'test', ['*'], at), await createApiKey(tx, account.id, 'live', ['*'], at)];
+    const keys = [
+      await createApiKey(tx, account.id, 'test', ['*'], at),
+      await createApiKey(tx, account.id, 'live', ['*'], at),
+    ];
     return { accountId: account.id, keys };
   });
 }
@@ -41,7 +52,8 @@ export function examplePolicies(): Policy[] {
   const root = packageRoot();
   const files = findYamlFiles([join(root, 'examples')], root).filter(isPolicyFile);
   const result = compileSources(files.map((f) => readSource(f, root)));
-  if (!result.table) throw new Error(`examples do not compile: ${result.diagnostics.find((d) => d.severity === 'error')?.message}`);
+  if (!result.table)
+    throw new Error(`examples do not compile: ${result.diagnostics.find((d) => d.severity === 'error')?.message}`);
   return result.policies;
 }
 
@@ -53,7 +65,12 @@ export function bundlePolicies(path: string): Policy[] {
 }
 
 /** Replaces an environment's policies (start-up seeding and --bundle), as PUT /v1/bundle does (domain/bundles.ts). */
-export async function installPolicies(services: Services, accountId: string, environment: Environment, policies: Policy[]): Promise<void> {
+export async function installPolicies(
+  services: Services,
+  accountId: string,
+  environment: Environment,
+  policies: Policy[],
+): Promise<void> {
   await services.bundles.replace({ accountId, environment }, policies);
 }
 
@@ -71,7 +88,12 @@ export interface StartSeeding {
  */
 export async function seedAtStart(
   services: Services,
-  options: { seed: boolean; bundle?: { path: string; policies: Policy[] }; log: (line: string) => void; warn: (line: string) => void },
+  options: {
+    seed: boolean;
+    bundle?: { path: string; policies: Policy[] };
+    log: (line: string) => void;
+    warn: (line: string) => void;
+  },
 ): Promise<StartSeeding> {
   const { log } = options;
   const seeded = options.seed ? await seedIfEmpty(services) : null;
@@ -80,10 +102,15 @@ export async function seedAtStart(
     for (const k of seeded.keys) log(`  ${k.environment} key: ${k.key}`);
   }
   const accountId = await defaultAccountId(services);
-  if (accountId && !seeded) log(`Account "default": ${accountId} (its keys were printed at its first start; more with authz keys create --account ${accountId})`);
+  if (accountId && !seeded)
+    log(
+      `Account "default": ${accountId} (its keys were printed at its first start; more with authz keys create --account ${accountId})`,
+    );
   // An empty store left empty (AUTHZ_SEED=0): how to make the first account and key.
   if (!seeded && !accountId && (await countAccounts(services.store.sql)) === 0) {
-    log('The store has no account (AUTHZ_SEED=0 seeds none): make one and its first key with authz keys create --account-name NAME (the operator API: AUTHZ_ADMIN_TOKEN).');
+    log(
+      'The store has no account (AUTHZ_SEED=0 seeds none): make one and its first key with authz keys create --account-name NAME (the operator API: AUTHZ_ADMIN_TOKEN).',
+    );
   }
   if (options.bundle && !accountId) {
     options.warn(
@@ -93,7 +120,9 @@ export async function seedAtStart(
   if (accountId && (options.bundle || seeded)) {
     const policies = options.bundle?.policies ?? examplePolicies();
     await installPolicies(services, accountId, 'test', policies);
-    log(`Loaded ${policies.length} policies ${options.bundle ? `from ${options.bundle.path}` : 'from examples/'} into the test environment.`);
+    log(
+      `Loaded ${policies.length} policies ${options.bundle ? `from ${options.bundle.path}` : 'from examples/'} into the test environment.`,
+    );
   }
   return { seeded, accountId };
 }

@@ -42,7 +42,8 @@ export async function serve(argv: readonly string[]): Promise<number> {
   try {
     let positionals;
     ({ values, positionals } = readArguments(argv, { bundle: { type: 'string' } }));
-    if (positionals.length > 0) throw new Error(`unexpected argument ${JSON.stringify(positionals[0])} (a bundle is given as --bundle FILE)`);
+    if (positionals.length > 0)
+      throw new Error(`unexpected argument ${JSON.stringify(positionals[0])} (a bundle is given as --bundle FILE)`);
   } catch (e) {
     process.stderr.write(`${usageProblem('serve', (e as Error).message)}\n`);
     return 2;
@@ -63,7 +64,9 @@ export async function serve(argv: readonly string[]): Promise<number> {
   } catch (e) {
     // A missing, unreadable or invalid bundle file: a clear message, not a stack trace.
     const message = e instanceof Error ? e.message : String(e);
-    process.stderr.write(`authz serve: cannot load --bundle ${message.includes(values.bundle!) ? '' : `${values.bundle}: `}${message}\n`);
+    process.stderr.write(
+      `authz serve: cannot load --bundle ${message.includes(values.bundle!) ? '' : `${values.bundle}: `}${message}\n`,
+    );
     return 2;
   }
   const log = (line: string) => process.stdout.write(`${line}\n`);
@@ -113,8 +116,12 @@ export async function serve(argv: readonly string[]): Promise<number> {
   config = { ...config, masterKey: master.secret };
   prepareSealing(master.secret);
   if (master.source === 'generated') {
-    log(`Generated a master key in ${master.path} (mode 0600): it seals the permit signing keys and webhook secrets at rest.`);
-    log('  Back it up with the data: without it they cannot be opened. Every process on one store needs the same key (AUTHZ_MASTER_KEY or this file).');
+    log(
+      `Generated a master key in ${master.path} (mode 0600): it seals the permit signing keys and webhook secrets at rest.`,
+    );
+    log(
+      '  Back it up with the data: without it they cannot be opened. Every process on one store needs the same key (AUTHZ_MASTER_KEY or this file).',
+    );
   } else if (master.source === 'file') {
     log(`Master key: ${master.path}`);
   }
@@ -141,23 +148,32 @@ export async function serve(argv: readonly string[]): Promise<number> {
     log,
     warn: (line) => process.stderr.write(`${line}\n`),
   });
-  if (!config.adminToken) log('Operator API (/admin): off; set AUTHZ_ADMIN_TOKEN (16+ characters) to create accounts and keys (authz keys).');
+  if (!config.adminToken)
+    log('Operator API (/admin): off; set AUTHZ_ADMIN_TOKEN (16+ characters) to create accounts and keys (authz keys).');
 
   // AUTHZ_ROLE: a dispatcher process answers only the health routes and runs nothing but the dispatcher.
   const { role } = config;
   // LOG_LEVEL unset: the quiet default (errors, and a summary of the requests a minute); set: pino at that level.
   const summary = config.logLevel === undefined ? new RequestSummary() : undefined;
   const app = await buildApp(services, {
-    logger: loggerOptions({ level: config.logLevel ?? QUIET_LOG_LEVEL, secrets: [config.adminToken, config.masterKey, config.metricsToken] }),
+    logger: loggerOptions({
+      level: config.logLevel ?? QUIET_LOG_LEVEL,
+      secrets: [config.adminToken, config.masterKey, config.metricsToken],
+    }),
     healthOnly: role === 'dispatcher',
     ...(summary ? { requestSummary: summary } : {}),
   });
-  const summaryLines = summary ? startRequestSummary(summary, SUMMARY_EVERY_MS, () => services.clock.now(), log) : undefined;
+  const summaryLines = summary
+    ? startRequestSummary(summary, SUMMARY_EVERY_MS, () => services.clock.now(), log)
+    : undefined;
   const onError = (what: string) => (e: unknown) => app.log.error({ err: e }, what);
   // Whatever the database connections do, a store outage never ends the process (docs/operations.md, Failover).
-  guardStoreOutages((reason) => app.log.warn({ err: reason }, 'store unavailable (an unhandled rejection): still serving'));
+  guardStoreOutages((reason) =>
+    app.log.warn({ err: reason }, 'store unavailable (an unhandled rejection): still serving'),
+  );
   // Policy refresh, key replication, budget upkeep, review sweep, decision log upkeep (runtime/background/).
-  const background = role === 'dispatcher' ? null : await startBackground(services, { onError: (task, e) => onError(task)(e) });
+  const background =
+    role === 'dispatcher' ? null : await startBackground(services, { onError: (task, e) => onError(task)(e) });
   try {
     await app.listen({ port: config.port, host: config.host });
   } catch (e) {
@@ -175,13 +191,24 @@ export async function serve(argv: readonly string[]): Promise<number> {
   const bound = app.server.address();
   const port = typeof bound === 'object' && bound !== null ? bound.port : config.port;
   if (role !== 'api') services.dispatcher.start(onError('webhook dispatcher'));
-  const roleNote = role === 'all' ? '' : role === 'api' ? ', role api: sends no webhooks' : ', role dispatcher: sends webhooks, answers /healthz and /readyz only';
-  log(describeConnectionLimits(app.server.maxConnections, config.maxConnections, fdSoftLimit(), config.requestTimeoutMs));
-  log(`agent-authz listening on http://${config.host}:${port} (store: ${store.kind === 'embedded' ? `embedded, ${config.dataDir}` : 'PostgreSQL'}${roleNote})`);
+  const roleNote =
+    role === 'all'
+      ? ''
+      : role === 'api'
+        ? ', role api: sends no webhooks'
+        : ', role dispatcher: sends webhooks, answers /healthz and /readyz only';
+  log(
+    describeConnectionLimits(app.server.maxConnections, config.maxConnections, fdSoftLimit(), config.requestTimeoutMs),
+  );
+  log(
+    `agent-authz listening on http://${config.host}:${port} (store: ${store.kind === 'embedded' ? `embedded, ${config.dataDir}` : 'PostgreSQL'}${roleNote})`,
+  );
   if (role !== 'dispatcher') log(`Dashboard: http://${config.host}:${port}/dashboard (sign in with an API key)`);
   if (seeded) {
     const testKey = seeded.keys.find((k) => k.environment === 'test')!.key;
-    log(`Try: curl -s http://${config.host}:${port}/v1/decisions -H 'Authorization: Bearer ${testKey}' -H 'Content-Type: application/json' \\`);
+    log(
+      `Try: curl -s http://${config.host}:${port}/v1/decisions -H 'Authorization: Bearer ${testKey}' -H 'Content-Type: application/json' \\`,
+    );
     log(`       -d '{"agent_id":"support-bot-1","action":"orders.read","resource":"order:1001"}'`);
   }
 
@@ -214,7 +241,11 @@ export async function serve(argv: readonly string[]): Promise<number> {
  *   Creating the embedded store in /srv/.authz (first start) ...
  *   Embedded store ready in 4.1 s.
  */
-async function openStoreVerbosely(databaseUrl: string | undefined, dataDir: string, log: (line: string) => void): Promise<Store> {
+async function openStoreVerbosely(
+  databaseUrl: string | undefined,
+  dataDir: string,
+  log: (line: string) => void,
+): Promise<Store> {
   if (databaseUrl) {
     if (!driverPatched()) {
       process.stderr.write(
@@ -226,7 +257,11 @@ async function openStoreVerbosely(databaseUrl: string | undefined, dataDir: stri
     return store;
   }
   const fresh = !existsSync(join(dataDir, 'PG_VERSION'));
-  log(fresh ? `Creating the embedded store in ${dataDir} (first start) ...` : `Opening the embedded store in ${dataDir} ...`);
+  log(
+    fresh
+      ? `Creating the embedded store in ${dataDir} (first start) ...`
+      : `Opening the embedded store in ${dataDir} ...`,
+  );
   const started = performance.now();
   const store = await openStore({ dataDir, onLockWait: log });
   await migrate(store.sql);

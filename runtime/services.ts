@@ -105,7 +105,12 @@ export async function openServices(options: ServiceOptions): Promise<Services> {
   return buildServices({ ...options, clock }, ring, testClock, tracing);
 }
 
-function buildServices(options: ServiceOptions & { clock: Clock }, ring: KeyRing, testClock: AdjustableClock | null, tracing: Tracing): Services {
+function buildServices(
+  options: ServiceOptions & { clock: Clock },
+  ring: KeyRing,
+  testClock: AdjustableClock | null,
+  tracing: Tracing,
+): Services {
   const { config, store, clock } = options;
   const sql = store.sql;
   const agentDirectory = new AgentDirectory(sql, clock);
@@ -114,7 +119,11 @@ function buildServices(options: ServiceOptions & { clock: Clock }, ring: KeyRing
   const inFlight = store.kind === 'postgres' ? 4 : 1;
   const writer = new DecisionWriter(sql, config.decisionBatchSize, inFlight, metrics.storeBatch('decisions'));
   const alerts = new SecurityAlerts(sql, clock, config.alerts);
-  const limits = new Limits(sql, clock, { keyRateLimit: config.keyRateLimit, maxInFlight: inFlight, observeBatch: metrics.storeBatch('limits') });
+  const limits = new Limits(sql, clock, {
+    keyRateLimit: config.keyRateLimit,
+    maxInFlight: inFlight,
+    observeBatch: metrics.storeBatch('limits'),
+  });
   const permitIssuer = options.permits ?? ringPermitIssuer(ring, config.baseUrl);
   const apiKeys = new ApiKeyCache(sql, clock);
   const reviewWaiters = new ReviewWaiters();
@@ -157,7 +166,10 @@ function buildServices(options: ServiceOptions & { clock: Clock }, ring: KeyRing
     budgets,
     health: new HealthService(store),
     permits: new PermitService({ ring, clock, alerts, baseUrl: config.baseUrl, sql, policySets }),
-    webhooks: new WebhookService(sql, clock, { allowPrivate: config.webhookAllowPrivate, ...(config.masterKey ? { masterKey: config.masterKey } : {}) }),
+    webhooks: new WebhookService(sql, clock, {
+      allowPrivate: config.webhookAllowPrivate,
+      ...(config.masterKey ? { masterKey: config.masterKey } : {}),
+    }),
     dispatcher: new WebhookDispatcher(sql, clock, {
       allowPrivate: config.webhookAllowPrivate,
       leaseSeconds: config.webhookLeaseSeconds,
@@ -171,8 +183,19 @@ function buildServices(options: ServiceOptions & { clock: Clock }, ring: KeyRing
     tracing,
     reviews: new ReviewService({ sql, clock, decisions, approvals, waiters: reviewWaiters, permits: permitIssuer }),
     approvals,
-    accessRequests: new AccessRequestService({ sql, clock, decisions, permits: permitIssuer, policySets, redact: config.redactContext }),
-    outputs: new DecisionOutputService({ sql, clock, sessionLabels: (tx, _principal, decision, labels) => sessions.addGatewayLabels(tx, decision, labels) }),
+    accessRequests: new AccessRequestService({
+      sql,
+      clock,
+      decisions,
+      permits: permitIssuer,
+      policySets,
+      redact: config.redactContext,
+    }),
+    outputs: new DecisionOutputService({
+      sql,
+      clock,
+      sessionLabels: (tx, _principal, decision, labels) => sessions.addGatewayLabels(tx, decision, labels),
+    }),
     reviewWaiters,
     stats: new StatsService({ sql, clock, budgets }),
     sessions,

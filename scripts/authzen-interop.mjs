@@ -46,7 +46,13 @@ let parsed;
 try {
   parsed = parseArgs({
     allowPositionals: true,
-    options: { url: { type: 'string' }, key: { type: 'string' }, attributes: { type: 'string' }, quiet: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+    options: {
+      url: { type: 'string' },
+      key: { type: 'string' },
+      attributes: { type: 'string' },
+      quiet: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
   });
 } catch (error) {
   console.error(`${error.message}\n\n${USAGE}`);
@@ -127,13 +133,16 @@ for (const file of positionals) {
     let passed = 0;
     for (const { request, expected } of entries) {
       const r = await call('POST', `/access/v1/${endpoint}`, request);
-      const got = endpoint === 'evaluation' ? r.json?.decision : r.json?.evaluations?.map((e) => ({ decision: e.decision }));
+      const got =
+        endpoint === 'evaluation' ? r.json?.decision : r.json?.evaluations?.map((e) => ({ decision: e.decision }));
       const want = endpoint === 'evaluation' ? expected : expected.map((e) => ({ decision: e.decision }));
       const ok = r.status === 200 && JSON.stringify(got) === JSON.stringify(want);
       if (ok) passed++;
       else failed++;
       if (!ok || !values.quiet) {
-        console.log(`${ok ? 'PASS' : 'FAIL'} ${endpoint} ${JSON.stringify(request)}${ok ? '' : `\n     expected ${JSON.stringify(want)}, got ${r.status} ${r.text}`}`);
+        console.log(
+          `${ok ? 'PASS' : 'FAIL'} ${endpoint} ${JSON.stringify(request)}${ok ? '' : `\n     expected ${JSON.stringify(want)}, got ${r.status} ${r.text}`}`,
+        );
       }
     }
     tally[endpoint] = `${passed}/${entries.length}`;

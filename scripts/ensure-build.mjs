@@ -17,7 +17,16 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-const DEFAULT_INCLUDE = ['clients', 'compiler', 'runtime', 'permit-verifier', 'webhook-receiver', 'bench', 'scripts', 'examples'];
+const DEFAULT_INCLUDE = [
+  'clients',
+  'compiler',
+  'runtime',
+  'permit-verifier',
+  'webhook-receiver',
+  'bench',
+  'scripts',
+  'examples',
+];
 const SKIP_DIRS = new Set(['node_modules', 'dist', 'test']);
 
 /** The first source (relative path) whose build output is missing or older; null when dist/ is fresh. */
@@ -27,7 +36,8 @@ export function staleSource(root) {
   let include = DEFAULT_INCLUDE;
   try {
     const parsed = JSON.parse(readFileSync(config, 'utf8'));
-    if (Array.isArray(parsed.include)) include = parsed.include.filter((x) => typeof x === 'string' && !x.includes('*'));
+    if (Array.isArray(parsed.include))
+      include = parsed.include.filter((x) => typeof x === 'string' && !x.includes('*'));
   } catch {
     // Not plain JSON: the default list.
   }
@@ -75,7 +85,9 @@ function main() {
   if (stale === null) return 0;
   const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
   if (!existsSync(tsc)) {
-    process.stderr.write(`dist/ is out of date (${stale}) and TypeScript is not installed: run npm ci, then npm run build\n`);
+    process.stderr.write(
+      `dist/ is out of date (${stale}) and TypeScript is not installed: run npm ci, then npm run build\n`,
+    );
     return 1;
   }
   process.stderr.write(`dist/ is out of date (${stale} changed): building ...\n`);

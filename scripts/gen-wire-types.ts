@@ -39,10 +39,15 @@ const BANNER = `/* eslint-disable */
  */`;
 
 /** The type's name of a component: its own, but for Error (which would shadow the global Error where imported). */
-const typeName = (component: string): string => (component === 'Error' ? 'ErrorBody' : component === 'PolicyFile_policy' ? 'PolicyFilePolicy' : component);
+const typeName = (component: string): string =>
+  component === 'Error' ? 'ErrorBody' : component === 'PolicyFile_policy' ? 'PolicyFilePolicy' : component;
 
 /** The object-valued fields of a policy, each a named type (rather than Budget1, Approval, ... as the generator would name them). */
-const POLICY_FIELD_TYPES: Record<string, string> = { rate_limit: 'PolicyRateLimit', budget: 'PolicyBudget', approval: 'PolicyApproval' };
+const POLICY_FIELD_TYPES: Record<string, string> = {
+  rate_limit: 'PolicyRateLimit',
+  budget: 'PolicyBudget',
+  approval: 'PolicyApproval',
+};
 
 type Json = Record<string, unknown>;
 
@@ -154,9 +159,11 @@ export async function wireTypesSource(): Promise<string> {
   const seen = new Map<unknown, unknown>();
   const policy = COMPONENT_SCHEMAS.PolicyFile_policy as { properties: Record<string, Json> };
   // Titled before anything is inlined: each object field of a policy is one named type wherever a schema uses it.
-  for (const [field, name] of Object.entries(POLICY_FIELD_TYPES)) seen.set(policy.properties[field], { ...(retarget(policy.properties[field], new Map()) as Json), title: name });
+  for (const [field, name] of Object.entries(POLICY_FIELD_TYPES))
+    seen.set(policy.properties[field], { ...(retarget(policy.properties[field], new Map()) as Json), title: name });
   const definitions: Record<string, Json> = {};
-  for (const name of reachable()) definitions[name] = { ...(retarget(COMPONENT_SCHEMAS[name], seen) as Json), title: typeName(name) };
+  for (const name of reachable())
+    definitions[name] = { ...(retarget(COMPONENT_SCHEMAS[name], seen) as Json), title: typeName(name) };
   for (const [name, schema] of Object.entries(requestSchemas())) {
     if (definitions[name]) throw new Error(`gen:types: the request type ${name} has the name of an answer`);
     definitions[name] = requestDefinition(name, schema);
@@ -181,8 +188,14 @@ export async function wireTypesSource(): Promise<string> {
   });
   return source
     .replace(/export interface WireTypes \{[\s\S]*?\n\}\n/, '')
-    .replace(/\n \*\n \* This (?:interface|type) was referenced by `WireTypes`'s JSON-Schema\n \* via the `definition` "[^"]+"\./g, '')
-    .replace(/\/\*\*\n \* This (?:interface|type) was referenced by `WireTypes`'s JSON-Schema\n \* via the `definition` "[^"]+"\.\n \*\/\n/g, '');
+    .replace(
+      /\n \*\n \* This (?:interface|type) was referenced by `WireTypes`'s JSON-Schema\n \* via the `definition` "[^"]+"\./g,
+      '',
+    )
+    .replace(
+      /\/\*\*\n \* This (?:interface|type) was referenced by `WireTypes`'s JSON-Schema\n \* via the `definition` "[^"]+"\.\n \*\/\n/g,
+      '',
+    );
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

@@ -72,11 +72,20 @@ export async function startChild(
   args: string[],
   options: { env?: NodeJS.ProcessEnv; cwd?: string; ready: (line: string) => string | undefined; timeoutMs?: number },
 ): Promise<{ child: ChildProcess; value: string; output: string[] }> {
-  const child = spawn(command, args, { env: options.env ?? process.env, cwd: options.cwd ?? ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(command, args, {
+    env: options.env ?? process.env,
+    cwd: options.cwd ?? ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const output: string[] = [];
   const value = await new Promise<string>((done, fail) => {
     const timer = setTimeout(
-      () => fail(new Error(`${command} ${args.join(' ')}: not ready within ${(options.timeoutMs ?? 60_000) / 1000} s:\n${output.join('\n')}`)),
+      () =>
+        fail(
+          new Error(
+            `${command} ${args.join(' ')}: not ready within ${(options.timeoutMs ?? 60_000) / 1000} s:\n${output.join('\n')}`,
+          ),
+        ),
       options.timeoutMs ?? 60_000,
     );
     const look = (line: string) => {
@@ -118,7 +127,15 @@ export async function stopChild(child: ChildProcess): Promise<void> {
 export async function runSuite(url: string, options: { scenario?: string } = {}): Promise<Tally> {
   const out = mkdtempSync(join(tmpdir(), 'mcp-conformance-'));
   try {
-    const args = [SUITE, 'server', '--url', url, '-o', out, ...(options.scenario ? ['--scenario', options.scenario] : [])];
+    const args = [
+      SUITE,
+      'server',
+      '--url',
+      url,
+      '-o',
+      out,
+      ...(options.scenario ? ['--scenario', options.scenario] : []),
+    ];
     const child = spawn(NODE22, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     let log = '';
     child.stdout!.on('data', (c: Buffer) => (log += c.toString()));
@@ -129,7 +146,11 @@ export async function runSuite(url: string, options: { scenario?: string } = {})
       const name = /^server-(.+)-\d{4}-\d\d-\d\dT/.exec(dir)?.[1];
       const file = join(out, dir, 'checks.json');
       if (!name || !existsSync(file)) continue;
-      const checks = JSON.parse(readFileSync(file, 'utf8')) as Array<{ status: string; id: string; errorMessage?: string }>;
+      const checks = JSON.parse(readFileSync(file, 'utf8')) as Array<{
+        status: string;
+        id: string;
+        errorMessage?: string;
+      }>;
       const failedChecks = checks.filter((c) => c.status === 'FAILURE');
       tally.set(name, {
         passed: checks.filter((c) => c.status === 'SUCCESS').length,
@@ -156,9 +177,26 @@ export function passing(tally: Tally): string[] {
 export async function startServe(): Promise<{ base: string; key: string; stop(): Promise<void> }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'mcp-conformance-serve-'));
   const port = await freePort();
-  const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST: '127.0.0.1', AUTHZ_DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
-  for (const k of ['DATABASE_URL', 'AUTHZ_TEST_CLOCK', 'AUTHZ_ADMIN_TOKEN', 'AUTHZ_BASE_URL', 'AUTHZ_URL', 'AUTHZ_API_KEY']) delete env[k];
-  const { child, value: key } = await startChild(process.execPath, [BIN, 'serve'], { env, ready: (l) => /test key: (svc_test_sk_\w+)/.exec(l)?.[1] });
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    AUTHZ_DATA_DIR: dataDir,
+    LOG_LEVEL: 'warn',
+  };
+  for (const k of [
+    'DATABASE_URL',
+    'AUTHZ_TEST_CLOCK',
+    'AUTHZ_ADMIN_TOKEN',
+    'AUTHZ_BASE_URL',
+    'AUTHZ_URL',
+    'AUTHZ_API_KEY',
+  ])
+    delete env[k];
+  const { child, value: key } = await startChild(process.execPath, [BIN, 'serve'], {
+    env,
+    ready: (l) => /test key: (svc_test_sk_\w+)/.exec(l)?.[1],
+  });
   const base = `http://127.0.0.1:${port}`;
   for (
     let i = 0;
@@ -183,7 +221,11 @@ export async function startServe(): Promise<{ base: string; key: string; stop():
 
 /** Adds a policy (JSON) through the API. */
 export async function addPolicy(base: string, key: string, policy: Record<string, unknown>): Promise<void> {
-  const r = await fetch(`${base}/v1/policies`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(policy) });
+  const r = await fetch(`${base}/v1/policies`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify(policy),
+  });
   if (!r.ok) throw new Error(`POST /v1/policies: ${r.status} ${await r.text()}`);
 }
 
@@ -192,9 +234,12 @@ export async function decidedActions(base: string, key: string, agentId: string)
   const actions: string[] = [];
   let after: string | undefined;
   for (;;) {
-    const r = await fetch(`${base}/v1/decisions?agent_id=${encodeURIComponent(agentId)}&limit=100${after ? `&starting_after=${after}` : ''}`, {
-      headers: { authorization: `Bearer ${key}` },
-    });
+    const r = await fetch(
+      `${base}/v1/decisions?agent_id=${encodeURIComponent(agentId)}&limit=100${after ? `&starting_after=${after}` : ''}`,
+      {
+        headers: { authorization: `Bearer ${key}` },
+      },
+    );
     if (!r.ok) throw new Error(`GET /v1/decisions: ${r.status} ${await r.text()}`);
     const page = (await r.json()) as { data: Array<{ id: string; action: string }>; has_more: boolean };
     actions.push(...page.data.map((d) => d.action));
@@ -204,13 +249,32 @@ export async function decidedActions(base: string, key: string, agentId: string)
 }
 
 /** `authz mcp-proxy --listen 127.0.0.1:0 --upstream-url <upstream>` for an agent under namespace `conf`: its URL. */
-export async function startProxy(options: { upstream: string; base: string; key: string; agentId: string; extraConfig?: string }) {
+export async function startProxy(options: {
+  upstream: string;
+  base: string;
+  key: string;
+  agentId: string;
+  extraConfig?: string;
+}) {
   const dir = mkdtempSync(join(tmpdir(), 'mcp-conformance-proxy-'));
   const config = join(dir, 'mcp.yaml');
   writeFileSync(config, `agent_id: ${options.agentId}\nserver: conf\n${options.extraConfig ?? ''}`);
   const started = await startChild(
     process.execPath,
-    [BIN, 'mcp-proxy', '--config', config, '--listen', '127.0.0.1:0', '--upstream-url', options.upstream, '--url', options.base, '--key', options.key],
+    [
+      BIN,
+      'mcp-proxy',
+      '--config',
+      config,
+      '--listen',
+      '127.0.0.1:0',
+      '--upstream-url',
+      options.upstream,
+      '--url',
+      options.base,
+      '--key',
+      options.key,
+    ],
     { ready: (l) => /listening on (http:\/\/\S+)/.exec(l)?.[1] },
   );
   return {
@@ -224,9 +288,26 @@ export async function startProxy(options: { upstream: string; base: string; key:
 }
 
 /** The policies of a comparison: everything allowed for `allowAgent`, everything denied for `denyAgent`. */
-export async function conformancePolicies(base: string, key: string, allowAgent: string, denyAgent: string): Promise<void> {
-  await addPolicy(base, key, { id: 'pol_conformance_allow', name: 'conformance-allow', effect: 'allow', agents: [allowAgent], actions: ['conf.*'] });
-  await addPolicy(base, key, { id: 'pol_conformance_deny', name: 'conformance-deny', effect: 'deny', agents: [denyAgent], actions: ['*'] });
+export async function conformancePolicies(
+  base: string,
+  key: string,
+  allowAgent: string,
+  denyAgent: string,
+): Promise<void> {
+  await addPolicy(base, key, {
+    id: 'pol_conformance_allow',
+    name: 'conformance-allow',
+    effect: 'allow',
+    agents: [allowAgent],
+    actions: ['conf.*'],
+  });
+  await addPolicy(base, key, {
+    id: 'pol_conformance_deny',
+    name: 'conformance-deny',
+    effect: 'deny',
+    agents: [denyAgent],
+    actions: ['*'],
+  });
 }
 
 const line = (name: string, direct?: ScenarioOutcome, proxied?: ScenarioOutcome, denied?: ScenarioOutcome) => {
@@ -236,11 +317,13 @@ const line = (name: string, direct?: ScenarioOutcome, proxied?: ScenarioOutcome,
 
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: { reference: { type: 'string' } } });
-  if (!values.reference) throw new Error('usage: node dist/scripts/mcp-conformance.js --reference PATH/everything-server.ts');
+  if (!values.reference)
+    throw new Error('usage: node dist/scripts/mcp-conformance.js --reference PATH/everything-server.ts');
   const reference = resolve(values.reference);
   const port = await freePort();
   const tsx = join(dirname(reference), 'node_modules', 'tsx', 'dist', 'cli.mjs');
-  if (!existsSync(tsx)) throw new Error(`${tsx} is missing: install the reference server's dependencies in its folder (npm install there)`);
+  if (!existsSync(tsx))
+    throw new Error(`${tsx} is missing: install the reference server's dependencies in its folder (npm install there)`);
   const server = await startChild(process.execPath, [tsx, reference], {
     cwd: dirname(reference),
     env: { ...process.env, PORT: String(port) },
@@ -258,9 +341,11 @@ async function main(): Promise<void> {
     const denied = await runSuite(deny.url).finally(() => deny.stop());
     const names = [...new Set([...direct.keys(), ...proxied.keys()])].sort();
     process.stdout.write(`${'scenario'.padEnd(34)} direct  proxy   deny-all\n`);
-    for (const name of names) process.stdout.write(`${line(name, direct.get(name), proxied.get(name), denied.get(name))}\n`);
+    for (const name of names)
+      process.stdout.write(`${line(name, direct.get(name), proxied.get(name), denied.get(name))}\n`);
     const lost = passing(direct).filter((n) => !passing(proxied).includes(n));
-    for (const name of lost) process.stdout.write(`lost through the proxy: ${name}: ${proxied.get(name)?.errors.join('; ')}\n`);
+    for (const name of lost)
+      process.stdout.write(`lost through the proxy: ${name}: ${proxied.get(name)?.errors.join('; ')}\n`);
     const actions = [...new Set(await decidedActions(serve.base, serve.key, agents.allow))].sort();
     process.stdout.write(
       [

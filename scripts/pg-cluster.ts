@@ -46,7 +46,9 @@ function findBinDir(): string {
       .sort((a, b) => Number(b) - Number(a) || b.localeCompare(a));
     if (versions[0]) return join(root, versions[0], 'bin');
   }
-  throw new Error('initdb/pg_ctl not found on PATH or under /usr/lib/postgresql/*/bin (set DATABASE_URL or install PostgreSQL)');
+  throw new Error(
+    'initdb/pg_ctl not found on PATH or under /usr/lib/postgresql/*/bin (set DATABASE_URL or install PostgreSQL)',
+  );
 }
 
 /** `postgres --version` of the binaries the clusters use (for benchmark reports). */
@@ -95,7 +97,9 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
 
   // Runs a PostgreSQL tool, as the postgres user when we are root.
   const tool = async (name: string, args: string[]) => {
-    const [file, argv] = asRoot ? [runuser, ['-u', 'postgres', '--', join(bin, name), ...args]] : [join(bin, name), args];
+    const [file, argv] = asRoot
+      ? [runuser, ['-u', 'postgres', '--', join(bin, name), ...args]]
+      : [join(bin, name), args];
     try {
       await run(file, argv, { timeout: 60_000, env: { ...process.env, LC_ALL: 'C', LANG: 'C' } });
     } catch (err) {
@@ -129,7 +133,9 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     process.once('exit', stopSync);
     await tool('pg_ctl', ['-D', data, '-l', join(dir, 'server.log'), '-w', '-t', '60', '-o', settings, 'start']);
     const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
-    (options.log ?? console.log)(`[pg-cluster] PostgreSQL (${bin}) on 127.0.0.1:${port}, started in ${Date.now() - started} ms`);
+    (options.log ?? console.log)(
+      `[pg-cluster] PostgreSQL (${bin}) on 127.0.0.1:${port}, started in ${Date.now() - started} ms`,
+    );
     return {
       url,
       dataDir: data,

@@ -23,7 +23,16 @@
  * tools fail with a message naming them.
  */
 import { execFile } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chownSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { delimiter, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import postgres from 'postgres';
@@ -61,7 +70,9 @@ export function findReplicationBinDir(path: string = process.env.PATH ?? '', roo
     if (!best || missing.length < best.missing.length) best = { dir, missing };
   }
   const missing = best ? `${best.missing.join(', ')} (not beside ${best.dir}/initdb)` : REPLICATION_TOOLS.join(', ');
-  throw new Error(`PostgreSQL server tools missing for the failover test: ${missing}; install PostgreSQL's server package (Debian: apt-get install postgresql), as .ci/run does`);
+  throw new Error(
+    `PostgreSQL server tools missing for the failover test: ${missing}; install PostgreSQL's server package (Debian: apt-get install postgresql), as .ci/run does`,
+  );
 }
 
 export interface ReplicationOptions {
@@ -120,7 +131,9 @@ export async function startReplicaPair(options: ReplicationOptions = {}): Promis
   if (owner) chownSync(dir, owner.uid, owner.gid);
 
   const tool = async (name: string, args: string[]) => {
-    const [file, argv] = asRoot ? [runuser, ['-u', 'postgres', '--', join(bin, name), ...args]] : [join(bin, name), args];
+    const [file, argv] = asRoot
+      ? [runuser, ['-u', 'postgres', '--', join(bin, name), ...args]]
+      : [join(bin, name), args];
     try {
       await run(file, argv, { timeout: 120_000, env: { ...process.env, LC_ALL: 'C', LANG: 'C' } });
     } catch (err) {
@@ -221,7 +234,22 @@ export async function startReplicaPair(options: ReplicationOptions = {}): Promis
   /** Seeds a standby from `from` on `port` and starts it; its copy of synchronous_standby_names is cleared. */
   const seed = async (from: Node, port: number): Promise<Node> => {
     const node: Node = { port, dataDir: newDataDir() };
-    await tool('pg_basebackup', ['-D', node.dataDir, '-h', '127.0.0.1', '-p', String(from.port), '-U', 'postgres', '-R', '-X', 'stream', '-c', 'fast', '--no-sync']);
+    await tool('pg_basebackup', [
+      '-D',
+      node.dataDir,
+      '-h',
+      '127.0.0.1',
+      '-p',
+      String(from.port),
+      '-U',
+      'postgres',
+      '-R',
+      '-X',
+      'stream',
+      '-c',
+      'fast',
+      '--no-sync',
+    ]);
     // Once promoted this node must take writes before a new standby exists: no synchronous_standby_names of its own.
     const auto = join(node.dataDir, 'postgresql.auto.conf');
     if (existsSync(auto))
@@ -241,7 +269,10 @@ export async function startReplicaPair(options: ReplicationOptions = {}): Promis
     await query(primary!.port, "alter system set synchronous_standby_names = '*'");
     await query(primary!.port, 'select pg_reload_conf()');
     for (let i = 0; ; i++) {
-      const rows = await query<{ sync_state: string; state: string }>(primary!.port, 'select sync_state, state from pg_stat_replication');
+      const rows = await query<{ sync_state: string; state: string }>(
+        primary!.port,
+        'select sync_state, state from pg_stat_replication',
+      );
       if (rows.some((r) => r.sync_state === 'sync' && r.state === 'streaming')) return;
       if (i > 600) throw new Error(`the standby did not become synchronous: ${JSON.stringify(rows)}`);
       await new Promise((r) => setTimeout(r, 50));
@@ -251,15 +282,31 @@ export async function startReplicaPair(options: ReplicationOptions = {}): Promis
   try {
     const started = Date.now();
     const initial: Node = { port: ports[0], dataDir: newDataDir() };
-    await tool('initdb', ['-D', initial.dataDir, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8', '--locale=C']);
+    await tool('initdb', [
+      '-D',
+      initial.dataDir,
+      '-A',
+      'trust',
+      '-U',
+      'postgres',
+      '--no-sync',
+      '-E',
+      'UTF8',
+      '--locale=C',
+    ]);
     const conf = join(initial.dataDir, 'postgresql.conf');
-    writeFileSync(conf, `${readFileSync(conf, 'utf8')}\n# replicated pair (scripts/pg-replication.ts)\n${replicationSettings(options.durable ?? false).join('\n')}\n`);
+    writeFileSync(
+      conf,
+      `${readFileSync(conf, 'utf8')}\n# replicated pair (scripts/pg-replication.ts)\n${replicationSettings(options.durable ?? false).join('\n')}\n`,
+    );
     nodes.add(initial);
     await startNode(initial);
     primary = initial;
     standby = await seed(initial, ports[1]);
     await makeSynchronous();
-    log(`[pg-replication] PostgreSQL (${bin}) primary 127.0.0.1:${ports[0]}, synchronous standby 127.0.0.1:${ports[1]}, ready in ${Date.now() - started} ms`);
+    log(
+      `[pg-replication] PostgreSQL (${bin}) primary 127.0.0.1:${ports[0]}, synchronous standby 127.0.0.1:${ports[1]}, ready in ${Date.now() - started} ms`,
+    );
   } catch (err) {
     process.removeListener('exit', stopAll);
     stopAll();
@@ -268,7 +315,8 @@ export async function startReplicaPair(options: ReplicationOptions = {}): Promis
 
   return {
     hosts: `127.0.0.1:${ports[0]},127.0.0.1:${ports[1]}`,
-    url: (db) => `postgres://postgres@127.0.0.1:${ports[0]},127.0.0.1:${ports[1]}/${db}?target_session_attrs=read-write`,
+    url: (db) =>
+      `postgres://postgres@127.0.0.1:${ports[0]},127.0.0.1:${ports[1]}/${db}?target_session_attrs=read-write`,
     primaryUrl: (db = 'postgres') => admin(primary!.port, db),
     primaryPort: () => primary!.port,
     standbyPort: () => standby?.port,

@@ -13,7 +13,11 @@
  * their documented names.
  */
 import { signWebhookBody as sign, verifyWebhookSignature as verify } from '../runtime/webhooks/signature.js';
-import { DEFAULT_TOLERANCE_SECONDS as TOLERANCE, signStandardWebhook as signStandard, verifyStandardWebhook as verifyStandard } from '../runtime/webhooks/standard-webhooks.js';
+import {
+  DEFAULT_TOLERANCE_SECONDS as TOLERANCE,
+  signStandardWebhook as signStandard,
+  verifyStandardWebhook as verifyStandard,
+} from '../runtime/webhooks/standard-webhooks.js';
 
 export type { HeaderSource, StandardWebhookOptions } from '../runtime/webhooks/standard-webhooks.js';
 

@@ -66,6 +66,12 @@ export function suitePack(name: string, suite: Suite, rule: PackRule): string {
       `    labels: ${list(key.split(','))}`,
     );
   }
-  lines.push(`  - name: agentdojo-${name}-tools`, '    effect: allow', `    agents: ["${AGENTS}"]`, '    priority: 100', `    actions: ["${name}.*"]`);
+  lines.push(
+    `  - name: agentdojo-${name}-tools`,
+    '    effect: allow',
+    `    agents: ["${AGENTS}"]`,
+    '    priority: 100',
+    `    actions: ["${name}.*"]`,
+  );
   return `${lines.join('\n')}\n`;
 }

@@ -44,8 +44,14 @@ export function callsUntilInjection(suite: Suite, task: { vectors: string[]; cal
 }
 
 /** Replays one suite; `sessionPrefix` keeps the sessions of separate runs apart. */
-export async function replaySuite(name: string, suite: Suite, decide: Decide, sessionPrefix: string): Promise<SuiteResult> {
-  const call = (c: Call, session: string) => decide({ agent_id: 'agentdojo-agent', action: `${name}.${c.function}`, session_id: session });
+export async function replaySuite(
+  name: string,
+  suite: Suite,
+  decide: Decide,
+  sessionPrefix: string,
+): Promise<SuiteResult> {
+  const call = (c: Call, session: string) =>
+    decide({ agent_id: 'agentdojo-agent', action: `${name}.${c.function}`, session_id: session });
   let untouched = 0;
   for (const task of suite.user_tasks) {
     let allowed = true;

@@ -61,7 +61,11 @@ export const EXAMPLE_RULE: PackRule = 'trifecta';
 
 async function main(): Promise<void> {
   if (values['write-examples']) {
-    for (const s of Object.keys(traces.suites)) writeFileSync(join(packageRoot(), 'examples', 'agentdojo', `${s}.yaml`), suitePack(s, traces.suites[s]!, EXAMPLE_RULE));
+    for (const s of Object.keys(traces.suites))
+      writeFileSync(
+        join(packageRoot(), 'examples', 'agentdojo', `${s}.yaml`),
+        suitePack(s, traces.suites[s]!, EXAMPLE_RULE),
+      );
     return;
   }
   const lines = [
@@ -72,13 +76,22 @@ async function main(): Promise<void> {
   ];
   for (const rule of PACK_RULES) {
     const results = await runRule(rule);
-    const total = results.reduce((a, r) => ({ u: a.u + r.userTasks, ok: a.ok + r.untouched, p: a.p + r.pairs, s: a.s + r.stoppable, x: a.x + r.stopped }), {
-      u: 0,
-      ok: 0,
-      p: 0,
-      s: 0,
-      x: 0,
-    });
+    const total = results.reduce(
+      (a, r) => ({
+        u: a.u + r.userTasks,
+        ok: a.ok + r.untouched,
+        p: a.p + r.pairs,
+        s: a.s + r.stoppable,
+        x: a.x + r.stopped,
+      }),
+      {
+        u: 0,
+        ok: 0,
+        p: 0,
+        s: 0,
+        x: 0,
+      },
+    );
     lines.push(
       `## Rule \`${rule}\``,
       '',

@@ -22,7 +22,9 @@ import { createAccount } from '../../runtime/domain/accounts.js';
 import { migrate } from '../../runtime/store/migrate.js';
 import { startCluster } from '../../scripts/pg-cluster.js';
 
-const { values } = parseArgs({ options: { before: { type: 'string' }, sizes: { type: 'string' }, calls: { type: 'string' } } });
+const { values } = parseArgs({
+  options: { before: { type: 'string' }, sizes: { type: 'string' }, calls: { type: 'string' } },
+});
 const before = values.before ?? 'HEAD~1';
 const sizes = (values.sizes ?? '1,10,50,200').split(',').map(Number);
 const calls = Number(values.calls ?? 60);
@@ -61,7 +63,10 @@ function batch(account: string, n: number, unit: 'calls' | 'USD', seq: { next: n
 
 async function main(): Promise<void> {
   const load0 = loadavg();
-  const oldBody = execFileSync('git', ['show', `${before}:runtime/store/functions/authz_apply_limits.sql`], { cwd: packageRoot(), encoding: 'utf8' });
+  const oldBody = execFileSync('git', ['show', `${before}:runtime/store/functions/authz_apply_limits.sql`], {
+    cwd: packageRoot(),
+    encoding: 'utf8',
+  });
   const cluster = await startCluster({ durable: true, log: () => {} });
   try {
     const admin = postgres(cluster.url, { max: 1, onnotice: () => {} });
@@ -83,9 +88,12 @@ async function main(): Promise<void> {
             const now = Date.now();
             const body = batch(v.account, n, unit, seq, now);
             const t0 = performance.now();
-            const rows = await v.sql.begin(async (tx) => tx`select * from authz_apply_limits(${tx.json(body as never)}, ${now})`);
+            const rows = await v.sql.begin(
+              async (tx) => tx`select * from authz_apply_limits(${tx.json(body as never)}, ${now})`,
+            );
             const ms = performance.now() - t0;
-            if (rows.length !== n || rows.some((r) => (r.result as { outcome: string }).outcome !== 'ok')) throw new Error(`${v.name}: not every request ok`);
+            if (rows.length !== n || rows.some((r) => (r.result as { outcome: string }).outcome !== 'ok'))
+              throw new Error(`${v.name}: not every request ok`);
             // The first calls warm the plans: not counted.
             if (c >= 4) {
               const key = `${unit}:${n}`;
@@ -106,7 +114,9 @@ async function main(): Promise<void> {
     for (const unit of ['calls', 'USD']) {
       for (const n of sizes) {
         const [b, w] = variants.map((v) => median(v.ms.get(`${unit}:${n}`)!));
-        lines.push(`| ${unit} | ${n} | ${b!.toFixed(2)} | ${w!.toFixed(2)} | ${((b! * 1000) / n).toFixed(0)} | ${((w! * 1000) / n).toFixed(0)} | ${(w! / b!).toFixed(2)} |`);
+        lines.push(
+          `| ${unit} | ${n} | ${b!.toFixed(2)} | ${w!.toFixed(2)} | ${((b! * 1000) / n).toFixed(0)} | ${((w! * 1000) / n).toFixed(0)} | ${(w! / b!).toFixed(2)} |`,
+        );
       }
     }
     process.stdout.write(`${lines.join('\n')}\n`);

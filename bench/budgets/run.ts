@@ -34,7 +34,14 @@ import { migrate } from '../../runtime/store/migrate.js';
 import { startCluster } from '../../scripts/pg-cluster.js';
 import { machineTable } from '../machine.js';
 
-const { values } = parseArgs({ options: { rounds: { type: 'string' }, requests: { type: 'string' }, sessions: { type: 'string' }, probes: { type: 'string' } } });
+const { values } = parseArgs({
+  options: {
+    rounds: { type: 'string' },
+    requests: { type: 'string' },
+    sessions: { type: 'string' },
+    probes: { type: 'string' },
+  },
+});
 const ROUNDS = Number(values.rounds ?? 4);
 const REQUESTS = Number(values.requests ?? 3000);
 const SESSIONS = Number(values.sessions ?? 100_000);
@@ -42,7 +49,8 @@ const PROBES = Number(values.probes ?? 300);
 const IN_FLIGHT = 32;
 const MASTER_KEY = 'bench-budgets-master-key-0123456789';
 
-const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
+const quantile = (sorted: number[], q: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
 const fmt = (x: number, digits = 2) => x.toFixed(digits);
 
 interface PathFigures {
@@ -53,7 +61,13 @@ interface PathFigures {
 }
 
 /** `count` decisions over HTTP, IN_FLIGHT at a time; every one must be an allow. */
-async function drive(base: string, key: string, label: string, count: number, body: (i: number) => object): Promise<PathFigures> {
+async function drive(
+  base: string,
+  key: string,
+  label: string,
+  count: number,
+  body: (i: number) => object,
+): Promise<PathFigures> {
   const latencies: number[] = [];
   let next = 0;
   const started = performance.now();
@@ -67,7 +81,8 @@ async function drive(base: string, key: string, label: string, count: number, bo
       });
       const answer = (await r.json()) as { effect?: string };
       latencies.push(performance.now() - t0);
-      if (r.status !== 200 || answer.effect !== 'allow') throw new Error(`${label}: ${r.status} ${JSON.stringify(answer)}`);
+      if (r.status !== 200 || answer.effect !== 'allow')
+        throw new Error(`${label}: ${r.status} ${JSON.stringify(answer)}`);
     }
   };
   await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
@@ -102,8 +117,20 @@ interface Probe {
 
 /** One limits request of `agent` in `session` (a hold of 0.01 USD under the session budget). */
 function request(account: string, agent: string, session: string, decision: string, nowMs: number): LimitRequest {
-  const budgets = budgetChecks(policyBudgets([SESSION_POLICY], nowMs), { agentId: agent, sessionId: session, onBehalfOf: null }, { amount: 0.01, amounts: null });
-  return { account_id: account, environment: 'test', agent_id: agent, decision_id: decision, expires_at: new Date(nowMs + 300_000).toISOString(), rates: [], budgets };
+  const budgets = budgetChecks(
+    policyBudgets([SESSION_POLICY], nowMs),
+    { agentId: agent, sessionId: session, onBehalfOf: null },
+    { amount: 0.01, amounts: null },
+  );
+  return {
+    account_id: account,
+    environment: 'test',
+    agent_id: agent,
+    decision_id: decision,
+    expires_at: new Date(nowMs + 300_000).toISOString(),
+    rates: [],
+    budgets,
+  };
 }
 
 let probeSeq = 0;
@@ -161,37 +188,88 @@ try {
   await setup.close();
 
   const store = await openStore({ databaseUrl: cluster.url, max: 10 });
-  const services = await openServices({ config: { ...configFromEnv({ AUTHZ_MASTER_KEY: MASTER_KEY }), keyRateLimit: 0 }, store });
+  const services = await openServices({
+    config: { ...configFromEnv({ AUTHZ_MASTER_KEY: MASTER_KEY }), keyRateLimit: 0 },
+    store,
+  });
   const app = await buildApp(services);
   const base = await app.listen({ host: '127.0.0.1', port: 0 });
   for (const policy of [
-    { id: 'pol_bench_agent', name: 'bench-agent', effect: 'allow', actions: ['bench.agent'], budget: { unit: 'USD', limit: 1_000_000, period: 'daily' } },
+    {
+      id: 'pol_bench_agent',
+      name: 'bench-agent',
+      effect: 'allow',
+      actions: ['bench.agent'],
+      budget: { unit: 'USD', limit: 1_000_000, period: 'daily' },
+    },
     { ...SESSION_POLICY, state: 'enabled' },
   ]) {
-    const r = await fetch(`${base}/v1/policies`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(policy) });
+    const r = await fetch(`${base}/v1/policies`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify(policy),
+    });
     if (r.status !== 201) throw new Error(`policy: ${r.status} ${await r.text()}`);
   }
 
   // 1. The decision path: agent-scoped and session-scoped, alternating rounds (a warm-up of each first).
   const agentBody = (i: number) => ({ agent_id: `bench-agent-${i % 100}`, action: 'bench.agent', amount: 0.01 });
-  const sessionBody = (round: number) => (i: number) => ({ agent_id: `bench-agent-${i % 100}`, session_id: `run-${round}-${i % 1000}`, action: 'bench.session', amount: 0.01 });
+  const sessionBody = (round: number) => (i: number) => ({
+    agent_id: `bench-agent-${i % 100}`,
+    session_id: `run-${round}-${i % 1000}`,
+    action: 'bench.session',
+    amount: 0.01,
+  });
   await drive(base, key, 'warm-up', Math.min(500, REQUESTS), agentBody);
   await drive(base, key, 'warm-up', Math.min(500, REQUESTS), sessionBody(-1));
-  const agentWithSession = (round: number) => (i: number) => ({ ...agentBody(i), session_id: `agent-run-${round}-${i % 1000}` });
+  const agentWithSession = (round: number) => (i: number) => ({
+    ...agentBody(i),
+    session_id: `agent-run-${round}-${i % 1000}`,
+  });
   const agentRounds: PathFigures[] = [];
   const taggedRounds: PathFigures[] = [];
   const sessionRounds: PathFigures[] = [];
   const longRunRounds: PathFigures[] = [];
-  const longRunBody = (i: number) => ({ agent_id: `bench-agent-${i % 100}`, session_id: `long-run-${i % 100}`, action: 'bench.session', amount: 0.01 });
+  const longRunBody = (i: number) => ({
+    agent_id: `bench-agent-${i % 100}`,
+    session_id: `long-run-${i % 100}`,
+    action: 'bench.session',
+    amount: 0.01,
+  });
   for (let round = 0; round < ROUNDS; round++) {
     // The comparable pair first (the same number of budget rows), each round in the other order.
     const pair = [
       async () => agentRounds.push(await drive(base, key, 'agent-scoped USD budget (100 agents)', REQUESTS, agentBody)),
-      async () => longRunRounds.push(await drive(base, key, 'session-scoped USD budget, one long session per agent (100 rows, as the agent path)', REQUESTS, longRunBody)),
+      async () =>
+        longRunRounds.push(
+          await drive(
+            base,
+            key,
+            'session-scoped USD budget, one long session per agent (100 rows, as the agent path)',
+            REQUESTS,
+            longRunBody,
+          ),
+        ),
     ];
     for (const run of round % 2 === 0 ? pair : [...pair].reverse()) await run();
-    taggedRounds.push(await drive(base, key, 'agent-scoped USD budget, requests carrying a session_id (1,000 per round)', REQUESTS, agentWithSession(round)));
-    sessionRounds.push(await drive(base, key, 'session-scoped USD budget (100 agents x 1,000 sessions per round)', REQUESTS, sessionBody(round)));
+    taggedRounds.push(
+      await drive(
+        base,
+        key,
+        'agent-scoped USD budget, requests carrying a session_id (1,000 per round)',
+        REQUESTS,
+        agentWithSession(round),
+      ),
+    );
+    sessionRounds.push(
+      await drive(
+        base,
+        key,
+        'session-scoped USD budget (100 agents x 1,000 sessions per round)',
+        REQUESTS,
+        sessionBody(round),
+      ),
+    );
   }
   const paths = [merge(agentRounds), merge(longRunRounds), merge(taggedRounds), merge(sessionRounds)];
   const loadAfterPaths = loadavg();
@@ -206,7 +284,8 @@ try {
     const started = performance.now();
     for (let from = filled; from < level; from += 500) {
       const batch: LimitRequest[] = [];
-      for (let i = from; i < Math.min(level, from + 500); i++) batch.push(request(account.id, `other-agent-${i % 1000}`, `other-run-${i}`, `dec_fill_${i}`, nowMs));
+      for (let i = from; i < Math.min(level, from + 500); i++)
+        batch.push(request(account.id, `other-agent-${i % 1000}`, `other-run-${i}`, `dec_fill_${i}`, nowMs));
       const outcomes = await applyLimitBatch(store.sql, batch, Date.now(), null);
       if (outcomes.some((o) => o.outcome !== 'ok')) throw new Error('fill: a request was refused');
     }
@@ -214,10 +293,16 @@ try {
     filled = level;
     await store.sql`analyze budget_usage`;
     await store.sql`analyze budget_holds`;
-    atLevel.push({ others: level, fresh: await probe(store.sql, account.id, true), steady: await probe(store.sql, account.id, false) });
+    atLevel.push({
+      others: level,
+      fresh: await probe(store.sql, account.id, true),
+      steady: await probe(store.sql, account.id, false),
+    });
   }
   const [{ rows }] = await store.sql<Array<{ rows: number }>>`select count(*)::int as rows from budget_usage`;
-  const [{ bytes }] = await store.sql<Array<{ bytes: number }>>`select pg_relation_size('budget_usage_key')::float8 as bytes`;
+  const [{ bytes }] = await store.sql<
+    Array<{ bytes: number }>
+  >`select pg_relation_size('budget_usage_key')::float8 as bytes`;
   const loadAtEnd = loadavg();
 
   const lines = [

@@ -97,7 +97,10 @@ function build(ref: string, cleanups: Array<() => void>): string {
     execFileSync('npm', ['ci', '--offline', '--no-audit', '--no-fund'], { cwd: dir, stdio: 'inherit' });
   }
   process.stderr.write(`building ${ref} in ${dir}\n`);
-  execFileSync(process.execPath, [join(dir, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: dir, stdio: 'inherit' });
+  execFileSync(process.execPath, [join(dir, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], {
+    cwd: dir,
+    stdio: 'inherit',
+  });
   const server = join(dir, 'dist', 'bench', 'http', 'server.js');
   if (!existsSync(server)) throw new Error(`${ref} has no bench/http/server.ts`);
   return server;
@@ -131,7 +134,13 @@ async function main(): Promise<void> {
         if (kind === 'serve') {
           // The build's root: dist/bench/http/server.js is three levels below it.
           const root = join(v.server, '..', '..', '..', '..');
-          t = await startServe({ databaseUrl: dbUrl(v), root, env: v.env, policies: Number(values.policies ?? 200), ...(v.key ? { key: v.key } : {}) });
+          t = await startServe({
+            databaseUrl: dbUrl(v),
+            root,
+            env: v.env,
+            policies: Number(values.policies ?? 200),
+            ...(v.key ? { key: v.key } : {}),
+          });
           v.key = t.key;
         } else {
           t = await startTarget(['--database-url', dbUrl(v)], [], { script: v.server, env: v.env });
@@ -148,8 +157,15 @@ async function main(): Promise<void> {
         const [s0, p0] = [cpuOf([t.child.pid!]), cpuOf(pgPids)];
         const r = await autocannon({ ...opts, duration });
         const n = Math.max(1, r['2xx'] + r.non2xx);
-        v.runs.push({ rps: r.requests.average, p99: r.latency.p99, serverUs: ((cpuOf([t.child.pid!]) - s0) * 1000) / n, pgUs: ((cpuOf(pgPids) - p0) * 1000) / n });
-        process.stderr.write(`round ${round + 1} ${v.name}: ${r.requests.average.toFixed(0)} req/s, p99 ${r.latency.p99} ms, non-2xx ${r.non2xx}\n`);
+        v.runs.push({
+          rps: r.requests.average,
+          p99: r.latency.p99,
+          serverUs: ((cpuOf([t.child.pid!]) - s0) * 1000) / n,
+          pgUs: ((cpuOf(pgPids) - p0) * 1000) / n,
+        });
+        process.stderr.write(
+          `round ${round + 1} ${v.name}: ${r.requests.average.toFixed(0)} req/s, p99 ${r.latency.p99} ms, non-2xx ${r.non2xx}\n`,
+        );
         await stopTarget(t);
       }
     }

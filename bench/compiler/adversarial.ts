@@ -41,7 +41,10 @@ export function measureAdversarial(): AdversarialRow[] {
     ["'(' x 2000, x, ')' x 2000", `${'('.repeat(2000)}x${')'.repeat(2000)}`],
     ["'startsWith(' x 370", 'startsWith('.repeat(370)],
   ];
-  const rows: AdversarialRow[] = nesting.map(([input, text]) => ({ input: `parseCondition ${input} (refused: too deep)`, ...timed(() => parseCondition(text)) }));
+  const rows: AdversarialRow[] = nesting.map(([input, text]) => ({
+    input: `parseCondition ${input} (refused: too deep)`,
+    ...timed(() => parseCondition(text)),
+  }));
   const globs: Array<[string, string, string]> = [
     ["'*a' x 50 '*b' against 20,000 'a'", `${'*a'.repeat(50)}*b`, 'a'.repeat(20_000)],
     ["'*a' x 50 '*b' against 20,000 'a' then 'b'", `${'*a'.repeat(50)}*b`, `${'a'.repeat(20_000)}b`],

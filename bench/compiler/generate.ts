@@ -39,7 +39,20 @@ export interface GenerateOptions {
 }
 
 export const NAMESPACES = 40;
-export const VERBS = ['read', 'write', 'list', 'create', 'update', 'delete', 'send', 'approve', 'export', 'run', 'query', 'sync'] as const;
+export const VERBS = [
+  'read',
+  'write',
+  'list',
+  'create',
+  'update',
+  'delete',
+  'send',
+  'approve',
+  'export',
+  'run',
+  'query',
+  'sync',
+] as const;
 /** One pool agent in TEAM_EVERY is in a team (`team-<t>-<nnnnnn>`); the rest are `agent-<nnnnnn>`. */
 const TEAM_EVERY = 10;
 
@@ -70,7 +83,8 @@ export function generatePolicySet(n: number, seed = 1, options: GenerateOptions 
   // Agent pool: about 8 policies per agent, at least a handful of agents.
   const agentCount = Math.max(8, Math.round(n / 8));
   const teams = Math.max(2, Math.min(50, Math.round(agentCount / 100)));
-  const agentId = (i: number) => (i % TEAM_EVERY === TEAM_EVERY - 1 ? `team-${i % teams}-${pad6(i)}` : `agent-${pad6(i)}`);
+  const agentId = (i: number) =>
+    i % TEAM_EVERY === TEAM_EVERY - 1 ? `team-${i % teams}-${pad6(i)}` : `agent-${pad6(i)}`;
   const randomAction = () => `ns${int(0, NAMESPACES - 1)}.${pick(VERBS)}`;
 
   const wildcardCount = Math.max(1, Math.round(n * 0.05));
@@ -90,7 +104,9 @@ export function generatePolicySet(n: number, seed = 1, options: GenerateOptions 
   let madeWildcards = 0;
   let madeExact = 0;
   for (let k = 0; k < n; k++) {
-    const wantWildcard = madeWildcards < wildcardCount && (k % wildcardEvery === wildcardEvery - 1 || n - k <= wildcardCount - madeWildcards);
+    const wantWildcard =
+      madeWildcards < wildcardCount &&
+      (k % wildcardEvery === wildcardEvery - 1 || n - k <= wildcardCount - madeWildcards);
     if (wantWildcard || madeExact >= exactCount) {
       const p = makeWildcard(madeWildcards++);
       wildcard.push(p);
@@ -194,12 +210,20 @@ export function generatePolicySet(n: number, seed = 1, options: GenerateOptions 
       req = { agent_id: agentFor(p), action: fillAction(pick(p.actions)), resource: resourceFor(p, true) };
     } else if (r < 0.9) {
       // Known agent, random action: mostly a miss, sometimes a wildcard hit.
-      req = { agent_id: agentId(int(0, agentCount - 1)), action: randomAction(), resource: chance(0.5) ? null : `doc:${int(0, agentCount)}:file-${int(0, 999)}` };
+      req = {
+        agent_id: agentId(int(0, agentCount - 1)),
+        action: randomAction(),
+        resource: chance(0.5) ? null : `doc:${int(0, agentCount)}:file-${int(0, 999)}`,
+      };
     } else {
       // Unknown agent or unknown namespace: a miss unless a wildcard catches it.
       req = chance(0.5)
         ? { agent_id: `ghost-${pad6(int(0, 999999))}`, action: randomAction(), resource: null }
-        : { agent_id: agentId(int(0, agentCount - 1)), action: `ns${NAMESPACES + int(0, 9)}.${pick(VERBS)}`, resource: null };
+        : {
+            agent_id: agentId(int(0, agentCount - 1)),
+            action: `ns${NAMESPACES + int(0, 9)}.${pick(VERBS)}`,
+            resource: null,
+          };
     }
     if (req.resource === null) delete req.resource;
     requests.push(req);

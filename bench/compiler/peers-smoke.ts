@@ -41,7 +41,8 @@ const BUDGET_MS = 20_000;
 /** Per-decision times in ms, one sample per request, after a warm-up. */
 function timeDecisions(evaluate: (r: EvaluationInput) => 'allow' | 'deny', requests: readonly EvaluationInput[]) {
   const warmStart = performance.now();
-  for (let i = 0; i < Math.min(200, requests.length) && performance.now() - warmStart < BUDGET_MS / 4; i++) evaluate(requests[i]!);
+  for (let i = 0; i < Math.min(200, requests.length) && performance.now() - warmStart < BUDGET_MS / 4; i++)
+    evaluate(requests[i]!);
   const samples: number[] = [];
   let allows = 0;
   const start = performance.now();
@@ -75,7 +76,8 @@ async function measure(peer: PeerName, n: number): Promise<Row> {
 const fmt = (ms: number) => (ms >= 1 ? ms.toFixed(2) : ms >= 0.01 ? ms.toFixed(3) : ms.toFixed(4));
 const header = ['peer', 'policies', 'prepare ms', 'median ms/decision', 'p95 ms', 'decisions timed', 'allow'];
 const widths = [20, 8, 10, 18, 8, 15, 5];
-const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+const line = (cells: string[]) =>
+  cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
 
 async function main() {
   const args = process.argv.slice(2);
@@ -97,7 +99,17 @@ async function main() {
         maxBuffer: 1 << 20,
       });
       const r = JSON.parse(out.trim().split('\n').pop()!) as Row;
-      console.log(line([r.peer, String(r.n), r.prepareMs.toFixed(1), fmt(r.medianMs), fmt(r.p95Ms), String(r.decisions), `${Math.round((100 * r.allows) / r.decisions)}%`]));
+      console.log(
+        line([
+          r.peer,
+          String(r.n),
+          r.prepareMs.toFixed(1),
+          fmt(r.medianMs),
+          fmt(r.p95Ms),
+          String(r.decisions),
+          `${Math.round((100 * r.allows) / r.decisions)}%`,
+        ]),
+      );
     }
   }
 }

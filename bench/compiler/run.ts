@@ -15,7 +15,15 @@ import { fileURLToPath } from 'node:url';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { compileSources, compilerVersion, evaluate, packageRoot, readYamlFast, type EvaluationInput, type Policy } from '../../compiler/index.js';
+import {
+  compileSources,
+  compilerVersion,
+  evaluate,
+  packageRoot,
+  readYamlFast,
+  type EvaluationInput,
+  type Policy,
+} from '../../compiler/index.js';
 import { measureAdversarial, renderAdversarial } from './adversarial.js';
 import { generatePolicySet, policySetToYaml } from './generate.js';
 import { prepareCasbin } from './peers/casbin.js';
@@ -23,7 +31,13 @@ import { prepareCedar } from './peers/cedar.js';
 import { writeTargets, type TargetResult } from '../targets.js';
 
 const { values } = parseArgs({
-  options: { sizes: { type: 'string' }, 'peer-budget-ms': { type: 'string' }, 'files-of': { type: 'string' }, 'peer-max': { type: 'string' }, one: { type: 'string' } },
+  options: {
+    sizes: { type: 'string' },
+    'peer-budget-ms': { type: 'string' },
+    'files-of': { type: 'string' },
+    'peer-max': { type: 'string' },
+    one: { type: 'string' },
+  },
 });
 const peerMax = Number(values['peer-max'] ?? 10_000);
 const sizes = (values.sizes ?? '10,1000,10000,100000').split(',').map(Number);
@@ -38,7 +52,10 @@ const heap = () => {
 };
 
 /** Median over repeated passes of the mean time per decision, in µs (a pass times the whole request list). */
-function ourDecisionTime(run: (r: EvaluationInput) => unknown, requests: readonly EvaluationInput[]): { medianUs: number; p99Us: number } {
+function ourDecisionTime(
+  run: (r: EvaluationInput) => unknown,
+  requests: readonly EvaluationInput[],
+): { medianUs: number; p99Us: number } {
   for (let i = 0; i < 20; i++) for (const r of requests) run(r); // warm-up
   const passes: number[] = [];
   const deadline = performance.now() + 3000;
@@ -60,7 +77,10 @@ function ourDecisionTime(run: (r: EvaluationInput) => unknown, requests: readonl
 }
 
 /** Per-call median for the peers (their decisions take far longer than the timer). */
-function peerDecisionTime(run: (r: EvaluationInput) => unknown, requests: readonly EvaluationInput[]): { medianUs: number; samples: number } {
+function peerDecisionTime(
+  run: (r: EvaluationInput) => unknown,
+  requests: readonly EvaluationInput[],
+): { medianUs: number; samples: number } {
   const warm = performance.now();
   for (let i = 0; i < requests.length && performance.now() - warm < peerBudgetMs / 5 && i < 100; i++) run(requests[i]!);
   const samples: number[] = [];
@@ -70,7 +90,8 @@ function peerDecisionTime(run: (r: EvaluationInput) => unknown, requests: readon
       const t0 = process.hrtime.bigint();
       run(r);
       samples.push(Number(process.hrtime.bigint() - t0) / 1e3);
-      if (performance.now() - start > peerBudgetMs && samples.length >= 20) return { medianUs: quantile(samples, 0.5), samples: samples.length };
+      if (performance.now() - start > peerBudgetMs && samples.length >= 20)
+        return { medianUs: quantile(samples, 0.5), samples: samples.length };
     }
   }
   return { medianUs: quantile(samples, 0.5), samples: samples.length };
@@ -121,7 +142,13 @@ async function main(): Promise<void> {
       '--files-of',
       String(policiesPerFile),
     ];
-    const row = JSON.parse(execFileSync(process.execPath, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 20 })) as Row;
+    const row = JSON.parse(
+      execFileSync(process.execPath, args, {
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'inherit'],
+        maxBuffer: 1 << 20,
+      }),
+    ) as Row;
     rows.push(row);
     process.stderr.write(
       `n=${n}: compile ${row.compileMs.toFixed(0)} ms, ours ${row.ourUs.toFixed(3)} µs, cedar ${row.cedarUs?.toFixed(1) ?? '-'} µs, casbin ${row.casbinUs?.toFixed(1) ?? '-'} µs\n`,
@@ -138,7 +165,10 @@ async function measure(n: number): Promise<Row> {
     const { policies, requests } = generatePolicySet(n, 1);
     const sources = [];
     for (let i = 0; i < policies.length; i += policiesPerFile) {
-      sources.push({ file: `bench-${i / policiesPerFile}.yaml`, text: policySetToYaml(policies.slice(i, i + policiesPerFile)) });
+      sources.push({
+        file: `bench-${i / policiesPerFile}.yaml`,
+        text: policySetToYaml(policies.slice(i, i + policiesPerFile)),
+      });
     }
     const yamlBytes = sources.reduce((s, f) => s + f.text.length, 0);
     const ty = performance.now();
@@ -153,10 +183,21 @@ async function measure(n: number): Promise<Row> {
     compiled = null; // keep only the table (diagnostics and source positions go)
     const heapMiB = (heap() - before) / 2 ** 20;
     const ours = ourDecisionTime((r) => evaluate(table, r), requests);
-    const row: Row = { n, yamlMiB: yamlBytes / 2 ** 20, compileMs, yamlParseMs, heapMiB, ourUs: ours.medianUs, ourP99Us: ours.p99Us };
+    const row: Row = {
+      n,
+      yamlMiB: yamlBytes / 2 ** 20,
+      compileMs,
+      yamlParseMs,
+      heapMiB,
+      ourUs: ours.medianUs,
+      ourP99Us: ours.p99Us,
+    };
     // The same set plus shadow copies of 1% of its policies (effect flipped): what trying changes in shadow costs.
     {
-      const shadowed = compileSources([...sources, { file: 'shadow.yaml', text: policySetToYaml(shadowCopies(policies)) }], { lint: false }).table;
+      const shadowed = compileSources(
+        [...sources, { file: 'shadow.yaml', text: policySetToYaml(shadowCopies(policies)) }],
+        { lint: false },
+      ).table;
       if (!shadowed?.shadow) throw new Error(`bench set of ${n} with shadow copies does not compile`);
       row.shadowUs = ourDecisionTime((r) => evaluate(shadowed, r), requests).medianUs;
       row.plainAgainUs = ourDecisionTime((r) => evaluate(table, r), requests).medianUs;
@@ -185,11 +226,23 @@ function shadowCopies(policies: readonly Policy[]): Policy[] {
   const flip = { allow: 'deny', deny: 'allow', review: 'allow' } as const;
   return policies
     .filter((_, i) => i % 100 === 0)
-    .map((p) => ({ ...p, id: `${p.id}_shadow`, name: `${p.name}-shadow`, state: 'shadow' as const, effect: flip[p.effect], priority: Math.max(0, p.priority - 1) }));
+    .map((p) => ({
+      ...p,
+      id: `${p.id}_shadow`,
+      name: `${p.name}-shadow`,
+      state: 'shadow' as const,
+      effect: flip[p.effect],
+      priority: Math.max(0, p.priority - 1),
+    }));
 }
 
 /** Fraction of (up to `max`) requests on which both answer the same allow/deny. */
-function agreement(requests: readonly EvaluationInput[], a: (r: EvaluationInput) => string, b: (r: EvaluationInput) => string, max: number): number {
+function agreement(
+  requests: readonly EvaluationInput[],
+  a: (r: EvaluationInput) => string,
+  b: (r: EvaluationInput) => string,
+  max: number,
+): number {
   const sample = requests.slice(0, max);
   return sample.filter((r) => a(r) === b(r)).length / sample.length;
 }
@@ -198,7 +251,12 @@ function agreement(requests: readonly EvaluationInput[], a: (r: EvaluationInput)
 function engineTargets(rows: Row[]): TargetResult[] {
   const out: TargetResult[] = [];
   const at100k = rows.find((r) => r.n === 100_000);
-  if (at100k) out.push({ target: 'engine: evaluate <= 2 µs median at 100k policies', measured: `${at100k.ourUs.toFixed(2)} µs`, met: at100k.ourUs <= 2 });
+  if (at100k)
+    out.push({
+      target: 'engine: evaluate <= 2 µs median at 100k policies',
+      measured: `${at100k.ourUs.toFixed(2)} µs`,
+      met: at100k.ourUs <= 2,
+    });
   const at10k = rows.find((r) => r.n === 10_000);
   for (const [peer, us] of [
     ['Cedar', at10k?.cedarUs],

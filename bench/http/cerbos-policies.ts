@@ -60,7 +60,11 @@ function rulesOf(p: Policy): Rule[] {
       if (kind !== '*' && rest !== '*') {
         const star = rest.indexOf('*');
         condition =
-          star < 0 ? `R.id == ${q(rest)}` : star === rest.length - 1 ? `R.id.startsWith(${q(rest.slice(0, -1))})` : `R.id.matches(${q(`^${rest.split('*').join('.*')}$`)})`;
+          star < 0
+            ? `R.id == ${q(rest)}`
+            : star === rest.length - 1
+              ? `R.id.startsWith(${q(rest.slice(0, -1))})`
+              : `R.id.matches(${q(`^${rest.split('*').join('.*')}$`)})`;
       }
       rules.push({ kind, action, effect, condition });
     }
@@ -75,7 +79,12 @@ function principalAction(r: Rule, indent: string): string[] {
 
 /** A resource policy's rule, for every role. */
 function resourceRule(r: Rule, indent: string): string[] {
-  return [`${indent}- actions: [${q(r.action)}]`, `${indent}  effect: ${r.effect}`, `${indent}  roles: ["*"]`, ...conditionYaml(r, `${indent}  `)];
+  return [
+    `${indent}- actions: [${q(r.action)}]`,
+    `${indent}  effect: ${r.effect}`,
+    `${indent}  roles: ["*"]`,
+    ...conditionYaml(r, `${indent}  `),
+  ];
 }
 
 function conditionYaml(r: Rule, indent: string): string[] {
@@ -96,14 +105,21 @@ export function cerbosPolicies(policies: readonly Policy[], agents: readonly str
       continue;
     }
     const ids = new Set<string>();
-    for (const glob of p.agents) for (const id of glob.includes('*') ? agents.filter((a) => globMatches(glob, a)) : [glob]) ids.add(id);
+    for (const glob of p.agents)
+      for (const id of glob.includes('*') ? agents.filter((a) => globMatches(glob, a)) : [glob]) ids.add(id);
     for (const id of ids) byAgent.set(id, [...(byAgent.get(id) ?? []), ...rules]);
   }
   const files: CerbosFile[] = [];
   let n = 0;
   for (const [agent, rules] of byAgent) {
     const kinds = [...new Set(rules.map((r) => r.kind))];
-    const lines = ['apiVersion: api.cerbos.dev/v1', 'principalPolicy:', `  principal: ${q(agent)}`, '  version: default', '  rules:'];
+    const lines = [
+      'apiVersion: api.cerbos.dev/v1',
+      'principalPolicy:',
+      `  principal: ${q(agent)}`,
+      '  version: default',
+      '  rules:',
+    ];
     for (const kind of kinds) {
       lines.push(`    - resource: ${q(kind)}`, '      actions:');
       for (const r of rules.filter((x) => x.kind === kind)) lines.push(...principalAction(r, '        '));
@@ -112,7 +128,13 @@ export function cerbosPolicies(policies: readonly Policy[], agents: readonly str
   }
   for (const [kind, rules] of byKind) {
     if (kind === '*') continue; // A resource policy names one kind: rules for every kind and agent stay out (the generator makes none).
-    const lines = ['apiVersion: api.cerbos.dev/v1', 'resourcePolicy:', `  resource: ${q(kind)}`, '  version: default', '  rules:'];
+    const lines = [
+      'apiVersion: api.cerbos.dev/v1',
+      'resourcePolicy:',
+      `  resource: ${q(kind)}`,
+      '  version: default',
+      '  rules:',
+    ];
     for (const r of rules) lines.push(...resourceRule(r, '    '));
     files.push({ name: `resource-${n++}.yaml`, text: `${lines.join('\n')}\n` });
   }

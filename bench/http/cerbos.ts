@@ -22,7 +22,10 @@ const PACKAGE = '@cerbos/cerbos-linux-x64';
 
 /** Where the binary is installed: AUTHZ_BENCH_CACHE, else ~/.cache/agent-authz-bench. */
 function cacheDir(): string {
-  return join(process.env.AUTHZ_BENCH_CACHE ?? join(homedir(), '.cache', 'agent-authz-bench'), `cerbos-${CERBOS_VERSION}`);
+  return join(
+    process.env.AUTHZ_BENCH_CACHE ?? join(homedir(), '.cache', 'agent-authz-bench'),
+    `cerbos-${CERBOS_VERSION}`,
+  );
 }
 
 /** The binary's path, installing the package into the cache on first use (npm, from the registry). */
@@ -30,11 +33,15 @@ export function ensureCerbos(log: (line: string) => void = () => {}): string {
   const dir = cacheDir();
   const binary = join(dir, 'node_modules', ...PACKAGE.split('/'), 'cerbos-linux-x64');
   if (existsSync(binary)) return binary;
-  if (process.platform !== 'linux' || process.arch !== 'x64') throw new Error(`the Cerbos peer needs linux-x64 (this is ${process.platform}-${process.arch})`);
+  if (process.platform !== 'linux' || process.arch !== 'x64')
+    throw new Error(`the Cerbos peer needs linux-x64 (this is ${process.platform}-${process.arch})`);
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'package.json'), '{ "private": true }\n');
   log(`installing ${PACKAGE}@${CERBOS_VERSION} into ${dir}`);
-  execFileSync('npm', ['install', '--no-audit', '--no-fund', '--no-save', `${PACKAGE}@${CERBOS_VERSION}`], { cwd: dir, stdio: ['ignore', 'ignore', 'inherit'] });
+  execFileSync('npm', ['install', '--no-audit', '--no-fund', '--no-save', `${PACKAGE}@${CERBOS_VERSION}`], {
+    cwd: dir,
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   if (!existsSync(binary)) throw new Error(`${PACKAGE} installed but ${binary} is missing`);
   return binary;
 }
@@ -56,7 +63,11 @@ export interface CerbosTarget extends Target {
 }
 
 /** Starts the PDP with `policies` (agent globs expanded to `agents`); resolves once it answers its health check. */
-export async function startCerbos(policies: readonly Policy[], agents: readonly string[], o: { audit: boolean }): Promise<CerbosTarget> {
+export async function startCerbos(
+  policies: readonly Policy[],
+  agents: readonly string[],
+  o: { audit: boolean },
+): Promise<CerbosTarget> {
   const binary = ensureCerbos((l) => process.stderr.write(`${l}\n`));
   const dir = mkdtempSync(join(tmpdir(), 'cerbos-bench-'));
   const policyDir = join(dir, 'policies');
@@ -77,7 +88,15 @@ export async function startCerbos(policies: readonly Policy[], agents: readonly 
     '  disabled: true',
     'audit:',
     `  enabled: ${o.audit}`,
-    ...(auditFile ? ['  accessLogsEnabled: true', '  decisionLogsEnabled: true', '  backend: file', '  file:', `    path: ${JSON.stringify(auditFile)}`] : []),
+    ...(auditFile
+      ? [
+          '  accessLogsEnabled: true',
+          '  decisionLogsEnabled: true',
+          '  backend: file',
+          '  file:',
+          `    path: ${JSON.stringify(auditFile)}`,
+        ]
+      : []),
   ].join('\n');
   writeFileSync(join(dir, 'cerbos.yaml'), `${config}\n`);
   const child = spawn(binary, ['server', `--config=${join(dir, 'cerbos.yaml')}`], {
@@ -106,13 +125,22 @@ export function cerbosBody(request: { agent_id: string; action: string; resource
   return {
     requestId: 'bench',
     principal: { id: request.agent_id, roles: ['agent'] },
-    resources: [{ actions: [request.action], resource: { kind: resource.slice(0, colon), id: resource.slice(colon + 1) } }],
+    resources: [
+      { actions: [request.action], resource: { kind: resource.slice(0, colon), id: resource.slice(colon + 1) } },
+    ],
   };
 }
 
 /** The effect Cerbos answers for `request` ('allow' | 'deny'). */
-export async function cerbosEffect(t: Target, request: { agent_id: string; action: string; resource?: string | null }): Promise<string> {
-  const res = await fetch(`http://127.0.0.1:${t.port}${t.path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(cerbosBody(request)) });
+export async function cerbosEffect(
+  t: Target,
+  request: { agent_id: string; action: string; resource?: string | null },
+): Promise<string> {
+  const res = await fetch(`http://127.0.0.1:${t.port}${t.path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(cerbosBody(request)),
+  });
   const body = (await res.json()) as { results?: Array<{ actions: Record<string, string> }> };
   const effect = body.results?.[0]?.actions[request.action];
   if (!res.ok || !effect) throw new Error(`cerbos check: ${res.status} ${JSON.stringify(body).slice(0, 300)}`);
@@ -138,7 +166,10 @@ export async function compareAnswers(
   if (!table) throw new Error('bench policies do not compile');
   for (const r of required) {
     const [ours, theirs] = [asAllowDeny(evaluate(table, r).effect), await cerbosEffect(t, r)];
-    if (ours !== theirs) throw new Error(`Cerbos answers ${theirs} where authz answers ${ours} for ${JSON.stringify(r)}: not the same policies`);
+    if (ours !== theirs)
+      throw new Error(
+        `Cerbos answers ${theirs} where authz answers ${ours} for ${JSON.stringify(r)}: not the same policies`,
+      );
   }
   // `review`: differences where a review policy also matched (translated to EFFECT_DENY, it overrides a
   // higher-priority allow in Cerbos, where a deny always wins; our ranking lets the allow decide).

@@ -22,7 +22,12 @@ import { startServe } from './serve-target.js';
 import { stopTarget } from './target.js';
 
 const { values } = parseArgs({
-  options: { duration: { type: 'string' }, rounds: { type: 'string' }, connections: { type: 'string' }, sessions: { type: 'string' } },
+  options: {
+    duration: { type: 'string' },
+    rounds: { type: 'string' },
+    connections: { type: 'string' },
+    sessions: { type: 'string' },
+  },
 });
 const duration = Number(values.duration ?? 8);
 const rounds = Number(values.rounds ?? 2);
@@ -30,7 +35,14 @@ const connections = Number(values.connections ?? 50);
 const sessions = Number(values.sessions ?? 2000);
 
 const POLICIES = [
-  { id: 'pol_h_plain', name: 'h-plain', effect: 'allow', agents: ['bench-*'], actions: ['hist.plain'], resources: ['order:*'] },
+  {
+    id: 'pol_h_plain',
+    name: 'h-plain',
+    effect: 'allow',
+    agents: ['bench-*'],
+    actions: ['hist.plain'],
+    resources: ['order:*'],
+  },
   {
     id: 'pol_h_count',
     name: 'h-count',
@@ -59,7 +71,14 @@ const POLICIES = [
     actions: ['hist.refusedcounted'],
     condition: "history.count('hist.refusedcounted', '1h') >= 0",
   },
-  { id: 'pol_h_race', name: 'h-race', effect: 'allow', agents: ['racer-*'], actions: ['race.go'], condition: "history.count('race.go', '1h') < 5" },
+  {
+    id: 'pol_h_race',
+    name: 'h-race',
+    effect: 'allow',
+    agents: ['racer-*'],
+    actions: ['race.go'],
+    condition: "history.count('race.go', '1h') < 5",
+  },
 ];
 
 const SCENARIOS = [
@@ -81,7 +100,11 @@ async function main(): Promise<void> {
     const base = `http://127.0.0.1:${serve.port}`;
     const headers = { authorization: `Bearer ${serve.key}`, 'content-type': 'application/json' };
     for (const p of POLICIES) {
-      const r = await fetch(`${base}/v1/policies`, { method: 'POST', headers, body: JSON.stringify({ state: 'enabled', priority: 100, ...p }) });
+      const r = await fetch(`${base}/v1/policies`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ state: 'enabled', priority: 100, ...p }),
+      });
       if (r.status !== 201) throw new Error(`policy ${p.id}: ${r.status} ${await r.text()}`);
     }
     let n = 0;
@@ -96,7 +119,12 @@ async function main(): Promise<void> {
           {
             setupRequest: (req) => ({
               ...req,
-              body: JSON.stringify({ agent_id: `bench-${n % 50}`, action, resource: 'order:1', session_id: `s-${n++ % sessions}` }),
+              body: JSON.stringify({
+                agent_id: `bench-${n % 50}`,
+                action,
+                resource: 'order:1',
+                session_id: `s-${n++ % sessions}`,
+              }),
             }),
           },
         ],
@@ -105,11 +133,18 @@ async function main(): Promise<void> {
       const session = `race-${round}-${Date.now()}`;
       const answers = await Promise.all(
         Array.from({ length: 200 }, async (_, i) => {
-          const r = await fetch(`${base}/v1/decisions`, { method: 'POST', headers, body: JSON.stringify({ agent_id: `racer-${i % 5}`, action: 'race.go', session_id: session }) });
+          const r = await fetch(`${base}/v1/decisions`, {
+            method: 'POST',
+            headers,
+            body: JSON.stringify({ agent_id: `racer-${i % 5}`, action: 'race.go', session_id: session }),
+          });
           return r.status === 200 ? ((await r.json()) as { effect: string }).effect : `http ${r.status}`;
         }),
       );
-      return { allows: answers.filter((e) => e === 'allow').length, others: [...new Set(answers.filter((e) => e !== 'allow' && e !== 'deny'))] };
+      return {
+        allows: answers.filter((e) => e === 'allow').length,
+        others: [...new Set(answers.filter((e) => e !== 'allow' && e !== 'deny'))],
+      };
     };
     const figures: Record<string, number[]> = {};
     const races: Array<{ allows: number; others: string[] }> = [];
@@ -129,12 +164,15 @@ async function main(): Promise<void> {
     }
     const [countRows] = await (async () => {
       const db = postgres(databaseUrl, { max: 1, onnotice: () => {} });
-      const rows = await db`select count(*)::int as entries, pg_total_relation_size('history_entries')::bigint as bytes from history_entries`;
+      const rows =
+        await db`select count(*)::int as entries, pg_total_relation_size('history_entries')::bigint as bytes from history_entries`;
       await db.end();
       return rows;
     })();
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-    const out = Object.fromEntries(Object.entries(figures).map(([k, v]) => [k, { rps: v.map(Math.round), median: Math.round(median(v)) }]));
+    const out = Object.fromEntries(
+      Object.entries(figures).map(([k, v]) => [k, { rps: v.map(Math.round), median: Math.round(median(v)) }]),
+    );
     const ratio = (a: string, b: string) => Number((median(figures[a]!) / median(figures[b]!)).toFixed(3));
     console.log(
       JSON.stringify(
@@ -149,8 +187,12 @@ async function main(): Promise<void> {
           allow_ratio: ratio('allow, history.count 1h session', 'allow, no history'),
           deny_ratio: ratio('deny, history.count 1h session', 'deny, no history'),
           history_label_ratio: ratio('allow, history.count 1h session + one label', 'allow, no history'),
-          per_round_allow_ratio: figures['allow, history.count 1h session']!.map((v, i) => Number((v / figures['allow, no history']![i]!).toFixed(3))),
-          per_round_deny_ratio: figures['deny, history.count 1h session']!.map((v, i) => Number((v / figures['deny, no history']![i]!).toFixed(3))),
+          per_round_allow_ratio: figures['allow, history.count 1h session']!.map((v, i) =>
+            Number((v / figures['allow, no history']![i]!).toFixed(3)),
+          ),
+          per_round_deny_ratio: figures['deny, history.count 1h session']!.map((v, i) =>
+            Number((v / figures['deny, no history']![i]!).toFixed(3)),
+          ),
           races,
           history_entries: countRows,
         },

@@ -13,8 +13,25 @@ const NEVER_LIMIT = 1e12;
 
 export const BENCH_POLICIES: Policy[] = [
   // Unconstrained: no rate limit, no budget.
-  { id: 'pol_bench_allow', name: 'bench-allow', state: 'enabled', priority: 100, effect: 'allow', agents: ['bench-*'], actions: ['orders.read'], resources: ['order:*'] },
-  { id: 'pol_bench_deny', name: 'bench-deny', state: 'enabled', priority: 10, effect: 'deny', agents: ['bench-*'], actions: ['orders.delete'] },
+  {
+    id: 'pol_bench_allow',
+    name: 'bench-allow',
+    state: 'enabled',
+    priority: 100,
+    effect: 'allow',
+    agents: ['bench-*'],
+    actions: ['orders.read'],
+    resources: ['order:*'],
+  },
+  {
+    id: 'pol_bench_deny',
+    name: 'bench-deny',
+    state: 'enabled',
+    priority: 10,
+    effect: 'deny',
+    agents: ['bench-*'],
+    actions: ['orders.delete'],
+  },
   // The same allow, with a calls budget and a rate limit.
   {
     id: 'pol_bench_calls',

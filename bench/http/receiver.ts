@@ -18,5 +18,9 @@ export async function startReceiver(): Promise<Receiver> {
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as { port: number }).port;
-  return { url: `http://127.0.0.1:${port}/hooks`, count: () => n, close: () => new Promise((resolve) => server.close(() => resolve())) };
+  return {
+    url: `http://127.0.0.1:${port}/hooks`,
+    count: () => n,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
 }

@@ -92,7 +92,8 @@ export const bad = (r: Result) => r.runs.reduce((n, x) => n + x.bad, 0);
  * connections; budget and rate-limit paths >= 70% of unconstrained allow; the embedded store >= 80% of PostgreSQL.
  */
 function httpTargets(results: Result[], connections: number): TargetResult[] {
-  const find = (target: string, scenario: string) => results.find((r) => r.target === target && r.scenario === scenario);
+  const find = (target: string, scenario: string) =>
+    results.find((r) => r.target === target && r.scenario === scenario);
   const bare = find('bare Fastify', 'parse + return JSON');
   const out: TargetResult[] = [];
   // Judged on `authz serve` as users run it when it ran, else on the pared-down app.
@@ -111,7 +112,11 @@ function httpTargets(results: Result[], connections: number): TargetResult[] {
         met: ratio >= share,
       });
     }
-    out.push({ target: `HTTP: ${scenario}, ${judged}, p99 <= 20 ms at ${connections} connections`, measured: `${p99(r)} ms`, met: p99(r) <= 20 });
+    out.push({
+      target: `HTTP: ${scenario}, ${judged}, p99 <= 20 ms at ${connections} connections`,
+      measured: `${p99(r)} ms`,
+      met: p99(r) <= 20,
+    });
   }
   // Issue 51: ahead of the peer users would pick, with its audit log and without.
   for (const peer of [CERBOS_AUDIT, CERBOS_NO_AUDIT])
@@ -128,7 +133,11 @@ function httpTargets(results: Result[], connections: number): TargetResult[] {
   for (const s of [CALLS, FIAT]) {
     const r = find(judged, s);
     if (base && r)
-      out.push({ target: `HTTP: ${s}, ${judged} >= 70% of unconstrained allow`, measured: `${((rps(r) / rps(base)) * 100).toFixed(0)}%`, met: rps(r) / rps(base) >= 0.7 });
+      out.push({
+        target: `HTTP: ${s}, ${judged} >= 70% of unconstrained allow`,
+        measured: `${((rps(r) / rps(base)) * 100).toFixed(0)}%`,
+        met: rps(r) / rps(base) >= 0.7,
+      });
   }
   for (const s of [ALLOW, DENY]) {
     const [e, p] = [find(EMBEDDED, s), find('PostgreSQL', s)];
@@ -177,12 +186,17 @@ export function writeReport(results: Result[], settings: ReportSettings, checks:
     const r = results.find((x) => x.target === 'PostgreSQL' && x.scenario === s);
     return base && r ? rps(r) / rps(base) : NaN;
   };
-  const target70 = [CALLS, FIAT].filter((s) => !Number.isNaN(pgRatio(s))).map((s) => `${s}: ${(pgRatio(s) * 100).toFixed(0)}% (${pgRatio(s) >= 0.7 ? 'met' : 'NOT met'})`);
+  const target70 = [CALLS, FIAT]
+    .filter((s) => !Number.isNaN(pgRatio(s)))
+    .map((s) => `${s}: ${(pgRatio(s) * 100).toFixed(0)}% (${pgRatio(s) >= 0.7 ? 'met' : 'NOT met'})`);
 
   // What `authz serve` adds over the pared-down app, scenario by scenario.
   const serveRows: string[] = [];
   for (const s of STORE_SCENARIOS) {
-    const [app, srv] = [results.find((r) => r.target === 'PostgreSQL' && r.scenario === s), results.find((r) => r.target === SERVE && r.scenario === s)];
+    const [app, srv] = [
+      results.find((r) => r.target === 'PostgreSQL' && r.scenario === s),
+      results.find((r) => r.target === SERVE && r.scenario === s),
+    ];
     if (!app || !srv) continue;
     serveRows.push(
       `| ${s} | ${rps(app).toFixed(0)} | ${rps(srv).toFixed(0)} | ${((rps(srv) / rps(app)) * 100).toFixed(0)}% | ${p99(app)} / ${p99(srv)} | ${serverUs(app)} / ${serverUs(srv)} | ${pgUs(app)} / ${pgUs(srv)} |`,
@@ -195,10 +209,14 @@ export function writeReport(results: Result[], settings: ReportSettings, checks:
     '# HTTP benchmark: POST /v1/decisions',
     '',
     `${compilerVersion()}, Node ${process.version}, ${cpus().length} x ${cpus()[0]?.model ?? 'cpu'}; autocannon ${connections} connections, ${duration} s after a ${WARMUP} s warm-up, target and load generator in separate processes on this machine.` +
-      (rounds > 1 ? ` Each store's scenarios ran ${rounds} times, interleaved; figures are medians of the rounds.` : ''),
+      (rounds > 1
+        ? ` Each store's scenarios ran ${rounds} times, interleaved; figures are medians of the rounds.`
+        : ''),
     `Load average (1 / 5 / 15 min) at the start ${loadAtStart.map((x) => x.toFixed(1)).join(' / ')}, at the end ${loadavg()
       .map((x) => x.toFixed(1))
-      .join(' / ')} (above ${cpus().length}, the core count, other work shared the machine: read ratios within this run, not absolute rates).`,
+      .join(
+        ' / ',
+      )} (above ${cpus().length}, the core count, other work shared the machine: read ratios within this run, not absolute rates).`,
     'PostgreSQL: a throwaway local cluster with default durability (fsync, synchronous_commit on). Allow decisions carry an Ed25519 permit token (libsodium) unless the row says otherwise; every decision is stored with its event before it is answered.',
     `Budgets and rate limits are in the path. The platform rate limit per API key is on in every scenario (AUTHZ_KEY_RATE_LIMIT = ${BENCH_KEY_RATE_LIMIT.toLocaleString('en-US')} req/s, so it never answers 429): each process leases the key's tokens from the store 256 at a time, the next lease asked for ahead (docs/budgets-and-limits.md), so it is part of every figure below except the row "${NO_KEY_LIMIT}" (AUTHZ_KEY_RATE_LIMIT = 0), which shows what it costs.`,
     '',
@@ -256,8 +274,12 @@ export function writeReport(results: Result[], settings: ReportSettings, checks:
     `| --- | --- | ---: | ---: | ---: | ---: |${rounds > 1 ? ' --- |' : ''} ---: |`,
     ...ratioRows,
     '',
-    ...(target70.length ? [`Target (constrained >= 70% of unconstrained on PostgreSQL): ${target70.join('; ')}.`, ''] : []),
-    ...(checks.length ? ['Accounting check (GET /v1/budgets after the runs):', '', ...checks.map((c) => `- ${c}`), ''] : []),
+    ...(target70.length
+      ? [`Target (constrained >= 70% of unconstrained on PostgreSQL): ${target70.join('; ')}.`, '']
+      : []),
+    ...(checks.length
+      ? ['Accounting check (GET /v1/budgets after the runs):', '', ...checks.map((c) => `- ${c}`), '']
+      : []),
     ...(notes.length ? [...notes.map((c) => `- ${c}`), ''] : []),
   ];
   const report = lines.join('\n');

@@ -114,7 +114,13 @@ async function load(t: Target, body: object, conns = connections): Promise<Run> 
   // After the warm-up the pools are full: the backends read now serve the whole run.
   const pgPids = clusterDir ? clusterPids(clusterDir) : [];
   const metrics0 = t.metricsToken ? await scrapeMetrics(t.port, t.metricsToken) : null;
-  const [server0, pg0, main0, machine0, t0] = [cpuOf([t.child.pid!]), cpuOf(pgPids), mainThreadCpuOf(t.child.pid!), machineTicks(), performance.now()];
+  const [server0, pg0, main0, machine0, t0] = [
+    cpuOf([t.child.pid!]),
+    cpuOf(pgPids),
+    mainThreadCpuOf(t.child.pid!),
+    machineTicks(),
+    performance.now(),
+  ];
   const r = await autocannon({ ...opts, duration });
   const [machine1, elapsedMs] = [machineTicks(), performance.now() - t0];
   const answered = Math.max(1, r['2xx'] + r.non2xx);
@@ -142,7 +148,9 @@ interface Usage {
 
 /** The target's budget accounting for the bench agent (GET /v1/budgets). */
 async function budgets(t: Target): Promise<Usage[]> {
-  const res = await fetch(`http://127.0.0.1:${t.port}/v1/budgets?agent_id=bench-1`, { headers: { authorization: `Bearer ${t.key}` } });
+  const res = await fetch(`http://127.0.0.1:${t.port}/v1/budgets?agent_id=bench-1`, {
+    headers: { authorization: `Bearer ${t.key}` },
+  });
   if (!res.ok) throw new Error(`GET /v1/budgets: ${res.status} ${await res.text()}`);
   return ((await res.json()) as { data: Usage[] }).data;
 }
@@ -195,7 +203,9 @@ async function main(): Promise<void> {
       [CALLS, 'calls'],
       [FIAT, 'USD'],
     ] as const) {
-      const allowed = results.find((r) => r.target === target && r.scenario === scenario)!.runs.reduce((n, x) => n + x.ok, 0);
+      const allowed = results
+        .find((r) => r.target === target && r.scenario === scenario)!
+        .runs.reduce((n, x) => n + x.ok, 0);
       const u = usage.find((x) => x.unit === unit);
       // Requests still in flight when autocannon stops are accounted but not counted: at most `connections` per load.
       const accounted = u ? u.consumed + u.held : 0;
@@ -212,7 +222,9 @@ async function main(): Promise<void> {
     const t = await startTarget([...args, '--webhook', receiver.url]);
     for (let i = 0; i < rounds; i++) record(target, WEBHOOK, await load(t, BODIES[ALLOW]!));
     await stopTarget(t);
-    const allowed = results.find((r) => r.target === target && r.scenario === WEBHOOK)!.runs.reduce((n, x) => n + x.ok, 0);
+    const allowed = results
+      .find((r) => r.target === target && r.scenario === WEBHOOK)!
+      .runs.reduce((n, x) => n + x.ok, 0);
     notes.push(
       `${target}, webhook scenario: ${receiver.count()} deliveries received while ${allowed} allow answers were counted (warm-ups included; the dispatcher is stopped with the target, so events still pending then are not counted).`,
     );
@@ -234,7 +246,8 @@ async function main(): Promise<void> {
     rmSync(dir, { recursive: true, force: true });
   }
 
-  const cluster = targets.has('postgres') || targets.has('serve') ? await startCluster({ durable: true, log: () => {} }) : null;
+  const cluster =
+    targets.has('postgres') || targets.has('serve') ? await startCluster({ durable: true, log: () => {} }) : null;
   if (cluster)
     try {
       clusterDir = cluster.dataDir;
@@ -248,7 +261,10 @@ async function main(): Promise<void> {
         const admin = postgres(cluster.url, { max: 1, onnotice: () => {} });
         await admin.unsafe('create database authz_serve');
         await admin.end();
-        const serve = await startServe({ databaseUrl: cluster.url.replace(/\/postgres$/, '/authz_serve'), policies: servePolicies });
+        const serve = await startServe({
+          databaseUrl: cluster.url.replace(/\/postgres$/, '/authz_serve'),
+          policies: servePolicies,
+        });
         await storeScenarios(SERVE, serve);
         await stopTarget(serve);
         notes.push(
@@ -266,7 +282,10 @@ async function main(): Promise<void> {
         await stopTarget(noKeyLimit);
         await webhookScenario('PostgreSQL', ['--database-url', cluster.url]);
         // Two server processes on the same database share the same total load.
-        const [a, b] = [await startTarget(['--database-url', cluster.url]), await startTarget(['--database-url', cluster.url])];
+        const [a, b] = [
+          await startTarget(['--database-url', cluster.url]),
+          await startTarget(['--database-url', cluster.url]),
+        ];
         for (let i = 0; i < rounds; i++) record('PostgreSQL', TWO_PROCESSES, await loadTwo(a, b, BODIES[ALLOW]!));
         await Promise.all([stopTarget(a), stopTarget(b)]);
       }
@@ -288,7 +307,12 @@ async function main(): Promise<void> {
       const peer = await startCerbos(policies, agents, { audit });
       const same = await compareAnswers(peer, policies, load2, requests);
       for (let i = 0; i < rounds; i++)
-        for (const s of [ALLOW, DENY]) record(name, s, await load(peer, cerbosBody(BODIES[s] as { agent_id: string; action: string; resource: string })));
+        for (const s of [ALLOW, DENY])
+          record(
+            name,
+            s,
+            await load(peer, cerbosBody(BODIES[s] as { agent_id: string; action: string; resource: string })),
+          );
       await stopTarget(peer);
       notes.push(
         `${name}: the real binary of npm's @cerbos/cerbos-linux-x64 (installed on demand into a cache directory, not a dependency), HTTP check API on 127.0.0.1, telemetry off, ${audit ? 'decision and access audit log on (file backend: a JSON line per check and per call)' : 'audit log off'}; the same ${policies.length} policies translated to principal and resource policies (bench/http/cerbos-policies.ts). The load's allow and deny requests get the same answer from both before timing; of the generated set's ${same.total} requests, ${same.agree} get the same allow/deny from both; of the ${same.total - same.agree} others, ${same.review} are requests where a lower-ranked review policy also matched (as EFFECT_DENY it overrides the allow in Cerbos, where a deny always wins), the rest rank a principal policy above a resource policy as Cerbos does and our priorities do not.`,

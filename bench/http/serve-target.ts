@@ -19,7 +19,14 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, openSync, readFileSync, closeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { compileItems, createBundle, packageRoot, readPolicyValue, type EvaluationInput, type Policy } from '../../compiler/index.js';
+import {
+  compileItems,
+  createBundle,
+  packageRoot,
+  readPolicyValue,
+  type EvaluationInput,
+  type Policy,
+} from '../../compiler/index.js';
 import { generatePolicySet } from '../compiler/generate.js';
 import { BENCH_KEY_RATE_LIMIT, BENCH_POLICIES } from './policies.js';
 import type { Target } from './target.js';
@@ -68,7 +75,13 @@ export function benchBundle(n: number): string {
   return JSON.stringify(createBundle(compiled.table));
 }
 
-async function call(port: number, token: string, method: string, path: string, body: string): Promise<Record<string, unknown>> {
+async function call(
+  port: number,
+  token: string,
+  method: string,
+  path: string,
+  body: string,
+): Promise<Record<string, unknown>> {
   const res = await fetch(`http://127.0.0.1:${port}${path}`, {
     method,
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
@@ -126,7 +139,17 @@ export async function startServe(o: ServeOptions): Promise<ServeTarget> {
   let account: string | undefined;
   if (!key) {
     account = String((await call(port, ADMIN_TOKEN, 'POST', '/admin/accounts', JSON.stringify({ name: 'bench' }))).id);
-    key = String((await call(port, ADMIN_TOKEN, 'POST', `/admin/accounts/${account}/api-keys`, JSON.stringify({ environment: 'test', scopes: ['*'] }))).key);
+    key = String(
+      (
+        await call(
+          port,
+          ADMIN_TOKEN,
+          'POST',
+          `/admin/accounts/${account}/api-keys`,
+          JSON.stringify({ environment: 'test', scopes: ['*'] }),
+        )
+      ).key,
+    );
     await call(port, key, 'PUT', '/v1/bundle', o.bundle ?? benchBundle(o.policies ?? 200));
   }
   return { port, key, ...(account ? { account } : {}), child, logFile, metricsToken: METRICS_TOKEN };

@@ -67,10 +67,16 @@ async function main(): Promise<void> {
     });
     await app.listen({ port: 0, host: '127.0.0.1' });
     const address = app.server.address();
-    process.stdout.write(`${JSON.stringify({ port: typeof address === 'object' && address ? address.port : 0, key: '' })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ port: typeof address === 'object' && address ? address.port : 0, key: '' })}\n`,
+    );
     return;
   }
-  const store = await openStore(values['database-url'] ? { databaseUrl: values['database-url'], max: 10 } : { dataDir: values['data-dir'] ?? 'memory://' });
+  const store = await openStore(
+    values['database-url']
+      ? { databaseUrl: values['database-url'], max: 10 }
+      : { dataDir: values['data-dir'] ?? 'memory://' },
+  );
   await migrate(store.sql, values['migrations-dir'] ? { dir: values['migrations-dir'] } : {});
   // As authz serve does at start: today's decision log partitions and the next days' (none before migration 015).
   if (!values['migrations-dir']) await maintainLog(store, systemClock, { retentionDays: null });
@@ -85,15 +91,27 @@ async function main(): Promise<void> {
   const generated = values.policies ? generatePolicySet(Number(values.policies), 1).policies : [];
   await installPolicies(services, account.id, 'test', [...BENCH_POLICIES, ...generated]);
   const app = await buildApp(services);
-  if (values.stats) app.get<{ Querystring: { gc?: string } }>('/bench/stats', async (request) => (request.query.gc === '1' && globalThis.gc?.(), process.memoryUsage()));
+  if (values.stats)
+    app.get<{ Querystring: { gc?: string } }>(
+      '/bench/stats',
+      async (request) => (request.query.gc === '1' && globalThis.gc?.(), process.memoryUsage()),
+    );
   if (values.webhook) {
-    const r = await app.inject({ method: 'POST', url: '/v1/webhooks', headers: { authorization: `Bearer ${key}` }, payload: { url: values.webhook, events: ['*'] } });
+    const r = await app.inject({
+      method: 'POST',
+      url: '/v1/webhooks',
+      headers: { authorization: `Bearer ${key}` },
+      payload: { url: values.webhook, events: ['*'] },
+    });
     if (r.statusCode !== 201) throw new Error(`webhook registration: ${r.statusCode} ${r.body}`);
   }
-  if (values.webhook || values.dispatch) services.dispatcher.start((e) => process.stderr.write(`webhook dispatcher: ${String(e)}\n`));
+  if (values.webhook || values.dispatch)
+    services.dispatcher.start((e) => process.stderr.write(`webhook dispatcher: ${String(e)}\n`));
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.server.address();
-  process.stdout.write(`${JSON.stringify({ port: typeof address === 'object' && address ? address.port : 0, key, account: account.id })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ port: typeof address === 'object' && address ? address.port : 0, key, account: account.id })}\n`,
+  );
   process.once('SIGTERM', async () => {
     await services.dispatcher.stop();
     await app.close();

@@ -24,7 +24,11 @@ export interface Target {
  * Starts server.ts with `args` (see its flags); `nodeArgs` go to node itself (e.g. --cpu-prof);
  * `other.script` runs another build's server.js (bench/compare), `other.env` adds to its environment.
  */
-export async function startTarget(args: string[], nodeArgs: string[] = [], other: { script?: string; env?: Record<string, string> } = {}): Promise<Target> {
+export async function startTarget(
+  args: string[],
+  nodeArgs: string[] = [],
+  other: { script?: string; env?: Record<string, string> } = {},
+): Promise<Target> {
   const child = spawn(process.execPath, [...nodeArgs, other.script ?? serverScript, ...args], {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, ...other.env },

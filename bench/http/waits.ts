@@ -49,17 +49,27 @@ export function sampleValue(text: string, name: string, labels: Record<string, s
 
 /** What the run between two scrapes spent per batch and waiting for the event loop. */
 export function waitsBetween(before: string, after: string): Waits {
-  const delta = (name: string, batch: string) => sampleValue(after, name, { batch }) - sampleValue(before, name, { batch });
+  const delta = (name: string, batch: string) =>
+    sampleValue(after, name, { batch }) - sampleValue(before, name, { batch });
   const batch = (kind: string) => {
     const n = delta('authz_store_batch_size_count', kind);
     if (n <= 0) return [null, null] as const;
-    return [delta('authz_store_batch_size_sum', kind) / n, (delta('authz_store_batch_duration_seconds_sum', kind) / n) * 1000] as const;
+    return [
+      delta('authz_store_batch_size_sum', kind) / n,
+      (delta('authz_store_batch_duration_seconds_sum', kind) / n) * 1000,
+    ] as const;
   };
   const [writeItems, writeMs] = batch('decisions');
   const [limitsItems, limitsMs] = batch('limits');
   // prom-client samples the delay with a 10 ms timer (its default precision): a loop that never waits reads 10 ms.
   const lag = sampleValue(after, 'nodejs_eventloop_lag_mean_seconds');
-  return { writeItems, writeMs, limitsItems, limitsMs, loopLagMs: lag > 0 ? Math.max(0, lag * 1000 - LAG_TIMER_MS) : null };
+  return {
+    writeItems,
+    writeMs,
+    limitsItems,
+    limitsMs,
+    loopLagMs: lag > 0 ? Math.max(0, lag * 1000 - LAG_TIMER_MS) : null,
+  };
 }
 
 export interface WaitsRow {

@@ -11,10 +11,18 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { z } from 'zod';
 
 const server = new McpServer({ name: 'bench-echo', version: '1.0.0' });
-server.registerTool('lookup', { description: 'Look up an order', inputSchema: { order_id: z.string() } }, async ({ order_id }) => ({
-  content: [{ type: 'text', text: `order ${order_id}` }],
-}));
-server.registerTool('remove', { description: 'Remove an order', inputSchema: { order_id: z.string() } }, async ({ order_id }) => ({
-  content: [{ type: 'text', text: `removed ${order_id}` }],
-}));
+server.registerTool(
+  'lookup',
+  { description: 'Look up an order', inputSchema: { order_id: z.string() } },
+  async ({ order_id }) => ({
+    content: [{ type: 'text', text: `order ${order_id}` }],
+  }),
+);
+server.registerTool(
+  'remove',
+  { description: 'Remove an order', inputSchema: { order_id: z.string() } },
+  async ({ order_id }) => ({
+    content: [{ type: 'text', text: `removed ${order_id}` }],
+  }),
+);
 await server.connect(new StdioServerTransport());

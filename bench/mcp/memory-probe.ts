@@ -15,5 +15,7 @@ process.on('SIGUSR2', () => {
   const before = process.memoryUsage();
   const spaces = Object.fromEntries(getHeapSpaceStatistics().map((s) => [s.space_name, s.space_size]));
   gc?.();
-  process.stderr.write(`memory-probe ${JSON.stringify({ before, spaces, after: process.memoryUsage(), gc: gc !== undefined })}\n`);
+  process.stderr.write(
+    `memory-probe ${JSON.stringify({ before, spaces, after: process.memoryUsage(), gc: gc !== undefined })}\n`,
+  );
 });

@@ -51,7 +51,11 @@ function prose(seed: number): string {
 }
 
 const clean = prose(1);
-const withFindings = `${clean.slice(0, SIZE - 200)} Contact ada@example.org or grace@example.com, +44 20 7946 0958, key AKIAZ3MHJ8PTYQ2XN4WB.`.slice(0, SIZE);
+const withFindings =
+  `${clean.slice(0, SIZE - 200)} Contact ada@example.org or grace@example.com, +44 20 7946 0958, key AKIAZ3MHJ8PTYQ2XN4WB.`.slice(
+    0,
+    SIZE,
+  );
 
 const base: OutputConfig = { labels: [], server_labels: false, detect: {}, phone_regions: ['US'] };
 let records = 0;
@@ -91,7 +95,8 @@ async function timeOne(g: OutputGate, text: string, cpuTimes?: number[]): Promis
   return wall;
 }
 
-const p = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]!;
+const p = (xs: number[], q: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]!;
 const ms = (x: number) => x.toFixed(3);
 
 async function main(): Promise<void> {
@@ -164,7 +169,10 @@ ${(
     ['pii alone, nothing found', 'pii'],
   ] as Array<[string, Kind]>
 )
-  .map(([name, k]) => `| ${name} | ${ms(p(times[k], 0.5))} ms | ${ms(p(times[k], 0.99))} ms | ${ms(p(cpu[k], 0.5))} ms | ${ms(p(blockCpu[k], 0.5))} ms |`)
+  .map(
+    ([name, k]) =>
+      `| ${name} | ${ms(p(times[k], 0.5))} ms | ${ms(p(times[k], 0.99))} ms | ${ms(p(cpu[k], 0.5))} ms | ${ms(p(blockCpu[k], 0.5))} ms |`,
+  )
   .join('\n')}
 
 - Added by the detectors, p50: **${ms(added)} ms** wall, **${ms(addedCpu)} ms** CPU time (${ms(addedBlockCpu)} ms by blocks) (target at most 1 ms: ${added <= 1 ? 'met' : addedCpu <= 1 ? 'met in CPU time, not in wall time on this loaded machine' : 'NOT met'}).

@@ -33,7 +33,9 @@ import { startTarget, stopTarget } from '../http/target.js';
 import { machineTable } from '../machine.js';
 import { writeLatencyPart } from './report-section.js';
 
-const { values } = parseArgs({ options: { calls: { type: 'string' }, block: { type: 'string' }, warmup: { type: 'string' } } });
+const { values } = parseArgs({
+  options: { calls: { type: 'string' }, block: { type: 'string' }, warmup: { type: 'string' } },
+});
 const CALLS = Number(values.calls ?? 2000);
 const BLOCK = Number(values.block ?? 100);
 const WARMUP = Number(values.warmup ?? 200);
@@ -55,7 +57,12 @@ function percentile(sorted: number[], p: number): number {
 
 function stats(samples: Sample) {
   const s = [...samples].sort((a, b) => a - b);
-  return { p50: percentile(s, 0.5), p99: percentile(s, 0.99), mean: s.reduce((a, b) => a + b, 0) / s.length, n: s.length };
+  return {
+    p50: percentile(s, 0.5),
+    p99: percentile(s, 0.99),
+    mean: s.reduce((a, b) => a + b, 0) / s.length,
+    n: s.length,
+  };
 }
 
 async function connect(command: string, args: string[], env: Record<string, string>): Promise<Client> {
@@ -65,12 +72,20 @@ async function connect(command: string, args: string[], env: Record<string, stri
 }
 
 /** Times `n` sequential calls of one tool; every answer must be what the path promises (allowed or refused). */
-async function timeCalls(client: Client, tool: string, n: number, expectError: boolean, into: Sample | null, seq: { i: number }): Promise<void> {
+async function timeCalls(
+  client: Client,
+  tool: string,
+  n: number,
+  expectError: boolean,
+  into: Sample | null,
+  seq: { i: number },
+): Promise<void> {
   for (let k = 0; k < n; k++) {
     const started = performance.now();
     const result = await client.callTool({ name: tool, arguments: { order_id: String(seq.i++) } });
     const ms = performance.now() - started;
-    if (Boolean(result.isError) !== expectError) throw new Error(`${tool}: unexpected answer ${JSON.stringify(result)}`);
+    if (Boolean(result.isError) !== expectError)
+      throw new Error(`${tool}: unexpected answer ${JSON.stringify(result)}`);
     into?.push(ms);
   }
 }
@@ -91,15 +106,31 @@ async function main(): Promise<void> {
   writeFileSync(config, CONFIG);
   const env: Record<string, string> = { PATH: process.env.PATH ?? '', AUTHZ_URL: base, AUTHZ_API_KEY: target.key };
   const direct = await connect(process.execPath, [echoServer], env);
-  const proxied = await connect(process.execPath, [join(root, 'bin', 'authz.js'), 'mcp-proxy', '--config', config, '--', process.execPath, echoServer], env);
+  const proxied = await connect(
+    process.execPath,
+    [join(root, 'bin', 'authz.js'), 'mcp-proxy', '--config', config, '--', process.execPath, echoServer],
+    env,
+  );
   const authz = new AuthzClient({ baseUrl: base, apiKey: target.key });
-  const samples = { direct: [] as Sample, proxied: [] as Sample, denied: [] as Sample, service: [] as Sample, overlapped: [] as Sample, batched: [] as Sample };
+  const samples = {
+    direct: [] as Sample,
+    proxied: [] as Sample,
+    denied: [] as Sample,
+    service: [] as Sample,
+    overlapped: [] as Sample,
+    batched: [] as Sample,
+  };
   // As the proxy sends them: each settle waits up to the window to go out with the others.
-  const settles = new SettleQueue({ send: (id) => authz.confirm(id).then(() => undefined), windowMs: SETTLE_WINDOW_MS, maxBatch: SETTLE_MAX_BATCH });
+  const settles = new SettleQueue({
+    send: (id) => authz.confirm(id).then(() => undefined),
+    windowMs: SETTLE_WINDOW_MS,
+    maxBatch: SETTLE_MAX_BATCH,
+  });
   const confirms: Array<Promise<unknown>> = [];
   const seq = { i: 0 };
   try {
-    if ((await proxied.listTools()).tools.map((t) => t.name).join() !== 'lookup') throw new Error('the proxy should list lookup only');
+    if ((await proxied.listTools()).tools.map((t) => t.name).join() !== 'lookup')
+      throw new Error('the proxy should list lookup only');
     await timeCalls(direct, 'lookup', WARMUP, false, null, seq);
     await timeCalls(proxied, 'lookup', WARMUP, false, null, seq);
     await timeCalls(proxied, 'remove', WARMUP / 4, true, null, seq);
@@ -148,13 +179,18 @@ async function main(): Promise<void> {
   const f = (ms: number) => ms.toFixed(2);
   const added = p.p50 - d.p50;
   const goal = s.p50 + 1;
-  const row = (name: string, r: ReturnType<typeof stats>) => `| ${name} | ${r.n} | ${f(r.p50)} | ${f(r.p99)} | ${f(r.mean)} |`;
+  const row = (name: string, r: ReturnType<typeof stats>) =>
+    `| ${name} | ${r.n} | ${f(r.p50)} | ${f(r.p99)} | ${f(r.mean)} |`;
   const report = [
     '# MCP proxy: latency added per tool call',
     '',
     `\`npm run bench:mcp\`, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC: ${CALLS} calls per path, one at a time, in alternating blocks of ${BLOCK} (after ${WARMUP} warm-up calls).`,
     '',
-    ...machineTable('a throwaway local cluster, default durability', ['@modelcontextprotocol/sdk', 'fastify', 'postgres']),
+    ...machineTable('a throwaway local cluster, default durability', [
+      '@modelcontextprotocol/sdk',
+      'fastify',
+      'postgres',
+    ]),
     '',
     "The service runs on PostgreSQL; client, proxy, MCP server, service and PostgreSQL share this machine's cores.",
     '',

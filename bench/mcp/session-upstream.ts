@@ -33,14 +33,23 @@ export async function startSessionUpstream(name: string): Promise<SessionUpstrea
     if (!transport) {
       if (id !== undefined) return void res.writeHead(404).end();
       const sid = randomUUID();
-      transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => sid, onsessioninitialized: (s) => void transports.set(s, transport!) });
+      transport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => sid,
+        onsessioninitialized: (s) => void transports.set(s, transport!),
+      });
       transport.onclose = () => void transports.delete(sid);
       const server = new McpServer({ name, version: '1.0.0' });
-      server.registerTool('ping_tool', { description: 'answers pong' }, async () => ({ content: [{ type: 'text', text: 'pong' }] }));
+      server.registerTool('ping_tool', { description: 'answers pong' }, async () => ({
+        content: [{ type: 'text', text: 'pong' }],
+      }));
       await server.connect(transport);
     }
     await transport.handleRequest(req, res, body);
   });
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(http.address() as { port: number }).port}/mcp`, sessions: () => transports.size, close: () => http.close() };
+  return {
+    url: `http://127.0.0.1:${(http.address() as { port: number }).port}/mcp`,
+    sessions: () => transports.size,
+    close: () => http.close(),
+  };
 }

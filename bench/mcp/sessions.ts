@@ -32,13 +32,16 @@ import { startChild, stopChild } from '../../scripts/mcp-conformance.js';
 import { SESSIONS_HEADING, writeSessionsPart } from './report-section.js';
 import { startSessionUpstream } from './session-upstream.js';
 
-const { values } = parseArgs({ options: { sessions: { type: 'string' }, idle: { type: 'string' }, max: { type: 'string' } } });
+const { values } = parseArgs({
+  options: { sessions: { type: 'string' }, idle: { type: 'string' }, max: { type: 'string' } },
+});
 const SESSIONS = Number(values.sessions ?? 20_000);
 const IDLE = Number(values.idle ?? 5);
 const MAX = Number(values.max ?? 1000);
 const CONCURRENCY = 20;
 
-const rssMiB = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+const rssMiB = (pid: number) =>
+  Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 const MiB = 1024 * 1024;
 
 interface Memory {
@@ -50,12 +53,20 @@ interface Memory {
 }
 
 /** The proxy's memory before and after a full GC (memory-probe.ts answers SIGUSR2 with one line on stderr). */
-async function probe(pid: number, output: string[]): Promise<{ before: Memory; after: Memory; spaces: Record<string, number> }> {
+async function probe(
+  pid: number,
+  output: string[],
+): Promise<{ before: Memory; after: Memory; spaces: Record<string, number> }> {
   const seen = output.length;
   process.kill(pid, 'SIGUSR2');
   for (let waited = 0; waited < 10_000; waited += 20) {
     const line = output.slice(seen).find((l) => l.startsWith('memory-probe '));
-    if (line) return JSON.parse(line.slice('memory-probe '.length)) as { before: Memory; after: Memory; spaces: Record<string, number> };
+    if (line)
+      return JSON.parse(line.slice('memory-probe '.length)) as {
+        before: Memory;
+        after: Memory;
+        spaces: Record<string, number>;
+      };
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
   throw new Error('the proxy did not answer the memory probe');

@@ -69,7 +69,9 @@ const node = await time('node:crypto', 5000, (i) => {
 });
 const joseKey = await importPKCS8(material.privateKey.export({ format: 'pem', type: 'pkcs8' }) as string, 'EdDSA');
 const jose = await time('jose SignJWT', 5000, (i) =>
-  new SignJWT({ ...permitClaims(decision(i), issuer) }).setProtectedHeader({ alg: 'EdDSA', kid: material.kid, typ: 'permit+jwt' }).sign(joseKey),
+  new SignJWT({ ...permitClaims(decision(i), issuer) })
+    .setProtectedHeader({ alg: 'EdDSA', kid: material.kid, typ: 'permit+jwt' })
+    .sign(joseKey),
 );
 const report = [
   '# Permit token signing',

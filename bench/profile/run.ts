@@ -54,8 +54,11 @@ async function main(): Promise<void> {
     const receiver = values.webhook ? await startReceiver() : null;
     if (receiver) extra.push('--webhook', receiver.url);
     const profiling = ['--cpu-prof', '--cpu-prof-dir', dir];
-    if (values.serve && (receiver || extra.length)) throw new Error('--serve takes neither --webhook nor --target-args');
-    const target = values.serve ? await startServe({ databaseUrl: cluster.url, nodeArgs: profiling }) : await startTarget(['--database-url', cluster.url, ...extra], profiling);
+    if (values.serve && (receiver || extra.length))
+      throw new Error('--serve takes neither --webhook nor --target-args');
+    const target = values.serve
+      ? await startServe({ databaseUrl: cluster.url, nodeArgs: profiling })
+      : await startTarget(['--database-url', cluster.url, ...extra], profiling);
     const opts = {
       url: `http://127.0.0.1:${target.port}/v1/decisions`,
       method: 'POST' as const,

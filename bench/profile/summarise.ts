@@ -33,7 +33,8 @@ export function frameOwner(url: string, name: string): string {
 
 function table(rows: Array<[string, number]>, total: number, top: number, heading: string): string {
   const lines = [`| ${heading} | self ms | % |`, '| --- | ---: | ---: |'];
-  for (const [k, us] of rows.slice(0, top)) lines.push(`| ${k} | ${(us / 1000).toFixed(0)} | ${((100 * us) / total).toFixed(1)} |`);
+  for (const [k, us] of rows.slice(0, top))
+    lines.push(`| ${k} | ${(us / 1000).toFixed(0)} | ${((100 * us) / total).toFixed(1)} |`);
   return lines.join('\n');
 }
 
@@ -53,7 +54,11 @@ export function summariseProfile(profile: CpuProfile, top = 25): string {
       continue;
     }
     total += us;
-    const short = url.includes('node_modules/') ? url.slice(url.lastIndexOf('node_modules/') + 13) : url.includes('/dist/') ? url.slice(url.indexOf('/dist/') + 6) : url;
+    const short = url.includes('node_modules/')
+      ? url.slice(url.lastIndexOf('node_modules/') + 13)
+      : url.includes('/dist/')
+        ? url.slice(url.indexOf('/dist/') + 6)
+        : url;
     const key = `${functionName || '(anonymous)'} ${short ? `${short}:${lineNumber + 1}` : ''}`.trim();
     byFunction.set(key, (byFunction.get(key) ?? 0) + us);
     const owner = frameOwner(url, functionName);

@@ -17,7 +17,9 @@ import { startCluster } from '../../scripts/pg-cluster.js';
 import { startTarget, stopTarget, type Target } from '../http/target.js';
 import { writeTargets } from '../targets.js';
 
-const { values } = parseArgs({ options: { policies: { type: 'string' }, changes: { type: 'string' }, concurrency: { type: 'string' } } });
+const { values } = parseArgs({
+  options: { policies: { type: 'string' }, changes: { type: 'string' }, concurrency: { type: 'string' } },
+});
 const POLICIES = Number(values.policies ?? 10_000);
 const CHANGES = Number(values.changes ?? 20);
 const CONCURRENCY = Number(values.concurrency ?? 8);
@@ -38,7 +40,14 @@ async function call(t: Target, method: string, path: string, body?: object): Pro
   return { status: res.status, json: await res.json() };
 }
 
-const toggle = (effect: 'allow' | 'deny') => ({ name: 'bench-toggle', state: 'enabled', priority: 5, effect, agents: ['bench-probe'], actions: ['toggle.run'] });
+const toggle = (effect: 'allow' | 'deny') => ({
+  name: 'bench-toggle',
+  state: 'enabled',
+  priority: 5,
+  effect,
+  agents: ['bench-probe'],
+  actions: ['toggle.run'],
+});
 
 interface Sample {
   start: number;
@@ -54,7 +63,11 @@ function recordTargets(visible: number[], stall: number): string[] {
       measured: `max ${worst.toFixed(1)} ms, p50 ${quantile(visible, 0.5).toFixed(1)} ms`,
       met: worst < 100,
     },
-    { target: 'recompile: no stall over 50 ms to concurrent decisions', measured: `${stall.toFixed(1)} ms`, met: stall <= 50 },
+    {
+      target: 'recompile: no stall over 50 ms to concurrent decisions',
+      measured: `${stall.toFixed(1)} ms`,
+      met: stall <= 50,
+    },
   ]);
   return [];
 }
@@ -68,7 +81,8 @@ async function main(): Promise<void> {
     const t = (target = await startTarget(['--database-url', cluster.url, '--policies', String(POLICIES)]));
     const setupMs = performance.now() - setupStart;
     const created = await call(t, 'POST', '/v1/policies', { id: TOGGLE_ID, ...toggle('allow') });
-    if (created.status !== 201) throw new Error(`create toggle policy: ${created.status} ${JSON.stringify(created.json)}`);
+    if (created.status !== 201)
+      throw new Error(`create toggle policy: ${created.status} ${JSON.stringify(created.json)}`);
 
     // Decision load: CONCURRENCY loops, each request's start and end kept.
     const samples: Sample[] = [];
@@ -76,7 +90,10 @@ async function main(): Promise<void> {
     const loops = Array.from({ length: CONCURRENCY }, async (_, w) => {
       while (running) {
         const start = performance.now();
-        const r = await call(t, 'POST', '/v1/decisions', { agent_id: `agent-${String(w).padStart(6, '0')}`, action: 'ns1.read' });
+        const r = await call(t, 'POST', '/v1/decisions', {
+          agent_id: `agent-${String(w).padStart(6, '0')}`,
+          action: 'ns1.read',
+        });
         if (r.status !== 200) throw new Error(`decision: ${r.status}`);
         samples.push({ start, end: performance.now() });
       }
@@ -116,7 +133,9 @@ async function main(): Promise<void> {
     const latency = (s: Sample) => s.end - s.start;
     const baseline = samples.filter((s) => s.start >= baselineFrom && s.end <= baselineTo).map(latency);
     // Decisions that overlapped a change (from its PUT to its visibility + 100 ms).
-    const during = samples.filter((s) => changes.some((c) => s.end >= c.start && s.start <= c.start + Math.max(c.putMs, c.visibleMs) + 100)).map(latency);
+    const during = samples
+      .filter((s) => changes.some((c) => s.end >= c.start && s.start <= c.start + Math.max(c.putMs, c.visibleMs) + 100))
+      .map(latency);
     const put = changes.map((c) => c.putMs);
     const visible = changes.map((c) => c.visibleMs);
     const stall = Math.max(...during) - quantile(baseline, 0.5);

@@ -25,7 +25,16 @@ import type { AddressInfo } from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { compileItems, compilerVersion, createBundle, evaluate, packageRoot, readPolicyValue, type DecisionTable, type Policy } from '../../compiler/index.js';
+import {
+  compileItems,
+  compilerVersion,
+  createBundle,
+  evaluate,
+  packageRoot,
+  readPolicyValue,
+  type DecisionTable,
+  type Policy,
+} from '../../compiler/index.js';
 import { generatePolicySet } from '../compiler/generate.js';
 import { writeTargets } from '../targets.js';
 
@@ -61,7 +70,11 @@ async function main(): Promise<void> {
   const candidatePolicies = policies.map((p, i) => {
     if (i % 20 !== 0 || !p.agents || p.agents.some((a) => a.includes('*'))) return p;
     flipped++;
-    return { ...p, effect: p.effect === 'allow' ? ('deny' as const) : ('allow' as const), priority: p.effect === 'allow' ? 50 : 500 };
+    return {
+      ...p,
+      effect: p.effect === 'allow' ? ('deny' as const) : ('allow' as const),
+      priority: p.effect === 'allow' ? 50 : 500,
+    };
   });
   const candidate = compile(candidatePolicies);
   const dir = mkdtempSync(join(tmpdir(), 'authz-bench-replay-'));
@@ -167,10 +180,14 @@ async function main(): Promise<void> {
   const summary = /^\{"replayed":(\d+),"changed":(\d+)/.exec(head);
   if (code !== 1 || !summary) throw new Error(`authz replay exited ${code}: ${head}`);
   if (Number(summary[1]) !== DECISIONS || Number(summary[2]) !== expectedChanges) {
-    throw new Error(`authz replay counted ${summary[1]} replayed / ${summary[2]} changed; expected ${DECISIONS} / ${expectedChanges}`);
+    throw new Error(
+      `authz replay counted ${summary[1]} replayed / ${summary[2]} changed; expected ${DECISIONS} / ${expectedChanges}`,
+    );
   }
   const e2ePerSecond = DECISIONS / ((ended - firstByte) / 1000);
-  process.stderr.write(`end to end: ${Math.round(e2ePerSecond).toLocaleString('en-US')}/s, peak RSS ${(peak / 2 ** 20).toFixed(0)} MiB\n`);
+  process.stderr.write(
+    `end to end: ${Math.round(e2ePerSecond).toLocaleString('en-US')}/s, peak RSS ${(peak / 2 ** 20).toFixed(0)} MiB\n`,
+  );
 
   const n = (x: number) => Math.round(x).toLocaleString('en-US');
   const report = [

@@ -74,12 +74,17 @@ try {
 
   // A: this process.
   const store = await openStore({ databaseUrl: cluster.url, max: 10 });
-  const services = await openServices({ config: { ...configFromEnv({ AUTHZ_MASTER_KEY: MASTER_KEY }), keyRateLimit: 0 }, store });
+  const services = await openServices({
+    config: { ...configFromEnv({ AUTHZ_MASTER_KEY: MASTER_KEY }), keyRateLimit: 0 },
+    store,
+  });
   const app = await buildApp(services);
   const reviews = await startReviewMaintenance(store, services.approvals, services.reviewWaiters, 600_000);
   const baseA = await app.listen({ host: '127.0.0.1', port: 0 });
   const inject = (key: string, method: 'GET' | 'POST', url: string, payload?: object) =>
-    app.inject({ method, url, headers: { authorization: `Bearer ${key}` }, ...(payload ? { payload } : {}) }).then((r) => r.json() as Record<string, any>);
+    app
+      .inject({ method, url, headers: { authorization: `Bearer ${key}` }, ...(payload ? { payload } : {}) })
+      .then((r) => r.json() as Record<string, any>);
   await inject(agentKey, 'POST', '/v1/policies', {
     name: 'refunds-approved-first',
     effect: 'review',
@@ -90,7 +95,15 @@ try {
   // B: `authz serve` on the same database.
   const portB = 20_000 + Math.floor(Math.random() * 20_000);
   serverB = spawn(process.execPath, [join(packageRoot(), 'bin', 'authz.js'), 'serve'], {
-    env: { ...process.env, DATABASE_URL: cluster.url, PORT: String(portB), HOST: '127.0.0.1', AUTHZ_MASTER_KEY: MASTER_KEY, AUTHZ_KEY_RATE_LIMIT: '0', LOG_LEVEL: 'warn' },
+    env: {
+      ...process.env,
+      DATABASE_URL: cluster.url,
+      PORT: String(portB),
+      HOST: '127.0.0.1',
+      AUTHZ_MASTER_KEY: MASTER_KEY,
+      AUTHZ_KEY_RATE_LIMIT: '0',
+      LOG_LEVEL: 'warn',
+    },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const baseB = `http://127.0.0.1:${portB}`;
@@ -107,14 +120,25 @@ try {
   }
 
   // The waiting agents' process.
-  const clients = fork(join(packageRoot(), 'dist', 'bench', 'reviews', 'waiters.js'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const clients = fork(join(packageRoot(), 'dist', 'bench', 'reviews', 'waiters.js'), [], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   await new Promise<void>((resolve) => clients.once('message', () => resolve()));
   const hold = (ids: string[]) =>
     new Promise<WaiterResult[]>((resolve, reject) => {
-      clients.once('message', (m: { results?: WaiterResult[]; error?: string }) => (m.results ? resolve(m.results) : reject(new Error(m.error))));
+      clients.once('message', (m: { results?: WaiterResult[]; error?: string }) =>
+        m.results ? resolve(m.results) : reject(new Error(m.error)),
+      );
       clients.send({ base: baseA, key: agentKey, ids, wait: 60 });
     });
-  const decide = async (i: number) => (await inject(agentKey, 'POST', '/v1/decisions', { agent_id: `bench-agent-${i % 50}`, action: 'payments.refund', amount: 1 })).id as string;
+  const decide = async (i: number) =>
+    (
+      await inject(agentKey, 'POST', '/v1/decisions', {
+        agent_id: `bench-agent-${i % 50}`,
+        action: 'payments.refund',
+        amount: 1,
+      })
+    ).id as string;
   const review = async (base: string, id: string) => {
     const sent = now();
     const r = await fetch(`${base}/v1/decisions/${id}/review`, {
@@ -140,7 +164,11 @@ try {
   }
   const shapes: Shape[] = [];
 
-  async function run(name: string, ids: string[], verdicts: () => Promise<Array<{ id: string; sent: number; answered: number }>>) {
+  async function run(
+    name: string,
+    ids: string[],
+    verdicts: () => Promise<Array<{ id: string; sent: number; answered: number }>>,
+  ) {
     const baseline = await memory();
     const held = hold(ids);
     await untilWaiting(ids.length);
@@ -150,7 +178,14 @@ try {
     const byId = new Map(reviewed.map((r) => [r.id, r]));
     const fromAnswered = results.map((w) => w.at - byId.get(w.id)!.answered).sort((a, b) => a - b);
     const fromSent = results.map((w) => w.at - byId.get(w.id)!.sent).sort((a, b) => a - b);
-    shapes.push({ name, baseline, loaded, fromAnswered, fromSent, allPending: results.every((w) => w.httpStatus === 200 && w.status === 'pending') });
+    shapes.push({
+      name,
+      baseline,
+      loaded,
+      fromAnswered,
+      fromSent,
+      allPending: results.every((w) => w.httpStatus === 200 && w.status === 'pending'),
+    });
   }
 
   // Warm-up: a few round trips of every kind.
@@ -165,16 +200,20 @@ try {
   // 1. One waiter per decision, 1,000 decisions, verdicts through B, 16 in flight.
   const many: string[] = [];
   for (let i = 0; i < WAITERS; i++) many.push(await decide(i));
-  await run(`${WAITERS} waiters on ${WAITERS} decisions, approved through B (16 verdicts in flight)`, many, async () => {
-    const out: Array<{ id: string; sent: number; answered: number }> = [];
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: 16 }, async () => {
-        while (next < many.length) out.push(await review(baseB, many[next++]!));
-      }),
-    );
-    return out;
-  });
+  await run(
+    `${WAITERS} waiters on ${WAITERS} decisions, approved through B (16 verdicts in flight)`,
+    many,
+    async () => {
+      const out: Array<{ id: string; sent: number; answered: number }> = [];
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: 16 }, async () => {
+          while (next < many.length) out.push(await review(baseB, many[next++]!));
+        }),
+      );
+      return out;
+    },
+  );
 
   // 2 and 3. Every waiter on one decision, approved once, through B then through A.
   for (const [label, base] of [
@@ -183,7 +222,9 @@ try {
   ] as const) {
     const one = await decide(0);
     const ids = Array.from({ length: WAITERS }, () => one);
-    await run(`${WAITERS} waiters on one decision, approved once through ${label}`, ids, async () => [await review(base, one)]);
+    await run(`${WAITERS} waiters on one decision, approved once through ${label}`, ids, async () => [
+      await review(base, one),
+    ]);
   }
 
   clients.kill();

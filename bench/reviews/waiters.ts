@@ -26,7 +26,9 @@ process.on('message', (message: Job) => {
   void (async () => {
     const results = await Promise.all(
       message.ids.map(async (id): Promise<WaiterResult> => {
-        const r = await fetch(`${message.base}/v1/decisions/${id}?wait=${message.wait}`, { headers: { authorization: `Bearer ${message.key}` } });
+        const r = await fetch(`${message.base}/v1/decisions/${id}?wait=${message.wait}`, {
+          headers: { authorization: `Bearer ${message.key}` },
+        });
         const at = now();
         const body = (await r.json()) as { status?: string };
         return { id, at, httpStatus: r.status, status: body.status ?? '?' };

@@ -47,7 +47,8 @@ export async function generateDecisions(sql: Sql, o: GenerateOptions): Promise<s
     const ms = `(${dayStart}::bigint + (g::bigint * ${DAY_MS - 1}) / ${n})`;
     const partitioned = o.partitioned ?? true;
     await sql.begin(async (tx) => {
-      if (partitioned) await tx.unsafe(`create table ${name} (like decisions including defaults including constraints)`);
+      if (partitioned)
+        await tx.unsafe(`create table ${name} (like decisions including defaults including constraints)`);
       await tx.unsafe(
         `
         insert into ${partitioned ? name : 'decisions'} (account_id, environment, id, agent_id, action, resource, effect, reason, policy_id,
@@ -68,7 +69,9 @@ export async function generateDecisions(sql: Sql, o: GenerateOptions): Promise<s
       await tx.unsafe(`alter table decisions attach partition ${name} for values from ('${lo}') to ('${hi}')`);
     });
     loaded.push(day);
-    o.log?.(`  ${day}: ${n.toLocaleString('en-US')} decisions in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+    o.log?.(
+      `  ${day}: ${n.toLocaleString('en-US')} decisions in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+    );
   }
   await sql`analyze decisions`;
   return loaded;

@@ -73,13 +73,27 @@ interface Figures {
 
 async function measure(t: Target, opts: Partial<autocannon.Options>, seconds = duration): Promise<Figures> {
   const path = (opts as { path?: string }).path ?? '';
-  const base = { url: `http://127.0.0.1:${t.port}${path}`, connections, headers: { authorization: `Bearer ${t.key}`, 'content-type': 'application/json' } };
+  const base = {
+    url: `http://127.0.0.1:${t.port}${path}`,
+    connections,
+    headers: { authorization: `Bearer ${t.key}`, 'content-type': 'application/json' },
+  };
   await autocannon({ ...base, ...opts, duration: 2 } as autocannon.Options);
   const r = await autocannon({ ...base, ...opts, duration: seconds } as autocannon.Options);
-  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, max: r.latency.max, non2xx: r.non2xx + r.errors };
+  return {
+    rps: r.requests.average,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    max: r.latency.max,
+    non2xx: r.non2xx + r.errors,
+  };
 }
 
-const DECIDE = { method: 'POST' as const, path: '/v1/decisions', body: JSON.stringify({ agent_id: 'bench-1', action: 'orders.read', resource: 'order:1' }) };
+const DECIDE = {
+  method: 'POST' as const,
+  path: '/v1/decisions',
+  body: JSON.stringify({ agent_id: 'bench-1', action: 'orders.read', resource: 'order:1' }),
+};
 
 function pick<T>(xs: readonly T[]): T {
   return xs[Math.floor(Math.random() * xs.length)]!;
@@ -96,7 +110,9 @@ async function decideWhile(t: Target, afterMs: number, during: () => Promise<unk
     headers: { authorization: `Bearer ${t.key}`, 'content-type': 'application/json' },
     ...DECIDE,
   }) as unknown as Promise<autocannon.Result> & { on(event: 'response', f: (...args: never[]) => void): void };
-  instance.on('response', (_client: unknown, _status: number, _bytes: number, responseTime: number) => answers.push([performance.now() - started, responseTime]));
+  instance.on('response', (_client: unknown, _status: number, _bytes: number, responseTime: number) =>
+    answers.push([performance.now() - started, responseTime]),
+  );
   await new Promise((r) => setTimeout(r, afterMs));
   const from = performance.now() - started;
   const outcome = await during();
@@ -117,7 +133,9 @@ async function decideWhile(t: Target, afterMs: number, during: () => Promise<unk
 }
 
 async function main(): Promise<void> {
-  log(`bench:scale: ${rows.toLocaleString('en-US')} decisions over ${days} days, ${agents} agents; load average ${load()}`);
+  log(
+    `bench:scale: ${rows.toLocaleString('en-US')} decisions over ${days} days, ${agents} agents; load average ${load()}`,
+  );
   const cluster = await startCluster({ durable: true, log });
   const admin = postgres(cluster.url, { max: 1, onnotice: () => {} });
   await admin.unsafe('create database scale');
@@ -131,8 +149,11 @@ async function main(): Promise<void> {
       // The migrations of the last release before 015 as they were then, function bodies
       // included (since then the functions live in runtime/store/functions/, for the current schema).
       dir = mkdtempSync(join(tmpdir(), 'authz-migrations-'));
-      const git = (args: string[]) => execFileSync('git', args, { cwd: packageRoot(), encoding: 'utf8', maxBuffer: 16 << 20 });
-      for (const path of git(['ls-tree', '--name-only', BEFORE_015_COMMIT, 'runtime/store/migrations/']).trim().split('\n')) {
+      const git = (args: string[]) =>
+        execFileSync('git', args, { cwd: packageRoot(), encoding: 'utf8', maxBuffer: 16 << 20 });
+      for (const path of git(['ls-tree', '--name-only', BEFORE_015_COMMIT, 'runtime/store/migrations/'])
+        .trim()
+        .split('\n')) {
         writeFileSync(join(dir, path.split('/').pop()!), git(['show', `${BEFORE_015_COMMIT}:${path}`]));
       }
       await migrate(store.sql, { dir });
@@ -151,7 +172,15 @@ async function main(): Promise<void> {
     log(`2. loading ${rows.toLocaleString('en-US')} decisions ...`);
     const loadStarted = performance.now();
     const today = Math.floor(Date.now() / DAY_MS) * DAY_MS;
-    const loaded = await generateDecisions(store.sql, { accountId: account!.id, rows, days, agents, endMs: today, log, partitioned: !before015 });
+    const loaded = await generateDecisions(store.sql, {
+      accountId: account!.id,
+      rows,
+      days,
+      agents,
+      endMs: today,
+      log,
+      partitioned: !before015,
+    });
     const loadSeconds = (performance.now() - loadStarted) / 1000;
     const [size] = await store.sql<Array<{ n: number; bytes: number }>>`
       select count(*)::float8 as n, coalesce((select sum(pg_total_relation_size(inhrelid))::float8 from pg_inherits where inhparent = 'decisions'::regclass),
@@ -165,17 +194,29 @@ async function main(): Promise<void> {
     const agentIds = Array.from({ length: agents }, (_, i) => `agent-${i}`);
     const byAgent = await measure(target, {
       method: 'GET',
-      requests: [{ setupRequest: (req: Record<string, unknown>) => ({ ...req, path: `/v1/decisions?agent_id=${pick(agentIds)}` }) }],
+      requests: [
+        {
+          setupRequest: (req: Record<string, unknown>) => ({
+            ...req,
+            path: `/v1/decisions?agent_id=${pick(agentIds)}`,
+          }),
+        },
+      ],
     } as never);
     const sampleShare = Math.min(100, (20_000 / rows) * 100);
-    const ids = (await store.sql<Array<{ id: string }>>`select id from decisions tablesample bernoulli (${sampleShare}) limit 20000`).map((r) => r.id);
+    const ids = (
+      await store.sql<
+        Array<{ id: string }>
+      >`select id from decisions tablesample bernoulli (${sampleShare}) limit 20000`
+    ).map((r) => r.id);
     const byId = await measure(target, {
       method: 'GET',
       requests: [{ setupRequest: (req: Record<string, unknown>) => ({ ...req, path: `/v1/decisions/${pick(ids)}` }) }],
     } as never);
     const readLoad = load();
 
-    const fig = (f: Figures) => `${Math.round(f.rps).toLocaleString('en-US')}/s, p50 ${f.p50.toFixed(1)} ms, p99 ${f.p99.toFixed(1)} ms`;
+    const fig = (f: Figures) =>
+      `${Math.round(f.rps).toLocaleString('en-US')}/s, p50 ${f.p50.toFixed(1)} ms, p99 ${f.p99.toFixed(1)} ms`;
     if (before015) {
       const report = `# Decision log at scale, before migration 015 (no partitions)
 

@@ -65,7 +65,13 @@ const MIX = ['allow', 'calls', 'allow', 'usd', 'allow', 'deny', 'allow', 'calls'
 const BODY: Record<(typeof MIX)[number], (agent: string, n: number) => object> = {
   allow: (agent, n) => ({ agent_id: agent, action: 'orders.read', resource: `order:${n % 1000}` }),
   calls: (agent, n) => ({ agent_id: agent, action: 'orders.list', resource: `order:${n % 1000}` }),
-  usd: (agent, n) => ({ agent_id: agent, action: 'orders.pay', resource: `order:${n % 1000}`, amount: 1, ttl_seconds: 60 }),
+  usd: (agent, n) => ({
+    agent_id: agent,
+    action: 'orders.pay',
+    resource: `order:${n % 1000}`,
+    amount: 1,
+    ttl_seconds: 60,
+  }),
   deny: (agent, n) => ({ agent_id: agent, action: 'orders.delete', resource: `order:${n % 1000}` }),
 };
 
@@ -97,7 +103,13 @@ async function load(t: Target, seconds: number, overallRate?: number): Promise<S
       },
     ],
   });
-  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, ok: r['2xx'], bad: r.non2xx + r.errors + r.timeouts };
+  return {
+    rps: r.requests.average,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    ok: r['2xx'],
+    bad: r.non2xx + r.errors + r.timeouts,
+  };
 }
 
 interface Memory {
@@ -216,7 +228,9 @@ async function main(): Promise<void> {
     await load(t, WARMUP_SECONDS);
     const max = await load(t, maxSeconds);
     const rate = Math.max(1, Math.round(max.rps * share));
-    log(`max ${max.rps.toFixed(0)} decisions/s (p50 ${max.p50} ms, p99 ${max.p99} ms, non-2xx ${max.bad}); soak at ${rate}/s for ${minutes} min`);
+    log(
+      `max ${max.rps.toFixed(0)} decisions/s (p50 ${max.p50} ms, p99 ${max.p99} ms, non-2xx ${max.bad}); soak at ${rate}/s for ${minutes} min`,
+    );
     const before = await memory(t, true);
 
     const slices = Math.max(1, Math.ceil((minutes * 60) / intervalSeconds));
@@ -253,7 +267,12 @@ async function main(): Promise<void> {
       '',
       `${compilerVersion()}, ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC, \`npm run soak${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}\`.`,
       '',
-      ...machineTable('a throwaway local cluster, default durability', ['fastify', 'postgres', 'sodium-native', 'autocannon']),
+      ...machineTable('a throwaway local cluster, default durability', [
+        'fastify',
+        'postgres',
+        'sodium-native',
+        'autocannon',
+      ]),
       '',
       "The target is one bench server process (bench/http/server.ts: the runtime app on PostgreSQL with its webhook dispatcher, an endpoint subscribed to every event on a receiver in the load generator's process; no replication poll or budget sweep, which `authz serve` adds). Load generator, target and PostgreSQL share this machine's cores.",
       `Request mix, in turn: ${MIX.join(', ')} (allow: unconstrained; calls: a \`calls\` budget and a rate limit; usd: a USD budget holding amount 1 for a 60 s TTL, and a rate limit; limits never reached), over ${AGENTS} agents. Each slice is a new autocannon run (${connections} connections, \`overallRate\`), so connections are re-opened every ${intervalSeconds} s.`,

@@ -25,7 +25,12 @@ const server = createServer((req, res) => {
     const out: Record<string, unknown> = {};
     for (const [name, b] of batches) {
       const lags = [...b.lags].sort((x, y) => x - y);
-      out[name] = { count: b.count, first: b.first, last: b.last, lags_ms: [quantile(lags, 0.5), quantile(lags, 0.99), lags[lags.length - 1] ?? NaN] };
+      out[name] = {
+        count: b.count,
+        first: b.first,
+        last: b.last,
+        lags_ms: [quantile(lags, 0.5), quantile(lags, 0.99), lags[lags.length - 1] ?? NaN],
+      };
     }
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(out));
     return;
@@ -34,7 +39,10 @@ const server = createServer((req, res) => {
   req.on('data', (c: Buffer) => chunks.push(c));
   req.on('end', () => {
     const now = Date.now();
-    const event = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { created_at: string; data?: { bench?: string } };
+    const event = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+      created_at: string;
+      data?: { bench?: string };
+    };
     const name = event.data?.bench;
     if (name) {
       let b = batches.get(name);

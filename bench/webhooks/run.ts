@@ -44,8 +44,14 @@ interface BatchStats {
 }
 
 /** A child process that prints one JSON line when ready. */
-async function startChild(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ child: ChildProcess; ready: Record<string, unknown> }> {
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });
+async function startChild(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ child: ChildProcess; ready: Record<string, unknown> }> {
+  const child = spawn(process.execPath, args, {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, ...env },
+  });
   const line = await new Promise<string>((resolve, reject) => {
     createInterface({ input: child.stdout! }).once('line', resolve);
     child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code}`)));
@@ -91,7 +97,13 @@ async function writeEvents(store: Store, accountId: string, batch: string): Prom
   for (let i = 0; i < EVENTS; i += 1000) {
     const now = Date.now();
     const rows = Array.from({ length: Math.min(1000, EVENTS - i) }, (_, j) =>
-      eventRow('security.alert', accountId, 'test', now, { alert: 'request_volume', count: i + j, window_seconds: 60, threshold: 0, bench: batch }),
+      eventRow('security.alert', accountId, 'test', now, {
+        alert: 'request_volume',
+        count: i + j,
+        window_seconds: 60,
+        threshold: 0,
+        bench: batch,
+      }),
     );
     await insertEvents(store.sql, rows);
   }
@@ -103,7 +115,8 @@ async function delivered(receiverPort: number, batch: string): Promise<BatchStat
   const deadline = Date.now() + 180_000;
   for (;;) {
     const s = (await stats(receiverPort))[batch];
-    if ((s && s.count >= EVENTS) || Date.now() > deadline) return s ?? { count: 0, first: NaN, last: NaN, lags_ms: [NaN, NaN, NaN] };
+    if ((s && s.count >= EVENTS) || Date.now() > deadline)
+      return s ?? { count: 0, first: NaN, last: NaN, lags_ms: [NaN, NaN, NaN] };
     await new Promise((r) => setTimeout(r, 50));
   }
 }
@@ -171,14 +184,25 @@ try {
     });
     if (r.status !== 201) throw new Error(`webhook registration: ${r.status} ${await r.text()}`);
   };
-  const phase = async (name: string, t: Target, deliverer: number, batch: string, withDecisions: boolean, alone: number | null) => {
+  const phase = async (
+    name: string,
+    t: Target,
+    deliverer: number,
+    batch: string,
+    withDecisions: boolean,
+    alone: number | null,
+  ) => {
     const load = withDecisions ? decisionLoad(t) : null;
     const pgPids = clusterPids(cluster.dataDir);
     const [cpu0, pg0, rx0] = [cpuOf([deliverer]), cpuOf(pgPids), cpuOf([receiver.child.pid!])];
     const started = await writeEvents(store, t.account!, batch);
     const s = await delivered(receiverPort, batch);
     const per = (ms: number) => (ms * 1000) / Math.max(1, s.count);
-    const [dispatcherUs, pgUs, receiverUs] = [per(cpuOf([deliverer]) - cpu0), per(cpuOf(pgPids) - pg0), per(cpuOf([receiver.child.pid!]) - rx0)];
+    const [dispatcherUs, pgUs, receiverUs] = [
+      per(cpuOf([deliverer]) - cpu0),
+      per(cpuOf(pgPids) - pg0),
+      per(cpuOf([receiver.child.pid!]) - rx0),
+    ];
     const decisions = load ? await load.stop() : null;
     const perSecond = (s.count * 1000) / Math.max(1, s.last - started);
     phases.push({ name, perSecond, stats: s, decisions, alone, dispatcherUs, pgUs, receiverUs });
@@ -203,7 +227,14 @@ try {
   const aloneApi = await decisionsAlone(api, 5);
   const dispatcher = await startDispatcherProcess(cluster.url);
   children.push(dispatcher);
-  await phase('AUTHZ_ROLE=api process answering decisions + AUTHZ_ROLE=dispatcher process', api, dispatcher.pid!, 'C', true, aloneApi);
+  await phase(
+    'AUTHZ_ROLE=api process answering decisions + AUTHZ_ROLE=dispatcher process',
+    api,
+    dispatcher.pid!,
+    'C',
+    true,
+    aloneApi,
+  );
   await stopChild(dispatcher);
   await stopTarget(api);
   await store.close();

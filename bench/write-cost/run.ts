@@ -37,8 +37,14 @@ const KINDS: Array<[string, object]> = [
   ['allow (permit, no limits)', { agent_id: 'bench-1', action: 'orders.read', resource: 'order:1' }],
   ['deny', { agent_id: 'bench-1', action: 'orders.delete', resource: 'order:1' }],
   ['allow, calls budget + rate limit', { agent_id: 'bench-1', action: 'orders.list', resource: 'order:1' }],
-  ['allow, USD budget held + rate limit', { agent_id: 'bench-1', action: 'orders.pay', resource: 'order:1', amount: 1 }],
-  [`allow, history.count 1h session + one label (${SESSIONS} sessions)`, { agent_id: 'bench-1', action: 'hist.counted', resource: 'order:1', session_id: '' }],
+  [
+    'allow, USD budget held + rate limit',
+    { agent_id: 'bench-1', action: 'orders.pay', resource: 'order:1', amount: 1 },
+  ],
+  [
+    `allow, history.count 1h session + one label (${SESSIONS} sessions)`,
+    { agent_id: 'bench-1', action: 'hist.counted', resource: 'order:1', session_id: '' },
+  ],
 ];
 
 interface TableStat {
@@ -55,7 +61,10 @@ async function snapshot(sql: postgres.Sql): Promise<Snapshot> {
       sum(s.n_tup_ins)::text as ins, sum(s.n_tup_upd)::text as upd, sum(pg_total_relation_size(s.relid))::text as bytes
     from pg_stat_user_tables s group by 1`;
   const [{ lsn }] = await sql<Array<{ lsn: string }>>`select (pg_current_wal_lsn() - '0/0'::pg_lsn)::text as lsn`;
-  return { tables: new Map(rows.map((r) => [r.name, { ins: Number(r.ins), upd: Number(r.upd), bytes: Number(r.bytes) }])), wal: BigInt(lsn.split('.')[0]!) };
+  return {
+    tables: new Map(rows.map((r) => [r.name, { ins: Number(r.ins), upd: Number(r.upd), bytes: Number(r.bytes) }])),
+    wal: BigInt(lsn.split('.')[0]!),
+  };
 }
 
 async function main(): Promise<void> {
@@ -86,7 +95,18 @@ async function main(): Promise<void> {
         headers: { 'content-type': 'application/json', authorization: `Bearer ${target.key}` },
         body: JSON.stringify(body),
         // The history kind: each request in one of SESSIONS sessions.
-        ...('session_id' in body ? { requests: [{ setupRequest: (req) => ({ ...req, body: JSON.stringify({ ...body, session_id: `wc-${sent++ % SESSIONS}` }) }) }] } : {}),
+        ...('session_id' in body
+          ? {
+              requests: [
+                {
+                  setupRequest: (req) => ({
+                    ...req,
+                    body: JSON.stringify({ ...body, session_id: `wc-${sent++ % SESSIONS}` }),
+                  }),
+                },
+              ],
+            }
+          : {}),
       });
       if (r.non2xx > 0 || r.errors > 0) throw new Error(`${name}: ${r.non2xx} non-2xx, ${r.errors} errors`);
       // Backends report their counts to the statistics views within seconds: wait until the decisions' count is in.

@@ -44,7 +44,11 @@ export interface ToolAuthorization<INPUT> {
  * console.log(input.resource, input.amount, input.context); // => order:7 20 { tool: { call_id: 'call_1', arguments: { order_id: '7', amount: 20 } } }
  * ```
  */
-export function decisionInput<INPUT>(auth: ToolAuthorization<INPUT>, callId: string | undefined, input: INPUT): DecisionInput {
+export function decisionInput<INPUT>(
+  auth: ToolAuthorization<INPUT>,
+  callId: string | undefined,
+  input: INPUT,
+): DecisionInput {
   const resource = typeof auth.resource === 'function' ? auth.resource(input) : auth.resource;
   const amount = auth.amount?.(input);
   return {
@@ -70,8 +74,18 @@ export function decisionInput<INPUT>(auth: ToolAuthorization<INPUT>, callId: str
  * return result; // the session now holds "private"
  * ```
  */
-export async function labelResult<INPUT>(auth: ToolAuthorization<INPUT>, decision: Decision, input: INPUT, result: unknown): Promise<void> {
+export async function labelResult<INPUT>(
+  auth: ToolAuthorization<INPUT>,
+  decision: Decision,
+  input: INPUT,
+  result: unknown,
+): Promise<void> {
   const labels = typeof auth.labels === 'function' ? auth.labels(input, result) : auth.labels;
   if (!labels || labels.length === 0 || !decision.session_id) return;
-  await auth.authz.addLabels({ labels: [...labels], agent_id: auth.agent_id, session_id: decision.session_id, detail: `result of ${auth.action} (decision ${decision.id})` });
+  await auth.authz.addLabels({
+    labels: [...labels],
+    agent_id: auth.agent_id,
+    session_id: decision.session_id,
+    detail: `result of ${auth.action} (decision ${decision.id})`,
+  });
 }

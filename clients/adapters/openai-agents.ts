@@ -44,7 +44,14 @@
  * ```
  */
 import { createHash } from 'node:crypto';
-import { tool, type FunctionTool, type RunContext, type RunToolApprovalItem, type ToolExecuteArgument, type ToolInputParameters } from '@openai/agents';
+import {
+  tool,
+  type FunctionTool,
+  type RunContext,
+  type RunToolApprovalItem,
+  type ToolExecuteArgument,
+  type ToolInputParameters,
+} from '@openai/agents';
 import { AuthzError, type AuthzClient, type Decision } from '../typescript/index.js';
 import { decisionInput, labelResult, type ToolAuthorization } from './decision-input.js';
 
@@ -74,12 +81,17 @@ export interface GuardedAgentsTool<TParameters extends ToolInputParameters, Cont
   strict?: boolean;
   authorization: AgentsToolAuthorization<ToolExecuteArgument<TParameters>>;
   /** The work, run only when allowed, with the decision (its `permit_token` for downstream services). */
-  execute: (input: ToolExecuteArgument<TParameters>, details: { decision: Decision; runContext?: RunContext<Context> }) => unknown;
+  execute: (
+    input: ToolExecuteArgument<TParameters>,
+    details: { decision: Decision; runContext?: RunContext<Context> },
+  ) => unknown;
 }
 
 export interface AgentsToolGuard {
   /** A function tool decided by agent-authz (see the module comment). */
-  tool<TParameters extends ToolInputParameters, Context = unknown>(definition: GuardedAgentsTool<TParameters, Context>): FunctionTool<Context, TParameters, unknown>;
+  tool<TParameters extends ToolInputParameters, Context = unknown>(
+    definition: GuardedAgentsTool<TParameters, Context>,
+  ): FunctionTool<Context, TParameters, unknown>;
   /** The decision of an interruption raised by one of this guard's tools. */
   decisionFor(item: RunToolApprovalItem): Decision | undefined;
   /** Rejects the decision of a call the human refused (its budget hold is released); a no-op for others. */
@@ -92,7 +104,8 @@ const callIdOf = (item: RunToolApprovalItem): string | undefined => (item.rawIte
 
 /** The refusal text the model gets. */
 function refusalText(decision: Decision): string {
-  if (decision.status === 'awaiting_approval') return `Awaiting approval in agent-authz (decision ${decision.id}). The tool was not called.`;
+  if (decision.status === 'awaiting_approval')
+    return `Awaiting approval in agent-authz (decision ${decision.id}). The tool was not called.`;
   return `Denied by agent-authz: ${decision.reason} (decision ${decision.id}). The tool was not called.`;
 }
 
@@ -110,17 +123,28 @@ export function createAgentsToolGuard(options: AgentsToolGuardOptions): AgentsTo
   const { authz, agent_id } = options;
   const interruptOn = options.interruptOn ?? 'approval';
   const waitSeconds = options.approvalWaitSeconds ?? DEFAULT_APPROVAL_WAIT_SECONDS;
-  const onSettleError = options.onSettleError ?? ((error: unknown, d: Decision) => console.warn(`agent-authz: could not settle decision ${d.id}: ${(error as Error).message}`));
+  const onSettleError =
+    options.onSettleError ??
+    ((error: unknown, d: Decision) =>
+      console.warn(`agent-authz: could not settle decision ${d.id}: ${(error as Error).message}`));
   /** Decisions made in needsApproval, by call id, until execute or release takes them. */
   const decisions = new Map<string, Decision>();
 
-  const idempotencyKey = (callId: string) => `openai-agents-${createHash('sha256').update(`${agent_id}\u0000${callId}`).digest('base64url')}`;
+  const idempotencyKey = (callId: string) =>
+    `openai-agents-${createHash('sha256').update(`${agent_id}\u0000${callId}`).digest('base64url')}`;
 
-  async function decide<INPUT>(auth: AgentsToolAuthorization<INPUT>, callId: string | undefined, input: INPUT): Promise<Decision> {
+  async function decide<INPUT>(
+    auth: AgentsToolAuthorization<INPUT>,
+    callId: string | undefined,
+    input: INPUT,
+  ): Promise<Decision> {
     const known = callId === undefined ? undefined : decisions.get(callId);
     if (known) return known;
     const request = decisionInput({ ...auth, authz, agent_id }, callId, input);
-    const decision = await authz.decide(request, callId === undefined ? {} : { idempotencyKey: idempotencyKey(callId) });
+    const decision = await authz.decide(
+      request,
+      callId === undefined ? {} : { idempotencyKey: idempotencyKey(callId) },
+    );
     if (callId !== undefined) decisions.set(callId, decision);
     return decision;
   }
@@ -141,7 +165,9 @@ export function createAgentsToolGuard(options: AgentsToolGuardOptions): AgentsTo
   }
 
   return {
-    tool<TParameters extends ToolInputParameters, Context = unknown>(definition: GuardedAgentsTool<TParameters, Context>) {
+    tool<TParameters extends ToolInputParameters, Context = unknown>(
+      definition: GuardedAgentsTool<TParameters, Context>,
+    ) {
       type Input = ToolExecuteArgument<TParameters>;
       const { authorization, execute, ...rest } = definition;
       const options = {
@@ -151,7 +177,11 @@ export function createAgentsToolGuard(options: AgentsToolGuardOptions): AgentsTo
           if (decision.effect === 'deny') return false;
           return decision.status === 'awaiting_approval' || (interruptOn === 'review' && decision.effect === 'review');
         },
-        execute: async (input: Input, runContext?: RunContext<Context>, details?: { toolCall?: { callId?: string } }) => {
+        execute: async (
+          input: Input,
+          runContext?: RunContext<Context>,
+          details?: { toolCall?: { callId?: string } },
+        ) => {
           const callId = details?.toolCall?.callId;
           let decision = await decide(authorization, callId, input);
           if (callId !== undefined) decisions.delete(callId);
@@ -167,11 +197,17 @@ export function createAgentsToolGuard(options: AgentsToolGuardOptions): AgentsTo
             throw error;
           }
           const amount = authorization.amount?.(input);
-          await authz.confirm(decision.id, amount === undefined ? {} : { amount }).catch((e: unknown) => onSettleError(e, decision));
+          await authz
+            .confirm(decision.id, amount === undefined ? {} : { amount })
+            .catch((e: unknown) => onSettleError(e, decision));
           return result;
         },
       };
-      return tool(options as unknown as Parameters<typeof tool<TParameters, Context>>[0]) as FunctionTool<Context, TParameters, unknown>;
+      return tool(options as unknown as Parameters<typeof tool<TParameters, Context>>[0]) as FunctionTool<
+        Context,
+        TParameters,
+        unknown
+      >;
     },
 
     decisionFor(item) {

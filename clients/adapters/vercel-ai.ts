@@ -32,7 +32,10 @@ import { decisionInput, labelResult, type ToolAuthorization } from './decision-i
 export type { ToolAuthorization } from './decision-input.js';
 
 /** The tool's own work: the SDK's execution options plus the decision it runs under. */
-export type GuardedExecute<INPUT, OUTPUT> = (input: INPUT, options: ToolExecutionOptions & { decision: Decision }) => PromiseLike<OUTPUT> | OUTPUT;
+export type GuardedExecute<INPUT, OUTPUT> = (
+  input: INPUT,
+  options: ToolExecutionOptions & { decision: Decision },
+) => PromiseLike<OUTPUT> | OUTPUT;
 
 /** A tool definition as `tool()` takes it, with a guarded `execute`. */
 export interface GuardedToolDefinition<INPUT, OUTPUT> {
@@ -60,7 +63,10 @@ export interface GuardedToolDefinition<INPUT, OUTPUT> {
  * );
  * ```
  */
-export function guardedTool<INPUT, OUTPUT>(authorization: ToolAuthorization<INPUT>, definition: GuardedToolDefinition<INPUT, OUTPUT>): Tool<INPUT, OUTPUT> {
+export function guardedTool<INPUT, OUTPUT>(
+  authorization: ToolAuthorization<INPUT>,
+  definition: GuardedToolDefinition<INPUT, OUTPUT>,
+): Tool<INPUT, OUTPUT> {
   const { execute, ...rest } = definition;
   return tool<INPUT, OUTPUT>({
     ...rest,

@@ -55,7 +55,8 @@ export function defaultAction(server: string, tool: string): string {
  */
 export function templateProblems(template: string): string[] {
   const problems: string[] = [];
-  for (const m of template.matchAll(PLACEHOLDER)) if (m[1]!.trim() === '') problems.push(`empty placeholder "{}" in ${JSON.stringify(template)}`);
+  for (const m of template.matchAll(PLACEHOLDER))
+    if (m[1]!.trim() === '') problems.push(`empty placeholder "{}" in ${JSON.stringify(template)}`);
   const rest = template.replace(PLACEHOLDER, '');
   if (/[{}]/.test(rest)) problems.push(`unbalanced "{" or "}" in ${JSON.stringify(template)}`);
   return problems;
@@ -82,7 +83,9 @@ export function fillTemplate(template: string, args: Record<string, unknown>): s
     const value = args[name];
     if (typeof value === 'string') return value;
     if (typeof value === 'number' || typeof value === 'boolean') return JSON.stringify(value);
-    throw new ArgumentProblem(`the resource template ${JSON.stringify(template)} needs the argument "${name}" as a string, number or boolean`);
+    throw new ArgumentProblem(
+      `the resource template ${JSON.stringify(template)} needs the argument "${name}" as a string, number or boolean`,
+    );
   });
 }
 
@@ -144,7 +147,9 @@ export class ActionMap {
       const action = this.actionOf(tool);
       byAction.set(action, [...(byAction.get(action) ?? []), tool]);
     }
-    return [...byAction].filter(([, names]) => names.length > 1 && names.some((n) => !this.isExplicit(n))).map(([action, names]) => ({ action, tools: names.sort() }));
+    return [...byAction]
+      .filter(([, names]) => names.length > 1 && names.some((n) => !this.isExplicit(n)))
+      .map(([action, names]) => ({ action, tools: names.sort() }));
   }
 
   /** Mapped tools the upstream does not offer (probably a typo in the configuration). */

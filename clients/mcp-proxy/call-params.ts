@@ -56,12 +56,16 @@ export function nestingDepth(value: unknown, limit: number): number {
 export function callParamsProblem(params: Record<string, unknown>): string | undefined {
   const { name, arguments: args } = params;
   if (typeof name !== 'string') {
-    const shown = name === undefined ? 'missing' : `not ${isContainer(name) ? (Array.isArray(name) ? 'an array' : 'an object') : JSON.stringify(name)}`;
+    const shown =
+      name === undefined
+        ? 'missing'
+        : `not ${isContainer(name) ? (Array.isArray(name) ? 'an array' : 'an object') : JSON.stringify(name)}`;
     return `params.name must be the tool's name, a string (${shown})`;
   }
   if (args === undefined || args === null) return undefined;
   if (!isContainer(args) || Array.isArray(args))
     return `params.arguments must be an object of the tool's arguments (not ${Array.isArray(args) ? 'an array' : JSON.stringify(args)})`;
-  if (nestingDepth(args, MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH) return `params.arguments is nested deeper than ${MAX_ARGUMENT_DEPTH} levels of objects and arrays`;
+  if (nestingDepth(args, MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH)
+    return `params.arguments is nested deeper than ${MAX_ARGUMENT_DEPTH} levels of objects and arrays`;
   return undefined;
 }

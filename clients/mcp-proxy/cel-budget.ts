@@ -25,7 +25,20 @@
  * holds the event loop for about `MAX_EVALUATION_MS` at most, and it stays
  * on the event loop, with no worker.
  */
-import { celEnv, celFunc, CelScalar, isCelList, isCelMap, listType, parse, plan, type CelInput, type CelList, type CelResult, type CelValue } from '@bufbuild/cel';
+import {
+  celEnv,
+  celFunc,
+  CelScalar,
+  isCelList,
+  isCelMap,
+  listType,
+  parse,
+  plan,
+  type CelInput,
+  type CelList,
+  type CelResult,
+  type CelValue,
+} from '@bufbuild/cel';
 
 /** Most loop steps (all comprehensions of one evaluation together). */
 export const MAX_LOOP_STEPS = 5_000;
@@ -61,7 +74,8 @@ let meter: Meter | undefined;
 
 /** Counts list items against the budget. */
 function countItems(n: number): void {
-  if (meter !== undefined && meter.exceeded === undefined && (meter.items += n) > MAX_LIST_ITEMS) meter.exceeded = `more than ${MAX_LIST_ITEMS} list items`;
+  if (meter !== undefined && meter.exceeded === undefined && (meter.items += n) > MAX_LIST_ITEMS)
+    meter.exceeded = `more than ${MAX_LIST_ITEMS} list items`;
 }
 
 const env = celEnv({
@@ -81,10 +95,15 @@ const env = celEnv({
       return range as CelInput;
     }),
     // The same overload id as the standard library's list concatenation, which it replaces.
-    celFunc('_+_', [listType(CelScalar.DYN), listType(CelScalar.DYN)], listType(CelScalar.DYN), (left: CelList, right: CelList) => {
-      if (meter?.exceeded !== undefined) throw new BudgetExceeded(meter.exceeded);
-      return AppendList.concat(left, right);
-    }),
+    celFunc(
+      '_+_',
+      [listType(CelScalar.DYN), listType(CelScalar.DYN)],
+      listType(CelScalar.DYN),
+      (left: CelList, right: CelList) => {
+        if (meter?.exceeded !== undefined) throw new BudgetExceeded(meter.exceeded);
+        return AppendList.concat(left, right);
+      },
+    ),
   ],
 });
 
@@ -125,7 +144,10 @@ class AppendList implements Iterable<CelValue> {
 }
 
 /** `f(e)`, keeping `e`'s id (errors point at the wrapped expression). */
-const wrapped = (fn: string, e: Expr): Expr => ({ ...e, exprKind: { case: 'callExpr', value: { $typeName: 'cel.expr.Expr.Call', function: fn, args: [e] } } });
+const wrapped = (fn: string, e: Expr): Expr => ({
+  ...e,
+  exprKind: { case: 'callExpr', value: { $typeName: 'cel.expr.Expr.Call', function: fn, args: [e] } },
+});
 
 /** Wraps every comprehension's loop condition in the step function; answers how many it wrapped. */
 function meterLoops(expr: Expr | undefined): number {
@@ -139,10 +161,18 @@ function meterLoops(expr: Expr | undefined): number {
     case 'listExpr':
       return kind.value.elements.reduce((n, e) => n + meterLoops(e), 0);
     case 'structExpr':
-      return kind.value.entries.reduce((n, e) => n + meterLoops(e.keyKind.case === 'mapKey' ? e.keyKind.value : undefined) + meterLoops(e.value), 0);
+      return kind.value.entries.reduce(
+        (n, e) => n + meterLoops(e.keyKind.case === 'mapKey' ? e.keyKind.value : undefined) + meterLoops(e.value),
+        0,
+      );
     case 'comprehensionExpr': {
       const c = kind.value;
-      const inner = meterLoops(c.iterRange) + meterLoops(c.accuInit) + meterLoops(c.loopCondition) + meterLoops(c.loopStep) + meterLoops(c.result);
+      const inner =
+        meterLoops(c.iterRange) +
+        meterLoops(c.accuInit) +
+        meterLoops(c.loopCondition) +
+        meterLoops(c.loopStep) +
+        meterLoops(c.result);
       if (c.iterRange !== undefined) c.iterRange = wrapped(RANGE, c.iterRange);
       if (c.loopCondition !== undefined) c.loopCondition = wrapped(STEP, c.loopCondition);
       return inner + 1;

@@ -23,7 +23,15 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { AuthzClient } from '../typescript/index.js';
 import { loadProxyConfig, ProxyConfigError, type ProxyConfig } from './config.js';
 import { TokenGate } from './auth/gate.js';
-import { DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_SECONDS, defaultMaxSessionsPerIdentity, isLoopback, listenStreamableHttp, parseListen, type Identity } from './http-listen.js';
+import {
+  DEFAULT_MAX_SESSIONS,
+  DEFAULT_SESSION_IDLE_SECONDS,
+  defaultMaxSessionsPerIdentity,
+  isLoopback,
+  listenStreamableHttp,
+  parseListen,
+  type Identity,
+} from './http-listen.js';
 import { McpProxy, type UpstreamTarget } from './proxy.js';
 import type { RelayEnd } from './relay.js';
 import { upstreamAuthFetch } from './upstream-auth/index.js';
@@ -85,7 +93,14 @@ interface Invocation {
   key: string;
   /** The decisions' session_id when set by --session or AUTHZ_SESSION_ID. */
   sessionId?: string;
-  listen?: { host: string; port: number; publicUrl?: URL; idleSeconds: number; maxSessions: number; maxSessionsPerIdentity: number };
+  listen?: {
+    host: string;
+    port: number;
+    publicUrl?: URL;
+    idleSeconds: number;
+    maxSessions: number;
+    maxSessionsPerIdentity: number;
+  };
   upstream: UpstreamTarget;
 }
 
@@ -93,7 +108,8 @@ interface Invocation {
 function wholeNumber(flag: string, value: string | undefined, fallback: number, min: number, max: number): number {
   if (value === undefined) return fallback;
   const n = Number(value);
-  if (!/^\d+$/.test(value) || n < min || n > max) throw new UsageProblem(`${flag} ${JSON.stringify(value)}: a whole number from ${min} to ${max}`);
+  if (!/^\d+$/.test(value) || n < min || n > max)
+    throw new UsageProblem(`${flag} ${JSON.stringify(value)}: a whole number from ${min} to ${max}`);
   return n;
 }
 
@@ -120,7 +136,8 @@ function readInvocation(argv: readonly string[], env: NodeJS.ProcessEnv): Invoca
       'max-sessions-per-identity': { type: 'string' },
     },
   });
-  if (positionals.length > 0) throw new UsageProblem(`unexpected ${JSON.stringify(positionals[0])}: put the upstream command after --`);
+  if (positionals.length > 0)
+    throw new UsageProblem(`unexpected ${JSON.stringify(positionals[0])}: put the upstream command after --`);
   if (!values.config) throw new UsageProblem('missing --config FILE');
   const key = values.key || env.AUTHZ_API_KEY;
   if (!key) throw new UsageProblem('give --key or set AUTHZ_API_KEY');
@@ -129,7 +146,8 @@ function readInvocation(argv: readonly string[], env: NodeJS.ProcessEnv): Invoca
   let upstream: UpstreamTarget;
   if (values['upstream-url'] !== undefined) {
     if (command.length > 0) throw new UsageProblem('give either --upstream-url or a command after --, not both');
-    if (!URL.canParse(values['upstream-url'])) throw new UsageProblem(`--upstream-url ${JSON.stringify(values['upstream-url'])} is not a URL`);
+    if (!URL.canParse(values['upstream-url']))
+      throw new UsageProblem(`--upstream-url ${JSON.stringify(values['upstream-url'])} is not a URL`);
     upstream = { kind: 'http', url: new URL(values['upstream-url']) };
   } else {
     if (command.length === 0) throw new UsageProblem('missing the upstream: a command after -- or --upstream-url URL');
@@ -140,7 +158,8 @@ function readInvocation(argv: readonly string[], env: NodeJS.ProcessEnv): Invoca
   let listen: Invocation['listen'];
   if (values.listen !== undefined) {
     const at = parseListen(values.listen);
-    if (!at) throw new UsageProblem(`--listen ${JSON.stringify(values.listen)}: expected HOST:PORT, e.g. 127.0.0.1:8090`);
+    if (!at)
+      throw new UsageProblem(`--listen ${JSON.stringify(values.listen)}: expected HOST:PORT, e.g. 127.0.0.1:8090`);
     const publicUrl = values['public-url'];
     if (publicUrl !== undefined && !(URL.canParse(publicUrl) && /^https?:$/.test(new URL(publicUrl).protocol)))
       throw new UsageProblem(`--public-url ${JSON.stringify(publicUrl)} is not an http(s) URL`);
@@ -148,19 +167,41 @@ function readInvocation(argv: readonly string[], env: NodeJS.ProcessEnv): Invoca
     listen = {
       ...at,
       ...(publicUrl === undefined ? {} : { publicUrl: new URL(publicUrl) }),
-      idleSeconds: wholeNumber('--session-idle-seconds', values['session-idle-seconds'], DEFAULT_SESSION_IDLE_SECONDS, 1, 86_400),
+      idleSeconds: wholeNumber(
+        '--session-idle-seconds',
+        values['session-idle-seconds'],
+        DEFAULT_SESSION_IDLE_SECONDS,
+        1,
+        86_400,
+      ),
       maxSessions,
-      maxSessionsPerIdentity: wholeNumber('--max-sessions-per-identity', values['max-sessions-per-identity'], defaultMaxSessionsPerIdentity(maxSessions), 1, maxSessions),
+      maxSessionsPerIdentity: wholeNumber(
+        '--max-sessions-per-identity',
+        values['max-sessions-per-identity'],
+        defaultMaxSessionsPerIdentity(maxSessions),
+        1,
+        maxSessions,
+      ),
     };
     // Each MCP session is its own session: one id for all of them would merge their labels and history.
-    if (values.session !== undefined) throw new UsageProblem('--session goes without --listen: with --listen each MCP session is its own session (mcp-<Mcp-Session-Id>)');
+    if (values.session !== undefined)
+      throw new UsageProblem(
+        '--session goes without --listen: with --listen each MCP session is its own session (mcp-<Mcp-Session-Id>)',
+      );
   } else {
     for (const flag of ['public-url', 'session-idle-seconds', 'max-sessions', 'max-sessions-per-identity'] as const)
       if (values[flag] !== undefined) throw new UsageProblem(`--${flag} goes with --listen`);
   }
   // AUTHZ_SESSION_ID is the agent host's run, for its stdio proxies; a listener serves many sessions and ignores it.
   const sessionId = listen ? undefined : values.session || env.AUTHZ_SESSION_ID || undefined;
-  return { configPath: values.config, url, key, upstream, ...(sessionId ? { sessionId } : {}), ...(listen ? { listen } : {}) };
+  return {
+    configPath: values.config,
+    url,
+    key,
+    upstream,
+    ...(sessionId ? { sessionId } : {}),
+    ...(listen ? { listen } : {}),
+  };
 }
 
 /**
@@ -169,7 +210,8 @@ function readInvocation(argv: readonly string[], env: NodeJS.ProcessEnv): Invoca
  */
 function authListenProblem(invocation: Invocation, config: ProxyConfig): string | undefined {
   const listen = invocation.listen;
-  if (config.auth && !listen) return 'auth: in the configuration checks the tokens of HTTP requests: it needs --listen HOST:PORT';
+  if (config.auth && !listen)
+    return 'auth: in the configuration checks the tokens of HTTP requests: it needs --listen HOST:PORT';
   if (listen && !config.auth && !isLoopback(listen.host)) {
     return `--listen ${listen.host}:${listen.port}: without auth: in the configuration the proxy serves loopback addresses only (127.0.0.1, ::1, localhost): whoever reached it would call tools as the configured agent`;
   }
@@ -211,7 +253,11 @@ function keepHeapSmall(): void {
  * process.exitCode = await mcpProxyCommand(['--config', 'mcp.yaml', '--', 'node', 'tools-server.js']);
  * ```
  */
-export async function mcpProxyCommand(argv: readonly string[], io: ProxyIo = stderrIo, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+export async function mcpProxyCommand(
+  argv: readonly string[],
+  io: ProxyIo = stderrIo,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<number> {
   const say = (line: string) => io.err(`authz mcp-proxy: ${line}`);
   if (wantsHelp(argv)) {
     process.stdout.write(`${MCP_PROXY_USAGE}\n`);
@@ -230,7 +276,11 @@ export async function mcpProxyCommand(argv: readonly string[], io: ProxyIo = std
     config = loadProxyConfig(invocation.configPath, env);
     if (config.upstream_auth) {
       const { upstream } = invocation;
-      const { fetch } = upstreamAuthFetch(config.upstream_auth, upstream.kind === 'http' ? upstream.url : undefined, env);
+      const { fetch } = upstreamAuthFetch(
+        config.upstream_auth,
+        upstream.kind === 'http' ? upstream.url : undefined,
+        env,
+      );
       if (upstream.kind === 'http') invocation.upstream = { ...upstream, fetch };
     }
   } catch (e) {
@@ -263,7 +313,13 @@ export async function mcpProxyCommand(argv: readonly string[], io: ProxyIo = std
   const principal = (sessionId: string, identity?: Identity) => ({
     agentId: identity?.agentId ?? config.agent_id!,
     sessionId: invocation.sessionId ?? sessionId,
-    ...(identity ? (identity.onBehalfOf === undefined ? {} : { onBehalfOf: identity.onBehalfOf }) : config.on_behalf_of === undefined ? {} : { onBehalfOf: config.on_behalf_of }),
+    ...(identity
+      ? identity.onBehalfOf === undefined
+        ? {}
+        : { onBehalfOf: identity.onBehalfOf }
+      : config.on_behalf_of === undefined
+        ? {}
+        : { onBehalfOf: config.on_behalf_of }),
     ...(identity?.claims ? { claims: identity.claims } : {}),
   });
 
@@ -271,11 +327,14 @@ export async function mcpProxyCommand(argv: readonly string[], io: ProxyIo = std
   try {
     if (invocation.listen) {
       const { host, port, publicUrl, idleSeconds, maxSessions, maxSessionsPerIdentity } = invocation.listen;
-      const who = config.auth ? `agents and users from the tokens of ${config.auth.issuer}` : `agent ${config.agent_id}`;
+      const who = config.auth
+        ? `agents and users from the tokens of ${config.auth.issuer}`
+        : `agent ${config.agent_id}`;
       say(`${who}, server ${config.server}, session mcp-<Mcp-Session-Id>, decisions from ${invocation.url}`);
       const gate = config.auth ? new TokenGate({ config: config.auth, log: say }) : undefined;
       // The public URL is known before listening unless the port is chosen by the system (0).
-      if (gate && (publicUrl || port !== 0)) gate.bind(publicUrl ?? new URL(`http://${host.includes(':') ? `[${host}]` : host}:${port}/mcp`));
+      if (gate && (publicUrl || port !== 0))
+        gate.bind(publicUrl ?? new URL(`http://${host.includes(':') ? `[${host}]` : host}:${port}/mcp`));
       const listening = await listenStreamableHttp({
         host,
         port,
@@ -285,7 +344,8 @@ export async function mcpProxyCommand(argv: readonly string[], io: ProxyIo = std
         ...(publicUrl ? { publicUrl } : {}),
         ...(gate ? { gate } : {}),
         log: say,
-        openSession: (transport, id, onEnd, identity) => proxy.openSession(transport, principal(`mcp-${id}`, identity), onEnd),
+        openSession: (transport, id, onEnd, identity) =>
+          proxy.openSession(transport, principal(`mcp-${id}`, identity), onEnd),
       }).catch((e: Error) => {
         say(`cannot listen on ${host}:${port}: ${e.message}`);
         return null;

@@ -70,7 +70,9 @@ export class ProxyConfigError extends Error {
     readonly source: string,
     readonly problems: string[],
   ) {
-    super(`${source}: ${problems.length === 1 ? problems[0] : `${problems.length} problems:\n  ${problems.join('\n  ')}`}`);
+    super(
+      `${source}: ${problems.length === 1 ? problems[0] : `${problems.length} problems:\n  ${problems.join('\n  ')}`}`,
+    );
     this.name = 'ProxyConfigError';
   }
 }
@@ -108,21 +110,30 @@ const nonEmpty = (v: unknown, max = 256): v is string => typeof v === 'string' &
  */
 export function parseProxyConfig(value: unknown, source = 'config', env: NodeJS.ProcessEnv = {}): ProxyConfig {
   const problems: string[] = [];
-  if (!isRecord(value)) throw new ProxyConfigError(source, ['the configuration must be a YAML mapping (agent_id, server, tools...)']);
-  for (const key of Object.keys(value)) if (!TOP_LEVEL.has(key)) problems.push(`unknown field "${key}" (known: ${[...TOP_LEVEL].join(', ')})`);
+  if (!isRecord(value))
+    throw new ProxyConfigError(source, ['the configuration must be a YAML mapping (agent_id, server, tools...)']);
+  for (const key of Object.keys(value))
+    if (!TOP_LEVEL.has(key)) problems.push(`unknown field "${key}" (known: ${[...TOP_LEVEL].join(', ')})`);
 
   const auth = value.auth === undefined ? undefined : parseAuthConfig(value.auth, problems);
   if (value.agent_id !== undefined || value.auth === undefined) {
-    if (!nonEmpty(value.agent_id)) problems.push(`agent_id: ${value.auth === undefined ? 'required, ' : ''}a non-empty string of at most 256 characters`);
+    if (!nonEmpty(value.agent_id))
+      problems.push(
+        `agent_id: ${value.auth === undefined ? 'required, ' : ''}a non-empty string of at most 256 characters`,
+      );
   }
-  if (!nonEmpty(value.server, 100)) problems.push("server: required, a non-empty string (the namespace of this server's actions)");
+  if (!nonEmpty(value.server, 100))
+    problems.push("server: required, a non-empty string (the namespace of this server's actions)");
   const onBehalfOf = value.on_behalf_of ?? (env.AUTHZ_ON_BEHALF_OF || undefined);
-  if (onBehalfOf !== undefined && !nonEmpty(onBehalfOf)) problems.push('on_behalf_of: a non-empty string of at most 256 characters');
+  if (onBehalfOf !== undefined && !nonEmpty(onBehalfOf))
+    problems.push('on_behalf_of: a non-empty string of at most 256 characters');
 
   const wait = value.approval_wait_seconds ?? DEFAULT_APPROVAL_WAIT_SECONDS;
-  if (typeof wait !== 'number' || !Number.isInteger(wait) || wait < 0 || wait > 3600) problems.push('approval_wait_seconds: a whole number of seconds, 0..3600');
+  if (typeof wait !== 'number' || !Number.isInteger(wait) || wait < 0 || wait > 3600)
+    problems.push('approval_wait_seconds: a whole number of seconds, 0..3600');
   const ttl = value.ttl_seconds;
-  if (ttl !== undefined && (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < 1 || ttl > 3600)) problems.push('ttl_seconds: a whole number of seconds, 1..3600');
+  if (ttl !== undefined && (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < 1 || ttl > 3600))
+    problems.push('ttl_seconds: a whole number of seconds, 1..3600');
 
   const tools: Record<string, ToolMapping> = {};
   const rawTools = value.tools ?? {};
@@ -134,15 +145,19 @@ export function parseProxyConfig(value: unknown, source = 'config', env: NodeJS.
         problems.push(`${at}: a mapping with action, resource and/or amount`);
         continue;
       }
-      for (const key of Object.keys(raw)) if (!TOOL_FIELDS.has(key)) problems.push(`${at}: unknown field "${key}" (known: action, resource, amount)`);
+      for (const key of Object.keys(raw))
+        if (!TOOL_FIELDS.has(key)) problems.push(`${at}: unknown field "${key}" (known: action, resource, amount)`);
       const mapping: ToolMapping = {};
       if (raw.action !== undefined) {
         if (typeof raw.action !== 'string' || !ACTION_PATTERN.test(raw.action)) {
-          problems.push(`${at}.action: ${JSON.stringify(raw.action)} is not an action: namespace.verb, each part [a-z][a-z0-9_]* (no wildcards)`);
+          problems.push(
+            `${at}.action: ${JSON.stringify(raw.action)} is not an action: namespace.verb, each part [a-z][a-z0-9_]* (no wildcards)`,
+          );
         } else mapping.action = raw.action;
       }
       if (raw.resource !== undefined) {
-        if (typeof raw.resource !== 'string' || raw.resource === '') problems.push(`${at}.resource: a non-empty template string such as "file:{path}"`);
+        if (typeof raw.resource !== 'string' || raw.resource === '')
+          problems.push(`${at}.resource: a non-empty template string such as "file:{path}"`);
         else {
           for (const p of templateProblems(raw.resource)) problems.push(`${at}.resource: ${p}`);
           mapping.resource = raw.resource;
@@ -157,8 +172,12 @@ export function parseProxyConfig(value: unknown, source = 'config', env: NodeJS.
   }
   const methods = parseMethods(value.methods, problems);
   const passThrough = value.pass_through ?? [];
-  if (!Array.isArray(passThrough) || passThrough.some((m) => !nonEmpty(m))) problems.push('pass_through: a list of JSON-RPC method names');
-  else for (const m of passThrough as string[]) if (KNOWN_METHODS.has(m)) problems.push(`pass_through: "${m}" is a method the proxy knows (it is decided or relayed already)`);
+  if (!Array.isArray(passThrough) || passThrough.some((m) => !nonEmpty(m)))
+    problems.push('pass_through: a list of JSON-RPC method names');
+  else
+    for (const m of passThrough as string[])
+      if (KNOWN_METHODS.has(m))
+        problems.push(`pass_through: "${m}" is a method the proxy knows (it is decided or relayed already)`);
   const declared = parseDeclaredMappings(value.declared_mappings, problems);
   const upstreamAuth = parseUpstreamAuth(value.upstream_auth, problems);
   const output = parseOutputConfig(value.output, problems);
@@ -183,12 +202,14 @@ export function parseProxyConfig(value: unknown, source = 'config', env: NodeJS.
 function parseDeclaredMappings(raw: unknown, problems: string[]): DeclaredMappingsConfig | undefined {
   if (raw === undefined || raw === false) return undefined;
   if (raw === true) return { extra_actions: [] };
-  const usage = "declared_mappings: true, false, or { extra_actions: [...] } (actions outside this server's namespace its mappings may produce)";
+  const usage =
+    "declared_mappings: true, false, or { extra_actions: [...] } (actions outside this server's namespace its mappings may produce)";
   if (!isRecord(raw)) {
     problems.push(usage);
     return undefined;
   }
-  for (const key of Object.keys(raw)) if (key !== 'extra_actions') problems.push(`declared_mappings: unknown field "${key}" (known: extra_actions)`);
+  for (const key of Object.keys(raw))
+    if (key !== 'extra_actions') problems.push(`declared_mappings: unknown field "${key}" (known: extra_actions)`);
   const extra = raw.extra_actions ?? [];
   if (!Array.isArray(extra)) {
     problems.push('declared_mappings.extra_actions: a list of actions (namespace.verb)');
@@ -196,7 +217,9 @@ function parseDeclaredMappings(raw: unknown, problems: string[]): DeclaredMappin
   }
   for (const action of extra) {
     if (typeof action !== 'string' || !ACTION_PATTERN.test(action))
-      problems.push(`declared_mappings.extra_actions: ${JSON.stringify(action)} is not an action: namespace.verb, each part [a-z][a-z0-9_]* (no wildcards)`);
+      problems.push(
+        `declared_mappings.extra_actions: ${JSON.stringify(action)} is not an action: namespace.verb, each part [a-z][a-z0-9_]* (no wildcards)`,
+      );
   }
   return { extra_actions: [...new Set(extra as string[])] };
 }
@@ -212,22 +235,29 @@ function parseMethods(raw: unknown, problems: string[]): ProxyConfig['methods'] 
   for (const [method, entry] of Object.entries(raw)) {
     const at = `methods.${method}`;
     if (!isDecidedMethod(method)) {
-      problems.push(`${at}: not a decided method (resources/read, resources/subscribe, prompts/get, completion/complete, logging/setLevel; tools/call is mapped under "tools:")`);
+      problems.push(
+        `${at}: not a decided method (resources/read, resources/subscribe, prompts/get, completion/complete, logging/setLevel; tools/call is mapped under "tools:")`,
+      );
       continue;
     }
     if (!isRecord(entry)) {
       problems.push(`${at}: a mapping with action and/or resource`);
       continue;
     }
-    for (const key of Object.keys(entry)) if (key !== 'action' && key !== 'resource') problems.push(`${at}: unknown field "${key}" (known: action, resource)`);
+    for (const key of Object.keys(entry))
+      if (key !== 'action' && key !== 'resource')
+        problems.push(`${at}: unknown field "${key}" (known: action, resource)`);
     const mapping: { action?: string; resource?: string } = {};
     if (entry.action !== undefined) {
       if (typeof entry.action !== 'string' || !ACTION_PATTERN.test(entry.action))
-        problems.push(`${at}.action: ${JSON.stringify(entry.action)} is not an action: namespace.verb, each part [a-z][a-z0-9_]* (no wildcards)`);
+        problems.push(
+          `${at}.action: ${JSON.stringify(entry.action)} is not an action: namespace.verb, each part [a-z][a-z0-9_]* (no wildcards)`,
+        );
       else mapping.action = entry.action;
     }
     if (entry.resource !== undefined) {
-      if (typeof entry.resource !== 'string' || entry.resource === '') problems.push(`${at}.resource: a non-empty template string such as "doc:{uri}"`);
+      if (typeof entry.resource !== 'string' || entry.resource === '')
+        problems.push(`${at}.resource: a non-empty template string such as "doc:{uri}"`);
       else {
         for (const p of templateProblems(entry.resource)) problems.push(`${at}.resource: ${p}`);
         mapping.resource = entry.resource;

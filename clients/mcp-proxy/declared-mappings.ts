@@ -92,7 +92,10 @@ const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 /** A JSON value as CEL input: objects become maps (members left undefined dropped), numbers doubles; lists longer than `maxList` refused. */
 function toCel(value: unknown, maxList: number): CelInput {
   if (Array.isArray(value)) {
-    if (value.length > maxList) throw new MappingError(`a list of ${value.length} items in the call, more than the ${maxList} a mapping that loops takes`);
+    if (value.length > maxList)
+      throw new MappingError(
+        `a list of ${value.length} items in the call, more than the ${maxList} a mapping that loops takes`,
+      );
     return value.map((v) => toCel(v, maxList));
   }
   if (typeof value === 'object' && value !== null) {
@@ -150,22 +153,29 @@ export function compileValue(value: unknown, at: string): Value {
     return () => literal;
   }
   const source = value.slice(1);
-  if (source.length > MAX_EXPRESSION_LENGTH) throw new MappingError(`${at}: the expression is longer than ${MAX_EXPRESSION_LENGTH} characters`);
+  if (source.length > MAX_EXPRESSION_LENGTH)
+    throw new MappingError(`${at}: the expression is longer than ${MAX_EXPRESSION_LENGTH} characters`);
   let program: BoundedProgram;
   try {
     program = compileBounded(source);
   } catch (error) {
-    throw new MappingError(`${at}: the expression ${JSON.stringify(value)} does not parse: ${(error as Error).message}`);
+    throw new MappingError(
+      `${at}: the expression ${JSON.stringify(value)} does not parse: ${(error as Error).message}`,
+    );
   }
   const evaluate: Value = (vars) => {
     let result: ReturnType<BoundedProgram['run']>;
     try {
       result = evaluateBounded(program, { params: vars.params, token: vars.token });
     } catch (error) {
-      if (error instanceof BudgetExceeded) throw new MappingError(`${at}: the expression ${JSON.stringify(value)} went past its budget (${error.message})`);
+      if (error instanceof BudgetExceeded)
+        throw new MappingError(
+          `${at}: the expression ${JSON.stringify(value)} went past its budget (${error.message})`,
+        );
       throw new MappingError(`${at}: the expression ${JSON.stringify(value)} failed: ${(error as Error).message}`);
     }
-    if (isCelError(result)) throw new MappingError(`${at}: the expression ${JSON.stringify(value)} failed: ${result.message}`);
+    if (isCelError(result))
+      throw new MappingError(`${at}: the expression ${JSON.stringify(value)} failed: ${result.message}`);
     return toJson(result);
   };
   evaluate.loops = program.loops;
@@ -176,7 +186,9 @@ export function compileValue(value: unknown, at: string): Value {
 function text(value: unknown, at: string): string {
   if (typeof value === 'string' && value !== '') return value;
   if (typeof value === 'number' && Number.isFinite(value)) return JSON.stringify(value);
-  throw new MappingError(`${at}: must resolve to a non-empty string, not ${value === undefined ? 'nothing' : JSON.stringify(value)}`);
+  throw new MappingError(
+    `${at}: must resolve to a non-empty string, not ${value === undefined ? 'nothing' : JSON.stringify(value)}`,
+  );
 }
 
 /**
@@ -211,20 +223,38 @@ export class DeclaredMapping {
     if (!isRecord(mapping)) throw new MappingError('the mapping must be an object with an "evaluation" envelope');
     const keys = Object.keys(mapping);
     if (keys.length !== 1 || keys[0] !== 'evaluation') {
-      if (keys.includes('evaluations')) throw new MappingError('the "evaluations" envelope (several decisions per call) is not supported: declare one "evaluation"');
-      throw new MappingError(`the mapping must have exactly one member, "evaluation" (found ${keys.map((k) => JSON.stringify(k)).join(', ') || 'none'})`);
+      if (keys.includes('evaluations'))
+        throw new MappingError(
+          'the "evaluations" envelope (several decisions per call) is not supported: declare one "evaluation"',
+        );
+      throw new MappingError(
+        `the mapping must have exactly one member, "evaluation" (found ${keys.map((k) => JSON.stringify(k)).join(', ') || 'none'})`,
+      );
     }
     const evaluation = mapping.evaluation;
     if (!isRecord(evaluation)) throw new MappingError('evaluation: must be an object with action and resource');
     const { action, resource } = evaluation;
-    if (!isRecord(action) || action.name === undefined) throw new MappingError('evaluation.action: must be an object with a "name"');
-    if (!isRecord(resource) || resource.type === undefined || resource.id === undefined) throw new MappingError('evaluation.resource: must be an object with "type" and "id"');
+    if (!isRecord(action) || action.name === undefined)
+      throw new MappingError('evaluation.action: must be an object with a "name"');
+    if (!isRecord(resource) || resource.type === undefined || resource.id === undefined)
+      throw new MappingError('evaluation.resource: must be an object with "type" and "id"');
     const namespace = actionPart(server);
     const name = compileValue(action.name, 'evaluation.action.name');
-    const isLiteral = !(typeof action.name === 'string' && action.name.startsWith('$') && !action.name.startsWith('$$'));
+    const isLiteral = !(
+      typeof action.name === 'string' &&
+      action.name.startsWith('$') &&
+      !action.name.startsWith('$$')
+    );
     const extra = new Set(extraActions);
     const fixed = isLiteral ? checkedAction(name(celVars({ params: {}, token: {} })), namespace, extra) : undefined;
-    return new DeclaredMapping(namespace, extra, name, compileValue(resource.type, 'evaluation.resource.type'), compileValue(resource.id, 'evaluation.resource.id'), fixed);
+    return new DeclaredMapping(
+      namespace,
+      extra,
+      name,
+      compileValue(resource.type, 'evaluation.resource.type'),
+      compileValue(resource.id, 'evaluation.resource.id'),
+      fixed,
+    );
   }
 
   /** Whether an expression of the mapping loops (then the call's lists are capped). */
@@ -251,11 +281,16 @@ export class DeclaredMapping {
 
 /** The AuthZEN action rule in the server's namespace applied to a resolved `action.name`, and the namespace check. */
 function checkedAction(name: unknown, namespace: string, extra: ReadonlySet<string>): string {
-  if (typeof name !== 'string') throw new MappingError(`evaluation.action.name: must resolve to a string, not ${name === undefined ? 'nothing' : JSON.stringify(name)}`);
+  if (typeof name !== 'string')
+    throw new MappingError(
+      `evaluation.action.name: must resolve to a string, not ${name === undefined ? 'nothing' : JSON.stringify(name)}`,
+    );
   const action = serverAction(namespace, name);
   if (action === undefined) throw new MappingError('evaluation.action.name: must be 1 to 200 characters');
   if (!action.startsWith(`${namespace}.`) && !extra.has(action)) {
-    throw new MappingError(`the action ${action} is outside this server's namespace ${namespace}.* (list it under declared_mappings.extra_actions to accept it)`);
+    throw new MappingError(
+      `the action ${action} is outside this server's namespace ${namespace}.* (list it under declared_mappings.extra_actions to accept it)`,
+    );
   }
   return action;
 }
@@ -278,7 +313,11 @@ export class DeclaredMappings {
   #listing = new PagedListing<DeclaredMapping | MappingError | null>();
 
   constructor(
-    private readonly config: { server: string; declared_mappings?: DeclaredMappingsConfig; tools: Record<string, unknown> },
+    private readonly config: {
+      server: string;
+      declared_mappings?: DeclaredMappingsConfig;
+      tools: Record<string, unknown>;
+    },
     private readonly log: (line: string) => void,
   ) {}
 
@@ -309,7 +348,11 @@ export class DeclaredMappings {
     const schema = tool.inputSchema;
     if (!isRecord(schema) || !Object.hasOwn(schema, MAPPING_MEMBER)) return null;
     try {
-      return DeclaredMapping.from(schema[MAPPING_MEMBER], this.config.server, this.config.declared_mappings?.extra_actions);
+      return DeclaredMapping.from(
+        schema[MAPPING_MEMBER],
+        this.config.server,
+        this.config.declared_mappings?.extra_actions,
+      );
     } catch (error) {
       const refused = error instanceof MappingError ? error : new MappingError((error as Error).message);
       this.log(`tool "${tool.name}": its declared mapping is refused (${refused.message}); its calls are refused`);
@@ -333,7 +376,10 @@ export class DeclaredMappings {
    *
    * @throws MappingError when the mapping was refused or fails for this call.
    */
-  target(params: { name: string } & Record<string, unknown>, token: Record<string, unknown>): DeclaredTarget | undefined {
+  target(
+    params: { name: string } & Record<string, unknown>,
+    token: Record<string, unknown>,
+  ): DeclaredTarget | undefined {
     const mapping = this.#mapping(params.name);
     if (mapping === undefined) return undefined;
     if (mapping instanceof MappingError) throw mapping;

@@ -103,7 +103,9 @@ export function refusalFromError(error: unknown): CallToolResult {
   }
   const code = error instanceof AuthzError ? error.code : 'mcp_proxy.internal_error';
   const message = error instanceof Error ? error.message : String(error);
-  return refusal(`agent-authz could not decide this call (${code}: ${message}). The tool was not called.`, { [META_ERROR]: code });
+  return refusal(`agent-authz could not decide this call (${code}: ${message}). The tool was not called.`, {
+    [META_ERROR]: code,
+  });
 }
 
 /**
@@ -119,7 +121,12 @@ export function rpcErrorFrom(error: unknown, method: string): RpcError {
       data: { reason: error.code, decision_id: null, retry_after: after },
     };
   }
-  if (error instanceof ArgumentProblem) return { code: -32602, message: `agent-authz refused this request: ${error.message}`, data: { reason: error.code } };
+  if (error instanceof ArgumentProblem)
+    return {
+      code: -32602,
+      message: `agent-authz refused this request: ${error.message}`,
+      data: { reason: error.code },
+    };
   const code = error instanceof AuthzError ? error.code : 'mcp_proxy.internal_error';
   return {
     code: INTERNAL_ERROR_CODE,
@@ -177,7 +184,10 @@ export function withoutProxyMeta(meta: unknown): Record<string, unknown> | undef
 
 /** The params forwarded for an allowed request: the client's, with the decision and permit in `_meta`. */
 function forwardedParams(params: Params, decision: Decision, permit: string): Params {
-  return { ...params, _meta: { ...withoutProxyMeta(params._meta), [META_DECISION]: decision.id, [META_PERMIT]: permit } };
+  return {
+    ...params,
+    _meta: { ...withoutProxyMeta(params._meta), [META_DECISION]: decision.id, [META_PERMIT]: permit },
+  };
 }
 
 export class Enforcer {
@@ -193,7 +203,11 @@ export class Enforcer {
     this.#authz = options.authz;
     this.#log = options.log;
     this.actions = new ActionMap(options.config);
-    this.settles = new SettleQueue({ send: (id, verb) => this.#send(id, verb), windowMs: options.settleWindowMs ?? SETTLE_WINDOW_MS, maxBatch: SETTLE_MAX_BATCH });
+    this.settles = new SettleQueue({
+      send: (id, verb) => this.#send(id, verb),
+      windowMs: options.settleWindowMs ?? SETTLE_WINDOW_MS,
+      maxBatch: SETTLE_MAX_BATCH,
+    });
   }
 
   /** Which of these actions the principal's agent could ever be allowed. */
@@ -240,9 +254,23 @@ export class Enforcer {
    *
    * @param notify - progress for the client while a decision awaits a human's approval (when the client asked for progress).
    */
-  async call(params: CallParams, who: Principal, names: ToolNames, notify?: (message: string) => Promise<void>, declared?: DeclaredMappings): Promise<Verdict> {
+  async call(
+    params: CallParams,
+    who: Principal,
+    names: ToolNames,
+    notify?: (message: string) => Promise<void>,
+    declared?: DeclaredMappings,
+  ): Promise<Verdict> {
     const problem = callParamsProblem(params);
-    if (problem !== undefined) return { kind: 'error', error: { code: INVALID_PARAMS_CODE, message: `Invalid params: ${problem}`, data: { reason: INVALID_PARAMS_REASON } } };
+    if (problem !== undefined)
+      return {
+        kind: 'error',
+        error: {
+          code: INVALID_PARAMS_CODE,
+          message: `Invalid params: ${problem}`,
+          data: { reason: INVALID_PARAMS_REASON },
+        },
+      };
     const tool = params.name;
     // The digest is of the arguments as sent (docs/permits.md#permits-bound-to-arguments: absent digested as {}, an explicit null as null);
     // the mapping and the decision's context read `args`, where null and absent are both {}.
@@ -269,27 +297,56 @@ export class Enforcer {
       );
     } catch (error) {
       if (error instanceof ArgumentProblem || error instanceof MappingError) {
-        return { kind: 'result', result: refusal(`agent-authz refused this call: ${error.message}. The tool was not called.`, { [META_ERROR]: error.code }) };
+        return {
+          kind: 'result',
+          result: refusal(`agent-authz refused this call: ${error.message}. The tool was not called.`, {
+            [META_ERROR]: error.code,
+          }),
+        };
       }
       return { kind: 'result', result: refusalFromError(error) };
     }
     if (decision.status === 'awaiting_approval') {
       const text = `Awaiting approval in agent-authz: not approved within ${this.config.approval_wait_seconds} seconds (decision ${decision.id}). The tool was not called.`;
-      return { kind: 'result', result: refusal(text, { [META_DECISION]: decision.id, [META_REASON]: 'awaiting_approval' }) };
+      return {
+        kind: 'result',
+        result: refusal(text, { [META_DECISION]: decision.id, [META_REASON]: 'awaiting_approval' }),
+      };
     }
     if (decision.effect === 'deny') return { kind: 'result', result: deniedResult(decision) };
-    if (!decision.permit_token) return { kind: 'result', result: refusalFromError(new Error(`decision ${decision.id} came without a permit token`)) };
+    if (!decision.permit_token)
+      return {
+        kind: 'result',
+        result: refusalFromError(new Error(`decision ${decision.id} came without a permit token`)),
+      };
     // An explicit null goes on as null, so the upstream's verifier digests what the permit was decided for.
     const forwarded = sent === null ? params : { ...params, arguments: args };
-    return { kind: 'forward', params: forwardedParams(forwarded, decision, decision.permit_token), decisionId: decision.id };
+    return {
+      kind: 'forward',
+      params: forwardedParams(forwarded, decision, decision.permit_token),
+      decisionId: decision.id,
+    };
   }
 
   /** Decides one request of the other decided methods (resources, prompts, completion, logging). */
-  async request(method: DecidedMethod, params: Params, who: Principal, notify?: (message: string) => Promise<void>): Promise<Verdict> {
+  async request(
+    method: DecidedMethod,
+    params: Params,
+    who: Principal,
+    notify?: (message: string) => Promise<void>,
+  ): Promise<Verdict> {
     let decision: Decision;
     try {
       const target = methodTarget(this.config, method, params);
-      decision = await this.#decide({ action: target.action, ...(target.resource === undefined ? {} : { resource: target.resource }), context: { mcp: target.mcp } }, who, notify);
+      decision = await this.#decide(
+        {
+          action: target.action,
+          ...(target.resource === undefined ? {} : { resource: target.resource }),
+          context: { mcp: target.mcp },
+        },
+        who,
+        notify,
+      );
     } catch (error) {
       return { kind: 'error', error: rpcErrorFrom(error, method) };
     }
@@ -304,12 +361,24 @@ export class Enforcer {
       };
     }
     if (decision.effect === 'deny') return { kind: 'error', error: deniedError(decision, method) };
-    if (!decision.permit_token) return { kind: 'error', error: rpcErrorFrom(new Error(`decision ${decision.id} came without a permit token`), method) };
-    return { kind: 'forward', params: forwardedParams(params, decision, decision.permit_token), decisionId: decision.id };
+    if (!decision.permit_token)
+      return {
+        kind: 'error',
+        error: rpcErrorFrom(new Error(`decision ${decision.id} came without a permit token`), method),
+      };
+    return {
+      kind: 'forward',
+      params: forwardedParams(params, decision, decision.permit_token),
+      decisionId: decision.id,
+    };
   }
 
   /** One `POST /v1/decisions` for the principal; a decision awaiting approval is waited for. */
-  async #decide(input: Omit<DecisionInput, 'agent_id'>, who: Principal, notify?: (message: string) => Promise<void>): Promise<Decision> {
+  async #decide(
+    input: Omit<DecisionInput, 'agent_id'>,
+    who: Principal,
+    notify?: (message: string) => Promise<void>,
+  ): Promise<Decision> {
     const decision = await this.#authz.decide({
       ...input,
       agent_id: who.agentId,

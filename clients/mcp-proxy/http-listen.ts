@@ -70,7 +70,12 @@ export interface ListenOptions {
    * Joins a new session's transport to an upstream session (the relay calls
    * `onEnd` when either side closes). `identity` is the gate's, when there is one.
    */
-  openSession: (transport: StreamableHTTPServerTransport, mcpSessionId: string, onEnd: (why: RelayEnd) => void, identity?: Identity) => Promise<Relay>;
+  openSession: (
+    transport: StreamableHTTPServerTransport,
+    mcpSessionId: string,
+    onEnd: (why: RelayEnd) => void,
+    identity?: Identity,
+  ) => Promise<Relay>;
   log: (line: string) => void;
   /** The MCP endpoint as clients reach it; default `http://HOST:PORT/mcp`. Its host is accepted in Host and Origin. */
   publicUrl?: URL;
@@ -110,7 +115,13 @@ export function parseListen(value: string): { host: string; port: number } | nul
   return { host: m[1]!.replace(/^\[|\]$/g, ''), port };
 }
 
-function jsonRpcError(res: ServerResponse, status: number, code: number, message: string, headers: Record<string, string> = {}): void {
+function jsonRpcError(
+  res: ServerResponse,
+  status: number,
+  code: number,
+  message: string,
+  headers: Record<string, string> = {},
+): void {
   if (res.headersSent) return;
   res.writeHead(status, { 'content-type': 'application/json', ...headers });
   res.end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
@@ -137,7 +148,9 @@ async function readJson(req: IncomingMessage, res: ServerResponse): Promise<unkn
 }
 
 function hostnameOf(hostHeader: string): string {
-  const name = hostHeader.startsWith('[') ? hostHeader.slice(0, hostHeader.indexOf(']') + 1) : hostHeader.split(':')[0]!;
+  const name = hostHeader.startsWith('[')
+    ? hostHeader.slice(0, hostHeader.indexOf(']') + 1)
+    : hostHeader.split(':')[0]!;
   return name.toLowerCase();
 }
 
@@ -190,7 +203,8 @@ export async function listenStreamableHttp(options: ListenOptions): Promise<List
 
   function add(id: string, session: Session): void {
     sessions.set(id, session);
-    if (session.identity) perIdentity.set(identityKey(session.identity), (perIdentity.get(identityKey(session.identity)) ?? 0) + 1);
+    if (session.identity)
+      perIdentity.set(identityKey(session.identity), (perIdentity.get(identityKey(session.identity)) ?? 0) + 1);
   }
   /** Forgets a session (once, whichever side ends it first). */
   function remove(id: string): void {
@@ -222,9 +236,16 @@ export async function listenStreamableHttp(options: ListenOptions): Promise<List
     });
   }
 
-  async function open(req: IncomingMessage, res: ServerResponse, body: unknown, identity: Identity | undefined): Promise<void> {
+  async function open(
+    req: IncomingMessage,
+    res: ServerResponse,
+    body: unknown,
+    identity: Identity | undefined,
+  ): Promise<void> {
     if (sessions.size >= maxSessions) {
-      return jsonRpcError(res, 503, -32000, `Too many MCP sessions: at most ${maxSessions} at once; try again later`, { 'retry-after': '1' });
+      return jsonRpcError(res, 503, -32000, `Too many MCP sessions: at most ${maxSessions} at once; try again later`, {
+        'retry-after': '1',
+      });
     }
     if (identity && (perIdentity.get(identityKey(identity)) ?? 0) >= maxPerIdentity) {
       const who = `agent ${identity.agentId}${identity.onBehalfOf === undefined ? '' : ` for user ${identity.onBehalfOf}`}`;
@@ -247,7 +268,12 @@ export async function listenStreamableHttp(options: ListenOptions): Promise<List
     } catch (error) {
       remove(id);
       options.log(`cannot open an upstream session: ${(error as Error).message}`);
-      return jsonRpcError(res, 502, -32603, `the upstream MCP server could not be reached: ${(error as Error).message}`);
+      return jsonRpcError(
+        res,
+        502,
+        -32603,
+        `the upstream MCP server could not be reached: ${(error as Error).message}`,
+      );
     }
     using(session, res);
     await transport.handleRequest(req, res, body);
@@ -270,7 +296,10 @@ export async function listenStreamableHttp(options: ListenOptions): Promise<List
     const header = req.headers['mcp-session-id'];
     const sessionId = Array.isArray(header) ? header[0] : header;
     const session = sessionId === undefined ? undefined : sessions.get(sessionId);
-    if (session?.identity && (session.identity.agentId !== identity?.agentId || session.identity.onBehalfOf !== identity?.onBehalfOf)) {
+    if (
+      session?.identity &&
+      (session.identity.agentId !== identity?.agentId || session.identity.onBehalfOf !== identity?.onBehalfOf)
+    ) {
       return jsonRpcError(res, 403, -32600, 'forbidden: this session belongs to another identity');
     }
     if (req.method === 'POST') {
@@ -281,11 +310,18 @@ export async function listenStreamableHttp(options: ListenOptions): Promise<List
         return session.transport.handleRequest(req, res, body);
       }
       if (sessionId !== undefined) return jsonRpcError(res, 404, -32001, 'Session not found');
-      if (!isInitializeRequest(body)) return jsonRpcError(res, 400, -32000, 'Bad Request: no valid session id, and not an initialize request');
+      if (!isInitializeRequest(body))
+        return jsonRpcError(res, 400, -32000, 'Bad Request: no valid session id, and not an initialize request');
       return open(req, res, body, identity);
     }
     if (req.method === 'GET' || req.method === 'DELETE') {
-      if (!session) return jsonRpcError(res, sessionId === undefined ? 400 : 404, -32001, sessionId === undefined ? 'Missing session id' : 'Session not found');
+      if (!session)
+        return jsonRpcError(
+          res,
+          sessionId === undefined ? 400 : 404,
+          -32001,
+          sessionId === undefined ? 'Missing session id' : 'Session not found',
+        );
       using(session, res);
       return session.transport.handleRequest(req, res);
     }
@@ -310,7 +346,8 @@ export async function listenStreamableHttp(options: ListenOptions): Promise<List
   const sweep = setInterval(
     () => {
       const now = Date.now();
-      for (const [id, session] of sessions) if (session.open === 0 && session.relay && now - session.lastSeen >= idleMs) void end(id, session);
+      for (const [id, session] of sessions)
+        if (session.open === 0 && session.relay && now - session.lastSeen >= idleMs) void end(id, session);
     },
     Math.max(200, Math.min(idleMs / 4, 10_000)),
   );

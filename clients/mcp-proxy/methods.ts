@@ -37,7 +37,15 @@ export interface MethodConfig {
 }
 
 /** Requests relayed without a decision (the list methods are filtered, see ListKind). */
-export const UNDECIDED_METHODS = new Set(['initialize', 'ping', 'tools/list', 'resources/list', 'resources/templates/list', 'resources/unsubscribe', 'prompts/list']);
+export const UNDECIDED_METHODS = new Set([
+  'initialize',
+  'ping',
+  'tools/list',
+  'resources/list',
+  'resources/templates/list',
+  'resources/unsubscribe',
+  'prompts/list',
+]);
 
 /** Every request method the proxy knows: the decided ones, `tools/call` and the undecided ones. */
 export const KNOWN_METHODS = new Set<string>(['tools/call', ...Object.keys(DECIDED_METHODS), ...UNDECIDED_METHODS]);
@@ -88,7 +96,8 @@ function paramAt(params: Params, path: string): unknown {
 /** A string param the method needs; its absence is the client's mistake, refused before any decision. */
 function required(params: Params, path: string, method: string): string {
   const value = paramAt(params, path);
-  if (typeof value !== 'string' || value === '') throw new ArgumentProblem(`${method} needs params.${path} as a non-empty string`);
+  if (typeof value !== 'string' || value === '')
+    throw new ArgumentProblem(`${method} needs params.${path} as a non-empty string`);
   return value;
 }
 
@@ -107,7 +116,9 @@ export function fillParamsTemplate(template: string, params: Params): string {
     const value = paramAt(params, name);
     if (typeof value === 'string') return value;
     if (typeof value === 'number' || typeof value === 'boolean') return JSON.stringify(value);
-    throw new ArgumentProblem(`the resource template ${JSON.stringify(template)} needs the param "${name}" as a string, number or boolean`);
+    throw new ArgumentProblem(
+      `the resource template ${JSON.stringify(template)} needs the param "${name}" as a string, number or boolean`,
+    );
   });
 }
 
@@ -155,8 +166,17 @@ export function methodTarget(config: MethodConfig, method: DecidedMethod, params
     case 'completion/complete': {
       const ref = params.ref;
       if (!isRecord(ref)) throw new ArgumentProblem('completion/complete needs params.ref');
-      resource = ref.type === 'ref/prompt' ? `prompt:${required(params, 'ref.name', method)}` : required(params, 'ref.uri', method);
-      mcp = { server, method, ref, argument: params.argument ?? null, ...(params.context === undefined ? {} : { context: params.context }) };
+      resource =
+        ref.type === 'ref/prompt'
+          ? `prompt:${required(params, 'ref.name', method)}`
+          : required(params, 'ref.uri', method);
+      mcp = {
+        server,
+        method,
+        ref,
+        argument: params.argument ?? null,
+        ...(params.context === undefined ? {} : { context: params.context }),
+      };
       break;
     }
     case 'logging/setLevel':

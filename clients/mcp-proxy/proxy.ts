@@ -22,7 +22,11 @@ import { ToolNames } from './tool-names.js';
 /** Where the upstream MCP server is. */
 export type UpstreamTarget =
   | { kind: 'stdio'; command: string; args: string[]; env?: Record<string, string>; cwd?: string }
-  | { kind: 'http'; url: URL; /** The fetch of every request to it (upstream_auth: the proxy's token). */ fetch?: FetchLike };
+  | {
+      kind: 'http';
+      url: URL;
+      /** The fetch of every request to it (upstream_auth: the proxy's token). */ fetch?: FetchLike;
+    };
 
 export interface McpProxyOptions {
   config: ProxyConfig;
@@ -47,7 +51,8 @@ function packageVersion(): string {
 
 /** A new, unstarted transport to the upstream (a stdio server's process is spawned when it starts). */
 export function upstreamTransport(target: UpstreamTarget): Transport {
-  if (target.kind === 'http') return new StreamableHTTPClientTransport(target.url, target.fetch ? { fetch: target.fetch } : undefined);
+  if (target.kind === 'http')
+    return new StreamableHTTPClientTransport(target.url, target.fetch ? { fetch: target.fetch } : undefined);
   return new StdioClientTransport({
     command: target.command,
     args: target.args,
@@ -62,7 +67,10 @@ async function listAllTools(upstream: Client): Promise<Tool[]> {
   const tools: Tool[] = [];
   let cursor: string | undefined;
   do {
-    const page = await upstream.request({ method: 'tools/list', params: cursor === undefined ? {} : { cursor } }, ListToolsResultSchema);
+    const page = await upstream.request(
+      { method: 'tools/list', params: cursor === undefined ? {} : { cursor } },
+      ListToolsResultSchema,
+    );
     tools.push(...page.tools);
     cursor = page.nextCursor;
   } while (cursor !== undefined);
@@ -118,7 +126,8 @@ export class McpProxy {
           ),
         );
       }
-      for (const tool of enforcer.actions.unknownMappings(names)) options.log(`warning: the configuration maps tool "${tool}", which the upstream does not offer`);
+      for (const tool of enforcer.actions.unknownMappings(names))
+        options.log(`warning: the configuration maps tool "${tool}", which the upstream does not offer`);
     } finally {
       const transport = probe.transport as (Transport & { terminateSession?: () => Promise<void> }) | undefined;
       await transport?.terminateSession?.().catch(() => undefined);

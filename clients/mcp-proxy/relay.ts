@@ -33,7 +33,16 @@ import {
   type RequestId,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
-import { DENIED_CODE, INTERNAL_ERROR_CODE, rpcErrorFrom, withoutProxyMeta, type Enforcer, type Principal, type RpcError, type Verdict } from './enforce.js';
+import {
+  DENIED_CODE,
+  INTERNAL_ERROR_CODE,
+  rpcErrorFrom,
+  withoutProxyMeta,
+  type Enforcer,
+  type Principal,
+  type RpcError,
+  type Verdict,
+} from './enforce.js';
 import type { DeclaredMappings } from './declared-mappings.js';
 import { FILTERED_LISTS, isDecidedMethod, UNDECIDED_METHODS, type FilteredList } from './methods.js';
 import type { OutputGate } from './output/gate.js';
@@ -93,7 +102,10 @@ export class Relay {
   readonly #forwarded = new Map<string, Forwarded>();
   /** Client requests being decided; a key is dropped when the client cancels it. */
   readonly #deciding = new Set<string>();
-  readonly #own = new Map<string, { resolve: (result: Record<string, unknown>) => void; reject: (error: Error) => void }>();
+  readonly #own = new Map<
+    string,
+    { resolve: (result: Record<string, unknown>) => void; reject: (error: Error) => void }
+  >();
   readonly #settling = new Set<Promise<void>>();
   #ownSeq = 0;
   #ended = false;
@@ -141,7 +153,9 @@ export class Relay {
 
   #fromClient(message: JSONRPCMessage): void {
     if (isJSONRPCRequest(message)) {
-      this.#clientRequest(message).catch((error: unknown) => this.#answerError(message.id, rpcErrorFrom(error, message.method)));
+      this.#clientRequest(message).catch((error: unknown) =>
+        this.#answerError(message.id, rpcErrorFrom(error, message.method)),
+      );
       return;
     }
     if (isJSONRPCNotification(message)) {
@@ -161,9 +175,14 @@ export class Relay {
     const { id, method } = request;
     const params: Record<string, unknown> = isRecord(request.params) ? request.params : {};
     if (typeof id === 'string' && id.startsWith(OWN_ID_PREFIX)) {
-      return this.#answerError(id, { code: -32600, message: `request ids beginning with "${OWN_ID_PREFIX}" are the proxy's own` });
+      return this.#answerError(id, {
+        code: -32600,
+        message: `request ids beginning with "${OWN_ID_PREFIX}" are the proxy's own`,
+      });
     }
-    const progressToken = isRecord(params._meta) ? (params._meta.progressToken as string | number | undefined) : undefined;
+    const progressToken = isRecord(params._meta)
+      ? (params._meta.progressToken as string | number | undefined)
+      : undefined;
     const base: Forwarded = { id, method, ...(progressToken === undefined ? {} : { progressToken }) };
 
     if (method === 'tools/call' || isDecidedMethod(method)) {
@@ -182,7 +201,10 @@ export class Relay {
         return;
       }
       const tool = method === 'tools/call' && typeof params.name === 'string' ? { tool: params.name } : {};
-      return this.#forward({ ...request, params: verdict.params }, { ...base, ...tool, decisionId: verdict.decisionId });
+      return this.#forward(
+        { ...request, params: verdict.params },
+        { ...base, ...tool, decisionId: verdict.decisionId },
+      );
     }
     if (Object.hasOwn(FILTERED_LISTS, method)) {
       const list = FILTERED_LISTS[method as FilteredList];
@@ -196,7 +218,10 @@ export class Relay {
       return this.#forward(cleaned(request), base);
     }
     if (UNDECIDED_METHODS.has(method) || enforcer.config.pass_through.includes(method)) {
-      return this.#forward(cleaned(request), method === 'tools/list' ? { ...base, firstPage: params.cursor === undefined } : base);
+      return this.#forward(
+        cleaned(request),
+        method === 'tools/list' ? { ...base, firstPage: params.cursor === undefined } : base,
+      );
     }
     return this.#answerError(id, {
       code: DENIED_CODE,
@@ -208,7 +233,11 @@ export class Relay {
   /** Progress for the client while its request awaits a human's approval. */
   #approvalProgress(id: RequestId, progressToken: string | number) {
     let step = 0;
-    return (message: string) => this.#toClient({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken, progress: ++step, message } }, id);
+    return (message: string) =>
+      this.#toClient(
+        { jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken, progress: ++step, message } },
+        id,
+      );
   }
 
   async #forward(request: JSONRPCRequest, entry: Forwarded): Promise<void> {
@@ -219,7 +248,10 @@ export class Relay {
     } catch (error) {
       this.#forwarded.delete(key);
       if (entry.decisionId !== undefined) this.#settle(entry.decisionId, 'reject');
-      await this.#answerError(request.id, { code: INTERNAL_ERROR_CODE, message: `the upstream MCP server could not be reached: ${(error as Error).message}` });
+      await this.#answerError(request.id, {
+        code: INTERNAL_ERROR_CODE,
+        message: `the upstream MCP server could not be reached: ${(error as Error).message}`,
+      });
     }
   }
 
@@ -264,8 +296,14 @@ export class Relay {
       void this.#toClient(message);
       return;
     }
-    const token = message.method === 'notifications/progress' && isRecord(message.params) ? message.params.progressToken : undefined;
-    void this.#toClient(message, token === undefined ? this.#inFlight() : (this.#byProgressToken(token) ?? this.#inFlight()));
+    const token =
+      message.method === 'notifications/progress' && isRecord(message.params)
+        ? message.params.progressToken
+        : undefined;
+    void this.#toClient(
+      message,
+      token === undefined ? this.#inFlight() : (this.#byProgressToken(token) ?? this.#inFlight()),
+    );
   }
 
   async #answerFromUpstream(message: JSONRPCResultResponse | JSONRPCErrorResponse, entry: Forwarded): Promise<void> {
@@ -282,7 +320,13 @@ export class Relay {
         this.#o.declared?.note(tools, page);
         this.#o.output?.noteTools(tools);
         try {
-          answer = { ...message, result: { ...message.result, tools: await this.#o.enforcer.visibleTools(tools, this.#o.principal, this.#o.names, this.#o.declared) } };
+          answer = {
+            ...message,
+            result: {
+              ...message.result,
+              tools: await this.#o.enforcer.visibleTools(tools, this.#o.principal, this.#o.names, this.#o.declared),
+            },
+          };
         } catch (error) {
           answer = { jsonrpc: '2.0', id: entry.id, error: rpcErrorFrom(error, 'tools/list') };
         }
@@ -291,12 +335,14 @@ export class Relay {
       const output = this.#o.output;
       if (output && entry.decisionId !== undefined && output.reads(entry.method)) {
         const read = await output.answer(entry.method, entry.tool, message.result, entry.decisionId);
-        answer = 'error' in read ? { jsonrpc: '2.0', id: entry.id, error: read.error } : { ...message, result: read.result };
+        answer =
+          'error' in read ? { jsonrpc: '2.0', id: entry.id, error: read.error } : { ...message, result: read.result };
       }
     }
     await this.#toClient(answer);
     if (entry.decisionId !== undefined) {
-      const failed = !isJSONRPCResultResponse(message) || (entry.method === 'tools/call' && message.result.isError === true);
+      const failed =
+        !isJSONRPCResultResponse(message) || (entry.method === 'tools/call' && message.result.isError === true);
       this.#settle(entry.decisionId, failed ? 'reject' : 'confirm');
     }
   }

@@ -37,8 +37,11 @@ export class ToolNames {
       page,
     );
     const next = new Map<string, string>();
-    for (const { action, tools } of this.actions.collisions(this.#listed.names())) for (const t of tools) next.set(t, action);
-    for (const [tool, action] of next) if (!this.#colliding.has(tool)) this.log(`tool "${tool}" is hidden and refused: its action ${action} collides with another tool's`);
+    for (const { action, tools } of this.actions.collisions(this.#listed.names()))
+      for (const t of tools) next.set(t, action);
+    for (const [tool, action] of next)
+      if (!this.#colliding.has(tool))
+        this.log(`tool "${tool}" is hidden and refused: its action ${action} collides with another tool's`);
     this.#colliding = next;
   }
 

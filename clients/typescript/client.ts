@@ -66,7 +66,8 @@ const sessionPath = (id: string) => `/v1/sessions/${encodeURIComponent(id)}`;
 /** Non-negative number option, or its default. */
 function count(name: string, value: number | undefined, fallback: number): number {
   if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) throw new TypeError(`AuthzClient: ${name} must be a number >= 0`);
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0)
+    throw new TypeError(`AuthzClient: ${name} must be a number >= 0`);
   return value;
 }
 
@@ -84,8 +85,10 @@ export class AuthzClient {
    * const authz = new AuthzClient({ baseUrl: 'http://127.0.0.1:8080', apiKey: process.env.AUTHZ_API_KEY!, sessionId: 'run-42' });
    */
   constructor(options: AuthzClientOptions) {
-    if (typeof options.apiKey !== 'string' || options.apiKey === '') throw new TypeError('AuthzClient: apiKey is required');
-    if (typeof options.baseUrl !== 'string' || !URL.canParse(options.baseUrl)) throw new TypeError('AuthzClient: baseUrl must be an absolute URL');
+    if (typeof options.apiKey !== 'string' || options.apiKey === '')
+      throw new TypeError('AuthzClient: apiKey is required');
+    if (typeof options.baseUrl !== 'string' || !URL.canParse(options.baseUrl))
+      throw new TypeError('AuthzClient: baseUrl must be an absolute URL');
     const fetchImpl = options.fetch ?? globalThis.fetch;
     if (typeof fetchImpl !== 'function') throw new TypeError('AuthzClient: no fetch available; pass options.fetch');
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
@@ -125,7 +128,14 @@ export class AuthzClient {
    * if (p.effect === 'deny') hideRefundButton(p.reason);
    */
   async preview(input: DecisionInput, options: RequestOptions = {}): Promise<DecisionPreview> {
-    return (await this.#send<DecisionPreview>({ method: 'POST', path: '/v1/decisions/preview', body: this.#decisionBody(input), options })).body;
+    return (
+      await this.#send<DecisionPreview>({
+        method: 'POST',
+        path: '/v1/decisions/preview',
+        body: this.#decisionBody(input),
+        options,
+      })
+    ).body;
   }
 
   /**
@@ -137,7 +147,14 @@ export class AuthzClient {
    * const usable = data.filter((a) => a.possible).map((a) => a.action);
    */
   async possible(agent_id: string, actions: string[], options: RequestOptions = {}): Promise<PossibleActions> {
-    return (await this.#send<PossibleActions>({ method: 'POST', path: '/v1/actions/possible', body: { agent_id, actions }, options })).body;
+    return (
+      await this.#send<PossibleActions>({
+        method: 'POST',
+        path: '/v1/actions/possible',
+        body: { agent_id, actions },
+        options,
+      })
+    ).body;
   }
 
   /**
@@ -152,7 +169,10 @@ export class AuthzClient {
    * await authz.confirm(d.id, { amount: 27.5 });
    */
   async confirm(id: string, confirm: ConfirmOptions = {}, options: RequestOptions = {}): Promise<Decision> {
-    const body = { ...(confirm.amount === undefined ? {} : { amount: confirm.amount }), ...(confirm.amounts === undefined ? {} : { amounts: confirm.amounts }) };
+    const body = {
+      ...(confirm.amount === undefined ? {} : { amount: confirm.amount }),
+      ...(confirm.amounts === undefined ? {} : { amounts: confirm.amounts }),
+    };
     return this.#settle(id, 'confirm', body, options);
   }
 
@@ -175,7 +195,13 @@ export class AuthzClient {
       const value = query[field] === undefined ? fallback : query[field];
       if (typeof value === 'string') params.set(field, value);
     }
-    return (await this.#send<{ object: 'list'; data: BudgetRemaining[] }>({ method: 'GET', path: `/v1/budgets/remaining?${params}`, options })).body.data;
+    return (
+      await this.#send<{ object: 'list'; data: BudgetRemaining[] }>({
+        method: 'GET',
+        path: `/v1/budgets/remaining?${params}`,
+        options,
+      })
+    ).body.data;
   }
 
   /**
@@ -192,7 +218,14 @@ export class AuthzClient {
    */
   async addLabels(input: LabelsInput, options: RequestOptions = {}): Promise<Session> {
     const { session_id, ...body } = input;
-    return (await this.#send<Session>({ method: 'POST', path: `${sessionPath(this.#session(session_id))}/labels`, body, options })).body;
+    return (
+      await this.#send<Session>({
+        method: 'POST',
+        path: `${sessionPath(this.#session(session_id))}/labels`,
+        body,
+        options,
+      })
+    ).body;
   }
 
   /**
@@ -214,7 +247,8 @@ export class AuthzClient {
   /** The session a call names, else the client's. */
   #session(session_id: string | undefined): string {
     const id = session_id ?? this.sessionId;
-    if (typeof id !== 'string' || id === '') throw new TypeError('AuthzClient: give a session_id, or create the client with a sessionId');
+    if (typeof id !== 'string' || id === '')
+      throw new TypeError('AuthzClient: give a session_id, or create the client with a sessionId');
     return id;
   }
 
@@ -243,7 +277,13 @@ export class AuthzClient {
     // A long poll may take as long as its wait: the attempt's limit grows with it.
     const limit = options.timeoutMs ?? this.#timeoutMs;
     const timeoutMs = options.waitSeconds === undefined ? limit : Math.max(limit, (options.waitSeconds + 5) * 1000);
-    return (await this.#send<Decision>({ method: 'GET', path: `${decisionPath(id)}${query}`, options: { ...options, timeoutMs } })).body;
+    return (
+      await this.#send<Decision>({
+        method: 'GET',
+        path: `${decisionPath(id)}${query}`,
+        options: { ...options, timeoutMs },
+      })
+    ).body;
   }
 
   /**
@@ -254,7 +294,14 @@ export class AuthzClient {
    * const { permit_token } = await authz.permit(decision.id);
    */
   async permit(id: string, options: RequestOptions = {}): Promise<{ permit_token: string }> {
-    return (await this.#send<{ permit_token: string }>({ method: 'POST', path: `${decisionPath(id)}/permit`, body: {}, options })).body;
+    return (
+      await this.#send<{ permit_token: string }>({
+        method: 'POST',
+        path: `${decisionPath(id)}/permit`,
+        body: {},
+        options,
+      })
+    ).body;
   }
 
   /**
@@ -324,14 +371,17 @@ export class AuthzClient {
     let maybeApplied = false;
     const body = { labels: output.labels, findings: output.findings };
     return (
-      await this.#send<Decision>({ method: 'POST', path: `${decisionPath(id)}/output`, body, options }, async (error) => {
-        if (maybeApplied && error.status === 409 && error.code === 'decision.output_recorded') {
-          const current = await this.get(id, readOptions);
-          if (current.output !== null) return { body: current, status: 200, requestId: error.requestId };
-        }
-        if (isRetryable(error) && error.status !== 429 && !neverSent(error)) maybeApplied = true;
-        return null;
-      })
+      await this.#send<Decision>(
+        { method: 'POST', path: `${decisionPath(id)}/output`, body, options },
+        async (error) => {
+          if (maybeApplied && error.status === 409 && error.code === 'decision.output_recorded') {
+            const current = await this.get(id, readOptions);
+            if (current.output !== null) return { body: current, status: 200, requestId: error.requestId };
+          }
+          if (isRetryable(error) && error.status !== 429 && !neverSent(error)) maybeApplied = true;
+          return null;
+        },
+      )
     ).body;
   }
 
@@ -344,14 +394,21 @@ export class AuthzClient {
     const { idempotencyKey: _key, ...readOptions } = options;
     let maybeApplied = false;
     return (
-      await this.#send<Decision>({ method: 'POST', path: `${decisionPath(id)}/${verb}`, body, options }, async (error) => {
-        if (maybeApplied && error.status === 409 && (error.code === 'decision.already_confirmed' || error.code === 'decision.not_pending')) {
-          const current = await this.get(id, readOptions);
-          if (current.status === wanted) return { body: current, status: 200, requestId: error.requestId };
-        }
-        if (isRetryable(error) && error.status !== 429 && !neverSent(error)) maybeApplied = true;
-        return null;
-      })
+      await this.#send<Decision>(
+        { method: 'POST', path: `${decisionPath(id)}/${verb}`, body, options },
+        async (error) => {
+          if (
+            maybeApplied &&
+            error.status === 409 &&
+            (error.code === 'decision.already_confirmed' || error.code === 'decision.not_pending')
+          ) {
+            const current = await this.get(id, readOptions);
+            if (current.status === wanted) return { body: current, status: 200, requestId: error.requestId };
+          }
+          if (isRetryable(error) && error.status !== 429 && !neverSent(error)) maybeApplied = true;
+          return null;
+        },
+      )
     ).body;
   }
 
@@ -363,7 +420,9 @@ export class AuthzClient {
     const { signal, timeoutMs = this.#timeoutMs } = call.options;
     const idempotencyKey = call.method === 'POST' ? (call.options.idempotencyKey ?? newIdempotencyKey()) : undefined;
     const onRetry = this.#onRetry;
-    const policy: RetryPolicy = onRetry ? { ...this.#policy, onRetry: (event) => onRetry({ ...event, method: call.method, path: call.path }) } : this.#policy;
+    const policy: RetryPolicy = onRetry
+      ? { ...this.#policy, onRetry: (event) => onRetry({ ...event, method: call.method, path: call.path }) }
+      : this.#policy;
     return withRetries(
       async () => {
         try {

@@ -91,7 +91,12 @@ export class DecisionDeniedError extends AuthzError {
   readonly decision: Decision;
 
   constructor(decision: Decision, requestId: string | null) {
-    super({ code: decision.reason, message: `${decision.action} denied for ${decision.agent_id}: ${decision.reason} (${decision.id})`, status: 200, requestId });
+    super({
+      code: decision.reason,
+      message: `${decision.action} denied for ${decision.agent_id}: ${decision.reason} (${decision.id})`,
+      status: 200,
+      requestId,
+    });
     this.decision = decision;
   }
 }
@@ -115,7 +120,9 @@ export function errorFromAnswer(status: number, headers: Headers, text: string):
   } catch {
     body = undefined;
   }
-  const error = (body as { error?: { code?: unknown; message?: unknown; request_id?: unknown; details?: unknown } } | undefined)?.error;
+  const error = (
+    body as { error?: { code?: unknown; message?: unknown; request_id?: unknown; details?: unknown } } | undefined
+  )?.error;
   if (error && typeof error.code === 'string') {
     return new AuthzError({
       code: error.code,
@@ -127,5 +134,11 @@ export function errorFromAnswer(status: number, headers: Headers, text: string):
     });
   }
   const snippet = text.length > 200 ? `${text.slice(0, 200)}...` : text;
-  return new AuthzError({ code: CLIENT_ERROR_CODES.unexpectedResponse, message: `HTTP ${status} without an error body: ${snippet}`, status, requestId, retryAfter });
+  return new AuthzError({
+    code: CLIENT_ERROR_CODES.unexpectedResponse,
+    message: `HTTP ${status} without an error body: ${snippet}`,
+    status,
+    requestId,
+    retryAfter,
+  });
 }

@@ -24,7 +24,8 @@ const APPROVAL_POLL_SECONDS = 60;
  */
 async function settledApproval(client: GuardClient, decision: Decision): Promise<Decision> {
   let current = decision;
-  while (current.status === 'awaiting_approval') current = await client.get(current.id, { waitSeconds: APPROVAL_POLL_SECONDS });
+  while (current.status === 'awaiting_approval')
+    current = await client.get(current.id, { waitSeconds: APPROVAL_POLL_SECONDS });
   if (current.effect !== 'deny' && current.status === 'pending' && current.permit_token === null) {
     current = { ...current, permit_token: (await client.permit(current.id)).permit_token };
   }
@@ -43,7 +44,11 @@ function confirmation(input: DecisionInput): ConfirmOptions {
  * @example
  * const receipt = await guarded(client, { agent_id: 'bot-1', action: 'payments.charge', amount: 12.5 }, (d) => charge(d.permit_token));
  */
-export async function guarded<T>(client: GuardClient, input: DecisionInput, work: (decision: Decision) => Promise<T> | T): Promise<T> {
+export async function guarded<T>(
+  client: GuardClient,
+  input: DecisionInput,
+  work: (decision: Decision) => Promise<T> | T,
+): Promise<T> {
   const { decision: first, requestId } = await client.decideWithRequestId(input);
   const decision = first.status === 'awaiting_approval' ? await settledApproval(client, first) : first;
   if (decision.effect === 'deny') throw new DecisionDeniedError(decision, requestId);

@@ -81,9 +81,17 @@ export async function sendOnce<T>(target: HttpTarget, request: HttpRequest): Pro
     } catch (error) {
       if (request.signal?.aborted) throw abortedError(request.signal);
       if (timer.signal.aborted) {
-        throw new AuthzError({ code: CLIENT_ERROR_CODES.timeout, message: `${request.method} ${request.path}: no answer within ${request.timeoutMs} ms`, cause: error });
+        throw new AuthzError({
+          code: CLIENT_ERROR_CODES.timeout,
+          message: `${request.method} ${request.path}: no answer within ${request.timeoutMs} ms`,
+          cause: error,
+        });
       }
-      throw new AuthzError({ code: CLIENT_ERROR_CODES.networkError, message: `${request.method} ${request.path}: ${networkReason(error)}`, cause: error });
+      throw new AuthzError({
+        code: CLIENT_ERROR_CODES.networkError,
+        message: `${request.method} ${request.path}: ${networkReason(error)}`,
+        cause: error,
+      });
     }
     if (response.status < 200 || response.status > 299) throw errorFromAnswer(response.status, response.headers, text);
     const requestId = response.headers.get('request-id');
@@ -104,5 +112,9 @@ export async function sendOnce<T>(target: HttpTarget, request: HttpRequest): Pro
 }
 
 export function abortedError(signal: AbortSignal): AuthzError {
-  return new AuthzError({ code: CLIENT_ERROR_CODES.aborted, message: 'the call was aborted by its signal', cause: signal.reason });
+  return new AuthzError({
+    code: CLIENT_ERROR_CODES.aborted,
+    message: 'the call was aborted by its signal',
+    cause: signal.reason,
+  });
 }

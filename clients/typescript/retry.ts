@@ -29,7 +29,11 @@ export interface RetryPolicy {
   onRetry?: (event: RetryEvent) => void | Promise<void>;
 }
 
-const RETRIED_CODES = new Set<string>([CLIENT_ERROR_CODES.networkError, CLIENT_ERROR_CODES.timeout, 'idempotency.in_progress']);
+const RETRIED_CODES = new Set<string>([
+  CLIENT_ERROR_CODES.networkError,
+  CLIENT_ERROR_CODES.timeout,
+  'idempotency.in_progress',
+]);
 
 /**
  * Whether another attempt may succeed: no answer, a 5xx, a 429, or a request with the same key still running.
@@ -65,7 +69,11 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
  * @example
  * const decision = await withRetries((n) => sendOnce(target, request), { retries: 3, backoffMs: 200, maxRetryAfterSeconds: 60 });
  */
-export async function withRetries<T>(attempt: (attemptNumber: number) => Promise<T>, policy: RetryPolicy, signal?: AbortSignal): Promise<T> {
+export async function withRetries<T>(
+  attempt: (attemptNumber: number) => Promise<T>,
+  policy: RetryPolicy,
+  signal?: AbortSignal,
+): Promise<T> {
   try {
     return await pRetry(attempt, {
       retries: policy.retries,
@@ -85,7 +93,8 @@ export async function withRetries<T>(attempt: (attemptNumber: number) => Promise
       },
     });
   } catch (error) {
-    if (signal?.aborted) throw error instanceof AuthzError && error.code === CLIENT_ERROR_CODES.aborted ? error : abortedError(signal);
+    if (signal?.aborted)
+      throw error instanceof AuthzError && error.code === CLIENT_ERROR_CODES.aborted ? error : abortedError(signal);
     throw error;
   }
 }

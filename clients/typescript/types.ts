@@ -7,7 +7,16 @@
  * test/clients/typescript-client.test.ts checks these against the schemas and
  * against real answers, so a field added on one side and not the other fails.
  */
-import type { ActionsPossible, BudgetRemainingQuery, Decision, DecisionOutputRequest, DecisionRequest, DecisionResolveRequest, Review, SessionLabelsRequest } from './wire.js';
+import type {
+  ActionsPossible,
+  BudgetRemainingQuery,
+  Decision,
+  DecisionOutputRequest,
+  DecisionRequest,
+  DecisionResolveRequest,
+  Review,
+  SessionLabelsRequest,
+} from './wire.js';
 
 /**
  * `POST /v1/decisions` body (schemas/api/decision-request.schema.json): the generated type. Its `session_id` and
@@ -27,7 +36,16 @@ export interface DecisionRequestExtensions {}
 export type DecisionInput = DecisionRequest & DecisionRequestExtensions;
 
 /** The answers' wire types, generated from schemas/api/answers/ (clients/typescript/wire.ts; `npm run gen:types`). */
-export type { Decision, DecisionWarning, BudgetRemaining, DecisionPreview, DecisionOutput, DecisionOutputFinding, Session, SessionLabel } from './wire.js';
+export type {
+  Decision,
+  DecisionWarning,
+  BudgetRemaining,
+  DecisionPreview,
+  DecisionOutput,
+  DecisionOutputFinding,
+  Session,
+  SessionLabel,
+} from './wire.js';
 
 export type DecisionEffect = Decision['effect'];
 

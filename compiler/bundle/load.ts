@@ -49,12 +49,16 @@ function checkProbes(bundle: Bundle, rows: readonly PolicyRow[]): LoadedBundle |
   if (bundle.probes === undefined) return undefined;
   const expected = probesById(rows) ?? {};
   for (const id of Object.keys(bundle.probes)) {
-    if (!Object.hasOwn(expected, id)) return problem(`probes lists policy ${id}, whose condition reads no history`, `/probes/${id}`);
+    if (!Object.hasOwn(expected, id))
+      return problem(`probes lists policy ${id}, whose condition reads no history`, `/probes/${id}`);
   }
   for (const [id, probes] of Object.entries(expected)) {
     const listed = bundle.probes[id];
     if (listed === undefined || canonicalJson(listed) !== canonicalJson(probes)) {
-      return problem(`the history probes of policy ${id} do not match its condition; compile the policies again`, `/probes/${id}`);
+      return problem(
+        `the history probes of policy ${id} do not match its condition; compile the policies again`,
+        `/probes/${id}`,
+      );
     }
   }
   return undefined;
@@ -115,7 +119,10 @@ export function loadBundle(value: unknown): LoadedBundle {
  */
 export function* loadBundleSteps(value: unknown): Generator<void, LoadedBundle> {
   if (value === null || typeof value !== 'object' || (value as { format?: unknown }).format !== BUNDLE_FORMAT) {
-    return problem(`not an agent-authz bundle (expected "format": "${BUNDLE_FORMAT}"; write one with authz compile)`, '/format');
+    return problem(
+      `not an agent-authz bundle (expected "format": "${BUNDLE_FORMAT}"; write one with authz compile)`,
+      '/format',
+    );
   }
   const version = (value as { format_version?: unknown }).format_version;
   if (version !== BUNDLE_FORMAT_VERSION) {
@@ -128,7 +135,8 @@ export function* loadBundleSteps(value: unknown): Generator<void, LoadedBundle> 
   // The schema: everything but the policies at once, then each policy.
   const validate = bundleValidators();
   const listed = (value as { policies?: unknown }).policies;
-  if (!validate.bundle(Array.isArray(listed) ? { ...value, policies: [] } : value)) return schemaProblem(validate.bundle.errors![0]!);
+  if (!validate.bundle(Array.isArray(listed) ? { ...value, policies: [] } : value))
+    return schemaProblem(validate.bundle.errors![0]!);
   const bundle = value as Bundle;
   // The hash of the canonical JSON of the policies, `[` + each policy's canonical JSON joined by `,` + `]`, fed piece by piece.
   const hasher = createHash('sha256').update('[');
@@ -138,21 +146,27 @@ export function* loadBundleSteps(value: unknown): Generator<void, LoadedBundle> 
     if (i % ROWS_PER_STEP === ROWS_PER_STEP - 1) yield;
   }
   const hash = `sha256:${hasher.update(']').digest('hex')}`;
-  if (hash !== bundle.hash) return problem(`bundle hash does not match its policies (expected ${bundle.hash}, computed ${hash}); the file was altered after compile`, '/hash');
+  if (hash !== bundle.hash)
+    return problem(
+      `bundle hash does not match its policies (expected ${bundle.hash}, computed ${hash}); the file was altered after compile`,
+      '/hash',
+    );
   const problems: Diagnostic[] = [];
   const rows: PolicyRow[] = [];
   const used = new Set<number>();
   const ids = new Set<string>();
   for (const [i, position] of bundle.table.rows.entries()) {
     const policy: Policy | undefined = bundle.policies[position];
-    if (policy === undefined || used.has(position)) return problem(`table row ${i} refers to policy ${position}, which is missing or used twice`, `/table/rows/${i}`);
+    if (policy === undefined || used.has(position))
+      return problem(`table row ${i} refers to policy ${position}, which is missing or used twice`, `/table/rows/${i}`);
     used.add(position);
     if (ids.has(policy.id)) return problem(`duplicate policy id ${policy.id}`, `/policies/${position}/id`);
     ids.add(policy.id);
     const checked = checkPolicy(policy as unknown as Record<string, unknown>, `/policies/${position}`);
     problems.push(...checked.diagnostics);
     const previous = rows[i - 1];
-    if (previous && comparePolicies(previous.policy, policy) >= 0) return problem(`table rows are not in rank order at row ${i}`, `/table/rows/${i}`);
+    if (previous && comparePolicies(previous.policy, policy) >= 0)
+      return problem(`table rows are not in rank order at row ${i}`, `/table/rows/${i}`);
     rows.push(buildRow(i, policy, checked.condition));
     if (i % ROWS_PER_STEP === ROWS_PER_STEP - 1) yield;
   }

@@ -6,7 +6,11 @@ import type { PolicyRow } from '../table/rows.js';
 import { ROWS_PER_STEP, runSteps } from '../table/build.js';
 import type { SerializedGlobRef, SerializedLeaf, SerializedTable, SerializedVerbNode } from './format.js';
 
-export function serializeTable(rows: readonly PolicyRow[], trie: ActionTrie, positionOf: (row: PolicyRow) => number): SerializedTable {
+export function serializeTable(
+  rows: readonly PolicyRow[],
+  trie: ActionTrie,
+  positionOf: (row: PolicyRow) => number,
+): SerializedTable {
   // A row's place in `rows` (its index orders rows but, in a patched table, is not always its place).
   const place = new Map<PolicyRow, number>();
   rows.forEach((row, i) => place.set(row, i));
@@ -48,13 +52,15 @@ export function* deserializeTrieSteps(table: SerializedTable, rows: readonly Pol
     const r = rows[i];
     if (r === undefined) throw new TableFormatError(`table refers to row ${i}, but there are ${rows.length}`);
     // Shadow policies are indexed apart, at load: one in the enforcement index would decide.
-    if (r.policy.state === 'shadow') throw new TableFormatError(`table indexes row ${i}, a shadow policy, for enforcement`);
+    if (r.policy.state === 'shadow')
+      throw new TableFormatError(`table indexes row ${i}, a shadow policy, for enforcement`);
     return r;
   };
   const entry = ([r, g]: SerializedGlobRef, check: (glob: CompiledGlob) => boolean): GlobEntry => {
     const target = row(r);
     const glob = target.agents?.[g];
-    if (!glob || !check(glob)) throw new TableFormatError(`table refers to agent pattern ${g} of row ${r}, which does not fit`);
+    if (!glob || !check(glob))
+      throw new TableFormatError(`table refers to agent pattern ${g} of row ${r}, which does not fit`);
     return { row: target, glob };
   };
   function* affix(record: Record<string, SerializedGlobRef[]>, prefix: boolean): Generator<void, AffixIndex> {
@@ -66,7 +72,11 @@ export function* deserializeTrieSteps(table: SerializedTable, rows: readonly Pol
       );
       if (tick()) yield;
     }
-    return { byAffix, lengths: [...new Set([...byAffix.keys()].map((k) => k.length))].sort((a, b) => a - b), buckets: undefined };
+    return {
+      byAffix,
+      lengths: [...new Set([...byAffix.keys()].map((k) => k.length))].sort((a, b) => a - b),
+      buckets: undefined,
+    };
   }
   function* leaf(l: SerializedLeaf): Generator<void, AgentIndex> {
     const exact = new Map<string, PolicyRow[]>();

@@ -34,7 +34,9 @@ export function policySetHash(policies: readonly Policy[]): string {
 export function probesById(all: readonly PolicyRow[]): Record<string, HistoryProbe[]> | undefined {
   const rows = all.filter((r) => r.probes.length > 0).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   if (rows.length === 0) return undefined;
-  return Object.fromEntries(rows.map((r) => [r.id, r.probes.map((p) => ({ ...p, actions: [...p.actions], match: [...p.match] }))]));
+  return Object.fromEntries(
+    rows.map((r) => [r.id, r.probes.map((p) => ({ ...p, actions: [...p.actions], match: [...p.match] }))]),
+  );
 }
 
 function sortById(policies: readonly Policy[]): Policy[] {

@@ -53,7 +53,20 @@ http://127.0.0.1:8080, --admin-token to AUTHZ_ADMIN_TOKEN):
 every command answers --help (or -h) with its options, examples and exit codes`;
 
 /** Every command `authz` knows (bin/authz.js dispatches the runtime's), for "did you mean". */
-export const ALL_COMMANDS = ['validate', 'compile', 'test', 'explain', 'diff', 'serve', 'keys', 'push', 'replay', 'mcp-proxy', 'help', 'version'];
+export const ALL_COMMANDS = [
+  'validate',
+  'compile',
+  'test',
+  'explain',
+  'diff',
+  'serve',
+  'keys',
+  'push',
+  'replay',
+  'mcp-proxy',
+  'help',
+  'version',
+];
 
 const FORMAT_LINE = `  --format F   text (default; FILE:LINE:COL: message, a code frame on a terminal),
                json (one JSON document on stdout), github (GitHub Actions annotations)`;

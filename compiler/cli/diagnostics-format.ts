@@ -24,7 +24,14 @@ export function codeFrame(d: Diagnostic, text: string | undefined): string | und
 }
 
 export function githubAnnotation(d: Diagnostic): string {
-  const props = [d.file && `file=${escapeProperty(d.file)}`, d.line && `line=${d.line}`, d.col && `col=${d.col}`, `title=${escapeProperty(d.code)}`].filter(Boolean).join(',');
+  const props = [
+    d.file && `file=${escapeProperty(d.file)}`,
+    d.line && `line=${d.line}`,
+    d.col && `col=${d.col}`,
+    `title=${escapeProperty(d.code)}`,
+  ]
+    .filter(Boolean)
+    .join(',');
   return `::${d.severity === 'warning' ? 'warning' : 'error'} ${props}::${escapeData(d.message)}`;
 }
 
@@ -36,7 +43,12 @@ function escapeProperty(s: string): string {
   return escapeData(s).replace(/:/g, '%3A').replace(/,/g, '%2C');
 }
 
-export function renderDiagnostics(diagnostics: readonly Diagnostic[], format: OutputFormat, frames: boolean, sources: ReadonlyMap<string, string>): string[] {
+export function renderDiagnostics(
+  diagnostics: readonly Diagnostic[],
+  format: OutputFormat,
+  frames: boolean,
+  sources: ReadonlyMap<string, string>,
+): string[] {
   if (format === 'github') return diagnostics.map(githubAnnotation);
   const out: string[] = [];
   for (const d of diagnostics) {

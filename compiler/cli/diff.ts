@@ -26,10 +26,12 @@ export interface SetDiff {
 }
 
 export function runDiff(options: DiffOptions, io: CliIo): number {
-  if (options.paths.length !== 2) throw new UsageError(`two policy sets expected, OLD and NEW (got ${options.paths.length})`);
+  if (options.paths.length !== 2)
+    throw new UsageError(`two policy sets expected, OLD and NEW (got ${options.paths.length})`);
   if (options.format === 'github') throw new UsageError('--format must be text or json');
   const sample = options.sample === undefined ? DEFAULT_SAMPLE : Number(options.sample);
-  if (!Number.isInteger(sample) || sample < 1) throw new UsageError(`--sample must be a whole number >= 1, not ${options.sample}`);
+  if (!Number.isInteger(sample) || sample < 1)
+    throw new UsageError(`--sample must be a whole number >= 1, not ${options.sample}`);
   const [oldPath, newPath] = options.paths as [string, string];
   const before = loadPolicySet(oldPath, io.cwd);
   const after = loadPolicySet(newPath, io.cwd);
@@ -44,18 +46,28 @@ export function runDiff(options: DiffOptions, io: CliIo): number {
     }
     return EXIT_USAGE;
   }
-  const diff: SetDiff = { policies: diffPolicySets(before.table, after.table), winners: diffWinners(before.table, after.table, sample) };
+  const diff: SetDiff = {
+    policies: diffPolicySets(before.table, after.table),
+    winners: diffWinners(before.table, after.table, sample),
+  };
   const { added, removed, changed } = diff.policies;
   const anyChange = added.length + removed.length + changed.length + diff.winners.changes.length > 0;
   if (options.format === 'json') {
-    io.out(JSON.stringify({ changed: anyChange, old: oldPath, new: newPath, policies: diff.policies, winners: diff.winners }, null, 2));
+    io.out(
+      JSON.stringify(
+        { changed: anyChange, old: oldPath, new: newPath, policies: diff.policies, winners: diff.winners },
+        null,
+        2,
+      ),
+    );
   } else {
     for (const line of renderDiff(diff, oldPath, newPath)) io.out(line);
   }
   return anyChange ? EXIT_PROBLEMS : EXIT_OK;
 }
 
-const show = (v: unknown) => (v === null ? '(none)' : typeof v === 'string' ? JSON.stringify(v) : JSON.stringify(v).replace(/,/g, ', '));
+const show = (v: unknown) =>
+  v === null ? '(none)' : typeof v === 'string' ? JSON.stringify(v) : JSON.stringify(v).replace(/,/g, ', ');
 
 function summary(p: Policy): string {
   return `${p.state === 'enabled' ? '' : `${p.state}, `}${p.effect}, priority ${p.priority}, actions [${p.actions.join(', ')}]`;
@@ -108,6 +120,7 @@ export function renderDiff(diff: SetDiff, oldPath: string, newPath: string): str
   out.push(
     `winning policy by action (any agent, any resource, conditions taken as met; ${probed} action${probed === 1 ? '' : 's'} probed): ${changes.length === 0 ? 'no change' : `${changes.length} changed`}`,
   );
-  for (const c of changes) out.push(`  ${c.action}: ${winner(c.old)} -> ${winner(c.new)}  [from ${c.patterns.join(', ')}]`);
+  for (const c of changes)
+    out.push(`  ${c.action}: ${winner(c.old)} -> ${winner(c.new)}  [from ${c.patterns.join(', ')}]`);
   return out;
 }

@@ -38,16 +38,19 @@ export interface ExplainOptions {
 export function requestFromOptions(o: ExplainOptions): EvaluationInput {
   if (!o.agent) throw new UsageError('missing --agent ID (the agent_id of the request to explain)');
   if (!o.action) throw new UsageError('missing --action NAMESPACE.VERB (e.g. payments.refund)');
-  if (!isValidAction(o.action)) throw new UsageError(`--action ${o.action} is not namespace.verb ([a-z][a-z0-9_]* each, no wildcards)`);
+  if (!isValidAction(o.action))
+    throw new UsageError(`--action ${o.action} is not namespace.verb ([a-z][a-z0-9_]* each, no wildcards)`);
   const request: EvaluationInput = { agent_id: o.agent, action: o.action };
   if (o.resource !== undefined) request.resource = o.resource;
   if (o.amount !== undefined) {
     const amount = Number(o.amount);
-    if (o.amount.trim() === '' || !Number.isFinite(amount) || amount < 0) throw new UsageError(`--amount must be a number >= 0, not ${o.amount}`);
+    if (o.amount.trim() === '' || !Number.isFinite(amount) || amount < 0)
+      throw new UsageError(`--amount must be a number >= 0, not ${o.amount}`);
     request.amount = amount;
   }
   if (o.context !== undefined) request.context = jsonObjectOption('--context', o.context);
-  if (o.agentAttributes !== undefined) request.agent_attributes = jsonObjectOption('--agent-attributes', o.agentAttributes);
+  if (o.agentAttributes !== undefined)
+    request.agent_attributes = jsonObjectOption('--agent-attributes', o.agentAttributes);
   if (o.session !== undefined) request.session_id = nonEmpty('--session', o.session);
   if (o.onBehalfOf !== undefined) request.on_behalf_of = nonEmpty('--on-behalf-of', o.onBehalfOf);
   return request;
@@ -64,7 +67,10 @@ const LABEL = /^[a-z][a-z0-9_.-]{0,63}$/;
 export function labelsOption(text: string): string[] {
   const labels = text.split(',').map((l) => l.trim());
   const bad = labels.find((l) => !LABEL.test(l));
-  if (bad !== undefined) throw new UsageError(`--labels: ${JSON.stringify(bad)} is not a label (a lower-case letter, then up to 63 lower-case letters, digits, _, . or -)`);
+  if (bad !== undefined)
+    throw new UsageError(
+      `--labels: ${JSON.stringify(bad)} is not a label (a lower-case letter, then up to 63 lower-case letters, digits, _, . or -)`,
+    );
   return [...new Set(labels)];
 }
 
@@ -76,7 +82,8 @@ function jsonObjectOption(option: string, text: string): Record<string, unknown>
   } catch (e) {
     throw new UsageError(`${option} is not valid JSON: ${(e as Error).message}`);
   }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new UsageError(`${option} must be a JSON object`);
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    throw new UsageError(`${option} must be a JSON object`);
   return value as Record<string, unknown>;
 }
 
@@ -101,7 +108,13 @@ export function runExplain(options: ExplainOptions, io: CliIo): number {
   const request = requestWithHistory(asked, entries, labels);
   const loaded = loadPolicies(options.paths, io.cwd);
   if (!loaded.table) {
-    for (const line of renderDiagnostics(loaded.diagnostics, options.format === 'json' ? 'text' : options.format, io.isTTY, loaded.sources)) io.err(line);
+    for (const line of renderDiagnostics(
+      loaded.diagnostics,
+      options.format === 'json' ? 'text' : options.format,
+      io.isTTY,
+      loaded.sources,
+    ))
+      io.err(line);
     return EXIT_PROBLEMS;
   }
   const { evaluation, withShadow, trace, history } = explain(loaded.table, request);
@@ -134,7 +147,9 @@ export function runExplain(options: ExplainOptions, io: CliIo): number {
     );
     return EXIT_OK;
   }
-  io.out(`decision: ${evaluation.effect} (${evaluation.reason})${evaluation.policy_id ? ` by ${evaluation.policy_id}` : ''}`);
+  io.out(
+    `decision: ${evaluation.effect} (${evaluation.reason})${evaluation.policy_id ? ` by ${evaluation.policy_id}` : ''}`,
+  );
   for (const w of evaluation.warnings) io.out(`warning: ${w.code}: ${w.message}`);
   if (withShadow) {
     const outcome = `${withShadow.effect} (${withShadow.reason})${withShadow.policy_id ? ` by ${withShadow.policy_id}` : ''}`;
@@ -147,12 +162,22 @@ export function runExplain(options: ExplainOptions, io: CliIo): number {
   io.out(shown.length ? 'policies:' : 'no policy matched the agent and action');
   for (const t of shown) {
     // => the deciding policy, + another match, ~> the winner with the shadow policies enabled (a shadow one), - dropped out.
-    const mark = t.outcome !== 'matched' ? ' -' : t.policy.id === evaluation.policy_id ? '=>' : t.shadow && t.policy.id === withShadow?.policy_id ? '~>' : ' +';
+    const mark =
+      t.outcome !== 'matched'
+        ? ' -'
+        : t.policy.id === evaluation.policy_id
+          ? '=>'
+          : t.shadow && t.policy.id === withShadow?.policy_id
+            ? '~>'
+            : ' +';
     const tag = t.shadow ? ' [shadow]' : '';
     io.out(
       `  ${mark} ${t.policy.id}${tag} (priority ${t.policy.priority}, ${t.policy.effect}) ${t.outcome === 'matched' ? 'matched' : `dropped at ${t.outcome}`}: ${t.detail}${where(t.policy.id) ? `  [${where(t.policy.id)}]` : ''}`,
     );
   }
-  if (hidden > 0) io.out(`${hidden} other ${hidden === 1 ? 'policy does' : 'policies do'} not match the agent or action (--all lists them)`);
+  if (hidden > 0)
+    io.out(
+      `${hidden} other ${hidden === 1 ? 'policy does' : 'policies do'} not match the agent or action (--all lists them)`,
+    );
   return EXIT_OK;
 }

@@ -14,5 +14,9 @@ export function loadPolicies(paths: readonly string[], cwd: string, options: Com
   if (files.length === 0) throw new UsageError(`no policy files (*.yaml, *.yml) found in ${paths.join(', ')}`);
   const sourceFiles = files.map((f) => readSource(f, cwd));
   const result = compileSources(sourceFiles, options);
-  return { ...result, files: sourceFiles.map((s) => s.file), sources: new Map(sourceFiles.map((s) => [s.file, s.text])) };
+  return {
+    ...result,
+    files: sourceFiles.map((s) => s.file),
+    sources: new Map(sourceFiles.map((s) => [s.file, s.text])),
+  };
 }

@@ -31,7 +31,12 @@ export function loadPolicySet(path: string, cwd: string): LoadedSet {
   }
   if (!(isFile && /\.json$/i.test(path))) {
     const loaded = loadPolicies([path], cwd, { lint: false });
-    if (!loaded.table) return { ok: false, diagnostics: loaded.diagnostics.filter((d) => d.severity === 'error'), sources: loaded.sources };
+    if (!loaded.table)
+      return {
+        ok: false,
+        diagnostics: loaded.diagnostics.filter((d) => d.severity === 'error'),
+        sources: loaded.sources,
+      };
     return { ok: true, table: loaded.table, origins: loaded.origins, kind: 'policies' };
   }
   let value: unknown;
@@ -41,6 +46,11 @@ export function loadPolicySet(path: string, cwd: string): LoadedSet {
     throw new UsageError(`${path} is not a bundle (JSON written by authz compile): ${(e as Error).message}`);
   }
   const loaded = loadBundle(value);
-  if (!loaded.ok) return { ok: false, diagnostics: loaded.problems.map((d) => ({ ...d, message: `${path}: ${d.message}` })), sources: new Map() };
+  if (!loaded.ok)
+    return {
+      ok: false,
+      diagnostics: loaded.problems.map((d) => ({ ...d, message: `${path}: ${d.message}` })),
+      sources: new Map(),
+    };
   return { ok: true, table: loaded.table, origins: new Map(), kind: 'bundle' };
 }

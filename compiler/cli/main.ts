@@ -18,7 +18,8 @@ export { USAGE } from './command-help.js';
 
 /** The commands {@link main} runs itself (each answers `--help` with its COMMAND_HELP). */
 type OwnCommand = keyof typeof COMMAND_HELP;
-const isOwn = (command: string | undefined): command is OwnCommand => command !== undefined && Object.hasOwn(COMMAND_HELP, command);
+const isOwn = (command: string | undefined): command is OwnCommand =>
+  command !== undefined && Object.hasOwn(COMMAND_HELP, command);
 
 const FORMATS: readonly OutputFormat[] = ['text', 'json', 'github'];
 
@@ -31,7 +32,8 @@ function format(value: string | undefined): OutputFormat {
 function minCoverage(value: string | undefined): { minCoverage?: number } {
   if (value === undefined) return {};
   const n = Number(value);
-  if (value.trim() === '' || !Number.isFinite(n) || n < 0 || n > 100) throw new UsageError(`--min-coverage must be a percentage from 0 to 100, not ${value}`);
+  if (value.trim() === '' || !Number.isFinite(n) || n < 0 || n > 100)
+    throw new UsageError(`--min-coverage must be a percentage from 0 to 100, not ${value}`);
   return { minCoverage: n };
 }
 
@@ -66,23 +68,54 @@ export function main(argv: readonly string[], io: CliIo = processIo): number {
   try {
     switch (command) {
       case 'validate': {
-        const { values, positionals } = readArguments(rest, { strict: { type: 'boolean' }, format: { type: 'string' } });
+        const { values, positionals } = readArguments(rest, {
+          strict: { type: 'boolean' },
+          format: { type: 'string' },
+        });
         return runValidate({ paths: positionals, strict: values.strict ?? false, format: format(values.format) }, io);
       }
       case 'compile': {
-        const { values, positionals } = readArguments(rest, { output: { type: 'string', short: 'o' }, strict: { type: 'boolean' }, format: { type: 'string' } });
-        return runCompile({ paths: positionals, output: values.output, strict: values.strict ?? false, format: format(values.format) }, io);
+        const { values, positionals } = readArguments(rest, {
+          output: { type: 'string', short: 'o' },
+          strict: { type: 'boolean' },
+          format: { type: 'string' },
+        });
+        return runCompile(
+          { paths: positionals, output: values.output, strict: values.strict ?? false, format: format(values.format) },
+          io,
+        );
       }
       case 'test': {
-        const { values, positionals } = readArguments(rest, { coverage: { type: 'boolean' }, 'min-coverage': { type: 'string' }, format: { type: 'string' } });
-        return runTestCommand({ paths: positionals, coverage: values.coverage ?? false, ...minCoverage(values['min-coverage']), format: format(values.format) }, io);
+        const { values, positionals } = readArguments(rest, {
+          coverage: { type: 'boolean' },
+          'min-coverage': { type: 'string' },
+          format: { type: 'string' },
+        });
+        return runTestCommand(
+          {
+            paths: positionals,
+            coverage: values.coverage ?? false,
+            ...minCoverage(values['min-coverage']),
+            format: format(values.format),
+          },
+          io,
+        );
       }
       case 'diff': {
         const { values, positionals } = readArguments(rest, { sample: { type: 'string' }, format: { type: 'string' } });
-        return runDiff({ paths: positionals, ...(values.sample !== undefined ? { sample: values.sample } : {}), format: format(values.format) }, io);
+        return runDiff(
+          {
+            paths: positionals,
+            ...(values.sample !== undefined ? { sample: values.sample } : {}),
+            format: format(values.format),
+          },
+          io,
+        );
       }
       case 'replay':
-        throw new UsageError('replay reads from a service, asynchronously: run it as `authz replay` (bin/authz.js), or call replayCommand()');
+        throw new UsageError(
+          'replay reads from a service, asynchronously: run it as `authz replay` (bin/authz.js), or call replayCommand()',
+        );
       case 'explain': {
         const { values, positionals } = readArguments(rest, {
           agent: { type: 'string' },
@@ -122,7 +155,9 @@ export function main(argv: readonly string[], io: CliIo = processIo): number {
         io.out(USAGE);
         return command === undefined ? EXIT_USAGE : EXIT_OK;
       default:
-        io.err(`authz: unknown command ${JSON.stringify(command)}${didYouMean(command, ALL_COMMANDS)}\nrun \`authz --help\` for the list of commands`);
+        io.err(
+          `authz: unknown command ${JSON.stringify(command)}${didYouMean(command, ALL_COMMANDS)}\nrun \`authz --help\` for the list of commands`,
+        );
         return EXIT_USAGE;
     }
   } catch (e) {

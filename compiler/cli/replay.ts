@@ -58,19 +58,31 @@ function readOptions(argv: readonly string[], env: NodeJS.ProcessEnv): ReplayOpt
     format: { type: 'string' },
     quiet: { type: 'boolean' },
   });
-  if (positionals.length !== 1) throw new UsageError(positionals.length === 0 ? 'missing the candidate BUNDLE' : `one BUNDLE only (got ${positionals.length})`);
+  if (positionals.length !== 1)
+    throw new UsageError(
+      positionals.length === 0 ? 'missing the candidate BUNDLE' : `one BUNDLE only (got ${positionals.length})`,
+    );
   const key = values.key || env.AUTHZ_API_KEY;
   if (!key) throw new UsageError('give --key or set AUTHZ_API_KEY');
   const format = values.format ?? 'text';
-  if (format !== 'text' && format !== 'json' && format !== 'github') throw new UsageError('--format must be one of text, json, github');
+  if (format !== 'text' && format !== 'json' && format !== 'github')
+    throw new UsageError('--format must be one of text, json, github');
   let limit: number | undefined;
   if (values.limit !== undefined) {
     limit = Number(values.limit);
-    if (!Number.isSafeInteger(limit) || limit < 1) throw new UsageError(`--limit must be a whole number >= 1, not ${values.limit}`);
+    if (!Number.isSafeInteger(limit) || limit < 1)
+      throw new UsageError(`--limit must be a whole number >= 1, not ${values.limit}`);
   }
   const url = (values.url || env.AUTHZ_URL || DEFAULT_URL).replace(/\/+$/, '');
   if (!/^https?:\/\//.test(url)) throw new UsageError(`--url must be an http(s) URL, not ${url}`);
-  return { candidate: positionals[0]!, service: { url, key }, since: values.since ?? '7d', limit, format, quiet: values.quiet ?? false };
+  return {
+    candidate: positionals[0]!,
+    service: { url, key },
+    since: values.since ?? '7d',
+    limit,
+    format,
+    quiet: values.quiet ?? false,
+  };
 }
 
 /**
@@ -91,7 +103,11 @@ function readOptions(argv: readonly string[], env: NodeJS.ProcessEnv): ReplayOpt
  * console.log(lines[0].split('\n')[0]); // => authz replay: --since must be a duration (30m, 12h, 7d) or an ISO time, not yesterday
  * ```
  */
-export async function replayCommand(argv: readonly string[], io: CliIo = processIo, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+export async function replayCommand(
+  argv: readonly string[],
+  io: CliIo = processIo,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<number> {
   if (wantsHelp(argv)) {
     io.out(REPLAY_USAGE);
     return EXIT_OK;
@@ -100,7 +116,8 @@ export async function replayCommand(argv: readonly string[], io: CliIo = process
   let table: DecisionTable;
   try {
     options = readOptions(argv, env);
-    if (!parseSince(options.since)) throw new UsageError(`--since must be a duration (30m, 12h, 7d) or an ISO time, not ${options.since}`);
+    if (!parseSince(options.since))
+      throw new UsageError(`--since must be a duration (30m, 12h, 7d) or an ISO time, not ${options.since}`);
     const set = loadPolicySet(options.candidate, io.cwd);
     if (!set.ok) {
       io.err(`authz replay: ${options.candidate} does not compile:`);
@@ -132,13 +149,21 @@ export async function replayCommand(argv: readonly string[], io: CliIo = process
 /** What the last N results need: changed ones in full, the others as one number (1: pre-table). */
 type Kept = ReplayResult | 0 | 1;
 
-async function run(options: ReplayOptions, table: DecisionTable, io: CliIo, spool: ChangeSpool | null): Promise<number> {
+async function run(
+  options: ReplayOptions,
+  table: DecisionTable,
+  io: CliIo,
+  spool: ChangeSpool | null,
+): Promise<number> {
   const since = parseSince(options.since)!;
   let now = Date.now();
   let clock = 'this machine';
   if (since.kind === 'relative') {
     const t = await serviceTime(options.service);
-    if (t === null) io.err("authz replay: warning: the service sent no Date header; the window is measured from this machine's clock");
+    if (t === null)
+      io.err(
+        "authz replay: warning: the service sent no Date header; the window is measured from this machine's clock",
+      );
     else {
       now = t;
       clock = 'the service';
@@ -157,7 +182,11 @@ async function run(options: ReplayOptions, table: DecisionTable, io: CliIo, spoo
   let lastProgress = Date.now();
   const progress = () => {
     if (options.quiet) return;
-    io.err(last ? `replay: ${read} decisions read` : `replay: ${summary.replayed} decisions replayed, ${summary.changed} would change`);
+    io.err(
+      last
+        ? `replay: ${read} decisions read`
+        : `replay: ${summary.replayed} decisions replayed, ${summary.changed} would change`,
+    );
     lastProgress = Date.now();
   };
   await readNdjson(body, (line) => {
@@ -177,7 +206,8 @@ async function run(options: ReplayOptions, table: DecisionTable, io: CliIo, spoo
     try {
       result = replayDecision(table, value, history);
     } catch (e) {
-      if (e instanceof StoredDecisionError) throw new StoredDecisionError(`line ${read} of the export is not a decision: ${e.message}`);
+      if (e instanceof StoredDecisionError)
+        throw new StoredDecisionError(`line ${read} of the export is not a decision: ${e.message}`);
       throw e;
     }
     if (last) last.push(result.changed ? result : result.pre_table ? 1 : 0);
@@ -193,9 +223,17 @@ async function run(options: ReplayOptions, table: DecisionTable, io: CliIo, spoo
       else summary.add(kept);
     }
   }
-  const window = since.kind === 'relative' ? `the last ${since.text} (since ${from} by ${clock}'s clock)` : `since ${from}`;
+  const window =
+    since.kind === 'relative' ? `the last ${since.text} (since ${from} by ${clock}'s clock)` : `since ${from}`;
   if (options.format === 'json') printJson(io, summary, spool, last);
-  else printText(io, summary, { window, candidate: options.candidate, limit: options.limit, read, github: options.format === 'github' });
+  else
+    printText(io, summary, {
+      window,
+      candidate: options.candidate,
+      limit: options.limit,
+      read,
+      github: options.format === 'github',
+    });
   return summary.changed > 0 ? EXIT_PROBLEMS : EXIT_OK;
 }
 
@@ -261,6 +299,7 @@ function printText(io: CliIo, s: ReplaySummary, c: TextContext): void {
 
 /** A line of the export decided before `ms` (a decision that only feeds a replay's history). */
 function isBefore(value: unknown, ms: number): boolean {
-  const at = value !== null && typeof value === 'object' ? (value as { evaluated_at?: unknown }).evaluated_at : undefined;
+  const at =
+    value !== null && typeof value === 'object' ? (value as { evaluated_at?: unknown }).evaluated_at : undefined;
   return typeof at === 'string' && Date.parse(at) < ms;
 }

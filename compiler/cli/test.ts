@@ -58,12 +58,20 @@ export function runTestCommand(options: TestCommandOptions, io: CliIo): number {
       continue;
     }
     const base = dirname(abs);
-    const policyFiles = findYamlFiles(suite.policies ? suite.policies.map((p) => resolve(base, p)) : [base], io.cwd).filter(isPolicyFile);
+    const policyFiles = findYamlFiles(
+      suite.policies ? suite.policies.map((p) => resolve(base, p)) : [base],
+      io.cwd,
+    ).filter(isPolicyFile);
     const key = policyFiles.join('\n');
     let set = sets.get(key);
     if (!set) {
       const sources = policyFiles.map((f) => readSource(f, io.cwd));
-      set = { files: sources.map((s) => s.file), compiled: compileSources(sources), sources: new Map(sources.map((s) => [s.file, s.text])), exercised: new Set() };
+      set = {
+        files: sources.map((s) => s.file),
+        compiled: compileSources(sources),
+        sources: new Map(sources.map((s) => [s.file, s.text])),
+        exercised: new Set(),
+      };
       sets.set(key, set);
     }
     const problems = set.compiled.diagnostics.filter((d) => d.severity === 'error');
@@ -72,7 +80,9 @@ export function runTestCommand(options: TestCommandOptions, io: CliIo): number {
         file: source.file,
         name: suite.name,
         results: [],
-        diagnostics: problems.length ? problems : [{ severity: 'error', code: 'test.no_policies', message: 'no policies to test', file: source.file }],
+        diagnostics: problems.length
+          ? problems
+          : [{ severity: 'error', code: 'test.no_policies', message: 'no policies to test', file: source.file }],
       });
       continue;
     }
@@ -80,7 +90,9 @@ export function runTestCommand(options: TestCommandOptions, io: CliIo): number {
     const results = suite.cases.map((c) => runCase(table, c));
     for (const r of results) for (const p of r.actual.matched) set.exercised.add(p.id);
     if (table.shadow !== null) {
-      for (const c of suite.cases) for (const p of evaluateWithShadow(table, caseRequest(c)).matched) if (p.state === 'shadow') set.exercised.add(p.id);
+      for (const c of suite.cases)
+        for (const p of evaluateWithShadow(table, caseRequest(c)).matched)
+          if (p.state === 'shadow') set.exercised.add(p.id);
     }
     reports.push({ file: source.file, name: suite.name, results, diagnostics: [], setKey: key });
   }
@@ -136,15 +148,30 @@ export function runTestCommand(options: TestCommandOptions, io: CliIo): number {
     for (const c of r.results) {
       io.out(`  ${c.passed ? 'PASS' : 'FAIL'}  ${c.name}${c.passed ? '' : `  (${r.file}:${c.line})`}`);
       if (!c.passed) for (const line of diffLines(c)) io.out(`        ${line}`);
-      if (!c.passed && options.format === 'github') io.out(annotation('error', `test failed: ${c.name}`, diffLines(c).join('\n'), r.file, c.line));
+      if (!c.passed && options.format === 'github')
+        io.out(annotation('error', `test failed: ${c.name}`, diffLines(c).join('\n'), r.file, c.line));
     }
   }
   if (withCoverage) {
-    const disabled = coverage.disabled > 0 ? ` (${plural(coverage.disabled, 'disabled policy').replace('policys', 'policies')} not counted)` : '';
-    io.out(`coverage: ${coverage.total - coverage.uncovered.length}/${coverage.total} policies matched by at least one case, ${round1(coverage.percent)}%${disabled}`);
+    const disabled =
+      coverage.disabled > 0
+        ? ` (${plural(coverage.disabled, 'disabled policy').replace('policys', 'policies')} not counted)`
+        : '';
+    io.out(
+      `coverage: ${coverage.total - coverage.uncovered.length}/${coverage.total} policies matched by at least one case, ${round1(coverage.percent)}%${disabled}`,
+    );
     for (const u of coverage.uncovered) {
       io.out(`  not exercised: ${u.id}${u.origin?.file ? ` (${u.origin.file}:${u.origin.line})` : ''}`);
-      if (options.format === 'github') io.out(annotation('warning', 'policy not exercised', `no test case matches policy ${u.id}`, u.origin?.file, u.origin?.line));
+      if (options.format === 'github')
+        io.out(
+          annotation(
+            'warning',
+            'policy not exercised',
+            `no test case matches policy ${u.id}`,
+            u.origin?.file,
+            u.origin?.line,
+          ),
+        );
     }
     if (belowMinimum) {
       const message = `coverage ${round1(coverage.percent)}% is below the minimum ${options.minCoverage}%`;
@@ -152,7 +179,9 @@ export function runTestCommand(options: TestCommandOptions, io: CliIo): number {
       if (options.format === 'github') io.out(annotation('error', 'coverage below minimum', message));
     }
   }
-  io.out(`${passed} passed, ${failed} failed${broken ? `, ${broken} test file${broken === 1 ? '' : 's'} could not run` : ''}`);
+  io.out(
+    `${passed} passed, ${failed} failed${broken ? `, ${broken} test file${broken === 1 ? '' : 's'} could not run` : ''}`,
+  );
   return ok ? EXIT_OK : EXIT_PROBLEMS;
 }
 
@@ -186,5 +215,11 @@ const round1 = (x: number) => Math.floor(x * 10) / 10;
 
 /** A GitHub workflow-command annotation. */
 function annotation(level: 'error' | 'warning', title: string, message: string, file?: string, line?: number): string {
-  return githubAnnotation({ severity: level, code: title, message, ...(file ? { file } : {}), ...(line ? { line } : {}) });
+  return githubAnnotation({
+    severity: level,
+    code: title,
+    message,
+    ...(file ? { file } : {}),
+    ...(line ? { line } : {}),
+  });
 }

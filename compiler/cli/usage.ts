@@ -85,7 +85,9 @@ export function usageProblem(command: string, message: string): string {
 /** The options of a command, as parseArgs takes them. */
 export type Options = NonNullable<ParseArgsConfig['options']>;
 /** What {@link readArguments} returns: parseArgs' answer for those options. */
-export type ReadArguments<O extends Options> = ReturnType<typeof parseArgs<{ args: string[]; options: O; allowPositionals: true; strict: true }>>;
+export type ReadArguments<O extends Options> = ReturnType<
+  typeof parseArgs<{ args: string[]; options: O; allowPositionals: true; strict: true }>
+>;
 
 /**
  * `parseArgs` (positionals allowed, strict) whose mistakes are UsageErrors in our

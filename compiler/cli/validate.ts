@@ -13,7 +13,20 @@ export function runValidate(options: ValidateOptions, io: CliIo): number {
   const loaded = loadPolicies(options.paths, io.cwd, { strict: options.strict });
   const { errors, warnings } = countSummary(loaded.diagnostics);
   if (options.format === 'json') {
-    io.out(JSON.stringify({ ok: errors === 0, files: loaded.files, policies: loaded.policies.length, errors, warnings, diagnostics: loaded.diagnostics }, null, 2));
+    io.out(
+      JSON.stringify(
+        {
+          ok: errors === 0,
+          files: loaded.files,
+          policies: loaded.policies.length,
+          errors,
+          warnings,
+          diagnostics: loaded.diagnostics,
+        },
+        null,
+        2,
+      ),
+    );
   } else {
     for (const line of renderDiagnostics(loaded.diagnostics, options.format, io.isTTY, loaded.sources)) io.out(line);
     if (options.format === 'text') {

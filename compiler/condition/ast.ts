@@ -36,19 +36,32 @@ export interface ConditionIssue {
 /** Static types: `unknown` is any JSON value (context paths). */
 export type ConditionType = 'number' | 'string' | 'bool' | 'null' | 'list' | 'unknown' | 'string|null' | 'number|null';
 
-export type PathRoot = 'agent_id' | 'action' | 'resource' | 'amount' | 'session_id' | 'on_behalf_of' | 'context' | 'agent' | 'session';
+export type PathRoot =
+  'agent_id' | 'action' | 'resource' | 'amount' | 'session_id' | 'on_behalf_of' | 'context' | 'agent' | 'session';
 export type FunctionName = 'startsWith' | 'endsWith' | 'contains' | 'matches';
 export type CompareOperator = '==' | '!=' | '<' | '<=' | '>' | '>=' | 'in';
 export type ArithOperator = '+' | '-' | '*' | '/';
 export type LiteralValue = string | number | boolean | null;
 
-export const PATH_ROOTS: readonly PathRoot[] = ['agent_id', 'action', 'resource', 'amount', 'session_id', 'on_behalf_of', 'context', 'agent', 'session'];
+export const PATH_ROOTS: readonly PathRoot[] = [
+  'agent_id',
+  'action',
+  'resource',
+  'amount',
+  'session_id',
+  'on_behalf_of',
+  'context',
+  'agent',
+  'session',
+];
 /** Roots whose paths have dotted fields: `context.…`, `agent.attributes.…` and `session.labels`. */
 export const FIELD_ROOTS: ReadonlySet<string> = new Set(['context', 'agent', 'session']);
 /** What the parser and the checker say for an unknown name. */
-export const EXPECTED_NAMES = 'agent_id, action, resource, amount, session_id, on_behalf_of, context.…, agent.attributes.…, session.labels or history.count|sum|exists|denied(...)';
+export const EXPECTED_NAMES =
+  'agent_id, action, resource, amount, session_id, on_behalf_of, context.…, agent.attributes.…, session.labels or history.count|sum|exists|denied(...)';
 /** The message for `history` read as a value. */
-export const HISTORY_AS_VALUE = 'history is read through its functions: history.count(...), history.sum(...), history.exists(...) or history.denied(...)';
+export const HISTORY_AS_VALUE =
+  'history is read through its functions: history.count(...), history.sum(...), history.exists(...) or history.denied(...)';
 
 /**
  * The rule of `agent`: it is read only as `agent.attributes` and the fields
@@ -72,11 +85,17 @@ export function agentPathProblem(segments: readonly unknown[]): { index: number;
  */
 export function sessionPathProblem(segments: readonly unknown[]): { index: number; message: string } | undefined {
   if (segments.length === 1 && segments[0] === 'labels') return undefined;
-  return { index: segments.length === 0 ? -1 : segments[0] === 'labels' ? 1 : 0, message: 'session has only labels: write session.labels (session_id is the session id)' };
+  return {
+    index: segments.length === 0 ? -1 : segments[0] === 'labels' ? 1 : 0,
+    message: 'session has only labels: write session.labels (session_id is the session id)',
+  };
 }
 
 /** The message for a path that breaks the rule of its root (`agent`, `session`), or undefined. */
-export function rootPathProblem(root: string, segments: readonly unknown[]): { index: number; message: string } | undefined {
+export function rootPathProblem(
+  root: string,
+  segments: readonly unknown[],
+): { index: number; message: string } | undefined {
   if (root === 'agent') return agentPathProblem(segments);
   if (root === 'session') return sessionPathProblem(segments);
   return undefined;
@@ -91,7 +110,12 @@ export function historyArityMessage(fn: string, got: number): string {
 }
 
 /** Every function takes exactly this many arguments. */
-export const FUNCTION_ARITY: Readonly<Record<FunctionName, number>> = { startsWith: 2, endsWith: 2, contains: 2, matches: 2 };
+export const FUNCTION_ARITY: Readonly<Record<FunctionName, number>> = {
+  startsWith: 2,
+  endsWith: 2,
+  contains: 2,
+  matches: 2,
+};
 export const FUNCTION_NAMES = Object.keys(FUNCTION_ARITY) as FunctionName[];
 /** Context field names that are never walked (prototype pollution / confusion). */
 export const FORBIDDEN_FIELDS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
@@ -165,7 +189,8 @@ export interface HistoryNode {
   pos: SourcePos;
 }
 
-export type ConditionAst = LiteralNode | PathNode | ListNode | NotNode | LogicalNode | CompareNode | CallNode | ArithNode | HistoryNode;
+export type ConditionAst =
+  LiteralNode | PathNode | ListNode | NotNode | LogicalNode | CompareNode | CallNode | ArithNode | HistoryNode;
 
 /**
  * The nodes of a condition that `keep` accepts, in source order (depth first):
@@ -174,7 +199,11 @@ export type ConditionAst = LiteralNode | PathNode | ListNode | NotNode | Logical
  * @example
  * conditionNodes(parseCondition("contains(session.labels, 'private')").ast!, (n) => n.kind === 'path').length; // => 1
  */
-export function conditionNodes<N extends ConditionAst>(ast: ConditionAst, keep: (node: ConditionAst) => node is N, out: N[] = []): N[] {
+export function conditionNodes<N extends ConditionAst>(
+  ast: ConditionAst,
+  keep: (node: ConditionAst) => node is N,
+  out: N[] = [],
+): N[] {
   if (keep(ast)) out.push(ast);
   switch (ast.kind) {
     case 'not':
@@ -396,7 +425,11 @@ class AstBuilder extends BaseVisitor {
       const next = raw[i + 1]!;
       const decoded = ESCAPES[next];
       if (decoded === undefined) {
-        this.problem('condition.syntax', `unknown escape '\\${next}' in string (use \\\\, \\', \\", \\n or \\t)`, this.lines.pos(token.startOffset + i));
+        this.problem(
+          'condition.syntax',
+          `unknown escape '\\${next}' in string (use \\\\, \\', \\", \\n or \\t)`,
+          this.lines.pos(token.startOffset + i),
+        );
       } else {
         out += decoded;
       }
@@ -427,7 +460,11 @@ class AstBuilder extends BaseVisitor {
     const fn = name.image;
     if (!Object.hasOwn(FUNCTION_ARITY, fn)) {
       const near = FUNCTION_NAMES.find((f) => f.toLowerCase() === fn.toLowerCase());
-      this.problem('condition.unknown_function', `unknown function '${fn}'${near ? ` (did you mean ${near}?)` : ''}; expected startsWith, endsWith, contains or matches`, pos);
+      this.problem(
+        'condition.unknown_function',
+        `unknown function '${fn}'${near ? ` (did you mean ${near}?)` : ''}; expected startsWith, endsWith, contains or matches`,
+        pos,
+      );
     } else if (args.length !== FUNCTION_ARITY[fn as FunctionName]) {
       const n = FUNCTION_ARITY[fn as FunctionName];
       this.problem('condition.arity', `${fn} takes ${n} arguments but got ${args.length}`, pos);
@@ -441,7 +478,11 @@ class AstBuilder extends BaseVisitor {
     const written = `${root.image}.${segments.map((t) => t.image).join('.')}`;
     const fn = segments[0]!.image;
     if (root.image !== 'history' || segments.length !== 1 || !HISTORY_FNS.has(fn)) {
-      this.problem('condition.unknown_function', `unknown function '${written}'; expected startsWith, endsWith, contains, matches, ${HISTORY_FN_LIST}`, pos);
+      this.problem(
+        'condition.unknown_function',
+        `unknown function '${written}'; expected startsWith, endsWith, contains, matches, ${HISTORY_FN_LIST}`,
+        pos,
+      );
     } else if (args.length < HISTORY_ARITY.min || args.length > HISTORY_ARITY.max) {
       this.problem('condition.arity', historyArityMessage(fn, args.length), pos);
     }
@@ -464,11 +505,19 @@ class AstBuilder extends BaseVisitor {
         this.at(ctx.segments![0]!),
       );
     } else if (agentProblem) {
-      this.problem('condition.unknown_name', agentProblem.message, agentProblem.index < 0 ? pos : this.at(ctx.segments![agentProblem.index]!));
+      this.problem(
+        'condition.unknown_name',
+        agentProblem.message,
+        agentProblem.index < 0 ? pos : this.at(ctx.segments![agentProblem.index]!),
+      );
     } else {
       for (const [i, segment] of segments.entries()) {
         if (FORBIDDEN_FIELDS.has(segment)) {
-          this.problem('condition.unknown_name', `'${segment}' cannot be used as a context field name`, this.at(ctx.segments![i]!));
+          this.problem(
+            'condition.unknown_name',
+            `'${segment}' cannot be used as a context field name`,
+            this.at(ctx.segments![i]!),
+          );
         }
       }
     }
@@ -510,17 +559,33 @@ export function parseCondition(text: string): ParseResult {
   const lines = new LineMap(text);
   if (text.length > MAX_LENGTH) {
     return {
-      issues: [issueAt('condition.too_long', `condition is ${text.length} characters long; the limit is ${MAX_LENGTH}`, lines.pos(MAX_LENGTH))],
+      issues: [
+        issueAt(
+          'condition.too_long',
+          `condition is ${text.length} characters long; the limit is ${MAX_LENGTH}`,
+          lines.pos(MAX_LENGTH),
+        ),
+      ],
     };
   }
   const lexed = tokenize(text);
   if (lexed.errors.length > 0) {
-    return { issues: lexed.errors.map((e) => issueAt('condition.syntax', describeLexError(text, e.offset), lines.pos(e.offset))) };
+    return {
+      issues: lexed.errors.map((e) =>
+        issueAt('condition.syntax', describeLexError(text, e.offset), lines.pos(e.offset)),
+      ),
+    };
   }
   const tooDeep = nestingViolation(lexed.tokens);
   if (tooDeep) {
     return {
-      issues: [issueAt('condition.too_deep', `condition is nested too deeply (more than ${MAX_DEPTH} levels of brackets and '!')`, lines.pos(tooDeep.token.startOffset))],
+      issues: [
+        issueAt(
+          'condition.too_deep',
+          `condition is nested too deeply (more than ${MAX_DEPTH} levels of brackets and '!')`,
+          lines.pos(tooDeep.token.startOffset),
+        ),
+      ],
     };
   }
   conditionParser.input = lexed.tokens;

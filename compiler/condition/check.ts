@@ -128,7 +128,8 @@ class Checker {
 
   typeOf(node: ConditionAst, depth: number): ConditionType {
     if (depth > MAX_AST_DEPTH) {
-      if (!this.tooDeep) this.error('condition.too_deep', `condition is nested more than ${MAX_AST_DEPTH} levels deep`, node);
+      if (!this.tooDeep)
+        this.error('condition.too_deep', `condition is nested more than ${MAX_AST_DEPTH} levels deep`, node);
       this.tooDeep = true;
       return 'unknown';
     }
@@ -155,13 +156,15 @@ class Checker {
           return 'list';
         }
         for (const item of node.items) {
-          if (item?.kind !== 'literal' && item?.kind !== 'path') this.error('condition.type', 'list elements must be literals or paths', item ?? node);
+          if (item?.kind !== 'literal' && item?.kind !== 'path')
+            this.error('condition.type', 'list elements must be literals or paths', item ?? node);
           else this.typeOf(item, d);
         }
         return 'list';
       case 'not': {
         const t = this.typeOf(node.operand, d);
-        if (!isBoolish(t)) this.error('condition.type', `'!' needs a boolean, but ${this.describe(node.operand, t)}`, node.operand);
+        if (!isBoolish(t))
+          this.error('condition.type', `'!' needs a boolean, but ${this.describe(node.operand, t)}`, node.operand);
         return 'bool';
       }
       case 'and':
@@ -173,7 +176,8 @@ class Checker {
         }
         for (const operand of node.operands) {
           const t = this.typeOf(operand, d);
-          if (!isBoolish(t)) this.error('condition.type', `'${op}' needs booleans, but ${this.describe(operand, t)}`, operand);
+          if (!isBoolish(t))
+            this.error('condition.type', `'${op}' needs booleans, but ${this.describe(operand, t)}`, operand);
         }
         return 'bool';
       }
@@ -191,7 +195,11 @@ class Checker {
         return node.fn === 'exists' ? 'bool' : 'number|null';
       }
       default:
-        this.error('condition.type', `not a condition node (kind ${JSON.stringify((node as { kind?: unknown }).kind)})`, node);
+        this.error(
+          'condition.type',
+          `not a condition node (kind ${JSON.stringify((node as { kind?: unknown }).kind)})`,
+          node,
+        );
         return 'unknown';
     }
   }
@@ -208,7 +216,11 @@ class Checker {
       return 'unknown';
     }
     if (!FIELD_ROOTS.has(root) && segments.length > 0) {
-      this.error('condition.unknown_name', `${root} has no fields (only context.…, agent.attributes.… and session.labels paths have dotted fields)`, node);
+      this.error(
+        'condition.unknown_name',
+        `${root} has no fields (only context.…, agent.attributes.… and session.labels paths have dotted fields)`,
+        node,
+      );
     }
     const agentProblem = rootPathProblem(root, segments);
     if (agentProblem) this.error('condition.unknown_name', agentProblem.message, node);
@@ -231,14 +243,23 @@ class Checker {
     const rt = this.typeOf(node.right, d);
     if (op === '==' || op === '!=') {
       if (!canEqual(lt, rt)) {
-        this.error('condition.type', `'${op}' compares values that can never be equal: ${this.describe(node.left, lt)} and ${this.describe(node.right, rt)}`, node, at);
+        this.error(
+          'condition.type',
+          `'${op}' compares values that can never be equal: ${this.describe(node.left, lt)} and ${this.describe(node.right, rt)}`,
+          node,
+          at,
+        );
       }
       return;
     }
     if (op === 'in') {
       if (rt !== 'list' && rt !== 'unknown') {
         const hint = isStringish(rt) ? ' (use contains(text, part) for substrings)' : '';
-        this.error('condition.type', `'in' needs a list on its right, but ${this.describe(node.right, rt)}${hint}`, node.right);
+        this.error(
+          'condition.type',
+          `'in' needs a list on its right, but ${this.describe(node.right, rt)}${hint}`,
+          node.right,
+        );
         return;
       }
       this.elementsCanEqual(node.right, lt, node.left, d);
@@ -251,7 +272,12 @@ class Checker {
       const t = bad === node.left ? lt : rt;
       this.error('condition.type', `'${op}' needs two numbers or two strings, but ${this.describe(bad, t)}`, bad);
     } else if (lf !== 'unknown' && rf !== 'unknown' && lf !== rf) {
-      this.error('condition.type', `'${op}' needs two numbers or two strings, but ${this.describe(node.left, lt)} and ${this.describe(node.right, rt)}`, node, at);
+      this.error(
+        'condition.type',
+        `'${op}' needs two numbers or two strings, but ${this.describe(node.left, lt)} and ${this.describe(node.right, rt)}`,
+        node,
+        at,
+      );
     }
   }
 
@@ -268,7 +294,8 @@ class Checker {
       [node.left, lt],
       [node.right, rt],
     ] as const) {
-      if (!isNumberish(t)) this.error('condition.type', `'${node.op}' needs two numbers, but ${this.describe(side, t)}`, side);
+      if (!isNumberish(t))
+        this.error('condition.type', `'${node.op}' needs two numbers, but ${this.describe(side, t)}`, side);
     }
     return lt === 'number' && rt === 'number' && node.op !== '/' ? 'number' : 'number|null';
   }
@@ -280,7 +307,11 @@ class Checker {
       if (item?.kind !== 'literal' && item?.kind !== 'path') continue;
       const it = this.typeOfQuiet(item, d);
       if (!canEqual(t, it)) {
-        this.error('condition.type', `list element ${this.describe(item, it)}, which can never equal ${snippet(subject)} (${TYPE_WORDS[t]})`, item);
+        this.error(
+          'condition.type',
+          `list element ${this.describe(item, it)}, which can never equal ${snippet(subject)} (${TYPE_WORDS[t]})`,
+          item,
+        );
       }
     }
   }
@@ -296,7 +327,11 @@ class Checker {
   private call(node: Extract<ConditionAst, { kind: 'call' }>, d: number): void {
     const fn: unknown = node.fn;
     if (typeof fn !== 'string' || !Object.hasOwn(FUNCTION_ARITY, fn)) {
-      this.error('condition.unknown_function', `unknown function '${String(fn)}'; expected startsWith, endsWith, contains or matches`, node);
+      this.error(
+        'condition.unknown_function',
+        `unknown function '${String(fn)}'; expected startsWith, endsWith, contains or matches`,
+        node,
+      );
       return;
     }
     const args = Array.isArray(node.args) ? node.args : [];
@@ -342,7 +377,13 @@ export function checkCondition(ast: ConditionAst): ConditionIssue[] {
   const checker = new Checker();
   const t = checker.typeOf(ast, 0);
   if (!isBoolish(t)) {
-    checker.issues.push(issueAt('condition.type', `a condition must be true or false, but ${snippet(ast)} is ${TYPE_WORDS[t]}`, posOf(ast)));
+    checker.issues.push(
+      issueAt(
+        'condition.type',
+        `a condition must be true or false, but ${snippet(ast)} is ${TYPE_WORDS[t]}`,
+        posOf(ast),
+      ),
+    );
   }
   return checker.issues;
 }

@@ -61,7 +61,15 @@
 import { compileGlob, globMatches, type CompiledGlob } from '../patterns/glob.js';
 import type { EvaluationInput } from '../policy/types.js';
 import type { HistoryProbe } from '../history/probe.js';
-import { FORBIDDEN_FIELDS, type ArithNode, type CallNode, type CompareNode, type ConditionAst, type HistoryNode, type PathNode } from './ast.js';
+import {
+  FORBIDDEN_FIELDS,
+  type ArithNode,
+  type CallNode,
+  type CompareNode,
+  type ConditionAst,
+  type HistoryNode,
+  type PathNode,
+} from './ast.js';
 import { probeOf } from './history.js';
 
 type Value = (input: EvaluationInput) => unknown;
@@ -99,7 +107,8 @@ function ownField(v: unknown, s: string): unknown {
 /** Rule 3: deep equality of JSON values. */
 export function jsonEqual(a: unknown, b: unknown, depth = 0): boolean {
   if (a === b) return true;
-  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null || depth >= MAX_EQUAL_DEPTH) return false;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null || depth >= MAX_EQUAL_DEPTH)
+    return false;
   if (Array.isArray(a)) {
     if (!Array.isArray(b) || a.length !== b.length) return false;
     for (let k = 0; k < a.length; k++) if (!jsonEqual(a[k], b[k], depth + 1)) return false;
@@ -120,7 +129,8 @@ export function jsonEqual(a: unknown, b: unknown, depth = 0): boolean {
  */
 export function readField(base: unknown, segments: readonly string[]): unknown {
   let v: unknown = base === null ? undefined : base;
-  for (let k = 0; k < segments.length && v !== undefined; k++) v = FORBIDDEN_FIELDS.has(segments[k]!) ? undefined : ownField(v, segments[k]!);
+  for (let k = 0; k < segments.length && v !== undefined; k++)
+    v = FORBIDDEN_FIELDS.has(segments[k]!) ? undefined : ownField(v, segments[k]!);
   return v;
 }
 
@@ -179,18 +189,22 @@ function pathGetter(node: PathNode): Value {
       return fieldGetter(contextOf, node.segments);
     case 'agent':
       // `agent.attributes.a.b`: the fields after `attributes` walk the agent's attributes (rule 1).
-      if (node.segments[0] !== 'attributes') throw new Error('compileCondition: agent is read only as agent.attributes');
+      if (node.segments[0] !== 'attributes')
+        throw new Error('compileCondition: agent is read only as agent.attributes');
       return fieldGetter(attributesOf, node.segments.slice(1));
     case 'session':
       // `session.labels` (rule 10): the session's labels, none when the request gives none.
-      if (node.segments.length !== 1 || node.segments[0] !== 'labels') throw new Error('compileCondition: session is read only as session.labels');
+      if (node.segments.length !== 1 || node.segments[0] !== 'labels')
+        throw new Error('compileCondition: session is read only as session.labels');
       return (input) => input.session_labels ?? NO_LABELS;
     default:
       throw new Error(`compileCondition: unknown name ${JSON.stringify(node.root)}`);
   }
 }
 
-function isScalarLiteral(node: ConditionAst): node is ConditionAst & { kind: 'literal'; value: string | number | boolean } {
+function isScalarLiteral(
+  node: ConditionAst,
+): node is ConditionAst & { kind: 'literal'; value: string | number | boolean } {
   return node.kind === 'literal' && node.value !== null;
 }
 
@@ -298,7 +312,9 @@ export function test(node: ConditionAst): Test {
     case 'history':
       return node.fn === 'exists' ? historyExists(node) : FALSE;
     default:
-      throw new Error(`compileCondition: not a condition node (kind ${JSON.stringify((node as { kind?: unknown }).kind)})`);
+      throw new Error(
+        `compileCondition: not a condition node (kind ${JSON.stringify((node as { kind?: unknown }).kind)})`,
+      );
   }
 }
 

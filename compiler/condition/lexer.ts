@@ -15,9 +15,19 @@ export const CompareOp = createToken({ name: 'CompareOp', pattern: Lexer.NA, lab
 export const AddOp = createToken({ name: 'AddOp', pattern: Lexer.NA, label: "'+' or '-'" });
 export const MulOp = createToken({ name: 'MulOp', pattern: Lexer.NA, label: "'*' or '/'" });
 
-export const WhiteSpace = createToken({ name: 'WhiteSpace', pattern: /[ \t\r\n]+/, group: Lexer.SKIPPED, line_breaks: true });
+export const WhiteSpace = createToken({
+  name: 'WhiteSpace',
+  pattern: /[ \t\r\n]+/,
+  group: Lexer.SKIPPED,
+  line_breaks: true,
+});
 
-export const Identifier = createToken({ name: 'Identifier', pattern: /[A-Za-z_][A-Za-z0-9_]*/, label: 'a name', categories: [FieldName] });
+export const Identifier = createToken({
+  name: 'Identifier',
+  pattern: /[A-Za-z_][A-Za-z0-9_]*/,
+  label: 'a name',
+  categories: [FieldName],
+});
 
 function keyword(word: string, extra: TokenType[] = []): TokenType {
   return createToken({
@@ -36,7 +46,16 @@ export const In = keyword('in', [CompareOp]);
 
 const NUMBER = /-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/y;
 /** Tokens after which a value has just ended, so a `-` there is subtraction, not a sign. */
-const OPERAND_ENDS: ReadonlySet<string> = new Set(['NumberLiteral', 'StringLiteral', 'Identifier', 'True', 'False', 'Null', 'RParen', 'RBracket']);
+const OPERAND_ENDS: ReadonlySet<string> = new Set([
+  'NumberLiteral',
+  'StringLiteral',
+  'Identifier',
+  'True',
+  'False',
+  'Null',
+  'RParen',
+  'RBracket',
+]);
 
 /** A number, its `-` sign included only where an operand is expected (see the module comment). */
 function matchNumber(text: string, offset: number, tokens: IToken[]): RegExpExecArray | null {
@@ -148,7 +167,10 @@ export function describeLexError(text: string, offset: number): string {
       return "unexpected '=' (use '==' to compare)";
     default: {
       const code = ch.codePointAt(0) ?? 0;
-      const shown = code < 0x20 || code === 0x7f || /\s/.test(ch) ? `U+${code.toString(16).toUpperCase().padStart(4, '0')}` : `'${String.fromCodePoint(code)}'`;
+      const shown =
+        code < 0x20 || code === 0x7f || /\s/.test(ch)
+          ? `U+${code.toString(16).toUpperCase().padStart(4, '0')}`
+          : `'${String.fromCodePoint(code)}'`;
       return `unexpected character ${shown}`;
     }
   }

@@ -25,7 +25,14 @@
  * reported. Nesting is bounded before chevrotain runs (`nestingViolation`), so
  * its recursion stays shallow whatever the input.
  */
-import { CstParser, EOF, tokenMatcher, type IParserErrorMessageProvider, type IToken, type TokenType } from 'chevrotain';
+import {
+  CstParser,
+  EOF,
+  tokenMatcher,
+  type IParserErrorMessageProvider,
+  type IToken,
+  type TokenType,
+} from 'chevrotain';
 import {
   AddOp,
   allTokens,
@@ -76,10 +83,12 @@ const OPERAND_RULES = new Set(['operand', 'notExpr', 'comparison', 'sum', 'produ
 
 const messages: IParserErrorMessageProvider = {
   buildMismatchTokenMessage({ expected, actual, previous, ruleName }) {
-    if (ruleName !== 'list' && tokenMatcher(actual, CompareOp) && (expected === RParen || expected === EOF)) return chained(actual);
+    if (ruleName !== 'list' && tokenMatcher(actual, CompareOp) && (expected === RParen || expected === EOF))
+      return chained(actual);
     let wanted = label(expected);
     if (ruleName === 'list' && expected === RBracket) wanted = "',' or ']'";
-    if (ruleName === 'pathOrCall' && expected === RParen) wanted = previous?.tokenType === LParen ? "an argument or ')'" : "',' or ')'";
+    if (ruleName === 'pathOrCall' && expected === RParen)
+      wanted = previous?.tokenType === LParen ? "an argument or ')'" : "',' or ')'";
     return `expected ${wanted}${after(previous)} but found ${describeFound(actual)}`;
   },
   buildNotAllInputParsedMessage({ firstRedundant }) {
@@ -88,16 +97,22 @@ const messages: IParserErrorMessageProvider = {
   },
   buildNoViableAltMessage({ actual, previous, ruleName }) {
     const found = actual[0]!;
-    if (found.tokenType === Minus && (ruleName === 'operand' || ruleName === 'listItem' || OPERAND_RULES.has(ruleName))) {
+    if (
+      found.tokenType === Minus &&
+      (ruleName === 'operand' || ruleName === 'listItem' || OPERAND_RULES.has(ruleName))
+    ) {
       return "unexpected '-': a minus sign must be directly followed by the digits of a number";
     }
     if (OPERAND_RULES.has(ruleName)) {
       if (previous === undefined || previous.tokenType === EOF) {
-        return found.tokenType === EOF ? 'expected a condition but found end of condition' : `expected an operand but found ${describeFound(found)}`;
+        return found.tokenType === EOF
+          ? 'expected a condition but found end of condition'
+          : `expected an operand but found ${describeFound(found)}`;
       }
       return `expected an operand${after(previous)} but found ${describeFound(found)}`;
     }
-    if (ruleName === 'listItem') return `expected a list element (a literal or a path)${after(previous)} but found ${describeFound(found)}`;
+    if (ruleName === 'listItem')
+      return `expected a list element (a literal or a path)${after(previous)} but found ${describeFound(found)}`;
     if (ruleName === 'literal') return `expected a literal${after(previous)} but found ${describeFound(found)}`;
     return `unexpected ${describeFound(found)}${after(previous)}`;
   },
@@ -116,7 +131,12 @@ export function notAllInputMessage(found: IToken, previous: IToken | undefined):
 
 class ConditionParser extends CstParser {
   constructor() {
-    super(allTokens, { recoveryEnabled: false, maxLookahead: 2, errorMessageProvider: messages, nodeLocationTracking: 'none' });
+    super(allTokens, {
+      recoveryEnabled: false,
+      maxLookahead: 2,
+      errorMessageProvider: messages,
+      nodeLocationTracking: 'none',
+    });
     this.performSelfAnalysis();
   }
 

@@ -6,7 +6,18 @@
  */
 import type { ConditionAst, LiteralValue } from './ast.js';
 
-const PRECEDENCE: Record<ConditionAst['kind'], number> = { or: 1, and: 2, not: 3, compare: 4, arith: 5, literal: 7, path: 7, list: 7, call: 7, history: 7 };
+const PRECEDENCE: Record<ConditionAst['kind'], number> = {
+  or: 1,
+  and: 2,
+  not: 3,
+  compare: 4,
+  arith: 5,
+  literal: 7,
+  path: 7,
+  list: 7,
+  call: 7,
+  history: 7,
+};
 
 /** How tightly a node binds: `+ -` 5, `* /` 6. */
 function prec(node: ConditionAst): number {

@@ -40,6 +40,10 @@ export function hasErrors(diagnostics: readonly Diagnostic[]): boolean {
 /** Sorts by file, line, column, then message, so output is stable. */
 export function sortDiagnostics(diagnostics: Diagnostic[]): Diagnostic[] {
   return diagnostics.sort(
-    (a, b) => (a.file ?? '').localeCompare(b.file ?? '') || (a.line ?? 0) - (b.line ?? 0) || (a.col ?? 0) - (b.col ?? 0) || a.message.localeCompare(b.message),
+    (a, b) =>
+      (a.file ?? '').localeCompare(b.file ?? '') ||
+      (a.line ?? 0) - (b.line ?? 0) ||
+      (a.col ?? 0) - (b.col ?? 0) ||
+      a.message.localeCompare(b.message),
   );
 }

@@ -12,7 +12,19 @@ import type { DecisionTable } from '../table/build.js';
 import type { PolicyRow } from '../table/rows.js';
 
 /** The fields compared, in the canonical order (the id is what pairs policies up). */
-export const DIFF_FIELDS = ['name', 'description', 'state', 'priority', 'effect', 'agents', 'actions', 'resources', 'condition', 'rate_limit', 'budget'] as const;
+export const DIFF_FIELDS = [
+  'name',
+  'description',
+  'state',
+  'priority',
+  'effect',
+  'agents',
+  'actions',
+  'resources',
+  'condition',
+  'rate_limit',
+  'budget',
+] as const;
 export type DiffField = (typeof DIFF_FIELDS)[number];
 
 export interface FieldChange {
@@ -81,7 +93,8 @@ export function diffPolicySets(before: DecisionTable, after: DecisionTable): Pol
     }
     const fields: FieldChange[] = [];
     for (const field of DIFF_FIELDS) {
-      if (comparable(row, field) !== comparable(next, field)) fields.push({ field, old: row.policy[field] ?? null, new: next.policy[field] ?? null });
+      if (comparable(row, field) !== comparable(next, field))
+        fields.push({ field, old: row.policy[field] ?? null, new: next.policy[field] ?? null });
     }
     if (fields.length > 0) changed.push({ id: row.policy.id, fields });
   }

@@ -107,7 +107,8 @@ export function winnerOf(table: DecisionTable, action: string): Winner | null {
   for (const row of table.rows) {
     if (!row.enabled) continue;
     for (const pattern of row.policy.actions) {
-      if (actionPatternMatches(pattern, action)) return { policy_id: row.policy.id, effect: row.policy.effect, priority: row.policy.priority };
+      if (actionPatternMatches(pattern, action))
+        return { policy_id: row.policy.id, effect: row.policy.effect, priority: row.policy.priority };
     }
   }
   return null;
@@ -127,10 +128,16 @@ export function actionPatternsOf(table: DecisionTable): string[] {
  * @param sample - as for {@link probeActions}.
  * @returns how many actions were probed, and the changes in label order.
  */
-export function diffWinners(before: DecisionTable, after: DecisionTable, sample = DEFAULT_SAMPLE): { probed: number; changes: WinnerChange[] } {
+export function diffWinners(
+  before: DecisionTable,
+  after: DecisionTable,
+  sample = DEFAULT_SAMPLE,
+): { probed: number; changes: WinnerChange[] } {
   const probes = probeActions([...actionPatternsOf(before), ...actionPatternsOf(after)], sample);
   const changes: WinnerChange[] = [];
-  const same = (a: Winner | null, b: Winner | null) => a === b || (a !== null && b !== null && a.policy_id === b.policy_id && a.effect === b.effect && a.priority === b.priority);
+  const same = (a: Winner | null, b: Winner | null) =>
+    a === b ||
+    (a !== null && b !== null && a.policy_id === b.policy_id && a.effect === b.effect && a.priority === b.priority);
   for (const probe of probes) {
     const old = winnerOf(before, probe.action);
     const now = winnerOf(after, probe.action);

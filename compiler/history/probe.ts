@@ -47,7 +47,12 @@ export type HistoryValues = (probe: HistoryProbe) => number | null;
 export const HISTORY_FUNCTIONS: readonly HistoryFunction[] = ['count', 'sum', 'exists', 'denied'];
 
 /** What the store computes for each function (`exists` is a count above 0). */
-export const HISTORY_MEASURES: Readonly<Record<HistoryFunction, HistoryMeasure>> = { count: 'count', sum: 'sum', exists: 'count', denied: 'denied' };
+export const HISTORY_MEASURES: Readonly<Record<HistoryFunction, HistoryMeasure>> = {
+  count: 'count',
+  sum: 'sum',
+  exists: 'count',
+  denied: 'denied',
+};
 
 /** The longest window: 90 days. */
 export const MAX_HISTORY_WINDOW_SECONDS = 90 * 86_400;
@@ -99,7 +104,13 @@ export function windowSeconds(text: string): number | undefined {
  * console.log(probe.measure, probe.windowSeconds, probe.key); // => count 3600 count|claims.approve|3600|session|resource
  * ```
  */
-export function historyProbe(fn: HistoryFunction, actions: readonly string[], window: string, scope: HistoryScope, match: readonly string[]): HistoryProbe {
+export function historyProbe(
+  fn: HistoryFunction,
+  actions: readonly string[],
+  window: string,
+  scope: HistoryScope,
+  match: readonly string[],
+): HistoryProbe {
   const measure = HISTORY_MEASURES[fn];
   const sortedActions = [...new Set(actions)].sort();
   const sortedMatch = [...new Set(match)].sort();

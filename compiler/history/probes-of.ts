@@ -45,7 +45,8 @@ export function historyProbesFor(table: DecisionTable, request: EvaluationInput)
   if (tableHistoryProbes(table).length === 0) return NONE;
   const found = new Map<string, HistoryProbe>();
   addProbes(collectCandidates(table.trie, request.agent_id, request.action), found, true);
-  if (table.shadow !== null) addProbes(collectCandidates(table.shadow.trie, request.agent_id, request.action), found, true);
+  if (table.shadow !== null)
+    addProbes(collectCandidates(table.shadow.trie, request.agent_id, request.action), found, true);
   return found.size === 0 ? NONE : [...found.values()];
 }
 

@@ -78,7 +78,12 @@ function inScope(probe: HistoryProbe, request: EvaluationInput, d: EarlierDecisi
  * console.log(historyValueOf(historyProbe('count', ['*'], '1h', 'user', []), request, earlier, now)); // => null
  * ```
  */
-export function historyValueOf(probe: HistoryProbe, request: EvaluationInput, earlier: readonly EarlierDecision[], nowMs: number): number | null {
+export function historyValueOf(
+  probe: HistoryProbe,
+  request: EvaluationInput,
+  earlier: readonly EarlierDecision[],
+  nowMs: number,
+): number | null {
   if (probe.scope === 'session' && (request.session_id === undefined || request.session_id === null)) return null;
   if (probe.scope === 'user' && (request.on_behalf_of === undefined || request.on_behalf_of === null)) return null;
   const wanted = probe.match.map((field) => ({ field, value: fieldOf(request, field) }));
@@ -115,7 +120,11 @@ export function historyValueOf(probe: HistoryProbe, request: EvaluationInput, ea
  * console.log(evaluate(table, { ...request, history: historyValuesOf(request, earlier, now) }).effect); // => deny
  * ```
  */
-export function historyValuesOf(request: EvaluationInput, earlier: readonly EarlierDecision[], nowMs: number): HistoryValues {
+export function historyValuesOf(
+  request: EvaluationInput,
+  earlier: readonly EarlierDecision[],
+  nowMs: number,
+): HistoryValues {
   const known = new Map<string, number | null>();
   return (probe) => {
     let value = known.get(probe.key);

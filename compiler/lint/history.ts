@@ -59,7 +59,13 @@ function unsatisfiable(ast: ConditionAst, out: ConditionAst[]): ConditionAst[] {
         const history = (leftHistory ? ast.left : ast.right) as Extract<ConditionAst, { kind: 'history' }>;
         const k = (leftHistory ? ast.right : ast.left) as Extract<ConditionAst, { kind: 'literal' }>;
         const op = leftHistory ? ast.op : MIRROR[ast.op];
-        if (history.fn !== 'exists' && typeof k.value === 'number' && op !== undefined && !satisfiable(op, k.value, history.fn !== 'sum')) out.push(ast);
+        if (
+          history.fn !== 'exists' &&
+          typeof k.value === 'number' &&
+          op !== undefined &&
+          !satisfiable(op, k.value, history.fn !== 'sum')
+        )
+          out.push(ast);
       } else {
         unsatisfiable(ast.left, out);
         unsatisfiable(ast.right, out);
@@ -71,11 +77,18 @@ function unsatisfiable(ast: ConditionAst, out: ConditionAst[]): ConditionAst[] {
 }
 
 /** The history lints of one row, as (code, message) pairs. */
-export function lintHistory(row: PolicyRow, options: HistoryLintOptions, warn: (code: string, message: string) => void): void {
+export function lintHistory(
+  row: PolicyRow,
+  options: HistoryLintOptions,
+  warn: (code: string, message: string) => void,
+): void {
   if (row.conditionAst === null || row.probes.length === 0) return;
   const id = row.policy.id;
   for (const compare of unsatisfiable(row.conditionAst, [])) {
-    warn('lint.history_unsatisfiable', `policy ${id}: ${printCondition(compare)} is never true: history values are never negative, and counts are whole numbers`);
+    warn(
+      'lint.history_unsatisfiable',
+      `policy ${id}: ${printCondition(compare)} is never true: history values are never negative, and counts are whole numbers`,
+    );
   }
   const retention = options.retentionDays;
   const reported = new Set<string>();

@@ -108,17 +108,29 @@ export function lintTable(table: DecisionTable, origins: Origins, options: Histo
   return out;
 }
 
-function overlapsList(a: string[] | undefined, b: string[] | undefined, test: (x: string, y: string) => boolean): boolean {
+function overlapsList(
+  a: string[] | undefined,
+  b: string[] | undefined,
+  test: (x: string, y: string) => boolean,
+): boolean {
   if (a === undefined || b === undefined) return true;
   return a.some((x) => b.some((y) => test(x, y)));
 }
 
 /** Whether some request matches both (conditions aside). */
 function overlaps(p: Policy, q: Policy): boolean {
-  return overlapsList(p.agents, q.agents, globsIntersect) && overlapsList(p.actions, q.actions, actionPatternsOverlap) && overlapsList(p.resources, q.resources, globsIntersect);
+  return (
+    overlapsList(p.agents, q.agents, globsIntersect) &&
+    overlapsList(p.actions, q.actions, actionPatternsOverlap) &&
+    overlapsList(p.resources, q.resources, globsIntersect)
+  );
 }
 
-function coversList(outer: string[] | undefined, inner: string[] | undefined, test: (o: string, i: string) => boolean): boolean {
+function coversList(
+  outer: string[] | undefined,
+  inner: string[] | undefined,
+  test: (o: string, i: string) => boolean,
+): boolean {
   if (outer === undefined) return true;
   if (inner === undefined) return false;
   return inner.every((i) => outer.some((o) => test(o, i)));
@@ -129,6 +141,8 @@ function covers(outer: Policy, inner: Policy): boolean {
   // Cheap rejections first: a filter on the outer side that the inner side lacks.
   if ((outer.resources && !inner.resources) || (outer.agents && !inner.agents)) return false;
   return (
-    coversList(outer.agents, inner.agents, globCovers) && coversList(outer.actions, inner.actions, actionPatternCovers) && coversList(outer.resources, inner.resources, globCovers)
+    coversList(outer.agents, inner.agents, globCovers) &&
+    coversList(outer.actions, inner.actions, actionPatternCovers) &&
+    coversList(outer.resources, inner.resources, globCovers)
   );
 }

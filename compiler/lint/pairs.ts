@@ -14,7 +14,11 @@ import type { DecisionTable } from '../table/build.js';
 import type { PolicyRow } from '../table/rows.js';
 
 function isNarrow(row: PolicyRow): boolean {
-  return row.agents !== null && row.agents.every((g) => g.exact !== undefined) && row.policy.actions.every((a) => !a.includes('*'));
+  return (
+    row.agents !== null &&
+    row.agents.every((g) => g.exact !== undefined) &&
+    row.policy.actions.every((a) => !a.includes('*'))
+  );
 }
 
 /** Literal prefixes of a row's agent patterns ('' for every agent). */

@@ -27,7 +27,8 @@ function decisionKey(row: PolicyRow): string {
   });
 }
 
-const limitsKey = (row: PolicyRow) => canonicalJson({ rate_limit: row.policy.rate_limit ?? null, budget: row.policy.budget ?? null });
+const limitsKey = (row: PolicyRow) =>
+  canonicalJson({ rate_limit: row.policy.rate_limit ?? null, budget: row.policy.budget ?? null });
 
 /** Calls `report(row, message)` for each shadow policy that decides exactly like an enabled one. */
 export function lintShadowDuplicates(table: DecisionTable, report: (row: PolicyRow, message: string) => void): void {

@@ -41,7 +41,12 @@ export function checkPolicy(value: Record<string, unknown>, base: string, locato
     return { path: full || '/', ...(locator && where ? { file: locator.file, line: where.line, col: where.col } : {}) };
   };
   if (value.id === undefined && value.name === undefined) {
-    diagnostics.push({ severity: 'error', code: 'policy.missing_id', message: 'a policy needs an id or a name', ...at('') });
+    diagnostics.push({
+      severity: 'error',
+      code: 'policy.missing_id',
+      message: 'a policy needs an id or a name',
+      ...at(''),
+    });
   }
   const bytes = policyBytes(value);
   if (bytes > MAX_POLICY_BYTES) {

@@ -79,7 +79,12 @@ export function readYamlFast(source: SourceFile): { documents: YamlDocument[]; d
   const lineStarts = () => (starts ??= lineStartsOf(source.text));
   const documents = fast.map((doc, k) => ({
     value: doc.value,
-    locator: new LazyLocator(source.file, doc.offsets, lineStarts, () => (full ??= readYaml(source).documents)[k]!.locator),
+    locator: new LazyLocator(
+      source.file,
+      doc.offsets,
+      lineStarts,
+      () => (full ??= readYaml(source).documents)[k]!.locator,
+    ),
   }));
   return { documents, diagnostics: [] };
 }

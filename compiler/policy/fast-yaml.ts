@@ -38,7 +38,8 @@ const FALSE_RE = /^(?:false|False|FALSE)$/;
 const INT_RE = /^-?[0-9]{1,15}$/;
 const DECIMAL_RE = /^-?[0-9]{1,15}\.[0-9]{1,15}$/;
 /** Anything else the core schema would not read as a string: left to the full parser. */
-const OTHER_NUMBER_RE = /^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+|[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.nan|\.NaN|\.NAN)$/;
+const OTHER_NUMBER_RE =
+  /^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+|[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.nan|\.NaN|\.NAN)$/;
 
 /**
  * Parses every document of `text`, or returns null when the text is outside the
@@ -76,7 +77,12 @@ class Reader {
       const line = text.slice(start, end);
       let indent = 0;
       while (indent < line.length && line.charCodeAt(indent) === 32) indent++;
-      this.lines.push({ start, indent, text: line, empty: indent === line.length || line.charCodeAt(indent) === 35 /* # */ });
+      this.lines.push({
+        start,
+        indent,
+        text: line,
+        empty: indent === line.length || line.charCodeAt(indent) === 35 /* # */,
+      });
       start = end + 1;
     }
   }
@@ -185,7 +191,8 @@ class Reader {
       this.skipEmpty();
       const next = this.lines[this.i];
       if (next && next.indent > indent) map[key] = this.block(depth + 1, child);
-      else if (next && next.indent === indent && isDash(next, indent)) map[key] = this.sequence(indent, depth + 1, child);
+      else if (next && next.indent === indent && isDash(next, indent))
+        map[key] = this.sequence(indent, depth + 1, child);
       else map[key] = null;
     }
     return map;

@@ -59,7 +59,12 @@ export interface ReadResult {
  * console.log(bad.items.length, bad.diagnostics[0].code, bad.diagnostics[0].path); // => 0 policy.invalid_field /effect
  * ```
  */
-export function readPolicyValue(value: unknown, base = '', locator?: SourceLocator, generateId?: () => string): ReadResult {
+export function readPolicyValue(
+  value: unknown,
+  base = '',
+  locator?: SourceLocator,
+  generateId?: () => string,
+): ReadResult {
   const diagnostics = validatePolicyShape(value, base, locator);
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return { items: [], diagnostics };
   // The checks beyond the schema run even when the shape is wrong, so every problem shows at once.
@@ -68,8 +73,14 @@ export function readPolicyValue(value: unknown, base = '', locator?: SourceLocat
   diagnostics.push(...checked.diagnostics);
   if (diagnostics.length > 0) return { items: [], diagnostics };
   const pos = locator?.value(base);
-  const origin: PolicyOrigin = { pointer: base, ...(locator ? { file: locator.file, line: pos!.line, col: pos!.col, locator } : {}) };
-  return { items: [{ policy: normalizePolicy(record, generateId), condition: checked.condition, origin }], diagnostics: [] };
+  const origin: PolicyOrigin = {
+    pointer: base,
+    ...(locator ? { file: locator.file, line: pos!.line, col: pos!.col, locator } : {}),
+  };
+  return {
+    items: [{ policy: normalizePolicy(record, generateId), condition: checked.condition, origin }],
+    diagnostics: [],
+  };
 }
 
 /**

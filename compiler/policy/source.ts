@@ -174,7 +174,14 @@ export function readYaml(source: SourceFile): { documents: YamlDocument[]; diagn
     try {
       value = doc.toJS({ maxAliasCount: 100 });
     } catch (e) {
-      diagnostics.push({ severity: 'error', code: 'yaml.syntax', message: (e as Error).message, file: source.file, line: 1, col: 1 });
+      diagnostics.push({
+        severity: 'error',
+        code: 'yaml.syntax',
+        message: (e as Error).message,
+        file: source.file,
+        line: 1,
+        col: 1,
+      });
       continue;
     }
     if (value === null || value === undefined) continue; // empty document
@@ -188,7 +195,8 @@ export function readYaml(source: SourceFile): { documents: YamlDocument[]; diagn
  * beside it), or undefined for other errors.
  */
 function indentationSentence(code: string, parser: string): string | undefined {
-  if (/^Flow (sequence|mapping)/.test(parser)) return 'a [ or { opened above is not closed (a missing ] or }?) before this line';
+  if (/^Flow (sequence|mapping)/.test(parser))
+    return 'a [ or { opened above is not closed (a missing ] or }?) before this line';
   switch (code) {
     case 'TAB_AS_INDENT':
       return 'indentation: a tab; YAML indents with spaces only';

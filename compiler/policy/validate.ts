@@ -20,7 +20,22 @@ function policyValidator(): ValidateFunction {
   return validator;
 }
 
-const POLICY_FIELDS = ['id', 'name', 'description', 'state', 'priority', 'effect', 'agents', 'actions', 'resources', 'condition', 'rate_limit', 'budget', 'approval', 'labels'];
+const POLICY_FIELDS = [
+  'id',
+  'name',
+  'description',
+  'state',
+  'priority',
+  'effect',
+  'agents',
+  'actions',
+  'resources',
+  'condition',
+  'rate_limit',
+  'budget',
+  'approval',
+  'labels',
+];
 
 /**
  * Validates the shape of one policy value against schemas/policy.schema.json
@@ -73,7 +88,10 @@ function toDiagnostic(error: ErrorObject, base: string, locator?: SourceLocator)
       const name = String((error.params as { additionalProperty: string }).additionalProperty);
       path = `${path}/${name}`;
       atKey = true;
-      const known = path.split('/').length === 2 ? POLICY_FIELDS : Object.keys((error.parentSchema as { properties?: object })?.properties ?? {});
+      const known =
+        path.split('/').length === 2
+          ? POLICY_FIELDS
+          : Object.keys((error.parentSchema as { properties?: object })?.properties ?? {});
       const hint = suggest(name, known);
       message = `unknown field "${name}"${field ? ` in ${field}` : ''}${hint ? ` (did you mean "${hint}"?)` : `; expected one of ${known.join(', ')}`}`;
       break;

@@ -50,7 +50,10 @@ export class ReplayHistory {
       resource: text(d.resource),
       amount: number(d.amount),
       confirmed_amount: number(d.confirmed_amount),
-      context: d.context !== null && typeof d.context === 'object' && !Array.isArray(d.context) ? (d.context as Record<string, unknown>) : null,
+      context:
+        d.context !== null && typeof d.context === 'object' && !Array.isArray(d.context)
+          ? (d.context as Record<string, unknown>)
+          : null,
       effect: d.effect === 'deny' ? 'deny' : 'allow',
       at_ms: atMs,
     });

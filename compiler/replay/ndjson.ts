@@ -19,7 +19,11 @@ export class NdjsonError extends Error {}
  * @returns the number of lines.
  * @throws NdjsonError when a line exceeds {@link MAX_LINE_CHARS}; whatever the stream throws.
  */
-export async function readNdjson(chunks: AsyncIterable<Uint8Array>, onLine: (line: string) => void, maxLine = MAX_LINE_CHARS): Promise<number> {
+export async function readNdjson(
+  chunks: AsyncIterable<Uint8Array>,
+  onLine: (line: string) => void,
+  maxLine = MAX_LINE_CHARS,
+): Promise<number> {
   const decoder = new TextDecoder('utf-8');
   let rest = '';
   let count = 0;

@@ -46,7 +46,12 @@ export interface ReplayResult {
 /** A line of the export that is not a stored decision. */
 export class StoredDecisionError extends Error {}
 
-const TABLE_REASONS: ReadonlySet<string> = new Set(['policy.matched', 'policy.not_found', 'policy.disabled', 'resource.not_allowed']);
+const TABLE_REASONS: ReadonlySet<string> = new Set([
+  'policy.matched',
+  'policy.not_found',
+  'policy.disabled',
+  'resource.not_allowed',
+]);
 const REVIEW_REASONS: ReadonlySet<string> = new Set(['review.denied', 'review.timeout']);
 const EFFECTS: ReadonlySet<string> = new Set(['allow', 'deny', 'review']);
 
@@ -64,7 +69,11 @@ function fail(what: string): never {
  * @returns the comparison.
  * @throws StoredDecisionError when `value` is not a stored decision.
  */
-export function replayDecision(table: DecisionTable, value: unknown, history: ReplayHistory | null = null): ReplayResult {
+export function replayDecision(
+  table: DecisionTable,
+  value: unknown,
+  history: ReplayHistory | null = null,
+): ReplayResult {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) fail('not a JSON object');
   const d = value as Record<string, unknown>;
   const id = d.id;
@@ -104,7 +113,25 @@ export function replayDecision(table: DecisionTable, value: unknown, history: Re
   if (TABLE_REASONS.has(reason) || REVIEW_REASONS.has(reason)) {
     const from = REVIEW_REASONS.has(reason) ? { effect: 'review', reason: 'policy.matched' } : { effect, reason };
     const changed = from.effect !== to.effect || from.reason !== to.reason;
-    return { decision_id: id, agent_id: agent, action, from, to, to_policy_id: evaluation.policy_id, pre_table: false, changed };
+    return {
+      decision_id: id,
+      agent_id: agent,
+      action,
+      from,
+      to,
+      to_policy_id: evaluation.policy_id,
+      pre_table: false,
+      changed,
+    };
   }
-  return { decision_id: id, agent_id: agent, action, from: { effect, reason }, to, to_policy_id: evaluation.policy_id, pre_table: true, changed: to.effect !== 'deny' };
+  return {
+    decision_id: id,
+    agent_id: agent,
+    action,
+    from: { effect, reason },
+    to,
+    to_policy_id: evaluation.policy_id,
+    pre_table: true,
+    changed: to.effect !== 'deny',
+  };
 }

@@ -40,7 +40,9 @@ async function get(service: Service, path: string, accept: string): Promise<Resp
   } catch {
     error = undefined;
   }
-  const what = error ? `${error.code ?? '(no code)'}: ${error.message ?? ''}` : `${response.statusText}${text ? `: ${text.slice(0, 200)}` : ''}`;
+  const what = error
+    ? `${error.code ?? '(no code)'}: ${error.message ?? ''}`
+    : `${response.statusText}${text ? `: ${text.slice(0, 200)}` : ''}`;
   throw new ServiceError(`GET ${path.split('?')[0]} answered ${response.status} ${what}`, response.status);
 }
 
@@ -58,7 +60,11 @@ export async function serviceTime(service: Service): Promise<number | null> {
 
 /** The export's body, streamed: `GET /v1/decisions/export?since=ISO`. */
 export async function openExport(service: Service, since: string): Promise<AsyncIterable<Uint8Array>> {
-  const response = await get(service, `/v1/decisions/export?since=${encodeURIComponent(since)}`, 'application/x-ndjson');
+  const response = await get(
+    service,
+    `/v1/decisions/export?since=${encodeURIComponent(since)}`,
+    'application/x-ndjson',
+  );
   if (!response.body) throw new ServiceError('the export answered without a body', response.status);
   return response.body as unknown as AsyncIterable<Uint8Array>;
 }

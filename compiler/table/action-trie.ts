@@ -5,7 +5,13 @@
  * of policies that name other actions.
  */
 import { actionPatternParts } from '../patterns/action.js';
-import { addToAgentIndex, collectForAgent, emptyAgentIndex, type AgentIndex, type CandidateFilter } from './agent-index.js';
+import {
+  addToAgentIndex,
+  collectForAgent,
+  emptyAgentIndex,
+  type AgentIndex,
+  type CandidateFilter,
+} from './agent-index.js';
 import type { PolicyRow } from './rows.js';
 
 export interface VerbNode {
@@ -54,7 +60,12 @@ export function insertRow(trie: ActionTrie, row: PolicyRow): void {
  * possibly more than once (a row reached through several leaves or buckets): what
  * `decide` needs, without the cost of ordering every candidate.
  */
-export function collectCandidates(trie: ActionTrie, agentId: string, action: string, filter?: CandidateFilter): PolicyRow[] {
+export function collectCandidates(
+  trie: ActionTrie,
+  agentId: string,
+  action: string,
+  filter?: CandidateFilter,
+): PolicyRow[] {
   const dot = action.indexOf('.');
   const ns = action.slice(0, dot);
   const verb = action.slice(dot + 1);
@@ -70,7 +81,13 @@ export function lookupCandidates(trie: ActionTrie, agentId: string, action: stri
   return sortUnique(collectCandidates(trie, agentId, action));
 }
 
-function collectVerb(node: VerbNode, verb: string, agentId: string, out: PolicyRow[], filter: CandidateFilter | undefined): void {
+function collectVerb(
+  node: VerbNode,
+  verb: string,
+  agentId: string,
+  out: PolicyRow[],
+  filter: CandidateFilter | undefined,
+): void {
   const leaf = node.exact.get(verb);
   if (leaf !== undefined) collectForAgent(leaf, agentId, out, filter);
   if (node.wildcard !== null) collectForAgent(node.wildcard, agentId, out, filter);

@@ -93,7 +93,8 @@ function groupByResources(rows: readonly PolicyRow[]): ResourceGroup[] {
   for (const row of rows) {
     const key = row.resources === null ? '' : JSON.stringify(row.policy.resources);
     let group = groups.get(key);
-    if (!group) groups.set(key, (group = { resources: row.resources, rows: [], enabled: 0, disabled: 0, allowEnabled: 0 }));
+    if (!group)
+      groups.set(key, (group = { resources: row.resources, rows: [], enabled: 0, disabled: 0, allowEnabled: 0 }));
     group.rows.push(row);
     if (!row.enabled) group.disabled++;
     else {
@@ -116,7 +117,14 @@ function emptyAffixIndex(): AffixIndex {
 
 export function emptyAgentIndex(): AgentIndex {
   // anyGroups present from the start: every leaf has one object shape (one hidden class on the hot path).
-  return { exact: new Map(), prefixed: emptyAffixIndex(), suffixed: emptyAffixIndex(), globs: [], any: [], anyGroups: undefined };
+  return {
+    exact: new Map(),
+    prefixed: emptyAffixIndex(),
+    suffixed: emptyAffixIndex(),
+    globs: [],
+    any: [],
+    anyGroups: undefined,
+  };
 }
 
 function addAffix(index: AffixIndex, affix: string, entry: GlobEntry): void {

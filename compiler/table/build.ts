@@ -69,7 +69,10 @@ export const ROWS_PER_STEP = 256;
  * console.log(evaluate(table, { agent_id: 'bot', action: 'payments.refund', amount: 20 }).effect); // => allow
  * ```
  */
-export function* buildTableSteps(policies: readonly Policy[], conditions: ReadonlyMap<string, ConditionAst>): Generator<void, DecisionTable> {
+export function* buildTableSteps(
+  policies: readonly Policy[],
+  conditions: ReadonlyMap<string, ConditionAst>,
+): Generator<void, DecisionTable> {
   const ranked = [...policies].sort(comparePolicies);
   yield;
   const rows: PolicyRow[] = [];

@@ -80,7 +80,10 @@ export interface ShadowOutcome {
  */
 export function evaluate(table: DecisionTable, request: EvaluationInput): Evaluation {
   const tally: Tally = { enabled: 0, disabled: 0, allowCandidates: 0, allowResourceDrops: 0 };
-  const candidates = collectCandidates(table.trie, request.agent_id, request.action, { resource: request.resource, tally });
+  const candidates = collectCandidates(table.trie, request.agent_id, request.action, {
+    resource: request.resource,
+    tally,
+  });
   const evaluation = decide(candidates, request, tally);
   // A set without shadow policies stops here: one null check is all they cost.
   if (table.shadow === null) return evaluation;
@@ -114,7 +117,9 @@ export function evaluateLinear(table: DecisionTable, request: EvaluationInput): 
 
 /** The enforcement rows (no shadow policy) whose agent filter and action pattern match, in rank order, by scanning all. */
 export function linearCandidates(table: DecisionTable, request: EvaluationInput): PolicyRow[] {
-  return table.rows.filter((row) => isEnforced(row) && agentMatches(row, request.agent_id) && actionMatches(row, request.action));
+  return table.rows.filter(
+    (row) => isEnforced(row) && agentMatches(row, request.agent_id) && actionMatches(row, request.action),
+  );
 }
 
 /** The shadow rows (enabled) whose agent filter and action pattern match, by scanning all. */
@@ -151,7 +156,10 @@ export function linearShadowCandidates(shadow: ShadowRows, request: EvaluationIn
  */
 export function evaluateWithShadow(table: DecisionTable, request: EvaluationInput): Evaluation {
   const tally: Tally = { enabled: 0, disabled: 0, allowCandidates: 0, allowResourceDrops: 0 };
-  const candidates = collectCandidates(table.trie, request.agent_id, request.action, { resource: request.resource, tally });
+  const candidates = collectCandidates(table.trie, request.agent_id, request.action, {
+    resource: request.resource,
+    tally,
+  });
   if (table.shadow === null) return decide(candidates, request, tally);
   return shadowDecision(table.shadow, candidates, tally, request) ?? decide(candidates, request, tally);
 }
@@ -161,9 +169,17 @@ export function evaluateWithShadow(table: DecisionTable, request: EvaluationInpu
  * their tally); null when no shadow row concerns the request's agent and action,
  * so the outcome cannot differ.
  */
-function shadowDecision(shadow: ShadowRows, candidates: PolicyRow[], tally: Tally, request: EvaluationInput): Evaluation | null {
+function shadowDecision(
+  shadow: ShadowRows,
+  candidates: PolicyRow[],
+  tally: Tally,
+  request: EvaluationInput,
+): Evaluation | null {
   const shadowTally: Tally = { enabled: 0, disabled: 0, allowCandidates: 0, allowResourceDrops: 0 };
-  const extra = collectCandidates(shadow.trie, request.agent_id, request.action, { resource: request.resource, tally: shadowTally });
+  const extra = collectCandidates(shadow.trie, request.agent_id, request.action, {
+    resource: request.resource,
+    tally: shadowTally,
+  });
   if (extra.length === 0 && shadowTally.enabled === 0) return null;
   const sum: Tally = {
     enabled: tally.enabled + shadowTally.enabled,
@@ -176,7 +192,8 @@ function shadowDecision(shadow: ShadowRows, candidates: PolicyRow[], tally: Tall
 
 /** `evaluation`, with `shadow` set when the outcome with the shadow policies differs in effect or reason. */
 export function compareShadow(evaluation: Evaluation, withShadow: Evaluation | null): Evaluation {
-  if (withShadow === null || (withShadow.effect === evaluation.effect && withShadow.reason === evaluation.reason)) return evaluation;
+  if (withShadow === null || (withShadow.effect === evaluation.effect && withShadow.reason === evaluation.reason))
+    return evaluation;
   evaluation.shadow = { effect: withShadow.effect, reason: withShadow.reason, policy_id: withShadow.policy_id };
   return evaluation;
 }
@@ -218,7 +235,8 @@ export function decide(candidates: readonly PolicyRow[], request: EvaluationInpu
     (survivors ??= []).push(row);
   }
   if (survivors === null) {
-    if (enabled === 0 && disabled > 0) return { effect: 'deny', reason: 'policy.disabled', policy_id: null, matched: [], warnings: [] };
+    if (enabled === 0 && disabled > 0)
+      return { effect: 'deny', reason: 'policy.disabled', policy_id: null, matched: [], warnings: [] };
     if (allowCandidates > 0 && allowResourceDrops === allowCandidates) {
       return { effect: 'deny', reason: 'resource.not_allowed', policy_id: null, matched: [], warnings: [] };
     }

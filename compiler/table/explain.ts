@@ -82,7 +82,11 @@ export function explain(table: DecisionTable, request: EvaluationInput): Explana
     } else if (!conditionHolds(row, request)) {
       push({ policy: p, outcome: 'condition', detail: `condition is false: ${p.condition}${inputs(row, request)}` });
     } else {
-      push({ policy: p, outcome: 'matched', detail: `agent, action, resource and condition match${shadow ? ' (shadow: counts only with the shadow policies enabled)' : ''}` });
+      push({
+        policy: p,
+        outcome: 'matched',
+        detail: `agent, action, resource and condition match${shadow ? ' (shadow: counts only with the shadow policies enabled)' : ''}`,
+      });
     }
   }
   const evaluation = decide(candidates, request);
@@ -113,7 +117,9 @@ function inputs(row: PolicyRow, request: EvaluationInput): string {
 function readPath(request: EvaluationInput, path: string): unknown {
   let value: unknown = request;
   // `agent.attributes.x` reads the request's agent_attributes.
-  const segments = path.startsWith('agent.attributes') ? ['agent_attributes', ...path.split('.').slice(2)] : path.split('.');
+  const segments = path.startsWith('agent.attributes')
+    ? ['agent_attributes', ...path.split('.').slice(2)]
+    : path.split('.');
   for (const segment of segments) {
     if (value === null || typeof value !== 'object' || !Object.hasOwn(value, segment)) return undefined;
     value = (value as Record<string, unknown>)[segment];

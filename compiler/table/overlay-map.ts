@@ -36,7 +36,9 @@ export class OverlayMap<K, V> implements ReadonlyMap<K, V> {
    */
   static with<K, V>(map: ReadonlyMap<K, V>, remove: Iterable<K>, set: Iterable<readonly [K, V]>): ReadonlyMap<K, V> {
     const base = map instanceof OverlayMap ? (map.base as ReadonlyMap<K, V>) : map;
-    const changes = new Map<K, V | typeof REMOVED>(map instanceof OverlayMap ? (map.changes as ReadonlyMap<K, V | typeof REMOVED>) : []);
+    const changes = new Map<K, V | typeof REMOVED>(
+      map instanceof OverlayMap ? (map.changes as ReadonlyMap<K, V | typeof REMOVED>) : [],
+    );
     for (const k of remove) changes.set(k, REMOVED);
     for (const [k, v] of set) changes.set(k, v);
     const next = new OverlayMap(base, changes);

@@ -26,7 +26,8 @@ function leafRows(leaf: AgentIndex | null | undefined): PolicyRow[] {
   if (!leaf) return [];
   const rows = new Set<PolicyRow>();
   for (const list of leaf.exact.values()) for (const row of list) rows.add(row);
-  for (const affix of [leaf.prefixed, leaf.suffixed]) for (const list of affix.byAffix.values()) for (const e of list) rows.add(e.row);
+  for (const affix of [leaf.prefixed, leaf.suffixed])
+    for (const list of affix.byAffix.values()) for (const e of list) rows.add(e.row);
   for (const e of leaf.globs) rows.add(e.row);
   for (const row of leaf.any) rows.add(row);
   return [...rows].sort((a, b) => a.index - b.index);
@@ -138,7 +139,11 @@ function rankPosition(rows: readonly PolicyRow[], policy: Policy): number {
  * console.log(evaluate(table, { agent_id: 'bot', action: 'orders.read' }).effect, evaluate(patched, { agent_id: 'bot', action: 'orders.read' }).effect); // => allow deny
  * ```
  */
-export function patchTable(table: DecisionTable, removeIds: readonly string[], add: readonly Pick<ReadPolicy, 'policy' | 'condition'>[]): DecisionTable | null {
+export function patchTable(
+  table: DecisionTable,
+  removeIds: readonly string[],
+  add: readonly Pick<ReadPolicy, 'policy' | 'condition'>[],
+): DecisionTable | null {
   const removed: PolicyRow[] = [];
   for (const id of removeIds) {
     const row = table.byId.get(id);
@@ -157,7 +162,12 @@ export function patchTable(table: DecisionTable, removeIds: readonly string[], a
   const names = new Set<string>();
   const ids = new Set<string>();
   for (const item of add) {
-    if ((table.byId.has(item.policy.id) && !goneIds.has(item.policy.id)) || ids.has(item.policy.id) || names.has(item.policy.name)) return null;
+    if (
+      (table.byId.has(item.policy.id) && !goneIds.has(item.policy.id)) ||
+      ids.has(item.policy.id) ||
+      names.has(item.policy.name)
+    )
+      return null;
     names.add(item.policy.name);
     ids.add(item.policy.id);
   }
@@ -170,7 +180,14 @@ export function patchTable(table: DecisionTable, removeIds: readonly string[], a
     const at = rankPosition(rows, item.policy);
     const before = rows[at - 1]?.index;
     const after = rows[at]?.index;
-    const index = before === undefined ? (after === undefined ? 0 : after - 1) : after === undefined ? before + 1 : before + (after - before) / 2;
+    const index =
+      before === undefined
+        ? after === undefined
+          ? 0
+          : after - 1
+        : after === undefined
+          ? before + 1
+          : before + (after - before) / 2;
     if ((before !== undefined && !(index > before)) || (after !== undefined && !(index < after))) return null;
     const row = buildRow(index, item.policy, (item.condition ?? null) as ConditionAst | null);
     rows.splice(at, 0, row);
@@ -187,12 +204,18 @@ export function patchTable(table: DecisionTable, removeIds: readonly string[], a
 }
 
 /** The shadow part with the changed shadow policies' rows taken out and put in. */
-function patchShadow(shadow: ShadowRows | null, removed: readonly PolicyRow[], added: readonly PolicyRow[]): ShadowRows | null {
+function patchShadow(
+  shadow: ShadowRows | null,
+  removed: readonly PolicyRow[],
+  added: readonly PolicyRow[],
+): ShadowRows | null {
   const goneIds = new Set(removed.filter((r) => !isEnforced(r)).map((r) => r.policy.id));
   const incoming = added.filter((r) => !isEnforced(r)).map(shadowRow);
   if (goneIds.size === 0 && incoming.length === 0) return shadow;
   const outgoing = shadow ? shadow.rows.filter((r) => goneIds.has(r.policy.id)) : [];
-  const rows = (shadow ? shadow.rows.filter((r) => !goneIds.has(r.policy.id)) : []).concat(incoming).sort((a, b) => a.index - b.index);
+  const rows = (shadow ? shadow.rows.filter((r) => !goneIds.has(r.policy.id)) : [])
+    .concat(incoming)
+    .sort((a, b) => a.index - b.index);
   if (rows.length === 0) return null;
   return { rows, trie: patchTrie(shadow?.trie ?? emptyActionTrie(), outgoing, incoming) };
 }

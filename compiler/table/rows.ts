@@ -37,7 +37,9 @@ export const EFFECT_RANK: Record<Effect, number> = { deny: 0, review: 1, allow: 
 
 /** The order rows are ranked in: priority, then deny > review > allow, then id. */
 export function comparePolicies(a: Policy, b: Policy): number {
-  return a.priority - b.priority || EFFECT_RANK[a.effect] - EFFECT_RANK[b.effect] || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+  return (
+    a.priority - b.priority || EFFECT_RANK[a.effect] - EFFECT_RANK[b.effect] || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
+  );
 }
 
 type CompiledParts = Pick<PolicyRow, 'agents' | 'resources' | 'conditionAst' | 'condition' | 'probes' | 'readsLabels'>;

@@ -40,11 +40,17 @@ export const TEST_NOW_MS = Date.parse('2026-01-01T12:00:00.000Z');
  * console.log(d.agent_id, d.session_id, d.amount, d.effect, d.at_ms); // => bot s1 5 allow 3000000
  * ```
  */
-export function earlierDecisionsOf(entries: readonly TestHistoryEntry[], request: EvaluationInput, nowMs: number): EarlierDecision[] {
+export function earlierDecisionsOf(
+  entries: readonly TestHistoryEntry[],
+  request: EvaluationInput,
+  nowMs: number,
+): EarlierDecision[] {
   return entries.map((e) => {
     const seconds = durationSeconds(e.ago);
-    if (seconds === undefined) throw new Error(`ago ${JSON.stringify(e.ago)} is not a duration (<n>s, <n>m, <n>h or <n>d)`);
-    const own = <K extends keyof TestHistoryEntry & keyof EvaluationInput>(key: K) => (e[key] !== undefined ? e[key] : request[key]);
+    if (seconds === undefined)
+      throw new Error(`ago ${JSON.stringify(e.ago)} is not a duration (<n>s, <n>m, <n>h or <n>d)`);
+    const own = <K extends keyof TestHistoryEntry & keyof EvaluationInput>(key: K) =>
+      e[key] !== undefined ? e[key] : request[key];
     return {
       action: e.action,
       agent_id: e.agent_id ?? request.agent_id,
@@ -80,7 +86,10 @@ export function requestWithHistory(
   labels: readonly string[] | undefined,
   nowMs = TEST_NOW_MS,
 ): EvaluationInput {
-  const out: EvaluationInput = { ...request, history: historyValuesOf(request, earlierDecisionsOf(entries ?? [], request, nowMs), nowMs) };
+  const out: EvaluationInput = {
+    ...request,
+    history: historyValuesOf(request, earlierDecisionsOf(entries ?? [], request, nowMs), nowMs),
+  };
   if (labels !== undefined) out.session_labels = labels;
   return out;
 }

@@ -45,15 +45,24 @@ function testValidators(): TestValidators {
   ajv.addKeyword({ keyword: 'x-message', schemaType: 'string' });
   ajv.addSchema(loadSchema('policy'));
   const file = ajv.compile(loadSchema('policy-test'));
-  const history = ajv.compile({ type: 'array', items: { $ref: 'https://agent-authz.dev/schemas/policy-test.schema.json#/$defs/earlierDecision' } });
+  const history = ajv.compile({
+    type: 'array',
+    items: { $ref: 'https://agent-authz.dev/schemas/policy-test.schema.json#/$defs/earlierDecision' },
+  });
   validators = { file, history };
   return validators;
 }
 
 /** The schema errors of a document as test.invalid diagnostics at their positions; a list document's elements are named `whole[i]`. */
-function schemaDiagnostics(errors: readonly ErrorObject[], doc: YamlDocument, file: string, whole: string): Diagnostic[] {
+function schemaDiagnostics(
+  errors: readonly ErrorObject[],
+  doc: YamlDocument,
+  file: string,
+  whole: string,
+): Diagnostic[] {
   return errors.map((e) => {
-    const extra = e.keyword === 'additionalProperties' ? `/${(e.params as { additionalProperty: string }).additionalProperty}` : '';
+    const extra =
+      e.keyword === 'additionalProperties' ? `/${(e.params as { additionalProperty: string }).additionalProperty}` : '';
     const pointer = e.instancePath + extra;
     const pos = extra ? doc.locator.key(pointer) : doc.locator.value(pointer);
     const custom = (e.parentSchema as Record<string, unknown> | undefined)?.['x-message'];
@@ -65,7 +74,15 @@ function schemaDiagnostics(errors: readonly ErrorObject[], doc: YamlDocument, fi
         : e.keyword === 'required'
           ? `${what}: missing required field "${(e.params as { missingProperty: string }).missingProperty}"`
           : `${what} ${typeof custom === 'string' ? custom : e.message}`;
-    return { severity: 'error' as const, code: 'test.invalid', message, file, line: pos.line, col: pos.col, path: pointer };
+    return {
+      severity: 'error' as const,
+      code: 'test.invalid',
+      message,
+      file,
+      line: pos.line,
+      col: pos.col,
+      path: pointer,
+    };
   });
 }
 
@@ -75,7 +92,18 @@ function oneDocument(source: SourceFile, what: string): { doc?: YamlDocument; di
   if (diagnostics.some((d) => d.severity === 'error')) return { diagnostics };
   const doc = documents[0];
   if (!doc || documents.length > 1) {
-    return { diagnostics: [{ severity: 'error', code: 'test.invalid', message: `a ${what} holds exactly one YAML document`, file: source.file, line: 1, col: 1 }] };
+    return {
+      diagnostics: [
+        {
+          severity: 'error',
+          code: 'test.invalid',
+          message: `a ${what} holds exactly one YAML document`,
+          file: source.file,
+          line: 1,
+          col: 1,
+        },
+      ],
+    };
   }
   return { doc, diagnostics };
 }
@@ -88,7 +116,8 @@ export function readHistoryFile(source: SourceFile): { entries?: TestHistoryEntr
   const { doc, diagnostics } = oneDocument(source, 'history file');
   if (!doc) return { diagnostics };
   const validate = testValidators().history;
-  if (!validate(doc.value)) return { diagnostics: schemaDiagnostics(validate.errors ?? [], doc, source.file, 'history') };
+  if (!validate(doc.value))
+    return { diagnostics: schemaDiagnostics(validate.errors ?? [], doc, source.file, 'history') };
   return { entries: doc.value as TestHistoryEntry[], diagnostics };
 }
 
@@ -96,7 +125,8 @@ export function readTestFile(source: SourceFile): { suite?: TestSuite; diagnosti
   const { doc, diagnostics } = oneDocument(source, 'test file');
   if (!doc) return { diagnostics };
   const validate = testValidators().file;
-  if (!validate(doc.value)) return { diagnostics: schemaDiagnostics(validate.errors ?? [], doc, source.file, 'test file') };
+  if (!validate(doc.value))
+    return { diagnostics: schemaDiagnostics(validate.errors ?? [], doc, source.file, 'test file') };
   const value = doc.value as { name?: string; policies?: string[]; cases: Array<Omit<TestCase, 'line'>> };
   const suite: TestSuite = {
     file: source.file,

@@ -41,7 +41,11 @@ export function isoInstant(text: string, options: { utcWithoutOffset?: boolean }
   const m = ISO_TIME.exec(text);
   if (!m) return null;
   const [year, month, day] = [Number(m[1]), Number(m[2]), Number(m[3])];
-  const [hour, minute, second] = [m[4], m[5], m[6]].map((x) => (x === undefined ? 0 : Number(x))) as [number, number, number];
+  const [hour, minute, second] = [m[4], m[5], m[6]].map((x) => (x === undefined ? 0 : Number(x))) as [
+    number,
+    number,
+    number,
+  ];
   if (m[4] !== undefined && m[8] === undefined && !options.utcWithoutOffset) return null;
   // Written years before 1970 are refused here: Date.UTC reads the years 0 to 99 as 1900 to 1999.
   if (year < 1970 || month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59) return null;

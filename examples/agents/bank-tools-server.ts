@@ -16,7 +16,12 @@
  */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  ListToolsRequestSchema,
+  type CallToolResult,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
 
 const TOOLS: Tool[] = [
   {
@@ -26,7 +31,9 @@ const TOOLS: Tool[] = [
       type: 'object',
       properties: { account: { type: 'string' } },
       required: ['account'],
-      'x-authzen-mapping': { evaluation: { action: { name: 'get_balance' }, resource: { type: 'account', id: '$params.arguments.account' } } },
+      'x-authzen-mapping': {
+        evaluation: { action: { name: 'get_balance' }, resource: { type: 'account', id: '$params.arguments.account' } },
+      },
     },
   },
   {

@@ -29,7 +29,12 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { url: { type: 'string' }, client: { type: 'string' }, issuer: { type: 'string' }, server: { type: 'string', default: 'support' } },
+  options: {
+    url: { type: 'string' },
+    client: { type: 'string' },
+    issuer: { type: 'string' },
+    server: { type: 'string', default: 'support' },
+  },
 });
 
 type Call = { name: string; arguments: Record<string, unknown> };
@@ -67,15 +72,24 @@ function oauth(): { authProvider?: ClientCredentialsProvider } {
   if (values.client === undefined) return {};
   const colon = values.client.indexOf(':');
   if (colon < 1 || !values.issuer) {
-    process.stderr.write('--client takes ID:SECRET, and needs --issuer URL (the authorization server the credentials are for)\n');
+    process.stderr.write(
+      '--client takes ID:SECRET, and needs --issuer URL (the authorization server the credentials are for)\n',
+    );
     process.exit(2);
   }
   const clientId = values.client.slice(0, colon);
-  return { authProvider: new ClientCredentialsProvider({ clientId, clientSecret: values.client.slice(colon + 1), expectedIssuer: values.issuer }) };
+  return {
+    authProvider: new ClientCredentialsProvider({
+      clientId,
+      clientSecret: values.client.slice(colon + 1),
+      expectedIssuer: values.issuer,
+    }),
+  };
 }
 
 function proxyTransport(): { transport: Transport; stderr: () => string } {
-  if (values.url) return { transport: new StreamableHTTPClientTransport(new URL(values.url), oauth()), stderr: () => '' };
+  if (values.url)
+    return { transport: new StreamableHTTPClientTransport(new URL(values.url), oauth()), stderr: () => '' };
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
   const transport = new StdioClientTransport({
@@ -103,7 +117,9 @@ function notConnected(error: unknown): string {
   if (!values.url) return `could not start the proxy: ${message}`;
   const status = error instanceof StreamableHTTPError ? error.code : undefined;
   if (error instanceof OAuthError || error instanceof UnauthorizedError || status === 401 || status === 403) {
-    const who = values.client ? `the client ${values.client.slice(0, values.client.indexOf(':'))} (--client)` : 'a client without credentials (no --client)';
+    const who = values.client
+      ? `the client ${values.client.slice(0, values.client.indexOf(':'))} (--client)`
+      : 'a client without credentials (no --client)';
     const advice = values.client
       ? `check its secret and that ${values.issuer} is the issuer the gateway trusts`
       : 'the gateway asks for a token: give --client ID:SECRET and --issuer URL';
@@ -127,7 +143,9 @@ try {
   console.log(`tools the agent sees: ${tools.map((t) => t.name).join(', ') || '(none)'}`);
   for (const call of CALLS) {
     const result = await client.callTool(call);
-    console.log(`${call.name} ${JSON.stringify(call.arguments)}\n  -> ${result.isError ? 'refused' : 'allowed'}: ${text(result.content)}`);
+    console.log(
+      `${call.name} ${JSON.stringify(call.arguments)}\n  -> ${result.isError ? 'refused' : 'allowed'}: ${text(result.content)}`,
+    );
   }
 } finally {
   await client.close();

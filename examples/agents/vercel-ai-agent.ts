@@ -15,7 +15,10 @@ import { z } from 'zod';
 import { guardedTool } from '../../clients/adapters/vercel-ai.js';
 import { AuthzClient } from '../../clients/typescript/index.js';
 
-const authz = new AuthzClient({ baseUrl: process.env.AUTHZ_URL ?? 'http://127.0.0.1:8080', apiKey: process.env.AUTHZ_API_KEY ?? '' });
+const authz = new AuthzClient({
+  baseUrl: process.env.AUTHZ_URL ?? 'http://127.0.0.1:8080',
+  apiKey: process.env.AUTHZ_API_KEY ?? '',
+});
 const agent_id = 'support-bot-8';
 
 const tools = {
@@ -24,11 +27,17 @@ const tools = {
     {
       description: "An order's status",
       inputSchema: z.object({ order_id: z.string() }),
-      execute: async ({ order_id }, { decision }) => `order ${order_id}: 2 items, shipped (decision ${decision.effect})`,
+      execute: async ({ order_id }, { decision }) =>
+        `order ${order_id}: 2 items, shipped (decision ${decision.effect})`,
     },
   ),
   delete_customer: guardedTool(
-    { authz, agent_id, action: 'customers.delete', resource: (i: { customer_id: string }) => `customer:${i.customer_id}` },
+    {
+      authz,
+      agent_id,
+      action: 'customers.delete',
+      resource: (i: { customer_id: string }) => `customer:${i.customer_id}`,
+    },
     {
       description: 'Delete a customer record',
       inputSchema: z.object({ customer_id: z.string() }),
@@ -37,23 +46,46 @@ const tools = {
   ),
 };
 
-const usage = { inputTokens: { total: 0, noCache: 0, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 0, text: 0, reasoning: 0 } };
+const usage = {
+  inputTokens: { total: 0, noCache: 0, cacheRead: 0, cacheWrite: 0 },
+  outputTokens: { total: 0, text: 0, reasoning: 0 },
+};
 const model = new MockLanguageModelV3({
   doGenerate: [
     {
       content: [
-        { type: 'tool-call', toolCallId: 'call-1', toolName: 'lookup_order', input: JSON.stringify({ order_id: '1001' }) },
-        { type: 'tool-call', toolCallId: 'call-2', toolName: 'delete_customer', input: JSON.stringify({ customer_id: 'cus_1' }) },
+        {
+          type: 'tool-call',
+          toolCallId: 'call-1',
+          toolName: 'lookup_order',
+          input: JSON.stringify({ order_id: '1001' }),
+        },
+        {
+          type: 'tool-call',
+          toolCallId: 'call-2',
+          toolName: 'delete_customer',
+          input: JSON.stringify({ customer_id: 'cus_1' }),
+        },
       ],
       finishReason: { unified: 'tool-calls', raw: 'tool_calls' },
       usage,
       warnings: [],
     },
-    { content: [{ type: 'text', text: 'Order 1001 has shipped; I may not delete customer records.' }], finishReason: { unified: 'stop', raw: 'stop' }, usage, warnings: [] },
+    {
+      content: [{ type: 'text', text: 'Order 1001 has shipped; I may not delete customer records.' }],
+      finishReason: { unified: 'stop', raw: 'stop' },
+      usage,
+      warnings: [],
+    },
   ],
 });
 
-const result = await generateText({ model, tools, stopWhen: stepCountIs(3), prompt: 'Where is order 1001? Then delete customer cus_1.' });
+const result = await generateText({
+  model,
+  tools,
+  stopWhen: stepCountIs(3),
+  prompt: 'Where is order 1001? Then delete customer cus_1.',
+});
 for (const part of result.steps[0]!.content) {
   if (part.type === 'tool-result') console.log(`${part.toolName}: allowed: ${String(part.output)}`);
   if (part.type === 'tool-error') console.log(`${part.toolName}: refused: ${(part.error as Error).message}`);

@@ -21,7 +21,13 @@
  * default 127.0.0.1).
  */
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
-import { createPermitVerifier, PermitError, PermitSignatureInvalidError, PermitUnavailableError, type PermitVerifierCommonOptions } from '../../permit-verifier/index.js';
+import {
+  createPermitVerifier,
+  PermitError,
+  PermitSignatureInvalidError,
+  PermitUnavailableError,
+  type PermitVerifierCommonOptions,
+} from '../../permit-verifier/index.js';
 import { closeOnSignals, listenAddress, runAsMain } from '../shared/run-main.js';
 
 export interface DownstreamServiceOptions {
@@ -66,7 +72,10 @@ export async function buildDownstreamService(options: DownstreamServiceOptions):
 
   app.post('/orders/:order_id/refund', async (request: OrderRequest) => {
     const orderId = request.params.order_id;
-    const permit = await verifier.verify(bearerToken(request), { action: 'payments.refund', resource: `order:${orderId}` });
+    const permit = await verifier.verify(bearerToken(request), {
+      action: 'payments.refund',
+      resource: `order:${orderId}`,
+    });
     // A real service would refund here (and, for eff "review", flag the refund for a human).
     return { order_id: orderId, refunded: true, decision_id: permit.dec, agent_id: permit.sub, effect: permit.eff };
   });
@@ -74,7 +83,13 @@ export async function buildDownstreamService(options: DownstreamServiceOptions):
   app.get('/orders/:order_id', async (request: OrderRequest) => {
     const orderId = request.params.order_id;
     const permit = await verifier.verify(bearerToken(request), { action: 'orders.read', resource: `order:${orderId}` });
-    return { order_id: orderId, status: 'delivered', decision_id: permit.dec, agent_id: permit.sub, effect: permit.eff };
+    return {
+      order_id: orderId,
+      status: 'delivered',
+      decision_id: permit.dec,
+      agent_id: permit.sub,
+      effect: permit.eff,
+    };
   });
 
   return app;
@@ -84,9 +99,19 @@ async function main(): Promise<void> {
   const authzUrl = (process.env.AUTHZ_URL || 'http://127.0.0.1:8080').replace(/\/+$/, '');
   const account = process.env.AUTHZ_ACCOUNT ?? '';
   const environment = process.env.AUTHZ_ENVIRONMENT || 'test';
-  if (environment !== 'test' && environment !== 'live') throw new Error(`AUTHZ_ENVIRONMENT must be test or live, not ${environment}`);
-  if (account === '') throw new Error('AUTHZ_ACCOUNT is required: the account (acc_...) whose permits this service accepts (`authz serve` prints it at start)');
-  const app = await buildDownstreamService({ jwksUrl: `${authzUrl}/.well-known/jwks.json`, issuer: authzUrl, account, environment, logger: true });
+  if (environment !== 'test' && environment !== 'live')
+    throw new Error(`AUTHZ_ENVIRONMENT must be test or live, not ${environment}`);
+  if (account === '')
+    throw new Error(
+      'AUTHZ_ACCOUNT is required: the account (acc_...) whose permits this service accepts (`authz serve` prints it at start)',
+    );
+  const app = await buildDownstreamService({
+    jwksUrl: `${authzUrl}/.well-known/jwks.json`,
+    issuer: authzUrl,
+    account,
+    environment,
+    logger: true,
+  });
   closeOnSignals(app);
   await app.listen(listenAddress(8090));
 }

@@ -45,7 +45,17 @@ async function connect(name: string, config: string, server: string[]): Promise<
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: [here('../../../bin/authz.js'), 'mcp-proxy', '--config', config, '--session', session, '--', process.execPath, ...server],
+    args: [
+      here('../../../bin/authz.js'),
+      'mcp-proxy',
+      '--config',
+      config,
+      '--session',
+      session,
+      '--',
+      process.execPath,
+      ...server,
+    ],
     env,
     stderr: 'pipe',
   });
@@ -66,32 +76,53 @@ const textOf = (content: unknown) => ((content ?? []) as Array<{ text?: string }
  * One tool call, printed with what came of it (`show` turns an allowed result's
  * text into the lines printed); answers the result's text, or null when refused.
  */
-async function call(client: Client, name: string, args: Record<string, unknown>, shown: Record<string, unknown>, show: (text: string) => string): Promise<string | null> {
+async function call(
+  client: Client,
+  name: string,
+  args: Record<string, unknown>,
+  shown: Record<string, unknown>,
+  show: (text: string) => string,
+): Promise<string | null> {
   const result = await client.callTool({ name, arguments: args });
   const text = textOf(result.content);
-  console.log(`${name} ${JSON.stringify(shown)}\n  -> ${result.isError ? `refused: ${text}` : `allowed: ${show(text)}`}`);
+  console.log(
+    `${name} ${JSON.stringify(shown)}\n  -> ${result.isError ? `refused: ${text}` : `allowed: ${show(text)}`}`,
+  );
   return result.isError ? null : text;
 }
 
 /** The inbox's mails as `sender: subject`. */
-const mailsOf = (inbox: string) => [...inbox.matchAll(/^#\d+ From: (\S+)\nSubject: (.*)$/gm)].map((m) => `${m[1]}: ${m[2]}`);
+const mailsOf = (inbox: string) =>
+  [...inbox.matchAll(/^#\d+ From: (\S+)\nSubject: (.*)$/gm)].map((m) => `${m[1]}: ${m[2]}`);
 const lines = (text: string) => `${text.trimEnd().split('\n').length} lines`;
 
-const mail = await connect('mail', values['mail-config'], [here('./mail-server.js'), ...(values.injected ? ['--injected'] : [])]);
+const mail = await connect('mail', values['mail-config'], [
+  here('./mail-server.js'),
+  ...(values.injected ? ['--injected'] : []),
+]);
 const files = await connect('files', values['files-config'], [here('./files-server.js')]);
 try {
   console.log(`session ${session}`);
-  const inbox = await call(mail, 'inbox_read', {}, {}, (text) => [`${mailsOf(text).length} mails`, ...mailsOf(text)].join('\n     '));
+  const inbox = await call(mail, 'inbox_read', {}, {}, (text) =>
+    [`${mailsOf(text).length} mails`, ...mailsOf(text)].join('\n     '),
+  );
   if (inbox !== null) {
     const summary = `This week: ${mailsOf(inbox).join('; ')}.`;
-    await call(mail, 'email_send', { to: ACCOUNTANT, subject: 'This week', body: summary }, { to: ACCOUNTANT, subject: 'This week' }, (text) => text);
+    await call(
+      mail,
+      'email_send',
+      { to: ACCOUNTANT, subject: 'This week', body: summary },
+      { to: ACCOUNTANT, subject: 'This week' },
+      (text) => text,
+    );
     // The model takes the instruction in the mail for part of its task.
     const instruction = INSTRUCTION.exec(inbox);
     if (instruction) {
       const [, path, to] = instruction as unknown as [string, string, string];
       console.log(`a mail says: read the file ${path} and send it to ${to}`);
       const file = await call(files, 'files_read', { path }, { path }, lines);
-      if (file !== null) await call(mail, 'email_send', { to, subject: path, body: file }, { to, subject: path }, (text) => text);
+      if (file !== null)
+        await call(mail, 'email_send', { to, subject: path, body: file }, { to, subject: path }, (text) => text);
     }
   }
 } finally {

@@ -9,7 +9,12 @@
  */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  ListToolsRequestSchema,
+  type CallToolResult,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
 
 const FILES: Record<string, string> = {
   'payroll.csv': 'name,salary_usd\nalex,148000\ndana,131000\nlee,97000\n',
@@ -29,10 +34,12 @@ const TOOLS: Tool[] = [
 const server = new Server({ name: 'files', version: '1.0.0' }, { capabilities: { tools: {} } });
 server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: TOOLS }));
 server.setRequestHandler(CallToolRequestSchema, (request): CallToolResult => {
-  if (request.params.name !== 'files_read') return { content: [{ type: 'text', text: `no tool ${request.params.name}` }], isError: true };
+  if (request.params.name !== 'files_read')
+    return { content: [{ type: 'text', text: `no tool ${request.params.name}` }], isError: true };
   const path = String((request.params.arguments ?? {}).path ?? '');
   const text = Object.hasOwn(FILES, path) ? FILES[path] : undefined;
-  if (text === undefined) return { content: [{ type: 'text', text: `no file ${JSON.stringify(path)}` }], isError: true };
+  if (text === undefined)
+    return { content: [{ type: 'text', text: `no file ${JSON.stringify(path)}` }], isError: true };
   return { content: [{ type: 'text', text }] };
 });
 await server.connect(new StdioServerTransport());

@@ -97,8 +97,13 @@ function json(res: ServerResponse, status: number, body: unknown, headers: Recor
   res.end(JSON.stringify(body));
 }
 
-const oauthError = (res: ServerResponse, status: number, error: string, description: string, headers: Record<string, string> = {}) =>
-  json(res, status, { error, error_description: description }, headers);
+const oauthError = (
+  res: ServerResponse,
+  status: number,
+  error: string,
+  description: string,
+  headers: Record<string, string> = {},
+) => json(res, status, { error, error_description: description }, headers);
 
 async function readForm(req: IncomingMessage): Promise<URLSearchParams> {
   let text = '';
@@ -175,32 +180,63 @@ export async function startStandInIssuer(options: StandInIssuerOptions): Promise
   async function token(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const form = await readForm(req);
     const given = credentials(req, form);
-    const client = given && options.clients.find((c) => same(c.client_id, given.id) && same(c.client_secret, given.secret));
-    if (!client) return oauthError(res, 401, 'invalid_client', 'unknown client or wrong secret', { 'www-authenticate': 'Basic realm="stand-in"' });
+    const client =
+      given && options.clients.find((c) => same(c.client_id, given.id) && same(c.client_secret, given.secret));
+    if (!client)
+      return oauthError(res, 401, 'invalid_client', 'unknown client or wrong secret', {
+        'www-authenticate': 'Basic realm="stand-in"',
+      });
     if (form.get('grant_type') !== 'client_credentials')
-      return oauthError(res, 400, 'unsupported_grant_type', 'this stand-in issues tokens with grant_type=client_credentials only');
+      return oauthError(
+        res,
+        400,
+        'unsupported_grant_type',
+        'this stand-in issues tokens with grant_type=client_credentials only',
+      );
     const resource = form.get('resource');
-    if (!resource || !URL.canParse(resource)) return oauthError(res, 400, 'invalid_target', 'resource is required: the URL of the MCP endpoint the token is for (RFC 8707)');
+    if (!resource || !URL.canParse(resource))
+      return oauthError(
+        res,
+        400,
+        'invalid_target',
+        'resource is required: the URL of the MCP endpoint the token is for (RFC 8707)',
+      );
     const allowed = client.scopes ?? defaultScopes;
     const asked = (form.get('scope') ?? '').split(' ').filter((s) => s !== '');
     const refused = asked.filter((s) => !allowed.includes(s));
-    if (refused.length > 0) return oauthError(res, 400, 'invalid_scope', `${client.client_id} may not ask for ${refused.join(' ')}`);
+    if (refused.length > 0)
+      return oauthError(res, 400, 'invalid_scope', `${client.client_id} may not ask for ${refused.join(' ')}`);
     const scope = (asked.length > 0 ? asked : allowed).join(' ');
     const user = form.get('user') || client.user || client.client_id;
-    const accessToken = await sign({ claims: { sub: user, aud: resource, client_id: client.client_id, ...(scope ? { scope } : {}) } });
-    json(res, 200, { access_token: accessToken, token_type: 'Bearer', expires_in: tokenSeconds, ...(scope ? { scope } : {}) });
+    const accessToken = await sign({
+      claims: { sub: user, aud: resource, client_id: client.client_id, ...(scope ? { scope } : {}) },
+    });
+    json(res, 200, {
+      access_token: accessToken,
+      token_type: 'Bearer',
+      expires_in: tokenSeconds,
+      ...(scope ? { scope } : {}),
+    });
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = new URL(req.url ?? '/', 'http://x').pathname;
-    if (req.method === 'GET' && path === '/.well-known/oauth-authorization-server' && serveMetadata !== 'openid') return json(res, 200, metadata());
-    if (req.method === 'GET' && path === '/.well-known/openid-configuration' && serveMetadata !== 'oauth') return json(res, 200, metadata());
+    if (req.method === 'GET' && path === '/.well-known/oauth-authorization-server' && serveMetadata !== 'openid')
+      return json(res, 200, metadata());
+    if (req.method === 'GET' && path === '/.well-known/openid-configuration' && serveMetadata !== 'oauth')
+      return json(res, 200, metadata());
     if (req.method === 'GET' && path === '/jwks') {
       jwksReads++;
       return json(res, 200, { keys: keys.map((k) => k.publicJwk) });
     }
     if (req.method === 'POST' && path === '/token') return token(req, res);
-    if (path === '/authorize') return oauthError(res, 400, 'unsupported_response_type', 'this stand-in has no sign-in: use the client-credentials grant at /token');
+    if (path === '/authorize')
+      return oauthError(
+        res,
+        400,
+        'unsupported_response_type',
+        'this stand-in has no sign-in: use the client-credentials grant at /token',
+      );
     json(res, 404, { error: 'not_found' });
   }
 
@@ -262,7 +298,9 @@ async function main(): Promise<void> {
     scopes: (process.env.SCOPES ?? 'mcp:tools').split(/[ ,]+/).filter((s) => s !== ''),
   });
   console.log(JSON.stringify({ issuer: as.issuer, token_endpoint: as.tokenEndpoint, jwks_uri: as.jwksUri }));
-  console.error(`stand-in authorization server: issuer ${as.issuer}, tokens at ${as.tokenEndpoint} (client credentials)`);
+  console.error(
+    `stand-in authorization server: issuer ${as.issuer}, tokens at ${as.tokenEndpoint} (client credentials)`,
+  );
   closeOnSignals(as);
 }
 

@@ -78,12 +78,18 @@ export function reviewMessage(envelope: EventEnvelope, options: ReviewMessageOpt
   const test = envelope.livemode ? '' : ' [test]';
   if (envelope.type === 'decision.review' && d.review?.status === 'open') {
     const waiting = d.status === 'awaiting_approval';
-    const headline = waiting ? `Approval needed${test}: ${what}` : `Review requested${test}: ${what} (already allowed; your verdict is recorded)`;
+    const headline = waiting
+      ? `Approval needed${test}: ${what}`
+      : `Review requested${test}: ${what} (already allowed; your verdict is recorded)`;
     const details = [
       `Decision ${code(d.id)}${d.policy_id ? `, policy ${code(d.policy_id)}` : ''}`,
       ...(d.on_behalf_of ? [`On behalf of ${code(d.on_behalf_of)}`] : []),
-      ...(waiting && d.approval_expires_at ? [`Denied automatically if nobody answers by ${d.approval_expires_at}`] : []),
-      ...(d.context && Object.keys(d.context).length > 0 ? [`Context: ${code(JSON.stringify(d.context).slice(0, 500))}`] : []),
+      ...(waiting && d.approval_expires_at
+        ? [`Denied automatically if nobody answers by ${d.approval_expires_at}`]
+        : []),
+      ...(d.context && Object.keys(d.context).length > 0
+        ? [`Context: ${code(JSON.stringify(d.context).slice(0, 500))}`]
+        : []),
     ];
     return {
       text: headline,
@@ -94,8 +100,20 @@ export function reviewMessage(envelope: EventEnvelope, options: ReviewMessageOpt
           type: 'actions',
           block_id: `review_${d.id}`,
           elements: [
-            { type: 'button', style: 'primary', text: { type: 'plain_text', text: 'Approve' }, url: reviewLink(options.dashboardUrl, d.id, 'approve'), action_id: 'approve' },
-            { type: 'button', style: 'danger', text: { type: 'plain_text', text: 'Deny' }, url: reviewLink(options.dashboardUrl, d.id, 'deny'), action_id: 'deny' },
+            {
+              type: 'button',
+              style: 'primary',
+              text: { type: 'plain_text', text: 'Approve' },
+              url: reviewLink(options.dashboardUrl, d.id, 'approve'),
+              action_id: 'approve',
+            },
+            {
+              type: 'button',
+              style: 'danger',
+              text: { type: 'plain_text', text: 'Deny' },
+              url: reviewLink(options.dashboardUrl, d.id, 'deny'),
+              action_id: 'deny',
+            },
           ],
         },
       ],
@@ -103,7 +121,10 @@ export function reviewMessage(envelope: EventEnvelope, options: ReviewMessageOpt
   }
   if (envelope.type === 'decision.reviewed' && d.review) {
     const r = d.review;
-    const outcome = d.reason === 'review.timeout' ? 'timed out (nobody answered): denied' : `${r.status} by ${escapeMrkdwn(r.reviewer ?? 'a reviewer')}`;
+    const outcome =
+      d.reason === 'review.timeout'
+        ? 'timed out (nobody answered): denied'
+        : `${r.status} by ${escapeMrkdwn(r.reviewer ?? 'a reviewer')}`;
     const text = `Review of ${code(d.id)}${test} ${outcome}: ${what}${r.note ? `. Note: ${escapeMrkdwn(r.note)}` : ''}`;
     return { text, blocks: [{ type: 'section', text: { type: 'mrkdwn', text } }] };
   }

@@ -46,8 +46,12 @@ export function buildReviewReceiver(options: ReviewReceiverOptions): Promise<Fas
 
 async function main(): Promise<void> {
   const secret = process.env.WEBHOOK_SECRET ?? '';
-  if (!secret.startsWith('whsec_')) throw new Error('WEBHOOK_SECRET must be the endpoint signing secret (whsec_...), shown once by POST /v1/webhooks');
-  const app = await buildReviewReceiver({ secret, dashboardUrl: process.env.DASHBOARD_URL || 'http://127.0.0.1:8080/dashboard' });
+  if (!secret.startsWith('whsec_'))
+    throw new Error('WEBHOOK_SECRET must be the endpoint signing secret (whsec_...), shown once by POST /v1/webhooks');
+  const app = await buildReviewReceiver({
+    secret,
+    dashboardUrl: process.env.DASHBOARD_URL || 'http://127.0.0.1:8080/dashboard',
+  });
   closeOnSignals(app);
   await app.listen(listenAddress(4001));
 }

@@ -37,9 +37,13 @@ export function runAsMain(moduleUrl: string, main: () => Promise<void>): void {
 }
 
 /** `{ port, host }` from `PORT` (else `defaultPort`) and `HOST` (else 127.0.0.1); a bad PORT throws. */
-export function listenAddress(defaultPort: number, env: NodeJS.ProcessEnv = process.env): { port: number; host: string } {
+export function listenAddress(
+  defaultPort: number,
+  env: NodeJS.ProcessEnv = process.env,
+): { port: number; host: string } {
   const port = Number(env.PORT || defaultPort);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`PORT must be a port number, not ${JSON.stringify(env.PORT)}`);
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new Error(`PORT must be a port number, not ${JSON.stringify(env.PORT)}`);
   return { port, host: env.HOST || '127.0.0.1' };
 }
 

@@ -95,13 +95,15 @@ class RecentIds {
 }
 
 export async function buildReceiver(options: WebhookReceiverOptions): Promise<FastifyInstance> {
-  if (typeof options.secret !== 'string' || options.secret.length === 0) throw new TypeError('buildReceiver needs the endpoint signing secret (whsec_...)');
+  if (typeof options.secret !== 'string' || options.secret.length === 0)
+    throw new TypeError('buildReceiver needs the endpoint signing secret (whsec_...)');
   if (options.standardWebhooks) {
     // Fails now, not on the first delivery, for a secret that is not whsec_ + base64.
     verifyStandardWebhook('', {}, options.secret);
   }
   const rememberIds = options.rememberIds ?? 10_000;
-  if (!Number.isInteger(rememberIds) || rememberIds < 1) throw new RangeError(`rememberIds must be a positive integer, not ${rememberIds}`);
+  if (!Number.isInteger(rememberIds) || rememberIds < 1)
+    throw new RangeError(`rememberIds must be a positive integer, not ${rememberIds}`);
   const seen = new RecentIds(rememberIds);
   const app = Fastify({ logger: options.logger ?? false });
 
@@ -155,7 +157,8 @@ export async function buildReceiver(options: WebhookReceiverOptions): Promise<Fa
 
 async function main(): Promise<void> {
   const secret = process.env.WEBHOOK_SECRET ?? '';
-  if (!secret.startsWith('whsec_')) throw new Error('WEBHOOK_SECRET must be the endpoint signing secret (whsec_...), shown once by POST /v1/webhooks');
+  if (!secret.startsWith('whsec_'))
+    throw new Error('WEBHOOK_SECRET must be the endpoint signing secret (whsec_...), shown once by POST /v1/webhooks');
   // Each event's type and id is logged by the route; a real receiver would act on it here.
   const app = await buildReceiver({ secret, standardWebhooks: process.env.STANDARD_WEBHOOKS === '1', logger: true });
   closeOnSignals(app);

@@ -86,7 +86,14 @@ export class SecurityAlerts {
     while (this.pending.size > 0) await Promise.all([...this.pending]);
   }
 
-  private count(kind: 'deny_spike' | 'invalid_permit_tokens', accountId: string, environment: Environment, subject: string, windowSeconds: number, threshold: number): void {
+  private count(
+    kind: 'deny_spike' | 'invalid_permit_tokens',
+    accountId: string,
+    environment: Environment,
+    subject: string,
+    windowSeconds: number,
+    threshold: number,
+  ): void {
     const now = this.clock.now();
     const window = Math.floor(now / (windowSeconds * 1000));
     const key = `${kind}:${accountId}:${environment}:${subject}`;
@@ -143,7 +150,12 @@ export class SecurityAlerts {
         kind: 'request_volume',
         subject: '',
         window_start: new Date(window * volumeWindowSeconds * 1000),
-        event: eventRow('security.alert', accountId, environment, now, { alert: 'request_volume', count: h.current.count, window_seconds: volumeWindowSeconds, threshold }),
+        event: eventRow('security.alert', accountId, environment, now, {
+          alert: 'request_volume',
+          count: h.current.count,
+          window_seconds: volumeWindowSeconds,
+          threshold,
+        }),
       });
     }
   }

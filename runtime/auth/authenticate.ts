@@ -39,7 +39,8 @@ export function registerAuthentication(app: FastifyInstance, keys: ApiKeyCache):
     const scope = request.routeOptions.config?.scope;
     if (scope === undefined) return done();
     const token = bearerToken(request);
-    if (token === null) return done(new InvalidKeyError('send an API key as Authorization: Bearer svc_test_sk_... or svc_live_sk_...'));
+    if (token === null)
+      return done(new InvalidKeyError('send an API key as Authorization: Bearer svc_test_sk_... or svc_live_sk_...'));
     const known = keys.lookup(token);
     if (!(known instanceof Promise)) return done(admit(request, scope, known));
     known.then((row) => done(admit(request, scope, row)), done);
@@ -50,7 +51,8 @@ export function registerAuthentication(app: FastifyInstance, keys: ApiKeyCache):
 function admit(request: FastifyRequest, scope: Scope | readonly Scope[], row: ApiKeyRow | null): Error | undefined {
   if (row === null) return new InvalidKeyError('the API key does not exist, is revoked or is malformed');
   const anyOf: readonly Scope[] = typeof scope === 'string' ? [scope] : scope;
-  if (!anyOf.some((s) => hasScope(row.scopes, s))) return new ScopeInsufficientError(`this API key lacks the scope ${anyOf.join(' or ')}`);
+  if (!anyOf.some((s) => hasScope(row.scopes, s)))
+    return new ScopeInsufficientError(`this API key lacks the scope ${anyOf.join(' or ')}`);
   request.principal = { keyId: row.id, accountId: row.account_id, environment: row.environment, scopes: row.scopes };
   return undefined;
 }

@@ -16,7 +16,13 @@ import { startTask, type Upkeep } from './task.js';
 
 export type LimitMaintenance = Upkeep;
 
-export async function startLimitMaintenance(store: Store, limits: Limits, clock: Clock, intervalMs = 5_000, onError: (e: unknown) => void = () => {}): Promise<LimitMaintenance> {
+export async function startLimitMaintenance(
+  store: Store,
+  limits: Limits,
+  clock: Clock,
+  intervalMs = 5_000,
+  onError: (e: unknown) => void = () => {},
+): Promise<LimitMaintenance> {
   const runOnce = async () => {
     const now = clock.now();
     await releaseExpiredHolds(store.sql, now);

@@ -22,7 +22,17 @@
  */
 import type { Clock } from '../clock.js';
 import type { Store } from '../store/connect.js';
-import { createLogPartition, DAY_MS, dayOf, dropLogPartition, listLogPartitions, LOG_TABLES, trimDefaultPartition, type Liveness, type LogTable } from '../store/log-partitions.js';
+import {
+  createLogPartition,
+  DAY_MS,
+  dayOf,
+  dropLogPartition,
+  listLogPartitions,
+  LOG_TABLES,
+  trimDefaultPartition,
+  type Liveness,
+  type LogTable,
+} from '../store/log-partitions.js';
 import { pruneHistory } from '../store/history.js';
 import { nextTurn } from '../shared/sliced.js';
 import { startTask, type Upkeep } from './task.js';
@@ -58,7 +68,12 @@ export type LogMaintenance = Upkeep<LogRound>;
  * const round = await maintainLog(store, clock, { retentionDays: 90 });
  * round.dropped; // [{ table: 'decisions', day: '2026-08-01' }, ...]
  */
-export async function maintainLog(store: Store, clock: Clock, options: LogRetentionOptions, waits = new Map<string, number>()): Promise<LogRound> {
+export async function maintainLog(
+  store: Store,
+  clock: Clock,
+  options: LogRetentionOptions,
+  waits = new Map<string, number>(),
+): Promise<LogRound> {
   const aheadDays = options.aheadDays ?? 2;
   const lockTimeoutMs = options.lockTimeoutMs ?? 20;
   const nowMs = clock.now();

@@ -32,7 +32,11 @@ export interface ReplicatedKeys {
  * // ... on shutdown:
  * await keyReplication.stop();
  */
-export function startKeyReplication(store: Store, keys: ReplicatedKeys, onError: (e: unknown) => void = () => {}): Promise<Stoppable> {
+export function startKeyReplication(
+  store: Store,
+  keys: ReplicatedKeys,
+  onError: (e: unknown) => void = () => {},
+): Promise<Stoppable> {
   return startTask(store, {
     listens: [
       {

@@ -43,7 +43,8 @@ export async function startReplication(
     ],
     rounds: {
       run: async () => {
-        for (const v of await allPolicySetVersions(store.sql)) await policySets.refreshIfLoaded(v.account_id, v.environment, v.version);
+        for (const v of await allPolicySetVersions(store.sql))
+          await policySets.refreshIfLoaded(v.account_id, v.environment, v.version);
       },
       intervalMs,
     },

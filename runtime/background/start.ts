@@ -65,10 +65,32 @@ export interface Background {
 export async function startBackground(services: Services, options: BackgroundOptions = {}): Promise<Background> {
   const { store, clock, config } = services;
   const onError = (task: string) => (e: unknown) => options.onError?.(task, e);
-  const policies = await startReplication(store, services.policySets, services.agentDirectory, options.policyRefreshMs ?? 1000, onError('replication'));
-  const keys = await startKeyReplication(store, { apiKeys: services.apiKeys, ring: services.ring }, onError('key replication'));
-  const budgets = await startLimitMaintenance(store, services.limits, clock, options.budgetSweepMs ?? config.budgetSweepSeconds * 1000, onError('budget maintenance'));
-  const reviews = await startReviewMaintenance(store, services.approvals, services.reviewWaiters, options.reviewSweepMs ?? 5000, onError('review maintenance'));
+  const policies = await startReplication(
+    store,
+    services.policySets,
+    services.agentDirectory,
+    options.policyRefreshMs ?? 1000,
+    onError('replication'),
+  );
+  const keys = await startKeyReplication(
+    store,
+    { apiKeys: services.apiKeys, ring: services.ring },
+    onError('key replication'),
+  );
+  const budgets = await startLimitMaintenance(
+    store,
+    services.limits,
+    clock,
+    options.budgetSweepMs ?? config.budgetSweepSeconds * 1000,
+    onError('budget maintenance'),
+  );
+  const reviews = await startReviewMaintenance(
+    store,
+    services.approvals,
+    services.reviewWaiters,
+    options.reviewSweepMs ?? 5000,
+    onError('review maintenance'),
+  );
   // Partitions made ahead and retention (one process at a time does each step).
   const log = await startLogMaintenance(
     store,
@@ -78,7 +100,13 @@ export async function startBackground(services: Services, options: BackgroundOpt
     onError('decision log upkeep'),
     options.logRoundAtStart ?? true,
   );
-  const sessions = await startSessionMaintenance(store, clock, config.sessionIdleHours, options.sessionSweepMs ?? 60_000, onError('session sweep'));
+  const sessions = await startSessionMaintenance(
+    store,
+    clock,
+    config.sessionIdleHours,
+    options.sessionSweepMs ?? 60_000,
+    onError('session sweep'),
+  );
   const tasks = [policies, keys, budgets, reviews, log, sessions];
   return {
     policies,

@@ -22,7 +22,11 @@ export function serviceUrl(flag: string | undefined, env: NodeJS.ProcessEnv = pr
 }
 
 /** A bearer credential: the flag, else the environment variable; undefined when neither is set. */
-export function credential(flag: string | undefined, variable: string, env: NodeJS.ProcessEnv = process.env): string | undefined {
+export function credential(
+  flag: string | undefined,
+  variable: string,
+  env: NodeJS.ProcessEnv = process.env,
+): string | undefined {
   return flag || env[variable] || undefined;
 }
 
@@ -57,7 +61,10 @@ export async function callService(io: CommandIo, req: ApiRequest): Promise<Recor
 }
 
 /** {@link callService}, saying why it failed (unreachable, or the status and code), for a command whose advice depends on it. */
-export async function askService(io: CommandIo, req: ApiRequest): Promise<{ body: Record<string, any> } | { failure: ServiceFailure }> {
+export async function askService(
+  io: CommandIo,
+  req: ApiRequest,
+): Promise<{ body: Record<string, any> } | { failure: ServiceFailure }> {
   const headers: Record<string, string> = { authorization: `Bearer ${req.token}` };
   let payload: string | Uint8Array | undefined;
   if (req.body instanceof Uint8Array) payload = req.body;
@@ -65,7 +72,11 @@ export async function askService(io: CommandIo, req: ApiRequest): Promise<{ body
   if (payload !== undefined) headers['content-type'] = 'application/json';
   let response: Response;
   try {
-    response = await fetch(`${req.url}${req.path}`, { method: req.method, headers, ...(payload !== undefined ? { body: payload } : {}) });
+    response = await fetch(`${req.url}${req.path}`, {
+      method: req.method,
+      headers,
+      ...(payload !== undefined ? { body: payload } : {}),
+    });
   } catch (e) {
     const cause = (e as { cause?: { message?: string } }).cause?.message;
     io.err(`${req.command}: cannot reach ${req.url}: ${(e as Error).message}${cause ? ` (${cause})` : ''}`);
@@ -90,7 +101,13 @@ export async function askService(io: CommandIo, req: ApiRequest): Promise<{ body
   return { body: body as Record<string, any> };
 }
 
-function printError(io: CommandIo, command: string, response: Response, body: LooseErrorBody | undefined, text: string): void {
+function printError(
+  io: CommandIo,
+  command: string,
+  response: Response,
+  body: LooseErrorBody | undefined,
+  text: string,
+): void {
   const error = body?.error;
   if (!error) {
     // Not one of the service's errors (a proxy, another server on that port).

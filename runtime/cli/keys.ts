@@ -12,7 +12,17 @@
  */
 import type { ParseArgsConfig } from 'node:util';
 import { didYouMean, readArguments, usageProblem, UsageError, wantsHelp } from '../../compiler/index.js';
-import { callService, credential, DEFAULT_URL, defaultIo, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, serviceUrl, type CommandIo } from './http-client.js';
+import {
+  callService,
+  credential,
+  DEFAULT_URL,
+  defaultIo,
+  EXIT_OK,
+  EXIT_PROBLEMS,
+  EXIT_USAGE,
+  serviceUrl,
+  type CommandIo,
+} from './http-client.js';
 
 export const KEYS_USAGE = `usage:
   authz keys create (--account acc_... | --account-name NAME) [--environment test|live] [--scopes SCOPE,...] [--format text|json]
@@ -25,8 +35,18 @@ examples:
   authz keys rotate key_4f2a...
 exit codes: 0 done, 1 the service refused or could not be reached, 2 usage error`;
 
-const COMMON = { url: { type: 'string' }, 'admin-token': { type: 'string' }, format: { type: 'string' } } as const satisfies ParseArgsConfig['options'];
-const CREATE = { ...COMMON, account: { type: 'string' }, 'account-name': { type: 'string' }, environment: { type: 'string' }, scopes: { type: 'string' } } as const;
+const COMMON = {
+  url: { type: 'string' },
+  'admin-token': { type: 'string' },
+  format: { type: 'string' },
+} as const satisfies ParseArgsConfig['options'];
+const CREATE = {
+  ...COMMON,
+  account: { type: 'string' },
+  'account-name': { type: 'string' },
+  environment: { type: 'string' },
+  scopes: { type: 'string' },
+} as const;
 
 type Format = 'text' | 'json';
 
@@ -57,7 +77,12 @@ export async function keysCommand(argv: readonly string[], io: CommandIo = defau
         const { values, positionals } = parse(rest, COMMON, 1);
         const fmt = format(values.format);
         const id = keyId(positionals[0]);
-        const body = await callService(io, { command, ...connection(values), method: 'DELETE', path: `/admin/api-keys/${encodeURIComponent(id)}` });
+        const body = await callService(io, {
+          command,
+          ...connection(values),
+          method: 'DELETE',
+          path: `/admin/api-keys/${encodeURIComponent(id)}`,
+        });
         if (!body) return EXIT_PROBLEMS;
         return done(io, fmt, body, () => io.out(`revoked: ${body.id}; it is refused from now on`));
       }
@@ -65,18 +90,34 @@ export async function keysCommand(argv: readonly string[], io: CommandIo = defau
         const { values, positionals } = parse(rest, COMMON, 0, 1);
         const fmt = format(values.format);
         if (positionals.length === 0) {
-          const body = await callService(io, { command, ...connection(values), method: 'POST', path: '/admin/signing-keys/rotate' });
+          const body = await callService(io, {
+            command,
+            ...connection(values),
+            method: 'POST',
+            path: '/admin/signing-keys/rotate',
+          });
           if (!body) return EXIT_PROBLEMS;
-          return done(io, fmt, body, () => io.out(`rotated: new signing key ${body.kid}; the previous key stays in the JWKS until its tokens expire`));
+          return done(io, fmt, body, () =>
+            io.out(`rotated: new signing key ${body.kid}; the previous key stays in the JWKS until its tokens expire`),
+          );
         }
         const id = keyId(positionals[0]);
-        const body = await callService(io, { command, ...connection(values), method: 'POST', path: `/admin/api-keys/${encodeURIComponent(id)}/rotate` });
+        const body = await callService(io, {
+          command,
+          ...connection(values),
+          method: 'POST',
+          path: `/admin/api-keys/${encodeURIComponent(id)}/rotate`,
+        });
         if (!body) return EXIT_PROBLEMS;
-        return done(io, fmt, body, () => printKey(io, `rotated: ${body.replaces} is revoked; its replacement:`, body as KeyRecord));
+        return done(io, fmt, body, () =>
+          printKey(io, `rotated: ${body.replaces} is revoked; its replacement:`, body as KeyRecord),
+        );
       }
       default:
         if (sub === undefined) throw new UsageError('missing the subcommand: create, revoke or rotate');
-        throw new UsageError(`unknown subcommand ${JSON.stringify(sub)}${didYouMean(sub, ['create', 'revoke', 'rotate'])}`);
+        throw new UsageError(
+          `unknown subcommand ${JSON.stringify(sub)}${didYouMean(sub, ['create', 'revoke', 'rotate'])}`,
+        );
     }
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
@@ -85,16 +126,23 @@ export async function keysCommand(argv: readonly string[], io: CommandIo = defau
   }
 }
 
-async function create(io: CommandIo, command: string, conn: Connection, values: Record<string, string | undefined>): Promise<number> {
+async function create(
+  io: CommandIo,
+  command: string,
+  conn: Connection,
+  values: Record<string, string | undefined>,
+): Promise<number> {
   const fmt = format(values.format);
-  if ((values.account === undefined) === (values['account-name'] === undefined)) throw new UsageError('give --account acc_... or --account-name NAME (one of them)');
+  if ((values.account === undefined) === (values['account-name'] === undefined))
+    throw new UsageError('give --account acc_... or --account-name NAME (one of them)');
   const environment = values.environment ?? 'test';
   if (environment !== 'test' && environment !== 'live') throw new UsageError('--environment must be test or live');
   const scopes = (values.scopes ?? '*')
     .split(',')
     .map((s) => s.trim())
     .filter((s) => s !== '');
-  if (scopes.length === 0) throw new UsageError('--scopes needs at least one scope (e.g. decisions:write,policies:read, or *)');
+  if (scopes.length === 0)
+    throw new UsageError('--scopes needs at least one scope (e.g. decisions:write,policies:read, or *)');
 
   let accountId = values.account!;
   let createdAccount: string | undefined;
@@ -103,25 +151,44 @@ async function create(io: CommandIo, command: string, conn: Connection, values: 
   const name = values['account-name'];
   if (name !== undefined) {
     // One account of that name: reuse it; none: create it; several: the operator picks one.
-    const found = await callService(io, { command, ...conn, method: 'GET', path: `/admin/accounts?name=${encodeURIComponent(name)}` });
+    const found = await callService(io, {
+      command,
+      ...conn,
+      method: 'GET',
+      path: `/admin/accounts?name=${encodeURIComponent(name)}`,
+    });
     if (!found) return EXIT_PROBLEMS;
     const named = (found.data ?? []) as Array<{ id: string; name: string }>;
     if (named.length > 1) {
-      io.err(`${command}: ${named.length} accounts are named ${JSON.stringify(name)}: ${named.map((a) => a.id).join(', ')}; give the one to use with --account acc_...`);
+      io.err(
+        `${command}: ${named.length} accounts are named ${JSON.stringify(name)}: ${named.map((a) => a.id).join(', ')}; give the one to use with --account acc_...`,
+      );
       return EXIT_PROBLEMS;
     }
     if (named.length === 1) {
       accountId = named[0]!.id;
       accountNote = `using the existing account ${accountId} (${name})`;
     } else {
-      const account = await callService(io, { command, ...conn, method: 'POST', path: '/admin/accounts', body: { name } });
+      const account = await callService(io, {
+        command,
+        ...conn,
+        method: 'POST',
+        path: '/admin/accounts',
+        body: { name },
+      });
       if (!account) return EXIT_PROBLEMS;
       accountId = account.id;
       createdAccount = `created account ${account.id} (${account.name})`;
       accountNote = createdAccount;
     }
   }
-  const body = await callService(io, { command, ...conn, method: 'POST', path: `/admin/accounts/${encodeURIComponent(accountId)}/api-keys`, body: { environment, scopes } });
+  const body = await callService(io, {
+    command,
+    ...conn,
+    method: 'POST',
+    path: `/admin/accounts/${encodeURIComponent(accountId)}/api-keys`,
+    body: { environment, scopes },
+  });
   if (!body) {
     if (createdAccount) io.err(`${command}: ${createdAccount}, but no key: retry with --account ${accountId}`);
     return EXIT_PROBLEMS;
@@ -165,17 +232,25 @@ function connection(values: { url?: string; 'admin-token'?: string }): Connectio
   return { url: serviceUrl(values.url), token };
 }
 
-function parse<O extends NonNullable<ParseArgsConfig['options']>>(args: string[], options: O, minPositionals: number, maxPositionals = minPositionals) {
+function parse<O extends NonNullable<ParseArgsConfig['options']>>(
+  args: string[],
+  options: O,
+  minPositionals: number,
+  maxPositionals = minPositionals,
+) {
   const parsed = readArguments(args, options);
   const n = parsed.positionals.length;
   if (n < minPositionals) throw new UsageError('missing the API key id (key_...)');
-  if (n > maxPositionals) throw new UsageError(`unexpected argument ${JSON.stringify(parsed.positionals[maxPositionals])}`);
+  if (n > maxPositionals)
+    throw new UsageError(`unexpected argument ${JSON.stringify(parsed.positionals[maxPositionals])}`);
   return parsed;
 }
 
 function keyId(id: string | undefined): string {
-  if (id?.startsWith('svc_')) throw new UsageError('that is the key itself, not its id: give the key_... id printed when it was created');
-  if (!id || !id.startsWith('key_')) throw new UsageError(`expected an API key id (key_...), got ${JSON.stringify(id ?? '')}`);
+  if (id?.startsWith('svc_'))
+    throw new UsageError('that is the key itself, not its id: give the key_... id printed when it was created');
+  if (!id || !id.startsWith('key_'))
+    throw new UsageError(`expected an API key id (key_...), got ${JSON.stringify(id ?? '')}`);
   return id;
 }
 

@@ -28,8 +28,11 @@ export function listenProblem(e: unknown, host: string, port: number): string | 
   if (code === 'EADDRINUSE') {
     return `port ${port} is already in use on ${host} (another authz serve, or another program): stop it, or start this one on another port, e.g. PORT=${port === 65535 ? 8081 : port + 1} npm start`;
   }
-  if (code === 'EACCES') return `no permission to listen on ${where} (ports below 1024 need privileges): choose another PORT, e.g. PORT=8080`;
-  if (code === 'EADDRNOTAVAIL') return `HOST=${host} is not an address of this machine: use 127.0.0.1 (this machine only) or 0.0.0.0 (every interface)`;
-  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return `HOST=${host} does not resolve: use an address such as 127.0.0.1 or 0.0.0.0`;
+  if (code === 'EACCES')
+    return `no permission to listen on ${where} (ports below 1024 need privileges): choose another PORT, e.g. PORT=8080`;
+  if (code === 'EADDRNOTAVAIL')
+    return `HOST=${host} is not an address of this machine: use 127.0.0.1 (this machine only) or 0.0.0.0 (every interface)`;
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN')
+    return `HOST=${host} does not resolve: use an address such as 127.0.0.1 or 0.0.0.0`;
   return null;
 }

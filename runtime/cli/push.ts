@@ -30,7 +30,19 @@ import {
   type PolicySetDiff,
   type ReadPolicy,
 } from '../../compiler/index.js';
-import { askService, callService, credential, DEFAULT_URL, defaultIo, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, serviceUrl, type CommandIo, type ServiceFailure } from './http-client.js';
+import {
+  askService,
+  callService,
+  credential,
+  DEFAULT_URL,
+  defaultIo,
+  EXIT_OK,
+  EXIT_PROBLEMS,
+  EXIT_USAGE,
+  serviceUrl,
+  type CommandIo,
+  type ServiceFailure,
+} from './http-client.js';
 
 export const PUSH_USAGE = `usage: authz push FILE [--url URL] [--key KEY] [--yes] [--retention-days N]
   FILE   a bundle written by authz compile; it replaces the key's environment's whole policy set
@@ -69,11 +81,22 @@ const RESOURCE_ONLY = ['object', 'livemode', 'created_at', 'updated_at'];
  * GET /v1/policies), else why they cannot be read (the reason printed): the
  * service's failure, or null (a policy that does not read back).
  */
-async function currentPolicies(io: CommandIo, command: string, url: string, key: string): Promise<{ items: ReadPolicy[] } | { failure: ServiceFailure | null }> {
+async function currentPolicies(
+  io: CommandIo,
+  command: string,
+  url: string,
+  key: string,
+): Promise<{ items: ReadPolicy[] } | { failure: ServiceFailure | null }> {
   const items: ReadPolicy[] = [];
   let after: string | undefined;
   for (;;) {
-    const answer = await askService(io, { command, url, token: key, method: 'GET', path: `/v1/policies?limit=100${after ? `&starting_after=${encodeURIComponent(after)}` : ''}` });
+    const answer = await askService(io, {
+      command,
+      url,
+      token: key,
+      method: 'GET',
+      path: `/v1/policies?limit=100${after ? `&starting_after=${encodeURIComponent(after)}` : ''}`,
+    });
     if ('failure' in answer) return answer;
     const page = answer.body;
     const data = (page.data ?? []) as Array<Record<string, unknown>>;
@@ -81,7 +104,9 @@ async function currentPolicies(io: CommandIo, command: string, url: string, key:
       const own = Object.fromEntries(Object.entries(resource).filter(([k]) => !RESOURCE_ONLY.includes(k)));
       const read = readPolicyValue(own);
       if (read.items.length === 0) {
-        io.err(`${command}: the service's policy ${String(resource.id)} does not read back: ${read.diagnostics[0]?.message ?? 'unknown problem'}`);
+        io.err(
+          `${command}: the service's policy ${String(resource.id)} does not read back: ${read.diagnostics[0]?.message ?? 'unknown problem'}`,
+        );
         return { failure: null };
       }
       items.push(...read.items);
@@ -113,7 +138,9 @@ async function preview(
   key: string,
   bytes: Buffer,
   retentionDays: number | undefined,
-): Promise<'unreadable-bundle' | { changes: PolicySetDiff | null; warnings: string[]; failure?: ServiceFailure | null }> {
+): Promise<
+  'unreadable-bundle' | { changes: PolicySetDiff | null; warnings: string[]; failure?: ServiceFailure | null }
+> {
   let loaded;
   try {
     loaded = loadBundle(JSON.parse(bytes.toString('utf8')));
@@ -140,7 +167,11 @@ async function preview(
  * @param confirm - asks before removing policies (default: on the terminal, null without one).
  * @returns the exit code.
  */
-export async function pushCommand(argv: readonly string[], io: CommandIo = defaultIo, confirm: Confirm = terminalConfirm()): Promise<number> {
+export async function pushCommand(
+  argv: readonly string[],
+  io: CommandIo = defaultIo,
+  confirm: Confirm = terminalConfirm(),
+): Promise<number> {
   const command = 'authz push';
   if (wantsHelp(argv)) {
     io.out(PUSH_USAGE);
@@ -162,7 +193,8 @@ export async function pushCommand(argv: readonly string[], io: CommandIo = defau
   } catch (e) {
     return usage((e as Error).message);
   }
-  if (positionals.length !== 1) return usage(positionals.length === 0 ? 'missing the bundle FILE' : `one FILE only (got ${positionals.length})`);
+  if (positionals.length !== 1)
+    return usage(positionals.length === 0 ? 'missing the bundle FILE' : `one FILE only (got ${positionals.length})`);
   const file = positionals[0]!;
   const retentionText = values['retention-days'];
   const retentionDays = retentionText === undefined ? undefined : Number(retentionText);
@@ -193,8 +225,11 @@ export async function pushCommand(argv: readonly string[], io: CommandIo = defau
     return EXIT_PROBLEMS;
   }
   if (changes === null && !values.yes) {
-    const scope = failure?.code === 'auth.scope_insufficient' ? ' (the key needs policies:read besides policies:write)' : '';
-    io.err(`${command}: cannot tell what the push would change${scope}, so it could remove policies unseen; nothing was pushed. --yes pushes all the same.`);
+    const scope =
+      failure?.code === 'auth.scope_insufficient' ? ' (the key needs policies:read besides policies:write)' : '';
+    io.err(
+      `${command}: cannot tell what the push would change${scope}, so it could remove policies unseen; nothing was pushed. --yes pushes all the same.`,
+    );
     return EXIT_PROBLEMS;
   }
   if (changes === null) io.err(`${command}: pushing without showing the changes (--yes)`);
@@ -204,7 +239,9 @@ export async function pushCommand(argv: readonly string[], io: CommandIo = defau
     if (removing > 0 && !values.yes) {
       const question = `Remove ${removing} ${removing === 1 ? 'policy' : 'policies'} from the service (listed with -)? [y/N] `;
       if (!confirm) {
-        io.err(`${command}: the push would remove ${removing} ${removing === 1 ? 'policy' : 'policies'} (listed with -); nothing was pushed. Run again with --yes to remove them.`);
+        io.err(
+          `${command}: the push would remove ${removing} ${removing === 1 ? 'policy' : 'policies'} (listed with -); nothing was pushed. Run again with --yes to remove them.`,
+        );
         return EXIT_PROBLEMS;
       }
       if (!(await confirm(question))) {

@@ -11,7 +11,12 @@
  */
 import type { Clock } from '../clock.js';
 import type { AuthzenAccessRequest } from '../../clients/typescript/wire.js';
-import { ApiError, DecisionExpiredError, DecisionNotFoundError, DecisionNotReviewableError } from '../errors/api-error.js';
+import {
+  ApiError,
+  DecisionExpiredError,
+  DecisionNotFoundError,
+  DecisionNotReviewableError,
+} from '../errors/api-error.js';
 import type { Sql } from '../store/connect.js';
 import { findDecision, type DecisionRow } from '../store/decisions.js';
 import { redactContext, type RedactionPath } from '../shared/redact.js';
@@ -72,7 +77,9 @@ export class AccessRequestService {
     }
     if (row.review_request_context !== null && row.review_request_context !== undefined) return { row, created: false };
     if (isApprovalDeadlinePassed(row, this.deps.clock.now())) {
-      throw new DecisionExpiredError(`the approval deadline of decision ${id} passed at ${row.approval_expires_at.toISOString()}: evaluate again for a new one`);
+      throw new DecisionExpiredError(
+        `the approval deadline of decision ${id} passed at ${row.approval_expires_at.toISOString()}: evaluate again for a new one`,
+      );
     }
     const context = redactContext(body.context ?? {}, this.deps.redact ?? []) ?? {};
     const recorded = await recordAccessRequest(this.deps.sql, principal, id, context);
@@ -89,7 +96,8 @@ export class AccessRequestService {
    */
   async status(principal: Principal, id: string): Promise<DecisionRow> {
     const row = await this.deps.decisions.get(principal, id);
-    if (row.review_request_context === null || row.review_request_context === undefined) throw new DecisionNotFoundError(`no access request for decision ${id}`);
+    if (row.review_request_context === null || row.review_request_context === undefined)
+      throw new DecisionNotFoundError(`no access request for decision ${id}`);
     return row;
   }
 
@@ -112,8 +120,18 @@ export class AccessRequestService {
     const id = approvalId(input.context);
     if (id === null) return null;
     const row = await findDecision(this.deps.sql, principal.accountId, principal.environment, id);
-    if (!row || row.review_status !== 'approved' || row.approval_expires_at === null || !isLive(row, this.deps.clock.now())) return null;
-    const same = row.agent_id === input.agent_id && row.action === input.action && row.resource === (input.resource ?? null) && row.amount === (input.amount ?? null);
+    if (
+      !row ||
+      row.review_status !== 'approved' ||
+      row.approval_expires_at === null ||
+      !isLive(row, this.deps.clock.now())
+    )
+      return null;
+    const same =
+      row.agent_id === input.agent_id &&
+      row.action === input.action &&
+      row.resource === (input.resource ?? null) &&
+      row.amount === (input.amount ?? null);
     if (!same) return null;
     // An approval does not outlive a revocation or its policy (the permit would not verify either).
     if ((await whyDecisionNotStanding(this.deps, principal, row)) !== null) return null;

@@ -10,7 +10,15 @@ import type { ApiKeyCache } from '../auth/key-cache.js';
 import type { Clock } from '../clock.js';
 import { AccountNotFoundError, ApiKeyNotFoundError } from '../errors/api-error.js';
 import { newId } from '../ids.js';
-import { findAccount, findAccountsByName, insertAccount, insertApiKey, revokeApiKey, revokeLiveApiKey, type AccountRow } from '../store/accounts.js';
+import {
+  findAccount,
+  findAccountsByName,
+  insertAccount,
+  insertApiKey,
+  revokeApiKey,
+  revokeLiveApiKey,
+  type AccountRow,
+} from '../store/accounts.js';
 import { CHANNELS, notify } from '../store/channels.js';
 import type { Sql, SqlOrTx } from '../store/connect.js';
 import type { Environment } from '../tenant.js';
@@ -35,10 +43,30 @@ export type AccountRecord = AccountRow;
  * @example
  * const { key } = await createApiKey(sql, accountId, 'test', ['*'], new Date(clock.now()));
  */
-export async function createApiKey(sql: SqlOrTx, accountId: string, environment: Environment, scopes: string[], at: Date, replaces: string | null = null): Promise<CreatedKey> {
+export async function createApiKey(
+  sql: SqlOrTx,
+  accountId: string,
+  environment: Environment,
+  scopes: string[],
+  at: Date,
+  replaces: string | null = null,
+): Promise<CreatedKey> {
   const key = generateApiKey(environment);
   const id = newId('key', at.getTime());
-  await insertApiKey(sql, { id, account_id: accountId, environment, key_prefix: displayPrefix(key), scopes, created_at: at, revoked_at: null }, hashApiKey(key), replaces);
+  await insertApiKey(
+    sql,
+    {
+      id,
+      account_id: accountId,
+      environment,
+      key_prefix: displayPrefix(key),
+      scopes,
+      created_at: at,
+      revoked_at: null,
+    },
+    hashApiKey(key),
+    replaces,
+  );
   return { id, key, account_id: accountId, environment, scopes, created_at: at };
 }
 

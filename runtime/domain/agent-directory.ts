@@ -61,7 +61,9 @@ export class AgentDirectory {
     this.reads.set(k, read);
     return findAgent(this.sql, accountId, environment, agentId).then(
       (row) => {
-        const state: AgentState = row ? { status: row.status, attributes: row.attributes } : { status: 'unknown', attributes: NO_ATTRIBUTES };
+        const state: AgentState = row
+          ? { status: row.status, attributes: row.attributes }
+          : { status: 'unknown', attributes: NO_ATTRIBUTES };
         if (this.reads.get(k) !== read) return this.cache.get(k)?.value ?? state;
         this.reads.delete(k);
         this.cache.set(k, state);
@@ -92,7 +94,13 @@ export class AgentDirectory {
    * process holds; without an entry, `known` are the attributes to hold (a
    * newly registered agent has none), or the entry is left to the next read.
    */
-  setStatus(accountId: string, environment: Environment, agentId: string, status: KnownStatus, known?: Record<string, unknown>): void {
+  setStatus(
+    accountId: string,
+    environment: Environment,
+    agentId: string,
+    status: KnownStatus,
+    known?: Record<string, unknown>,
+  ): void {
     const k = key(accountId, environment, agentId);
     this.reads.delete(k);
     const hit = this.cache.get(k);

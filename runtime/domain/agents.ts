@@ -10,7 +10,14 @@ import { AgentNotFoundError, BodyTooLargeError } from '../errors/api-error.js';
 import { agentEvent } from '../events/build.js';
 import { agentChangedPayload, agentStatusPayload, CHANNELS, notify } from '../store/channels.js';
 import type { Sql } from '../store/connect.js';
-import { findAgent, listAgents, putAgentAttributes, setAgentStatus, type AgentRow, type AgentStatus } from '../store/agents.js';
+import {
+  findAgent,
+  listAgents,
+  putAgentAttributes,
+  setAgentStatus,
+  type AgentRow,
+  type AgentStatus,
+} from '../store/agents.js';
 import { insertEvents } from '../store/events.js';
 import type { Page, PageParams } from '../store/pagination.js';
 import type { Principal } from '../tenant.js';
@@ -19,7 +26,8 @@ import type { AgentDirectory } from './agent-directory.js';
 /** The most an agent's attributes may hold, in bytes of UTF-8 JSON (docs/policies.md#agent-attributes). */
 export const MAX_ATTRIBUTES_BYTES = 8192;
 
-const notSeen = (agentId: string) => new AgentNotFoundError(`no agent ${agentId} has made a request in this environment`);
+const notSeen = (agentId: string) =>
+  new AgentNotFoundError(`no agent ${agentId} has made a request in this environment`);
 
 export class AgentService {
   constructor(
@@ -49,13 +57,26 @@ export class AgentService {
   async setAttributes(p: Principal, agentId: string, attributes: Record<string, unknown>): Promise<AgentRow> {
     const bytes = Buffer.byteLength(JSON.stringify(attributes), 'utf8');
     if (bytes > MAX_ATTRIBUTES_BYTES) {
-      throw new BodyTooLargeError(`attributes are ${bytes} bytes of JSON; an agent's attributes hold at most ${MAX_ATTRIBUTES_BYTES} bytes`);
+      throw new BodyTooLargeError(
+        `attributes are ${bytes} bytes of JSON; an agent's attributes hold at most ${MAX_ATTRIBUTES_BYTES} bytes`,
+      );
     }
     const now = this.clock.now();
     const row = await this.sql.begin(async (tx) => {
-      const { row, registered } = await putAgentAttributes(tx, p.accountId, p.environment, agentId, attributes, new Date(now));
+      const { row, registered } = await putAgentAttributes(
+        tx,
+        p.accountId,
+        p.environment,
+        agentId,
+        attributes,
+        new Date(now),
+      );
       if (registered) await insertEvents(tx, [agentEvent('agent.registered', row, p, now)]);
-      await notify(tx, CHANNELS.agents, agentChangedPayload({ accountId: p.accountId, environment: p.environment, agentId }));
+      await notify(
+        tx,
+        CHANNELS.agents,
+        agentChangedPayload({ accountId: p.accountId, environment: p.environment, agentId }),
+      );
       return row;
     });
     this.directory.set(p.accountId, p.environment, agentId, { status: row.status, attributes: row.attributes });
@@ -82,7 +103,11 @@ export class AgentService {
         return existing; // already in that state: no-op
       }
       if (to === 'revoked') await insertEvents(tx, [agentEvent('agent.revoked', changed, p, now)]);
-      await notify(tx, CHANNELS.agents, agentStatusPayload({ accountId: p.accountId, environment: p.environment, status: to, agentId }));
+      await notify(
+        tx,
+        CHANNELS.agents,
+        agentStatusPayload({ accountId: p.accountId, environment: p.environment, status: to, agentId }),
+      );
       return changed;
     });
     this.directory.set(p.accountId, p.environment, agentId, { status: row.status, attributes: row.attributes });

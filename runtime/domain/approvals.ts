@@ -71,7 +71,12 @@ export class ApprovalService implements ApprovalTimeouts {
    * @example
    * const row = await approvals.review(principal, 'dec_...', { verdict: 'approve', reviewer: 'alice', note: null, keyId: principal.keyId }, () => null);
    */
-  async review(principal: Principal, id: string, input: VerdictInput, refuse: (row: DecisionRow) => ApiError | null): Promise<DecisionRow | undefined> {
+  async review(
+    principal: Principal,
+    id: string,
+    input: VerdictInput,
+    refuse: (row: DecisionRow) => ApiError | null,
+  ): Promise<DecisionRow | undefined> {
     const atMs = this.deps.clock.now();
     const done = await this.deps.sql.begin(async (tx) => {
       let row = await lockDecision(tx, principal, id);
@@ -126,7 +131,13 @@ export class ApprovalService implements ApprovalTimeouts {
     return { row: await this.store(tx, next, atMs), usage };
   }
 
-  private async applyVerdict(tx: Tx, principal: Principal, row: DecisionRow, input: VerdictInput, atMs: number): Promise<Settled> {
+  private async applyVerdict(
+    tx: Tx,
+    principal: Principal,
+    row: DecisionRow,
+    input: VerdictInput,
+    atMs: number,
+  ): Promise<Settled> {
     const reviewed: DecisionRow = {
       ...row,
       review_status: input.verdict === 'approve' ? 'approved' : 'denied',
@@ -140,21 +151,37 @@ export class ApprovalService implements ApprovalTimeouts {
     const { limits } = this.deps;
     if (input.verdict === 'deny') {
       const usage = await limits.resolveHolds(tx, principal, row.id, false, null);
-      return { row: await this.store(tx, { ...reviewed, effect: 'deny', reason: 'review.denied', status: 'denied' }, atMs), usage };
+      return {
+        row: await this.store(tx, { ...reviewed, effect: 'deny', reason: 'review.denied', status: 'denied' }, atMs),
+        usage,
+      };
     }
     // Approved: the policy's labels join the session (a full session: denied), and the calls deferred at decision time are consumed now.
     const matched = await this.matchedPolicies(principal, row);
     const labelled = await this.addLabels(tx, principal, row, matched, atMs);
     if (labelled === 'full') {
       const released = await limits.resolveHolds(tx, principal, row.id, false, null);
-      return { row: await this.store(tx, { ...reviewed, effect: 'deny', reason: 'session.too_many_labels', status: 'denied' }, atMs), usage: released };
+      return {
+        row: await this.store(
+          tx,
+          { ...reviewed, effect: 'deny', reason: 'session.too_many_labels', status: 'denied' },
+          atMs,
+        ),
+        usage: released,
+      };
     }
     const subject = { agentId: row.agent_id, sessionId: row.session_id, onBehalfOf: row.on_behalf_of };
     const { verdict, usage } = await limits.applyDeferredCalls(tx, principal, subject, matched, atMs);
     if (verdict && 'deny' in verdict) {
       if (labelled === 'added') await removeDecisionLabels(tx, principal, row.session_id!, row.id);
       const released = await limits.resolveHolds(tx, principal, row.id, false, null);
-      const denied: DecisionRow = { ...reviewed, effect: 'deny', reason: verdict.deny, policy_id: verdict.policy_id, status: 'denied' };
+      const denied: DecisionRow = {
+        ...reviewed,
+        effect: 'deny',
+        reason: verdict.deny,
+        policy_id: verdict.policy_id,
+        status: 'denied',
+      };
       return { row: await this.store(tx, denied, atMs), usage: [...usage, ...released] };
     }
     const expiresAt = new Date(atMs + row.ttl_seconds * 1000);
@@ -163,11 +190,23 @@ export class ApprovalService implements ApprovalTimeouts {
   }
 
   /** The approved policy's labels, added to the decision's session within the cap (locked until the transaction ends). */
-  private async addLabels(tx: Tx, t: Tenant, row: DecisionRow, matched: readonly Policy[], atMs: number): Promise<'none' | 'added' | 'full'> {
+  private async addLabels(
+    tx: Tx,
+    t: Tenant,
+    row: DecisionRow,
+    matched: readonly Policy[],
+    atMs: number,
+  ): Promise<'none' | 'added' | 'full'> {
     const labels = matched.find((p) => p.id === row.policy_id)?.labels ?? [];
     const sessions = this.deps.sessions;
     if (!sessions || row.session_id === null || labels.length === 0) return 'none';
-    const extra = { source: 'policy' as const, decision_id: row.id, detail: null, agent_id: row.agent_id, cap: MAX_SESSION_LABELS };
+    const extra = {
+      source: 'policy' as const,
+      decision_id: row.id,
+      detail: null,
+      agent_id: row.agent_id,
+      cap: MAX_SESSION_LABELS,
+    };
     return (await sessions.addInTx(tx, t, row.session_id, labels, extra, new Date(atMs))) === 'full' ? 'full' : 'added';
   }
 
@@ -184,14 +223,20 @@ export class ApprovalService implements ApprovalTimeouts {
   private async store(tx: Tx, next: DecisionRow, atMs: number): Promise<DecisionRow> {
     const stored = await writeReview(tx, next);
     await insertEvents(tx, [reviewedEvent(stored, atMs)]);
-    await notify(tx, CHANNELS.reviews, reviewPayload({ accountId: stored.account_id, environment: stored.environment, decisionId: stored.id }));
+    await notify(
+      tx,
+      CHANNELS.reviews,
+      reviewPayload({ accountId: stored.account_id, environment: stored.environment, decisionId: stored.id }),
+    );
     return stored;
   }
 
   /** After commit: this process's budget index and waiters. */
   private after(t: Tenant, settled: Settled): void {
     if (settled.usage.length > 0) this.deps.limits.note(asPrincipal(t), settled.usage);
-    this.deps.waiters.wake(waiterKey({ accountId: t.accountId, environment: t.environment, decisionId: settled.row.id }));
+    this.deps.waiters.wake(
+      waiterKey({ accountId: t.accountId, environment: t.environment, decisionId: settled.row.id }),
+    );
   }
 }
 

@@ -26,7 +26,15 @@ import { InvalidFieldError } from '../errors/api-error.js';
 import type { Sql } from '../store/connect.js';
 import { activeAgentIds } from '../store/agents.js';
 import type { Principal } from '../tenant.js';
-import { invalid, isObject, MAX_AGENT_ID_LENGTH, MAX_RESOURCE_LENGTH, readEntity, toDecisionInput, type AuthzenEvaluation } from './authzen.js';
+import {
+  invalid,
+  isObject,
+  MAX_AGENT_ID_LENGTH,
+  MAX_RESOURCE_LENGTH,
+  readEntity,
+  toDecisionInput,
+  type AuthzenEvaluation,
+} from './authzen.js';
 import type { DecisionInput } from './decisions.js';
 import type { DecisionPreview } from './decision-state.js';
 import type { PolicySets } from './policy-sets.js';
@@ -90,7 +98,8 @@ function readPage(value: unknown, tokens: PageTokens): PageRequest {
 function startAfter(page: PageRequest, query: SearchQuery): string | null {
   if (page.token === null) return null;
   if (page.token.query !== digestOf({ ...query, limit: page.limit })) {
-    const message = 'page.token was given for another search: a request with a token must repeat the preceding request (subject, action, resource, context, page.limit) unchanged';
+    const message =
+      'page.token was given for another search: a request with a token must repeat the preceding request (subject, action, resource, context, page.limit) unchanged';
     throw new InvalidFieldError(message, { details: [{ path: '/page/token', message }] });
   }
   return page.token.after;
@@ -108,25 +117,32 @@ interface PageTokens {
  * account, the environment and the payload. Opaque to the caller.
  */
 function pageTokens(key: Buffer, principal: Principal): PageTokens {
-  const macOf = (payload: string) => createHmac('sha256', key).update(`${principal.accountId}\n${principal.environment}\n${payload}`).digest();
+  const macOf = (payload: string) =>
+    createHmac('sha256', key).update(`${principal.accountId}\n${principal.environment}\n${payload}`).digest();
   const refused = () => {
-    const message = 'page.token is not a token this service gave for this account and environment (pass page.next_token as it came)';
+    const message =
+      'page.token is not a token this service gave for this account and environment (pass page.next_token as it came)';
     return new InvalidFieldError(message, { details: [{ path: '/page/token', message }] });
   };
   return {
     encode(after, query, limit) {
-      const payload = Buffer.from(JSON.stringify({ after, q: digestOf({ ...query, limit }) }), 'utf8').toString('base64url');
+      const payload = Buffer.from(JSON.stringify({ after, q: digestOf({ ...query, limit }) }), 'utf8').toString(
+        'base64url',
+      );
       return `${payload}.${macOf(payload).toString('base64url')}`;
     },
     decode(token) {
       const [payload, mac, ...rest] = token.split('.');
-      if (payload === undefined || mac === undefined || rest.length > 0 || !/^[A-Za-z0-9_-]{43}$/.test(mac)) throw refused();
+      if (payload === undefined || mac === undefined || rest.length > 0 || !/^[A-Za-z0-9_-]{43}$/.test(mac))
+        throw refused();
       const expected = macOf(payload);
       // The mac's 43 characters hold 258 bits: its canonical spelling only.
-      if (!timingSafeEqual(Buffer.from(mac, 'base64url'), expected) || expected.toString('base64url') !== mac) throw refused();
+      if (!timingSafeEqual(Buffer.from(mac, 'base64url'), expected) || expected.toString('base64url') !== mac)
+        throw refused();
       try {
         const value = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as unknown;
-        if (isObject(value) && typeof value.after === 'string' && typeof value.q === 'string') return { after: value.after, query: value.q };
+        if (isObject(value) && typeof value.after === 'string' && typeof value.q === 'string')
+          return { after: value.after, query: value.q };
       } catch {
         // answered below
       }
@@ -150,10 +166,17 @@ function readContext(body: Json): Json | undefined {
  * await searchSubjects(deps, principal, { subject: { type: 'user' }, action: { name: 'can_read_todos' }, resource: { type: 'todo', id: '1' } });
  * // => { results: [{ type: 'user', id: 'beth' }, ...], page: { next_token: '' } }
  */
-export async function searchSubjects(deps: SearchDeps, principal: Principal, body: Json): Promise<SearchPage<{ type: string; id: string }>> {
+export async function searchSubjects(
+  deps: SearchDeps,
+  principal: Principal,
+  body: Json,
+): Promise<SearchPage<{ type: string; id: string }>> {
   const subject = readEntity(body.subject, '/subject', { type: { min: 1, max: 256 } });
   const action = readEntity(body.action, '/action', { name: {} });
-  const resource = readEntity(body.resource, '/resource', { type: { min: 1, max: 256 }, id: { min: 1, max: MAX_RESOURCE_LENGTH } });
+  const resource = readEntity(body.resource, '/resource', {
+    type: { min: 1, max: 256 },
+    id: { min: 1, max: MAX_RESOURCE_LENGTH },
+  });
   const context = readContext(body);
   const tokens = pageTokens(deps.pageTokenKey, principal);
   const page = readPage(body.page, tokens);
@@ -161,7 +184,13 @@ export async function searchSubjects(deps: SearchDeps, principal: Principal, bod
   const query: SearchQuery = { search: 'subject', subject, action, resource, context: context ?? null };
   const after = startAfter(page, query);
   const type = subject.type as string;
-  const evaluationOf = (id: string): AuthzenEvaluation => ({ subject: { ...subject, id }, action, resource, ...(context ? { context } : {}) }) as unknown as AuthzenEvaluation;
+  const evaluationOf = (id: string): AuthzenEvaluation =>
+    ({
+      subject: { ...subject, id },
+      action,
+      resource,
+      ...(context ? { context } : {}),
+    }) as unknown as AuthzenEvaluation;
   // Checked once, for the first candidate's sake: a bad action or resource is the request's 400.
   toDecisionInput(evaluationOf('x'));
   const results: Array<{ type: string; id: string }> = [];
@@ -171,7 +200,8 @@ export async function searchSubjects(deps: SearchDeps, principal: Principal, bod
     for (const id of ids) {
       if (id.length > MAX_AGENT_ID_LENGTH) continue;
       if (!counts(await deps.decisions.preview(principal, toDecisionInput(evaluationOf(id))))) continue;
-      if (results.length === limit) return { results, page: { next_token: tokens.encode(results[limit - 1]!.id, query, limit) } };
+      if (results.length === limit)
+        return { results, page: { next_token: tokens.encode(results[limit - 1]!.id, query, limit) } };
       results.push({ type, id });
     }
     if (ids.length < AGENT_CHUNK) return { results, page: { next_token: '' } };
@@ -188,9 +218,19 @@ export async function searchSubjects(deps: SearchDeps, principal: Principal, bod
  * await searchActions(deps, principal, { subject: { type: 'user', id: 'morty' }, resource: { type: 'todo', id: '1' } });
  * // => { results: [{ name: 'authzen.can_create_todo' }, { name: 'authzen.can_read_todos' }], page: { next_token: '' } }
  */
-export async function searchActions(deps: SearchDeps, principal: Principal, body: Json): Promise<SearchPage<{ name: string }>> {
-  const subject = readEntity(body.subject, '/subject', { type: { min: 1, max: 256 }, id: { min: 1, max: MAX_AGENT_ID_LENGTH } });
-  const resource = readEntity(body.resource, '/resource', { type: { min: 1, max: 256 }, id: { min: 1, max: MAX_RESOURCE_LENGTH } });
+export async function searchActions(
+  deps: SearchDeps,
+  principal: Principal,
+  body: Json,
+): Promise<SearchPage<{ name: string }>> {
+  const subject = readEntity(body.subject, '/subject', {
+    type: { min: 1, max: 256 },
+    id: { min: 1, max: MAX_AGENT_ID_LENGTH },
+  });
+  const resource = readEntity(body.resource, '/resource', {
+    type: { min: 1, max: 256 },
+    id: { min: 1, max: MAX_RESOURCE_LENGTH },
+  });
   const context = readContext(body);
   const tokens = pageTokens(deps.pageTokenKey, principal);
   const page = readPage(body.page, tokens);
@@ -206,9 +246,15 @@ export async function searchActions(deps: SearchDeps, principal: Principal, body
   const candidates = [...named].filter((name) => after === null || name > after).sort();
   const results: Array<{ name: string }> = [];
   for (const name of candidates) {
-    const evaluation = { subject, action: { name }, resource, ...(context ? { context } : {}) } as unknown as AuthzenEvaluation;
+    const evaluation = {
+      subject,
+      action: { name },
+      resource,
+      ...(context ? { context } : {}),
+    } as unknown as AuthzenEvaluation;
     if (!counts(await deps.decisions.preview(principal, toDecisionInput(evaluation)))) continue;
-    if (results.length === limit) return { results, page: { next_token: tokens.encode(results[limit - 1]!.name, query, limit) } };
+    if (results.length === limit)
+      return { results, page: { next_token: tokens.encode(results[limit - 1]!.name, query, limit) } };
     results.push({ name });
   }
   return { results, page: { next_token: '' } };

@@ -70,17 +70,23 @@ export const isObject = (v: unknown): v is Json => typeof v === 'object' && v !=
  */
 export function readEntity(value: unknown, at: string, strings: Record<string, { max?: number; min?: number }>): Json {
   if (value === undefined || value === null)
-    throw new MissingFieldError(`${where('body', at)} is required`, { details: [{ path: at, message: `${where('body', at)} is required` }] });
+    throw new MissingFieldError(`${where('body', at)} is required`, {
+      details: [{ path: at, message: `${where('body', at)} is required` }],
+    });
   if (!isObject(value)) throw invalid(at, 'must be object');
   for (const [key, { min, max }] of Object.entries(strings)) {
     const path = `${at}/${key}`;
     const v = value[key];
-    if (v === undefined) throw new MissingFieldError(`${where('body', path)} is required`, { details: [{ path, message: `${where('body', path)} is required` }] });
+    if (v === undefined)
+      throw new MissingFieldError(`${where('body', path)} is required`, {
+        details: [{ path, message: `${where('body', path)} is required` }],
+      });
     if (typeof v !== 'string') throw invalid(path, 'must be string');
     if (min !== undefined && v.length < min) throw invalid(path, `must NOT have fewer than ${min} characters`);
     if (max !== undefined && v.length > max) throw invalid(path, `must NOT have more than ${max} characters`);
   }
-  if (value.properties !== undefined && !isObject(value.properties)) throw invalid(`${at}/properties`, 'must be object');
+  if (value.properties !== undefined && !isObject(value.properties))
+    throw invalid(`${at}/properties`, 'must be object');
   const entity: Json = {};
   for (const key of Object.keys(strings)) entity[key] = value[key];
   if (value.properties !== undefined) entity.properties = value.properties;
@@ -88,7 +94,11 @@ export function readEntity(value: unknown, at: string, strings: Record<string, {
 }
 
 /** validation.invalid_field for the member at `path` (a JSON pointer). */
-export function invalid(path: string, problem: string, message = `${where('body', path)} ${problem}`): InvalidFieldError {
+export function invalid(
+  path: string,
+  problem: string,
+  message = `${where('body', path)} ${problem}`,
+): InvalidFieldError {
   return new InvalidFieldError(message, { details: [{ path, message }] });
 }
 
@@ -107,11 +117,18 @@ export function invalid(path: string, problem: string, message = `${where('body'
 export function readEvaluation(value: unknown, at = ''): AuthzenEvaluation {
   if (!isObject(value)) throw invalid(at || '/', 'must be object', `${where('body', at)} must be object`);
   const evaluation = {
-    subject: readEntity(value.subject, `${at}/subject`, { type: { min: 1, max: 256 }, id: { min: 1, max: MAX_AGENT_ID_LENGTH } }),
+    subject: readEntity(value.subject, `${at}/subject`, {
+      type: { min: 1, max: 256 },
+      id: { min: 1, max: MAX_AGENT_ID_LENGTH },
+    }),
     action: readEntity(value.action, `${at}/action`, { name: {} }),
-    resource: readEntity(value.resource, `${at}/resource`, { type: { min: 1, max: 256 }, id: { min: 1, max: MAX_RESOURCE_LENGTH } }),
+    resource: readEntity(value.resource, `${at}/resource`, {
+      type: { min: 1, max: 256 },
+      id: { min: 1, max: MAX_RESOURCE_LENGTH },
+    }),
   } as unknown as AuthzenEvaluation;
-  if (value.context !== undefined && value.context !== null && !isObject(value.context)) throw invalid(`${at}/context`, 'must be object');
+  if (value.context !== undefined && value.context !== null && !isObject(value.context))
+    throw invalid(`${at}/context`, 'must be object');
   if (value.options !== undefined && !isObject(value.options)) throw invalid(`${at}/options`, 'must be object');
   // A null context (which a batch entry may carry) is no context.
   if (value.context !== undefined && value.context !== null) evaluation.context = value.context as Json;
@@ -158,7 +175,8 @@ const SEMANTICS: readonly EvaluationsSemantic[] = ['execute_all', 'deny_on_first
 export function evaluationsSemantic(options: unknown): EvaluationsSemantic {
   const value = isObject(options) ? options.evaluations_semantic : undefined;
   if (value === undefined) return 'execute_all';
-  if (typeof value === 'string' && (SEMANTICS as readonly string[]).includes(value)) return value as EvaluationsSemantic;
+  if (typeof value === 'string' && (SEMANTICS as readonly string[]).includes(value))
+    return value as EvaluationsSemantic;
   const message = `options.evaluations_semantic must be one of ${SEMANTICS.join(', ')}`;
   throw new InvalidFieldError(message, { details: [{ path: '/options/evaluations_semantic', message }] });
 }
@@ -195,7 +213,8 @@ export function runFields(context: Json | null | undefined, at = ''): { session_
   for (const key of ['session_id', 'on_behalf_of'] as const) {
     const value = context?.[key];
     if (typeof value !== 'string' || value === '') continue;
-    if (value.length > MAX_RUN_FIELD_LENGTH) throw invalid(`${at}/context/${key}`, `must NOT have more than ${MAX_RUN_FIELD_LENGTH} characters`);
+    if (value.length > MAX_RUN_FIELD_LENGTH)
+      throw invalid(`${at}/context/${key}`, `must NOT have more than ${MAX_RUN_FIELD_LENGTH} characters`);
     out[key] = value;
   }
   return out;
@@ -216,7 +235,8 @@ export function toDecisionInput(evaluation: AuthzenEvaluation, at = ''): Decisio
   const { subject, action, resource } = evaluation;
   const context = evaluation.context ?? {};
   const resourceName = `${resource.type}:${resource.id}`;
-  if (resourceName.length > MAX_RESOURCE_LENGTH) throw invalid(`${at}/resource`, `"<type>:<id>" must NOT have more than ${MAX_RESOURCE_LENGTH} characters`);
+  if (resourceName.length > MAX_RESOURCE_LENGTH)
+    throw invalid(`${at}/resource`, `"<type>:<id>" must NOT have more than ${MAX_RESOURCE_LENGTH} characters`);
   const amount = typeof context.amount === 'number' ? context.amount : undefined;
   if (amount !== undefined && amount < 0) throw invalid(`${at}/context/amount`, 'must be >= 0');
   const run = runFields(context, at);
@@ -226,7 +246,12 @@ export function toDecisionInput(evaluation: AuthzenEvaluation, at = ''): Decisio
     resource: resourceName,
     ...(amount !== undefined ? { amount } : {}),
     // The name as sent replaces a property called `name`.
-    context: { ...context, subject: subject.properties ?? {}, action: { ...action.properties, name: action.name }, resource: resource.properties ?? {} },
+    context: {
+      ...context,
+      subject: subject.properties ?? {},
+      action: { ...action.properties, name: action.name },
+      resource: resource.properties ?? {},
+    },
   };
   return { ...input, ...run };
 }
@@ -267,7 +292,11 @@ export function evaluate(deps: AuthzenDeps, principal: Principal, evaluation: Au
  * const outcomes = await evaluateBatch({ decisions }, principal, { subject: { type: 'agent', id: 'bot' },
  *   action: { name: 'orders.read' }, evaluations: [{ resource: { type: 'order', id: '1' } }, { resource: { type: 'order', id: '2' } }] });
  */
-export async function evaluateBatch(deps: AuthzenDeps, principal: Principal, request: AuthzenEvaluations & { evaluations: unknown[] }): Promise<BatchOutcome[]> {
+export async function evaluateBatch(
+  deps: AuthzenDeps,
+  principal: Principal,
+  request: AuthzenEvaluations & { evaluations: unknown[] },
+): Promise<BatchOutcome[]> {
   const semantic = evaluationsSemantic(request.options);
   const outcomes: BatchOutcome[] = [];
   for (const [i, entry] of request.evaluations.entries()) {
@@ -282,7 +311,8 @@ export async function evaluateBatch(deps: AuthzenDeps, principal: Principal, req
     }
     outcomes.push(outcome);
     const permitted = 'decision' in outcome && permits(outcome.decision);
-    if ((semantic === 'deny_on_first_deny' && !permitted) || (semantic === 'permit_on_first_permit' && permitted)) break;
+    if ((semantic === 'deny_on_first_deny' && !permitted) || (semantic === 'permit_on_first_permit' && permitted))
+      break;
   }
   return outcomes;
 }

@@ -55,7 +55,8 @@ export function budgetStatus(consumed: number, budget: Budget): BudgetStatus {
   // A relative tolerance, as the store compares in exact decimals (0.7 x 10 is 7 there).
   const eps = 1e-9 * budget.limit;
   if (consumed >= budget.limit - eps) return 'exceeded';
-  if (budget.threshold_alert !== undefined && consumed >= budget.threshold_alert * budget.limit - eps) return 'threshold';
+  if (budget.threshold_alert !== undefined && consumed >= budget.threshold_alert * budget.limit - eps)
+    return 'threshold';
   return 'ok';
 }
 
@@ -82,14 +83,23 @@ type Deps = { sql: Sql; clock: Clock; policySets: PolicySets };
 type BudgetPolicy = Policy & { budget: Budget };
 
 /** A row's key as its cursor (see the file's comment). */
-function cursorOf(policyId: string, scope: BudgetScope, agentId: string | null, sessionId: string | null, onBehalfOf: string | null): string {
+function cursorOf(
+  policyId: string,
+  scope: BudgetScope,
+  agentId: string | null,
+  sessionId: string | null,
+  onBehalfOf: string | null,
+): string {
   if (scope === 'user') return `${policyId}::${onBehalfOf}`;
   return scope === 'session' ? `${policyId}:${agentId}:${sessionId}` : `${policyId}:${agentId}`;
 }
 
 const covers = (p: Policy, agentId: string) => p.agents === undefined || p.agents.some((g) => matchGlob(g, agentId));
 
-async function enabledBudgets(deps: Deps, principal: Principal): Promise<{ current: (id: string) => BudgetPolicy | undefined; all: BudgetPolicy[] }> {
+async function enabledBudgets(
+  deps: Deps,
+  principal: Principal,
+): Promise<{ current: (id: string) => BudgetPolicy | undefined; all: BudgetPolicy[] }> {
   const set = await deps.policySets.get(principal.accountId, principal.environment);
   const current = (id: string): BudgetPolicy | undefined => {
     const p = set.table.byId.get(id)?.policy;
@@ -98,14 +108,24 @@ async function enabledBudgets(deps: Deps, principal: Principal): Promise<{ curre
   return { current, all: set.table.rows.flatMap((row) => current(row.policy.id) ?? []) };
 }
 
-export async function listBudgets(deps: Deps, principal: Principal, page: PageParams, filter: BudgetFilter = {}): Promise<Page<BudgetAccount>> {
+export async function listBudgets(
+  deps: Deps,
+  principal: Principal,
+  page: PageParams,
+  filter: BudgetFilter = {},
+): Promise<Page<BudgetAccount>> {
   const { accountId, environment } = principal;
   const now = deps.clock.now();
   await releaseExpiredHolds(deps.sql, now, { accountId, environment });
   const { current, all } = await enabledBudgets(deps, principal);
   const usage = await currentUsage(deps.sql, accountId, environment, now, filter);
   const items = new Map<string, BudgetAccount>();
-  const add = (policy: BudgetPolicy, key: { agent_id: string | null; session_id: string | null; on_behalf_of: string | null }, consumed: number, held: number) => {
+  const add = (
+    policy: BudgetPolicy,
+    key: { agent_id: string | null; session_id: string | null; on_behalf_of: string | null },
+    consumed: number,
+    held: number,
+  ) => {
     const scope = budgetScope(policy.budget);
     const { start, end } = periodBounds(policy.budget.period, now);
     items.set(cursorOf(policy.id, scope, key.agent_id, key.session_id, key.on_behalf_of), {
@@ -127,7 +147,8 @@ export async function listBudgets(deps: Deps, principal: Principal, page: PagePa
   };
   for (const u of usage) {
     const p = current(u.policy_id);
-    if (p && p.budget.unit === u.unit && p.budget.period === u.period && budgetScope(p.budget) === u.scope) add(p, u, u.consumed, u.held);
+    if (p && p.budget.unit === u.unit && p.budget.period === u.period && budgetScope(p.budget) === u.scope)
+      add(p, u, u.consumed, u.held);
   }
   // With an agent (and no user): its unused budgets too, agent-scoped ones, or session-scoped ones of the session given.
   if (filter.agentId !== undefined && filter.onBehalfOf === undefined) {
@@ -202,7 +223,10 @@ export class BudgetService {
     return listBudgets(this.deps, principal, page, typeof filter === 'string' ? { agentId: filter } : filter);
   }
 
-  remaining(principal: Principal, subject: { agentId: string; sessionId: string | null; onBehalfOf: string | null }): Promise<RemainingBudget[]> {
+  remaining(
+    principal: Principal,
+    subject: { agentId: string; sessionId: string | null; onBehalfOf: string | null },
+  ): Promise<RemainingBudget[]> {
     return remainingBudgets(this.deps, principal, subject);
   }
 }

@@ -73,7 +73,9 @@ export class BundleService {
     }
     const next: Policy[] = loaded.bundle.policies;
     if (next.length > this.config.maxPolicies) {
-      throw new TooManyPoliciesError(`the bundle has ${next.length} policies; an environment holds at most ${this.config.maxPolicies} (AUTHZ_MAX_POLICIES)`);
+      throw new TooManyPoliciesError(
+        `the bundle has ${next.length} policies; an environment holds at most ${this.config.maxPolicies} (AUTHZ_MAX_POLICIES)`,
+      );
     }
     // Checked by loadBundle: compiling the set need not read them again.
     this.policySets.primeReads(loaded.table.rows);
@@ -102,7 +104,12 @@ export class BundleService {
       await this.undo(tenant, generation).catch(() => {});
       throw error;
     }
-    this.policySets.adopt(tenant.accountId, tenant.environment, { version: committed.version, hash, table, policies: next });
+    this.policySets.adopt(tenant.accountId, tenant.environment, {
+      version: committed.version,
+      hash,
+      table,
+      policies: next,
+    });
     await this.finish(tenant, generation, committed.replaced);
   }
 
@@ -127,7 +134,13 @@ export class BundleService {
    * active in one short transaction, provided the set is still the one diffed
    * against; otherwise diffs again.
    */
-  private async commit(tenant: Tenant, generation: number, next: Policy[], hash: string, now: number): Promise<{ version: number; replaced: number }> {
+  private async commit(
+    tenant: Tenant,
+    generation: number,
+    next: Policy[],
+    hash: string,
+    now: number,
+  ): Promise<{ version: number; replaced: number }> {
     let current = await this.current(tenant);
     for (let attempt = 1; ; attempt++) {
       const events = await runSliced(diffSteps(tenant, current.policies, next, now));
@@ -145,7 +158,10 @@ export class BundleService {
       });
       if (done) return done;
       await untilNone(() => unstageEvents(this.sql, generation, WRITE_CHUNK));
-      if (attempt === MAX_ATTEMPTS) throw new ServiceUnavailableError('the policy set kept changing during the bundle push; nothing changed, push it again');
+      if (attempt === MAX_ATTEMPTS)
+        throw new ServiceUnavailableError(
+          'the policy set kept changing during the bundle push; nothing changed, push it again',
+        );
       await this.policySets.refresh(tenant.accountId, tenant.environment).catch(() => {});
       current = await this.current(tenant);
     }
@@ -158,14 +174,18 @@ export class BundleService {
     } catch {
       // A stored set that does not compile: a bundle may replace it (the diff needs no table).
       const version = (await readPolicySetVersion(this.sql, tenant.accountId, tenant.environment))?.version ?? 0;
-      return { version, policies: (await loadPolicies<Policy>(this.sql, tenant.accountId, tenant.environment)).map((r) => r.policy) };
+      return {
+        version,
+        policies: (await loadPolicies<Policy>(this.sql, tenant.accountId, tenant.environment)).map((r) => r.policy),
+      };
     }
   }
 
   /** After commit: the events into `events`, the replaced rows deleted, the push forgotten. */
   private async finish(tenant: Tenant, generation: number, replaced: number | null): Promise<void> {
     await untilNone(() => moveEvents(this.sql, tenant, generation, WRITE_CHUNK));
-    if (replaced !== null && replaced !== generation) await untilNone(() => deleteGeneration(this.sql, tenant, replaced, WRITE_CHUNK));
+    if (replaced !== null && replaced !== generation)
+      await untilNone(() => deleteGeneration(this.sql, tenant, replaced, WRITE_CHUNK));
     await endPush(this.sql, generation);
   }
 
@@ -178,7 +198,10 @@ export class BundleService {
 }
 
 /** Writes `items` a chunk of WRITE_CHUNK at a time, one statement each, giving the event loop a turn after each. */
-async function inChunks<T>(items: readonly T[], write: (chunk: readonly T[], offset: number) => Promise<void>): Promise<void> {
+async function inChunks<T>(
+  items: readonly T[],
+  write: (chunk: readonly T[], offset: number) => Promise<void>,
+): Promise<void> {
   for (let i = 0; i < items.length; i += WRITE_CHUNK) {
     await write(items.slice(i, i + WRITE_CHUNK), i);
     await nextTurn();
@@ -191,7 +214,12 @@ async function untilNone(step: () => Promise<number>): Promise<void> {
 }
 
 /** `policy.updated` for each policy that differs between the sets (in the order of `before`, then the new ones), in steps. */
-function* diffSteps(tenant: Tenant, before: readonly Policy[], after: readonly Policy[], now: number): Generator<void, EventRow[]> {
+function* diffSteps(
+  tenant: Tenant,
+  before: readonly Policy[],
+  after: readonly Policy[],
+  now: number,
+): Generator<void, EventRow[]> {
   const prior = new Map(before.map((c) => [c.id, c]));
   const next = new Map(after.map((c) => [c.id, c]));
   const events: EventRow[] = [];

@@ -17,5 +17,7 @@ import { addTestClockOffset, loadTestClockOffset } from '../store/clock-offset.j
  * await clock.advance(86_400); // a day later, also after a restart
  */
 export async function openTestClock(sql: Sql, base: RealTimeClock = systemClock): Promise<AdjustableClock> {
-  return new AdjustableClock(base, await loadTestClockOffset(sql), { add: (deltaMs) => addTestClockOffset(sql, deltaMs) });
+  return new AdjustableClock(base, await loadTestClockOffset(sql), {
+    add: (deltaMs) => addTestClockOffset(sql, deltaMs),
+  });
 }

@@ -21,7 +21,12 @@ export type DecisionOutputBody = DecisionOutputRequest;
  * Adds a decision's output labels to its session, inside the caller's
  * transaction (throws, e.g. 409 session.too_many_labels, to undo the record).
  */
-export type GatewayLabels = (tx: Tx, principal: Principal, decision: DecisionRow, labels: readonly string[]) => Promise<void>;
+export type GatewayLabels = (
+  tx: Tx,
+  principal: Principal,
+  decision: DecisionRow,
+  labels: readonly string[],
+) => Promise<void>;
 
 export interface DecisionOutputDeps {
   sql: Sql;
@@ -44,16 +49,23 @@ export class DecisionOutputService {
    * // row.output => { labels: ['untrusted'], findings: [...], recorded_at: '2026-11-28T12:00:00.000Z' }
    */
   async record(principal: Principal, id: string, body: DecisionOutputBody): Promise<DecisionRow> {
-    const output = { labels: [...new Set(body.labels)], findings: mergedFindings(body.findings), recorded_at: new Date(this.deps.clock.now()).toISOString() };
+    const output = {
+      labels: [...new Set(body.labels)],
+      findings: mergedFindings(body.findings),
+      recorded_at: new Date(this.deps.clock.now()).toISOString(),
+    };
     return this.deps.sql.begin(async (tx) => {
       const row = await recordDecisionOutput(tx, principal, id, output);
       if (row === undefined) {
         const current = await findDecision(tx, principal.accountId, principal.environment, id);
         if (current === undefined) throw new DecisionNotFoundError(`no decision ${id}`);
-        throw new DecisionOutputRecordedError(`the output of decision ${id} was recorded at ${current.output?.recorded_at ?? 'an earlier call'}; it is recorded once`);
+        throw new DecisionOutputRecordedError(
+          `the output of decision ${id} was recorded at ${current.output?.recorded_at ?? 'an earlier call'}; it is recorded once`,
+        );
       }
       // The labels join the decision's session (source gateway) in this transaction: 409 session.too_many_labels undoes the record.
-      if (output.labels.length > 0 && row.session_id !== null) await this.deps.sessionLabels?.(tx, principal, row, output.labels);
+      if (output.labels.length > 0 && row.session_id !== null)
+        await this.deps.sessionLabels?.(tx, principal, row, output.labels);
       return row;
     });
   }

@@ -58,7 +58,8 @@ export interface LimitWarning {
   policy_ids: string[];
 }
 
-export type LimitVerdict = { deny: 'budget.exceeded'; policy_id: string; message: string } | { warnings: LimitWarning[] } | null;
+export type LimitVerdict =
+  { deny: 'budget.exceeded'; policy_id: string; message: string } | { warnings: LimitWarning[] } | null;
 
 /**
  * What `apply` answers: the verdict, the history values under the gate's
@@ -67,11 +68,19 @@ export type LimitVerdict = { deny: 'budget.exceeded'; policy_id: string; message
  * session's labels are another set now (nothing moved); or `stale`: a history value left its range,
  * evaluate again with these values.
  */
-export type AppliedLimits = { verdict: LimitVerdict; history: number[] | null; written: boolean } | { stale: number[] } | { staleLabels: string[] };
+export type AppliedLimits =
+  | { verdict: LimitVerdict; history: number[] | null; written: boolean }
+  | { stale: number[] }
+  | { staleLabels: string[] };
 
 export interface DecisionLimits {
   /** Evaluation step 3: a budget of the agent, of this session or of this user exhausted this period, if any. */
-  exhausted(principal: Principal, subject: SpendSubject, nowMs: number, policy: (id: string) => Policy | undefined): { policy_id: string } | null;
+  exhausted(
+    principal: Principal,
+    subject: SpendSubject,
+    nowMs: number,
+    policy: (id: string) => Policy | undefined,
+  ): { policy_id: string } | null;
   /**
    * Every decision: the platform limit of the API key; with evaluation step 7
    * (allow and review), the matched policies' rate limits and budgets. Over a
@@ -80,15 +89,30 @@ export interface DecisionLimits {
    */
   apply(context: LimitContext): Promise<AppliedLimits>;
   /** What `apply` would answer now for the policies' limits and budgets, using nothing (a rate limit as a value). */
-  preview(context: Omit<LimitContext, 'decisionId' | 'expiresAt'>): Promise<LimitVerdict | { rate_limited: number; message: string }>;
+  preview(
+    context: Omit<LimitContext, 'decisionId' | 'expiresAt'>,
+  ): Promise<LimitVerdict | { rate_limited: number; message: string }>;
   /**
    * An approval, inside the caller's transaction: the `calls` budgets of the
    * matched policies that the decision deferred, consumed now (a deny when one
    * has no room left). Call `note` with `usage` after commit.
    */
-  applyDeferredCalls(tx: Tx, principal: Principal, subject: SpendSubject, matched: readonly Policy[], nowMs: number): Promise<{ verdict: LimitVerdict; usage: BudgetUsage[] }>;
+  applyDeferredCalls(
+    tx: Tx,
+    principal: Principal,
+    subject: SpendSubject,
+    matched: readonly Policy[],
+    nowMs: number,
+  ): Promise<{ verdict: LimitVerdict; usage: BudgetUsage[] }>;
   /** Confirm or reject inside the caller's transaction: the decision's holds (per unit: `amounts`, else `amount`, else the held amount). */
-  resolveHolds(tx: SqlOrTx, principal: Principal, decisionId: string, confirm: boolean, amount: number | null, amounts?: Record<string, number> | null): Promise<BudgetUsage[]>;
+  resolveHolds(
+    tx: SqlOrTx,
+    principal: Principal,
+    decisionId: string,
+    confirm: boolean,
+    amount: number | null,
+    amounts?: Record<string, number> | null,
+  ): Promise<BudgetUsage[]>;
   /** After the transaction of `resolveHolds` commits. */
   note(principal: Principal, usage: readonly BudgetUsage[]): void;
   /** The API key's platform limit alone (a replayed answer, which makes no decision); over it: throws RateLimitExceededError. */

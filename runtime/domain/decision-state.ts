@@ -97,7 +97,10 @@ export function taskStatus(row: Pick<DecisionRow, 'review_status' | 'reason'>): 
 }
 
 /** What the evaluation order concluded for a request (steps 2-7), before anything is stored. */
-export type DecisionOutcome = Pick<DecisionRow, 'effect' | 'reason' | 'policy_id' | 'matched_policy_ids' | 'warnings'> & {
+export type DecisionOutcome = Pick<
+  DecisionRow,
+  'effect' | 'reason' | 'policy_id' | 'matched_policy_ids' | 'warnings'
+> & {
   shadow?: DecisionRow['shadow'];
   history?: DecisionRow['history'];
 };

@@ -59,7 +59,10 @@ export class DecisionWriter {
                 return write(tx, decisions);
               });
         // The first decision of the batch for a newly registered agent owns the registration.
-        return pending.map((w, i) => ({ registered: w.newAgent !== undefined && registered.delete(agentKey(w.newAgent)), decision: decisions[i]! }));
+        return pending.map((w, i) => ({
+          registered: w.newAgent !== undefined && registered.delete(agentKey(w.newAgent)),
+          decision: decisions[i]!,
+        }));
       },
       maxBatch,
       maxInFlight,

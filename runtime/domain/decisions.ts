@@ -8,7 +8,15 @@
  * decisions, before the answer is sent. A preview runs the same steps and
  * uses nothing.
  */
-import { actionPatternMatches, DEFAULT_APPROVAL_TIMEOUT_SECONDS, evaluate, isValidAction, matchGlob, type EvaluationInput, type Policy } from '../../compiler/index.js';
+import {
+  actionPatternMatches,
+  DEFAULT_APPROVAL_TIMEOUT_SECONDS,
+  evaluate,
+  isValidAction,
+  matchGlob,
+  type EvaluationInput,
+  type Policy,
+} from '../../compiler/index.js';
 import type { DecisionRequest } from '../../clients/typescript/wire.js';
 import type { Clock } from '../clock.js';
 import {
@@ -20,7 +28,15 @@ import {
   InvalidFieldError,
   ServiceUnavailableError,
 } from '../errors/api-error.js';
-import { checkedValues, gatedValues, historyGate, historyReadings, historyValues, ranges, type History } from '../history/history.js';
+import {
+  checkedValues,
+  gatedValues,
+  historyGate,
+  historyReadings,
+  historyValues,
+  ranges,
+  type History,
+} from '../history/history.js';
 import { planHistory, type HistoryPlan } from '../history/plan.js';
 import { confirmHistory } from '../store/history.js';
 import { newId } from '../ids.js';
@@ -121,7 +137,15 @@ interface Evaluated {
 /** Whether two evaluations decide alike (a history value's range keeps this unchanged). */
 function sameness(e: Evaluated): string {
   const o = e.outcome;
-  return JSON.stringify([o.effect, o.reason, o.policy_id, o.matched_policy_ids, o.warnings, o.shadow ?? null, e.approvalSeconds]);
+  return JSON.stringify([
+    o.effect,
+    o.reason,
+    o.policy_id,
+    o.matched_policy_ids,
+    o.warnings,
+    o.shadow ?? null,
+    e.approvalSeconds,
+  ]);
 }
 
 export class DecisionService {
@@ -134,14 +158,21 @@ export class DecisionService {
     return tracing.inSpan('decision', async (span) => {
       span.setAttributes({ 'authz.agent_id': input.agent_id, 'authz.action': input.action });
       const row = await this.decideIn(principal, input, tracing);
-      span.setAttributes({ 'authz.decision_id': row.id, 'authz.effect': row.effect, 'authz.reason': row.reason, 'authz.policy_id': row.policy_id ?? undefined });
+      span.setAttributes({
+        'authz.decision_id': row.id,
+        'authz.effect': row.effect,
+        'authz.reason': row.reason,
+        'authz.policy_id': row.policy_id ?? undefined,
+      });
       return row;
     });
   }
 
   /** `traced`: the tracing whose child spans wrap the store calls, or null (tracing off). */
   private async decideIn(principal: Principal, input: DecisionInput, traced: Tracing | null): Promise<DecisionRow> {
-    const inStore = traced ? <T>(name: string, call: () => Promise<T>): Promise<T> => traced.inSpan(name, call) : untraced;
+    const inStore = traced
+      ? <T>(name: string, call: () => Promise<T>): Promise<T> => traced.inSpan(name, call)
+      : untraced;
     const { clock, agents, limits } = this.deps;
     const { accountId, environment } = principal;
     const nowMs = clock.now();
@@ -158,24 +189,51 @@ export class DecisionService {
     /** The rate limits (and the key's) counted this decision already (a history retry). */
     let admitted = false;
     const build = (e: Evaluated, outcome: Outcome, approvalUntil: Date | null, vals: readonly number[]) =>
-      this.row(principal, input, { id, nowMs, ttl, expiresAt, approvalExpiresAt: approvalUntil, outcome, plan, values: vals, sessionLabels: e.sessionLabels });
+      this.row(principal, input, {
+        id,
+        nowMs,
+        ttl,
+        expiresAt,
+        approvalExpiresAt: approvalUntil,
+        outcome,
+        plan,
+        values: vals,
+        sessionLabels: e.sessionLabels,
+      });
     // Optimistic history (runtime/history/history.ts): evaluated with the values read, judged again
     // by the gate under the scope keys' locks; other values there: evaluated again with them.
     for (let attempt = 0; ; attempt++) {
       evaluated = this.judge(prepared, values);
       // Approval before the action: the decision (and its holds) last until the approval deadline.
-      approvalExpiresAt = evaluated.approvalSeconds === null ? null : new Date(nowMs + evaluated.approvalSeconds * 1000);
+      approvalExpiresAt =
+        evaluated.approvalSeconds === null ? null : new Date(nowMs + evaluated.approvalSeconds * 1000);
       const holdUntil = approvalExpiresAt ?? expiresAt;
-      const gate = plan && historyGate(plan, nowMs, this.historyRanges(prepared, values, evaluated, attempt === 0), evaluated.outcome.effect === 'deny' ? 'denied' : 'counted');
+      const gate =
+        plan &&
+        historyGate(
+          plan,
+          nowMs,
+          this.historyRanges(prepared, values, evaluated, attempt === 0),
+          evaluated.outcome.effect === 'deny' ? 'denied' : 'counted',
+        );
       // The decision as it stands if its limits change nothing: stored with them, one round trip
       // (built only when the limits go to the store).
       let candidate: DecisionRow | null = null;
       const [e, until, vals] = [evaluated, approvalExpiresAt, values];
       const write = () => {
         candidate = this.speculative(status, build(e, e.outcome, until, vals), e);
-        return candidate && { decision: candidate, event: decisionEvent(candidate), history: plan ? checkedValues(plan, vals) : [] };
+        return (
+          candidate && {
+            decision: candidate,
+            event: decisionEvent(candidate),
+            history: plan ? checkedValues(plan, vals) : [],
+          }
+        );
       };
-      const labels = prepared.labelsGuessed && input.session_id ? this.deps.sessions!.check(input.session_id, prepared.sessionLabels ?? []) : null;
+      const labels =
+        prepared.labelsGuessed && input.session_id
+          ? this.deps.sessions!.check(input.session_id, prepared.sessionLabels ?? [])
+          : null;
       // Step 7 (and the key's platform limit, for every decision): one store call.
       const applied = await inStore('store.limits', () =>
         limits.apply({
@@ -193,7 +251,10 @@ export class DecisionService {
         // Another process (or the API, or the gateway) changed the session's labels: evaluate with them (nothing moved).
         Object.assign(prepared, { sessionLabels: applied.staleLabels, labelsGuessed: false });
         prepared.request.session_labels = applied.staleLabels;
-        if (attempt + 1 >= HISTORY_ATTEMPTS) throw new ServiceUnavailableError('the session labels this decision reads kept changing while it was decided; retry');
+        if (attempt + 1 >= HISTORY_ATTEMPTS)
+          throw new ServiceUnavailableError(
+            'the session labels this decision reads kept changing while it was decided; retry',
+          );
         continue;
       }
       admitted = true;
@@ -204,12 +265,15 @@ export class DecisionService {
         break;
       }
       values = gatedValues(plan!, applied.stale);
-      if (attempt + 1 >= HISTORY_ATTEMPTS) throw new ServiceUnavailableError('the history this decision reads kept changing while it was decided; retry');
+      if (attempt + 1 >= HISTORY_ATTEMPTS)
+        throw new ServiceUnavailableError('the history this decision reads kept changing while it was decided; retry');
     }
     let outcome = evaluated.outcome;
-    if (verdict && 'deny' in verdict) outcome = { ...outcome, effect: 'deny', reason: verdict.deny, policy_id: verdict.policy_id };
+    if (verdict && 'deny' in verdict)
+      outcome = { ...outcome, effect: 'deny', reason: verdict.deny, policy_id: verdict.policy_id };
     else if (verdict) outcome = { ...outcome, warnings: [...outcome.warnings, ...verdict.warnings] };
-    if (plan && plan.probes.length > 0) this.deps.history.learn(principal, plan, values, outcome.effect === 'deny' ? 'denied' : 'counted');
+    if (plan && plan.probes.length > 0)
+      this.deps.history.learn(principal, plan, values, outcome.effect === 'deny' ? 'denied' : 'counted');
     const awaiting = approvalExpiresAt !== null && outcome.effect === 'review';
     let row = stored ?? build(evaluated, outcome, approvalExpiresAt, values);
     // The token is a bearer credential: it is answered once and stored nowhere (a
@@ -222,7 +286,16 @@ export class DecisionService {
       const written = await inStore('store.write', () =>
         this.deps.writer.write({
           decision: row,
-          ...(status === 'unknown' ? { newAgent: { account_id: accountId, environment, agent_id: input.agent_id, first_seen_at: row.evaluated_at } } : {}),
+          ...(status === 'unknown'
+            ? {
+                newAgent: {
+                  account_id: accountId,
+                  environment,
+                  agent_id: input.agent_id,
+                  first_seen_at: row.evaluated_at,
+                },
+              }
+            : {}),
           ...(session ? { session } : {}),
         }),
       );
@@ -233,7 +306,9 @@ export class DecisionService {
     this.deps.sessions?.written(
       row,
       evaluated.sessionLabels &&
-        (row.effect === 'deny' || awaiting ? evaluated.sessionLabels : [...evaluated.sessionLabels, ...newLabels(evaluated.sessionLabels, evaluated.adds)]),
+        (row.effect === 'deny' || awaiting
+          ? evaluated.sessionLabels
+          : [...evaluated.sessionLabels, ...newLabels(evaluated.sessionLabels, evaluated.adds)]),
     );
     if (status === 'unknown') agents.setStatus(accountId, environment, input.agent_id, 'active', NO_ATTRIBUTES);
     this.deps.alerts.decision(accountId, environment, input.agent_id, row.effect);
@@ -323,10 +398,12 @@ export class DecisionService {
     const { outcome: judged, matched, approvalSeconds } = this.judge(prepared, prepared.values);
     const readings = historyReadings(prepared.plan, prepared.values);
     const evaluated: Outcome = readings ? { ...judged, history: readings } : judged;
-    const outcome: DecisionPreview = approvalSeconds !== null && evaluated.effect === 'review' ? { ...evaluated, approval_required: true } : evaluated;
+    const outcome: DecisionPreview =
+      approvalSeconds !== null && evaluated.effect === 'review' ? { ...evaluated, approval_required: true } : evaluated;
     const verdict = await this.deps.limits.preview(limitSubject(principal, input, matched, nowMs));
     if (verdict === null) return outcome;
-    if ('rate_limited' in verdict) return { ...evaluated, effect: 'deny', reason: 'rate_limit.exceeded', retry_after_seconds: verdict.rate_limited };
+    if ('rate_limited' in verdict)
+      return { ...evaluated, effect: 'deny', reason: 'rate_limit.exceeded', retry_after_seconds: verdict.rate_limited };
     if ('deny' in verdict) return { ...evaluated, effect: 'deny', reason: verdict.deny, policy_id: verdict.policy_id };
     return { ...outcome, warnings: [...outcome.warnings, ...verdict.warnings] };
   }
@@ -337,13 +414,26 @@ export class DecisionService {
    * and the action (resources, conditions, limits and deny policies aside).
    * Says yes or no, never which policy.
    */
-  async possible(principal: Principal, agentId: string, actions: readonly string[]): Promise<Array<{ action: string; possible: boolean }>> {
+  async possible(
+    principal: Principal,
+    agentId: string,
+    actions: readonly string[],
+  ): Promise<Array<{ action: string; possible: boolean }>> {
     actions.forEach((action, i) => checkAction(action, `/actions/${i}`));
     const { agents, policySets } = this.deps;
-    if ((await agents.status(principal.accountId, principal.environment, agentId)) === 'revoked') return actions.map((action) => ({ action, possible: false }));
+    if ((await agents.status(principal.accountId, principal.environment, agentId)) === 'revoked')
+      return actions.map((action) => ({ action, possible: false }));
     const set = await policySets.get(principal.accountId, principal.environment);
-    const grants = set.policies.filter((p) => p.state === 'enabled' && p.effect !== 'deny' && (p.agents === undefined || p.agents.some((g) => matchGlob(g, agentId))));
-    return actions.map((action) => ({ action, possible: grants.some((p) => p.actions.some((pattern) => actionPatternMatches(pattern, action))) }));
+    const grants = set.policies.filter(
+      (p) =>
+        p.state === 'enabled' &&
+        p.effect !== 'deny' &&
+        (p.agents === undefined || p.agents.some((g) => matchGlob(g, agentId))),
+    );
+    return actions.map((action) => ({
+      action,
+      possible: grants.some((p) => p.actions.some((pattern) => actionPatternMatches(pattern, action))),
+    }));
   }
 
   /**
@@ -369,7 +459,8 @@ export class DecisionService {
   async get(principal: Principal, id: string): Promise<DecisionRow> {
     const row = await findDecision(this.deps.sql, principal.accountId, principal.environment, id);
     if (!row) throw new DecisionNotFoundError(`no decision ${id}`);
-    if (this.deps.approvals && isOverdue(row, this.deps.clock.now())) return (await this.deps.approvals.timeOut(principal, id)) ?? this.get(principal, id);
+    if (this.deps.approvals && isOverdue(row, this.deps.clock.now()))
+      return (await this.deps.approvals.timeOut(principal, id)) ?? this.get(principal, id);
     return row;
   }
 
@@ -384,8 +475,20 @@ export class DecisionService {
     let cursor: ExportCursor | null = null;
     for (;;) {
       // Said by id range too: only the partitions of the remaining days are read.
-      const ids = await decisionIdsBetween(this.deps.sql, (cursor?.evaluatedAt ?? range.since).getTime(), range.until.getTime());
-      const page = await exportDecisionPage(this.deps.sql, principal.accountId, principal.environment, range, cursor, EXPORT_PAGE, ids);
+      const ids = await decisionIdsBetween(
+        this.deps.sql,
+        (cursor?.evaluatedAt ?? range.since).getTime(),
+        range.until.getTime(),
+      );
+      const page = await exportDecisionPage(
+        this.deps.sql,
+        principal.accountId,
+        principal.environment,
+        range,
+        cursor,
+        EXPORT_PAGE,
+        ids,
+      );
       for (const { seq: _seq, ...row } of page) yield row;
       if (page.length < EXPORT_PAGE) return;
       const last = page[page.length - 1]!;
@@ -405,7 +508,13 @@ export class DecisionService {
    * or held one unit (400 otherwise); `amounts` confirms per held unit; without
    * either, the amount decided (held) is the amount confirmed.
    */
-  async resolve(principal: Principal, id: string, to: 'confirmed' | 'rejected', amount?: number, amounts?: Record<string, number>): Promise<DecisionRow> {
+  async resolve(
+    principal: Principal,
+    id: string,
+    to: 'confirmed' | 'rejected',
+    amount?: number,
+    amounts?: Record<string, number>,
+  ): Promise<DecisionRow> {
     const { sql, clock, limits } = this.deps;
     const at = new Date(clock.now());
     const { accountId, environment } = principal;
@@ -418,7 +527,16 @@ export class DecisionService {
       const confirming = to === 'confirmed';
       // history.sum adds the confirmed amount from now on.
       if (row && confirming) await confirmHistory(tx, accountId, environment, id, row.confirmed_amount);
-      const usage = row && (await limits.resolveHolds(tx, principal, id, confirming, confirming ? (amount ?? null) : null, confirming ? (amounts ?? null) : null));
+      const usage =
+        row &&
+        (await limits.resolveHolds(
+          tx,
+          principal,
+          id,
+          confirming,
+          confirming ? (amount ?? null) : null,
+          confirming ? (amounts ?? null) : null,
+        ));
       // An amount confirms what was held: a decision without an amount and without holds has none to confirm.
       if (
         resolvable &&
@@ -430,7 +548,9 @@ export class DecisionService {
         !usage.some((u) => u.unit !== 'calls')
       ) {
         const message = `decision ${id} was made without an amount; confirm it without one`;
-        throw new InvalidFieldError(message, { details: [{ path: amount !== undefined ? '/amount' : '/amounts', message }] });
+        throw new InvalidFieldError(message, {
+          details: [{ path: amount !== undefined ? '/amount' : '/amounts', message }],
+        });
       }
       // Both given: they must agree for the one held unit (thrown here, the transaction undoes the holds' change).
       if (usage && confirming && amount !== undefined && amounts !== undefined) {
@@ -443,8 +563,12 @@ export class DecisionService {
       return done.row;
     }
     const row = await this.get(principal, id);
-    if (row.status === 'confirmed' && to === 'confirmed') throw new DecisionAlreadyConfirmedError(`decision ${id} is already confirmed`);
-    if (row.status === 'pending') throw new DecisionExpiredError(`decision ${id} expired at ${row.expires_at.toISOString()}; it can no longer be confirmed or rejected`);
+    if (row.status === 'confirmed' && to === 'confirmed')
+      throw new DecisionAlreadyConfirmedError(`decision ${id} is already confirmed`);
+    if (row.status === 'pending')
+      throw new DecisionExpiredError(
+        `decision ${id} expired at ${row.expires_at.toISOString()}; it can no longer be confirmed or rejected`,
+      );
     throw new DecisionNotPendingError(`decision ${id} is ${row.status}; only pending decisions can be ${to}`);
   }
 
@@ -473,7 +597,14 @@ export class DecisionService {
     let settled: Outcome | null = null;
     let blocked: { policy_id: string } | null;
     if (status === 'revoked') settled = deny('agent.revoked');
-    else if ((blocked = limits.exhausted(principal, { agentId: input.agent_id, sessionId: request.session_id ?? null, onBehalfOf: request.on_behalf_of ?? null }, nowMs, policy))) {
+    else if (
+      (blocked = limits.exhausted(
+        principal,
+        { agentId: input.agent_id, sessionId: request.session_id ?? null, onBehalfOf: request.on_behalf_of ?? null },
+        nowMs,
+        policy,
+      ))
+    ) {
       settled = { ...deny('budget.exceeded'), policy_id: blocked.policy_id };
     }
     const subject = {
@@ -485,21 +616,39 @@ export class DecisionService {
       amount: input.amount ?? null,
       context: input.context ?? null,
     };
-    const plan = planHistory(set.table, request, subject, principal, { reads: settled === null, retentionDays: this.deps.retentionDays ?? null, nowMs });
+    const plan = planHistory(set.table, request, subject, principal, {
+      reads: settled === null,
+      retentionDays: this.deps.retentionDays ?? null,
+      nowMs,
+    });
     // A decision may start from a remembered guess (its gate judges it); a preview reads.
     const values = plan && plan.probes.length > 0 ? await this.deps.history.read(principal, plan, nowMs, guess) : [];
     // The session's labels, read only when a candidate policy reads or adds them (domain/session-labels.ts).
     // A decision may start from the labels remembered (its gate re-checks them); a preview reads.
-    const found = settled === null ? ((await this.deps.sessions?.forDecision(principal, set.table, input, guess)) ?? null) : null;
+    const found =
+      settled === null ? ((await this.deps.sessions?.forDecision(principal, set.table, input, guess)) ?? null) : null;
     if (found !== null) request.session_labels = found.labels;
-    return { environment: principal.environment, set, status, request, settled, plan, values, sessionLabels: found?.labels ?? null, labelsGuessed: found?.guessed ?? false };
+    return {
+      environment: principal.environment,
+      set,
+      status,
+      request,
+      settled,
+      plan,
+      values,
+      sessionLabels: found?.labels ?? null,
+      labelsGuessed: found?.guessed ?? false,
+    };
   }
 
   /** Steps 2-6 with these history values: revoked agent, exhausted budget, the compiled table. Synchronous. */
   private judge(prepared: Prepared, values: readonly number[]): Evaluated {
     const { set, status, settled, plan } = prepared;
     if (settled) return { outcome: settled, matched: [], status, approvalSeconds: null, sessionLabels: null, adds: [] };
-    const evaluation = evaluate(set.table, plan && plan.probes.length > 0 ? { ...prepared.request, history: historyValues(plan, values) } : prepared.request);
+    const evaluation = evaluate(
+      set.table,
+      plan && plan.probes.length > 0 ? { ...prepared.request, history: historyValues(plan, values) } : prepared.request,
+    );
     const outcome: Outcome = {
       effect: evaluation.effect,
       reason: evaluation.reason,
@@ -510,18 +659,40 @@ export class DecisionService {
       ...(evaluation.shadow ? { shadow: evaluation.shadow } : {}),
     };
     const { sessionLabels } = prepared;
-    const winner = evaluation.effect === 'deny' || evaluation.policy_id === null ? undefined : set.table.byId.get(evaluation.policy_id)?.policy;
+    const winner =
+      evaluation.effect === 'deny' || evaluation.policy_id === null
+        ? undefined
+        : set.table.byId.get(evaluation.policy_id)?.policy;
     // A full session adds no more: a decision whose policy would add a new label is denied.
     if (this.deps.sessions?.wouldOverfill(sessionLabels, winner)) {
-      return { outcome: { ...deny('session.too_many_labels'), policy_id: evaluation.policy_id }, matched: [], status, approvalSeconds: null, sessionLabels, adds: [] };
+      return {
+        outcome: { ...deny('session.too_many_labels'), policy_id: evaluation.policy_id },
+        matched: [],
+        status,
+        approvalSeconds: null,
+        sessionLabels,
+        adds: [],
+      };
     }
     const approval = evaluation.effect === 'review' ? winner?.approval : undefined;
     const approvalSeconds = approval?.required ? (approval.timeout_seconds ?? DEFAULT_APPROVAL_TIMEOUT_SECONDS) : null;
-    return { outcome, matched: evaluation.effect === 'deny' ? [] : evaluation.matched, status, approvalSeconds, sessionLabels, adds: winner?.labels ?? [] };
+    return {
+      outcome,
+      matched: evaluation.effect === 'deny' ? [] : evaluation.matched,
+      status,
+      approvalSeconds,
+      sessionLabels,
+      adds: winner?.labels ?? [],
+    };
   }
 
   /** The ranges of history values the gate accepts for `evaluated` (exact on the first attempt). */
-  private historyRanges(prepared: Prepared, values: readonly number[], evaluated: Evaluated, exact: boolean): Array<{ lo: number; hi: number | null }> {
+  private historyRanges(
+    prepared: Prepared,
+    values: readonly number[],
+    evaluated: Evaluated,
+    exact: boolean,
+  ): Array<{ lo: number; hi: number | null }> {
     const plan = prepared.plan!;
     const base = sameness(evaluated);
     return ranges(plan, values, (v) => (v === values ? base : sameness(this.judge(prepared, v))), exact);

@@ -29,10 +29,17 @@ import type { PolicySets } from './policy-sets.js';
  * - `policy.not_found`: the policy that decided was deleted;
  * - `policy.disabled`: the policy that decided is disabled now.
  */
-export const PERMIT_INVALID_REASONS = ['decision.not_found', 'decision.rejected', 'agent.revoked', 'policy.not_found', 'policy.disabled'] as const;
+export const PERMIT_INVALID_REASONS = [
+  'decision.not_found',
+  'decision.rejected',
+  'agent.revoked',
+  'policy.not_found',
+  'policy.disabled',
+] as const;
 export type PermitInvalidReason = (typeof PERMIT_INVALID_REASONS)[number];
 
-export type PermitVerification = { valid: true; claims: PermitClaims } | { valid: false; reason: PermitInvalidReason; claims: PermitClaims };
+export type PermitVerification =
+  { valid: true; claims: PermitClaims } | { valid: false; reason: PermitInvalidReason; claims: PermitClaims };
 
 export interface PermitServiceDeps {
   ring: KeyRing;
@@ -70,9 +77,17 @@ export class PermitService {
   /** Null while the permit's decision, agent and policy still hold; otherwise the first that does not. */
   private async whyNotStanding(p: Principal, claims: PermitClaims): Promise<PermitInvalidReason | null> {
     const { sql } = this.deps;
-    const [decision, agent] = await Promise.all([findDecision(sql, p.accountId, p.environment, claims.dec), findAgent(sql, p.accountId, p.environment, claims.sub)]);
+    const [decision, agent] = await Promise.all([
+      findDecision(sql, p.accountId, p.environment, claims.dec),
+      findAgent(sql, p.accountId, p.environment, claims.sub),
+    ]);
     if (!decision) return 'decision.not_found';
-    return whyDecisionNotStanding(this.deps, p, { status: decision.status, policy_id: decision.policy_id, agent_id: claims.sub }, agent ?? null);
+    return whyDecisionNotStanding(
+      this.deps,
+      p,
+      { status: decision.status, policy_id: decision.policy_id, agent_id: claims.sub },
+      agent ?? null,
+    );
   }
 }
 
@@ -94,7 +109,8 @@ export async function whyDecisionNotStanding(
   agent?: Pick<AgentRow, 'status'> | null,
 ): Promise<Exclude<PermitInvalidReason, 'decision.not_found'> | null> {
   if (decision.status === 'rejected' || decision.status === 'denied') return 'decision.rejected';
-  const current = agent === undefined ? await findAgent(deps.sql, p.accountId, p.environment, decision.agent_id) : agent;
+  const current =
+    agent === undefined ? await findAgent(deps.sql, p.accountId, p.environment, decision.agent_id) : agent;
   if (current?.status === 'revoked') return 'agent.revoked';
   if (decision.policy_id !== null) {
     const set = await deps.policySets.get(p.accountId, p.environment);

@@ -44,7 +44,10 @@ export class PolicyService {
     const policy = policyFromInput(input, this.clock.now());
     const now = this.clock.now();
     await this.policySets.change(p.accountId, p.environment, async (tx, current) => {
-      if (current.some((c) => c.id === policy.id)) throw new PolicyConflictError(`a policy with id ${policy.id} already exists; use PUT /v1/policies/${policy.id} to replace it`);
+      if (current.some((c) => c.id === policy.id))
+        throw new PolicyConflictError(
+          `a policy with id ${policy.id} already exists; use PUT /v1/policies/${policy.id} to replace it`,
+        );
       if (current.length >= this.config.maxPolicies) {
         throw new TooManyPoliciesError(
           `this environment already has ${current.length} policies, the most allowed (AUTHZ_MAX_POLICIES=${this.config.maxPolicies}); delete some first`,
@@ -54,7 +57,12 @@ export class PolicyService {
       await upsertPolicy(tx, p.accountId, p.environment, policy, new Date(now));
       return { policies: [...current, policy], events: [policyEvent(p, policy, 'created', now)], value: null };
     });
-    const warnings = await lintsOf(await this.policySets.get(p.accountId, p.environment), policy.id, this.config.retentionDays, input.locator);
+    const warnings = await lintsOf(
+      await this.policySets.get(p.accountId, p.environment),
+      policy.id,
+      this.config.retentionDays,
+      input.locator,
+    );
     return { policy, created_at: new Date(now), updated_at: new Date(now), warnings };
   }
 
@@ -90,7 +98,12 @@ export class PolicyService {
 
   /** Checks a policy as create or replace would, in this environment; stores nothing. */
   async validate(p: Principal, input: PolicyInput): Promise<PolicyValidation> {
-    return validatePolicy(await this.policySets.get(p.accountId, p.environment), input, this.clock.now(), this.config.retentionDays);
+    return validatePolicy(
+      await this.policySets.get(p.accountId, p.environment),
+      input,
+      this.clock.now(),
+      this.config.retentionDays,
+    );
   }
 
   /** Removes it; answers the removed policy. */
@@ -98,8 +111,13 @@ export class PolicyService {
     const now = this.clock.now();
     return this.policySets.change(p.accountId, p.environment, async (tx, current) => {
       const before = current.find((c) => c.id === id);
-      if (!before || !(await deletePolicy(tx, p.accountId, p.environment, id))) throw new PolicyNotFoundError(`no policy ${id}`);
-      return { policies: current.filter((c) => c.id !== id), events: [policyEvent(p, before, 'deleted', now)], value: before };
+      if (!before || !(await deletePolicy(tx, p.accountId, p.environment, id)))
+        throw new PolicyNotFoundError(`no policy ${id}`);
+      return {
+        policies: current.filter((c) => c.id !== id),
+        events: [policyEvent(p, before, 'deleted', now)],
+        value: before,
+      };
     });
   }
 }

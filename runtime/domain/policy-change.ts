@@ -21,6 +21,7 @@ export function changeKind(before: Policy | undefined, after: Policy | undefined
   if (!before || !after) return null;
   // Key order is not meaningful (jsonb does not keep it): compare canonical JSON.
   if (canonicalJson(before) === canonicalJson(after)) return null;
-  if (before.state !== after.state) return after.state === 'enabled' ? 'enabled' : after.state === 'shadow' ? 'shadowed' : 'disabled';
+  if (before.state !== after.state)
+    return after.state === 'enabled' ? 'enabled' : after.state === 'shadow' ? 'shadowed' : 'disabled';
   return 'updated';
 }

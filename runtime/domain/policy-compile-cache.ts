@@ -41,7 +41,10 @@ export const PATCH_LIMIT = 64;
  * @example
  * changedPolicies([a, b, c], [a, b2, c]); // { removed: [b], added: [1] }
  */
-export function changedPolicies(before: readonly Policy[], after: readonly Policy[]): { removed: Policy[]; added: number[] } | null {
+export function changedPolicies(
+  before: readonly Policy[],
+  after: readonly Policy[],
+): { removed: Policy[]; added: number[] } | null {
   const removed: Policy[] = [];
   const added: number[] = [];
   let i = 0;
@@ -75,7 +78,12 @@ function sameJson(a: unknown, b: unknown): boolean {
   if (Array.isArray(b)) return false;
   const ka = Object.keys(a);
   if (ka.length !== Object.keys(b).length) return false;
-  for (const k of ka) if (!Object.prototype.hasOwnProperty.call(b, k) || !sameJson((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k])) return false;
+  for (const k of ka)
+    if (
+      !Object.prototype.hasOwnProperty.call(b, k) ||
+      !sameJson((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k])
+    )
+      return false;
   return true;
 }
 
@@ -149,7 +157,10 @@ export class PolicyCompileCache {
   prime(rows: DecisionTable['rows']): void {
     rows.forEach((row, i) => {
       if (!this.reads.has(row.policy))
-        this.reads.set(row.policy, { items: [{ policy: row.policy, condition: row.conditionAst, origin: { pointer: `/policies/${i}` } }], diagnostics: [] });
+        this.reads.set(row.policy, {
+          items: [{ policy: row.policy, condition: row.conditionAst, origin: { pointer: `/policies/${i}` } }],
+          diagnostics: [],
+        });
     });
   }
 
@@ -193,7 +204,10 @@ export class PolicyCompileCache {
    * @example
    * const patched = cache.patch(current, nextPolicies) ?? (await cache.compileSliced(nextPolicies));
    */
-  patch(previous: { policies: readonly Policy[]; table: DecisionTable }, next: readonly Policy[]): StoredCompile | null {
+  patch(
+    previous: { policies: readonly Policy[]; table: DecisionTable },
+    next: readonly Policy[],
+  ): StoredCompile | null {
     const diff = changedPolicies(previous.policies, next);
     if (diff === null) return null;
     const removeIds = diff.removed.map((p) => p.id);

@@ -6,7 +6,16 @@
  * validation.invalid_policy, every problem in details); POST
  * /v1/policies/validate reports them (runtime/domain/policy-validation.ts).
  */
-import { hasErrors, type Diagnostic, canonicalPolicy, readPolicyValue, type ReadPolicy, readYaml, type SourceLocator, type Policy } from '../../compiler/index.js';
+import {
+  hasErrors,
+  type Diagnostic,
+  canonicalPolicy,
+  readPolicyValue,
+  type ReadPolicy,
+  readYaml,
+  type SourceLocator,
+  type Policy,
+} from '../../compiler/index.js';
 import { diagnosticsToDetails } from './policy-sets.js';
 import { InvalidFieldError, InvalidPolicyError, type ErrorDetail } from '../errors/api-error.js';
 import { newId } from '../ids.js';
@@ -60,7 +69,12 @@ function readYamlBody(text: string): PolicyInput {
     read = readYaml({ file: BODY_FILE, text });
   } catch (error) {
     // The YAML library recurses per nesting level: thousands of nested brackets overflow the stack.
-    if (error instanceof RangeError) return { format: 'yaml', value: undefined, diagnostics: [yamlProblem('yaml.syntax', 'the YAML is nested too deeply to read')] };
+    if (error instanceof RangeError)
+      return {
+        format: 'yaml',
+        value: undefined,
+        diagnostics: [yamlProblem('yaml.syntax', 'the YAML is nested too deeply to read')],
+      };
     throw error;
   }
   const diagnostics: Diagnostic[] = read.diagnostics.map((d) => ({ ...d, path: d.path ?? '/' }));
@@ -79,7 +93,11 @@ function readYamlBody(text: string): PolicyInput {
 }
 
 /** Line and column (as `file`, `line`, `col` of a diagnostic) of the value, or the key, at `pointer`; nothing for JSON. */
-export function positionIn(locator: SourceLocator | undefined, pointer: string, key = false): Pick<Diagnostic, 'file' | 'line' | 'col'> {
+export function positionIn(
+  locator: SourceLocator | undefined,
+  pointer: string,
+  key = false,
+): Pick<Diagnostic, 'file' | 'line' | 'col'> {
   if (!locator) return {};
   const pos = key ? locator.key(pointer) : locator.value(pointer);
   return { file: locator.file, line: pos.line, col: pos.col };
@@ -91,7 +109,11 @@ export function positionIn(locator: SourceLocator | undefined, pointer: string, 
  * which a body's id must equal; without one and without an id in the body the
  * policy gets a generated opaque id (ids derived from the name are for files).
  */
-export function readBodyPolicy(input: PolicyInput, nowMs: number, pathId?: string): { item?: ReadPolicy; diagnostics: Diagnostic[] } {
+export function readBodyPolicy(
+  input: PolicyInput,
+  nowMs: number,
+  pathId?: string,
+): { item?: ReadPolicy; diagnostics: Diagnostic[] } {
   const diagnostics = [...input.diagnostics];
   if (hasErrors(diagnostics)) return { diagnostics };
   const { value, locator } = input;
@@ -103,17 +125,35 @@ export function readBodyPolicy(input: PolicyInput, nowMs: number, pathId?: strin
     ...positionIn(locator, pointer, key),
   });
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    diagnostics.push(error(input.format === 'yaml' ? 'the body must be a YAML mapping describing a policy' : 'must be a JSON object describing a policy', ''));
+    diagnostics.push(
+      error(
+        input.format === 'yaml'
+          ? 'the body must be a YAML mapping describing a policy'
+          : 'must be a JSON object describing a policy',
+        '',
+      ),
+    );
     return { diagnostics };
   }
   const record = { ...(value as Record<string, unknown>) };
   if (Object.hasOwn(record, 'policies')) {
-    diagnostics.push(error('a policies: list is for policy files; the API takes one policy per request (a whole set: PUT /v1/bundle)', '/policies', true));
+    diagnostics.push(
+      error(
+        'a policies: list is for policy files; the API takes one policy per request (a whole set: PUT /v1/bundle)',
+        '/policies',
+        true,
+      ),
+    );
     return { diagnostics };
   }
   if (pathId !== undefined) {
     if (record.id !== undefined && record.id !== pathId) {
-      diagnostics.push(error(`the body's id ${JSON.stringify(record.id)} differs from the path's ${pathId}; it must equal the id in the path`, '/id'));
+      diagnostics.push(
+        error(
+          `the body's id ${JSON.stringify(record.id)} differs from the path's ${pathId}; it must equal the id in the path`,
+          '/id',
+        ),
+      );
     }
     record.id = pathId;
   }

@@ -35,7 +35,11 @@ export const tenantKey = (accountId: string, environment: Environment): TenantKe
 export function diagnosticsToDetails(diagnostics: readonly Diagnostic[], prefix = ''): ErrorDetail[] {
   return diagnostics
     .filter((d) => d.severity === 'error')
-    .map((d) => ({ path: prefix + (d.path ?? '/'), message: d.message, ...(d.line !== undefined ? { line: d.line, column: d.col ?? 1 } : {}) }));
+    .map((d) => ({
+      path: prefix + (d.path ?? '/'),
+      message: d.message,
+      ...(d.line !== undefined ? { line: d.line, column: d.col ?? 1 } : {}),
+    }));
 }
 
 /** Compiles stored (already normalised) policies; they were valid when written. */
@@ -100,7 +104,9 @@ export class PolicySets {
       // Fail closed: a stored set that does not compile (written behind the API's
       // back, or by an incompatible version) refuses decisions with 503 until fixed.
       const unloadable = (why: string | undefined) =>
-        new ServiceUnavailableError(`the policies of this environment cannot be loaded (${why ?? 'unknown problem'}); no decision is made until they are fixed`);
+        new ServiceUnavailableError(
+          `the policies of this environment cannot be loaded (${why ?? 'unknown problem'}); no decision is made until they are fixed`,
+        );
       const patched = held ? this.cache.patch(held, policies) : null;
       const { table, diagnostics } =
         patched ??
@@ -108,7 +114,12 @@ export class PolicySets {
           throw unloadable(e instanceof Error ? e.message : String(e));
         }));
       if (!table) throw unloadable(diagnostics.find((d) => d.severity === 'error')?.message);
-      const set: CompiledSet = { version: version?.version ?? 0, hash: await this.cache.hashSliced(policies), table, policies };
+      const set: CompiledSet = {
+        version: version?.version ?? 0,
+        hash: await this.cache.hashSliced(policies),
+        table,
+        policies,
+      };
       const current = this.sets.get(key);
       if (!current || current.version <= set.version) this.sets.set(key, set);
       return this.sets.get(key)!;
@@ -141,20 +152,30 @@ export class PolicySets {
    * Applies a change to the stored set atomically. `mutate` gets the transaction
    * and the stored policies, writes its rows and returns the complete new set.
    */
-  async change<T>(accountId: string, environment: Environment, mutate: (tx: Tx, current: Policy[]) => Promise<ChangeResult<T>>): Promise<T> {
+  async change<T>(
+    accountId: string,
+    environment: Environment,
+    mutate: (tx: Tx, current: Policy[]) => Promise<ChangeResult<T>>,
+  ): Promise<T> {
     const key = tenantKey(accountId, environment);
     const { value, set } = await this.sql.begin(async (tx) => {
       const locked = await lockPolicySet(tx, accountId, environment);
       // The set this process holds is the stored one when its version is the locked
       // version: no need to read every policy again (nor to recompile the unchanged ones).
       const mine = this.sets.get(key);
-      const current = mine && mine.version === locked.version ? [...mine.policies] : (await loadPolicies<Policy>(tx, accountId, environment)).map((r) => r.policy);
+      const current =
+        mine && mine.version === locked.version
+          ? [...mine.policies]
+          : (await loadPolicies<Policy>(tx, accountId, environment)).map((r) => r.policy);
       const result = await mutate(tx, current);
       // The table this process holds, patched for the changed policies; else built whole,
       // in slices: decisions keep being served (on the current table) while it builds.
       const patched = mine && mine.version === locked.version ? this.cache.patch(mine, result.policies) : null;
       const { table, diagnostics } = patched ?? (await this.cache.compileSliced(result.policies));
-      if (!table) throw new InvalidPolicyError(`the policy set would not be valid: ${diagnostics[0]?.message}`, { details: diagnosticsToDetails(diagnostics) });
+      if (!table)
+        throw new InvalidPolicyError(`the policy set would not be valid: ${diagnostics[0]?.message}`, {
+          details: diagnosticsToDetails(diagnostics),
+        });
       // In slices too (hashing 100,000 policies takes longer than a decision may wait),
       // while the events are written: the hash is only needed for the bump.
       const hashing = this.cache.hashSliced(result.policies);
@@ -180,7 +201,10 @@ export class PolicySets {
    */
   async prepare(policies: readonly Policy[]): Promise<{ table: DecisionTable; hash: string }> {
     const { table, diagnostics } = await this.cache.compileSliced(policies);
-    if (!table) throw new InvalidPolicyError(`the policy set would not be valid: ${diagnostics[0]?.message}`, { details: diagnosticsToDetails(diagnostics) });
+    if (!table)
+      throw new InvalidPolicyError(`the policy set would not be valid: ${diagnostics[0]?.message}`, {
+        details: diagnosticsToDetails(diagnostics),
+      });
     return { table, hash: await this.cache.hashSliced(policies) };
   }
 

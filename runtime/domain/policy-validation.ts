@@ -7,7 +7,14 @@
  * this policy. A policy whose id is in the environment is checked as its
  * replacement (what PUT would store), any other as a new policy (POST).
  */
-import { compileItemsSteps, type Diagnostic, type Severity, type ReadPolicy, type SourceLocator, type Policy } from '../../compiler/index.js';
+import {
+  compileItemsSteps,
+  type Diagnostic,
+  type Severity,
+  type ReadPolicy,
+  type SourceLocator,
+  type Policy,
+} from '../../compiler/index.js';
 import { positionIn, readBodyPolicy, type PolicyInput } from './policy-input.js';
 import type { CompiledSet } from './policy-sets.js';
 import { runSliced } from '../shared/sliced.js';
@@ -38,7 +45,8 @@ function mentions(text: string, id: string): boolean {
   for (let at = text.indexOf(id); at !== -1; at = text.indexOf(id, at + 1)) {
     const before = text[at - 1];
     const after = text[at + id.length];
-    if ((before === undefined || !/[A-Za-z0-9_]/.test(before)) && (after === undefined || !/[A-Za-z0-9_]/.test(after))) return true;
+    if ((before === undefined || !/[A-Za-z0-9_]/.test(before)) && (after === undefined || !/[A-Za-z0-9_]/.test(after)))
+      return true;
   }
   return false;
 }
@@ -49,11 +57,19 @@ function mentions(text: string, id: string): boolean {
  * keeps what concerns `mine`: its own diagnostics, and lints of another policy
  * that name it (e.g. another policy that `mine` shadows), placed at its root.
  */
-async function inEnvironment(set: CompiledSet, mine: ReadPolicy, retentionDays: number | null | undefined): Promise<Diagnostic[]> {
+async function inEnvironment(
+  set: CompiledSet,
+  mine: ReadPolicy,
+  retentionDays: number | null | undefined,
+): Promise<Diagnostic[]> {
   const items: ReadPolicy[] = [];
   set.policies.forEach((policy, i) => {
     if (policy.id === mine.policy.id) return;
-    items.push({ policy, condition: set.table.byId.get(policy.id)?.conditionAst ?? null, origin: { pointer: `/policies/${i}` } });
+    items.push({
+      policy,
+      condition: set.table.byId.get(policy.id)?.conditionAst ?? null,
+      origin: { pointer: `/policies/${i}` },
+    });
   });
   items.push(mine);
   // The retention is known here: a history window beyond it is a lint (lint.history_beyond_retention).
@@ -66,7 +82,8 @@ async function inEnvironment(set: CompiledSet, mine: ReadPolicy, retentionDays: 
   for (const d of result.diagnostics) {
     const others = d.path?.startsWith('/policies/') ?? false;
     if (!others) out.push({ ...d, message: shown(d.message) });
-    else if (d.severity === 'warning' && mentions(d.message, mine.policy.id)) out.push({ severity: d.severity, code: d.code, message: shown(d.message), path: '/', ...root });
+    else if (d.severity === 'warning' && mentions(d.message, mine.policy.id))
+      out.push({ severity: d.severity, code: d.code, message: shown(d.message), path: '/', ...root });
   }
   return out;
 }
@@ -76,7 +93,12 @@ async function inEnvironment(set: CompiledSet, mine: ReadPolicy, retentionDays: 
  * `set`, as POST /v1/policies/validate reports them: POST /v1/policies answers
  * them beside the created policy. `locator` places them in a YAML body.
  */
-export async function lintsOf(set: CompiledSet, id: string, retentionDays: number | null | undefined, locator?: SourceLocator): Promise<Diagnostic[]> {
+export async function lintsOf(
+  set: CompiledSet,
+  id: string,
+  retentionDays: number | null | undefined,
+  locator?: SourceLocator,
+): Promise<Diagnostic[]> {
   const policy = set.policies.find((p) => p.id === id);
   if (!policy) return [];
   const pos = locator?.value('');
@@ -88,7 +110,12 @@ export async function lintsOf(set: CompiledSet, id: string, retentionDays: numbe
   return (await inEnvironment(set, mine, retentionDays)).filter((d) => d.severity === 'warning');
 }
 
-export async function validatePolicy(set: CompiledSet, input: PolicyInput, nowMs: number, retentionDays?: number | null): Promise<PolicyValidation> {
+export async function validatePolicy(
+  set: CompiledSet,
+  input: PolicyInput,
+  nowMs: number,
+  retentionDays?: number | null,
+): Promise<PolicyValidation> {
   const { item, diagnostics } = readBodyPolicy(input, nowMs);
   if (item) {
     const clash = nameClash(set.policies, item.policy, input.locator);
@@ -98,7 +125,11 @@ export async function validatePolicy(set: CompiledSet, input: PolicyInput, nowMs
   }
   const rank = (s: Severity) => (s === 'error' ? 0 : 1);
   const sorted = [...diagnostics].sort(
-    (a, b) => rank(a.severity) - rank(b.severity) || (a.line ?? 0) - (b.line ?? 0) || (a.col ?? 0) - (b.col ?? 0) || a.message.localeCompare(b.message),
+    (a, b) =>
+      rank(a.severity) - rank(b.severity) ||
+      (a.line ?? 0) - (b.line ?? 0) ||
+      (a.col ?? 0) - (b.col ?? 0) ||
+      a.message.localeCompare(b.message),
   );
   return { valid: !diagnostics.some((d) => d.severity === 'error'), diagnostics: sorted };
 }

@@ -63,18 +63,31 @@ export class ReviewService {
    * await reviews.review(principal, 'dec_...', { verdict: 'deny', reviewer: 'alice', note: 'not this customer' });
    */
   async review(principal: Principal, id: string, body: ReviewBody): Promise<DecisionRow> {
-    const input: VerdictInput = { verdict: body.verdict, reviewer: body.reviewer, note: body.note ?? null, keyId: principal.keyId };
+    const input: VerdictInput = {
+      verdict: body.verdict,
+      reviewer: body.reviewer,
+      note: body.note ?? null,
+      keyId: principal.keyId,
+    };
     // The reviewing key's rotation chain is one reviewer: the deciding key rolled into this one (or back) reviews nothing it decided.
     const sameReviewer = new Set(await rotationChain(this.deps.sql, principal.keyId));
     const row = await this.deps.approvals.review(principal, id, input, (current) => {
       if (current.review_status === null)
-        return new DecisionNotReviewableError(`decision ${id} is ${current.effect === 'allow' ? 'an allow' : 'a deny'}: only review decisions are reviewed`);
+        return new DecisionNotReviewableError(
+          `decision ${id} is ${current.effect === 'allow' ? 'an allow' : 'a deny'}: only review decisions are reviewed`,
+        );
       if (current.key_id !== null && sameReviewer.has(current.key_id)) {
-        const which = current.key_id === principal.keyId ? 'the API key that made' : 'a key rolled from (or into) the API key that made';
+        const which =
+          current.key_id === principal.keyId
+            ? 'the API key that made'
+            : 'a key rolled from (or into) the API key that made';
         return new SelfReviewError(`${which} decision ${id} cannot review it: review with another key`);
       }
       if (current.review_status !== 'open') {
-        const by = current.reason === 'review.timeout' ? 'it timed out waiting for approval' : `${current.reviewer ?? 'a reviewer'} ${current.review_status} it`;
+        const by =
+          current.reason === 'review.timeout'
+            ? 'it timed out waiting for approval'
+            : `${current.reviewer ?? 'a reviewer'} ${current.review_status} it`;
         return new DecisionAlreadyReviewedError(`decision ${id} is already reviewed: ${by}`);
       }
       return null;
@@ -92,7 +105,9 @@ export class ReviewService {
    */
   async wait(principal: Principal, id: string, seconds: number, signal?: AbortSignal): Promise<DecisionRow> {
     const { decisions, waiters, clock } = this.deps;
-    const waiter = waiters.register(waiterKey({ accountId: principal.accountId, environment: principal.environment, decisionId: id }));
+    const waiter = waiters.register(
+      waiterKey({ accountId: principal.accountId, environment: principal.environment, decisionId: id }),
+    );
     try {
       const row = await decisions.get(principal, id);
       if (row.status !== 'awaiting_approval' || row.approval_expires_at === null) return row;
@@ -120,10 +135,16 @@ export class ReviewService {
   async permit(principal: Principal, id: string): Promise<string | null> {
     const row = await this.deps.decisions.get(principal, id);
     if (row.status === 'awaiting_approval') {
-      throw new DecisionAwaitingApprovalError(`decision ${id} awaits approval until ${row.approval_expires_at?.toISOString()}; wait with GET /v1/decisions/${id}?wait=60`);
+      throw new DecisionAwaitingApprovalError(
+        `decision ${id} awaits approval until ${row.approval_expires_at?.toISOString()}; wait with GET /v1/decisions/${id}?wait=60`,
+      );
     }
-    if (row.status !== 'pending') throw new DecisionNotPendingError(`decision ${id} is ${row.status}${row.effect === 'deny' ? ` (${row.reason})` : ''}: it has no permit`);
-    if (isPastExpiry(row, this.deps.clock.now())) throw new DecisionExpiredError(`decision ${id} expired at ${row.expires_at.toISOString()}`);
+    if (row.status !== 'pending')
+      throw new DecisionNotPendingError(
+        `decision ${id} is ${row.status}${row.effect === 'deny' ? ` (${row.reason})` : ''}: it has no permit`,
+      );
+    if (isPastExpiry(row, this.deps.clock.now()))
+      throw new DecisionExpiredError(`decision ${id} expired at ${row.expires_at.toISOString()}`);
     return this.deps.permits.issue(row);
   }
 }

@@ -13,7 +13,13 @@
  * labels only when one of its candidate policies reads `session.labels` or adds
  * labels ({@link SessionService.forDecision}); other decisions do no extra work.
  */
-import { actionPatternMatches, matchGlob, type EvaluationInput, type DecisionTable, type Policy } from '../../compiler/index.js';
+import {
+  actionPatternMatches,
+  matchGlob,
+  type EvaluationInput,
+  type DecisionTable,
+  type Policy,
+} from '../../compiler/index.js';
 import type { SessionLabelsRequest } from '../../clients/typescript/wire.js';
 import type { Clock } from '../clock.js';
 import { InvalidFieldError, SessionFullError, SessionNotFoundError, TooManyLabelsError } from '../errors/api-error.js';
@@ -21,7 +27,14 @@ import { TtlCache } from '../shared/ttl-cache.js';
 import type { Sql, Tx } from '../store/connect.js';
 import type { LabelsCheck } from '../store/limits.js';
 import type { DecisionRow } from '../store/decisions.js';
-import { addSessionLabels, findSession, sessionLabels, type LabelSource, type SessionAdd, type SessionRow } from '../store/sessions.js';
+import {
+  addSessionLabels,
+  findSession,
+  sessionLabels,
+  type LabelSource,
+  type SessionAdd,
+  type SessionRow,
+} from '../store/sessions.js';
 import type { Principal, Tenant } from '../tenant.js';
 
 /** Most labels a session holds. */
@@ -119,7 +132,13 @@ export class SessionService {
     if (adds.length === 0 && this.opened.get(key)) return null;
     // Capped in the store, under the session's lock: exact across concurrent decisions and processes.
     const cap = adds.length > 0 ? MAX_SESSION_LABELS : null;
-    return this.item(row, row.session_id, adds, { source: 'policy', decision_id: row.id, detail: null, agent_id: row.agent_id, cap }, row.evaluated_at);
+    return this.item(
+      row,
+      row.session_id,
+      adds,
+      { source: 'policy', decision_id: row.id, detail: null, agent_id: row.agent_id, cap },
+      row.evaluated_at,
+    );
   }
 
   /** After the decision's write: this process knows the session is open, and (when it read them) the labels it holds now. */
@@ -141,7 +160,13 @@ export class SessionService {
   async add(principal: Principal, sessionId: string, input: LabelsInput): Promise<SessionRow> {
     const labels = checkLabels(input.labels);
     const now = new Date(this.clock.now());
-    const extra = { source: 'api' as const, decision_id: null, detail: input.detail ?? null, agent_id: input.agent_id, cap: MAX_SESSION_LABELS };
+    const extra = {
+      source: 'api' as const,
+      decision_id: null,
+      detail: input.detail ?? null,
+      agent_id: input.agent_id,
+      cap: MAX_SESSION_LABELS,
+    };
     const outcome = await this.sql.begin((tx) => this.addInTx(tx, principal, sessionId, labels, extra, now));
     if (outcome === 'full') throw fullError(sessionId);
     return this.get(principal, sessionId);
@@ -156,10 +181,18 @@ export class SessionService {
     t: Tenant,
     sessionId: string,
     labels: readonly string[],
-    extra: { source: LabelSource; decision_id: string | null; detail: string | null; agent_id: string | null; cap: number | null },
+    extra: {
+      source: LabelSource;
+      decision_id: string | null;
+      detail: string | null;
+      agent_id: string | null;
+      cap: number | null;
+    },
     now: Date,
   ): Promise<'ok' | 'full'> {
-    const [outcome] = await addSessionLabels(tx, [this.item({ account_id: t.accountId, environment: t.environment }, sessionId, labels, extra, now)]);
+    const [outcome] = await addSessionLabels(tx, [
+      this.item({ account_id: t.accountId, environment: t.environment }, sessionId, labels, extra, now),
+    ]);
     return outcome!;
   }
 
@@ -173,11 +206,26 @@ export class SessionService {
    * @example
    * await sql.begin((tx) => sessions.addGatewayLabels(tx, decisionRow, ['untrusted'], 'inbox_read'));
    */
-  async addGatewayLabels(tx: Tx, decision: DecisionRow, labels: readonly string[], detail: string | null = null): Promise<void> {
+  async addGatewayLabels(
+    tx: Tx,
+    decision: DecisionRow,
+    labels: readonly string[],
+    detail: string | null = null,
+  ): Promise<void> {
     if (decision.session_id === null || labels.length === 0) return;
     const t = { accountId: decision.account_id, environment: decision.environment };
-    const extra = { source: 'gateway' as const, decision_id: decision.id, detail, agent_id: decision.agent_id, cap: MAX_SESSION_LABELS };
-    if ((await this.addInTx(tx, t, decision.session_id, checkLabels(labels), extra, new Date(this.clock.now()))) === 'full') throw fullError(decision.session_id);
+    const extra = {
+      source: 'gateway' as const,
+      decision_id: decision.id,
+      detail,
+      agent_id: decision.agent_id,
+      cap: MAX_SESSION_LABELS,
+    };
+    if (
+      (await this.addInTx(tx, t, decision.session_id, checkLabels(labels), extra, new Date(this.clock.now()))) ===
+      'full'
+    )
+      throw fullError(decision.session_id);
   }
 
   /**
@@ -186,7 +234,10 @@ export class SessionService {
    */
   async get(t: Tenant, sessionId: string): Promise<SessionRow> {
     const row = await findSession(this.sql, t, sessionId, this.clock.now(), this.idleSeconds);
-    if (!row) throw new SessionNotFoundError(`no session ${sessionId} (none had a decision or a label, or it ended after ${this.idleSeconds / 3600} hours idle)`);
+    if (!row)
+      throw new SessionNotFoundError(
+        `no session ${sessionId} (none had a decision or a label, or it ended after ${this.idleSeconds / 3600} hours idle)`,
+      );
     return row;
   }
 
@@ -194,10 +245,24 @@ export class SessionService {
     t: { account_id: string; environment: string },
     sessionId: string,
     labels: readonly string[],
-    extra: { source: LabelSource; decision_id: string | null; detail: string | null; agent_id: string | null; cap: number | null },
+    extra: {
+      source: LabelSource;
+      decision_id: string | null;
+      detail: string | null;
+      agent_id: string | null;
+      cap: number | null;
+    },
     now: Date,
   ): SessionAdd {
-    return { account_id: t.account_id, environment: t.environment, session_id: sessionId, labels, ...extra, now, idle_seconds: this.idleSeconds };
+    return {
+      account_id: t.account_id,
+      environment: t.environment,
+      session_id: sessionId,
+      labels,
+      ...extra,
+      now,
+      idle_seconds: this.idleSeconds,
+    };
   }
 
   private labelRows(table: DecisionTable): LabelRows {
@@ -250,14 +315,24 @@ function sessionKey(accountId: string, environment: string, sessionId: string): 
 }
 
 function fullError(sessionId: string): SessionFullError {
-  return new SessionFullError(`session ${sessionId} holds ${MAX_SESSION_LABELS} labels, the most a session holds; these would add more`);
+  return new SessionFullError(
+    `session ${sessionId} holds ${MAX_SESSION_LABELS} labels, the most a session holds; these would add more`,
+  );
 }
 
 /** The labels of a call, checked: at most 32, each `[a-z][a-z0-9_.-]{0,63}`; duplicates once. */
 function checkLabels(labels: readonly string[]): string[] {
-  if (labels.length > MAX_LABELS_PER_CALL) throw new TooManyLabelsError(`${labels.length} labels in one call; at most ${MAX_LABELS_PER_CALL}`);
+  if (labels.length > MAX_LABELS_PER_CALL)
+    throw new TooManyLabelsError(`${labels.length} labels in one call; at most ${MAX_LABELS_PER_CALL}`);
   const details = labels.flatMap((label, i) =>
-    LABEL_PATTERN.test(label) ? [] : [{ path: `/labels/${i}`, message: `label ${JSON.stringify(label)} must match [a-z][a-z0-9_.-]{0,63} (lower case, 1-64 characters)` }],
+    LABEL_PATTERN.test(label)
+      ? []
+      : [
+          {
+            path: `/labels/${i}`,
+            message: `label ${JSON.stringify(label)} must match [a-z][a-z0-9_.-]{0,63} (lower case, 1-64 characters)`,
+          },
+        ],
   );
   if (details.length > 0) throw new InvalidFieldError(details[0]!.message, { details });
   return [...new Set(labels)];

@@ -69,7 +69,10 @@ export class StatsService {
   }
 
   /** The budgets of this period nearest their limits ((consumed + held) / limit), nearest first. */
-  async budgetsNearestLimit(principal: Principal, limit: number): Promise<Array<BudgetAccount & { used_fraction: number }>> {
+  async budgetsNearestLimit(
+    principal: Principal,
+    limit: number,
+  ): Promise<Array<BudgetAccount & { used_fraction: number }>> {
     const all = await this.deps.budgets.list(principal, { limit: 100_000, startingAfter: null });
     return all.data
       .map((b) => ({ ...b, used_fraction: (b.consumed + b.held) / b.limit }))
@@ -80,7 +83,8 @@ export class StatsService {
             ? -1
             : a.policy_id > b.policy_id
               ? 1
-              : (a.agent_id ?? '') + (a.session_id ?? a.on_behalf_of ?? '') < (b.agent_id ?? '') + (b.session_id ?? b.on_behalf_of ?? '')
+              : (a.agent_id ?? '') + (a.session_id ?? a.on_behalf_of ?? '') <
+                  (b.agent_id ?? '') + (b.session_id ?? b.on_behalf_of ?? '')
                 ? -1
                 : 1),
       )

@@ -48,7 +48,9 @@ export function newWebhookSecret(): string {
 
 function checkEvents(events: readonly string[]): void {
   if (events.includes('*') && events.length > 1)
-    throw new InvalidFieldError('events: "*" stands alone (every event)', { details: [{ path: '/events', message: '"*" must be the only item' }] });
+    throw new InvalidFieldError('events: "*" stands alone (every event)', {
+      details: [{ path: '/events', message: '"*" must be the only item' }],
+    });
   events.forEach((type, i) => {
     if (type !== '*' && !(EVENT_TYPES as readonly string[]).includes(type)) {
       const message = `unknown event type "${type}"; known: ${EVENT_TYPES.join(', ')}, or "*"`;
@@ -70,7 +72,8 @@ export class WebhookService {
 
   private async checkUrl(p: Principal, raw: string): Promise<string> {
     const checked = checkWebhookUrl(raw, this.rules(p));
-    if (!checked.ok) throw new InvalidUrlError(`url: ${checked.reason}`, { details: [{ path: '/url', message: checked.reason }] });
+    if (!checked.ok)
+      throw new InvalidUrlError(`url: ${checked.reason}`, { details: [{ path: '/url', message: checked.reason }] });
     const problem = await resolveProblem(checked.url.hostname, this.rules(p));
     if (problem) throw new InvalidUrlError(`url: ${problem}`, { details: [{ path: '/url', message: problem }] });
     return checked.url.href;
@@ -137,7 +140,8 @@ export class WebhookService {
   }
 
   async delete(p: Principal, id: string): Promise<void> {
-    if (!(await deleteEndpoint(this.sql, p.accountId, p.environment, id))) throw new WebhookNotFoundError(`no webhook endpoint ${id}`);
+    if (!(await deleteEndpoint(this.sql, p.accountId, p.environment, id)))
+      throw new WebhookNotFoundError(`no webhook endpoint ${id}`);
   }
 
   list(p: Principal, page: PageParams): Promise<Page<EndpointRow>> {
@@ -145,7 +149,11 @@ export class WebhookService {
   }
 
   /** The endpoint's deliveries, newest first (404 for an unknown endpoint). */
-  async deliveries(p: Principal, endpointId: string, page: PageParams): Promise<{ endpoint: EndpointRow; page: Page<DeliveryRow> }> {
+  async deliveries(
+    p: Principal,
+    endpointId: string,
+    page: PageParams,
+  ): Promise<{ endpoint: EndpointRow; page: Page<DeliveryRow> }> {
     const endpoint = await this.get(p, endpointId);
     return { endpoint, page: await listDeliveries(this.sql, p.accountId, p.environment, endpoint.id, page) };
   }
@@ -157,7 +165,12 @@ export class WebhookService {
     if (!original) throw new DeliveryNotFoundError(`no delivery ${deliveryId} of webhook endpoint ${endpoint.id}`);
     const now = this.clock.now();
     const id = newId('whd', now);
-    await insertReplay(this.sql, { ...original, account_id: p.accountId, environment: p.environment }, id, new Date(now));
+    await insertReplay(
+      this.sql,
+      { ...original, account_id: p.accountId, environment: p.environment },
+      id,
+      new Date(now),
+    );
     return (await findDelivery(this.sql, p.accountId, p.environment, endpoint.id, id))!;
   }
 }

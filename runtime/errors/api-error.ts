@@ -226,7 +226,10 @@ export class ServiceUnavailableError extends ApiError {
   static override readonly status = 503;
   constructor(message: string, options: { details?: ErrorDetail[]; retryAfterSeconds?: number } = {}) {
     const seconds = Math.max(1, Math.ceil(options.retryAfterSeconds ?? UNAVAILABLE_RETRY_AFTER_SECONDS));
-    super(message, { ...(options.details ? { details: options.details } : {}), headers: { 'retry-after': String(seconds) } });
+    super(message, {
+      ...(options.details ? { details: options.details } : {}),
+      headers: { 'retry-after': String(seconds) },
+    });
   }
 }
 export class InternalError extends ApiError {

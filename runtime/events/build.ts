@@ -32,7 +32,13 @@ export const EVENT_TYPES = [
 export type EventType = (typeof EVENT_TYPES)[number];
 
 /** An event row of any type, its id from the one id function (sorting by time). */
-export function eventRow(type: EventType, accountId: string, environment: Environment, atMs: number, data: Record<string, unknown>): EventRow {
+export function eventRow(
+  type: EventType,
+  accountId: string,
+  environment: Environment,
+  atMs: number,
+  data: Record<string, unknown>,
+): EventRow {
   return { id: newId('evt', atMs), account_id: accountId, environment, type, created_at: new Date(atMs), data };
 }
 
@@ -46,7 +52,8 @@ export function eventRow(type: EventType, accountId: string, environment: Enviro
  */
 export function decisionEvent(row: DecisionRow): StoredEventRow {
   const type = `decision.${row.effect}` as const;
-  if (row.effect === 'review') return eventRow(type, row.account_id, row.environment, row.evaluated_at.getTime(), decisionEventData(row));
+  if (row.effect === 'review')
+    return eventRow(type, row.account_id, row.environment, row.evaluated_at.getTime(), decisionEventData(row));
   // One row object per decision on the hot path: no body, its decision named instead.
   return {
     id: newId('evt', row.evaluated_at.getTime()),
@@ -71,7 +78,13 @@ export function decisionEventData(row: DecisionRow): Record<string, unknown> {
   const asDecided: DecisionRow =
     row.effect === 'review'
       ? { ...row, permit_token: null }
-      : { ...row, permit_token: null, status: row.effect === 'deny' ? 'denied' : 'pending', resolved_at: null, confirmed_amount: null };
+      : {
+          ...row,
+          permit_token: null,
+          status: row.effect === 'deny' ? 'denied' : 'pending',
+          resolved_at: null,
+          confirmed_amount: null,
+        };
   const decision = decisionResource(asDecided, row.evaluated_at.getTime(), { withToken: false });
   return { decision };
 }
@@ -83,21 +96,46 @@ export function decisionEventData(row: DecisionRow): Record<string, unknown> {
  */
 export function reviewedEvent(row: DecisionRow, atMs: number): EventRow {
   const decision = decisionResource({ ...row, permit_token: null }, atMs, { withToken: false });
-  return eventRow('decision.reviewed', row.account_id, row.environment, atMs, { decision, review: reviewResource(row) });
+  return eventRow('decision.reviewed', row.account_id, row.environment, atMs, {
+    decision,
+    review: reviewResource(row),
+  });
 }
 
 /** `agent.registered` / `agent.revoked`: `data.agent_id` and `data.agent`. */
-export function agentEvent(type: 'agent.registered' | 'agent.revoked', row: AgentRow, tenant: Tenant, atMs: number): EventRow {
-  return eventRow(type, tenant.accountId, tenant.environment, atMs, { agent_id: row.agent_id, agent: agentResource(row, tenant.environment) });
+export function agentEvent(
+  type: 'agent.registered' | 'agent.revoked',
+  row: AgentRow,
+  tenant: Tenant,
+  atMs: number,
+): EventRow {
+  return eventRow(type, tenant.accountId, tenant.environment, atMs, {
+    agent_id: row.agent_id,
+    agent: agentResource(row, tenant.environment),
+  });
 }
 
 /** `agent.registered` for an agent a decision saw first (stored only by the batch that inserts the agent). */
 export function registrationEvent(a: NewAgent): EventRow {
-  const row: AgentRow = { agent_id: a.agent_id, status: 'active', first_seen_at: a.first_seen_at, revoked_at: null, attributes: {} };
-  return agentEvent('agent.registered', row, { accountId: a.account_id, environment: a.environment }, a.first_seen_at.getTime());
+  const row: AgentRow = {
+    agent_id: a.agent_id,
+    status: 'active',
+    first_seen_at: a.first_seen_at,
+    revoked_at: null,
+    attributes: {},
+  };
+  return agentEvent(
+    'agent.registered',
+    row,
+    { accountId: a.account_id, environment: a.environment },
+    a.first_seen_at.getTime(),
+  );
 }
 
 /** `policy.updated`: `data.policy` (the policy as in a policy file, with `object`) and `data.change`. */
 export function policyEvent(tenant: Tenant, policy: object, change: PolicyChange, atMs: number): EventRow {
-  return eventRow('policy.updated', tenant.accountId, tenant.environment, atMs, { policy: policyInEvent(policy), change });
+  return eventRow('policy.updated', tenant.accountId, tenant.environment, atMs, {
+    policy: policyInEvent(policy),
+    change,
+  });
 }

@@ -28,7 +28,10 @@ const keyOf = (accountId: string, environment: string, id: string) => `${account
  * @example
  * const bodies = await eventBodies(sql, page.data); // bodies[i] is page.data[i]'s data
  */
-export async function eventBodies(sql: SqlOrTx, rows: readonly EventBodyRef[]): Promise<Array<Record<string, unknown>>> {
+export async function eventBodies(
+  sql: SqlOrTx,
+  rows: readonly EventBodyRef[],
+): Promise<Array<Record<string, unknown>>> {
   const refs = rows.filter((r) => r.data === null && r.decision_id);
   const decisions = new Map<string, DecisionRow>();
   if (refs.length > 0) {

@@ -13,7 +13,13 @@
  */
 import { actionPatternMatches, type HistoryValues } from '../../compiler/index.js';
 import type { Sql } from '../store/connect.js';
-import { readHistory, type GatedCheck, type HistoryCheck, type HistoryGate, type HistoryReading } from '../store/history.js';
+import {
+  readHistory,
+  type GatedCheck,
+  type HistoryCheck,
+  type HistoryGate,
+  type HistoryReading,
+} from '../store/history.js';
 import type { Tenant } from '../tenant.js';
 import type { HistoryPlan } from './plan.js';
 
@@ -41,9 +47,11 @@ export class History {
   /** The plan's probes' values at `atMs`, in its order (a missing MATCH field: 0, not read); with `guess`, the remembered guesses when every check has one (a decision, whose gate judges them; never a preview). */
   async read(tenant: Tenant, plan: HistoryPlan, atMs: number, guess: boolean): Promise<number[]> {
     const keys = plan.checks.map((c) => (c === null ? null : guessKey(tenant, c)));
-    if (guess && keys.every((k) => k === null || this.guesses.has(k))) return keys.map((k) => (k === null ? 0 : this.guesses.get(k)!));
+    if (guess && keys.every((k) => k === null || this.guesses.has(k)))
+      return keys.map((k) => (k === null ? 0 : this.guesses.get(k)!));
     const wanted = plan.checks.flatMap((c) => (c === null ? [] : [c]));
-    const read = wanted.length === 0 ? [] : await readHistory(this.sql, tenant.accountId, tenant.environment, wanted, atMs);
+    const read =
+      wanted.length === 0 ? [] : await readHistory(this.sql, tenant.accountId, tenant.environment, wanted, atMs);
     let next = 0;
     return plan.checks.map((c) => (c === null ? 0 : read[next++]!));
   }
@@ -53,8 +61,17 @@ export class History {
     if (this.guesses.size > GUESSES) this.guesses.clear();
     plan.checks.forEach((c, i) => {
       if (c === null) return;
-      const seen = plan.entry !== null && c.actions.some((pattern) => actionPatternMatches(pattern, plan.entry!.action));
-      const own = !seen ? 0 : c.measure === 'sum' ? (kind === 'counted' ? (plan.entry!.amount ?? 0) : 0) : (c.measure === 'denied') === (kind === 'denied') ? 1 : 0;
+      const seen =
+        plan.entry !== null && c.actions.some((pattern) => actionPatternMatches(pattern, plan.entry!.action));
+      const own = !seen
+        ? 0
+        : c.measure === 'sum'
+          ? kind === 'counted'
+            ? (plan.entry!.amount ?? 0)
+            : 0
+          : (c.measure === 'denied') === (kind === 'denied')
+            ? 1
+            : 0;
       this.guesses.set(guessKey(tenant, c), values[i]! + own);
     });
   }
@@ -76,7 +93,12 @@ export function historyValues(plan: HistoryPlan, values: readonly number[]): His
  * or two or more probes (their effects can combine), are always exact; a single
  * count is widened step by step up to RANGE_STEPS each way.
  */
-export function ranges(plan: HistoryPlan, values: readonly number[], outcomeAt: (values: readonly number[]) => string, exact: boolean): Array<{ lo: number; hi: number | null }> {
+export function ranges(
+  plan: HistoryPlan,
+  values: readonly number[],
+  outcomeAt: (values: readonly number[]) => string,
+  exact: boolean,
+): Array<{ lo: number; hi: number | null }> {
   const exactly = values.map((v) => ({ lo: v, hi: v }));
   if (exact || plan.probes.length !== 1 || plan.probes[0]!.measure === 'sum' || plan.checks[0] === null) return exactly;
   const v = values[0]!;
@@ -89,7 +111,12 @@ export function ranges(plan: HistoryPlan, values: readonly number[], outcomeAt: 
 }
 
 /** What the limits gate carries of this decision's history: its checks with their ranges, its entry, its locks. */
-export function historyGate(plan: HistoryPlan, atMs: number, bounds: ReadonlyArray<{ lo: number; hi: number | null }>, kind: 'counted' | 'denied'): HistoryGate {
+export function historyGate(
+  plan: HistoryPlan,
+  atMs: number,
+  bounds: ReadonlyArray<{ lo: number; hi: number | null }>,
+  kind: 'counted' | 'denied',
+): HistoryGate {
   const checks: GatedCheck[] = [];
   plan.checks.forEach((c, i) => {
     if (c !== null) checks.push({ ...c, ...bounds[i]! });

@@ -5,7 +5,14 @@
  * environment's policies can see it; and the scope keys locked while it reads
  * and records. Pure: no store access (./history.ts reads).
  */
-import { actionPatternMatches, historyProbesFor, tableHistoryProbes, type EvaluationInput, type DecisionTable, type HistoryProbe } from '../../compiler/index.js';
+import {
+  actionPatternMatches,
+  historyProbesFor,
+  tableHistoryProbes,
+  type EvaluationInput,
+  type DecisionTable,
+  type HistoryProbe,
+} from '../../compiler/index.js';
 import { MissingFieldError } from '../errors/api-error.js';
 import type { HistoryCheck, HistoryRecord } from '../store/history.js';
 import type { Tenant } from '../tenant.js';
@@ -102,7 +109,8 @@ function scopeKey(scope: HistoryProbe['scope'], s: HistorySubject): string | nul
   }
 }
 
-const lockKey = (t: Tenant, scope: string, key: string | null) => [t.accountId, t.environment, scope, key ?? ''].join('\x1f');
+const lockKey = (t: Tenant, scope: string, key: string | null) =>
+  [t.accountId, t.environment, scope, key ?? ''].join('\x1f');
 
 /**
  * The history of one decision. `reads`: whether its candidate policies' probes
@@ -151,7 +159,8 @@ export function planHistory(
       const value = matchValue(field, subject);
       if (value !== undefined) matchValues[field] = value;
     }
-    const keepSeconds = options.retentionDays === null ? t.longestSeconds : Math.min(t.longestSeconds, options.retentionDays * 86_400);
+    const keepSeconds =
+      options.retentionDays === null ? t.longestSeconds : Math.min(t.longestSeconds, options.retentionDays * 86_400);
     entry = {
       agent_id: subject.agentId,
       session_id: subject.sessionId,

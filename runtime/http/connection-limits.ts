@@ -60,13 +60,22 @@ export function timeoutOptions(requestTimeoutMs: number) {
   return {
     requestTimeout: requestTimeoutMs,
     keepAliveTimeout: requestTimeoutMs,
-    http: { headersTimeout: requestTimeoutMs, connectionsCheckingInterval: Math.max(10, Math.min(1000, Math.floor(requestTimeoutMs / 4))) },
+    http: {
+      headersTimeout: requestTimeoutMs,
+      connectionsCheckingInterval: Math.max(10, Math.min(1000, Math.floor(requestTimeoutMs / 4))),
+    },
   };
 }
 
 /** The start-up line: the cap and where it comes from. */
-export function describeConnectionLimits(cap: number, configured: number, fdLimit: number | null, requestTimeoutMs: number): string {
-  const fd = fdLimit === null ? 'file descriptors: no limit known' : `file descriptors: ${fdLimit} - ${RESERVED_DESCRIPTORS}`;
+export function describeConnectionLimits(
+  cap: number,
+  configured: number,
+  fdLimit: number | null,
+  requestTimeoutMs: number,
+): string {
+  const fd =
+    fdLimit === null ? 'file descriptors: no limit known' : `file descriptors: ${fdLimit} - ${RESERVED_DESCRIPTORS}`;
   return `Connections: at most ${cap} (AUTHZ_MAX_CONNECTIONS ${configured}, ${fd}); closed without a complete request within ${requestTimeoutMs / 1000} s`;
 }
 
@@ -114,17 +123,20 @@ export function closeIncompleteRequests(server: Server, timeoutMs: number): void
       w.timer = null;
     });
   });
-  server.on('request', (request: { socket: Socket }, response: { once(event: 'close', listener: () => void): unknown }) => {
-    const { socket } = request;
-    const w = waiting.get(socket);
-    if (!w) return;
-    w.inFlight++;
-    if (w.timer) clearTimeout(w.timer);
-    w.timer = null;
-    response.once('close', () => {
-      w.inFlight--;
-      w.answered = true;
-      if (w.inFlight === 0 && !socket.destroyed && w.timer === null) arm(socket, w);
-    });
-  });
+  server.on(
+    'request',
+    (request: { socket: Socket }, response: { once(event: 'close', listener: () => void): unknown }) => {
+      const { socket } = request;
+      const w = waiting.get(socket);
+      if (!w) return;
+      w.inFlight++;
+      if (w.timer) clearTimeout(w.timer);
+      w.timer = null;
+      response.once('close', () => {
+        w.inFlight--;
+        w.answered = true;
+        if (w.inFlight === 0 && !socket.destroyed && w.timer === null) arm(socket, w);
+      });
+    },
+  );
 }

@@ -40,7 +40,12 @@ export function requestDeadline(deadlineMs: number): DeadlineHooks {
       open.delete(reply);
       if (reply.sent) continue;
       reply.request.log.warn({ deadlineMs }, 'request deadline passed: answering 503');
-      sendError(reply, new ServiceUnavailableError(`the store did not answer within ${deadlineMs / 1000} s; nothing was decided, try again shortly`));
+      sendError(
+        reply,
+        new ServiceUnavailableError(
+          `the store did not answer within ${deadlineMs / 1000} s; nothing was decided, try again shortly`,
+        ),
+      );
     }
     if (open.size === 0 && timer !== null) {
       clearInterval(timer);

@@ -42,9 +42,15 @@ function fromFastify(error: FastifyError, request: FastifyRequest): ApiError {
   switch (error.code) {
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return new InvalidJsonError(error.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' ? 'the body is empty; send a JSON object' : `the body is not valid JSON: ${error.message}`);
+      return new InvalidJsonError(
+        error.code === 'FST_ERR_CTP_EMPTY_JSON_BODY'
+          ? 'the body is empty; send a JSON object'
+          : `the body is not valid JSON: ${error.message}`,
+      );
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new BodyTooLargeError(`the body is larger than ${byteSize(request.routeOptions.bodyLimit ?? 1024 * 1024)}, this route's limit`);
+      return new BodyTooLargeError(
+        `the body is larger than ${byteSize(request.routeOptions.bodyLimit ?? 1024 * 1024)}, this route's limit`,
+      );
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new UnsupportedMediaTypeError('send the body as application/json');
@@ -76,5 +82,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
     else if (api instanceof ServiceUnavailableError) request.log.warn({ err: error }, 'service unavailable');
     return sendError(reply, api);
   });
-  app.setNotFoundHandler((request, reply) => sendError(reply, new RouteNotFoundError(`no route ${request.method} ${request.url.split('?')[0]}`)));
+  app.setNotFoundHandler((request, reply) =>
+    sendError(reply, new RouteNotFoundError(`no route ${request.method} ${request.url.split('?')[0]}`)),
+  );
 }

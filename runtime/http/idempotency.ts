@@ -82,7 +82,8 @@ const asArray = <T>(x: T | T[] | undefined): T[] => (x === undefined ? [] : Arra
  * equals a JSON string of the same characters.
  */
 export function requestFingerprint(method: string, url: string, body: unknown, textMediaType?: string): string {
-  const content = textMediaType !== undefined && typeof body === 'string' ? `${textMediaType}:${body}` : canonicalJson(body ?? null);
+  const content =
+    textMediaType !== undefined && typeof body === 'string' ? `${textMediaType}:${body}` : canonicalJson(body ?? null);
   return createHash('sha256').update(`${method} ${url}\n${content}`).digest('hex');
 }
 
@@ -96,7 +97,10 @@ function textMediaType(request: FastifyRequest): string | undefined {
 export const IDEMPOTENT_PREFIXES = ['/v1/', '/access/v1/'];
 
 /** Call before the routes are registered: hooks are added to POST routes under the {@link IDEMPOTENT_PREFIXES}. */
-export function registerIdempotency(app: FastifyInstance, deps: { sql: Sql; clock: Clock; masterKey: string | undefined }): void {
+export function registerIdempotency(
+  app: FastifyInstance,
+  deps: { sql: Sql; clock: Clock; masterKey: string | undefined },
+): void {
   const { sql, clock, masterKey } = deps;
   let lastSweep = -Infinity;
 
@@ -119,7 +123,11 @@ export function registerIdempotency(app: FastifyInstance, deps: { sql: Sql; cloc
   };
 
   /** Claims the key, or answers from the store; true when the answer was sent. */
-  const claimOrReplay = async (request: FastifyRequest, reply: FastifyReply, scope: IdempotencyScope): Promise<boolean> => {
+  const claimOrReplay = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    scope: IdempotencyScope,
+  ): Promise<boolean> => {
     const now = clock.now();
     if (now - lastSweep >= SWEEP_EVERY_MS) {
       lastSweep = now;
@@ -135,9 +143,12 @@ export function registerIdempotency(app: FastifyInstance, deps: { sql: Sql; cloc
       const row = await findIdempotencyKey(sql, scope, now);
       if (row === null) continue;
       if (row.fingerprint !== print) {
-        throw new IdempotencyKeyReusedError('this Idempotency-Key was used with another request (method, path or body); use a new key for a new request');
+        throw new IdempotencyKeyReusedError(
+          'this Idempotency-Key was used with another request (method, path or body); use a new key for a new request',
+        );
       }
-      if (row.state === 'running') throw new IdempotencyInProgressError('a request with this Idempotency-Key is still running; retry later');
+      if (row.state === 'running')
+        throw new IdempotencyInProgressError('a request with this Idempotency-Key is still running; retry later');
       const body = await replayBody(request, row);
       reply.code(row.status_code!).header('idempotent-replayed', 'true');
       if (row.content_type) reply.header('content-type', row.content_type);
@@ -163,7 +174,12 @@ export function registerIdempotency(app: FastifyInstance, deps: { sql: Sql; cloc
     );
   };
 
-  const store_ = async (request: FastifyRequest, reply: FastifyReply, claim: Claim, payload: unknown): Promise<void> => {
+  const store_ = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    claim: Claim,
+    payload: unknown,
+  ): Promise<void> => {
     const status = reply.statusCode;
     const text = typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString('utf8') : null;
     if (status >= 500 || status === 429 || text === null) {
@@ -182,7 +198,12 @@ export function registerIdempotency(app: FastifyInstance, deps: { sql: Sql; cloc
     });
   };
 
-  const onSend = (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (error: Error | null, payload?: unknown) => void): void => {
+  const onSend = (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    payload: unknown,
+    done: (error: Error | null, payload?: unknown) => void,
+  ): void => {
     const claim = request.idempotency;
     if (claim === null) return done(null, payload);
     request.idempotency = null;

@@ -29,7 +29,8 @@ export function poisonedField(value: unknown): string | null {
       const child = `${pointer}/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`;
       const field = (v as Record<string, unknown>)[key];
       if (key === '__proto__') return child;
-      if (key === 'constructor' && field !== null && typeof field === 'object' && Object.hasOwn(field, 'prototype')) return `${child}/prototype`;
+      if (key === 'constructor' && field !== null && typeof field === 'object' && Object.hasOwn(field, 'prototype'))
+        return `${child}/prototype`;
       stack.push([field, child]);
     }
   }
@@ -41,7 +42,8 @@ export function poisonedField(value: unknown): string | null {
  * names one, or has a \u escape (a key can be spelled with escapes). Most bodies
  * have neither and are not walked.
  */
-const mayBePoisoned = (text: string): boolean => text.includes('__proto__') || text.includes('constructor') || text.includes('\\u');
+const mayBePoisoned = (text: string): boolean =>
+  text.includes('__proto__') || text.includes('constructor') || text.includes('\\u');
 
 /**
  * Parses a JSON body as described above.
@@ -78,11 +80,15 @@ export function parseJsonBody(text: string): unknown {
  */
 export function registerJsonBodies(app: FastifyInstance): void {
   if (app.hasContentTypeParser('application/json')) app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request: FastifyRequest, body: string | Buffer, done) => {
-    try {
-      done(null, parseJsonBody(typeof body === 'string' ? body : body.toString('utf8')));
-    } catch (error) {
-      done(error as Error, undefined);
-    }
-  });
+  app.addContentTypeParser(
+    'application/json',
+    { parseAs: 'string' },
+    (_request: FastifyRequest, body: string | Buffer, done) => {
+      try {
+        done(null, parseJsonBody(typeof body === 'string' ? body : body.toString('utf8')));
+      } catch (error) {
+        done(error as Error, undefined);
+      }
+    },
+  );
 }

@@ -20,7 +20,19 @@ type LoggerOptions = Exclude<FastifyServerOptions['logger'], boolean | undefined
 
 export const REDACTED = '[REDACTED]';
 
-const SECRET_FIELDS = ['authorization', 'secret', 'key', 'token', 'permit_token', 'masterKey', 'adminToken', 'metricsToken', 'signingKey', 'private_key', 'parameters'];
+const SECRET_FIELDS = [
+  'authorization',
+  'secret',
+  'key',
+  'token',
+  'permit_token',
+  'masterKey',
+  'adminToken',
+  'metricsToken',
+  'signingKey',
+  'private_key',
+  'parameters',
+];
 
 export const REDACT_PATHS = [
   'req.headers.authorization',
@@ -70,7 +82,13 @@ export function loggerOptions(settings: LoggerSettings): LoggerOptions {
     redact: { paths: REDACT_PATHS, censor: REDACTED },
     serializers: {
       // Fastify's request serializer, with the URL masked (a key pasted into a query string).
-      req: (request: { method: string; url: string; host?: string; ip?: string; socket?: { remotePort?: number } }) => ({
+      req: (request: {
+        method: string;
+        url: string;
+        host?: string;
+        ip?: string;
+        socket?: { remotePort?: number };
+      }) => ({
         method: request.method,
         url: typeof request.url === 'string' ? scrub(request.url) : request.url,
         host: request.host,

@@ -24,7 +24,10 @@ export class LongPolls {
   enter(keyId: string): () => void {
     const n = this.active.get(keyId) ?? 0;
     if (n >= this.max) {
-      throw new RateLimitExceededError(`this API key holds ${this.max} long polls (?wait=) already: wait for one to end, or poll without wait`, 1);
+      throw new RateLimitExceededError(
+        `this API key holds ${this.max} long polls (?wait=) already: wait for one to end, or poll without wait`,
+        1,
+      );
     }
     this.active.set(keyId, n + 1);
     let released = false;

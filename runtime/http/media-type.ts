@@ -22,5 +22,7 @@ export const isJsonMediaType = (media: string): boolean => media === 'applicatio
 export function refuseOtherMediaTypes(scope: FastifyInstance, accepted: string): void {
   if (scope.hasContentTypeParser('text/plain')) scope.removeContentTypeParser('text/plain');
   if (scope.hasContentTypeParser('*')) scope.removeContentTypeParser('*');
-  scope.addContentTypeParser('*', (_request, _payload, done) => done(new UnsupportedMediaTypeError(`send the body as ${accepted}`), undefined));
+  scope.addContentTypeParser('*', (_request, _payload, done) =>
+    done(new UnsupportedMediaTypeError(`send the body as ${accepted}`), undefined),
+  );
 }

@@ -47,7 +47,12 @@ export class RequestSummary {
  * Writes the summary every `everyMs` (a timer that keeps no process alive);
  * `stop()` writes what is left and ends it.
  */
-export function startRequestSummary(summary: RequestSummary, everyMs: number, now: () => number, write: (line: string) => void): { stop(): void } {
+export function startRequestSummary(
+  summary: RequestSummary,
+  everyMs: number,
+  now: () => number,
+  write: (line: string) => void,
+): { stop(): void } {
   const flush = (when: string) => {
     const line = summary.take(when, new Date(now()));
     if (line) write(line);

@@ -18,8 +18,20 @@ declare module 'fastify' {
   }
 }
 
-const strict = new Ajv2020({ allErrors: true, coerceTypes: false, removeAdditional: false, useDefaults: false, strict: false });
-const coercing = new Ajv2020({ allErrors: true, coerceTypes: true, removeAdditional: false, useDefaults: true, strict: false });
+const strict = new Ajv2020({
+  allErrors: true,
+  coerceTypes: false,
+  removeAdditional: false,
+  useDefaults: false,
+  strict: false,
+});
+const coercing = new Ajv2020({
+  allErrors: true,
+  coerceTypes: true,
+  removeAdditional: false,
+  useDefaults: true,
+  strict: false,
+});
 const compiled = { strict: new WeakMap<object, ValidateFunction>(), coercing: new WeakMap<object, ValidateFunction>() };
 
 /** Compiles each schema object once per mode (schemas from schemas/ carry an $id and are shared by routes). */
@@ -51,8 +63,14 @@ export function toApiError(errors: ErrorObject[], part: string | undefined, body
       return { path: '/', message: 'a JSON object body is required', missing: true };
     }
     if (e.keyword === 'enum') {
-      const allowed = (e.params as { allowedValues: unknown[] }).allowedValues.map((v) => (typeof v === 'string' ? v : JSON.stringify(v)));
-      return { path: e.instancePath || '/', message: `${where(part, e.instancePath)} must be one of ${allowed.join(', ')}`, missing: false };
+      const allowed = (e.params as { allowedValues: unknown[] }).allowedValues.map((v) =>
+        typeof v === 'string' ? v : JSON.stringify(v),
+      );
+      return {
+        path: e.instancePath || '/',
+        message: `${where(part, e.instancePath)} must be one of ${allowed.join(', ')}`,
+        missing: false,
+      };
     }
     if (e.keyword === 'type') {
       return {
@@ -61,11 +79,17 @@ export function toApiError(errors: ErrorObject[], part: string | undefined, body
         missing: false,
       };
     }
-    return { path: e.instancePath || '/', message: `${where(part, e.instancePath)} ${e.message ?? 'is invalid'}`, missing: false };
+    return {
+      path: e.instancePath || '/',
+      message: `${where(part, e.instancePath)} ${e.message ?? 'is invalid'}`,
+      missing: false,
+    };
   });
   const first = details.find((d) => d.missing) ?? details[0]!;
   const list = details.map(({ path, message }) => ({ path, message }));
-  return first.missing ? new MissingFieldError(first.message, { details: list }) : new InvalidFieldError(first.message, { details: list });
+  return first.missing
+    ? new MissingFieldError(first.message, { details: list })
+    : new InvalidFieldError(first.message, { details: list });
 }
 
 /** JSON Schema's type names in words (a Map: these are type names, not a public JSON form). */

@@ -45,7 +45,10 @@ export class ServiceMetrics implements DeliveryObserver {
   private readonly lag: Histogram;
   private readonly batchSize: Histogram<'batch'>;
   private readonly batchSeconds: Histogram<'batch'>;
-  private readonly budget: Record<'consumed' | 'held' | 'limit' | 'agents' | 'maxUtilization', Gauge<(typeof BUDGET_LABELS)[number]>>;
+  private readonly budget: Record<
+    'consumed' | 'held' | 'limit' | 'agents' | 'maxUtilization',
+    Gauge<(typeof BUDGET_LABELS)[number]>
+  >;
 
   constructor(
     private readonly sql: SqlOrTx,
@@ -89,7 +92,11 @@ export class ServiceMetrics implements DeliveryObserver {
       labelNames: ['outcome'],
       registers,
     });
-    this.deliveryByOutcome = { succeeded: this.deliveries.labels('succeeded'), failed: this.deliveries.labels('failed'), abandoned: this.deliveries.labels('abandoned') };
+    this.deliveryByOutcome = {
+      succeeded: this.deliveries.labels('succeeded'),
+      failed: this.deliveries.labels('failed'),
+      abandoned: this.deliveries.labels('abandoned'),
+    };
     for (const c of Object.values(this.deliveryByOutcome)) c.inc(0);
     this.lag = new Histogram({
       name: 'authz_webhook_delivery_lag_seconds',
@@ -123,7 +130,10 @@ export class ServiceMetrics implements DeliveryObserver {
       held: gauge('authz_budget_held', 'Fiat amounts held by pending decisions this period, summed over agents.'),
       limit: gauge('authz_budget_limit', "The policy's budget limit (per agent)."),
       agents: gauge('authz_budget_agents', 'Agents with accounting under the budget this period.'),
-      maxUtilization: gauge('authz_budget_max_utilization', 'Highest consumed / limit of any one agent this period (1 = exhausted).'),
+      maxUtilization: gauge(
+        'authz_budget_max_utilization',
+        'Highest consumed / limit of any one agent this period (1 = exhausted).',
+      ),
     };
   }
 
@@ -166,7 +176,13 @@ export class ServiceMetrics implements DeliveryObserver {
     const totals = await currentBudgetTotals(this.sql, this.clock.now());
     for (const g of Object.values(this.budget)) g.reset();
     for (const t of totals) {
-      const labels = { account_id: t.account_id, environment: t.environment, policy_id: t.policy_id, unit: t.unit, period: t.period };
+      const labels = {
+        account_id: t.account_id,
+        environment: t.environment,
+        policy_id: t.policy_id,
+        unit: t.unit,
+        period: t.period,
+      };
       this.budget.consumed.set(labels, t.consumed);
       this.budget.held.set(labels, t.held);
       this.budget.limit.set(labels, t.limit);

@@ -49,7 +49,8 @@ function hoist(file: string, name: string, external: Record<string, string> = {}
     return local ? `#/components/schemas/${name}_${local[1]}` : (external[r] ?? r);
   };
   const out: Record<string, Schema> = { [name]: rewriteRefs(schema, toComponent) as Schema };
-  for (const [def, body] of Object.entries((schema.$defs ?? {}) as Record<string, unknown>)) out[`${name}_${def}`] = rewriteRefs(body, toComponent) as Schema;
+  for (const [def, body] of Object.entries((schema.$defs ?? {}) as Record<string, unknown>))
+    out[`${name}_${def}`] = rewriteRefs(body, toComponent) as Schema;
   return out;
 }
 
@@ -89,7 +90,8 @@ function inlineParts(components: Record<string, Schema>): Record<string, Schema>
     const part = typeof r === 'string' ? /^#\/components\/schemas\/([^/]+)\/(.+)$/.exec(r) : null;
     if (part) {
       let at: unknown = components[part[1]!];
-      for (const step of part[2]!.split('/')) at = (at as Schema | undefined)?.[step.replace(/~1/g, '/').replace(/~0/g, '~')];
+      for (const step of part[2]!.split('/'))
+        at = (at as Schema | undefined)?.[step.replace(/~1/g, '/').replace(/~0/g, '~')];
       if (at === undefined) throw new Error(`OpenAPI: ${r} resolves to nothing`);
       const out = walk(at);
       done.set(value, out);

@@ -33,10 +33,23 @@ const IDEMPOTENCY_HEADER = {
 
 function security(route: RouteOptions, url: string): { security: Json[]; description?: string } {
   const scope = route.config?.scope;
-  if (typeof scope === 'string') return { security: [{ apiKey: [] }], description: `API key with the scope \`${scope}\` (or \`*\`).` };
-  if (scope) return { security: [{ apiKey: [] }], description: `API key with one of the scopes ${scope.map((s) => `\`${s}\``).join(', ')} (or \`*\`).` };
-  if (url.startsWith('/admin/')) return { security: [{ adminToken: [] }], description: 'Operator token (AUTHZ_ADMIN_TOKEN); these routes exist only when it is set.' };
-  if (url === '/metrics') return { security: [{ metricsToken: [] }], description: 'Bearer AUTHZ_METRICS_TOKEN. Without that setting the route is off: 404 route.not_found.' };
+  if (typeof scope === 'string')
+    return { security: [{ apiKey: [] }], description: `API key with the scope \`${scope}\` (or \`*\`).` };
+  if (scope)
+    return {
+      security: [{ apiKey: [] }],
+      description: `API key with one of the scopes ${scope.map((s) => `\`${s}\``).join(', ')} (or \`*\`).`,
+    };
+  if (url.startsWith('/admin/'))
+    return {
+      security: [{ adminToken: [] }],
+      description: 'Operator token (AUTHZ_ADMIN_TOKEN); these routes exist only when it is set.',
+    };
+  if (url === '/metrics')
+    return {
+      security: [{ metricsToken: [] }],
+      description: 'Bearer AUTHZ_METRICS_TOKEN. Without that setting the route is off: 404 route.not_found.',
+    };
   return { security: [] };
 }
 
@@ -50,10 +63,22 @@ function tag(url: string): string {
 }
 
 /** Per route, from its options: security, tag and scope. */
-function transform({ schema, url, route }: { schema: Json; url: string; route: RouteOptions }): { schema: Json; url: string } {
+function transform({ schema, url, route }: { schema: Json; url: string; route: RouteOptions }): {
+  schema: Json;
+  url: string;
+} {
   const hide = DOCUMENT_ROUTES.some((prefix) => url === prefix || url.startsWith(`${prefix}/`));
   const { security: sec, description } = security(route, url);
-  return { url, schema: { ...(schema ?? {}), ...(hide ? { hide: true } : {}), security: sec, tags: [tag(url)], ...(description ? { description } : {}) } };
+  return {
+    url,
+    schema: {
+      ...(schema ?? {}),
+      ...(hide ? { hide: true } : {}),
+      security: sec,
+      tags: [tag(url)],
+      ...(description ? { description } : {}),
+    },
+  };
 }
 
 /** Completes every operation from OPERATIONS; fails loudly when a route has no entry (the test builds the document). */
@@ -61,19 +86,29 @@ function complete(document: Json): Json {
   for (const [path, item] of Object.entries(document.paths as Record<string, Json>)) {
     for (const [method, operation] of Object.entries(item)) {
       const doc = OPERATIONS[`${method.toUpperCase()} ${path}`];
-      if (!doc) throw new Error(`OpenAPI: no entry in runtime/openapi/operations.ts for ${method.toUpperCase()} ${path}`);
+      if (!doc)
+        throw new Error(`OpenAPI: no entry in runtime/openapi/operations.ts for ${method.toUpperCase()} ${path}`);
       operation.summary = doc.summary;
       operation.operationId ??= `${method}${path.replace(/[{}]/g, '').replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ?? '').toUpperCase())}`;
       const [status, schema] = doc.success;
       const isText = path === '/metrics';
-      if (doc.body) operation.requestBody = { required: true, content: { ...json(doc.body), ...(doc.yamlBody ? yaml(doc.body) : {}) } };
+      if (doc.body)
+        operation.requestBody = {
+          required: true,
+          content: { ...json(doc.body), ...(doc.yamlBody ? yaml(doc.body) : {}) },
+        };
       if (doc.optionalBody && operation.requestBody) operation.requestBody.required = false;
-      if (method === 'post' && IDEMPOTENT_PREFIXES.some((prefix) => path.startsWith(prefix))) operation.parameters = [...(operation.parameters ?? []), IDEMPOTENCY_HEADER];
-      const errors = Object.entries(errorStatuses(method, path, operation, doc.errors ?? {})).map(([code, description]) => [code, { description, content: json(ref('Error')) }]);
+      if (method === 'post' && IDEMPOTENT_PREFIXES.some((prefix) => path.startsWith(prefix)))
+        operation.parameters = [...(operation.parameters ?? []), IDEMPOTENCY_HEADER];
+      const errors = Object.entries(errorStatuses(method, path, operation, doc.errors ?? {})).map(
+        ([code, description]) => [code, { description, content: json(ref('Error')) }],
+      );
       operation.responses = {
         [String(status)]: {
           // A Media Type Object has no description (OpenAPI 3.1): the NDJSON note is the response's.
-          description: doc.ndjsonAnswer ? 'Success: application/x-ndjson, one JSON document of this schema per line' : 'Success',
+          description: doc.ndjsonAnswer
+            ? 'Success: application/x-ndjson, one JSON document of this schema per line'
+            : 'Success',
           content: isText
             ? { 'text/plain': { schema } }
             : doc.ndjsonAnswer
@@ -81,9 +116,14 @@ function complete(document: Json): Json {
               : { ...json(schema), ...(doc.yamlAnswer ? { 'application/yaml': { schema: doc.yamlAnswer } } : {}) },
         },
         // A second success status with the same body (a repeat: 200 beside 201).
-        ...(doc.alsoSuccess ? { [String(doc.alsoSuccess[0])]: { description: doc.alsoSuccess[1], content: json(schema) } } : {}),
+        ...(doc.alsoSuccess
+          ? { [String(doc.alsoSuccess[0])]: { description: doc.alsoSuccess[1], content: json(schema) } }
+          : {}),
         ...Object.fromEntries(errors),
-        default: { description: 'Any other error (500 internal.error: quote the request id); every answer carries Request-Id', content: json(ref('Error')) },
+        default: {
+          description: 'Any other error (500 internal.error: quote the request id); every answer carries Request-Id',
+          content: json(ref('Error')),
+        },
       };
     }
   }
@@ -97,13 +137,22 @@ export function swaggerOptions(version: string): FastifyDynamicSwaggerOptions {
       info: {
         title: 'agent-authz',
         version,
-        description: 'Policy-as-code authorization for software agents. Errors: `{ "error": { "code", "message", "request_id", "details"? } }`.',
+        description:
+          'Policy-as-code authorization for software agents. Errors: `{ "error": { "code", "message", "request_id", "details"? } }`.',
       },
       components: {
         securitySchemes: {
-          apiKey: { type: 'http', scheme: 'bearer', description: 'An API key: svc_test_sk_... (test) or svc_live_sk_... (live).' },
+          apiKey: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'An API key: svc_test_sk_... (test) or svc_live_sk_... (live).',
+          },
           adminToken: { type: 'http', scheme: 'bearer', description: 'The operator token (AUTHZ_ADMIN_TOKEN).' },
-          metricsToken: { type: 'http', scheme: 'bearer', description: 'AUTHZ_METRICS_TOKEN (GET /metrics is off without it).' },
+          metricsToken: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'AUTHZ_METRICS_TOKEN (GET /metrics is off without it).',
+          },
         },
         schemas: COMPONENT_SCHEMAS as never,
       },

@@ -28,7 +28,12 @@ const WRITES = new Set(['post', 'put', 'patch', 'delete']);
  * @example
  * errorStatuses('get', '/v1/decisions/{id}', operation, {}) // => { 400: ..., 401: ..., 403: ..., 404: ..., 429: ..., 503: ... }
  */
-export function errorStatuses(method: string, path: string, operation: Json, own: Partial<Record<number, string>>): Record<number, string> {
+export function errorStatuses(
+  method: string,
+  path: string,
+  operation: Json,
+  own: Partial<Record<number, string>>,
+): Record<number, string> {
   const statuses = new Set<number>();
   const schemes = ((operation.security ?? []) as Json[]).flatMap((s) => Object.keys(s));
   const parameters = (operation.parameters ?? []) as Array<{ in: string; name: string }>;
@@ -39,12 +44,14 @@ export function errorStatuses(method: string, path: string, operation: Json, own
   if (parameters.some((p) => p.in === 'query')) statuses.add(400);
   // Any write may carry a body, and one that is not JSON, too large or poisoned is refused.
   if (WRITES.has(method)) [400, 413, 415].forEach((s) => statuses.add(s));
-  if (parameters.some((p) => p.in === 'header' && p.name === 'Idempotency-Key')) [400, 409].forEach((s) => statuses.add(s));
+  if (parameters.some((p) => p.in === 'header' && p.name === 'Idempotency-Key'))
+    [400, 409].forEach((s) => statuses.add(s));
   for (const status of Object.keys(own)) statuses.add(Number(status));
   const out: Record<number, string> = {};
   for (const status of [...statuses].sort((a, b) => a - b)) {
     const text = own[status] ?? ERROR_STATUS_TEXT[status];
-    if (text === undefined) throw new Error(`OpenAPI: no description of status ${status} for ${method.toUpperCase()} ${path}`);
+    if (text === undefined)
+      throw new Error(`OpenAPI: no description of status ${status} for ${method.toUpperCase()} ${path}`);
     out[status] = text;
   }
   return out;

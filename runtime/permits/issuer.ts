@@ -5,5 +5,8 @@ import type { KeyRing } from './key-ring.js';
 import { permitClaims, signPermit } from './sign.js';
 
 export function ringPermitIssuer(ring: KeyRing, issuer: string): PermitIssuer {
-  return { issue: (decision: DecisionRow) => (decision.effect === 'deny' ? null : signPermit(permitClaims(decision, issuer), ring)) };
+  return {
+    issue: (decision: DecisionRow) =>
+      decision.effect === 'deny' ? null : signPermit(permitClaims(decision, issuer), ring),
+  };
 }

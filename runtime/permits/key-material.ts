@@ -44,7 +44,13 @@ function fromKeys(privateKey: KeyObject, publicKey: KeyObject): KeyMaterial {
   const seed = Buffer.from((privateKey.export({ format: 'jwk' }) as { d: string }).d, 'base64url');
   sodium.crypto_sign_seed_keypair(Buffer.alloc(sodium.crypto_sign_PUBLICKEYBYTES), signingKey, seed);
   seed.fill(0);
-  return { kid, jwk: { kty: 'OKP', crv: 'Ed25519', x, kid, use: 'sig', alg: 'EdDSA' }, privateKey, publicKey, signingKey };
+  return {
+    kid,
+    jwk: { kty: 'OKP', crv: 'Ed25519', x, kid, use: 'sig', alg: 'EdDSA' },
+    privateKey,
+    publicKey,
+    signingKey,
+  };
 }
 
 /** The private key as stored: PEM, or sealed when a master secret is given. */
@@ -58,7 +64,11 @@ export function sealPrivateKey(key: KeyObject, secret: string | undefined): { te
  *
  *   const again = resealPrivateKey(row.private_key, row.encrypted, masterKey); // null | { text, encrypted: true }
  */
-export function resealPrivateKey(text: string, encrypted: boolean, secret: string | undefined): { text: string; encrypted: boolean } | null {
+export function resealPrivateKey(
+  text: string,
+  encrypted: boolean,
+  secret: string | undefined,
+): { text: string; encrypted: boolean } | null {
   if (!needsReseal(text, encrypted, secret)) return null;
   return sealText(openText(text, encrypted, secret, 'the signing keys'), secret);
 }

@@ -12,8 +12,22 @@ import type { KeyObject } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { CHANNELS, LOCKS, lockFor, notify } from '../store/channels.js';
 import type { Sql, Tx } from '../store/connect.js';
-import { allSigningKeySecrets, countActiveSigningKeys, insertSigningKey, publishedSigningKeys, retireSigningKeys, updateSigningKeySecret } from '../store/signing-keys.js';
-import { generateKeyMaterial, openPrivateKey, resealPrivateKey, sealPrivateKey, type KeyMaterial, type PublicJwk } from './key-material.js';
+import {
+  allSigningKeySecrets,
+  countActiveSigningKeys,
+  insertSigningKey,
+  publishedSigningKeys,
+  retireSigningKeys,
+  updateSigningKeySecret,
+} from '../store/signing-keys.js';
+import {
+  generateKeyMaterial,
+  openPrivateKey,
+  resealPrivateKey,
+  sealPrivateKey,
+  type KeyMaterial,
+  type PublicJwk,
+} from './key-material.js';
 
 /** Longest token lifetime (ttl_seconds max) plus a minute for clock skew. */
 export const RETIRED_KEY_GRACE_SECONDS = 3600 + 60;
@@ -104,7 +118,11 @@ export class KeyRing {
     for (const row of rows) {
       const material = openPrivateKey(row.private_key, row.encrypted, this.masterSecret);
       if (row.retired_at === null && !signer) signer = material;
-      published.set(row.kid, { jwk: material.jwk, publicKey: material.publicKey, expiresAt: row.expires_at?.getTime() ?? null });
+      published.set(row.kid, {
+        jwk: material.jwk,
+        publicKey: material.publicKey,
+        expiresAt: row.expires_at?.getTime() ?? null,
+      });
     }
     if (!signer) throw new Error('no current signing key in the store');
     this.signerKey = signer;
@@ -138,7 +156,9 @@ export class KeyRing {
 
   jwks(): { keys: PublicJwk[] } {
     const now = this.clock.now();
-    return { keys: [...this.published.values()].filter((p) => p.expiresAt === null || p.expiresAt > now).map((p) => p.jwk) };
+    return {
+      keys: [...this.published.values()].filter((p) => p.expiresAt === null || p.expiresAt > now).map((p) => p.jwk),
+    };
   }
 
   /** Whether the stored keys are sealed with AUTHZ_MASTER_KEY. */

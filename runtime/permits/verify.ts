@@ -18,7 +18,13 @@ import type { Principal } from '../tenant.js';
 import type { KeyRing } from './key-ring.js';
 
 /** The checks themselves, refusing with PermitErrors. */
-async function check(token: string, ring: KeyRing, clock: Clock, principal: Principal, issuer: string): Promise<PermitClaims> {
+async function check(
+  token: string,
+  ring: KeyRing,
+  clock: Clock,
+  principal: Principal,
+  issuer: string,
+): Promise<PermitClaims> {
   const parts = readPermitToken(token);
   let key = ring.publicKey(parts.kid);
   if (!key) {
@@ -26,13 +32,21 @@ async function check(token: string, ring: KeyRing, clock: Clock, principal: Prin
     key = ring.publicKey(parts.kid);
   }
   if (!key) throw invalidPermit('signed by an unknown or retired key');
-  if (!verify(null, Buffer.from(parts.signingInput), key, Buffer.from(parts.signature, 'base64url'))) throw invalidPermit('the signature does not verify');
-  return checkPermitClaims(permitPayload(parts), { issuer, nowMs: clock.now(), account: principal.accountId, environment: principal.environment });
+  if (!verify(null, Buffer.from(parts.signingInput), key, Buffer.from(parts.signature, 'base64url')))
+    throw invalidPermit('the signature does not verify');
+  return checkPermitClaims(permitPayload(parts), {
+    issuer,
+    nowMs: clock.now(),
+    account: principal.accountId,
+    environment: principal.environment,
+  });
 }
 
 /** A PermitError as the service's error of the same code. */
 function asApiError(error: PermitError): ApiError {
-  return error instanceof PermitExpiredError ? new TokenExpiredError(error.message) : new SignatureInvalidError(error.message);
+  return error instanceof PermitExpiredError
+    ? new TokenExpiredError(error.message)
+    : new SignatureInvalidError(error.message);
 }
 
 /**
@@ -46,7 +60,13 @@ function asApiError(error: PermitError): ApiError {
  * const claims = await verifyPermit(token, ring, clock, principal, 'http://127.0.0.1:8080');
  * console.log(claims.sub, claims.dec); // e.g. support-bot-1 dec_...
  */
-export async function verifyPermit(token: string, ring: KeyRing, clock: Clock, principal: Principal, issuer: string): Promise<PermitClaims> {
+export async function verifyPermit(
+  token: string,
+  ring: KeyRing,
+  clock: Clock,
+  principal: Principal,
+  issuer: string,
+): Promise<PermitClaims> {
   try {
     return await check(token, ring, clock, principal, issuer);
   } catch (error) {

@@ -6,7 +6,12 @@
 import { permits, taskStatus } from '../domain/decision-state.js';
 import type { ApiError } from '../errors/api-error.js';
 import type { DecisionRow } from '../store/decisions.js';
-import type { AuthzenAnswer, AuthzenApproval, AuthzenConfiguration, AuthzenTask } from '../../clients/typescript/wire.js';
+import type {
+  AuthzenAnswer,
+  AuthzenApproval,
+  AuthzenConfiguration,
+  AuthzenTask,
+} from '../../clients/typescript/wire.js';
 import type { ReplayableAnswer } from './decision.js';
 
 export type { AuthzenAnswer };
@@ -15,7 +20,8 @@ export type { AuthzenAnswer };
 type DecisionContext = Extract<AuthzenAnswer['context'], { id: string }>;
 
 /** The answers of a body: the one evaluation, or each of a batch. */
-const answersOf = (body: { evaluations?: AuthzenAnswer[] } & Partial<AuthzenAnswer>): AuthzenAnswer[] => body.evaluations ?? [body as AuthzenAnswer];
+const answersOf = (body: { evaluations?: AuthzenAnswer[] } & Partial<AuthzenAnswer>): AuthzenAnswer[] =>
+  body.evaluations ?? [body as AuthzenAnswer];
 
 /**
  * The form of an evaluation's (or a batch's) answer an Idempotency-Key
@@ -41,7 +47,9 @@ export function authzenAnswerToStore(text: string): string {
  */
 export function replayableAuthzenAnswer(stored: string): ReplayableAnswer {
   const body = JSON.parse(stored) as { evaluations?: AuthzenAnswer[] };
-  const holders = answersOf(body).filter((a): a is AuthzenAnswer & { context: DecisionContext } => 'id' in a.context && a.decision);
+  const holders = answersOf(body).filter(
+    (a): a is AuthzenAnswer & { context: DecisionContext } => 'id' in a.context && a.decision,
+  );
   return {
     permitIds: holders.map((a) => a.context.id),
     withPermits(tokens) {
@@ -59,7 +67,11 @@ export const accessRequestEndpoint = (baseUrl: string): string => `${baseUrl}/ac
 
 /** An approved decision's approval object (`approved_until`: the decision's expiry). */
 export function approvalObject(row: DecisionRow): AuthzenApproval {
-  return { id: row.id, approved_at: row.reviewed_at ? row.reviewed_at.toISOString() : null, approved_until: row.expires_at.toISOString() };
+  return {
+    id: row.id,
+    approved_at: row.reviewed_at ? row.reviewed_at.toISOString() : null,
+    approved_until: row.expires_at.toISOString(),
+  };
 }
 
 /**
@@ -84,7 +96,15 @@ export function authzenAnswer(row: DecisionRow, baseUrl: string): AuthzenAnswer 
       reason: requestable ? 'approval_required' : row.reason,
       ...(row.permit_token ? { permit_token: row.permit_token } : {}),
       ...(awaiting ? { status: 'awaiting_approval' as const } : {}),
-      ...(requestable ? { evaluation_id: row.id, access_request: { endpoint: accessRequestEndpoint(baseUrl), expires_at: row.approval_expires_at!.toISOString() } } : {}),
+      ...(requestable
+        ? {
+            evaluation_id: row.id,
+            access_request: {
+              endpoint: accessRequestEndpoint(baseUrl),
+              expires_at: row.approval_expires_at!.toISOString(),
+            },
+          }
+        : {}),
       ...(approved ? { approval: approvalObject(row) } : {}),
     },
   };

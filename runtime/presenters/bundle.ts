@@ -8,5 +8,10 @@ import type { BundleSummary } from '../domain/bundles.js';
  * bundleResource({ hash: 'sha256:...', policies: 12, version: 3 }); // => { object: 'bundle', hash: 'sha256:...', policies: 12, version: 3 }
  */
 export function bundleResource(s: BundleSummary): Record<string, unknown> {
-  return { object: 'bundle', hash: s.hash, policies: s.policies, ...(s.version === undefined ? {} : { version: s.version }) };
+  return {
+    object: 'bundle',
+    hash: s.hash,
+    policies: s.policies,
+    ...(s.version === undefined ? {} : { version: s.version }),
+  };
 }

@@ -4,9 +4,17 @@ import type { DecisionRow } from '../store/decisions.js';
 import type { Decision, DecisionPreview as DecisionPreviewBody, Review } from '../../clients/typescript/wire.js';
 
 /** A decision's public form; without `permit_token` for `withToken: false` (the decision in an event's data). */
-export function decisionResource(row: DecisionRow, nowMs: number, options: { withToken: false }): Omit<Decision, 'permit_token'>;
+export function decisionResource(
+  row: DecisionRow,
+  nowMs: number,
+  options: { withToken: false },
+): Omit<Decision, 'permit_token'>;
 export function decisionResource(row: DecisionRow, nowMs: number, options?: { withToken?: true }): Decision;
-export function decisionResource(row: DecisionRow, nowMs: number, options: { withToken?: boolean } = {}): Decision | Omit<Decision, 'permit_token'> {
+export function decisionResource(
+  row: DecisionRow,
+  nowMs: number,
+  options: { withToken?: boolean } = {},
+): Decision | Omit<Decision, 'permit_token'> {
   return {
     id: row.id,
     object: 'decision',
@@ -63,7 +71,9 @@ export function reviewResource(row: DecisionRow): Review | null {
     note: row.review_note,
     reviewed_at: row.reviewed_at ? row.reviewed_at.toISOString() : null,
     // The context of the AuthZEN access request submitted for it (migration 020), only when one was.
-    ...(row.review_request_context === null || row.review_request_context === undefined ? {} : { request_context: row.review_request_context }),
+    ...(row.review_request_context === null || row.review_request_context === undefined
+      ? {}
+      : { request_context: row.review_request_context }),
   };
 }
 

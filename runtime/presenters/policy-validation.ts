@@ -22,7 +22,13 @@ export interface ValidationDiagnostic {
  * diagnosticResource({ severity: 'error', code: 'yaml.syntax', message: 'bad indentation', line: 3 }); // => { severity: 'error', code: 'yaml.syntax', message: 'bad indentation', path: '/', line: 3, column: 1 }
  */
 export function diagnosticResource(d: Diagnostic): ValidationDiagnostic {
-  return { severity: d.severity, code: d.code, message: d.message, path: d.path ?? '/', ...(d.line !== undefined ? { line: d.line, column: d.col ?? 1 } : {}) };
+  return {
+    severity: d.severity,
+    code: d.code,
+    message: d.message,
+    path: d.path ?? '/',
+    ...(d.line !== undefined ? { line: d.line, column: d.col ?? 1 } : {}),
+  };
 }
 
 /**

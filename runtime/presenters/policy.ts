@@ -7,11 +7,22 @@ import { diagnosticResource } from './policy-validation.js';
 
 /** The policy resource: the policy, `object`, `livemode` and its timestamps. */
 export function policyResource(policy: Policy, environment: Environment, createdAt: Date, updatedAt: Date): PolicyBody {
-  return { ...policy, object: 'policy', livemode: environment === 'live', created_at: createdAt.toISOString(), updated_at: updatedAt.toISOString() };
+  return {
+    ...policy,
+    object: 'policy',
+    livemode: environment === 'live',
+    created_at: createdAt.toISOString(),
+    updated_at: updatedAt.toISOString(),
+  };
 }
 
 /** POST /v1/policies' answer: the policy resource and the lints that concern it in its environment (`[]` when none). */
-export function createdPolicyResource(policy: Policy, environment: Environment, at: Date, warnings: readonly Diagnostic[]): PolicyCreated {
+export function createdPolicyResource(
+  policy: Policy,
+  environment: Environment,
+  at: Date,
+  warnings: readonly Diagnostic[],
+): PolicyCreated {
   return { ...policyResource(policy, environment, at, at), warnings: warnings.map(diagnosticResource) };
 }
 

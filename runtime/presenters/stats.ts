@@ -18,7 +18,12 @@ export function decisionStatsBody(s: DecisionStats, environment: Environment): D
     minutes: s.minutes,
     since: new Date(s.sinceMs).toISOString(),
     until: new Date(s.untilMs).toISOString(),
-    per_minute: s.perMinute.map(({ minuteMs, allow, deny, review }) => ({ minute: new Date(minuteMs).toISOString(), allow, deny, review })),
+    per_minute: s.perMinute.map(({ minuteMs, allow, deny, review }) => ({
+      minute: new Date(minuteMs).toISOString(),
+      allow,
+      deny,
+      review,
+    })),
     totals: s.totals,
     top_denied_agents: s.topDeniedAgents,
     top_denied_actions: s.topDeniedActions,
@@ -27,7 +32,10 @@ export function decisionStatsBody(s: DecisionStats, environment: Environment): D
 }
 
 /** The budgets nearest their limits, as a list of budgets (GET /v1/budgets' items) with `used_fraction`. */
-export function budgetStatsBody(items: Array<BudgetAccount & { used_fraction: number }>, environment: Environment): BudgetNearLimitList {
+export function budgetStatsBody(
+  items: Array<BudgetAccount & { used_fraction: number }>,
+  environment: Environment,
+): BudgetNearLimitList {
   return listBody(
     items.map((b) => ({ ...budgetResource(b, environment), used_fraction: b.used_fraction })),
     false,

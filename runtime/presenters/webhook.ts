@@ -1,5 +1,10 @@
 /** The public forms of a webhook endpoint and of a delivery with its attempts. */
-import type { Deleted, WebhookDelivery, WebhookEndpoint, WebhookEndpointWithSecret } from '../../clients/typescript/wire.js';
+import type {
+  Deleted,
+  WebhookDelivery,
+  WebhookEndpoint,
+  WebhookEndpointWithSecret,
+} from '../../clients/typescript/wire.js';
 import type { DeliveryRow, EndpointRow } from '../store/webhooks.js';
 
 function iso(v: Date | string): string;

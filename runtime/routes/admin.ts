@@ -29,22 +29,35 @@ export const adminRoutes: FastifyPluginAsync = async (app) => {
 
   const requireAdmin = async (request: FastifyRequest) => {
     const given = bearerToken(request);
-    if (given === null || !timingSafeEqual(digest(given), expected)) throw new AdminAuthError('send the operator token as Authorization: Bearer <AUTHZ_ADMIN_TOKEN>');
+    if (given === null || !timingSafeEqual(digest(given), expected))
+      throw new AdminAuthError('send the operator token as Authorization: Bearer <AUTHZ_ADMIN_TOKEN>');
   };
 
-  app.post<{ Body: { name: string } }>('/admin/accounts', { onRequest: requireAdmin, schema: { body: def('account') } }, async (request, reply) =>
-    reply.code(201).send(accountResource(await accounts.createAccount(request.body.name))),
+  app.post<{ Body: { name: string } }>(
+    '/admin/accounts',
+    { onRequest: requireAdmin, schema: { body: def('account') } },
+    async (request, reply) => reply.code(201).send(accountResource(await accounts.createAccount(request.body.name))),
   );
 
   // The accounts of one name (`authz keys create --account-name` reuses the one it finds).
-  app.get<{ Querystring: { name: string } }>('/admin/accounts', { onRequest: requireAdmin, schema: { querystring: def('accountQuery') } }, async (request) =>
-    listBody((await accounts.findByName(request.query.name)).map(accountResource), false, '/admin/accounts'),
+  app.get<{ Querystring: { name: string } }>(
+    '/admin/accounts',
+    { onRequest: requireAdmin, schema: { querystring: def('accountQuery') } },
+    async (request) =>
+      listBody((await accounts.findByName(request.query.name)).map(accountResource), false, '/admin/accounts'),
   );
 
   app.post<{ Params: { account_id: string }; Body: { environment: Environment; scopes: string[] } }>(
     '/admin/accounts/:account_id/api-keys',
     { onRequest: requireAdmin, schema: { body: def('apiKey') } },
-    async (request, reply) => reply.code(201).send(apiKeyResource(await accounts.createApiKey(request.params.account_id, request.body.environment, request.body.scopes))),
+    async (request, reply) =>
+      reply
+        .code(201)
+        .send(
+          apiKeyResource(
+            await accounts.createApiKey(request.params.account_id, request.body.environment, request.body.scopes),
+          ),
+        ),
   );
 
   app.delete<{ Params: { id: string } }>('/admin/api-keys/:id', { onRequest: requireAdmin }, async (request) => {
@@ -53,10 +66,14 @@ export const adminRoutes: FastifyPluginAsync = async (app) => {
   });
 
   // Rolls an API key: a new key of the same account, environment and scopes, the old one revoked, atomically.
-  app.post<{ Params: { id: string } }>('/admin/api-keys/:id/rotate', { onRequest: requireAdmin }, async (request, reply) => {
-    const created = await accounts.rotateApiKey(request.params.id);
-    return reply.code(201).send(apiKeyResource(created, request.params.id));
-  });
+  app.post<{ Params: { id: string } }>(
+    '/admin/api-keys/:id/rotate',
+    { onRequest: requireAdmin },
+    async (request, reply) => {
+      const created = await accounts.rotateApiKey(request.params.id);
+      return reply.code(201).send(apiKeyResource(created, request.params.id));
+    },
+  );
 
   app.post('/admin/signing-keys/rotate', { onRequest: requireAdmin }, async () => {
     const jwk = await ring.rotate();
@@ -64,9 +81,13 @@ export const adminRoutes: FastifyPluginAsync = async (app) => {
   });
 
   if (testClock) {
-    app.post<{ Body: { advance_seconds: number } }>('/admin/clock', { onRequest: requireAdmin, schema: { body: def('clock') } }, async (request) => {
-      await testClock.advance(request.body.advance_seconds);
-      return clockResource(testClock.now());
-    });
+    app.post<{ Body: { advance_seconds: number } }>(
+      '/admin/clock',
+      { onRequest: requireAdmin, schema: { body: def('clock') } },
+      async (request) => {
+        await testClock.advance(request.body.advance_seconds);
+        return clockResource(testClock.now());
+      },
+    );
   }
 };

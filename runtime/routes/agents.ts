@@ -8,23 +8,34 @@ import { agentResource } from '../presenters/agent.js';
 import { listBody } from '../presenters/list.js';
 
 // No minLength: an empty id (what fetch or a browser sends for the id `.`, resolving dot segments) is the resource's 404 like any unknown id.
-const params = { type: 'object', properties: { agent_id: { type: 'string', maxLength: 256 } }, required: ['agent_id'] } as const;
+const params = {
+  type: 'object',
+  properties: { agent_id: { type: 'string', maxLength: 256 } },
+  required: ['agent_id'],
+} as const;
 
 export const agentRoutes: FastifyPluginAsync = async (app) => {
   const { agents: agentService } = app.services;
 
-  app.get<{ Querystring: ListQuery }>('/v1/agents', { config: { scope: 'agents:read' }, schema: { querystring: listQuerySchema } }, async (request) => {
-    const p = request.principal;
-    const page = await agentService.list(p, pageParams(request.query));
-    return listBody(
-      page.data.map((row) => agentResource(row, p.environment)),
-      page.has_more,
-      '/v1/agents',
-    );
-  });
+  app.get<{ Querystring: ListQuery }>(
+    '/v1/agents',
+    { config: { scope: 'agents:read' }, schema: { querystring: listQuerySchema } },
+    async (request) => {
+      const p = request.principal;
+      const page = await agentService.list(p, pageParams(request.query));
+      return listBody(
+        page.data.map((row) => agentResource(row, p.environment)),
+        page.has_more,
+        '/v1/agents',
+      );
+    },
+  );
 
-  app.get<{ Params: { agent_id: string } }>('/v1/agents/:agent_id', { config: { scope: 'agents:read' }, schema: { params } }, async (request) =>
-    agentResource(await agentService.get(request.principal, request.params.agent_id), request.principal.environment),
+  app.get<{ Params: { agent_id: string } }>(
+    '/v1/agents/:agent_id',
+    { config: { scope: 'agents:read' }, schema: { params } },
+    async (request) =>
+      agentResource(await agentService.get(request.principal, request.params.agent_id), request.principal.environment),
   );
 
   // An empty id cannot be given attributes (it is no agent a decision could name).
@@ -32,18 +43,30 @@ export const agentRoutes: FastifyPluginAsync = async (app) => {
   app.put<{ Params: { agent_id: string }; Body: AgentUpdateRequest }>(
     '/v1/agents/:agent_id',
     { config: { scope: 'agents:write' }, schema: { params: putParams, body: loadSchema('api/agent-update') } },
-    async (request) => agentResource(await agentService.setAttributes(request.principal, request.params.agent_id, request.body.attributes), request.principal.environment),
+    async (request) =>
+      agentResource(
+        await agentService.setAttributes(request.principal, request.params.agent_id, request.body.attributes),
+        request.principal.environment,
+      ),
   );
 
   app.post<{ Params: { agent_id: string } }>(
     '/v1/agents/:agent_id/revoke',
     { config: { scope: 'agents:write' }, schema: { params, body: emptyBody }, preValidation: noBodyIsEmpty },
-    async (request) => agentResource(await agentService.revoke(request.principal, request.params.agent_id), request.principal.environment),
+    async (request) =>
+      agentResource(
+        await agentService.revoke(request.principal, request.params.agent_id),
+        request.principal.environment,
+      ),
   );
 
   app.post<{ Params: { agent_id: string } }>(
     '/v1/agents/:agent_id/restore',
     { config: { scope: 'agents:write' }, schema: { params, body: emptyBody }, preValidation: noBodyIsEmpty },
-    async (request) => agentResource(await agentService.restore(request.principal, request.params.agent_id), request.principal.environment),
+    async (request) =>
+      agentResource(
+        await agentService.restore(request.principal, request.params.agent_id),
+        request.principal.environment,
+      ),
   );
 };

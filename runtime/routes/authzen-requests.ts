@@ -29,7 +29,9 @@ export const accessRequestRoutes: FastifyPluginAsync = async (app) => {
     },
   );
 
-  app.get<{ Params: { id: string } }>('/access/v1/requests/:id', { config: { scope: ['decisions:read', 'decisions:write'] }, schema: { params: idParams } }, async (request) =>
-    accessTask(await accessRequests.status(request.principal, request.params.id), config.baseUrl),
+  app.get<{ Params: { id: string } }>(
+    '/access/v1/requests/:id',
+    { config: { scope: ['decisions:read', 'decisions:write'] }, schema: { params: idParams } },
+    async (request) => accessTask(await accessRequests.status(request.principal, request.params.id), config.baseUrl),
   );
 };

@@ -18,19 +18,41 @@ import type { FastifyPluginAsync } from 'fastify';
 import { loadSchema } from '../../compiler/index.js';
 import { PAGE_TOKEN_PURPOSE, searchActions, searchSubjects, type SearchDeps } from '../domain/authzen-search.js';
 import { derivedKey } from '../secrets/derived-key.js';
-import { evaluate, evaluateBatch, evaluationsSemantic, type AuthzenDeps, type AuthzenEvaluation, type AuthzenEvaluations } from '../domain/authzen.js';
+import {
+  evaluate,
+  evaluateBatch,
+  evaluationsSemantic,
+  type AuthzenDeps,
+  type AuthzenEvaluation,
+  type AuthzenEvaluations,
+} from '../domain/authzen.js';
 import { InvalidJsonError } from '../errors/api-error.js';
 import { requestDeadline } from '../http/deadline.js';
 import { parseJsonBody } from '../http/json-body.js';
 import type { IdempotentAnswers } from '../http/idempotency.js';
-import { authzenAnswer, authzenAnswerToStore, authzenConfiguration, authzenFailure, replayableAuthzenAnswer } from '../presenters/authzen.js';
+import {
+  authzenAnswer,
+  authzenAnswerToStore,
+  authzenConfiguration,
+  authzenFailure,
+  replayableAuthzenAnswer,
+} from '../presenters/authzen.js';
 import { accessRequestRoutes } from './authzen-requests.js';
 
 export const authzenRoutes: FastifyPluginAsync = async (app) => {
   const { decisions, metrics, config, store, policySets, accessRequests } = app.services;
-  const search: SearchDeps = { sql: store.sql, policySets, decisions, pageTokenKey: derivedKey(config.masterKey, PAGE_TOKEN_PURPOSE) };
+  const search: SearchDeps = {
+    sql: store.sql,
+    policySets,
+    decisions,
+    pageTokenKey: derivedKey(config.masterKey, PAGE_TOKEN_PURPOSE),
+  };
   // An approval at context.approval that applies answers with its approved decision (domain/access-requests.ts).
-  const deps: AuthzenDeps = { decisions, approvals: accessRequests, decided: (row, seconds) => metrics.decided(row.effect, row.reason, seconds) };
+  const deps: AuthzenDeps = {
+    decisions,
+    approvals: accessRequests,
+    decided: (row, seconds) => metrics.decided(row.effect, row.reason, seconds),
+  };
   const answer = (row: Parameters<typeof authzenAnswer>[0]) => authzenAnswer(row, config.baseUrl);
   // Fail closed in bounded time, as POST /v1/decisions does.
   const deadline = requestDeadline(config.decisionDeadlineMs);
@@ -58,7 +80,9 @@ export const authzenRoutes: FastifyPluginAsync = async (app) => {
   app.addHook('preValidation', async (request) => {
     const body: unknown = request.body;
     if (request.method === 'POST' && (body === null || typeof body !== 'object' || Array.isArray(body))) {
-      throw new InvalidJsonError(`the body must be a JSON object, not ${body === undefined ? 'empty' : Array.isArray(body) ? 'an array' : JSON.stringify(body).slice(0, 40)}`);
+      throw new InvalidJsonError(
+        `the body must be a JSON object, not ${body === undefined ? 'empty' : Array.isArray(body) ? 'an array' : JSON.stringify(body).slice(0, 40)}`,
+      );
     }
   });
 
@@ -107,7 +131,8 @@ export const authzenRoutes: FastifyPluginAsync = async (app) => {
       const { evaluations, options } = request.body;
       evaluationsSemantic(options);
       // Without an `evaluations` array, or with an empty one, the request is a single evaluation, answered as one.
-      if (evaluations === undefined || evaluations.length === 0) return answer(await evaluate(deps, request.principal, request.body as AuthzenEvaluation));
+      if (evaluations === undefined || evaluations.length === 0)
+        return answer(await evaluate(deps, request.principal, request.body as AuthzenEvaluation));
       const outcomes = await evaluateBatch(deps, request.principal, { ...request.body, evaluations });
       return { evaluations: outcomes.map((o) => ('decision' in o ? answer(o.decision) : authzenFailure(o.error))) };
     },

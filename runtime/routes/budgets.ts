@@ -15,20 +15,32 @@ const remainingQuery = loadSchema('api/budget-remaining-query');
 
 export const budgetRoutes: FastifyPluginAsync = async (app) => {
   const { budgets } = app.services;
-  app.get<{ Querystring: BudgetListQuery }>('/v1/budgets', { config: { scope: 'budgets:read' }, schema: { querystring: budgetListQuery } }, async (request) => {
-    const { agent_id: agentId, session_id: sessionId, on_behalf_of: onBehalfOf } = request.query;
-    const page = await budgets.list(request.principal, pageParams(request.query), { agentId, sessionId, onBehalfOf });
-    return listBody(
-      page.data.map((b) => budgetResource(b, request.principal.environment)),
-      page.has_more,
-      '/v1/budgets',
-    );
-  });
+  app.get<{ Querystring: BudgetListQuery }>(
+    '/v1/budgets',
+    { config: { scope: 'budgets:read' }, schema: { querystring: budgetListQuery } },
+    async (request) => {
+      const { agent_id: agentId, session_id: sessionId, on_behalf_of: onBehalfOf } = request.query;
+      const page = await budgets.list(request.principal, pageParams(request.query), { agentId, sessionId, onBehalfOf });
+      return listBody(
+        page.data.map((b) => budgetResource(b, request.principal.environment)),
+        page.has_more,
+        '/v1/budgets',
+      );
+    },
+  );
 
   // Extension (docs/budgets-and-limits.md#spend-controls-for-agent-runs).
-  app.get<{ Querystring: BudgetRemainingQuery }>('/v1/budgets/remaining', { config: { scope: 'budgets:read' }, schema: { querystring: remainingQuery } }, async (request) => {
-    const { agent_id: agentId, session_id: sessionId, on_behalf_of: onBehalfOf } = request.query;
-    const data = await budgets.remaining(request.principal, { agentId, sessionId: sessionId ?? null, onBehalfOf: onBehalfOf ?? null });
-    return remainingBudgetsBody(data);
-  });
+  app.get<{ Querystring: BudgetRemainingQuery }>(
+    '/v1/budgets/remaining',
+    { config: { scope: 'budgets:read' }, schema: { querystring: remainingQuery } },
+    async (request) => {
+      const { agent_id: agentId, session_id: sessionId, on_behalf_of: onBehalfOf } = request.query;
+      const data = await budgets.remaining(request.principal, {
+        agentId,
+        sessionId: sessionId ?? null,
+        onBehalfOf: onBehalfOf ?? null,
+      });
+      return remainingBudgetsBody(data);
+    },
+  );
 };

@@ -1,10 +1,21 @@
 /** /v1/decisions: decide (decideRoutes), read, list, confirm, reject, record a result's output (decisionRoutes). */
 import { Readable } from 'node:stream';
 import type { FastifyPluginAsync } from 'fastify';
-import type { ActionsPossibleRequest, DecisionExportQuery, DecisionGetQuery, DecisionListQuery, DecisionResolveRequest } from '../../clients/typescript/wire.js';
+import type {
+  ActionsPossibleRequest,
+  DecisionExportQuery,
+  DecisionGetQuery,
+  DecisionListQuery,
+  DecisionResolveRequest,
+} from '../../clients/typescript/wire.js';
 import { InvalidFieldError } from '../errors/api-error.js';
 import { loadSchema } from '../../compiler/index.js';
-import { decisionAnswerToStore, decisionResource, previewResource, replayableDecisionAnswer } from '../presenters/decision.js';
+import {
+  decisionAnswerToStore,
+  decisionResource,
+  previewResource,
+  replayableDecisionAnswer,
+} from '../presenters/decision.js';
 import type { DecisionInput } from '../domain/decisions.js';
 import type { DecisionOutputBody } from '../domain/decision-output.js';
 import { requestDeadline } from '../http/deadline.js';
@@ -58,27 +69,48 @@ export const decisionRoutes: FastifyPluginAsync = async (app) => {
   const longPolls = new LongPolls();
   const { decisions, reviews, outputs, clock } = app.services;
 
-  app.get<{ Querystring: DecisionListQuery }>('/v1/decisions', { config: { scope: 'decisions:read' }, schema: { querystring: listQuerySchema } }, async (request) => {
-    const { agent_id: agentId, effect, reason, session_id: sessionId, on_behalf_of: onBehalfOf, shadow_diverged: shadowDiverged } = request.query;
-    const page = await decisions.list(request.principal, pageParams(request.query), { agentId, effect, reason, sessionId, onBehalfOf, shadowDiverged });
-    const now = clock.now();
-    return listBody(
-      page.data.map((row) => decisionResource(row, now)),
-      page.has_more,
-      '/v1/decisions',
-    );
-  });
+  app.get<{ Querystring: DecisionListQuery }>(
+    '/v1/decisions',
+    { config: { scope: 'decisions:read' }, schema: { querystring: listQuerySchema } },
+    async (request) => {
+      const {
+        agent_id: agentId,
+        effect,
+        reason,
+        session_id: sessionId,
+        on_behalf_of: onBehalfOf,
+        shadow_diverged: shadowDiverged,
+      } = request.query;
+      const page = await decisions.list(request.principal, pageParams(request.query), {
+        agentId,
+        effect,
+        reason,
+        sessionId,
+        onBehalfOf,
+        shadowDiverged,
+      });
+      const now = clock.now();
+      return listBody(
+        page.data.map((row) => decisionResource(row, now)),
+        page.has_more,
+        '/v1/decisions',
+      );
+    },
+  );
 
   // What a decision would be now: stores, holds, signs and fires nothing.
-  app.post<{ Body: DecisionInput }>('/v1/decisions/preview', { config: { scope: 'decisions:write' }, schema: { body: loadSchema('api/decision-request') } }, async (request) =>
-    previewResource(await decisions.preview(request.principal, request.body)),
+  app.post<{ Body: DecisionInput }>(
+    '/v1/decisions/preview',
+    { config: { scope: 'decisions:write' }, schema: { body: loadSchema('api/decision-request') } },
+    async (request) => previewResource(await decisions.preview(request.principal, request.body)),
   );
 
   // Yes or no per action for this agent, never which policy.
   app.post<{ Body: ActionsPossibleRequest }>(
     '/v1/actions/possible',
     { config: { scope: 'decisions:write' }, schema: { body: loadSchema('api/actions-possible') } },
-    async (request) => dataList(await decisions.possible(request.principal, request.body.agent_id, request.body.actions)),
+    async (request) =>
+      dataList(await decisions.possible(request.principal, request.body.agent_id, request.body.actions)),
   );
 
   // NDJSON, oldest first, streamed a page at a time (constant memory however many).
@@ -89,7 +121,9 @@ export const decisionRoutes: FastifyPluginAsync = async (app) => {
       const since = queryTime(request.query.since, 'since');
       const until = request.query.until === undefined ? new Date(clock.now()) : queryTime(request.query.until, 'until');
       if (since.getTime() > until.getTime())
-        throw new InvalidFieldError('since must not be after until', { details: [{ path: 'query:since', message: 'must not be after until' }] });
+        throw new InvalidFieldError('since must not be after until', {
+          details: [{ path: 'query:since', message: 'must not be after until' }],
+        });
       const rows = decisions.export(request.principal, { since, until });
       reply.type('application/x-ndjson; charset=utf-8');
       return reply.send(Readable.from(ndjson(rows, (row) => decisionResource(row, clock.now()))));
@@ -99,7 +133,10 @@ export const decisionRoutes: FastifyPluginAsync = async (app) => {
   // ?wait=SECONDS (extension): held while the decision awaits approval, answered as soon as its review changes.
   app.get<{ Params: { id: string }; Querystring: DecisionGetQuery }>(
     '/v1/decisions/:id',
-    { config: { scope: 'decisions:read' }, schema: { params: idParams, querystring: loadSchema('api/decision-get-query') } },
+    {
+      config: { scope: 'decisions:read' },
+      schema: { params: idParams, querystring: loadSchema('api/decision-get-query') },
+    },
     async (request, reply) => {
       const { id } = request.params;
       const { wait } = request.query;
@@ -121,7 +158,8 @@ export const decisionRoutes: FastifyPluginAsync = async (app) => {
   app.post<{ Params: { id: string }; Body: DecisionOutputBody }>(
     '/v1/decisions/:id/output',
     { config: { scope: 'decisions:write' }, schema: { params: idParams, body: loadSchema('api/decision-output') } },
-    async (request) => decisionResource(await outputs.record(request.principal, request.params.id, request.body), clock.now()),
+    async (request) =>
+      decisionResource(await outputs.record(request.principal, request.params.id, request.body), clock.now()),
   );
 
   // confirm and reject take an optional body: none, or an empty one (runtime/http/json-body.ts), means {}.
@@ -141,7 +179,10 @@ export const decisionRoutes: FastifyPluginAsync = async (app) => {
       async (request) => {
         const amount = to === 'confirmed' ? request.body?.amount : undefined;
         const amounts = to === 'confirmed' ? request.body?.amounts : undefined;
-        return decisionResource(await decisions.resolve(request.principal, request.params.id, to, amount, amounts), clock.now());
+        return decisionResource(
+          await decisions.resolve(request.principal, request.params.id, to, amount, amounts),
+          clock.now(),
+        );
       },
     );
   }

@@ -14,9 +14,15 @@ const eventListQuery = {
 
 export const eventRoutes: FastifyPluginAsync = async (app) => {
   const { events } = app.services;
-  app.get<{ Querystring: ListQuery }>('/v1/events', { config: { scope: 'events:read' }, schema: { querystring: eventListQuery } }, async (request) => {
-    const page = await events.list(request.principal, pageParams(request.query), request.query.type);
-    return listBody(page.data.map(envelope), page.has_more, '/v1/events');
-  });
-  app.get<{ Params: { id: string } }>('/v1/events/:id', { config: { scope: 'events:read' } }, async (request) => envelope(await events.get(request.principal, request.params.id)));
+  app.get<{ Querystring: ListQuery }>(
+    '/v1/events',
+    { config: { scope: 'events:read' }, schema: { querystring: eventListQuery } },
+    async (request) => {
+      const page = await events.list(request.principal, pageParams(request.query), request.query.type);
+      return listBody(page.data.map(envelope), page.has_more, '/v1/events');
+    },
+  );
+  app.get<{ Params: { id: string } }>('/v1/events/:id', { config: { scope: 'events:read' } }, async (request) =>
+    envelope(await events.get(request.principal, request.params.id)),
+  );
 };

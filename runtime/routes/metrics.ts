@@ -20,9 +20,12 @@ export const metricsRoutes: FastifyPluginAsync = async (app) => {
     {
       onRequest: async (request) => {
         if (expected === null)
-          throw new RouteNotFoundError('GET /metrics is off: set AUTHZ_METRICS_TOKEN (16+ characters) and scrape with Authorization: Bearer <AUTHZ_METRICS_TOKEN>');
+          throw new RouteNotFoundError(
+            'GET /metrics is off: set AUTHZ_METRICS_TOKEN (16+ characters) and scrape with Authorization: Bearer <AUTHZ_METRICS_TOKEN>',
+          );
         const given = bearerToken(request);
-        if (given === null || !timingSafeEqual(digest(given), expected)) throw new MetricsAuthError('send the metrics token as Authorization: Bearer <AUTHZ_METRICS_TOKEN>');
+        if (given === null || !timingSafeEqual(digest(given), expected))
+          throw new MetricsAuthError('send the metrics token as Authorization: Bearer <AUTHZ_METRICS_TOKEN>');
       },
     },
     async (_request, reply) => {

@@ -19,6 +19,7 @@ export const permitRoutes: FastifyPluginAsync = async (app) => {
     '/v1/permits/verify',
     { config: { scope: 'permits:verify' }, schema: { body: loadSchema('api/permit-verify') } },
     // 200 { valid: true, claims } or { valid: false, reason, claims } (the permit no longer stands); 401 for a bad token.
-    async (request) => permitVerificationResource(await permitVerification.verify(request.principal, request.body.token)),
+    async (request) =>
+      permitVerificationResource(await permitVerification.verify(request.principal, request.body.token)),
   );
 };

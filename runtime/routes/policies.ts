@@ -27,41 +27,59 @@ export const policyRoutes: FastifyPluginAsync = async (app) => {
     const p = request.principal;
     const stored = await policies.create(p, inputOf(request));
     // The lints of the new policy in its environment, as POST /v1/policies/validate reports them ([] when none).
-    return reply.code(201).send(createdPolicyResource(stored.policy, p.environment, stored.created_at, stored.warnings));
+    return reply
+      .code(201)
+      .send(createdPolicyResource(stored.policy, p.environment, stored.created_at, stored.warnings));
   });
 
-  app.put<{ Params: { id: string } }>('/v1/policies/:id', { config: { scope: 'policies:write' }, schema: { params: idParams } }, async (request) => {
-    const p = request.principal;
-    const stored = await policies.replace(p, request.params.id, inputOf(request));
-    return policyResource(stored.policy, p.environment, stored.created_at, stored.updated_at);
-  });
+  app.put<{ Params: { id: string } }>(
+    '/v1/policies/:id',
+    { config: { scope: 'policies:write' }, schema: { params: idParams } },
+    async (request) => {
+      const p = request.principal;
+      const stored = await policies.replace(p, request.params.id, inputOf(request));
+      return policyResource(stored.policy, p.environment, stored.created_at, stored.updated_at);
+    },
+  );
 
-  app.get<{ Querystring: ListQuery }>('/v1/policies', { config: { scope: 'policies:read' }, schema: { querystring: listQuerySchema } }, async (request) => {
-    const p = request.principal;
-    const page = await policies.list(p, pageParams(request.query));
-    return listBody(
-      page.data.map((r) => policyResource(r.policy, p.environment, r.created_at, r.updated_at)),
-      page.has_more,
-      '/v1/policies',
-    );
-  });
+  app.get<{ Querystring: ListQuery }>(
+    '/v1/policies',
+    { config: { scope: 'policies:read' }, schema: { querystring: listQuerySchema } },
+    async (request) => {
+      const p = request.principal;
+      const page = await policies.list(p, pageParams(request.query));
+      return listBody(
+        page.data.map((r) => policyResource(r.policy, p.environment, r.created_at, r.updated_at)),
+        page.has_more,
+        '/v1/policies',
+      );
+    },
+  );
 
-  app.get<{ Params: { id: string } }>('/v1/policies/:id', { config: { scope: 'policies:read' }, schema: { params: idParams } }, async (request, reply) => {
-    const p = request.principal;
-    const record = await policies.get(p, request.params.id);
-    reply.header('vary', 'Accept');
-    // Accept: application/yaml (or text/yaml): the policy as in a policy file. Errors stay JSON.
-    if (prefersYaml(request.headers.accept)) return reply.type(YAML_CONTENT_TYPE).send(policyYaml(record.policy));
-    return policyResource(record.policy, p.environment, record.created_at, record.updated_at);
-  });
+  app.get<{ Params: { id: string } }>(
+    '/v1/policies/:id',
+    { config: { scope: 'policies:read' }, schema: { params: idParams } },
+    async (request, reply) => {
+      const p = request.principal;
+      const record = await policies.get(p, request.params.id);
+      reply.header('vary', 'Accept');
+      // Accept: application/yaml (or text/yaml): the policy as in a policy file. Errors stay JSON.
+      if (prefersYaml(request.headers.accept)) return reply.type(YAML_CONTENT_TYPE).send(policyYaml(record.policy));
+      return policyResource(record.policy, p.environment, record.created_at, record.updated_at);
+    },
+  );
 
   // Checks a policy (JSON or YAML) as POST or PUT would, in this environment; stores nothing.
   app.post('/v1/policies/validate', { config: { scope: 'policies:read' } }, async (request) =>
     policyValidationResource(await policies.validate(request.principal, inputOf(request))),
   );
 
-  app.delete<{ Params: { id: string } }>('/v1/policies/:id', { config: { scope: 'policies:write' }, schema: { params: idParams } }, async (request) => {
-    const removed = await policies.delete(request.principal, request.params.id);
-    return deletedPolicyResource(removed.id);
-  });
+  app.delete<{ Params: { id: string } }>(
+    '/v1/policies/:id',
+    { config: { scope: 'policies:write' }, schema: { params: idParams } },
+    async (request) => {
+      const removed = await policies.delete(request.principal, request.params.id);
+      return deletedPolicyResource(removed.id);
+    },
+  );
 };

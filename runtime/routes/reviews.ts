@@ -26,21 +26,26 @@ export const reviewRoutes: FastifyPluginAsync = async (app) => {
     reviewWaiters.wakeAll();
   });
 
-  app.get<{ Querystring: ReviewListQuery }>('/v1/reviews', { config: { scope: 'reviews:read' }, schema: { querystring: loadSchema('api/review-list-query') } }, async (request) => {
-    const status = request.query.status ?? 'open';
-    const page = await reviews.list(request.principal, status, pageParams(request.query));
-    const now = clock.now();
-    return listBody(
-      page.data.map((row) => decisionResource(row, now)),
-      page.has_more,
-      '/v1/reviews',
-    );
-  });
+  app.get<{ Querystring: ReviewListQuery }>(
+    '/v1/reviews',
+    { config: { scope: 'reviews:read' }, schema: { querystring: loadSchema('api/review-list-query') } },
+    async (request) => {
+      const status = request.query.status ?? 'open';
+      const page = await reviews.list(request.principal, status, pageParams(request.query));
+      const now = clock.now();
+      return listBody(
+        page.data.map((row) => decisionResource(row, now)),
+        page.has_more,
+        '/v1/reviews',
+      );
+    },
+  );
 
   app.post<{ Params: { id: string }; Body: ReviewBody }>(
     '/v1/decisions/:id/review',
     { config: { scope: 'reviews:write' }, schema: { params: idParams, body: loadSchema('api/review-request') } },
-    async (request) => decisionResource(await reviews.review(request.principal, request.params.id, request.body), clock.now()),
+    async (request) =>
+      decisionResource(await reviews.review(request.principal, request.params.id, request.body), clock.now()),
   );
 
   // A permit is a bearer credential: an Idempotency-Key's stored answer has none, and a replay signs a fresh one.
@@ -65,12 +70,20 @@ export const reviewRoutes: FastifyPluginAsync = async (app) => {
   app.get<{ Querystring: StatsDecisionsQuery }>(
     '/v1/stats/decisions',
     { config: { scope: 'decisions:read' }, schema: { querystring: loadSchema('api/stats-decisions-query') } },
-    async (request) => decisionStatsBody(await stats.decisions(request.principal, request.query.minutes ?? 60, request.query.top ?? 5), request.principal.environment),
+    async (request) =>
+      decisionStatsBody(
+        await stats.decisions(request.principal, request.query.minutes ?? 60, request.query.top ?? 5),
+        request.principal.environment,
+      ),
   );
 
   app.get<{ Querystring: StatsBudgetsQuery }>(
     '/v1/stats/budgets',
     { config: { scope: 'budgets:read' }, schema: { querystring: loadSchema('api/stats-budgets-query') } },
-    async (request) => budgetStatsBody(await stats.budgetsNearestLimit(request.principal, request.query.limit ?? 5), request.principal.environment),
+    async (request) =>
+      budgetStatsBody(
+        await stats.budgetsNearestLimit(request.principal, request.query.limit ?? 5),
+        request.principal.environment,
+      ),
   );
 };

@@ -85,6 +85,7 @@ function readKeyFile(file: string): string | null {
   if (!stat.isFile()) throw new MasterKeyFileError(`master key file ${file} is not a regular file`);
   if ((stat.mode & 0o077) !== 0) chmodSync(file, 0o600);
   const secret = readFileSync(file, 'utf8').trim();
-  if (secret.length < MASTER_KEY_MIN_LENGTH) throw new MasterKeyFileError(`master key file ${file} must hold at least ${MASTER_KEY_MIN_LENGTH} characters`);
+  if (secret.length < MASTER_KEY_MIN_LENGTH)
+    throw new MasterKeyFileError(`master key file ${file} must hold at least ${MASTER_KEY_MIN_LENGTH} characters`);
   return secret;
 }

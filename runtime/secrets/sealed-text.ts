@@ -76,7 +76,16 @@ export function sealText(plain: string, secret: string | undefined): { text: str
   const cipher = createCipheriv('aes-256-gcm', v2Key(secret, processSalt), iv);
   cipher.setAAD(Buffer.from(`${V2}:${salt}`));
   const body = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
-  return { text: [V2, salt, iv.toString('base64url'), cipher.getAuthTag().toString('base64url'), body.toString('base64url')].join(':'), encrypted: true };
+  return {
+    text: [
+      V2,
+      salt,
+      iv.toString('base64url'),
+      cipher.getAuthTag().toString('base64url'),
+      body.toString('base64url'),
+    ].join(':'),
+    encrypted: true,
+  };
 }
 
 /**
@@ -98,7 +107,8 @@ export function needsReseal(text: string, encrypted: boolean, secret: string | u
  */
 export function openText(text: string, encrypted: boolean, secret: string | undefined, what: string): string {
   if (!encrypted) return text;
-  if (!secret) throw new MasterKeyError(`${what} are encrypted: set AUTHZ_MASTER_KEY to the secret they were stored with`);
+  if (!secret)
+    throw new MasterKeyError(`${what} are encrypted: set AUTHZ_MASTER_KEY to the secret they were stored with`);
   const parts = text.split(':');
   const version = `${parts[0]}:${parts[1]}`;
   let key: Buffer;

@@ -49,7 +49,8 @@ export class GroupCommit<I, O> {
     // Let the current tick's requests join the batch.
     setImmediate(() => {
       this.scheduled = false;
-      while (this.queue.length > 0 && this.inFlight < this.maxInFlight) void this.flush(this.queue.splice(0, this.maxBatch));
+      while (this.queue.length > 0 && this.inFlight < this.maxInFlight)
+        void this.flush(this.queue.splice(0, this.maxBatch));
     });
   }
 

@@ -21,7 +21,8 @@ export function parseRedactionPaths(list: string): RedactionPath[] {
     .map((entry) => {
       const segments = entry.split('.');
       if (segments[0] === 'context') segments.shift();
-      if (segments.length === 0 || segments.some((s) => s === '')) throw new Error(`"${entry}" is not a context path (segments separated by dots, e.g. context.card_number)`);
+      if (segments.length === 0 || segments.some((s) => s === ''))
+        throw new Error(`"${entry}" is not a context path (segments separated by dots, e.g. context.card_number)`);
       return segments;
     });
 }
@@ -33,7 +34,10 @@ export function parseRedactionPaths(list: string): RedactionPath[] {
  * @example
  * redactContext({ card_number: '4242', amount: 5 }, [['card_number']]); // { amount: 5 }
  */
-export function redactContext(context: Record<string, unknown> | null, paths: readonly RedactionPath[]): Record<string, unknown> | null {
+export function redactContext(
+  context: Record<string, unknown> | null,
+  paths: readonly RedactionPath[],
+): Record<string, unknown> | null {
   if (context === null || paths.length === 0) return context;
   let out = context;
   for (const path of paths) out = without(out, path, 0) as Record<string, unknown>;

@@ -52,7 +52,8 @@ interface Place {
 
 function pointerOf(place: Place): string {
   const keys: string[] = [];
-  for (let p: Place | null = place; p && p.parent; p = p.parent) keys.push(typeof p.key === 'number' ? String(p.key) : p.key.replace(/~/g, '~0').replace(/\//g, '~1'));
+  for (let p: Place | null = place; p && p.parent; p = p.parent)
+    keys.push(typeof p.key === 'number' ? String(p.key) : p.key.replace(/~/g, '~0').replace(/\//g, '~1'));
   return keys
     .reverse()
     .map((k) => `/${k}`)
@@ -68,7 +69,10 @@ function pointerOf(place: Place): string {
  * const problem = await runSliced(unstorableInputSteps(body, 'body'));
  * if (problem) throw new InvalidFieldError(problem.message, { details: [problem] });
  */
-export function* unstorableInputSteps(value: unknown, part: string): Generator<void, { path: string; message: string } | null> {
+export function* unstorableInputSteps(
+  value: unknown,
+  part: string,
+): Generator<void, { path: string; message: string } | null> {
   const stack: Place[] = [{ value, parent: null, key: '', depth: 0 }];
   let seen = 0;
   while (stack.length > 0) {
@@ -78,7 +82,10 @@ export function* unstorableInputSteps(value: unknown, part: string): Generator<v
     if (typeof v === 'string') {
       if (!storableString(v)) {
         const pointer = pointerOf(place);
-        return { path: pointer || '/', message: `${where(part, pointer)} contains a NUL character or an unpaired surrogate` };
+        return {
+          path: pointer || '/',
+          message: `${where(part, pointer)} contains a NUL character or an unpaired surrogate`,
+        };
       }
     } else if (typeof v === 'number') {
       if (!Number.isFinite(v)) {
@@ -88,7 +95,10 @@ export function* unstorableInputSteps(value: unknown, part: string): Generator<v
     } else if (v !== null && typeof v === 'object') {
       if (place.depth >= MAX_INPUT_DEPTH) {
         const pointer = pointerOf(place);
-        return { path: pointer || '/', message: `${where(part, pointer)} is nested more than ${MAX_INPUT_DEPTH} levels deep` };
+        return {
+          path: pointer || '/',
+          message: `${where(part, pointer)} is nested more than ${MAX_INPUT_DEPTH} levels deep`,
+        };
       }
       if (Array.isArray(v)) {
         for (let i = 0; i < v.length; i++) stack.push({ value: v[i], parent: place, key: i, depth: place.depth + 1 });
@@ -96,7 +106,10 @@ export function* unstorableInputSteps(value: unknown, part: string): Generator<v
         for (const [k, x] of Object.entries(v)) {
           const child: Place = { value: x, parent: place, key: k, depth: place.depth + 1 };
           if (!storableString(k)) {
-            return { path: pointerOf(child), message: `a field name in ${where(part, pointerOf(place))} contains a NUL character or an unpaired surrogate` };
+            return {
+              path: pointerOf(child),
+              message: `a field name in ${where(part, pointerOf(place))} contains a NUL character or an unpaired surrogate`,
+            };
           }
           stack.push(child);
         }

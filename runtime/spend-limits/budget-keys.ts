@@ -36,12 +36,17 @@ export interface SpendAmounts {
  * // { agent_id: 'bot', session_id: 'run_1', on_behalf_of: '' }
  * ```
  */
-export function budgetKey(terms: BudgetTerms, subject: SpendSubject): Pick<BudgetCheck, 'agent_id' | 'session_id' | 'on_behalf_of'> | null {
+export function budgetKey(
+  terms: BudgetTerms,
+  subject: SpendSubject,
+): Pick<BudgetCheck, 'agent_id' | 'session_id' | 'on_behalf_of'> | null {
   switch (terms.scope) {
     case 'agent':
       return { agent_id: subject.agentId, session_id: '', on_behalf_of: '' };
     case 'session':
-      return subject.sessionId === null ? null : { agent_id: subject.agentId, session_id: subject.sessionId, on_behalf_of: '' };
+      return subject.sessionId === null
+        ? null
+        : { agent_id: subject.agentId, session_id: subject.sessionId, on_behalf_of: '' };
     case 'user':
       return subject.onBehalfOf === null ? null : { agent_id: '', session_id: '', on_behalf_of: subject.onBehalfOf };
   }
@@ -111,5 +116,7 @@ function heldCost(t: BudgetTerms, heldUnits: readonly string[], spend: SpendAmou
     heldUnits.length === 1
       ? `amount is required: policy ${t.policy_id} has a ${t.unit} budget, which holds the request's amount`
       : `amounts is required: budgets of ${heldUnits.join(', ')} apply, each holding the request's amount in its unit`;
-  throw new MissingFieldError(message, { details: [{ path: heldUnits.length === 1 ? '/amount' : '/amounts', message }] });
+  throw new MissingFieldError(message, {
+    details: [{ path: heldUnits.length === 1 ? '/amount' : '/amounts', message }],
+  });
 }

@@ -35,12 +35,18 @@ export interface ExhaustedBudget {
 /** NUL cannot appear in a JSON string the API accepted unescaped; it separates the parts of a key. */
 const SEP = '\u0000';
 
-function keyOf(accountId: string, environment: Environment, usage: Pick<BudgetUsage, 'scope' | 'agent_id' | 'session_id' | 'on_behalf_of'>): string | null {
+function keyOf(
+  accountId: string,
+  environment: Environment,
+  usage: Pick<BudgetUsage, 'scope' | 'agent_id' | 'session_id' | 'on_behalf_of'>,
+): string | null {
   switch (usage.scope ?? 'agent') {
     case 'agent':
       return usage.agent_id ? `a${SEP}${accountId}${SEP}${environment}${SEP}${usage.agent_id}` : null;
     case 'session':
-      return usage.agent_id && usage.session_id ? `s${SEP}${accountId}${SEP}${environment}${SEP}${usage.agent_id}${SEP}${usage.session_id}` : null;
+      return usage.agent_id && usage.session_id
+        ? `s${SEP}${accountId}${SEP}${environment}${SEP}${usage.agent_id}${SEP}${usage.session_id}`
+        : null;
     case 'user':
       return usage.on_behalf_of ? `u${SEP}${accountId}${SEP}${environment}${SEP}${usage.on_behalf_of}` : null;
   }
@@ -56,9 +62,23 @@ export class ExhaustedAgents {
     if (key === null) return;
     const scope = usage.scope ?? 'agent';
     const entries = (this.byKey.get(key) ?? []).filter(
-      (e) => !(e.policyId === usage.policy_id && e.unit === usage.unit && e.period === usage.period && e.scope === scope && e.periodEndMs <= usage.period_end_ms),
+      (e) =>
+        !(
+          e.policyId === usage.policy_id &&
+          e.unit === usage.unit &&
+          e.period === usage.period &&
+          e.scope === scope &&
+          e.periodEndMs <= usage.period_end_ms
+        ),
     );
-    entries.push({ policyId: usage.policy_id, unit: usage.unit, period: usage.period, scope, periodEndMs: usage.period_end_ms, consumed: usage.consumed });
+    entries.push({
+      policyId: usage.policy_id,
+      unit: usage.unit,
+      period: usage.period,
+      scope,
+      periodEndMs: usage.period_end_ms,
+      consumed: usage.consumed,
+    });
     this.byKey.set(key, entries);
   }
 
@@ -75,14 +95,28 @@ export class ExhaustedAgents {
    * agent's, of its session's (when it names one), of its user's (when it
    * names one).
    */
-  blocking(accountId: string, environment: Environment, subject: SpendSubject, nowMs: number, policy: (id: string) => Policy | undefined): ExhaustedBudget | null {
+  blocking(
+    accountId: string,
+    environment: Environment,
+    subject: SpendSubject,
+    nowMs: number,
+    policy: (id: string) => Policy | undefined,
+  ): ExhaustedBudget | null {
     // The common case (nothing exhausted anywhere) costs one size check.
     if (this.byKey.size === 0) return null;
     const { agentId, sessionId, onBehalfOf } = subject;
     return (
       this.blockingAt(`a${SEP}${accountId}${SEP}${environment}${SEP}${agentId}`, nowMs, policy) ??
-      (sessionId === null ? null : this.blockingAt(`s${SEP}${accountId}${SEP}${environment}${SEP}${agentId}${SEP}${sessionId}`, nowMs, policy)) ??
-      (onBehalfOf === null ? null : this.blockingAt(`u${SEP}${accountId}${SEP}${environment}${SEP}${onBehalfOf}`, nowMs, policy))
+      (sessionId === null
+        ? null
+        : this.blockingAt(
+            `s${SEP}${accountId}${SEP}${environment}${SEP}${agentId}${SEP}${sessionId}`,
+            nowMs,
+            policy,
+          )) ??
+      (onBehalfOf === null
+        ? null
+        : this.blockingAt(`u${SEP}${accountId}${SEP}${environment}${SEP}${onBehalfOf}`, nowMs, policy))
     );
   }
 
@@ -97,7 +131,8 @@ export class ExhaustedAgents {
       if (found) continue;
       const p = policy(e.policyId);
       const b = p?.state === 'enabled' ? p.budget : undefined;
-      if (b && b.unit === e.unit && b.period === e.period && budgetScope(b) === e.scope && e.consumed >= b.limit) found = { policy_id: e.policyId };
+      if (b && b.unit === e.unit && b.period === e.period && budgetScope(b) === e.scope && e.consumed >= b.limit)
+        found = { policy_id: e.policyId };
     }
     if (live === 0) this.byKey.delete(key);
     else if (live < entries.length)

@@ -27,7 +27,14 @@ import {
 import { budgetChecks, budgetKey, type SpendSubject } from './budget-keys.js';
 import { ExhaustedAgents } from './exhausted-agents.js';
 import { KeyLeases } from './key-leases.js';
-import { isFiat, policyBudgets, policyRates, type BudgetCheck, type LimitRequest, type RateCheck } from './limit-request.js';
+import {
+  isFiat,
+  policyBudgets,
+  policyRates,
+  type BudgetCheck,
+  type LimitRequest,
+  type RateCheck,
+} from './limit-request.js';
 
 export interface LimitsOptions {
   /** Platform limit: requests per second per API key; 0 turns it off. */
@@ -66,7 +73,12 @@ export class Limits implements DecisionLimits {
     this.keyLeases = new KeyLeases(options.keyRateLimit);
   }
 
-  exhausted(principal: Principal, subject: SpendSubject, nowMs: number, policy: (id: string) => Policy | undefined): { policy_id: string } | null {
+  exhausted(
+    principal: Principal,
+    subject: SpendSubject,
+    nowMs: number,
+    policy: (id: string) => Policy | undefined,
+  ): { policy_id: string } | null {
     return this.exhaustedAgents.blocking(principal.accountId, principal.environment, subject, nowMs, policy);
   }
 
@@ -75,14 +87,25 @@ export class Limits implements DecisionLimits {
     const history = context.history ?? null;
     const labels = context.labels ?? null;
     const policyChecks = context.ratesAdmitted ? [] : policyRates(matched, agentId);
-    let budgets = budgetChecks(policyBudgets(matched, nowMs), subjectOf(context), { amount: context.amount, amounts: context.amounts ?? null });
+    let budgets = budgetChecks(policyBudgets(matched, nowMs), subjectOf(context), {
+      amount: context.amount,
+      amounts: context.amounts ?? null,
+    });
     // Awaiting approval: calls are consumed on approval; now they are only checked.
     let deferredDeny: LimitOutcome | null = null;
     if (context.deferCalls) {
       const calls = budgets.filter((b) => !isFiat(b.unit));
       budgets = budgets.filter((b) => isFiat(b.unit));
       if (calls.length > 0) {
-        const request = { account_id: principal.accountId, environment: principal.environment, agent_id: agentId, decision_id: null, expires_at: null, rates: [], budgets: calls };
+        const request = {
+          account_id: principal.accountId,
+          environment: principal.environment,
+          agent_id: agentId,
+          decision_id: null,
+          expires_at: null,
+          rates: [],
+          budgets: calls,
+        };
         const checked = await previewLimits(this.sql, request, nowMs, this.clock.realTimeOffsetMs?.() ?? null);
         // Out of calls: nothing is held; the rate limits still count the request.
         if (checked.outcome === 'budget_exceeded') [deferredDeny, budgets] = [checked, []];
@@ -116,9 +139,14 @@ export class Limits implements DecisionLimits {
     if (outcome?.outcome === 'history_stale') return { stale: outcome.history };
     if (outcome?.outcome === 'labels_stale') return { staleLabels: outcome.labels };
     const values = history ? (outcome?.history ?? null) : null;
-    if (deferredDeny?.outcome === 'budget_exceeded') return { verdict: this.verdict(principal, deferredDeny, true), history: values, written: false };
+    if (deferredDeny?.outcome === 'budget_exceeded')
+      return { verdict: this.verdict(principal, deferredDeny, true), history: values, written: false };
     if (outcome === null) return { verdict: null, history: values, written: false };
-    return { verdict: this.verdict(principal, outcome, true), history: values, written: outcome.outcome === 'ok' && outcome.written === true };
+    return {
+      verdict: this.verdict(principal, outcome, true),
+      history: values,
+      written: outcome.outcome === 'ok' && outcome.written === true,
+    };
   }
 
   async applyDeferredCalls(
@@ -135,10 +163,22 @@ export class Limits implements DecisionLimits {
       return key ? [{ ...b, ...key, cost: 1 }] : [];
     });
     if (budgets.length === 0) return { verdict: null, usage: [] };
-    const request = { account_id: principal.accountId, environment: principal.environment, agent_id: subject.agentId, decision_id: null, expires_at: null, rates: [], budgets };
+    const request = {
+      account_id: principal.accountId,
+      environment: principal.environment,
+      agent_id: subject.agentId,
+      decision_id: null,
+      expires_at: null,
+      rates: [],
+      budgets,
+    };
     const outcome = await applyLimitsInTransaction(tx, request, nowMs, this.clock.realTimeOffsetMs?.() ?? null);
     // Unreachable: no rates and no history were sent.
-    if (outcome.outcome === 'rate_limited' || outcome.outcome === 'history_stale' || outcome.outcome === 'labels_stale') {
+    if (
+      outcome.outcome === 'rate_limited' ||
+      outcome.outcome === 'history_stale' ||
+      outcome.outcome === 'labels_stale'
+    ) {
       throw new Error('no rate limit, history or labels are judged for an approval');
     }
     const usage = outcome.outcome === 'ok' ? outcome.budgets : [outcome.budget];
@@ -146,7 +186,11 @@ export class Limits implements DecisionLimits {
   }
 
   /** A budget outcome as the decision sees it; `note` tells this process's exhausted-agents index. */
-  private verdict(principal: Principal, outcome: Exclude<LimitOutcome, { outcome: 'rate_limited' | 'history_stale' | 'labels_stale' }>, note: boolean): LimitVerdict {
+  private verdict(
+    principal: Principal,
+    outcome: Exclude<LimitOutcome, { outcome: 'rate_limited' | 'history_stale' | 'labels_stale' }>,
+    note: boolean,
+  ): LimitVerdict {
     switch (outcome.outcome) {
       case 'budget_exceeded': {
         const b = outcome.budget;
@@ -174,22 +218,39 @@ export class Limits implements DecisionLimits {
    * nothing (POST /v1/decisions/preview): no limiter moves, no hold is placed,
    * no event fires. A rate limit is a value here (`rate_limited`), not a 429.
    */
-  async preview(context: Omit<LimitContext, 'decisionId' | 'expiresAt'>): Promise<LimitVerdict | { rate_limited: number; message: string }> {
+  async preview(
+    context: Omit<LimitContext, 'decisionId' | 'expiresAt'>,
+  ): Promise<LimitVerdict | { rate_limited: number; message: string }> {
     const { principal, agentId, matched, nowMs } = context;
     const rates = policyRates(matched, agentId);
-    const budgets = budgetChecks(policyBudgets(matched, nowMs), subjectOf(context), { amount: context.amount, amounts: context.amounts ?? null });
+    const budgets = budgetChecks(policyBudgets(matched, nowMs), subjectOf(context), {
+      amount: context.amount,
+      amounts: context.amounts ?? null,
+    });
     if (rates.length === 0 && budgets.length === 0) return null;
     const outcome = await previewLimits(
       this.sql,
-      { account_id: principal.accountId, environment: principal.environment, agent_id: agentId, decision_id: null, expires_at: null, rates, budgets },
+      {
+        account_id: principal.accountId,
+        environment: principal.environment,
+        agent_id: agentId,
+        decision_id: null,
+        expires_at: null,
+        rates,
+        budgets,
+      },
       nowMs,
       this.clock.realTimeOffsetMs?.() ?? null,
     );
     if (outcome.outcome === 'rate_limited') {
-      const error = rateLimited(outcome, `agent ${agentId} would exceed the rate limit ${describeLimiter(outcome.limiter)}`);
+      const error = rateLimited(
+        outcome,
+        `agent ${agentId} would exceed the rate limit ${describeLimiter(outcome.limiter)}`,
+      );
       return { rate_limited: error.retryAfterSeconds, message: error.message };
     }
-    if (outcome.outcome === 'history_stale' || outcome.outcome === 'labels_stale') throw new Error('a preview judges no history or labels'); // unreachable: none was sent
+    if (outcome.outcome === 'history_stale' || outcome.outcome === 'labels_stale')
+      throw new Error('a preview judges no history or labels'); // unreachable: none was sent
     return this.verdict(principal, outcome, false);
   }
 
@@ -201,7 +262,15 @@ export class Limits implements DecisionLimits {
     const outcome = await this.withKeyLimit(principal, this.clock.now(), (keyCheck) =>
       keyCheck
         ? this.gate.submit({
-            request: { account_id: principal.accountId, environment: principal.environment, agent_id: '', decision_id: null, expires_at: null, rates: [keyCheck], budgets: [] },
+            request: {
+              account_id: principal.accountId,
+              environment: principal.environment,
+              agent_id: '',
+              decision_id: null,
+              expires_at: null,
+              rates: [keyCheck],
+              budgets: [],
+            },
             write: null,
           })
         : null,
@@ -214,7 +283,11 @@ export class Limits implements DecisionLimits {
    * lease held: a lease, or an exact check near the limit), else without it. A
    * refused lease is retried once at cost 1, so refusals and Retry-After are exact.
    */
-  private async withKeyLimit(principal: Principal, nowMs: number, submit: (keyCheck: RateCheck | null) => Promise<LimitOutcome> | null): Promise<LimitOutcome | null> {
+  private async withKeyLimit(
+    principal: Principal,
+    nowMs: number,
+    submit: (keyCheck: RateCheck | null) => Promise<LimitOutcome> | null,
+  ): Promise<LimitOutcome | null> {
     for (;;) {
       const admission = this.keyLeases.admit(principal.keyId, nowMs);
       if (admission.kind === 'wait') {
@@ -229,8 +302,18 @@ export class Limits implements DecisionLimits {
         this.keyLeases.abandon(principal.keyId, admission.lease);
         throw error;
       }
-      const keyRefusedForMs = outcome.outcome === 'rate_limited' && outcome.limiter === admission.check.key ? outcome.retry_after_ms : null;
-      if (!this.keyLeases.settle(principal.keyId, admission.lease, nowMs, outcome.outcome !== 'rate_limited', keyRefusedForMs)) return outcome;
+      const keyRefusedForMs =
+        outcome.outcome === 'rate_limited' && outcome.limiter === admission.check.key ? outcome.retry_after_ms : null;
+      if (
+        !this.keyLeases.settle(
+          principal.keyId,
+          admission.lease,
+          nowMs,
+          outcome.outcome !== 'rate_limited',
+          keyRefusedForMs,
+        )
+      )
+        return outcome;
     }
   }
 
@@ -251,14 +334,28 @@ export class Limits implements DecisionLimits {
     amounts: Record<string, number> | null = null,
   ): Promise<BudgetUsage[]> {
     try {
-      return await resolveHolds(tx, principal.accountId, principal.environment, decisionId, confirm, amount, this.clock.now(), amounts);
+      return await resolveHolds(
+        tx,
+        principal.accountId,
+        principal.environment,
+        decisionId,
+        confirm,
+        amount,
+        this.clock.now(),
+        amounts,
+      );
     } catch (error) {
       const code = (error as { code?: string }).code;
       if (code === CONFIRM_EXCEEDS_HOLD) {
         const what = amounts === null ? `amount ${amount}` : 'a confirmed amount';
-        throw new InvalidFieldError(`${what} is more than the decision's held amount; confirm at most the amount that was decided`, {
-          details: [{ path: amounts === null ? '/amount' : '/amounts', message: "must not exceed the decision's amount" }],
-        });
+        throw new InvalidFieldError(
+          `${what} is more than the decision's held amount; confirm at most the amount that was decided`,
+          {
+            details: [
+              { path: amounts === null ? '/amount' : '/amounts', message: "must not exceed the decision's amount" },
+            ],
+          },
+        );
       }
       if (code === CONFIRM_NEEDS_AMOUNTS) {
         const units = (error as { message?: string }).message ?? '';

@@ -31,7 +31,9 @@ export async function findAccount(sql: SqlOrTx, id: string): Promise<AccountRow 
 
 /** The accounts of that exact name, oldest first (names are not unique), at most `limit`. */
 export async function findAccountsByName(sql: SqlOrTx, name: string, limit: number): Promise<AccountRow[]> {
-  return sql<AccountRow[]>`select id, name, created_at from accounts where name = ${name} order by created_at, id limit ${limit}`;
+  return sql<
+    AccountRow[]
+  >`select id, name, created_at from accounts where name = ${name} order by created_at, id limit ${limit}`;
 }
 
 export async function countAccounts(sql: SqlOrTx): Promise<number> {
@@ -40,7 +42,12 @@ export async function countAccounts(sql: SqlOrTx): Promise<number> {
 }
 
 /** Inserts a key; `replaces`: the key it was rolled from (its rotation chain, migration 019). */
-export async function insertApiKey(sql: SqlOrTx, key: ApiKeyRow, hash: Buffer, replaces: string | null = null): Promise<void> {
+export async function insertApiKey(
+  sql: SqlOrTx,
+  key: ApiKeyRow,
+  hash: Buffer,
+  replaces: string | null = null,
+): Promise<void> {
   await sql`insert into api_keys (id, account_id, environment, key_hash, key_prefix, scopes, created_at, replaces)
             values (${key.id}, ${key.account_id}, ${key.environment}, ${hash}, ${key.key_prefix}, ${key.scopes}, ${key.created_at}, ${replaces})`;
 }

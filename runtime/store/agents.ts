@@ -16,13 +16,23 @@ export interface AgentRow {
 
 const COLUMNS = 'agent_id, status, first_seen_at, revoked_at, attributes';
 
-export async function findAgent(sql: SqlOrTx, accountId: string, environment: Environment, agentId: string): Promise<AgentRow | undefined> {
+export async function findAgent(
+  sql: SqlOrTx,
+  accountId: string,
+  environment: Environment,
+  agentId: string,
+): Promise<AgentRow | undefined> {
   const [row] = await sql<AgentRow[]>`select ${sql.unsafe(COLUMNS)} from agents
     where account_id = ${accountId} and environment = ${environment} and agent_id = ${agentId}`;
   return row;
 }
 
-export async function listAgents(sql: SqlOrTx, accountId: string, environment: Environment, page: PageParams): Promise<Page<AgentRow>> {
+export async function listAgents(
+  sql: SqlOrTx,
+  accountId: string,
+  environment: Environment,
+  page: PageParams,
+): Promise<Page<AgentRow>> {
   return pageQuery(
     page,
     (cursor, limit) => sql<Array<AgentRow & { seq: number }>>`
@@ -30,7 +40,10 @@ export async function listAgents(sql: SqlOrTx, accountId: string, environment: E
     where account_id = ${accountId} and environment = ${environment}
       ${cursor === null ? sql`` : sql`and seq < (select seq from agents where account_id = ${accountId} and environment = ${environment} and agent_id = ${cursor})`}
     order by seq desc limit ${limit}`,
-    (cursor) => exists(sql`select 1 from agents where account_id = ${accountId} and environment = ${environment} and agent_id = ${cursor}`),
+    (cursor) =>
+      exists(
+        sql`select 1 from agents where account_id = ${accountId} and environment = ${environment} and agent_id = ${cursor}`,
+      ),
   );
 }
 
@@ -38,7 +51,14 @@ export async function listAgents(sql: SqlOrTx, accountId: string, environment: E
  * Sets the status; returns the row when it changed, undefined when it already had
  * that status or does not exist (the caller tells which).
  */
-export async function setAgentStatus(sql: SqlOrTx, accountId: string, environment: Environment, agentId: string, status: AgentStatus, at: Date): Promise<AgentRow | undefined> {
+export async function setAgentStatus(
+  sql: SqlOrTx,
+  accountId: string,
+  environment: Environment,
+  agentId: string,
+  status: AgentStatus,
+  at: Date,
+): Promise<AgentRow | undefined> {
   const [row] = await sql<AgentRow[]>`
     update agents set status = ${status}, revoked_at = ${status === 'revoked' ? at : null}
     where account_id = ${accountId} and environment = ${environment} and agent_id = ${agentId} and status <> ${status}
@@ -72,7 +92,13 @@ export async function putAgentAttributes(
  * Ids of the active (not revoked) agents of the environment after `after`, in
  * id order (byte order: `collate "C"`), at most `limit`: AuthZEN subject search.
  */
-export async function activeAgentIds(sql: SqlOrTx, accountId: string, environment: Environment, after: string | null, limit: number): Promise<string[]> {
+export async function activeAgentIds(
+  sql: SqlOrTx,
+  accountId: string,
+  environment: Environment,
+  after: string | null,
+  limit: number,
+): Promise<string[]> {
   const rows = await sql<Array<{ agent_id: string }>>`
     select agent_id from agents
     where account_id = ${accountId} and environment = ${environment} and status = 'active'

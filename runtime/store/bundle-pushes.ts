@@ -33,7 +33,13 @@ export async function beginPush(sql: SqlOrTx, tenant: Tenant): Promise<number> {
  * Writes some of the push's policies (in order: their `seq` follows the bundle's
  * order), invisible until committed; nothing once the push was taken (claimStagingPush).
  */
-export async function stagePolicies(sql: SqlOrTx, tenant: Tenant, generation: number, policies: readonly PolicyDocument[], at: Date): Promise<void> {
+export async function stagePolicies(
+  sql: SqlOrTx,
+  tenant: Tenant,
+  generation: number,
+  policies: readonly PolicyDocument[],
+  at: Date,
+): Promise<void> {
   await sql`
     insert into policies (account_id, environment, generation, id, body, created_at, updated_at)
     select ${tenant.accountId}, ${tenant.environment}, ${generation}, x.id, x.body::jsonb, ${at}, ${at}
@@ -43,7 +49,12 @@ export async function stagePolicies(sql: SqlOrTx, tenant: Tenant, generation: nu
 }
 
 /** Stages some of the push's events, numbered from `firstOrd`; nothing once the push was taken. */
-export async function stageEvents(sql: SqlOrTx, generation: number, firstOrd: number, events: readonly EventRow[]): Promise<void> {
+export async function stageEvents(
+  sql: SqlOrTx,
+  generation: number,
+  firstOrd: number,
+  events: readonly EventRow[],
+): Promise<void> {
   await sql`
     insert into bundle_push_events (generation, ord, id, type, created_at, data)
     select ${generation}, ${firstOrd}::int + x.n::int - 1, x.id, x.type, x.created_at, x.data::jsonb
@@ -67,7 +78,15 @@ export async function unstageEvents(sql: SqlOrTx, generation: number, limit: num
  * (nothing changed) when the push is no longer staging (undone by `recover`
  * after a stall: its rows may be gone).
  */
-export async function commitPush(tx: SqlOrTx, tenant: Tenant, generation: number, replaced: number, version: number, hash: string, at: Date): Promise<boolean> {
+export async function commitPush(
+  tx: SqlOrTx,
+  tenant: Tenant,
+  generation: number,
+  replaced: number,
+  version: number,
+  hash: string,
+  at: Date,
+): Promise<boolean> {
   const marked = await tx`update bundle_pushes set state = 'committed', replaced_generation = ${replaced}
                           where generation = ${generation} and state = 'staging'`;
   if (marked.count === 0) return false;
@@ -96,7 +115,12 @@ export async function moveEvents(sql: SqlOrTx, tenant: Tenant, generation: numbe
 }
 
 /** Deletes up to `limit` rows of one generation of the tenant's policies (replaced, or of an abandoned push); how many went. */
-export async function deleteGeneration(sql: SqlOrTx, tenant: Tenant, generation: number, limit: number): Promise<number> {
+export async function deleteGeneration(
+  sql: SqlOrTx,
+  tenant: Tenant,
+  generation: number,
+  limit: number,
+): Promise<number> {
   const result = await sql`
     delete from policies where account_id = ${tenant.accountId} and environment = ${tenant.environment} and generation = ${generation}
       and id in (select id from policies

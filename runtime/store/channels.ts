@@ -54,7 +54,12 @@ export async function notify(tx: SqlOrTx, channel: Channel, payload: string): Pr
  * the LISTEN is (re)established, e.g. after a reconnect, when notifications
  * sent meanwhile were missed.
  */
-export function listen(sql: Sql, channel: Channel, onPayload: (payload: string) => void, onListen?: () => void): Promise<{ unlisten(): Promise<void> }> {
+export function listen(
+  sql: Sql,
+  channel: Channel,
+  onPayload: (payload: string) => void,
+  onListen?: () => void,
+): Promise<{ unlisten(): Promise<void> }> {
   return onListen ? sql.listen(channel, onPayload, onListen) : sql.listen(channel, onPayload);
 }
 
@@ -79,16 +84,25 @@ export interface AgentStatusChange {
   agentId: string;
 }
 
-export const agentStatusPayload = (c: AgentStatusChange): string => `${c.accountId}:${c.environment}:${c.status}:${c.agentId}`;
+export const agentStatusPayload = (c: AgentStatusChange): string =>
+  `${c.accountId}:${c.environment}:${c.status}:${c.agentId}`;
 
 /** Something else of the agent changed (its attributes): `account:environment:changed:agent_id`; the listener re-reads it. */
-export const agentChangedPayload = (c: Omit<AgentStatusChange, 'status'>): string => `${c.accountId}:${c.environment}:changed:${c.agentId}`;
+export const agentChangedPayload = (c: Omit<AgentStatusChange, 'status'>): string =>
+  `${c.accountId}:${c.environment}:changed:${c.agentId}`;
 
 /** A payload of the agents channel: a new status, or `changed` (re-read the agent). */
-export function parseAgentStatusPayload(payload: string): (Omit<AgentStatusChange, 'status'> & { status: AgentStatusChange['status'] | 'changed' }) | null {
+export function parseAgentStatusPayload(
+  payload: string,
+): (Omit<AgentStatusChange, 'status'> & { status: AgentStatusChange['status'] | 'changed' }) | null {
   const [accountId, environment, status, ...rest] = payload.split(':');
   if (!accountId || (environment !== 'test' && environment !== 'live') || !status) return null;
-  return { accountId, environment, status: status === 'revoked' ? 'revoked' : status === 'changed' ? 'changed' : 'active', agentId: rest.join(':') };
+  return {
+    accountId,
+    environment,
+    status: status === 'revoked' ? 'revoked' : status === 'changed' ? 'changed' : 'active',
+    agentId: rest.join(':'),
+  };
 }
 
 export interface ReviewChange {

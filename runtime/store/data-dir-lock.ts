@@ -98,7 +98,14 @@ function readHolder(path: string): { text: string; holder: Holder | null } | nul
   try {
     const parsed = JSON.parse(text) as Partial<Holder>;
     if (Number.isInteger(parsed.pid) && parsed.pid! > 0) {
-      return { text, holder: { pid: parsed.pid!, started: typeof parsed.started === 'string' ? parsed.started : null, stopping: parsed.stopping === true } };
+      return {
+        text,
+        holder: {
+          pid: parsed.pid!,
+          started: typeof parsed.started === 'string' ? parsed.started : null,
+          stopping: parsed.stopping === true,
+        },
+      };
     }
   } catch {
     // Torn or foreign content: no holder to wait for.

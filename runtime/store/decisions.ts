@@ -120,12 +120,19 @@ export async function writeDecisionBatch(
 }
 
 /** Every column of a DecisionRow (also used by store/reviews.ts). */
-export const COLUMNS = (sql: SqlOrTx) => sql`account_id, environment, id, agent_id, action, resource, amount, context, effect, reason,
+export const COLUMNS = (
+  sql: SqlOrTx,
+) => sql`account_id, environment, id, agent_id, action, resource, amount, context, effect, reason,
   policy_id, matched_policy_ids, warnings, status, evaluated_at, expires_at, ttl_seconds, permit_token, resolved_at, confirmed_amount,
   session_id, on_behalf_of, args_digest, key_id, shadow, review_status, reviewer, review_note, reviewed_at, reviewer_key_id, approval_expires_at,
   review_request_context, session_labels, output, history`;
 
-export async function findDecision(sql: SqlOrTx, accountId: string, environment: Environment, id: string): Promise<DecisionRow | undefined> {
+export async function findDecision(
+  sql: SqlOrTx,
+  accountId: string,
+  environment: Environment,
+  id: string,
+): Promise<DecisionRow | undefined> {
   const [row] = await sql<DecisionRow[]>`select ${COLUMNS(sql)} from decisions
     where account_id = ${accountId} and environment = ${environment} and id = ${id}`;
   return row;
@@ -135,7 +142,10 @@ export async function findDecision(sql: SqlOrTx, accountId: string, environment:
  * The decisions named by `keys` (any accounts), in one query: the bodies of
  * decision events stored by reference (runtime/events/references.ts).
  */
-export async function findDecisionsByKeys(sql: SqlOrTx, keys: ReadonlyArray<{ account_id: string; environment: Environment; id: string }>): Promise<DecisionRow[]> {
+export async function findDecisionsByKeys(
+  sql: SqlOrTx,
+  keys: ReadonlyArray<{ account_id: string; environment: Environment; id: string }>,
+): Promise<DecisionRow[]> {
   if (keys.length === 0) return [];
   return sql<DecisionRow[]>`select ${COLUMNS(sql)} from decisions
     where (account_id, environment, id) in (
@@ -162,15 +172,28 @@ export interface DecisionFilters {
  */
 function filterClause(sql: SqlOrTx, f: DecisionFilters) {
   const agent = f.agentId === undefined ? sql`` : sql`and agent_id = ${f.agentId}`;
-  const effect = f.effect === undefined ? sql`` : sql`and effect = ${f.effect} ${f.effect === 'allow' ? sql`` : sql`and effect <> 'allow'`}`;
-  const reason = f.reason === undefined ? sql`` : sql`and reason = ${f.reason} ${f.reason === 'policy.matched' ? sql`` : sql`and reason <> 'policy.matched'`}`;
+  const effect =
+    f.effect === undefined
+      ? sql``
+      : sql`and effect = ${f.effect} ${f.effect === 'allow' ? sql`` : sql`and effect <> 'allow'`}`;
+  const reason =
+    f.reason === undefined
+      ? sql``
+      : sql`and reason = ${f.reason} ${f.reason === 'policy.matched' ? sql`` : sql`and reason <> 'policy.matched'`}`;
   const session = f.sessionId === undefined ? sql`` : sql`and session_id = ${f.sessionId}`;
   const user = f.onBehalfOf === undefined ? sql`` : sql`and on_behalf_of = ${f.onBehalfOf}`;
-  const shadow = f.shadowDiverged === undefined ? sql`` : f.shadowDiverged ? sql`and shadow is not null` : sql`and shadow is null`;
+  const shadow =
+    f.shadowDiverged === undefined ? sql`` : f.shadowDiverged ? sql`and shadow is not null` : sql`and shadow is null`;
   return sql`${agent} ${session} ${user} ${shadow} ${effect} ${reason}`;
 }
 
-export async function listDecisions(sql: SqlOrTx, accountId: string, environment: Environment, page: PageParams, filters: DecisionFilters = {}): Promise<Page<DecisionRow>> {
+export async function listDecisions(
+  sql: SqlOrTx,
+  accountId: string,
+  environment: Environment,
+  page: PageParams,
+  filters: DecisionFilters = {},
+): Promise<Page<DecisionRow>> {
   return pageQuery(
     page,
     (cursor, limit) => sql<Array<DecisionRow & { seq: number }>>`
@@ -179,7 +202,10 @@ export async function listDecisions(sql: SqlOrTx, accountId: string, environment
       ${filterClause(sql, filters)}
       ${cursor === null ? sql`` : sql`and seq < (select seq from decisions where account_id = ${accountId} and environment = ${environment} and id = ${cursor})`}
     order by seq desc limit ${limit}`,
-    (cursor) => exists(sql`select 1 from decisions where account_id = ${accountId} and environment = ${environment} and id = ${cursor}`),
+    (cursor) =>
+      exists(
+        sql`select 1 from decisions where account_id = ${accountId} and environment = ${environment} and id = ${cursor}`,
+      ),
   );
 }
 
@@ -211,7 +237,12 @@ export async function resolveDecision(
  * Undefined when there is no such decision or it has an output already; the
  * caller reads it to say which.
  */
-export async function recordDecisionOutput(sql: SqlOrTx, t: Tenant, id: string, output: DecisionOutputRow): Promise<DecisionRow | undefined> {
+export async function recordDecisionOutput(
+  sql: SqlOrTx,
+  t: Tenant,
+  id: string,
+  output: DecisionOutputRow,
+): Promise<DecisionRow | undefined> {
   const [row] = await sql<DecisionRow[]>`
     update decisions set output = ${sql.json(output as never)}
     where account_id = ${t.accountId} and environment = ${t.environment} and id = ${id} and output is null
@@ -241,7 +272,9 @@ export async function exportDecisionPage(
   ids: { lo: string; hi: string } | null = null,
 ): Promise<Array<DecisionRow & { seq: number }>> {
   const after =
-    cursor === null ? sql`and evaluated_at >= ${range.since}` : sql`and (evaluated_at, seq) > (${cursor.evaluatedAt}, ${cursor.seq}) and evaluated_at >= ${range.since}`;
+    cursor === null
+      ? sql`and evaluated_at >= ${range.since}`
+      : sql`and (evaluated_at, seq) > (${cursor.evaluatedAt}, ${cursor.seq}) and evaluated_at >= ${range.since}`;
   return sql<Array<DecisionRow & { seq: number }>>`
     select ${COLUMNS(sql)}, seq from decisions
     where account_id = ${accountId} and environment = ${environment} and evaluated_at < ${range.until} ${after}

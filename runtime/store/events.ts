@@ -34,14 +34,25 @@ async function insertChunk(sql: SqlOrTx, events: readonly EventRow[]): Promise<v
   await sql`insert into events ${sql(events.map((e) => ({ ...e, data: sql.json(e.data as never) })) as never, 'id', 'account_id', 'environment', 'type', 'created_at', 'data')}`;
 }
 
-export async function findEvent(sql: SqlOrTx, accountId: string, environment: Environment, id: string): Promise<StoredEventRow | undefined> {
+export async function findEvent(
+  sql: SqlOrTx,
+  accountId: string,
+  environment: Environment,
+  id: string,
+): Promise<StoredEventRow | undefined> {
   const [row] = await sql<StoredEventRow[]>`
     select id, account_id, environment, type, created_at, data, decision_id from events
     where account_id = ${accountId} and environment = ${environment} and id = ${id}`;
   return row;
 }
 
-export async function listEvents(sql: SqlOrTx, accountId: string, environment: Environment, page: PageParams, type?: string): Promise<Page<StoredEventRow>> {
+export async function listEvents(
+  sql: SqlOrTx,
+  accountId: string,
+  environment: Environment,
+  page: PageParams,
+  type?: string,
+): Promise<Page<StoredEventRow>> {
   return pageQuery(
     page,
     (cursor, limit) => sql<(StoredEventRow & { seq: number })[]>`
@@ -50,6 +61,9 @@ export async function listEvents(sql: SqlOrTx, accountId: string, environment: E
       ${type ? sql`and type = ${type}` : sql``}
       ${cursor === null ? sql`` : sql`and seq < (select seq from events where account_id = ${accountId} and environment = ${environment} and id = ${cursor})`}
     order by seq desc limit ${limit}`,
-    (cursor) => exists(sql`select 1 from events where account_id = ${accountId} and environment = ${environment} and id = ${cursor}`),
+    (cursor) =>
+      exists(
+        sql`select 1 from events where account_id = ${accountId} and environment = ${environment} and id = ${cursor}`,
+      ),
   );
 }

@@ -75,7 +75,10 @@ function inCallOrder(files: FunctionFile[]): FunctionFile[] {
   let rest = files;
   while (rest.length > 0) {
     const next = rest.find((f) => f.calls.every((c) => placed.has(c)));
-    if (!next) throw new Error(`function files call each other in a circle: ${rest.map((f) => `${f.name} -> ${f.calls.join(', ')}`).join('; ')}`);
+    if (!next)
+      throw new Error(
+        `function files call each other in a circle: ${rest.map((f) => `${f.name} -> ${f.calls.join(', ')}`).join('; ')}`,
+      );
     placed.add(next.name);
     ordered.push(next);
     rest = rest.filter((f) => f !== next);

@@ -65,7 +65,13 @@ export interface HistoryGate {
  * @example
  * const [refunds] = await readHistory(sql, 'acct_1', 'test', [{ scope: 'session', key: 'run-1', actions: ['payments.refund'], window_s: 3600, measure: 'count', match: {} }], Date.now());
  */
-export async function readHistory(sql: SqlOrTx, accountId: string, environment: Environment, checks: readonly HistoryCheck[], atMs: number): Promise<number[]> {
+export async function readHistory(
+  sql: SqlOrTx,
+  accountId: string,
+  environment: Environment,
+  checks: readonly HistoryCheck[],
+  atMs: number,
+): Promise<number[]> {
   const rows = await sql<Array<{ v: string }>>`
     select authz_history_value(${accountId}, ${environment}, c.value, ${atMs}::float8)::text as v
     from jsonb_array_elements(${sql.json(checks as never)}::jsonb) with ordinality as c(value, ord)
@@ -74,13 +80,24 @@ export async function readHistory(sql: SqlOrTx, accountId: string, environment: 
 }
 
 /** A confirmed decision's entry: `history.sum` adds its confirmed amount from now on. */
-export async function confirmHistory(sql: SqlOrTx, accountId: string, environment: Environment, decisionId: string, amount: number | null): Promise<void> {
+export async function confirmHistory(
+  sql: SqlOrTx,
+  accountId: string,
+  environment: Environment,
+  decisionId: string,
+  amount: number | null,
+): Promise<void> {
   await sql`update history_entries set confirmed_amount = ${amount === null ? null : String(amount)}::numeric
     where account_id = ${accountId} and environment = ${environment} and decision_id = ${decisionId}`;
 }
 
 /** A review denied or timed out: its entry counts for `history.denied` from now on, no longer for count and sum. */
-export async function denyHistory(sql: SqlOrTx, accountId: string, environment: Environment, decisionId: string): Promise<void> {
+export async function denyHistory(
+  sql: SqlOrTx,
+  accountId: string,
+  environment: Environment,
+  decisionId: string,
+): Promise<void> {
   await sql`update history_entries set kind = 'denied'
     where account_id = ${accountId} and environment = ${environment} and decision_id = ${decisionId}`;
 }

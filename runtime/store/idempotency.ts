@@ -33,7 +33,14 @@ const ts = (ms: number) => new Date(ms);
  * an expired one, or a running claim past `locked_until` with the same
  * fingerprint, whose process presumably died). False: someone else holds it.
  */
-export async function claimIdempotencyKey(sql: SqlOrTx, scope: IdempotencyScope, fingerprint: string, nowMs: number, lockMs: number, ttlMs: number): Promise<boolean> {
+export async function claimIdempotencyKey(
+  sql: SqlOrTx,
+  scope: IdempotencyScope,
+  fingerprint: string,
+  nowMs: number,
+  lockMs: number,
+  ttlMs: number,
+): Promise<boolean> {
   const rows = await sql`
     insert into idempotency_keys as k (account_id, environment, idempotency_key, fingerprint, state, created_at, locked_until, expires_at)
     values (${scope.accountId}, ${scope.environment}, ${scope.key}, ${fingerprint}, 'running', ${ts(nowMs)}, ${ts(nowMs + lockMs)}, ${ts(nowMs + ttlMs)})
@@ -47,7 +54,11 @@ export async function claimIdempotencyKey(sql: SqlOrTx, scope: IdempotencyScope,
 }
 
 /** The key's current row, unless it has expired (or vanished: a released claim). */
-export async function findIdempotencyKey(sql: SqlOrTx, scope: IdempotencyScope, nowMs: number): Promise<IdempotencyRow | null> {
+export async function findIdempotencyKey(
+  sql: SqlOrTx,
+  scope: IdempotencyScope,
+  nowMs: number,
+): Promise<IdempotencyRow | null> {
   const [row] = await sql<IdempotencyRow[]>`
     select fingerprint, state, status_code, content_type, body, body_encrypted from idempotency_keys
     where account_id = ${scope.accountId} and environment = ${scope.environment} and idempotency_key = ${scope.key}
@@ -56,7 +67,12 @@ export async function findIdempotencyKey(sql: SqlOrTx, scope: IdempotencyScope, 
 }
 
 /** Stores the answer of the request that holds the claim. */
-export async function completeIdempotencyKey(sql: SqlOrTx, scope: IdempotencyScope, fingerprint: string, answer: StoredAnswer): Promise<void> {
+export async function completeIdempotencyKey(
+  sql: SqlOrTx,
+  scope: IdempotencyScope,
+  fingerprint: string,
+  answer: StoredAnswer,
+): Promise<void> {
   await sql`
     update idempotency_keys
     set state = 'completed', status_code = ${answer.status_code}, content_type = ${answer.content_type}, body = ${answer.body},

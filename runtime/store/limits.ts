@@ -165,7 +165,11 @@ export async function resolveHolds(
 }
 
 /** Releases expired holds: everywhere (the sweep) or in one environment. Returns how many budget rows changed. */
-export async function releaseExpiredHolds(sql: SqlOrTx, nowMs: number, tenant?: { accountId: string; environment: Environment }): Promise<number> {
+export async function releaseExpiredHolds(
+  sql: SqlOrTx,
+  nowMs: number,
+  tenant?: { accountId: string; environment: Environment },
+): Promise<number> {
   const [row] = await sql<Array<{ n: number }>>`
     select authz_release_expired_holds(${nowMs}::float8, ${tenant?.accountId ?? null}, ${tenant?.environment ?? null}) as n`;
   return row?.n ?? 0;
@@ -255,7 +259,12 @@ export async function usageOfKeys(
 }
 
 /** What applyLimitBatch would answer for one request now, read only (POST /v1/decisions/preview). */
-export async function previewLimits(sql: SqlOrTx, request: LimitRequest, nowMs: number, rateOffsetMs: number | null): Promise<LimitOutcome> {
+export async function previewLimits(
+  sql: SqlOrTx,
+  request: LimitRequest,
+  nowMs: number,
+  rateOffsetMs: number | null,
+): Promise<LimitOutcome> {
   const [row] = await sql<Array<{ result: LimitOutcome }>>`
     select authz_preview_limits(${sql.json(request as never)}::jsonb, ${nowMs}::float8, ${rateOffsetMs}::float8) as result`;
   return row!.result;

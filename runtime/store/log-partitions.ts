@@ -66,11 +66,18 @@ export async function listLogPartitions(sql: SqlOrTx): Promise<LogPartition[]> {
  * one process at a time (false, nothing done, while another holds the lock).
  * Waits at most `lockTimeoutMs` for a lock: inserts queue behind a waiting lock.
  */
-export async function createLogPartition(sql: Sql, table: LogTable, day: string, lockTimeoutMs: number): Promise<boolean> {
+export async function createLogPartition(
+  sql: Sql,
+  table: LogTable,
+  day: string,
+  lockTimeoutMs: number,
+): Promise<boolean> {
   return sql.begin(async (tx) => {
     if (!(await tryLock(tx))) return false;
     await tx.unsafe(`set local lock_timeout = ${Math.max(1, Math.floor(lockTimeoutMs))}`);
-    const [row] = await tx<Array<{ created: boolean }>>`select authz_create_log_partition(${table}, ${day}::date) as created`;
+    const [row] = await tx<
+      Array<{ created: boolean }>
+    >`select authz_create_log_partition(${table}, ${day}::date) as created`;
     return row!.created;
   });
 }
@@ -89,7 +96,12 @@ export interface Liveness {
  * one of its decisions, a pending webhook delivery (its own, or for one of its
  * events; for decisions, for one of the same day's events, whose bodies they are).
  */
-export async function partitionLiveness(sql: SqlOrTx, table: LogTable, day: string, nowMs: number): Promise<Liveness | null> {
+export async function partitionLiveness(
+  sql: SqlOrTx,
+  table: LogTable,
+  day: string,
+  nowMs: number,
+): Promise<Liveness | null> {
   const { lo, hi } = await dayIds(sql, table, day);
   const name = sql(partitionName(table, day));
   if (table === 'decisions') {
@@ -97,19 +109,25 @@ export async function partitionLiveness(sql: SqlOrTx, table: LogTable, day: stri
     // Awaiting approval: live until the review sweep settles it (a verdict or review.timeout), whatever the time.
     const [awaiting] = await sql`select 1 from ${name} where status = 'awaiting_approval' limit 1`;
     if (awaiting) return { reason: 'pending_decision', untilMs: null };
-    const [held] = await sql`select 1 from budget_holds where status = 'held' and decision_id collate "C" >= ${lo} and decision_id collate "C" < ${hi} limit 1`;
+    const [held] =
+      await sql`select 1 from budget_holds where status = 'held' and decision_id collate "C" >= ${lo} and decision_id collate "C" < ${hi} limit 1`;
     if (held) return { reason: 'held_budget', untilMs: null };
     // Allow and deny events are stored by reference (migration 017): their bodies are built from these rows,
     // so the day's decisions stay while one of the day's events still has a delivery to make.
     const events = await dayIds(sql, 'events', day);
-    const [delivering] = await sql`select 1 from webhook_deliveries where status = 'pending' and event_id >= ${events.lo} and event_id < ${events.hi} limit 1`;
+    const [delivering] =
+      await sql`select 1 from webhook_deliveries where status = 'pending' and event_id >= ${events.lo} and event_id < ${events.hi} limit 1`;
     if (delivering) return { reason: 'pending_delivery', untilMs: null };
-    const [live] = await sql<Array<{ until: Date | null }>>`select max(expires_at) as until from ${name} where status = 'pending'`;
-    if (live?.until && live.until.getTime() > nowMs) return { reason: 'pending_decision', untilMs: live.until.getTime() };
+    const [live] = await sql<
+      Array<{ until: Date | null }>
+    >`select max(expires_at) as until from ${name} where status = 'pending'`;
+    if (live?.until && live.until.getTime() > nowMs)
+      return { reason: 'pending_decision', untilMs: live.until.getTime() };
     return null;
   }
   if (table === 'events') {
-    const [pending] = await sql`select 1 from webhook_deliveries where status = 'pending' and event_id >= ${lo} and event_id < ${hi} limit 1`;
+    const [pending] =
+      await sql`select 1 from webhook_deliveries where status = 'pending' and event_id >= ${lo} and event_id < ${hi} limit 1`;
     return pending ? { reason: 'pending_delivery', untilMs: null } : null;
   }
   const [pending] = await sql`select 1 from ${name} where status = 'pending' limit 1`;
@@ -125,7 +143,13 @@ export type DropOutcome = { dropped: true } | { dropped: false; live: Liveness |
  * (ACCESS EXCLUSIVE): at most `lockTimeoutMs` is spent waiting for it, else the
  * outcome is `busy` and the next round tries again.
  */
-export async function dropLogPartition(sql: Sql, table: LogTable, day: string, nowMs: number, lockTimeoutMs: number): Promise<DropOutcome> {
+export async function dropLogPartition(
+  sql: Sql,
+  table: LogTable,
+  day: string,
+  nowMs: number,
+  lockTimeoutMs: number,
+): Promise<DropOutcome> {
   // The full check outside any lock (it may read the whole day when decisions are pending).
   const live = await partitionLiveness(sql, table, day, nowMs);
   if (live) return { dropped: false, live };
@@ -159,7 +183,13 @@ export async function dropLogPartition(sql: Sql, table: LogTable, day: string, n
  * partition and rows with ids older than the time-sortable format). Returns the
  * number deleted.
  */
-export async function trimDefaultPartition(sql: SqlOrTx, table: LogTable, cutoffMs: number, nowMs: number, batch: number): Promise<number> {
+export async function trimDefaultPartition(
+  sql: SqlOrTx,
+  table: LogTable,
+  cutoffMs: number,
+  nowMs: number,
+  batch: number,
+): Promise<number> {
   const cutoff = new Date(cutoffMs);
   const now = new Date(nowMs);
   if (table === 'decisions') {
@@ -190,7 +220,9 @@ export async function trimDefaultPartition(sql: SqlOrTx, table: LogTable, cutoff
 
 /** One process at a time: the lock of the log's upkeep, for this transaction (false when another holds it). */
 async function tryLock(tx: Tx): Promise<boolean> {
-  const [row] = await tx<Array<{ locked: boolean }>>`select pg_try_advisory_xact_lock(${LOCKS.logPartitions}) as locked`;
+  const [row] = await tx<
+    Array<{ locked: boolean }>
+  >`select pg_try_advisory_xact_lock(${LOCKS.logPartitions}) as locked`;
   return row!.locked;
 }
 
@@ -208,7 +240,9 @@ const legacyUntil = new WeakMap<object, Promise<number | null>>();
 export function legacyIdsUntil(sql: SqlOrTx): Promise<number | null> {
   let known = legacyUntil.get(sql);
   if (!known) {
-    known = sql<Array<{ until: Date | null }>>`select legacy_until as until from decision_log_state`.then((rows) => rows[0]?.until?.getTime() ?? null);
+    known = sql<Array<{ until: Date | null }>>`select legacy_until as until from decision_log_state`.then(
+      (rows) => rows[0]?.until?.getTime() ?? null,
+    );
     legacyUntil.set(sql, known);
   }
   return known;

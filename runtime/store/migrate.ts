@@ -51,7 +51,12 @@ export interface MigrateOptions {
 /** Applies the pending migrations, then the changed function files; returns the migrations (file names) it applied, in order. */
 export async function migrate(sql: Sql, options: MigrateOptions = {}): Promise<string[]> {
   const dir = options.dir ?? migrationsDir();
-  const fnDir = options.functionsDir !== undefined ? options.functionsDir : options.dir === undefined ? packageFolder('functions') : null;
+  const fnDir =
+    options.functionsDir !== undefined
+      ? options.functionsDir
+      : options.dir === undefined
+        ? packageFolder('functions')
+        : null;
   const files = readdirSync(dir)
     .filter((name) => MIGRATION_FILE.test(name))
     .sort();
@@ -114,7 +119,8 @@ export async function applyFunctions(sql: Sql, dir: string): Promise<string[]> {
       applied.push(f.name);
     }
     const present = new Set(files.map((f) => f.name));
-    for (const name of recorded.keys()) if (!present.has(name)) await tx`delete from schema_functions where name = ${name}`;
+    for (const name of recorded.keys())
+      if (!present.has(name)) await tx`delete from schema_functions where name = ${name}`;
     return applied;
   });
 }

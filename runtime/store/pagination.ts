@@ -37,7 +37,8 @@ export async function pageQuery<T extends { seq: number }>(
   cursorExists: (cursor: string) => Promise<boolean>,
 ): Promise<Page<Omit<T, 'seq'>>> {
   const rows = await query(page.startingAfter, page.limit + 1);
-  if (rows.length === 0 && page.startingAfter !== null && !(await cursorExists(page.startingAfter))) throw new UnknownCursorError(page.startingAfter);
+  if (rows.length === 0 && page.startingAfter !== null && !(await cursorExists(page.startingAfter)))
+    throw new UnknownCursorError(page.startingAfter);
   const has_more = rows.length > page.limit;
   return { data: rows.slice(0, page.limit).map(({ seq: _seq, ...rest }) => rest as Omit<T, 'seq'>), has_more };
 }

@@ -48,7 +48,12 @@ export async function extendHolds(tx: Tx, t: Tenant, decisionId: string, expires
  * off for the transaction it runs in; the review transaction must wait for the
  * disk like any other answer, so it is turned back on.
  */
-export async function applyLimitsInTransaction(tx: Tx, request: LimitRequest, nowMs: number, rateOffsetMs: number | null): Promise<LimitOutcome> {
+export async function applyLimitsInTransaction(
+  tx: Tx,
+  request: LimitRequest,
+  nowMs: number,
+  rateOffsetMs: number | null,
+): Promise<LimitOutcome> {
   const [outcome] = await applyLimitBatch(tx, [request], nowMs, rateOffsetMs);
   await tx`select set_config('synchronous_commit', 'on', true)`;
   return outcome!;
@@ -58,7 +63,12 @@ export async function applyLimitsInTransaction(tx: Tx, request: LimitRequest, no
  * Decisions still awaiting approval whose time is up (of one environment, or
  * of every one: the sweep), the earliest first.
  */
-export function overdueApprovals(sql: SqlOrTx, nowMs: number, limit: number, t?: Tenant): Promise<Array<Tenant & { id: string }>> {
+export function overdueApprovals(
+  sql: SqlOrTx,
+  nowMs: number,
+  limit: number,
+  t?: Tenant,
+): Promise<Array<Tenant & { id: string }>> {
   return sql<Array<Tenant & { id: string }>>`
     select account_id as "accountId", environment, id from decisions
     where status = 'awaiting_approval' and approval_expires_at <= to_timestamp(${nowMs}::float8 / 1000)
@@ -70,10 +80,16 @@ export function overdueApprovals(sql: SqlOrTx, nowMs: number, limit: number, t?:
  * GET /v1/reviews: review decisions with this review status. Open ones oldest
  * first (the queue), approved and denied ones newest first.
  */
-export function listReviews(sql: SqlOrTx, t: Tenant, status: ReviewStatus, page: PageParams): Promise<Page<DecisionRow>> {
+export function listReviews(
+  sql: SqlOrTx,
+  t: Tenant,
+  status: ReviewStatus,
+  page: PageParams,
+): Promise<Page<DecisionRow>> {
   const { accountId, environment } = t;
   const oldestFirst = status === 'open';
-  const cursorSeq = (cursor: string) => sql`(select seq from decisions where account_id = ${accountId} and environment = ${environment} and id = ${cursor})`;
+  const cursorSeq = (cursor: string) =>
+    sql`(select seq from decisions where account_id = ${accountId} and environment = ${environment} and id = ${cursor})`;
   return pageQuery(
     page,
     (cursor, limit) => sql<Array<DecisionRow & { seq: number }>>`
@@ -81,7 +97,10 @@ export function listReviews(sql: SqlOrTx, t: Tenant, status: ReviewStatus, page:
     where account_id = ${accountId} and environment = ${environment} and review_status = ${status}
       ${cursor === null ? sql`` : oldestFirst ? sql`and seq > ${cursorSeq(cursor)}` : sql`and seq < ${cursorSeq(cursor)}`}
     order by seq ${oldestFirst ? sql`asc` : sql`desc`} limit ${limit}`,
-    (cursor) => exists(sql`select 1 from decisions where account_id = ${accountId} and environment = ${environment} and id = ${cursor} and review_status = ${status}`),
+    (cursor) =>
+      exists(
+        sql`select 1 from decisions where account_id = ${accountId} and environment = ${environment} and id = ${cursor} and review_status = ${status}`,
+      ),
   );
 }
 
@@ -90,7 +109,12 @@ export function listReviews(sql: SqlOrTx, t: Tenant, status: ReviewStatus, page:
  * context, once. Undefined when one was already recorded (a repeat) or there
  * is no such decision; the caller reads the decision to say which.
  */
-export async function recordAccessRequest(sql: SqlOrTx, t: Tenant, id: string, context: Record<string, unknown>): Promise<DecisionRow | undefined> {
+export async function recordAccessRequest(
+  sql: SqlOrTx,
+  t: Tenant,
+  id: string,
+  context: Record<string, unknown>,
+): Promise<DecisionRow | undefined> {
   const [row] = await sql<DecisionRow[]>`
     update decisions set review_request_context = ${sql.json(context as never)}
     where account_id = ${t.accountId} and environment = ${t.environment} and id = ${id} and review_request_context is null

@@ -83,7 +83,13 @@ export async function addSessionLabels(sql: SqlOrTx, items: readonly SessionAdd[
  * @example
  * await sessionLabels(sql, { accountId: 'acct_1', environment: 'test' }, 'run-1', Date.now(), 86_400); // => ['private', 'untrusted']
  */
-export async function sessionLabels(sql: SqlOrTx, t: Tenant, sessionId: string, nowMs: number, idleSeconds: number): Promise<string[] | null> {
+export async function sessionLabels(
+  sql: SqlOrTx,
+  t: Tenant,
+  sessionId: string,
+  nowMs: number,
+  idleSeconds: number,
+): Promise<string[] | null> {
   // One definition with the decision path's re-check (functions/authz_session_labels.sql).
   const [row] = await sql<Array<{ labels: string[] | null }>>`
     select authz_session_labels(${t.accountId}, ${t.environment}, ${sessionId}, ${nowMs}::float8, ${idleSeconds}::float8) as labels`;
@@ -98,7 +104,13 @@ export async function sessionLabels(sql: SqlOrTx, t: Tenant, sessionId: string, 
  * const session = await findSession(sql, { accountId: 'acct_1', environment: 'test' }, 'run-1', Date.now(), 86_400);
  * // session?.labels[0] => { label: 'private', source: 'api', ... }
  */
-export async function findSession(sql: SqlOrTx, t: Tenant, sessionId: string, nowMs: number, idleSeconds: number): Promise<SessionRow | undefined> {
+export async function findSession(
+  sql: SqlOrTx,
+  t: Tenant,
+  sessionId: string,
+  nowMs: number,
+  idleSeconds: number,
+): Promise<SessionRow | undefined> {
   const [row] = await sql<Array<{ live: boolean; started_at: Date }>>`
     select authz_session_labels(s.account_id, s.environment, s.session_id, ${nowMs}::float8, ${idleSeconds}::float8) is not null as live, s.started_at from sessions s
     where s.account_id = ${t.accountId} and s.environment = ${t.environment} and s.session_id = ${sessionId}`;
@@ -111,7 +123,13 @@ export async function findSession(sql: SqlOrTx, t: Tenant, sessionId: string, no
       select count(*) as decisions, max(evaluated_at) as last_decision_at from decisions
       where account_id = ${t.accountId} and environment = ${t.environment} and session_id = ${sessionId} and evaluated_at >= ${row.started_at}`,
   ]);
-  return { session_id: sessionId, started_at: row.started_at, labels, decisions: Number(counted!.decisions), last_decision_at: counted!.last_decision_at };
+  return {
+    session_id: sessionId,
+    started_at: row.started_at,
+    labels,
+    decisions: Number(counted!.decisions),
+    last_decision_at: counted!.last_decision_at,
+  };
 }
 
 /**
@@ -121,7 +139,12 @@ export async function findSession(sql: SqlOrTx, t: Tenant, sessionId: string, no
  * @example
  * await deleteEndedSessions(sql, Date.now(), 86_400, 500); // => 3
  */
-export async function deleteEndedSessions(sql: SqlOrTx, nowMs: number, idleSeconds: number, limit: number): Promise<number> {
+export async function deleteEndedSessions(
+  sql: SqlOrTx,
+  nowMs: number,
+  idleSeconds: number,
+  limit: number,
+): Promise<number> {
   const cut = new Date(nowMs - idleSeconds * 1000);
   const rows = await sql`
     delete from sessions d using (
@@ -145,7 +168,12 @@ export async function deleteEndedSessions(sql: SqlOrTx, nowMs: number, idleSecon
  * @example
  * await removeDecisionLabels(tx, { accountId: 'acct_1', environment: 'test' }, 'run-1', 'dec_...');
  */
-export async function removeDecisionLabels(sql: SqlOrTx, t: Tenant, sessionId: string, decisionId: string): Promise<void> {
+export async function removeDecisionLabels(
+  sql: SqlOrTx,
+  t: Tenant,
+  sessionId: string,
+  decisionId: string,
+): Promise<void> {
   await sql`delete from session_labels
     where account_id = ${t.accountId} and environment = ${t.environment} and session_id = ${sessionId}
       and decision_id = ${decisionId} and source = 'policy'`;

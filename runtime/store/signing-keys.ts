@@ -34,11 +34,20 @@ export async function countActiveSigningKeys(sql: SqlOrTx): Promise<number> {
 }
 
 /** Every stored private key (expired ones too), for re-sealing under the current master key. */
-export async function allSigningKeySecrets(sql: SqlOrTx): Promise<Array<Pick<SigningKeyRow, 'kid' | 'private_key' | 'encrypted'>>> {
-  return sql<Array<Pick<SigningKeyRow, 'kid' | 'private_key' | 'encrypted'>>>`select kid, private_key, encrypted from signing_keys order by created_at`;
+export async function allSigningKeySecrets(
+  sql: SqlOrTx,
+): Promise<Array<Pick<SigningKeyRow, 'kid' | 'private_key' | 'encrypted'>>> {
+  return sql<
+    Array<Pick<SigningKeyRow, 'kid' | 'private_key' | 'encrypted'>>
+  >`select kid, private_key, encrypted from signing_keys order by created_at`;
 }
 
 /** Replaces how one private key is stored (the same key, sealed again). */
-export async function updateSigningKeySecret(sql: SqlOrTx, kid: string, privateKey: string, encrypted: boolean): Promise<void> {
+export async function updateSigningKeySecret(
+  sql: SqlOrTx,
+  kid: string,
+  privateKey: string,
+  encrypted: boolean,
+): Promise<void> {
   await sql`update signing_keys set private_key = ${privateKey}, encrypted = ${encrypted} where kid = ${kid}`;
 }

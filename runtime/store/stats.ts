@@ -22,7 +22,13 @@ function inWindow(sql: SqlOrTx, t: Tenant, sinceMs: number, untilMs: number, ids
 }
 
 /** Decisions per minute and effect (read through decisions_by_time, migration 013); minutes without any are absent. */
-export async function decisionsPerMinute(sql: SqlOrTx, t: Tenant, sinceMs: number, untilMs: number, ids: IdBounds | null = null): Promise<MinuteCount[]> {
+export async function decisionsPerMinute(
+  sql: SqlOrTx,
+  t: Tenant,
+  sinceMs: number,
+  untilMs: number,
+  ids: IdBounds | null = null,
+): Promise<MinuteCount[]> {
   return sql<MinuteCount[]>`
     select (floor(extract(epoch from evaluated_at) / 60) * 60000)::float8 as minute_ms, effect, count(*)::int as count
     from decisions where ${inWindow(sql, t, sinceMs, untilMs, ids)}

@@ -27,7 +27,12 @@ const MAX_DEPTH = 5;
 export function isStoreUnavailable(error: unknown, depth = 0): boolean {
   if (typeof error !== 'object' || error === null || depth > MAX_DEPTH) return false;
   if (isTransientStoreError(error)) return true;
-  const { code, severity, cause, errors } = error as { code?: unknown; severity?: unknown; cause?: unknown; errors?: unknown };
+  const { code, severity, cause, errors } = error as {
+    code?: unknown;
+    severity?: unknown;
+    cause?: unknown;
+    errors?: unknown;
+  };
   // FATAL / PANIC: the server ended the session.
   if (severity === 'FATAL' || severity === 'PANIC') return true;
   if (typeof code === 'string' && REFUSED_SQLSTATE.test(code)) return true;

@@ -19,19 +19,30 @@ export interface EndpointRow {
   updated_at: Date;
 }
 
-const ENDPOINT = (sql: SqlOrTx) => sql`account_id, environment, id, url, events, description, status, standard_webhooks, secret, secret_encrypted, created_at, updated_at`;
+const ENDPOINT = (sql: SqlOrTx) =>
+  sql`account_id, environment, id, url, events, description, status, standard_webhooks, secret, secret_encrypted, created_at, updated_at`;
 
 export async function insertEndpoint(sql: SqlOrTx, row: EndpointRow): Promise<void> {
   await sql`insert into webhook_endpoints ${sql(row as never, 'account_id', 'environment', 'id', 'url', 'events', 'description', 'status', 'standard_webhooks', 'secret', 'secret_encrypted', 'created_at', 'updated_at')}`;
 }
 
-export async function findEndpoint(sql: SqlOrTx, accountId: string, environment: Environment, id: string): Promise<EndpointRow | undefined> {
+export async function findEndpoint(
+  sql: SqlOrTx,
+  accountId: string,
+  environment: Environment,
+  id: string,
+): Promise<EndpointRow | undefined> {
   const [row] = await sql<EndpointRow[]>`select ${ENDPOINT(sql)} from webhook_endpoints
     where account_id = ${accountId} and environment = ${environment} and id = ${id}`;
   return row;
 }
 
-export function listEndpoints(sql: SqlOrTx, accountId: string, environment: Environment, page: PageParams): Promise<Page<EndpointRow>> {
+export function listEndpoints(
+  sql: SqlOrTx,
+  accountId: string,
+  environment: Environment,
+  page: PageParams,
+): Promise<Page<EndpointRow>> {
   return pageQuery(
     page,
     (cursor, limit) => sql<Array<EndpointRow & { seq: number }>>`
@@ -39,23 +50,43 @@ export function listEndpoints(sql: SqlOrTx, accountId: string, environment: Envi
     where account_id = ${accountId} and environment = ${environment}
       ${cursor === null ? sql`` : sql`and seq < (select seq from webhook_endpoints where account_id = ${accountId} and environment = ${environment} and id = ${cursor})`}
     order by seq desc limit ${limit}`,
-    (cursor) => exists(sql`select 1 from webhook_endpoints where account_id = ${accountId} and environment = ${environment} and id = ${cursor}`),
+    (cursor) =>
+      exists(
+        sql`select 1 from webhook_endpoints where account_id = ${accountId} and environment = ${environment} and id = ${cursor}`,
+      ),
   );
 }
 
-export type EndpointChange = Partial<Pick<EndpointRow, 'url' | 'events' | 'description' | 'status' | 'standard_webhooks'>>;
+export type EndpointChange = Partial<
+  Pick<EndpointRow, 'url' | 'events' | 'description' | 'status' | 'standard_webhooks'>
+>;
 
-export async function updateEndpoint(sql: SqlOrTx, accountId: string, environment: Environment, id: string, change: EndpointChange, at: Date): Promise<EndpointRow | undefined> {
+export async function updateEndpoint(
+  sql: SqlOrTx,
+  accountId: string,
+  environment: Environment,
+  id: string,
+  change: EndpointChange,
+  at: Date,
+): Promise<EndpointRow | undefined> {
   const values = { ...change, updated_at: at };
-  const [row] = await sql<EndpointRow[]>`update webhook_endpoints set ${sql(values as never, Object.keys(values) as never)}
+  const [row] = await sql<
+    EndpointRow[]
+  >`update webhook_endpoints set ${sql(values as never, Object.keys(values) as never)}
     where account_id = ${accountId} and environment = ${environment} and id = ${id}
     returning ${ENDPOINT(sql)}`;
   return row;
 }
 
 /** Deletes the endpoint with its deliveries and attempts; false when there was none. */
-export async function deleteEndpoint(sql: SqlOrTx, accountId: string, environment: Environment, id: string): Promise<boolean> {
-  const rows = await sql`delete from webhook_endpoints where account_id = ${accountId} and environment = ${environment} and id = ${id} returning id`;
+export async function deleteEndpoint(
+  sql: SqlOrTx,
+  accountId: string,
+  environment: Environment,
+  id: string,
+): Promise<boolean> {
+  const rows =
+    await sql`delete from webhook_endpoints where account_id = ${accountId} and environment = ${environment} and id = ${id} returning id`;
   return rows.length > 0;
 }
 
@@ -175,13 +206,21 @@ export interface DeliveryRow {
   attempt_list: AttemptRow[];
 }
 
-const DELIVERY = (sql: SqlOrTx) => sql`d.id, d.endpoint_id, d.event_id, e.type as event_type, d.status, d.attempts, d.next_attempt_at,
+const DELIVERY = (
+  sql: SqlOrTx,
+) => sql`d.id, d.endpoint_id, d.event_id, e.type as event_type, d.status, d.attempts, d.next_attempt_at,
   d.replay_of, d.created_at,
   coalesce((select jsonb_agg(jsonb_build_object('attempt', a.attempt, 'started_at', a.started_at, 'status_code', a.status_code,
       'error', a.error, 'duration_ms', a.duration_ms, 'next_attempt_at', a.next_attempt_at) order by a.attempt)
     from webhook_attempts a where a.delivery_id = d.id), '[]') as attempt_list`;
 
-export function listDeliveries(sql: SqlOrTx, accountId: string, environment: Environment, endpointId: string, page: PageParams): Promise<Page<DeliveryRow>> {
+export function listDeliveries(
+  sql: SqlOrTx,
+  accountId: string,
+  environment: Environment,
+  endpointId: string,
+  page: PageParams,
+): Promise<Page<DeliveryRow>> {
   return pageQuery(
     page,
     (cursor, limit) => sql<Array<DeliveryRow & { seq: number }>>`
@@ -189,11 +228,20 @@ export function listDeliveries(sql: SqlOrTx, accountId: string, environment: Env
     where d.account_id = ${accountId} and d.environment = ${environment} and d.endpoint_id = ${endpointId}
       ${cursor === null ? sql`` : sql`and d.seq < (select seq from webhook_deliveries where id = ${cursor} and account_id = ${accountId} and environment = ${environment})`}
     order by d.seq desc limit ${limit}`,
-    (cursor) => exists(sql`select 1 from webhook_deliveries where account_id = ${accountId} and environment = ${environment} and id = ${cursor}`),
+    (cursor) =>
+      exists(
+        sql`select 1 from webhook_deliveries where account_id = ${accountId} and environment = ${environment} and id = ${cursor}`,
+      ),
   );
 }
 
-export async function findDelivery(sql: SqlOrTx, accountId: string, environment: Environment, endpointId: string, id: string): Promise<DeliveryRow | undefined> {
+export async function findDelivery(
+  sql: SqlOrTx,
+  accountId: string,
+  environment: Environment,
+  endpointId: string,
+  id: string,
+): Promise<DeliveryRow | undefined> {
   const [row] = await sql<DeliveryRow[]>`
     select ${DELIVERY(sql)} from webhook_deliveries d join events e on e.id = d.event_id
     where d.account_id = ${accountId} and d.environment = ${environment} and d.endpoint_id = ${endpointId} and d.id = ${id}`;
@@ -212,7 +260,10 @@ export async function insertReplay(
 }
 
 /** Gives claimed, unsent attempts back (a stopping dispatcher): due again at once, for any process. */
-export async function releaseClaims(sql: SqlOrTx, claims: ReadonlyArray<{ id: string; attempt: number }>): Promise<void> {
+export async function releaseClaims(
+  sql: SqlOrTx,
+  claims: ReadonlyArray<{ id: string; attempt: number }>,
+): Promise<void> {
   if (claims.length === 0) return;
   await sql`
     update webhook_deliveries d set locked_until = null, attempts = d.attempts - 1

@@ -78,7 +78,11 @@ export function registerRequestSpans(app: FastifyInstance, tracing: Tracing): vo
     const route = request.routeOptions.url ?? request.url.split('?')[0]!;
     const span = tracer.startSpan(`${request.method} ${route}`, {
       kind: SpanKind.SERVER,
-      attributes: { 'http.request.method': request.method, 'http.route': route, 'url.path': request.url.split('?')[0]! },
+      attributes: {
+        'http.request.method': request.method,
+        'http.route': route,
+        'url.path': request.url.split('?')[0]!,
+      },
     });
     request.otelSpan = span;
     // Fastify goes on from done() synchronously: everything after runs in the span's context.

@@ -24,7 +24,13 @@ import type { Sql } from '../store/connect.js';
 import type { DeliveryObserver } from '../metrics/service-metrics.js';
 import { retryTransient } from '../store/transient.js';
 import { eventBodies } from '../events/references.js';
-import { claimDueDeliveries, recordAttempts, releaseClaims, type AttemptResult, type ClaimedDelivery } from '../store/webhooks.js';
+import {
+  claimDueDeliveries,
+  recordAttempts,
+  releaseClaims,
+  type AttemptResult,
+  type ClaimedDelivery,
+} from '../store/webhooks.js';
 import { nextAttemptAfterFailure } from './schedule.js';
 import { sendWebhook, STOPPED } from './send.js';
 import { signWebhookBody } from './signature.js';
@@ -182,16 +188,34 @@ export class WebhookDispatcher {
   private async claimAndSend(): Promise<number> {
     const free = this.maxQueued - this.queued;
     if (free <= 0) return 0;
-    const busy = [...this.endpoints].filter(([, e]) => e.queue.length + e.active >= this.perEndpoint * CLAIM_AHEAD).map(([id]) => id);
-    const claimed = await retryTransient(() => claimDueDeliveries(this.sql, this.clock.now(), free, this.perEndpoint * CLAIM_AHEAD, busy, this.options.leaseSeconds ?? 60), {
-      onRetry: this.options.onError,
-    });
+    const busy = [...this.endpoints]
+      .filter(([, e]) => e.queue.length + e.active >= this.perEndpoint * CLAIM_AHEAD)
+      .map(([id]) => id);
+    const claimed = await retryTransient(
+      () =>
+        claimDueDeliveries(
+          this.sql,
+          this.clock.now(),
+          free,
+          this.perEndpoint * CLAIM_AHEAD,
+          busy,
+          this.options.leaseSeconds ?? 60,
+        ),
+      {
+        onRetry: this.options.onError,
+      },
+    );
     // Decision events stored by reference get their bodies from their decisions (one query, none when there are none).
     const bodies = await retryTransient(
       () =>
         eventBodies(
           this.sql,
-          claimed.map((c) => ({ account_id: c.account_id, environment: c.environment, data: c.event_data, decision_id: c.decision_id })),
+          claimed.map((c) => ({
+            account_id: c.account_id,
+            environment: c.environment,
+            data: c.event_data,
+            decision_id: c.decision_id,
+          })),
         ),
       { onRetry: this.options.onError },
     );
@@ -243,7 +267,12 @@ export class WebhookDispatcher {
           }),
         ),
       );
-      const secret = openText(delivery.secret, delivery.secret_encrypted, this.options.masterKey, 'the webhook secrets');
+      const secret = openText(
+        delivery.secret,
+        delivery.secret_encrypted,
+        this.options.masterKey,
+        'the webhook secrets',
+      );
       const headers: Record<string, string> = {
         'x-service-signature': signWebhookBody(body, secret),
         'x-service-event-id': delivery.event_id,
@@ -261,16 +290,20 @@ export class WebhookDispatcher {
     } catch (error) {
       result = { status_code: null, error: error instanceof Error ? error.message : String(error), duration_ms: 0 };
     }
-    const ok = result.error === null && result.status_code !== null && result.status_code >= 200 && result.status_code < 300;
+    const ok =
+      result.error === null && result.status_code !== null && result.status_code >= 200 && result.status_code < 300;
     if (!ok && result.error === STOPPED) {
       // Cut off by stop: given back as if never claimed (not a failed attempt); else its lease runs out.
-      await retryTransient(() => releaseClaims(this.sql, [{ id: delivery.id, attempt: delivery.attempt }]), { onRetry: this.options.onError }).catch((e: unknown) =>
-        this.options.onError?.(e),
-      );
+      await retryTransient(() => releaseClaims(this.sql, [{ id: delivery.id, attempt: delivery.attempt }]), {
+        onRetry: this.options.onError,
+      }).catch((e: unknown) => this.options.onError?.(e));
       return;
     }
     const next = ok ? null : nextAttemptAfterFailure(delivery.attempt, startedMs);
-    this.options.observer?.attempt(ok ? 'succeeded' : next === null ? 'abandoned' : 'failed', ok ? (this.clock.now() - delivery.event_created_at.getTime()) / 1000 : null);
+    this.options.observer?.attempt(
+      ok ? 'succeeded' : next === null ? 'abandoned' : 'failed',
+      ok ? (this.clock.now() - delivery.event_created_at.getTime()) / 1000 : null,
+    );
     // The endpoint's slot is free once it answered; the record follows in the next batch.
     const record = this.record({
       delivery_id: delivery.id,

@@ -40,7 +40,11 @@ export function sendWebhook(
   signal?: AbortSignal,
 ): Promise<SendResult> {
   const started = now();
-  const done = (status_code: number | null, error: string | null): SendResult => ({ status_code, error, duration_ms: Math.max(0, Math.round(now() - started)) });
+  const done = (status_code: number | null, error: string | null): SendResult => ({
+    status_code,
+    error,
+    duration_ms: Math.max(0, Math.round(now() - started)),
+  });
   const checked = checkWebhookUrl(url, rules);
   if (!checked.ok) return Promise.resolve(done(null, `URL refused: ${checked.reason}`));
   const target = checked.url;
@@ -59,7 +63,12 @@ export function sendWebhook(
       method: 'POST',
       agent: isHttps ? agents.https : agents.http,
       lookup: guardedLookup(rules),
-      headers: { ...headers, 'content-type': 'application/json', 'content-length': String(body.length), 'user-agent': 'agent-authz-webhooks/1' },
+      headers: {
+        ...headers,
+        'content-type': 'application/json',
+        'content-length': String(body.length),
+        'user-agent': 'agent-authz-webhooks/1',
+      },
     });
     const cutOff = (why: string) => {
       // Answered in time, the body still coming: the status stands.

@@ -37,7 +37,11 @@ export function signWebhookBody(body: string | Uint8Array, secret: string): stri
  * Throws a TypeError only for a programming error: an empty or non-string
  * secret, or a body that is neither a string nor bytes (a parsed object).
  */
-export function verifyWebhookSignature(rawBody: string | Uint8Array, header: string | string[] | undefined | null, secret: string): boolean {
+export function verifyWebhookSignature(
+  rawBody: string | Uint8Array,
+  header: string | string[] | undefined | null,
+  secret: string,
+): boolean {
   const expected = hmac(rawBody, secret);
   const value = Array.isArray(header) ? (header.length === 1 ? header[0] : undefined) : header;
   const match = typeof value === 'string' ? SIGNATURE.exec(value.trim()) : null;

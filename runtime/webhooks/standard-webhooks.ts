@@ -39,12 +39,16 @@ export function standardWebhookKey(secret: string): Buffer | null {
 function keyOrThrow(secret: string): Buffer {
   const key = standardWebhookKey(secret);
   // A configuration error, not a bad delivery: refuse loudly.
-  if (key === null) throw new TypeError('a Standard Webhooks secret is whsec_ followed by base64 (the endpoint secret shown at registration)');
+  if (key === null)
+    throw new TypeError(
+      'a Standard Webhooks secret is whsec_ followed by base64 (the endpoint secret shown at registration)',
+    );
   return key;
 }
 
 function hmac(key: Buffer, id: string, timestamp: number, body: string | Uint8Array): Buffer {
-  if (typeof body !== 'string' && !(body instanceof Uint8Array)) throw new TypeError('the body must be the raw bytes (or string) sent, not a parsed object');
+  if (typeof body !== 'string' && !(body instanceof Uint8Array))
+    throw new TypeError('the body must be the raw bytes (or string) sent, not a parsed object');
   return createHmac('sha256', key).update(`${id}.${timestamp}.`).update(body).digest();
 }
 
@@ -62,7 +66,8 @@ export function signStandardWebhook(id: string, timestamp: number, body: string 
 export type HeaderSource = Record<string, string | string[] | undefined> | { get(name: string): string | null };
 
 function header(headers: HeaderSource, name: string): string | undefined {
-  if (typeof (headers as { get?: unknown }).get === 'function') return (headers as { get(name: string): string | null }).get(name) ?? undefined;
+  if (typeof (headers as { get?: unknown }).get === 'function')
+    return (headers as { get(name: string): string | null }).get(name) ?? undefined;
   const record = headers as Record<string, string | string[] | undefined>;
   const key = Object.keys(record).find((k) => k.toLowerCase() === name);
   const value = key === undefined ? undefined : record[key];
@@ -89,7 +94,12 @@ export interface StandardWebhookOptions {
  * @example
  * if (!verifyStandardWebhook(rawBody, request.headers, process.env.WEBHOOK_SECRET!)) return reply.code(401).send();
  */
-export function verifyStandardWebhook(rawBody: string | Uint8Array, headers: HeaderSource, secret: string, options: StandardWebhookOptions = {}): boolean {
+export function verifyStandardWebhook(
+  rawBody: string | Uint8Array,
+  headers: HeaderSource,
+  secret: string,
+  options: StandardWebhookOptions = {},
+): boolean {
   const key = keyOrThrow(secret);
   const id = header(headers, 'webhook-id')?.trim();
   const stamp = header(headers, 'webhook-timestamp')?.trim();
@@ -104,7 +114,12 @@ export function verifyStandardWebhook(rawBody: string | Uint8Array, headers: Hea
   for (const candidate of signatures.split(' ')) {
     if (!candidate.startsWith('v1,')) continue;
     const given = Buffer.from(candidate.slice(3), 'base64');
-    if (given.length === expected.length && timingSafeEqual(given, expected) && given.toString('base64') === candidate.slice(3)) found = true;
+    if (
+      given.length === expected.length &&
+      timingSafeEqual(given, expected) &&
+      given.toString('base64') === candidate.slice(3)
+    )
+      found = true;
   }
   return found;
 }

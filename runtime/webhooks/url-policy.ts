@@ -58,7 +58,8 @@ export function checkWebhookUrl(raw: string, rules: UrlRules): { ok: true; url: 
   } else if (url.protocol !== 'https:' && url.protocol !== 'http:') {
     return fail('webhook URLs must use http or https');
   }
-  if (url.username !== '' || url.password !== '') return fail('credentials (user:pass@) are not allowed in webhook URLs');
+  if (url.username !== '' || url.password !== '')
+    return fail('credentials (user:pass@) are not allowed in webhook URLs');
   if (url.hostname === '') return fail('URL has no host');
   if (url.port !== '') {
     const port = Number(url.port);
@@ -105,7 +106,8 @@ export function addressProblem(address: string, rules: UrlRules): string | null 
 export async function resolveProblem(
   hostname: string,
   rules: UrlRules,
-  lookup: (host: string) => Promise<Array<{ address: string; family: number }>> = (host) => dnsLookupAll(host, { all: true }),
+  lookup: (host: string) => Promise<Array<{ address: string; family: number }>> = (host) =>
+    dnsLookupAll(host, { all: true }),
 ): Promise<string | null> {
   if (isIpLiteral(hostname)) return addressProblem(hostname, rules);
   let addresses: Array<{ address: string; family: number }>;
@@ -131,7 +133,10 @@ export async function resolveProblem(
  * (no DNS rebinding window). Honours options.all (array) and not-all (first
  * address) forms.
  */
-export function guardedLookup(rules: UrlRules, lookup: typeof import('node:dns').lookup = dns.lookup): import('node:net').LookupFunction {
+export function guardedLookup(
+  rules: UrlRules,
+  lookup: typeof import('node:dns').lookup = dns.lookup,
+): import('node:net').LookupFunction {
   return (hostname, options, callback) => {
     // Older callers pass a bare address family instead of an options object.
     const opts: dns.LookupOptions = typeof options === 'number' ? { family: options } : { ...(options ?? {}) };
@@ -143,14 +148,21 @@ export function guardedLookup(rules: UrlRules, lookup: typeof import('node:dns')
       }
       const list = Array.isArray(addresses) ? addresses : [];
       if (list.length === 0) {
-        const e: NodeJS.ErrnoException = Object.assign(new Error(`host ${hostname} does not resolve`), { code: 'ENOTFOUND', hostname });
+        const e: NodeJS.ErrnoException = Object.assign(new Error(`host ${hostname} does not resolve`), {
+          code: 'ENOTFOUND',
+          hostname,
+        });
         callback(e, wantAll ? [] : '', 0);
         return;
       }
       for (const { address } of list) {
         const problem = addressProblem(address, rules);
         if (problem) {
-          const e: NodeJS.ErrnoException = Object.assign(new Error(`host ${hostname} resolves to ${problem}`), { code: FORBIDDEN_CODE, hostname, address });
+          const e: NodeJS.ErrnoException = Object.assign(new Error(`host ${hostname} resolves to ${problem}`), {
+            code: FORBIDDEN_CODE,
+            hostname,
+            address,
+          });
           callback(e, wantAll ? [] : '', 0);
           return;
         }

@@ -42,7 +42,8 @@ function expression(text: string, inputs: Inputs): string {
   return values.find((v) => v !== '') ?? '';
 }
 
-const substitute = (text: string, inputs: Inputs) => text.replace(/\$\{\{(.*?)\}\}/g, (_, e: string) => expression(e, inputs));
+const substitute = (text: string, inputs: Inputs) =>
+  text.replace(/\$\{\{(.*?)\}\}/g, (_, e: string) => expression(e, inputs));
 
 /** `inputs.a != '' && inputs.b != ''`. */
 function condition(text: string | undefined, inputs: Inputs): boolean {
@@ -67,9 +68,18 @@ async function runAction(inputs: Inputs, cwd: string): Promise<StepRun[]> {
     if (!condition(step.if, inputs)) continue;
     const env = Object.fromEntries(Object.entries(step.env ?? {}).map(([k, v]) => [k, substitute(v, inputs)]));
     const result = await new Promise<StepRun>((resolve) => {
-      execFile('bash', ['-e', '-c', step.run!], { cwd, env: { PATH: process.env.PATH, HOME: process.env.HOME, GITHUB_ACTION_PATH: ROOT, ...env } }, (error, stdout, stderr) => {
-        resolve({ name: step.name!, code: error ? Number((error as { code?: number }).code ?? 1) : 0, out: stdout + stderr });
-      });
+      execFile(
+        'bash',
+        ['-e', '-c', step.run!],
+        { cwd, env: { PATH: process.env.PATH, HOME: process.env.HOME, GITHUB_ACTION_PATH: ROOT, ...env } },
+        (error, stdout, stderr) => {
+          resolve({
+            name: step.name!,
+            code: error ? Number((error as { code?: number }).code ?? 1) : 0,
+            out: stdout + stderr,
+          });
+        },
+      );
     });
     runs.push(result);
   }
@@ -112,34 +122,54 @@ describe('action.yml', () => {
       ['Validate policies', 0],
       ['Test policies', 0],
     ]);
-    expect(runs[1]!.out).toContain('coverage: 8/8 policies matched by at least one case, 100% (1 disabled policy not counted)');
+    expect(runs[1]!.out).toContain(
+      'coverage: 8/8 policies matched by at least one case, 100% (1 disabled policy not counted)',
+    );
   });
 
   it('fails with annotations on an invalid policy and on coverage below the minimum', async () => {
     const dir = userRepo();
     const file = join(dir, 'examples', 'purchasing', 'policies.yaml');
-    writeFileSync(file, `${readFileSync(file, 'utf8')}\n  - name: never-tested\n    effect: allow\n    actions: ["reports.export"]\n`);
+    writeFileSync(
+      file,
+      `${readFileSync(file, 'utf8')}\n  - name: never-tested\n    effect: allow\n    actions: ["reports.export"]\n`,
+    );
     const covered = await runAction({ policies: 'examples/purchasing', 'min-coverage': '100' }, dir);
     expect(covered.map((r) => r.code)).toEqual([0, 1]);
-    expect(covered[1]!.out).toMatch(/^::warning file=examples\/purchasing\/policies\.yaml,line=\d+,title=policy not exercised::no test case matches policy pol_never_tested$/m);
-    expect(covered[1]!.out).toMatch(/^::error title=coverage below minimum::coverage \d+\.\d%25 is below the minimum 100%25$/m);
+    expect(covered[1]!.out).toMatch(
+      /^::warning file=examples\/purchasing\/policies\.yaml,line=\d+,title=policy not exercised::no test case matches policy pol_never_tested$/m,
+    );
+    expect(covered[1]!.out).toMatch(
+      /^::error title=coverage below minimum::coverage \d+\.\d%25 is below the minimum 100%25$/m,
+    );
 
     writeFileSync(file, readFileSync(file, 'utf8').replace('effect: allow', 'effect: alow'));
     const invalid = await runAction({ policies: 'examples/purchasing' }, dir);
     expect(invalid[0]!.code).toBe(1);
-    expect(invalid[0]!.out).toMatch(/^::error file=examples\/purchasing\/policies\.yaml,line=\d+,col=\d+,title=policy\.invalid_field::effect must be one of allow, deny, review/m);
+    expect(invalid[0]!.out).toMatch(
+      /^::error file=examples\/purchasing\/policies\.yaml,line=\d+,col=\d+,title=policy\.invalid_field::effect must be one of allow, deny, review/m,
+    );
   });
 
   it("replays the service's decisions with annotations, failing only with fail-on-changes", async () => {
     const dir = userRepo();
     // The change under review: small chat refunds only up to USD 30.
     const file = join(dir, 'examples', 'support', 'policies.yaml');
-    writeFileSync(file, readFileSync(file, 'utf8').replace('amount <= 50 && context.channel', 'amount <= 30 && context.channel'));
+    writeFileSync(
+      file,
+      readFileSync(file, 'utf8').replace('amount <= 50 && context.channel', 'amount <= 30 && context.channel'),
+    );
     const decisions = [10, 40, 45].map((amount, i) =>
       JSON.stringify(
         storedDecision(
           `dec_${i}`,
-          { agent_id: 'support-bot-1', action: 'payments.refund', resource: 'order:1', amount, context: { channel: 'chat' } },
+          {
+            agent_id: 'support-bot-1',
+            action: 'payments.refund',
+            resource: 'order:1',
+            amount,
+            context: { channel: 'chat' },
+          },
           { effect: 'allow', reason: 'policy.matched', policy_id: 'pol_support_refund_small_chat' },
         ),
       ),

@@ -6,7 +6,15 @@
  * the model is a scripted implementation of its `Model` interface: no HTTP to
  * any LLM, and tracing is off.
  */
-import { Agent, run, setTracingDisabled, Usage, type Model, type ModelRequest, type ModelResponse } from '@openai/agents';
+import {
+  Agent,
+  run,
+  setTracingDisabled,
+  Usage,
+  type Model,
+  type ModelRequest,
+  type ModelResponse,
+} from '@openai/agents';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -35,8 +43,19 @@ class ScriptedModel implements Model {
   }
 }
 
-const call = (name: string, callId: string, args: unknown) => ({ type: 'function_call' as const, name, callId, arguments: JSON.stringify(args), status: 'completed' as const });
-const say = (text: string) => ({ type: 'message' as const, role: 'assistant' as const, status: 'completed' as const, content: [{ type: 'output_text' as const, text }] });
+const call = (name: string, callId: string, args: unknown) => ({
+  type: 'function_call' as const,
+  name,
+  callId,
+  arguments: JSON.stringify(args),
+  status: 'completed' as const,
+});
+const say = (text: string) => ({
+  type: 'message' as const,
+  role: 'assistant' as const,
+  status: 'completed' as const,
+  content: [{ type: 'output_text' as const, text }],
+});
 
 /** The text the model was given as the output of a call, in a later request. */
 function outputSeen(model: ScriptedModel, callId: string): string | undefined {
@@ -55,9 +74,13 @@ function outputSeen(model: ScriptedModel, callId: string): string | undefined {
 
 it('package.json exports ./adapters/openai-agents, the built module with createAgentsToolGuard', async () => {
   ensureProxyBuilt();
-  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { exports: Record<string, string> };
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    exports: Record<string, string>;
+  };
   expect(pkg.exports['./adapters/openai-agents']).toBe('./dist/clients/adapters/openai-agents.js');
-  const built = (await import(new URL(`../../${pkg.exports['./adapters/openai-agents']}`, import.meta.url).href)) as Record<string, unknown>;
+  const built = (await import(
+    new URL(`../../${pkg.exports['./adapters/openai-agents']}`, import.meta.url).href
+  )) as Record<string, unknown>;
   expect(typeof built.createAgentsToolGuard).toBe('function');
 }, 180_000);
 
@@ -77,7 +100,11 @@ describe.each(STORE_KINDS)('OpenAI Agents SDK adapter (%s store)', (kind) => {
     const agentId = supportAgent(tag);
     const ran: string[] = [];
     const seen: Decision[] = [];
-    const guard = createAgentsToolGuard({ authz: svc.authz, agent_id: agentId, ...(interruptOn ? { interruptOn } : {}) });
+    const guard = createAgentsToolGuard({
+      authz: svc.authz,
+      agent_id: agentId,
+      ...(interruptOn ? { interruptOn } : {}),
+    });
     const refund = guard.tool({
       name: 'refund_order',
       description: 'Refund an order',
@@ -111,7 +138,11 @@ describe.each(STORE_KINDS)('OpenAI Agents SDK adapter (%s store)', (kind) => {
       name: 'read_file',
       description: 'Read a file',
       parameters: z.object({ path: z.string() }),
-      authorization: { action: 'files.read', resource: (i) => `file:${i.path}`, labels: (_i, result) => (String(result).includes('salary') ? ['private', 'pii'] : ['private']) },
+      authorization: {
+        action: 'files.read',
+        resource: (i) => `file:${i.path}`,
+        labels: (_i, result) => (String(result).includes('salary') ? ['private', 'pii'] : ['private']),
+      },
       execute: async ({ path }) => `salary table from ${path}`,
     });
     const sendEmail = guard.tool({
@@ -123,8 +154,15 @@ describe.each(STORE_KINDS)('OpenAI Agents SDK adapter (%s store)', (kind) => {
     });
     const readId = callId();
     const mailId = callId();
-    const model = new ScriptedModel([[call('read_file', readId, { path: 'hr/salaries.csv' })], [call('send_email', mailId, { to: 'x@out.example' })], [say('stopped')]]);
-    const result = await run(new Agent({ name: 'assistant', model, tools: [readFile, sendEmail] }), 'Mail the salaries out');
+    const model = new ScriptedModel([
+      [call('read_file', readId, { path: 'hr/salaries.csv' })],
+      [call('send_email', mailId, { to: 'x@out.example' })],
+      [say('stopped')],
+    ]);
+    const result = await run(
+      new Agent({ name: 'assistant', model, tools: [readFile, sendEmail] }),
+      'Mail the salaries out',
+    );
     expect(result.finalOutput).toBe('stopped');
     expect(outputSeen(model, readId)).toBe('salary table from hr/salaries.csv');
     const [mail, read] = await svc.decisionsOf(agentId);
@@ -133,8 +171,15 @@ describe.each(STORE_KINDS)('OpenAI Agents SDK adapter (%s store)', (kind) => {
       ['pii', 'api'],
       ['private', 'api'],
     ]);
-    expect(mail).toMatchObject({ action: 'email.send', effect: 'deny', policy_id: 'pol_mail_after_private', metadata: { session_labels: ['pii', 'private'] } });
-    expect(outputSeen(model, mailId)).toBe(`Denied by agent-authz: policy.matched (decision ${mail!.id}). The tool was not called.`);
+    expect(mail).toMatchObject({
+      action: 'email.send',
+      effect: 'deny',
+      policy_id: 'pol_mail_after_private',
+      metadata: { session_labels: ['pii', 'private'] },
+    });
+    expect(outputSeen(model, mailId)).toBe(
+      `Denied by agent-authz: policy.matched (decision ${mail!.id}). The tool was not called.`,
+    );
   });
 
   it('an allowed call runs with its decision and permit, and is confirmed with the amount', async () => {
@@ -168,13 +213,18 @@ describe.each(STORE_KINDS)('OpenAI Agents SDK adapter (%s store)', (kind) => {
     expect(s.ran).toEqual([]);
     const decisions = await svc.decisionsOf(s.agentId);
     expect(decisions).toHaveLength(1);
-    expect(outputSeen(model, id)).toBe(`Denied by agent-authz: policy.matched (decision ${decisions[0]!.id}). The tool was not called.`);
+    expect(outputSeen(model, id)).toBe(
+      `Denied by agent-authz: policy.matched (decision ${decisions[0]!.id}). The tool was not called.`,
+    );
   });
 
   it("interruptOn 'review': a review decision stops the run (needsApproval); approved, the same decision runs and is confirmed", async () => {
     const s = setup('oa-review', 'review');
     const id = callId();
-    const model = new ScriptedModel([[call('refund_order', id, { order_id: '2002', amount: 80 })], [say('refunded after review')]]);
+    const model = new ScriptedModel([
+      [call('refund_order', id, { order_id: '2002', amount: 80 })],
+      [say('refunded after review')],
+    ]);
     const agent = new Agent({ name: 'support', model, tools: s.tools });
     let result = await run(agent, 'Refund order 2002, 80 USD');
     expect(result.interruptions).toHaveLength(1);
@@ -196,7 +246,10 @@ describe.each(STORE_KINDS)('OpenAI Agents SDK adapter (%s store)', (kind) => {
   it("interruptOn 'review': rejected by the human, the work never runs and release() rejects the decision", async () => {
     const s = setup('oa-refuse', 'review');
     const id = callId();
-    const model = new ScriptedModel([[call('refund_order', id, { order_id: '3003', amount: 90 })], [say('not refunded')]]);
+    const model = new ScriptedModel([
+      [call('refund_order', id, { order_id: '3003', amount: 90 })],
+      [say('not refunded')],
+    ]);
     const agent = new Agent({ name: 'support', model, tools: s.tools });
     let result = await run(agent, 'Refund order 3003, 90 USD');
     const item = result.interruptions[0]!;

@@ -25,12 +25,22 @@ function scriptedModel(calls: Array<{ id: string; tool: string; input: unknown }
   return new MockLanguageModelV3({
     doGenerate: [
       {
-        content: calls.map((c) => ({ type: 'tool-call' as const, toolCallId: c.id, toolName: c.tool, input: JSON.stringify(c.input) })),
+        content: calls.map((c) => ({
+          type: 'tool-call' as const,
+          toolCallId: c.id,
+          toolName: c.tool,
+          input: JSON.stringify(c.input),
+        })),
         finishReason: { unified: 'tool-calls', raw: 'tool_calls' },
         usage,
         warnings: [],
       },
-      { content: [{ type: 'text', text: 'done' }], finishReason: { unified: 'stop', raw: 'stop' }, usage, warnings: [] },
+      {
+        content: [{ type: 'text', text: 'done' }],
+        finishReason: { unified: 'stop', raw: 'stop' },
+        usage,
+        warnings: [],
+      },
     ],
   });
 }
@@ -48,9 +58,14 @@ function toolOutputsSeen(model: MockLanguageModelV3): Record<string, unknown> {
 
 it('package.json exports ./adapters/vercel-ai, the built module with guardedTool', async () => {
   ensureProxyBuilt();
-  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { exports: Record<string, string> };
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    exports: Record<string, string>;
+  };
   expect(pkg.exports['./adapters/vercel-ai']).toBe('./dist/clients/adapters/vercel-ai.js');
-  const built = (await import(new URL(`../../${pkg.exports['./adapters/vercel-ai']}`, import.meta.url).href)) as Record<string, unknown>;
+  const built = (await import(new URL(`../../${pkg.exports['./adapters/vercel-ai']}`, import.meta.url).href)) as Record<
+    string,
+    unknown
+  >;
   expect(typeof built.guardedTool).toBe('function');
 }, 180_000);
 
@@ -65,7 +80,13 @@ describe.each(STORE_KINDS)('Vercel AI SDK adapter (%s store)', (kind) => {
 
   function tools(agentId: string, ran: string[]) {
     const refund = guardedTool(
-      { authz: svc.authz, agent_id: agentId, action: 'payments.refund', resource: (i: { order_id: string; amount: number }) => `order:${i.order_id}`, amount: (i) => i.amount },
+      {
+        authz: svc.authz,
+        agent_id: agentId,
+        action: 'payments.refund',
+        resource: (i: { order_id: string; amount: number }) => `order:${i.order_id}`,
+        amount: (i) => i.amount,
+      },
       {
         description: 'Refund an order',
         inputSchema: z.object({ order_id: z.string(), amount: z.number() }),
@@ -76,7 +97,12 @@ describe.each(STORE_KINDS)('Vercel AI SDK adapter (%s store)', (kind) => {
       },
     );
     const deleteCustomer = guardedTool(
-      { authz: svc.authz, agent_id: agentId, action: 'customers.delete', resource: (i: { customer_id: string }) => `customer:${i.customer_id}` },
+      {
+        authz: svc.authz,
+        agent_id: agentId,
+        action: 'customers.delete',
+        resource: (i: { customer_id: string }) => `customer:${i.customer_id}`,
+      },
       {
         description: 'Delete a customer',
         inputSchema: z.object({ customer_id: z.string() }),
@@ -87,7 +113,12 @@ describe.each(STORE_KINDS)('Vercel AI SDK adapter (%s store)', (kind) => {
       },
     );
     const lookup = guardedTool(
-      { authz: svc.authz, agent_id: agentId, action: 'orders.read', resource: (i: { order_id: string }) => `order:${i.order_id}` },
+      {
+        authz: svc.authz,
+        agent_id: agentId,
+        action: 'orders.read',
+        resource: (i: { order_id: string }) => `order:${i.order_id}`,
+      },
       {
         description: 'Look up an order',
         inputSchema: z.object({ order_id: z.string() }),
@@ -105,11 +136,19 @@ describe.each(STORE_KINDS)('Vercel AI SDK adapter (%s store)', (kind) => {
     const authz = svc.inSession(session);
     const readFile = guardedTool(
       { authz, agent_id: agentId, action: 'files.read', resource: (i: { path: string }) => `file:${i.path}`, labels },
-      { description: 'Read a file', inputSchema: z.object({ path: z.string() }), execute: async ({ path }) => `contents of ${path}` },
+      {
+        description: 'Read a file',
+        inputSchema: z.object({ path: z.string() }),
+        execute: async ({ path }) => `contents of ${path}`,
+      },
     );
     const sendEmail = guardedTool(
       { authz, agent_id: agentId, action: 'email.send', resource: (i: { to: string }) => `mailto:${i.to}` },
-      { description: 'Send an e-mail', inputSchema: z.object({ to: z.string(), body: z.string() }), execute: async ({ to }) => `sent to ${to}` },
+      {
+        description: 'Send an e-mail',
+        inputSchema: z.object({ to: z.string(), body: z.string() }),
+        execute: async ({ to }) => `sent to ${to}`,
+      },
     );
     return { authz, tools: { read_file: readFile, send_email: sendEmail } };
   }
@@ -123,13 +162,27 @@ describe.each(STORE_KINDS)('Vercel AI SDK adapter (%s store)', (kind) => {
     expect(toolOutputsSeen(first)['call-read-1']).toMatchObject({ type: 'text', value: 'contents of hr/salaries.csv' });
     const [read] = await svc.decisionsOf(agentId);
     const labels = (await authz.getSession()).labels;
-    expect(labels).toEqual([{ label: 'private', added_at: expect.any(String), source: 'api', detail: `result of files.read (decision ${read!.id})` }]);
-    const second = scriptedModel([{ id: 'call-mail-1', tool: 'send_email', input: { to: 'x@out.example', body: 'salaries' } }]);
+    expect(labels).toEqual([
+      {
+        label: 'private',
+        added_at: expect.any(String),
+        source: 'api',
+        detail: `result of files.read (decision ${read!.id})`,
+      },
+    ]);
+    const second = scriptedModel([
+      { id: 'call-mail-1', tool: 'send_email', input: { to: 'x@out.example', body: 'salaries' } },
+    ]);
     const result = await generateText({ model: second, tools: t, stopWhen: stepCountIs(3), prompt: 'Mail them out' });
     const error = result.steps[0]!.content.find((p) => p.type === 'tool-error');
     expect((error as { error: DecisionDeniedError }).error).toBeInstanceOf(DecisionDeniedError);
     const [mail] = await svc.decisionsOf(agentId);
-    expect(mail).toMatchObject({ action: 'email.send', effect: 'deny', policy_id: 'pol_mail_after_private', metadata: { session_labels: ['private'] } });
+    expect(mail).toMatchObject({
+      action: 'email.send',
+      effect: 'deny',
+      policy_id: 'pol_mail_after_private',
+      metadata: { session_labels: ['private'] },
+    });
   });
 
   it('labels that cannot be added withhold the result: the call fails and its decision is rejected', async () => {
@@ -148,7 +201,12 @@ describe.each(STORE_KINDS)('Vercel AI SDK adapter (%s store)', (kind) => {
     const agentId = supportAgent('vercel-ok');
     const ran: string[] = [];
     const model = scriptedModel([{ id: 'call-ok-1', tool: 'refund', input: { order_id: '1001', amount: 20 } }]);
-    const result = await generateText({ model, tools: tools(agentId, ran), stopWhen: stepCountIs(3), prompt: 'Refund order 1001, 20 USD' });
+    const result = await generateText({
+      model,
+      tools: tools(agentId, ran),
+      stopWhen: stepCountIs(3),
+      prompt: 'Refund order 1001, 20 USD',
+    });
     expect(result.text).toBe('done');
     expect(ran).toEqual(['refund 1001 20 call-ok-1']);
     const [d] = await svc.decisionsOf(agentId);
@@ -162,7 +220,10 @@ describe.each(STORE_KINDS)('Vercel AI SDK adapter (%s store)', (kind) => {
       args_digest: argsDigest({ order_id: '1001', amount: 20 }),
       context: { tool: { call_id: 'call-ok-1', arguments: { order_id: '1001', amount: 20 } } },
     });
-    expect(toolOutputsSeen(model)['call-ok-1']).toMatchObject({ type: 'json', value: { refunded: 20, decision: d!.id } });
+    expect(toolOutputsSeen(model)['call-ok-1']).toMatchObject({
+      type: 'json',
+      value: { refunded: 20, decision: d!.id },
+    });
     expect(await svc.refundBudget(agentId)).toMatchObject({ consumed: 20, held: 0 });
   });
 
@@ -170,21 +231,33 @@ describe.each(STORE_KINDS)('Vercel AI SDK adapter (%s store)', (kind) => {
     const agentId = supportAgent('vercel-deny');
     const ran: string[] = [];
     const model = scriptedModel([{ id: 'call-del-1', tool: 'delete_customer', input: { customer_id: 'cus_9' } }]);
-    const result = await generateText({ model, tools: tools(agentId, ran), stopWhen: stepCountIs(3), prompt: 'Delete customer cus_9' });
+    const result = await generateText({
+      model,
+      tools: tools(agentId, ran),
+      stopWhen: stepCountIs(3),
+      prompt: 'Delete customer cus_9',
+    });
     expect(ran).toEqual([]);
     const [d] = await svc.decisionsOf(agentId);
     expect(d).toMatchObject({ effect: 'deny', reason: 'policy.matched', policy_id: 'pol_delete', status: 'denied' });
     const error = result.steps[0]!.content.find((p) => p.type === 'tool-error');
     expect(error?.type === 'tool-error' && error.error).toBeInstanceOf(DecisionDeniedError);
     expect(((error as { error: DecisionDeniedError }).error.decision as Decision).id).toBe(d!.id);
-    expect(JSON.stringify(toolOutputsSeen(model)['call-del-1'])).toContain(`customers.delete denied for ${agentId}: policy.matched (${d!.id})`);
+    expect(JSON.stringify(toolOutputsSeen(model)['call-del-1'])).toContain(
+      `customers.delete denied for ${agentId}: policy.matched (${d!.id})`,
+    );
   });
 
   it('work that throws rejects the decision, and the SDK reports the work error', async () => {
     const agentId = supportAgent('vercel-throw');
     const ran: string[] = [];
     const model = scriptedModel([{ id: 'call-look-1', tool: 'lookup', input: { order_id: '77' } }]);
-    const result = await generateText({ model, tools: tools(agentId, ran), stopWhen: stepCountIs(3), prompt: 'Look up order 77' });
+    const result = await generateText({
+      model,
+      tools: tools(agentId, ran),
+      stopWhen: stepCountIs(3),
+      prompt: 'Look up order 77',
+    });
     expect(ran).toEqual(['lookup 77']);
     expect((await svc.decisionsOf(agentId))[0]).toMatchObject({ effect: 'allow', status: 'rejected' });
     const error = result.steps[0]!.content.find((p) => p.type === 'tool-error');
@@ -198,6 +271,10 @@ describe.each(STORE_KINDS)('Vercel AI SDK adapter (%s store)', (kind) => {
     const out = await refund.execute!({ order_id: '5', amount: 70 }, { toolCallId: 'direct-1', messages: [] });
     expect(out).toMatchObject({ refunded: 70 });
     // Over 50: a review decision, which runs (flagged for a human) and is confirmed.
-    expect((await svc.decisionsOf(agentId))[0]).toMatchObject({ effect: 'review', status: 'confirmed', policy_id: 'pol_refund_large' });
+    expect((await svc.decisionsOf(agentId))[0]).toMatchObject({
+      effect: 'review',
+      status: 'confirmed',
+      policy_id: 'pol_refund_large',
+    });
   });
 });

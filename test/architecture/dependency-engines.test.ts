@@ -44,14 +44,17 @@ describe('engines.node across the dependency tree', () => {
       ['<=20.18', '20.18.5', true],
       ['*', '20.19.0', true],
     ];
-    for (const [range, version, expected] of cases) expect(admits(range, version), `${range} admits ${version}`).toBe(expected);
+    for (const [range, version, expected] of cases)
+      expect(admits(range, version), `${range} admits ${version}`).toBe(expected);
     expect(() => admits('1.0.0 - 2.0.0', '1.5.0')).toThrow();
     expect(() => admits('>=latest', '1.0.0')).toThrow();
     expect(lowest).toBe('20.19.0');
   });
 
   it("every package admits the project's lowest Node (package.json engines.node)", () => {
-    const packages = Object.entries(lock.packages as Record<string, { version?: string; engines?: { node?: string } | string[] }>);
+    const packages = Object.entries(
+      lock.packages as Record<string, { version?: string; engines?: { node?: string } | string[] }>,
+    );
     expect(packages.length).toBeGreaterThan(100);
     const refusing: string[] = [];
     let checked = 0;
@@ -59,10 +62,14 @@ describe('engines.node across the dependency tree', () => {
       const range = !Array.isArray(info.engines) ? info.engines?.node : undefined;
       if (range === undefined) continue;
       checked++;
-      if (!admits(range, lowest)) refusing.push(`${path.replace(/^.*node_modules\//, '') || pkg.name}@${info.version}: engines.node ${range}`);
+      if (!admits(range, lowest))
+        refusing.push(`${path.replace(/^.*node_modules\//, '') || pkg.name}@${info.version}: engines.node ${range}`);
     }
     expect(checked).toBeGreaterThan(50);
-    expect(refusing, `these want a newer Node than ${lowest}: override them (package.json "overrides") or raise engines.node`).toEqual([]);
+    expect(
+      refusing,
+      `these want a newer Node than ${lowest}: override them (package.json "overrides") or raise engines.node`,
+    ).toEqual([]);
   });
 
   it('the override of cookie under light-my-request is in force in the lock', () => {

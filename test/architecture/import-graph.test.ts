@@ -10,7 +10,16 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { importCycles, importEdges, nonReexportStatements, PRESENTERS, publicFormLiterals, RULES, violations, type ImportEdge } from './import-graph.js';
+import {
+  importCycles,
+  importEdges,
+  nonReexportStatements,
+  PRESENTERS,
+  publicFormLiterals,
+  RULES,
+  violations,
+  type ImportEdge,
+} from './import-graph.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -43,7 +52,10 @@ describe('import graph', () => {
 
   it('reads the imports of the tree', () => {
     expect(edges.length).toBeGreaterThan(300);
-    expect(edges).toContainEqual({ from: 'runtime/routes/decisions.ts', to: 'runtime/domain/decisions.ts' } satisfies ImportEdge);
+    expect(edges).toContainEqual({
+      from: 'runtime/routes/decisions.ts',
+      to: 'runtime/domain/decisions.ts',
+    } satisfies ImportEdge);
   });
 
   it('keeps every rule', () => {
@@ -62,15 +74,24 @@ describe('import graph', () => {
     ];
     expect(importCycles(chain)).toEqual([]);
     const typeBack: ImportEdge = { from: 'runtime/presenters/c.ts', to: 'runtime/domain/a.ts', typeOnly: true };
-    expect(importCycles([...chain, typeBack])).toEqual([['runtime/domain/a.ts', 'runtime/events/b.ts', 'runtime/presenters/c.ts', 'runtime/domain/a.ts']]);
+    expect(importCycles([...chain, typeBack])).toEqual([
+      ['runtime/domain/a.ts', 'runtime/events/b.ts', 'runtime/presenters/c.ts', 'runtime/domain/a.ts'],
+    ]);
     expect(importCycles([{ from: 'clients/x.ts', to: 'clients/x.ts' }])).toEqual([['clients/x.ts', 'clients/x.ts']]);
   });
 
   it('reads type-only imports as such', () => {
     const typeOnly = imports.filter((e) => e.typeOnly);
     expect(typeOnly.length).toBeGreaterThan(100);
-    expect(typeOnly).toContainEqual({ from: 'runtime/presenters/budget.ts', to: 'runtime/domain/budgets.ts', typeOnly: true } satisfies ImportEdge);
-    expect(imports).toContainEqual({ from: 'runtime/presenters/decision.ts', to: 'runtime/domain/decision-state.ts' } satisfies ImportEdge);
+    expect(typeOnly).toContainEqual({
+      from: 'runtime/presenters/budget.ts',
+      to: 'runtime/domain/budgets.ts',
+      typeOnly: true,
+    } satisfies ImportEdge);
+    expect(imports).toContainEqual({
+      from: 'runtime/presenters/decision.ts',
+      to: 'runtime/domain/decision-state.ts',
+    } satisfies ImportEdge);
   });
 
   it('builds public forms (`object: ...`) only in the presenters', () => {
@@ -81,8 +102,18 @@ describe('import graph', () => {
   });
 
   it('tells a public form literal from a type and a comment', () => {
-    expect(publicFormLiterals('r.ts', "const a = { id, object: 'api_key', revoked: true };\nreturn { 'object': `list`, data };")).toEqual(['r.ts:1', 'r.ts:2']);
-    expect(publicFormLiterals('r.ts', "interface L { object: 'list'; data: T[] }\n/** { object: 'list' } */\nconst k = { object: kind };")).toEqual([]);
+    expect(
+      publicFormLiterals(
+        'r.ts',
+        "const a = { id, object: 'api_key', revoked: true };\nreturn { 'object': `list`, data };",
+      ),
+    ).toEqual(['r.ts:1', 'r.ts:2']);
+    expect(
+      publicFormLiterals(
+        'r.ts',
+        "interface L { object: 'list'; data: T[] }\n/** { object: 'list' } */\nconst k = { object: kind };",
+      ),
+    ).toEqual([]);
   });
 
   it('compiler/index.ts only re-exports', () => {
@@ -118,7 +149,8 @@ describe('import graph', () => {
       [14, { from: 'permit-verifier/create-verifier.ts', to: 'clients/typescript/types.ts', typeOnly: true }],
     ];
     expect(new Set(bad.map(([i]) => i)).size).toBe(RULES.length);
-    for (const [i, edge] of bad) expect(RULES[i]!.check(edge), `${RULES[i]!.name}: ${edge.from} -> ${edge.to}`).not.toBeNull();
+    for (const [i, edge] of bad)
+      expect(RULES[i]!.check(edge), `${RULES[i]!.name}: ${edge.from} -> ${edge.to}`).not.toBeNull();
     const good: ImportEdge[] = [
       { from: 'runtime/routes/agents.ts', to: 'runtime/domain/agents.ts' },
       { from: 'runtime/domain/decisions.ts', to: 'compiler/index.ts' },

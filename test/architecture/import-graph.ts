@@ -25,7 +25,11 @@ export interface Rule {
 const isIn = (file: string, folder: string) => file.startsWith(`${folder}/`);
 
 /** The compiler's leaves the clients may import (the action grammar, the AuthZEN action rule, globs for the gateway's output labels): one definition for both sides. */
-export const CLIENT_SHARED_COMPILER = ['compiler/patterns/action.ts', 'compiler/patterns/action-names.ts', 'compiler/patterns/glob.ts'];
+export const CLIENT_SHARED_COMPILER = [
+  'compiler/patterns/action.ts',
+  'compiler/patterns/action-names.ts',
+  'compiler/patterns/glob.ts',
+];
 /** The state of a decision at a time: a leaf every layer asks (domain services, presenters, event bodies). */
 export const DECISION_STATE = 'runtime/domain/decision-state.ts';
 /** Starts every background task of a server process (docs/architecture.md, background/). */
@@ -35,12 +39,17 @@ const isRelative = (to: string) => to.includes('/') && !to.startsWith('@') && /\
 export const RULES: Rule[] = [
   {
     name: 'routes never import the store',
-    check: (e) => (isIn(e.from, 'runtime/routes') && isIn(e.to, 'runtime/store') ? `${e.from} imports ${e.to}: call a domain service` : null),
+    check: (e) =>
+      isIn(e.from, 'runtime/routes') && isIn(e.to, 'runtime/store')
+        ? `${e.from} imports ${e.to}: call a domain service`
+        : null,
   },
   {
     name: 'runtime, bench and examples reach the compiler only through compiler/index.ts',
     check: (e) =>
-      (isIn(e.from, 'runtime') || isIn(e.from, 'bench') || isIn(e.from, 'examples')) && isIn(e.to, 'compiler') && e.to !== 'compiler/index.ts'
+      (isIn(e.from, 'runtime') || isIn(e.from, 'bench') || isIn(e.from, 'examples')) &&
+      isIn(e.to, 'compiler') &&
+      e.to !== 'compiler/index.ts'
         ? `${e.from} imports ${e.to}: import it from compiler/index.ts`
         : null,
   },
@@ -62,52 +71,87 @@ export const RULES: Rule[] = [
   {
     name: 'domain services, presenters, events and shared utilities know no HTTP',
     check: (e) =>
-      ['runtime/domain', 'runtime/presenters', 'runtime/events', 'runtime/shared', 'runtime/store'].some((f) => isIn(e.from, f)) &&
-      (isIn(e.to, 'runtime/routes') || isIn(e.to, 'runtime/http') || e.to === 'fastify' || e.to === 'runtime/app.ts' || e.to === 'runtime/services.ts')
+      ['runtime/domain', 'runtime/presenters', 'runtime/events', 'runtime/shared', 'runtime/store'].some((f) =>
+        isIn(e.from, f),
+      ) &&
+      (isIn(e.to, 'runtime/routes') ||
+        isIn(e.to, 'runtime/http') ||
+        e.to === 'fastify' ||
+        e.to === 'runtime/app.ts' ||
+        e.to === 'runtime/services.ts')
         ? `${e.from} imports ${e.to}`
         : null,
   },
   {
     name: 'the clients (the TypeScript client, the MCP proxy, the framework adapters) import nothing from the runtime, and from the compiler only its leaves shared with them',
-    check: (e) => (isIn(e.from, 'clients') && (isIn(e.to, 'runtime') || (isIn(e.to, 'compiler') && !CLIENT_SHARED_COMPILER.includes(e.to))) ? `${e.from} imports ${e.to}` : null),
+    check: (e) =>
+      isIn(e.from, 'clients') &&
+      (isIn(e.to, 'runtime') || (isIn(e.to, 'compiler') && !CLIENT_SHARED_COMPILER.includes(e.to)))
+        ? `${e.from} imports ${e.to}`
+        : null,
   },
   {
     name: 'the runtime takes nothing from the clients but the generated wire types',
-    check: (e) => (isIn(e.from, 'runtime') && isIn(e.to, 'clients') && e.to !== 'clients/typescript/wire.ts' ? `${e.from} imports ${e.to}: only clients/typescript/wire.ts` : null),
+    check: (e) =>
+      isIn(e.from, 'runtime') && isIn(e.to, 'clients') && e.to !== 'clients/typescript/wire.ts'
+        ? `${e.from} imports ${e.to}: only clients/typescript/wire.ts`
+        : null,
   },
   {
     name: 'shared utilities import nothing of the project but each other and the clock',
-    check: (e) => (isIn(e.from, 'runtime/shared') && isRelative(e.to) && !isIn(e.to, 'runtime/shared') && e.to !== 'runtime/clock.ts' ? `${e.from} imports ${e.to}` : null),
+    check: (e) =>
+      isIn(e.from, 'runtime/shared') && isRelative(e.to) && !isIn(e.to, 'runtime/shared') && e.to !== 'runtime/clock.ts'
+        ? `${e.from} imports ${e.to}`
+        : null,
   },
   {
     name: 'the compiler leaves shared with the clients import nothing but each other',
-    check: (e) => (CLIENT_SHARED_COMPILER.includes(e.from) && !CLIENT_SHARED_COMPILER.includes(e.to) ? `${e.from} imports ${e.to}` : null),
+    check: (e) =>
+      CLIENT_SHARED_COMPILER.includes(e.from) && !CLIENT_SHARED_COMPILER.includes(e.to)
+        ? `${e.from} imports ${e.to}`
+        : null,
   },
   {
     name: 'the decision state is a leaf: it imports nothing but the store types',
-    check: (e) => (e.from === DECISION_STATE && !(isIn(e.to, 'runtime/store') && e.typeOnly) ? `${e.from} imports ${e.to}${e.typeOnly ? '' : ' (values)'}` : null),
+    check: (e) =>
+      e.from === DECISION_STATE && !(isIn(e.to, 'runtime/store') && e.typeOnly)
+        ? `${e.from} imports ${e.to}${e.typeOnly ? '' : ' (values)'}`
+        : null,
   },
   {
     name: 'presenters and event bodies import only types from the domain (values only from the decision state leaf)',
     check: (e) =>
-      (isIn(e.from, 'runtime/presenters') || isIn(e.from, 'runtime/events')) && isIn(e.to, 'runtime/domain') && !e.typeOnly && e.to !== DECISION_STATE
+      (isIn(e.from, 'runtime/presenters') || isIn(e.from, 'runtime/events')) &&
+      isIn(e.to, 'runtime/domain') &&
+      !e.typeOnly &&
+      e.to !== DECISION_STATE
         ? `${e.from} imports values of ${e.to}: the domain hands a presenter plain data`
         : null,
   },
   {
     name: 'domain services never import the presenters (domain rules live in domain/; a service hands plain data to a presenter, events/build.ts builds event bodies with them)',
-    check: (e) => (isIn(e.from, 'runtime/domain') && isIn(e.to, 'runtime/presenters') ? `${e.from} imports ${e.to}: move the rule into runtime/domain/` : null),
+    check: (e) =>
+      isIn(e.from, 'runtime/domain') && isIn(e.to, 'runtime/presenters')
+        ? `${e.from} imports ${e.to}: move the rule into runtime/domain/`
+        : null,
   },
   {
     name: 'the runtime starts its background work only through runtime/background/start.ts (startBackground: authz serve and the test helper alike)',
     check: (e) =>
-      isIn(e.from, 'runtime') && !isIn(e.from, 'runtime/background') && isIn(e.to, 'runtime/background') && e.to !== BACKGROUND_START && !e.typeOnly
+      isIn(e.from, 'runtime') &&
+      !isIn(e.from, 'runtime/background') &&
+      isIn(e.to, 'runtime/background') &&
+      e.to !== BACKGROUND_START &&
+      !e.typeOnly
         ? `${e.from} imports ${e.to}: start it in ${BACKGROUND_START}`
         : null,
   },
   {
     name: 'the verifier library (agent-authz/verifier) imports nothing of the project outside permit-verifier/: it ships alone, and the runtime imports its permit check from it',
-    check: (e) => (isIn(e.from, 'permit-verifier') && isRelative(e.to) && !isIn(e.to, 'permit-verifier') ? `${e.from} imports ${e.to}` : null),
+    check: (e) =>
+      isIn(e.from, 'permit-verifier') && isRelative(e.to) && !isIn(e.to, 'permit-verifier')
+        ? `${e.from} imports ${e.to}`
+        : null,
   },
 ];
 
@@ -122,14 +166,27 @@ export function importEdges(root: string, files: readonly string[]): ImportEdge[
   const edges: ImportEdge[] = [];
   for (const file of files) {
     const source = ts.createSourceFile(file, readFileSync(join(root, file), 'utf8'), ts.ScriptTarget.ES2022, false);
-    const add = (spec: string, typeOnly: boolean) => edges.push({ from: file, to: target(root, file, spec), ...(typeOnly ? { typeOnly: true as const } : {}) });
+    const add = (spec: string, typeOnly: boolean) =>
+      edges.push({ from: file, to: target(root, file, spec), ...(typeOnly ? { typeOnly: true as const } : {}) });
     const visit = (node: ts.Node): void => {
-      if (ts.isImportDeclaration(node) && ts.isStringLiteral(node.moduleSpecifier)) add(node.moduleSpecifier.text, importsOnlyTypes(node));
-      else if (ts.isExportDeclaration(node) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) add(node.moduleSpecifier.text, exportsOnlyTypes(node));
-      else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument) && ts.isStringLiteral(node.argument.literal)) add(node.argument.literal.text, true);
+      if (ts.isImportDeclaration(node) && ts.isStringLiteral(node.moduleSpecifier))
+        add(node.moduleSpecifier.text, importsOnlyTypes(node));
+      else if (ts.isExportDeclaration(node) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier))
+        add(node.moduleSpecifier.text, exportsOnlyTypes(node));
+      else if (
+        ts.isImportTypeNode(node) &&
+        ts.isLiteralTypeNode(node.argument) &&
+        ts.isStringLiteral(node.argument.literal)
+      )
+        add(node.argument.literal.text, true);
       // `declare module 'fastify' { ... }`: an augmentation depends on the module it augments.
       else if (ts.isModuleDeclaration(node) && ts.isStringLiteral(node.name)) add(node.name.text, true);
-      else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword && node.arguments[0] && ts.isStringLiteralLike(node.arguments[0]))
+      else if (
+        ts.isCallExpression(node) &&
+        node.expression.kind === ts.SyntaxKind.ImportKeyword &&
+        node.arguments[0] &&
+        ts.isStringLiteralLike(node.arguments[0])
+      )
         add(node.arguments[0].text, false);
       ts.forEachChild(node, visit);
     };
@@ -156,13 +213,23 @@ function importsOnlyTypes(node: ts.ImportDeclaration): boolean {
   if (clause.isTypeOnly) return true;
   if (clause.name) return false;
   const bindings = clause.namedBindings;
-  return bindings !== undefined && ts.isNamedImports(bindings) && bindings.elements.length > 0 && bindings.elements.every((e) => e.isTypeOnly);
+  return (
+    bindings !== undefined &&
+    ts.isNamedImports(bindings) &&
+    bindings.elements.length > 0 &&
+    bindings.elements.every((e) => e.isTypeOnly)
+  );
 }
 
 function exportsOnlyTypes(node: ts.ExportDeclaration): boolean {
   if (node.isTypeOnly) return true;
   const clause = node.exportClause;
-  return clause !== undefined && ts.isNamedExports(clause) && clause.elements.length > 0 && clause.elements.every((e) => e.isTypeOnly);
+  return (
+    clause !== undefined &&
+    ts.isNamedExports(clause) &&
+    clause.elements.length > 0 &&
+    clause.elements.every((e) => e.isTypeOnly)
+  );
 }
 
 /** Every broken rule, one message per edge and rule. */
@@ -179,7 +246,9 @@ export function violations(edges: readonly ImportEdge[], rules: readonly Rule[] 
 /** compiler/index.ts only re-exports: each statement an `export ... from`. */
 export function nonReexportStatements(source: string): string[] {
   const file = ts.createSourceFile('index.ts', source, ts.ScriptTarget.ES2022, true);
-  return file.statements.filter((s) => !(ts.isExportDeclaration(s) && s.moduleSpecifier !== undefined)).map((s) => s.getText(file).slice(0, 80));
+  return file.statements
+    .filter((s) => !(ts.isExportDeclaration(s) && s.moduleSpecifier !== undefined))
+    .map((s) => s.getText(file).slice(0, 80));
 }
 
 /**

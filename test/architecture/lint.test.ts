@@ -17,16 +17,28 @@ interface Run {
 /** Runs a binary of node_modules/.bin in the repository root; its exit code and output. */
 function run(bin: string, args: string[]): Promise<Run> {
   return new Promise((resolve) => {
-    execFile(join(REPO_ROOT, 'node_modules', '.bin', bin), args, { cwd: REPO_ROOT, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
-      const code = error === null ? 0 : typeof error.code === 'number' ? error.code : -1;
-      resolve({ code, output: `${stdout}${stderr}` });
-    });
+    execFile(
+      join(REPO_ROOT, 'node_modules', '.bin', bin),
+      args,
+      { cwd: REPO_ROOT, maxBuffer: 64 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        const code = error === null ? 0 : typeof error.code === 'number' ? error.code : -1;
+        resolve({ code, output: `${stdout}${stderr}` });
+      },
+    );
   });
 }
 
 describe('lint and format', () => {
   it('eslint . reports nothing', { timeout: 300_000 }, async () => {
-    const { code, output } = await run('eslint', ['.', '--max-warnings', '0', '--cache', '--cache-location', 'node_modules/.cache/eslint/']);
+    const { code, output } = await run('eslint', [
+      '.',
+      '--max-warnings',
+      '0',
+      '--cache',
+      '--cache-location',
+      'node_modules/.cache/eslint/',
+    ]);
     expect(output.trim(), output).toBe('');
     expect(code).toBe(0);
   });

@@ -41,7 +41,10 @@ const ALLOWED: Array<{ file: string; line: string; why: string }> = [
 const SELF = ['test/architecture/test-timing.ts', 'test/architecture/test-timing.test.ts'];
 
 function testFiles(): string[] {
-  return execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', 'test'], { cwd: ROOT, encoding: 'utf8' })
+  return execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', 'test'], {
+    cwd: ROOT,
+    encoding: 'utf8',
+  })
     .split('\n')
     .filter((f) => /\.(ts|js|mjs)$/.test(f) && !SELF.includes(f));
 }
@@ -51,12 +54,22 @@ const kinds = (text: string) => timingFindings('example.test.ts', text).map((f) 
 describe('timing in tests', () => {
   it('finds the duration assertions and settling sleeps it is about (the forms the suite had)', () => {
     // compile.test.ts, parse.test.ts: a timed call.
-    expect(kinds('    const started = performance.now();\n    f();\n    expect(performance.now() - started).toBeLessThan(200);')).toEqual(['3:duration']);
+    expect(
+      kinds(
+        '    const started = performance.now();\n    f();\n    expect(performance.now() - started).toBeLessThan(200);',
+      ),
+    ).toEqual(['3:duration']);
     // limits-processes.test.ts: an elapsed variable, and one against a timestamp taken mid-test.
-    expect(kinds('      const started = Date.now();\n      await go();\n      const elapsedMs = Date.now() - started;\n      expect(elapsedMs).toBeLessThan(2_000);')).toEqual([
-      '4:duration',
-    ]);
-    expect(kinds('      const exhaustedAt = Date.now();\n      const learnedMs = Date.now() - exhaustedAt;\n      expect(learnedMs).toBeLessThan(3_000);')).toEqual(['3:duration']);
+    expect(
+      kinds(
+        '      const started = Date.now();\n      await go();\n      const elapsedMs = Date.now() - started;\n      expect(elapsedMs).toBeLessThan(2_000);',
+      ),
+    ).toEqual(['4:duration']);
+    expect(
+      kinds(
+        '      const exhaustedAt = Date.now();\n      const learnedMs = Date.now() - exhaustedAt;\n      expect(learnedMs).toBeLessThan(3_000);',
+      ),
+    ).toEqual(['3:duration']);
     // replication.test.ts: a helper returning the time it took.
     const until = [
       '  async function until(node: Node, done: () => boolean): Promise<number> {',
@@ -81,8 +94,16 @@ describe('timing in tests', () => {
     // A wall-clock offset read against the clock: also an elapsed time.
     expect(kinds('expect(now - Date.now()).toBeGreaterThan(3590_000);')).toEqual(['1:duration']);
     // replication.test.ts, webhooks-processes.test.ts: sleeping before counting.
-    expect(kinds('    await until(b, done);\n    // And it stays there.\n    await new Promise((r) => setTimeout(r, 300));\n    expect(x).toBe(1);')).toEqual(['3:sleep']);
-    expect(kinds("import { setTimeout as sleep } from 'node:timers/promises';\nit('x', async () => {\n  await sleep(650);\n});")).toEqual(['3:sleep']);
+    expect(
+      kinds(
+        '    await until(b, done);\n    // And it stays there.\n    await new Promise((r) => setTimeout(r, 300));\n    expect(x).toBe(1);',
+      ),
+    ).toEqual(['3:sleep']);
+    expect(
+      kinds(
+        "import { setTimeout as sleep } from 'node:timers/promises';\nit('x', async () => {\n  await sleep(650);\n});",
+      ),
+    ).toEqual(['3:sleep']);
   });
 
   it('leaves polls, deadlines and timers alone', () => {
@@ -115,23 +136,36 @@ describe('timing in tests', () => {
     ].join('\n');
     expect(kinds(fine)).toEqual([]);
     // ...but a wrapped call that is no loop still encloses a settling sleep.
-    expect(kinds(['    call(', '      a,', '    ) {', '      await sleep(100);', '    }'].join('\n'))).toEqual(['4:sleep']);
+    expect(kinds(['    call(', '      a,', '    ) {', '      await sleep(100);', '    }'].join('\n'))).toEqual([
+      '4:sleep',
+    ]);
   });
 
   it('no test in the tree asserts a duration or sleeps to settle (allow-listed waits aside)', () => {
     const files = testFiles();
     expect(files.length).toBeGreaterThan(50);
-    const findings: TimingFinding[] = files.flatMap((file) => timingFindings(file, readFileSync(`${ROOT}${file}`, 'utf8')));
+    const findings: TimingFinding[] = files.flatMap((file) =>
+      timingFindings(file, readFileSync(`${ROOT}${file}`, 'utf8')),
+    );
     const text = (f: TimingFinding) => {
       const lines = readFileSync(`${ROOT}${f.file}`, 'utf8').split('\n');
       return `${lines[f.line - 1]!.trim()}\n${lines[f.line]?.trim() ?? ''}`;
     };
-    const allowedBy = (f: TimingFinding) => ALLOWED.filter((a) => a.file === f.file && f.kind === 'sleep' && `${text(f)}`.startsWith(a.line.replace(/\n\s*/g, '\n')));
-    const unexplained = findings.filter((f) => allowedBy(f).length === 0).map((f) => `${f.file}:${f.line} ${f.kind}: ${f.text}`);
-    expect(unexplained, 'wait for an event or poll the state instead (or allow-list it here with the reason)').toEqual([]);
+    const allowedBy = (f: TimingFinding) =>
+      ALLOWED.filter(
+        (a) => a.file === f.file && f.kind === 'sleep' && `${text(f)}`.startsWith(a.line.replace(/\n\s*/g, '\n')),
+      );
+    const unexplained = findings
+      .filter((f) => allowedBy(f).length === 0)
+      .map((f) => `${f.file}:${f.line} ${f.kind}: ${f.text}`);
+    expect(unexplained, 'wait for an event or poll the state instead (or allow-list it here with the reason)').toEqual(
+      [],
+    );
     for (const a of ALLOWED) {
       const matched = findings.filter((f) => allowedBy(f).includes(a));
-      expect(matched.length, `allow-list entry ${a.file} "${a.line}" matches ${matched.length} findings, not one`).toBe(1);
+      expect(matched.length, `allow-list entry ${a.file} "${a.line}" matches ${matched.length} findings, not one`).toBe(
+        1,
+      );
       expect(a.why.length).toBeGreaterThan(20);
     }
   });

@@ -9,7 +9,15 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { handWrittenRequestShapes, handWrittenWireTypes, KNOWN_INTERNAL, KNOWN_INTERNAL_SHAPES, requestShapes, WIRE_MODULE, wireTypeNames } from './wire-declarations.js';
+import {
+  handWrittenRequestShapes,
+  handWrittenWireTypes,
+  KNOWN_INTERNAL,
+  KNOWN_INTERNAL_SHAPES,
+  requestShapes,
+  WIRE_MODULE,
+  wireTypeNames,
+} from './wire-declarations.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -39,9 +47,30 @@ describe('wire types are declared once (the generated module)', () => {
   const files = sources();
 
   it('reads the generated names and the files that use them', () => {
-    expect(names).toEqual(expect.arrayContaining(['Decision', 'Review', 'Policy', 'Agent', 'Event', 'WebhookEndpoint', 'WebhookDelivery', 'Budget', 'ErrorBody', 'List']));
-    expect(Object.keys(files)).toEqual(expect.arrayContaining(['runtime/presenters/decision.ts', 'clients/typescript/types.ts', 'runtime/dashboard/public/api.js']));
-    expect(files['runtime/dashboard/public/api.js']).toContain("@typedef {import('../../../clients/typescript/wire.js').Decision} Decision");
+    expect(names).toEqual(
+      expect.arrayContaining([
+        'Decision',
+        'Review',
+        'Policy',
+        'Agent',
+        'Event',
+        'WebhookEndpoint',
+        'WebhookDelivery',
+        'Budget',
+        'ErrorBody',
+        'List',
+      ]),
+    );
+    expect(Object.keys(files)).toEqual(
+      expect.arrayContaining([
+        'runtime/presenters/decision.ts',
+        'clients/typescript/types.ts',
+        'runtime/dashboard/public/api.js',
+      ]),
+    );
+    expect(files['runtime/dashboard/public/api.js']).toContain(
+      "@typedef {import('../../../clients/typescript/wire.js').Decision} Decision",
+    );
   });
 
   it('no interface, type alias or JSDoc typedef elsewhere is named like a wire type', () => {
@@ -49,7 +78,8 @@ describe('wire types are declared once (the generated module)', () => {
   });
 
   it('each known internal type still exists (the list only shrinks)', () => {
-    for (const k of KNOWN_INTERNAL) expect(handWrittenWireTypes({ [k.file]: files[k.file] ?? '' }, [k.name]), `${k.file}: ${k.name}`).toEqual([]);
+    for (const k of KNOWN_INTERNAL)
+      expect(handWrittenWireTypes({ [k.file]: files[k.file] ?? '' }, [k.name]), `${k.file}: ${k.name}`).toEqual([]);
     for (const k of KNOWN_INTERNAL) expect(files[k.file], k.file).toMatch(new RegExp(`(interface|type) ${k.name}\\b`));
   });
 
@@ -57,7 +87,8 @@ describe('wire types are declared once (the generated module)', () => {
     const bad = {
       'runtime/presenters/x.ts': 'export interface Decision { id: string }',
       'clients/typescript/y.ts': 'namespace N { export type Review = { status: string } }',
-      'runtime/dashboard/public/z.js': '/**\n * @typedef {object} Agent\n * @property {string} agent_id\n */\n/** @typedef {{ id: string, name: string }} Policy */',
+      'runtime/dashboard/public/z.js':
+        '/**\n * @typedef {object} Agent\n * @property {string} agent_id\n */\n/** @typedef {{ id: string, name: string }} Policy */',
       'runtime/dashboard/public/w.js': "/** @typedef {import('../../../clients/typescript/wire.js').Budget} Event */",
     };
     expect(handWrittenWireTypes(bad, names)).toEqual([
@@ -69,8 +100,10 @@ describe('wire types are declared once (the generated module)', () => {
     ]);
     const good = {
       'clients/typescript/types.ts': "export type { Decision } from './wire.js';\nexport type DecisionReview = Review;",
-      'runtime/presenters/event.ts': "import type { Event } from '../../clients/typescript/wire.js';\nexport type EventEnvelope = Event;",
-      'runtime/dashboard/public/api.js': "/** @typedef {import('../../../clients/typescript/wire.js').Decision} Decision */",
+      'runtime/presenters/event.ts':
+        "import type { Event } from '../../clients/typescript/wire.js';\nexport type EventEnvelope = Event;",
+      'runtime/dashboard/public/api.js':
+        "/** @typedef {import('../../../clients/typescript/wire.js').Decision} Decision */",
       'runtime/dashboard/public/views/decisions.js': "/** @typedef {import('../api.js').Decision} Decision */",
       [WIRE_MODULE]: 'export interface Decision { id: string }',
     };
@@ -84,7 +117,14 @@ describe('wire types are declared once (the generated module)', () => {
 
     it('reads the generated request types with their fields', () => {
       expect(requests.map((r) => r.name)).toEqual(
-        expect.arrayContaining(['DecisionRequest', 'DecisionResolveRequest', 'DecisionOutputRequest', 'SessionLabelsRequest', 'AuthzenEvaluationRequest', 'BudgetRemainingQuery']),
+        expect.arrayContaining([
+          'DecisionRequest',
+          'DecisionResolveRequest',
+          'DecisionOutputRequest',
+          'SessionLabelsRequest',
+          'AuthzenEvaluationRequest',
+          'BudgetRemainingQuery',
+        ]),
       );
       const decision = requests.find((r) => r.name === 'DecisionRequest')!;
       expect([...decision.required].sort()).toEqual(['action', 'agent_id']);
@@ -106,8 +146,12 @@ describe('wire types are declared once (the generated module)', () => {
     it('refuses the hand-written DecisionInput of old, under any name, and copies of other requests', () => {
       const bad = {
         'runtime/domain/decisions.ts': OLD_DECISION_INPUT,
-        'runtime/domain/preview.ts': OLD_DECISION_INPUT.replace('DecisionInput', 'PreviewBody').replace('  args_digest?: string | null;\n', '  extra?: boolean;\n'),
-        'clients/typescript/types.ts': 'export type LabelsInput = { labels: string[]; agent_id: string; detail?: string | null };',
+        'runtime/domain/preview.ts': OLD_DECISION_INPUT.replace('DecisionInput', 'PreviewBody').replace(
+          '  args_digest?: string | null;\n',
+          '  extra?: boolean;\n',
+        ),
+        'clients/typescript/types.ts':
+          'export type LabelsInput = { labels: string[]; agent_id: string; detail?: string | null };',
         'runtime/routes/permits.ts': 'app.post<{ Body: { token: string } }>(url, handler);',
         'runtime/domain/authzen.ts': 'export interface Evaluation { subject: S; action: A; resource: R; context?: C }',
       };
@@ -122,8 +166,10 @@ describe('wire types are declared once (the generated module)', () => {
 
     it('lets the generated types, aliases of them, store rows and unrelated shapes through', () => {
       const good = {
-        'runtime/domain/decisions.ts': "import type { DecisionRequest } from '../../clients/typescript/wire.js';\nexport type DecisionInput = DecisionRequest;",
-        'clients/typescript/types.ts': "export type LabelsInput = SessionLabelsRequest & { session_id?: string };\nexport type { DecisionRequest } from './wire.js';",
+        'runtime/domain/decisions.ts':
+          "import type { DecisionRequest } from '../../clients/typescript/wire.js';\nexport type DecisionInput = DecisionRequest;",
+        'clients/typescript/types.ts':
+          "export type LabelsInput = SessionLabelsRequest & { session_id?: string };\nexport type { DecisionRequest } from './wire.js';",
         'runtime/store/decisions.ts': OLD_DECISION_INPUT.replace('DecisionInput', 'DecisionRow'),
         'runtime/domain/limits.ts':
           'interface Key { agent_id: string; resource: string }\ninterface Usage { agent_id: string; session_id: string; on_behalf_of: string; limit: number; unit: string; held: number; consumed: number; period: string; policy_id: string }',

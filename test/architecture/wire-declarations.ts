@@ -23,10 +23,22 @@ export const WIRE_MODULE = 'clients/typescript/wire.ts';
  * shrink: the test also fails when an entry no longer exists.
  */
 export const KNOWN_INTERNAL: ReadonlyArray<{ file: string; name: string; why: string }> = [
-  { file: 'runtime/domain/stats.ts', name: 'DecisionStats', why: 'the figures (milliseconds) decisionStatsBody presents' },
-  { file: 'runtime/domain/decision-state.ts', name: 'DecisionPreview', why: "the evaluation's outcome previewResource presents" },
+  {
+    file: 'runtime/domain/stats.ts',
+    name: 'DecisionStats',
+    why: 'the figures (milliseconds) decisionStatsBody presents',
+  },
+  {
+    file: 'runtime/domain/decision-state.ts',
+    name: 'DecisionPreview',
+    why: "the evaluation's outcome previewResource presents",
+  },
   { file: 'runtime/domain/permits.ts', name: 'PermitVerification', why: "the verifier's result, without object" },
-  { file: 'runtime/domain/policy-validation.ts', name: 'PolicyValidation', why: 'the validation outcome (plain data) presenters/policy-validation.ts presents' },
+  {
+    file: 'runtime/domain/policy-validation.ts',
+    name: 'PolicyValidation',
+    why: 'the validation outcome (plain data) presenters/policy-validation.ts presents',
+  },
 ];
 
 /**
@@ -35,15 +47,24 @@ export const KNOWN_INTERNAL: ReadonlyArray<{ file: string; name: string; why: st
  * fails when an entry no longer exists.
  */
 export const KNOWN_INTERNAL_SHAPES: ReadonlyArray<{ shape: string; why: string }> = [
-  { shape: 'runtime/domain/decisions.ts: { since, until } ~ DecisionExportQuery', why: "the export's range, parsed into Dates by the route" },
-  { shape: 'runtime/domain/budgets.ts: { agent_id, session_id, on_behalf_of } ~ BudgetRemainingQuery', why: "a budget's key (agent_id null for a user's budget)" },
+  {
+    shape: 'runtime/domain/decisions.ts: { since, until } ~ DecisionExportQuery',
+    why: "the export's range, parsed into Dates by the route",
+  },
+  {
+    shape: 'runtime/domain/budgets.ts: { agent_id, session_id, on_behalf_of } ~ BudgetRemainingQuery',
+    why: "a budget's key (agent_id null for a user's budget)",
+  },
 ];
 
 /** The names the generated module exports. */
 export function wireTypeNames(source: string): string[] {
   const file = ts.createSourceFile(WIRE_MODULE, source, ts.ScriptTarget.ES2022, true);
   return file.statements
-    .filter((s): s is ts.InterfaceDeclaration | ts.TypeAliasDeclaration => ts.isInterfaceDeclaration(s) || ts.isTypeAliasDeclaration(s))
+    .filter(
+      (s): s is ts.InterfaceDeclaration | ts.TypeAliasDeclaration =>
+        ts.isInterfaceDeclaration(s) || ts.isTypeAliasDeclaration(s),
+    )
     .map((s) => s.name.text);
 }
 
@@ -52,7 +73,8 @@ function tsDeclarations(path: string, source: string, names: ReadonlySet<string>
   const file = ts.createSourceFile(path, source, ts.ScriptTarget.ES2022, true);
   const out: string[] = [];
   const visit = (node: ts.Node): void => {
-    if ((ts.isInterfaceDeclaration(node) || ts.isTypeAliasDeclaration(node)) && names.has(node.name.text)) out.push(node.name.text);
+    if ((ts.isInterfaceDeclaration(node) || ts.isTypeAliasDeclaration(node)) && names.has(node.name.text))
+      out.push(node.name.text);
     ts.forEachChild(node, visit);
   };
   visit(file);
@@ -113,7 +135,11 @@ export function requestShapes(source: string): RequestShape[] {
     .filter((s): s is ts.InterfaceDeclaration => ts.isInterfaceDeclaration(s) && /(Request|Query)$/.test(s.name.text))
     .map((s) => {
       const props = s.members.filter(ts.isPropertySignature);
-      return { name: s.name.text, fields: new Set(props.map(propertyName)), required: new Set(props.filter((p) => !p.questionToken).map(propertyName)) };
+      return {
+        name: s.name.text,
+        fields: new Set(props.map(propertyName)),
+        required: new Set(props.filter((p) => !p.questionToken).map(propertyName)),
+      };
     });
 }
 
@@ -137,8 +163,14 @@ function propertyName(p: ts.PropertySignature): string {
  */
 export function copiesRequest(fields: ReadonlySet<string>, request: RequestShape): boolean {
   const common = [...fields].filter((f) => request.fields.has(f)).length;
-  const part = request.required.size > 0 && common === fields.size && fields.size >= Math.min(request.fields.size, 2) && [...request.required].every((f) => fields.has(f));
-  return part || (request.fields.size >= 4 && common * 4 >= request.fields.size * 3 && (fields.size - common) * 2 < common);
+  const part =
+    request.required.size > 0 &&
+    common === fields.size &&
+    fields.size >= Math.min(request.fields.size, 2) &&
+    [...request.required].every((f) => fields.has(f));
+  return (
+    part || (request.fields.size >= 4 && common * 4 >= request.fields.size * 3 && (fields.size - common) * 2 < common)
+  );
 }
 
 /**
@@ -166,7 +198,11 @@ export function handWrittenRequestShapes(
       const members = ts.isInterfaceDeclaration(node) || ts.isTypeLiteralNode(node) ? node.members : null;
       if (members) {
         const fields = new Set(members.filter(ts.isPropertySignature).map(propertyName));
-        const name = ts.isInterfaceDeclaration(node) ? node.name.text : ts.isTypeAliasDeclaration(node.parent) ? node.parent.name.text : `{ ${[...fields].join(', ')} }`;
+        const name = ts.isInterfaceDeclaration(node)
+          ? node.name.text
+          : ts.isTypeAliasDeclaration(node.parent)
+            ? node.parent.name.text
+            : `{ ${[...fields].join(', ')} }`;
         for (const request of requests) {
           const found = `${path}: ${name} ~ ${request.name}`;
           if (copiesRequest(fields, request) && !known.some((k) => k.shape === found)) out.push(found);

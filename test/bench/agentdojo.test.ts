@@ -95,7 +95,12 @@ for (const kind of STORE_KINDS) {
       it(`rule ${rule}: stopped injection pairs and untouched user tasks equal the reference`, async () => {
         const { table } = compileSources([{ file: `${SUITE}.yaml`, text: suitePack(SUITE, suite, rule) }]);
         await rt.setPolicies(table!.rows.map((row) => row.policy));
-        const result = await replaySuite(SUITE, suite, async (req) => (await decide(rt, req)).effect, `${kind}-${rule}`);
+        const result = await replaySuite(
+          SUITE,
+          suite,
+          async (req) => (await decide(rt, req)).effect,
+          `${kind}-${rule}`,
+        );
         const expected = reference(suite, rule);
         expect(result).toEqual(expected);
         // The pack does something: some injection pairs are stopped, and not every user task is (utility is measured, not assumed).

@@ -14,7 +14,12 @@ import { BENCH_POLICIES } from '../../bench/http/policies.js';
 import type { Policy } from '../../compiler/index.js';
 import type { JsonObject } from '../helpers/json.js';
 
-const policy = (p: Partial<Policy> & Pick<Policy, 'id' | 'effect' | 'actions'>): Policy => ({ name: p.id, state: 'enabled', priority: 100, ...p });
+const policy = (p: Partial<Policy> & Pick<Policy, 'id' | 'effect' | 'actions'>): Policy => ({
+  name: p.id,
+  state: 'enabled',
+  priority: 100,
+  ...p,
+});
 
 describe('cerbosPolicies', () => {
   it('gives the bench agent one principal policy with the bench rules', () => {
@@ -43,7 +48,12 @@ describe('cerbosPolicies', () => {
     const docs = files.map((f) => parse(f.text) as JsonObject);
     const principals = docs.filter((d) => d.principalPolicy).map((d) => d.principalPolicy);
     expect(principals.map((p) => p.principal).sort()).toEqual(['team-1-000001', 'team-1-000002']);
-    expect(principals[0].rules).toEqual([{ resource: 'doc', actions: [{ action: 'ns1.*', effect: 'EFFECT_DENY', condition: { match: { expr: 'R.id == "7:report"' } } }] }]);
+    expect(principals[0].rules).toEqual([
+      {
+        resource: 'doc',
+        actions: [{ action: 'ns1.*', effect: 'EFFECT_DENY', condition: { match: { expr: 'R.id == "7:report"' } } }],
+      },
+    ]);
     const resource = docs.find((d) => d.resourcePolicy)!.resourcePolicy;
     expect(resource.resource).toBe('secret');
     expect(resource.rules).toEqual([{ actions: ['ns2.*'], effect: 'EFFECT_DENY', roles: ['*'] }]);

@@ -7,7 +7,12 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { generatePolicySet, policySetToYaml } from '../../bench/compiler/generate.js';
-import { cedarAgreesWithPriorities, policyToCedar, prepareCedar, type CedarPeer } from '../../bench/compiler/peers/cedar.js';
+import {
+  cedarAgreesWithPriorities,
+  policyToCedar,
+  prepareCedar,
+  type CedarPeer,
+} from '../../bench/compiler/peers/cedar.js';
 import { prepareCasbin } from '../../bench/compiler/peers/casbin.js';
 import type { EvaluationInput, Policy } from '../../compiler/index.js';
 
@@ -47,7 +52,12 @@ function reference(policies: readonly Policy[], req: EvaluationInput): 'allow' |
       const resource = req.resource;
       if (!p.resources.some((g) => globRe(g).test(resource))) continue;
     }
-    if (best === null || p.priority < best.priority || (p.priority === best.priority && rank[p.effect] < rank[best.effect])) best = p;
+    if (
+      best === null ||
+      p.priority < best.priority ||
+      (p.priority === best.priority && rank[p.effect] < rank[best.effect])
+    )
+      best = p;
   }
   return best === null || best.effect === 'deny' ? 'deny' : 'allow';
 }
@@ -65,7 +75,11 @@ async function checkSet(policies: Policy[], requests: EvaluationInput[]) {
   const casbinDenyOverride = await prepareCasbin(policies, { effect: 'deny-override' });
   const mismatches: string[] = [];
   requests.forEach((req, i) => {
-    const got = { cedar: cedar.evaluate(req), casbin: casbin.evaluate(req), casbinDenyOverride: casbinDenyOverride.evaluate(req) };
+    const got = {
+      cedar: cedar.evaluate(req),
+      casbin: casbin.evaluate(req),
+      casbinDenyOverride: casbinDenyOverride.evaluate(req),
+    };
     for (const [peer, answer] of Object.entries(got)) {
       if (answer !== expected[i]) mismatches.push(`${peer} ${JSON.stringify(req)}: ${answer}, expected ${expected[i]}`);
     }
@@ -85,11 +99,19 @@ describe('generated bench sets', () => {
     expect(new Set(a.policies.map((p) => p.id)).size).toBe(1000);
     expect(new Set(a.policies.map((p) => p.name)).size).toBe(1000);
     expect(a.policies[0]!.id).toBe('pol_b000001');
-    const wildcard = a.policies.filter((p) => !p.agents || p.agents.some((g) => g.includes('*')) || p.actions.some((x) => x.includes('*')));
+    const wildcard = a.policies.filter(
+      (p) => !p.agents || p.agents.some((g) => g.includes('*')) || p.actions.some((x) => x.includes('*')),
+    );
     expect(wildcard.length).toBe(50);
     expect(a.policies.filter((p) => p.effect === 'deny').length).toBeGreaterThan(50);
     expect(a.policies.filter((p) => p.resources).length).toBeGreaterThan(100);
-    expect(a.policies.every((p) => /^pol_[A-Za-z0-9_]{1,64}$/.test(p.id) && p.actions.every((x) => /^(\*|(\*|[a-z][a-z0-9_]*)\.(\*|[a-z][a-z0-9_]*))$/.test(x)))).toBe(true);
+    expect(
+      a.policies.every(
+        (p) =>
+          /^pol_[A-Za-z0-9_]{1,64}$/.test(p.id) &&
+          p.actions.every((x) => /^(\*|(\*|[a-z][a-z0-9_]*)\.(\*|[a-z][a-z0-9_]*))$/.test(x)),
+      ),
+    ).toBe(true);
     expect(cedarAgreesWithPriorities(a.policies)).toBe(true);
     // The request mix is neither all-allow nor all-deny.
     const answers = a.requests.map((r) => reference(a.policies, r));
@@ -142,7 +164,12 @@ describe('peers agree with our semantics', () => {
       ...rest,
     });
     const policies: Policy[] = [
-      P('pol_a', { effect: 'allow', agents: ['a-1', 'team-*'], actions: ['docs.read', 'docs.list'], resources: ['doc:*', 'file:x'] }),
+      P('pol_a', {
+        effect: 'allow',
+        agents: ['a-1', 'team-*'],
+        actions: ['docs.read', 'docs.list'],
+        resources: ['doc:*', 'file:x'],
+      }),
       P('pol_b', { effect: 'review', actions: ['mail.*', '*.send'] }),
       P('pol_c', { effect: 'deny', priority: 100, agents: ['a-2'], actions: ['mail.send'] }),
       P('pol_d', { effect: 'allow', priority: 100, agents: ['a-3'], actions: ['*'], resources: ['*'] }),
@@ -194,7 +221,15 @@ describe('peers agree with our semantics', () => {
   it('documents where Cedar differs: an allow exception outranking a deny', async () => {
     const policies: Policy[] = [
       { id: 'pol_deny', name: 'deny', state: 'enabled', priority: 50, effect: 'deny', actions: ['pay.*'] },
-      { id: 'pol_exc', name: 'exc', state: 'enabled', priority: 5, effect: 'allow', agents: ['boss'], actions: ['pay.transfer'] },
+      {
+        id: 'pol_exc',
+        name: 'exc',
+        state: 'enabled',
+        priority: 5,
+        effect: 'allow',
+        agents: ['boss'],
+        actions: ['pay.transfer'],
+      },
     ];
     const req: EvaluationInput = { agent_id: 'boss', action: 'pay.transfer' };
     expect(reference(policies, req)).toBe('allow');

@@ -35,8 +35,14 @@ describe('bench waits', () => {
 
   it('the report rows: the CPU bound as a share of bare Fastify', () => {
     const w = { writeItems: 15, writeMs: 2.5, limitsItems: null, limitsMs: null, loopLagMs: 0.4 };
-    const lines = waitsTable([{ target: 'authz serve', scenario: 'deny', rps: 10_000, machineBusy: 0.5, mainThread: 0.6, waits: [w] }], 50_000, 2);
-    expect(lines.find((l) => l.startsWith('| authz serve'))).toBe('| authz serve | deny | 10000 | 50% | 60% | 20000 (40%) | 15.0, 2.50 | -, - | 0.40 |');
+    const lines = waitsTable(
+      [{ target: 'authz serve', scenario: 'deny', rps: 10_000, machineBusy: 0.5, mainThread: 0.6, waits: [w] }],
+      50_000,
+      2,
+    );
+    expect(lines.find((l) => l.startsWith('| authz serve'))).toBe(
+      '| authz serve | deny | 10000 | 50% | 60% | 20000 (40%) | 15.0, 2.50 | -, - | 0.40 |',
+    );
     expect(waitsTable([], 50_000, 2)).toEqual([]);
   });
 });

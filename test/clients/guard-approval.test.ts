@@ -20,7 +20,13 @@ describe.each(STORE_KINDS)('guard with approval before the action (%s)', (kind) 
     rt = await startRuntime(kind);
     reviewerKey = await rt.keyWith(['reviews:read', 'reviews:write']);
     await rt.setPolicies([
-      { id: 'pol_wire_approval', name: 'wires-approved-first', effect: 'review', actions: ['payments.wire'], approval: { required: true, timeout_seconds: 600 } },
+      {
+        id: 'pol_wire_approval',
+        name: 'wires-approved-first',
+        effect: 'review',
+        actions: ['payments.wire'],
+        approval: { required: true, timeout_seconds: 600 },
+      },
     ]);
     base = await rt.app.listen({ host: '127.0.0.1', port: 0 });
   });
@@ -51,11 +57,17 @@ describe.each(STORE_KINDS)('guard with approval before the action (%s)', (kind) 
     const review = await openReviewOf('wire-bot-1');
     await expect.poll(() => rt.services.reviewWaiters.size, { timeout: 10_000 }).toBe(1);
     expect(ran).toBeNull();
-    const r = await rt.call(reviewerKey, { method: 'POST', url: `/v1/decisions/${review.id}/review`, payload: { verdict: 'approve', reviewer: 'dana' } });
+    const r = await rt.call(reviewerKey, {
+      method: 'POST',
+      url: `/v1/decisions/${review.id}/review`,
+      payload: { verdict: 'approve', reviewer: 'dana' },
+    });
     expect(r.statusCode).toBe(200);
     expect(await guarded).toBe('sent');
     expect(ran).toMatch(/^eyJ/);
-    const verified = json(await rt.call(rt.testKey, { method: 'POST', url: '/v1/permits/verify', payload: { token: ran } }));
+    const verified = json(
+      await rt.call(rt.testKey, { method: 'POST', url: '/v1/permits/verify', payload: { token: ran } }),
+    );
     expect(verified).toMatchObject({ valid: true, claims: { dec: review.id } });
     expect((await rt.getOk(`/v1/decisions/${review.id}`)).status).toBe('confirmed');
   });
@@ -71,10 +83,18 @@ describe.each(STORE_KINDS)('guard with approval before the action (%s)', (kind) 
       (e: unknown) => e,
     );
     const review = await openReviewOf('wire-bot-2');
-    await rt.call(reviewerKey, { method: 'POST', url: `/v1/decisions/${review.id}/review`, payload: { verdict: 'deny', reviewer: 'dana', note: 'no' } });
+    await rt.call(reviewerKey, {
+      method: 'POST',
+      url: `/v1/decisions/${review.id}/review`,
+      payload: { verdict: 'deny', reviewer: 'dana', note: 'no' },
+    });
     const error = await settled;
     expect(error).toBeInstanceOf(DecisionDeniedError);
-    expect((error as DecisionDeniedError).decision).toMatchObject({ id: review.id, effect: 'deny', reason: 'review.denied' });
+    expect((error as DecisionDeniedError).decision).toMatchObject({
+      id: review.id,
+      effect: 'deny',
+      reason: 'review.denied',
+    });
     expect(ran).toBe(false);
   });
 });

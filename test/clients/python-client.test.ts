@@ -26,26 +26,59 @@ const POLICIES = [
   { id: 'pol_read', effect: 'allow', actions: ['orders.read'] },
   { id: 'pol_delete', effect: 'deny', actions: ['orders.delete'] },
   { id: 'pol_refund', effect: 'review', actions: ['payments.refund'] },
-  { id: 'pol_charge', effect: 'allow', actions: ['payments.charge'], budget: { unit: 'USD', limit: 100, period: 'monthly' } },
+  {
+    id: 'pol_charge',
+    effect: 'allow',
+    actions: ['payments.charge'],
+    budget: { unit: 'USD', limit: 100, period: 'monthly' },
+  },
   { id: 'pol_export', effect: 'allow', actions: ['reports.export'], rate_limit: { per_minute: 1 } },
-  { id: 'pol_llm_usd', effect: 'allow', actions: ['llm.call'], budget: { unit: 'USD', limit: 1, period: 'daily', scope: 'session' } },
-  { id: 'pol_llm_tokens', effect: 'allow', actions: ['llm.call'], budget: { unit: 'tokens', limit: 10_000, period: 'daily', scope: 'session' } },
+  {
+    id: 'pol_llm_usd',
+    effect: 'allow',
+    actions: ['llm.call'],
+    budget: { unit: 'USD', limit: 1, period: 'daily', scope: 'session' },
+  },
+  {
+    id: 'pol_llm_tokens',
+    effect: 'allow',
+    actions: ['llm.call'],
+    budget: { unit: 'tokens', limit: 10_000, period: 'daily', scope: 'session' },
+  },
   { id: 'pol_files_read', effect: 'allow', actions: ['files.read'], labels: ['private'] },
   { id: 'pol_send', effect: 'allow', actions: ['email.send'] },
-  { id: 'pol_send_untrusted', effect: 'deny', priority: 10, actions: ['email.send'], condition: "contains(session.labels, 'untrusted')" },
+  {
+    id: 'pol_send_untrusted',
+    effect: 'deny',
+    priority: 10,
+    actions: ['email.send'],
+    condition: "contains(session.labels, 'untrusted')",
+  },
 ] as const;
 
 /** Signatures made independently of the Python code: the service's signer, and the Standard Webhooks scheme with node:crypto. */
 function webhookVectors() {
-  const body = Buffer.from(JSON.stringify({ id: 'evt_vector', type: 'decision.deny', data: { note: 'café ✓ "quoted"\n' } }));
+  const body = Buffer.from(
+    JSON.stringify({ id: 'evt_vector', type: 'decision.deny', data: { note: 'café ✓ "quoted"\n' } }),
+  );
   const serviceSecret = `whsec_${randomBytes(24).toString('base64url')}`;
   const key = randomBytes(24);
   const id = `evt_${randomBytes(8).toString('hex')}`;
   const timestamp = Math.floor(START / 1000);
   const standard = createHmac('sha256', key).update(`${id}.${timestamp}.`).update(body).digest('base64');
   return {
-    service: { secret: serviceSecret, body_base64: body.toString('base64'), signature: signWebhookBody(body, serviceSecret) },
-    standard: { secret: `whsec_${key.toString('base64')}`, id, timestamp, body_base64: body.toString('base64'), signature: `v1,${standard}` },
+    service: {
+      secret: serviceSecret,
+      body_base64: body.toString('base64'),
+      signature: signWebhookBody(body, serviceSecret),
+    },
+    standard: {
+      secret: `whsec_${key.toString('base64')}`,
+      id,
+      timestamp,
+      body_base64: body.toString('base64'),
+      signature: `v1,${standard}`,
+    },
   };
 }
 

@@ -19,10 +19,18 @@ interface Schema {
   properties: Record<string, unknown>;
   required?: string[];
 }
-const schema = (name: string): Schema => JSON.parse(readFileSync(`${ROOT}schemas/api/${name}.schema.json`, 'utf8')) as Schema;
+const schema = (name: string): Schema =>
+  JSON.parse(readFileSync(`${ROOT}schemas/api/${name}.schema.json`, 'utf8')) as Schema;
 
 /** What the Python package declares and builds, as JSON. */
-function python(): { fields: string[]; required: string[]; confirm: string[]; labels: string[]; remaining: string[]; sent: string[] } {
+function python(): {
+  fields: string[];
+  required: string[];
+  confirm: string[];
+  labels: string[];
+  remaining: string[];
+  sent: string[];
+} {
   const script = `
 import json, urllib.parse
 from agent_authz._request import FIELDS, REQUIRED, decision_request
@@ -37,7 +45,11 @@ print(json.dumps({
     "remaining": sorted(urllib.parse.parse_qs(remaining_call("bot", session_id="run_1", on_behalf_of="u").path.split("?", 1)[1])),
 }))
 `;
-  const out = execFileSync(PYTHON, ['-c', script], { cwd: ROOT, env: { ...process.env, PYTHONPATH: `${ROOT}clients/python`, PYTHONDONTWRITEBYTECODE: '1' }, encoding: 'utf8' });
+  const out = execFileSync(PYTHON, ['-c', script], {
+    cwd: ROOT,
+    env: { ...process.env, PYTHONPATH: `${ROOT}clients/python`, PYTHONDONTWRITEBYTECODE: '1' },
+    encoding: 'utf8',
+  });
   return JSON.parse(out) as ReturnType<typeof python>;
 }
 

@@ -24,7 +24,10 @@ interface Report {
 
 /** Pyright's JSON report for the project in `dir` (it exits 1 when it finds errors: the report is read either way). */
 async function check(dir: string): Promise<Report> {
-  const out = await run(process.execPath, [PYRIGHT, '--outputjson', '-p', dir], { cwd: dir, maxBuffer: 16 << 20 }).catch((err: { stdout?: string }) => ({
+  const out = await run(process.execPath, [PYRIGHT, '--outputjson', '-p', dir], {
+    cwd: dir,
+    maxBuffer: 16 << 20,
+  }).catch((err: { stdout?: string }) => ({
     stdout: err.stdout ?? '',
   }));
   return JSON.parse(out.stdout) as Report;
@@ -36,7 +39,9 @@ afterAll(() => temp.forEach((d) => rmSync(d, { recursive: true, force: true })))
 describe('the Python client type-checks (pyright, strict)', () => {
   it('has no type errors', async () => {
     const report = await check(join(ROOT, 'clients', 'python'));
-    const errors = report.generalDiagnostics.filter((d) => d.severity === 'error').map((d) => `${d.file}:${d.range.start.line + 1} ${d.message}`);
+    const errors = report.generalDiagnostics
+      .filter((d) => d.severity === 'error')
+      .map((d) => `${d.file}:${d.range.start.line + 1} ${d.message}`);
     expect(errors).toEqual([]);
     expect(report.summary.filesAnalyzed).toBeGreaterThanOrEqual(10);
   }, 120_000);

@@ -33,7 +33,13 @@ import type { JsonObject } from '../helpers/json.js';
 /** A fresh agent id per call, so tests never share decisions, limits or budgets. */
 
 const schemaProperties = (name: string): string[] =>
-  Object.keys((JSON.parse(readFileSync(new URL(`../../schemas/api/${name}.schema.json`, import.meta.url), 'utf8')) as { properties: object }).properties).sort();
+  Object.keys(
+    (
+      JSON.parse(readFileSync(new URL(`../../schemas/api/${name}.schema.json`, import.meta.url), 'utf8')) as {
+        properties: object;
+      }
+    ).properties,
+  ).sort();
 
 /** Every field of the request types, set: the compiler refuses a field missing here or unknown to the type. */
 const FULL_REQUEST = {
@@ -78,7 +84,15 @@ const FULL_DECISION = {
   args_digest: 'd',
 } satisfies Required<Decision>;
 /** Decision fields marked (extension) in docs/api.md#post-v1decisions, which a service may not send yet. */
-const DECISION_EXTENSION_FIELDS: Array<keyof Decision> = ['context', 'session_id', 'on_behalf_of', 'args_digest', 'review', 'approval_expires_at', 'output'];
+const DECISION_EXTENSION_FIELDS: Array<keyof Decision> = [
+  'context',
+  'session_id',
+  'on_behalf_of',
+  'args_digest',
+  'review',
+  'approval_expires_at',
+  'output',
+];
 
 describe('agent-authz/client types follow the service schemas', () => {
   it('DecisionRequest has exactly the properties of schemas/api/decision-request.schema.json', () => {
@@ -95,10 +109,20 @@ describe('agent-authz/client types follow the service schemas', () => {
   });
 
   it('package.json exports ./client, the built module with the public names', async () => {
-    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { exports: Record<string, string> };
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      exports: Record<string, string>;
+    };
     expect(pkg.exports['./client']).toBe('./dist/clients/typescript/index.js');
-    const built = (await import(new URL(`../../${pkg.exports['./client']}`, import.meta.url).href)) as Record<string, unknown>;
-    expect(Object.keys(built).sort()).toEqual(['AuthzClient', 'AuthzError', 'CLIENT_ERROR_CODES', 'DecisionDeniedError']);
+    const built = (await import(new URL(`../../${pkg.exports['./client']}`, import.meta.url).href)) as Record<
+      string,
+      unknown
+    >;
+    expect(Object.keys(built).sort()).toEqual([
+      'AuthzClient',
+      'AuthzError',
+      'CLIENT_ERROR_CODES',
+      'DecisionDeniedError',
+    ]);
   });
 });
 
@@ -155,10 +179,25 @@ describe.each(STORE_KINDS)('agent-authz/client against the service (%s store)', 
       { id: 'pol_read', effect: 'allow', actions: ['orders.read'] },
       { id: 'pol_delete', effect: 'deny', actions: ['orders.delete'] },
       { id: 'pol_refund', effect: 'review', actions: ['payments.refund'] },
-      { id: 'pol_charge', effect: 'allow', actions: ['payments.charge'], budget: { unit: 'USD', limit: 100, period: 'monthly', threshold_alert: 0.8 } },
+      {
+        id: 'pol_charge',
+        effect: 'allow',
+        actions: ['payments.charge'],
+        budget: { unit: 'USD', limit: 100, period: 'monthly', threshold_alert: 0.8 },
+      },
       { id: 'pol_export', effect: 'allow', actions: ['reports.export'], rate_limit: { per_second: 1 } },
-      { id: 'pol_llm_usd', effect: 'allow', actions: ['llm.call'], budget: { unit: 'USD', limit: 1, period: 'daily', scope: 'session' } },
-      { id: 'pol_llm_tokens', effect: 'allow', actions: ['llm.call'], budget: { unit: 'tokens', limit: 10_000, period: 'daily', scope: 'session' } },
+      {
+        id: 'pol_llm_usd',
+        effect: 'allow',
+        actions: ['llm.call'],
+        budget: { unit: 'USD', limit: 1, period: 'daily', scope: 'session' },
+      },
+      {
+        id: 'pol_llm_tokens',
+        effect: 'allow',
+        actions: ['llm.call'],
+        budget: { unit: 'tokens', limit: 10_000, period: 'daily', scope: 'session' },
+      },
     ]);
     await rt.setPolicies([{ id: 'pol_live_read', effect: 'allow', actions: ['orders.read'] }], 'live');
     await rt.app.listen({ port: 0, host: '127.0.0.1' });
@@ -170,11 +209,15 @@ describe.each(STORE_KINDS)('agent-authz/client against the service (%s store)', 
     await rt?.close();
   });
 
-  const client = (options: Partial<AuthzClientOptions> = {}) => new AuthzClient({ baseUrl: base, apiKey: rt.testKey, backoffMs: 10, ...options });
+  const client = (options: Partial<AuthzClientOptions> = {}) =>
+    new AuthzClient({ baseUrl: base, apiKey: rt.testKey, backoffMs: 10, ...options });
   const viaProxy = (options: Partial<AuthzClientOptions> = {}) => client({ baseUrl: proxy.url, ...options });
-  const decisionsOf = async (agentId: string, key = rt.testKey) => (await rt.getOk(`/v1/decisions?agent_id=${encodeURIComponent(agentId)}`, key)).data as Array<JsonObject>;
+  const decisionsOf = async (agentId: string, key = rt.testKey) =>
+    (await rt.getOk(`/v1/decisions?agent_id=${encodeURIComponent(agentId)}`, key)).data as Array<JsonObject>;
   const chargeBudget = async (agentId: string) =>
-    ((await rt.getOk(`/v1/budgets?agent_id=${encodeURIComponent(agentId)}`)).data as Array<JsonObject>).find((b) => b.policy_id === 'pol_charge');
+    ((await rt.getOk(`/v1/budgets?agent_id=${encodeURIComponent(agentId)}`)).data as Array<JsonObject>).find(
+      (b) => b.policy_id === 'pol_charge',
+    );
   const statusOf = async (id: string) => (await rt.getOk(`/v1/decisions/${id}`)).status as string;
   /** The proxy's requests from `from` on. */
   const seenSince = (from: number) => proxy.seen.slice(from);
@@ -184,14 +227,27 @@ describe.each(STORE_KINDS)('agent-authz/client against the service (%s store)', 
       const authz = client();
       const a = agent('values');
       const allow = await authz.decide({ agent_id: a, action: 'orders.read', resource: 'order:1' });
-      expect(allow).toMatchObject({ object: 'decision', effect: 'allow', reason: 'policy.matched', status: 'pending', agent_id: a, resource: 'order:1', policy_id: 'pol_read' });
+      expect(allow).toMatchObject({
+        object: 'decision',
+        effect: 'allow',
+        reason: 'policy.matched',
+        status: 'pending',
+        agent_id: a,
+        resource: 'order:1',
+        policy_id: 'pol_read',
+      });
       expect(allow.id).toMatch(/^dec_/);
       expect(allow.permit_token).toMatch(/^eyJ/);
       const deny = await authz.decide({ agent_id: a, action: 'orders.delete' });
       expect(deny).toMatchObject({ effect: 'deny', reason: 'policy.matched', status: 'denied', permit_token: null });
       const notFound = await authz.decide({ agent_id: a, action: 'orders.archive' });
       expect(notFound).toMatchObject({ effect: 'deny', reason: 'policy.not_found' });
-      const review = await authz.decide({ agent_id: a, action: 'payments.refund', context: { channel: 'chat' }, ttl_seconds: 60 });
+      const review = await authz.decide({
+        agent_id: a,
+        action: 'payments.refund',
+        context: { channel: 'chat' },
+        ttl_seconds: 60,
+      });
       expect(review).toMatchObject({ effect: 'review', status: 'pending', ttl_seconds: 60 });
 
       for (const d of [allow, deny, notFound, review]) {
@@ -200,7 +256,9 @@ describe.each(STORE_KINDS)('agent-authz/client against the service (%s store)', 
           keys.filter((k) => !(k in FULL_DECISION)),
           'fields the Decision type lacks',
         ).toEqual([]);
-        const required = Object.keys(FULL_DECISION).filter((k) => !DECISION_EXTENSION_FIELDS.includes(k as keyof Decision));
+        const required = Object.keys(FULL_DECISION).filter(
+          (k) => !DECISION_EXTENSION_FIELDS.includes(k as keyof Decision),
+        );
         expect(
           required.filter((k) => !keys.includes(k)),
           'Decision fields the service did not send',
@@ -229,7 +287,9 @@ describe.each(STORE_KINDS)('agent-authz/client against the service (%s store)', 
       const answers = [
         await withDefaults.decide({ agent_id: a, action: 'orders.read' }).catch((e: unknown) => e),
         await withDefaults.decide({ agent_id: a, action: 'orders.read', session_id: 'run-2' }).catch((e: unknown) => e),
-        await withDefaults.decide({ agent_id: a, action: 'orders.read', session_id: null, on_behalf_of: null }).catch((e: unknown) => e),
+        await withDefaults
+          .decide({ agent_id: a, action: 'orders.read', session_id: null, on_behalf_of: null })
+          .catch((e: unknown) => e),
       ];
       expect(sent.slice(2).map((s) => [s.body!.session_id, s.body!.on_behalf_of])).toEqual([
         ['run-1', 'user-1'],
@@ -278,21 +338,47 @@ describe.each(STORE_KINDS)('agent-authz/client against the service (%s store)', 
       const authz = client({ sessionId: run });
       let calls = 0;
       const stopped = await (async () => {
-        for (let i = 0; i < 10; i++) await authz.guard({ agent_id: a, action: 'llm.call', amounts: { USD: 0.3, tokens: 100 } }, () => calls++);
+        for (let i = 0; i < 10; i++)
+          await authz.guard({ agent_id: a, action: 'llm.call', amounts: { USD: 0.3, tokens: 100 } }, () => calls++);
       })().then(
         () => null,
         (e: unknown) => e,
       );
       expect(stopped).toBeInstanceOf(DecisionDeniedError);
-      expect((stopped as DecisionDeniedError).decision).toMatchObject({ reason: 'budget.exceeded', session_id: run, policy_id: 'pol_llm_usd' });
+      expect((stopped as DecisionDeniedError).decision).toMatchObject({
+        reason: 'budget.exceeded',
+        session_id: run,
+        policy_id: 'pol_llm_usd',
+      });
       expect(calls).toBe(3);
       expect(llm(await authz.budgetsRemaining({ agent_id: a }))).toEqual([
-        expect.objectContaining({ policy_id: 'pol_llm_tokens', unit: 'tokens', scope: 'session', consumed: 300, held: 0, remaining: 9700 }),
-        expect.objectContaining({ policy_id: 'pol_llm_usd', unit: 'USD', scope: 'session', consumed: 0.9, held: 0, remaining: 0.1 }),
+        expect.objectContaining({
+          policy_id: 'pol_llm_tokens',
+          unit: 'tokens',
+          scope: 'session',
+          consumed: 300,
+          held: 0,
+          remaining: 9700,
+        }),
+        expect.objectContaining({
+          policy_id: 'pol_llm_usd',
+          unit: 'USD',
+          scope: 'session',
+          consumed: 0.9,
+          held: 0,
+          remaining: 0.1,
+        }),
       ]);
       // Without the session, session budgets are not answered; another run has its own.
       expect(llm(await authz.budgetsRemaining({ agent_id: a, session_id: null }))).toEqual([]);
-      expect(await authz.decide({ agent_id: a, action: 'llm.call', session_id: agent('run'), amounts: { USD: 0.3, tokens: 100 } })).toMatchObject({ effect: 'allow' });
+      expect(
+        await authz.decide({
+          agent_id: a,
+          action: 'llm.call',
+          session_id: agent('run'),
+          amounts: { USD: 0.3, tokens: 100 },
+        }),
+      ).toMatchObject({ effect: 'allow' });
     });
 
     it('confirm takes amounts per unit; amount alone under two held units is 400 validation.invalid_field', async () => {
@@ -305,8 +391,15 @@ describe.each(STORE_KINDS)('agent-authz/client against the service (%s store)', 
         ['tokens', 350],
         ['USD', 0.25],
       ]);
-      expect(await rejection(authz.decide({ agent_id: a, action: 'llm.call', amount: 0.1 }))).toMatchObject({ code: 'validation.invalid_field', status: 400 });
-      expect(await rejection(authz.decide({ agent_id: a, action: 'llm.call', session_id: null, amounts: { USD: 0.1, tokens: 1 } }))).toMatchObject({
+      expect(await rejection(authz.decide({ agent_id: a, action: 'llm.call', amount: 0.1 }))).toMatchObject({
+        code: 'validation.invalid_field',
+        status: 400,
+      });
+      expect(
+        await rejection(
+          authz.decide({ agent_id: a, action: 'llm.call', session_id: null, amounts: { USD: 0.1, tokens: 1 } }),
+        ),
+      ).toMatchObject({
         code: 'validation.missing_field',
         status: 400,
       });
@@ -324,12 +417,18 @@ describe.each(STORE_KINDS)('agent-authz/client against the service (%s store)', 
       });
       expect(out).toEqual({ receipt: 'r-1' });
       expect(seen).toMatchObject({ effect: 'allow', agent_id: a });
-      expect(await rt.getOk(`/v1/decisions/${seen!.id}`)).toMatchObject({ status: 'confirmed', confirmed_amount: 12.5 });
+      expect(await rt.getOk(`/v1/decisions/${seen!.id}`)).toMatchObject({
+        status: 'confirmed',
+        confirmed_amount: 12.5,
+      });
       expect(await chargeBudget(a)).toMatchObject({ held: 0, consumed: 12.5 });
     });
 
     it('runs the work for a review decision and confirms it', async () => {
-      const out = await client().guard({ agent_id: agent('guard-review'), action: 'payments.refund' }, (decision) => decision);
+      const out = await client().guard(
+        { agent_id: agent('guard-review'), action: 'payments.refund' },
+        (decision) => decision,
+      );
       expect(out.effect).toBe('review');
       expect(await statusOf(out.id)).toBe('confirmed');
     });
@@ -368,11 +467,14 @@ describe.each(STORE_KINDS)('agent-authz/client against the service (%s store)', 
       const retries: ClientRetryEvent[] = [];
       let id = '';
       const error = await rejection(
-        client({ onRetry: (e) => void retries.push(e) }).guard({ agent_id: agent('guard-late'), action: 'orders.read', ttl_seconds: 1 }, (decision) => {
-          id = decision.id;
-          rt.clock.advance(2); // the work outlives the decision
-          return 'work done';
-        }),
+        client({ onRetry: (e) => void retries.push(e) }).guard(
+          { agent_id: agent('guard-late'), action: 'orders.read', ttl_seconds: 1 },
+          (decision) => {
+            id = decision.id;
+            rt.clock.advance(2); // the work outlives the decision
+            return 'work done';
+          },
+        ),
       );
       expect(error).toMatchObject({ code: 'decision.expired', status: 410, result: 'work done' });
       expect(retries).toEqual([]);
@@ -391,10 +493,17 @@ describe.each(STORE_KINDS)('agent-authz/client against the service (%s store)', 
       expect(invalid.requestId).toMatch(/^req_/);
       expect(invalid.message.length).toBeGreaterThan(5);
       const badKey = await rejection(
-        client({ fetch, apiKey: 'svc_test_sk_thisKeyDoesNotExist0123456789abcdef', onRetry: (e) => void retries.push(e) }).decide({ agent_id: a, action: 'orders.read' }),
+        client({
+          fetch,
+          apiKey: 'svc_test_sk_thisKeyDoesNotExist0123456789abcdef',
+          onRetry: (e) => void retries.push(e),
+        }).decide({ agent_id: a, action: 'orders.read' }),
       );
       expect(badKey).toMatchObject({ code: 'auth.invalid_key', status: 401 });
-      expect(await rejection(authz.confirm('dec_doesnotexist'))).toMatchObject({ code: 'decision.not_found', status: 404 });
+      expect(await rejection(authz.confirm('dec_doesnotexist'))).toMatchObject({
+        code: 'decision.not_found',
+        status: 404,
+      });
       expect(await rejection(authz.get('dec_doesnotexist'))).toMatchObject({ code: 'decision.not_found', status: 404 });
       expect(retries).toEqual([]);
       expect(sent.length).toBe(4);
@@ -403,7 +512,11 @@ describe.each(STORE_KINDS)('agent-authz/client against the service (%s store)', 
 
     it('fails closed when the service is down: connection refused is client.network_error after the retries, and guard runs nothing', async () => {
       const retries: ClientRetryEvent[] = [];
-      const down = client({ baseUrl: `http://127.0.0.1:${await closedPort()}`, retries: 2, onRetry: (e) => void retries.push(e) });
+      const down = client({
+        baseUrl: `http://127.0.0.1:${await closedPort()}`,
+        retries: 2,
+        onRetry: (e) => void retries.push(e),
+      });
       const error = await rejection(down.decide({ agent_id: agent('down'), action: 'orders.read' }));
       expect(error).toMatchObject({ code: CLIENT_ERROR_CODES.networkError, status: null, requestId: null });
       expect(error).not.toBeInstanceOf(DecisionDeniedError);
@@ -413,7 +526,9 @@ describe.each(STORE_KINDS)('agent-authz/client against the service (%s store)', 
         [2, 'client.network_error'],
       ]);
       let ran = false;
-      const guarded = await rejection(down.guard({ agent_id: agent('down'), action: 'orders.read' }, () => (ran = true)));
+      const guarded = await rejection(
+        down.guard({ agent_id: agent('down'), action: 'orders.read' }, () => (ran = true)),
+      );
       expect(guarded.code).toBe(CLIENT_ERROR_CODES.networkError);
       expect(ran).toBe(false);
     });
@@ -428,7 +543,10 @@ describe.each(STORE_KINDS)('agent-authz/client against the service (%s store)', 
       const noRetry = await rejection(client({ retries: 0 }).decide({ agent_id: a, action: 'reports.export' }));
       expect(noRetry).toMatchObject({ code: 'rate_limit.exceeded', status: 429, retryAfter: 1 });
       const tooLong = await rejection(
-        client({ maxRetryAfterSeconds: 0, onRetry: () => expect.fail('a Retry-After past the maximum is not waited for') }).decide({ agent_id: a, action: 'reports.export' }),
+        client({
+          maxRetryAfterSeconds: 0,
+          onRetry: () => expect.fail('a Retry-After past the maximum is not waited for'),
+        }).decide({ agent_id: a, action: 'reports.export' }),
       );
       expect(tooLong.code).toBe('rate_limit.exceeded');
 
@@ -446,7 +564,9 @@ describe.each(STORE_KINDS)('agent-authz/client against the service (%s store)', 
       const waiting = client({ fetch, onRetry: (e) => void retries.push(e) });
       const second = await waiting.decide({ agent_id: a, action: 'reports.export' });
       expect(second.effect).toBe('allow');
-      expect(retries.map((r) => [r.error.code, r.error.status, r.error.retryAfter, r.method, r.path])).toEqual([['rate_limit.exceeded', 429, 1, 'POST', '/v1/decisions']]);
+      expect(retries.map((r) => [r.error.code, r.error.status, r.error.retryAfter, r.method, r.path])).toEqual([
+        ['rate_limit.exceeded', 429, 1, 'POST', '/v1/decisions'],
+      ]);
       expect(retries[0]!.delayMs).toBeGreaterThanOrEqual(1000);
       expect(sent.length).toBe(2);
       expect(sent[1]!.headers.get('idempotency-key')).toBe(sent[0]!.headers.get('idempotency-key'));
@@ -458,7 +578,11 @@ describe.each(STORE_KINDS)('agent-authz/client against the service (%s store)', 
       const from = proxy.seen.length;
       proxy.dropResponses(1);
       const retries: ClientRetryEvent[] = [];
-      const d = await viaProxy({ onRetry: (e) => void retries.push(e) }).decide({ agent_id: a, action: 'payments.charge', amount: 20 });
+      const d = await viaProxy({ onRetry: (e) => void retries.push(e) }).decide({
+        agent_id: a,
+        action: 'payments.charge',
+        amount: 20,
+      });
       expect(d).toMatchObject({ effect: 'allow', agent_id: a });
       expect(d.permit_token).toMatch(/^eyJ/); // a replay signs a fresh token for the same decision
       const seen = seenSince(from);
@@ -474,7 +598,11 @@ describe.each(STORE_KINDS)('agent-authz/client against the service (%s store)', 
       const d = await client().decide({ agent_id: a, action: 'payments.charge', amount: 30 });
       const from = proxy.seen.length;
       proxy.dropResponses(1);
-      expect(await viaProxy().confirm(d.id, { amount: 25 })).toMatchObject({ id: d.id, status: 'confirmed', confirmed_amount: 25 });
+      expect(await viaProxy().confirm(d.id, { amount: 25 })).toMatchObject({
+        id: d.id,
+        status: 'confirmed',
+        confirmed_amount: 25,
+      });
       expect(seenSince(from).map((s) => [s.method, s.fate])).toEqual([
         ['POST', 'dropped'],
         ['POST', 'forwarded'],
@@ -492,7 +620,10 @@ describe.each(STORE_KINDS)('agent-authz/client against the service (%s store)', 
         const from = proxy.seen.length;
         proxy.dropResponses(1);
         // Between the attempts the stored answer is gone (as after its 24 h, or a store failure).
-        const authz = viaProxy({ onRetry: async () => void (await rt.store.sql`delete from idempotency_keys where account_id = ${rt.accountId}`) });
+        const authz = viaProxy({
+          onRetry: async () =>
+            void (await rt.store.sql`delete from idempotency_keys where account_id = ${rt.accountId}`),
+        });
         const settled = verb === 'confirm' ? await authz.confirm(d.id) : await authz.reject(d.id);
         expect(settled).toMatchObject({ id: d.id, status: wanted });
         expect(seenSince(from).map((s) => [s.method, s.path, s.fate])).toEqual([
@@ -520,7 +651,12 @@ describe.each(STORE_KINDS)('agent-authz/client against the service (%s store)', 
 
       const b = agent('gateway-down');
       from = proxy.seen.length;
-      proxy.failRequests(4, 503, '{"error":{"code":"service.unavailable","message":"down","request_id":"req_gw"}}', 'application/json');
+      proxy.failRequests(
+        4,
+        503,
+        '{"error":{"code":"service.unavailable","message":"down","request_id":"req_gw"}}',
+        'application/json',
+      );
       const error = await rejection(viaProxy().decide({ agent_id: b, action: 'orders.read' }));
       expect(error).toMatchObject({ code: 'service.unavailable', status: 503, requestId: 'req_gw' });
       expect(seenSince(from).map((s) => s.fate)).toEqual(['failed', 'failed', 'failed', 'failed']);
@@ -530,20 +666,22 @@ describe.each(STORE_KINDS)('agent-authz/client against the service (%s store)', 
     it("the service's own 503 (policies that do not load) is retried, and the retry decides once they load", async () => {
       const a = agent('unloadable');
       const policiesChanged = async () => {
-        await rt.store.sql`update policy_sets set version = version + 1 where account_id = ${rt.accountId} and environment = 'live'`;
+        await rt.store
+          .sql`update policy_sets set version = version + 1 where account_id = ${rt.accountId} and environment = 'live'`;
         rt.services.policySets.clear();
       };
-      await rt.store.sql.unsafe(`insert into policies (account_id, environment, id, body, created_at, updated_at) values ($1, 'live', 'pol_corrupt', $2::jsonb, now(), now())`, [
-        rt.accountId,
-        '{"id":"pol_corrupt","name":"corrupt","effect":"maybe","actions":["orders.read"]}',
-      ]);
+      await rt.store.sql.unsafe(
+        `insert into policies (account_id, environment, id, body, created_at, updated_at) values ($1, 'live', 'pol_corrupt', $2::jsonb, now(), now())`,
+        [rt.accountId, '{"id":"pol_corrupt","name":"corrupt","effect":"maybe","actions":["orders.read"]}'],
+      );
       await policiesChanged();
       const retries: ClientRetryEvent[] = [];
       const authz = client({
         apiKey: rt.liveKey,
         onRetry: async (e) => {
           retries.push(e);
-          await rt.store.sql`delete from policies where account_id = ${rt.accountId} and environment = 'live' and id = 'pol_corrupt'`;
+          await rt.store
+            .sql`delete from policies where account_id = ${rt.accountId} and environment = 'live' and id = 'pol_corrupt'`;
           await policiesChanged();
         },
       });
@@ -559,7 +697,10 @@ describe.each(STORE_KINDS)('agent-authz/client against the service (%s store)', 
       const from = proxy.seen.length;
       proxy.holdResponses(1);
       const retries: ClientRetryEvent[] = [];
-      const d = await viaProxy({ timeoutMs: 1000, onRetry: (e) => void retries.push(e) }).decide({ agent_id: a, action: 'orders.read' });
+      const d = await viaProxy({ timeoutMs: 1000, onRetry: (e) => void retries.push(e) }).decide({
+        agent_id: a,
+        action: 'orders.read',
+      });
       expect(retries.map((r) => [r.error.code, r.error.status])).toEqual([[CLIENT_ERROR_CODES.timeout, null]]);
       const seen = seenSince(from);
       expect(seen.map((s) => s.fate)).toEqual(['held', 'forwarded']);
@@ -570,7 +711,9 @@ describe.each(STORE_KINDS)('agent-authz/client against the service (%s store)', 
     it('every attempt past its limit: client.timeout, never an allow', async () => {
       const a = agent('timeouts');
       proxy.holdResponses(3);
-      const error = await rejection(viaProxy({ timeoutMs: 300, retries: 2 }).decide({ agent_id: a, action: 'orders.read' }));
+      const error = await rejection(
+        viaProxy({ timeoutMs: 300, retries: 2 }).decide({ agent_id: a, action: 'orders.read' }),
+      );
       expect(error).toMatchObject({ code: CLIENT_ERROR_CODES.timeout, status: null });
       expect((await decisionsOf(a)).length).toBe(1); // the first attempt decided; the retries replayed it
     });
@@ -581,7 +724,12 @@ describe.each(STORE_KINDS)('agent-authz/client against the service (%s store)', 
       proxy.holdResponses(1);
       const controller = new AbortController();
       const retries: ClientRetryEvent[] = [];
-      const pending = rejection(viaProxy({ onRetry: (e) => void retries.push(e) }).decide({ agent_id: a, action: 'orders.read' }, { signal: controller.signal }));
+      const pending = rejection(
+        viaProxy({ onRetry: (e) => void retries.push(e) }).decide(
+          { agent_id: a, action: 'orders.read' },
+          { signal: controller.signal },
+        ),
+      );
       await vi.waitFor(() => expect(seenSince(from).length).toBe(1));
       controller.abort();
       expect(await pending).toMatchObject({ code: CLIENT_ERROR_CODES.aborted, status: null });

@@ -22,7 +22,13 @@ describe.each(STORE_KINDS)('TypeScript client: session labels (%s)', (kind) => {
     await rt.setPolicies([
       { id: 'pol_files_read', effect: 'allow', actions: ['files.read'], labels: ['private'] },
       { id: 'pol_send', effect: 'allow', actions: ['email.send'] },
-      { id: 'pol_send_untrusted', effect: 'deny', priority: 10, actions: ['email.send'], condition: "contains(session.labels, 'untrusted')" },
+      {
+        id: 'pol_send_untrusted',
+        effect: 'deny',
+        priority: 10,
+        actions: ['email.send'],
+        condition: "contains(session.labels, 'untrusted')",
+      },
     ]);
     baseUrl = await rt.app.listen({ port: 0, host: '127.0.0.1' });
   });
@@ -34,14 +40,22 @@ describe.each(STORE_KINDS)('TypeScript client: session labels (%s)', (kind) => {
     const authz = new AuthzClient({ baseUrl, apiKey: rt.testKey, sessionId: run });
     expect((await authz.decide({ agent_id: bot, action: 'email.send' })).effect).toBe('allow');
     const read = await authz.decide({ agent_id: bot, action: 'files.read' });
-    const session: Session = await authz.addLabels({ labels: ['untrusted'], agent_id: bot, detail: 'fetched a web page' });
+    const session: Session = await authz.addLabels({
+      labels: ['untrusted'],
+      agent_id: bot,
+      detail: 'fetched a web page',
+    });
     expect(session).toMatchObject({ object: 'session', id: run, decisions: 2, last_decision_at: read.evaluated_at });
     expect(session.labels.map((l) => [l.label, l.source, l.decision_id, l.detail])).toEqual([
       ['private', 'policy', read.id, undefined],
       ['untrusted', 'api', undefined, 'fetched a web page'],
     ]);
     const denied = await authz.decide({ agent_id: bot, action: 'email.send' });
-    expect(denied).toMatchObject({ effect: 'deny', policy_id: 'pol_send_untrusted', metadata: { session_labels: ['private', 'untrusted'] } });
+    expect(denied).toMatchObject({
+      effect: 'deny',
+      policy_id: 'pol_send_untrusted',
+      metadata: { session_labels: ['private', 'untrusted'] },
+    });
     expect(await authz.getSession()).toMatchObject({ id: run, decisions: 3, last_decision_at: denied.evaluated_at });
     // Another run: its own session, named per call.
     const other = runId();
@@ -62,11 +76,25 @@ describe.each(STORE_KINDS)('TypeScript client: session labels (%s)', (kind) => {
     };
     expect(await codeOf(authz.getSession(runId()))).toEqual(['session.not_found', 404]);
     const many = Array.from({ length: 33 }, (_, i) => `l${i}`);
-    expect(await codeOf(authz.addLabels({ labels: many, agent_id: 'bot', session_id: runId() }))).toEqual(['validation.too_many_labels', 400]);
-    expect(await codeOf(authz.addLabels({ labels: ['Bad Label'], agent_id: 'bot', session_id: runId() }))).toEqual(['validation.invalid_field', 400]);
+    expect(await codeOf(authz.addLabels({ labels: many, agent_id: 'bot', session_id: runId() }))).toEqual([
+      'validation.too_many_labels',
+      400,
+    ]);
+    expect(await codeOf(authz.addLabels({ labels: ['Bad Label'], agent_id: 'bot', session_id: runId() }))).toEqual([
+      'validation.invalid_field',
+      400,
+    ]);
     const full = runId();
-    for (let i = 0; i < 8; i++) await authz.addLabels({ labels: Array.from({ length: 32 }, (_, j) => `f${i * 32 + j}`), agent_id: 'bot', session_id: full });
-    expect(await codeOf(authz.addLabels({ labels: ['one-more'], agent_id: 'bot', session_id: full }))).toEqual(['session.too_many_labels', 409]);
+    for (let i = 0; i < 8; i++)
+      await authz.addLabels({
+        labels: Array.from({ length: 32 }, (_, j) => `f${i * 32 + j}`),
+        agent_id: 'bot',
+        session_id: full,
+      });
+    expect(await codeOf(authz.addLabels({ labels: ['one-more'], agent_id: 'bot', session_id: full }))).toEqual([
+      'session.too_many_labels',
+      409,
+    ]);
     await expect(authz.getSession()).rejects.toThrow(TypeError);
   });
 });

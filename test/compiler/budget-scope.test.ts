@@ -5,13 +5,25 @@
  * units on one request) and `lint.budget_ignored` (a budget on a deny policy).
  */
 import { describe, expect, it } from 'vitest';
-import { budgetScope, canonicalPolicy, compileItems, compileSources, createBundle, loadBundle, readPolicyValue } from '../../compiler/index.js';
+import {
+  budgetScope,
+  canonicalPolicy,
+  compileItems,
+  compileSources,
+  createBundle,
+  loadBundle,
+  readPolicyValue,
+} from '../../compiler/index.js';
 
 const base = { name: 'runs', effect: 'allow', actions: ['llm.call'] };
 
 describe('budget scope and tokens in policies', () => {
   it('reads scope and tokens, keeps them in the canonical form and through a bundle', () => {
-    const read = readPolicyValue({ ...base, id: 'pol_runs', budget: { unit: 'tokens', limit: 2_000_000, period: 'daily', scope: 'session' } });
+    const read = readPolicyValue({
+      ...base,
+      id: 'pol_runs',
+      budget: { unit: 'tokens', limit: 2_000_000, period: 'daily', scope: 'session' },
+    });
     expect(read.diagnostics).toEqual([]);
     const policy = read.items[0]!.policy;
     expect(policy.budget).toEqual({ unit: 'tokens', limit: 2_000_000, period: 'daily', scope: 'session' });
@@ -30,7 +42,9 @@ describe('budget scope and tokens in policies', () => {
 
   it('refuses an unknown scope and an unknown unit, at their paths', () => {
     const problems = (budget: unknown) => readPolicyValue({ ...base, budget }).diagnostics.map((d) => [d.path, d.code]);
-    expect(problems({ unit: 'USD', limit: 5, period: 'daily', scope: 'run' })).toEqual([['/budget/scope', 'policy.invalid_field']]);
+    expect(problems({ unit: 'USD', limit: 5, period: 'daily', scope: 'run' })).toEqual([
+      ['/budget/scope', 'policy.invalid_field'],
+    ]);
     expect(problems({ unit: 'token', limit: 5, period: 'daily' })).toEqual([['/budget/unit', 'policy.invalid_field']]);
     expect(problems({ unit: 'tokens', limit: 5, period: 'daily', scope: 'user' })).toEqual([]);
     expect(problems({ unit: 'calls', limit: 5, period: 'daily', scope: 'agent' })).toEqual([]);

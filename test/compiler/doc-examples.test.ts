@@ -21,7 +21,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const ENTRIES = ['compiler', 'verifier', 'webhooks'] as const;
 /** The source folder of each entry (package.json's `exports` point at the same folders under dist/). */
-const FOLDER: Record<(typeof ENTRIES)[number], string> = { compiler: 'compiler', verifier: 'permit-verifier', webhooks: 'webhook-receiver' };
+const FOLDER: Record<(typeof ENTRIES)[number], string> = {
+  compiler: 'compiler',
+  verifier: 'permit-verifier',
+  webhooks: 'webhook-receiver',
+};
 
 interface PublicExport {
   entry: (typeof ENTRIES)[number];
@@ -64,7 +68,13 @@ function readExports(): PublicExport[] {
         .getJSDocTags(declaration)
         .filter((tag) => tag.tagName.text === 'example')
         .map((tag) => ts.getTextOfJSDocComment(tag.comment) ?? '');
-      out.push({ entry, name: exported.name, kind, description: ts.displayPartsToString(symbol.getDocumentationComment(checker)), examples });
+      out.push({
+        entry,
+        name: exported.name,
+        kind,
+        description: ts.displayPartsToString(symbol.getDocumentationComment(checker)),
+        examples,
+      });
     }
     // The entry file's own leading doc comment (the package's overview), as `(module)`.
     const header = /^\/\*\*([\s\S]*?)\*\//.exec(readFileSync(files[i]!, 'utf8'))?.[1] ?? '';
@@ -98,7 +108,8 @@ let work: string;
 let results: Record<string, { lines: string[]; error?: string }>;
 
 beforeAll(() => {
-  if (!existsSync(join(ROOT, 'dist', 'compiler', 'index.js'))) throw new Error('dist/ is missing: run npx tsc -p tsconfig.build.json first');
+  if (!existsSync(join(ROOT, 'dist', 'compiler', 'index.js')))
+    throw new Error('dist/ is missing: run npx tsc -p tsconfig.build.json first');
   work = mkdtempSync(join(tmpdir(), 'authz-doc-examples-'));
   const modules: Array<[string, string]> = [];
   for (const e of withExamples) {
@@ -125,7 +136,11 @@ beforeAll(() => {
     writeFileSync(${JSON.stringify(join(work, 'results.json'))}, JSON.stringify(results));
   `;
   writeFileSync(join(work, 'runner.mjs'), runner);
-  execFileSync(process.execPath, [join(work, 'runner.mjs')], { cwd: ROOT, timeout: 60_000, stdio: ['ignore', 'pipe', 'pipe'] });
+  execFileSync(process.execPath, [join(work, 'runner.mjs')], {
+    cwd: ROOT,
+    timeout: 60_000,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   results = JSON.parse(readFileSync(join(work, 'results.json'), 'utf8')) as typeof results;
 });
 
@@ -135,20 +150,41 @@ afterAll(() => {
 
 describe('the published entry points are documented', () => {
   it('export what the packages promise', () => {
-    const names = (entry: string) => exportsList.filter((e) => e.entry === entry && (e.kind === 'function' || e.kind === 'class' || e.kind === 'value')).map((e) => e.name);
-    expect(names('compiler')).toEqual(expect.arrayContaining(['compileSources', 'evaluate', 'createBundle', 'loadBundle', 'main']));
+    const names = (entry: string) =>
+      exportsList
+        .filter((e) => e.entry === entry && (e.kind === 'function' || e.kind === 'class' || e.kind === 'value'))
+        .map((e) => e.name);
+    expect(names('compiler')).toEqual(
+      expect.arrayContaining(['compileSources', 'evaluate', 'createBundle', 'loadBundle', 'main']),
+    );
     expect(names('verifier')).toEqual(expect.arrayContaining(['createPermitVerifier', 'PermitError']));
-    expect(names('webhooks').sort()).toEqual(['DEFAULT_TOLERANCE_SECONDS', 'signStandardWebhook', 'signWebhookBody', 'verifyStandardWebhook', 'verifyWebhookSignature']);
+    expect(names('webhooks').sort()).toEqual([
+      'DEFAULT_TOLERANCE_SECONDS',
+      'signStandardWebhook',
+      'signWebhookBody',
+      'verifyStandardWebhook',
+      'verifyWebhookSignature',
+    ]);
   });
 
-  it.each(ENTRIES)('every function of agent-authz/%s has a doc comment with an example, every class a doc comment', (entry) => {
-    const undocumented = exportsList
-      .filter((e) => e.entry === entry)
-      .filter((e) => (e.kind === 'function' && (e.description.trim() === '' || e.examples.length === 0)) || (e.kind === 'class' && e.description.trim() === ''))
-      .map((e) => e.name);
-    expect(undocumented).toEqual([]);
-    expect(exportsList.find((e) => e.entry === entry && e.kind === 'module')!.description, 'the entry file opens with a doc comment').not.toBe('');
-  });
+  it.each(ENTRIES)(
+    'every function of agent-authz/%s has a doc comment with an example, every class a doc comment',
+    (entry) => {
+      const undocumented = exportsList
+        .filter((e) => e.entry === entry)
+        .filter(
+          (e) =>
+            (e.kind === 'function' && (e.description.trim() === '' || e.examples.length === 0)) ||
+            (e.kind === 'class' && e.description.trim() === ''),
+        )
+        .map((e) => e.name);
+      expect(undocumented).toEqual([]);
+      expect(
+        exportsList.find((e) => e.entry === entry && e.kind === 'module')!.description,
+        'the entry file opens with a doc comment',
+      ).not.toBe('');
+    },
+  );
 });
 
 describe('every example runs and prints what it says', () => {

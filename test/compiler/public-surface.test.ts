@@ -35,7 +35,13 @@ import {
   type EvaluationInput,
   type DecisionTable,
 } from 'agent-authz/compiler';
-import { createPermitVerifier, PermitError, PermitExpiredError, PermitMismatchError, PermitSignatureInvalidError } from 'agent-authz/verifier';
+import {
+  createPermitVerifier,
+  PermitError,
+  PermitExpiredError,
+  PermitMismatchError,
+  PermitSignatureInvalidError,
+} from 'agent-authz/verifier';
 import { signWebhookBody, verifyWebhookSignature } from 'agent-authz/webhooks';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -68,13 +74,16 @@ describe('the package names resolve to the built entry points', () => {
 });
 
 describe('agent-authz/compiler', () => {
-  it.each(['support', 'purchasing', 'infrastructure'])('compiles the policies of examples/%s without errors', (name) => {
-    const { files, result } = compileExample(name);
-    expect(files.length).toBeGreaterThan(0);
-    expect(result.diagnostics.filter((d) => d.severity === 'error')).toEqual([]);
-    expect(result.table?.rows.length).toBe(result.policies.length);
-    expect(result.policies.length).toBeGreaterThan(1);
-  });
+  it.each(['support', 'purchasing', 'infrastructure'])(
+    'compiles the policies of examples/%s without errors',
+    (name) => {
+      const { files, result } = compileExample(name);
+      expect(files.length).toBeGreaterThan(0);
+      expect(result.diagnostics.filter((d) => d.severity === 'error')).toEqual([]);
+      expect(result.table?.rows.length).toBe(result.policies.length);
+      expect(result.policies.length).toBeGreaterThan(1);
+    },
+  );
 
   it("passes the examples' own policy tests through the CLI entry (authz test)", () => {
     const io = captureIo();
@@ -90,12 +99,26 @@ describe('agent-authz/compiler', () => {
       amount: 20,
       context: { channel: 'chat', customer_email: 'dana.kim@mail.example' },
     };
-    expect(evaluate(support, refund)).toMatchObject({ effect: 'allow', reason: 'policy.matched', policy_id: 'pol_support_refund_small_chat', warnings: [] });
-    expect(evaluate(support, { ...refund, amount: 120 })).toMatchObject({ effect: 'review', policy_id: 'pol_support_refund_large_review' });
-    const deleted = evaluate(support, { agent_id: 'support-tier2-3', action: 'accounts.delete', resource: 'account:acc_1' });
+    expect(evaluate(support, refund)).toMatchObject({
+      effect: 'allow',
+      reason: 'policy.matched',
+      policy_id: 'pol_support_refund_small_chat',
+      warnings: [],
+    });
+    expect(evaluate(support, { ...refund, amount: 120 })).toMatchObject({
+      effect: 'review',
+      policy_id: 'pol_support_refund_large_review',
+    });
+    const deleted = evaluate(support, {
+      agent_id: 'support-tier2-3',
+      action: 'accounts.delete',
+      resource: 'account:acc_1',
+    });
     expect(deleted).toMatchObject({ effect: 'deny', policy_id: 'pol_support_account_deletion_deny' });
     expect(deleted.warnings.map((w) => w.code)).toEqual(['policy.conflict']);
-    expect(evaluate(support, { agent_id: 'billing-bot', action: 'payments.refund', resource: 'order:1', amount: 5 })).toMatchObject({
+    expect(
+      evaluate(support, { agent_id: 'billing-bot', action: 'payments.refund', resource: 'order:1', amount: 5 }),
+    ).toMatchObject({
       effect: 'deny',
       reason: 'policy.not_found',
       policy_id: null,
@@ -113,9 +136,26 @@ describe('agent-authz/compiler', () => {
     afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
     const requests: EvaluationInput[] = [
-      { agent_id: 'support-bot-1', action: 'orders.read', resource: 'order:1', context: { channel: 'chat', customer_email: 'a@mail.example' } },
-      { agent_id: 'support-bot-1', action: 'payments.refund', resource: 'order:1', amount: 30, context: { channel: 'chat' } },
-      { agent_id: 'support-bot-1', action: 'payments.refund', resource: 'order:1', amount: 30, context: { order_source: 'marketplace-ebay' } },
+      {
+        agent_id: 'support-bot-1',
+        action: 'orders.read',
+        resource: 'order:1',
+        context: { channel: 'chat', customer_email: 'a@mail.example' },
+      },
+      {
+        agent_id: 'support-bot-1',
+        action: 'payments.refund',
+        resource: 'order:1',
+        amount: 30,
+        context: { channel: 'chat' },
+      },
+      {
+        agent_id: 'support-bot-1',
+        action: 'payments.refund',
+        resource: 'order:1',
+        amount: 30,
+        context: { order_source: 'marketplace-ebay' },
+      },
       { agent_id: 'support-tier2-1', action: 'accounts.lock', resource: 'account:9' },
       { agent_id: 'other', action: 'orders.read', resource: 'order:1' },
     ];
@@ -149,7 +189,13 @@ describe('agent-authz/compiler', () => {
   });
 
   it('reports an invalid policy file with codes, lines and columns, and no table', () => {
-    const text = ['name: bad-refunds', 'effect: permit', 'actions: [payments.refund]', "condition: amount <= 'fifty'", ''].join('\n');
+    const text = [
+      'name: bad-refunds',
+      'effect: permit',
+      'actions: [payments.refund]',
+      "condition: amount <= 'fifty'",
+      '',
+    ].join('\n');
     const result = compileSources([{ file: 'policies/bad.yaml', text }]);
     expect(result.table).toBeUndefined();
     expect(hasErrors(result.diagnostics)).toBe(true);
@@ -160,7 +206,12 @@ describe('agent-authz/compiler', () => {
   });
 
   it('reports an invalid API body and a duplicate across policies', () => {
-    const body = readPolicyValue({ name: 'x', effect: 'allow', actions: ['Payments.Refund'], rate_limit: { per_week: 3 } });
+    const body = readPolicyValue({
+      name: 'x',
+      effect: 'allow',
+      actions: ['Payments.Refund'],
+      rate_limit: { per_week: 3 },
+    });
     expect(body.items).toEqual([]);
     expect(body.diagnostics.map((d) => d.path).sort()).toEqual(['/actions/0', '/rate_limit/per_week']);
     const a = readPolicyValue({ id: 'pol_a', name: 'a', effect: 'allow', actions: ['orders.read'] });
@@ -195,7 +246,9 @@ describe('agent-authz/verifier', () => {
     server = createServer((req, res) => {
       fetches++;
       if (req.url !== '/.well-known/jwks.json') return void res.writeHead(404).end();
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [{ kty: 'OKP', crv: 'Ed25519', x, kid, use: 'sig', alg: 'EdDSA' }] }));
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ keys: [{ kty: 'OKP', crv: 'Ed25519', x, kid, use: 'sig', alg: 'EdDSA' }] }));
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     jwksUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/.well-known/jwks.json`;
@@ -223,15 +276,29 @@ describe('agent-authz/verifier', () => {
   };
 
   it('verifies a permit against the JWKS and returns its claims', async () => {
-    const verifier = createPermitVerifier({ jwksUrl, issuer, account: 'acc_northpeak0000000000001', environment: 'test' });
+    const verifier = createPermitVerifier({
+      jwksUrl,
+      issuer,
+      account: 'acc_northpeak0000000000001',
+      environment: 'test',
+    });
     const expected = claims();
-    const got = await verifier.verify(signPermit(privateKey, kid, expected), { action: 'payments.refund', resource: 'order:100482', environment: 'test' });
+    const got = await verifier.verify(signPermit(privateKey, kid, expected), {
+      action: 'payments.refund',
+      resource: 'order:100482',
+      environment: 'test',
+    });
     expect(got).toEqual(expected);
     expect(fetches).toBeGreaterThan(0);
   });
 
   it('refuses a permit for another resource, an expired one, and a tampered one, with the codes a service answers with', async () => {
-    const verifier = createPermitVerifier({ jwksUrl, issuer, account: 'acc_northpeak0000000000001', environment: 'test' });
+    const verifier = createPermitVerifier({
+      jwksUrl,
+      issuer,
+      account: 'acc_northpeak0000000000001',
+      environment: 'test',
+    });
     const token = signPermit(privateKey, kid, claims());
     const mismatch = verifier.verify(token, { action: 'payments.refund', resource: 'order:1' });
     await expect(mismatch).rejects.toBeInstanceOf(PermitMismatchError);
@@ -257,7 +324,9 @@ describe('agent-authz/webhooks', () => {
   it('signs as the service does and verifies the signature of the exact bytes', () => {
     expect(signWebhookBody(rawBody, secret)).toBe(hmac);
     expect(verifyWebhookSignature(rawBody, hmac, secret)).toBe(true);
-    expect(verifyWebhookSignature(Buffer.from(rawBody), hmac.toUpperCase().replace('SHA256=', 'sha256='), secret)).toBe(true);
+    expect(verifyWebhookSignature(Buffer.from(rawBody), hmac.toUpperCase().replace('SHA256=', 'sha256='), secret)).toBe(
+      true,
+    );
   });
 
   it('rejects another body, another secret, and missing or malformed headers', () => {

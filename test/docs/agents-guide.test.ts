@@ -60,7 +60,13 @@ describe('docs/agents.md', () => {
     ).toContain('node bin/authz.js serve');
     server = await startFreshServe('authz-agents-doc-');
     const { base, testKey } = server;
-    env = { ...process.env, AUTHZ_URL: base, AUTHZ_API_KEY: testKey, NO_PROXY: '127.0.0.1,localhost', no_proxy: '127.0.0.1,localhost' };
+    env = {
+      ...process.env,
+      AUTHZ_URL: base,
+      AUTHZ_API_KEY: testKey,
+      NO_PROXY: '127.0.0.1,localhost',
+      no_proxy: '127.0.0.1,localhost',
+    };
   }, 60_000);
 
   afterAll(async () => {
@@ -80,7 +86,20 @@ describe('docs/agents.md', () => {
     const { code } = agentOf('2.', 'js');
     const file = inRoot(`.agents-doc-${process.pid}.mts`, code);
     const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
-    const args = ['--noEmit', '--strict', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2022', '--types', 'node', '--skipLibCheck', file];
+    const args = [
+      '--noEmit',
+      '--strict',
+      '--module',
+      'nodenext',
+      '--moduleResolution',
+      'nodenext',
+      '--target',
+      'es2022',
+      '--types',
+      'node',
+      '--skipLibCheck',
+      file,
+    ];
     const result = await run(process.execPath, [tsc, ...args], { cwd: ROOT }).then(
       () => '',
       (e: { stdout?: string }) => e.stdout ?? 'tsc failed',

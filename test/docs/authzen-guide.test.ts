@@ -93,7 +93,9 @@ describe("docs/api.md's AuthZEN curl commands", () => {
     try {
       return (await run('sh', ['-c', `set -e\n${script}`], { cwd: ROOT, env })).stdout;
     } catch (e) {
-      throw new Error(`the commands failed: ${(e as { stderr?: string }).stderr ?? e}\n${(e as { stdout?: string }).stdout ?? ''}\n--- script:\n${script}`);
+      throw new Error(
+        `the commands failed: ${(e as { stderr?: string }).stderr ?? e}\n${(e as { stdout?: string }).stdout ?? ''}\n--- script:\n${script}`,
+      );
     }
   };
   const marker = (name: string) => `printf '\\n=== %s\\n' '${name}'`;
@@ -102,7 +104,8 @@ describe("docs/api.md's AuthZEN curl commands", () => {
     server = await startFreshServe('authz-authzen-doc-', { AUTHZ_ADMIN_TOKEN: ADMIN_TOKEN });
     // The shell the reader types in: only what the page tells them to set, set by the page's own block below.
     env = { ...process.env, NO_PROXY: '127.0.0.1,localhost', no_proxy: '127.0.0.1,localhost' };
-    for (const name of ['AUTHZ_URL', 'AUTHZ_API_KEY', 'AUTHZ_ADMIN_TOKEN', 'GATEWAY_KEY', 'REVIEWER_KEY']) delete env[name];
+    for (const name of ['AUTHZ_URL', 'AUTHZ_API_KEY', 'AUTHZ_ADMIN_TOKEN', 'GATEWAY_KEY', 'REVIEWER_KEY'])
+      delete env[name];
   }, 120_000);
   afterAll(async () => {
     await server?.stop();
@@ -141,7 +144,12 @@ describe("docs/api.md's AuthZEN curl commands", () => {
     expect(await scopes(reviewerKey!, '/v1/reviews')).toBe(200);
     expect(await scopes(reviewerKey!, '/v1/policies?limit=1')).toBe(200);
     // The five users, as the scenario has them.
-    const beth = await request(server!.base, server!.testKey, 'GET', '/v1/agents/CiRmZDM2MTRkMy1jMzlhLTQ3ODEtYjdiZC04Yjk2ZjVhNTEwMGQSBWxvY2Fs');
+    const beth = await request(
+      server!.base,
+      server!.testKey,
+      'GET',
+      '/v1/agents/CiRmZDM2MTRkMy1jMzlhLTQ3ODEtYjdiZC04Yjk2ZjVhNTEwMGQSBWxvY2Fs',
+    );
     expect(beth.body).toMatchObject({ attributes: { email: 'beth@the-smiths.com', roles: ['viewer'] } });
   }, 60_000);
 
@@ -155,8 +163,17 @@ describe("docs/api.md's AuthZEN curl commands", () => {
 
   it("shows the Todo scenario's policies as examples/authzen-todo/policies.yaml has them", () => {
     const [shown] = blocksOf('### The Todo scenario', 'yaml');
-    const rule = (p: Record<string, unknown>) => ({ id: p.id, effect: p.effect, agents: p.agents, actions: p.actions, resources: p.resources, condition: p.condition });
-    const file = parse(readFileSync(join(ROOT, 'examples', 'authzen-todo', 'policies.yaml'), 'utf8')) as { policies: Array<Record<string, unknown>> };
+    const rule = (p: Record<string, unknown>) => ({
+      id: p.id,
+      effect: p.effect,
+      agents: p.agents,
+      actions: p.actions,
+      resources: p.resources,
+      condition: p.condition,
+    });
+    const file = parse(readFileSync(join(ROOT, 'examples', 'authzen-todo', 'policies.yaml'), 'utf8')) as {
+      policies: Array<Record<string, unknown>>;
+    };
     const page = parse(shown!) as { policies: Array<Record<string, unknown>> };
     expect(page.policies.map(rule)).toEqual(file.policies.map(rule));
     // Rules on attributes, for every agent: no list of agent ids.
@@ -167,20 +184,31 @@ describe("docs/api.md's AuthZEN curl commands", () => {
     const [put] = shBlocks('### The Todo scenario');
     expect(put).toContain('curl -X PUT "$AUTHZ_URL/v1/agents/');
     const stored = JSON.parse(await sh(put!));
-    expect(stored).toMatchObject({ object: 'agent', attributes: { email: 'morty@the-citadel.com', roles: ['editor'] } });
+    expect(stored).toMatchObject({
+      object: 'agent',
+      attributes: { email: 'morty@the-citadel.com', roles: ['editor'] },
+    });
     // The scenario's other users (stored by the setup script), in the order of their ids.
-    const others = ['CiRmZDA2MTRkMy1jMzlhLTQ3ODEtYjdiZC04Yjk2ZjVhNTEwMGQSBWxvY2Fs', 'CiRmZDI2MTRkMy1jMzlhLTQ3ODEtYjdiZC04Yjk2ZjVhNTEwMGQSBWxvY2Fs'];
+    const others = [
+      'CiRmZDA2MTRkMy1jMzlhLTQ3ODEtYjdiZC04Yjk2ZjVhNTEwMGQSBWxvY2Fs',
+      'CiRmZDI2MTRkMy1jMzlhLTQ3ODEtYjdiZC04Yjk2ZjVhNTEwMGQSBWxvY2Fs',
+    ];
 
     const [search] = shBlocks('### `POST /access/v1/search/subject` and `/access/v1/search/action`');
     const [subjects, actions] = search!.split('\n\n');
     const first = await sh(subjects!);
     expect(first).toMatch(expectedOutput(subjects!, server!.base));
     const page = JSON.parse(first);
-    expect(page.results.map((r: { id: string }) => r.id)).toEqual([others[0], 'CiRmZDE2MTRkMy1jMzlhLTQ3ODEtYjdiZC04Yjk2ZjVhNTEwMGQSBWxvY2Fs']);
+    expect(page.results.map((r: { id: string }) => r.id)).toEqual([
+      others[0],
+      'CiRmZDE2MTRkMy1jMzlhLTQ3ODEtYjdiZC04Yjk2ZjVhNTEwMGQSBWxvY2Fs',
+    ]);
     const out = await sh(actions!);
     expect(out).toMatch(expectedOutput(actions!, server!.base));
     // The next page, as the page says: Summer, and the end.
-    const next = await sh(subjects!.replace('"page": { "limit": 2 }', `"page": { "limit": 2, "token": "${page.page.next_token}" }`));
+    const next = await sh(
+      subjects!.replace('"page": { "limit": 2 }', `"page": { "limit": 2, "token": "${page.page.next_token}" }`),
+    );
     expect(JSON.parse(next)).toEqual({ results: [{ type: 'user', id: others[1] }], page: { next_token: '' } });
   }, 60_000);
 
@@ -197,7 +225,12 @@ describe("docs/api.md's AuthZEN curl commands", () => {
         .slice(1)
         .map((p) => [p.slice(0, p.indexOf('\n')), p.slice(p.indexOf('\n') + 1)]),
     ) as Record<string, string>;
-    expect(JSON.parse(parts.policy!)).toMatchObject({ object: 'policy', name: 'refunds-approved-first', effect: 'review', approval: { required: true } });
+    expect(JSON.parse(parts.policy!)).toMatchObject({
+      object: 'policy',
+      name: 'refunds-approved-first',
+      effect: 'review',
+      approval: { required: true },
+    });
     for (const [name, block] of [
       ['evaluate', evaluate],
       ['submit', submit],
@@ -211,15 +244,31 @@ describe("docs/api.md's AuthZEN curl commands", () => {
     const denial = JSON.parse(parts.evaluate!);
     const id = denial.context.evaluation_id as string;
     expect(denial.context.id).toBe(id);
-    expect(JSON.parse(parts.submit!).task).toEqual({ id, status: 'pending', status_endpoint: `${server!.base}/access/v1/requests/${id}` });
-    expect(JSON.parse(parts.approve!)).toMatchObject({ id, status: 'pending', review: { status: 'approved', reviewer: 'dana@example.com' } });
+    expect(JSON.parse(parts.submit!).task).toEqual({
+      id,
+      status: 'pending',
+      status_endpoint: `${server!.base}/access/v1/requests/${id}`,
+    });
+    expect(JSON.parse(parts.approve!)).toMatchObject({
+      id,
+      status: 'pending',
+      review: { status: 'approved', reviewer: 'dana@example.com' },
+    });
     const task = JSON.parse(parts.poll!);
-    expect(task.result).toEqual({ mode: 'reevaluate', approval: { id, approved_at: expect.any(String), approved_until: expect.any(String) } });
+    expect(task.result).toEqual({
+      mode: 'reevaluate',
+      approval: { id, approved_at: expect.any(String), approved_until: expect.any(String) },
+    });
     const permitted = JSON.parse(parts.reevaluate!);
     expect(permitted).toMatchObject({ decision: true, context: { id, approval: task.result.approval } });
-    const verified = await request(server!.base, server!.testKey, 'POST', '/v1/permits/verify', { token: permitted.context.permit_token });
+    const verified = await request(server!.base, server!.testKey, 'POST', '/v1/permits/verify', {
+      token: permitted.context.permit_token,
+    });
     expect(verified.body).toMatchObject({ valid: true, claims: { dec: id, sub: 'billing-bot' } });
     const decision = await request(server!.base, server!.testKey, 'GET', `/v1/decisions/${id}`);
-    expect(decision.body).toMatchObject({ status: 'confirmed', review: { status: 'approved', request_context: { justification: 'customer called about a double charge' } } });
+    expect(decision.body).toMatchObject({
+      status: 'confirmed',
+      review: { status: 'approved', request_context: { justification: 'customer called about a double charge' } },
+    });
   }, 60_000);
 });

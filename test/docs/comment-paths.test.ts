@@ -10,7 +10,12 @@ import { readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../helpers/docs-error-codes.js';
-import { bareCitations, commentedSourceFiles, danglingCommentPaths, pathsInComments } from '../helpers/comment-paths.js';
+import {
+  bareCitations,
+  commentedSourceFiles,
+  danglingCommentPaths,
+  pathsInComments,
+} from '../helpers/comment-paths.js';
 
 describe('paths in source comments', () => {
   it('finds paths in comments only, not in strings, URLs, package names or dist/', () => {
@@ -26,7 +31,9 @@ describe('paths in source comments', () => {
       { path: 'events/build.ts', anchor: '', line: 2 },
       { path: './helpers/x.ts', anchor: '', line: 4 },
     ]);
-    expect(pathsInComments('-- see runtime/store/functions/x.sql\nselect 1;', 'x.sql')).toEqual([{ path: 'runtime/store/functions/x.sql', anchor: '', line: 1 }]);
+    expect(pathsInComments('-- see runtime/store/functions/x.sql\nselect 1;', 'x.sql')).toEqual([
+      { path: 'runtime/store/functions/x.sql', anchor: '', line: 1 },
+    ]);
   });
 
   it('reports a missing file, a missing anchor, and resolves paths relative to a folder above', () => {
@@ -35,7 +42,11 @@ describe('paths in source comments', () => {
       '// fine: runtime/ids.ts, events/build.ts, ../ids.ts, docs/api.md#lists, store/migrate.ts, views/agents.js',
       '// broken: runtime/engine/group-commit.ts, engine/sliced.ts, views/nothing.js, docs/api.md#no-such-heading, docs/nowhere.md',
     ].join('\n');
-    expect(danglingCommentPaths([{ file, text }]).map((p) => `${p.line} ${p.path}${p.anchor ? `#${p.anchor}` : ''}: ${p.why}`)).toEqual([
+    expect(
+      danglingCommentPaths([{ file, text }]).map(
+        (p) => `${p.line} ${p.path}${p.anchor ? `#${p.anchor}` : ''}: ${p.why}`,
+      ),
+    ).toEqual([
       '2 runtime/engine/group-commit.ts: no such file',
       '2 engine/sliced.ts: no such file',
       '2 views/nothing.js: no such file',
@@ -48,11 +59,17 @@ describe('paths in source comments', () => {
     const files = commentedSourceFiles();
     expect(files.length).toBeGreaterThan(300);
     const problems = danglingCommentPaths(files.map((file) => ({ file, text: readFileSync(file, 'utf8') })));
-    expect(problems.map((p) => `${p.file}:${p.line}: ${p.path}${p.anchor ? `#${p.anchor}` : ''}: ${p.why}`)).toEqual([]);
+    expect(problems.map((p) => `${p.file}:${p.line}: ${p.path}${p.anchor ? `#${p.anchor}` : ''}: ${p.why}`)).toEqual(
+      [],
+    );
   });
 
   it('reads the title of a test as a comment, not its other strings', () => {
-    const text = ["describe('docs/api.md#lists', () => {", "  it.each([1])('runtime/nowhere.ts, not %s/index.js', () => expect('events/none.ts').toBe('x'));", '});'].join('\n');
+    const text = [
+      "describe('docs/api.md#lists', () => {",
+      "  it.each([1])('runtime/nowhere.ts, not %s/index.js', () => expect('events/none.ts').toBe('x'));",
+      '});',
+    ].join('\n');
     expect(pathsInComments(text, join(REPO_ROOT, 'test', 'x.test.ts'))).toEqual([
       { path: 'docs/api.md', anchor: 'lists', line: 1 },
       { path: 'runtime/nowhere.ts', anchor: '', line: 2 },
@@ -86,7 +103,9 @@ describe('bare citations in source comments', () => {
     const guard = new Set(['test/docs/comment-paths.test.ts', 'test/helpers/comment-paths.ts']);
     const files = commentedSourceFiles().filter((file) => !guard.has(relative(REPO_ROOT, file)));
     expect(files.length).toBeGreaterThan(300);
-    const found = files.flatMap((file) => bareCitations(readFileSync(file, 'utf8'), file).map((c) => `${relative(REPO_ROOT, file)}:${c.line}: ${c.text}`));
+    const found = files.flatMap((file) =>
+      bareCitations(readFileSync(file, 'utf8'), file).map((c) => `${relative(REPO_ROOT, file)}:${c.line}: ${c.text}`),
+    );
     expect(found, 'name the docs/ section that states the rule instead (docs/api.md#decisions, ...)').toEqual([]);
   });
 });

@@ -49,7 +49,14 @@ describe('docs/mcp.md', () => {
     expect(block('1.', 'sh')).toContain('node bin/authz.js serve');
     server = await startFreshServe('authz-mcp-doc-');
     const { base, testKey } = server;
-    env = { ...process.env, AUTHZ_URL: base, AUTHZ_API_KEY: testKey, AUTHZ_ACCOUNT: server.accountId, NO_PROXY: '127.0.0.1,localhost', no_proxy: '127.0.0.1,localhost' };
+    env = {
+      ...process.env,
+      AUTHZ_URL: base,
+      AUTHZ_API_KEY: testKey,
+      AUTHZ_ACCOUNT: server.accountId,
+      NO_PROXY: '127.0.0.1,localhost',
+      no_proxy: '127.0.0.1,localhost',
+    };
     // Section 2: the configuration, saved in the clone.
     writeFileSync(join(ROOT, config), block('2.', 'yaml'));
   }, 120_000);
@@ -82,7 +89,11 @@ describe('docs/mcp.md', () => {
     const [serveLine, agentLine] = block('5.', 'sh').trim().split('\n');
     expect(serveLine).toMatch(/ --listen 127\.0\.0\.1:8091 .* &$/);
     const port = String(await freePort());
-    const proxy = spawn('sh', ['-c', `exec ${asWritten(serveLine!.replace(/ &$/, '')).replace('8091', port)}`], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] });
+    const proxy = spawn('sh', ['-c', `exec ${asWritten(serveLine!.replace(/ &$/, '')).replace('8091', port)}`], {
+      cwd: ROOT,
+      env,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     const proxyExited = new Promise((resolve) => proxy.once('exit', resolve));
     try {
       const listening = await new Promise<string>((resolve, reject) => {
@@ -104,15 +115,21 @@ describe('docs/mcp.md', () => {
     writeFileSync(join(ROOT, kbAgent), block('6.', 'js'));
     const script = block('6.', 'sh');
     expect(script.trim().split('\n').at(-1)).toBe('node kb-agent.mjs kb.yaml');
-    expect(normalised(await sh(script.replaceAll('kb-agent.mjs', kbAgent).replaceAll('kb.yaml', kbConfig)))).toBe(block('6.', 'text'));
+    expect(normalised(await sh(script.replaceAll('kb-agent.mjs', kbAgent).replaceAll('kb.yaml', kbConfig)))).toBe(
+      block('6.', 'text'),
+    );
   });
 
   it("mappings declared by the server: the example server's declaration, bank.yaml, the policy and the agent, as the page shows", async () => {
     const start = PAGE.indexOf('\n### Mappings declared by the server\n');
     const section = PAGE.slice(start, PAGE.indexOf('\n### ', start + 1));
-    const fenced = (lang: string) => [...section.matchAll(/```(\w*)\n([\s\S]*?)```/g)].filter((m) => m[1] === lang).map((m) => m[2]!);
+    const fenced = (lang: string) =>
+      [...section.matchAll(/```(\w*)\n([\s\S]*?)```/g)].filter((m) => m[1] === lang).map((m) => m[2]!);
     // The declaration shown is the example server's own (the agent's run below shows the proxy deciding by it).
-    const shown = JSON.parse(fenced('json')[0]!) as { name: string; inputSchema: { 'x-authzen-mapping': { evaluation: { action: { name: string }; resource: { id: string } } } } };
+    const shown = JSON.parse(fenced('json')[0]!) as {
+      name: string;
+      inputSchema: { 'x-authzen-mapping': { evaluation: { action: { name: string }; resource: { id: string } } } };
+    };
     const source = readFileSync(join(ROOT, 'examples', 'agents', 'bank-tools-server.ts'), 'utf8');
     const { evaluation } = shown.inputSchema['x-authzen-mapping'];
     expect(source).toContain(`name: "${evaluation.action.name}"`);
@@ -122,7 +139,11 @@ describe('docs/mcp.md', () => {
     expect(script.trim().split('\n').at(-1)).toBe('node dist/examples/agents/mcp-agent.js --server bank bank.yaml');
     expect(normalised(await sh(script.replaceAll('bank.yaml', bankConfig)))).toBe(fenced('text')[0]);
     // Decided in the server's namespace, as the page says.
-    const decisions = (await (await fetch(`${env.AUTHZ_URL}/v1/decisions?agent_id=treasury-bot`, { headers: { authorization: `Bearer ${env.AUTHZ_API_KEY}` } })).json()) as {
+    const decisions = (await (
+      await fetch(`${env.AUTHZ_URL}/v1/decisions?agent_id=treasury-bot`, {
+        headers: { authorization: `Bearer ${env.AUTHZ_API_KEY}` },
+      })
+    ).json()) as {
       data: Array<{ action: string; resource: string; effect: string }>;
     };
     expect(decisions.data.map((d) => [d.action, d.resource, d.effect]).reverse()).toEqual([

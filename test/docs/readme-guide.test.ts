@@ -26,7 +26,10 @@ function blocksOf(section: string): Array<{ lang: string; body: string }> {
   const start = PAGE.indexOf(`\n## ${section}\n`);
   if (start < 0) throw new Error(`README.md has no section "## ${section}"`);
   const end = PAGE.indexOf('\n## ', start + 1);
-  return [...PAGE.slice(start, end < 0 ? undefined : end).matchAll(/```(\w*)\n([\s\S]*?)```/g)].map((m) => ({ lang: m[1]!, body: m[2]! }));
+  return [...PAGE.slice(start, end < 0 ? undefined : end).matchAll(/```(\w*)\n([\s\S]*?)```/g)].map((m) => ({
+    lang: m[1]!,
+    body: m[2]!,
+  }));
 }
 
 /** A shell block's commands: `\` continuations joined, comments and blank lines dropped. */
@@ -77,10 +80,15 @@ describe('README.md, walked', () => {
     expect(out).toMatch(/^ {2}test key: svc_test_sk_\w+$/m);
     expect(out).toMatch(/^ {2}live key: svc_live_sk_\w+$/m);
     const loaded = Number(/^Loaded (\d+) policies from examples\/ into the test environment\.$/m.exec(out)?.[1]);
-    const listed = (await fetch(`${server!.base}/v1/policies?limit=100`, { headers: { authorization: `Bearer ${server!.testKey}` } }).then((r) => r.json())) as { data: unknown[] };
+    const listed = (await fetch(`${server!.base}/v1/policies?limit=100`, {
+      headers: { authorization: `Bearer ${server!.testKey}` },
+    }).then((r) => r.json())) as { data: unknown[] };
     expect(listed.data).toHaveLength(loaded);
     expect(out).toContain(`Dashboard: ${server!.base}/dashboard`);
-    const browser = await fetch(`${server!.base}/`, { headers: { accept: 'text/html,application/xhtml+xml' }, redirect: 'manual' });
+    const browser = await fetch(`${server!.base}/`, {
+      headers: { accept: 'text/html,application/xhtml+xml' },
+      redirect: 'manual',
+    });
     expect(browser.status).toBe(302);
     expect(browser.headers.get('location')).toBe('/dashboard');
     expect((await fetch(`${server!.base}/dashboard`)).status).toBe(200);
@@ -98,9 +106,12 @@ describe('README.md, walked', () => {
     const got = JSON.parse(r.stdout) as Record<string, unknown>;
     const page = JSON.parse(answer!.body) as Record<string, unknown>;
     expect(Object.keys(got)).toEqual(Object.keys(page));
-    for (const [field, value] of Object.entries(page)) if (!VARYING.includes(field)) expect(got[field], field).toEqual(value);
+    for (const [field, value] of Object.entries(page))
+      if (!VARYING.includes(field)) expect(got[field], field).toEqual(value);
     expect(got.id).toMatch(/^dec_\w+$/);
-    expect(Date.parse(got.expires_at as string) - Date.parse(got.evaluated_at as string)).toBe((page.ttl_seconds as number) * 1000);
+    expect(Date.parse(got.expires_at as string) - Date.parse(got.evaluated_at as string)).toBe(
+      (page.ttl_seconds as number) * 1000,
+    );
     expect(got.permit_token).toMatch(new RegExp(`^${(page.permit_token as string).replace('...', '')}`));
   });
 

@@ -82,14 +82,22 @@ describe('docs/reviews.md: end to end, with curl', () => {
       marker('take'),
       take!,
     ].join('\n');
-    const env: NodeJS.ProcessEnv = { ...process.env, AUTHZ_URL: server!.base, WAIT_OUT: waitOut, NO_PROXY: '127.0.0.1,localhost', no_proxy: '127.0.0.1,localhost' };
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      AUTHZ_URL: server!.base,
+      WAIT_OUT: waitOut,
+      NO_PROXY: '127.0.0.1,localhost',
+      no_proxy: '127.0.0.1,localhost',
+    };
     delete env.AUTHZ_ADMIN_TOKEN;
     let stdout: string;
     let stderr: string;
     try {
       ({ stdout, stderr } = await run('sh', ['-c', script], { cwd: ROOT, env }));
     } catch (e) {
-      throw new Error(`the walk failed: ${(e as { stderr?: string }).stderr ?? e}\n${(e as { stdout?: string }).stdout ?? ''}`);
+      throw new Error(
+        `the walk failed: ${(e as { stderr?: string }).stderr ?? e}\n${(e as { stdout?: string }).stdout ?? ''}`,
+      );
     }
     const parts = Object.fromEntries(
       stdout
@@ -107,11 +115,21 @@ describe('docs/reviews.md: end to end, with curl', () => {
     expect(created).toMatchObject({ object: 'policy', name: 'refunds-approved-first', effect: 'review', priority: 1 });
     // Step 1: echo "$DECISION" printed it.
     const asked = JSON.parse(parts.ask!);
-    expect(asked).toMatchObject({ object: 'decision', effect: 'review', status: 'awaiting_approval', permit_token: null, review: { status: 'open', reviewer: null } });
+    expect(asked).toMatchObject({
+      object: 'decision',
+      effect: 'review',
+      status: 'awaiting_approval',
+      permit_token: null,
+      review: { status: 'open', reviewer: null },
+    });
     // Step 3: the queue has it.
     expect(JSON.parse(parts.queue!).data.map((d: { id: string }) => d.id)).toContain(asked.id);
     // Step 4: approved by dana.
-    expect(JSON.parse(parts.review!)).toMatchObject({ id: asked.id, status: 'pending', review: { status: 'approved', reviewer: 'dana@example.com', note: 'customer called' } });
+    expect(JSON.parse(parts.review!)).toMatchObject({
+      id: asked.id,
+      status: 'pending',
+      review: { status: 'approved', reviewer: 'dana@example.com', note: 'customer called' },
+    });
     // Step 2: the waiting agent got the approval.
     const waited = JSON.parse(readFileSync(waitOut, 'utf8'));
     expect(waited).toMatchObject({ id: asked.id, status: 'pending', review: { status: 'approved' } });

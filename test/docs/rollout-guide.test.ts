@@ -24,7 +24,10 @@ function blocksOf(section: string): Array<{ lang: string; body: string }> {
   const start = section === '' ? 0 : PAGE.indexOf(`\n## ${section}`);
   if (start < 0) throw new Error(`docs/rollout.md has no section "## ${section}"`);
   const end = PAGE.indexOf('\n## ', start + 1);
-  return [...PAGE.slice(start, end < 0 ? undefined : end).matchAll(/```(\w*)\n([\s\S]*?)```/g)].map((m) => ({ lang: m[1]!, body: m[2]! }));
+  return [...PAGE.slice(start, end < 0 ? undefined : end).matchAll(/```(\w*)\n([\s\S]*?)```/g)].map((m) => ({
+    lang: m[1]!,
+    body: m[2]!,
+  }));
 }
 
 const shBlocks = (section: string) =>
@@ -56,7 +59,9 @@ function expectLike(printed: string[], page: string[], base: string): void {
     const want = line.replaceAll('http://127.0.0.1:8080', base);
     if (want.trim() === '...') continue;
     const prefix = want.includes('...') ? want.slice(0, want.indexOf('...')) : null;
-    const found = printed.findIndex((line, i) => i >= at && (prefix === null ? line === want : line.startsWith(prefix)));
+    const found = printed.findIndex(
+      (line, i) => i >= at && (prefix === null ? line === want : line.startsWith(prefix)),
+    );
     expect(found, `the page's line\n  ${want}\nin what was printed:\n${printed.join('\n')}`).toBeGreaterThanOrEqual(at);
     at = found + 1;
   }
@@ -112,7 +117,10 @@ describe('docs/rollout.md', () => {
     const pushed = r.stdout.slice(r.stdout.indexOf('policies: '));
     expectLike(pushed.trimEnd().split('\n'), outputs('1.')[1]!.trimEnd().split('\n'), server!.base);
     // The shadow policy is in the service.
-    expect((await request(server!.base, server!.testKey, 'GET', '/v1/policies/pol_support_refund_chat_review_over_30')).body.state).toBe('shadow');
+    expect(
+      (await request(server!.base, server!.testKey, 'GET', '/v1/policies/pol_support_refund_chat_review_over_30')).body
+        .state,
+    ).toBe('shadow');
   });
 
   it('section 3: the candidate, diff (exit 1: a change) and replay (exit 1: a decision would change), as shown', async () => {
@@ -144,7 +152,14 @@ describe('docs/rollout.md', () => {
     const block = shBlocks('4.')[0]!;
     const r = await sh(`${exported()}\n${block}`);
     expect(r.code, r.stdout + r.stderr).toBe(0);
-    expectLike(r.stdout.slice(r.stdout.indexOf('policies: ')).trimEnd().split('\n'), outputs('4.')[0]!.trimEnd().split('\n'), server!.base);
-    expect((await request(server!.base, server!.testKey, 'GET', '/v1/policies/pol_support_refund_chat_review_over_30')).body.state).toBe('enabled');
+    expectLike(
+      r.stdout.slice(r.stdout.indexOf('policies: ')).trimEnd().split('\n'),
+      outputs('4.')[0]!.trimEnd().split('\n'),
+      server!.base,
+    );
+    expect(
+      (await request(server!.base, server!.testKey, 'GET', '/v1/policies/pol_support_refund_chat_review_over_30')).body
+        .state,
+    ).toBe('enabled');
   });
 });

@@ -25,7 +25,10 @@ function agentOfSection(): { code: string; output: string } {
   const start = PAGE.indexOf(`\n${SECTION}`);
   expect(start, `docs/budgets-and-limits.md has "${SECTION}"`).toBeGreaterThanOrEqual(0);
   const end = PAGE.indexOf('\n#', start + 1);
-  const blocks = [...PAGE.slice(start, end < 0 ? undefined : end).matchAll(/```(\w+)\n([\s\S]*?)```/g)].map((m) => ({ lang: m[1]!, body: m[2]! }));
+  const blocks = [...PAGE.slice(start, end < 0 ? undefined : end).matchAll(/```(\w+)\n([\s\S]*?)```/g)].map((m) => ({
+    lang: m[1]!,
+    body: m[2]!,
+  }));
   const i = blocks.findIndex((b) => b.lang === 'js');
   expect(i).toBeGreaterThanOrEqual(0);
   expect(blocks[i + 1]?.lang).toBe('text');
@@ -57,7 +60,13 @@ describe('docs/budgets-and-limits.md: a per-run budget stopping an agent run', (
     expect(code).toContain("from 'agent-authz/client'");
     expect(code).toContain("scope: 'session'");
     const file = inRoot(`.run-budget-doc-${process.pid}.mjs`, code);
-    const env = { ...process.env, AUTHZ_URL: server!.base, AUTHZ_API_KEY: server!.testKey, NO_PROXY: '127.0.0.1,localhost', no_proxy: '127.0.0.1,localhost' };
+    const env = {
+      ...process.env,
+      AUTHZ_URL: server!.base,
+      AUTHZ_API_KEY: server!.testKey,
+      NO_PROXY: '127.0.0.1,localhost',
+      no_proxy: '127.0.0.1,localhost',
+    };
     const { stdout } = await run(process.execPath, [file], { cwd: ROOT, env });
     expect(stdout).toBe(output);
     // Run again, as a reader does: the same (no policy.already_exists; a run of its own).
@@ -69,7 +78,20 @@ describe('docs/budgets-and-limits.md: a per-run budget stopping an agent run', (
     const { code } = agentOfSection();
     const file = inRoot(`.run-budget-doc-${process.pid}.mts`, code);
     const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
-    const args = ['--noEmit', '--strict', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2022', '--types', 'node', '--skipLibCheck', file];
+    const args = [
+      '--noEmit',
+      '--strict',
+      '--module',
+      'nodenext',
+      '--moduleResolution',
+      'nodenext',
+      '--target',
+      'es2022',
+      '--types',
+      'node',
+      '--skipLibCheck',
+      file,
+    ];
     const result = await run(process.execPath, [tsc, ...args], { cwd: ROOT }).then(
       () => '',
       (e: { stdout?: string }) => e.stdout ?? 'tsc failed',

@@ -34,7 +34,10 @@ function blocksOf(section: string): Array<{ lang: string; body: string }> {
   const start = PAGE.indexOf(`\n## ${section}`);
   if (start < 0) throw new Error(`docs/trifecta.md has no section "## ${section}"`);
   const end = PAGE.indexOf('\n## ', start + 1);
-  return [...PAGE.slice(start, end < 0 ? undefined : end).matchAll(/```(\w*)\n([\s\S]*?)```/g)].map((m) => ({ lang: m[1]!, body: m[2]! }));
+  return [...PAGE.slice(start, end < 0 ? undefined : end).matchAll(/```(\w*)\n([\s\S]*?)```/g)].map((m) => ({
+    lang: m[1]!,
+    body: m[2]!,
+  }));
 }
 const blocks = (section: string, lang: string) =>
   blocksOf(section)
@@ -130,7 +133,9 @@ describe('docs/trifecta.md: the lethal trifecta, end to end', () => {
           return '';
         }
       })();
-      throw new Error(`the walk failed: ${(e as { stderr?: string }).stderr ?? e}\n${(e as { stdout?: string }).stdout ?? ''}\nassistant (section 4):\n${out}`);
+      throw new Error(
+        `the walk failed: ${(e as { stderr?: string }).stderr ?? e}\n${(e as { stdout?: string }).stdout ?? ''}\nassistant (section 4):\n${out}`,
+      );
     }
     const parts = Object.fromEntries(
       stdout
@@ -147,7 +152,10 @@ describe('docs/trifecta.md: the lethal trifecta, end to end', () => {
     const labelled = lines.slice(1, 3).map((l) => (JSON.parse(l) as string[])[2]);
     const listed = lines.slice(3, 7).map((l) => l.split(' '));
     // Each label names the decision whose result added it: the inbox read and the file read.
-    expect(labelled).toEqual([listed.find((d) => d[1] === 'mail.read')![0], listed.find((d) => d[1] === 'files.read')![0]]);
+    expect(labelled).toEqual([
+      listed.find((d) => d[1] === 'mail.read')![0],
+      listed.find((d) => d[1] === 'files.read')![0],
+    ]);
     // The assistant, once denied, ended as the page shows.
     expect(normalised(readFileSync(agentOut, 'utf8')).trimEnd()).toBe(blocks('4.', 'text')[0]!.trimEnd());
     // The held decision is the one the assistant was refused with.

@@ -3,7 +3,11 @@ import { createHmac } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
-import { buildReceiver, type WebhookEnvelope, type WebhookReceiverOptions } from '../../examples/webhook-receiver/server.js';
+import {
+  buildReceiver,
+  type WebhookEnvelope,
+  type WebhookReceiverOptions,
+} from '../../examples/webhook-receiver/server.js';
 
 const SECRET = 'whsec_tR9pQm3xLk2VwJ8sYbN4cE7hA1dF6gZ0uIoP5qRsT2w';
 
@@ -13,7 +17,9 @@ afterEach(async () => {
   app = undefined;
 });
 
-async function start(options: Partial<WebhookReceiverOptions> = {}): Promise<{ url: string; events: WebhookEnvelope[] }> {
+async function start(
+  options: Partial<WebhookReceiverOptions> = {},
+): Promise<{ url: string; events: WebhookEnvelope[] }> {
   const events: WebhookEnvelope[] = [];
   app = await buildReceiver({ secret: SECRET, onEvent: (e) => void events.push(e), ...options });
   await app.listen({ port: 0, host: '127.0.0.1' });
@@ -21,7 +27,8 @@ async function start(options: Partial<WebhookReceiverOptions> = {}): Promise<{ u
   return { url: `http://127.0.0.1:${port}/webhooks`, events };
 }
 
-const sign = (body: string | Buffer, secret = SECRET) => `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+const sign = (body: string | Buffer, secret = SECRET) =>
+  `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
 
 function envelope(id = 'evt_01JABCDEF', type = 'decision.deny'): WebhookEnvelope {
   return {
@@ -35,8 +42,17 @@ function envelope(id = 'evt_01JABCDEF', type = 'decision.deny'): WebhookEnvelope
   };
 }
 
-async function deliver(url: string, body: string | Buffer, signature: string | null, attempt = 1, contentType = 'application/json') {
-  const headers: Record<string, string> = { 'content-type': contentType, 'x-service-delivery-attempt': String(attempt) };
+async function deliver(
+  url: string,
+  body: string | Buffer,
+  signature: string | null,
+  attempt = 1,
+  contentType = 'application/json',
+) {
+  const headers: Record<string, string> = {
+    'content-type': contentType,
+    'x-service-delivery-attempt': String(attempt),
+  };
   if (signature !== null) headers['x-service-signature'] = signature;
   const response = await fetch(url, { method: 'POST', headers, body });
   return { status: response.status, body: (await response.json()) as Record<string, unknown> };
@@ -134,7 +150,10 @@ describe('webhook receiver', () => {
       },
     });
     const body = JSON.stringify(envelope());
-    expect(await deliver(url, body, sign(body))).toEqual({ status: 500, body: { error: 'the event could not be handled' } });
+    expect(await deliver(url, body, sign(body))).toEqual({
+      status: 500,
+      body: { error: 'the event could not be handled' },
+    });
     expect(await deliver(url, body, sign(body), 2)).toEqual({ status: 200, body: { received: true } });
     expect(await deliver(url, body, sign(body), 3)).toEqual({ status: 200, body: { received: true, duplicate: true } });
     expect(calls).toBe(2);
@@ -166,7 +185,11 @@ describe('webhook receiver with standardWebhooks (endpoints registered with "sta
     'webhook-signature': `v1,${createHmac('sha256', Buffer.alloc(32, 0x5a)).update(`${id}.${timestamp}.${body}`).digest('base64')}`,
   });
   async function post(url: string, body: string, headers: Record<string, string>) {
-    const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+    const response = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body,
+    });
     return { status: response.status, body: (await response.json()) as Record<string, unknown> };
   }
 
@@ -174,12 +197,17 @@ describe('webhook receiver with standardWebhooks (endpoints registered with "sta
     const { url, events } = await start({ secret: STANDARD_SECRET, standardWebhooks: true });
     const now = Math.floor(Date.now() / 1000);
     const body = JSON.stringify(envelope('evt_std'));
-    const both = (b: string, id: string, ts: number) => ({ 'x-service-signature': sign(b, STANDARD_SECRET), ...standardHeaders(b, id, ts) });
+    const both = (b: string, id: string, ts: number) => ({
+      'x-service-signature': sign(b, STANDARD_SECRET),
+      ...standardHeaders(b, id, ts),
+    });
     const invalid = { status: 401, body: { error: 'invalid signature' } };
 
     expect(await post(url, body, both(body, 'evt_std', now - 600))).toEqual(invalid); // captured 10 minutes ago
     expect(await post(url, body, { 'x-service-signature': sign(body, STANDARD_SECRET) })).toEqual(invalid);
-    expect(await post(url, body, { ...both(body, 'evt_std', now), 'x-service-signature': sign(body) })).toEqual(invalid);
+    expect(await post(url, body, { ...both(body, 'evt_std', now), 'x-service-signature': sign(body) })).toEqual(
+      invalid,
+    );
     expect(await post(url, body, { ...both(body, 'evt_std', now), 'webhook-id': 'evt_other' })).toEqual(invalid);
     expect(events).toEqual([]);
     expect(await post(url, body, both(body, 'evt_std', now))).toEqual({ status: 200, body: { received: true } });
@@ -190,7 +218,14 @@ describe('webhook receiver with standardWebhooks (endpoints registered with "sta
     const { url } = await start({ secret: STANDARD_SECRET, standardWebhooks: true, toleranceSeconds: 3600 });
     const body = JSON.stringify(envelope('evt_late'));
     const ts = Math.floor(Date.now() / 1000) - 600;
-    expect((await post(url, body, { 'x-service-signature': sign(body, STANDARD_SECRET), ...standardHeaders(body, 'evt_late', ts) })).status).toBe(200);
+    expect(
+      (
+        await post(url, body, {
+          'x-service-signature': sign(body, STANDARD_SECRET),
+          ...standardHeaders(body, 'evt_late', ts),
+        })
+      ).status,
+    ).toBe(200);
     await expect(buildReceiver({ secret: SECRET, standardWebhooks: true })).rejects.toThrow(TypeError);
   });
 });

@@ -9,11 +9,24 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { checkCondition, compileCondition, compileSources, MAX_DEPTH, MAX_LENGTH, parseCondition, readPolicyValue, type EvaluationInput } from '../../compiler/index.js';
+import {
+  checkCondition,
+  compileCondition,
+  compileSources,
+  MAX_DEPTH,
+  MAX_LENGTH,
+  parseCondition,
+  readPolicyValue,
+  type EvaluationInput,
+} from '../../compiler/index.js';
 import { weirdValue } from './helpers/mutations.js';
 
 const example = (p: string) => readFileSync(fileURLToPath(new URL(`../../examples/${p}`, import.meta.url)), 'utf8');
-const SEEDS = [example('support/goodwill-credits.yaml'), example('purchasing/policies.yaml'), example('infrastructure/guardrails.yaml')];
+const SEEDS = [
+  example('support/goodwill-credits.yaml'),
+  example('purchasing/policies.yaml'),
+  example('infrastructure/guardrails.yaml'),
+];
 const FILE = 'fuzz/policies.yaml';
 
 /** Compiles and checks the result's shape; returns whether it compiled. */
@@ -170,20 +183,38 @@ describe('compiler fuzz', () => {
       );
     expect(compileChecked(`${laughs.join('\n')}\neffect: allow\nactions: ["a.b"]\n`)).toBe(false);
     expect(compileChecked(`effect: allow\nactions: ${'['.repeat(5000)}${']'.repeat(5000)}\n`)).toBe(false);
-    expect(compileChecked(`effect: allow\nactions: ["a.b"]\nagents:\n${Array.from({ length: 2000 }, (_, i) => `${' '.repeat(i % 40)}- x`).join('\n')}\n`)).toBe(false);
+    expect(
+      compileChecked(
+        `effect: allow\nactions: ["a.b"]\nagents:\n${Array.from({ length: 2000 }, (_, i) => `${' '.repeat(i % 40)}- x`).join('\n')}\n`,
+      ),
+    ).toBe(false);
   });
 
   it('random JSON values as API policy bodies: never throws; diagnostics name a path', () => {
-    const seed = { name: 'p', effect: 'allow', actions: ['orders.read'], agents: ['a-*'], condition: 'amount < 5', budget: { unit: 'USD', limit: 5, period: 'daily' } };
+    const seed = {
+      name: 'p',
+      effect: 'allow',
+      actions: ['orders.read'],
+      agents: ['a-*'],
+      condition: 'amount < 5',
+      budget: { unit: 'USD', limit: 5, period: 'daily' },
+    };
     fc.assert(
-      fc.property(fc.oneof(weirdValue, fc.dictionary(fc.constantFrom(...Object.keys(seed), 'x'), weirdValue)), fc.boolean(), (value, merge) => {
-        const body = merge && value !== null && typeof value === 'object' && !Array.isArray(value) ? { ...seed, ...(value as object), id: 'pol_x' } : value;
-        const r = readPolicyValue(body, '');
-        if (r.items.length === 0) {
-          expect(r.diagnostics.length).toBeGreaterThan(0);
-          for (const d of r.diagnostics) expect(d.path, JSON.stringify(d)).toMatch(/^\//);
-        } else expect(r.diagnostics).toEqual([]);
-      }),
+      fc.property(
+        fc.oneof(weirdValue, fc.dictionary(fc.constantFrom(...Object.keys(seed), 'x'), weirdValue)),
+        fc.boolean(),
+        (value, merge) => {
+          const body =
+            merge && value !== null && typeof value === 'object' && !Array.isArray(value)
+              ? { ...seed, ...(value as object), id: 'pol_x' }
+              : value;
+          const r = readPolicyValue(body, '');
+          if (r.items.length === 0) {
+            expect(r.diagnostics.length).toBeGreaterThan(0);
+            for (const d of r.diagnostics) expect(d.path, JSON.stringify(d)).toMatch(/^\//);
+          } else expect(r.diagnostics).toEqual([]);
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -254,7 +285,9 @@ const conditionText = fc.oneof(
   fc.integer({ min: MAX_DEPTH - 2, max: MAX_DEPTH + 40 }).map((d) => `${'('.repeat(d)}amount < 1${')'.repeat(d)}`),
   fc.integer({ min: MAX_DEPTH - 2, max: MAX_DEPTH + 40 }).map((d) => `${'!'.repeat(d)}true`),
   fc.integer({ min: MAX_DEPTH - 2, max: MAX_DEPTH + 40 }).map((d) => `${'['.repeat(d)}1${']'.repeat(d)} == context.x`),
-  fc.integer({ min: MAX_LENGTH - 10, max: MAX_LENGTH + 10 }).map((n) => `context.s == '${'a'.repeat(Math.max(0, n - 16))}'`),
+  fc
+    .integer({ min: MAX_LENGTH - 10, max: MAX_LENGTH + 10 })
+    .map((n) => `context.s == '${'a'.repeat(Math.max(0, n - 16))}'`),
   fc.integer({ min: 500, max: 3000 }).map((n) => Array.from({ length: n }, (_, i) => `amount == ${i}`).join(' || ')),
 );
 
@@ -263,7 +296,12 @@ const requests: fc.Arbitrary<EvaluationInput> = fc.record({
   action: fc.constantFrom('orders.read', 'a.b'),
   resource: fc.option(fc.string({ maxLength: 10 }), { nil: null }),
   amount: fc.option(fc.oneof(fc.double(), fc.integer()), { nil: null }),
-  context: fc.option(fc.dictionary(fc.constantFrom('a', 'b', 'x', 's'), fc.jsonValue({ maxDepth: 2 })) as fc.Arbitrary<Record<string, unknown>>, { nil: null }),
+  context: fc.option(
+    fc.dictionary(fc.constantFrom('a', 'b', 'x', 's'), fc.jsonValue({ maxDepth: 2 })) as fc.Arbitrary<
+      Record<string, unknown>
+    >,
+    { nil: null },
+  ),
 });
 
 describe('condition language fuzz', () => {
@@ -291,8 +329,12 @@ describe('condition language fuzz', () => {
   });
 
   it('limits: over 4096 characters is condition.too_long; over 32 levels is condition.too_deep', () => {
-    expect(parseCondition(`context.s == '${'a'.repeat(MAX_LENGTH)}'`).issues.map((i) => i.code)).toEqual(['condition.too_long']);
-    expect(parseCondition(`${'('.repeat(MAX_DEPTH + 1)}true${')'.repeat(MAX_DEPTH + 1)}`).issues.map((i) => i.code)).toEqual(['condition.too_deep']);
+    expect(parseCondition(`context.s == '${'a'.repeat(MAX_LENGTH)}'`).issues.map((i) => i.code)).toEqual([
+      'condition.too_long',
+    ]);
+    expect(
+      parseCondition(`${'('.repeat(MAX_DEPTH + 1)}true${')'.repeat(MAX_DEPTH + 1)}`).issues.map((i) => i.code),
+    ).toEqual(['condition.too_deep']);
     expect(parseCondition(`${'('.repeat(MAX_DEPTH - 1)}true${')'.repeat(MAX_DEPTH - 1)}`).issues).toEqual([]);
   });
 });

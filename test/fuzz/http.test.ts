@@ -45,11 +45,15 @@ describe.each(STORE_KINDS)('HTTP fuzz (%s store)', (kind) => {
     const before = await stateDigest(rt.store.sql);
     const r = await rt.app.inject(options);
     expectContractAnswer(r, `${route.key} ${what}`);
-    if (r.statusCode >= 400) expect(await stateDigest(rt.store.sql), `${route.key} ${what} -> ${r.statusCode} changed the store`).toEqual(before);
+    if (r.statusCode >= 400)
+      expect(await stateDigest(rt.store.sql), `${route.key} ${what} -> ${r.statusCode} changed the store`).toEqual(
+        before,
+      );
     return r.statusCode;
   }
 
-  const url = (route: RouteInfo, ex: Example, params = ex.params, query = ex.query) => `${fillPath(route, params)}${query ? `?${query}` : ''}`;
+  const url = (route: RouteInfo, ex: Example, params = ex.params, query = ex.query) =>
+    `${fillPath(route, params)}${query ? `?${query}` : ''}`;
 
   it('finds the routes: every /v1 resource, the operator API, health and JWKS', () => {
     const keys = routes.map((r) => r.key);
@@ -86,7 +90,12 @@ describe.each(STORE_KINDS)('HTTP fuzz (%s store)', (kind) => {
           if (body.text !== undefined || withType) headers['content-type'] = 'application/json';
           const status = await send(
             route,
-            { method: route.method as never, url: url(route, ex), headers, ...(body.text !== undefined ? { payload: body.text } : {}) },
+            {
+              method: route.method as never,
+              url: url(route, ex),
+              headers,
+              ...(body.text !== undefined ? { payload: body.text } : {}),
+            },
             body.describe,
           );
           if (status < 400) accepted++;
@@ -105,7 +114,10 @@ describe.each(STORE_KINDS)('HTTP fuzz (%s store)', (kind) => {
       const ex = examples.forRoute(route);
       await fc.assert(
         fc.asyncProperty(rawBody, async ({ bytes, contentType }) => {
-          const headers: Record<string, string> = { authorization: ex.auth, ...(contentType !== undefined ? { 'content-type': contentType } : {}) };
+          const headers: Record<string, string> = {
+            authorization: ex.auth,
+            ...(contentType !== undefined ? { 'content-type': contentType } : {}),
+          };
           await send(
             route,
             { method: route.method as never, url: url(route, ex), headers, payload: bytes },
@@ -120,13 +132,21 @@ describe.each(STORE_KINDS)('HTTP fuzz (%s store)', (kind) => {
   it('odd query strings and path parameters on every route', async () => {
     for (const route of routes) {
       const ex = examples.forRoute(route);
-      const params = fc.record(Object.fromEntries(route.params.map((p) => [p, fc.oneof(pathParam, fc.constant(ex.params[p] ?? 'x'))])) as Record<string, fc.Arbitrary<string>>);
+      const params = fc.record(
+        Object.fromEntries(
+          route.params.map((p) => [p, fc.oneof(pathParam, fc.constant(ex.params[p] ?? 'x'))]),
+        ) as Record<string, fc.Arbitrary<string>>,
+      );
       await fc.assert(
         fc.asyncProperty(params, fc.oneof(queryString, fc.constant(ex.query)), async (values, query) => {
           const headers: Record<string, string> = { authorization: ex.auth };
           const target = url(route, ex, values, query);
           const body = ex.body === undefined ? {} : { payload: ex.body as object };
-          await send(route, { method: route.method as never, url: target, headers, ...(HAS_BODY.has(route.method) ? body : {}) }, `url ${target.slice(0, 200)}`);
+          await send(
+            route,
+            { method: route.method as never, url: target, headers, ...(HAS_BODY.has(route.method) ? body : {}) },
+            `url ${target.slice(0, 200)}`,
+          );
         }),
         { numRuns: PER_ROUTE.urls },
       );
@@ -136,8 +156,22 @@ describe.each(STORE_KINDS)('HTTP fuzz (%s store)', (kind) => {
   it('a request body over the route limit: 413 validation.body_too_large naming that limit', async () => {
     const big = JSON.stringify({ agent_id: 'a', action: 'orders.read', context: { pad: 'x'.repeat(1024 * 1024) } });
     const route = routes.find((r) => r.key === 'POST /v1/decisions')!;
-    await send(route, { method: 'POST', url: '/v1/decisions', headers: { authorization: `Bearer ${rt.testKey}`, 'content-type': 'application/json' }, payload: big }, 'over 1 MiB');
-    const r = await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', headers: { 'content-type': 'application/json' }, payload: big });
+    await send(
+      route,
+      {
+        method: 'POST',
+        url: '/v1/decisions',
+        headers: { authorization: `Bearer ${rt.testKey}`, 'content-type': 'application/json' },
+        payload: big,
+      },
+      'over 1 MiB',
+    );
+    const r = await rt.call(rt.testKey, {
+      method: 'POST',
+      url: '/v1/decisions',
+      headers: { 'content-type': 'application/json' },
+      payload: big,
+    });
     expect(r.statusCode).toBe(413);
     expect(r.json().error).toMatchObject({ code: 'validation.body_too_large' });
     expect(r.json().error.message).toContain('1 MiB');

@@ -27,7 +27,10 @@ type Mutation = (token: string) => string;
 /** Mutations of a valid token; each returns a token that must not verify. */
 function mutations(): fc.Arbitrary<{ name: string; apply: Mutation }> {
   const at = fc.nat();
-  const char = fc.oneof(fc.constantFrom(...B64URL.split('')), fc.constantFrom('.', '=', '+', '/', ' ', '\u0000', 'é', '%'));
+  const char = fc.oneof(
+    fc.constantFrom(...B64URL.split('')),
+    fc.constantFrom('.', '=', '+', '/', ' ', '\u0000', 'é', '%'),
+  );
   return fc.oneof(
     fc.tuple(at, char).map(([i, c]) => ({
       name: `char ${i}->${JSON.stringify(c)}`,
@@ -36,15 +39,23 @@ function mutations(): fc.Arbitrary<{ name: string; apply: Mutation }> {
         return t.slice(0, p) + c + t.slice(p + 1);
       },
     })),
-    fc.tuple(at, fc.integer({ min: 1, max: 4 })).map(([i, n]) => ({ name: `delete ${n} at ${i}`, apply: (t: string) => t.slice(0, i % t.length) + t.slice((i % t.length) + n) })),
-    fc
-      .tuple(at, fc.string({ minLength: 1, maxLength: 4 }))
-      .map(([i, s]) => ({ name: `insert ${JSON.stringify(s)} at ${i}`, apply: (t: string) => t.slice(0, i % t.length) + s + t.slice(i % t.length) })),
-    fc.constantFrom<[number, number, number]>([1, 0, 2], [0, 2, 1], [2, 1, 0], [0, 0, 2], [1, 1, 2], [0, 1, 1]).map((order) => ({
-      name: `segments ${order.join('')}`,
-      apply: (t: string) => order.map((i) => t.split('.')[i]).join('.'),
+    fc.tuple(at, fc.integer({ min: 1, max: 4 })).map(([i, n]) => ({
+      name: `delete ${n} at ${i}`,
+      apply: (t: string) => t.slice(0, i % t.length) + t.slice((i % t.length) + n),
     })),
-    fc.constantFrom('', '.x', '..', `.${'A'.repeat(10)}`).map((extra) => ({ name: `append ${extra}`, apply: (t: string) => t + extra })),
+    fc.tuple(at, fc.string({ minLength: 1, maxLength: 4 })).map(([i, s]) => ({
+      name: `insert ${JSON.stringify(s)} at ${i}`,
+      apply: (t: string) => t.slice(0, i % t.length) + s + t.slice(i % t.length),
+    })),
+    fc
+      .constantFrom<[number, number, number]>([1, 0, 2], [0, 2, 1], [2, 1, 0], [0, 0, 2], [1, 1, 2], [0, 1, 1])
+      .map((order) => ({
+        name: `segments ${order.join('')}`,
+        apply: (t: string) => order.map((i) => t.split('.')[i]).join('.'),
+      })),
+    fc
+      .constantFrom('', '.x', '..', `.${'A'.repeat(10)}`)
+      .map((extra) => ({ name: `append ${extra}`, apply: (t: string) => t + extra })),
     fc.constantFrom('none', 'HS256', 'RS256', 'ES256', 'EdDSA ', 'eddsa', 'Ed25519', null, 1).map((alg) => ({
       name: `alg ${JSON.stringify(alg)}`,
       apply: (t: string) => {
@@ -98,7 +109,9 @@ function mutations(): fc.Arbitrary<{ name: string; apply: Mutation }> {
       },
     })),
     fc.constantFrom('=', '==').map((pad) => ({ name: `padding ${pad}`, apply: (t: string) => t + pad })),
-    fc.integer({ min: 1000, max: 16000 }).map((n) => ({ name: `huge (${n} more)`, apply: (t: string) => t + 'A'.repeat(n) })),
+    fc
+      .integer({ min: 1000, max: 16000 })
+      .map((n) => ({ name: `huge (${n} more)`, apply: (t: string) => t + 'A'.repeat(n) })),
   );
 }
 
@@ -106,12 +119,23 @@ describe.each(STORE_KINDS)('permit verify fuzz (%s store)', (kind) => {
   let rt: TestRuntime;
   let token: string;
   const verify = (payload: unknown) =>
-    rt.call(rt.testKey, { method: 'POST', url: '/v1/permits/verify', headers: { 'content-type': 'application/json' }, payload: JSON.stringify(payload) });
+    rt.call(rt.testKey, {
+      method: 'POST',
+      url: '/v1/permits/verify',
+      headers: { 'content-type': 'application/json' },
+      payload: JSON.stringify(payload),
+    });
 
   beforeAll(async () => {
     rt = await startRuntime(kind, { config: { alerts: { ...DEFAULT_ALERT_THRESHOLDS, invalidTokenThreshold: 1e9 } } });
     await rt.setPolicies([{ effect: 'allow', actions: ['orders.read'] }]);
-    const d = json(await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'fuzz-bot', action: 'orders.read', resource: 'order:1' } }));
+    const d = json(
+      await rt.call(rt.testKey, {
+        method: 'POST',
+        url: '/v1/decisions',
+        payload: { agent_id: 'fuzz-bot', action: 'orders.read', resource: 'order:1' },
+      }),
+    );
     token = d.permit_token;
   });
   afterAll(() => rt?.close());

@@ -17,7 +17,8 @@ export interface Catalog {
   functions: Record<string, string>;
 }
 
-const texts = async (sql: SqlOrTx, query: string): Promise<string[]> => ((await sql.unsafe(query)) as unknown as Array<{ t: string }>).map((r) => r.t).sort();
+const texts = async (sql: SqlOrTx, query: string): Promise<string[]> =>
+  ((await sql.unsafe(query)) as unknown as Array<{ t: string }>).map((r) => r.t).sort();
 
 export async function catalog(sql: SqlOrTx): Promise<Catalog> {
   const ns = `(select oid from pg_namespace where nspname = 'public')`;
@@ -60,7 +61,10 @@ export async function catalog(sql: SqlOrTx): Promise<Catalog> {
       select pg_get_triggerdef(t.oid) as t from pg_trigger t join pg_class c on c.oid = t.tgrelid
       where c.relnamespace = ${ns} and not t.tgisinternal`,
     ),
-    sequences: await texts(sql, `select c.relname as t from pg_class c where c.relnamespace = ${ns} and c.relkind = 'S'`),
+    sequences: await texts(
+      sql,
+      `select c.relname as t from pg_class c where c.relnamespace = ${ns} and c.relkind = 'S'`,
+    ),
     functions,
   };
 }

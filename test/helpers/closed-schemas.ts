@@ -14,8 +14,12 @@ export function closeObjects(schema: unknown): unknown {
   if (schema === null || typeof schema !== 'object') return schema;
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(schema)) {
-    out[k] = k === 'properties' ? Object.fromEntries(Object.entries(v as Record<string, unknown>).map(([p, s]) => [p, closeObjects(s)])) : closeObjects(v);
+    out[k] =
+      k === 'properties'
+        ? Object.fromEntries(Object.entries(v as Record<string, unknown>).map(([p, s]) => [p, closeObjects(s)]))
+        : closeObjects(v);
   }
-  if (out.properties && out.additionalProperties === undefined && !out.allOf && !out.anyOf && !out.oneOf) out.additionalProperties = false;
+  if (out.properties && out.additionalProperties === undefined && !out.allOf && !out.anyOf && !out.oneOf)
+    out.additionalProperties = false;
   return out;
 }

@@ -69,7 +69,8 @@ export interface DanglingPath extends CommentPath {
   why: string;
 }
 
-const PATH_TOKEN = /(?<![\w@./:$%-])((?:\.\.?\/)*(?:[A-Za-z0-9_][\w.-]*\/)+[\w.-]*\.(?:ts|mts|js|mjs|md|sql|yaml|yml|json|py))(?:#([\w-]+))?(?![\w/-])/g;
+const PATH_TOKEN =
+  /(?<![\w@./:$%-])((?:\.\.?\/)*(?:[A-Za-z0-9_][\w.-]*\/)+[\w.-]*\.(?:ts|mts|js|mjs|md|sql|yaml|yml|json|py))(?:#([\w-]+))?(?![\w/-])/g;
 
 /** The comments of one source file as [start offset, text] pairs. */
 function comments(text: string, file: string): Array<[number, string]> {
@@ -78,7 +79,13 @@ function comments(text: string, file: string): Array<[number, string]> {
     for (const m of text.matchAll(/--[^\n]*/g)) out.push([m.index, m[0]]);
     return out;
   }
-  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, false, file.endsWith('.ts') ? ts.ScriptKind.TS : ts.ScriptKind.JS);
+  const source = ts.createSourceFile(
+    file,
+    text,
+    ts.ScriptTarget.Latest,
+    false,
+    file.endsWith('.ts') ? ts.ScriptKind.TS : ts.ScriptKind.JS,
+  );
   const seen = new Map<number, string>();
   const take = (ranges: readonly ts.CommentRange[] | undefined) => {
     for (const r of ranges ?? []) seen.set(r.pos, text.slice(r.pos, r.end));
@@ -110,7 +117,8 @@ function testTitles(source: ts.SourceFile): Array<[number, string]> {
   const visit = (node: ts.Node) => {
     if (ts.isCallExpression(node) && named(node.expression)) {
       const title = node.arguments[0];
-      if (title && (ts.isStringLiteral(title) || ts.isNoSubstitutionTemplateLiteral(title))) out.push([title.getStart(source), title.getText(source)]);
+      if (title && (ts.isStringLiteral(title) || ts.isNoSubstitutionTemplateLiteral(title)))
+        out.push([title.getStart(source), title.getText(source)]);
     }
     node.forEachChild(visit);
   };

@@ -5,7 +5,14 @@
  * SIGTERM (SIGKILL after a while). Only the processes started here are stopped.
  */
 import { expect } from 'vitest';
-import { freePort, HOST, request, startServeProcess, stopServer as stopServeProcess, type ServeProcess } from './server-process.js';
+import {
+  freePort,
+  HOST,
+  request,
+  startServeProcess,
+  stopServer as stopServeProcess,
+  type ServeProcess,
+} from './server-process.js';
 
 export const ADMIN_TOKEN = 'admin-token-for-limits-processes-0123456789';
 
@@ -51,7 +58,10 @@ export async function stopAll(): Promise<void> {
 export async function accountKey(server: Server, accountName: string): Promise<string> {
   const account = await request(server.base, ADMIN_TOKEN, 'POST', '/admin/accounts', { name: accountName });
   expect(account.status, JSON.stringify(account.body)).toBe(201);
-  const created = await request(server.base, ADMIN_TOKEN, 'POST', `/admin/accounts/${account.body.id}/api-keys`, { environment: 'test', scopes: ['*'] });
+  const created = await request(server.base, ADMIN_TOKEN, 'POST', `/admin/accounts/${account.body.id}/api-keys`, {
+    environment: 'test',
+    scopes: ['*'],
+  });
   expect(created.status, JSON.stringify(created.body)).toBe(201);
   return created.body.key as string;
 }
@@ -61,7 +71,8 @@ let uniqueSeq = 0;
 export const uniqueId = (tag: string): string => `${tag}-${++uniqueSeq}-${Math.random().toString(36).slice(2, 8)}`;
 
 /** `count` items, alternating between the two servers (half each). */
-export const split = <T>(count: number, a: T, b: T): T[] => Array.from({ length: count }, (_, i) => (i % 2 === 0 ? a : b));
+export const split = <T>(count: number, a: T, b: T): T[] =>
+  Array.from({ length: count }, (_, i) => (i % 2 === 0 ? a : b));
 
 /**
  * Calls to these servers with the key `key()` reads at each call: any request,
@@ -70,18 +81,25 @@ export const split = <T>(count: number, a: T, b: T): T[] => Array.from({ length:
  * request that shows it).
  */
 export function serverCalls(key: () => string) {
-  const api = (server: Server, method: string, path: string, body?: unknown) => request(server.base, key(), method, path, body);
+  const api = (server: Server, method: string, path: string, body?: unknown) =>
+    request(server.base, key(), method, path, body);
   const decide = (server: Server, body: Record<string, unknown>) => api(server, 'POST', '/v1/decisions', body);
   const decideOk = async (server: Server, body: Record<string, unknown>) => {
     const r = await decide(server, body);
     expect(r.status, `${server.name}: ${JSON.stringify(r.body)}`).toBe(200);
     return r.body;
   };
-  const install = async (servers: readonly Server[], policy: Record<string, unknown>, probe: (server: Server) => Record<string, unknown>) => {
+  const install = async (
+    servers: readonly Server[],
+    policy: Record<string, unknown>,
+    probe: (server: Server) => Record<string, unknown>,
+  ) => {
     const created = await api(servers[0]!, 'POST', '/v1/policies', { state: 'enabled', priority: 100, ...policy });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     for (const server of servers) {
-      await expect.poll(async () => (await decide(server, probe(server))).body.policy_id, { timeout: 5_000, interval: 50 }).toBe(policy.id);
+      await expect
+        .poll(async () => (await decide(server, probe(server))).body.policy_id, { timeout: 5_000, interval: 50 })
+        .toBe(policy.id);
     }
   };
   return { api, decide, decideOk, install };

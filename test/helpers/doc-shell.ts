@@ -15,9 +15,16 @@ export interface ShellResult {
 }
 
 /** `script` run by `sh -c` in `cwd` with `env`; never rejects (a failing command is its exit code). */
-export function runAsTyped(script: string, server: FreshServe, cwd: string, env: NodeJS.ProcessEnv): Promise<ShellResult> {
+export function runAsTyped(
+  script: string,
+  server: FreshServe,
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+): Promise<ShellResult> {
   return new Promise((resolve) => {
-    const asTyped = script.replaceAll('http://127.0.0.1:8080', server.base).replaceAll('svc_test_sk_...', server.testKey);
+    const asTyped = script
+      .replaceAll('http://127.0.0.1:8080', server.base)
+      .replaceAll('svc_test_sk_...', server.testKey);
     // `npx authz` is this checkout's bin (a clone's npx finds it in node_modules/.bin).
     const prelude = `npx() { if [ "$1" = authz ]; then shift; node "${join(ROOT, 'bin', 'authz.js')}" "$@"; else command npx "$@"; fi; }\n`;
     execFile('sh', ['-c', `${prelude}${asTyped}`], { cwd, env }, (error, stdout, stderr) => {

@@ -28,7 +28,15 @@
 import postgres from 'postgres';
 import { startReplicaPair, type ReplicaPair } from '../../scripts/pg-replication.js';
 import { confirmLoad, type QueuedConfirm } from './confirm-load.js';
-import { freePort, HOST, request, startServeProcess, stopServer, type Reply, type ServeProcess } from './server-process.js';
+import {
+  freePort,
+  HOST,
+  request,
+  startServeProcess,
+  stopServer,
+  type Reply,
+  type ServeProcess,
+} from './server-process.js';
 import type { JsonObject } from './json.js';
 
 export interface DrillOptions {
@@ -109,7 +117,13 @@ interface Answered {
 }
 
 /** Polls `done` every 10 ms until true; throws `what` after `ms`, or at once when `failed()` says why. */
-async function waitFor(what: string, done: () => boolean, ms: number, state: () => string, failed: () => string | undefined): Promise<void> {
+async function waitFor(
+  what: string,
+  done: () => boolean,
+  ms: number,
+  state: () => string,
+  failed: () => string | undefined,
+): Promise<void> {
   const deadline = Date.now() + ms;
   while (!done()) {
     const why = failed();
@@ -144,12 +158,22 @@ export async function runFailoverDrill(options: DrillOptions): Promise<DrillResu
 
     const account = await request(base, ADMIN_TOKEN, 'POST', '/admin/accounts', { name: 'failover' });
     if (account.status !== 201) throw new Error(`account: ${JSON.stringify(account.body)}`);
-    const created = await request(base, ADMIN_TOKEN, 'POST', `/admin/accounts/${account.body.id}/api-keys`, { environment: 'test', scopes: ['*'] });
+    const created = await request(base, ADMIN_TOKEN, 'POST', `/admin/accounts/${account.body.id}/api-keys`, {
+      environment: 'test',
+      scopes: ['*'],
+    });
     if (created.status !== 201) throw new Error(`key: ${JSON.stringify(created.body)}`);
     const key = created.body.key as string;
     const api = (method: string, path: string, body?: unknown) => request(base, key, method, path, body);
     const policies = [
-      { id: 'pol_usd', name: 'usd', effect: 'allow', agents: ['usd-*'], actions: ['payments.charge'], budget: { unit: 'USD', limit: USD_LIMIT, period: 'monthly' } },
+      {
+        id: 'pol_usd',
+        name: 'usd',
+        effect: 'allow',
+        agents: ['usd-*'],
+        actions: ['payments.charge'],
+        budget: { unit: 'USD', limit: USD_LIMIT, period: 'monthly' },
+      },
       { id: 'pol_docs', name: 'docs', effect: 'allow', actions: ['docs.read'] },
       { id: 'pol_block', name: 'block', effect: 'deny', actions: ['files.delete'] },
     ];
@@ -179,7 +203,8 @@ export async function runFailoverDrill(options: DrillOptions): Promise<DrillResu
         if (outage) outage.since503++;
         const code = r.body?.error?.code;
         const retryAfter = r.headers.get('retry-after');
-        if (code !== 'service.unavailable' || !retryAfter || !/^\d+$/.test(retryAfter)) bad503.push(`${what}: code ${code}, retry-after ${retryAfter}`);
+        if (code !== 'service.unavailable' || !retryAfter || !/^\d+$/.test(retryAfter))
+          bad503.push(`${what}: code ${code}, retry-after ${retryAfter}`);
         return false;
       }
       unexpected.push(`${what}: ${r.status} ${JSON.stringify(r.body)}`);
@@ -192,7 +217,13 @@ export async function runFailoverDrill(options: DrillOptions): Promise<DrillResu
         const slot = i % 10;
         const body: Record<string, unknown> =
           slot < 4
-            ? { agent_id: `usd-${i % 3}`, action: 'payments.charge', resource: `invoice:${i}`, amount: 1 + (i % 9), ttl_seconds: 3600 }
+            ? {
+                agent_id: `usd-${i % 3}`,
+                action: 'payments.charge',
+                resource: `invoice:${i}`,
+                amount: 1 + (i % 9),
+                ttl_seconds: 3600,
+              }
             : slot < 9
               ? { agent_id: `docs-${i % 20}`, action: 'docs.read', resource: `doc:${i}` }
               : { agent_id: `docs-${i % 20}`, action: 'files.delete', resource: `file:${i}` };
@@ -209,9 +240,15 @@ export async function runFailoverDrill(options: DrillOptions): Promise<DrillResu
           await sleep(5);
           continue;
         }
-        if (sentWithoutPrimary && noPrimarySince !== undefined) allowsWithoutPrimary.push(`${r.body.id} ${r.body.effect}`);
+        if (sentWithoutPrimary && noPrimarySince !== undefined)
+          allowsWithoutPrimary.push(`${r.body.id} ${r.body.effect}`);
         if (promotedAt !== undefined && firstAnswerAt === undefined) firstAnswerAt = performance.now();
-        const a: Answered = { id: r.body.id, effect: r.body.effect, agent: body.agent_id as string, amount: (body.amount as number | undefined) ?? null };
+        const a: Answered = {
+          id: r.body.id,
+          effect: r.body.effect,
+          agent: body.agent_id as string,
+          amount: (body.amount as number | undefined) ?? null,
+        };
         answered.push(a);
         if (slot < 4 && a.effect === 'allow') confirmQueue.push(a);
       }
@@ -222,7 +259,8 @@ export async function runFailoverDrill(options: DrillOptions): Promise<DrillResu
       stopped: () => stop,
       api,
       onReply: (d, amount, r) => {
-        if (d.retried && r.status === 409 && r.body?.error?.code === 'decision.already_confirmed') confirmed.set(d.id, amount);
+        if (d.retried && r.status === 409 && r.body?.error?.code === 'decision.already_confirmed')
+          confirmed.set(d.id, amount);
         else if (classify('confirm', r)) confirmed.set(d.id, amount);
         else if (r.status === 503) confirmQueue.push({ ...d, retried: true, confirmAmount: amount }); // again later, the same confirm
       },
@@ -232,20 +270,28 @@ export async function runFailoverDrill(options: DrillOptions): Promise<DrillResu
     });
     const startLoad = () => {
       stop = false;
-      workers = [...Array.from({ length: options.decisionWorkers }, decisionWorker), ...Array.from({ length: options.confirmWorkers }, confirmWorker)];
+      workers = [
+        ...Array.from({ length: options.decisionWorkers }, decisionWorker),
+        ...Array.from({ length: options.confirmWorkers }, confirmWorker),
+      ];
     };
     const stopLoad = async () => {
       stop = true;
       await Promise.all(workers);
       workers = [];
     };
-    const died = () => (proc.child.exitCode !== null || proc.child.signalCode !== null ? `authz serve exited (${proc.child.exitCode ?? proc.child.signalCode})` : undefined);
-    const state = () => `${answered.length} decisions, ${confirmed.size} confirms; unexpected ${unexpected.slice(0, 3).join('; ')}; stderr ${proc.stderr.join('').slice(-500)}`;
+    const died = () =>
+      proc.child.exitCode !== null || proc.child.signalCode !== null
+        ? `authz serve exited (${proc.child.exitCode ?? proc.child.signalCode})`
+        : undefined;
+    const state = () =>
+      `${answered.length} decisions, ${confirmed.size} confirms; unexpected ${unexpected.slice(0, 3).join('; ')}; stderr ${proc.stderr.join('').slice(-500)}`;
 
     /** Sends `revoked` for a fresh agent on the primary by NOTIFY until the service denies it (bounded), then `active`. */
     const listenComesBack = async (url: string, tenant: string, agent: string): Promise<boolean> => {
       const first = await api('POST', '/v1/decisions', { agent_id: agent, action: 'docs.read' });
-      if (first.status !== 200 || first.body.effect !== 'allow') throw new Error(`probe ${agent}: ${first.status} ${JSON.stringify(first.body)}`);
+      if (first.status !== 200 || first.body.effect !== 'allow')
+        throw new Error(`probe ${agent}: ${first.status} ${JSON.stringify(first.body)}`);
       const sql = postgres(url, { max: 1, onnotice: () => {} });
       try {
         for (let i = 0; i < 200; i++) {
@@ -270,7 +316,9 @@ export async function runFailoverDrill(options: DrillOptions): Promise<DrillResu
       startLoad();
       await waitFor(
         `round ${round}: the load before the kill`,
-        () => answered.length - answeredAtStart >= options.decisionsBeforeKill && confirmed.size - confirmedAtStart >= options.confirmsBeforeKill,
+        () =>
+          answered.length - answeredAtStart >= options.decisionsBeforeKill &&
+          confirmed.size - confirmedAtStart >= options.confirmsBeforeKill,
         120_000,
         state,
         died,
@@ -283,7 +331,13 @@ export async function runFailoverDrill(options: DrillOptions): Promise<DrillResu
       await pair.killPrimary();
       // From here until the promotion begins no server takes writes: a request sent meanwhile cannot be stored.
       noPrimarySince = Date.now();
-      await waitFor(`round ${round}: ${options.outage503} answers 503 without a primary`, () => outage!.since503 >= options.outage503, 120_000, state, died);
+      await waitFor(
+        `round ${round}: ${options.outage503} answers 503 without a primary`,
+        () => outage!.since503 >= options.outage503,
+        120_000,
+        state,
+        died,
+      );
 
       noPrimarySince = undefined;
       const promoteStart = performance.now();
@@ -292,34 +346,64 @@ export async function runFailoverDrill(options: DrillOptions): Promise<DrillResu
       const promoteMs = promotedAt - promoteStart;
       firstAnswerAt = undefined;
       const afterPromotion = answered.length;
-      await waitFor(`round ${round}: the first answer after the promotion`, () => firstAnswerAt !== undefined, 120_000, state, died);
+      await waitFor(
+        `round ${round}: the first answer after the promotion`,
+        () => firstAnswerAt !== undefined,
+        120_000,
+        state,
+        died,
+      );
       const outageStatuses = outage.statuses;
       outage = undefined;
-      await waitFor(`round ${round}: the load after the promotion`, () => answered.length - afterPromotion >= options.decisionsAfterPromotion, 120_000, state, died);
+      await waitFor(
+        `round ${round}: the load after the promotion`,
+        () => answered.length - afterPromotion >= options.decisionsAfterPromotion,
+        120_000,
+        state,
+        died,
+      );
       await stopLoad();
       const firstAnswerMs = firstAnswerAt! - promotedAt;
       promotedAt = undefined;
 
       // --- the round's checks, on the new primary ---
-      const sql = postgres(pair.primaryUrl('authz'), { max: 2, onnotice: () => {}, types: { bigint: postgres.BigInt } });
+      const sql = postgres(pair.primaryUrl('authz'), {
+        max: 2,
+        onnotice: () => {},
+        types: { bigint: postgres.BigInt },
+      });
       const lost: string[] = [];
       const lostConfirms: string[] = [];
       const ledgerMismatches: string[] = [];
       try {
-        const stored = new Map<string, { effect: string; agent_id: string; status: string; amount: number | null; confirmed_amount: number | null }>();
+        const stored = new Map<
+          string,
+          { effect: string; agent_id: string; status: string; amount: number | null; confirmed_amount: number | null }
+        >();
         const ids = answered.map((a) => a.id);
         for (let i = 0; i < ids.length; i += 5000) {
-          const rows = await sql<{ id: string; effect: string; agent_id: string; status: string; amount: number | null; confirmed_amount: number | null }[]>`
+          const rows = await sql<
+            {
+              id: string;
+              effect: string;
+              agent_id: string;
+              status: string;
+              amount: number | null;
+              confirmed_amount: number | null;
+            }[]
+          >`
             select id, effect, agent_id, status, amount, confirmed_amount from decisions where id = any(${ids.slice(i, i + 5000)})`;
           for (const row of rows) stored.set(row.id, row);
         }
         for (const a of answered) {
           const s = stored.get(a.id);
-          if (!s || s.effect !== a.effect || s.agent_id !== a.agent || s.amount !== a.amount) lost.push(`${a.id} ${a.effect} ${a.agent}: ${s ? JSON.stringify(s) : 'missing'}`);
+          if (!s || s.effect !== a.effect || s.agent_id !== a.agent || s.amount !== a.amount)
+            lost.push(`${a.id} ${a.effect} ${a.agent}: ${s ? JSON.stringify(s) : 'missing'}`);
         }
         for (const [id, amount] of confirmed) {
           const s = stored.get(id);
-          if (!s || s.status !== 'confirmed' || (amount !== null && s.confirmed_amount !== amount)) lostConfirms.push(`${id}: ${s ? JSON.stringify(s) : 'missing'}`);
+          if (!s || s.status !== 'confirmed' || (amount !== null && s.confirmed_amount !== amount))
+            lostConfirms.push(`${id}: ${s ? JSON.stringify(s) : 'missing'}`);
         }
         // The ledger: consumed of each USD budget (the API's view) = the amounts of the decisions stored as confirmed.
         for (const agent of ['usd-0', 'usd-1', 'usd-2']) {
@@ -329,12 +413,19 @@ export async function runFailoverDrill(options: DrillOptions): Promise<DrillResu
             select sum(round(coalesce(confirmed_amount, amount) * 100))::text as cents from decisions
             where agent_id = ${agent} and status = 'confirmed'`;
           const consumed = row ? Math.round(Number(row.consumed) * 100) : NaN;
-          if (consumed !== Number(sum?.cents ?? 0)) ledgerMismatches.push(`${agent}: consumed ${row?.consumed} vs confirmed ${Number(sum?.cents ?? 0) / 100} (${b.status})`);
+          if (consumed !== Number(sum?.cents ?? 0))
+            ledgerMismatches.push(
+              `${agent}: consumed ${row?.consumed} vs confirmed ${Number(sum?.cents ?? 0) / 100} (${b.status})`,
+            );
         }
       } finally {
         await sql.end({ timeout: 2 });
       }
-      const listenRestored = await listenComesBack(pair.primaryUrl('authz'), `${account.body.id}:test`, `probe-${round}`);
+      const listenRestored = await listenComesBack(
+        pair.primaryUrl('authz'),
+        `${account.body.id}:test`,
+        `probe-${round}`,
+      );
       const alive = proc.child.exitCode === null && proc.child.signalCode === null;
       const result: RoundResult = {
         round,
@@ -366,7 +457,10 @@ export async function runFailoverDrill(options: DrillOptions): Promise<DrillResu
       answered: answered.length,
       confirmed: confirmed.size,
       stderr: proc.stderr.join(''),
-      exit: proc.child.exitCode === null && proc.child.signalCode === null ? undefined : { code: proc.child.exitCode, signal: proc.child.signalCode },
+      exit:
+        proc.child.exitCode === null && proc.child.signalCode === null
+          ? undefined
+          : { code: proc.child.exitCode, signal: proc.child.signalCode },
     };
   } finally {
     stop = true;

@@ -60,15 +60,27 @@ export interface Caller {
 }
 
 /** A Caller over `app` (e.g. a second process's app on the same store), with `key` as its test key. */
-export function callerOf(app: { inject(options: InjectOptions): Promise<LightMyRequestResponse> }, key: string): Caller {
+export function callerOf(
+  app: { inject(options: InjectOptions): Promise<LightMyRequestResponse> },
+  key: string,
+): Caller {
   return {
     testKey: key,
-    call: (k, options) => app.inject({ ...options, headers: { ...(k ? { authorization: `Bearer ${k}` } : {}), ...(options.headers ?? {}) } }),
+    call: (k, options) =>
+      app.inject({
+        ...options,
+        headers: { ...(k ? { authorization: `Bearer ${k}` } : {}), ...(options.headers ?? {}) },
+      }),
   };
 }
 
 /** `POST /v1/decisions` with `body`, authenticated with `key` (default: the runtime's test key), and any other `headers`. */
-export function postDecision(rt: Caller, body: object, key: string | null = rt.testKey, headers?: Record<string, string>): Promise<LightMyRequestResponse> {
+export function postDecision(
+  rt: Caller,
+  body: object,
+  key: string | null = rt.testKey,
+  headers?: Record<string, string>,
+): Promise<LightMyRequestResponse> {
   return rt.call(key, { method: 'POST', url: '/v1/decisions', payload: body, ...(headers ? { headers } : {}) });
 }
 
@@ -76,7 +88,12 @@ export function postDecision(rt: Caller, body: object, key: string | null = rt.t
 export type DecisionAnswer = Decision;
 
 /** `POST /v1/decisions` that must answer 200; the decision. */
-export async function decide(rt: Caller, body: object, key: string | null = rt.testKey, headers?: Record<string, string>): Promise<DecisionAnswer> {
+export async function decide(
+  rt: Caller,
+  body: object,
+  key: string | null = rt.testKey,
+  headers?: Record<string, string>,
+): Promise<DecisionAnswer> {
   const r = await postDecision(rt, body, key, headers);
   expect(r.statusCode, r.body).toBe(200);
   return r.json() as DecisionAnswer;

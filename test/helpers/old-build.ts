@@ -34,7 +34,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROOT } from './server-process.js';
 
-const git = (args: string[]): string => execFileSync('git', args, { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+const git = (args: string[]): string =>
+  execFileSync('git', args, { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
 
 /** The full hash of `ref`; throws with what to do when the history does not have it. */
 export function commitOf(ref: string): string {
@@ -48,7 +49,12 @@ export function commitOf(ref: string): string {
         return null;
       }
     })();
-    const why = shallow === null ? `${ROOT} is not a git repository` : shallow ? 'this clone is shallow' : `no commit ${ref} in this repository`;
+    const why =
+      shallow === null
+        ? `${ROOT} is not a git repository`
+        : shallow
+          ? 'this clone is shallow'
+          : `no commit ${ref} in this repository`;
     throw new Error(
       `oldBuild(${ref}): ${why}; the upgrade test builds that commit: clone with full history (git fetch --unshallow, or fetch-depth: 0 in CI). ${(error as Error).message}`,
     );
@@ -60,7 +66,10 @@ export function oldBuild(ref: string): string {
   const commit = commitOf(ref);
   const checkout = createHash('sha256').update(realpathSync(ROOT)).digest('hex').slice(0, 8);
   const dir = join(tmpdir(), `authz-old-build-${commit}-${checkout}`);
-  const built = (d: string) => existsSync(join(d, 'dist', 'runtime', 'serve.js')) && existsSync(join(d, 'bin', 'authz.js')) && existsSync(join(d, 'node_modules', 'fastify'));
+  const built = (d: string) =>
+    existsSync(join(d, 'dist', 'runtime', 'serve.js')) &&
+    existsSync(join(d, 'bin', 'authz.js')) &&
+    existsSync(join(d, 'node_modules', 'fastify'));
   if (built(dir)) return dir;
 
   // Every package the commit installs is installed here at the same version: ours serve
@@ -87,7 +96,11 @@ export function oldBuild(ref: string): string {
   try {
     symlinkSync(realpathSync(join(ROOT, 'node_modules')), join(building, 'node_modules'));
     try {
-      execFileSync(process.execPath, [join(building, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: building, stdio: 'pipe' });
+      execFileSync(
+        process.execPath,
+        [join(building, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'],
+        { cwd: building, stdio: 'pipe' },
+      );
     } catch (error) {
       // tsc emits even with type errors; only a missing output is fatal.
       if (!built(building)) {

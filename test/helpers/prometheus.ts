@@ -26,6 +26,9 @@ export function parse(text: string): Sample[] {
 /** The value of the sample with exactly these labels (0 when absent). */
 export function value(samples: Sample[], name: string, labels: Record<string, string> = {}): number {
   const keys = Object.keys(labels);
-  const s = samples.find((x) => x.name === name && Object.keys(x.labels).length === keys.length && keys.every((k) => x.labels[k] === labels[k]));
+  const s = samples.find(
+    (x) =>
+      x.name === name && Object.keys(x.labels).length === keys.length && keys.every((k) => x.labels[k] === labels[k]),
+  );
   return s?.value ?? 0;
 }

@@ -26,7 +26,9 @@ export function newestSource(dir: string): number {
 
 /** `npm test` builds first (pretest); a bare `vitest run` builds here when dist/ is missing or older than the sources. */
 export function ensureBuilt(): void {
-  const stale = !existsSync(SERVE_JS) || statSync(SERVE_JS).mtimeMs < Math.max(newestSource(join(ROOT, 'runtime')), newestSource(join(ROOT, 'compiler')));
+  const stale =
+    !existsSync(SERVE_JS) ||
+    statSync(SERVE_JS).mtimeMs < Math.max(newestSource(join(ROOT, 'runtime')), newestSource(join(ROOT, 'compiler')));
   if (!stale) return;
   try {
     execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'pipe' });
@@ -42,7 +44,9 @@ export async function freePort(): Promise<number> {
     server.once('error', reject);
     server.listen(0, HOST, () => {
       const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+      server.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+      );
     });
   });
 }
@@ -66,10 +70,19 @@ export interface Reply {
 }
 
 /** One JSON request to a server process with a bearer token; a body that is not JSON comes back as `{ raw }`. */
-export async function request(base: string, token: string, method: string, path: string, body?: unknown): Promise<Reply> {
+export async function request(
+  base: string,
+  token: string,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<Reply> {
   const r = await fetch(`${base}${path}`, {
     method,
-    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   const text = await r.text();
@@ -104,10 +117,20 @@ export interface FreshServe {
 export async function startFreshServe(dataDirPrefix: string, extraEnv: NodeJS.ProcessEnv = {}): Promise<FreshServe> {
   const dataDir = mkdtempSync(join(tmpdir(), dataDirPrefix));
   const port = await freePort();
-  const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST, AUTHZ_DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    PORT: String(port),
+    HOST,
+    AUTHZ_DATA_DIR: dataDir,
+    LOG_LEVEL: 'warn',
+  };
   for (const k of ['DATABASE_URL', 'AUTHZ_TEST_CLOCK', 'AUTHZ_ADMIN_TOKEN', 'AUTHZ_BASE_URL']) delete env[k];
   Object.assign(env, extraEnv);
-  const child = spawn(process.execPath, [join(ROOT, 'bin', 'authz.js'), 'serve'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [join(ROOT, 'bin', 'authz.js'), 'serve'], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const exited = new Promise((resolve) => child.once('exit', resolve));
   const stop = async () => {
     if (child.exitCode === null) {
@@ -167,11 +190,22 @@ export interface ServeProcess {
  * from its own checkout. `detached`: in a process group of its own, stopped as
  * a supervisor or a terminal stops one (`process.kill(-child.pid, 'SIGTERM')`).
  */
-export async function startServeProcess(port: number, env: NodeJS.ProcessEnv, timeoutMs = 30_000, bin = join(ROOT, 'bin', 'authz.js'), detached = false): Promise<ServeProcess> {
+export async function startServeProcess(
+  port: number,
+  env: NodeJS.ProcessEnv,
+  timeoutMs = 30_000,
+  bin = join(ROOT, 'bin', 'authz.js'),
+  detached = false,
+): Promise<ServeProcess> {
   const full: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST, LOG_LEVEL: 'warn' };
   for (const k of ['AUTHZ_DATA_DIR', 'AUTHZ_TEST_CLOCK', 'AUTHZ_WEBHOOK_ALLOW_PRIVATE']) delete full[k];
   Object.assign(full, env);
-  const child = spawn(process.execPath, [bin, 'serve'], { cwd: dirname(dirname(bin)), env: full, stdio: ['ignore', 'pipe', 'pipe'], detached });
+  const child = spawn(process.execPath, [bin, 'serve'], {
+    cwd: dirname(dirname(bin)),
+    env: full,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached,
+  });
   const stdout: string[] = [];
   const stderr: string[] = [];
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
@@ -179,7 +213,15 @@ export async function startServeProcess(port: number, env: NodeJS.ProcessEnv, ti
   });
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => stderr.push(chunk));
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no "listening" within ${timeoutMs} ms; stdout:\n${stdout.join('\n')}\nstderr:\n${stderr.join('')}`)), timeoutMs);
+    const timer = setTimeout(
+      () =>
+        reject(
+          new Error(
+            `no "listening" within ${timeoutMs} ms; stdout:\n${stdout.join('\n')}\nstderr:\n${stderr.join('')}`,
+          ),
+        ),
+      timeoutMs,
+    );
     eachLine(child.stdout!, (line) => {
       stdout.push(line);
       if (line.includes(`listening on http://${HOST}:${port}`)) {
@@ -189,7 +231,11 @@ export async function startServeProcess(port: number, env: NodeJS.ProcessEnv, ti
     });
     void exited.then(({ code, signal }) => {
       clearTimeout(timer);
-      reject(new Error(`authz serve exited (${code ?? signal}) before listening; stdout:\n${stdout.join('\n')}\nstderr:\n${stderr.join('')}`));
+      reject(
+        new Error(
+          `authz serve exited (${code ?? signal}) before listening; stdout:\n${stdout.join('\n')}\nstderr:\n${stderr.join('')}`,
+        ),
+      );
     });
   });
   return { child, stdout, stderr, exited };
@@ -199,7 +245,10 @@ export async function startServeProcess(port: number, env: NodeJS.ProcessEnv, ti
 export async function stopServer(p: ServeProcess): Promise<void> {
   if (p.child.exitCode !== null || p.child.signalCode !== null) return;
   p.child.kill('SIGTERM');
-  const late = await Promise.race([p.exited.then(() => false), new Promise<boolean>((r) => setTimeout(() => r(true), 10_000))]);
+  const late = await Promise.race([
+    p.exited.then(() => false),
+    new Promise<boolean>((r) => setTimeout(() => r(true), 10_000)),
+  ]);
   if (late) {
     p.child.kill('SIGKILL');
     await p.exited;

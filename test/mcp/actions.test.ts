@@ -4,8 +4,20 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ActionMap, actionPart, amountFrom, ArgumentProblem, defaultAction, fillTemplate } from '../../clients/mcp-proxy/actions.js';
-import { DEFAULT_APPROVAL_WAIT_SECONDS, loadProxyConfig, parseProxyConfig, ProxyConfigError } from '../../clients/mcp-proxy/config.js';
+import {
+  ActionMap,
+  actionPart,
+  amountFrom,
+  ArgumentProblem,
+  defaultAction,
+  fillTemplate,
+} from '../../clients/mcp-proxy/actions.js';
+import {
+  DEFAULT_APPROVAL_WAIT_SECONDS,
+  loadProxyConfig,
+  parseProxyConfig,
+  ProxyConfigError,
+} from '../../clients/mcp-proxy/config.js';
 import { withoutProxyMeta } from '../../clients/mcp-proxy/enforce.js';
 import { isDecidedMethod, methodTarget } from '../../clients/mcp-proxy/methods.js';
 import { PagedListing } from '../../clients/mcp-proxy/paged-listing.js';
@@ -40,16 +52,30 @@ describe('derived action names', () => {
   });
 
   it('finds collisions that involve a derived name, and lets explicit shared mappings through', () => {
-    const map = new ActionMap({ server: 'files', tools: { write: { action: 'files.write' }, save: { action: 'files.write' }, copy: { action: 'files.read_file' } } });
+    const map = new ActionMap({
+      server: 'files',
+      tools: { write: { action: 'files.write' }, save: { action: 'files.write' }, copy: { action: 'files.read_file' } },
+    });
     expect(map.collisions(['write', 'save'])).toEqual([]);
-    expect(map.collisions(['Read-File', 'read_file', 'write'])).toEqual([{ action: 'files.read_file', tools: ['Read-File', 'read_file'] }]);
-    expect(map.collisions(['copy', 'read_file'])).toEqual([{ action: 'files.read_file', tools: ['copy', 'read_file'] }]);
+    expect(map.collisions(['Read-File', 'read_file', 'write'])).toEqual([
+      { action: 'files.read_file', tools: ['Read-File', 'read_file'] },
+    ]);
+    expect(map.collisions(['copy', 'read_file'])).toEqual([
+      { action: 'files.read_file', tools: ['copy', 'read_file'] },
+    ]);
     expect(map.unknownMappings(['write'])).toEqual(['save', 'copy']);
   });
 
   it('fills resource templates and amounts from the arguments, refusing what is missing or of the wrong type', () => {
-    const map = new ActionMap({ server: 'pay', tools: { charge: { action: 'payments.charge', resource: 'customer:{customer_id}/{n}', amount: 'amount' } } });
-    expect(map.target('charge', { customer_id: 'cus_1', n: 2, amount: 12.5 })).toEqual({ action: 'payments.charge', resource: 'customer:cus_1/2', amount: 12.5 });
+    const map = new ActionMap({
+      server: 'pay',
+      tools: { charge: { action: 'payments.charge', resource: 'customer:{customer_id}/{n}', amount: 'amount' } },
+    });
+    expect(map.target('charge', { customer_id: 'cus_1', n: 2, amount: 12.5 })).toEqual({
+      action: 'payments.charge',
+      resource: 'customer:cus_1/2',
+      amount: 12.5,
+    });
     expect(map.target('refund', { amount: 3 })).toEqual({ action: 'pay.refund' });
     expect(() => map.target('charge', { n: 1, amount: 1 })).toThrow(ArgumentProblem);
     expect(() => fillTemplate('x:{a}', { a: { nested: true } })).toThrow(/needs the argument "a"/);
@@ -80,12 +106,21 @@ tools:
       methods: {},
       pass_through: [],
     });
-    expect(parseProxyConfig({ agent_id: 'a', server: 's', on_behalf_of: 'file-wins' }, 'c', { AUTHZ_ON_BEHALF_OF: 'env' }).on_behalf_of).toBe('file-wins');
+    expect(
+      parseProxyConfig({ agent_id: 'a', server: 's', on_behalf_of: 'file-wins' }, 'c', { AUTHZ_ON_BEHALF_OF: 'env' })
+        .on_behalf_of,
+    ).toBe('file-wins');
   });
 
   it('lists every problem at once', () => {
     expect(
-      problemsOf({ agent_id: '', server: 's', approval_wait_seconds: -1, ttl_seconds: 0, tools: { t: { action: 'A.b', resource: 'x:{a', amount: '', extra: 1 }, u: 'no' } }),
+      problemsOf({
+        agent_id: '',
+        server: 's',
+        approval_wait_seconds: -1,
+        ttl_seconds: 0,
+        tools: { t: { action: 'A.b', resource: 'x:{a', amount: '', extra: 1 }, u: 'no' },
+      }),
     ).toEqual([
       'agent_id: required, a non-empty string of at most 256 characters',
       'approval_wait_seconds: a whole number of seconds, 0..3600',
@@ -123,12 +158,21 @@ describe('the decided methods (docs/mcp.md#6-resources-and-prompts-decided)', ()
       resource: 'prompt:greet',
       mcp: { server: 'Docs', method: 'prompts/get', prompt: 'greet', arguments: {} },
     });
-    expect(methodTarget(config, 'completion/complete', { ref: { type: 'ref/resource', uri: 'x://{id}' }, argument: { name: 'id', value: '1' } })).toMatchObject({
+    expect(
+      methodTarget(config, 'completion/complete', {
+        ref: { type: 'ref/resource', uri: 'x://{id}' },
+        argument: { name: 'id', value: '1' },
+      }),
+    ).toMatchObject({
       action: 'docs.completion_complete',
       resource: 'x://{id}',
     });
     expect(
-      methodTarget(config, 'completion/complete', { ref: { type: 'ref/prompt', name: 'greet' }, argument: { name: 'who', value: 'A' }, context: { arguments: {} } }),
+      methodTarget(config, 'completion/complete', {
+        ref: { type: 'ref/prompt', name: 'greet' },
+        argument: { name: 'who', value: 'A' },
+        context: { arguments: {} },
+      }),
     ).toMatchObject({
       resource: 'prompt:greet',
       mcp: { context: { arguments: {} } },
@@ -138,28 +182,54 @@ describe('the decided methods (docs/mcp.md#6-resources-and-prompts-decided)', ()
       mcp: { server: 'Docs', method: 'logging/setLevel', level: 'debug' },
     });
     expect(() => methodTarget(config, 'resources/read', {})).toThrow(ArgumentProblem);
-    expect(() => methodTarget(config, 'completion/complete', { ref: { type: 'ref/prompt' } })).toThrow(/params\.ref\.name/);
+    expect(() => methodTarget(config, 'completion/complete', { ref: { type: 'ref/prompt' } })).toThrow(
+      /params\.ref\.name/,
+    );
   });
 
   it('methods: replaces the action and fills the resource template from the params', () => {
-    const mapped = parseProxyConfig({ agent_id: 'a', server: 'docs', methods: { 'prompts/get': { action: 'prompts.use', resource: 'doc:{name}/{arguments.lang}' } } });
-    expect(methodTarget(mapped, 'prompts/get', { name: 'greet', arguments: { lang: 'en' } })).toMatchObject({ action: 'prompts.use', resource: 'doc:greet/en' });
+    const mapped = parseProxyConfig({
+      agent_id: 'a',
+      server: 'docs',
+      methods: { 'prompts/get': { action: 'prompts.use', resource: 'doc:{name}/{arguments.lang}' } },
+    });
+    expect(methodTarget(mapped, 'prompts/get', { name: 'greet', arguments: { lang: 'en' } })).toMatchObject({
+      action: 'prompts.use',
+      resource: 'doc:greet/en',
+    });
     expect(() => methodTarget(mapped, 'prompts/get', { name: 'greet' })).toThrow(/needs the param "arguments.lang"/);
     expect(isDecidedMethod('resources/unsubscribe')).toBe(false);
   });
 
   it('refuses methods: that are not decided methods, bad actions, and pass_through: of known methods', () => {
-    expect(problemsOf({ agent_id: 'a', server: 's', methods: { 'tools/call': {}, 'prompts/get': { action: 'X', size: 1 } }, pass_through: ['tasks/list', 'ping'] })).toEqual([
+    expect(
+      problemsOf({
+        agent_id: 'a',
+        server: 's',
+        methods: { 'tools/call': {}, 'prompts/get': { action: 'X', size: 1 } },
+        pass_through: ['tasks/list', 'ping'],
+      }),
+    ).toEqual([
       'methods.tools/call: not a decided method (resources/read, resources/subscribe, prompts/get, completion/complete, logging/setLevel; tools/call is mapped under "tools:")',
       'methods.prompts/get: unknown field "size" (known: action, resource)',
       'methods.prompts/get.action: "X" is not an action: namespace.verb, each part [a-z][a-z0-9_]* (no wildcards)',
       'pass_through: "ping" is a method the proxy knows (it is decided or relayed already)',
     ]);
-    expect(parseProxyConfig({ agent_id: 'a', server: 's', pass_through: ['tasks/list'] }).pass_through).toEqual(['tasks/list']);
+    expect(parseProxyConfig({ agent_id: 'a', server: 's', pass_through: ['tasks/list'] }).pass_through).toEqual([
+      'tasks/list',
+    ]);
   });
 
   it("drops the proxy's _meta keys in any case", () => {
-    expect(withoutProxyMeta({ 'Agent-Authz/permit': 'x', 'AGENT-AUTHZ/DECISION': 'y', 'agent-authz/reason': 'z', progressToken: 1, 'other/k': 2 })).toEqual({
+    expect(
+      withoutProxyMeta({
+        'Agent-Authz/permit': 'x',
+        'AGENT-AUTHZ/DECISION': 'y',
+        'agent-authz/reason': 'z',
+        progressToken: 1,
+        'other/k': 2,
+      }),
+    ).toEqual({
       progressToken: 1,
       'other/k': 2,
     });

@@ -60,13 +60,18 @@ async function serveGate(auth: Record<string, unknown>, publicPath = '/mcp'): Pr
 }
 
 const call = (url: string, token?: string, authorization?: string) =>
-  fetch(url, { method: 'POST', headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(authorization ? { authorization } : {}) }, body: '{}' });
+  fetch(url, {
+    method: 'POST',
+    headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(authorization ? { authorization } : {}) },
+    body: '{}',
+  });
 
 /** The auth-params of a Bearer challenge. */
 function challenge(header: string | null): Record<string, string> {
   expect(header).toMatch(/^Bearer /);
   const params: Record<string, string> = {};
-  for (const m of header!.slice(7).matchAll(/([a-z_]+)="((?:[^"\\]|\\.)*)"/g)) params[m[1]!] = m[2]!.replace(/\\(.)/g, '$1');
+  for (const m of header!.slice(7).matchAll(/([a-z_]+)="((?:[^"\\]|\\.)*)"/g))
+    params[m[1]!] = m[2]!.replace(/\\(.)/g, '$1');
   return params;
 }
 
@@ -74,8 +79,10 @@ describe('the MCP gateway as an OAuth protected resource', () => {
   let as: StandInIssuer;
   let gw: Served;
   let aud: string;
-  const token = (claims: Record<string, unknown>, extra: { expiresIn?: number; kid?: string; keepIssuer?: boolean } = {}) =>
-    as.mint({ claims: { aud, client_id: 'research-bot', sub: 'alice', scope: 'mcp:tools', ...claims }, ...extra });
+  const token = (
+    claims: Record<string, unknown>,
+    extra: { expiresIn?: number; kid?: string; keepIssuer?: boolean } = {},
+  ) => as.mint({ claims: { aud, client_id: 'research-bot', sub: 'alice', scope: 'mcp:tools', ...claims }, ...extra });
 
   beforeAll(async () => {
     as = await startStandInIssuer({ clients: [] });
@@ -91,10 +98,18 @@ describe('the MCP gateway as an OAuth protected resource', () => {
     const r = await call(gw.url);
     expect(r.status).toBe(401);
     const params = challenge(r.headers.get('www-authenticate'));
-    expect(params).toEqual({ resource_metadata: `${new URL(gw.url).origin}/.well-known/oauth-protected-resource/mcp`, scope: 'mcp:tools' });
-    expect(await r.json()).toMatchObject({ jsonrpc: '2.0', error: { code: -32600, message: expect.stringContaining('needs an OAuth bearer token') } });
+    expect(params).toEqual({
+      resource_metadata: `${new URL(gw.url).origin}/.well-known/oauth-protected-resource/mcp`,
+      scope: 'mcp:tools',
+    });
+    expect(await r.json()).toMatchObject({
+      jsonrpc: '2.0',
+      error: { code: -32600, message: expect.stringContaining('needs an OAuth bearer token') },
+    });
     // Another scheme is no bearer token either.
-    expect(challenge((await call(gw.url, undefined, 'Basic dXNlcjpwYXNz')).headers.get('www-authenticate')).error).toBeUndefined();
+    expect(
+      challenge((await call(gw.url, undefined, 'Basic dXNlcjpwYXNz')).headers.get('www-authenticate')).error,
+    ).toBeUndefined();
   });
 
   it('a valid token is admitted as its agent (client_id) acting for its user (sub)', async () => {
@@ -117,7 +132,12 @@ describe('the MCP gateway as an OAuth protected resource', () => {
   };
 
   it('a token for another audience is refused: 401 invalid_token', async () => {
-    await refused(await token({ aud: 'http://127.0.0.1:1/other/mcp' }), 401, 'invalid_token', /not for this resource: its audience must include http:\/\/127\.0\.0\.1:\d+\/mcp/);
+    await refused(
+      await token({ aud: 'http://127.0.0.1:1/other/mcp' }),
+      401,
+      'invalid_token',
+      /not for this resource: its audience must include http:\/\/127\.0\.0\.1:\d+\/mcp/,
+    );
   });
 
   it('an expired token is refused past the 60 s leeway, accepted within it', async () => {
@@ -127,11 +147,21 @@ describe('the MCP gateway as an OAuth protected resource', () => {
   });
 
   it('a token of another issuer is refused, even signed by a key the gate trusts', async () => {
-    await refused(await token({ iss: 'http://127.0.0.1:1' }, { keepIssuer: true }), 401, 'invalid_token', /not issued by http:\/\/127\.0\.0\.1:\d+$/);
+    await refused(
+      await token({ iss: 'http://127.0.0.1:1' }, { keepIssuer: true }),
+      401,
+      'invalid_token',
+      /not issued by http:\/\/127\.0\.0\.1:\d+$/,
+    );
   });
 
   it('a token without a required scope: 403 insufficient_scope naming the scope', async () => {
-    const params = await refused(await token({ scope: 'mcp:read other' }), 403, 'insufficient_scope', /lacks the scope mcp:tools/);
+    const params = await refused(
+      await token({ scope: 'mcp:read other' }),
+      403,
+      'insufficient_scope',
+      /lacks the scope mcp:tools/,
+    );
     expect(params.scope).toBe('mcp:tools');
     // scp as a list counts too.
     expect((await call(gw.url, await token({ scope: undefined, scp: ['mcp:tools'] }))).status).toBe(200);
@@ -158,7 +188,12 @@ describe('the MCP gateway as an OAuth protected resource', () => {
     for (const url of [gw.gate.metadataUrl, `${origin}/.well-known/oauth-protected-resource`]) {
       const r = await fetch(url);
       expect(r.status).toBe(200);
-      expect(await r.json()).toEqual({ resource: aud, authorization_servers: [as.issuer], scopes_supported: ['mcp:tools'], bearer_methods_supported: ['header'] });
+      expect(await r.json()).toEqual({
+        resource: aud,
+        authorization_servers: [as.issuer],
+        scopes_supported: ['mcp:tools'],
+        bearer_methods_supported: ['header'],
+      });
     }
     expect((await fetch(`${origin}/.well-known/oauth-protected-resource/elsewhere`)).status).toBe(404);
   });
@@ -207,31 +242,65 @@ describe("the stand-in's token endpoint (client credentials)", () => {
   const tokenRequest = (form: Record<string, string>, basic?: string) =>
     fetch(as.tokenEndpoint, {
       method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', ...(basic ? { authorization: `Basic ${Buffer.from(basic).toString('base64')}` } : {}) },
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        ...(basic ? { authorization: `Basic ${Buffer.from(basic).toString('base64')}` } : {}),
+      },
       body: new URLSearchParams(form),
     });
 
   it('issues a token for the resource that the gate admits as the client acting for its user, or for user=', async () => {
-    const basic = await tokenRequest({ grant_type: 'client_credentials', resource: gw.gate.resource }, 'support-bot-7:secret-7');
+    const basic = await tokenRequest(
+      { grant_type: 'client_credentials', resource: gw.gate.resource },
+      'support-bot-7:secret-7',
+    );
     expect(basic.status).toBe(200);
-    const issued = (await basic.json()) as { access_token: string; token_type: string; expires_in: number; scope: string };
+    const issued = (await basic.json()) as {
+      access_token: string;
+      token_type: string;
+      expires_in: number;
+      scope: string;
+    };
     expect(issued).toMatchObject({ token_type: 'Bearer', expires_in: 3600, scope: 'mcp:tools' });
-    expect(await (await call(gw.url, issued.access_token)).json()).toEqual({ agentId: 'support-bot-7', onBehalfOf: 'alice' });
-    const post = await tokenRequest({ grant_type: 'client_credentials', resource: gw.gate.resource, client_id: 'support-bot-7', client_secret: 'secret-7', user: 'bob' });
-    expect(await (await call(gw.url, ((await post.json()) as { access_token: string }).access_token)).json()).toEqual({ agentId: 'support-bot-7', onBehalfOf: 'bob' });
+    expect(await (await call(gw.url, issued.access_token)).json()).toEqual({
+      agentId: 'support-bot-7',
+      onBehalfOf: 'alice',
+    });
+    const post = await tokenRequest({
+      grant_type: 'client_credentials',
+      resource: gw.gate.resource,
+      client_id: 'support-bot-7',
+      client_secret: 'secret-7',
+      user: 'bob',
+    });
+    expect(await (await call(gw.url, ((await post.json()) as { access_token: string }).access_token)).json()).toEqual({
+      agentId: 'support-bot-7',
+      onBehalfOf: 'bob',
+    });
   });
 
   it('refuses a wrong secret, a missing resource, another grant and a scope the client may not have', async () => {
-    const wrong = await tokenRequest({ grant_type: 'client_credentials', resource: gw.gate.resource }, 'support-bot-7:nope');
+    const wrong = await tokenRequest(
+      { grant_type: 'client_credentials', resource: gw.gate.resource },
+      'support-bot-7:nope',
+    );
     expect([wrong.status, ((await wrong.json()) as { error: string }).error]).toEqual([401, 'invalid_client']);
     const noResource = await tokenRequest({ grant_type: 'client_credentials' }, 'support-bot-7:secret-7');
-    expect([noResource.status, ((await noResource.json()) as { error: string }).error]).toEqual([400, 'invalid_target']);
+    expect([noResource.status, ((await noResource.json()) as { error: string }).error]).toEqual([
+      400,
+      'invalid_target',
+    ]);
     const grant = await tokenRequest({ grant_type: 'password', resource: gw.gate.resource }, 'support-bot-7:secret-7');
     expect(((await grant.json()) as { error: string }).error).toBe('unsupported_grant_type');
-    const scope = await tokenRequest({ grant_type: 'client_credentials', resource: gw.gate.resource, scope: 'mcp:tools' }, 'reader:r');
+    const scope = await tokenRequest(
+      { grant_type: 'client_credentials', resource: gw.gate.resource, scope: 'mcp:tools' },
+      'reader:r',
+    );
     expect([scope.status, ((await scope.json()) as { error: string }).error]).toEqual([400, 'invalid_scope']);
     // The reader's own scope is granted, and the gate then answers 403: it lacks mcp:tools.
-    const reader = (await (await tokenRequest({ grant_type: 'client_credentials', resource: gw.gate.resource }, 'reader:r')).json()) as { access_token: string };
+    const reader = (await (
+      await tokenRequest({ grant_type: 'client_credentials', resource: gw.gate.resource }, 'reader:r')
+    ).json()) as { access_token: string };
     expect((await call(gw.url, reader.access_token)).status).toBe(403);
   });
 });
@@ -263,15 +332,29 @@ describe('issuer discovery', () => {
     } finally {
       await gw.close();
     }
-    const direct = await serveGate({ issuer: 'http://login.invalid', jwks_uri: as.jwksUri, audience: 'https://tools.example.com/mcp', agent_claim: 'act_as', user_claim: 'email' });
+    const direct = await serveGate({
+      issuer: 'http://login.invalid',
+      jwks_uri: as.jwksUri,
+      audience: 'https://tools.example.com/mcp',
+      agent_claim: 'act_as',
+      user_claim: 'email',
+    });
     try {
       const t = await as.mint({
-        claims: { iss: 'http://login.invalid', aud: ['https://tools.example.com/mcp', 'other'], act_as: 'ops-bot', email: 'carol@example.com', client_id: 'ignored' },
+        claims: {
+          iss: 'http://login.invalid',
+          aud: ['https://tools.example.com/mcp', 'other'],
+          act_as: 'ops-bot',
+          email: 'carol@example.com',
+          client_id: 'ignored',
+        },
         keepIssuer: true,
       });
       expect(await (await call(direct.url, t)).json()).toEqual({ agentId: 'ops-bot', onBehalfOf: 'carol@example.com' });
       // The configured audience, not the public URL, is the resource.
-      expect(await (await fetch(direct.gate.metadataUrl)).json()).toMatchObject({ resource: 'https://tools.example.com/mcp' });
+      expect(await (await fetch(direct.gate.metadataUrl)).json()).toMatchObject({
+        resource: 'https://tools.example.com/mcp',
+      });
     } finally {
       await direct.close();
     }
@@ -281,7 +364,10 @@ describe('issuer discovery', () => {
     const spelledOtherwise = as.issuer.replace('127.0.0.1', 'localhost');
     const gw = await serveGate({ issuer: spelledOtherwise });
     try {
-      const t = await as.mint({ claims: { iss: spelledOtherwise, aud: gw.gate.resource, client_id: 'research-bot' }, keepIssuer: true });
+      const t = await as.mint({
+        claims: { iss: spelledOtherwise, aud: gw.gate.resource, client_id: 'research-bot' },
+        keepIssuer: true,
+      });
       const r = await call(gw.url, t);
       expect(r.status).toBe(503);
       expect(r.headers.get('retry-after')).toBe('5');
@@ -311,7 +397,9 @@ describe('an issuer out of reach', () => {
     try {
       for (let i = 0; i < 3; i++) expect((await call(gw.url, t)).status).toBe(503);
       expect(gw.gate.checker.keys.reads).toBe(1);
-      expect(gw.logs[0]).toMatch(/cannot check a token: the issuer's keys cannot be read: cannot reach http:\/\/127\.0\.0\.1:\d+\/\.well-known\/oauth-authorization-server/);
+      expect(gw.logs[0]).toMatch(
+        /cannot check a token: the issuer's keys cannot be read: cannot reach http:\/\/127\.0\.0\.1:\d+\/\.well-known\/oauth-authorization-server/,
+      );
       gw.step(5_000);
       expect((await call(gw.url, t)).status).toBe(503);
       expect(gw.gate.checker.keys.reads).toBe(2);
@@ -323,14 +411,19 @@ describe('an issuer out of reach', () => {
 
 describe('a gate whose public URL is not bound yet', () => {
   it('answers 503 with Retry-After and serves no metadata (the audience is not known yet)', async () => {
-    const gate = new TokenGate({ config: parseAuthConfig({ issuer: 'http://127.0.0.1:9' }, [])!, log: () => undefined });
+    const gate = new TokenGate({
+      config: parseAuthConfig({ issuer: 'http://127.0.0.1:9' }, [])!,
+      log: () => undefined,
+    });
     const server = createServer((req, res) => {
       if (gate.serve(req, res)) return;
       void gate.admit(req, res).then((identity) => identity && res.writeHead(200).end());
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {
-      const r = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/.well-known/oauth-protected-resource`);
+      const r = await fetch(
+        `http://127.0.0.1:${(server.address() as AddressInfo).port}/.well-known/oauth-protected-resource`,
+      );
       expect(r.status).toBe(503);
       expect(r.headers.get('retry-after')).toBe('5');
       expect(await r.json()).toMatchObject({ error: { code: -32603, message: 'the gateway is starting; try again' } });
@@ -345,7 +438,16 @@ describe('the auth: configuration', () => {
     const problems: string[] = [];
     expect(
       parseAuthConfig(
-        { issuer: 'ftp://x', jwks_uri: 'nope', audience: 'relative/path', agent_claim: 'a b', scopes: ['a b'], jwks_cache_seconds: 0, max_token_lifetime_seconds: 10, extra: 1 },
+        {
+          issuer: 'ftp://x',
+          jwks_uri: 'nope',
+          audience: 'relative/path',
+          agent_claim: 'a b',
+          scopes: ['a b'],
+          jwks_cache_seconds: 0,
+          max_token_lifetime_seconds: 10,
+          extra: 1,
+        },
         problems,
       ),
     ).toBeUndefined();

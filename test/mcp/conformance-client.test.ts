@@ -27,7 +27,10 @@ interface Check {
 }
 
 /** Runs one client scenario with our client: its checks and the suite's output. */
-async function runClientScenario(scenario: string, env: Record<string, string>): Promise<{ checks: Check[]; log: string }> {
+async function runClientScenario(
+  scenario: string,
+  env: Record<string, string>,
+): Promise<{ checks: Check[]; log: string }> {
   const out = mkdtempSync(join(tmpdir(), 'mcp-conformance-client-'));
   try {
     const args = [SUITE, 'client', '--command', `${process.execPath} ${CLIENT}`, '--scenario', scenario, '-o', out];
@@ -37,7 +40,9 @@ async function runClientScenario(scenario: string, env: Record<string, string>):
     child.stderr!.on('data', (c: Buffer) => (log += c.toString()));
     await new Promise((r) => child.once('exit', r));
     // The results folder is named after the scenario, whose "/" makes it nested.
-    const file = (readdirSync(out, { recursive: true }) as string[]).map((f) => join(out, f)).find((f) => f.endsWith('checks.json') && existsSync(f));
+    const file = (readdirSync(out, { recursive: true }) as string[])
+      .map((f) => join(out, f))
+      .find((f) => f.endsWith('checks.json') && existsSync(f));
     if (!file) throw new Error(`the conformance suite saved no checks:\n${log}`);
     return { checks: JSON.parse(readFileSync(file, 'utf8')) as Check[], log };
   } finally {
@@ -60,14 +65,20 @@ describe('the MCP conformance suite with authz mcp-proxy as the client', () => {
   });
 
   it('passes auth/client-credentials-basic', async () => {
-    const { checks, log } = await runClientScenario('auth/client-credentials-basic', { AUTHZ_URL: base, AUTHZ_API_KEY: rt.testKey });
+    const { checks, log } = await runClientScenario('auth/client-credentials-basic', {
+      AUTHZ_URL: base,
+      AUTHZ_API_KEY: rt.testKey,
+    });
     const failed = checks.filter((c) => c.status === 'FAILURE' || c.status === 'WARNING');
     expect(failed, log).toEqual([]);
     expect(checks.find((c) => c.id === 'client-credentials-basic-auth')).toMatchObject({ status: 'SUCCESS' });
   });
 
   it('passes auth/client-credentials-jwt: private_key_jwt with the ES256 key the scenario gives', async () => {
-    const { checks, log } = await runClientScenario('auth/client-credentials-jwt', { AUTHZ_URL: base, AUTHZ_API_KEY: rt.testKey });
+    const { checks, log } = await runClientScenario('auth/client-credentials-jwt', {
+      AUTHZ_URL: base,
+      AUTHZ_API_KEY: rt.testKey,
+    });
     const failed = checks.filter((c) => c.status === 'FAILURE' || c.status === 'WARNING');
     expect(failed, log).toEqual([]);
     expect(

@@ -19,13 +19,28 @@ import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { passing, runSuite, startChild, startProxy, stopChild, decidedActions, type Tally } from '../../scripts/mcp-conformance.js';
+import {
+  passing,
+  runSuite,
+  startChild,
+  startProxy,
+  stopChild,
+  decidedActions,
+  type Tally,
+} from '../../scripts/mcp-conformance.js';
 import { startRuntime, type TestRuntime } from '../runtime/helpers/app.js';
 import { ensureProxyBuilt } from './helpers/proxy.js';
 import type { JsonObject } from '../helpers/json.js';
 
 const SERVER = join(import.meta.dirname, 'fixtures', 'everything-server.mjs');
-const DECIDED_METHODS = ['tools/call', 'resources/read', 'resources/subscribe', 'prompts/get', 'completion/complete', 'logging/setLevel'];
+const DECIDED_METHODS = [
+  'tools/call',
+  'resources/read',
+  'resources/subscribe',
+  'prompts/get',
+  'completion/complete',
+  'logging/setLevel',
+];
 /** Scenarios that make a decided request (tools/call, resources/read|subscribe, prompts/get, completion, logging). */
 const DECIDED_SCENARIOS = [
   'completion-complete',
@@ -111,7 +126,14 @@ describe('the MCP conformance suite through authz mcp-proxy', () => {
     expect(lost.map((name) => `${name}: ${allowed.get(name)?.errors.join('; ')}`)).toEqual([]);
 
     const actions = new Set(await decidedActions(base, rt.testKey, 'conformance-allow'));
-    for (const action of ['conf.resources_read', 'conf.prompts_get', 'conf.completion_complete', 'conf.logging_setlevel', 'conf.test_sampling', 'conf.test_elicitation']) {
+    for (const action of [
+      'conf.resources_read',
+      'conf.prompts_get',
+      'conf.completion_complete',
+      'conf.logging_setlevel',
+      'conf.test_sampling',
+      'conf.test_elicitation',
+    ]) {
       expect(actions, action).toContain(action);
     }
     // What reached the server carried the decision and its permit.
@@ -139,7 +161,13 @@ describe('the MCP conformance suite through authz mcp-proxy', () => {
     expect(reached.filter((m) => DECIDED_METHODS.includes(m))).toEqual([]);
     const actions = new Set(await decidedActions(base, rt.testKey, 'conformance-deny'));
     expect([...actions].sort()).toEqual(
-      expect.arrayContaining(['conf.completion_complete', 'conf.logging_setlevel', 'conf.prompts_get', 'conf.resources_read', 'conf.test_simple_text']),
+      expect.arrayContaining([
+        'conf.completion_complete',
+        'conf.logging_setlevel',
+        'conf.prompts_get',
+        'conf.resources_read',
+        'conf.test_simple_text',
+      ]),
     );
   }, 240_000);
 });

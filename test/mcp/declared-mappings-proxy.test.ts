@@ -80,7 +80,8 @@ describe('authz mcp-proxy with mappings declared by the server', () => {
       .split('\n')
       .filter((l) => l !== '')
       .map((l) => JSON.parse(l) as { tool: string; arguments: Record<string, unknown> });
-  const decisions = async () => ((await rt.getOk(`/v1/decisions?agent_id=${AGENT}&limit=100`)).data as Array<JsonObject>).reverse();
+  const decisions = async () =>
+    ((await rt.getOk(`/v1/decisions?agent_id=${AGENT}&limit=100`)).data as Array<JsonObject>).reverse();
   const lastDecision = async () => (await decisions()).at(-1)!;
   const call = (name: string, args: Record<string, unknown> = {}) => client.callTool({ name, arguments: args });
 
@@ -101,7 +102,10 @@ describe('authz mcp-proxy with mappings declared by the server', () => {
       'transfer',
     ]);
     // the mapping travels on to the client (COAZ-MCP: discoverability)
-    expect(tools.find((t) => t.name === 'get_customer')?.inputSchema).toHaveProperty(['x-authzen-mapping', 'evaluation', 'action', 'name'], 'get_customer');
+    expect(tools.find((t) => t.name === 'get_customer')?.inputSchema).toHaveProperty(
+      ['x-authzen-mapping', 'evaluation', 'action', 'name'],
+      'get_customer',
+    );
     expect(stderr).toContain(
       'tool "charge_card": its declared mapping is refused (the action payments.charge is outside this server\'s namespace crm.* (list it under declared_mappings.extra_actions to accept it))',
     );
@@ -111,7 +115,11 @@ describe('authz mcp-proxy with mappings declared by the server', () => {
     const allowed = await call('get_customer', { id: 'allowed-1', case: 'c-9' });
     expect(allowed.isError).toBeFalsy();
     expect(textOf(allowed)).toBe('get_customer done');
-    expect(await lastDecision()).toMatchObject({ action: 'crm.get_customer', resource: 'customer:allowed-1', effect: 'allow' });
+    expect(await lastDecision()).toMatchObject({
+      action: 'crm.get_customer',
+      resource: 'customer:allowed-1',
+      effect: 'allow',
+    });
 
     const denied = await call('get_customer', { id: 'other-2' });
     expect(denied.isError).toBe(true);
@@ -128,12 +136,22 @@ describe('authz mcp-proxy with mappings declared by the server', () => {
   it('computes the action with CEL over params.arguments', async () => {
     // The server of docs/mcp.md's example: its transfer tool declares the page's mapping, to the letter.
     const page = readFileSync(join(import.meta.dirname, '..', '..', 'docs', 'mcp.md'), 'utf8');
-    const section = page.slice(page.indexOf('\n### Mappings declared by the server\n'), page.indexOf('\n### A protected upstream\n'));
-    const documented = JSON.parse(/```json\n([\s\S]*?)```/.exec(section)![1]!) as { name: string; inputSchema: Record<string, unknown> };
+    const section = page.slice(
+      page.indexOf('\n### Mappings declared by the server\n'),
+      page.indexOf('\n### A protected upstream\n'),
+    );
+    const documented = JSON.parse(/```json\n([\s\S]*?)```/.exec(section)![1]!) as {
+      name: string;
+      inputSchema: Record<string, unknown>;
+    };
     const listed = (await client.listTools()).tools.find((t) => t.name === documented.name);
     expect(listed?.inputSchema['x-authzen-mapping']).toEqual(documented.inputSchema['x-authzen-mapping']);
     expect((await call('transfer', { from: 'acc-1', amount: 20 })).isError).toBeFalsy();
-    expect(await lastDecision()).toMatchObject({ action: 'crm.small_transfer', resource: 'account:acc-1', effect: 'allow' });
+    expect(await lastDecision()).toMatchObject({
+      action: 'crm.small_transfer',
+      resource: 'account:acc-1',
+      effect: 'allow',
+    });
     expect((await call('transfer', { from: 'acc-1', amount: 500 })).isError).toBe(true);
     expect(await lastDecision()).toMatchObject({ action: 'crm.large_transfer', effect: 'deny' });
     expect(
@@ -166,7 +184,11 @@ describe('authz mcp-proxy with mappings declared by the server', () => {
     expect(reached().map((c) => c.tool)).not.toContain('pick_action');
     // A name outside the grammar lands in crm.: what crm's policies say of it decides.
     expect((await call('pick_action', { act: 'small_transfer', acc: 'acc-1' })).isError).toBeFalsy();
-    expect(await lastDecision()).toMatchObject({ action: 'crm.small_transfer', resource: 'account:acc-1', effect: 'allow' });
+    expect(await lastDecision()).toMatchObject({
+      action: 'crm.small_transfer',
+      resource: 'account:acc-1',
+      effect: 'allow',
+    });
     expect(reached().at(-1)).toEqual({ tool: 'pick_action', arguments: { act: 'small_transfer', acc: 'acc-1' } });
     // An action the configuration lists under declared_mappings.extra_actions is accepted.
     expect((await call('audit_event', { id: 'e-1' })).isError).toBeFalsy();
@@ -200,7 +222,11 @@ describe('authz mcp-proxy with mappings declared by the server', () => {
     expect(reached().map((c) => c.tool)).not.toContain('regional_report');
     // with the argument the same tool is decided and forwarded
     expect((await call('regional_report', { region: 'eu' })).isError).toBeFalsy();
-    expect(await lastDecision()).toMatchObject({ action: 'crm.regional_report', resource: 'region:eu', effect: 'allow' });
+    expect(await lastDecision()).toMatchObject({
+      action: 'crm.regional_report',
+      resource: 'region:eu',
+      effect: 'allow',
+    });
   });
 
   it('gives expressions an empty token without auth: (a claim read fails)', async () => {
@@ -218,14 +244,20 @@ describe('authz mcp-proxy with mappings declared by the server', () => {
   });
 
   it("takes the mapping of a tool that appears later from the proxy's own re-reading on tools/list_changed", async () => {
-    const changed = new Promise<void>((resolve) => client.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()));
+    const changed = new Promise<void>((resolve) =>
+      client.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()),
+    );
     expect((await call('reveal_archive')).isError).toBeFalsy();
     // the proxy reads the tools again before it passes the notification on
     await changed;
     // called without listing the tools again: decided by its declared mapping (its resource), not by the naming rule (none)
     const archive = await call('read_archive', { year: '2020' });
     expect(archive.isError).toBeFalsy();
-    expect(await lastDecision()).toMatchObject({ action: 'crm.read_archive', resource: 'archive:2020', effect: 'allow' });
+    expect(await lastDecision()).toMatchObject({
+      action: 'crm.read_archive',
+      resource: 'archive:2020',
+      effect: 'allow',
+    });
     expect(reached().at(-1)).toEqual({ tool: 'read_archive', arguments: { year: '2020' } });
   });
 });
@@ -243,7 +275,9 @@ describe('declared mappings behind a gateway with auth: ($token is the verified 
     ensureProxyBuilt();
     rt = await startRuntime('embedded');
     // Only alice's profile may be read: the resource is built from the token's sub.
-    await rt.setPolicies([{ id: 'pol_alice_profile', effect: 'allow', actions: ['crm.read_profile'], resources: ['profile:alice'] }]);
+    await rt.setPolicies([
+      { id: 'pol_alice_profile', effect: 'allow', actions: ['crm.read_profile'], resources: ['profile:alice'] },
+    ]);
     await rt.app.listen({ port: 0, host: '127.0.0.1' });
     const base = `http://127.0.0.1:${(rt.app.server.address() as { port: number }).port}`;
     as = await startStandInIssuer({ clients: [{ client_id: agent, client_secret: 'profile-secret', user: 'alice' }] });
@@ -256,7 +290,21 @@ auth:
     record = files.record;
     const started = await startPrinting(
       process.execPath,
-      [BIN, 'mcp-proxy', '--config', files.config, '--listen', '127.0.0.1:0', '--url', base, '--key', rt.testKey, '--', process.execPath, SERVER],
+      [
+        BIN,
+        'mcp-proxy',
+        '--config',
+        files.config,
+        '--listen',
+        '127.0.0.1:0',
+        '--url',
+        base,
+        '--key',
+        rt.testKey,
+        '--',
+        process.execPath,
+        SERVER,
+      ],
       { RECORD_FILE: files.record },
       (l) => /listening on (http:\/\/\S+)/.exec(l)?.[1],
     );
@@ -274,11 +322,16 @@ auth:
   async function clientFor(user: string): Promise<Client> {
     const token = await as.mint({ claims: { aud: url, client_id: agent, sub: user, scope: 'mcp:tools' } });
     const client = new Client({ name: 'declared-gateway-agent', version: '1.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(url), {
+        requestInit: { headers: { authorization: `Bearer ${token}` } },
+      }),
+    );
     clients.push(client);
     return client;
   }
-  const lastDecision = async () => ((await rt.getOk(`/v1/decisions?agent_id=${agent}&limit=1`)).data as Array<JsonObject>)[0]!;
+  const lastDecision = async () =>
+    ((await rt.getOk(`/v1/decisions?agent_id=${agent}&limit=1`)).data as Array<JsonObject>)[0]!;
   const reached = () =>
     readFileSync(record, 'utf8')
       .split('\n')
@@ -289,13 +342,25 @@ auth:
     const alice = await clientFor('alice');
     const allowed = await alice.callTool({ name: 'my_profile', arguments: {} });
     expect(allowed.isError).toBeFalsy();
-    expect(await lastDecision()).toMatchObject({ agent_id: agent, on_behalf_of: 'alice', action: 'crm.read_profile', resource: 'profile:alice', effect: 'allow' });
+    expect(await lastDecision()).toMatchObject({
+      agent_id: agent,
+      on_behalf_of: 'alice',
+      action: 'crm.read_profile',
+      resource: 'profile:alice',
+      effect: 'allow',
+    });
 
     const bob = await clientFor('bob');
     const denied = await bob.callTool({ name: 'my_profile', arguments: {} });
     expect(denied.isError).toBe(true);
     const d = await lastDecision();
-    expect(d).toMatchObject({ agent_id: agent, on_behalf_of: 'bob', action: 'crm.read_profile', resource: 'profile:bob', effect: 'deny' });
+    expect(d).toMatchObject({
+      agent_id: agent,
+      on_behalf_of: 'bob',
+      action: 'crm.read_profile',
+      resource: 'profile:bob',
+      effect: 'deny',
+    });
     expect(textOf(denied)).toBe(`Denied by agent-authz: ${d.reason} (decision ${d.id}). The tool was not called.`);
     expect(reached().filter((c) => c.tool === 'my_profile')).toHaveLength(1);
   });

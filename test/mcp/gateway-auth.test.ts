@@ -19,7 +19,17 @@ import { startStandInIssuer, type StandInIssuer } from '../../examples/oauth-iss
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { startRuntime, type TestRuntime } from '../runtime/helpers/app.js';
 import { startReverseProxy, type ReverseProxy } from './helpers/reverse-proxy.js';
-import { BIN, ensureProxyBuilt, recorded, runProxyToExit, scratch, startPrinting, stop, textOf, TOOLS_SERVER } from './helpers/proxy.js';
+import {
+  BIN,
+  ensureProxyBuilt,
+  recorded,
+  runProxyToExit,
+  scratch,
+  startPrinting,
+  stop,
+  textOf,
+  TOOLS_SERVER,
+} from './helpers/proxy.js';
 import type { JsonObject } from '../helpers/json.js';
 
 const gatewayConfig = (issuer: string, extra = '') => `server: tools
@@ -40,8 +50,13 @@ async function freePort(): Promise<number> {
 }
 
 /** An SDK client over Streamable HTTP sending a fixed bearer token. */
-async function clientWithToken(url: string, token: string): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
-  const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } });
+async function clientWithToken(
+  url: string,
+  token: string,
+): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
+  const transport = new StreamableHTTPClientTransport(new URL(url), {
+    requestInit: { headers: { authorization: `Bearer ${token}` } },
+  });
   const client = new Client({ name: 'gateway-test-agent', version: '1.0.0' });
   await client.connect(transport);
   return { client, transport };
@@ -49,7 +64,12 @@ async function clientWithToken(url: string, token: string): Promise<{ client: Cl
 
 /** An SDK client that gets its own token: the gateway's 401 -> its metadata -> the issuer's metadata -> client credentials. */
 async function clientWithOAuth(url: string, issuer: string, clientId: string, clientSecret: string): Promise<Client> {
-  const authProvider = new ClientCredentialsProvider({ clientId, clientSecret, expectedIssuer: issuer, scope: 'mcp:tools' });
+  const authProvider = new ClientCredentialsProvider({
+    clientId,
+    clientSecret,
+    expectedIssuer: issuer,
+    scope: 'mcp:tools',
+  });
   const client = new Client({ name: 'gateway-oauth-agent', version: '1.0.0' });
   await client.connect(new StreamableHTTPClientTransport(new URL(url), { authProvider }));
   return client;
@@ -71,9 +91,21 @@ describe.each(STORE_KINDS)('one MCP gateway for many agents and users (auth:, %s
     await rt.setPolicies([
       { id: 'pol_write', effect: 'allow', actions: ['files.write'], resources: ['file:notes/*'] },
       // Charges count per user, whichever agent asks.
-      { id: 'pol_charge_user', effect: 'allow', actions: ['payments.charge'], resources: ['customer:*'], budget: { unit: 'USD', limit: 100, period: 'monthly', scope: 'user' } },
+      {
+        id: 'pol_charge_user',
+        effect: 'allow',
+        actions: ['payments.charge'],
+        resources: ['customer:*'],
+        budget: { unit: 'USD', limit: 100, period: 'monthly', scope: 'user' },
+      },
       // And per agent, whichever user it acts for (scope agent, the default).
-      { id: 'pol_charge_agent', effect: 'allow', actions: ['payments.charge'], resources: ['customer:*'], budget: { unit: 'USD', limit: 100, period: 'monthly' } },
+      {
+        id: 'pol_charge_agent',
+        effect: 'allow',
+        actions: ['payments.charge'],
+        resources: ['customer:*'],
+        budget: { unit: 'USD', limit: 100, period: 'monthly' },
+      },
     ]);
     await rt.app.listen({ port: 0, host: '127.0.0.1' });
     base = `http://127.0.0.1:${(rt.app.server.address() as { port: number }).port}`;
@@ -102,15 +134,31 @@ describe.each(STORE_KINDS)('one MCP gateway for many agents and users (auth:, %s
   async function gateway(args: string[] = [], config = files.config) {
     const started = await startPrinting(
       process.execPath,
-      [BIN, 'mcp-proxy', '--config', config, '--listen', '127.0.0.1:0', '--upstream-url', upstreamUrl, '--url', base, '--key', rt.testKey, ...args],
+      [
+        BIN,
+        'mcp-proxy',
+        '--config',
+        config,
+        '--listen',
+        '127.0.0.1:0',
+        '--upstream-url',
+        upstreamUrl,
+        '--url',
+        base,
+        '--key',
+        rt.testKey,
+        ...args,
+      ],
       {},
       (l) => /listening on (http:\/\/\S+)/.exec(l)?.[1],
     );
     children.push(started.child);
     return { url: started.value, output: started.output, child: started.child };
   }
-  const tokenFor = (aud: string, clientId: string, user: string) => as.mint({ claims: { aud, client_id: clientId, sub: user, scope: 'mcp:tools' } });
-  const decisionsOf = async (agentId: string) => (await rt.getOk(`/v1/decisions?agent_id=${encodeURIComponent(agentId)}`)).data as Array<JsonObject>;
+  const tokenFor = (aud: string, clientId: string, user: string) =>
+    as.mint({ claims: { aud, client_id: clientId, sub: user, scope: 'mcp:tools' } });
+  const decisionsOf = async (agentId: string) =>
+    (await rt.getOk(`/v1/decisions?agent_id=${encodeURIComponent(agentId)}`)).data as Array<JsonObject>;
 
   describe('one gateway, on its own address', () => {
     let gw: Awaited<ReturnType<typeof gateway>>;
@@ -123,7 +171,12 @@ describe.each(STORE_KINDS)('one MCP gateway for many agents and users (auth:, %s
       const r = await fetch(gw.url, {
         method: 'POST',
         headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } } }),
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+        }),
       });
       expect(r.status).toBe(401);
       const metadataUrl = `${new URL(gw.url).origin}/.well-known/oauth-protected-resource/mcp`;
@@ -143,14 +196,20 @@ describe.each(STORE_KINDS)('one MCP gateway for many agents and users (auth:, %s
       expect(wrongAudience.headers.get('www-authenticate')).toContain('error="invalid_token"');
       const noAgent = await fetch(gw.url, {
         method: 'POST',
-        headers: { authorization: `Bearer ${await as.mint({ claims: { aud: gw.url, sub: 'alice', scope: 'mcp:tools' } })}` },
+        headers: {
+          authorization: `Bearer ${await as.mint({ claims: { aud: gw.url, sub: 'alice', scope: 'mcp:tools' } })}`,
+        },
         body: '{}',
       });
       expect(noAgent.status).toBe(401);
-      expect(noAgent.headers.get('www-authenticate')).toContain('error_description="the token has no agent claim (client_id or azp)"');
+      expect(noAgent.headers.get('www-authenticate')).toContain(
+        'error_description="the token has no agent claim (client_id or azp)"',
+      );
       const noScope = await fetch(gw.url, {
         method: 'POST',
-        headers: { authorization: `Bearer ${await as.mint({ claims: { aud: gw.url, client_id: 'research-bot', sub: 'alice', scope: 'mcp:read' } })}` },
+        headers: {
+          authorization: `Bearer ${await as.mint({ claims: { aud: gw.url, client_id: 'research-bot', sub: 'alice', scope: 'mcp:read' } })}`,
+        },
         body: '{}',
       });
       expect(noScope.status).toBe(403);
@@ -165,14 +224,23 @@ describe.each(STORE_KINDS)('one MCP gateway for many agents and users (auth:, %s
       const bobViaBilling = await clientWithToken(gw.url, await tokenFor(gw.url, 'billing-bot', 'bob'));
       clients.push(aliceViaResearch.client, aliceViaBilling.client, bobViaBilling.client);
 
-      const first = await aliceViaResearch.client.callTool({ name: 'charge', arguments: { customer_id: 'c1', amount: 60 } });
+      const first = await aliceViaResearch.client.callTool({
+        name: 'charge',
+        arguments: { customer_id: 'c1', amount: 60 },
+      });
       expect(first.isError).toBeFalsy();
       // Alice's 100 USD are shared by every agent acting for her: 60 + 60 is past it.
-      const second = await aliceViaBilling.client.callTool({ name: 'charge', arguments: { customer_id: 'c1', amount: 60 } });
+      const second = await aliceViaBilling.client.callTool({
+        name: 'charge',
+        arguments: { customer_id: 'c1', amount: 60 },
+      });
       expect(second.isError).toBe(true);
       expect(textOf(second)).toContain('budget.exceeded');
       // Bob's budget is his own.
-      const third = await bobViaBilling.client.callTool({ name: 'charge', arguments: { customer_id: 'c2', amount: 60 } });
+      const third = await bobViaBilling.client.callTool({
+        name: 'charge',
+        arguments: { customer_id: 'c2', amount: 60 },
+      });
       expect(third.isError).toBeFalsy();
       expect(
         recorded(files.record)
@@ -184,13 +252,24 @@ describe.each(STORE_KINDS)('one MCP gateway for many agents and users (auth:, %s
       expect(research.map((d) => [d.action, d.effect, d.on_behalf_of, d.session_id])).toEqual([
         ['payments.charge', 'allow', 'alice', `mcp-${aliceViaResearch.transport.sessionId}`],
       ]);
-      const billing = (await decisionsOf('billing-bot')).map((d) => [d.effect, d.reason, d.on_behalf_of, d.session_id]).sort((a, b) => String(a[2]).localeCompare(String(b[2])));
+      const billing = (await decisionsOf('billing-bot'))
+        .map((d) => [d.effect, d.reason, d.on_behalf_of, d.session_id])
+        .sort((a, b) => String(a[2]).localeCompare(String(b[2])));
       expect(billing).toEqual([
         ['deny', 'budget.exceeded', 'alice', `mcp-${aliceViaBilling.transport.sessionId}`],
         ['allow', 'policy.matched', 'bob', `mcp-${bobViaBilling.transport.sessionId}`],
       ]);
       const budgets = (user: string) =>
-        rt.getOk(`/v1/budgets?on_behalf_of=${user}`).then((b) => (b.data as Array<JsonObject>).map((x) => [x.policy_id, x.scope, x.agent_id, Number(x.consumed) + Number(x.held)]));
+        rt
+          .getOk(`/v1/budgets?on_behalf_of=${user}`)
+          .then((b) =>
+            (b.data as Array<JsonObject>).map((x) => [
+              x.policy_id,
+              x.scope,
+              x.agent_id,
+              Number(x.consumed) + Number(x.held),
+            ]),
+          );
       expect(await budgets('alice')).toEqual([['pol_charge_user', 'user', null, 60]]);
       expect(await budgets('bob')).toEqual([['pol_charge_user', 'user', null, 60]]);
     });
@@ -200,10 +279,16 @@ describe.each(STORE_KINDS)('one MCP gateway for many agents and users (auth:, %s
       const carolViaResearch = await clientWithToken(gw.url, await tokenFor(gw.url, 'research-bot', 'carol'));
       const carolViaBilling = await clientWithToken(gw.url, await tokenFor(gw.url, 'billing-bot', 'carol'));
       clients.push(carolViaResearch.client, carolViaBilling.client);
-      const refused = await carolViaResearch.client.callTool({ name: 'charge', arguments: { customer_id: 'c3', amount: 50 } });
+      const refused = await carolViaResearch.client.callTool({
+        name: 'charge',
+        arguments: { customer_id: 'c3', amount: 50 },
+      });
       expect(refused.isError).toBe(true);
       expect(textOf(refused)).toContain('budget.exceeded');
-      const allowed = await carolViaBilling.client.callTool({ name: 'charge', arguments: { customer_id: 'c3', amount: 30 } });
+      const allowed = await carolViaBilling.client.callTool({
+        name: 'charge',
+        arguments: { customer_id: 'c3', amount: 30 },
+      });
       expect(allowed.isError).toBeFalsy();
       expect(
         recorded(files.record)
@@ -218,8 +303,20 @@ describe.each(STORE_KINDS)('one MCP gateway for many agents and users (auth:, %s
         ((await rt.getOk(`/v1/budgets?${query}`)).data as JsonObject[])
           .map((x) => [x.policy_id, x.scope, x.agent_id, x.on_behalf_of ?? null, Number(x.consumed) + Number(x.held)])
           .sort((a, b) => String(a).localeCompare(String(b)));
-      expect(await spent('agent_id=research-bot')).toContainEqual(['pol_charge_agent', 'agent', 'research-bot', null, 60]);
-      expect(await spent('agent_id=billing-bot')).toContainEqual(['pol_charge_agent', 'agent', 'billing-bot', null, 90]);
+      expect(await spent('agent_id=research-bot')).toContainEqual([
+        'pol_charge_agent',
+        'agent',
+        'research-bot',
+        null,
+        60,
+      ]);
+      expect(await spent('agent_id=billing-bot')).toContainEqual([
+        'pol_charge_agent',
+        'agent',
+        'billing-bot',
+        null,
+        90,
+      ]);
       expect(await spent('on_behalf_of=carol')).toEqual([['pol_charge_user', 'user', null, 'carol', 30]]);
     });
 
@@ -237,9 +334,17 @@ describe.each(STORE_KINDS)('one MCP gateway for many agents and users (auth:, %s
             'content-type': 'application/json',
             accept: 'application/json, text/event-stream',
           },
-          body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'write_file', arguments: { path: 'notes/hijack.txt', content: 'x' } } }),
+          body: JSON.stringify({
+            jsonrpc: '2.0',
+            id: 7,
+            method: 'tools/call',
+            params: { name: 'write_file', arguments: { path: 'notes/hijack.txt', content: 'x' } },
+          }),
         });
-      for (const other of [await tokenFor(gw.url, 'research-bot', 'bob'), await tokenFor(gw.url, 'billing-bot', 'alice')]) {
+      for (const other of [
+        await tokenFor(gw.url, 'research-bot', 'bob'),
+        await tokenFor(gw.url, 'billing-bot', 'alice'),
+      ]) {
         const r = await send(other);
         expect(r.status).toBe(403);
         expect(await r.json()).toMatchObject({ error: { message: expect.stringContaining('another identity') } });
@@ -255,9 +360,16 @@ describe.each(STORE_KINDS)('one MCP gateway for many agents and users (auth:, %s
       const client = await clientWithOAuth(gw.url, as.issuer, 'billing-bot', 'billing-secret');
       clients.push(client);
       expect((await client.listTools()).tools.map((t) => t.name)).toContain('write_file');
-      expect(textOf(await client.callTool({ name: 'write_file', arguments: { path: 'notes/oauth.txt', content: 'sdk' } }))).toBe('wrote 3 bytes to notes/oauth.txt');
+      expect(
+        textOf(await client.callTool({ name: 'write_file', arguments: { path: 'notes/oauth.txt', content: 'sdk' } })),
+      ).toBe('wrote 3 bytes to notes/oauth.txt');
       const write = (await decisionsOf('billing-bot')).find((d) => d.action === 'files.write');
-      expect(write).toMatchObject({ effect: 'allow', agent_id: 'billing-bot', on_behalf_of: 'bob', resource: 'file:notes/oauth.txt' });
+      expect(write).toMatchObject({
+        effect: 'allow',
+        agent_id: 'billing-bot',
+        on_behalf_of: 'bob',
+        resource: 'file:notes/oauth.txt',
+      });
     });
   });
 
@@ -290,22 +402,43 @@ describe.each(STORE_KINDS)('one MCP gateway for many agents and users (auth:, %s
       );
       children.push(started.child);
       const metadataUrl = `${front.origin}/.well-known/oauth-protected-resource/tools/mcp`;
-      expect(started.output.join('\n')).toContain(`tokens from ${as.issuer} for ${publicUrl}; metadata at ${metadataUrl}`);
+      expect(started.output.join('\n')).toContain(
+        `tokens from ${as.issuer} for ${publicUrl}; metadata at ${metadataUrl}`,
+      );
       const r = await fetch(publicUrl, { method: 'POST', body: '{}' });
       expect(r.status).toBe(401);
       expect(r.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${metadataUrl}", scope="mcp:tools"`);
-      const metadata = { resource: publicUrl, authorization_servers: [as.issuer], scopes_supported: ['mcp:tools'], bearer_methods_supported: ['header'] };
+      const metadata = {
+        resource: publicUrl,
+        authorization_servers: [as.issuer],
+        scopes_supported: ['mcp:tools'],
+        bearer_methods_supported: ['header'],
+      };
       expect(await (await fetch(metadataUrl)).json()).toEqual(metadata);
       expect(await (await fetch(`${front.origin}/.well-known/oauth-protected-resource`)).json()).toEqual(metadata);
-      const forInner = await fetch(publicUrl, { method: 'POST', headers: { authorization: `Bearer ${await tokenFor(started.value, 'research-bot', 'alice')}` }, body: '{}' });
+      const forInner = await fetch(publicUrl, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${await tokenFor(started.value, 'research-bot', 'alice')}` },
+        body: '{}',
+      });
       expect(forInner.status).toBe(401);
       expect(forInner.headers.get('www-authenticate')).toContain(`its audience must include ${publicUrl}`);
 
       // The SDK's OAuth client knows only the public URL: it finds the metadata through the front, gets a token for it and calls.
       const client = await clientWithOAuth(publicUrl, as.issuer, 'research-bot', 'research-secret');
       clients.push(client);
-      expect(textOf(await client.callTool({ name: 'write_file', arguments: { path: 'notes/front.txt', content: 'via the front' } }))).toBe('wrote 13 bytes to notes/front.txt');
-      expect((await decisionsOf('research-bot')).find((d) => d.resource === 'file:notes/front.txt')).toMatchObject({ effect: 'allow', on_behalf_of: 'alice' });
+      expect(
+        textOf(
+          await client.callTool({
+            name: 'write_file',
+            arguments: { path: 'notes/front.txt', content: 'via the front' },
+          }),
+        ),
+      ).toBe('wrote 13 bytes to notes/front.txt');
+      expect((await decisionsOf('research-bot')).find((d) => d.resource === 'file:notes/front.txt')).toMatchObject({
+        effect: 'allow',
+        on_behalf_of: 'alice',
+      });
       expect(front.forwarded).toContain('/.well-known/oauth-protected-resource/tools/mcp');
       expect(front.forwarded.filter((p) => p === '/mcp').length).toBeGreaterThan(1);
     } finally {
@@ -333,7 +466,9 @@ describe('start-up rules of --listen and auth:', () => {
     const { config } = scratch('server: tools\nauth:\n  issuer: http://127.0.0.1:9\n');
     const r = await runProxyToExit(['--config', config, ...upstreamCommand], ENV);
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain('auth: in the configuration checks the tokens of HTTP requests: it needs --listen HOST:PORT');
+    expect(r.stderr).toContain(
+      'auth: in the configuration checks the tokens of HTTP requests: it needs --listen HOST:PORT',
+    );
     const noAgent = scratch('server: tools\n');
     const r2 = await runProxyToExit(['--config', noAgent.config, ...upstreamCommand], ENV);
     expect(r2.code).toBe(1);

@@ -38,13 +38,18 @@ describe('docs/mcp.md: One gateway for many agents', () => {
   let asPort: string;
   let gwPort: string;
   /** A command of the page with this test's ports and config file name. */
-  const asWritten = (command: string) => command.replaceAll('gateway.yaml', config).replaceAll('9000', asPort).replaceAll('8092', gwPort);
+  const asWritten = (command: string) =>
+    command.replaceAll('gateway.yaml', config).replaceAll('9000', asPort).replaceAll('8092', gwPort);
   const sh = async (script: string) => (await run('sh', ['-c', script], { cwd: ROOT, env })).stdout;
 
   /** Starts a `... &` line of the page; resolves with the first line that `ready` accepts. */
   async function background(line: string, ready: (line: string) => boolean): Promise<string> {
     expect(line).toMatch(/ &$/);
-    const child = spawn('sh', ['-c', `exec env ${asWritten(line.replace(/ &$/, ''))}`], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('sh', ['-c', `exec env ${asWritten(line.replace(/ &$/, ''))}`], {
+      cwd: ROOT,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const exited = new Promise((resolve) => child.once('exit', resolve));
     children.push({ child, exited });
     return new Promise<string>((resolve, reject) => {
@@ -102,7 +107,9 @@ describe('docs/mcp.md: One gateway for many agents', () => {
 
     const agents = blocks(SECTION, 'sh')[2]!.trim().split('\n');
     expect(agents).toHaveLength(2);
-    const section4Output = /```text\n([\s\S]*?)```/.exec(PAGE.slice(PAGE.indexOf('\n## 4.'), PAGE.indexOf('\n## 5.')))![1]!;
+    const section4Output = /```text\n([\s\S]*?)```/.exec(
+      PAGE.slice(PAGE.indexOf('\n## 4.'), PAGE.indexOf('\n## 5.')),
+    )![1]!;
     for (const agentLine of agents) expect(normalised(await sh(asWritten(agentLine)))).toBe(section4Output);
 
     // The first agent's line with a wrong secret: the agent says the gateway refused the client, exit 1.
@@ -113,11 +120,19 @@ describe('docs/mcp.md: One gateway for many agents', () => {
       (e: { code: number; stderr: string }) => e,
     );
     expect(refused.code).toBe(1);
-    expect(refused.stderr).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:${gwPort}/mcp refused the client support-bot-7 \\(--client\\): .*; check its secret`));
+    expect(refused.stderr).toMatch(
+      new RegExp(
+        `^http://127\\.0\\.0\\.1:${gwPort}/mcp refused the client support-bot-7 \\(--client\\): .*; check its secret`,
+      ),
+    );
     expect(refused.stderr).not.toContain('could not start the proxy');
 
     expect(await sh(blocks(SECTION, 'sh')[3]!)).toBe(decisions);
-    const bob = (await (await fetch(`${server!.base}/v1/decisions?on_behalf_of=bob`, { headers: { authorization: `Bearer ${server!.testKey}` } })).json()) as {
+    const bob = (await (
+      await fetch(`${server!.base}/v1/decisions?on_behalf_of=bob`, {
+        headers: { authorization: `Bearer ${server!.testKey}` },
+      })
+    ).json()) as {
       data: Array<{ agent_id: string; session_id: string }>;
     };
     expect(new Set(bob.data.map((d) => d.agent_id))).toEqual(new Set(['support-bot-8']));

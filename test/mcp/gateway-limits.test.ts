@@ -18,7 +18,16 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStandInIssuer, type StandInIssuer } from '../../examples/oauth-issuer/server.js';
 import { startRuntime, type TestRuntime } from '../runtime/helpers/app.js';
-import { BIN, ensureProxyBuilt, recorded, scratch, startPrinting, stop, textOf, TOOLS_SERVER } from './helpers/proxy.js';
+import {
+  BIN,
+  ensureProxyBuilt,
+  recorded,
+  scratch,
+  startPrinting,
+  stop,
+  textOf,
+  TOOLS_SERVER,
+} from './helpers/proxy.js';
 
 describe('the gateway limits sessions per identity, tools/call params and token times', () => {
   let rt: TestRuntime;
@@ -87,11 +96,19 @@ auth:
 
   const tokenFor = (clientId: string, user: string, times: { iat?: number; expiresIn?: number } = {}) =>
     as.mint({
-      claims: { aud: url, client_id: clientId, sub: user, scope: 'mcp:tools', ...(times.iat === undefined ? {} : { iat: times.iat }) },
+      claims: {
+        aud: url,
+        client_id: clientId,
+        sub: user,
+        scope: 'mcp:tools',
+        ...(times.iat === undefined ? {} : { iat: times.iat }),
+      },
       ...(times.expiresIn === undefined ? {} : { expiresIn: times.expiresIn }),
     });
   async function connect(token: string): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
-    const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } });
+    const transport = new StreamableHTTPClientTransport(new URL(url), {
+      requestInit: { headers: { authorization: `Bearer ${token}` } },
+    });
     const client = new Client({ name: 'limits-test-agent', version: '1.0.0' });
     await client.connect(transport);
     clients.push(client);
@@ -101,11 +118,25 @@ auth:
   async function initializeRaw(token: string) {
     const r = await fetch(url, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${token}` },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }),
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        authorization: `Bearer ${token}`,
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+      }),
     });
     const body = await r.text();
-    return { status: r.status, challenge: r.headers.get('www-authenticate'), retryAfter: r.headers.get('retry-after'), body };
+    return {
+      status: r.status,
+      challenge: r.headers.get('www-authenticate'),
+      retryAfter: r.headers.get('retry-after'),
+      body,
+    };
   }
 
   it("caps one identity's sessions (429) while another identity still gets in, and frees a slot when a session ends", async () => {
@@ -113,13 +144,17 @@ auth:
     const first = await connect(alice);
     const second = await connect(alice);
     // The third session of the same agent and user: refused by the SDK's transport with the gateway's 429.
-    await expect(connect(alice)).rejects.toMatchObject({ code: 429, message: expect.stringContaining('Too many MCP sessions for agent research-bot for user alice') });
+    await expect(connect(alice)).rejects.toMatchObject({
+      code: 429,
+      message: expect.stringContaining('Too many MCP sessions for agent research-bot for user alice'),
+    });
     const raw = await initializeRaw(alice);
     expect(raw.status).toBe(429);
     expect(raw.retryAfter).toBe('1');
     expect((JSON.parse(raw.body) as { error: { code: number; message: string } }).error).toEqual({
       code: -32000,
-      message: 'Too many MCP sessions for agent research-bot for user alice: at most 2 at once; end one (DELETE /mcp) or wait until one is idle for long enough to end',
+      message:
+        'Too many MCP sessions for agent research-bot for user alice: at most 2 at once; end one (DELETE /mcp) or wait until one is idle for long enough to end',
     });
     // Another identity is not shut out: bob's agent opens its own sessions.
     const bob = await connect(await tokenFor('billing-bot', 'bob'));
@@ -157,7 +192,8 @@ auth:
     });
     expect(await invalid({ name: 'delete_file', arguments: ['a'] })).toEqual({
       code: -32602,
-      message: "MCP error -32602: Invalid params: params.arguments must be an object of the tool's arguments (not an array)",
+      message:
+        "MCP error -32602: Invalid params: params.arguments must be an object of the tool's arguments (not an array)",
     });
     const nested = (depth: number): Record<string, unknown> => {
       let value: Record<string, unknown> = { leaf: 'x' };
@@ -168,12 +204,15 @@ auth:
     for (const depth of [31, 1000]) {
       expect(await invalid({ name: 'delete_file', arguments: { path: 'a', extra: nested(depth) } })).toEqual({
         code: -32602,
-        message: 'MCP error -32602: Invalid params: params.arguments is nested deeper than 61 levels of objects and arrays',
+        message:
+          'MCP error -32602: Invalid params: params.arguments is nested deeper than 61 levels of objects and arrays',
       });
     }
     expect(recorded(files.record).length).toBe(before);
     // 61 levels (what a decision's context takes) are decided and forwarded as any call.
-    expect(textOf(await client.callTool({ name: 'delete_file', arguments: { path: 'deep', extra: [nested(30)] } }))).toBe('deleted deep');
+    expect(
+      textOf(await client.callTool({ name: 'delete_file', arguments: { path: 'deep', extra: [nested(30)] } })),
+    ).toBe('deleted deep');
     expect(recorded(files.record).length).toBe(before + 1);
     await transport.terminateSession();
   });
@@ -185,7 +224,9 @@ auth:
     const refusedFuture = await initializeRaw(future);
     expect(refusedFuture.status).toBe(401);
     expect(refusedFuture.challenge).toContain('error="invalid_token"');
-    expect(refusedFuture.challenge).toContain('error_description="the token was issued in the future (its \\"iat\\" is later than now)"');
+    expect(refusedFuture.challenge).toContain(
+      'error_description="the token was issued in the future (its \\"iat\\" is later than now)"',
+    );
 
     const long = await tokenFor('research-bot', 'alice', { expiresIn: 7201 });
     await expect(connect(long)).rejects.toMatchObject({ code: 401 });
@@ -196,7 +237,9 @@ auth:
     );
 
     // Within the leeway and the lifetime: accepted.
-    const { client, transport } = await connect(await tokenFor('research-bot', 'alice', { iat: now + 30, expiresIn: 7200 }));
+    const { client, transport } = await connect(
+      await tokenFor('research-bot', 'alice', { iat: now + 30, expiresIn: 7200 }),
+    );
     expect(textOf(await client.callTool({ name: 'delete_file', arguments: { path: 'a' } }))).toBe('deleted a');
     await transport.terminateSession();
   });

@@ -59,10 +59,22 @@ async function rpcError(promise: Promise<unknown>): Promise<McpError> {
 
 /** A client that samples, elicits and lists roots as `who`. */
 function clientAs(who: string): Client {
-  const client = new Client({ name: `gateway-test-${who}`, version: '1.0.0' }, { capabilities: { sampling: {}, elicitation: {}, roots: { listChanged: true } } });
-  client.setRequestHandler(CreateMessageRequestSchema, async () => ({ role: 'assistant', model: 'test', content: { type: 'text', text: `sampled by ${who}` } }));
-  client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: { username: who, email: `${who}@example.com` } }));
-  client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: [{ uri: `file:///home/${who}`, name: who }] }));
+  const client = new Client(
+    { name: `gateway-test-${who}`, version: '1.0.0' },
+    { capabilities: { sampling: {}, elicitation: {}, roots: { listChanged: true } } },
+  );
+  client.setRequestHandler(CreateMessageRequestSchema, async () => ({
+    role: 'assistant',
+    model: 'test',
+    content: { type: 'text', text: `sampled by ${who}` },
+  }));
+  client.setRequestHandler(ElicitRequestSchema, async () => ({
+    action: 'accept',
+    content: { username: who, email: `${who}@example.com` },
+  }));
+  client.setRequestHandler(ListRootsRequestSchema, async () => ({
+    roots: [{ uri: `file:///home/${who}`, name: who }],
+  }));
   return client;
 }
 
@@ -74,10 +86,25 @@ describe('authz mcp-proxy: the MCP gateway', () => {
   beforeAll(async () => {
     ensureProxyBuilt();
     rt = await startRuntime('postgres');
-    const tools = ['test_simple_text', 'test_sampling', 'test_elicitation', 'test_roots', 'test_tool_with_logging', 'test_tool_with_progress', 'add_note', 'add_note_variant'];
+    const tools = [
+      'test_simple_text',
+      'test_sampling',
+      'test_elicitation',
+      'test_roots',
+      'test_tool_with_logging',
+      'test_tool_with_progress',
+      'add_note',
+      'add_note_variant',
+    ];
     await rt.setPolicies([
       { id: 'pol_gw_tools', effect: 'allow', agents: ['gw-*'], actions: tools.map((t) => `docs.${t}`) },
-      { id: 'pol_gw_read', effect: 'allow', agents: ['gw-*'], actions: ['docs.resources_read'], resources: ['test://static-*', 'test://watched-resource'] },
+      {
+        id: 'pol_gw_read',
+        effect: 'allow',
+        agents: ['gw-*'],
+        actions: ['docs.resources_read'],
+        resources: ['test://static-*', 'test://watched-resource'],
+      },
       {
         id: 'pol_gw_prompt',
         effect: 'allow',
@@ -86,8 +113,20 @@ describe('authz mcp-proxy: the MCP gateway', () => {
         resources: ['prompt:test_prompt_with_arguments'],
         condition: "context.mcp.arguments.arg1 == 'hello'",
       },
-      { id: 'pol_gw_complete', effect: 'allow', agents: ['gw-*'], actions: ['docs.completion_complete'], resources: ['prompt:*'] },
-      { id: 'pol_gw_mapped', effect: 'allow', agents: ['gw-mapped-*'], actions: ['library.read'], resources: ['doc:test://static-text'] },
+      {
+        id: 'pol_gw_complete',
+        effect: 'allow',
+        agents: ['gw-*'],
+        actions: ['docs.completion_complete'],
+        resources: ['prompt:*'],
+      },
+      {
+        id: 'pol_gw_mapped',
+        effect: 'allow',
+        agents: ['gw-mapped-*'],
+        actions: ['library.read'],
+        resources: ['doc:test://static-text'],
+      },
     ]);
     await rt.app.listen({ port: 0, host: '127.0.0.1' });
     base = `http://127.0.0.1:${(rt.app.server.address() as { port: number }).port}`;
@@ -97,7 +136,8 @@ describe('authz mcp-proxy: the MCP gateway', () => {
     await rt?.close();
   });
 
-  const decisionsOf = async (agentId: string) => (await rt.getOk(`/v1/decisions?agent_id=${encodeURIComponent(agentId)}&limit=100`)).data as Array<JsonObject>;
+  const decisionsOf = async (agentId: string) =>
+    (await rt.getOk(`/v1/decisions?agent_id=${encodeURIComponent(agentId)}&limit=100`)).data as Array<JsonObject>;
 
   /** A scratch folder with the configuration and the server's record file. */
   function scratch(agentId: string, extra = '') {
@@ -166,11 +206,18 @@ describe('authz mcp-proxy: the MCP gateway', () => {
       stops.push(() => client.close());
       return client;
     };
-    return { url: proxy.value, connect, client: await connect('http'), recorded: files.recorded, proxyOutput: proxy.output };
+    return {
+      url: proxy.value,
+      connect,
+      client: await connect('http'),
+      recorded: files.recorded,
+      proxyOutput: proxy.output,
+    };
   }
 
   describe.each(['stdio', 'http'] as const)('over %s', (kind) => {
-    const open = (agentId: string, options: { extra?: string; url?: string } = {}) => (kind === 'stdio' ? overStdio(agentId, options) : overHttp(agentId, options));
+    const open = (agentId: string, options: { extra?: string; url?: string } = {}) =>
+      kind === 'stdio' ? overStdio(agentId, options) : overHttp(agentId, options);
 
     it('each decided method: allowed ones are forwarded with the decision and confirmed, denied ones never reach the server', async () => {
       const agentId = agent(kind);
@@ -182,30 +229,58 @@ describe('authz mcp-proxy: the MCP gateway', () => {
       expect(read.contents[0]).toMatchObject({ text: 'This is the content of the static text resource.' });
       const deniedRead = await rpcError(client.readResource({ uri: 'test://template/7/data' }));
       expect(deniedRead.code).toBe(-32001);
-      expect(deniedRead.data).toMatchObject({ reason: 'resource.not_allowed', decision_id: expect.stringMatching(/^dec_/) });
-      expect(deniedRead.message).toContain(`resource.not_allowed (decision ${(deniedRead.data as { decision_id: string }).decision_id})`);
+      expect(deniedRead.data).toMatchObject({
+        reason: 'resource.not_allowed',
+        decision_id: expect.stringMatching(/^dec_/),
+      });
+      expect(deniedRead.message).toContain(
+        `resource.not_allowed (decision ${(deniedRead.data as { decision_id: string }).decision_id})`,
+      );
       expect(reached('resources/read').map((r) => r.params!.uri)).toEqual(['test://static-text']);
 
       // resources/subscribe: decided as resources_read on the URI.
       await expect(client.subscribeResource({ uri: 'test://watched-resource' })).resolves.toEqual({});
-      expect((await rpcError(client.subscribeResource({ uri: 'test://elsewhere' }))).data).toMatchObject({ reason: 'resource.not_allowed' });
+      expect((await rpcError(client.subscribeResource({ uri: 'test://elsewhere' }))).data).toMatchObject({
+        reason: 'resource.not_allowed',
+      });
       expect(reached('resources/subscribe').map((r) => r.params!.uri)).toEqual(['test://watched-resource']);
       // resources/unsubscribe is not decided.
       await expect(client.unsubscribeResource({ uri: 'test://watched-resource' })).resolves.toEqual({});
 
       // prompts/get: the condition reads context.mcp.arguments.
-      const prompt = await client.getPrompt({ name: 'test_prompt_with_arguments', arguments: { arg1: 'hello', arg2: 'world' } });
+      const prompt = await client.getPrompt({
+        name: 'test_prompt_with_arguments',
+        arguments: { arg1: 'hello', arg2: 'world' },
+      });
       expect(prompt.messages[0]!.content).toMatchObject({ text: "Prompt with arguments: arg1='hello', arg2='world'" });
-      expect((await rpcError(client.getPrompt({ name: 'test_prompt_with_arguments', arguments: { arg1: 'bye', arg2: 'world' } }))).data).toMatchObject({
+      expect(
+        (
+          await rpcError(
+            client.getPrompt({ name: 'test_prompt_with_arguments', arguments: { arg1: 'bye', arg2: 'world' } }),
+          )
+        ).data,
+      ).toMatchObject({
         reason: 'policy.not_found',
       });
       expect((await rpcError(client.getPrompt({ name: 'test_simple_prompt' }))).code).toBe(-32001);
       expect(reached('prompts/get').map((r) => r.params!.arguments?.arg1)).toEqual(['hello']);
 
       // completion/complete: allowed on prompts, denied on a resource template.
-      const completion = await client.complete({ ref: { type: 'ref/prompt', name: 'test_prompt_with_arguments' }, argument: { name: 'arg1', value: 'al' } });
+      const completion = await client.complete({
+        ref: { type: 'ref/prompt', name: 'test_prompt_with_arguments' },
+        argument: { name: 'arg1', value: 'al' },
+      });
       expect(completion.completion.values).toEqual(['alpha']);
-      expect((await rpcError(client.complete({ ref: { type: 'ref/resource', uri: 'test://template/{id}/data' }, argument: { name: 'id', value: '1' } }))).code).toBe(-32001);
+      expect(
+        (
+          await rpcError(
+            client.complete({
+              ref: { type: 'ref/resource', uri: 'test://template/{id}/data' },
+              argument: { name: 'id', value: '1' },
+            }),
+          )
+        ).code,
+      ).toBe(-32001);
       expect(reached('completion/complete')).toHaveLength(1);
 
       // logging/setLevel: no policy allows it.
@@ -213,37 +288,59 @@ describe('authz mcp-proxy: the MCP gateway', () => {
       expect(reached('logging/setLevel')).toEqual([]);
 
       // tools/call, allowed and denied (test_image_content has no policy).
-      expect(textOf(await client.callTool({ name: 'test_simple_text', arguments: {} }))).toBe('This is a simple text response for testing.');
+      expect(textOf(await client.callTool({ name: 'test_simple_text', arguments: {} }))).toBe(
+        'This is a simple text response for testing.',
+      );
       const deniedCall = await client.callTool({ name: 'test_image_content', arguments: {} });
       expect(deniedCall.isError).toBe(true);
       expect(reached('tools/call').map((r) => r.params!.name)).toEqual(['test_simple_text']);
 
       // Every forwarded request carried its decision and permit; every decision is settled by its answer.
-      for (const r of recorded().filter((x) => ['resources/read', 'resources/subscribe', 'prompts/get', 'completion/complete', 'tools/call'].includes(x.method))) {
-        expect(r.params!._meta).toMatchObject({ 'agent-authz/decision': expect.stringMatching(/^dec_/), 'agent-authz/permit': expect.stringMatching(/^eyJ/) });
+      for (const r of recorded().filter((x) =>
+        ['resources/read', 'resources/subscribe', 'prompts/get', 'completion/complete', 'tools/call'].includes(
+          x.method,
+        ),
+      )) {
+        expect(r.params!._meta).toMatchObject({
+          'agent-authz/decision': expect.stringMatching(/^dec_/),
+          'agent-authz/permit': expect.stringMatching(/^eyJ/),
+        });
       }
       const decisions = await until(
         () => decisionsOf(agentId),
         (ds) => ds.every((d) => d.status !== 'pending'),
         'every decision confirmed, rejected or denied',
       );
-      const byResource = (action: string, resource: string | null) => decisions.find((d) => d.action === action && d.resource === resource);
+      const byResource = (action: string, resource: string | null) =>
+        decisions.find((d) => d.action === action && d.resource === resource);
       expect(byResource('docs.resources_read', 'test://static-text')).toMatchObject({
         status: 'confirmed',
         session_id: expect.stringMatching(/^mcp-/),
         context: { mcp: { server: 'docs', method: 'resources/read', uri: 'test://static-text' } },
       });
-      expect(decisions.find((d) => d.context?.mcp?.method === 'resources/subscribe' && d.effect === 'allow')).toMatchObject({ action: 'docs.resources_read', status: 'confirmed' });
+      expect(
+        decisions.find((d) => d.context?.mcp?.method === 'resources/subscribe' && d.effect === 'allow'),
+      ).toMatchObject({ action: 'docs.resources_read', status: 'confirmed' });
       expect(decisions.find((d) => d.action === 'docs.prompts_get' && d.effect === 'allow')).toMatchObject({
         resource: 'prompt:test_prompt_with_arguments',
-        context: { mcp: { method: 'prompts/get', prompt: 'test_prompt_with_arguments', arguments: { arg1: 'hello', arg2: 'world' } } },
+        context: {
+          mcp: {
+            method: 'prompts/get',
+            prompt: 'test_prompt_with_arguments',
+            arguments: { arg1: 'hello', arg2: 'world' },
+          },
+        },
       });
       expect(decisions.find((d) => d.action === 'docs.completion_complete' && d.effect === 'allow')).toMatchObject({
         resource: 'prompt:test_prompt_with_arguments',
         status: 'confirmed',
         context: { mcp: { ref: { type: 'ref/prompt' }, argument: { name: 'arg1', value: 'al' } } },
       });
-      expect(decisions.find((d) => d.action === 'docs.logging_setlevel')).toMatchObject({ effect: 'deny', resource: null, context: { mcp: { level: 'debug' } } });
+      expect(decisions.find((d) => d.action === 'docs.logging_setlevel')).toMatchObject({
+        effect: 'deny',
+        resource: null,
+        context: { mcp: { level: 'debug' } },
+      });
     });
 
     it('a request answered with an error rejects its decision', async () => {
@@ -263,9 +360,15 @@ describe('authz mcp-proxy: the MCP gateway', () => {
       const agentId = agent(`${kind}-notes`);
       const { client, recorded } = await open(agentId);
       const expected = kind === 'stdio' ? 'stdio' : 'http';
-      expect(textOf(await client.callTool({ name: 'test_sampling', arguments: { prompt: 'hi' } }))).toBe(`LLM response: sampled by ${expected}`);
-      expect(textOf(await client.callTool({ name: 'test_elicitation', arguments: { message: 'who?' } }))).toContain(`"username":"${expected}"`);
-      expect(textOf(await client.callTool({ name: 'test_roots', arguments: {} }))).toContain(`file:///home/${expected}`);
+      expect(textOf(await client.callTool({ name: 'test_sampling', arguments: { prompt: 'hi' } }))).toBe(
+        `LLM response: sampled by ${expected}`,
+      );
+      expect(textOf(await client.callTool({ name: 'test_elicitation', arguments: { message: 'who?' } }))).toContain(
+        `"username":"${expected}"`,
+      );
+      expect(textOf(await client.callTool({ name: 'test_roots', arguments: {} }))).toContain(
+        `file:///home/${expected}`,
+      );
 
       const logs: string[] = [];
       client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void logs.push(String(n.params.data)));
@@ -281,7 +384,10 @@ describe('authz mcp-proxy: the MCP gateway', () => {
       // Every progress notification, with the client's own token (its per-request handler would drop one
       // read together with the answer, so all are collected here).
       const progress: Array<{ token: unknown; progress: number }> = [];
-      client.setNotificationHandler(ProgressNotificationSchema, (n) => void progress.push({ token: n.params.progressToken, progress: n.params.progress }));
+      client.setNotificationHandler(
+        ProgressNotificationSchema,
+        (n) => void progress.push({ token: n.params.progressToken, progress: n.params.progress }),
+      );
       await client.callTool({ name: 'test_tool_with_progress', arguments: {}, _meta: { progressToken: 'p-1' } });
       await until(
         () => progress,
@@ -302,7 +408,11 @@ describe('authz mcp-proxy: the MCP gateway', () => {
 
       // Client to server: the roots changed.
       await client.sendRootsListChanged();
-      await until(recorded, (r) => r.some((x) => x.method === 'notifications/roots/list_changed'), 'notifications/roots/list_changed at the server');
+      await until(
+        recorded,
+        (r) => r.some((x) => x.method === 'notifications/roots/list_changed'),
+        'notifications/roots/list_changed at the server',
+      );
       expect(recorded().filter((r) => r.method === 'notifications/initialized')).toHaveLength(1);
     });
 
@@ -313,7 +423,9 @@ describe('authz mcp-proxy: the MCP gateway', () => {
       expect(refused.code).toBe(-32001);
       expect(refused.data).toEqual({ reason: 'mcp_proxy.unknown_method' });
       // Forwarded: the server itself answers that it has no such method.
-      expect((await rpcError(client.request({ method: 'custom/echo', params: { x: 1 } }, ListRootsResultLike))).code).toBe(-32601);
+      expect(
+        (await rpcError(client.request({ method: 'custom/echo', params: { x: 1 } }, ListRootsResultLike))).code,
+      ).toBe(-32601);
       expect(recorded().map((r) => r.method)).toContain('custom/echo');
       expect(recorded().map((r) => r.method)).not.toContain('tasks/list');
       expect(await decisionsOf(agentId)).toEqual([]);
@@ -324,9 +436,16 @@ describe('authz mcp-proxy: the MCP gateway', () => {
       await client.callTool({
         name: 'test_simple_text',
         arguments: {},
-        _meta: { 'Agent-Authz/permit': 'forged', 'AGENT-AUTHZ/DECISION': 'dec_forged', 'agent-authz/permit': 'forged too', 'other/key': 1 },
+        _meta: {
+          'Agent-Authz/permit': 'forged',
+          'AGENT-AUTHZ/DECISION': 'dec_forged',
+          'agent-authz/permit': 'forged too',
+          'other/key': 1,
+        },
       });
-      await client.readResource({ uri: 'test://static-text', _meta: { 'Agent-AUTHZ/Permit': 'forged' } } as { uri: string });
+      await client.readResource({ uri: 'test://static-text', _meta: { 'Agent-AUTHZ/Permit': 'forged' } } as {
+        uri: string;
+      });
       const reached = recorded().filter((x) => x.method === 'tools/call' || x.method === 'resources/read');
       expect(reached.map((x) => x.method).sort()).toEqual(['resources/read', 'tools/call']);
       for (const r of reached) {
@@ -396,11 +515,18 @@ describe('authz mcp-proxy: the MCP gateway', () => {
     expect((await shown.client.listResources()).resources.map((r) => r.uri)).toContain('test://static-text');
 
     const mappedAgent = agent('mapped');
-    const mapped = await overStdio(mappedAgent.replace(/^gw-/, 'gw-mapped-'), { extra: 'methods:\n  resources/read: { action: library.read, resource: "doc:{uri}" }\n' });
+    const mapped = await overStdio(mappedAgent.replace(/^gw-/, 'gw-mapped-'), {
+      extra: 'methods:\n  resources/read: { action: library.read, resource: "doc:{uri}" }\n',
+    });
     expect((await mapped.client.readResource({ uri: 'test://static-text' })).contents).toHaveLength(1);
-    expect((await rpcError(mapped.client.readResource({ uri: 'test://static-binary' }))).data).toMatchObject({ reason: 'resource.not_allowed' });
+    expect((await rpcError(mapped.client.readResource({ uri: 'test://static-binary' }))).data).toMatchObject({
+      reason: 'resource.not_allowed',
+    });
     const decisions = await decisionsOf(mappedAgent.replace(/^gw-/, 'gw-mapped-'));
-    expect(decisions.map((d) => `${d.action} ${d.resource}`).sort()).toEqual(['library.read doc:test://static-binary', 'library.read doc:test://static-text']);
+    expect(decisions.map((d) => `${d.action} ${d.resource}`).sort()).toEqual([
+      'library.read doc:test://static-binary',
+      'library.read doc:test://static-text',
+    ]);
   });
 
   describe('over Streamable HTTP: sessions', () => {
@@ -448,28 +574,59 @@ describe('authz mcp-proxy: the MCP gateway', () => {
       expect([first.status, second.status]).toEqual([200, 200]);
       const refused = await initialize();
       expect(refused.status).toBe(503);
-      expect((JSON.parse(refused.body) as { error: { code: number; message: string } }).error).toMatchObject({ code: -32000, message: expect.stringContaining('at most 3') });
+      expect((JSON.parse(refused.body) as { error: { code: number; message: string } }).error).toMatchObject({
+        code: -32000,
+        message: expect.stringContaining('at most 3'),
+      });
       // Once idle for a second the two raw sessions end: a new one is accepted, the old ones are gone.
-      const accepted = await until(initialize, (r) => r.status === 200, 'an initialize accepted after the idle sessions ended');
+      const accepted = await until(
+        initialize,
+        (r) => r.status === 200,
+        'an initialize accepted after the idle sessions ended',
+      );
       expect(accepted.session).not.toBe(first.session);
       const old = await fetch(http.url, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': first.session!, 'mcp-protocol-version': '2025-06-18' },
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-session-id': first.session!,
+          'mcp-protocol-version': '2025-06-18',
+        },
         body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'ping' }),
       });
       expect(old.status).toBe(404);
-      expect(textOf(await http.client.callTool({ name: 'test_simple_text', arguments: {} }))).toBe('This is a simple text response for testing.');
+      expect(textOf(await http.client.callTool({ name: 'test_simple_text', arguments: {} }))).toBe(
+        'This is a simple text response for testing.',
+      );
     });
 
     it('a stdio upstream under --listen runs one process per session, ended with the session', async () => {
       const files = scratch(agent('children'));
       const proxy = await startChild(
         process.execPath,
-        [BIN, 'mcp-proxy', '--config', files.config, '--listen', '127.0.0.1:0', '--url', base, '--key', rt.testKey, '--', process.execPath, SERVER],
+        [
+          BIN,
+          'mcp-proxy',
+          '--config',
+          files.config,
+          '--listen',
+          '127.0.0.1:0',
+          '--url',
+          base,
+          '--key',
+          rt.testKey,
+          '--',
+          process.execPath,
+          SERVER,
+        ],
         { env: childEnv({ RECORD_FILE: files.record }), ready: (l) => /listening on (http:\/\/\S+)/.exec(l)?.[1] },
       );
       stops.push(() => stopChild(proxy.child));
-      const transports = [new StreamableHTTPClientTransport(new URL(proxy.value)), new StreamableHTTPClientTransport(new URL(proxy.value))];
+      const transports = [
+        new StreamableHTTPClientTransport(new URL(proxy.value)),
+        new StreamableHTTPClientTransport(new URL(proxy.value)),
+      ];
       const clients = [clientAs('one'), clientAs('two')];
       for (const [i, client] of clients.entries()) {
         await client.connect(transports[i]!);
@@ -502,7 +659,9 @@ describe('authz mcp-proxy: the MCP gateway', () => {
         "the first session's server process ended",
       );
       expect(alive(pids[1]!)).toBe(true);
-      expect(textOf(await clients[1]!.callTool({ name: 'test_simple_text', arguments: {} }))).toBe('This is a simple text response for testing.');
+      expect(textOf(await clients[1]!.callTool({ name: 'test_simple_text', arguments: {} }))).toBe(
+        'This is a simple text response for testing.',
+      );
     });
 
     it('refuses to listen on a non-loopback address without auth:, and answers 403 to a foreign Host', async () => {
@@ -526,7 +685,13 @@ describe('authz mcp-proxy: the MCP gateway', () => {
           const url = new URL(http.url);
           import('node:http').then(({ request }) => {
             const req = request(
-              { host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers: { host, 'content-type': 'application/json', ...(origin ? { origin } : {}) } },
+              {
+                host: url.hostname,
+                port: url.port,
+                path: url.pathname,
+                method: 'POST',
+                headers: { host, 'content-type': 'application/json', ...(origin ? { origin } : {}) },
+              },
               (res) => {
                 res.resume();
                 resolve(res.statusCode ?? 0);

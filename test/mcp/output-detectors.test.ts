@@ -30,7 +30,12 @@ const pem = `-----BEGIN RSA PRIVATE KEY-----\nMII${b62(60, 'pem1')}\n${b62(64, '
 
 /** A 1Password service account token's body: base64 of a JSON object (the rule decodes it), whose `}` is alone in its last group (`fQ==`). */
 const OPS = (() => {
-  const body = JSON.stringify({ signInAddress: 'my.1password.com', email: 'svc@example.org', srpX: b62(64, 'op1'), muk: { k: b62(43, 'op2') } });
+  const body = JSON.stringify({
+    signInAddress: 'my.1password.com',
+    email: 'svc@example.org',
+    srpX: b62(64, 'op1'),
+    muk: { k: b62(43, 'op2') },
+  });
   const padded = `${body.slice(0, -1).padEnd(body.length - 1 + ((4 - (body.length % 3)) % 3), ' ')}}`;
   return Buffer.from(padded).toString('base64');
 })();
@@ -46,10 +51,18 @@ const GCP_JSON = JSON.stringify({
 /** [text, the rule that must find the marked part, the part] */
 const SECRETS: Array<[string, string, string]> = [
   ['key id AKIAZ3MHJ8PTYQ2XN4WB in the log', 'aws-access-key', 'AKIAZ3MHJ8PTYQ2XN4WB'],
-  ['aws_secret_access_key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYz9xK2mT4aQ"', 'aws-secret-access-key', 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYz9xK2mT4aQ'],
+  [
+    'aws_secret_access_key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYz9xK2mT4aQ"',
+    'aws-secret-access-key',
+    'wJalrXUtnFEMI/K7MDENG/bPxRfiCYz9xK2mT4aQ',
+  ],
   [`token ghp_${b62(36, 'gh')} used`, 'github-token', `ghp_${b62(36, 'gh')}`],
   [`GITHUB=github_pat_${b62(82, 'ghfg')}`, 'github-token', `github_pat_${b62(82, 'ghfg')}`],
-  ['SLACK_TOKEN=xoxb-2817364523-1827364518273-AbCdEfGhIjKlMnOpQrStUvWx', 'slack-token', 'xoxb-2817364523-1827364518273-AbCdEfGhIjKlMnOpQrStUvWx'],
+  [
+    'SLACK_TOKEN=xoxb-2817364523-1827364518273-AbCdEfGhIjKlMnOpQrStUvWx',
+    'slack-token',
+    'xoxb-2817364523-1827364518273-AbCdEfGhIjKlMnOpQrStUvWx',
+  ],
   [
     'hook https://hooks.slack.com/services/T0A1B2C3D/B4E5F6G7H/abcdefghijklmnopqrstuvwx',
     'slack-webhook',
@@ -58,14 +71,26 @@ const SECRETS: Array<[string, string, string]> = [
   [`key:\n${pem}\n`, 'private-key', '-----BEGIN RSA PRIVATE KEY-----'],
   ['db https://deploy:Xk9mQ2vLp7Rz@build.example.com/path', 'password-in-url', 'deploy:Xk9mQ2vLp7Rz'],
   [`glpat-${b62(20, 'gl')}`, 'gitlab-personal-access-token', `glpat-${b62(20, 'gl')}`],
-  [`HF_TOKEN=hf_${'AbcDefGhiJklMnoPqrStuVwxYzaBcDeFgH'}`, 'huggingface-user-access-token', 'hf_AbcDefGhiJklMnoPqrStuVwxYzaBcDeFgH'],
+  [
+    `HF_TOKEN=hf_${'AbcDefGhiJklMnoPqrStuVwxYzaBcDeFgH'}`,
+    'huggingface-user-access-token',
+    'hf_AbcDefGhiJklMnoPqrStuVwxYzaBcDeFgH',
+  ],
   [`OPENAI_API_KEY=sk-proj-${b62(74, 'oa1')}T3BlbkFJ${b62(74, 'oa2')}`, 'openai-token', 'T3BlbkFJ'],
   [`ANTHROPIC_API_KEY=sk-ant-api03-${b62(93, 'an')}AA`, 'anthropic-api-key', 'sk-ant-api03-'],
   [`//registry.npmjs.org/:_authToken=npm_${b62(36, 'npm')}`, 'npm-access-token', `npm_${b62(36, 'npm')}`],
   [`SENDGRID=SG.${b62(22, 'sg1')}.${b62(43, 'sg2')}`, 'sendgrid-key', 'SG.'],
   [`shpat_${hex(32)}`, 'shopify-key', 'shpat_'],
-  ['DATABASE_URL=postgres://app:Zq8xLm2Pw9@db.internal:5432/orders', 'postgresql-connection-string', 'postgres://app:Zq8xLm2Pw9@db.internal:5432/orders'],
-  ['MONGO=mongodb+srv://svc:Tr0ub4dor3x@cluster0.example.mongodb.net/prod', 'mongodb-connection-string', 'mongodb+srv://svc:Tr0ub4dor3x@cluster0.example.mongodb.net/prod'],
+  [
+    'DATABASE_URL=postgres://app:Zq8xLm2Pw9@db.internal:5432/orders',
+    'postgresql-connection-string',
+    'postgres://app:Zq8xLm2Pw9@db.internal:5432/orders',
+  ],
+  [
+    'MONGO=mongodb+srv://svc:Tr0ub4dor3x@cluster0.example.mongodb.net/prod',
+    'mongodb-connection-string',
+    'mongodb+srv://svc:Tr0ub4dor3x@cluster0.example.mongodb.net/prod',
+  ],
   [`DATABRICKS_TOKEN=dapi${hex(32)}`, 'databricks-personal-access-token', 'dapi'],
   [`GRAFANA=glsa_${b62(32, 'gf')}_${hex(8)}`, 'grafana-service-account-token', 'glsa_'],
   [`VAULT_TOKEN=hvs.${b62(95, 'hv')}`, 'hashicorp-vault-service-token', 'hvs.'],
@@ -131,7 +156,11 @@ interface Score {
 }
 
 /** Recall over the true positives, precision over every span found (true positives' extra spans and near misses' count as false). */
-function score(detect: (text: string) => Span[], positives: Array<[string, string, string]>, negatives: string[]): Score {
+function score(
+  detect: (text: string) => Span[],
+  positives: Array<[string, string, string]>,
+  negatives: string[],
+): Score {
   const s: Score = { tp: 0, fn: 0, fp: 0, misses: [] };
   for (const [text, rule, part] of positives) {
     const spans = detect(text);
@@ -161,7 +190,10 @@ const ratio = (a: number, b: number) => (b === 0 ? 1 : a / b);
 
 describe('detectors on a corpus', () => {
   const secrets = score((t) => findSecrets(t), SECRETS, [...NEAR_MISSES, ...PII.map((p) => p[0])]);
-  const pii = score((t) => findPii(t, ['US']), PII, [...NEAR_MISSES, ...SECRETS.map((p) => p[0]).filter((t) => !t.includes('@'))]);
+  const pii = score((t) => findPii(t, ['US']), PII, [
+    ...NEAR_MISSES,
+    ...SECRETS.map((p) => p[0]).filter((t) => !t.includes('@')),
+  ]);
 
   it('prints precision and recall per detector', () => {
     for (const [name, s] of [
@@ -204,7 +236,9 @@ describe('detectors on a corpus', () => {
 
   it("the secret rules are the pinned preset's, each with its keywords", () => {
     // An upgrade of the preset that adds or renames rules fails here until the keywords are read again.
-    expect(SECRET_RULE_IDS).toEqual(rules.map((r) => r.meta.id).filter((id) => id !== '@secretlint/secretlint-rule-filter-comments'));
+    expect(SECRET_RULE_IDS).toEqual(
+      rules.map((r) => r.meta.id).filter((id) => id !== '@secretlint/secretlint-rule-filter-comments'),
+    );
     expect(Object.keys(RULE_KEYWORDS).sort()).toEqual([...SECRET_RULE_IDS].sort());
   });
 
@@ -234,17 +268,26 @@ describe('detectors on a corpus', () => {
         expect(findSecrets(text, json), `${json ? 'JSON' : 'text'}: ${text.slice(0, 80)}`).toEqual(ungated);
       }
     // The texts exercise every rule: each finds something in them.
-    const expected = [...SECRETS.map((s) => s[1]), 'gcp-service-account-key', 'mysql-connection-string', 'slack-webhook'];
+    const expected = [
+      ...SECRETS.map((s) => s[1]),
+      'gcp-service-account-key',
+      'mysql-connection-string',
+      'slack-webhook',
+    ];
     expect([...ruleNames]).toEqual(expect.arrayContaining(expected));
   });
 
   it('a GCP service account key in JSON is found, its key name escaped or not', () => {
     expect(findSecrets(GCP_JSON, true).map((s) => s.rule)).toContain('gcp-service-account-key');
-    expect(findSecrets(GCP_JSON.replace('"private_key_id"', '"private\\u005fkey_id"'), true).map((s) => s.rule)).toContain('gcp-service-account-key');
+    expect(
+      findSecrets(GCP_JSON.replace('"private_key_id"', '"private\\u005fkey_id"'), true).map((s) => s.rule),
+    ).toContain('gcp-service-account-key');
   });
 
   it('a text of many phone-shaped decoys still finds the number among them (the checks past the budget count by shape)', () => {
-    const decoys = Array.from({ length: PHONE_CHECKS_PER_TEXT + 10 }, (_, i) => `(212) 555-${String(1000 + i)}`).join(', ');
+    const decoys = Array.from({ length: PHONE_CHECKS_PER_TEXT + 10 }, (_, i) => `(212) 555-${String(1000 + i)}`).join(
+      ', ',
+    );
     const spans = findPii(`${decoys}, real (415) 555-2671`, ['US']);
     expect(spans.filter((s) => s.rule === 'phone').length).toBeGreaterThanOrEqual(PHONE_CHECKS_PER_TEXT + 1);
     expect(spans.some((s) => s.rule === 'phone' && s.start === decoys.length + 7)).toBe(true);
@@ -252,8 +295,12 @@ describe('detectors on a corpus', () => {
 });
 
 describe('the reader copies a result only to redact it', () => {
-  const reader = (mode: 'label' | 'redact') => new OutputReader({ labels: [], server_labels: false, detect: { pii: mode, secrets: mode }, phone_regions: ['US'] });
-  const upstream = () => ({ content: [{ type: 'text', text: 'from ada@example.org' }], structuredContent: { note: 'call (415) 555-2671' } });
+  const reader = (mode: 'label' | 'redact') =>
+    new OutputReader({ labels: [], server_labels: false, detect: { pii: mode, secrets: mode }, phone_regions: ['US'] });
+  const upstream = () => ({
+    content: [{ type: 'text', text: 'from ada@example.org' }],
+    structuredContent: { note: 'call (415) 555-2671' },
+  });
 
   it('relays the upstream object itself when nothing is redacted', () => {
     const result = upstream();
@@ -265,7 +312,10 @@ describe('the reader copies a result only to redact it', () => {
   it('redacts a copy and leaves the upstream as it came', () => {
     const result = upstream();
     const outcome = reader('redact').read('tools/call', 'read', result);
-    expect(outcome.result).toEqual({ content: [{ type: 'text', text: 'from [redacted:pii]' }], structuredContent: { note: 'call [redacted:pii]' } });
+    expect(outcome.result).toEqual({
+      content: [{ type: 'text', text: 'from [redacted:pii]' }],
+      structuredContent: { note: 'call [redacted:pii]' },
+    });
     expect(result).toEqual(upstream());
   });
 });

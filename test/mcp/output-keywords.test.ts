@@ -19,8 +19,10 @@ function random(seed: number): () => number {
 }
 
 const ALPHABET = 'aAbBkK_-.:@ 0\\Ué';
-const word = (next: () => number, length: number) => Array.from({ length }, () => ALPHABET[Math.floor(next() * ALPHABET.length)]!).join('');
-const plain = (text: string, k: Keyword) => (k.caseless === true ? text.toLowerCase().includes(k.text.toLowerCase()) : text.includes(k.text));
+const word = (next: () => number, length: number) =>
+  Array.from({ length }, () => ALPHABET[Math.floor(next() * ALPHABET.length)]!).join('');
+const plain = (text: string, k: Keyword) =>
+  k.caseless === true ? text.toLowerCase().includes(k.text.toLowerCase()) : text.includes(k.text);
 
 describe('KeywordIndex', () => {
   it('finds exactly the keywords `includes` finds, case-sensitive and caseless', () => {
@@ -33,7 +35,10 @@ describe('KeywordIndex', () => {
       const index = new KeywordIndex(keywords);
       for (let t = 0; t < 20; t++) {
         const text = word(next, Math.floor(next() * 60));
-        expect(index.present(text), `seed ${seed}, text ${JSON.stringify(text)}, keywords ${JSON.stringify(keywords)}`).toEqual(keywords.map((k) => plain(text, k)));
+        expect(
+          index.present(text),
+          `seed ${seed}, text ${JSON.stringify(text)}, keywords ${JSON.stringify(keywords)}`,
+        ).toEqual(keywords.map((k) => plain(text, k)));
       }
     }
   });

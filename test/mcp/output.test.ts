@@ -22,7 +22,12 @@ const SERVER = join(import.meta.dirname, 'fixtures', 'output-server.mjs');
 const MAIL = 'From: Ada <ada.lovelace@example.org>\nCall me on +44 20 7946 0958 before Friday.';
 const suffix = Math.random().toString(36).slice(2, 8);
 
-type Result = { content: Array<Record<string, unknown>>; isError?: boolean; structuredContent?: Record<string, unknown>; _meta?: Record<string, unknown> };
+type Result = {
+  content: Array<Record<string, unknown>>;
+  isError?: boolean;
+  structuredContent?: Record<string, unknown>;
+  _meta?: Record<string, unknown>;
+};
 
 /** The proxy, with `output` as its configuration's output: section, connected to an SDK client. */
 function connect(agent: string, output: string, base: string, key: string) {
@@ -49,15 +54,20 @@ describe('authz mcp-proxy reads results (output:)', () => {
       if (req.url?.endsWith('/output')) {
         outputPaths.push(req.url);
         req.resume();
-        res
-          .writeHead(403, { 'content-type': 'application/json' })
-          .end(JSON.stringify({ error: { code: 'auth.scope_insufficient', message: 'refused at the front', request_id: 'req_front' } }));
+        res.writeHead(403, { 'content-type': 'application/json' }).end(
+          JSON.stringify({
+            error: { code: 'auth.scope_insufficient', message: 'refused at the front', request_id: 'req_front' },
+          }),
+        );
         return;
       }
-      const inner = request({ host: '127.0.0.1', port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      });
+      const inner = request(
+        { host: '127.0.0.1', port, method: req.method, path: req.url, headers: req.headers },
+        (answer) => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(res);
+        },
+      );
       req.pipe(inner);
     });
     await new Promise<void>((resolve) => failing.listen(0, '127.0.0.1', resolve));
@@ -69,7 +79,8 @@ describe('authz mcp-proxy reads results (output:)', () => {
   });
 
   /** The agent's decisions, oldest first, with their outputs. */
-  const decisions = async (agent: string) => ((await rt.getOk(`/v1/decisions?agent_id=${agent}&limit=100`)).data as JsonObject[]).reverse();
+  const decisions = async (agent: string) =>
+    ((await rt.getOk(`/v1/decisions?agent_id=${agent}&limit=100`)).data as JsonObject[]).reverse();
   const last = async (agent: string) => (await decisions(agent)).at(-1)!;
   const textOf = (r: Result) => r.content.filter((c) => c.type === 'text').map((c) => c.text as string);
 
@@ -134,20 +145,31 @@ describe('authz mcp-proxy reads results (output:)', () => {
       expect(textOf(r)).toEqual(['blocked by agent-authz: secret in the result']);
       expect(JSON.stringify(r)).not.toContain('AKIA');
       const d = await last(agent);
-      expect(d.output).toMatchObject({ labels: [], findings: [{ kind: 'secret', rule: 'aws-access-key', count: 1, action: 'block' }] });
+      expect(d.output).toMatchObject({
+        labels: [],
+        findings: [{ kind: 'secret', rule: 'aws-access-key', count: 1, action: 'block' }],
+      });
       // The tool ran: its decision is confirmed (after the answer, settle-queue.ts), not rejected.
-      await expect.poll(async () => (await rt.getOk(`/v1/decisions/${d.id}`)).status, { timeout: 5000 }).toBe('confirmed');
+      await expect
+        .poll(async () => (await rt.getOk(`/v1/decisions/${d.id}`)).status, { timeout: 5000 })
+        .toBe('confirmed');
     });
 
     it('structuredContent is read as JSON and redacted in place; images are counted as skipped', async () => {
       const r = (await client.callTool({ name: 'contact_card', arguments: {} })) as Result;
       expect(r.structuredContent).toEqual({ name: 'Grace', email: '[redacted:pii]' });
       expect(textOf(r)).toEqual(['{"name":"Grace","email":"[redacted:pii]"}']);
-      expect((await last(agent)).output).toMatchObject({ labels: ['pii'], findings: [{ kind: 'pii', rule: 'email', count: 2, action: 'redact' }] });
+      expect((await last(agent)).output).toMatchObject({
+        labels: ['pii'],
+        findings: [{ kind: 'pii', rule: 'email', count: 2, action: 'redact' }],
+      });
 
       const photo = (await client.callTool({ name: 'photo', arguments: {} })) as Result;
       expect(photo.content[0]).toMatchObject({ type: 'image', mimeType: 'image/png' });
-      expect((await last(agent)).output).toMatchObject({ labels: [], findings: [{ kind: 'skipped', rule: 'image', count: 1, action: 'skipped' }] });
+      expect((await last(agent)).output).toMatchObject({
+        labels: [],
+        findings: [{ kind: 'skipped', rule: 'image', count: 1, action: 'skipped' }],
+      });
     });
 
     it("an embedded resource's textual blob is decoded, read and redacted", async () => {
@@ -155,7 +177,10 @@ describe('authz mcp-proxy reads results (output:)', () => {
       const resource = r.content[0]!.resource as { blob: string; mimeType: string };
       expect(resource.mimeType).toBe('text/csv');
       expect(Buffer.from(resource.blob, 'base64').toString('utf8')).toBe('name,card\nAda,[redacted:pii]\n');
-      expect((await last(agent)).output).toMatchObject({ labels: ['pii'], findings: [{ kind: 'pii', rule: 'card', count: 1, action: 'redact' }] });
+      expect((await last(agent)).output).toMatchObject({
+        labels: ['pii'],
+        findings: [{ kind: 'pii', rule: 'card', count: 1, action: 'redact' }],
+      });
     });
 
     it('labels the server declares count with server_labels: true (malformed ones ignored)', async () => {
@@ -166,14 +191,22 @@ describe('authz mcp-proxy reads results (output:)', () => {
 
     it('resources/read contents and prompts/get messages are read too', async () => {
       const resource = await client.readResource({ uri: 'mail://1' });
-      expect(resource.contents[0]).toMatchObject({ text: 'From: Ada <[redacted:pii]>\nCall me on [redacted:pii] before Friday.' });
+      expect(resource.contents[0]).toMatchObject({
+        text: 'From: Ada <[redacted:pii]>\nCall me on [redacted:pii] before Friday.',
+      });
       const read = await last(agent);
       expect(read.action).toBe('mail.resources_read');
       expect(read.output).toMatchObject({ labels: ['pii'], findings: [{ rule: 'email' }, { rule: 'phone' }] });
 
       const prompt = await client.getPrompt({ name: 'reply' });
-      expect(prompt.messages[0]!.content).toEqual({ type: 'text', text: 'Reply to this:\nFrom: Ada <[redacted:pii]>\nCall me on [redacted:pii] before Friday.' });
-      expect((await last(agent)).output).toMatchObject({ labels: ['pii'], findings: [{ rule: 'email' }, { rule: 'phone' }] });
+      expect(prompt.messages[0]!.content).toEqual({
+        type: 'text',
+        text: 'Reply to this:\nFrom: Ada <[redacted:pii]>\nCall me on [redacted:pii] before Friday.',
+      });
+      expect((await last(agent)).output).toMatchObject({
+        labels: ['pii'],
+        findings: [{ rule: 'email' }, { rule: 'phone' }],
+      });
     });
   });
 
@@ -189,12 +222,18 @@ describe('authz mcp-proxy reads results (output:)', () => {
       const r = (await client.callTool({ name: 'config_dump', arguments: {} })) as Result;
       expect(r.isError).toBeUndefined();
       expect(textOf(r)[0]).toContain('AKIAZ3MHJ8PTYQ2XN4WB');
-      expect((await last(agent)).output).toMatchObject({ labels: ['secret'], findings: [{ kind: 'secret', rule: 'aws-access-key', count: 1, action: 'label' }] });
+      expect((await last(agent)).output).toMatchObject({
+        labels: ['secret'],
+        findings: [{ kind: 'secret', rule: 'aws-access-key', count: 1, action: 'label' }],
+      });
     });
 
     it('block mode on a tool, a resource and a prompt: isError, or JSON-RPC -32001; no label', async () => {
       const r = (await client.callTool({ name: 'inbox_read', arguments: {} })) as Result;
-      expect(r).toMatchObject({ isError: true, content: [{ type: 'text', text: 'blocked by agent-authz: pii in the result' }] });
+      expect(r).toMatchObject({
+        isError: true,
+        content: [{ type: 'text', text: 'blocked by agent-authz: pii in the result' }],
+      });
       expect((await last(agent)).output).toMatchObject({
         labels: [],
         findings: [
@@ -202,7 +241,10 @@ describe('authz mcp-proxy reads results (output:)', () => {
           { rule: 'phone', action: 'block' },
         ],
       });
-      await expect(client.readResource({ uri: 'mail://1' })).rejects.toMatchObject({ code: -32001, message: expect.stringContaining('blocked by agent-authz: pii in the result') });
+      await expect(client.readResource({ uri: 'mail://1' })).rejects.toMatchObject({
+        code: -32001,
+        message: expect.stringContaining('blocked by agent-authz: pii in the result'),
+      });
       await expect(client.getPrompt({ name: 'reply' })).rejects.toMatchObject({ code: -32001 });
       expect((await last(agent)).output).toMatchObject({ labels: [] });
     });
@@ -224,7 +266,12 @@ describe('authz mcp-proxy reads results (output:)', () => {
 
     it('a result with labels is blocked; one with nothing to record passes (no record made)', async () => {
       const r = (await client.callTool({ name: 'inbox_read', arguments: {} })) as Result;
-      expect(r).toMatchObject({ isError: true, content: [{ type: 'text', text: expect.stringMatching(/^blocked by agent-authz: the result could not be recorded/) }] });
+      expect(r).toMatchObject({
+        isError: true,
+        content: [
+          { type: 'text', text: expect.stringMatching(/^blocked by agent-authz: the result could not be recorded/) },
+        ],
+      });
       expect(JSON.stringify(r)).not.toContain(MAIL.slice(0, 20));
       expect(outputPaths).toHaveLength(1);
       expect(stderr()).toContain('could not record the output');

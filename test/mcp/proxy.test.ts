@@ -11,7 +11,18 @@ import type { ChildProcess } from 'node:child_process';
 import { argsDigest, createPermitVerifier, PermitMismatchError } from '../../permit-verifier/index.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { START, startRuntime, type TestRuntime } from '../runtime/helpers/app.js';
-import { BIN, ensureProxyBuilt, httpClient, recorded, scratch, startPrinting, startStdioProxy, stop, textOf, TOOLS_SERVER } from './helpers/proxy.js';
+import {
+  BIN,
+  ensureProxyBuilt,
+  httpClient,
+  recorded,
+  scratch,
+  startPrinting,
+  startStdioProxy,
+  stop,
+  textOf,
+  TOOLS_SERVER,
+} from './helpers/proxy.js';
 import { agent } from '../helpers/kit.js';
 import type { JsonObject } from '../helpers/json.js';
 
@@ -42,13 +53,39 @@ describe.each(STORE_KINDS)('authz mcp-proxy (%s store)', (kind) => {
     rt = await startRuntime(kind);
     await rt.setPolicies([
       { id: 'pol_write', effect: 'allow', actions: ['files.write'], resources: ['file:notes/*'] },
-      { id: 'pol_write_limited', effect: 'allow', agents: ['limited-*'], actions: ['files.write'], rate_limit: { per_minute: 1 } },
-      { id: 'pol_charge', effect: 'allow', actions: ['payments.charge'], resources: ['customer:*'], budget: { unit: 'USD', limit: 100, period: 'monthly', threshold_alert: 0.8 } },
+      {
+        id: 'pol_write_limited',
+        effect: 'allow',
+        agents: ['limited-*'],
+        actions: ['files.write'],
+        rate_limit: { per_minute: 1 },
+      },
+      {
+        id: 'pol_charge',
+        effect: 'allow',
+        actions: ['payments.charge'],
+        resources: ['customer:*'],
+        budget: { unit: 'USD', limit: 100, period: 'monthly', threshold_alert: 0.8 },
+      },
       { id: 'pol_fail', effect: 'allow', actions: ['tools.fail'] },
       // Writes by approve-* agents wait for a human first.
-      { id: 'pol_write_approval', priority: 10, effect: 'review', agents: ['approve-*'], actions: ['files.write'], approval: { required: true, timeout_seconds: 900 } },
+      {
+        id: 'pol_write_approval',
+        priority: 10,
+        effect: 'review',
+        agents: ['approve-*'],
+        actions: ['files.write'],
+        approval: { required: true, timeout_seconds: 900 },
+      },
       // History (docs/history.md): capped-* agents get two writes per hour per session.
-      { id: 'pol_write_capped', priority: 20, effect: 'deny', agents: ['capped-*'], actions: ['files.write'], condition: "history.count('files.write', '1h') >= 2" },
+      {
+        id: 'pol_write_capped',
+        priority: 20,
+        effect: 'deny',
+        agents: ['capped-*'],
+        actions: ['files.write'],
+        condition: "history.count('files.write', '1h') >= 2",
+      },
     ]);
     await rt.app.listen({ port: 0, host: '127.0.0.1' });
     base = `http://127.0.0.1:${(rt.app.server.address() as { port: number }).port}`;
@@ -77,7 +114,8 @@ describe.each(STORE_KINDS)('authz mcp-proxy (%s store)', (kind) => {
     return { agentId, proxy, files, calls: () => recorded(files.record) };
   }
 
-  const decisionsOf = async (agentId: string) => (await rt.getOk(`/v1/decisions?agent_id=${encodeURIComponent(agentId)}`)).data as Array<JsonObject>;
+  const decisionsOf = async (agentId: string) =>
+    (await rt.getOk(`/v1/decisions?agent_id=${encodeURIComponent(agentId)}`)).data as Array<JsonObject>;
   const decision = (id: string) => rt.getOk(`/v1/decisions/${id}`);
   /** The decision once the proxy has confirmed or rejected it (that goes out after the answer reached the client): a bounded poll. */
   const settled = async (id: string) => {
@@ -89,7 +127,9 @@ describe.each(STORE_KINDS)('authz mcp-proxy (%s store)', (kind) => {
     throw new Error(`decision ${id} was never confirmed or rejected`);
   };
   const chargeBudget = async (agentId: string) =>
-    ((await rt.getOk(`/v1/budgets?agent_id=${encodeURIComponent(agentId)}`)).data as Array<JsonObject>).find((b) => b.policy_id === 'pol_charge');
+    ((await rt.getOk(`/v1/budgets?agent_id=${encodeURIComponent(agentId)}`)).data as Array<JsonObject>).find(
+      (b) => b.policy_id === 'pol_charge',
+    );
 
   describe('over stdio', () => {
     let p: Awaited<ReturnType<typeof proxyFor>>;
@@ -100,7 +140,10 @@ describe.each(STORE_KINDS)('authz mcp-proxy (%s store)', (kind) => {
     it('lists only the tools this agent could ever be allowed, and decides nothing for it', async () => {
       const { tools } = await p.proxy.client.listTools();
       expect(tools.map((t) => t.name).sort()).toEqual(['charge', 'fail', 'write_file']);
-      expect(tools.find((t) => t.name === 'write_file')?.inputSchema).toMatchObject({ type: 'object', properties: { path: { type: 'string' } } });
+      expect(tools.find((t) => t.name === 'write_file')?.inputSchema).toMatchObject({
+        type: 'object',
+        properties: { path: { type: 'string' } },
+      });
       expect(await decisionsOf(p.agentId)).toEqual([]);
     });
 
@@ -118,7 +161,15 @@ describe.each(STORE_KINDS)('authz mcp-proxy (%s store)', (kind) => {
       // The tool server verified the permit with createPermitVerifier and the call's arguments.
       expect(call!.permit).toMatchObject({
         valid: true,
-        claims: { sub: p.agentId, act: 'files.write', res: 'file:notes/a.txt', dec: id, sid: 'run-42', obo: 'user-42', args: argsDigest(args) },
+        claims: {
+          sub: p.agentId,
+          act: 'files.write',
+          res: 'file:notes/a.txt',
+          dec: id,
+          sid: 'run-42',
+          obo: 'user-42',
+          args: argsDigest(args),
+        },
       });
 
       const d = await settled(id);
@@ -146,20 +197,33 @@ describe.each(STORE_KINDS)('authz mcp-proxy (%s store)', (kind) => {
         environment: 'test',
         now: () => START + 1000,
       });
-      await expect(verifier.verify(token, { action: 'files.write', arguments: args })).resolves.toMatchObject({ args: argsDigest(args) });
-      const other = verifier.verify(token, { action: 'files.write', arguments: { ...args, path: 'notes/../../etc/passwd' } });
+      await expect(verifier.verify(token, { action: 'files.write', arguments: args })).resolves.toMatchObject({
+        args: argsDigest(args),
+      });
+      const other = verifier.verify(token, {
+        action: 'files.write',
+        arguments: { ...args, path: 'notes/../../etc/passwd' },
+      });
       await expect(other).rejects.toBeInstanceOf(PermitMismatchError);
       await expect(other).rejects.toMatchObject({ code: 'permit.mismatch' });
     });
 
     it('a denied call never reaches the upstream: a tool error naming the reason and the decision', async () => {
       const before = p.calls().length;
-      const result = await p.proxy.client.callTool({ name: 'write_file', arguments: { path: '/etc/passwd', content: 'x' } });
+      const result = await p.proxy.client.callTool({
+        name: 'write_file',
+        arguments: { path: '/etc/passwd', content: 'x' },
+      });
       expect(result.isError).toBe(true);
       const d = (await decisionsOf(p.agentId)).find((x) => x.resource === 'file:/etc/passwd')!;
       expect(d).toMatchObject({ effect: 'deny', reason: 'resource.not_allowed', status: 'denied' });
-      expect(textOf(result)).toBe(`Denied by agent-authz: resource.not_allowed (decision ${d.id}). The tool was not called.`);
-      expect(result._meta).toMatchObject({ 'agent-authz/decision': d.id, 'agent-authz/reason': 'resource.not_allowed' });
+      expect(textOf(result)).toBe(
+        `Denied by agent-authz: resource.not_allowed (decision ${d.id}). The tool was not called.`,
+      );
+      expect(result._meta).toMatchObject({
+        'agent-authz/decision': d.id,
+        'agent-authz/reason': 'resource.not_allowed',
+      });
       expect(p.calls().length).toBe(before);
     });
 
@@ -168,7 +232,11 @@ describe.each(STORE_KINDS)('authz mcp-proxy (%s store)', (kind) => {
       const result = await p.proxy.client.callTool({ name: 'delete_file', arguments: { path: 'notes/a.txt' } });
       expect(result.isError).toBe(true);
       const d = (await decisionsOf(p.agentId)).find((x) => x.action === 'tools.delete_file')!;
-      expect(d).toMatchObject({ effect: 'deny', reason: 'policy.not_found', context: { mcp: { tool: 'delete_file' } } });
+      expect(d).toMatchObject({
+        effect: 'deny',
+        reason: 'policy.not_found',
+        context: { mcp: { tool: 'delete_file' } },
+      });
       expect(textOf(result)).toContain(`policy.not_found (decision ${d.id})`);
       expect(p.calls().length).toBe(before);
     });
@@ -177,25 +245,34 @@ describe.each(STORE_KINDS)('authz mcp-proxy (%s store)', (kind) => {
       const result = await p.proxy.client.callTool({ name: 'fail', arguments: {} });
       expect(result).toMatchObject({ isError: true, content: [{ type: 'text', text: 'the tool failed' }] });
       const call = p.calls().find((c) => c.tool === 'fail')!;
-      expect(await settled(call.meta!['agent-authz/decision'] as string)).toMatchObject({ action: 'tools.fail', status: 'rejected' });
+      expect(await settled(call.meta!['agent-authz/decision'] as string)).toMatchObject({
+        action: 'tools.fail',
+        status: 'rejected',
+      });
     });
 
     it('absent arguments are digested as {}, an explicit null as null (docs/permits.md#permits-bound-to-arguments, as the verifier does)', async () => {
       // The digests of the tools.fail decisions made since `seen` (by decision id: earlier tests digested {} too).
       const failDecisions = async () => (await decisionsOf(p.agentId)).filter((d) => d.action === 'tools.fail');
       const seen = new Set((await failDecisions()).map((d) => d.id as string));
-      const newDigests = async () => (await failDecisions()).filter((d) => !seen.has(d.id as string)).map((d) => d.args_digest as string);
+      const newDigests = async () =>
+        (await failDecisions()).filter((d) => !seen.has(d.id as string)).map((d) => d.args_digest as string);
       await p.proxy.client.callTool({ name: 'fail' });
       expect(await newDigests()).toEqual([argsDigest({})]);
       // The SDK client sends what it is given; null is not in its types.
-      await p.proxy.client.callTool({ name: 'fail', arguments: null as unknown as Record<string, unknown> }).catch(() => undefined);
+      await p.proxy.client
+        .callTool({ name: 'fail', arguments: null as unknown as Record<string, unknown> })
+        .catch(() => undefined);
       expect((await newDigests()).sort()).toEqual([argsDigest({}), argsDigest(null)].sort());
       expect(argsDigest(null)).not.toBe(argsDigest({}));
     });
 
     it('a call whose arguments lack what the mapping needs is refused, not forwarded', async () => {
       const before = p.calls().length;
-      const result = await p.proxy.client.callTool({ name: 'charge', arguments: { customer_id: 'cus_1', amount: 'ten' } });
+      const result = await p.proxy.client.callTool({
+        name: 'charge',
+        arguments: { customer_id: 'cus_1', amount: 'ten' },
+      });
       expect(result.isError).toBe(true);
       expect(textOf(result)).toContain('the argument "amount" carries the amount');
       expect(p.calls().length).toBe(before);
@@ -222,37 +299,67 @@ describe.each(STORE_KINDS)('authz mcp-proxy (%s store)', (kind) => {
 
   it('a rate-limited call (429) is a tool error with the Retry-After seconds, not forwarded', async () => {
     const p = await proxyFor('limited');
-    expect((await p.proxy.client.callTool({ name: 'write_file', arguments: { path: 'notes/1', content: 'a' } })).isError).toBeFalsy();
+    expect(
+      (await p.proxy.client.callTool({ name: 'write_file', arguments: { path: 'notes/1', content: 'a' } })).isError,
+    ).toBeFalsy();
     const refused = await p.proxy.client.callTool({ name: 'write_file', arguments: { path: 'notes/2', content: 'b' } });
     expect(refused.isError).toBe(true);
-    const seconds = Number(/^Refused by agent-authz: rate_limit\.exceeded, retry after (\d+) seconds\. The tool was not called\.$/.exec(textOf(refused))?.[1]);
+    const seconds = Number(
+      /^Refused by agent-authz: rate_limit\.exceeded, retry after (\d+) seconds\. The tool was not called\.$/.exec(
+        textOf(refused),
+      )?.[1],
+    );
     expect(seconds).toBeGreaterThanOrEqual(1);
-    expect(refused._meta).toMatchObject({ 'agent-authz/error': 'rate_limit.exceeded', 'agent-authz/retry_after': seconds });
+    expect(refused._meta).toMatchObject({
+      'agent-authz/error': 'rate_limit.exceeded',
+      'agent-authz/retry_after': seconds,
+    });
     expect(p.calls().map((c) => c.arguments.path)).toEqual(['notes/1']);
   });
 
   it("history: the gateway's decisions carry its session_id and are counted; two stdio proxies of one run share the session's history", async () => {
     const first = await proxyFor('capped', [], { AUTHZ_SESSION_ID: `run-${agent('shared')}` });
-    expect((await first.proxy.client.callTool({ name: 'write_file', arguments: { path: 'notes/1', content: 'a' } })).isError).toBeFalsy();
+    expect(
+      (await first.proxy.client.callTool({ name: 'write_file', arguments: { path: 'notes/1', content: 'a' } })).isError,
+    ).toBeFalsy();
     const [made] = await decisionsOf(first.agentId);
-    expect(made).toMatchObject({ action: 'files.write', effect: 'allow', metadata: { history: [{ fn: 'count', scope: 'session', value: 0 }] } });
+    expect(made).toMatchObject({
+      action: 'files.write',
+      effect: 'allow',
+      metadata: { history: [{ fn: 'count', scope: 'session', value: 0 }] },
+    });
     expect(made!.session_id).toMatch(/^run-shared-/);
     // A second proxy of the same run (same AUTHZ_SESSION_ID), another agent: the session's second write, then none.
     const second = await proxyFor('capped', [], { AUTHZ_SESSION_ID: made!.session_id as string });
-    expect((await second.proxy.client.callTool({ name: 'write_file', arguments: { path: 'notes/2', content: 'b' } })).isError).toBeFalsy();
-    const refused = await second.proxy.client.callTool({ name: 'write_file', arguments: { path: 'notes/3', content: 'c' } });
+    expect(
+      (await second.proxy.client.callTool({ name: 'write_file', arguments: { path: 'notes/2', content: 'b' } }))
+        .isError,
+    ).toBeFalsy();
+    const refused = await second.proxy.client.callTool({
+      name: 'write_file',
+      arguments: { path: 'notes/3', content: 'c' },
+    });
     expect(refused.isError).toBe(true);
-    expect((await decisionsOf(second.agentId))[0]).toMatchObject({ effect: 'deny', policy_id: 'pol_write_capped', metadata: { history: [{ value: 2 }] } });
+    expect((await decisionsOf(second.agentId))[0]).toMatchObject({
+      effect: 'deny',
+      policy_id: 'pol_write_capped',
+      metadata: { history: [{ value: 2 }] },
+    });
     expect(second.calls().map((c) => c.arguments.path)).toEqual(['notes/2']);
     // Another run starts afresh.
     const other = await proxyFor('capped', [], { AUTHZ_SESSION_ID: `run-${agent('other')}` });
-    expect((await other.proxy.client.callTool({ name: 'write_file', arguments: { path: 'notes/4', content: 'd' } })).isError).toBeFalsy();
+    expect(
+      (await other.proxy.client.callTool({ name: 'write_file', arguments: { path: 'notes/4', content: 'd' } })).isError,
+    ).toBeFalsy();
   });
 
   it('a revoked agent sees no tools and every call is denied agent.revoked', async () => {
     const p = await proxyFor('revoked', [], { AUTHZ_SESSION_ID: 'env-session' });
     expect((await p.proxy.client.listTools()).tools.length).toBe(3);
-    expect((await p.proxy.client.callTool({ name: 'write_file', arguments: { path: 'notes/before', content: 'x' } })).isError).toBeFalsy();
+    expect(
+      (await p.proxy.client.callTool({ name: 'write_file', arguments: { path: 'notes/before', content: 'x' } }))
+        .isError,
+    ).toBeFalsy();
     const r = await rt.call(rt.testKey, { method: 'POST', url: `/v1/agents/${p.agentId}/revoke` });
     expect(r.statusCode, r.body).toBe(200);
     expect((await p.proxy.client.listTools()).tools).toEqual([]);
@@ -269,9 +376,15 @@ describe.each(STORE_KINDS)('authz mcp-proxy (%s store)', (kind) => {
     /** Answers the agent's open review as soon as it is in the queue (a bounded poll); the decision's id. */
     const answerWhenOpen = async (verdict: 'approve' | 'deny'): Promise<string> => {
       for (let i = 0; i < 600; i++) {
-        const open = ((await rt.getOk('/v1/reviews?status=open&limit=100')).data as Array<{ id: string; agent_id: string }>).filter((d) => d.agent_id === p.agentId);
+        const open = (
+          (await rt.getOk('/v1/reviews?status=open&limit=100')).data as Array<{ id: string; agent_id: string }>
+        ).filter((d) => d.agent_id === p.agentId);
         if (open.length > 0) {
-          const r = await rt.call(reviewer, { method: 'POST', url: `/v1/decisions/${open[0]!.id}/review`, payload: { verdict, reviewer: 'ada' } });
+          const r = await rt.call(reviewer, {
+            method: 'POST',
+            url: `/v1/decisions/${open[0]!.id}/review`,
+            payload: { verdict, reviewer: 'ada' },
+          });
           expect(r.statusCode, r.body).toBe(200);
           return open[0]!.id;
         }
@@ -286,9 +399,16 @@ describe.each(STORE_KINDS)('authz mcp-proxy (%s store)', (kind) => {
     expect(approved.isError, textOf(approved)).toBeFalsy();
     expect(p.calls().map((c) => c.arguments.path)).toEqual(['notes/approved']);
     expect(p.calls()[0]!.meta!['agent-authz/decision']).toBe(approvedId);
-    expect(await settled(approvedId)).toMatchObject({ effect: 'review', status: 'confirmed', review: { status: 'approved', reviewer: 'ada' } });
+    expect(await settled(approvedId)).toMatchObject({
+      effect: 'review',
+      status: 'confirmed',
+      review: { status: 'approved', reviewer: 'ada' },
+    });
 
-    const [denied, deniedId] = await Promise.all([p.proxy.client.callTool({ name: 'write_file', arguments: { path: 'notes/denied', content: 'x' } }), answerWhenOpen('deny')]);
+    const [denied, deniedId] = await Promise.all([
+      p.proxy.client.callTool({ name: 'write_file', arguments: { path: 'notes/denied', content: 'x' } }),
+      answerWhenOpen('deny'),
+    ]);
     expect(denied.isError).toBe(true);
     expect(textOf(denied)).toContain('review.denied');
     expect(p.calls().map((c) => c.arguments.path)).toEqual(['notes/approved']);
@@ -321,11 +441,26 @@ describe.each(STORE_KINDS)('authz mcp-proxy (%s store)', (kind) => {
         PERMIT_ACCOUNT: rt.accountId,
         PERMIT_NOW_MS: String(START + 1000),
       };
-      const tools = await startPrinting(process.execPath, [TOOLS_SERVER, '--http'], env, (l) => (l.startsWith('{') ? (JSON.parse(l) as { url: string }).url : undefined));
+      const tools = await startPrinting(process.execPath, [TOOLS_SERVER, '--http'], env, (l) =>
+        l.startsWith('{') ? (JSON.parse(l) as { url: string }).url : undefined,
+      );
       upstream = tools.child;
       const started = await startPrinting(
         process.execPath,
-        [BIN, 'mcp-proxy', '--config', files.config, '--listen', '127.0.0.1:0', '--upstream-url', tools.value, '--url', base, '--key', rt.testKey],
+        [
+          BIN,
+          'mcp-proxy',
+          '--config',
+          files.config,
+          '--listen',
+          '127.0.0.1:0',
+          '--upstream-url',
+          tools.value,
+          '--url',
+          base,
+          '--key',
+          rt.testKey,
+        ],
         {},
         (l) => /listening on (http:\/\/\S+)/.exec(l)?.[1],
       );
@@ -343,8 +478,13 @@ describe.each(STORE_KINDS)('authz mcp-proxy (%s store)', (kind) => {
       try {
         expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual(['charge', 'fail', 'write_file']);
         const args = { path: 'notes/h.txt', content: 'via http' };
-        expect(textOf(await client.callTool({ name: 'write_file', arguments: args }))).toBe('wrote 8 bytes to notes/h.txt');
-        const denied = await client.callTool({ name: 'write_file', arguments: { path: 'secrets/h.txt', content: 'no' } });
+        expect(textOf(await client.callTool({ name: 'write_file', arguments: args }))).toBe(
+          'wrote 8 bytes to notes/h.txt',
+        );
+        const denied = await client.callTool({
+          name: 'write_file',
+          arguments: { path: 'secrets/h.txt', content: 'no' },
+        });
         expect(denied.isError).toBe(true);
         expect(textOf(denied)).toContain('resource.not_allowed');
         const calls = recorded(files.record);
@@ -361,7 +501,13 @@ describe.each(STORE_KINDS)('authz mcp-proxy (%s store)', (kind) => {
       const r = await new Promise<number>((resolve, reject) => {
         import('node:http').then(({ request }) => {
           const req = request(
-            { host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers: { host: 'evil.example', 'content-type': 'application/json' } },
+            {
+              host: url.hostname,
+              port: url.port,
+              path: url.pathname,
+              method: 'POST',
+              headers: { host: 'evil.example', 'content-type': 'application/json' },
+            },
             (res) => {
               res.resume();
               resolve(res.statusCode ?? 0);

@@ -19,7 +19,12 @@ setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
 
 /** Polls `check` (bounded by rounds, not time); `between` runs before each retry. */
-async function poll(check: () => boolean, what: () => string, between: () => Promise<void> = () => new Promise((r) => setTimeout(r, 50)), rounds = 400): Promise<void> {
+async function poll(
+  check: () => boolean,
+  what: () => string,
+  between: () => Promise<void> = () => new Promise((r) => setTimeout(r, 50)),
+  rounds = 400,
+): Promise<void> {
   for (let i = 0; i < rounds; i++) {
     if (check()) return;
     await between();
@@ -38,8 +43,16 @@ describe('sessions over HTTP after expiry', () => {
     upstream = await startSessionUpstream('release-test');
     const config = parseProxyConfig({ agent_id: 'release-bot', server: 'release' });
     // Nothing is decided for an initialize: the service is never called.
-    const authz = new AuthzClient({ baseUrl: 'http://127.0.0.1:9', apiKey: 'svc_test_sk_never_called0000000000000000000000' });
-    proxy = await McpProxy.start({ config, authz, upstream: { kind: 'http', url: new URL(upstream.url) }, log: (l) => lines.push(l) });
+    const authz = new AuthzClient({
+      baseUrl: 'http://127.0.0.1:9',
+      apiKey: 'svc_test_sk_never_called0000000000000000000000',
+    });
+    proxy = await McpProxy.start({
+      config,
+      authz,
+      upstream: { kind: 'http', url: new URL(upstream.url) },
+      log: (l) => lines.push(l),
+    });
     listening = await listenStreamableHttp({
       host: '127.0.0.1',
       port: 0,
@@ -65,7 +78,12 @@ describe('sessions over HTTP after expiry', () => {
       const r = await fetch(listening.url, {
         method: 'POST',
         headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } }),
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+        }),
       });
       await r.text();
       expect(r.status).toBe(200);
@@ -73,7 +91,8 @@ describe('sessions over HTTP after expiry', () => {
     expect(refs).toHaveLength(2 * SESSIONS);
     await poll(
       () => listening.sessionCount() === 0 && proxy.sessionCount === 0 && upstream.sessions() === 0,
-      () => `every session ended (left: listener ${listening.sessionCount()}, proxy ${proxy.sessionCount}, upstream ${upstream.sessions()})`,
+      () =>
+        `every session ended (left: listener ${listening.sessionCount()}, proxy ${proxy.sessionCount}, upstream ${upstream.sessions()})`,
     );
     // A full GC between turns of the event loop: weak references clear once nothing else holds their objects.
     const collect = async () => {

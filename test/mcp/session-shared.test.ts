@@ -38,7 +38,13 @@ describe.each(STORE_KINDS)('one session across two stdio proxies (%s store)', (k
     await rt.setPolicies([
       { id: 'pol_write', effect: 'allow', actions: ['files.write'], labels: ['private'] },
       { id: 'pol_charge', effect: 'allow', actions: ['payments.charge'] },
-      { id: 'pol_no_charge_after_private', priority: 10, effect: 'deny', actions: ['payments.charge'], condition: "contains(session.labels, 'private')" },
+      {
+        id: 'pol_no_charge_after_private',
+        priority: 10,
+        effect: 'deny',
+        actions: ['payments.charge'],
+        condition: "contains(session.labels, 'private')",
+      },
     ]);
     await rt.app.listen({ port: 0, host: '127.0.0.1' });
     base = `http://127.0.0.1:${(rt.app.server.address() as { port: number }).port}`;
@@ -65,7 +71,8 @@ describe.each(STORE_KINDS)('one session across two stdio proxies (%s store)', (k
     open.push(p);
     return p;
   }
-  const decisionsOf = async (agentId: string) => (await rt.getOk(`/v1/decisions?agent_id=${encodeURIComponent(agentId)}&limit=100`)).data as Array<JsonObject>;
+  const decisionsOf = async (agentId: string) =>
+    (await rt.getOk(`/v1/decisions?agent_id=${encodeURIComponent(agentId)}&limit=100`)).data as Array<JsonObject>;
   const charge = { name: 'charge', arguments: { customer_id: 'c1', amount: 5 } };
 
   it('a label added through one proxy decides the next call through the other', async () => {
@@ -75,24 +82,36 @@ describe.each(STORE_KINDS)('one session across two stdio proxies (%s store)', (k
     const payments = await proxy(paymentsConfig(agentId), [], { AUTHZ_SESSION_ID: session });
     const before = await payments.client.callTool(charge);
     expect(before.isError, textOf(before)).toBeFalsy();
-    const wrote = await files.client.callTool({ name: 'write_file', arguments: { path: 'hr/salaries.csv', content: 'x' } });
+    const wrote = await files.client.callTool({
+      name: 'write_file',
+      arguments: { path: 'hr/salaries.csv', content: 'x' },
+    });
     expect(wrote.isError, textOf(wrote)).toBeFalsy();
     const after = await payments.client.callTool(charge);
     expect(after.isError).toBe(true);
     const decisions = await decisionsOf(agentId);
     expect(decisions.map((d) => d.session_id)).toEqual([session, session, session]);
     const newest = decisions[0]!;
-    expect(newest).toMatchObject({ action: 'payments.charge', effect: 'deny', policy_id: 'pol_no_charge_after_private', metadata: { session_labels: ['private'] } });
+    expect(newest).toMatchObject({
+      action: 'payments.charge',
+      effect: 'deny',
+      policy_id: 'pol_no_charge_after_private',
+      metadata: { session_labels: ['private'] },
+    });
     const read = await rt.getOk(`/v1/sessions/${session}`);
     expect(read).toMatchObject({ id: session, decisions: 3 });
-    expect(read.labels).toEqual([{ label: 'private', added_at: expect.any(String), source: 'policy', decision_id: decisions[1]!.id }]);
+    expect(read.labels).toEqual([
+      { label: 'private', added_at: expect.any(String), source: 'policy', decision_id: decisions[1]!.id },
+    ]);
   });
 
   it('without a session id each proxy process is its own session', async () => {
     const agentId = agent('apart');
     const files = await proxy(filesConfig(agentId), []);
     const payments = await proxy(paymentsConfig(agentId), []);
-    expect((await files.client.callTool({ name: 'write_file', arguments: { path: 'a.txt', content: 'x' } })).isError).toBeFalsy();
+    expect(
+      (await files.client.callTool({ name: 'write_file', arguments: { path: 'a.txt', content: 'x' } })).isError,
+    ).toBeFalsy();
     const charged = await payments.client.callTool(charge);
     expect(charged.isError, textOf(charged)).toBeFalsy();
     const [chargeDecision, writeDecision] = await decisionsOf(agentId);
@@ -103,10 +122,13 @@ describe.each(STORE_KINDS)('one session across two stdio proxies (%s store)', (k
 
   it('--session is refused with --listen (exit 2): there each MCP session is its own', async () => {
     const files = scratch(filesConfig(agent('listen')));
-    const r = await runProxyToExit(['--config', files.config, '--listen', '127.0.0.1:0', '--session', 'run-1', '--', process.execPath, TOOLS_SERVER], {
-      AUTHZ_URL: base,
-      AUTHZ_API_KEY: rt.testKey,
-    });
+    const r = await runProxyToExit(
+      ['--config', files.config, '--listen', '127.0.0.1:0', '--session', 'run-1', '--', process.execPath, TOOLS_SERVER],
+      {
+        AUTHZ_URL: base,
+        AUTHZ_API_KEY: rt.testKey,
+      },
+    );
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('--session goes without --listen');
   });

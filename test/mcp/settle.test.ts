@@ -69,14 +69,21 @@ describe('SettleQueue', () => {
 });
 
 /** A relay to the service that loses the answer of each confirm's first attempt (after the service applied it). */
-async function losingRelay(target: string): Promise<{ url: string; attempts: Map<string, string[]>; close(): Promise<void> }> {
+async function losingRelay(
+  target: string,
+): Promise<{ url: string; attempts: Map<string, string[]>; close(): Promise<void> }> {
   const attempts = new Map<string, string[]>();
   const server: Server = createServer(async (req, res) => {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const headers: Record<string, string> = {};
-    for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string' && k !== 'host' && k !== 'connection' && k !== 'content-length') headers[k] = v;
-    const answer = await fetch(`${target}${req.url}`, { method: req.method!, headers, ...(chunks.length > 0 ? { body: Buffer.concat(chunks) } : {}) });
+    for (const [k, v] of Object.entries(req.headers))
+      if (typeof v === 'string' && k !== 'host' && k !== 'connection' && k !== 'content-length') headers[k] = v;
+    const answer = await fetch(`${target}${req.url}`, {
+      method: req.method!,
+      headers,
+      ...(chunks.length > 0 ? { body: Buffer.concat(chunks) } : {}),
+    });
     const body = Buffer.from(await answer.arrayBuffer());
     const path = req.url ?? '';
     if (/\/confirm$/.test(path)) {
@@ -86,7 +93,9 @@ async function losingRelay(target: string): Promise<{ url: string; attempts: Map
       // Applied by the service, but the proxy never hears so: it must retry.
       if (seen.length === 1) return void req.socket.destroy();
     }
-    res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'application/json' }).end(body);
+    res
+      .writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'application/json' })
+      .end(body);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
@@ -103,7 +112,15 @@ describe.each(STORE_KINDS)('batched confirms through authz mcp-proxy (%s store)'
   beforeAll(async () => {
     ensureProxyBuilt();
     rt = await startRuntime(kind);
-    await rt.setPolicies([{ id: 'pol_charge', effect: 'allow', actions: ['payments.charge'], resources: ['customer:*'], budget: { unit: 'USD', limit: 1000, period: 'monthly' } }]);
+    await rt.setPolicies([
+      {
+        id: 'pol_charge',
+        effect: 'allow',
+        actions: ['payments.charge'],
+        resources: ['customer:*'],
+        budget: { unit: 'USD', limit: 1000, period: 'monthly' },
+      },
+    ]);
     await rt.app.listen({ port: 0, host: '127.0.0.1' });
     base = `http://127.0.0.1:${(rt.app.server.address() as { port: number }).port}`;
   });
@@ -114,7 +131,9 @@ describe.each(STORE_KINDS)('batched confirms through authz mcp-proxy (%s store)'
   it('every confirm arrives exactly once when its first answer is lost: retried under one idempotency key, the budget consumed once', async () => {
     const relay = await losingRelay(base);
     const agentId = `settle-${Math.random().toString(36).slice(2, 8)}`;
-    const files = scratch(`agent_id: ${agentId}\nserver: tools\ntools:\n  charge: { action: payments.charge, resource: "customer:{customer_id}", amount: amount }\n`);
+    const files = scratch(
+      `agent_id: ${agentId}\nserver: tools\ntools:\n  charge: { action: payments.charge, resource: "customer:{customer_id}", amount: amount }\n`,
+    );
     const proxy = await startStdioProxy(['--config', files.config], {
       AUTHZ_URL: relay.url,
       AUTHZ_API_KEY: rt.testKey,
@@ -128,19 +147,29 @@ describe.each(STORE_KINDS)('batched confirms through authz mcp-proxy (%s store)'
     try {
       const CALLS = 6;
       for (let i = 0; i < CALLS; i++) {
-        const result = await proxy.client.callTool({ name: 'charge', arguments: { customer_id: `cus_${i}`, amount: 5 } });
+        const result = await proxy.client.callTool({
+          name: 'charge',
+          arguments: { customer_id: `cus_${i}`, amount: 5 },
+        });
         expect(textOf(result)).toBe(`charged 5 USD to cus_${i}`);
       }
       expect(recorded(files.record)).toHaveLength(CALLS);
       const list = async () => (await rt.getOk(`/v1/decisions?agent_id=${agentId}`)).data as Array<JsonObject>;
       // The confirms go out after the answers (batched, then retried): a bounded poll until every one is applied and retried.
-      const retried = () => relay.attempts.size === CALLS && [...relay.attempts.values()].every((keys) => keys.length >= 2);
+      const retried = () =>
+        relay.attempts.size === CALLS && [...relay.attempts.values()].every((keys) => keys.length >= 2);
       let decisions = await list();
-      for (let i = 0; i < 400 && !(retried() && decisions.length === CALLS && decisions.every((d) => d.status !== 'pending')); i++) {
+      for (
+        let i = 0;
+        i < 400 && !(retried() && decisions.length === CALLS && decisions.every((d) => d.status !== 'pending'));
+        i++
+      ) {
         await new Promise((r) => setTimeout(r, 25));
         decisions = await list();
       }
-      expect(decisions.map((d) => [d.status, d.confirmed_amount])).toEqual(Array.from({ length: CALLS }, () => ['confirmed', 5]));
+      expect(decisions.map((d) => [d.status, d.confirmed_amount])).toEqual(
+        Array.from({ length: CALLS }, () => ['confirmed', 5]),
+      );
       // Each confirm was sent twice (the first answer lost), both times under the same key.
       expect(relay.attempts.size).toBe(CALLS);
       for (const d of decisions) {
@@ -148,7 +177,9 @@ describe.each(STORE_KINDS)('batched confirms through authz mcp-proxy (%s store)'
         expect(keys).toHaveLength(2);
         expect(new Set(keys).size).toBe(1);
       }
-      const budget = ((await rt.getOk(`/v1/budgets?agent_id=${agentId}`)).data as Array<JsonObject>).find((b) => b.policy_id === 'pol_charge');
+      const budget = ((await rt.getOk(`/v1/budgets?agent_id=${agentId}`)).data as Array<JsonObject>).find(
+        (b) => b.policy_id === 'pol_charge',
+      );
       expect(budget).toMatchObject({ unit: 'USD', consumed: 5 * CALLS, held: 0 });
       expect(proxy.stderr()).not.toMatch(/could not confirm/);
     } finally {

@@ -18,7 +18,9 @@ describe('authz mcp-proxy start-up checks', () => {
     const { config } = scratch('agent_id: bot\nserver: tools\n');
     const r = await runProxyToExit(['--config', config, ...upstream], { ...ENV, TOOLS_SET: 'collide' });
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain('authz mcp-proxy: cannot start: the upstream\'s tools: tools "Write-File" and "write_file" would all be decided as tools.write_file');
+    expect(r.stderr).toContain(
+      'authz mcp-proxy: cannot start: the upstream\'s tools: tools "Write-File" and "write_file" would all be decided as tools.write_file',
+    );
     expect(r.stderr).toContain('map them to actions of their own');
   });
 
@@ -34,18 +36,24 @@ describe('authz mcp-proxy start-up checks', () => {
   });
 
   it('several tools mapped explicitly to one action are a choice, not a collision', async () => {
-    const shared = scratch('agent_id: bot\nserver: tools\ntools:\n  write_file: { action: files.write }\n  "Write-File": { action: files.write }\n');
+    const shared = scratch(
+      'agent_id: bot\nserver: tools\ntools:\n  write_file: { action: files.write }\n  "Write-File": { action: files.write }\n',
+    );
     const proxy = await startStdioProxy(['--config', shared.config], { ...ENV, TOOLS_SET: 'collide' });
     expect(proxy.stderr()).not.toContain('collides');
     await proxy.close();
   });
 
   it('a mapped action that breaks the grammar stops the proxy with every problem of the file', async () => {
-    const { config } = scratch('agent_id: bot\nserver: tools\ntools:\n  write_file: { action: Files.Write, resource: "file:{}" }\n  charge: { action: "payments.*" }\n');
+    const { config } = scratch(
+      'agent_id: bot\nserver: tools\ntools:\n  write_file: { action: Files.Write, resource: "file:{}" }\n  charge: { action: "payments.*" }\n',
+    );
     const r = await runProxyToExit(['--config', config, ...upstream], ENV);
     expect(r.code).toBe(1);
     expect(r.stderr).toContain(`invalid configuration ${config}: 3 problems:`);
-    expect(r.stderr).toContain('tools.write_file.action: "Files.Write" is not an action: namespace.verb, each part [a-z][a-z0-9_]* (no wildcards)');
+    expect(r.stderr).toContain(
+      'tools.write_file.action: "Files.Write" is not an action: namespace.verb, each part [a-z][a-z0-9_]* (no wildcards)',
+    );
     expect(r.stderr).toContain('tools.write_file.resource: empty placeholder "{}"');
     expect(r.stderr).toContain('tools.charge.action: "payments.*" is not an action');
   });

@@ -39,7 +39,11 @@ afterEach(async () => {
 });
 
 /** A key pair; the private key written as PEM (`format`) to a file. */
-function keyFile(name: string, pair: { privateKey: KeyObject; publicKey: KeyObject }, format: 'pkcs8' | 'sec1' | 'pkcs1' = 'pkcs8') {
+function keyFile(
+  name: string,
+  pair: { privateKey: KeyObject; publicKey: KeyObject },
+  format: 'pkcs8' | 'sec1' | 'pkcs1' = 'pkcs8',
+) {
   const file = join(dir, `${name}.pem`);
   writeFileSync(file, pair.privateKey.export({ format: 'pem', type: format }) as string, { mode: 0o600 });
   return { file, publicKey: pair.publicKey };
@@ -48,7 +52,12 @@ const ec = (curve = 'P-256') => generateKeyPairSync('ec', { namedCurve: curve })
 const rsa = (bits = 2048) => generateKeyPairSync('rsa', { modulusLength: bits });
 
 async function servers(publicKey: KeyObject, options: Partial<AuthServerOptions> = {}) {
-  const auth = await new StandInAuthServer({ clientId: CLIENT_ID, secret: 'no secret here', publicKey, ...options }).start();
+  const auth = await new StandInAuthServer({
+    clientId: CLIENT_ID,
+    secret: 'no secret here',
+    publicKey,
+    ...options,
+  }).start();
   opened.push(auth);
   const upstream = await new ProtectedUpstream({ auth }).start();
   opened.push(upstream);
@@ -58,7 +67,13 @@ async function servers(publicKey: KeyObject, options: Partial<AuthServerOptions>
 /** The SDK's client to the upstream through the proxy's authorizing fetch, authenticating with the key in `file`. */
 async function clientWithKey(upstream: ProtectedUpstream, file: string, config: Partial<UpstreamAuthConfig> = {}) {
   const tokens = new ClientCredentials({
-    config: { client_id: CLIENT_ID, private_key_file: file, key_id: 'gw-key-1', issuers: [upstream.options.auth.issuer], ...config },
+    config: {
+      client_id: CLIENT_ID,
+      private_key_file: file,
+      key_id: 'gw-key-1',
+      issuers: [upstream.options.auth.issuer],
+      ...config,
+    },
     signingKey: loadSigningKey(file, 'gw-key-1'),
     upstream: new URL(upstream.url),
   });
@@ -71,7 +86,10 @@ async function clientWithKey(upstream: ProtectedUpstream, file: string, config: 
 describe('private_key_jwt for the upstream token', () => {
   it('signs an ES256 assertion per token request: kid, iss = sub = client_id, aud = the issuer, a fresh jti, exp 60 s after iat; no secret sent', async () => {
     const key = keyFile('es256', ec());
-    const { auth, upstream } = await servers(key.publicKey, { authMethods: ['private_key_jwt'], signingAlgs: ['ES256', 'RS256'] });
+    const { auth, upstream } = await servers(key.publicKey, {
+      authMethods: ['private_key_jwt'],
+      signingAlgs: ['ES256', 'RS256'],
+    });
     const { echo } = await clientWithKey(upstream, key.file, { scope: 'mcp:tools' });
     expect(await echo('one')).toBe('one');
     auth.revokeAll();
@@ -80,7 +98,12 @@ describe('private_key_jwt for the upstream token', () => {
       Array(2).fill({
         via: 'jwt',
         clientId: CLIENT_ID,
-        form: { grant_type: 'client_credentials', resource: upstream.url, scope: 'mcp:tools', client_assertion_type: JWT_BEARER_ASSERTION },
+        form: {
+          grant_type: 'client_credentials',
+          resource: upstream.url,
+          scope: 'mcp:tools',
+          client_assertion_type: JWT_BEARER_ASSERTION,
+        },
       }),
     );
     expect(auth.secrets).toEqual([]);
@@ -118,7 +141,9 @@ describe('private_key_jwt for the upstream token', () => {
     expect(await only.token()).toBe('tok-1');
     expect(auth.assertions.map((a) => [a.claims?.aud, a.error])).toEqual([[tokenUrl, undefined]]);
     // with issuer: as well, aud is the issuer, which this server (expecting its token endpoint) refuses
-    await expect(clientWithKey(upstream, key.file, { token_url: tokenUrl })).rejects.toThrow(/refused the client credentials \(invalid_client/);
+    await expect(clientWithKey(upstream, key.file, { token_url: tokenUrl })).rejects.toThrow(
+      /refused the client credentials \(invalid_client/,
+    );
     expect(auth.assertions[1]!.error).toBe('unexpected "aud" claim value');
   });
 
@@ -135,33 +160,49 @@ describe('private_key_jwt for the upstream token', () => {
     expect([basicOnly.auth.requests, esOnly.auth.requests]).toEqual([[], []]);
     const other = keyFile('other', ec());
     const wrongKey = await servers(other.publicKey);
-    await expect(clientWithKey(wrongKey.upstream, keyFile('not-registered', ec()).file)).rejects.toThrow(/refused the client credentials \(invalid_client/);
+    await expect(clientWithKey(wrongKey.upstream, keyFile('not-registered', ec()).file)).rejects.toThrow(
+      /refused the client credentials \(invalid_client/,
+    );
     expect(wrongKey.auth.assertions[0]!.error).toBe('signature verification failed');
   });
 
   it('checks private_key_file and key_id in the configuration, and the key at start', () => {
     const base = { agent_id: 'a', server: 's' };
     const parse = (upstreamAuth: Record<string, unknown>) =>
-      parseProxyConfig({ ...base, upstream_auth: { client_id: 'gw', issuer: 'https://login.example.com', ...upstreamAuth } }).upstream_auth!;
+      parseProxyConfig({
+        ...base,
+        upstream_auth: { client_id: 'gw', issuer: 'https://login.example.com', ...upstreamAuth },
+      }).upstream_auth!;
     expect(parse({ private_key_file: '/etc/gw.pem', key_id: 'k1' })).toEqual({
       client_id: 'gw',
       private_key_file: '/etc/gw.pem',
       key_id: 'k1',
       issuers: ['https://login.example.com'],
     });
-    expect(() => parse({ private_key_file: '/etc/gw.pem' })).toThrow('upstream_auth.key_id: required with private_key_file');
-    expect(() => parse({ private_key_file: '/etc/gw.pem', key_id: 'k1', client_secret_env: 'S' })).toThrow('upstream_auth: client_secret_env or private_key_file, not both');
-    expect(() => parse({})).toThrow('upstream_auth: required, client_secret_env (the variable that holds the client secret) or private_key_file and key_id (private_key_jwt)');
-    expect(() => parse({ client_secret_env: 'S', key_id: 'k1' })).toThrow('upstream_auth.key_id: goes with private_key_file');
+    expect(() => parse({ private_key_file: '/etc/gw.pem' })).toThrow(
+      'upstream_auth.key_id: required with private_key_file',
+    );
+    expect(() => parse({ private_key_file: '/etc/gw.pem', key_id: 'k1', client_secret_env: 'S' })).toThrow(
+      'upstream_auth: client_secret_env or private_key_file, not both',
+    );
+    expect(() => parse({})).toThrow(
+      'upstream_auth: required, client_secret_env (the variable that holds the client secret) or private_key_file and key_id (private_key_jwt)',
+    );
+    expect(() => parse({ client_secret_env: 'S', key_id: 'k1' })).toThrow(
+      'upstream_auth.key_id: goes with private_key_file',
+    );
 
-    const start = (file: string) => () => upstreamAuthFetch(parse({ private_key_file: file, key_id: 'k1' }), new URL('http://127.0.0.1:9/mcp'), {});
+    const start = (file: string) => () =>
+      upstreamAuthFetch(parse({ private_key_file: file, key_id: 'k1' }), new URL('http://127.0.0.1:9/mcp'), {});
     expect(start(keyFile('good', ec()).file)).not.toThrow();
     expect(start(join(dir, 'missing.pem'))).toThrow(ProxyConfigError);
     expect(start(join(dir, 'missing.pem'))).toThrow(/upstream_auth\.private_key_file: cannot read .*missing\.pem/);
     expect(start(keyFile('p384', ec('P-384')).file)).toThrow(
       /holds an EC key on secp384r1: private_key_jwt signs with a P-256 key \(ES256\) or an RSA key of 2048 bits or more \(RS256\)/,
     );
-    expect(start(keyFile('rsa1024', rsa(1024)).file)).toThrow(/holds an RSA key of 1024 bits: private_key_jwt signs with/);
+    expect(start(keyFile('rsa1024', rsa(1024)).file)).toThrow(
+      /holds an RSA key of 1024 bits: private_key_jwt signs with/,
+    );
     const publicOnly = join(dir, 'public.pem');
     writeFileSync(publicOnly, ec().publicKey.export({ format: 'pem', type: 'spki' }) as string);
     expect(start(publicOnly)).toThrow(/public\.pem holds no usable PEM private key/);

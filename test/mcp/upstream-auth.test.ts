@@ -14,7 +14,12 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { parse as parseYaml } from 'yaml';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { authorizedFetch, ClientCredentials, resourceMetadataOf, type UpstreamAuthConfig } from '../../clients/mcp-proxy/upstream-auth/index.js';
+import {
+  authorizedFetch,
+  ClientCredentials,
+  resourceMetadataOf,
+  type UpstreamAuthConfig,
+} from '../../clients/mcp-proxy/upstream-auth/index.js';
 import { parseProxyConfig } from '../../clients/mcp-proxy/config.js';
 import { startStandInIssuer, type StandInIssuer } from '../../examples/oauth-issuer/server.js';
 import { ROOT } from '../helpers/server-process.js';
@@ -30,18 +35,32 @@ afterEach(async () => {
   for (const o of opened.splice(0)) await o.close().catch(() => undefined);
 });
 
-async function servers(options: { authMethods?: string[]; openidOnly?: boolean; advertise?: boolean; issuerPath?: string } = {}) {
+async function servers(
+  options: { authMethods?: string[]; openidOnly?: boolean; advertise?: boolean; issuerPath?: string } = {},
+) {
   const auth = await new StandInAuthServer({ ...CLIENT, ...options }).start();
-  const upstream = await new ProtectedUpstream({ auth, ...(options.advertise === undefined ? {} : { advertise: options.advertise }) }).start();
+  const upstream = await new ProtectedUpstream({
+    auth,
+    ...(options.advertise === undefined ? {} : { advertise: options.advertise }),
+  }).start();
   opened.push(auth, upstream);
   return { auth, upstream };
 }
 
 /** An SDK client to the upstream through the proxy's authorizing fetch, on a clock the test moves; the upstream's authorization server allowed. */
-async function clientThrough(upstream: ProtectedUpstream, config: Partial<UpstreamAuthConfig> = {}, secret = CLIENT.secret) {
+async function clientThrough(
+  upstream: ProtectedUpstream,
+  config: Partial<UpstreamAuthConfig> = {},
+  secret = CLIENT.secret,
+) {
   const clock = { now: 1_800_000_000_000 };
   const tokens = new ClientCredentials({
-    config: { client_id: CLIENT.clientId, client_secret_env: 'UNUSED', issuers: [upstream.options.auth.issuer], ...config },
+    config: {
+      client_id: CLIENT.clientId,
+      client_secret_env: 'UNUSED',
+      issuers: [upstream.options.auth.issuer],
+      ...config,
+    },
     secret,
     upstream: new URL(upstream.url),
     now: () => clock.now,
@@ -49,7 +68,12 @@ async function clientThrough(upstream: ProtectedUpstream, config: Partial<Upstre
   const client = new Client({ name: 'upstream-auth-test', version: '1.0.0' });
   opened.push(client);
   await client.connect(new StreamableHTTPClientTransport(new URL(upstream.url), { fetch: authorizedFetch(tokens) }));
-  return { client, tokens, clock, echo: async (text: string) => textOf(await client.callTool({ name: 'echo', arguments: { text } })) };
+  return {
+    client,
+    tokens,
+    clock,
+    echo: async (text: string) => textOf(await client.callTool({ name: 'echo', arguments: { text } })),
+  };
 }
 
 describe("the proxy's token for a protected upstream", () => {
@@ -59,11 +83,19 @@ describe("the proxy's token for a protected upstream", () => {
     expect(await echo('one')).toBe('one');
     expect(await echo('two')).toBe('two');
     expect(await echo('three')).toBe('three');
-    expect(auth.requests).toEqual([{ via: 'basic', clientId: CLIENT.clientId, form: { grant_type: 'client_credentials', resource: upstream.url, scope: 'mcp:tools' } }]);
+    expect(auth.requests).toEqual([
+      {
+        via: 'basic',
+        clientId: CLIENT.clientId,
+        form: { grant_type: 'client_credentials', resource: upstream.url, scope: 'mcp:tools' },
+      },
+    ]);
     expect(tokens.issued).toBe(1);
     // one 401 (the first request), then every request carried the token
     expect(upstream.requests.filter((r) => !r.admitted)).toHaveLength(1);
-    expect(upstream.requests.filter((r) => r.admitted).every((r) => r.headers.authorization === 'Bearer tok-1')).toBe(true);
+    expect(upstream.requests.filter((r) => r.admitted).every((r) => r.headers.authorization === 'Bearer tok-1')).toBe(
+      true,
+    );
     expect(upstream.calls()).toHaveLength(3);
   });
 
@@ -77,7 +109,11 @@ describe("the proxy's token for a protected upstream", () => {
     clock.now += 1;
     await echo('c');
     expect(auth.requests).toHaveLength(2);
-    expect(upstream.calls().map((r) => r.headers.authorization)).toEqual(['Bearer tok-1', 'Bearer tok-1', 'Bearer tok-2']);
+    expect(upstream.calls().map((r) => r.headers.authorization)).toEqual([
+      'Bearer tok-1',
+      'Bearer tok-1',
+      'Bearer tok-2',
+    ]);
     expect(upstream.requests.filter((r) => !r.admitted)).toHaveLength(1);
   });
 
@@ -96,7 +132,9 @@ describe("the proxy's token for a protected upstream", () => {
     const { client } = await clientThrough(upstream);
     auth.revokeAll();
     auth.refuse = true;
-    await expect(client.callTool({ name: 'echo', arguments: { text: 'x' } })).rejects.toThrow(/refused the client credentials \(invalid_client: unknown client or wrong secret\)/);
+    await expect(client.callTool({ name: 'echo', arguments: { text: 'x' } })).rejects.toThrow(
+      /refused the client credentials \(invalid_client: unknown client or wrong secret\)/,
+    );
     expect(upstream.calls()).toHaveLength(0);
     // a wrong secret never gets through either
     const other = await servers();
@@ -108,7 +146,9 @@ describe("the proxy's token for a protected upstream", () => {
     const { auth, upstream } = await servers({ authMethods: ['client_secret_post'], openidOnly: true });
     const { echo } = await clientThrough(upstream);
     expect(await echo('p')).toBe('p');
-    expect(auth.requests).toEqual([{ via: 'post', clientId: CLIENT.clientId, form: { grant_type: 'client_credentials', resource: upstream.url } }]);
+    expect(auth.requests).toEqual([
+      { via: 'post', clientId: CLIENT.clientId, form: { grant_type: 'client_credentials', resource: upstream.url } },
+    ]);
     // both listed: Basic
     const both = await servers({ authMethods: ['client_secret_post', 'client_secret_basic'] });
     await (await clientThrough(both.upstream)).echo('b');
@@ -129,37 +169,66 @@ describe("the proxy's token for a protected upstream", () => {
     expect(auth.requests).toHaveLength(1);
     const configured = await servers({ advertise: false });
     // no metadata is needed with token_url: the upstream's metadata path is never asked
-    expect(await (await clientThrough(configured.upstream, { token_url: `${configured.auth.url}/token` })).echo('t')).toBe('t');
+    expect(
+      await (await clientThrough(configured.upstream, { token_url: `${configured.auth.url}/token` })).echo('t'),
+    ).toBe('t');
     expect(configured.auth.requests).toHaveLength(1);
   });
 
   it("docs/mcp.md's configurations of a protected upstream are valid as written", () => {
     const page = readFileSync(join(ROOT, 'docs', 'mcp.md'), 'utf8');
     const section = page.slice(page.indexOf('\n### A protected upstream'), page.indexOf('\n### Checking the permit'));
-    const yamls = [...section.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => parseYaml(m[1]!) as Record<string, unknown>);
+    const yamls = [...section.matchAll(/```yaml\n([\s\S]*?)```/g)].map(
+      (m) => parseYaml(m[1]!) as Record<string, unknown>,
+    );
     expect(yamls.map((y) => parseProxyConfig(y).upstream_auth)).toEqual([
-      { client_id: 'authz-gateway', client_secret_env: 'UPSTREAM_CLIENT_SECRET', issuers: ['https://login.example.com'], scope: 'mcp:tools' },
-      { client_id: 'authz-gateway', private_key_file: '/etc/authz/upstream-client.pem', key_id: 'authz-gateway-2026-01', issuers: ['https://login.example.com'] },
+      {
+        client_id: 'authz-gateway',
+        client_secret_env: 'UPSTREAM_CLIENT_SECRET',
+        issuers: ['https://login.example.com'],
+        scope: 'mcp:tools',
+      },
+      {
+        client_id: 'authz-gateway',
+        private_key_file: '/etc/authz/upstream-client.pem',
+        key_id: 'authz-gateway-2026-01',
+        issuers: ['https://login.example.com'],
+      },
     ]);
   });
 
   it('reads resource_metadata from WWW-Authenticate, and checks upstream_auth: in the configuration', () => {
-    expect(resourceMetadataOf('Bearer realm="x", resource_metadata="http://a.example/.well-known/oauth-protected-resource/mcp", error="invalid_token"')).toBe(
-      'http://a.example/.well-known/oauth-protected-resource/mcp',
-    );
+    expect(
+      resourceMetadataOf(
+        'Bearer realm="x", resource_metadata="http://a.example/.well-known/oauth-protected-resource/mcp", error="invalid_token"',
+      ),
+    ).toBe('http://a.example/.well-known/oauth-protected-resource/mcp');
     expect(resourceMetadataOf('Bearer resource_metadata=http://a.example/m')).toBe('http://a.example/m');
     expect(resourceMetadataOf('Bearer error="invalid_token"')).toBeUndefined();
     expect(resourceMetadataOf(null)).toBeUndefined();
     const base = { agent_id: 'a', server: 's' };
     expect(
-      parseProxyConfig({ ...base, upstream_auth: { client_id: 'gw', client_secret_env: 'GW_SECRET', token_url: 'https://login.example.com/token', scope: 'mcp' } }).upstream_auth,
+      parseProxyConfig({
+        ...base,
+        upstream_auth: {
+          client_id: 'gw',
+          client_secret_env: 'GW_SECRET',
+          token_url: 'https://login.example.com/token',
+          scope: 'mcp',
+        },
+      }).upstream_auth,
     ).toEqual({
       client_id: 'gw',
       client_secret_env: 'GW_SECRET',
       token_url: 'https://login.example.com/token',
       scope: 'mcp',
     });
-    expect(() => parseProxyConfig({ ...base, upstream_auth: { client_id: 'gw', client_secret: 'inline', client_secret_env: 'no good', token_url: 'ftp://x' } })).toThrow(
+    expect(() =>
+      parseProxyConfig({
+        ...base,
+        upstream_auth: { client_id: 'gw', client_secret: 'inline', client_secret_env: 'no good', token_url: 'ftp://x' },
+      }),
+    ).toThrow(
       /upstream_auth: unknown field "client_secret"[\s\S]*client_secret_env: the name of the environment variable[\s\S]*token_url: an http\(s\) URL/,
     );
   });
@@ -212,25 +281,41 @@ upstream_auth:
       (line) => /listening on (http:\/\/\S+)/.exec(line)?.[1],
     );
     opened.push({ close: () => stop(proxy.child) });
-    const agentToken = await issuer.mint({ claims: { aud: proxy.value, client_id: AGENT, sub: 'alice', scope: 'mcp:tools' } });
+    const agentToken = await issuer.mint({
+      claims: { aud: proxy.value, client_id: AGENT, sub: 'alice', scope: 'mcp:tools' },
+    });
     const client = new Client({ name: 'agent', version: '1.0.0' });
     opened.push(client);
-    await client.connect(new StreamableHTTPClientTransport(new URL(proxy.value), { requestInit: { headers: { authorization: `Bearer ${agentToken}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(proxy.value), {
+        requestInit: { headers: { authorization: `Bearer ${agentToken}` } },
+      }),
+    );
 
     expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['echo']);
-    for (const text of ['a', 'b', 'c']) expect(textOf(await client.callTool({ name: 'echo', arguments: { text } }))).toBe(text);
+    for (const text of ['a', 'b', 'c'])
+      expect(textOf(await client.callTool({ name: 'echo', arguments: { text } }))).toBe(text);
     // one token for the proxy's start-up probe and every session after it
-    expect(auth.requests).toEqual([{ via: 'basic', clientId: CLIENT.clientId, form: { grant_type: 'client_credentials', resource: upstream.url } }]);
+    expect(auth.requests).toEqual([
+      { via: 'basic', clientId: CLIENT.clientId, form: { grant_type: 'client_credentials', resource: upstream.url } },
+    ]);
     expect(upstream.calls()).toHaveLength(3);
     expect(upstream.calls().every((r) => r.headers.authorization === 'Bearer tok-1')).toBe(true);
     // the agent's token is nowhere in what the upstream received: every Authorization it saw is the proxy's own
     const agentSecretPart = agentToken.split('.')[2]!;
     const seen = () => JSON.stringify(upstream.requests);
     expect(seen()).not.toContain(agentSecretPart);
-    expect(upstream.requests.every((r) => r.headers.authorization === undefined || /^Bearer tok-\d+$/.test(String(r.headers.authorization)))).toBe(true);
+    expect(
+      upstream.requests.every(
+        (r) => r.headers.authorization === undefined || /^Bearer tok-\d+$/.test(String(r.headers.authorization)),
+      ),
+    ).toBe(true);
     // and the calls were decided as the token's agent, for its user
-    const decisions = async () => (await rt.getOk(`/v1/decisions?agent_id=${AGENT}`)).data as Array<Record<string, unknown>>;
-    expect((await decisions()).map((d) => [d.action, d.effect, d.on_behalf_of])).toEqual(Array(3).fill(['secure.echo', 'allow', 'alice']));
+    const decisions = async () =>
+      (await rt.getOk(`/v1/decisions?agent_id=${AGENT}`)).data as Array<Record<string, unknown>>;
+    expect((await decisions()).map((d) => [d.action, d.effect, d.on_behalf_of])).toEqual(
+      Array(3).fill(['secure.echo', 'allow', 'alice']),
+    );
 
     // the token dies and no new one can be had: -32603, nothing forwarded
     auth.revokeAll();
@@ -256,10 +341,17 @@ upstream_auth:
 
   it('refuses to start with upstream_auth: for a stdio upstream or without the secret', async () => {
     const files = scratch(config);
-    const stdio = await runProxyToExit(['--config', files.config, '--', process.execPath, '-e', ''], { AUTHZ_URL: base, AUTHZ_API_KEY: rt.testKey, UPSTREAM_SECRET: 'x' });
+    const stdio = await runProxyToExit(['--config', files.config, '--', process.execPath, '-e', ''], {
+      AUTHZ_URL: base,
+      AUTHZ_API_KEY: rt.testKey,
+      UPSTREAM_SECRET: 'x',
+    });
     expect(stdio.code).toBe(1);
     expect(stdio.stderr).toContain('upstream_auth: goes with --upstream-url');
-    const unset = await runProxyToExit(['--config', files.config, '--upstream-url', 'http://127.0.0.1:9/mcp'], { AUTHZ_URL: base, AUTHZ_API_KEY: rt.testKey });
+    const unset = await runProxyToExit(['--config', files.config, '--upstream-url', 'http://127.0.0.1:9/mcp'], {
+      AUTHZ_URL: base,
+      AUTHZ_API_KEY: rt.testKey,
+    });
     expect(unset.code).toBe(1);
     expect(unset.stderr).toContain('the variable UPSTREAM_SECRET is not set');
     const untrusting = scratch(config.replace(/ {2}issuer: .*\n/, ''));
@@ -269,17 +361,25 @@ upstream_auth:
       UPSTREAM_SECRET: 'x',
     });
     expect(noIssuer.code).toBe(1);
-    expect(noIssuer.stderr).toContain('upstream_auth: name the authorization server the upstream may send the proxy to (issuer: a URL or a list of them)');
+    expect(noIssuer.stderr).toContain(
+      'upstream_auth: name the authorization server the upstream may send the proxy to (issuer: a URL or a list of them)',
+    );
   });
 
   it("stops at start, naming the mismatch, when the upstream's 401 leads to metadata for another resource; the secret goes nowhere", async () => {
     const { auth, upstream: honest } = await servers();
     const evilAuth = await new StandInAuthServer({ ...CLIENT, secret: 'unknown' }).start();
-    const evil = await new JsonHost((url) => ({ '/prm': { resource: `${url}/mcp`, authorization_servers: [evilAuth.issuer] } })).start();
+    const evil = await new JsonHost((url) => ({
+      '/prm': { resource: `${url}/mcp`, authorization_servers: [evilAuth.issuer] },
+    })).start();
     const upstream = await new ProtectedUpstream({ auth, resourceMetadata: `${evil.url}/prm` }).start();
     opened.push(evilAuth, evil, upstream);
     const files = scratch(config.replace('http://127.0.0.1:9', auth.issuer));
-    const run = await runProxyToExit(['--config', files.config, '--upstream-url', upstream.url], { AUTHZ_URL: base, AUTHZ_API_KEY: rt.testKey, UPSTREAM_SECRET: CLIENT.secret });
+    const run = await runProxyToExit(['--config', files.config, '--upstream-url', upstream.url], {
+      AUTHZ_URL: base,
+      AUTHZ_API_KEY: rt.testKey,
+      UPSTREAM_SECRET: CLIENT.secret,
+    });
     expect(run.code).toBe(1);
     expect(run.stderr).toContain(
       `cannot connect to the upstream MCP server: the protected resource metadata at ${evil.url}/prm names the resource ${evil.url}/mcp, not the upstream's ${upstream.url} (RFC 9728 section 3.3): refused`,

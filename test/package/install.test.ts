@@ -10,7 +10,17 @@
  * `files` rules. Slow: one pack and one install per run, shared by the tests.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
@@ -48,12 +58,19 @@ function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   return { ...env, npm_config_update_notifier: 'false', npm_config_fund: 'false', npm_config_audit: 'false', ...extra };
 }
 
-async function sh(file: string, args: string[], cwd: string, env = cleanEnv()): Promise<{ stdout: string; stderr: string }> {
+async function sh(
+  file: string,
+  args: string[],
+  cwd: string,
+  env = cleanEnv(),
+): Promise<{ stdout: string; stderr: string }> {
   try {
     return await run(file, args, { cwd, env, maxBuffer: 64 * 1024 * 1024 });
   } catch (e) {
     const err = e as { code?: number; stdout?: string; stderr?: string };
-    throw new Error(`${file} ${args.join(' ')} (in ${cwd}) failed with ${err.code}:\n${err.stdout ?? ''}\n${err.stderr ?? ''}`);
+    throw new Error(
+      `${file} ${args.join(' ')} (in ${cwd}) failed with ${err.code}:\n${err.stdout ?? ''}\n${err.stderr ?? ''}`,
+    );
   }
 }
 
@@ -62,11 +79,18 @@ async function packSources(work: string): Promise<string> {
   const stage = join(work, 'stage');
   mkdirSync(stage);
   for (const entry of SOURCES) {
-    cpSync(join(ROOT, entry), join(stage, entry), { recursive: true, filter: (src) => !/[\\/](node_modules|dist)([\\/]|$)/.test(src.slice(ROOT.length)) });
+    cpSync(join(ROOT, entry), join(stage, entry), {
+      recursive: true,
+      filter: (src) => !/[\\/](node_modules|dist)([\\/]|$)/.test(src.slice(ROOT.length)),
+    });
   }
   // tsc resolves its types and the dependencies' declarations here.
   symlinkSync(realpathSync(join(ROOT, 'node_modules')), join(stage, 'node_modules'), 'dir');
-  await sh(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], stage);
+  await sh(
+    process.execPath,
+    [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'],
+    stage,
+  );
   const { stdout } = await sh('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', work], stage);
   const [packed] = JSON.parse(stdout) as Array<{ filename: string; files: Array<{ path: string }> }>;
   return join(work, basename(packed!.filename));
@@ -157,13 +181,23 @@ describe('the npm package, installed from its tarball', () => {
     ]) {
       expect(existsSync(join(root, file)), file).toBe(true);
     }
-    for (const absent of ['test', 'bench', 'dist/bench', 'dist/scripts', 'clients/python', 'runtime/domain', 'dist/runtime/serve.js.map']) {
+    for (const absent of [
+      'test',
+      'bench',
+      'dist/bench',
+      'dist/scripts',
+      'clients/python',
+      'runtime/domain',
+      'dist/runtime/serve.js.map',
+    ]) {
       expect(existsSync(join(root, absent)), absent).toBe(false);
     }
     expect(JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).name).toBe('agent-authz');
     // The driver comes bundled, with patches/postgres+3.4.9.patch applied (docs/operations.md, The patched driver).
     for (const build of ['src', 'cjs/src']) {
-      expect(readFileSync(join(root, 'node_modules', 'postgres', build, 'connection.js'), 'utf8'), build).toContain('porsager/postgres#1154, #1208');
+      expect(readFileSync(join(root, 'node_modules', 'postgres', build, 'connection.js'), 'utf8'), build).toContain(
+        'porsager/postgres#1154, #1208',
+      );
     }
   });
 
@@ -211,7 +245,13 @@ console.log(JSON.stringify({ effect: decision.effect, dec: claims.dec, status: (
     );
     const { stdout } = await sh(process.execPath, ['use.js', base, testKey, accountId], app);
     const used = JSON.parse(stdout.trim()) as Record<string, unknown>;
-    expect(used).toEqual({ effect: 'allow', dec: expect.stringMatching(/^dec_/), status: 'confirmed', signed: true, forged: false });
+    expect(used).toEqual({
+      effect: 'allow',
+      dec: expect.stringMatching(/^dec_/),
+      status: 'confirmed',
+      signed: true,
+      forged: false,
+    });
 
     process.kill(-server.child.pid!, 'SIGTERM');
     await server.exited;

@@ -29,7 +29,14 @@ import type { JsonObject } from '../helpers/json.js';
 
 /** A poll's deadline (not a measure): how long a change may take to arrive before the test fails. */
 const WITHIN_MS = 15_000;
-const EDITORS = { id: 'pol_editors', name: 'editors', effect: 'allow', agents: ['*'], actions: ['docs.edit'], condition: "contains(agent.attributes.roles, 'editor')" };
+const EDITORS = {
+  id: 'pol_editors',
+  name: 'editors',
+  effect: 'allow',
+  agents: ['*'],
+  actions: ['docs.edit'],
+  condition: "contains(agent.attributes.roles, 'editor')",
+};
 
 describe('agent attributes across two `authz serve` processes on one PostgreSQL', () => {
   let db: Awaited<ReturnType<typeof createTestDatabase>> | undefined;
@@ -51,34 +58,44 @@ describe('agent attributes across two `authz serve` processes on one PostgreSQL'
     await db?.drop();
   }, 60_000);
 
-  it('attributes changed through A decide the next decisions of B, which had the agent cached', { timeout: 60_000 }, async () => {
-    // Installed through A; both decide with it (an agent with the role, given through A).
-    const probe = uniqueId('probe');
-    expect((await api(a, 'PUT', `/v1/agents/${probe}`, { attributes: { roles: ['editor'] } })).status).toBe(200);
-    await install([a, b], EDITORS, () => ({ agent_id: probe, action: 'docs.edit' }));
-    const agentId = uniqueId('agent');
-    const edit = { agent_id: agentId, action: 'docs.edit' };
-    expect((await api(a, 'PUT', `/v1/agents/${agentId}`, { attributes: { roles: ['viewer'] } })).status).toBe(200);
-    // B reads the agent (viewer) and keeps it.
-    await expect.poll(async () => (await decideOk(b, edit)).effect, { timeout: WITHIN_MS, interval: 20 }).toBe('deny');
-    expect((await decideOk(b, edit)).effect).toBe('deny');
+  it(
+    'attributes changed through A decide the next decisions of B, which had the agent cached',
+    { timeout: 60_000 },
+    async () => {
+      // Installed through A; both decide with it (an agent with the role, given through A).
+      const probe = uniqueId('probe');
+      expect((await api(a, 'PUT', `/v1/agents/${probe}`, { attributes: { roles: ['editor'] } })).status).toBe(200);
+      await install([a, b], EDITORS, () => ({ agent_id: probe, action: 'docs.edit' }));
+      const agentId = uniqueId('agent');
+      const edit = { agent_id: agentId, action: 'docs.edit' };
+      expect((await api(a, 'PUT', `/v1/agents/${agentId}`, { attributes: { roles: ['viewer'] } })).status).toBe(200);
+      // B reads the agent (viewer) and keeps it.
+      await expect
+        .poll(async () => (await decideOk(b, edit)).effect, { timeout: WITHIN_MS, interval: 20 })
+        .toBe('deny');
+      expect((await decideOk(b, edit)).effect).toBe('deny');
 
-    for (const [roles, effect] of [
-      [['editor'], 'allow'],
-      [['viewer'], 'deny'],
-      [['admin', 'editor'], 'allow'],
-    ] as const) {
-      const put = await api(a, 'PUT', `/v1/agents/${agentId}`, { attributes: { roles } });
-      expect(put.status, JSON.stringify(put.body)).toBe(200);
-      const changedAt = performance.now();
-      // A, which answered the PUT, uses them at once.
-      expect((await decideOk(a, edit)).effect).toBe(effect);
-      await expect.poll(async () => (await decideOk(b, edit)).effect, { timeout: WITHIN_MS, interval: 10 }).toBe(effect);
-      console.log(`attributes ${JSON.stringify(roles)} through A: B decided ${effect} after ${Math.round(performance.now() - changedAt)} ms`);
-      // B reads them too.
-      expect((await api(b, 'GET', `/v1/agents/${agentId}`)).body.attributes).toEqual({ roles });
-    }
-  });
+      for (const [roles, effect] of [
+        [['editor'], 'allow'],
+        [['viewer'], 'deny'],
+        [['admin', 'editor'], 'allow'],
+      ] as const) {
+        const put = await api(a, 'PUT', `/v1/agents/${agentId}`, { attributes: { roles } });
+        expect(put.status, JSON.stringify(put.body)).toBe(200);
+        const changedAt = performance.now();
+        // A, which answered the PUT, uses them at once.
+        expect((await decideOk(a, edit)).effect).toBe(effect);
+        await expect
+          .poll(async () => (await decideOk(b, edit)).effect, { timeout: WITHIN_MS, interval: 10 })
+          .toBe(effect);
+        console.log(
+          `attributes ${JSON.stringify(roles)} through A: B decided ${effect} after ${Math.round(performance.now() - changedAt)} ms`,
+        );
+        // B reads them too.
+        expect((await api(b, 'GET', `/v1/agents/${agentId}`)).body.attributes).toEqual({ roles });
+      }
+    },
+  );
 });
 
 interface Node {
@@ -112,7 +129,10 @@ describe('agent attributes between runtimes on one PostgreSQL, on a clock that s
       clock,
       replication,
       async call(options) {
-        const r = await app.inject({ ...options, headers: { authorization: `Bearer ${key}`, ...(options.headers ?? {}) } });
+        const r = await app.inject({
+          ...options,
+          headers: { authorization: `Bearer ${key}`, ...(options.headers ?? {}) },
+        });
         return { statusCode: r.statusCode, body: r.json() as JsonObject };
       },
     };
@@ -143,7 +163,11 @@ describe('agent attributes between runtimes on one PostgreSQL, on a clock that s
   });
 
   const effectOf = async (node: Node, agentId: string) => {
-    const r = await node.call({ method: 'POST', url: '/v1/decisions', payload: { agent_id: agentId, action: 'docs.edit' } });
+    const r = await node.call({
+      method: 'POST',
+      url: '/v1/decisions',
+      payload: { agent_id: agentId, action: 'docs.edit' },
+    });
     expect(r.statusCode, JSON.stringify(r.body)).toBe(200);
     return r.body.effect as string;
   };
@@ -154,13 +178,24 @@ describe('agent attributes between runtimes on one PostgreSQL, on a clock that s
     const c = await startNode('C (no LISTEN)', false);
     expect((await a.call({ method: 'POST', url: '/v1/policies', payload: EDITORS })).statusCode).toBe(201);
     const agentId = 'attr-bot-1';
-    expect((await a.call({ method: 'PUT', url: `/v1/agents/${agentId}`, payload: { attributes: { roles: ['viewer'] } } })).statusCode).toBe(200);
+    expect(
+      (await a.call({ method: 'PUT', url: `/v1/agents/${agentId}`, payload: { attributes: { roles: ['viewer'] } } }))
+        .statusCode,
+    ).toBe(200);
     // B and C read the agent (a viewer) and cache it; C learns the policy by its periodic check.
     await expect.poll(() => effectOf(b, agentId), { timeout: WITHIN_MS, interval: 20 }).toBe('deny');
-    await expect.poll(async () => (await c.call({ method: 'GET', url: '/v1/policies' })).body.data.length, { timeout: WITHIN_MS, interval: 50 }).toBe(1);
+    await expect
+      .poll(async () => (await c.call({ method: 'GET', url: '/v1/policies' })).body.data.length, {
+        timeout: WITHIN_MS,
+        interval: 50,
+      })
+      .toBe(1);
     expect(await effectOf(c, agentId)).toBe('deny');
 
-    expect((await a.call({ method: 'PUT', url: `/v1/agents/${agentId}`, payload: { attributes: { roles: ['editor'] } } })).statusCode).toBe(200);
+    expect(
+      (await a.call({ method: 'PUT', url: `/v1/agents/${agentId}`, payload: { attributes: { roles: ['editor'] } } }))
+        .statusCode,
+    ).toBe(200);
     expect(await effectOf(a, agentId)).toBe('allow');
     // B: only the notification can tell it (its clock stands still, the entry never expires).
     await expect.poll(() => effectOf(b, agentId), { timeout: WITHIN_MS, interval: 10 }).toBe('allow');

@@ -16,18 +16,39 @@ const path = (agentId: string) => `/v1/agents/${encodeURIComponent(agentId)}`;
 
 describe.each(STORE_KINDS)('agent attributes (%s)', (kind) => {
   let rt: TestRuntime;
-  const put = (agentId: string, payload: unknown, key = rt.testKey) => rt.call(key, { method: 'PUT', url: path(agentId), payload: payload as object });
+  const put = (agentId: string, payload: unknown, key = rt.testKey) =>
+    rt.call(key, { method: 'PUT', url: path(agentId), payload: payload as object });
   const decide = (agentId: string, action: string, context?: Record<string, unknown>, key = rt.testKey) =>
     kitDecide(rt, { agent_id: agentId, action, ...(context ? { context } : {}) }, key);
   const registrations = async (agentId: string) =>
-    ((await rt.getOk('/v1/events?type=agent.registered&limit=100')).data as Array<JsonObject>).filter((e) => e.data.agent_id === agentId);
+    ((await rt.getOk('/v1/events?type=agent.registered&limit=100')).data as Array<JsonObject>).filter(
+      (e) => e.data.agent_id === agentId,
+    );
 
   beforeAll(async () => {
     rt = await startRuntime(kind);
     await rt.setPolicies([
-      { id: 'pol_editors', effect: 'allow', agents: ['*'], actions: ['docs.edit'], condition: "contains(agent.attributes.roles, 'editor')" },
-      { id: 'pol_owner', effect: 'allow', agents: ['*'], actions: ['docs.delete'], condition: 'context.resource.owner == agent.attributes.email' },
-      { id: 'pol_level', effect: 'allow', agents: ['*'], actions: ['docs.publish'], condition: 'agent.attributes.level >= 3' },
+      {
+        id: 'pol_editors',
+        effect: 'allow',
+        agents: ['*'],
+        actions: ['docs.edit'],
+        condition: "contains(agent.attributes.roles, 'editor')",
+      },
+      {
+        id: 'pol_owner',
+        effect: 'allow',
+        agents: ['*'],
+        actions: ['docs.delete'],
+        condition: 'context.resource.owner == agent.attributes.email',
+      },
+      {
+        id: 'pol_level',
+        effect: 'allow',
+        agents: ['*'],
+        actions: ['docs.publish'],
+        condition: 'agent.attributes.level >= 3',
+      },
     ]);
   });
   afterAll(() => rt.close());
@@ -49,7 +70,11 @@ describe.each(STORE_KINDS)('agent attributes (%s)', (kind) => {
     expect(await rt.getOk(path(a))).toEqual(json(r));
     const [registered, ...more] = await registrations(a);
     expect(more).toEqual([]);
-    expect(registered.data.agent).toMatchObject({ agent_id: a, status: 'active', attributes: { email: 'morty@the-citadel.com', roles: ['editor'] } });
+    expect(registered.data.agent).toMatchObject({
+      agent_id: a,
+      status: 'active',
+      attributes: { email: 'morty@the-citadel.com', roles: ['editor'] },
+    });
     // The first decision of the now known agent registers nothing again.
     expect((await decide(a, 'docs.edit')).effect).toBe('allow');
     // A second PUT replaces the attributes whole, and fires nothing.
@@ -115,7 +140,12 @@ describe.each(STORE_KINDS)('agent attributes (%s)', (kind) => {
     expectError(await put(a, { attributes: null }), 400, 'validation.invalid_field');
     expectError(await put(a, { attributes: {}, status: 'revoked' }), 400, 'validation.invalid_field');
     expectError(
-      await rt.call(rt.testKey, { method: 'PUT', url: path(a), payload: '{"attributes":', headers: { 'content-type': 'application/json' } }),
+      await rt.call(rt.testKey, {
+        method: 'PUT',
+        url: path(a),
+        payload: '{"attributes":',
+        headers: { 'content-type': 'application/json' },
+      }),
       400,
       'validation.invalid_json',
     );
@@ -124,7 +154,11 @@ describe.each(STORE_KINDS)('agent attributes (%s)', (kind) => {
     const exact = wrap(8192 - JSON.stringify(wrap(0)).length);
     expect(Buffer.byteLength(JSON.stringify(exact))).toBe(8192);
     expect((await put(a, { attributes: exact })).statusCode).toBe(200);
-    expectError(await put(a, { attributes: wrap(8193 - JSON.stringify(wrap(0)).length) }), 413, 'validation.body_too_large');
+    expectError(
+      await put(a, { attributes: wrap(8193 - JSON.stringify(wrap(0)).length) }),
+      413,
+      'validation.body_too_large',
+    );
     const accents = { note: 'é'.repeat(4092) };
     expect(JSON.stringify(accents).length).toBeLessThan(8192);
     expect(Buffer.byteLength(JSON.stringify(accents))).toBeGreaterThan(8192);
@@ -139,7 +173,9 @@ describe.each(STORE_KINDS)('agent attributes (%s)', (kind) => {
     const a = agent('scopes');
     expectError(await put(a, { attributes: {} }, await rt.keyWith(['agents:read'])), 403, 'auth.scope_insufficient');
     expectError(await put(a, { attributes: {} }, null as unknown as string), 401, 'auth.invalid_key');
-    expect((await put(a, { attributes: { roles: ['editor'] } }, await rt.keyWith(['agents:write']))).statusCode).toBe(200);
+    expect((await put(a, { attributes: { roles: ['editor'] } }, await rt.keyWith(['agents:write']))).statusCode).toBe(
+      200,
+    );
     // Not visible to the live environment nor to another account.
     expectError(await rt.call(rt.liveKey, { method: 'GET', url: path(a) }), 404, 'agent.not_found');
     expectError(await rt.call(rt.otherKey, { method: 'GET', url: path(a) }), 404, 'agent.not_found');

@@ -19,7 +19,8 @@ const path = (agentId: string) => `/v1/agents/${encodeURIComponent(agentId)}`;
 describe.each(STORE_KINDS)('agents over HTTP (%s)', (kind) => {
   let rt: TestRuntime;
 
-  const decide = (agentId: string, key = rt.testKey, action = 'orders.read') => postDecision(rt, { agent_id: agentId, action }, key);
+  const decide = (agentId: string, key = rt.testKey, action = 'orders.read') =>
+    postDecision(rt, { agent_id: agentId, action }, key);
   const get = (url: string, key = rt.testKey) => rt.call(key, { method: 'GET', url });
   const post = (url: string, key = rt.testKey) => rt.call(key, { method: 'POST', url });
   /** Every event of a type concerning this agent (data.agent_id), newest first. */
@@ -58,7 +59,12 @@ describe.each(STORE_KINDS)('agents over HTTP (%s)', (kind) => {
 
     const events = await eventsFor('agent.registered', a);
     expect(events).toHaveLength(1);
-    expect(events[0]).toMatchObject({ type: 'agent.registered', account_id: rt.accountId, created_at: at, data: { agent_id: a } });
+    expect(events[0]).toMatchObject({
+      type: 'agent.registered',
+      account_id: rt.accountId,
+      created_at: at,
+      data: { agent_id: a },
+    });
     expect(events[0]!.id).toMatch(/^evt_/);
     expect(events[0]!.data.agent).toMatchObject({ agent_id: a, status: 'active', first_seen_at: at, revoked_at: null });
 
@@ -109,12 +115,24 @@ describe.each(STORE_KINDS)('agents over HTTP (%s)', (kind) => {
     // The decision writer runs several batches at once on PostgreSQL; each batch
     // registers its new agents in one statement.
     const ids = Array.from({ length: 300 }, () => agent('lockorder'));
-    const rows = (list: string[]): NewAgent[] => list.map((agent_id) => ({ account_id: rt.accountId, environment: 'test', agent_id, first_seen_at: new Date(START) }));
+    const rows = (list: string[]): NewAgent[] =>
+      list.map((agent_id) => ({
+        account_id: rt.accountId,
+        environment: 'test',
+        agent_id,
+        first_seen_at: new Date(START),
+      }));
     const sql = rt.store.sql;
     const written = await Promise.all([
       writeDecisionBatch(sql, [], [], rows(ids), rows(ids).map(registrationEvent)),
       writeDecisionBatch(sql, [], [], rows([...ids].reverse()), rows([...ids].reverse()).map(registrationEvent)),
-      writeDecisionBatch(sql, [], [], rows([...ids.slice(150), ...ids.slice(0, 150)]), rows([...ids.slice(150), ...ids.slice(0, 150)]).map(registrationEvent)),
+      writeDecisionBatch(
+        sql,
+        [],
+        [],
+        rows([...ids.slice(150), ...ids.slice(0, 150)]),
+        rows([...ids.slice(150), ...ids.slice(0, 150)]).map(registrationEvent),
+      ),
     ]);
     // Every agent registered by exactly one of them.
     const all = written.flatMap((set) => [...set]);
@@ -159,7 +177,8 @@ describe.each(STORE_KINDS)('agents over HTTP (%s)', (kind) => {
     const next = json(await get(`/v1/agents?limit=2&starting_after=${encodeURIComponent(made[1]!)}`));
     expect(next.data[0].agent_id).toBe(made[0]);
     expect(next.has_more).toBe(true);
-    for (const q of ['limit=0', 'limit=101']) expectError(await get(`/v1/agents?${q}`), 400, 'validation.invalid_field');
+    for (const q of ['limit=0', 'limit=101'])
+      expectError(await get(`/v1/agents?${q}`), 400, 'validation.invalid_field');
   });
 
   it('agent ids with any characters, up to 256 of them, work in paths', async () => {
@@ -195,7 +214,12 @@ describe.each(STORE_KINDS)('agents over HTTP (%s)', (kind) => {
 
     let revoked = await eventsFor('agent.revoked', a);
     expect(revoked).toHaveLength(1);
-    expect(revoked[0]).toMatchObject({ type: 'agent.revoked', account_id: rt.accountId, created_at: at, data: { agent_id: a } });
+    expect(revoked[0]).toMatchObject({
+      type: 'agent.revoked',
+      account_id: rt.accountId,
+      created_at: at,
+      data: { agent_id: a },
+    });
     expect(revoked[0]!.id).toMatch(/^evt_/);
     expect(revoked[0]!.data.agent).toMatchObject({ agent_id: a, status: 'revoked', revoked_at: at });
 

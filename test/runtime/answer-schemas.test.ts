@@ -27,7 +27,8 @@ function answerValidator(): (file: string) => ValidateFunction {
   const ajv = new Ajv2020({ allErrors: true, strict: false });
   ajv.addFormat('date-time', /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
   for (const file of ['policy.schema.json', 'bundle.schema.json']) ajv.addSchema(read(new URL(file, SCHEMAS)));
-  for (const file of readdirSync(ANSWERS).filter((f) => f.endsWith('.schema.json'))) ajv.addSchema(closeObjects(read(new URL(file, ANSWERS))) as Json);
+  for (const file of readdirSync(ANSWERS).filter((f) => f.endsWith('.schema.json')))
+    ajv.addSchema(closeObjects(read(new URL(file, ANSWERS))) as Json);
   return (file) => ajv.getSchema(`https://agent-authz.dev/schemas/api/answers/${file}.schema.json`)!;
 }
 
@@ -48,7 +49,9 @@ describe('the answer schemas, read as files', () => {
   });
 
   it("the permit verification's reasons are the verifier's (the code's constant)", () => {
-    expect(read(new URL('permit-verification.schema.json', ANSWERS)).properties.reason.enum).toEqual([...PERMIT_INVALID_REASONS]);
+    expect(read(new URL('permit-verification.schema.json', ANSWERS)).properties.reason.enum).toEqual([
+      ...PERMIT_INVALID_REASONS,
+    ]);
   });
 });
 
@@ -63,7 +66,13 @@ describe.each(STORE_KINDS)('real answers validate against schemas/api/answers (%
   afterAll(() => rt?.close());
 
   /** Calls the route, expects the status, checks the body against `schema`; the body. */
-  async function answer(schema: string, status: number, method: 'GET' | 'POST' | 'PUT', url: string, payload?: Json): Promise<Json> {
+  async function answer(
+    schema: string,
+    status: number,
+    method: 'GET' | 'POST' | 'PUT',
+    url: string,
+    payload?: Json,
+  ): Promise<Json> {
     const r = await rt.call(rt.testKey, { method, url, ...(payload ? { payload } : {}) });
     expect(r.statusCode, `${method} ${url}: ${r.body}`).toBe(status);
     const body = json(r);
@@ -75,8 +84,20 @@ describe.each(STORE_KINDS)('real answers validate against schemas/api/answers (%
 
   it('decisions: decide (allow, review awaiting approval, deny), read, list, confirm, review', async () => {
     await rt.setPolicies([
-      { id: 'pol_as_allow', name: 'as-allow', effect: 'allow', actions: ['orders.read'], budget: { unit: 'USD', limit: 100, period: 'daily', threshold_alert: 0.5 } },
-      { id: 'pol_as_review', name: 'as-review', effect: 'review', actions: ['wires.send'], approval: { required: true, timeout_seconds: 600 } },
+      {
+        id: 'pol_as_allow',
+        name: 'as-allow',
+        effect: 'allow',
+        actions: ['orders.read'],
+        budget: { unit: 'USD', limit: 100, period: 'daily', threshold_alert: 0.5 },
+      },
+      {
+        id: 'pol_as_review',
+        name: 'as-review',
+        effect: 'review',
+        actions: ['wires.send'],
+        approval: { required: true, timeout_seconds: 600 },
+      },
     ]);
     const allow = await answer('decision', 200, 'POST', '/v1/decisions', {
       agent_id: 'as-bot',
@@ -87,28 +108,50 @@ describe.each(STORE_KINDS)('real answers validate against schemas/api/answers (%
       session_id: 'run-1',
     });
     expect(allow.permit_token).toEqual(expect.any(String));
-    const awaiting = await answer('decision', 200, 'POST', '/v1/decisions', { agent_id: 'as-bot', action: 'wires.send' });
+    const awaiting = await answer('decision', 200, 'POST', '/v1/decisions', {
+      agent_id: 'as-bot',
+      action: 'wires.send',
+    });
     expect(awaiting.review).toMatchObject({ status: 'open' });
     await answer('decision', 200, 'POST', '/v1/decisions', { agent_id: 'as-bot', action: 'nothing.here' });
     await answer('decision', 200, 'GET', `/v1/decisions/${allow.id}`);
     await answer('decision', 200, 'POST', `/v1/decisions/${allow.id}/confirm`, { amount: 55 });
     const reviewer = await rt.keyWith(['reviews:write']);
-    const reviewed = await rt.call(reviewer, { method: 'POST', url: `/v1/decisions/${awaiting.id}/review`, payload: { verdict: 'approve', reviewer: 'alice', note: 'ok' } });
+    const reviewed = await rt.call(reviewer, {
+      method: 'POST',
+      url: `/v1/decisions/${awaiting.id}/review`,
+      payload: { verdict: 'approve', reviewer: 'alice', note: 'ok' },
+    });
     expect(validate('decision')(json(reviewed)), reviewed.body).toBe(true);
     const list = await answer('decision-list', 200, 'GET', '/v1/decisions?limit=10');
     expect(list.data.length).toBe(3);
     await answer('decision-list', 200, 'GET', '/v1/reviews?status=approved');
-    await answer('decision-preview', 200, 'POST', '/v1/decisions/preview', { agent_id: 'as-bot', action: 'orders.read', amount: 1 });
+    await answer('decision-preview', 200, 'POST', '/v1/decisions/preview', {
+      agent_id: 'as-bot',
+      action: 'orders.read',
+      amount: 1,
+    });
     await answer('permit-verification', 200, 'POST', '/v1/permits/verify', { token: allow.permit_token });
   });
 
   it('policies, agents, budgets, stats, webhooks, events', async () => {
     // First, so that what follows fires events to it (nothing listens on port 9: each delivery attempt fails and is recorded).
-    const hook = await answer('webhook-endpoint-with-secret', 201, 'POST', '/v1/webhooks', { url: 'http://127.0.0.1:9/as', events: ['*'] });
+    const hook = await answer('webhook-endpoint-with-secret', 201, 'POST', '/v1/webhooks', {
+      url: 'http://127.0.0.1:9/as',
+      events: ['*'],
+    });
     await answer('policy-list', 200, 'GET', '/v1/policies');
     await answer('policy', 200, 'GET', '/v1/policies/pol_as_allow');
-    await answer('policy-created', 201, 'POST', '/v1/policies', { name: 'as-more', effect: 'deny', actions: ['orders.delete'] });
-    await answer('policy-validation', 200, 'POST', '/v1/policies/validate', { name: 'as-check', effect: 'allow', actions: ['not an action'] });
+    await answer('policy-created', 201, 'POST', '/v1/policies', {
+      name: 'as-more',
+      effect: 'deny',
+      actions: ['orders.delete'],
+    });
+    await answer('policy-validation', 200, 'POST', '/v1/policies/validate', {
+      name: 'as-check',
+      effect: 'allow',
+      actions: ['not an action'],
+    });
     await answer('bundle-status', 200, 'GET', '/v1/bundle');
     await answer('agent', 200, 'PUT', '/v1/agents/as-bot', { attributes: { team: 'ops' } });
     await answer('agent-list', 200, 'GET', '/v1/agents');
@@ -132,7 +175,11 @@ describe.each(STORE_KINDS)('real answers validate against schemas/api/answers (%
       resource: { type: 'order', id: '1' },
       context: { amount: 1 },
     });
-    const denial = await answer('authzen-answer', 200, 'POST', '/access/v1/evaluation', { subject, action: { name: 'wires.send' }, resource: { type: 'wire', id: '1' } });
+    const denial = await answer('authzen-answer', 200, 'POST', '/access/v1/evaluation', {
+      subject,
+      action: { name: 'wires.send' },
+      resource: { type: 'wire', id: '1' },
+    });
     await answer('authzen-answers', 200, 'POST', '/access/v1/evaluations', {
       subject,
       context: { amount: 1 },
@@ -142,7 +189,11 @@ describe.each(STORE_KINDS)('real answers validate against schemas/api/answers (%
       ],
     });
     await answer('authzen-task', 201, 'POST', '/access/v1/requests', {
-      denial: { evaluation_id: denial.context.evaluation_id, expires_at: denial.context.access_request.expires_at, reason: 'approval_required' },
+      denial: {
+        evaluation_id: denial.context.evaluation_id,
+        expires_at: denial.context.access_request.expires_at,
+        reason: 'approval_required',
+      },
     });
     await answer('error', 404, 'GET', '/v1/decisions/dec_nothing_here');
   });

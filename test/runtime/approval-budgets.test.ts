@@ -20,18 +20,27 @@ for (const kind of STORE_KINDS) {
     let rt: TestRuntime;
     let reviewerKey: string;
 
-    const decide = (agent: string, action: string, amount?: number) => kitDecide(rt, { agent_id: agent, action, ttl_seconds: 60, ...(amount === undefined ? {} : { amount }) });
+    const decide = (agent: string, action: string, amount?: number) =>
+      kitDecide(rt, { agent_id: agent, action, ttl_seconds: 60, ...(amount === undefined ? {} : { amount }) });
     const review = async (id: string, verdict: 'approve' | 'deny') => {
-      const r = await rt.call(reviewerKey, { method: 'POST', url: `/v1/decisions/${id}/review`, payload: { verdict, reviewer: 'budget-reviewer' } });
+      const r = await rt.call(reviewerKey, {
+        method: 'POST',
+        url: `/v1/decisions/${id}/review`,
+        payload: { verdict, reviewer: 'budget-reviewer' },
+      });
       expect(r.statusCode, r.body).toBe(200);
       return json(r);
     };
     const usage = async (agent: string, policyId: string) => {
-      const row = (await rt.getOk(`/v1/budgets?agent_id=${agent}`)).data.find((b: ListedItem) => b.policy_id === policyId);
+      const row = (await rt.getOk(`/v1/budgets?agent_id=${agent}`)).data.find(
+        (b: ListedItem) => b.policy_id === policyId,
+      );
       return { consumed: row.consumed as number, held: row.held as number };
     };
     const holdOf = async (decisionId: string) => {
-      const [row] = await rt.store.sql<Array<{ status: string; expires_at: Date }>>`select status, expires_at from budget_holds where decision_id = ${decisionId}`;
+      const [row] = await rt.store.sql<
+        Array<{ status: string; expires_at: Date }>
+      >`select status, expires_at from budget_holds where decision_id = ${decisionId}`;
       return row;
     };
 
@@ -74,7 +83,9 @@ for (const kind of STORE_KINDS) {
       expect(await usage(agent, 'pol_calls')).toEqual({ consumed: 0, held: 0 });
       await review(d1.id, 'approve');
       expect(await usage(agent, 'pol_calls')).toEqual({ consumed: 1, held: 0 });
-      expect(json(await rt.call(rt.testKey, { method: 'POST', url: `/v1/decisions/${d1.id}/confirm` })).status).toBe('confirmed');
+      expect(json(await rt.call(rt.testKey, { method: 'POST', url: `/v1/decisions/${d1.id}/confirm` })).status).toBe(
+        'confirmed',
+      );
       expect(await usage(agent, 'pol_calls')).toEqual({ consumed: 1, held: 0 });
 
       const d2 = await decide(agent, 'tools.run');
@@ -88,10 +99,18 @@ for (const kind of STORE_KINDS) {
 
       const d4 = await decide(agent, 'tools.run');
       await review(d4.id, 'approve');
-      expect(json(await rt.call(rt.testKey, { method: 'POST', url: `/v1/decisions/${d4.id}/confirm` })).status).toBe('confirmed');
+      expect(json(await rt.call(rt.testKey, { method: 'POST', url: `/v1/decisions/${d4.id}/confirm` })).status).toBe(
+        'confirmed',
+      );
       expect(await usage(agent, 'pol_calls')).toEqual({ consumed: 2, held: 0 });
       // Used up: the next request is denied at once, nothing awaits.
-      expect(await decide(agent, 'tools.run')).toMatchObject({ effect: 'deny', reason: 'budget.exceeded', status: 'denied', review: null, approval_expires_at: null });
+      expect(await decide(agent, 'tools.run')).toMatchObject({
+        effect: 'deny',
+        reason: 'budget.exceeded',
+        status: 'denied',
+        review: null,
+        approval_expires_at: null,
+      });
       expect(await usage(agent, 'pol_calls')).toEqual({ consumed: 2, held: 0 });
     });
 
@@ -123,7 +142,11 @@ for (const kind of STORE_KINDS) {
       rt.clock.advance(59);
       await rt.maintenance.runOnce();
       expect(await usage(agent, 'pol_usd')).toEqual({ consumed: 0, held: 40 });
-      expect(json(await rt.call(rt.testKey, { method: 'POST', url: `/v1/decisions/${d3.id}/confirm`, payload: { amount: 35 } })).status).toBe('confirmed');
+      expect(
+        json(
+          await rt.call(rt.testKey, { method: 'POST', url: `/v1/decisions/${d3.id}/confirm`, payload: { amount: 35 } }),
+        ).status,
+      ).toBe('confirmed');
       expect(await usage(agent, 'pol_usd')).toEqual({ consumed: 35, held: 0 });
     });
 
@@ -135,9 +158,17 @@ for (const kind of STORE_KINDS) {
       expect([first.status, second.status]).toEqual(['awaiting_approval', 'awaiting_approval']);
       await review(first.id, 'approve');
       const late = await review(second.id, 'approve');
-      expect(late).toMatchObject({ effect: 'deny', reason: 'budget.exceeded', policy_id: 'pol_one', status: 'denied', review: { status: 'approved' } });
+      expect(late).toMatchObject({
+        effect: 'deny',
+        reason: 'budget.exceeded',
+        policy_id: 'pol_one',
+        status: 'denied',
+        review: { status: 'approved' },
+      });
       expect(await usage(agent, 'pol_one')).toEqual({ consumed: 1, held: 0 });
-      const events = (await rt.getOk('/v1/events?type=decision.reviewed&limit=100')).data.filter((e: EventItem) => e.data.decision.id === second.id);
+      const events = (await rt.getOk('/v1/events?type=decision.reviewed&limit=100')).data.filter(
+        (e: EventItem) => e.data.decision.id === second.id,
+      );
       expect(events).toHaveLength(1);
       expect(events[0].data.decision).toMatchObject({ effect: 'deny', reason: 'budget.exceeded' });
       // The budget is exhausted now: the agent's next request is denied at once.

@@ -19,7 +19,11 @@ const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const REQ_ID = /^req_[0-9A-Za-z]+$/;
 const stubPermits: PermitIssuer = { issue: (d) => `stub-permit.${d.id}` };
 
-const base62 = (n: number) => Array.from({ length: n }, (_, i) => '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'[(i * 7 + 3) % 62]).join('');
+const base62 = (n: number) =>
+  Array.from(
+    { length: n },
+    (_, i) => '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'[(i * 7 + 3) % 62],
+  ).join('');
 
 const admin = (token = ADMIN_TOKEN) => ({ authorization: `Bearer ${token}` });
 
@@ -35,11 +39,19 @@ describe.each(STORE_KINDS)('authentication, request ids, admin API and events (%
   });
   afterAll(() => rt.close());
 
-  const decide = (key: string | null, payload: object = { agent_id: agent('auth'), action: 'orders.read' }, headers: Record<string, string> = {}) =>
-    postDecision(rt, payload, key, headers);
+  const decide = (
+    key: string | null,
+    payload: object = { agent_id: agent('auth'), action: 'orders.read' },
+    headers: Record<string, string> = {},
+  ) => postDecision(rt, payload, key, headers);
   /** Admin: a new key of the main account, with its id. */
   const adminKey = async (environment: 'test' | 'live', scopes: string[], accountId = rt.accountId) => {
-    const r = await rt.app.inject({ method: 'POST', url: `/admin/accounts/${accountId}/api-keys`, headers: admin(), payload: { environment, scopes } });
+    const r = await rt.app.inject({
+      method: 'POST',
+      url: `/admin/accounts/${accountId}/api-keys`,
+      headers: admin(),
+      payload: { environment, scopes },
+    });
     expect(r.statusCode, r.body).toBe(201);
     return json(r) as { id: string; key: string; environment: string; scopes: string[] };
   };
@@ -61,7 +73,10 @@ describe.each(STORE_KINDS)('authentication, request ids, admin API and events (%
         ['unknown environment', { authorization: `Bearer svc_prod_sk_${base62(40)}` }],
         ['well-formed unknown test key', { authorization: `Bearer ${unknownTest}` }],
         ['well-formed unknown live key', { authorization: `Bearer ${unknownLive}` }],
-        ['a real key with its last character changed', { authorization: `Bearer ${rt.testKey.slice(0, -1)}${rt.testKey.endsWith('a') ? 'b' : 'a'}` }],
+        [
+          'a real key with its last character changed',
+          { authorization: `Bearer ${rt.testKey.slice(0, -1)}${rt.testKey.endsWith('a') ? 'b' : 'a'}` },
+        ],
         ['a real key truncated', { authorization: `Bearer ${rt.testKey.slice(0, -1)}` }],
         ['a real key without its prefix', { authorization: `Bearer ${rt.testKey.replace('svc_test_sk_', '')}` }],
         ['a test key relabelled live', { authorization: `Bearer ${rt.testKey.replace('svc_test_', 'svc_live_')}` }],
@@ -73,7 +88,12 @@ describe.each(STORE_KINDS)('authentication, request ids, admin API and events (%
       ];
       for (const [name, h] of headers) {
         for (const r of [
-          await rt.app.inject({ method: 'POST', url: '/v1/decisions', headers: h, payload: { agent_id: 'x', action: 'orders.read' } }),
+          await rt.app.inject({
+            method: 'POST',
+            url: '/v1/decisions',
+            headers: h,
+            payload: { agent_id: 'x', action: 'orders.read' },
+          }),
           await rt.app.inject({ method: 'GET', url: '/v1/events', headers: h }),
         ]) {
           expect(r.statusCode, name).toBe(401);
@@ -84,7 +104,11 @@ describe.each(STORE_KINDS)('authentication, request ids, admin API and events (%
 
     it('the scheme name is case-insensitive', async () => {
       for (const scheme of ['Bearer', 'bearer', 'BEARER']) {
-        const r = await rt.app.inject({ method: 'GET', url: '/v1/decisions', headers: { authorization: `${scheme} ${rt.testKey}` } });
+        const r = await rt.app.inject({
+          method: 'GET',
+          url: '/v1/decisions',
+          headers: { authorization: `${scheme} ${rt.testKey}` },
+        });
         expect(r.statusCode, scheme).toBe(200);
       }
     });
@@ -101,7 +125,9 @@ describe.each(STORE_KINDS)('authentication, request ids, admin API and events (%
       // Still revoked once caches would have expired; revoking again is harmless.
       rt.clock.advance(60);
       expectError(await decide(created.key), 401, 'auth.invalid_key');
-      expect((await rt.app.inject({ method: 'DELETE', url: `/admin/api-keys/${created.id}`, headers: admin() })).statusCode).toBe(200);
+      expect(
+        (await rt.app.inject({ method: 'DELETE', url: `/admin/api-keys/${created.id}`, headers: admin() })).statusCode,
+      ).toBe(200);
       expectError(await decide(created.key), 401, 'auth.invalid_key');
       // Other keys are untouched.
       expect((await decide(rt.testKey)).statusCode).toBe(200);
@@ -110,7 +136,9 @@ describe.each(STORE_KINDS)('authentication, request ids, admin API and events (%
     it('a revoked live key too', async () => {
       const created = await adminKey('live', ['decisions:write']);
       expect((await decide(created.key)).statusCode).toBe(200);
-      expect((await rt.app.inject({ method: 'DELETE', url: `/admin/api-keys/${created.id}`, headers: admin() })).statusCode).toBe(200);
+      expect(
+        (await rt.app.inject({ method: 'DELETE', url: `/admin/api-keys/${created.id}`, headers: admin() })).statusCode,
+      ).toBe(200);
       expectError(await decide(created.key), 401, 'auth.invalid_key');
       expect((await decide(rt.liveKey)).statusCode).toBe(200);
     });
@@ -124,24 +152,52 @@ describe.each(STORE_KINDS)('authentication, request ids, admin API and events (%
       expectError(await decide(readDecisions), 403, 'auth.scope_insufficient');
       expect((await rt.call(readDecisions, { method: 'GET', url: '/v1/decisions' })).statusCode).toBe(200);
       expectError(
-        await rt.call(readPolicies, { method: 'POST', url: '/v1/policies', payload: { name: 'nope', effect: 'allow', actions: ['orders.read'] } }),
+        await rt.call(readPolicies, {
+          method: 'POST',
+          url: '/v1/policies',
+          payload: { name: 'nope', effect: 'allow', actions: ['orders.read'] },
+        }),
         403,
         'auth.scope_insufficient',
       );
       expect((await rt.call(readPolicies, { method: 'GET', url: '/v1/policies' })).statusCode).toBe(200);
       expectError(
-        await rt.call(readPolicies, { method: 'PUT', url: '/v1/policies/pol_read', payload: { name: 'x', effect: 'deny', actions: ['orders.read'] } }),
+        await rt.call(readPolicies, {
+          method: 'PUT',
+          url: '/v1/policies/pol_read',
+          payload: { name: 'x', effect: 'deny', actions: ['orders.read'] },
+        }),
         403,
         'auth.scope_insufficient',
       );
-      expectError(await rt.call(readPolicies, { method: 'DELETE', url: '/v1/policies/pol_read' }), 403, 'auth.scope_insufficient');
+      expectError(
+        await rt.call(readPolicies, { method: 'DELETE', url: '/v1/policies/pol_read' }),
+        403,
+        'auth.scope_insufficient',
+      );
 
       const d = json(await decide(writeDecisions));
       expect(d.effect).toBe('allow');
-      expectError(await rt.call(writeDecisions, { method: 'GET', url: `/v1/decisions/${d.id}` }), 403, 'auth.scope_insufficient');
-      expectError(await rt.call(writeDecisions, { method: 'GET', url: '/v1/decisions' }), 403, 'auth.scope_insufficient');
-      expectError(await rt.call(readDecisions, { method: 'POST', url: `/v1/decisions/${d.id}/confirm` }), 403, 'auth.scope_insufficient');
-      expectError(await rt.call(readDecisions, { method: 'POST', url: `/v1/decisions/${d.id}/reject` }), 403, 'auth.scope_insufficient');
+      expectError(
+        await rt.call(writeDecisions, { method: 'GET', url: `/v1/decisions/${d.id}` }),
+        403,
+        'auth.scope_insufficient',
+      );
+      expectError(
+        await rt.call(writeDecisions, { method: 'GET', url: '/v1/decisions' }),
+        403,
+        'auth.scope_insufficient',
+      );
+      expectError(
+        await rt.call(readDecisions, { method: 'POST', url: `/v1/decisions/${d.id}/confirm` }),
+        403,
+        'auth.scope_insufficient',
+      );
+      expectError(
+        await rt.call(readDecisions, { method: 'POST', url: `/v1/decisions/${d.id}/reject` }),
+        403,
+        'auth.scope_insufficient',
+      );
       expectError(await rt.call(writeDecisions, { method: 'GET', url: '/v1/events' }), 403, 'auth.scope_insufficient');
       for (const [method, url] of [
         ['POST', '/v1/decisions'],
@@ -151,7 +207,11 @@ describe.each(STORE_KINDS)('authentication, request ids, admin API and events (%
         ['GET', '/v1/events'],
       ] as const) {
         expectError(
-          await rt.call(nothingUseful, { method, url, ...(method === 'POST' ? { payload: { agent_id: 'x', action: 'orders.read' } } : {}) }),
+          await rt.call(nothingUseful, {
+            method,
+            url,
+            ...(method === 'POST' ? { payload: { agent_id: 'x', action: 'orders.read' } } : {}),
+          }),
           403,
           'auth.scope_insufficient',
         );
@@ -163,13 +223,37 @@ describe.each(STORE_KINDS)('authentication, request ids, admin API and events (%
 
     it('authentication comes before body parsing and validation', async () => {
       const readOnly = await rt.keyWith(['decisions:read']);
-      const big = JSON.stringify({ agent_id: 'x', action: 'orders.read', context: { pad: 'x'.repeat(1024 * 1024 + 10) } });
+      const big = JSON.stringify({
+        agent_id: 'x',
+        action: 'orders.read',
+        context: { pad: 'x'.repeat(1024 * 1024 + 10) },
+      });
       const ct = { 'content-type': 'application/json' };
-      expectError(await rt.app.inject({ method: 'POST', url: '/v1/decisions', headers: ct, payload: '{bad' }), 401, 'auth.invalid_key');
-      expectError(await rt.app.inject({ method: 'POST', url: '/v1/decisions', headers: ct, payload: big }), 401, 'auth.invalid_key');
-      expectError(await rt.app.inject({ method: 'POST', url: '/v1/decisions', payload: { action: 'Bad' } }), 401, 'auth.invalid_key');
-      expectError(await rt.call(readOnly, { method: 'POST', url: '/v1/decisions', headers: ct, payload: '{bad' }), 403, 'auth.scope_insufficient');
-      expectError(await rt.call(readOnly, { method: 'POST', url: '/v1/decisions', headers: ct, payload: big }), 403, 'auth.scope_insufficient');
+      expectError(
+        await rt.app.inject({ method: 'POST', url: '/v1/decisions', headers: ct, payload: '{bad' }),
+        401,
+        'auth.invalid_key',
+      );
+      expectError(
+        await rt.app.inject({ method: 'POST', url: '/v1/decisions', headers: ct, payload: big }),
+        401,
+        'auth.invalid_key',
+      );
+      expectError(
+        await rt.app.inject({ method: 'POST', url: '/v1/decisions', payload: { action: 'Bad' } }),
+        401,
+        'auth.invalid_key',
+      );
+      expectError(
+        await rt.call(readOnly, { method: 'POST', url: '/v1/decisions', headers: ct, payload: '{bad' }),
+        403,
+        'auth.scope_insufficient',
+      );
+      expectError(
+        await rt.call(readOnly, { method: 'POST', url: '/v1/decisions', headers: ct, payload: big }),
+        403,
+        'auth.scope_insufficient',
+      );
     });
 
     it('test and live keys address separate environments', async () => {
@@ -178,8 +262,16 @@ describe.each(STORE_KINDS)('authentication, request ids, admin API and events (%
       const l = json(await decide(rt.liveKey, { agent_id: a, action: 'orders.read' }));
       expect(t).toMatchObject({ livemode: false, effect: 'allow' });
       expect(l).toMatchObject({ livemode: true, effect: 'deny', reason: 'policy.not_found' }); // no live policies
-      expectError(await rt.call(rt.liveKey, { method: 'GET', url: `/v1/decisions/${t.id}` }), 404, 'decision.not_found');
-      expectError(await rt.call(rt.testKey, { method: 'GET', url: `/v1/decisions/${l.id}` }), 404, 'decision.not_found');
+      expectError(
+        await rt.call(rt.liveKey, { method: 'GET', url: `/v1/decisions/${t.id}` }),
+        404,
+        'decision.not_found',
+      );
+      expectError(
+        await rt.call(rt.testKey, { method: 'GET', url: `/v1/decisions/${l.id}` }),
+        404,
+        'decision.not_found',
+      );
     });
   });
 
@@ -193,15 +285,53 @@ describe.each(STORE_KINDS)('authentication, request ids, admin API and events (%
         ['200 list', await rt.call(rt.testKey, { method: 'GET', url: '/v1/decisions?limit=1' }), 200],
         ['200 healthz', await rt.app.inject({ method: 'GET', url: '/healthz' }), 200],
         ['200 readyz', await rt.app.inject({ method: 'GET', url: '/readyz' }), 200],
-        ['201 admin', await rt.app.inject({ method: 'POST', url: '/admin/accounts', headers: admin(), payload: { name: 'rid' } }), 201],
+        [
+          '201 admin',
+          await rt.app.inject({ method: 'POST', url: '/admin/accounts', headers: admin(), payload: { name: 'rid' } }),
+          201,
+        ],
         ['400 validation', await decide(rt.testKey, { agent_id: 'x' }), 400],
-        ['400 invalid json', await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', headers: { 'content-type': 'application/json' }, payload: '{' }), 400],
-        ['400 bad percent-encoding', await rt.call(rt.testKey, { method: 'GET', url: '/v1/decisions/dec_%E0%A4%A' }), 400],
-        ['400 NUL in a path parameter', await rt.call(rt.testKey, { method: 'GET', url: '/v1/decisions/dec_%00' }), 400],
-        ['400 NUL in a query parameter', await rt.call(rt.testKey, { method: 'GET', url: '/v1/decisions?agent_id=a%00' }), 400],
-        ['400 over-long path parameter', await rt.call(rt.testKey, { method: 'GET', url: `/v1/agents/${'a'.repeat(5000)}` }), 400],
+        [
+          '400 invalid json',
+          await rt.call(rt.testKey, {
+            method: 'POST',
+            url: '/v1/decisions',
+            headers: { 'content-type': 'application/json' },
+            payload: '{',
+          }),
+          400,
+        ],
+        [
+          '400 bad percent-encoding',
+          await rt.call(rt.testKey, { method: 'GET', url: '/v1/decisions/dec_%E0%A4%A' }),
+          400,
+        ],
+        [
+          '400 NUL in a path parameter',
+          await rt.call(rt.testKey, { method: 'GET', url: '/v1/decisions/dec_%00' }),
+          400,
+        ],
+        [
+          '400 NUL in a query parameter',
+          await rt.call(rt.testKey, { method: 'GET', url: '/v1/decisions?agent_id=a%00' }),
+          400,
+        ],
+        [
+          '400 over-long path parameter',
+          await rt.call(rt.testKey, { method: 'GET', url: `/v1/agents/${'a'.repeat(5000)}` }),
+          400,
+        ],
         ['401', await decide(null), 401],
-        ['401 admin', await rt.app.inject({ method: 'POST', url: '/admin/accounts', headers: admin('wrong-token-0123456789'), payload: { name: 'x' } }), 401],
+        [
+          '401 admin',
+          await rt.app.inject({
+            method: 'POST',
+            url: '/admin/accounts',
+            headers: admin('wrong-token-0123456789'),
+            payload: { name: 'x' },
+          }),
+          401,
+        ],
         ['403', await decide(readOnly), 403],
         ['404 route', await rt.app.inject({ method: 'GET', url: '/v1/nothing-here' }), 404],
         ['404 route with key', await rt.call(rt.testKey, { method: 'GET', url: '/v2/decisions' }), 404],
@@ -217,10 +347,24 @@ describe.each(STORE_KINDS)('authentication, request ids, admin API and events (%
         ],
         [
           '413',
-          await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', headers: { 'content-type': 'application/json' }, payload: `{"a":"${'x'.repeat(1024 * 1024)}"}` }),
+          await rt.call(rt.testKey, {
+            method: 'POST',
+            url: '/v1/decisions',
+            headers: { 'content-type': 'application/json' },
+            payload: `{"a":"${'x'.repeat(1024 * 1024)}"}`,
+          }),
           413,
         ],
-        ['415', await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', headers: { 'content-type': 'application/xml' }, payload: '<agent/>' }), 415],
+        [
+          '415',
+          await rt.call(rt.testKey, {
+            method: 'POST',
+            url: '/v1/decisions',
+            headers: { 'content-type': 'application/xml' },
+            payload: '<agent/>',
+          }),
+          415,
+        ],
       ];
       const ids = new Set<string>();
       for (const [name, r, status] of responses) {
@@ -241,7 +385,11 @@ describe.each(STORE_KINDS)('authentication, request ids, admin API and events (%
     });
 
     it('a request-id sent by the client is not echoed: the service makes its own', async () => {
-      const r = await rt.call(rt.testKey, { method: 'GET', url: '/v1/decisions?limit=1', headers: { 'request-id': 'req_client_chosen' } });
+      const r = await rt.call(rt.testKey, {
+        method: 'GET',
+        url: '/v1/decisions?limit=1',
+        headers: { 'request-id': 'req_client_chosen' },
+      });
       expect(r.statusCode).toBe(200);
       expect(r.headers['request-id']).toMatch(REQ_ID);
       expect(r.headers['request-id']).not.toBe('req_client_chosen');
@@ -250,7 +398,12 @@ describe.each(STORE_KINDS)('authentication, request ids, admin API and events (%
 
   describe('admin API', () => {
     it('creates accounts and keys: 201 bodies, the full key shown once and usable', async () => {
-      const acc = await rt.app.inject({ method: 'POST', url: '/admin/accounts', headers: admin(), payload: { name: 'acme' } });
+      const acc = await rt.app.inject({
+        method: 'POST',
+        url: '/admin/accounts',
+        headers: admin(),
+        payload: { name: 'acme' },
+      });
       expect(acc.statusCode, acc.body).toBe(201);
       const account = json(acc);
       expect(account).toMatchObject({ name: 'acme' });
@@ -260,7 +413,12 @@ describe.each(STORE_KINDS)('authentication, request ids, admin API and events (%
         ['test', ['*']],
         ['live', ['decisions:write', 'decisions:read']],
       ] as const) {
-        const r = await rt.app.inject({ method: 'POST', url: `/admin/accounts/${account.id}/api-keys`, headers: admin(), payload: { environment, scopes } });
+        const r = await rt.app.inject({
+          method: 'POST',
+          url: `/admin/accounts/${account.id}/api-keys`,
+          headers: admin(),
+          payload: { environment, scopes },
+        });
         expect(r.statusCode, r.body).toBe(201);
         const key = json(r);
         expect(key.id).toMatch(/^key_[0-9A-Za-z]+$/);
@@ -272,11 +430,29 @@ describe.each(STORE_KINDS)('authentication, request ids, admin API and events (%
         expect(d.statusCode, d.body).toBe(200);
         expect(json(d)).toMatchObject({ livemode: environment === 'live', reason: 'policy.not_found' }); // the new account has no policies
         // ...and is not visible to the main account.
-        expectError(await rt.call(rt.testKey, { method: 'GET', url: `/v1/decisions/${json(d).id}` }), 404, 'decision.not_found');
+        expectError(
+          await rt.call(rt.testKey, { method: 'GET', url: `/v1/decisions/${json(d).id}` }),
+          404,
+          'decision.not_found',
+        );
       }
       // Two keys never repeat.
-      const k1 = json(await rt.app.inject({ method: 'POST', url: `/admin/accounts/${account.id}/api-keys`, headers: admin(), payload: { environment: 'test', scopes: ['*'] } }));
-      const k2 = json(await rt.app.inject({ method: 'POST', url: `/admin/accounts/${account.id}/api-keys`, headers: admin(), payload: { environment: 'test', scopes: ['*'] } }));
+      const k1 = json(
+        await rt.app.inject({
+          method: 'POST',
+          url: `/admin/accounts/${account.id}/api-keys`,
+          headers: admin(),
+          payload: { environment: 'test', scopes: ['*'] },
+        }),
+      );
+      const k2 = json(
+        await rt.app.inject({
+          method: 'POST',
+          url: `/admin/accounts/${account.id}/api-keys`,
+          headers: admin(),
+          payload: { environment: 'test', scopes: ['*'] },
+        }),
+      );
       expect(k1.key).not.toBe(k2.key);
       expect(k1.id).not.toBe(k2.id);
       // The stored record never holds the key itself.
@@ -295,26 +471,45 @@ describe.each(STORE_KINDS)('authentication, request ids, admin API and events (%
         { authorization: `Basic ${ADMIN_TOKEN}` },
       ];
       for (const headers of tokens) {
-        expectError(await rt.app.inject({ method: 'POST', url: '/admin/accounts', headers, payload: { name: 'x' } }), 401, 'auth.invalid_admin_token');
         expectError(
-          await rt.app.inject({ method: 'POST', url: `/admin/accounts/${rt.accountId}/api-keys`, headers, payload: { environment: 'test', scopes: ['*'] } }),
+          await rt.app.inject({ method: 'POST', url: '/admin/accounts', headers, payload: { name: 'x' } }),
           401,
           'auth.invalid_admin_token',
         );
-        expectError(await rt.app.inject({ method: 'DELETE', url: '/admin/api-keys/key_whatever', headers }), 401, 'auth.invalid_admin_token');
+        expectError(
+          await rt.app.inject({
+            method: 'POST',
+            url: `/admin/accounts/${rt.accountId}/api-keys`,
+            headers,
+            payload: { environment: 'test', scopes: ['*'] },
+          }),
+          401,
+          'auth.invalid_admin_token',
+        );
+        expectError(
+          await rt.app.inject({ method: 'DELETE', url: '/admin/api-keys/key_whatever', headers }),
+          401,
+          'auth.invalid_admin_token',
+        );
       }
       // The main key still works (nothing was revoked by the attempts).
       expect((await decide(rt.testKey)).statusCode).toBe(200);
     });
 
     it('invalid bodies: 400; unknown account or key: 404', async () => {
-      const post = (url: string, payload: unknown) => rt.app.inject({ method: 'POST', url, headers: admin(), payload: payload as object });
+      const post = (url: string, payload: unknown) =>
+        rt.app.inject({ method: 'POST', url, headers: admin(), payload: payload as object });
       expectError(await post('/admin/accounts', {}), 400, 'validation.missing_field');
       expectError(await post('/admin/accounts', { name: '' }), 400, 'validation.invalid_field');
       expectError(await post('/admin/accounts', { name: 5 }), 400, 'validation.invalid_field');
       expectError(await post('/admin/accounts', { name: 'x', extra: 1 }), 400, 'validation.invalid_field');
       expectError(
-        await rt.app.inject({ method: 'POST', url: '/admin/accounts', headers: { ...admin(), 'content-type': 'application/json' }, payload: '{' }),
+        await rt.app.inject({
+          method: 'POST',
+          url: '/admin/accounts',
+          headers: { ...admin(), 'content-type': 'application/json' },
+          payload: '{',
+        }),
         400,
         'validation.invalid_json',
       );
@@ -327,13 +522,30 @@ describe.each(STORE_KINDS)('authentication, request ids, admin API and events (%
       expectError(await post(keys, { environment: 'test', scopes: '*' }), 400, 'validation.invalid_field');
       expectError(await post(keys, { environment: 'test', scopes: ['*', '*'] }), 400, 'validation.invalid_field');
       expectError(await post(keys, { environment: 'test', scopes: ['*'], name: 'x' }), 400, 'validation.invalid_field');
-      expectError(await post('/admin/accounts/acc_doesnotexist/api-keys', { environment: 'test', scopes: ['*'] }), 404, 'account.not_found');
-      expectError(await rt.app.inject({ method: 'DELETE', url: '/admin/api-keys/key_doesnotexist', headers: admin() }), 404, 'api_key.not_found');
+      expectError(
+        await post('/admin/accounts/acc_doesnotexist/api-keys', { environment: 'test', scopes: ['*'] }),
+        404,
+        'account.not_found',
+      );
+      expectError(
+        await rt.app.inject({ method: 'DELETE', url: '/admin/api-keys/key_doesnotexist', headers: admin() }),
+        404,
+        'api_key.not_found',
+      );
       expectError(await post('/admin/accounts', { name: 'nul\u0000' }), 400, 'validation.invalid_field');
     });
 
     it('POST /admin/clock does not exist on a server with an explicit clock', async () => {
-      expectError(await rt.app.inject({ method: 'POST', url: '/admin/clock', headers: admin(), payload: { advance_seconds: 10 } }), 404, 'route.not_found');
+      expectError(
+        await rt.app.inject({
+          method: 'POST',
+          url: '/admin/clock',
+          headers: admin(),
+          payload: { advance_seconds: 10 },
+        }),
+        404,
+        'route.not_found',
+      );
     });
   });
 
@@ -381,7 +593,10 @@ describe.each(STORE_KINDS)('authentication, request ids, admin API and events (%
       });
       expect(denyEvent.data.decision).not.toHaveProperty('permit_token');
       const nfEvent = list.data[byDecision(nf.id)];
-      expect(nfEvent).toMatchObject({ type: 'decision.deny', data: { decision: { reason: 'policy.not_found', resource: null } } });
+      expect(nfEvent).toMatchObject({
+        type: 'decision.deny',
+        data: { decision: { reason: 'policy.not_found', resource: null } },
+      });
 
       const allowEvent = list.data[byDecision(allow.id)];
       expect(allowEvent.type).toBe('decision.allow');
@@ -394,12 +609,21 @@ describe.each(STORE_KINDS)('authentication, request ids, admin API and events (%
       const denies = json(await rt.call(rt.testKey, { method: 'GET', url: '/v1/events?type=decision.deny&limit=2' }));
       expect(denies.data.map((e: EventItem) => e.data.decision.id)).toEqual([nf.id, deny.id]);
       expect(denies.has_more).toBe(true);
-      const next = json(await rt.call(rt.testKey, { method: 'GET', url: `/v1/events?type=decision.deny&limit=100&starting_after=${denies.data[1].id}` }));
+      const next = json(
+        await rt.call(rt.testKey, {
+          method: 'GET',
+          url: `/v1/events?type=decision.deny&limit=100&starting_after=${denies.data[1].id}`,
+        }),
+      );
       expect(next.data.every((e: EventItem) => e.type === 'decision.deny')).toBe(true);
       expect(next.data.map((e: EventItem) => e.id)).not.toContain(denies.data[0].id);
       // An unknown type is a bad filter like any other (test/runtime/list-params.test.ts).
       for (const q of ['type=no.such_type', 'limit=0', 'limit=101', 'bogus=1'])
-        expectError(await rt.call(rt.testKey, { method: 'GET', url: `/v1/events?${q}` }), 400, 'validation.invalid_field');
+        expectError(
+          await rt.call(rt.testKey, { method: 'GET', url: `/v1/events?${q}` }),
+          400,
+          'validation.invalid_field',
+        );
     });
 
     it('GET /v1/events/:id; foreign, other-environment and unknown ids: 404 event.not_found', async () => {
@@ -411,9 +635,17 @@ describe.each(STORE_KINDS)('authentication, request ids, admin API and events (%
       expect(r.statusCode, r.body).toBe(200);
       expect(json(r)).toEqual(listed);
 
-      expectError(await rt.call(rt.otherKey, { method: 'GET', url: `/v1/events/${listed.id}` }), 404, 'event.not_found');
+      expectError(
+        await rt.call(rt.otherKey, { method: 'GET', url: `/v1/events/${listed.id}` }),
+        404,
+        'event.not_found',
+      );
       expectError(await rt.call(rt.liveKey, { method: 'GET', url: `/v1/events/${listed.id}` }), 404, 'event.not_found');
-      expectError(await rt.call(rt.testKey, { method: 'GET', url: '/v1/events/evt_doesnotexist' }), 404, 'event.not_found');
+      expectError(
+        await rt.call(rt.testKey, { method: 'GET', url: '/v1/events/evt_doesnotexist' }),
+        404,
+        'event.not_found',
+      );
       const other = json(await rt.call(rt.otherKey, { method: 'GET', url: '/v1/events?limit=100' }));
       expect(other.data.map((e: EventItem) => e.id)).not.toContain(listed.id);
       const otherDecision = json(await decide(rt.otherKey, { agent_id: agent('evt-other'), action: 'orders.read' }));
@@ -424,7 +656,11 @@ describe.each(STORE_KINDS)('authentication, request ids, admin API and events (%
 
       const noScope = await rt.keyWith(['decisions:read']);
       expectError(await rt.call(noScope, { method: 'GET', url: '/v1/events' }), 403, 'auth.scope_insufficient');
-      expectError(await rt.call(noScope, { method: 'GET', url: `/v1/events/${listed.id}` }), 403, 'auth.scope_insufficient');
+      expectError(
+        await rt.call(noScope, { method: 'GET', url: `/v1/events/${listed.id}` }),
+        403,
+        'auth.scope_insufficient',
+      );
       const eventsOnly = await rt.keyWith(['events:read']);
       expect((await rt.call(eventsOnly, { method: 'GET', url: `/v1/events/${listed.id}` })).statusCode).toBe(200);
     });
@@ -472,7 +708,10 @@ describe.each(STORE_KINDS)('operator API switches (%s)', (kind) => {
         }
       }
       // The rest of the API is unaffected.
-      expect((await server.app.inject({ method: 'GET', url: '/v1/decisions', headers: { authorization: `Bearer ${key}` } })).statusCode).toBe(200);
+      expect(
+        (await server.app.inject({ method: 'GET', url: '/v1/decisions', headers: { authorization: `Bearer ${key}` } }))
+          .statusCode,
+      ).toBe(200);
     } finally {
       await server.close();
     }
@@ -482,7 +721,11 @@ describe.each(STORE_KINDS)('operator API switches (%s)', (kind) => {
     await createAccount(store.sql, 'main', new Date()); // startRuntime on an existing store reuses the 'main' account
     const rt = await startRuntime(kind, { config: { adminToken: undefined }, store });
     try {
-      expectError(await rt.app.inject({ method: 'POST', url: '/admin/accounts', headers: admin(), payload: { name: 'x' } }), 404, 'route.not_found');
+      expectError(
+        await rt.app.inject({ method: 'POST', url: '/admin/accounts', headers: admin(), payload: { name: 'x' } }),
+        404,
+        'route.not_found',
+      );
       expect((await rt.call(rt.testKey, { method: 'GET', url: '/v1/decisions' })).statusCode).toBe(200);
     } finally {
       await rt.close();
@@ -496,17 +739,41 @@ describe.each(STORE_KINDS)('operator API switches (%s)', (kind) => {
       const inject = (method: 'GET' | 'POST', url: string, headers: Record<string, string>, payload?: object) =>
         app.inject({ method, url, headers, ...(payload ? { payload } : {}) });
       const acc = json(await inject('POST', '/admin/accounts', admin(), { name: 'clocked' }));
-      const key = json(await inject('POST', `/admin/accounts/${acc.id}/api-keys`, admin(), { environment: 'test', scopes: ['*'] })).key as string;
+      const key = json(
+        await inject('POST', `/admin/accounts/${acc.id}/api-keys`, admin(), { environment: 'test', scopes: ['*'] }),
+      ).key as string;
       const bearer = { authorization: `Bearer ${key}` };
-      const pol = await inject('POST', '/v1/policies', bearer, { name: 'clock-allow', effect: 'allow', actions: ['orders.read'] });
+      const pol = await inject('POST', '/v1/policies', bearer, {
+        name: 'clock-allow',
+        effect: 'allow',
+        actions: ['orders.read'],
+      });
       expect(pol.statusCode, pol.body).toBe(201);
-      const d = json(await inject('POST', '/v1/decisions', bearer, { agent_id: 'clock-agent', action: 'orders.read', ttl_seconds: 60 }));
+      const d = json(
+        await inject('POST', '/v1/decisions', bearer, {
+          agent_id: 'clock-agent',
+          action: 'orders.read',
+          ttl_seconds: 60,
+        }),
+      );
       expect(d).toMatchObject({ effect: 'allow', status: 'pending' });
 
-      expectError(await inject('POST', '/admin/clock', admin('wrong-token-0123456789'), { advance_seconds: 3600 }), 401, 'auth.invalid_admin_token');
-      expectError(await inject('POST', '/admin/clock', admin(), { advance_seconds: -5 }), 400, 'validation.invalid_field');
+      expectError(
+        await inject('POST', '/admin/clock', admin('wrong-token-0123456789'), { advance_seconds: 3600 }),
+        401,
+        'auth.invalid_admin_token',
+      );
+      expectError(
+        await inject('POST', '/admin/clock', admin(), { advance_seconds: -5 }),
+        400,
+        'validation.invalid_field',
+      );
       expectError(await inject('POST', '/admin/clock', admin(), {}), 400, 'validation.missing_field');
-      expectError(await inject('POST', '/admin/clock', admin(), { advance_seconds: '5' }), 400, 'validation.invalid_field');
+      expectError(
+        await inject('POST', '/admin/clock', admin(), { advance_seconds: '5' }),
+        400,
+        'validation.invalid_field',
+      );
 
       // The test clock is the system clock plus an offset: readings bracketed by the
       // wall clock's are exactly an hour ahead of them, however long the requests take.
@@ -529,7 +796,9 @@ describe.each(STORE_KINDS)('operator API switches (%s)', (kind) => {
       expectError(await inject('POST', `/v1/decisions/${d.id}/confirm`, bearer), 410, 'decision.expired');
       expect(json(await inject('GET', `/v1/decisions/${d.id}`, bearer)).status).toBe('expired');
       const wallLater = Date.now();
-      const later = json(await inject('POST', '/v1/decisions', bearer, { agent_id: 'clock-agent', action: 'orders.read' }));
+      const later = json(
+        await inject('POST', '/v1/decisions', bearer, { agent_id: 'clock-agent', action: 'orders.read' }),
+      );
       expect(Date.parse(later.evaluated_at)).toBeGreaterThanOrEqual(wallLater + 3600_000);
     } finally {
       await close();
@@ -540,14 +809,35 @@ describe.each(STORE_KINDS)('operator API switches (%s)', (kind) => {
     const plain = await serverWith({ AUTHZ_ADMIN_TOKEN: ADMIN_TOKEN });
     try {
       expect(plain.services.testClock).toBeNull();
-      expectError(await plain.app.inject({ method: 'POST', url: '/admin/clock', headers: admin(), payload: { advance_seconds: 1 } }), 404, 'route.not_found');
+      expectError(
+        await plain.app.inject({
+          method: 'POST',
+          url: '/admin/clock',
+          headers: admin(),
+          payload: { advance_seconds: 1 },
+        }),
+        404,
+        'route.not_found',
+      );
     } finally {
       await plain.close();
     }
-    const explicit = await serverWith({ AUTHZ_ADMIN_TOKEN: ADMIN_TOKEN, AUTHZ_TEST_CLOCK: '1' }, new ManualClock(Date.now()));
+    const explicit = await serverWith(
+      { AUTHZ_ADMIN_TOKEN: ADMIN_TOKEN, AUTHZ_TEST_CLOCK: '1' },
+      new ManualClock(Date.now()),
+    );
     try {
       expect(explicit.services.testClock).toBeNull();
-      expectError(await explicit.app.inject({ method: 'POST', url: '/admin/clock', headers: admin(), payload: { advance_seconds: 1 } }), 404, 'route.not_found');
+      expectError(
+        await explicit.app.inject({
+          method: 'POST',
+          url: '/admin/clock',
+          headers: admin(),
+          payload: { advance_seconds: 1 },
+        }),
+        404,
+        'route.not_found',
+      );
     } finally {
       await explicit.close();
     }

@@ -73,8 +73,10 @@ function todoPolicies() {
 describe.each(STORE_KINDS)('AuthZEN interop (%s)', (kind) => {
   let rt: TestRuntime;
   let principal: Principal;
-  const evaluation = (body: unknown, key = rt.testKey) => rt.call(key, { method: 'POST', url: '/access/v1/evaluation', payload: body as object });
-  const evaluations = (body: unknown, key = rt.testKey) => rt.call(key, { method: 'POST', url: '/access/v1/evaluations', payload: body as object });
+  const evaluation = (body: unknown, key = rt.testKey) =>
+    rt.call(key, { method: 'POST', url: '/access/v1/evaluation', payload: body as object });
+  const evaluations = (body: unknown, key = rt.testKey) =>
+    rt.call(key, { method: 'POST', url: '/access/v1/evaluations', payload: body as object });
   const ok = async (r: Promise<LightMyRequestResponse>) => {
     const answer = await r;
     expect(answer.statusCode, answer.body).toBe(200);
@@ -85,7 +87,9 @@ describe.each(STORE_KINDS)('AuthZEN interop (%s)', (kind) => {
     let count = 0;
     let after = '';
     for (;;) {
-      const page = await rt.getOk(`/v1/decisions?agent_id=${encodeURIComponent(agentId)}&limit=100${after ? `&starting_after=${after}` : ''}`);
+      const page = await rt.getOk(
+        `/v1/decisions?agent_id=${encodeURIComponent(agentId)}&limit=100${after ? `&starting_after=${after}` : ''}`,
+      );
       count += page.data.length;
       if (!page.has_more) return count;
       after = page.data.at(-1).id;
@@ -94,13 +98,24 @@ describe.each(STORE_KINDS)('AuthZEN interop (%s)', (kind) => {
   const todo = (user: User, name: string, owner?: User) => ({
     subject: { type: 'user', id: USERS[user].id },
     action: { name },
-    resource: { type: 'todo', id: `todo-${owner ?? 'none'}`, ...(owner ? { properties: { ownerID: USERS[owner].email } } : {}) },
+    resource: {
+      type: 'todo',
+      id: `todo-${owner ?? 'none'}`,
+      ...(owner ? { properties: { ownerID: USERS[owner].email } } : {}),
+    },
   });
 
   beforeAll(async () => {
     rt = await startRuntime(kind);
-    const [key] = await rt.store.sql<Array<{ id: string; scopes: string[] }>>`select id, scopes from api_keys where account_id = ${rt.accountId} and environment = 'test' limit 1`;
-    principal = { keyId: key!.id, accountId: rt.accountId, environment: 'test', scopes: key!.scopes as Principal['scopes'] };
+    const [key] = await rt.store.sql<
+      Array<{ id: string; scopes: string[] }>
+    >`select id, scopes from api_keys where account_id = ${rt.accountId} and environment = 'test' limit 1`;
+    principal = {
+      keyId: key!.id,
+      accountId: rt.accountId,
+      environment: 'test',
+      scopes: key!.scopes as Principal['scopes'],
+    };
   });
   afterAll(() => rt.close());
 
@@ -110,20 +125,42 @@ describe.each(STORE_KINDS)('AuthZEN interop (%s)', (kind) => {
     });
 
     it('without stored attributes only the always-true rule holds', async () => {
-      const stranger = { subject: { type: 'user', id: 'c3ViLW5vYm9keQ' }, action: { name: 'can_read_todos' }, resource: { type: 'todo', id: 'todo-1' } };
+      const stranger = {
+        subject: { type: 'user', id: 'c3ViLW5vYm9keQ' },
+        action: { name: 'can_read_todos' },
+        resource: { type: 'todo', id: 'todo-1' },
+      };
       expect((await ok(evaluation(stranger))).decision).toBe(false);
-      expect((await ok(evaluation({ ...stranger, action: { name: 'can_read_user' }, resource: { type: 'user', id: 'rick@the-citadel.com' } }))).decision).toBe(true);
+      expect(
+        (
+          await ok(
+            evaluation({
+              ...stranger,
+              action: { name: 'can_read_user' },
+              resource: { type: 'user', id: 'rick@the-citadel.com' },
+            }),
+          )
+        ).decision,
+      ).toBe(true);
     });
 
     it('decides every Todo permission of every user as the rules say, as single evaluations and as a batch', async () => {
       for (const [name, user] of Object.entries(USERS)) {
-        const r = await rt.call(rt.testKey, { method: 'PUT', url: `/v1/agents/${user.id}`, payload: { attributes: { name, email: user.email, roles: user.roles } } });
+        const r = await rt.call(rt.testKey, {
+          method: 'PUT',
+          url: `/v1/agents/${user.id}`,
+          payload: { attributes: { name, email: user.email, roles: user.roles } },
+        });
         expect(r.statusCode, r.body).toBe(200);
       }
       for (const user of Object.keys(USERS) as User[]) {
         const other: User = user === 'rick' ? 'morty' : 'rick';
         const requests = [
-          { subject: { type: 'user', id: USERS[user].id }, action: { name: 'can_read_user' }, resource: { type: 'user', id: USERS[other].email } },
+          {
+            subject: { type: 'user', id: USERS[user].id },
+            action: { name: 'can_read_user' },
+            resource: { type: 'user', id: USERS[other].email },
+          },
           todo(user, 'can_read_todos'),
           todo(user, 'can_create_todo'),
           todo(user, 'can_update_todo', user),
@@ -135,7 +172,9 @@ describe.each(STORE_KINDS)('AuthZEN interop (%s)', (kind) => {
         for (const request of requests) single.push((await ok(evaluation(request))).decision);
         expect(single, user).toEqual(TODO_EXPECTED[user]);
         // The same as one batch, with the subject as the default.
-        const batch = await ok(evaluations({ subject: requests[0]!.subject, evaluations: requests.map(({ subject: _s, ...rest }) => rest) }));
+        const batch = await ok(
+          evaluations({ subject: requests[0]!.subject, evaluations: requests.map(({ subject: _s, ...rest }) => rest) }),
+        );
         expect(
           batch.evaluations.map((e: EvaluationItem) => e.decision),
           user,
@@ -147,15 +186,34 @@ describe.each(STORE_KINDS)('AuthZEN interop (%s)', (kind) => {
       const answer = await ok(evaluation(todo('morty', 'can_update_todo', 'morty')));
       expect(answer).toMatchObject({ decision: true, context: { effect: 'allow', reason: 'policy.matched' } });
       const row = await rt.services.decisions.get(principal, answer.context.id);
-      expect(row).toMatchObject({ agent_id: USERS.morty.id, action: 'authzen.can_update_todo', resource: 'todo:todo-morty', policy_id: 'pol_todo_change_own' });
-      expect(row.context).toEqual({ subject: {}, action: { name: 'can_update_todo' }, resource: { ownerID: USERS.morty.email } });
+      expect(row).toMatchObject({
+        agent_id: USERS.morty.id,
+        action: 'authzen.can_update_todo',
+        resource: 'todo:todo-morty',
+        policy_id: 'pol_todo_change_own',
+      });
+      expect(row.context).toEqual({
+        subject: {},
+        action: { name: 'can_update_todo' },
+        resource: { ownerID: USERS.morty.email },
+      });
     });
 
     it("answers the gateway's route checks (HTTP methods as actions) as the rules say", async () => {
       for (const user of Object.keys(USERS) as User[]) {
         const got = [];
         for (const [method, route] of ROUTES) {
-          got.push((await ok(evaluation({ subject: { type: 'identity', id: USERS[user].id }, action: { name: method }, resource: { type: 'route', id: route } }))).decision);
+          got.push(
+            (
+              await ok(
+                evaluation({
+                  subject: { type: 'identity', id: USERS[user].id },
+                  action: { name: method },
+                  resource: { type: 'route', id: route },
+                }),
+              )
+            ).decision,
+          );
         }
         expect(got, user).toEqual(GATEWAY_EXPECTED[user]);
       }
@@ -165,10 +223,15 @@ describe.each(STORE_KINDS)('AuthZEN interop (%s)', (kind) => {
 
     it("keeps the subject's properties in context.subject: they do not change the stored attributes", async () => {
       // Beth claims to be an admin in the request: the stored roles decide.
-      const claim = { ...todo('beth', 'can_delete_todo', 'rick'), subject: { type: 'user', id: USERS.beth.id, properties: { roles: ['admin'] } } };
+      const claim = {
+        ...todo('beth', 'can_delete_todo', 'rick'),
+        subject: { type: 'user', id: USERS.beth.id, properties: { roles: ['admin'] } },
+      };
       const answer = await ok(evaluation(claim));
       expect(answer.decision).toBe(false);
-      expect((await rt.services.decisions.get(principal, answer.context.id)).context).toMatchObject({ subject: { roles: ['admin'] } });
+      expect((await rt.services.decisions.get(principal, answer.context.id)).context).toMatchObject({
+        subject: { roles: ['admin'] },
+      });
       expect((await rt.getOk(`/v1/agents/${USERS.beth.id}`)).attributes.roles).toEqual(['viewer']);
     });
   });
@@ -191,32 +254,58 @@ describe.each(STORE_KINDS)('AuthZEN interop (%s)', (kind) => {
 
     it('execute_all (the default) decides every entry', async () => {
       const before = await decisionCount(a);
-      expect(decisions(await ok(evaluations(batch([entry('o1'), entry('i1'), entry('o2'), entry('i2')]))))).toEqual([true, false, true, false]);
+      expect(decisions(await ok(evaluations(batch([entry('o1'), entry('i1'), entry('o2'), entry('i2')]))))).toEqual([
+        true,
+        false,
+        true,
+        false,
+      ]);
       expect(decisions(await ok(evaluations(batch([entry('o1'), entry('i1')], 'execute_all'))))).toEqual([true, false]);
       expect(await decisionCount(a)).toBe(before + 6);
     });
 
     it('deny_on_first_deny stops at the first deny (a failed entry counts as one) and answers up to it', async () => {
       const before = await decisionCount(a);
-      expect(decisions(await ok(evaluations(batch([entry('o1'), entry('i1'), entry('o2'), entry('i2')], 'deny_on_first_deny'))))).toEqual([true, false]);
+      expect(
+        decisions(
+          await ok(evaluations(batch([entry('o1'), entry('i1'), entry('o2'), entry('i2')], 'deny_on_first_deny'))),
+        ),
+      ).toEqual([true, false]);
       const failed = await ok(evaluations(batch([entry('o1'), bad, entry('o2')], 'deny_on_first_deny')));
       expect(failed.evaluations).toEqual([
         expect.objectContaining({ decision: true }),
-        { decision: false, context: { error: { code: 'validation.invalid_action', message: expect.stringContaining('200') } } },
+        {
+          decision: false,
+          context: { error: { code: 'validation.invalid_action', message: expect.stringContaining('200') } },
+        },
       ]);
       // Nothing denies: every entry is answered.
-      expect(decisions(await ok(evaluations(batch([entry('o1'), entry('o2')], 'deny_on_first_deny'))))).toEqual([true, true]);
+      expect(decisions(await ok(evaluations(batch([entry('o1'), entry('o2')], 'deny_on_first_deny'))))).toEqual([
+        true,
+        true,
+      ]);
       // Only what was decided is stored: 2 + 1 + 2.
       expect(await decisionCount(a)).toBe(before + 5);
     });
 
     it('permit_on_first_permit stops at the first permit and answers up to it', async () => {
       const before = await decisionCount(a);
-      expect(decisions(await ok(evaluations(batch([entry('i1'), entry('i2'), entry('o1'), entry('i3'), entry('o2')], 'permit_on_first_permit'))))).toEqual([false, false, true]);
+      expect(
+        decisions(
+          await ok(
+            evaluations(
+              batch([entry('i1'), entry('i2'), entry('o1'), entry('i3'), entry('o2')], 'permit_on_first_permit'),
+            ),
+          ),
+        ),
+      ).toEqual([false, false, true]);
       const failedFirst = await ok(evaluations(batch([bad, entry('o1'), entry('o2')], 'permit_on_first_permit')));
       expect(decisions(failedFirst)).toEqual([false, true]);
       expect(failedFirst.evaluations[0].context.error.code).toBe('validation.invalid_action');
-      expect(decisions(await ok(evaluations(batch([entry('i1'), entry('i2')], 'permit_on_first_permit'))))).toEqual([false, false]);
+      expect(decisions(await ok(evaluations(batch([entry('i1'), entry('i2')], 'permit_on_first_permit'))))).toEqual([
+        false,
+        false,
+      ]);
       expect(await decisionCount(a)).toBe(before + 3 + 1 + 2);
     });
 
@@ -226,14 +315,28 @@ describe.each(STORE_KINDS)('AuthZEN interop (%s)', (kind) => {
         const error = expectError(await evaluations(batch([entry('o1')], semantic)), 400, 'validation.invalid_field');
         expect(JSON.stringify(error)).toContain('evaluations_semantic');
       }
-      expectError(await evaluations({ ...batch([entry('o1')]), options: { evaluations_semantic: 3 } }), 400, 'validation.invalid_field');
+      expectError(
+        await evaluations({ ...batch([entry('o1')]), options: { evaluations_semantic: 3 } }),
+        400,
+        'validation.invalid_field',
+      );
       expect(await decisionCount(a)).toBe(before);
     });
 
     it('answers an empty evaluations array as one evaluation of the top-level request, in the single form', async () => {
       const answer = await ok(evaluations({ ...batch([]), resource: { type: 'order', id: 'o9' } }));
-      expect(answer).toEqual({ decision: true, context: { id: expect.stringMatching(/^dec_/), effect: 'allow', reason: 'policy.matched', permit_token: expect.any(String) } });
-      expect(await ok(evaluations({ ...batch([], 'deny_on_first_deny'), resource: { type: 'invoice', id: 'i9' } }))).toMatchObject({
+      expect(answer).toEqual({
+        decision: true,
+        context: {
+          id: expect.stringMatching(/^dec_/),
+          effect: 'allow',
+          reason: 'policy.matched',
+          permit_token: expect.any(String),
+        },
+      });
+      expect(
+        await ok(evaluations({ ...batch([], 'deny_on_first_deny'), resource: { type: 'invoice', id: 'i9' } })),
+      ).toMatchObject({
         decision: false,
         context: { effect: 'deny' },
       });
@@ -246,13 +349,21 @@ describe.each(STORE_KINDS)('AuthZEN interop (%s)', (kind) => {
       const hundred = await ok(evaluations(batch(Array.from({ length: 100 }, (_, i) => entry(`o${i}`)))));
       expect(hundred.evaluations).toHaveLength(100);
       expect(hundred.evaluations.every((e: EvaluationItem) => e.decision === true)).toBe(true);
-      expectError(await evaluations(batch(Array.from({ length: 101 }, (_, i) => entry(`o${i}`)))), 400, 'validation.invalid_field');
+      expectError(
+        await evaluations(batch(Array.from({ length: 101 }, (_, i) => entry(`o${i}`)))),
+        400,
+        'validation.invalid_field',
+      );
       // 100 decided, none of the 101.
       expect(await decisionCount(a)).toBe(before + 100);
     });
 
     it('answers 400 validation.invalid_json for any body that is not a JSON object, whatever its Content-Type; never 415', async () => {
-      const valid = JSON.stringify({ subject: { type: 'agent', id: a }, action: { name: 'orders.read' }, resource: { type: 'order', id: 'o1' } });
+      const valid = JSON.stringify({
+        subject: { type: 'agent', id: a },
+        action: { name: 'orders.read' },
+        resource: { type: 'order', id: 'o1' },
+      });
       const bodies: Array<[string | undefined, string | undefined]> = [
         ['text/plain', 'subject=agent'],
         ['application/x-www-form-urlencoded', 'subject=agent&action=read'],
@@ -281,14 +392,24 @@ describe.each(STORE_KINDS)('AuthZEN interop (%s)', (kind) => {
         }
         // A JSON object is read whatever the Content-Type said.
         for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'application/json; charset=utf-8']) {
-          const r = await rt.app.inject({ method: 'POST', url, headers: { authorization: `Bearer ${rt.testKey}`, 'content-type': type }, payload: valid });
+          const r = await rt.app.inject({
+            method: 'POST',
+            url,
+            headers: { authorization: `Bearer ${rt.testKey}`, 'content-type': type },
+            payload: valid,
+          });
           expect(r.statusCode, `${url} ${type}: ${r.body}`).toBe(200);
           expect(json(r).decision).toBe(true);
         }
       }
       expect(await decisionCount(a)).toBe(before + 6);
       // The service's own routes keep refusing other media types.
-      const own = await rt.app.inject({ method: 'POST', url: '/v1/decisions', headers: { authorization: `Bearer ${rt.testKey}`, 'content-type': 'text/plain' }, payload: '{}' });
+      const own = await rt.app.inject({
+        method: 'POST',
+        url: '/v1/decisions',
+        headers: { authorization: `Bearer ${rt.testKey}`, 'content-type': 'text/plain' },
+        payload: '{}',
+      });
       expectError(own, 415, 'validation.unsupported_media_type');
     });
 
@@ -316,13 +437,21 @@ describe.each(STORE_KINDS)('AuthZEN interop (%s)', (kind) => {
           options: { evaluations_semantic: 'execute_all', _note: 'options' },
           evaluations: [
             { _note: 'entry', resource: { type: 'order', id: 'o2', _note: 'entry resource' } },
-            { subject: { type: 'agent', id: a, extra: 1 }, action: { name: 'orders.read', extra: [1] }, resource: { type: 'invoice', id: 'i1', extra: {} } },
+            {
+              subject: { type: 'agent', id: a, extra: 1 },
+              action: { name: 'orders.read', extra: [1] },
+              resource: { type: 'invoice', id: 'i1', extra: {} },
+            },
           ],
         }),
       );
       expect(decisions(many)).toEqual([true, false]);
       // POST /v1/decisions is the service's own API: unknown fields stay refused.
-      const own = await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: a, action: 'orders.read', _note: 'x' } });
+      const own = await rt.call(rt.testKey, {
+        method: 'POST',
+        url: '/v1/decisions',
+        payload: { agent_id: a, action: 'orders.read', _note: 'x' },
+      });
       expectError(own, 400, 'validation.invalid_field');
     });
   });

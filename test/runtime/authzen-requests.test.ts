@@ -29,7 +29,8 @@ describe.each(STORE_KINDS)('AuthZEN access requests (%s store)', (kind) => {
   let reviewer: string;
   let n = 0;
 
-  const post = (key: string, url: string, payload: unknown) => rt.call(key, { method: 'POST', url, payload: payload as Json });
+  const post = (key: string, url: string, payload: unknown) =>
+    rt.call(key, { method: 'POST', url, payload: payload as Json });
   const evaluation = (agent: string, action: string, resource: string, context: Json = {}) => ({
     subject: { type: 'agent', id: agent },
     action: { name: action },
@@ -43,7 +44,11 @@ describe.each(STORE_KINDS)('AuthZEN access requests (%s store)', (kind) => {
   };
   /** The access request for a denial as the gateway builds it from the answer. */
   const requestFor = (denial: Json, context?: Json) => ({
-    denial: { evaluation_id: denial.context.evaluation_id, expires_at: denial.context.access_request.expires_at, reason: denial.context.reason },
+    denial: {
+      evaluation_id: denial.context.evaluation_id,
+      expires_at: denial.context.access_request.expires_at,
+      reason: denial.context.reason,
+    },
     ...(context ? { context } : {}),
   });
   const statusPath = (id: string) => `/access/v1/requests/${id}`;
@@ -72,8 +77,18 @@ describe.each(STORE_KINDS)('AuthZEN access requests (%s store)', (kind) => {
     requester = await rt.keyWith(['decisions:write']);
     reviewer = await rt.keyWith(['reviews:read', 'reviews:write', 'decisions:read']);
     await rt.setPolicies([
-      { id: 'pol_publish', effect: 'review', actions: ['authzen.can_publish', 'authzen.can_delete'], approval: { required: true, timeout_seconds: TIMEOUT } },
-      { id: 'pol_archive', effect: 'review', actions: ['authzen.can_archive'], approval: { required: true, timeout_seconds: TIMEOUT } },
+      {
+        id: 'pol_publish',
+        effect: 'review',
+        actions: ['authzen.can_publish', 'authzen.can_delete'],
+        approval: { required: true, timeout_seconds: TIMEOUT },
+      },
+      {
+        id: 'pol_archive',
+        effect: 'review',
+        actions: ['authzen.can_archive'],
+        approval: { required: true, timeout_seconds: TIMEOUT },
+      },
       { id: 'pol_comment', effect: 'review', actions: ['authzen.can_comment'] },
       { id: 'pol_read', effect: 'allow', actions: ['authzen.can_read'] },
     ]);
@@ -99,10 +114,17 @@ describe.each(STORE_KINDS)('AuthZEN access requests (%s store)', (kind) => {
     });
     // Stored as any review awaiting approval: reason policy.matched, no request yet.
     const stored = await rt.getOk(`/v1/decisions/${id}`);
-    expect(stored).toMatchObject({ reason: 'policy.matched', status: 'awaiting_approval', approval_expires_at: deadline });
+    expect(stored).toMatchObject({
+      reason: 'policy.matched',
+      status: 'awaiting_approval',
+      approval_expires_at: deadline,
+    });
     expect(stored.review).not.toHaveProperty('request_context');
     // No task before a request is submitted.
-    expect(errorOf(await rt.call(reviewer, { method: 'GET', url: statusPath(id) }))).toEqual([404, 'decision.not_found']);
+    expect(errorOf(await rt.call(reviewer, { method: 'GET', url: statusPath(id) }))).toEqual([
+      404,
+      'decision.not_found',
+    ]);
 
     // The gateway submits (members the service does not use are ignored).
     const submitted = await post(requester, '/access/v1/requests', {
@@ -114,18 +136,31 @@ describe.each(STORE_KINDS)('AuthZEN access requests (%s store)', (kind) => {
     const task = { id, status: 'pending', status_endpoint: `${BASE_URL}/access/v1/requests/${id}` };
     expect(json(submitted)).toEqual({ task });
     expect(submitted.headers.location).toBe(task.status_endpoint);
-    expect((await rt.getOk(`/v1/decisions/${id}`)).review.request_context).toEqual({ justification: 'month-end close', ticket: 'FIN-7' });
+    expect((await rt.getOk(`/v1/decisions/${id}`)).review.request_context).toEqual({
+      justification: 'month-end close',
+      ticket: 'FIN-7',
+    });
 
     // A repeat: 200, the same task; the first request's context stays.
-    const again = await post(requester, '/access/v1/requests', requestFor(denial, { justification: 'changed my mind' }));
+    const again = await post(
+      requester,
+      '/access/v1/requests',
+      requestFor(denial, { justification: 'changed my mind' }),
+    );
     expect(again.statusCode, again.body).toBe(200);
     expect(json(again)).toEqual({ task });
-    expect((await rt.getOk(`/v1/decisions/${id}`)).review.request_context).toEqual({ justification: 'month-end close', ticket: 'FIN-7' });
+    expect((await rt.getOk(`/v1/decisions/${id}`)).review.request_context).toEqual({
+      justification: 'month-end close',
+      ticket: 'FIN-7',
+    });
 
     // Polling: any key of the account with decisions:read or decisions:write; pending meanwhile.
     expect(await poll(id, reviewer)).toEqual({ task });
     expect(await poll(id, requester)).toEqual({ task });
-    expect(errorOf(await rt.call(await rt.keyWith(['reviews:read']), { method: 'GET', url: statusPath(id) }))).toEqual([403, 'auth.scope_insufficient']);
+    expect(errorOf(await rt.call(await rt.keyWith(['reviews:read']), { method: 'GET', url: statusPath(id) }))).toEqual([
+      403,
+      'auth.scope_insufficient',
+    ]);
 
     // The reviewer approves on the review route; the task says approved, with the approval.
     rt.clock.advance(30);
@@ -133,17 +168,29 @@ describe.each(STORE_KINDS)('AuthZEN access requests (%s store)', (kind) => {
     const approvedAt = new Date(rt.clock.now()).toISOString();
     const until = new Date(rt.clock.now() + 300 * 1000).toISOString();
     const done = await poll(id);
-    expect(done).toEqual({ task: { ...task, status: 'approved' }, result: { mode: 'reevaluate', approval: { id, approved_at: approvedAt, approved_until: until } } });
+    expect(done).toEqual({
+      task: { ...task, status: 'approved' },
+      result: { mode: 'reevaluate', approval: { id, approved_at: approvedAt, approved_until: until } },
+    });
 
     // Re-evaluation with the approval unchanged: the approved decision answers, with a permit; no new decision.
     const before = (await rt.getOk(`/v1/decisions?agent_id=${bot}`)).data.length;
     const allowed = await evaluate({ ...body, context: { ...body.context, approval: done.result.approval } });
     expect(allowed).toEqual({
       decision: true,
-      context: { id, effect: 'review', reason: 'policy.matched', permit_token: expect.any(String), approval: done.result.approval },
+      context: {
+        id,
+        effect: 'review',
+        reason: 'policy.matched',
+        permit_token: expect.any(String),
+        approval: done.result.approval,
+      },
     });
     expect((await rt.getOk(`/v1/decisions?agent_id=${bot}`)).data.length).toBe(before);
-    expect(await rt.getOk(`/v1/decisions/${id}`)).toMatchObject({ status: 'confirmed', review: { status: 'approved', reviewer: 'rita' } });
+    expect(await rt.getOk(`/v1/decisions/${id}`)).toMatchObject({
+      status: 'confirmed',
+      review: { status: 'approved', reviewer: 'rita' },
+    });
     const verified = await post(rt.testKey, '/v1/permits/verify', { token: allowed.context.permit_token });
     expect(verified.statusCode, verified.body).toBe(200);
     expect(json(verified)).toMatchObject({ valid: true, claims: { dec: id, sub: bot } });
@@ -152,7 +199,10 @@ describe.each(STORE_KINDS)('AuthZEN access requests (%s store)', (kind) => {
 
     // A second use of the confirmed approval is ignored: decided as any other, a new review awaiting approval.
     const second = await evaluate({ ...body, context: { ...body.context, approval: done.result.approval } });
-    expect(second).toMatchObject({ decision: false, context: { effect: 'review', reason: 'approval_required', status: 'awaiting_approval' } });
+    expect(second).toMatchObject({
+      decision: false,
+      context: { effect: 'review', reason: 'approval_required', status: 'awaiting_approval' },
+    });
     expect(second.context.id).not.toBe(id);
     expect(second.context.permit_token).toBeUndefined();
     expect((await rt.getOk(`/v1/decisions?agent_id=${bot}`)).data.length).toBe(before + 1);
@@ -163,7 +213,10 @@ describe.each(STORE_KINDS)('AuthZEN access requests (%s store)', (kind) => {
     const approval = await approved(bot, '10', { amount: 7 });
     const asNew = async (body: Json) => {
       const answer = await evaluate(body);
-      expect(answer).toMatchObject({ decision: false, context: { reason: 'approval_required', status: 'awaiting_approval' } });
+      expect(answer).toMatchObject({
+        decision: false,
+        context: { reason: 'approval_required', status: 'awaiting_approval' },
+      });
       expect(answer.context.id).not.toBe(approval.id);
       expect(answer.context.evaluation_id).toBe(answer.context.id);
     };
@@ -172,13 +225,23 @@ describe.each(STORE_KINDS)('AuthZEN access requests (%s store)', (kind) => {
     await asNew(evaluation(bot, 'can_publish', '10', { amount: 8, approval }));
     await asNew(evaluation(agent(), 'can_publish', '10', { amount: 7, approval }));
     // An unknown approval id, or no id: decided as any other too.
-    await asNew(evaluation(bot, 'can_publish', '10', { amount: 7, approval: { id: 'dec_nothing_here', approved_until: approval.approved_until } }));
+    await asNew(
+      evaluation(bot, 'can_publish', '10', {
+        amount: 7,
+        approval: { id: 'dec_nothing_here', approved_until: approval.approved_until },
+      }),
+    );
     await asNew(evaluation(bot, 'can_publish', '10', { amount: 7, approval: 'yes' }));
     expect((await rt.getOk(`/v1/decisions/${approval.id}`)).status).toBe('pending');
     // The request it was approved for still gets it (in a batch too).
-    const r = await post(requester, '/access/v1/evaluations', { evaluations: [evaluation(bot, 'can_publish', '10', { amount: 7, approval })] });
+    const r = await post(requester, '/access/v1/evaluations', {
+      evaluations: [evaluation(bot, 'can_publish', '10', { amount: 7, approval })],
+    });
     expect(r.statusCode, r.body).toBe(200);
-    expect(json(r).evaluations[0]).toMatchObject({ decision: true, context: { id: approval.id, permit_token: expect.any(String), approval } });
+    expect(json(r).evaluations[0]).toMatchObject({
+      decision: true,
+      context: { id: approval.id, permit_token: expect.any(String), approval },
+    });
     expect((await rt.getOk(`/v1/decisions/${approval.id}`)).status).toBe('confirmed');
   });
 
@@ -194,7 +257,10 @@ describe.each(STORE_KINDS)('AuthZEN access requests (%s store)', (kind) => {
     expect((await rt.getOk(`/v1/decisions/${approval.id}`)).status).toBe('pending');
     // Restored before approved_until: the approval applies again.
     expect((await rt.call(rt.testKey, { method: 'POST', url: `/v1/agents/${bot}/restore` })).statusCode).toBe(200);
-    expect(await evaluate(body)).toMatchObject({ decision: true, context: { id: approval.id, permit_token: expect.any(String) } });
+    expect(await evaluate(body)).toMatchObject({
+      decision: true,
+      context: { id: approval.id, permit_token: expect.any(String) },
+    });
 
     // The policy that asked for the approval deleted: decided as any other (no policy now: a deny).
     const other = agent();
@@ -223,13 +289,20 @@ describe.each(STORE_KINDS)('AuthZEN access requests (%s store)', (kind) => {
     const late = await evaluate(evaluation(bot, 'can_publish', '20'));
     // The body's expires_at is not trusted: a past one is taken while the decision's deadline has not come ...
     const early = await evaluate(evaluation(bot, 'can_publish', '21'));
-    const r = await post(requester, '/access/v1/requests', { denial: { ...requestFor(early).denial, expires_at: '2000-01-01T00:00:00Z' } });
+    const r = await post(requester, '/access/v1/requests', {
+      denial: { ...requestFor(early).denial, expires_at: '2000-01-01T00:00:00Z' },
+    });
     expect(r.statusCode, r.body).toBe(201);
     // ... and a future one does not help after it.
     rt.clock.advance(TIMEOUT);
-    const expired = await post(requester, '/access/v1/requests', { denial: { ...requestFor(late).denial, expires_at: '2100-01-01T00:00:00Z' } });
+    const expired = await post(requester, '/access/v1/requests', {
+      denial: { ...requestFor(late).denial, expires_at: '2100-01-01T00:00:00Z' },
+    });
     expect(errorOf(expired)).toEqual([410, 'decision.expired']);
-    expect(errorOf(await rt.call(reviewer, { method: 'GET', url: statusPath(late.context.id) }))).toEqual([404, 'decision.not_found']);
+    expect(errorOf(await rt.call(reviewer, { method: 'GET', url: statusPath(late.context.id) }))).toEqual([
+      404,
+      'decision.not_found',
+    ]);
 
     // An allow, and a review after the fact (no approval asked): never awaited approval.
     for (const action of ['can_read', 'can_comment']) {
@@ -241,27 +314,49 @@ describe.each(STORE_KINDS)('AuthZEN access requests (%s store)', (kind) => {
       });
       expect(errorOf(refused)).toEqual([409, 'decision.not_reviewable']);
     }
-    expect(errorOf(await post(requester, '/access/v1/requests', { denial: { evaluation_id: 'dec_made_up' } }))).toEqual([404, 'decision.not_found']);
+    expect(errorOf(await post(requester, '/access/v1/requests', { denial: { evaluation_id: 'dec_made_up' } }))).toEqual(
+      [404, 'decision.not_found'],
+    );
     expect((await post(requester, '/access/v1/requests', { context: {} })).statusCode).toBe(400);
-    expect(errorOf(await rt.call(requester, { method: 'POST', url: '/access/v1/requests', payload: '[1]', headers: { 'content-type': 'application/json' } }))).toEqual([
-      400,
-      'validation.invalid_json',
-    ]);
+    expect(
+      errorOf(
+        await rt.call(requester, {
+          method: 'POST',
+          url: '/access/v1/requests',
+          payload: '[1]',
+          headers: { 'content-type': 'application/json' },
+        }),
+      ),
+    ).toEqual([400, 'validation.invalid_json']);
   });
 
   it('answers denied for a refused review and expired for a timed-out one', async () => {
     const bot = agent();
     const refused = await evaluate(evaluation(bot, 'can_publish', '30'));
     const waiting = await evaluate(evaluation(bot, 'can_publish', '31'));
-    for (const d of [refused, waiting]) expect((await post(requester, '/access/v1/requests', requestFor(d))).statusCode).toBe(201);
+    for (const d of [refused, waiting])
+      expect((await post(requester, '/access/v1/requests', requestFor(d))).statusCode).toBe(201);
     await review(refused.context.id, 'deny');
-    expect(await poll(refused.context.id)).toEqual({ task: { id: refused.context.id, status: 'denied', status_endpoint: `${BASE_URL}/access/v1/requests/${refused.context.id}` } });
+    expect(await poll(refused.context.id)).toEqual({
+      task: {
+        id: refused.context.id,
+        status: 'denied',
+        status_endpoint: `${BASE_URL}/access/v1/requests/${refused.context.id}`,
+      },
+    });
     expect((await poll(waiting.context.id)).task.status).toBe('pending');
     rt.clock.advance(TIMEOUT);
     expect(await poll(waiting.context.id)).toEqual({
-      task: { id: waiting.context.id, status: 'expired', status_endpoint: `${BASE_URL}/access/v1/requests/${waiting.context.id}` },
+      task: {
+        id: waiting.context.id,
+        status: 'expired',
+        status_endpoint: `${BASE_URL}/access/v1/requests/${waiting.context.id}`,
+      },
     });
-    expect(await rt.getOk(`/v1/decisions/${waiting.context.id}`)).toMatchObject({ effect: 'deny', reason: 'review.timeout' });
+    expect(await rt.getOk(`/v1/decisions/${waiting.context.id}`)).toMatchObject({
+      effect: 'deny',
+      reason: 'review.timeout',
+    });
     // A repeat of either answers its task as it is now.
     const repeat = await post(requester, '/access/v1/requests', requestFor(refused));
     expect(repeat.statusCode).toBe(200);
@@ -274,17 +369,33 @@ describe.each(STORE_KINDS)('AuthZEN access requests (%s store)', (kind) => {
     const id = denial.context.id as string;
     // Another key of the account (the reviewer's has no decisions:write; one with it) cannot submit for it.
     const otherGateway = await rt.keyWith(['decisions:write']);
-    expect(errorOf(await post(otherGateway, '/access/v1/requests', requestFor(denial)))).toEqual([404, 'decision.not_found']);
-    expect(errorOf(await post(rt.otherKey, '/access/v1/requests', requestFor(denial)))).toEqual([404, 'decision.not_found']);
+    expect(errorOf(await post(otherGateway, '/access/v1/requests', requestFor(denial)))).toEqual([
+      404,
+      'decision.not_found',
+    ]);
+    expect(errorOf(await post(rt.otherKey, '/access/v1/requests', requestFor(denial)))).toEqual([
+      404,
+      'decision.not_found',
+    ]);
     expect((await post(requester, '/access/v1/requests', requestFor(denial))).statusCode).toBe(201);
     expect((await poll(id, otherGateway)).task.id).toBe(id);
     // Another account, or the live environment of the same account: not found.
-    expect(errorOf(await rt.call(rt.otherKey, { method: 'GET', url: statusPath(id) }))).toEqual([404, 'decision.not_found']);
-    expect(errorOf(await rt.call(rt.liveKey, { method: 'GET', url: statusPath(id) }))).toEqual([404, 'decision.not_found']);
+    expect(errorOf(await rt.call(rt.otherKey, { method: 'GET', url: statusPath(id) }))).toEqual([
+      404,
+      'decision.not_found',
+    ]);
+    expect(errorOf(await rt.call(rt.liveKey, { method: 'GET', url: statusPath(id) }))).toEqual([
+      404,
+      'decision.not_found',
+    ]);
     // Its approval is ignored there: another account's evaluation with it is decided as any other (a deny: no policies there).
     await review(id, 'approve');
     const approval = (await poll(id)).result.approval;
-    const elsewhere = await post(rt.otherKey, '/access/v1/evaluation', evaluation(bot, 'can_publish', '40', { approval }));
+    const elsewhere = await post(
+      rt.otherKey,
+      '/access/v1/evaluation',
+      evaluation(bot, 'can_publish', '40', { approval }),
+    );
     expect(elsewhere.statusCode, elsewhere.body).toBe(200);
     expect(json(elsewhere).decision).toBe(false);
     expect(json(elsewhere).context.id).not.toBe(id);

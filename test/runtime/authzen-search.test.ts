@@ -16,21 +16,40 @@ const ROLES = "contains(agent.attributes.roles, 'viewer') || contains(agent.attr
 
 describe.each(STORE_KINDS)('AuthZEN search (%s)', (kind) => {
   let rt: TestRuntime;
-  const post = (url: string, body: unknown, key = rt.testKey) => rt.call(key, { method: 'POST', url, payload: body as object });
+  const post = (url: string, body: unknown, key = rt.testKey) =>
+    rt.call(key, { method: 'POST', url, payload: body as object });
   const ok = async (url: string, body: unknown) => {
     const r = await post(url, body);
     expect(r.statusCode, r.body).toBe(200);
     return json(r);
   };
-  const subjects = { subject: { type: 'user' }, action: { name: 'can_read_todos' }, resource: { type: 'todo', id: '1' } };
+  const subjects = {
+    subject: { type: 'user' },
+    action: { name: 'can_read_todos' },
+    resource: { type: 'todo', id: '1' },
+  };
   const decisionCount = async () => (await rt.getOk('/v1/decisions?limit=100')).data.length as number;
 
   beforeAll(async () => {
     rt = await startRuntime(kind, { config: { baseUrl: 'https://pdp.example.test' } });
     await rt.setPolicies([
-      { id: 'pol_read', effect: 'allow', agents: ['*'], actions: ['authzen.can_read_todos'], resources: ['todo:*'], condition: ROLES, rate_limit: { per_minute: 1 } },
+      {
+        id: 'pol_read',
+        effect: 'allow',
+        agents: ['*'],
+        actions: ['authzen.can_read_todos'],
+        resources: ['todo:*'],
+        condition: ROLES,
+        rate_limit: { per_minute: 1 },
+      },
       { id: 'pol_comment', effect: 'review', agents: ['*'], actions: ['authzen.can_comment'] },
-      { id: 'pol_publish', effect: 'review', agents: ['*'], actions: ['authzen.can_publish'], approval: { required: true } },
+      {
+        id: 'pol_publish',
+        effect: 'review',
+        agents: ['*'],
+        actions: ['authzen.can_publish'],
+        approval: { required: true },
+      },
       { id: 'pol_reports', effect: 'allow', agents: ['*'], actions: ['reports.*'] },
       { id: 'pol_purge', effect: 'deny', agents: ['*'], actions: ['authzen.can_purge'] },
       { id: 'pol_off', effect: 'allow', state: 'disabled', agents: ['*'], actions: ['authzen.can_archive'] },
@@ -43,7 +62,11 @@ describe.each(STORE_KINDS)('AuthZEN search (%s)', (kind) => {
       ['u-eve', ['viewer']],
     ];
     for (const [id, roles] of people) {
-      const r = await rt.call(rt.testKey, { method: 'PUT', url: `/v1/agents/${id}`, payload: { attributes: { roles } } });
+      const r = await rt.call(rt.testKey, {
+        method: 'PUT',
+        url: `/v1/agents/${id}`,
+        payload: { attributes: { roles } },
+      });
       expect(r.statusCode, r.body).toBe(200);
     }
     expect((await rt.call(rt.testKey, { method: 'POST', url: '/v1/agents/u-dan/revoke' })).statusCode).toBe(200);
@@ -60,22 +83,29 @@ describe.each(STORE_KINDS)('AuthZEN search (%s)', (kind) => {
       page: { next_token: '' },
     });
     // A review counts; one that needs a human's approval does not.
-    expect((await ok('/access/v1/search/subject', { ...subjects, action: { name: 'can_comment' } })).results.map((r: { id: string }) => r.id)).toEqual([
-      'u-amy',
-      'u-bob',
-      'u-cat',
-      'u-eve',
-    ]);
-    expect((await ok('/access/v1/search/subject', { ...subjects, action: { name: 'can_publish' } })).results).toEqual([]);
+    expect(
+      (await ok('/access/v1/search/subject', { ...subjects, action: { name: 'can_comment' } })).results.map(
+        (r: { id: string }) => r.id,
+      ),
+    ).toEqual(['u-amy', 'u-bob', 'u-cat', 'u-eve']);
+    expect((await ok('/access/v1/search/subject', { ...subjects, action: { name: 'can_publish' } })).results).toEqual(
+      [],
+    );
     // The answer's type is the request's.
-    expect((await ok('/access/v1/search/subject', { ...subjects, subject: { type: 'identity' } })).results[0]).toEqual({ type: 'identity', id: 'u-amy' });
+    expect((await ok('/access/v1/search/subject', { ...subjects, subject: { type: 'identity' } })).results[0]).toEqual({
+      type: 'identity',
+      id: 'u-amy',
+    });
   });
 
   it('subject search pages with limit 1 to the end', async () => {
     const seen: string[] = [];
     let token = '';
     for (let round = 0; round < 10; round++) {
-      const page = await ok('/access/v1/search/subject', { ...subjects, page: { limit: 1, ...(token ? { token } : {}) } });
+      const page = await ok('/access/v1/search/subject', {
+        ...subjects,
+        page: { limit: 1, ...(token ? { token } : {}) },
+      });
       expect(page.results.length).toBeLessThanOrEqual(1);
       seen.push(...page.results.map((r: { id: string }) => r.id));
       token = page.page.next_token;
@@ -97,12 +127,19 @@ describe.each(STORE_KINDS)('AuthZEN search (%s)', (kind) => {
     const first = await ok('/access/v1/search/action', { ...body('u-amy'), page: { limit: 1 } });
     expect(first.results).toEqual([{ name: 'authzen.can_comment' }]);
     expect(first.page.next_token).not.toBe('');
-    const second = await ok('/access/v1/search/action', { ...body('u-amy'), page: { limit: 1, token: first.page.next_token } });
+    const second = await ok('/access/v1/search/action', {
+      ...body('u-amy'),
+      page: { limit: 1, token: first.page.next_token },
+    });
     expect(second).toEqual({ results: [{ name: 'authzen.can_read_todos' }], page: { next_token: '' } });
   });
 
   it('a page token goes with its search: the same request with it pages on; a changed search, context or limit is 400', async () => {
-    const first = await ok('/access/v1/search/subject', { ...subjects, context: { channel: 'web' }, page: { limit: 2 } });
+    const first = await ok('/access/v1/search/subject', {
+      ...subjects,
+      context: { channel: 'web' },
+      page: { limit: 2 },
+    });
     expect(first.results.map((r: { id: string }) => r.id)).toEqual(['u-amy', 'u-bob']);
     const token = first.page.next_token as string;
     // Unchanged (members AuthZEN does not define may differ, and key order): the next page.
@@ -128,10 +165,22 @@ describe.each(STORE_KINDS)('AuthZEN search (%s)', (kind) => {
       expect(error.message).toContain('another search');
     }
     // An action search's token is not a subject search's, and the other way round.
-    const actions = await ok('/access/v1/search/action', { subject: { type: 'user', id: 'u-amy' }, resource: { type: 'todo', id: '1' }, page: { limit: 1 } });
-    expectError(await post('/access/v1/search/subject', { ...subjects, page: { limit: 1, token: actions.page.next_token } }), 400, 'validation.invalid_field');
+    const actions = await ok('/access/v1/search/action', {
+      subject: { type: 'user', id: 'u-amy' },
+      resource: { type: 'todo', id: '1' },
+      page: { limit: 1 },
+    });
     expectError(
-      await post('/access/v1/search/action', { subject: { type: 'user', id: 'u-bob' }, resource: { type: 'todo', id: '1' }, page: { limit: 1, token: actions.page.next_token } }),
+      await post('/access/v1/search/subject', { ...subjects, page: { limit: 1, token: actions.page.next_token } }),
+      400,
+      'validation.invalid_field',
+    );
+    expectError(
+      await post('/access/v1/search/action', {
+        subject: { type: 'user', id: 'u-bob' },
+        resource: { type: 'todo', id: '1' },
+        page: { limit: 1, token: actions.page.next_token },
+      }),
       400,
       'validation.invalid_field',
     );
@@ -142,43 +191,81 @@ describe.each(STORE_KINDS)('AuthZEN search (%s)', (kind) => {
     const first = await ok('/access/v1/search/subject', { ...subjects, page });
     expect(first.results).toEqual([{ type: 'user', id: 'u-amy' }]);
     const token = first.page.next_token as string;
-    const notGiven = (r: Awaited<ReturnType<typeof post>>) => expect(expectError(r, 400, 'validation.invalid_field').message).toContain('not a token this service gave');
+    const notGiven = (r: Awaited<ReturnType<typeof post>>) =>
+      expect(expectError(r, 400, 'validation.invalid_field').message).toContain('not a token this service gave');
     // The same search by another account, and by the same account's live key.
     notGiven(await post('/access/v1/search/subject', { ...subjects, page: { ...page, token } }, rt.otherKey));
     notGiven(await post('/access/v1/search/subject', { ...subjects, page: { ...page, token } }, rt.liveKey));
     // Forged: the token's readable part with another position (skipping u-bob), with and without the token's MAC.
     const [payload, mac] = token.split('.');
-    const skip = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(payload!, 'base64url').toString('utf8')), after: 'u-bob' })).toString('base64url');
-    for (const forged of [skip, `${skip}.${mac}`, `${payload}.${mac!.slice(0, -1)}B`, `${payload}.`, `${payload}.${mac}.${mac}`, `${payload}`]) {
+    const skip = Buffer.from(
+      JSON.stringify({ ...JSON.parse(Buffer.from(payload!, 'base64url').toString('utf8')), after: 'u-bob' }),
+    ).toString('base64url');
+    for (const forged of [
+      skip,
+      `${skip}.${mac}`,
+      `${payload}.${mac!.slice(0, -1)}B`,
+      `${payload}.`,
+      `${payload}.${mac}.${mac}`,
+      `${payload}`,
+    ]) {
       notGiven(await post('/access/v1/search/subject', { ...subjects, page: { ...page, token: forged } }));
     }
     // The token as given still pages on.
-    expect((await ok('/access/v1/search/subject', { ...subjects, page: { ...page, token } })).results).toEqual([{ type: 'user', id: 'u-bob' }]);
+    expect((await ok('/access/v1/search/subject', { ...subjects, page: { ...page, token } })).results).toEqual([
+      { type: 'user', id: 'u-bob' },
+    ]);
   });
 
   it('stores nothing and uses no limit: the one-a-minute policy still allows the first real decision', async () => {
     const before = await decisionCount();
     for (let i = 0; i < 3; i++) {
       await ok('/access/v1/search/subject', subjects);
-      await ok('/access/v1/search/action', { subject: { type: 'user', id: 'u-bob' }, resource: { type: 'todo', id: '1' } });
+      await ok('/access/v1/search/action', {
+        subject: { type: 'user', id: 'u-bob' },
+        resource: { type: 'todo', id: '1' },
+      });
     }
     expect(await decisionCount()).toBe(before);
-    const evaluation = await ok('/access/v1/evaluation', { subject: { type: 'user', id: 'u-bob' }, action: { name: 'can_read_todos' }, resource: { type: 'todo', id: '1' } });
+    const evaluation = await ok('/access/v1/evaluation', {
+      subject: { type: 'user', id: 'u-bob' },
+      action: { name: 'can_read_todos' },
+      resource: { type: 'todo', id: '1' },
+    });
     expect(evaluation.decision).toBe(true);
     // Now the limit is used up: subject search counts it (as a preview does) and leaves u-bob out.
-    expect((await ok('/access/v1/search/subject', subjects)).results.map((r: { id: string }) => r.id)).toEqual(['u-amy', 'u-eve']);
+    expect((await ok('/access/v1/search/subject', subjects)).results.map((r: { id: string }) => r.id)).toEqual([
+      'u-amy',
+      'u-eve',
+    ]);
   });
 
   it('refuses bad bodies and pages with 400, and needs decisions:write', async () => {
     for (const page of [{ limit: 0 }, { limit: 101 }, { limit: 1.5 }, { limit: '2' }, 'x']) {
       expectError(await post('/access/v1/search/subject', { ...subjects, page }), 400, 'validation.invalid_field');
     }
-    expectError(await post('/access/v1/search/subject', { ...subjects, page: { token: 'not-a-token' } }), 400, 'validation.invalid_field');
-    expectError(await post('/access/v1/search/subject', { ...subjects, resource: undefined }), 400, 'validation.missing_field');
-    expectError(await post('/access/v1/search/subject', { ...subjects, subject: {} }), 400, 'validation.missing_field');
-    expectError(await post('/access/v1/search/action', { subject: { type: 'user' }, resource: { type: 'todo', id: '1' } }), 400, 'validation.missing_field');
     expectError(
-      await post('/access/v1/search/action', { subject: { type: 'user', id: 'u-amy' }, resource: { type: 'todo', id: '1' }, context: [] }),
+      await post('/access/v1/search/subject', { ...subjects, page: { token: 'not-a-token' } }),
+      400,
+      'validation.invalid_field',
+    );
+    expectError(
+      await post('/access/v1/search/subject', { ...subjects, resource: undefined }),
+      400,
+      'validation.missing_field',
+    );
+    expectError(await post('/access/v1/search/subject', { ...subjects, subject: {} }), 400, 'validation.missing_field');
+    expectError(
+      await post('/access/v1/search/action', { subject: { type: 'user' }, resource: { type: 'todo', id: '1' } }),
+      400,
+      'validation.missing_field',
+    );
+    expectError(
+      await post('/access/v1/search/action', {
+        subject: { type: 'user', id: 'u-amy' },
+        resource: { type: 'todo', id: '1' },
+        context: [],
+      }),
       400,
       'validation.invalid_field',
     );
@@ -189,7 +276,11 @@ describe.each(STORE_KINDS)('AuthZEN search (%s)', (kind) => {
       payload: 'who?',
     });
     expectError(garbage, 400, 'validation.invalid_json');
-    expectError(await post('/access/v1/search/subject', subjects, await rt.keyWith(['decisions:read'])), 403, 'auth.scope_insufficient');
+    expectError(
+      await post('/access/v1/search/subject', subjects, await rt.keyWith(['decisions:read'])),
+      403,
+      'auth.scope_insufficient',
+    );
     // Unknown members are ignored, as everywhere in AuthZEN.
     const ignored = { ...subjects, _note: 1, subject: { type: 'user', _x: 1 }, action: { name: 'can_comment', _x: 2 } };
     expect((await ok('/access/v1/search/subject', ignored)).results).toHaveLength(4);
@@ -197,7 +288,11 @@ describe.each(STORE_KINDS)('AuthZEN search (%s)', (kind) => {
 
   it('sorts subjects by id in byte order (upper case first), on both stores, and pages through them so', async () => {
     for (const id of ['U-zed', 'u_ann', 'u-Abe']) {
-      const r = await rt.call(rt.testKey, { method: 'PUT', url: `/v1/agents/${id}`, payload: { attributes: { roles: ['viewer'] } } });
+      const r = await rt.call(rt.testKey, {
+        method: 'PUT',
+        url: `/v1/agents/${id}`,
+        payload: { attributes: { roles: ['viewer'] } },
+      });
       expect(r.statusCode, r.body).toBe(200);
     }
     const byteOrder = ['U-zed', 'u-Abe', 'u-amy', 'u-bob', 'u-eve', 'u_ann'];
@@ -207,7 +302,10 @@ describe.each(STORE_KINDS)('AuthZEN search (%s)', (kind) => {
     const seen: string[] = [];
     let token = '';
     do {
-      const page = await ok('/access/v1/search/subject', { ...comment, page: { limit: 1, ...(token ? { token } : {}) } });
+      const page = await ok('/access/v1/search/subject', {
+        ...comment,
+        page: { limit: 1, ...(token ? { token } : {}) },
+      });
       seen.push(...page.results.map((r: { id: string }) => r.id));
       token = page.page.next_token;
     } while (token !== '' && seen.length < 20);

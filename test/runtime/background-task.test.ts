@@ -42,7 +42,10 @@ describe.each(STORE_KINDS)('background tasks (%s)', (kind) => {
     // Another task on the same interval runs three rounds meanwhile: the stopped one none.
     const after = rounds;
     let other = 0;
-    const witness = await startTask(store, { rounds: { run: async () => void other++, intervalMs: 10 }, onError: () => {} });
+    const witness = await startTask(store, {
+      rounds: { run: async () => void other++, intervalMs: 10 },
+      onError: () => {},
+    });
     await vi.waitFor(() => expect(other).toBeGreaterThanOrEqual(3), POLL);
     await witness.stop();
     expect(rounds).toBe(after);
@@ -67,7 +70,10 @@ describe.each(STORE_KINDS)('background tasks (%s)', (kind) => {
     await vi.waitFor(() => expect(rounds).toBe(1), POLL);
     // Another task on the same interval runs three rounds meanwhile: the first one's round is still the only one.
     let other = 0;
-    const witness = await startTask(store, { rounds: { run: async () => void other++, intervalMs: 10 }, onError: () => {} });
+    const witness = await startTask(store, {
+      rounds: { run: async () => void other++, intervalMs: 10 },
+      onError: () => {},
+    });
     await vi.waitFor(() => expect(other).toBeGreaterThanOrEqual(3), POLL);
     await witness.stop();
     expect(rounds).toBe(1);
@@ -81,30 +87,36 @@ describe.each(STORE_KINDS)('background tasks (%s)', (kind) => {
     expect(rounds).toBe(1);
   });
 
-  it(kind === 'postgres' ? 'LISTENs on its channels until stop()' : 'does not LISTEN (the embedded store has none)', async () => {
-    const payloads: string[] = [];
-    let listens = 0;
-    const task = await startTask(store, {
-      listens: [{ channel: CHANNELS.reviews, onPayload: (p) => payloads.push(p), onListen: () => void listens++ }],
-      onError: () => {},
-    });
-    if (kind === 'embedded') {
-      expect(store.supportsListen).toBe(false);
+  it(
+    kind === 'postgres' ? 'LISTENs on its channels until stop()' : 'does not LISTEN (the embedded store has none)',
+    async () => {
+      const payloads: string[] = [];
+      let listens = 0;
+      const task = await startTask(store, {
+        listens: [{ channel: CHANNELS.reviews, onPayload: (p) => payloads.push(p), onListen: () => void listens++ }],
+        onError: () => {},
+      });
+      if (kind === 'embedded') {
+        expect(store.supportsListen).toBe(false);
+        await task.stop();
+        expect(listens).toBe(0);
+        return;
+      }
+      expect(listens).toBe(1);
+      await notify(store.sql, CHANNELS.reviews, 'before stop');
+      await vi.waitFor(() => expect(payloads).toEqual(['before stop']), POLL);
       await task.stop();
-      expect(listens).toBe(0);
-      return;
-    }
-    expect(listens).toBe(1);
-    await notify(store.sql, CHANNELS.reviews, 'before stop');
-    await vi.waitFor(() => expect(payloads).toEqual(['before stop']), POLL);
-    await task.stop();
 
-    // A task still listening on the channel receives the next NOTIFY: the stopped one does not.
-    const witness: string[] = [];
-    const other = await startTask(store, { listens: [{ channel: CHANNELS.reviews, onPayload: (p) => witness.push(p) }], onError: () => {} });
-    await notify(store.sql, CHANNELS.reviews, 'after stop');
-    await vi.waitFor(() => expect(witness).toEqual(['after stop']), POLL);
-    await other.stop();
-    expect(payloads).toEqual(['before stop']);
-  });
+      // A task still listening on the channel receives the next NOTIFY: the stopped one does not.
+      const witness: string[] = [];
+      const other = await startTask(store, {
+        listens: [{ channel: CHANNELS.reviews, onPayload: (p) => witness.push(p) }],
+        onError: () => {},
+      });
+      await notify(store.sql, CHANNELS.reviews, 'after stop');
+      await vi.waitFor(() => expect(witness).toEqual(['after stop']), POLL);
+      await other.stop();
+      expect(payloads).toEqual(['before stop']);
+    },
+  );
 });

@@ -29,18 +29,31 @@ describe.each(STORE_KINDS)('budgets (%s)', (kind) => {
   };
   const resolve = (id: string, verb: 'confirm' | 'reject', body?: object) =>
     rt.call(rt.testKey, { method: 'POST', url: `/v1/decisions/${id}/${verb}`, ...(body ? { payload: body } : {}) });
-  const budgetsOf = async (agentId: string) => (await rt.getOk(`/v1/budgets?agent_id=${encodeURIComponent(agentId)}`)).data as Array<JsonObject>;
+  const budgetsOf = async (agentId: string) =>
+    (await rt.getOk(`/v1/budgets?agent_id=${encodeURIComponent(agentId)}`)).data as Array<JsonObject>;
   const budgetEvents = async (agentId: string) =>
-    ([...(await rt.getOk('/v1/events?type=budget.threshold&limit=100')).data, ...(await rt.getOk('/v1/events?type=budget.exceeded&limit=100')).data] as Array<JsonObject>)
+    (
+      [
+        ...(await rt.getOk('/v1/events?type=budget.threshold&limit=100')).data,
+        ...(await rt.getOk('/v1/events?type=budget.exceeded&limit=100')).data,
+      ] as Array<JsonObject>
+    )
       .filter((e) => e.data.agent_id === agentId)
-      .sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.type === 'budget.threshold' ? -1 : 1));
+      .sort((a, b) =>
+        a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.type === 'budget.threshold' ? -1 : 1,
+      );
   const warningCodes = (d: JsonObject) => (d.metadata.warnings as Array<{ code: string }>).map((w) => w.code);
   const install = (policies: PolicyInput[]) => rt.setPolicies(policies);
 
   describe('calls budgets', () => {
     it('consume one per allowed decision; threshold then exceeded fire once; the agent is then denied everything until the period resets', async () => {
       await install([
-        { id: 'pol_calls', effect: 'allow', actions: ['orders.read'], budget: { unit: 'calls', limit: 5, period: 'daily', threshold_alert: 0.6 } },
+        {
+          id: 'pol_calls',
+          effect: 'allow',
+          actions: ['orders.read'],
+          budget: { unit: 'calls', limit: 5, period: 'daily', threshold_alert: 0.6 },
+        },
         { id: 'pol_free', effect: 'allow', actions: ['orders.list'] },
       ]);
       const a = agent('calls');
@@ -49,7 +62,13 @@ describe.each(STORE_KINDS)('budgets (%s)', (kind) => {
       expect(seen.map((d) => d.effect)).toEqual(['allow', 'allow', 'allow', 'allow', 'allow']);
       // Past the threshold (3 of 5 = 60%) but under the limit, allowed decisions carry the
       // informational warning; the decision that reaches the limit does not (the budget is exceeded).
-      expect(seen.map((d) => warningCodes(d).includes('budget.below_threshold'))).toEqual([false, false, true, true, false]);
+      expect(seen.map((d) => warningCodes(d).includes('budget.below_threshold'))).toEqual([
+        false,
+        false,
+        true,
+        true,
+        false,
+      ]);
 
       const events = await budgetEvents(a);
       expect(events.map((e) => e.type)).toEqual(['budget.threshold', 'budget.exceeded']);
@@ -69,13 +88,28 @@ describe.each(STORE_KINDS)('budgets (%s)', (kind) => {
       // Exhausted: every decision for the agent is denied, even under another policy.
       for (const action of ['orders.read', 'orders.list']) {
         const d = await decideOk({ agent_id: a, action });
-        expect(d).toMatchObject({ effect: 'deny', reason: 'budget.exceeded', status: 'denied', permit_token: null, policy_id: 'pol_calls' });
+        expect(d).toMatchObject({
+          effect: 'deny',
+          reason: 'budget.exceeded',
+          status: 'denied',
+          permit_token: null,
+          policy_id: 'pol_calls',
+        });
       }
       // Another agent has its own accounting.
       expect((await decideOk({ agent_id: agent('calls-other'), action: 'orders.read' })).effect).toBe('allow');
       // Denied decisions consume nothing and fire nothing more.
       expect(await budgetsOf(a)).toEqual([
-        expect.objectContaining({ policy_id: 'pol_calls', agent_id: a, unit: 'calls', limit: 5, consumed: 5, held: 0, period: 'daily', status: 'exceeded' }),
+        expect.objectContaining({
+          policy_id: 'pol_calls',
+          agent_id: a,
+          unit: 'calls',
+          limit: 5,
+          consumed: 5,
+          held: 0,
+          period: 'daily',
+          status: 'exceeded',
+        }),
       ]);
       expect((await budgetEvents(a)).length).toBe(2);
 
@@ -85,7 +119,9 @@ describe.each(STORE_KINDS)('budgets (%s)', (kind) => {
       rt.clock.advance(0.001);
       const again = await decideOk({ agent_id: a, action: 'orders.read' });
       expect(again).toMatchObject({ effect: 'allow', reason: 'policy.matched' });
-      expect(await budgetsOf(a)).toEqual([expect.objectContaining({ consumed: 1, status: 'ok', period_resets_at: '2026-11-23T00:00:00.000Z' })]);
+      expect(await budgetsOf(a)).toEqual([
+        expect.objectContaining({ consumed: 1, status: 'ok', period_resets_at: '2026-11-23T00:00:00.000Z' }),
+      ]);
       // The new period fires its own threshold event when crossed again.
       await decideOk({ agent_id: a, action: 'orders.read' });
       await decideOk({ agent_id: a, action: 'orders.read' });
@@ -99,8 +135,18 @@ describe.each(STORE_KINDS)('budgets (%s)', (kind) => {
 
     it('the warning is for past the threshold and under the limit: not on the decision that reaches the limit', async () => {
       await install([
-        { id: 'pol_one', effect: 'allow', actions: ['orders.read'], budget: { unit: 'calls', limit: 1, period: 'daily', threshold_alert: 0.5 } },
-        { id: 'pol_four', effect: 'allow', actions: ['orders.read'], budget: { unit: 'calls', limit: 4, period: 'daily', threshold_alert: 0.5 } },
+        {
+          id: 'pol_one',
+          effect: 'allow',
+          actions: ['orders.read'],
+          budget: { unit: 'calls', limit: 1, period: 'daily', threshold_alert: 0.5 },
+        },
+        {
+          id: 'pol_four',
+          effect: 'allow',
+          actions: ['orders.read'],
+          budget: { unit: 'calls', limit: 4, period: 'daily', threshold_alert: 0.5 },
+        },
       ]);
       const a = agent('limit-reached');
       // pol_one goes from 0 to its limit (past 50% and at 100% at once): no warning of its;
@@ -116,11 +162,22 @@ describe.each(STORE_KINDS)('budgets (%s)', (kind) => {
 
     it('deny and review: review consumes, a deny consumes nothing', async () => {
       await install([
-        { id: 'pol_review', effect: 'review', actions: ['payments.refund'], budget: { unit: 'calls', limit: 2, period: 'hourly' } },
-        { id: 'pol_deny', effect: 'deny', actions: ['orders.delete'], budget: { unit: 'calls', limit: 1, period: 'hourly' } },
+        {
+          id: 'pol_review',
+          effect: 'review',
+          actions: ['payments.refund'],
+          budget: { unit: 'calls', limit: 2, period: 'hourly' },
+        },
+        {
+          id: 'pol_deny',
+          effect: 'deny',
+          actions: ['orders.delete'],
+          budget: { unit: 'calls', limit: 1, period: 'hourly' },
+        },
       ]);
       const a = agent('review');
-      for (let i = 0; i < 3; i++) expect((await decideOk({ agent_id: a, action: 'orders.delete' })).reason).toBe('policy.matched');
+      for (let i = 0; i < 3; i++)
+        expect((await decideOk({ agent_id: a, action: 'orders.delete' })).reason).toBe('policy.matched');
       expect((await decideOk({ agent_id: a, action: 'payments.refund' })).effect).toBe('review');
       const budgets = await budgetsOf(a);
       expect(budgets.find((b) => b.policy_id === 'pol_review')).toMatchObject({ consumed: 1, status: 'ok' });
@@ -129,8 +186,20 @@ describe.each(STORE_KINDS)('budgets (%s)', (kind) => {
 
     it("every matching policy's budget applies, not only the winner's", async () => {
       await install([
-        { id: 'pol_a_wide', priority: 10, effect: 'allow', actions: ['orders.*'], budget: { unit: 'calls', limit: 100, period: 'monthly' } },
-        { id: 'pol_b_tight', priority: 50, effect: 'allow', actions: ['orders.read'], budget: { unit: 'calls', limit: 2, period: 'monthly' } },
+        {
+          id: 'pol_a_wide',
+          priority: 10,
+          effect: 'allow',
+          actions: ['orders.*'],
+          budget: { unit: 'calls', limit: 100, period: 'monthly' },
+        },
+        {
+          id: 'pol_b_tight',
+          priority: 50,
+          effect: 'allow',
+          actions: ['orders.read'],
+          budget: { unit: 'calls', limit: 2, period: 'monthly' },
+        },
       ]);
       const a = agent('both');
       expect((await decideOk({ agent_id: a, action: 'orders.read' })).policy_id).toBe('pol_a_wide');
@@ -144,7 +213,12 @@ describe.each(STORE_KINDS)('budgets (%s)', (kind) => {
     });
 
     it('raising the limit lifts the block; removing the budget does too', async () => {
-      const policy: PolicyInput = { id: 'pol_raise', effect: 'allow', actions: ['orders.read'], budget: { unit: 'calls', limit: 1, period: 'monthly' } };
+      const policy: PolicyInput = {
+        id: 'pol_raise',
+        effect: 'allow',
+        actions: ['orders.read'],
+        budget: { unit: 'calls', limit: 1, period: 'monthly' },
+      };
       await install([policy]);
       const a = agent('raise');
       await decideOk({ agent_id: a, action: 'orders.read' });
@@ -162,7 +236,12 @@ describe.each(STORE_KINDS)('budgets (%s)', (kind) => {
   });
 
   describe('fiat budgets', () => {
-    const policy: PolicyInput = { id: 'pol_usd', effect: 'allow', actions: ['payments.charge'], budget: { unit: 'USD', limit: 100, period: 'monthly', threshold_alert: 0.5 } };
+    const policy: PolicyInput = {
+      id: 'pol_usd',
+      effect: 'allow',
+      actions: ['payments.charge'],
+      budget: { unit: 'USD', limit: 100, period: 'monthly', threshold_alert: 0.5 },
+    };
 
     it('need an amount: 400 validation.missing_field, nothing stored', async () => {
       await install([policy]);
@@ -179,10 +258,18 @@ describe.each(STORE_KINDS)('budgets (%s)', (kind) => {
       const a = agent('usd');
       const first = await decideOk({ agent_id: a, action: 'payments.charge', amount: 60 });
       expect(first.effect).toBe('allow');
-      expect(await budgetsOf(a)).toEqual([expect.objectContaining({ unit: 'USD', limit: 100, consumed: 0, held: 60, status: 'ok' })]);
+      expect(await budgetsOf(a)).toEqual([
+        expect.objectContaining({ unit: 'USD', limit: 100, consumed: 0, held: 60, status: 'ok' }),
+      ]);
       // 60 held + 50 > 100: denied, and the agent is not blocked (nothing consumed yet).
       const over = await decideOk({ agent_id: a, action: 'payments.charge', amount: 50 });
-      expect(over).toMatchObject({ effect: 'deny', reason: 'budget.exceeded', status: 'denied', policy_id: 'pol_usd', permit_token: null });
+      expect(over).toMatchObject({
+        effect: 'deny',
+        reason: 'budget.exceeded',
+        status: 'denied',
+        policy_id: 'pol_usd',
+        permit_token: null,
+      });
       const second = await decideOk({ agent_id: a, action: 'payments.charge', amount: 40 });
       expect(second.effect).toBe('allow');
       expect(await budgetsOf(a)).toEqual([expect.objectContaining({ consumed: 0, held: 100 })]);
@@ -222,7 +309,9 @@ describe.each(STORE_KINDS)('budgets (%s)', (kind) => {
       });
       const warned = await decideOk({ agent_id: a, action: 'payments.charge', amount: 44.5 });
       expect(warningCodes(warned)).toContain('budget.below_threshold');
-      expect(await budgetsOf(a)).toEqual([expect.objectContaining({ consumed: 55.5, held: 44.5, status: 'threshold' })]);
+      expect(await budgetsOf(a)).toEqual([
+        expect.objectContaining({ consumed: 55.5, held: 44.5, status: 'threshold' }),
+      ]);
 
       // Reaching the limit exactly: exceeded fires once, the agent is blocked.
       expect((await resolve(warned.id, 'confirm')).statusCode).toBe(200);
@@ -252,12 +341,16 @@ describe.each(STORE_KINDS)('budgets (%s)', (kind) => {
       rt.clock.advance(59);
       expect((await decideOk({ agent_id: a, action: 'payments.charge', amount: 30 })).reason).toBe('budget.exceeded');
       rt.clock.advance(1); // exactly expires_at: the hold no longer counts
-      expect((await decideOk({ agent_id: a, action: 'payments.charge', amount: 30, ttl_seconds: 10 })).effect).toBe('allow');
+      expect((await decideOk({ agent_id: a, action: 'payments.charge', amount: 30, ttl_seconds: 10 })).effect).toBe(
+        'allow',
+      );
       expect((await resolve(held.id, 'confirm')).statusCode).toBe(410);
 
       // The sweep releases expired holds without any request for the budget.
       rt.clock.advance(11);
-      const usageRow = async () => (await rt.store.sql<Array<{ held: string }>>`select held::text from budget_usage where agent_id = ${a}`)[0]!.held;
+      const usageRow = async () =>
+        (await rt.store.sql<Array<{ held: string }>>`select held::text from budget_usage where agent_id = ${a}`)[0]!
+          .held;
       expect(Number(await usageRow())).toBe(30);
       await rt.maintenance.runOnce();
       expect(Number(await usageRow())).toBe(0);
@@ -268,10 +361,33 @@ describe.each(STORE_KINDS)('budgets (%s)', (kind) => {
   describe('GET /v1/budgets', () => {
     it("lists an agent's budgets (unused ones at zero) with the fields of docs/budgets-and-limits.md#get-v1budgets; needs budgets:read; isolated per tenant", async () => {
       await install([
-        { id: 'pol_b1', effect: 'allow', agents: ['lister-*'], actions: ['orders.read'], budget: { unit: 'calls', limit: 10, period: 'weekly', threshold_alert: 0.8 } },
-        { id: 'pol_b2', effect: 'allow', actions: ['payments.charge'], budget: { unit: 'USD', limit: 500, period: 'yearly' } },
-        { id: 'pol_b3', effect: 'allow', agents: ['someone-else'], actions: ['orders.read'], budget: { unit: 'calls', limit: 1, period: 'daily' } },
-        { id: 'pol_b4', state: 'disabled', effect: 'allow', actions: ['orders.read'], budget: { unit: 'calls', limit: 1, period: 'daily' } },
+        {
+          id: 'pol_b1',
+          effect: 'allow',
+          agents: ['lister-*'],
+          actions: ['orders.read'],
+          budget: { unit: 'calls', limit: 10, period: 'weekly', threshold_alert: 0.8 },
+        },
+        {
+          id: 'pol_b2',
+          effect: 'allow',
+          actions: ['payments.charge'],
+          budget: { unit: 'USD', limit: 500, period: 'yearly' },
+        },
+        {
+          id: 'pol_b3',
+          effect: 'allow',
+          agents: ['someone-else'],
+          actions: ['orders.read'],
+          budget: { unit: 'calls', limit: 1, period: 'daily' },
+        },
+        {
+          id: 'pol_b4',
+          state: 'disabled',
+          effect: 'allow',
+          actions: ['orders.read'],
+          budget: { unit: 'calls', limit: 1, period: 'daily' },
+        },
       ]);
       const a = agent('lister');
       await decideOk({ agent_id: a, action: 'orders.read' });
@@ -300,13 +416,24 @@ describe.each(STORE_KINDS)('budgets (%s)', (kind) => {
           status: 'ok',
           livemode: false,
         },
-        expect.objectContaining({ policy_id: 'pol_b2', agent_id: a, unit: 'USD', consumed: 0, held: 0, period: 'yearly', status: 'ok', threshold_alert: null }),
+        expect.objectContaining({
+          policy_id: 'pol_b2',
+          agent_id: a,
+          unit: 'USD',
+          consumed: 0,
+          held: 0,
+          period: 'yearly',
+          status: 'ok',
+          threshold_alert: null,
+        }),
       ]);
       // Pagination by `<policy_id>:<agent_id>`.
       const page1 = await rt.getOk(`/v1/budgets?agent_id=${a}&limit=1`);
       expect(page1.data.map((b: { policy_id: string }) => b.policy_id)).toEqual(['pol_b1']);
       expect(page1.has_more).toBe(true);
-      const page2 = await rt.getOk(`/v1/budgets?agent_id=${a}&limit=1&starting_after=${encodeURIComponent(`pol_b1:${a}`)}`);
+      const page2 = await rt.getOk(
+        `/v1/budgets?agent_id=${a}&limit=1&starting_after=${encodeURIComponent(`pol_b1:${a}`)}`,
+      );
       expect(page2.data.map((b: { policy_id: string }) => b.policy_id)).toEqual(['pol_b2']);
       expect(page2.has_more).toBe(false);
       // Without an agent: every (policy, agent) with accounting this period.
@@ -330,15 +457,37 @@ describe.each(STORE_KINDS)('budgets (%s)', (kind) => {
   describe('period boundaries follow the service clock', () => {
     // Each case moves the clock forward only, to instants after every earlier test's.
     const cases: Array<{ name: string; period: BudgetPeriod; last: string; next: string }> = [
-      { name: 'a week starts on Monday 00:00 UTC', period: 'weekly', last: '2026-11-29T23:59:59.999Z', next: '2026-11-30T00:00:00.000Z' },
-      { name: 'a 31-day month ends', period: 'monthly', last: '2026-12-31T23:59:59.999Z', next: '2027-01-01T00:00:00.000Z' },
+      {
+        name: 'a week starts on Monday 00:00 UTC',
+        period: 'weekly',
+        last: '2026-11-29T23:59:59.999Z',
+        next: '2026-11-30T00:00:00.000Z',
+      },
+      {
+        name: 'a 31-day month ends',
+        period: 'monthly',
+        last: '2026-12-31T23:59:59.999Z',
+        next: '2027-01-01T00:00:00.000Z',
+      },
       { name: 'a year ends', period: 'yearly', last: '2027-12-31T23:59:59.999Z', next: '2028-01-01T00:00:00.000Z' },
-      { name: 'February of a leap year has 29 days', period: 'monthly', last: '2028-02-29T23:59:59.999Z', next: '2028-03-01T00:00:00.000Z' },
+      {
+        name: 'February of a leap year has 29 days',
+        period: 'monthly',
+        last: '2028-02-29T23:59:59.999Z',
+        next: '2028-03-01T00:00:00.000Z',
+      },
       { name: 'an hour ends', period: 'hourly', last: '2028-03-01T10:59:59.999Z', next: '2028-03-01T11:00:00.000Z' },
     ];
     for (const c of cases) {
       it(`${c.name}: exhausted at ${c.last}, fresh at ${c.next}`, async () => {
-        await install([{ id: `pol_${c.period}`, effect: 'allow', actions: ['orders.read'], budget: { unit: 'calls', limit: 1, period: c.period } }]);
+        await install([
+          {
+            id: `pol_${c.period}`,
+            effect: 'allow',
+            actions: ['orders.read'],
+            budget: { unit: 'calls', limit: 1, period: c.period },
+          },
+        ]);
         const a = agent(c.period);
         rt.clock.set(Date.parse(c.last) - 1000);
         expect((await decideOk({ agent_id: a, action: 'orders.read' })).effect).toBe('allow');

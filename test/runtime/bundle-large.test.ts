@@ -27,7 +27,12 @@ function largeBundle(): { text: string; bundle: Bundle } {
   if (!built) {
     const items = [];
     for (let i = 0; i < COUNT; i++) {
-      items.push(...readPolicyValue({ id: `pol_big${i}`, name: `big-${i}`, effect: 'allow', actions: ['orders.read'], agents: [`big${i}-*`] }, `/policies/${i}`).items);
+      items.push(
+        ...readPolicyValue(
+          { id: `pol_big${i}`, name: `big-${i}`, effect: 'allow', actions: ['orders.read'], agents: [`big${i}-*`] },
+          `/policies/${i}`,
+        ).items,
+      );
     }
     const compiled = compileItems(items, { lint: false });
     if (!compiled.table) throw new Error(compiled.diagnostics[0]?.message);
@@ -48,7 +53,11 @@ describe.each(STORE_KINDS)('bundles of 100,000 policies (%s store)', (kind) => {
     const { text, bundle } = largeBundle();
     expect(text.length).toBeLessThan(64 * 1024 * 1024);
     await rt.setPolicies([{ id: 'pol_before', effect: 'deny', actions: ['orders.read'] }]);
-    const other = await rt.call(rt.otherKey, { method: 'POST', url: '/v1/policies', payload: { name: 'other-reads', effect: 'allow', actions: ['orders.read'] } });
+    const other = await rt.call(rt.otherKey, {
+      method: 'POST',
+      url: '/v1/policies',
+      payload: { name: 'other-reads', effect: 'allow', actions: ['orders.read'] },
+    });
     expect(other.statusCode, other.body).toBe(201);
 
     // Another tenant decides, one request after another, for as long as the push runs.
@@ -59,8 +68,13 @@ describe.each(STORE_KINDS)('bundles of 100,000 policies (%s store)', (kind) => {
     const otherTenant = (async () => {
       let last = performance.now();
       while (pushing) {
-        const r = await rt.call(rt.otherKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'other-agent', action: 'orders.read' } });
-        if (r.statusCode !== 200 || json(r).effect !== 'allow') failures.push(`${r.statusCode} ${r.body.slice(0, 200)}`);
+        const r = await rt.call(rt.otherKey, {
+          method: 'POST',
+          url: '/v1/decisions',
+          payload: { agent_id: 'other-agent', action: 'orders.read' },
+        });
+        if (r.statusCode !== 200 || json(r).effect !== 'allow')
+          failures.push(`${r.statusCode} ${r.body.slice(0, 200)}`);
         const now = performance.now();
         if (pushing) {
           answeredDuring++;
@@ -70,13 +84,20 @@ describe.each(STORE_KINDS)('bundles of 100,000 policies (%s store)', (kind) => {
       }
     })();
 
-    const put = await rt.call(rt.testKey, { method: 'PUT', url: '/v1/bundle', headers: { 'content-type': 'application/json' }, payload: text });
+    const put = await rt.call(rt.testKey, {
+      method: 'PUT',
+      url: '/v1/bundle',
+      headers: { 'content-type': 'application/json' },
+      payload: text,
+    });
     pushing = false;
     await otherTenant;
     expect(put.statusCode, put.body.slice(0, 500)).toBe(200);
     expect(json(put)).toEqual({ object: 'bundle', hash: bundle.hash, policies: COUNT });
     // Kept for the record (docs/budgets-and-limits.md cites no figure from a test): not asserted.
-    console.log(`[${kind}] another tenant's decisions answered during the push: ${answeredDuring}; longest gap ${Math.round(longestGapMs)} ms`);
+    console.log(
+      `[${kind}] another tenant's decisions answered during the push: ${answeredDuring}; longest gap ${Math.round(longestGapMs)} ms`,
+    );
     expect(failures).toEqual([]);
     expect(answeredDuring).toBeGreaterThan(0);
 
@@ -108,8 +129,17 @@ describe.each(STORE_KINDS)('a bundle push cut short (%s store)', (kind) => {
   });
   afterAll(() => rt?.close());
 
-  const policy = (id: string): Policy => ({ id, name: id, state: 'enabled', priority: 100, effect: 'allow', actions: ['orders.read'], agents: [`${id}-*`] });
-  const ids = async () => ((await rt.getOk('/v1/policies?limit=100')).data as Array<{ id: string }>).map((p) => p.id).sort();
+  const policy = (id: string): Policy => ({
+    id,
+    name: id,
+    state: 'enabled',
+    priority: 100,
+    effect: 'allow',
+    actions: ['orders.read'],
+    agents: [`${id}-*`],
+  });
+  const ids = async () =>
+    ((await rt.getOk('/v1/policies?limit=100')).data as Array<{ id: string }>).map((p) => p.id).sort();
   const tenant = () => ({ accountId: rt.accountId, environment: 'test' as const });
 
   it('committed before the stop: recover moves its events and deletes the replaced rows', async () => {
@@ -120,18 +150,29 @@ describe.each(STORE_KINDS)('a bundle push cut short (%s store)', (kind) => {
     // What a push had done when its process stopped: staged, then committed, nothing moved yet.
     const generation = await beginPush(sql, tenant());
     await stagePolicies(sql, tenant(), generation, next, new Date(now));
-    const events = [...next.map((p) => policyEvent(tenant(), p, 'created', now)), policyEvent(tenant(), policy('pol_old'), 'deleted', now)];
+    const events = [
+      ...next.map((p) => policyEvent(tenant(), p, 'created', now)),
+      policyEvent(tenant(), policy('pol_old'), 'deleted', now),
+    ];
     await stageEvents(sql, generation, 0, events);
     await sql.begin(async (tx) => {
       const locked = await lockPolicySet(tx, rt.accountId, 'test');
-      expect(await commitPush(tx, tenant(), generation, locked.generation, locked.version + 1, 'sha256:x', new Date(now))).toBe(true);
+      expect(
+        await commitPush(tx, tenant(), generation, locked.generation, locked.version + 1, 'sha256:x', new Date(now)),
+      ).toBe(true);
     });
     expect(await ids()).toEqual(['pol_new_a', 'pol_new_b']);
 
     await rt.services.bundles.recover();
-    const fired = ((await rt.getOk('/v1/events?type=policy.updated&limit=3')).data as Array<JsonObject>).map((e) => e.id);
+    const fired = ((await rt.getOk('/v1/events?type=policy.updated&limit=3')).data as Array<JsonObject>).map(
+      (e) => e.id,
+    );
     expect(fired.sort()).toEqual(events.map((e) => e.id).sort());
-    expect(await count(sql`select count(*)::int as n from policies where account_id = ${rt.accountId} and environment = 'test'`)).toBe(2);
+    expect(
+      await count(
+        sql`select count(*)::int as n from policies where account_id = ${rt.accountId} and environment = 'test'`,
+      ),
+    ).toBe(2);
     expect(await count(sql`select count(*)::int as n from bundle_pushes`)).toBe(0);
   });
 
@@ -151,7 +192,15 @@ describe.each(STORE_KINDS)('a bundle push cut short (%s store)', (kind) => {
     // It can no longer commit.
     const committed = await sql.begin(async (tx) => {
       const locked = await lockPolicySet(tx, rt.accountId, 'test');
-      return commitPush(tx, tenant(), generation, locked.generation, locked.version + 1, 'sha256:x', new Date(rt.clock.now()));
+      return commitPush(
+        tx,
+        tenant(),
+        generation,
+        locked.generation,
+        locked.version + 1,
+        'sha256:x',
+        new Date(rt.clock.now()),
+      );
     });
     expect(committed).toBe(false);
     expect(await ids()).toEqual(['pol_kept']);

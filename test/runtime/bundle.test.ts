@@ -54,7 +54,8 @@ describe.each(STORE_KINDS)('bundles (%s store)', (kind) => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const putBundle = (body: unknown, key = rt.testKey) => rt.call(key, { method: 'PUT', url: '/v1/bundle', payload: body as object });
+  const putBundle = (body: unknown, key = rt.testKey) =>
+    rt.call(key, { method: 'PUT', url: '/v1/bundle', payload: body as object });
   const getBundle = (key = rt.testKey) => rt.getOk('/v1/bundle', key);
   const decide = async (payload: Record<string, unknown>, key = rt.testKey) => {
     // The examples rate-limit their agents (orders.read: 10 per second); a second
@@ -62,8 +63,10 @@ describe.each(STORE_KINDS)('bundles (%s store)', (kind) => {
     rt.clock.advance(1);
     return kitDecide(rt, payload, key);
   };
-  const policyEvents = async (key = rt.testKey) => (await rt.getOk('/v1/events?type=policy.updated&limit=100', key)).data as Array<JsonObject>;
-  const policyIds = async (key = rt.testKey) => ((await rt.getOk('/v1/policies?limit=100', key)).data as Array<{ id: string }>).map((p) => p.id).sort();
+  const policyEvents = async (key = rt.testKey) =>
+    (await rt.getOk('/v1/events?type=policy.updated&limit=100', key)).data as Array<JsonObject>;
+  const policyIds = async (key = rt.testKey) =>
+    ((await rt.getOk('/v1/policies?limit=100', key)).data as Array<{ id: string }>).map((p) => p.id).sort();
   const readOrder = { agent_id: 'support-bot-1', action: 'orders.read', resource: 'order:1001' };
 
   /** Runs `fn` and checks that the active set, the policies and the events are as before. */
@@ -76,7 +79,11 @@ describe.each(STORE_KINDS)('bundles (%s store)', (kind) => {
     expect(await getBundle()).toEqual(bundle);
     expect(await policyIds()).toEqual(ids);
     expect((await policyEvents()).length).toBe(events);
-    expect(await decide(readOrder)).toMatchObject({ effect: decision.effect, reason: decision.reason, policy_id: decision.policy_id });
+    expect(await decide(readOrder)).toMatchObject({
+      effect: decision.effect,
+      reason: decision.reason,
+      policy_id: decision.policy_id,
+    });
   }
 
   it('the compiled examples are a bundle of the current format', () => {
@@ -92,7 +99,11 @@ describe.each(STORE_KINDS)('bundles (%s store)', (kind) => {
   });
 
   it('replaces the whole set, API-made policies included, and decisions follow it', async () => {
-    const made = await rt.call(rt.testKey, { method: 'POST', url: '/v1/policies', payload: { name: 'api-made', effect: 'allow', actions: ['orders.read'] } });
+    const made = await rt.call(rt.testKey, {
+      method: 'POST',
+      url: '/v1/policies',
+      payload: { name: 'api-made', effect: 'allow', actions: ['orders.read'] },
+    });
     expect(made.statusCode).toBe(201);
     const apiId = json(made).id as string;
     expect(await decide(readOrder)).toMatchObject({ effect: 'allow', policy_id: apiId });
@@ -109,17 +120,28 @@ describe.each(STORE_KINDS)('bundles (%s store)', (kind) => {
     expect((await rt.call(rt.testKey, { method: 'GET', url: `/v1/policies/${apiId}` })).statusCode).toBe(404);
 
     // Decisions follow the bundle from the very next request.
-    expect(await decide(readOrder)).toMatchObject({ effect: 'allow', reason: 'policy.matched', policy_id: 'pol_support_read_orders_customers' });
-    expect(await decide({ agent_id: 'support-bot-1', action: 'accounts.delete', resource: 'account:1' })).toMatchObject({
-      effect: 'deny',
+    expect(await decide(readOrder)).toMatchObject({
+      effect: 'allow',
       reason: 'policy.matched',
-      policy_id: 'pol_support_account_deletion_deny',
+      policy_id: 'pol_support_read_orders_customers',
     });
-    expect(await decide({ agent_id: 'support-bot-1', action: 'credits.issue', resource: 'customer:1', amount: 5 })).toMatchObject({
+    expect(await decide({ agent_id: 'support-bot-1', action: 'accounts.delete', resource: 'account:1' })).toMatchObject(
+      {
+        effect: 'deny',
+        reason: 'policy.matched',
+        policy_id: 'pol_support_account_deletion_deny',
+      },
+    );
+    expect(
+      await decide({ agent_id: 'support-bot-1', action: 'credits.issue', resource: 'customer:1', amount: 5 }),
+    ).toMatchObject({
       effect: 'deny',
       reason: 'policy.disabled',
     });
-    expect(await decide({ agent_id: 'someone', action: 'api.read' })).toMatchObject({ effect: 'deny', reason: 'policy.not_found' });
+    expect(await decide({ agent_id: 'someone', action: 'api.read' })).toMatchObject({
+      effect: 'deny',
+      reason: 'policy.not_found',
+    });
 
     // One policy.updated per changed policy: each bundle policy created, the API-made one deleted.
     const events = await policyEvents();
@@ -130,7 +152,11 @@ describe.each(STORE_KINDS)('bundles (%s store)', (kind) => {
     expect(changes.get(apiId)).toBe('deleted');
     for (const p of examples.policies) expect(changes.get(p.id)).toBe('created');
     const one = fired.find((e) => e.data.policy.id === 'pol_support_read_orders_customers')!;
-    expect(one).toMatchObject({ type: 'policy.updated', account_id: rt.accountId, data: { change: 'created', policy: { object: 'policy', effect: 'allow' } } });
+    expect(one).toMatchObject({
+      type: 'policy.updated',
+      account_id: rt.accountId,
+      data: { change: 'created', policy: { object: 'policy', effect: 'allow' } },
+    });
   });
 
   it('a second identical PUT changes nothing and fires no event', async () => {
@@ -151,7 +177,14 @@ describe.each(STORE_KINDS)('bundles (%s store)', (kind) => {
         if (p.id === 'pol_support_goodwill_credits') return { ...p, state: 'enabled' };
         return p;
       });
-    next.push({ id: 'pol_bundle_added', name: 'bundle-added', state: 'enabled', priority: 100, effect: 'allow', actions: ['added.read'] });
+    next.push({
+      id: 'pol_bundle_added',
+      name: 'bundle-added',
+      state: 'enabled',
+      priority: 100,
+      effect: 'allow',
+      actions: ['added.read'],
+    });
     const changed = compilePolicies(next, dir, 'changed');
     const before = (await policyEvents()).length;
 
@@ -169,8 +202,15 @@ describe.each(STORE_KINDS)('bundles (%s store)', (kind) => {
       pol_infra_guard_iam: 'deleted',
       pol_bundle_added: 'created',
     });
-    expect(await decide(readOrder)).toMatchObject({ effect: 'deny', reason: 'policy.matched', policy_id: 'pol_support_read_orders_customers' });
-    expect(await decide({ agent_id: 'any', action: 'added.read' })).toMatchObject({ effect: 'allow', policy_id: 'pol_bundle_added' });
+    expect(await decide(readOrder)).toMatchObject({
+      effect: 'deny',
+      reason: 'policy.matched',
+      policy_id: 'pol_support_read_orders_customers',
+    });
+    expect(await decide({ agent_id: 'any', action: 'added.read' })).toMatchObject({
+      effect: 'allow',
+      policy_id: 'pol_bundle_added',
+    });
 
     // Back to the examples: the same five policies change back.
     const back = await putBundle(examples);
@@ -189,7 +229,9 @@ describe.each(STORE_KINDS)('bundles (%s store)', (kind) => {
     const active = await getBundle();
     expect(active.policies).toBe(examples.policies.length + 1);
     expect(active.hash).not.toBe(examples.hash);
-    expect((await rt.call(rt.testKey, { method: 'DELETE', url: '/v1/policies/pol_after_bundle' })).statusCode).toBe(200);
+    expect((await rt.call(rt.testKey, { method: 'DELETE', url: '/v1/policies/pol_after_bundle' })).statusCode).toBe(
+      200,
+    );
     expect(await getBundle()).toMatchObject({ hash: examples.hash, policies: examples.policies.length });
   });
 
@@ -251,12 +293,20 @@ describe.each(STORE_KINDS)('bundles (%s store)', (kind) => {
     it('JSON that is not a bundle: 400', async () => {
       await expectRefused({ hello: 'world' }, /not an agent-authz bundle/);
       await expectRefused([examples], /not an agent-authz bundle/);
-      await expectRefused({ format: 'agent-authz.bundle', format_version: 1, hash: examples.hash, policies: examples.policies }, /schema|table/);
+      await expectRefused(
+        { format: 'agent-authz.bundle', format_version: 1, hash: examples.hash, policies: examples.policies },
+        /schema|table/,
+      );
     });
 
     it('malformed JSON: 400 validation.invalid_json', async () => {
       await expectNothingChanged(async () => {
-        const r = await rt.call(rt.testKey, { method: 'PUT', url: '/v1/bundle', payload: '{"format": "agent-', headers: { 'content-type': 'application/json' } });
+        const r = await rt.call(rt.testKey, {
+          method: 'PUT',
+          url: '/v1/bundle',
+          payload: '{"format": "agent-',
+          headers: { 'content-type': 'application/json' },
+        });
         expect(r.statusCode).toBe(400);
         expect(json(r).error.code).toBe('validation.invalid_json');
       });
@@ -276,7 +326,9 @@ describe.each(STORE_KINDS)('bundles (%s store)', (kind) => {
       const w = await rt.call(writer, { method: 'GET', url: '/v1/bundle' });
       expect(w.statusCode).toBe(403);
       expect((await putBundle(examples, writer)).statusCode).toBe(200);
-      expect((await rt.call(null, { method: 'PUT', url: '/v1/bundle', payload: examples as object })).statusCode).toBe(401);
+      expect((await rt.call(null, { method: 'PUT', url: '/v1/bundle', payload: examples as object })).statusCode).toBe(
+        401,
+      );
     });
 
     it("touches only the key's own account and environment", async () => {
@@ -287,10 +339,17 @@ describe.each(STORE_KINDS)('bundles (%s store)', (kind) => {
       expect(await policyEvents(rt.otherKey)).toEqual([]);
       expect(await policyEvents(rt.liveKey)).toEqual([]);
       // A bundle put by the other account leaves ours alone.
-      const small = compilePolicies([{ id: 'pol_theirs', name: 'theirs', state: 'enabled', priority: 1, effect: 'deny', actions: ['orders.read'] }], dir, 'theirs');
+      const small = compilePolicies(
+        [{ id: 'pol_theirs', name: 'theirs', state: 'enabled', priority: 1, effect: 'deny', actions: ['orders.read'] }],
+        dir,
+        'theirs',
+      );
       expect((await putBundle(small, rt.otherKey)).statusCode).toBe(200);
       expect(await decide(readOrder, rt.otherKey)).toMatchObject({ effect: 'deny', policy_id: 'pol_theirs' });
-      expect(await decide(readOrder)).toMatchObject({ effect: 'allow', policy_id: 'pol_support_read_orders_customers' });
+      expect(await decide(readOrder)).toMatchObject({
+        effect: 'allow',
+        policy_id: 'pol_support_read_orders_customers',
+      });
       expect(await getBundle()).toMatchObject({ hash: examples.hash });
     });
   });
@@ -311,6 +370,9 @@ describe.each(STORE_KINDS)('bundles (%s store)', (kind) => {
     const r = await putBundle(big, rt.liveKey);
     expect(r.statusCode).toBe(200);
     expect(json(r)).toMatchObject({ hash: big.hash, policies: 600 });
-    expect(await decide({ agent_id: 'big-agent-599', action: 'big.read' }, rt.liveKey)).toMatchObject({ effect: 'allow', policy_id: 'pol_big_599' });
+    expect(await decide({ agent_id: 'big-agent-599', action: 'big.read' }, rt.liveKey)).toMatchObject({
+      effect: 'allow',
+      policy_id: 'pol_big_599',
+    });
   });
 });

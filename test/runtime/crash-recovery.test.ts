@@ -30,7 +30,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyWebhookSignature } from '../../webhook-receiver/index.js';
 import { confirmLoad } from '../helpers/confirm-load.js';
 import { createTestDatabase } from '../helpers/postgres.js';
-import { ensureBuilt, freePort, HOST, request, startServeProcess, stopServer, type Reply, type ServeProcess } from '../helpers/server-process.js';
+import {
+  ensureBuilt,
+  freePort,
+  HOST,
+  request,
+  startServeProcess,
+  stopServer,
+  type Reply,
+  type ServeProcess,
+} from '../helpers/server-process.js';
 import type { JsonObject } from '../helpers/json.js';
 
 const ADMIN_TOKEN = 'admin-token-for-crash-recovery-0123456789';
@@ -133,7 +142,10 @@ function startReceiver() {
       });
       return ids;
     },
-    listen: () => new Promise<number>((resolve) => server.listen(0, HOST, () => resolve((server.address() as { port: number }).port))),
+    listen: () =>
+      new Promise<number>((resolve) =>
+        server.listen(0, HOST, () => resolve((server.address() as { port: number }).port)),
+      ),
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
@@ -176,7 +188,10 @@ describe('crash recovery: SIGKILL of `authz serve` under load, restart on the sa
 
     const account = await request(base, ADMIN_TOKEN, 'POST', '/admin/accounts', { name: 'crash-recovery' });
     expect(account.status, JSON.stringify(account.body)).toBe(201);
-    const created = await request(base, ADMIN_TOKEN, 'POST', `/admin/accounts/${account.body.id}/api-keys`, { environment: 'test', scopes: ['*'] });
+    const created = await request(base, ADMIN_TOKEN, 'POST', `/admin/accounts/${account.body.id}/api-keys`, {
+      environment: 'test',
+      scopes: ['*'],
+    });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     const key = created.body.key as string;
     const api = (method: string, path: string, body?: unknown) => request(base, key, method, path, body);
@@ -214,7 +229,8 @@ describe('crash recovery: SIGKILL of `authz serve` under load, restart on the sa
     }
     // Agents revoked and restored during the load (an agent must be known to be revoked).
     const revocable = ['rev-0', 'rev-1', 'rev-2'];
-    for (const a of revocable) expect((await api('POST', '/v1/decisions', { agent_id: a, action: 'docs.read' })).status).toBe(200);
+    for (const a of revocable)
+      expect((await api('POST', '/v1/decisions', { agent_id: a, action: 'docs.read' })).status).toBe(200);
 
     // --- the load ---
     const answered: Answered[] = [];
@@ -237,7 +253,13 @@ describe('crash recovery: SIGKILL of `authz serve` under load, restart on the sa
         let body: Record<string, unknown>;
         if (slot < 3) {
           kind = 'usd';
-          body = { agent_id: `usd-${i % 3}`, action: 'payments.charge', resource: `invoice:${i}`, amount: 1 + (i % 9), ttl_seconds: 3600 };
+          body = {
+            agent_id: `usd-${i % 3}`,
+            action: 'payments.charge',
+            resource: `invoice:${i}`,
+            amount: 1 + (i % 9),
+            ttl_seconds: 3600,
+          };
         } else if (slot < 6) {
           kind = 'calls';
           body = { agent_id: `calls-${i % 3}`, action: 'orders.read', resource: `order:${i}`, ttl_seconds: 3600 };
@@ -311,7 +333,11 @@ describe('crash recovery: SIGKILL of `authz serve` under load, restart on the sa
       }
     };
 
-    const workers = [...Array.from({ length: DECISION_WORKERS }, decisionWorker), ...Array.from({ length: CONFIRM_WORKERS }, confirmWorker), changeWorker()];
+    const workers = [
+      ...Array.from({ length: DECISION_WORKERS }, decisionWorker),
+      ...Array.from({ length: CONFIRM_WORKERS }, confirmWorker),
+      changeWorker(),
+    ];
 
     // Kill once enough of every kind has been answered, while every worker is still sending.
     const waitFor = async (what: string, done: () => boolean, deadlineMs = 60_000) => {
@@ -319,12 +345,20 @@ describe('crash recovery: SIGKILL of `authz serve` under load, restart on the sa
       while (!done()) {
         if (Date.now() > deadline) {
           stop = true;
-          throw new Error(`timed out waiting for ${what}: ${answered.length} decisions, ${confirmed.size} confirms, ${changes} changes; ${unexpected.slice(0, 5).join('; ')}`);
+          throw new Error(
+            `timed out waiting for ${what}: ${answered.length} decisions, ${confirmed.size} confirms, ${changes} changes; ${unexpected.slice(0, 5).join('; ')}`,
+          );
         }
         await sleep(10);
       }
     };
-    await waitFor('the load before the kill', () => answered.length >= BEFORE_KILL.decisions && confirmed.size >= BEFORE_KILL.confirms && changes >= BEFORE_KILL.changes);
+    await waitFor(
+      'the load before the kill',
+      () =>
+        answered.length >= BEFORE_KILL.decisions &&
+        confirmed.size >= BEFORE_KILL.confirms &&
+        changes >= BEFORE_KILL.changes,
+    );
     // Kill while deliveries are in flight: the receiver stops answering until some are waiting.
     receiver.hold();
     await waitFor('deliveries in flight', () => receiver.held() >= 3);
@@ -341,7 +375,10 @@ describe('crash recovery: SIGKILL of `authz serve` under load, restart on the sa
     server = await startServer(db.url, port);
     procs.add(server);
     restarted = true;
-    await waitFor('the load after the restart', () => answered.filter((a) => a.afterRestart).length >= AFTER_RESTART.decisions);
+    await waitFor(
+      'the load after the restart',
+      () => answered.filter((a) => a.afterRestart).length >= AFTER_RESTART.decisions,
+    );
     stop = true;
     await Promise.all(workers);
 
@@ -359,7 +396,10 @@ describe('crash recovery: SIGKILL of `authz serve` under load, restart on the sa
     });
     // Confirmed without an amount: the amount decided is the amount confirmed.
     for (const [id, amount] of confirmed) {
-      expect(stored.get(id), id).toMatchObject({ status: 'confirmed', confirmed_amount: amount ?? stored.get(id)!.amount });
+      expect(stored.get(id), id).toMatchObject({
+        status: 'confirmed',
+        confirmed_amount: amount ?? stored.get(id)!.amount,
+      });
     }
 
     // --- budgets ---
@@ -367,7 +407,10 @@ describe('crash recovery: SIGKILL of `authz serve` under load, restart on the sa
       const rows: Array<JsonObject> = [];
       let after: string | undefined;
       for (;;) {
-        const r = await api('GET', `/v1/decisions?agent_id=${agentId}&limit=100${after ? `&starting_after=${after}` : ''}`);
+        const r = await api(
+          'GET',
+          `/v1/decisions?agent_id=${agentId}&limit=100${after ? `&starting_after=${after}` : ''}`,
+        );
         expect(r.status).toBe(200);
         rows.push(...(r.body.data as Array<JsonObject>));
         if (!r.body.has_more) return rows;
@@ -392,7 +435,8 @@ describe('crash recovery: SIGKILL of `authz serve` under load, restart on the sa
       expect(cents(b.consumed), agentId).toBe(consumedByStore);
       // ... which include every confirm answered 200.
       const confirmedIds = new Set(confirmedInStore.map((d) => d.id as string));
-      for (const a of answered.filter((x) => x.agent === agentId && confirmed.has(x.id))) expect(confirmedIds.has(a.id), a.id).toBe(true);
+      for (const a of answered.filter((x) => x.agent === agentId && confirmed.has(x.id)))
+        expect(confirmedIds.has(a.id), a.id).toBe(true);
       // Every pending allow still holds its amount (a hold whose decision was never written may add to it).
       const pendingHeld = inStore.filter((d) => d.status === 'pending').reduce((s, d) => s + cents(d.amount), 0);
       expect(cents(b.held), agentId).toBeGreaterThanOrEqual(pendingHeld);
@@ -426,10 +470,20 @@ describe('crash recovery: SIGKILL of `authz serve` under load, restart on the sa
     };
     const events = await listEvents();
     const decisionEvents = new Map<string, string>();
-    for (const e of events) if ((e.type as string).startsWith('decision.')) decisionEvents.set(e.data.decision.id as string, e.type as string);
+    for (const e of events)
+      if ((e.type as string).startsWith('decision.'))
+        decisionEvents.set(e.data.decision.id as string, e.type as string);
     for (const a of answered) expect(decisionEvents.get(a.id), a.id).toBe(`decision.${a.effect}`);
     const types = new Set(events.map((e) => e.type as string));
-    for (const t of ['decision.allow', 'decision.deny', 'agent.registered', 'agent.revoked', 'policy.updated', 'budget.threshold']) expect(types, t).toContain(t);
+    for (const t of [
+      'decision.allow',
+      'decision.deny',
+      'agent.registered',
+      'agent.revoked',
+      'policy.updated',
+      'budget.threshold',
+    ])
+      expect(types, t).toContain(t);
 
     const missing = () => events.filter((e) => !receiver.delivered.has(e.id as string));
     const deadline = Date.now() + 90_000;

@@ -83,7 +83,10 @@ const overflowing = (page: Page) =>
     .evaluateAll((wraps) =>
       wraps
         .filter((w) => w.scrollWidth > w.clientWidth + 1)
-        .map((w) => `${w.querySelector('caption')?.textContent ?? w.querySelector('table')?.getAttribute('aria-labelledby')}: ${w.scrollWidth} px in ${w.clientWidth} px`),
+        .map(
+          (w) =>
+            `${w.querySelector('caption')?.textContent ?? w.querySelector('table')?.getAttribute('aria-labelledby')}: ${w.scrollWidth} px in ${w.clientWidth} px`,
+        ),
     );
 
 /** The view's text with every full timestamp taken out: what is left must hold no other time. */
@@ -100,7 +103,8 @@ describe.each(STORE_KINDS)('dashboard layout in chromium (%s)', (kind) => {
   const errors: string[] = [];
   const nav = (name: string) => page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name });
   /** A screenshot of the whole page, or of the window only (what the user sees at that moment). */
-  const shot = (name: string, fullPage = true) => page.screenshot({ path: join(SHOTS, `${kind}-${name}.png`), fullPage });
+  const shot = (name: string, fullPage = true) =>
+    page.screenshot({ path: join(SHOTS, `${kind}-${name}.png`), fullPage });
   /**
    * At each of WIDTHS: the page does not scroll sideways, no table scrolls in its
    * wrapper, every button of the view is inside the window, words whole; a
@@ -112,13 +116,20 @@ describe.each(STORE_KINDS)('dashboard layout in chromium (%s)', (kind) => {
         const at = `${name} at ${width} px`;
         await page.setViewportSize({ width, height: VIEWPORT.height });
         await expect.poll(() => page.evaluate('window.innerWidth'), POLL).toBe(width);
-        expect(await page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth'), at).toBeLessThanOrEqual(0);
+        expect(
+          await page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth'),
+          at,
+        ).toBeLessThanOrEqual(0);
         expect(await overflowing(page), at).toEqual([]);
         const outside = await page
           .locator('#view button')
           .evaluateAll((buttons) =>
             buttons
-              .filter((b) => b.getClientRects().length > 0 && b.getBoundingClientRect().right > b.ownerDocument.documentElement.clientWidth)
+              .filter(
+                (b) =>
+                  b.getClientRects().length > 0 &&
+                  b.getBoundingClientRect().right > b.ownerDocument.documentElement.clientWidth,
+              )
               .map((b) => b.getAttribute('aria-label') ?? b.textContent),
           );
         expect(outside, at).toEqual([]);
@@ -171,7 +182,8 @@ describe.each(STORE_KINDS)('dashboard layout in chromium (%s)', (kind) => {
         agents: ['support-tier2-*', 'support-escalations-*'],
         actions: ['payments.refund', 'payments.partial_refund', 'orders.cancel'],
         resources: ['order:*'],
-        condition: "context.order_source != null && startsWith(context.order_source, 'marketplace') && context.customer_email != null",
+        condition:
+          "context.order_source != null && startsWith(context.order_source, 'marketplace') && context.customer_email != null",
         priority: 45,
       },
       {
@@ -184,7 +196,14 @@ describe.each(STORE_KINDS)('dashboard layout in chromium (%s)', (kind) => {
         priority: 25,
         budget: { unit: 'EUR', limit: 20000, period: 'monthly' },
       },
-      { id: 'pol_lay_charges', name: 'charges-daily', effect: 'allow', actions: ['payments.charge'], priority: 40, budget: { unit: 'USD', limit: 1000, period: 'daily' } },
+      {
+        id: 'pol_lay_charges',
+        name: 'charges-daily',
+        effect: 'allow',
+        actions: ['payments.charge'],
+        priority: 40,
+        budget: { unit: 'USD', limit: 1000, period: 'daily' },
+      },
       {
         id: 'pol_lay_llm',
         name: 'llm-tokens',
@@ -200,9 +219,12 @@ describe.each(STORE_KINDS)('dashboard layout in chromium (%s)', (kind) => {
     // ~50 decisions over 30 minutes of the service clock.
     for (let minute = 0; minute < 30; minute++) {
       const i = minute;
-      if (i % 2 === 0) await decide({ agent_id: `catalog-bot-${i % 3}`, action: 'orders.read', resource: `order:${1000 + i}` });
-      if (i % 3 === 0) await decide({ agent_id: `support-tier2-${i % 4}`, action: 'orders.read', resource: `order:${2000 + i}` });
-      if (i % 6 === 0) await decide({ agent_id: 'cleanup-bot', action: 'orders.delete', resource: `order:${3000 + i}` });
+      if (i % 2 === 0)
+        await decide({ agent_id: `catalog-bot-${i % 3}`, action: 'orders.read', resource: `order:${1000 + i}` });
+      if (i % 3 === 0)
+        await decide({ agent_id: `support-tier2-${i % 4}`, action: 'orders.read', resource: `order:${2000 + i}` });
+      if (i % 6 === 0)
+        await decide({ agent_id: 'cleanup-bot', action: 'orders.delete', resource: `order:${3000 + i}` });
       if (i % 10 === 1) await decide({ agent_id: 'curious-bot', action: 'inventory.adjust' });
       if (i % 4 === 1)
         made.waiting.push(
@@ -215,14 +237,32 @@ describe.each(STORE_KINDS)('dashboard layout in chromium (%s)', (kind) => {
           }),
         );
       if (i % 4 === 3) {
-        const d = await decide({ agent_id: 'payables-bot', action: 'payouts.send', resource: `vendor:acme-logistics-${i}`, amount: 1200 + i * 3 });
+        const d = await decide({
+          agent_id: 'payables-bot',
+          action: 'payouts.send',
+          resource: `vendor:acme-logistics-${i}`,
+          amount: 1200 + i * 3,
+        });
         expect(d).toMatchObject({ effect: 'review', status: 'pending' });
         made.after.push(d);
         // Some the agent confirms or rejects at once: their reviews stay open.
-        if (i === 3 || i === 7) expect((await rt.call(rt.testKey, { method: 'POST', url: `/v1/decisions/${d.id}/confirm`, payload: {} })).statusCode).toBe(200);
-        if (i === 11) expect((await rt.call(rt.testKey, { method: 'POST', url: `/v1/decisions/${d.id}/reject` })).statusCode).toBe(200);
+        if (i === 3 || i === 7)
+          expect(
+            (await rt.call(rt.testKey, { method: 'POST', url: `/v1/decisions/${d.id}/confirm`, payload: {} }))
+              .statusCode,
+          ).toBe(200);
+        if (i === 11)
+          expect((await rt.call(rt.testKey, { method: 'POST', url: `/v1/decisions/${d.id}/reject` })).statusCode).toBe(
+            200,
+          );
       }
-      if (i % 6 === 2) await decide({ agent_id: 'checkout-bot', action: 'payments.charge', resource: `customer:cus_${i}`, amount: 49.99 + i });
+      if (i % 6 === 2)
+        await decide({
+          agent_id: 'checkout-bot',
+          action: 'payments.charge',
+          resource: `customer:cus_${i}`,
+          amount: 49.99 + i,
+        });
       if (i % 7 === 3) await decide({ agent_id: 'research-agent-7', action: 'llm.call', amount: 1200 + i * 100 });
       rt.clock.advance(60);
     }
@@ -276,14 +316,20 @@ describe.each(STORE_KINDS)('dashboard layout in chromium (%s)', (kind) => {
     expect(spread / chart.width).toBeGreaterThan(0.8);
     // Drawn to the counts of each minute the API reports.
     const stats = await rt.getOk('/v1/stats/decisions?minutes=60');
-    const total = await page.locator('#decision-chart rect[data-effect]').evaluateAll((rects) => rects.reduce((n, r) => n + Number(r.getAttribute('data-count')), 0));
+    const total = await page
+      .locator('#decision-chart rect[data-effect]')
+      .evaluateAll((rects) => rects.reduce((n, r) => n + Number(r.getAttribute('data-count')), 0));
     expect(total).toBe(stats.totals.allow + stats.totals.deny + stats.totals.review);
 
     // The legend speaks of the minutes on the axis: as many, from and to its labels.
     const ticks = await page.locator('#decision-chart text.tick').allTextContents();
     const minutes = await page.locator('#decision-chart').getAttribute('data-minutes');
     const legend = (await page.locator('#overview-chart .legend').textContent())!;
-    expect(legend).toMatch(new RegExp(`^allow \\d+review \\d+deny \\d+ in the ${minutes} minutes shown, ${ticks.at(-2)} to ${ticks.at(-1)}$`));
+    expect(legend).toMatch(
+      new RegExp(
+        `^allow \\d+review \\d+deny \\d+ in the ${minutes} minutes shown, ${ticks.at(-2)} to ${ticks.at(-1)}$`,
+      ),
+    );
     expect(Number(minutes)).toBeLessThan(60);
     await expect.poll(() => page.locator('#overview-budgets').textContent(), POLL).toContain('charges-daily');
     const text = (await page.locator('#view').textContent())!;
@@ -332,7 +378,9 @@ describe.each(STORE_KINDS)('dashboard layout in chromium (%s)', (kind) => {
     const area = page.getByLabel('YAML', { exact: true });
     await expect.poll(() => area.inputValue(), POLL).toContain('orders.delete');
     // The editor opens right under the row clicked (the first of eight), not below all rows.
-    const next = await page.locator('tr[data-id="pol_lay_deletes"]').evaluate((tr) => tr.nextElementSibling?.querySelector('#policy-yaml') !== null);
+    const next = await page
+      .locator('tr[data-id="pol_lay_deletes"]')
+      .evaluate((tr) => tr.nextElementSibling?.querySelector('#policy-yaml') !== null);
     expect(next).toBe(true);
     const rowBox = (await page.locator('tr[data-id="pol_lay_deletes"]').boundingBox())!;
     const editorBox = (await page.locator('tr.editor').boundingBox())!;
@@ -341,17 +389,23 @@ describe.each(STORE_KINDS)('dashboard layout in chromium (%s)', (kind) => {
     await shot('policies-editor-1366', false);
     const original = await area.inputValue();
     // The deny of deletes also denies reads, at the priority of the allow of reads (50): a conflict, decided by deny > allow.
-    const conflicting = original.replace(/^priority: 5$/m, 'priority: 50').replace(/^ {2}- orders\.delete$/m, '  - orders.delete\n  - orders.read');
+    const conflicting = original
+      .replace(/^priority: 5$/m, 'priority: 50')
+      .replace(/^ {2}- orders\.delete$/m, '  - orders.delete\n  - orders.read');
     expect(conflicting).not.toBe(original);
     const save = async (yaml: string) => {
       await area.fill(yaml);
-      const saved = page.waitForResponse((r) => r.request().method() === 'PUT' && r.url().endsWith('/v1/policies/pol_lay_deletes'));
+      const saved = page.waitForResponse(
+        (r) => r.request().method() === 'PUT' && r.url().endsWith('/v1/policies/pol_lay_deletes'),
+      );
       await page.getByRole('button', { name: 'Save' }).click();
       expect((await saved).status()).toBe(200);
     };
     await save(conflicting);
     const diagnostics = page.locator('#policy-diagnostics');
-    await expect.poll(() => diagnostics.textContent(), POLL).toContain('warning: lint.conflict: policies pol_lay_deletes and pol_lay_reads have the same priority 50');
+    await expect
+      .poll(() => diagnostics.textContent(), POLL)
+      .toContain('warning: lint.conflict: policies pol_lay_deletes and pol_lay_reads have the same priority 50');
     await expect(diagnostics.locator('li.warning').count()).resolves.toBe(1);
     await diagnostics.scrollIntoViewIfNeeded();
     await shot('policies-lint', false);
@@ -387,14 +441,21 @@ describe.each(STORE_KINDS)('dashboard layout in chromium (%s)', (kind) => {
     );
     const waitingById = [...made.waiting].sort((a, b) => a.approval_expires_at.localeCompare(b.approval_expires_at));
     expect(order.slice(0, made.waiting.length).map((r) => r.id)).toEqual(waitingById.map((d) => d.id));
-    expect(order.slice(0, made.waiting.length).map((r) => r.first)).toEqual(waitingById.map((d) => shown(d.approval_expires_at)));
+    expect(order.slice(0, made.waiting.length).map((r) => r.first)).toEqual(
+      waitingById.map((d) => shown(d.approval_expires_at)),
+    );
     expect(order.slice(made.waiting.length).map((r) => r.id)).toEqual(made.after.map((d) => d.id));
-    expect(order.map((r) => r.kind)).toEqual([...made.waiting.map(() => 'approval'), ...made.after.map(() => 'after-the-fact')]);
+    expect(order.map((r) => r.kind)).toEqual([
+      ...made.waiting.map(() => 'approval'),
+      ...made.after.map(() => 'after-the-fact'),
+    ]);
     expect(new Set(order.map((r) => r.state))).toEqual(new Set(['open']));
     // The decision's own status (confirmed, rejected, pending) is not the review's.
     const text = (await page.locator('#view').textContent())!;
     for (const status of ['confirmed', 'rejected', 'pending']) expect(text).not.toContain(status);
-    await expect(page.locator(`tr[data-id="${made.waiting[0]!.id}"] td.amount`).textContent()).resolves.toBe(`${made.waiting[0]!.amount.toFixed(2)}\u00a0USD`);
+    await expect(page.locator(`tr[data-id="${made.waiting[0]!.id}"] td.amount`).textContent()).resolves.toBe(
+      `${made.waiting[0]!.amount.toFixed(2)}\u00a0USD`,
+    );
     await expect(page.locator(`tr[data-id="${made.after[0]!.id}"] td.amount`).textContent()).resolves.toBe(
       `${made.after[0]!.amount.toLocaleString('en', { minimumFractionDigits: 2 })}\u00a0EUR`,
     );
@@ -453,7 +514,10 @@ describe.each(STORE_KINDS)('dashboard layout in chromium (%s)', (kind) => {
     await page.getByLabel('Your name (reviewer)').fill('Dana Reviewer');
     await page.getByRole('button', { name: `Approve ${target.id}` }).click();
     await page.locator(`tr[data-id="${target.id}"]`).waitFor({ state: 'detached' });
-    expect(await rt.getOk(`/v1/decisions/${target.id}`)).toMatchObject({ status: 'pending', review: { status: 'approved', reviewer: 'Dana Reviewer' } });
+    expect(await rt.getOk(`/v1/decisions/${target.id}`)).toMatchObject({
+      status: 'pending',
+      review: { status: 'approved', reviewer: 'Dana Reviewer' },
+    });
     await shot('reviews-reviewer-key');
 
     await page.getByLabel('Show').selectOption('approved');
@@ -463,7 +527,9 @@ describe.each(STORE_KINDS)('dashboard layout in chromium (%s)', (kind) => {
     await expect(row.textContent()).resolves.toContain('approved by Dana Reviewer');
     await expect(row.textContent()).resolves.toContain('the agent waited for it');
     // This key may not read policies: the unit is unknown, and said so rather than left out.
-    await expect(row.locator('td.amount').textContent()).resolves.toBe(`${target.amount.toLocaleString('en')} (unit unknown)`);
+    await expect(row.locator('td.amount').textContent()).resolves.toBe(
+      `${target.amount.toLocaleString('en')} (unit unknown)`,
+    );
     expect(await brokenWords(page)).toEqual([]);
     expect(await overflowing(page)).toEqual([]);
     await shot('reviews-approved');
@@ -491,7 +557,11 @@ describe.each(STORE_KINDS)('dashboard layout in chromium (%s)', (kind) => {
     const labelled = await rt.call(rt.testKey, {
       method: 'POST',
       url: `/v1/sessions/${session}/labels`,
-      payload: { labels: ['private'], agent_id: agent, detail: 'the customer-records wrapper returned a customer file with a postal address and a date of birth' },
+      payload: {
+        labels: ['private'],
+        agent_id: agent,
+        detail: 'the customer-records wrapper returned a customer file with a postal address and a date of birth',
+      },
     });
     expect(labelled.statusCode, labelled.body).toBe(200);
     await decide({ agent_id: agent, action: 'orders.delete', resource: 'order:1001', session_id: session });

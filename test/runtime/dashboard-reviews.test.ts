@@ -41,10 +41,12 @@ describe.each(STORE_KINDS)('dashboard reviews in chromium (%s)', (kind) => {
 
   /** An agent waiting for its review over real HTTP, as an agent would. */
   const waitFor = (id: string) =>
-    fetch(`${base}/v1/decisions/${id}?wait=60`, { headers: { authorization: `Bearer ${rt.testKey}` } }).then(async (r) => ({
-      status: r.status,
-      body: (await r.json()) as JsonObject,
-    }));
+    fetch(`${base}/v1/decisions/${id}?wait=60`, { headers: { authorization: `Bearer ${rt.testKey}` } }).then(
+      async (r) => ({
+        status: r.status,
+        body: (await r.json()) as JsonObject,
+      }),
+    );
 
   beforeAll(async () => {
     rt = await startRuntime(kind);
@@ -52,7 +54,14 @@ describe.each(STORE_KINDS)('dashboard reviews in chromium (%s)', (kind) => {
     await rt.setPolicies([
       { id: 'pol_dash_reads', name: 'read-orders', effect: 'allow', actions: ['orders.read'], priority: 10 },
       { id: 'pol_dash_deletes', name: 'no-deletes', effect: 'deny', actions: ['orders.delete'], priority: 5 },
-      { id: 'pol_dash_refunds', name: 'refunds-approved-first', effect: 'review', actions: ['payments.refund'], priority: 20, approval: { required: true, timeout_seconds: 600 } },
+      {
+        id: 'pol_dash_refunds',
+        name: 'refunds-approved-first',
+        effect: 'review',
+        actions: ['payments.refund'],
+        priority: 20,
+        approval: { required: true, timeout_seconds: 600 },
+      },
       // Reads history (docs/history.md): the panel lists the value it read.
       {
         id: 'pol_dash_refund_log',
@@ -87,18 +96,23 @@ describe.each(STORE_KINDS)('dashboard reviews in chromium (%s)', (kind) => {
     await page.locator('#decision-chart').waitFor();
 
     const api = await rt.getOk('/v1/stats/decisions?minutes=60', dashboardKey);
-    const expected = api.per_minute.flatMap((m: JsonObject) => (['allow', 'review', 'deny'] as const).filter((e) => m[e] > 0).map((e) => `${m.minute} ${e} ${m[e]}`));
+    const expected = api.per_minute.flatMap((m: JsonObject) =>
+      (['allow', 'review', 'deny'] as const).filter((e) => m[e] > 0).map((e) => `${m.minute} ${e} ${m[e]}`),
+    );
     expect(expected).toHaveLength(4);
-    const drawn = await page
-      .locator('#decision-chart rect[data-effect]')
-      .evaluateAll((rects) =>
-        rects.map((r) => ({ key: `${r.getAttribute('data-minute')} ${r.getAttribute('data-effect')} ${r.getAttribute('data-count')}`, height: Number(r.getAttribute('height')) })),
-      );
+    const drawn = await page.locator('#decision-chart rect[data-effect]').evaluateAll((rects) =>
+      rects.map((r) => ({
+        key: `${r.getAttribute('data-minute')} ${r.getAttribute('data-effect')} ${r.getAttribute('data-count')}`,
+        height: Number(r.getAttribute('height')),
+      })),
+    );
     expect(drawn.map((d) => d.key).sort()).toEqual([...expected].sort());
     // Heights are proportional to the counts: 3 allow is three times 1 deny.
     const height = (key: string) => drawn.find((d) => d.key.endsWith(key))!.height;
     expect(height('allow 3') / height('deny 1')).toBeCloseTo(3, 5);
-    await expect(page.locator('#decision-chart').getAttribute('aria-label')).resolves.toContain('3 allow, 1 review, 2 deny');
+    await expect(page.locator('#decision-chart').getAttribute('aria-label')).resolves.toContain(
+      '3 allow, 1 review, 2 deny',
+    );
     await expect.poll(() => page.locator('#overview-denied').textContent(), POLL).toContain('chart-bot');
     await expect.poll(() => page.locator('#overview-reviews').textContent(), POLL).toContain('refund-bot');
     await expect.poll(() => page.locator('#review-count').textContent(), POLL).toBe('1');
@@ -113,7 +127,12 @@ describe.each(STORE_KINDS)('dashboard reviews in chromium (%s)', (kind) => {
       amount: 25,
       context: { customer: 'cus_77', why: 'damaged parcel' },
     });
-    const second = await decide(rt, { agent_id: 'refund-bot-2', action: 'payments.refund', resource: 'order:1002', amount: 900 });
+    const second = await decide(rt, {
+      agent_id: 'refund-bot-2',
+      action: 'payments.refund',
+      resource: 'order:1002',
+      amount: 900,
+    });
     expect([first.status, second.status]).toEqual(['awaiting_approval', 'awaiting_approval']);
     const waiting = [waitFor(first.id), waitFor(second.id)];
     await expect.poll(() => rt.services.reviewWaiters.size, POLL).toBe(2);
@@ -122,9 +141,19 @@ describe.each(STORE_KINDS)('dashboard reviews in chromium (%s)', (kind) => {
     const firstRow = page.locator(`tr[data-id="${first.id}"]`);
     await firstRow.waitFor();
     const text = await firstRow.textContent();
-    for (const shown of ['refund-bot-1', 'payments.refund', 'order:1001', '25', 'refunds-approved-first', 'refunds-logged']) expect(text).toContain(shown);
+    for (const shown of [
+      'refund-bot-1',
+      'payments.refund',
+      'order:1001',
+      '25',
+      'refunds-approved-first',
+      'refunds-logged',
+    ])
+      expect(text).toContain(shown);
     // Matched policies by name, the id on hover.
-    await expect(firstRow.locator('[data-policy-id="pol_dash_refunds"]').getAttribute('title')).resolves.toBe('pol_dash_refunds');
+    await expect(firstRow.locator('[data-policy-id="pol_dash_refunds"]').getAttribute('title')).resolves.toBe(
+      'pol_dash_refunds',
+    );
     await firstRow.getByText('context').click();
     await expect(firstRow.locator('pre.context').textContent()).resolves.toContain('damaged parcel');
     await expect.poll(() => page.locator('#review-count').textContent(), POLL).toBe('3');
@@ -139,7 +168,11 @@ describe.each(STORE_KINDS)('dashboard reviews in chromium (%s)', (kind) => {
     await page.getByRole('button', { name: `Approve ${first.id}` }).click();
     const [approved] = await Promise.all([waiting[0]!]);
     expect(approved.status).toBe(200);
-    expect(approved.body).toMatchObject({ id: first.id, status: 'pending', review: { status: 'approved', reviewer: 'Dana Reviewer', note: 'customer called, verified' } });
+    expect(approved.body).toMatchObject({
+      id: first.id,
+      status: 'pending',
+      review: { status: 'approved', reviewer: 'Dana Reviewer', note: 'customer called, verified' },
+    });
     expect(rt.services.reviewWaiters.size).toBe(1);
     await firstRow.waitFor({ state: 'detached' });
 
@@ -161,7 +194,9 @@ describe.each(STORE_KINDS)('dashboard reviews in chromium (%s)', (kind) => {
 
     // Approved and denied reviews are listed, with who and why.
     await page.getByLabel('Show').selectOption('denied');
-    await expect.poll(() => page.locator(`tr[data-id="${second.id}"]`).textContent(), POLL).toContain('denied by Dana Reviewer');
+    await expect
+      .poll(() => page.locator(`tr[data-id="${second.id}"]`).textContent(), POLL)
+      .toContain('denied by Dana Reviewer');
     // The reviewer's name is kept for the session.
     await nav('Overview').click();
     await nav('Reviews').click();
@@ -174,7 +209,9 @@ describe.each(STORE_KINDS)('dashboard reviews in chromium (%s)', (kind) => {
     await nav('Reviews').click();
     await page.getByRole('button', { name: `Approve ${own.id}` }).click();
     // At the row, not on the status line at the top of the page.
-    await expect.poll(() => page.locator(`tr[data-id="${own.id}"] .row-error`).textContent(), POLL).toContain('review.self_review');
+    await expect
+      .poll(() => page.locator(`tr[data-id="${own.id}"] .row-error`).textContent(), POLL)
+      .toContain('review.self_review');
     await expect(page.locator(`tr[data-id="${own.id}"] .row-error`).isVisible()).resolves.toBe(true);
     expect((await rt.getOk(`/v1/decisions/${own.id}`)).status).toBe('awaiting_approval');
   });
@@ -182,11 +219,15 @@ describe.each(STORE_KINDS)('dashboard reviews in chromium (%s)', (kind) => {
   it("a chat notification's link opens the review with its button focused, and sends nothing", async () => {
     const d = await decide(rt, { agent_id: 'link-bot', action: 'payments.refund', amount: 3 });
     await page.goto(reviewLink(`${base}/dashboard`, d.id, 'deny'));
-    await expect.poll(() => page.evaluate("document.activeElement?.getAttribute('aria-label')"), POLL).toBe(`Deny ${d.id}`);
+    await expect
+      .poll(() => page.evaluate("document.activeElement?.getAttribute('aria-label')"), POLL)
+      .toBe(`Deny ${d.id}`);
     await expect(page.locator(`tr[data-id="${d.id}"]`).getAttribute('class')).resolves.toContain('target');
     expect((await rt.getOk(`/v1/decisions/${d.id}`)).status).toBe('awaiting_approval');
     await page.goto(reviewLink(`${base}/dashboard`, d.id, 'approve'));
-    await expect.poll(() => page.evaluate("document.activeElement?.getAttribute('aria-label')"), POLL).toBe(`Approve ${d.id}`);
+    await expect
+      .poll(() => page.evaluate("document.activeElement?.getAttribute('aria-label')"), POLL)
+      .toBe(`Approve ${d.id}`);
   });
 
   it('opens a decision into a panel from the lists: warnings, matched policies, history read, review, expiry', async () => {

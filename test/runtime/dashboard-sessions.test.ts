@@ -62,10 +62,20 @@ describe.each(STORE_KINDS)('dashboard session view in chromium (%s)', (kind) => 
     const agent = 'mail-bot';
     read = await decide(rt, { agent_id: agent, action: 'mail.read', session_id: session, context: mcp('inbox_read') });
     // The gateway records what it read in the inbox's result: untrusted.
-    const output = await rt.call(rt.testKey, { method: 'POST', url: `/v1/decisions/${read.id}/output`, payload: { labels: ['untrusted'], findings: [] } });
+    const output = await rt.call(rt.testKey, {
+      method: 'POST',
+      url: `/v1/decisions/${read.id}/output`,
+      payload: { labels: ['untrusted'], findings: [] },
+    });
     expect(output.statusCode, output.body).toBe(200);
     rt.clock.advance(1);
-    file = await decide(rt, { agent_id: agent, action: 'files.read', resource: 'file:payroll.csv', session_id: session, context: mcp('files_read') });
+    file = await decide(rt, {
+      agent_id: agent,
+      action: 'files.read',
+      resource: 'file:payroll.csv',
+      session_id: session,
+      context: mcp('files_read'),
+    });
     rt.clock.advance(1);
     const added = await rt.call(rt.testKey, {
       method: 'POST',
@@ -74,8 +84,17 @@ describe.each(STORE_KINDS)('dashboard session view in chromium (%s)', (kind) => 
     });
     expect(added.statusCode, added.body).toBe(200);
     rt.clock.advance(1);
-    held = await decide(rt, { agent_id: agent, action: 'mail.send', resource: 'mailto:audit@invoices.example', session_id: session, context: mcp('email_send') });
-    expect(held).toMatchObject({ status: 'awaiting_approval', metadata: { session_labels: ['untrusted', 'private', 'pii'] } });
+    held = await decide(rt, {
+      agent_id: agent,
+      action: 'mail.send',
+      resource: 'mailto:audit@invoices.example',
+      session_id: session,
+      context: mcp('email_send'),
+    });
+    expect(held).toMatchObject({
+      status: 'awaiting_approval',
+      metadata: { session_labels: ['untrusted', 'private', 'pii'] },
+    });
     base = await rt.app.listen({ host: '127.0.0.1', port: 0 });
     page = await browser.newPage();
     page.setDefaultTimeout(10_000);
@@ -94,7 +113,11 @@ describe.each(STORE_KINDS)('dashboard session view in chromium (%s)', (kind) => 
     await nav('Reviews').click();
     const row = page.locator(`#reviews-waiting tr[data-id="${held.id}"]`);
     await row.waitFor();
-    await expect(row.locator('.decided-with .badge.label').allTextContents()).resolves.toEqual(['untrusted', 'private', 'pii']);
+    await expect(row.locator('.decided-with .badge.label').allTextContents()).resolves.toEqual([
+      'untrusted',
+      'private',
+      'pii',
+    ]);
     await row.getByRole('link', { name: `Session ${session}` }).click();
     await page.getByRole('heading', { name: `Session ${session}`, level: 2 }).waitFor();
     expect(new URL(page.url()).hash).toBe(`#sessions/${session}`);
@@ -105,7 +128,11 @@ describe.each(STORE_KINDS)('dashboard session view in chromium (%s)', (kind) => 
     const labelRows = page.locator('#session-labels tbody tr');
     await expect.poll(() => labelRows.count(), POLL).toBe(3);
     const rows = await labelRows.evaluateAll((trs) =>
-      trs.map((tr) => ({ label: tr.getAttribute('data-label'), source: tr.getAttribute('data-source'), text: tr.textContent ?? '' })),
+      trs.map((tr) => ({
+        label: tr.getAttribute('data-label'),
+        source: tr.getAttribute('data-source'),
+        text: tr.textContent ?? '',
+      })),
     );
     // In the order they were added, as the API answers them.
     expect(rows.map((r) => [r.label, r.source])).toEqual(api.labels.map((l: JsonObject) => [l.label, l.source]));
@@ -118,18 +145,29 @@ describe.each(STORE_KINDS)('dashboard session view in chromium (%s)', (kind) => 
     expect(rows[1]!.text).toContain('the labels of the policy that allowed files.read (tool files_read)');
     expect(rows[2]!.text).toContain('through the API');
     expect(rows[2]!.text).toContain('the contacts tool returned addresses');
-    for (const [i, l] of (api.labels as JsonObject[]).entries()) expect(rows[i]!.text).toContain((l.added_at as string).replace('T', ' ').replace(/\.\d+Z$/, 'Z'));
+    for (const [i, l] of (api.labels as JsonObject[]).entries())
+      expect(rows[i]!.text).toContain((l.added_at as string).replace('T', ' ').replace(/\.\d+Z$/, 'Z'));
     await expect(page.locator('#session-summary').textContent()).resolves.toContain('3 decisions');
 
     // The session's decisions, newest first, as GET /v1/decisions?session_id= lists them.
-    const listed = (await rt.getOk(`/v1/decisions?session_id=${session}`, reviewerKey)).data.map((d: JsonObject) => d.id);
+    const listed = (await rt.getOk(`/v1/decisions?session_id=${session}`, reviewerKey)).data.map(
+      (d: JsonObject) => d.id,
+    );
     expect(listed).toEqual([held.id, file.id, read.id]);
     const shown = page.locator('#session-decisions tbody tr');
-    await expect.poll(() => shown.evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-id'))), POLL).toEqual(listed);
+    await expect
+      .poll(() => shown.evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-id'))), POLL)
+      .toEqual(listed);
     const heldRow = page.locator(`#session-decisions tr[data-id="${held.id}"]`);
-    await expect(heldRow.locator('.decided-with .badge').allTextContents()).resolves.toEqual(['untrusted', 'private', 'pii']);
+    await expect(heldRow.locator('.decided-with .badge').allTextContents()).resolves.toEqual([
+      'untrusted',
+      'private',
+      'pii',
+    ]);
     await expect(heldRow.textContent()).resolves.toContain('awaiting_approval');
-    await expect(page.locator(`#session-decisions tr[data-id="${read.id}"] .result-labels .badge`).allTextContents()).resolves.toEqual(['untrusted']);
+    await expect(
+      page.locator(`#session-decisions tr[data-id="${read.id}"] .result-labels .badge`).allTextContents(),
+    ).resolves.toEqual(['untrusted']);
 
     // A label's decision opens in the panel; its session link leads back here, the panel closed.
     await page
@@ -148,7 +186,9 @@ describe.each(STORE_KINDS)('dashboard session view in chromium (%s)', (kind) => 
     await nav('Decisions').click();
     await page.getByRole('button', { name: `Details of ${held.id}` }).click();
     const panel = page.getByRole('dialog', { name: 'Decision' });
-    await expect.poll(() => panel.locator('.decided-with .badge').allTextContents(), POLL).toEqual(['untrusted', 'private', 'pii']);
+    await expect
+      .poll(() => panel.locator('.decided-with .badge').allTextContents(), POLL)
+      .toEqual(['untrusted', 'private', 'pii']);
     await panel.getByRole('link', { name: `Session ${session}` }).click();
     await panel.waitFor({ state: 'hidden' });
     await page.getByRole('heading', { name: `Session ${session}`, level: 2 }).waitFor();
@@ -159,17 +199,24 @@ describe.each(STORE_KINDS)('dashboard session view in chromium (%s)', (kind) => 
     await page.getByLabel('Your name (reviewer)').fill('Alex');
     await page.getByRole('button', { name: `Deny ${held.id}` }).click();
     await page.locator(`#reviews-waiting tr[data-id="${held.id}"]`).waitFor({ state: 'detached' });
-    expect(json(await rt.call(reviewerKey, { method: 'GET', url: `/v1/decisions/${held.id}` }))).toMatchObject({ status: 'denied', reason: 'review.denied' });
+    expect(json(await rt.call(reviewerKey, { method: 'GET', url: `/v1/decisions/${held.id}` }))).toMatchObject({
+      status: 'denied',
+      reason: 'review.denied',
+    });
 
     await nav('Sessions').click();
     await page.getByLabel('Session id').fill(session);
     await page.getByRole('button', { name: 'Show' }).click();
-    await expect.poll(() => page.locator(`#session-decisions tr[data-id="${held.id}"] .state`).textContent(), POLL).toBe('denied');
+    await expect
+      .poll(() => page.locator(`#session-decisions tr[data-id="${held.id}"] .state`).textContent(), POLL)
+      .toBe('denied');
     // A denied review added no label: the session still holds three.
     await expect.poll(() => page.locator('#session-labels tbody tr').count(), POLL).toBe(3);
 
     await page.goto(`${base}/dashboard#sessions/run-unknown`);
-    await expect.poll(() => page.locator('#session-summary').textContent(), POLL).toContain('No session run-unknown in this environment');
+    await expect
+      .poll(() => page.locator('#session-summary').textContent(), POLL)
+      .toContain('No session run-unknown in this environment');
     expect(errors).toEqual([]);
   });
 });

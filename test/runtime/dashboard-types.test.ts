@@ -36,7 +36,9 @@ describe('dashboard type check', { timeout: 120_000 }, () => {
   });
 
   it('covers every module of the page, each marked // @ts-check', async () => {
-    expect(modules).toEqual(expect.arrayContaining(['app.js', 'api.js', 'dom.js', 'router.js', join('views', 'agents.js')]));
+    expect(modules).toEqual(
+      expect.arrayContaining(['app.js', 'api.js', 'dom.js', 'router.js', join('views', 'agents.js')]),
+    );
     const { code, output } = await tsc('-p', CONFIG, '--listFilesOnly');
     expect(code, output).toBe(0);
     const listed = output.split('\n').map((l) => l.trim());
@@ -50,7 +52,10 @@ describe('dashboard type check', { timeout: 120_000 }, () => {
     const dir = mkdtempSync(join(tmpdir(), 'dashboard-types-'));
     try {
       writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ extends: CONFIG, include: ['*.js'] }));
-      writeFileSync(join(dir, 'broken.js'), '/** @param {string} id */\nexport const byId = (id) => document.getElementById(id);\nbyId(42);\n');
+      writeFileSync(
+        join(dir, 'broken.js'),
+        '/** @param {string} id */\nexport const byId = (id) => document.getElementById(id);\nbyId(42);\n',
+      );
       const { code, output } = await tsc('-p', join(dir, 'tsconfig.json'));
       expect(code).not.toBe(0);
       expect(output).toMatch(/broken\.js\(3,6\): error TS2345/);

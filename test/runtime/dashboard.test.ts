@@ -47,9 +47,30 @@ describe.each(STORE_KINDS)('dashboard in chromium (%s)', (kind) => {
     receiver = await startReceiver();
     await rt.setPolicies([
       { id: 'pol_dash_read', name: 'read-orders', effect: 'allow', actions: ['orders.read'], priority: 10 },
-      { id: 'pol_dash_spend', name: 'spend', effect: 'allow', actions: ['payments.charge'], priority: 20, budget: { unit: 'USD', limit: 100, period: 'daily' } },
-      { id: 'pol_dash_run', name: 'per-run', effect: 'allow', actions: ['llm.call'], priority: 20, budget: { unit: 'tokens', limit: 5000, period: 'daily', scope: 'session' } },
-      { id: 'pol_dash_user', name: 'per-user', effect: 'allow', actions: ['mail.send'], priority: 20, budget: { unit: 'calls', limit: 10, period: 'monthly', scope: 'user' } },
+      {
+        id: 'pol_dash_spend',
+        name: 'spend',
+        effect: 'allow',
+        actions: ['payments.charge'],
+        priority: 20,
+        budget: { unit: 'USD', limit: 100, period: 'daily' },
+      },
+      {
+        id: 'pol_dash_run',
+        name: 'per-run',
+        effect: 'allow',
+        actions: ['llm.call'],
+        priority: 20,
+        budget: { unit: 'tokens', limit: 5000, period: 'daily', scope: 'session' },
+      },
+      {
+        id: 'pol_dash_user',
+        name: 'per-user',
+        effect: 'allow',
+        actions: ['mail.send'],
+        priority: 20,
+        budget: { unit: 'calls', limit: 10, period: 'monthly', scope: 'user' },
+      },
       { id: 'pol_dash_delete', name: 'no-deletes', effect: 'deny', actions: ['orders.delete'], priority: 5 },
     ] as never);
     base = await rt.app.listen({ host: '127.0.0.1', port: 0 });
@@ -135,7 +156,14 @@ describe.each(STORE_KINDS)('dashboard in chromium (%s)', (kind) => {
     const created = await rt.call(rt.testKey, {
       method: 'POST',
       url: '/v1/policies',
-      payload: { id: 'pol_dash_shadow', state: 'shadow', priority: 1, effect: 'deny', agents: [shadowAgent], actions: ['orders.read'] },
+      payload: {
+        id: 'pol_dash_shadow',
+        state: 'shadow',
+        priority: 1,
+        effect: 'deny',
+        agents: [shadowAgent],
+        actions: ['orders.read'],
+      },
     });
     expect(created.statusCode, created.body).toBe(201);
     try {
@@ -195,11 +223,19 @@ describe.each(STORE_KINDS)('dashboard in chromium (%s)', (kind) => {
     // A valid edit is saved and used by the next decision: the one after the PUT has answered (the row is
     // readable from the commit on, a moment before the process's compiled set has it and the PUT answers).
     await area.fill(yaml.replace('orders.delete', 'orders.purge'));
-    const saved = page.waitForResponse((r) => r.request().method() === 'PUT' && r.url().endsWith('/v1/policies/pol_dash_delete'));
+    const saved = page.waitForResponse(
+      (r) => r.request().method() === 'PUT' && r.url().endsWith('/v1/policies/pol_dash_delete'),
+    );
     await page.getByRole('button', { name: 'Save' }).click();
     expect((await saved).status()).toBe(200);
-    await expect.poll(async () => (await rt.getOk('/v1/policies/pol_dash_delete')).actions, POLL).toEqual(['orders.purge']);
-    expect(await decide('orders.purge')).toMatchObject({ effect: 'deny', reason: 'policy.matched', policy_id: 'pol_dash_delete' });
+    await expect
+      .poll(async () => (await rt.getOk('/v1/policies/pol_dash_delete')).actions, POLL)
+      .toEqual(['orders.purge']);
+    expect(await decide('orders.purge')).toMatchObject({
+      effect: 'deny',
+      reason: 'policy.matched',
+      policy_id: 'pol_dash_delete',
+    });
   });
 
   it('revokes an agent (its next decision is denied) and restores it', async () => {
@@ -266,15 +302,25 @@ describe.each(STORE_KINDS)('dashboard in chromium (%s)', (kind) => {
     const text = page.locator('#view table');
     await expect.poll(() => text.textContent(), POLL).toContain('0.00 consumed + 30.00 held of 100.00\u00a0USD');
     const [budget] = (await rt.getOk(`/v1/budgets?agent_id=${agent}`)).data;
-    await expect(text.textContent()).resolves.toContain(budget.period_resets_at.replace('T', ' ').replace(/\.\d+Z$/, 'Z'));
+    await expect(text.textContent()).resolves.toContain(
+      budget.period_resets_at.replace('T', ' ').replace(/\.\d+Z$/, 'Z'),
+    );
   });
 
   it("shows each budget row's scope and whose spend it counts: the agent, its session, the user", async () => {
     const run = `run-${kind}`;
     const user = `user-${kind}`;
-    const llm = await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: agent, session_id: run, action: 'llm.call', amounts: { tokens: 1200 } } });
+    const llm = await rt.call(rt.testKey, {
+      method: 'POST',
+      url: '/v1/decisions',
+      payload: { agent_id: agent, session_id: run, action: 'llm.call', amounts: { tokens: 1200 } },
+    });
     expect(json(llm)).toMatchObject({ effect: 'allow' });
-    const mail = await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: agent, on_behalf_of: user, action: 'mail.send' } });
+    const mail = await rt.call(rt.testKey, {
+      method: 'POST',
+      url: '/v1/decisions',
+      payload: { agent_id: agent, on_behalf_of: user, action: 'mail.send' },
+    });
     expect(json(mail)).toMatchObject({ effect: 'allow' });
     await page.getByRole('link', { name: 'Decisions' }).click();
     await page.getByRole('link', { name: 'Budgets' }).click();
@@ -294,7 +340,11 @@ describe.each(STORE_KINDS)('dashboard in chromium (%s)', (kind) => {
   });
 
   it('shows deliveries with their retry history and replays a failed one', async () => {
-    const created = await rt.call(rt.testKey, { method: 'POST', url: '/v1/webhooks', payload: { url: receiver.url, events: ['agent.revoked'] } });
+    const created = await rt.call(rt.testKey, {
+      method: 'POST',
+      url: '/v1/webhooks',
+      payload: { url: receiver.url, events: ['agent.revoked'] },
+    });
     expect(created.statusCode, created.body).toBe(201);
     const endpoint = json(created);
     receiver.status.code = 500;
@@ -319,7 +369,9 @@ describe.each(STORE_KINDS)('dashboard in chromium (%s)', (kind) => {
     expect(receiver.received).toHaveLength(2);
     expect(receiver.received[1]!.body.id).toBe(receiver.received[0]!.body.id);
     await page.getByRole('button', { name: 'Refresh' }).click();
-    const replay = (await rt.getOk(`/v1/webhooks/${endpoint.id}/deliveries`)).data.find((d: Record<string, unknown>) => d.replay_of === failed.id);
+    const replay = (await rt.getOk(`/v1/webhooks/${endpoint.id}/deliveries`)).data.find(
+      (d: Record<string, unknown>) => d.replay_of === failed.id,
+    );
     expect(replay).toMatchObject({ status: 'succeeded', status_code: 200 });
     await row(`tr[data-id="${replay.id}"] .state.succeeded`).waitFor();
     await rt.call(rt.testKey, { method: 'POST', url: `/v1/agents/${agent}/restore` });
@@ -331,8 +383,18 @@ describe.each(STORE_KINDS)('dashboard in chromium (%s)', (kind) => {
     await page.getByLabel('API key').fill(key);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('navigation', { name: 'Sections' }).waitFor();
-    const keyId = (await rt.store.sql<Array<{ id: string }>>`select id from api_keys where key_hash = ${hashApiKey(key)}`)[0]!.id;
-    expect((await rt.call(null, { method: 'DELETE', url: `/admin/api-keys/${keyId}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).statusCode).toBe(200);
+    const keyId = (
+      await rt.store.sql<Array<{ id: string }>>`select id from api_keys where key_hash = ${hashApiKey(key)}`
+    )[0]!.id;
+    expect(
+      (
+        await rt.call(null, {
+          method: 'DELETE',
+          url: `/admin/api-keys/${keyId}`,
+          headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+        })
+      ).statusCode,
+    ).toBe(200);
     await page.getByRole('link', { name: 'Agents' }).click();
     await expect.poll(() => page.locator('#sign-in-error').textContent(), POLL).toContain('refused');
     await expect(page.evaluate('sessionStorage.length')).resolves.toBe(0);

@@ -50,7 +50,12 @@ describe.each(STORE_KINDS)('a decision written with its limits (%s)', (kind) => 
 
   it('a known agent: calls and USD budgets and history.count each cost one statement, the decision stored as answered', async () => {
     await install([
-      { id: 'pol_calls', effect: 'allow', actions: ['calls.use'], budget: { unit: 'calls', limit: 100, period: 'daily' } },
+      {
+        id: 'pol_calls',
+        effect: 'allow',
+        actions: ['calls.use'],
+        budget: { unit: 'calls', limit: 100, period: 'daily' },
+      },
       { id: 'pol_usd', effect: 'allow', actions: ['usd.spend'], budget: { unit: 'USD', limit: 1000, period: 'daily' } },
       { id: 'pol_hist', effect: 'allow', actions: ['hist.go'], condition: "history.count('hist.go', '1h') < 3" },
       { id: 'pol_free', effect: 'allow', actions: ['free.read'] },
@@ -61,7 +66,8 @@ describe.each(STORE_KINDS)('a decision written with its limits (%s)', (kind) => 
     const answers: JsonObject[] = [];
     answers.push(await decide(rt, { agent_id: a, action: 'calls.use' }));
     answers.push(await decide(rt, { agent_id: a, action: 'usd.spend', amount: 2.5 }));
-    for (let i = 0; i < 4; i++) answers.push(await decide(rt, { agent_id: a, action: 'hist.go', session_id: 'run-one-statement' }));
+    for (let i = 0; i < 4; i++)
+      answers.push(await decide(rt, { agent_id: a, action: 'hist.go', session_id: 'run-one-statement' }));
     const after = await batches();
     expect(answers.map((d) => d.effect)).toEqual(['allow', 'allow', 'allow', 'allow', 'allow', 'deny']);
     // Only the session's first decision went through the decision writer (it opens the session);
@@ -78,7 +84,12 @@ describe.each(STORE_KINDS)('a decision written with its limits (%s)', (kind) => 
 
   it('when the limits change the decision (a warning, a budget exceeded) the writer stores what was answered', async () => {
     await install([
-      { id: 'pol_small', effect: 'allow', actions: ['small.use'], budget: { unit: 'calls', limit: 3, period: 'daily', threshold_alert: 0.5 } },
+      {
+        id: 'pol_small',
+        effect: 'allow',
+        actions: ['small.use'],
+        budget: { unit: 'calls', limit: 3, period: 'daily', threshold_alert: 0.5 },
+      },
       { id: 'pol_free', effect: 'allow', actions: ['free.read'] },
     ]);
     const a = agent('one-statement-warn');
@@ -88,7 +99,9 @@ describe.each(STORE_KINDS)('a decision written with its limits (%s)', (kind) => 
     for (let i = 0; i < 4; i++) answers.push(await decide(rt, { agent_id: a, action: 'small.use' }));
     const after = await batches();
     expect(answers.map((d) => d.effect)).toEqual(['allow', 'allow', 'allow', 'deny']);
-    const warned = answers.map((d) => (d.metadata.warnings as Array<{ code: string }>).some((w) => w.code === 'budget.below_threshold'));
+    const warned = answers.map((d) =>
+      (d.metadata.warnings as Array<{ code: string }>).some((w) => w.code === 'budget.below_threshold'),
+    );
     expect(warned).toEqual([false, true, false, false]);
     expect(answers[3]!.reason).toBe('budget.exceeded');
     // The first and third (nothing changed) rode the limits' statement; the warned one and the denial the writer.
@@ -97,7 +110,15 @@ describe.each(STORE_KINDS)('a decision written with its limits (%s)', (kind) => 
   });
 
   it('a new agent (its registration) and a session gaining labels are written by the writer, with the decision', async () => {
-    await install([{ id: 'pol_label', effect: 'allow', actions: ['files.read'], labels: ['private'], budget: { unit: 'calls', limit: 100, period: 'daily' } }]);
+    await install([
+      {
+        id: 'pol_label',
+        effect: 'allow',
+        actions: ['files.read'],
+        labels: ['private'],
+        budget: { unit: 'calls', limit: 100, period: 'daily' },
+      },
+    ]);
     const a = agent('one-statement-new');
     const before = await batches();
     const first = await decide(rt, { agent_id: a, action: 'files.read', session_id: 'run-labels-1' });
@@ -109,7 +130,9 @@ describe.each(STORE_KINDS)('a decision written with its limits (%s)', (kind) => 
     await expectStoredAsAnswered(second);
     expect((await rt.getOk(`/v1/agents/${a}`)).id ?? a).toBeTruthy();
     const session = await rt.getOk('/v1/sessions/run-labels-1');
-    expect((session.labels as Array<{ label: string; decision_id: string }>).map((l) => [l.label, l.decision_id])).toEqual([['private', first.id]]);
+    expect(
+      (session.labels as Array<{ label: string; decision_id: string }>).map((l) => [l.label, l.decision_id]),
+    ).toEqual([['private', first.id]]);
     expect(session.decisions).toBe(2);
   });
 });

@@ -39,7 +39,12 @@ const Step = z.union([
 const CaseFile = z.strictObject({
   description: z.string().min(1),
   policies: z.array(z.record(z.string(), z.unknown())).min(1),
-  agents: z.record(z.string(), z.strictObject({ attributes: z.record(z.string(), z.unknown()).optional(), revoked: z.boolean().optional() })).optional(),
+  agents: z
+    .record(
+      z.string(),
+      z.strictObject({ attributes: z.record(z.string(), z.unknown()).optional(), revoked: z.boolean().optional() }),
+    )
+    .optional(),
   steps: z.array(Step).min(1),
 });
 type CaseFile = z.infer<typeof CaseFile>;
@@ -70,8 +75,10 @@ function expectDecision(answer: Answer, want: Expectation, where: string): void 
   if (want.reason !== undefined) expect(answer.reason, where).toBe(want.reason);
   if (want.policy_id !== undefined) expect(answer.policy_id, where).toBe(want.policy_id);
   if (want.decision_status !== undefined) expect(answer.status, where).toBe(want.decision_status);
-  if (want.matched_policy_ids !== undefined) expect([...answer.metadata.matched_policy_ids].sort(), where).toEqual([...want.matched_policy_ids].sort());
-  if (want.warnings !== undefined) expect(answer.metadata.warnings.map((w) => w.code).sort(), where).toEqual([...want.warnings].sort());
+  if (want.matched_policy_ids !== undefined)
+    expect([...answer.metadata.matched_policy_ids].sort(), where).toEqual([...want.matched_policy_ids].sort());
+  if (want.warnings !== undefined)
+    expect(answer.metadata.warnings.map((w) => w.code).sort(), where).toEqual([...want.warnings].sort());
 }
 
 describe('decision cases (test/cases/decisions)', () => {

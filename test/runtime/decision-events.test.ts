@@ -23,7 +23,14 @@ describe.each(STORE_KINDS)('decision events (%s)', (kind) => {
 
   it('data.decision equals the decision read back, without the permit token, for each effect', async () => {
     const bodies = [
-      { agent_id: 'ev-1', action: 'orders.read', resource: 'order:1', amount: 12.5, context: { a: 1 }, ttl_seconds: 60 },
+      {
+        agent_id: 'ev-1',
+        action: 'orders.read',
+        resource: 'order:1',
+        amount: 12.5,
+        context: { a: 1 },
+        ttl_seconds: 60,
+      },
       { agent_id: 'ev-1', action: 'orders.read', resource: 'order:vip-1' },
       { agent_id: 'ev-2', action: 'orders.delete' },
     ];
@@ -40,17 +47,47 @@ describe.each(STORE_KINDS)('decision events (%s)', (kind) => {
   });
 
   it('allow and deny events are stored by reference and still show the decision as decided after it moved on', async () => {
-    const allow = json(await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'ev-3', action: 'orders.read', resource: 'order:7', amount: 4 } }));
-    const rejected = json(await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'ev-3', action: 'orders.read', resource: 'order:8' } }));
-    const deny = json(await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'ev-3', action: 'orders.delete' } }));
-    const review = json(await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'ev-3', action: 'orders.read', resource: 'order:vip-3' } }));
+    const allow = json(
+      await rt.call(rt.testKey, {
+        method: 'POST',
+        url: '/v1/decisions',
+        payload: { agent_id: 'ev-3', action: 'orders.read', resource: 'order:7', amount: 4 },
+      }),
+    );
+    const rejected = json(
+      await rt.call(rt.testKey, {
+        method: 'POST',
+        url: '/v1/decisions',
+        payload: { agent_id: 'ev-3', action: 'orders.read', resource: 'order:8' },
+      }),
+    );
+    const deny = json(
+      await rt.call(rt.testKey, {
+        method: 'POST',
+        url: '/v1/decisions',
+        payload: { agent_id: 'ev-3', action: 'orders.delete' },
+      }),
+    );
+    const review = json(
+      await rt.call(rt.testKey, {
+        method: 'POST',
+        url: '/v1/decisions',
+        payload: { agent_id: 'ev-3', action: 'orders.read', resource: 'order:vip-3' },
+      }),
+    );
     const asDecided = new Map<string, unknown>();
     for (const d of [allow, rejected, deny, review]) {
       const { permit_token: _token, ...answered } = d;
       asDecided.set(d.id, answered);
     }
-    expect(json(await rt.call(rt.testKey, { method: 'POST', url: `/v1/decisions/${allow.id}/confirm`, payload: { amount: 3 } })).status).toBe('confirmed');
-    expect(json(await rt.call(rt.testKey, { method: 'POST', url: `/v1/decisions/${rejected.id}/reject` })).status).toBe('rejected');
+    expect(
+      json(
+        await rt.call(rt.testKey, { method: 'POST', url: `/v1/decisions/${allow.id}/confirm`, payload: { amount: 3 } }),
+      ).status,
+    ).toBe('confirmed');
+    expect(json(await rt.call(rt.testKey, { method: 'POST', url: `/v1/decisions/${rejected.id}/reject` })).status).toBe(
+      'rejected',
+    );
 
     const stored = await rt.store.sql<Array<{ decision_id: string | null; has_data: boolean; type: string }>>`
       select decision_id, data is not null as has_data, type from events

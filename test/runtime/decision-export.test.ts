@@ -38,7 +38,9 @@ for (const kind of STORE_KINDS) {
     let base: string;
 
     beforeAll(async () => {
-      rt = await startRuntime(kind, { config: { redactContext: parseRedactionPaths('context.card_number,customer.ssn') } });
+      rt = await startRuntime(kind, {
+        config: { redactContext: parseRedactionPaths('context.card_number,customer.ssn') },
+      });
       await rt.setPolicies([
         { id: 'pol_read', effect: 'allow', actions: ['orders.read'] },
         // The condition reads the card number: redaction happens after evaluation.
@@ -71,7 +73,10 @@ for (const kind of STORE_KINDS) {
       const third = await decide(rt, { agent_id: a, action: 'orders.read' });
       const other = await decide(rt, { agent_id: a, action: 'orders.read' }, rt.otherKey);
       // `until` defaults to the service's now, exclusive: a moment later the third is in.
-      expect((await exportLines(`since=${iso(t0)}`)).filter((d) => d.agent_id === a).map((d) => d.id)).toEqual([first.id, second.id]);
+      expect((await exportLines(`since=${iso(t0)}`)).filter((d) => d.agent_id === a).map((d) => d.id)).toEqual([
+        first.id,
+        second.id,
+      ]);
       rt.clock.advance(1);
       const all = await exportLines(`since=${iso(t0)}`);
       const mine = all.filter((d) => d.agent_id === a);
@@ -80,8 +85,13 @@ for (const kind of STORE_KINDS) {
       for (const d of mine) expect(d).toEqual(await rt.getOk(`/v1/decisions/${d.id}`));
       expect(mine[0]).toMatchObject({ context: { n: 1 }, session_id: 's1', permit_token: null });
       // Bounds: since inclusive, until exclusive; until defaults to the service's now.
-      expect((await exportLines(`since=${iso(t0 + 1000)}&until=${iso(t0 + 2000)}`)).map((d) => d.id)).toEqual([second.id]);
-      expect((await exportLines(`since=${iso(t0 + 1000)}`)).filter((d) => d.agent_id === a).map((d) => d.id)).toEqual([second.id, third.id]);
+      expect((await exportLines(`since=${iso(t0 + 1000)}&until=${iso(t0 + 2000)}`)).map((d) => d.id)).toEqual([
+        second.id,
+      ]);
+      expect((await exportLines(`since=${iso(t0 + 1000)}`)).filter((d) => d.agent_id === a).map((d) => d.id)).toEqual([
+        second.id,
+        third.id,
+      ]);
       expect(await exportLines(`since=${iso(t0 + 5000)}&until=${iso(t0 + 6000)}`)).toEqual([]);
     });
 
@@ -97,7 +107,10 @@ for (const kind of STORE_KINDS) {
         expect(r.statusCode, q).toBe(400);
         expect(['validation.invalid_field', 'validation.missing_field']).toContain(json(r).error.code);
       }
-      const r = await rt.call(await rt.keyWith(['decisions:write']), { method: 'GET', url: `/v1/decisions/export?since=${iso(START)}` });
+      const r = await rt.call(await rt.keyWith(['decisions:write']), {
+        method: 'GET',
+        url: `/v1/decisions/export?since=${iso(START)}`,
+      });
       expect(r.statusCode).toBe(403);
     });
 
@@ -140,12 +153,22 @@ for (const kind of STORE_KINDS) {
 
     it('stores the context without the redacted paths, after the condition read them', async () => {
       const a = agent('redact');
-      const d = await decide(rt, { agent_id: a, action: 'payments.charge', context: { card_number: '4242', customer: { ssn: '123', name: 'Ada' }, channel: 'chat' } });
-      expect(d).toMatchObject({ effect: 'allow', policy_id: 'pol_card', context: { customer: { name: 'Ada' }, channel: 'chat' } });
+      const d = await decide(rt, {
+        agent_id: a,
+        action: 'payments.charge',
+        context: { card_number: '4242', customer: { ssn: '123', name: 'Ada' }, channel: 'chat' },
+      });
+      expect(d).toMatchObject({
+        effect: 'allow',
+        policy_id: 'pol_card',
+        context: { customer: { name: 'Ada' }, channel: 'chat' },
+      });
       expect(JSON.stringify(await rt.getOk(`/v1/decisions/${d.id}`))).not.toContain('4242');
       const [row] = await rt.store.sql<Array<{ context: unknown }>>`select context from decisions where id = ${d.id}`;
       expect(row!.context).toEqual({ customer: { name: 'Ada' }, channel: 'chat' });
-      const events = (await rt.getOk('/v1/events?type=decision.allow&limit=100')).data as Array<{ data: { decision: { id: string } } }>;
+      const events = (await rt.getOk('/v1/events?type=decision.allow&limit=100')).data as Array<{
+        data: { decision: { id: string } };
+      }>;
       const event = events.find((e) => e.data.decision.id === d.id);
       expect(event).toBeDefined();
       expect(JSON.stringify(event)).not.toContain('4242');
@@ -184,23 +207,27 @@ for (const kind of STORE_KINDS) {
       let ordered = true;
       try {
         await new Promise<void>((resolve, reject) => {
-          get(`${base}/v1/decisions/export?since=${iso(from)}`, { headers: { authorization: `Bearer ${rt.testKey}` } }, (res) => {
-            expect(res.statusCode).toBe(200);
-            res.setEncoding('utf8');
-            res.on('data', (chunk: string) => {
-              bytes += chunk.length;
-              const parts = (last + chunk).split('\n');
-              last = parts.pop()!;
-              for (const line of parts) {
-                const id = (JSON.parse(line) as { id: string }).id;
-                if (id <= previousId) ordered = false;
-                previousId = id;
-                lines++;
-              }
-            });
-            res.on('end', resolve);
-            res.on('error', reject);
-          }).on('error', reject);
+          get(
+            `${base}/v1/decisions/export?since=${iso(from)}`,
+            { headers: { authorization: `Bearer ${rt.testKey}` } },
+            (res) => {
+              expect(res.statusCode).toBe(200);
+              res.setEncoding('utf8');
+              res.on('data', (chunk: string) => {
+                bytes += chunk.length;
+                const parts = (last + chunk).split('\n');
+                last = parts.pop()!;
+                for (const line of parts) {
+                  const id = (JSON.parse(line) as { id: string }).id;
+                  if (id <= previousId) ordered = false;
+                  previousId = id;
+                  lines++;
+                }
+              });
+              res.on('end', resolve);
+              res.on('error', reject);
+            },
+          ).on('error', reject);
         });
       } finally {
         clearInterval(sampler);
@@ -210,7 +237,10 @@ for (const kind of STORE_KINDS) {
       expect(ordered).toBe(true);
       // The answer is over 100 MB; the server (same process) never held more than a few pages of it.
       expect(bytes).toBeGreaterThan(100 * 1024 * 1024);
-      expect(peak - baseline, `heap grew by ${Math.round((peak - baseline) / 1e6)} MB while streaming ${Math.round(bytes / 1e6)} MB`).toBeLessThan(64 * 1024 * 1024);
+      expect(
+        peak - baseline,
+        `heap grew by ${Math.round((peak - baseline) / 1e6)} MB while streaming ${Math.round(bytes / 1e6)} MB`,
+      ).toBeLessThan(64 * 1024 * 1024);
     }, 180_000);
   });
 }

@@ -32,7 +32,13 @@ const POLICIES = [
   { id: 'pol_refund_review', name: 'refund-review', effect: 'review', actions: ['payments.refund'] },
   { id: 'pol_orders_delete', name: 'orders-delete', effect: 'deny', actions: ['orders.delete'] },
   { id: 'pol_reports_off', name: 'reports-off', state: 'disabled', effect: 'allow', actions: ['reports.export'] },
-  { id: 'pol_search_budget', name: 'search-budget', effect: 'allow', actions: ['search.run'], budget: { unit: 'calls', limit: 1, period: 'monthly' } },
+  {
+    id: 'pol_search_budget',
+    name: 'search-budget',
+    effect: 'allow',
+    actions: ['search.run'],
+    budget: { unit: 'calls', limit: 1, period: 'monthly' },
+  },
 ];
 
 let seq = 0;
@@ -51,7 +57,11 @@ describe.each(STORE_KINDS)('decision list filters (%s store)', (kind) => {
     expect(acc.statusCode, acc.body).toBe(201);
     const id = json(acc).id as string;
     const keyFor = async (environment: 'test' | 'live') => {
-      const r = await rt.call(ADMIN_TOKEN, { method: 'POST', url: `/admin/accounts/${id}/api-keys`, payload: { environment, scopes: ['*'] } });
+      const r = await rt.call(ADMIN_TOKEN, {
+        method: 'POST',
+        url: `/admin/accounts/${id}/api-keys`,
+        payload: { environment, scopes: ['*'] },
+      });
       expect(r.statusCode, r.body).toBe(201);
       return json(r).key as string;
     };
@@ -60,7 +70,8 @@ describe.each(STORE_KINDS)('decision list filters (%s store)', (kind) => {
 
   const decide = (key: string, agent_id: string, action: string) => kitDecide(rt, { agent_id, action }, key);
 
-  const listRaw = (key: string, query: string) => rt.call(key, { method: 'GET', url: `/v1/decisions${query ? `?${query}` : ''}` });
+  const listRaw = (key: string, query: string) =>
+    rt.call(key, { method: 'GET', url: `/v1/decisions${query ? `?${query}` : ''}` });
   const list = async (key: string, query: string) => {
     const r = await listRaw(key, query);
     expect(r.statusCode, `${query}: ${r.body}`).toBe(200);
@@ -120,7 +131,12 @@ describe.each(STORE_KINDS)('decision list filters (%s store)', (kind) => {
   /** The made decisions matching the filters, newest first. */
   const expected = (made: Made[], f: { agent?: string; effect?: string; reason?: string }) =>
     made
-      .filter((d) => (f.agent === undefined || d.agent_id === f.agent) && (f.effect === undefined || d.effect === f.effect) && (f.reason === undefined || d.reason === f.reason))
+      .filter(
+        (d) =>
+          (f.agent === undefined || d.agent_id === f.agent) &&
+          (f.effect === undefined || d.effect === f.effect) &&
+          (f.reason === undefined || d.reason === f.reason),
+      )
       .map((d) => d.id)
       .reverse();
 
@@ -215,7 +231,12 @@ describe.each(STORE_KINDS)('decision list filters (%s store)', (kind) => {
 
   it('paginates a filtered list with limit and starting_after', async () => {
     const { key, a, made } = await seed();
-    for (const f of [{ effect: 'deny' }, { reason: 'policy.matched' }, { agent: a, effect: 'deny' }, { effect: 'deny', reason: 'policy.not_found' }]) {
+    for (const f of [
+      { effect: 'deny' },
+      { reason: 'policy.matched' },
+      { agent: a, effect: 'deny' },
+      { effect: 'deny', reason: 'policy.not_found' },
+    ]) {
       const want = expected(made, f);
       expect(want.length, JSON.stringify(f)).toBeGreaterThanOrEqual(2);
       for (const limit of [1, 2, 3]) {
@@ -307,7 +328,13 @@ describe.each(STORE_KINDS)('decision list filters (%s store)', (kind) => {
         expect(error.message, q).toMatch(/unknown field/);
       }
       // The valid filters still answer.
-      for (const q of ['effect=allow', 'effect=deny', 'effect=review', 'reason=policy.matched', 'effect=allow&reason=policy.matched&agent_id=x&limit=1']) {
+      for (const q of [
+        'effect=allow',
+        'effect=deny',
+        'effect=review',
+        'reason=policy.matched',
+        'effect=allow&reason=policy.matched&agent_id=x&limit=1',
+      ]) {
         expect((await list(key, q)).data).toEqual([]);
       }
     });

@@ -22,7 +22,12 @@ describe.each(STORE_KINDS)('POST /v1/decisions/:id/output (%s store)', (kind) =>
     rt = await startRuntime(kind);
     await rt.setPolicies([
       { id: 'pol_inbox', effect: 'allow', actions: ['inbox.*'] },
-      { id: 'pol_no_send_after_untrusted', effect: 'deny', actions: ['inbox.send'], condition: "contains(session.labels, 'untrusted')" },
+      {
+        id: 'pol_no_send_after_untrusted',
+        effect: 'deny',
+        actions: ['inbox.send'],
+        condition: "contains(session.labels, 'untrusted')",
+      },
     ]);
   });
   afterAll(() => rt?.close());
@@ -64,7 +69,9 @@ describe.each(STORE_KINDS)('POST /v1/decisions/:id/output (%s store)', (kind) =>
     const d = await decide(rt, { agent_id: agent('output-bot'), action: 'inbox.read', session_id: session });
     expect((await record(d.id, { labels: ['untrusted'], findings: [] })).statusCode).toBe(200);
     const s = await rt.getOk(`/v1/sessions/${session}`);
-    expect(s.labels).toEqual([{ label: 'untrusted', added_at: new Date(rt.clock.now()).toISOString(), source: 'gateway', decision_id: d.id }]);
+    expect(s.labels).toEqual([
+      { label: 'untrusted', added_at: new Date(rt.clock.now()).toISOString(), source: 'gateway', decision_id: d.id },
+    ]);
     // The session's next decision is decided with them.
     const next = await decide(rt, { agent_id: agent('output-bot'), action: 'inbox.send', session_id: session });
     expect(next.effect).toBe('deny');
@@ -102,7 +109,10 @@ describe.each(STORE_KINDS)('POST /v1/decisions/:id/output (%s store)', (kind) =>
 
   it('of two records at once, one wins and the other is 409', async () => {
     const d = await decision();
-    const answers = await Promise.all([record(d.id, { labels: ['a'], findings: [] }), record(d.id, { labels: ['b'], findings: [] })]);
+    const answers = await Promise.all([
+      record(d.id, { labels: ['a'], findings: [] }),
+      record(d.id, { labels: ['b'], findings: [] }),
+    ]);
     expect(answers.map((a) => a.statusCode).sort()).toEqual([200, 409]);
     const winner = json(answers.find((a) => a.statusCode === 200)!);
     expect((await rt.getOk(`/v1/decisions/${d.id}`)).output.labels).toEqual(winner.output.labels);
@@ -126,9 +136,18 @@ describe.each(STORE_KINDS)('POST /v1/decisions/:id/output (%s store)', (kind) =>
       [{ labels: ['x'.repeat(65)], findings: [] }, 'validation.invalid_field'],
       [{ labels: Array.from({ length: 33 }, (_, i) => `l${i}`), findings: [] }, 'validation.invalid_field'],
       [{ labels: ['a', 'a'], findings: [] }, 'validation.invalid_field'],
-      [{ labels: [], findings: [{ kind: 'pii', rule: 'email', count: 0, action: 'label' }] }, 'validation.invalid_field'],
-      [{ labels: [], findings: [{ kind: 'pii', rule: 'email', count: 1, action: 'shred' }] }, 'validation.invalid_field'],
-      [{ labels: [], findings: [{ kind: 'pii', rule: 'email', count: 1, action: 'label', text: 'ada@example.org' }] }, 'validation.invalid_field'],
+      [
+        { labels: [], findings: [{ kind: 'pii', rule: 'email', count: 0, action: 'label' }] },
+        'validation.invalid_field',
+      ],
+      [
+        { labels: [], findings: [{ kind: 'pii', rule: 'email', count: 1, action: 'shred' }] },
+        'validation.invalid_field',
+      ],
+      [
+        { labels: [], findings: [{ kind: 'pii', rule: 'email', count: 1, action: 'label', text: 'ada@example.org' }] },
+        'validation.invalid_field',
+      ],
       [{ labels: [], findings: [], matched: ['ada@example.org'] }, 'validation.invalid_field'],
     ];
     for (const [body, code] of bad) {

@@ -94,7 +94,13 @@ describe.each(STORE_KINDS)('decisions over HTTP (%s)', (kind) => {
   describe('bodies', () => {
     it('allow: every field of docs/api.md#post-v1decisions, policy.matched, pending, default TTL 300', async () => {
       const a = agent('allow');
-      const d = await decideOk({ agent_id: a, action: 'orders.read', resource: 'order:1', amount: 12.5, context: { channel: 'chat' } });
+      const d = await decideOk({
+        agent_id: a,
+        action: 'orders.read',
+        resource: 'order:1',
+        amount: 12.5,
+        context: { channel: 'chat' },
+      });
       expectDecisionShape(d);
       expect(d).toMatchObject({
         object: 'decision',
@@ -125,7 +131,12 @@ describe.each(STORE_KINDS)('decisions over HTTP (%s)', (kind) => {
     it('review: HTTP 200, pending, with a permit token', async () => {
       const d = await decideOk({ agent_id: agent('review'), action: 'payments.refund', resource: 'order:9' });
       expectDecisionShape(d);
-      expect(d).toMatchObject({ effect: 'review', reason: 'policy.matched', policy_id: 'pol_refund_review', status: 'pending' });
+      expect(d).toMatchObject({
+        effect: 'review',
+        reason: 'policy.matched',
+        policy_id: 'pol_refund_review',
+        status: 'pending',
+      });
       expect(d.permit_token).toBe(`stub-permit.${d.id}`);
     });
 
@@ -145,20 +156,38 @@ describe.each(STORE_KINDS)('decisions over HTTP (%s)', (kind) => {
     it('default deny: policy.not_found', async () => {
       const d = await decideOk({ agent_id: agent('nf'), action: 'unknown.thing' });
       expectDecisionShape(d);
-      expect(d).toMatchObject({ effect: 'deny', reason: 'policy.not_found', policy_id: null, status: 'denied', permit_token: null });
+      expect(d).toMatchObject({
+        effect: 'deny',
+        reason: 'policy.not_found',
+        policy_id: null,
+        status: 'denied',
+        permit_token: null,
+      });
       expect(d.metadata.matched_policy_ids).toEqual([]);
     });
 
     it('only a disabled policy would match: policy.disabled', async () => {
       const d = await decideOk({ agent_id: agent('dis'), action: 'reports.export' });
       expectDecisionShape(d);
-      expect(d).toMatchObject({ effect: 'deny', reason: 'policy.disabled', policy_id: null, status: 'denied', permit_token: null });
+      expect(d).toMatchObject({
+        effect: 'deny',
+        reason: 'policy.disabled',
+        policy_id: null,
+        status: 'denied',
+        permit_token: null,
+      });
     });
 
     it('allow rule matched on action but not on resource: resource.not_allowed', async () => {
       const d = await decideOk({ agent_id: agent('res'), action: 'files.read', resource: 'file:private/x' });
       expectDecisionShape(d);
-      expect(d).toMatchObject({ effect: 'deny', reason: 'resource.not_allowed', policy_id: null, status: 'denied', permit_token: null });
+      expect(d).toMatchObject({
+        effect: 'deny',
+        reason: 'resource.not_allowed',
+        policy_id: null,
+        status: 'denied',
+        permit_token: null,
+      });
       const ok = await decideOk({ agent_id: agent('res'), action: 'files.read', resource: 'file:public/x' });
       expect(ok).toMatchObject({ effect: 'allow', policy_id: 'pol_files_public' });
     });
@@ -199,7 +228,9 @@ describe.each(STORE_KINDS)('decisions over HTTP (%s)', (kind) => {
       const d = await decideOk({ agent_id: agent('get'), action: 'payments.refund' });
       const g = await getDecision(d.id);
       expect(g.statusCode).toBe(200);
-      expect(json(g)).toMatchObject(Object.fromEntries(DECISION_FIELDS.filter((f) => f !== 'permit_token').map((f) => [f, d[f as keyof typeof d]])));
+      expect(json(g)).toMatchObject(
+        Object.fromEntries(DECISION_FIELDS.filter((f) => f !== 'permit_token').map((f) => [f, d[f as keyof typeof d]])),
+      );
       // The permit token is answered once, by the POST, and stored nowhere.
       expect(json(g).permit_token).toBeNull();
     });
@@ -208,9 +239,17 @@ describe.each(STORE_KINDS)('decisions over HTTP (%s)', (kind) => {
   describe('validation', () => {
     /** A fresh account: its lists show whether anything was stored. */
     async function freshAccountKey(): Promise<string> {
-      const acc = await rt.call(ADMIN_TOKEN, { method: 'POST', url: '/admin/accounts', payload: { name: 'validation' } });
+      const acc = await rt.call(ADMIN_TOKEN, {
+        method: 'POST',
+        url: '/admin/accounts',
+        payload: { name: 'validation' },
+      });
       expect(acc.statusCode).toBe(201);
-      const key = await rt.call(ADMIN_TOKEN, { method: 'POST', url: `/admin/accounts/${json(acc).id}/api-keys`, payload: { environment: 'test', scopes: ['*'] } });
+      const key = await rt.call(ADMIN_TOKEN, {
+        method: 'POST',
+        url: `/admin/accounts/${json(acc).id}/api-keys`,
+        payload: { environment: 'test', scopes: ['*'] },
+      });
       expect(key.statusCode).toBe(201);
       return json(key).key as string;
     }
@@ -224,14 +263,35 @@ describe.each(STORE_KINDS)('decisions over HTTP (%s)', (kind) => {
       ['missing action', post({ agent_id: 'a-1' }), 400, 'validation.missing_field'],
       ['empty object', post({}), 400, 'validation.missing_field'],
     );
-    for (const action of ['Orders.read', 'orders', 'orders.*', '*', 'a.b.c', '', '*.read', 'orders.Read', '1orders.read', 'orders.read ']) {
-      cases.push([`action ${JSON.stringify(action)}`, post({ agent_id: 'a-1', action }), 400, 'validation.invalid_action']);
+    for (const action of [
+      'Orders.read',
+      'orders',
+      'orders.*',
+      '*',
+      'a.b.c',
+      '',
+      '*.read',
+      'orders.Read',
+      '1orders.read',
+      'orders.read ',
+    ]) {
+      cases.push([
+        `action ${JSON.stringify(action)}`,
+        post({ agent_id: 'a-1', action }),
+        400,
+        'validation.invalid_action',
+      ]);
     }
     cases.push(
       ['unknown field', post({ ...valid(), foo: 1 }), 400, 'validation.invalid_field'],
       ['agent_id number', post({ agent_id: 7, action: 'orders.read' }), 400, 'validation.invalid_field'],
       ['agent_id empty', post({ agent_id: '', action: 'orders.read' }), 400, 'validation.invalid_field'],
-      ['agent_id of 257 characters', post({ agent_id: 'a'.repeat(257), action: 'orders.read' }), 400, 'validation.invalid_field'],
+      [
+        'agent_id of 257 characters',
+        post({ agent_id: 'a'.repeat(257), action: 'orders.read' }),
+        400,
+        'validation.invalid_field',
+      ],
       ['action number', post({ agent_id: 'a-1', action: 5 }), 400, 'validation.invalid_field'],
       ['resource number', post({ ...valid(), resource: 5 }), 400, 'validation.invalid_field'],
       ['amount string', post({ ...valid(), amount: '12.5' }), 400, 'validation.invalid_field'],
@@ -245,15 +305,30 @@ describe.each(STORE_KINDS)('decisions over HTTP (%s)', (kind) => {
       ['body is an array', post([valid()]), 400, 'validation.invalid_field'],
       [
         'malformed JSON',
-        () => rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', headers: { 'content-type': 'application/json' }, payload: '{"agent_id": "a-1", "action": ' }),
+        () =>
+          rt.call(rt.testKey, {
+            method: 'POST',
+            url: '/v1/decisions',
+            headers: { 'content-type': 'application/json' },
+            payload: '{"agent_id": "a-1", "action": ',
+          }),
         400,
         'validation.invalid_json',
       ],
       [
         'body over 1 MiB',
         () => {
-          const body = JSON.stringify({ agent_id: 'a-1', action: 'orders.read', context: { pad: 'x'.repeat(1024 * 1024) } });
-          return rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', headers: { 'content-type': 'application/json' }, payload: body });
+          const body = JSON.stringify({
+            agent_id: 'a-1',
+            action: 'orders.read',
+            context: { pad: 'x'.repeat(1024 * 1024) },
+          });
+          return rt.call(rt.testKey, {
+            method: 'POST',
+            url: '/v1/decisions',
+            headers: { 'content-type': 'application/json' },
+            payload: body,
+          });
         },
         413,
         'validation.body_too_large',
@@ -261,21 +336,50 @@ describe.each(STORE_KINDS)('decisions over HTTP (%s)', (kind) => {
     );
 
     // Valid JSON that the store cannot hold: still a 400, never a 500 (docs/api.md#conventions).
-    const raw = (text: string) => () => rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', headers: { 'content-type': 'application/json' }, payload: text });
+    const raw = (text: string) => () =>
+      rt.call(rt.testKey, {
+        method: 'POST',
+        url: '/v1/decisions',
+        headers: { 'content-type': 'application/json' },
+        payload: text,
+      });
     cases.push(
       ['NUL in agent_id', post({ agent_id: 'a\u0000b', action: 'orders.read' }), 400, 'validation.invalid_field'],
       ['NUL in resource', post({ ...valid(), resource: 'order:\u0000' }), 400, 'validation.invalid_field'],
       ['NUL in a context value', post({ ...valid(), context: { a: ['x\u0000'] } }), 400, 'validation.invalid_field'],
       ['NUL in a context key', post({ ...valid(), context: { 'k\u0000': 1 } }), 400, 'validation.invalid_field'],
-      ['unpaired surrogate in agent_id', raw('{"agent_id":"a\\ud800","action":"orders.read"}'), 400, 'validation.invalid_field'],
-      ['unpaired surrogate in context', raw('{"agent_id":"a-1","action":"orders.read","context":{"x":"\\udc00y"}}'), 400, 'validation.invalid_field'],
-      ['amount 1e400 (Infinity)', raw('{"agent_id":"a-1","action":"orders.read","amount":1e400}'), 400, 'validation.invalid_field'],
-      ['context nested 5000 deep', raw(`{"agent_id":"a-1","action":"orders.read","context":{"a":${'['.repeat(5000)}${']'.repeat(5000)}}}`), 400, 'validation.invalid_field'],
+      [
+        'unpaired surrogate in agent_id',
+        raw('{"agent_id":"a\\ud800","action":"orders.read"}'),
+        400,
+        'validation.invalid_field',
+      ],
+      [
+        'unpaired surrogate in context',
+        raw('{"agent_id":"a-1","action":"orders.read","context":{"x":"\\udc00y"}}'),
+        400,
+        'validation.invalid_field',
+      ],
+      [
+        'amount 1e400 (Infinity)',
+        raw('{"agent_id":"a-1","action":"orders.read","amount":1e400}'),
+        400,
+        'validation.invalid_field',
+      ],
+      [
+        'context nested 5000 deep',
+        raw(`{"agent_id":"a-1","action":"orders.read","context":{"a":${'['.repeat(5000)}${']'.repeat(5000)}}}`),
+        400,
+        'validation.invalid_field',
+      ],
     );
 
-    it.each(cases.map(([name, send, status, code]) => ({ name, send, status, code })))('$name -> $status $code', async ({ send, status, code }) => {
-      expectError(await send(), status, code);
-    });
+    it.each(cases.map(([name, send, status, code]) => ({ name, send, status, code })))(
+      '$name -> $status $code',
+      async ({ send, status, code }) => {
+        expectError(await send(), status, code);
+      },
+    );
 
     it('well-formed unicode, astral characters and moderate nesting are accepted and kept', async () => {
       const a = `${agent('uni')}-é-😀-日本`;
@@ -287,8 +391,13 @@ describe.each(STORE_KINDS)('decisions over HTTP (%s)', (kind) => {
 
     it('a field of the wrong type says which type, in words: "amount":"20" -> amount must be a number', async () => {
       const amount = json(await decide({ ...{ agent_id: agent('types'), action: 'orders.read' }, amount: '20' }));
-      expect(amount.error).toMatchObject({ code: 'validation.invalid_field', message: 'amount must be a number, not a string ("20")' });
-      expect(amount.error.details).toEqual([{ path: '/amount', message: 'amount must be a number, not a string ("20")' }]);
+      expect(amount.error).toMatchObject({
+        code: 'validation.invalid_field',
+        message: 'amount must be a number, not a string ("20")',
+      });
+      expect(amount.error.details).toEqual([
+        { path: '/amount', message: 'amount must be a number, not a string ("20")' },
+      ]);
       const ttl = json(await decide({ agent_id: agent('types'), action: 'orders.read', ttl_seconds: true }));
       expect(ttl.error.message).toBe('ttl_seconds must be a whole number, not true');
       const context = json(await decide({ agent_id: agent('types'), action: 'orders.read', context: [1] }));
@@ -302,9 +411,18 @@ describe.each(STORE_KINDS)('decisions over HTTP (%s)', (kind) => {
     it('a body of exactly the limit is not rejected for size', async () => {
       const base = JSON.stringify({ agent_id: agent('big'), action: 'orders.read', context: { pad: '' } });
       const pad = 1024 * 1024 - base.length;
-      const body = JSON.stringify({ agent_id: JSON.parse(base).agent_id, action: 'orders.read', context: { pad: 'x'.repeat(pad) } });
+      const body = JSON.stringify({
+        agent_id: JSON.parse(base).agent_id,
+        action: 'orders.read',
+        context: { pad: 'x'.repeat(pad) },
+      });
       expect(Buffer.byteLength(body)).toBe(1024 * 1024);
-      const r = await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', headers: { 'content-type': 'application/json' }, payload: body });
+      const r = await rt.call(rt.testKey, {
+        method: 'POST',
+        url: '/v1/decisions',
+        headers: { 'content-type': 'application/json' },
+        payload: body,
+      });
       expect(r.statusCode, r.body.slice(0, 300)).toBe(200);
     });
 
@@ -319,7 +437,12 @@ describe.each(STORE_KINDS)('decisions over HTTP (%s)', (kind) => {
         { agent_id: 'val-nothing', action: 'orders.read', amount: 'x' },
       ];
       for (const payload of bad) expect((await decide(payload, key)).statusCode).toBe(400);
-      const malformed = await rt.call(key, { method: 'POST', url: '/v1/decisions', headers: { 'content-type': 'application/json' }, payload: '{"agent_id":' });
+      const malformed = await rt.call(key, {
+        method: 'POST',
+        url: '/v1/decisions',
+        headers: { 'content-type': 'application/json' },
+        payload: '{"agent_id":',
+      });
       expect(malformed.statusCode).toBe(400);
       await rt.services.writer.idle();
       for (const url of ['/v1/decisions?limit=100', '/v1/agents?limit=100', '/v1/events?limit=100']) {
@@ -334,7 +457,10 @@ describe.each(STORE_KINDS)('decisions over HTTP (%s)', (kind) => {
 
     it('input the store cannot hold, sent among concurrent valid requests, fails alone', async () => {
       const good = Array.from({ length: 10 }, () => decide({ agent_id: agent('batch'), action: 'orders.read' }));
-      const bad = [decide({ agent_id: 'batch-\u0000', action: 'orders.read' }), decide({ agent_id: agent('batch'), action: 'orders.read', context: { k: '\u0000' } })];
+      const bad = [
+        decide({ agent_id: 'batch-\u0000', action: 'orders.read' }),
+        decide({ agent_id: agent('batch'), action: 'orders.read', context: { k: '\u0000' } }),
+      ];
       const rs = await Promise.all([...good, ...bad]);
       expect(rs.slice(0, 10).map((r) => r.statusCode)).toEqual(Array(10).fill(200));
       for (const r of rs.slice(10)) expectError(r, 400, 'validation.invalid_field');
@@ -345,7 +471,12 @@ describe.each(STORE_KINDS)('decisions over HTTP (%s)', (kind) => {
         let n = 0;
         let after: string | undefined;
         for (;;) {
-          const r = json(await rt.call(rt.testKey, { method: 'GET', url: `/v1/decisions?limit=100${after ? `&starting_after=${after}` : ''}` }));
+          const r = json(
+            await rt.call(rt.testKey, {
+              method: 'GET',
+              url: `/v1/decisions?limit=100${after ? `&starting_after=${after}` : ''}`,
+            }),
+          );
           n += r.data.length;
           if (!r.has_more) return n;
           after = r.data.at(-1).id;
@@ -456,17 +587,32 @@ describe.each(STORE_KINDS)('decisions over HTTP (%s)', (kind) => {
 
       // An empty body sent as application/json (what many clients send) is no body too.
       const e = await decideOk({ agent_id: agent('amt'), action: 'orders.read' });
-      const emptyJson = await rt.call(rt.testKey, { method: 'POST', url: `/v1/decisions/${e.id}/confirm`, headers: { 'content-type': 'application/json' }, payload: '' });
+      const emptyJson = await rt.call(rt.testKey, {
+        method: 'POST',
+        url: `/v1/decisions/${e.id}/confirm`,
+        headers: { 'content-type': 'application/json' },
+        payload: '',
+      });
       expect(emptyJson.statusCode, emptyJson.body).toBe(200);
       expect(json(emptyJson).status).toBe('confirmed');
       const e2 = await decideOk({ agent_id: agent('amt'), action: 'orders.read' });
-      const emptyReject = await rt.call(rt.testKey, { method: 'POST', url: `/v1/decisions/${e2.id}/reject`, headers: { 'content-type': 'application/json' }, payload: '' });
+      const emptyReject = await rt.call(rt.testKey, {
+        method: 'POST',
+        url: `/v1/decisions/${e2.id}/reject`,
+        headers: { 'content-type': 'application/json' },
+        payload: '',
+      });
       expect(emptyReject.statusCode, emptyReject.body).toBe(200);
       expect(json(emptyReject).status).toBe('rejected');
       // Malformed JSON on confirm is still invalid_json, and leaves the decision pending.
       const m = await decideOk({ agent_id: agent('amt'), action: 'orders.read' });
       expectError(
-        await rt.call(rt.testKey, { method: 'POST', url: `/v1/decisions/${m.id}/confirm`, headers: { 'content-type': 'application/json' }, payload: '{"amount":' }),
+        await rt.call(rt.testKey, {
+          method: 'POST',
+          url: `/v1/decisions/${m.id}/confirm`,
+          headers: { 'content-type': 'application/json' },
+          payload: '{"amount":',
+        }),
         400,
         'validation.invalid_json',
       );
@@ -554,9 +700,14 @@ describe.each(STORE_KINDS)('decisions over HTTP (%s)', (kind) => {
 
     it('limit 0, 101, -1, abc and unknown query parameters: 400 invalid_field', async () => {
       for (const q of ['limit=0', 'limit=101', 'limit=-1', 'limit=abc', 'limit=1.5', 'foo=bar']) {
-        expectError(await rt.call(rt.testKey, { method: 'GET', url: `/v1/decisions?${q}` }), 400, 'validation.invalid_field');
+        expectError(
+          await rt.call(rt.testKey, { method: 'GET', url: `/v1/decisions?${q}` }),
+          400,
+          'validation.invalid_field',
+        );
       }
-      for (const q of ['limit=1', 'limit=100']) expect((await rt.call(rt.testKey, { method: 'GET', url: `/v1/decisions?${q}` })).statusCode).toBe(200);
+      for (const q of ['limit=1', 'limit=100'])
+        expect((await rt.call(rt.testKey, { method: 'GET', url: `/v1/decisions?${q}` })).statusCode).toBe(200);
     });
 
     it('an unknown agent_id lists nothing', async () => {
@@ -584,7 +735,9 @@ describe.each(STORE_KINDS)('decisions over HTTP (%s)', (kind) => {
       // Stored as answered: the read gives the same warning.
       expect(json(await getDecision(d.id, otherLiveKey)).metadata.warnings[0].code).toBe('environment.no_policies');
       // The other account's test environment: the same, named test.
-      expect((await decideOk({ agent_id: a, action: 'orders.read' }, rt.otherKey)).metadata.warnings[0].message).toMatch(/^the test environment has no policies/);
+      expect(
+        (await decideOk({ agent_id: a, action: 'orders.read' }, rt.otherKey)).metadata.warnings[0].message,
+      ).toMatch(/^the test environment has no policies/);
       // An environment with policies denies an unmatched action without it.
       const unmatched = await decideOk({ agent_id: a, action: 'nothing.here' }, rt.liveKey);
       expect(unmatched).toMatchObject({ effect: 'deny', reason: 'policy.not_found' });
@@ -601,7 +754,13 @@ describe.each(STORE_KINDS)('decisions over HTTP (%s)', (kind) => {
       for (const action of ['orders.read', 'payments.refund', 'orders.delete', 'nothing.here']) {
         const d = await decideOk({ agent_id: a, action });
         expectDecisionShape(d);
-        expect(d).toMatchObject({ effect: 'deny', reason: 'agent.revoked', status: 'denied', policy_id: null, permit_token: null });
+        expect(d).toMatchObject({
+          effect: 'deny',
+          reason: 'agent.revoked',
+          status: 'denied',
+          policy_id: null,
+          permit_token: null,
+        });
         expect(d.metadata).toEqual({ matched_policy_ids: [], warnings: [] });
         expectError(await resolve(d.id, 'confirm'), 409, 'decision.not_pending');
       }

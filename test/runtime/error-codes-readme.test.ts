@@ -34,7 +34,8 @@ describe('documented error codes (README.md, docs/*.md)', () => {
   const runtimeCodes = [...new Set(ERROR_CLASSES.map((c) => c.code))];
 
   it('the helper finds codes in backticks and nowhere else', () => {
-    const sample = 'A `auth.invalid_key` here, `policy.conflict (200)` there, plain decision.expired, and\n```\nerror: validation.invalid_json\n```\n';
+    const sample =
+      'A `auth.invalid_key` here, `policy.conflict (200)` there, plain decision.expired, and\n```\nerror: validation.invalid_json\n```\n';
     const found = backtickedTokens(sample);
     expect(found.has('auth.invalid_key')).toBe(true);
     expect(found.has('policy.conflict')).toBe(true);
@@ -49,12 +50,17 @@ describe('documented error codes (README.md, docs/*.md)', () => {
 
   it('documents every runtime error code (ERROR_CLASSES) in backticks', () => {
     const missing = runtimeCodes.filter((c) => !documented.has(c));
-    expect(missing, `README.md and docs/*.md lack these runtime error codes in backticks: ${missing.join(', ')}`).toEqual([]);
+    expect(
+      missing,
+      `README.md and docs/*.md lack these runtime error codes in backticks: ${missing.join(', ')}`,
+    ).toEqual([]);
   });
 
   it('the "Error codes" table has a row for every runtime error code, with its HTTP status', () => {
     const table = documentedErrorTable(readErrorsDoc());
-    const wrong = ERROR_CLASSES.filter((c) => table.get(c.code) !== c.status).map((c) => `${c.code} ${c.status} (docs/errors.md: ${table.get(c.code) ?? 'no row'})`);
+    const wrong = ERROR_CLASSES.filter((c) => table.get(c.code) !== c.status).map(
+      (c) => `${c.code} ${c.status} (docs/errors.md: ${table.get(c.code) ?? 'no row'})`,
+    );
     expect(wrong, 'docs/errors.md "Error codes" table rows missing or with another status').toEqual([]);
   });
 
@@ -66,6 +72,9 @@ describe('documented error codes (README.md, docs/*.md)', () => {
 
   it("documents every error code of the service interface's error table in backticks", () => {
     const missing = SERVICE_INTERFACE_CODES.filter((c) => !documented.has(c));
-    expect(missing, `README.md and docs/*.md lack these error codes of the service interface in backticks: ${missing.join(', ')}`).toEqual([]);
+    expect(
+      missing,
+      `README.md and docs/*.md lack these error codes of the service interface in backticks: ${missing.join(', ')}`,
+    ).toEqual([]);
   });
 });

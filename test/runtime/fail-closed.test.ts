@@ -90,7 +90,8 @@ describe('fail closed: PostgreSQL unreachable', () => {
     await allowed(known);
     await proxy.stop();
     try {
-      for (const a of [agent('new'), known, known]) expectUnavailable(await decide(a), `decision for ${a} with the store cut off`);
+      for (const a of [agent('new'), known, known])
+        expectUnavailable(await decide(a), `decision for ${a} with the store cut off`);
       expectUnavailable(await rt.call(rt.testKey, { method: 'GET', url: '/v1/decisions' }), 'GET /v1/decisions');
       expectUnavailable(await rt.call(null, { method: 'GET', url: '/readyz' }), 'readyz');
     } finally {
@@ -120,7 +121,8 @@ describe('fail closed: PostgreSQL unreachable', () => {
       await admin`select pg_terminate_backend(pid) from pg_stat_activity where datname = ${dbName} and pid <> pg_backend_pid()`;
       // Many refused requests in a row, each a failed connection attempt: every one answers 503
       // (with postgres.js's default reconnect backoff, up to 20 s, they queued past the test's timeout).
-      for (let i = 0; i < 12; i++) expectUnavailable(await decide(agent('refused')), 'decision while the database refuses connections');
+      for (let i = 0; i < 12; i++)
+        expectUnavailable(await decide(agent('refused')), 'decision while the database refuses connections');
     } finally {
       await admin.unsafe(`alter database ${dbName} allow_connections true`);
     }
@@ -137,7 +139,12 @@ describe.each(STORE_KINDS)('fail closed: stored policies that do not load (%s)',
   });
   afterAll(() => rt?.close());
 
-  const decideLive = () => rt.call(rt.liveKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: agent('corrupt'), action: 'orders.read' } });
+  const decideLive = () =>
+    rt.call(rt.liveKey, {
+      method: 'POST',
+      url: '/v1/decisions',
+      payload: { agent_id: agent('corrupt'), action: 'orders.read' },
+    });
 
   /** Writes a policy row behind the API's back and makes this process load the set again. */
   async function corrupt(body: string): Promise<void> {
@@ -146,13 +153,17 @@ describe.each(STORE_KINDS)('fail closed: stored policies that do not load (%s)',
        on conflict (account_id, environment, generation, id) do update set body = excluded.body`,
       [rt.accountId, body],
     );
-    await rt.store.sql`update policy_sets set version = version + 1 where account_id = ${rt.accountId} and environment = 'live'`;
+    await rt.store
+      .sql`update policy_sets set version = version + 1 where account_id = ${rt.accountId} and environment = 'live'`;
     rt.services.policySets.clear();
   }
 
   for (const [name, body] of [
     ['an invalid effect', '{"id":"pol_corrupt","name":"corrupt","effect":"maybe","actions":["orders.read"]}'],
-    ['a broken condition', `{"id":"pol_corrupt","name":"corrupt","effect":"allow","actions":["orders.read"],"condition":"amount <"}`],
+    [
+      'a broken condition',
+      `{"id":"pol_corrupt","name":"corrupt","effect":"allow","actions":["orders.read"],"condition":"amount <"}`,
+    ],
     ['not an object', '"just a string"'],
     ['null', 'null'],
     ['a duplicate name', '{"id":"pol_corrupt","name":"t0","effect":"deny","actions":["orders.read"]}'],
@@ -166,8 +177,17 @@ describe.each(STORE_KINDS)('fail closed: stored policies that do not load (%s)',
         expect(json(r).error.message).toMatch(/polic/);
       }
       // Other environments are unaffected.
-      expect((await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: agent('test-env'), action: 'orders.read' } })).statusCode).toBe(200);
-      await rt.store.sql`delete from policies where account_id = ${rt.accountId} and environment = 'live' and id = 'pol_corrupt'`;
+      expect(
+        (
+          await rt.call(rt.testKey, {
+            method: 'POST',
+            url: '/v1/decisions',
+            payload: { agent_id: agent('test-env'), action: 'orders.read' },
+          })
+        ).statusCode,
+      ).toBe(200);
+      await rt.store
+        .sql`delete from policies where account_id = ${rt.accountId} and environment = 'live' and id = 'pol_corrupt'`;
       const after = await decideLive();
       expect(after.statusCode, after.body).toBe(200);
       expect(json(after).effect).toBe('allow');

@@ -24,7 +24,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findReplicationBinDir, REPLICATION_TOOLS, startReplicaPair, type ReplicaPair } from '../../scripts/pg-replication.js';
+import {
+  findReplicationBinDir,
+  REPLICATION_TOOLS,
+  startReplicaPair,
+  type ReplicaPair,
+} from '../../scripts/pg-replication.js';
 import { isStoreUnavailable } from '../../runtime/store/unavailable.js';
 import { runFailoverDrill, type DrillResult } from '../helpers/failover-drill.js';
 import { ensureBuilt } from '../helpers/server-process.js';
@@ -65,7 +70,11 @@ describe('target_session_attrs=read-write on a primary and a hot standby (the pa
     expect(error, 'read-write must not accept a standby').toBeDefined();
     expect(isStoreUnavailable(error), String(error)).toBe(true);
     expect(await inRecovery(`postgres://postgres@${standbyTwice}/postgres?target_session_attrs=read-only`)).toBe(true);
-    expect(await inRecovery(`postgres://postgres@${host(pair.primaryPort())},${host(pair.standbyPort())}/postgres?target_session_attrs=standby`)).toBe(true);
+    expect(
+      await inRecovery(
+        `postgres://postgres@${host(pair.primaryPort())},${host(pair.standbyPort())}/postgres?target_session_attrs=standby`,
+      ),
+    ).toBe(true);
   });
 });
 
@@ -146,7 +155,9 @@ describe('failover: the primary SIGKILLed under load, the standby promoted, ten 
         expect(r.listenRestored, `round ${r.round}: LISTEN on the new primary`).toBe(true);
         expect(r.decisionsBeforeKill).toBeGreaterThanOrEqual(150);
         // Without a primary: 503s (the drill waited for them), nothing else but 200s of requests sent before the kill.
-        expect(r.outageStatuses['503'], `round ${r.round}: ${JSON.stringify(r.outageStatuses)}`).toBeGreaterThanOrEqual(10);
+        expect(r.outageStatuses['503'], `round ${r.round}: ${JSON.stringify(r.outageStatuses)}`).toBeGreaterThanOrEqual(
+          10,
+        );
         expect(
           Object.keys(r.outageStatuses).filter((s) => s !== '200' && s !== '503'),
           `round ${r.round}`,

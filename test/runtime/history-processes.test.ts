@@ -37,20 +37,38 @@ describe('history across two `authz serve` processes on one PostgreSQL', () => {
   it(
     "200 concurrent decisions over both processes against history.count('x.go', '1h') < 5 in one session: exactly 5 allows, both processes deciding",
     async () => {
-      await install([a, b], { id: 'pol_go', name: 'five-per-hour', effect: 'allow', actions: ['x.go'], condition: "history.count('x.go', '1h') < 5" }, (server) => ({
-        agent_id: uniqueId(`probe-${server.name}`),
-        session_id: uniqueId('probe-session'),
-        action: 'x.go',
-      }));
+      await install(
+        [a, b],
+        {
+          id: 'pol_go',
+          name: 'five-per-hour',
+          effect: 'allow',
+          actions: ['x.go'],
+          condition: "history.count('x.go', '1h') < 5",
+        },
+        (server) => ({
+          agent_id: uniqueId(`probe-${server.name}`),
+          session_id: uniqueId('probe-session'),
+          action: 'x.go',
+        }),
+      );
       const session = uniqueId('race');
-      const replies = await Promise.all(split(200, a, b).map((server, i) => decide(server, { agent_id: `racer-${i % 5}`, session_id: session, action: 'x.go' })));
+      const replies = await Promise.all(
+        split(200, a, b).map((server, i) =>
+          decide(server, { agent_id: `racer-${i % 5}`, session_id: session, action: 'x.go' }),
+        ),
+      );
       for (const r of replies) expect(r.status, JSON.stringify(r.body)).toBe(200);
       const allowed = replies.filter((r) => r.body.effect === 'allow');
       expect(allowed).toHaveLength(5);
       expect(allowed.map((r) => (r.body.metadata as JsonObject).history[0].value).sort()).toEqual([0, 1, 2, 3, 4]);
-      for (const r of replies) if (r.body.effect !== 'allow') expect((r.body.metadata as JsonObject).history[0].value).toBe(5);
+      for (const r of replies)
+        if (r.body.effect !== 'allow') expect((r.body.metadata as JsonObject).history[0].value).toBe(5);
       // Later decisions through either process see the 5.
-      for (const server of [a, b]) expect((await decide(server, { agent_id: 'later', session_id: session, action: 'x.go' })).body.effect).toBe('deny');
+      for (const server of [a, b])
+        expect((await decide(server, { agent_id: 'later', session_id: session, action: 'x.go' })).body.effect).toBe(
+          'deny',
+        );
     },
     TEST_TIMEOUT,
   );
@@ -60,7 +78,13 @@ describe('history across two `authz serve` processes on one PostgreSQL', () => {
     async () => {
       await install(
         [a, b],
-        { id: 'pol_buy', name: 'user-cap', effect: 'allow', actions: ['shop.buy'], condition: "history.sum('shop.buy', '1d', 'user') + amount <= 100" },
+        {
+          id: 'pol_buy',
+          name: 'user-cap',
+          effect: 'allow',
+          actions: ['shop.buy'],
+          condition: "history.sum('shop.buy', '1d', 'user') + amount <= 100",
+        },
         (server) => ({
           agent_id: uniqueId(`probe-${server.name}`),
           on_behalf_of: uniqueId('probe-user'),
@@ -69,7 +93,11 @@ describe('history across two `authz serve` processes on one PostgreSQL', () => {
         }),
       );
       const user = uniqueId('user');
-      const replies = await Promise.all(split(100, a, b).map((server, i) => decide(server, { agent_id: `buyer-${i % 4}`, on_behalf_of: user, action: 'shop.buy', amount: 7 })));
+      const replies = await Promise.all(
+        split(100, a, b).map((server, i) =>
+          decide(server, { agent_id: `buyer-${i % 4}`, on_behalf_of: user, action: 'shop.buy', amount: 7 }),
+        ),
+      );
       for (const r of replies) expect(r.status, JSON.stringify(r.body)).toBe(200);
       // floor(100 / 7) = 14 allowed, 98 in total.
       expect(replies.filter((r) => r.body.effect === 'allow')).toHaveLength(14);

@@ -37,7 +37,9 @@ const step = fc.record<Step>({
   session: fc.nat(2),
   user: fc.nat(1),
   resource: fc.option(fc.constantFrom('doc:1', 'doc:2'), { nil: null }),
-  context: fc.option(fc.record({ to: fc.option(fc.constantFrom('a@x', 'b@x'), { nil: null }) }, { requiredKeys: [] }), { nil: null }),
+  context: fc.option(fc.record({ to: fc.option(fc.constantFrom('a@x', 'b@x'), { nil: null }) }, { requiredKeys: [] }), {
+    nil: null,
+  }),
   amount: fc.integer({ min: 1, max: 30 }),
   advance: fc.constantFrom(0, 0, 1, 30, 200, 400),
   confirm: fc.option(fc.integer({ min: 0, max: 30 }), { nil: null }),
@@ -49,15 +51,32 @@ describe.each(STORE_KINDS)('history values equal the reference computed from the
     rt = await startRuntime(kind);
     await rt.setPolicies([
       { id: 'pol_rw', effect: 'allow', actions: ['h.read', 'h.write'], condition: "history.count('h.*', '10m') < 4" },
-      { id: 'pol_pay', effect: 'allow', actions: ['h.pay'], condition: "history.sum('h.pay', '15m', 'user') + amount <= 60" },
+      {
+        id: 'pol_pay',
+        effect: 'allow',
+        actions: ['h.pay'],
+        condition: "history.sum('h.pay', '15m', 'user') + amount <= 60",
+      },
       {
         id: 'pol_mail',
         effect: 'allow',
         actions: ['h.mail'],
-        condition: "history.count('h.mail', '1h', 'agent', ['context.to']) < 2 && history.exists('h.read', '5m', 'session', ['resource'])",
+        condition:
+          "history.count('h.mail', '1h', 'agent', ['context.to']) < 2 && history.exists('h.read', '5m', 'session', ['resource'])",
       },
-      { id: 'pol_lock', priority: 10, effect: 'deny', actions: ['h.*'], condition: "history.denied(['h.read', 'h.write', 'h.pay'], '5m', 'agent') >= 3" },
-      { id: 'pol_lock_all', effect: 'allow', actions: ['h.lock'], condition: "history.count('*', '2m', 'environment') < 6" },
+      {
+        id: 'pol_lock',
+        priority: 10,
+        effect: 'deny',
+        actions: ['h.*'],
+        condition: "history.denied(['h.read', 'h.write', 'h.pay'], '5m', 'agent') >= 3",
+      },
+      {
+        id: 'pol_lock_all',
+        effect: 'allow',
+        actions: ['h.lock'],
+        condition: "history.count('*', '2m', 'environment') < 6",
+      },
     ]);
   });
   afterAll(() => rt.close());
@@ -96,13 +115,25 @@ describe.each(STORE_KINDS)('history values equal the reference computed from the
           expect(readings.length).toBeGreaterThan(0);
           for (const r of readings) {
             const probe = historyProbe(r.fn, r.actions, r.window, r.scope, r.match ?? []);
-            expect(r.value, `${r.fn}(${r.actions}, ${r.window}, ${r.scope}, ${r.match ?? []}) for ${JSON.stringify(request)}`).toBe(historyValueOf(probe, request, log, nowMs));
+            expect(
+              r.value,
+              `${r.fn}(${r.actions}, ${r.window}, ${r.scope}, ${r.match ?? []}) for ${JSON.stringify(request)}`,
+            ).toBe(historyValueOf(probe, request, log, nowMs));
           }
           expect(d.effect).toBe(evaluate(table, { ...request, history: historyValuesOf(request, log, nowMs) }).effect);
-          const entry: EarlierDecision = { ...request, agent_id: request.agent_id, effect: d.effect === 'deny' ? 'deny' : 'allow', at_ms: nowMs };
+          const entry: EarlierDecision = {
+            ...request,
+            agent_id: request.agent_id,
+            effect: d.effect === 'deny' ? 'deny' : 'allow',
+            at_ms: nowMs,
+          };
           log.push(entry);
           if (s.confirm !== null && d.effect === 'allow') {
-            const r = await rt.call(rt.testKey, { method: 'POST', url: `/v1/decisions/${d.id}/confirm`, payload: { amount: Math.min(s.confirm, s.amount) } });
+            const r = await rt.call(rt.testKey, {
+              method: 'POST',
+              url: `/v1/decisions/${d.id}/confirm`,
+              payload: { amount: Math.min(s.confirm, s.amount) },
+            });
             expect(r.statusCode, r.body).toBe(200);
             entry.confirmed_amount = Math.min(s.confirm, s.amount);
           }

@@ -38,10 +38,18 @@ describe.each(STORE_KINDS)('the retention lint of history windows (%s store)', (
   });
 
   it('the policy answer warns of a window beyond AUTHZ_RETENTION_DAYS, not of one within it', async () => {
-    const long = await rt.call(rt.testKey, { method: 'POST', url: '/v1/policies', payload: policy('pol_long_window', '30d') });
+    const long = await rt.call(rt.testKey, {
+      method: 'POST',
+      url: '/v1/policies',
+      payload: policy('pol_long_window', '30d'),
+    });
     expect(long.statusCode, long.body).toBe(201);
     expect((long.json() as JsonObject).warnings.map((w: JsonObject) => w.code)).toContain(LINT);
-    const short = await rt.call(rt.testKey, { method: 'POST', url: '/v1/policies', payload: policy('pol_short_window', '6d') });
+    const short = await rt.call(rt.testKey, {
+      method: 'POST',
+      url: '/v1/policies',
+      payload: policy('pol_short_window', '6d'),
+    });
     expect(short.statusCode, short.body).toBe(201);
     expect((short.json() as JsonObject).warnings.map((w: JsonObject) => w.code)).not.toContain(LINT);
   });
@@ -49,12 +57,17 @@ describe.each(STORE_KINDS)('the retention lint of history windows (%s store)', (
   it('authz push --retention-days prints it; without the flag nothing is known and nothing is said', async () => {
     await rt.app.listen({ host: '127.0.0.1', port: 0 });
     const url = `http://127.0.0.1:${(rt.app.server.address() as AddressInfo).port}`;
-    const { table } = compileSources([{ file: 'p.yaml', text: `policies:\n  - ${JSON.stringify(policy('pol_pushed', '60d'))}\n` }]);
+    const { table } = compileSources([
+      { file: 'p.yaml', text: `policies:\n  - ${JSON.stringify(policy('pol_pushed', '60d'))}\n` },
+    ]);
     const file = join(dir, 'bundle.json');
     writeFileSync(file, JSON.stringify(createBundle(table!)));
     const push = async (...argv: string[]) => {
       const out: string[] = [];
-      const code = await pushCommand([file, '--url', url, '--key', rt.testKey, '--yes', ...argv], { out: (t) => out.push(t), err: (t) => out.push(t) });
+      const code = await pushCommand([file, '--url', url, '--key', rt.testKey, '--yes', ...argv], {
+        out: (t) => out.push(t),
+        err: (t) => out.push(t),
+      });
       return { code, out: out.join('\n') };
     };
     const told = await push('--retention-days', '7');

@@ -33,14 +33,20 @@ describe.each(STORE_KINDS)('history in conditions (%s)', (kind) => {
   afterAll(() => rt.close());
 
   const install = (policies: PolicyInput[]) => rt.setPolicies(policies);
-  const effects = async (bodies: object[]) => (await Promise.all(bodies.map((b) => decide(rt, b)))).map((d) => d.effect);
+  const effects = async (bodies: object[]) =>
+    (await Promise.all(bodies.map((b) => decide(rt, b)))).map((d) => d.effect);
   const count = (list: string[], effect: string) => list.filter((e) => e === effect).length;
-  const entriesOf = async (decisionId: string) => rt.store.sql<Array<{ kind: string }>>`select kind from history_entries where decision_id = ${decisionId}`;
+  const entriesOf = async (decisionId: string) =>
+    rt.store.sql<Array<{ kind: string }>>`select kind from history_entries where decision_id = ${decisionId}`;
 
   it("200 concurrent decisions against history.count('x.go', '1h') < 5 in one session: exactly 5 allows, and metadata.history says what each read", async () => {
     await install([{ id: 'pol_go', effect: 'allow', actions: ['x.go'], condition: "history.count('x.go', '1h') < 5" }]);
     const session = agent('race');
-    const answers = await Promise.all(Array.from({ length: 200 }, (_, i) => decide(rt, { agent_id: agent(`racer${i % 7}`), session_id: session, action: 'x.go' })));
+    const answers = await Promise.all(
+      Array.from({ length: 200 }, (_, i) =>
+        decide(rt, { agent_id: agent(`racer${i % 7}`), session_id: session, action: 'x.go' }),
+      ),
+    );
     expect(
       count(
         answers.map((a) => a.effect),
@@ -56,7 +62,9 @@ describe.each(STORE_KINDS)('history in conditions (%s)', (kind) => {
         .sort(),
     ).toEqual([0, 1, 2, 3, 4]);
     for (const [e, v] of seen) if (e === 'deny') expect(v).toBe(5);
-    expect((answers[0]!.metadata as JsonObject).history).toEqual([{ fn: 'count', actions: ['x.go'], window: '1h', scope: 'session', value: expect.any(Number) }]);
+    expect((answers[0]!.metadata as JsonObject).history).toEqual([
+      { fn: 'count', actions: ['x.go'], window: '1h', scope: 'session', value: expect.any(Number) },
+    ]);
     // GET answers it too (stored with the decision).
     const stored = await rt.getOk(`/v1/decisions/${answers[0]!.id}`);
     expect(stored.metadata.history).toEqual((answers[0]!.metadata as JsonObject).history);
@@ -71,10 +79,17 @@ describe.each(STORE_KINDS)('history in conditions (%s)', (kind) => {
         approval: { required: true, timeout_seconds: 600 },
         condition: "history.count('payments.refund', '1d', 'agent') < 3",
       },
-      { id: 'pol_lockout', effect: 'allow', actions: ['payments.check'], condition: "history.denied('payments.refund', '1d', 'agent') < 1" },
+      {
+        id: 'pol_lockout',
+        effect: 'allow',
+        actions: ['payments.check'],
+        condition: "history.denied('payments.refund', '1d', 'agent') < 1",
+      },
     ]);
     const a = agent('reviews');
-    const answers = await Promise.all(Array.from({ length: 10 }, () => decide(rt, { agent_id: a, action: 'payments.refund' })));
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, () => decide(rt, { agent_id: a, action: 'payments.refund' })),
+    );
     const awaiting = answers.filter((d) => d.status === 'awaiting_approval');
     expect(awaiting).toHaveLength(3);
     expect(answers.filter((d) => d.effect === 'deny')).toHaveLength(7);
@@ -86,14 +101,20 @@ describe.each(STORE_KINDS)('history in conditions (%s)', (kind) => {
     expect(pending.status).toBe('awaiting_approval');
     expect((await decide(rt, { agent_id: b, action: 'payments.check' })).effect).toBe('allow');
     const reviewer = await rt.keyWith(['reviews:write']);
-    const verdict = await rt.call(reviewer, { method: 'POST', url: `/v1/decisions/${pending.id}/review`, payload: { verdict: 'deny', reviewer: 'alice' } });
+    const verdict = await rt.call(reviewer, {
+      method: 'POST',
+      url: `/v1/decisions/${pending.id}/review`,
+      payload: { verdict: 'deny', reviewer: 'alice' },
+    });
     expect(verdict.statusCode, verdict.body).toBe(200);
     expect(await entriesOf(pending.id)).toEqual([{ kind: 'denied' }]);
     expect((await decide(rt, { agent_id: b, action: 'payments.check' })).effect).toBe('deny');
   });
 
   it('windows slide on the service clock: a decision counts while its evaluated_at is within the window', async () => {
-    await install([{ id: 'pol_w', effect: 'allow', actions: ['w.go'], condition: "history.count('w.go', '10m', 'agent') < 2" }]);
+    await install([
+      { id: 'pol_w', effect: 'allow', actions: ['w.go'], condition: "history.count('w.go', '10m', 'agent') < 2" },
+    ]);
     const a = agent('window');
     expect(await effects([{ agent_id: a, action: 'w.go' }])).toEqual(['allow']);
     rt.clock.advance(300);
@@ -142,22 +163,50 @@ describe.each(STORE_KINDS)('history in conditions (%s)', (kind) => {
       ]),
     ).toEqual(['allow', 'allow']);
     expect(await effects([{ agent_id: agent('scope'), action: 'e.go' }])).toEqual(['deny']);
-    await rt.setPolicies([{ id: 'pol_e', effect: 'allow', actions: ['e.go'], condition: "history.count('e.go', '1h', 'environment') < 2" }], 'live');
+    await rt.setPolicies(
+      [
+        {
+          id: 'pol_e',
+          effect: 'allow',
+          actions: ['e.go'],
+          condition: "history.count('e.go', '1h', 'environment') < 2",
+        },
+      ],
+      'live',
+    );
     expect(json(await postDecision(rt, { agent_id: a1, action: 'e.go' }, rt.liveKey)).effect).toBe('allow');
   });
 
   it('MATCH on resource and on context.*: only earlier decisions with equal values count; a field the request lacks matches nothing', async () => {
     await install([
       { id: 'pol_approve', effect: 'allow', actions: ['claims.approve'] },
-      { id: 'pol_pay', effect: 'allow', actions: ['claims.pay'], condition: "history.exists('claims.approve', '1h', 'session', ['resource'])" },
-      { id: 'pol_mail', effect: 'allow', actions: ['mail.send'], condition: "history.count('mail.send', '1h', 'session', ['context.to']) < 1" },
+      {
+        id: 'pol_pay',
+        effect: 'allow',
+        actions: ['claims.pay'],
+        condition: "history.exists('claims.approve', '1h', 'session', ['resource'])",
+      },
+      {
+        id: 'pol_mail',
+        effect: 'allow',
+        actions: ['mail.send'],
+        condition: "history.count('mail.send', '1h', 'session', ['context.to']) < 1",
+      },
     ]);
     const s = agent('match');
     const a = agent('match');
-    expect(await effects([{ agent_id: a, session_id: s, action: 'claims.pay', resource: 'claim:1' }])).toEqual(['deny']);
-    expect(await effects([{ agent_id: a, session_id: s, action: 'claims.approve', resource: 'claim:1' }])).toEqual(['allow']);
-    expect(await effects([{ agent_id: a, session_id: s, action: 'claims.pay', resource: 'claim:1' }])).toEqual(['allow']);
-    expect(await effects([{ agent_id: a, session_id: s, action: 'claims.pay', resource: 'claim:2' }])).toEqual(['deny']);
+    expect(await effects([{ agent_id: a, session_id: s, action: 'claims.pay', resource: 'claim:1' }])).toEqual([
+      'deny',
+    ]);
+    expect(await effects([{ agent_id: a, session_id: s, action: 'claims.approve', resource: 'claim:1' }])).toEqual([
+      'allow',
+    ]);
+    expect(await effects([{ agent_id: a, session_id: s, action: 'claims.pay', resource: 'claim:1' }])).toEqual([
+      'allow',
+    ]);
+    expect(await effects([{ agent_id: a, session_id: s, action: 'claims.pay', resource: 'claim:2' }])).toEqual([
+      'deny',
+    ]);
     // No resource: matches nothing (not even an approval without one).
     expect(await effects([{ agent_id: a, session_id: s, action: 'claims.approve' }])).toEqual(['allow']);
     const none = await decide(rt, { agent_id: a, session_id: s, action: 'claims.pay' });
@@ -166,9 +215,15 @@ describe.each(STORE_KINDS)('history in conditions (%s)', (kind) => {
       [{ fn: 'exists', actions: ['claims.approve'], window: '1h', scope: 'session', match: ['resource'], value: 0 }],
     ]);
     // context.to: one mail per address; nested values compare as JSON.
-    expect(await effects([{ agent_id: a, session_id: s, action: 'mail.send', context: { to: 'x@example.com' } }])).toEqual(['allow']);
-    expect(await effects([{ agent_id: a, session_id: s, action: 'mail.send', context: { to: 'x@example.com' } }])).toEqual(['deny']);
-    expect(await effects([{ agent_id: a, session_id: s, action: 'mail.send', context: { to: 'y@example.com' } }])).toEqual(['allow']);
+    expect(
+      await effects([{ agent_id: a, session_id: s, action: 'mail.send', context: { to: 'x@example.com' } }]),
+    ).toEqual(['allow']);
+    expect(
+      await effects([{ agent_id: a, session_id: s, action: 'mail.send', context: { to: 'x@example.com' } }]),
+    ).toEqual(['deny']);
+    expect(
+      await effects([{ agent_id: a, session_id: s, action: 'mail.send', context: { to: 'y@example.com' } }]),
+    ).toEqual(['allow']);
     // Without context.to: the count is 0 (nothing matches), every time.
     expect(await effects([{ agent_id: a, session_id: s, action: 'mail.send' }])).toEqual(['allow']);
     expect(await effects([{ agent_id: a, session_id: s, action: 'mail.send', context: {} }])).toEqual(['allow']);
@@ -177,23 +232,41 @@ describe.each(STORE_KINDS)('history in conditions (%s)', (kind) => {
   it('400 validation.missing_field for a request a candidate session or user probe applies to without that field; other actions are unaffected', async () => {
     await install([
       { id: 'pol_s', effect: 'allow', actions: ['s.go'], condition: "history.count('s.go', '1h') < 3" },
-      { id: 'pol_u', effect: 'allow', actions: ['u.go'], condition: "history.sum('u.go', '1d', 'user') + amount <= 100" },
+      {
+        id: 'pol_u',
+        effect: 'allow',
+        actions: ['u.go'],
+        condition: "history.sum('u.go', '1d', 'user') + amount <= 100",
+      },
       { id: 'pol_free', effect: 'allow', actions: ['free.go'] },
     ]);
     const a = agent('missing');
     const s = expectError(await postDecision(rt, { agent_id: a, action: 's.go' }), 400, 'validation.missing_field');
     expect(s.details).toEqual([{ path: '/session_id', message: expect.stringContaining('session_id is required') }]);
-    const u = expectError(await postDecision(rt, { agent_id: a, session_id: 'x', action: 'u.go', amount: 5 }), 400, 'validation.missing_field');
+    const u = expectError(
+      await postDecision(rt, { agent_id: a, session_id: 'x', action: 'u.go', amount: 5 }),
+      400,
+      'validation.missing_field',
+    );
     expect(u.details![0]!.path).toBe('/on_behalf_of');
     expect(await effects([{ agent_id: a, action: 'free.go' }])).toEqual(['allow']);
     // Preview says the same.
-    const preview = await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions/preview', payload: { agent_id: a, action: 's.go' } });
+    const preview = await rt.call(rt.testKey, {
+      method: 'POST',
+      url: '/v1/decisions/preview',
+      payload: { agent_id: a, action: 's.go' },
+    });
     expectError(preview, 400, 'validation.missing_field');
   });
 
   it('what counts: rejected and expired decisions stay counted; history.sum adds confirmed_amount once confirmed, else amount', async () => {
     await install([
-      { id: 'pol_buy', effect: 'allow', actions: ['shop.buy'], condition: "history.sum('shop.buy', '1d', 'user') + amount <= 100" },
+      {
+        id: 'pol_buy',
+        effect: 'allow',
+        actions: ['shop.buy'],
+        condition: "history.sum('shop.buy', '1d', 'user') + amount <= 100",
+      },
       { id: 'pol_n', effect: 'allow', actions: ['n.go'], condition: "history.count('n.go', '1d', 'agent') < 2" },
     ]);
     const u = agent('user');
@@ -202,18 +275,26 @@ describe.each(STORE_KINDS)('history in conditions (%s)', (kind) => {
     expect(first.effect).toBe('allow');
     expect((await decide(rt, { agent_id: a, on_behalf_of: u, action: 'shop.buy', amount: 50 })).effect).toBe('deny');
     // Confirmed at 30: the sum is 30 from now on.
-    const confirmed = await rt.call(rt.testKey, { method: 'POST', url: `/v1/decisions/${first.id}/confirm`, payload: { amount: 30 } });
+    const confirmed = await rt.call(rt.testKey, {
+      method: 'POST',
+      url: `/v1/decisions/${first.id}/confirm`,
+      payload: { amount: 30 },
+    });
     expect(confirmed.statusCode, confirmed.body).toBe(200);
     const second = await decide(rt, { agent_id: agent('buyer'), on_behalf_of: u, action: 'shop.buy', amount: 50 });
     expect([second.effect, (second.metadata as JsonObject).history[0].value]).toEqual(['allow', 30]);
     // Rejecting does not take it back (the agent holding the key could lower its own count).
-    expect((await rt.call(rt.testKey, { method: 'POST', url: `/v1/decisions/${second.id}/reject` })).statusCode).toBe(200);
+    expect((await rt.call(rt.testKey, { method: 'POST', url: `/v1/decisions/${second.id}/reject` })).statusCode).toBe(
+      200,
+    );
     expect((await decide(rt, { agent_id: a, on_behalf_of: u, action: 'shop.buy', amount: 21 })).effect).toBe('deny');
     // Expired (ttl 1 s, never confirmed): still counted.
     const b = agent('expiry');
     expect((await decide(rt, { agent_id: b, action: 'n.go', ttl_seconds: 1 })).effect).toBe('allow');
     const rejected = await decide(rt, { agent_id: b, action: 'n.go' });
-    expect((await rt.call(rt.testKey, { method: 'POST', url: `/v1/decisions/${rejected.id}/reject` })).statusCode).toBe(200);
+    expect((await rt.call(rt.testKey, { method: 'POST', url: `/v1/decisions/${rejected.id}/reject` })).statusCode).toBe(
+      200,
+    );
     rt.clock.advance(5);
     expect(await effects([{ agent_id: b, action: 'n.go' }])).toEqual(['deny']);
   });
@@ -221,12 +302,28 @@ describe.each(STORE_KINDS)('history in conditions (%s)', (kind) => {
   it('preview evaluates history the same way and records nothing; AuthZEN decisions are counted; shadow policies read the same history', async () => {
     await install([
       { id: 'pol_p', effect: 'allow', actions: ['p.go'], condition: "history.count('p.go', '1h', 'agent') < 2" },
-      { id: 'pol_shadow', effect: 'deny', state: 'shadow', actions: ['p.go'], condition: "history.count('p.go', '1h', 'agent') >= 1" },
+      {
+        id: 'pol_shadow',
+        effect: 'deny',
+        state: 'shadow',
+        actions: ['p.go'],
+        condition: "history.count('p.go', '1h', 'agent') >= 1",
+      },
     ]);
     const a = agent('preview');
-    const preview = async () => json(await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions/preview', payload: { agent_id: a, action: 'p.go' } }));
-    for (let i = 0; i < 3; i++) expect(await preview()).toMatchObject({ effect: 'allow', history: [{ fn: 'count', value: 0 }] });
-    const [row] = await rt.store.sql<Array<{ n: number }>>`select count(*)::int as n from history_entries where agent_id = ${a}`;
+    const preview = async () =>
+      json(
+        await rt.call(rt.testKey, {
+          method: 'POST',
+          url: '/v1/decisions/preview',
+          payload: { agent_id: a, action: 'p.go' },
+        }),
+      );
+    for (let i = 0; i < 3; i++)
+      expect(await preview()).toMatchObject({ effect: 'allow', history: [{ fn: 'count', value: 0 }] });
+    const [row] = await rt.store.sql<
+      Array<{ n: number }>
+    >`select count(*)::int as n from history_entries where agent_id = ${a}`;
     expect(row!.n).toBe(0);
     // Through AuthZEN: counted like any decision.
     const evaluation = await rt.call(rt.testKey, {
@@ -238,7 +335,11 @@ describe.each(STORE_KINDS)('history in conditions (%s)', (kind) => {
     expect(json(evaluation).decision).toBe(true);
     const d = await decide(rt, { agent_id: a, action: 'p.go' });
     // Enforced: allowed (1 < 2); the shadow deny reads the same count (1 >= 1) and diverges.
-    expect([d.effect, (d.metadata as JsonObject).history[0].value, (d.metadata as JsonObject).shadow?.effect]).toEqual(['allow', 1, 'deny']);
+    expect([d.effect, (d.metadata as JsonObject).history[0].value, (d.metadata as JsonObject).shadow?.effect]).toEqual([
+      'allow',
+      1,
+      'deny',
+    ]);
     expect(await preview()).toMatchObject({ effect: 'deny', history: [{ value: 2 }] });
   });
 
@@ -261,7 +362,9 @@ describe.each(STORE_KINDS)('history in conditions (%s)', (kind) => {
   });
 
   it('authz replay replays with the history the stored decisions had, in order, the window reaching back before --since', async () => {
-    await install([{ id: 'pol_cap', effect: 'allow', actions: ['r.go'], condition: "history.count('r.go', '1h') < 2" }]);
+    await install([
+      { id: 'pol_cap', effect: 'allow', actions: ['r.go'], condition: "history.count('r.go', '1h') < 2" },
+    ]);
     const s = agent('replay');
     const d0 = await decide(rt, { agent_id: 'bot', session_id: s, action: 'r.go' });
     rt.clock.advance(2400);
@@ -274,13 +377,29 @@ describe.each(STORE_KINDS)('history in conditions (%s)', (kind) => {
     const url = `http://127.0.0.1:${(rt.app.server.address() as AddressInfo).port}`;
     const replay = async (condition: string) => {
       const dir = mkdtempSync(join(tmpdir(), 'history-replay-'));
-      writeFileSync(join(dir, 'policies.yaml'), `policies:\n  - id: pol_cap\n    effect: allow\n    actions: [r.go]\n    condition: "${condition}"\n`);
+      writeFileSync(
+        join(dir, 'policies.yaml'),
+        `policies:\n  - id: pol_cap\n    effect: allow\n    actions: [r.go]\n    condition: "${condition}"\n`,
+      );
       let out = '';
       let err = '';
-      const io = { out: (t: string) => void (out += `${t}\n`), err: (t: string) => void (err += `${t}\n`), isTTY: false, cwd: dir };
-      const code = await replayCommand([dir, '--url', url, '--key', rt.testKey, '--since', since, '--format', 'json', '--quiet'], io, {});
+      const io = {
+        out: (t: string) => void (out += `${t}\n`),
+        err: (t: string) => void (err += `${t}\n`),
+        isTTY: false,
+        cwd: dir,
+      };
+      const code = await replayCommand(
+        [dir, '--url', url, '--key', rt.testKey, '--since', since, '--format', 'json', '--quiet'],
+        io,
+        {},
+      );
       expect(code, err).toBeLessThan(2);
-      return JSON.parse(out) as { replayed: number; changed: number; changes: Array<{ decision_id: string; from: object; to: object }> };
+      return JSON.parse(out) as {
+        replayed: number;
+        changed: number;
+        changes: Array<{ decision_id: string; from: object; to: object }>;
+      };
     };
     // The same policy: d1 reads d0 (before --since, still in the window), d2 reads both: nothing changes.
     const same = await replay("history.count('r.go', '1h') < 2");
@@ -289,7 +408,11 @@ describe.each(STORE_KINDS)('history in conditions (%s)', (kind) => {
     // A cap of 3: d2 (count 2) would be allowed; d0 is not replayed (before --since).
     const looser = await replay("history.count('r.go', '1h') < 3");
     expect(looser.changes.filter((c) => [d0.id, d1.id, d2.id].includes(c.decision_id))).toEqual([
-      { decision_id: d2.id, from: { effect: 'deny', reason: 'policy.not_found' }, to: { effect: 'allow', reason: 'policy.matched' } },
+      {
+        decision_id: d2.id,
+        from: { effect: 'deny', reason: 'policy.not_found' },
+        to: { effect: 'allow', reason: 'policy.matched' },
+      },
     ]);
   });
 });

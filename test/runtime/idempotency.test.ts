@@ -35,7 +35,12 @@ describe.each(STORE_KINDS)('Idempotency-Key (%s)', (kind) => {
     });
     await rt.setPolicies([
       { id: 'pol_read', effect: 'allow', actions: ['orders.read'] },
-      { id: 'pol_calls', effect: 'allow', actions: ['search.run'], budget: { unit: 'calls', limit: 10, period: 'daily' } },
+      {
+        id: 'pol_calls',
+        effect: 'allow',
+        actions: ['search.run'],
+        budget: { unit: 'calls', limit: 10, period: 'daily' },
+      },
       { id: 'pol_limited', effect: 'allow', actions: ['orders.export'], rate_limit: { per_minute: 1 } },
     ]);
     await rt.setPolicies([{ id: 'pol_live', effect: 'allow', actions: ['orders.read'] }], 'live');
@@ -43,10 +48,17 @@ describe.each(STORE_KINDS)('Idempotency-Key (%s)', (kind) => {
   afterAll(() => rt.close());
 
   const post = (url: string, payload: unknown, key: string | null, apiKey = rt.testKey) =>
-    rt.call(apiKey, { method: 'POST', url, payload: payload as Record<string, unknown>, headers: key === null ? {} : { 'idempotency-key': key } });
-  const decide = (body: Record<string, unknown>, key: string | null, apiKey?: string) => post('/v1/decisions', body, key, apiKey);
+    rt.call(apiKey, {
+      method: 'POST',
+      url,
+      payload: payload as Record<string, unknown>,
+      headers: key === null ? {} : { 'idempotency-key': key },
+    });
+  const decide = (body: Record<string, unknown>, key: string | null, apiKey?: string) =>
+    post('/v1/decisions', body, key, apiKey);
   const replayed = (r: LightMyRequestResponse) => r.headers['idempotent-replayed'];
-  const storedKeys = async () => (await rt.store.sql<Array<{ n: number }>>`select count(*)::int as n from idempotency_keys`)[0]!.n;
+  const storedKeys = async () =>
+    (await rt.store.sql<Array<{ n: number }>>`select count(*)::int as n from idempotency_keys`)[0]!.n;
 
   it('replays a decision: same decision, a fresh permit token with the same claims, header Idempotent-Replayed', async () => {
     const key = newKey();
@@ -78,7 +90,9 @@ describe.each(STORE_KINDS)('Idempotency-Key (%s)', (kind) => {
   it('stores no permit token', async () => {
     const key = newKey();
     const first = json(await decide({ agent_id: 'idem-token', action: 'orders.read' }, key));
-    const rows = await rt.store.sql<Array<{ body: string }>>`select body from idempotency_keys where idempotency_key = ${key}`;
+    const rows = await rt.store.sql<
+      Array<{ body: string }>
+    >`select body from idempotency_keys where idempotency_key = ${key}`;
     expect(rows).toHaveLength(1);
     expect(rows[0]!.body).not.toContain(first.permit_token);
     expect(JSON.parse(rows[0]!.body).permit_token).toBeNull();
@@ -90,11 +104,17 @@ describe.each(STORE_KINDS)('Idempotency-Key (%s)', (kind) => {
     expect((await decide(body, key)).statusCode).toBe(200);
     expect(replayed(await decide(body, key))).toBe('true');
     expect(replayed(await decide(body, key))).toBe('true');
-    const budgets = (await rt.getOk('/v1/budgets?agent_id=idem-budget')).data as Array<{ policy_id: string; consumed: number }>;
+    const budgets = (await rt.getOk('/v1/budgets?agent_id=idem-budget')).data as Array<{
+      policy_id: string;
+      consumed: number;
+    }>;
     expect(budgets.find((x) => x.policy_id === 'pol_calls')!.consumed).toBe(1);
     // Without a key, each request is a decision of its own.
     await decide(body, null);
-    const after = (await rt.getOk('/v1/budgets?agent_id=idem-budget')).data as Array<{ policy_id: string; consumed: number }>;
+    const after = (await rt.getOk('/v1/budgets?agent_id=idem-budget')).data as Array<{
+      policy_id: string;
+      consumed: number;
+    }>;
     expect(after.find((x) => x.policy_id === 'pol_calls')!.consumed).toBe(2);
   });
 
@@ -190,7 +210,9 @@ describe.each(STORE_KINDS)('Idempotency-Key (%s)', (kind) => {
       // another process would (the same store call the hook makes).
       const scope = { accountId: rt.accountId, environment: 'test', key };
       const print = requestFingerprint('POST', '/v1/decisions', body);
-      expect(await claimIdempotencyKey(rt.store.sql, scope, print, rt.clock.now(), IDEMPOTENCY_LOCK_MS, IDEMPOTENCY_TTL_MS)).toBe(true);
+      expect(
+        await claimIdempotencyKey(rt.store.sql, scope, print, rt.clock.now(), IDEMPOTENCY_LOCK_MS, IDEMPOTENCY_TTL_MS),
+      ).toBe(true);
       const busy = await decide(body, key);
       expect(busy.statusCode).toBe(409);
       expect(json(busy).error.code).toBe('idempotency.in_progress');
@@ -243,7 +265,8 @@ describe.each(STORE_KINDS)('Idempotency-Key (%s)', (kind) => {
 
   it('costs nothing without the header: no key is stored', async () => {
     const before = await storedKeys();
-    for (let i = 0; i < 3; i++) expect((await decide({ agent_id: 'idem-none', action: 'orders.read' }, null)).statusCode).toBe(200);
+    for (let i = 0; i < 3; i++)
+      expect((await decide({ agent_id: 'idem-none', action: 'orders.read' }, null)).statusCode).toBe(200);
     expect(await storedKeys()).toBe(before);
   });
 
@@ -270,13 +293,25 @@ describe('Idempotency-Key with AUTHZ_MASTER_KEY', () => {
 
   it('seals stored answers (a webhook secret is not stored in clear) and replays them', async () => {
     const key = 'idem-webhook-1';
-    const first = await rt.call(rt.testKey, { method: 'POST', url: '/v1/webhooks', payload: { url: 'http://127.0.0.1:9/hooks' }, headers: { 'idempotency-key': key } });
+    const first = await rt.call(rt.testKey, {
+      method: 'POST',
+      url: '/v1/webhooks',
+      payload: { url: 'http://127.0.0.1:9/hooks' },
+      headers: { 'idempotency-key': key },
+    });
     expect(first.statusCode).toBe(201);
     const secret = json(first).secret as string;
-    const [row] = await rt.store.sql<Array<{ body: string; body_encrypted: boolean }>>`select body, body_encrypted from idempotency_keys where idempotency_key = ${key}`;
+    const [row] = await rt.store.sql<
+      Array<{ body: string; body_encrypted: boolean }>
+    >`select body, body_encrypted from idempotency_keys where idempotency_key = ${key}`;
     expect(row!.body_encrypted).toBe(true);
     expect(row!.body).not.toContain(secret);
-    const again = await rt.call(rt.testKey, { method: 'POST', url: '/v1/webhooks', payload: { url: 'http://127.0.0.1:9/hooks' }, headers: { 'idempotency-key': key } });
+    const again = await rt.call(rt.testKey, {
+      method: 'POST',
+      url: '/v1/webhooks',
+      payload: { url: 'http://127.0.0.1:9/hooks' },
+      headers: { 'idempotency-key': key },
+    });
     expect(again.statusCode).toBe(201);
     expect(again.headers['idempotent-replayed']).toBe('true');
     expect(json(again)).toEqual(json(first));

@@ -55,21 +55,51 @@ const UPSERTS: ReadonlySet<string> = new Set(['PUT /v1/agents/:agent_id', 'POST 
 /** Every by-id route under /v1, by its registered URL (a replay has two: a foreign endpoint, or a foreign delivery under the caller's own endpoint). */
 const TARGETS: Record<string, Target[]> = {
   'GET /v1/decisions/:id': [{ params: (o) => ({ id: o.decision }), code: 'decision.not_found' }],
-  'POST /v1/decisions/:id/confirm': [{ params: (o) => ({ id: o.decision }), code: 'decision.not_found', body: () => ({ amount: 1 }) }],
-  'POST /v1/decisions/:id/reject': [{ params: (o) => ({ id: o.decision }), code: 'decision.not_found', body: () => ({}) }],
-  'POST /v1/decisions/:id/review': [{ params: (o) => ({ id: o.decision }), code: 'decision.not_found', body: () => ({ verdict: 'approve', reviewer: 'mallory' }) }],
-  'POST /v1/decisions/:id/permit': [{ params: (o) => ({ id: o.decision }), code: 'decision.not_found', body: () => ({}) }],
-  'POST /v1/decisions/:id/output': [{ params: (o) => ({ id: o.decision }), code: 'decision.not_found', body: () => ({ labels: ['pii'], findings: [] }) }],
+  'POST /v1/decisions/:id/confirm': [
+    { params: (o) => ({ id: o.decision }), code: 'decision.not_found', body: () => ({ amount: 1 }) },
+  ],
+  'POST /v1/decisions/:id/reject': [
+    { params: (o) => ({ id: o.decision }), code: 'decision.not_found', body: () => ({}) },
+  ],
+  'POST /v1/decisions/:id/review': [
+    {
+      params: (o) => ({ id: o.decision }),
+      code: 'decision.not_found',
+      body: () => ({ verdict: 'approve', reviewer: 'mallory' }),
+    },
+  ],
+  'POST /v1/decisions/:id/permit': [
+    { params: (o) => ({ id: o.decision }), code: 'decision.not_found', body: () => ({}) },
+  ],
+  'POST /v1/decisions/:id/output': [
+    {
+      params: (o) => ({ id: o.decision }),
+      code: 'decision.not_found',
+      body: () => ({ labels: ['pii'], findings: [] }),
+    },
+  ],
   'GET /v1/sessions/:session_id': [{ params: (o) => ({ session_id: o.session }), code: 'session.not_found' }],
   'GET /v1/policies/:id': [{ params: (o) => ({ id: o.policy }), code: 'policy.not_found' }],
-  'PUT /v1/policies/:id': [{ params: (o) => ({ id: o.policy }), code: 'policy.not_found', body: (o) => ({ ...POLICY, id: o.policy, name: 'taken-over' }) }],
+  'PUT /v1/policies/:id': [
+    {
+      params: (o) => ({ id: o.policy }),
+      code: 'policy.not_found',
+      body: (o) => ({ ...POLICY, id: o.policy, name: 'taken-over' }),
+    },
+  ],
   'DELETE /v1/policies/:id': [{ params: (o) => ({ id: o.policy }), code: 'policy.not_found' }],
   'GET /v1/agents/:agent_id': [{ params: (o) => ({ agent_id: o.agent }), code: 'agent.not_found' }],
   'POST /v1/agents/:agent_id/revoke': [{ params: (o) => ({ agent_id: o.agent }), code: 'agent.not_found' }],
   'POST /v1/agents/:agent_id/restore': [{ params: (o) => ({ agent_id: o.agent }), code: 'agent.not_found' }],
   'GET /v1/events/:id': [{ params: (o) => ({ id: o.event }), code: 'event.not_found' }],
   'GET /v1/webhooks/:id': [{ params: (o) => ({ id: o.webhook }), code: 'webhook.not_found' }],
-  'PUT /v1/webhooks/:id': [{ params: (o) => ({ id: o.webhook }), code: 'webhook.not_found', body: () => ({ status: 'disabled', url: 'https://127.0.0.1:9/stolen' }) }],
+  'PUT /v1/webhooks/:id': [
+    {
+      params: (o) => ({ id: o.webhook }),
+      code: 'webhook.not_found',
+      body: () => ({ status: 'disabled', url: 'https://127.0.0.1:9/stolen' }),
+    },
+  ],
   'DELETE /v1/webhooks/:id': [{ params: (o) => ({ id: o.webhook }), code: 'webhook.not_found' }],
   'GET /v1/webhooks/:id/deliveries': [{ params: (o) => ({ id: o.webhook }), code: 'webhook.not_found' }],
   'POST /v1/webhooks/:id/deliveries/:delivery_id/replay': [
@@ -78,7 +108,8 @@ const TARGETS: Record<string, Target[]> = {
   ],
 };
 
-const enc = (params: Record<string, string>) => Object.fromEntries(Object.entries(params).map(([k, v]) => [k, encodeURIComponent(v)]));
+const enc = (params: Record<string, string>) =>
+  Object.fromEntries(Object.entries(params).map(([k, v]) => [k, encodeURIComponent(v)]));
 
 describe.each(STORE_KINDS)('tenant isolation (%s store)', (kind) => {
   let rt: TestRuntime;
@@ -114,11 +145,26 @@ describe.each(STORE_KINDS)('tenant isolation (%s store)', (kind) => {
       const policy = await call('POST', '/v1/policies', { ...POLICY, name: `iso-${name.replace('/', '-')}` });
       const agent = `iso-agent-${name.replace('/', '-')}`;
       const session = `iso-session-${name.replace('/', '-')}`;
-      const decision = await call('POST', '/v1/decisions', { agent_id: agent, action: 'orders.read', amount: 5, session_id: session });
+      const decision = await call('POST', '/v1/decisions', {
+        agent_id: agent,
+        action: 'orders.read',
+        amount: 5,
+        session_id: session,
+      });
       expect(decision.effect).toBe('allow');
       const event = (await call('GET', '/v1/events?limit=1')).data[0].id;
       const delivery = (await call('GET', `/v1/webhooks/${webhook.id}/deliveries?limit=1`)).data[0].id;
-      tenants.push({ name, key, decision: decision.id, policy: policy.id, agent, event, webhook: webhook.id, delivery, session });
+      tenants.push({
+        name,
+        key,
+        decision: decision.id,
+        policy: policy.id,
+        agent,
+        event,
+        webhook: webhook.id,
+        delivery,
+        session,
+      });
     }
   });
   afterAll(() => rt?.close());
@@ -132,24 +178,39 @@ describe.each(STORE_KINDS)('tenant isolation (%s store)', (kind) => {
   it("another tenant's objects answer 404 <resource>.not_found on every by-id route, and nothing changes (property)", async () => {
     const cases = byId.flatMap((route) => (TARGETS[route.key] ?? []).map((target) => ({ route, target })));
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom(...cases), fc.integer({ min: 0, max: 3 }), fc.integer({ min: 1, max: 3 }), async ({ route, target }, ownerIndex, shift) => {
-        const owner = tenants[ownerIndex]!;
-        const caller = tenants[(ownerIndex + shift) % 4]!;
-        const before = await stateDigest(rt.store.sql);
-        const url = fillPath(route, enc(target.params(owner, caller)));
-        const what = `${caller.name} ${route.method} ${url} (owner ${owner.name})`;
-        const r = await rt.call(caller.key, { method: route.method as 'GET', url, ...(target.body ? { payload: target.body(owner) } : {}) });
-        expect(r.statusCode, `${what}: ${r.body}`).toBe(404);
-        expect(expectContractAnswer(r, what)).toBe(target.code);
-        expect(await stateDigest(rt.store.sql), `${what} changed the store`).toEqual(before);
-      }),
+      fc.asyncProperty(
+        fc.constantFrom(...cases),
+        fc.integer({ min: 0, max: 3 }),
+        fc.integer({ min: 1, max: 3 }),
+        async ({ route, target }, ownerIndex, shift) => {
+          const owner = tenants[ownerIndex]!;
+          const caller = tenants[(ownerIndex + shift) % 4]!;
+          const before = await stateDigest(rt.store.sql);
+          const url = fillPath(route, enc(target.params(owner, caller)));
+          const what = `${caller.name} ${route.method} ${url} (owner ${owner.name})`;
+          const r = await rt.call(caller.key, {
+            method: route.method as 'GET',
+            url,
+            ...(target.body ? { payload: target.body(owner) } : {}),
+          });
+          expect(r.statusCode, `${what}: ${r.body}`).toBe(404);
+          expect(expectContractAnswer(r, what)).toBe(target.code);
+          expect(await stateDigest(rt.store.sql), `${what} changed the store`).toEqual(before);
+        },
+      ),
       { numRuns: 120 },
     );
   });
 
   it('the owner still reaches every object (the 404s above are isolation, not absence)', async () => {
     for (const t of tenants) {
-      for (const url of [`/v1/decisions/${t.decision}`, `/v1/policies/${t.policy}`, `/v1/agents/${t.agent}`, `/v1/events/${t.event}`, `/v1/webhooks/${t.webhook}`]) {
+      for (const url of [
+        `/v1/decisions/${t.decision}`,
+        `/v1/policies/${t.policy}`,
+        `/v1/agents/${t.agent}`,
+        `/v1/events/${t.event}`,
+        `/v1/webhooks/${t.webhook}`,
+      ]) {
         const r = await rt.call(t.key, { method: 'GET', url });
         expect(r.statusCode, `${t.name} ${url}`).toBe(200);
       }
@@ -165,12 +226,28 @@ describe.each(STORE_KINDS)('tenant isolation (%s store)', (kind) => {
     const body = payload === undefined ? undefined : JSON.stringify(payload);
     return new Promise((resolve, reject) => {
       const req = httpRequest(
-        { host: '127.0.0.1', port, method, path, agent: false, headers: { authorization: `Bearer ${key}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) } },
+        {
+          host: '127.0.0.1',
+          port,
+          method,
+          path,
+          agent: false,
+          headers: {
+            authorization: `Bearer ${key}`,
+            ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+          },
+        },
         (res) => {
           let text = '';
           res.setEncoding('utf8');
           res.on('data', (chunk: string) => (text += chunk));
-          res.on('end', () => resolve({ statusCode: res.statusCode!, headers: res.headers, body: text } as unknown as LightMyRequestResponse));
+          res.on('end', () =>
+            resolve({
+              statusCode: res.statusCode!,
+              headers: res.headers,
+              body: text,
+            } as unknown as LightMyRequestResponse),
+          );
         },
       );
       req.on('error', reject);
@@ -179,10 +256,27 @@ describe.each(STORE_KINDS)('tenant isolation (%s store)', (kind) => {
   }
 
   /** One made-up id (already in URL form) on one by-id route: the resource's 404 (a PUT policy body may be refused first: 400), nothing changed. */
-  async function expectMadeUpNotFound(route: RouteInfo, target: Target, callerIndex: number, segment: string, id = segment): Promise<void> {
+  async function expectMadeUpNotFound(
+    route: RouteInfo,
+    target: Target,
+    callerIndex: number,
+    segment: string,
+    id = segment,
+  ): Promise<void> {
     const caller = tenants[callerIndex]!;
-    const fake: TenantObjects = { ...caller, decision: id, policy: id, agent: id, event: id, webhook: id, delivery: id, session: id };
-    const values = Object.fromEntries(Object.entries(target.params(fake, caller)).map(([k, v]) => [k, v === id ? segment : encodeURIComponent(v)]));
+    const fake: TenantObjects = {
+      ...caller,
+      decision: id,
+      policy: id,
+      agent: id,
+      event: id,
+      webhook: id,
+      delivery: id,
+      session: id,
+    };
+    const values = Object.fromEntries(
+      Object.entries(target.params(fake, caller)).map(([k, v]) => [k, v === id ? segment : encodeURIComponent(v)]),
+    );
     const url = fillPath(route, values);
     const before = await stateDigest(rt.store.sql);
     const r = await raw(caller.key, route.method, url, target.body?.(fake));
@@ -203,8 +297,12 @@ describe.each(STORE_KINDS)('tenant isolation (%s store)', (kind) => {
     );
     const seed = process.env.FC_SEED === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(process.env.FC_SEED);
     const result = await fc.check(
-      fc.asyncProperty(fc.constantFrom(...cases), id, fc.integer({ min: 0, max: 3 }), ({ route, target }, made, callerIndex) =>
-        expectMadeUpNotFound(route, target, callerIndex, encodeURIComponent(made), made),
+      fc.asyncProperty(
+        fc.constantFrom(...cases),
+        id,
+        fc.integer({ min: 0, max: 3 }),
+        ({ route, target }, made, callerIndex) =>
+          expectMadeUpNotFound(route, target, callerIndex, encodeURIComponent(made), made),
       ),
       { numRuns: 120, seed },
     );
@@ -229,10 +327,28 @@ describe.each(STORE_KINDS)('tenant isolation (%s store)', (kind) => {
     const caller = tenants[0]!;
     for (const { route, target } of byId.flatMap((r) => (TARGETS[r.key] ?? []).map((t) => ({ route: r, target: t })))) {
       for (const segment of ['.', '%2e', '..', '%2E%2E']) {
-        const fake: TenantObjects = { ...caller, decision: '\0', policy: '\0', agent: '\0', event: '\0', webhook: '\0', delivery: '\0', session: '\0' };
-        const values = Object.fromEntries(Object.entries(target.params(fake, caller)).map(([k, v]) => [k, v === '\0' ? segment : encodeURIComponent(v)]));
+        const fake: TenantObjects = {
+          ...caller,
+          decision: '\0',
+          policy: '\0',
+          agent: '\0',
+          event: '\0',
+          webhook: '\0',
+          delivery: '\0',
+          session: '\0',
+        };
+        const values = Object.fromEntries(
+          Object.entries(target.params(fake, caller)).map(([k, v]) => [
+            k,
+            v === '\0' ? segment : encodeURIComponent(v),
+          ]),
+        );
         const url = fillPath(route, values);
-        const r = await rt.call(caller.key, { method: route.method as 'GET', url, ...(target.body ? { payload: target.body({ ...fake, policy: '' }) } : {}) });
+        const r = await rt.call(caller.key, {
+          method: route.method as 'GET',
+          url,
+          ...(target.body ? { payload: target.body({ ...fake, policy: '' }) } : {}),
+        });
         const code = expectContractAnswer(r, `${route.method} ${url}`);
         if (route.key === 'PUT /v1/policies/:id' && r.statusCode === 400) continue;
         expect(r.statusCode, `${route.method} ${url}: ${r.body}`).toBe(404);
@@ -252,17 +368,29 @@ describe.each(STORE_KINDS)('tenant isolation (%s store)', (kind) => {
             if (r.statusCode === 400) continue; // a list that takes no agent_id
             expect(r.statusCode, `${caller.name} ${route.url}?${q}: ${r.body.slice(0, 200)}`).toBe(200);
             // With agent_id=<their agent> the caller's own budgets list that id at zero use: only the other ids count there.
-            const ids = [owner.decision, owner.policy, owner.event, owner.webhook, owner.delivery, ...(q.startsWith('agent_id') ? [] : [owner.agent])];
-            for (const id of ids) expect(r.body.includes(id), `${caller.name} ${route.url}?${q} shows ${owner.name}'s ${id}`).toBe(false);
+            const ids = [
+              owner.decision,
+              owner.policy,
+              owner.event,
+              owner.webhook,
+              owner.delivery,
+              ...(q.startsWith('agent_id') ? [] : [owner.agent]),
+            ];
+            for (const id of ids)
+              expect(r.body.includes(id), `${caller.name} ${route.url}?${q} shows ${owner.name}'s ${id}`).toBe(false);
             if (route.url === '/v1/budgets') {
               for (const b of json(r).data.filter((x: JsonObject) => x.agent_id === owner.agent))
-                expect([Number(b.consumed), Number(b.held)], `${caller.name} sees ${owner.name}'s spend`).toEqual([0, 0]);
+                expect([Number(b.consumed), Number(b.held)], `${caller.name} sees ${owner.name}'s spend`).toEqual([
+                  0, 0,
+                ]);
             }
           }
         }
       }
       // Its own budget is listed (the check above is not vacuous).
-      const own = json(await rt.call(caller.key, { method: 'GET', url: `/v1/budgets?agent_id=${encodeURIComponent(caller.agent)}` }));
+      const own = json(
+        await rt.call(caller.key, { method: 'GET', url: `/v1/budgets?agent_id=${encodeURIComponent(caller.agent)}` }),
+      );
       expect(own.data.map((b: JsonObject) => b.policy_id)).toContain(caller.policy);
     }
   });

@@ -14,7 +14,8 @@ import { eachLine, ensureBuilt, freePort, HOST, request, ROOT } from '../helpers
 
 const AUTHZ_JS = join(ROOT, 'bin', 'authz.js');
 const ADMIN_TOKEN = 'admin-token-for-key-replication-0123456789';
-const kidOf = (token: string) => (JSON.parse(Buffer.from(token.split('.')[0]!, 'base64url').toString('utf8')) as { kid: string }).kid;
+const kidOf = (token: string) =>
+  (JSON.parse(Buffer.from(token.split('.')[0]!, 'base64url').toString('utf8')) as { kid: string }).kid;
 
 interface Server {
   name: string;
@@ -78,7 +79,10 @@ describe('keys across two `authz serve` processes on one PostgreSQL', () => {
   let accountId = '';
 
   const newKey = async () => {
-    const r = await request(a.base, ADMIN_TOKEN, 'POST', `/admin/accounts/${accountId}/api-keys`, { environment: 'test', scopes: ['*'] });
+    const r = await request(a.base, ADMIN_TOKEN, 'POST', `/admin/accounts/${accountId}/api-keys`, {
+      environment: 'test',
+      scopes: ['*'],
+    });
     expect(r.status, JSON.stringify(r.body)).toBe(201);
     return r.body as { id: string; key: string };
   };
@@ -115,12 +119,18 @@ describe('keys across two `authz serve` processes on one PostgreSQL', () => {
         { timeout: 10_000, interval: 1 },
       )
       .toBe(401);
-    console.info(`[key-replication, processes] revocation reached B after ${Math.round(performance.now() - started)} ms (${admitted} requests admitted meanwhile)`);
+    console.info(
+      `[key-replication, processes] revocation reached B after ${Math.round(performance.now() - started)} ms (${admitted} requests admitted meanwhile)`,
+    );
   }, 30_000);
 
   it('a signing key rotated through A: B signs with it and publishes it', async () => {
     const { key } = await newKey();
-    const created = await request(a.base, key, 'POST', '/v1/policies', { name: 'kr-reads', effect: 'allow', actions: ['orders.read'] });
+    const created = await request(a.base, key, 'POST', '/v1/policies', {
+      name: 'kr-reads',
+      effect: 'allow',
+      actions: ['orders.read'],
+    });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     const permitOf = async (server: Server) => {
       const r = await request(server.base, key, 'POST', '/v1/decisions', { agent_id: 'kr-bot', action: 'orders.read' });
@@ -134,8 +144,12 @@ describe('keys across two `authz serve` processes on one PostgreSQL', () => {
     const kid = rotated.body.kid as string;
     const started = performance.now();
     await expect.poll(async () => kidOf((await permitOf(b))!), { timeout: 10_000, interval: 1 }).toBe(kid);
-    console.info(`[key-replication, processes] signing-key rotation reached B after ${Math.round(performance.now() - started)} ms`);
-    const jwks = await fetch(`${b.base}/.well-known/jwks.json`).then((r) => r.json() as Promise<{ keys: Array<{ kid: string }> }>);
+    console.info(
+      `[key-replication, processes] signing-key rotation reached B after ${Math.round(performance.now() - started)} ms`,
+    );
+    const jwks = await fetch(`${b.base}/.well-known/jwks.json`).then(
+      (r) => r.json() as Promise<{ keys: Array<{ kid: string }> }>,
+    );
     expect(jwks.keys.map((k) => k.kid)).toContain(kid);
   }, 30_000);
 });

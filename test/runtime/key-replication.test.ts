@@ -27,7 +27,8 @@ import type { JsonObject } from '../helpers/json.js';
 import { callerOf, decide as kitDecide, postDecision } from '../helpers/kit.js';
 
 const config = () => configFromEnv({ AUTHZ_ADMIN_TOKEN: ADMIN_TOKEN, AUTHZ_KEY_RATE_LIMIT: '1000000' });
-const kidOf = (token: string) => (JSON.parse(Buffer.from(token.split('.')[0]!, 'base64url').toString('utf8')) as { kid: string }).kid;
+const kidOf = (token: string) =>
+  (JSON.parse(Buffer.from(token.split('.')[0]!, 'base64url').toString('utf8')) as { kid: string }).kid;
 const POLL = { timeout: 5_000, interval: 5 };
 
 interface Node {
@@ -61,7 +62,10 @@ describe('keys across two runtimes on one PostgreSQL', () => {
       app,
       replications,
       async call(key, options) {
-        const r = await app.inject({ ...options, headers: { authorization: `Bearer ${key}`, ...(options.headers ?? {}) } });
+        const r = await app.inject({
+          ...options,
+          headers: { authorization: `Bearer ${key}`, ...(options.headers ?? {}) },
+        });
         return { statusCode: r.statusCode, body: r.json() as JsonObject };
       },
     };
@@ -142,7 +146,11 @@ describe('keys across two runtimes on one PostgreSQL', () => {
 
   it('a signing key rotated through A signs B’s next permits and is in B’s JWKS', async () => {
     const key = (await newKey()).key;
-    const policy = await a.call(key, { method: 'POST', url: '/v1/policies', payload: { name: 'kr-reads', effect: 'allow', actions: ['orders.read'] } });
+    const policy = await a.call(key, {
+      method: 'POST',
+      url: '/v1/policies',
+      payload: { name: 'kr-reads', effect: 'allow', actions: ['orders.read'] },
+    });
     expect(policy.statusCode).toBe(201);
     const decide = (node: Node) => kitDecide(callerOf(node.app, key), { agent_id: 'kr-bot', action: 'orders.read' });
     await expect.poll(async () => (await decide(b)).effect, POLL).toBe('allow');
@@ -156,8 +164,12 @@ describe('keys across two runtimes on one PostgreSQL', () => {
 
     const started = performance.now();
     await expect.poll(async () => kidOf((await decide(b)).permit_token as string), POLL).toBe(newKid);
-    console.info(`[key-replication] signing-key rotation reached B after ${Math.round(performance.now() - started)} ms`);
-    const jwks = (await b.app.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json() as { keys: Array<{ kid: string }> };
+    console.info(
+      `[key-replication] signing-key rotation reached B after ${Math.round(performance.now() - started)} ms`,
+    );
+    const jwks = (await b.app.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json() as {
+      keys: Array<{ kid: string }>;
+    };
     // The new key, and the retired one for the tokens it signed.
     expect(jwks.keys.map((k) => k.kid).sort()).toEqual([newKid, oldKid].sort());
     // A verifies what B signs.
@@ -197,7 +209,8 @@ describe.each(STORE_KINDS)('keys in the runtime that changes them (%s store)', (
 
   it('signs the next permit with a rotated signing key', async () => {
     await rt.setPolicies([{ effect: 'allow', actions: ['orders.read'] }]);
-    const decide = async () => (await postDecision(rt, { agent_id: 'kr-bot', action: 'orders.read' })).json().permit_token as string;
+    const decide = async () =>
+      (await postDecision(rt, { agent_id: 'kr-bot', action: 'orders.read' })).json().permit_token as string;
     const before = kidOf(await decide());
     const rotated = await admin('POST', '/admin/signing-keys/rotate');
     expect(rotated.statusCode).toBe(200);

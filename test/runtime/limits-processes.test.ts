@@ -51,7 +51,10 @@ describe('budgets and rate limits across two `authz serve` processes on one Post
     b = await startServer('B', db.url);
     const account = await request(a.base, ADMIN_TOKEN, 'POST', '/admin/accounts', { name: 'limits-processes' });
     expect(account.status, JSON.stringify(account.body)).toBe(201);
-    const created = await request(a.base, ADMIN_TOKEN, 'POST', `/admin/accounts/${account.body.id}/api-keys`, { environment: 'test', scopes: ['*'] });
+    const created = await request(a.base, ADMIN_TOKEN, 'POST', `/admin/accounts/${account.body.id}/api-keys`, {
+      environment: 'test',
+      scopes: ['*'],
+    });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     key = created.body.key as string;
     expect(key).toMatch(/^svc_test_sk_/);
@@ -69,7 +72,13 @@ describe('budgets and rate limits across two `authz serve` processes on one Post
     'a USD budget: 200 concurrent decisions over both processes hold exactly floor(1000/7) = 142 x 7, never more; confirm moves held to consumed',
     async () => {
       await install(
-        { id: 'pol_usd', name: 'usd-monthly', effect: 'allow', actions: ['payments.charge'], budget: { unit: 'USD', limit: 1000, period: 'monthly' } },
+        {
+          id: 'pol_usd',
+          name: 'usd-monthly',
+          effect: 'allow',
+          actions: ['payments.charge'],
+          budget: { unit: 'USD', limit: 1000, period: 'monthly' },
+        },
         { action: 'payments.charge', amount: 0 },
       );
       const agentId = agent('usd');
@@ -82,9 +91,16 @@ describe('budgets and rate limits across two `authz serve` processes on one Post
       expect(allowed.length * 7).toBeLessThanOrEqual(1000);
       expect(allowed.length).toBe(142);
       expect(denied.length).toBe(58);
-      for (const d of allowed) expect(d.body).toMatchObject({ reason: 'policy.matched', policy_id: 'pol_usd', status: 'pending', amount: 7 });
+      for (const d of allowed)
+        expect(d.body).toMatchObject({ reason: 'policy.matched', policy_id: 'pol_usd', status: 'pending', amount: 7 });
       for (const d of denied) {
-        expect(d.body).toMatchObject({ effect: 'deny', reason: 'budget.exceeded', policy_id: 'pol_usd', status: 'denied', permit_token: null });
+        expect(d.body).toMatchObject({
+          effect: 'deny',
+          reason: 'budget.exceeded',
+          policy_id: 'pol_usd',
+          status: 'denied',
+          permit_token: null,
+        });
       }
       // Both processes took part on both sides of the line.
       const byServer = (list: Reply[]) => list.map((r) => replies.indexOf(r) % 2);
@@ -93,24 +109,46 @@ describe('budgets and rate limits across two `authz serve` processes on one Post
       // Monthly periods on UTC calendar boundaries: the first of next month, midnight UTC.
       const now = new Date();
       const resets = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)).toISOString();
-      const expected = { policy_id: 'pol_usd', agent_id: agentId, unit: 'USD', limit: 1000, period: 'monthly', period_resets_at: resets, consumed: 0, held: 994, status: 'ok' };
-      for (const server of [a, b]) expect(await budgetsOf(server, agentId, 'pol_usd')).toEqual([expect.objectContaining(expected)]);
+      const expected = {
+        policy_id: 'pol_usd',
+        agent_id: agentId,
+        unit: 'USD',
+        limit: 1000,
+        period: 'monthly',
+        period_resets_at: resets,
+        consumed: 0,
+        held: 994,
+        status: 'ok',
+      };
+      for (const server of [a, b])
+        expect(await budgetsOf(server, agentId, 'pol_usd')).toEqual([expect.objectContaining(expected)]);
 
       // Confirm three: two with the held amount through A, one for less through B.
       const [c1, c2, c3] = allowed.map((r) => r.body.id as string);
       expect((await api(a, 'POST', `/v1/decisions/${c1}/confirm`)).body).toMatchObject({ id: c1, status: 'confirmed' });
-      expect((await api(a, 'POST', `/v1/decisions/${c2}/confirm`, {})).body).toMatchObject({ id: c2, status: 'confirmed' });
-      expect((await api(b, 'POST', `/v1/decisions/${c3}/confirm`, { amount: 5 })).body).toMatchObject({ id: c3, status: 'confirmed' });
+      expect((await api(a, 'POST', `/v1/decisions/${c2}/confirm`, {})).body).toMatchObject({
+        id: c2,
+        status: 'confirmed',
+      });
+      expect((await api(b, 'POST', `/v1/decisions/${c3}/confirm`, { amount: 5 })).body).toMatchObject({
+        id: c3,
+        status: 'confirmed',
+      });
       // Confirmed holds become consumption (7 + 7 + 5), the rest stays held.
       for (const server of [a, b]) {
-        expect(await budgetsOf(server, agentId, 'pol_usd')).toEqual([expect.objectContaining({ ...expected, consumed: 19, held: 994 - 21 })]);
+        expect(await budgetsOf(server, agentId, 'pol_usd')).toEqual([
+          expect.objectContaining({ ...expected, consumed: 19, held: 994 - 21 }),
+        ]);
         expect((await api(server, 'GET', `/v1/decisions/${c1}`)).body.status).toBe('confirmed');
       }
       // The 2 released by the smaller confirmation leave 1000 - 19 - 973 = 8: one more 7 fits, then none.
       expect(await decideOk(b, body)).toMatchObject({ effect: 'allow', reason: 'policy.matched' });
       expect(await decideOk(a, body)).toMatchObject({ effect: 'deny', reason: 'budget.exceeded' });
       expect(await decideOk(b, body)).toMatchObject({ effect: 'deny', reason: 'budget.exceeded' });
-      for (const server of [a, b]) expect(await budgetsOf(server, agentId, 'pol_usd')).toEqual([expect.objectContaining({ ...expected, consumed: 19, held: 980 })]);
+      for (const server of [a, b])
+        expect(await budgetsOf(server, agentId, 'pol_usd')).toEqual([
+          expect.objectContaining({ ...expected, consumed: 19, held: 980 }),
+        ]);
     },
     TEST_TIMEOUT,
   );
@@ -119,7 +157,13 @@ describe('budgets and rate limits across two `authz serve` processes on one Post
     'a calls budget: 200 concurrent decisions over both processes consume exactly the limit (50); the agent is then denied on both',
     async () => {
       await install(
-        { id: 'pol_calls_50', name: 'calls-50', effect: 'allow', actions: ['tickets.create'], budget: { unit: 'calls', limit: 50, period: 'daily' } },
+        {
+          id: 'pol_calls_50',
+          name: 'calls-50',
+          effect: 'allow',
+          actions: ['tickets.create'],
+          budget: { unit: 'calls', limit: 50, period: 'daily' },
+        },
         { action: 'tickets.create' },
       );
       const agentId = agent('calls');
@@ -128,10 +172,20 @@ describe('budgets and rate limits across two `authz serve` processes on one Post
       for (const r of replies) expect(r.status, JSON.stringify(r.body)).toBe(200);
       const allowed = replies.filter((r) => r.body.effect === 'allow');
       expect(allowed.length).toBe(50);
-      for (const r of replies.filter((x) => x.body.effect !== 'allow')) expect(r.body).toMatchObject({ effect: 'deny', reason: 'budget.exceeded', policy_id: 'pol_calls_50' });
+      for (const r of replies.filter((x) => x.body.effect !== 'allow'))
+        expect(r.body).toMatchObject({ effect: 'deny', reason: 'budget.exceeded', policy_id: 'pol_calls_50' });
       for (const server of [a, b]) {
         expect(await budgetsOf(server, agentId, 'pol_calls_50')).toEqual([
-          expect.objectContaining({ policy_id: 'pol_calls_50', agent_id: agentId, unit: 'calls', limit: 50, consumed: 50, held: 0, period: 'daily', status: 'exceeded' }),
+          expect.objectContaining({
+            policy_id: 'pol_calls_50',
+            agent_id: agentId,
+            unit: 'calls',
+            limit: 50,
+            consumed: 50,
+            held: 0,
+            period: 'daily',
+            status: 'exceeded',
+          }),
         ]);
         expect(await decideOk(server, body)).toMatchObject({ effect: 'deny', reason: 'budget.exceeded' });
       }
@@ -142,13 +196,25 @@ describe('budgets and rate limits across two `authz serve` processes on one Post
   it(
     'a rate limit of 30 per hour holds in total across both processes: 100 concurrent requests, 30 pass, the rest 429 with Retry-After',
     async () => {
-      await install({ id: 'pol_rate_30', name: 'rate-30', effect: 'allow', actions: ['orders.search'], rate_limit: { per_hour: 30 } }, { action: 'orders.search' });
+      await install(
+        {
+          id: 'pol_rate_30',
+          name: 'rate-30',
+          effect: 'allow',
+          actions: ['orders.search'],
+          rate_limit: { per_hour: 30 },
+        },
+        { action: 'orders.search' },
+      );
       const agentId = agent('rate');
       const body = { agent_id: agentId, action: 'orders.search' };
       const replies = await Promise.all(split(100, a, b).map((server) => decide(server, body)));
       const ok = replies.filter((r) => r.status === 200);
       const limited = replies.filter((r) => r.status === 429);
-      expect(ok.length + limited.length, JSON.stringify(replies.find((r) => r.status !== 200 && r.status !== 429)?.body)).toBe(100);
+      expect(
+        ok.length + limited.length,
+        JSON.stringify(replies.find((r) => r.status !== 200 && r.status !== 429)?.body),
+      ).toBe(100);
       // 30 per hour is a burst of 30 refilled one every 120 s (real clock), longer
       // than this test may run (TEST_TIMEOUT): exactly 30 pass, however slow the machine.
       expect(ok.length).toBe(30);
@@ -176,26 +242,56 @@ describe('budgets and rate limits across two `authz serve` processes on one Post
     'exhaustion crosses processes: a calls budget used up through A blocks the agent in B (by NOTIFY), for an action of another policy',
     async () => {
       await install(
-        { id: 'pol_calls_3', name: 'calls-3', effect: 'allow', actions: ['reports.read'], budget: { unit: 'calls', limit: 3, period: 'daily' } },
+        {
+          id: 'pol_calls_3',
+          name: 'calls-3',
+          effect: 'allow',
+          actions: ['reports.read'],
+          budget: { unit: 'calls', limit: 3, period: 'daily' },
+        },
         { action: 'reports.read' },
       );
-      await install({ id: 'pol_reports_list', name: 'reports-list', effect: 'allow', actions: ['reports.list'] }, { action: 'reports.list' });
+      await install(
+        { id: 'pol_reports_list', name: 'reports-list', effect: 'allow', actions: ['reports.list'] },
+        { action: 'reports.list' },
+      );
       const agentId = agent('exhaust');
       const list = { agent_id: agentId, action: 'reports.list' };
       // Before: B allows the other action (it has no budget).
       expect(await decideOk(b, list)).toMatchObject({ effect: 'allow', policy_id: 'pol_reports_list' });
 
-      for (let i = 0; i < 3; i++) expect(await decideOk(a, { agent_id: agentId, action: 'reports.read' })).toMatchObject({ effect: 'allow', policy_id: 'pol_calls_3' });
+      for (let i = 0; i < 3; i++)
+        expect(await decideOk(a, { agent_id: agentId, action: 'reports.read' })).toMatchObject({
+          effect: 'allow',
+          policy_id: 'pol_calls_3',
+        });
       // A knows at once.
-      expect(await decideOk(a, list)).toMatchObject({ effect: 'deny', reason: 'budget.exceeded', policy_id: 'pol_calls_3' });
+      expect(await decideOk(a, list)).toMatchObject({
+        effect: 'deny',
+        reason: 'budget.exceeded',
+        policy_id: 'pol_calls_3',
+      });
       // B learns through NOTIFY (its periodic reload is an hour away): poll until it denies.
-      await expect.poll(async () => (await decideOk(b, list)).reason, { timeout: 15_000, interval: 50 }).toBe('budget.exceeded');
-      expect(await decideOk(b, list)).toMatchObject({ effect: 'deny', reason: 'budget.exceeded', policy_id: 'pol_calls_3', status: 'denied', permit_token: null });
-      expect(await decideOk(b, { agent_id: agentId, action: 'reports.read' })).toMatchObject({ effect: 'deny', reason: 'budget.exceeded' });
+      await expect
+        .poll(async () => (await decideOk(b, list)).reason, { timeout: 15_000, interval: 50 })
+        .toBe('budget.exceeded');
+      expect(await decideOk(b, list)).toMatchObject({
+        effect: 'deny',
+        reason: 'budget.exceeded',
+        policy_id: 'pol_calls_3',
+        status: 'denied',
+        permit_token: null,
+      });
+      expect(await decideOk(b, { agent_id: agentId, action: 'reports.read' })).toMatchObject({
+        effect: 'deny',
+        reason: 'budget.exceeded',
+      });
       // Another agent is not affected.
       expect(await decideOk(b, { ...list, agent_id: agent('exhaust-other') })).toMatchObject({ effect: 'allow' });
       for (const server of [a, b]) {
-        expect(await budgetsOf(server, agentId, 'pol_calls_3')).toEqual([expect.objectContaining({ policy_id: 'pol_calls_3', consumed: 3, limit: 3, status: 'exceeded' })]);
+        expect(await budgetsOf(server, agentId, 'pol_calls_3')).toEqual([
+          expect.objectContaining({ policy_id: 'pol_calls_3', consumed: 3, limit: 3, status: 'exceeded' }),
+        ]);
       }
     },
     TEST_TIMEOUT,

@@ -21,7 +21,11 @@ const CURSOR: Record<string, (item: JsonObject) => string> = {
   '/v1/policies': (x) => x.id,
   '/v1/agents': (x) => x.agent_id,
   '/v1/budgets': (x) =>
-    x.scope === 'user' ? `${x.policy_id}::${x.on_behalf_of}` : x.scope === 'session' ? `${x.policy_id}:${x.agent_id}:${x.session_id}` : `${x.policy_id}:${x.agent_id}`,
+    x.scope === 'user'
+      ? `${x.policy_id}::${x.on_behalf_of}`
+      : x.scope === 'session'
+        ? `${x.policy_id}:${x.agent_id}:${x.session_id}`
+        : `${x.policy_id}:${x.agent_id}`,
   '/v1/events': (x) => x.id,
   '/v1/webhooks': (x) => x.id,
   '/v1/webhooks/:id/deliveries': (x) => x.id,
@@ -38,7 +42,8 @@ describe.each(STORE_KINDS)('list parameters (%s store)', (kind) => {
     rt = await startRuntime(kind, {
       app: {
         onRoute: (route: RouteOptions) => {
-          const query = (route.schema as { querystring?: { properties?: Record<string, unknown> } } | undefined)?.querystring;
+          const query = (route.schema as { querystring?: { properties?: Record<string, unknown> } } | undefined)
+            ?.querystring;
           if (route.method === 'GET' && query?.properties?.starting_after) lists.push(route.url);
         },
       },
@@ -55,17 +60,27 @@ describe.each(STORE_KINDS)('list parameters (%s store)', (kind) => {
       await post('/v1/webhooks', { url: 'http://127.0.0.1:9/lists-quiet', events: ['agent.revoked'] });
       const hook = await post('/v1/webhooks', { url: 'http://127.0.0.1:9/lists', events: ['*'] });
       for (const name of ['a', 'b'])
-        await post('/v1/policies', { name: `lists-${name}`, effect: 'allow', actions: [`lists.${name}`], budget: { unit: 'USD', limit: 100, period: 'daily' } });
+        await post('/v1/policies', {
+          name: `lists-${name}`,
+          effect: 'allow',
+          actions: [`lists.${name}`],
+          budget: { unit: 'USD', limit: 100, period: 'daily' },
+        });
       for (const [agent, action] of [
         ['1', 'lists.a'],
         ['2', 'lists.b'],
         ['1', 'lists.b'],
       ]) {
-        expect((await post('/v1/decisions', { agent_id: `lists-${tenant}-${agent}`, action, amount: 1 })).effect).toBe('allow');
+        expect((await post('/v1/decisions', { agent_id: `lists-${tenant}-${agent}`, action, amount: 1 })).effect).toBe(
+          'allow',
+        );
       }
       // Two open reviews.
       await post('/v1/policies', { name: 'lists-r', effect: 'review', actions: ['lists.r'] });
-      for (const agent of ['1', '2']) expect((await post('/v1/decisions', { agent_id: `lists-${tenant}-${agent}`, action: 'lists.r' })).effect).toBe('review');
+      for (const agent of ['1', '2'])
+        expect((await post('/v1/decisions', { agent_id: `lists-${tenant}-${agent}`, action: 'lists.r' })).effect).toBe(
+          'review',
+        );
       urls.push(Object.fromEntries(lists.map((url) => [url, url.replace(':id', hook.id)])));
     }
   });
@@ -86,7 +101,9 @@ describe.each(STORE_KINDS)('list parameters (%s store)', (kind) => {
         expect(expectContractAnswer(r, url), `${url}: ${r.body}`).toBe('validation.invalid_field');
         const error = json(r).error;
         expect(error.message, url).toContain('starting_after');
-        expect(error.details, url).toEqual([{ path: '/starting_after', message: expect.stringContaining('starting_after') }]);
+        expect(error.details, url).toEqual([
+          { path: '/starting_after', message: expect.stringContaining('starting_after') },
+        ]);
       }
     }
   });
@@ -129,7 +146,9 @@ describe.each(STORE_KINDS)('list parameters (%s store)', (kind) => {
       const url = `/v1/events?type=${encodeURIComponent(type)}`;
       const r = await get(url);
       expect(expectContractAnswer(r, url), `${url}: ${r.body}`).toBe('validation.invalid_field');
-      expect(json(r).error.details, url).toEqual([expect.objectContaining({ path: '/type', message: expect.stringContaining('decision.allow') })]);
+      expect(json(r).error.details, url).toEqual([
+        expect.objectContaining({ path: '/type', message: expect.stringContaining('decision.allow') }),
+      ]);
     }
   });
 });

@@ -25,13 +25,24 @@ describe.each(STORE_KINDS)('decision log partitions and retention (%s)', (kind) 
     rt = await startRuntime(kind, { config: { webhookAllowPrivate: true } });
     await rt.setPolicies([
       { id: 'pol_read', effect: 'allow', actions: ['orders.read'] },
-      { id: 'pol_usd', effect: 'allow', actions: ['payments.charge'], budget: { unit: 'USD', limit: 1000, period: 'monthly' } },
-      { id: 'pol_wire', effect: 'review', actions: ['payments.wire'], approval: { required: true, timeout_seconds: 86_400 } },
+      {
+        id: 'pol_usd',
+        effect: 'allow',
+        actions: ['payments.charge'],
+        budget: { unit: 'USD', limit: 1000, period: 'monthly' },
+      },
+      {
+        id: 'pol_wire',
+        effect: 'review',
+        actions: ['payments.wire'],
+        approval: { required: true, timeout_seconds: 86_400 },
+      },
     ]);
   });
   afterAll(() => rt.close());
 
-  const round = (retentionDays: number | null = 3): Promise<LogRound> => maintainLog(rt.store, rt.clock, { retentionDays });
+  const round = (retentionDays: number | null = 3): Promise<LogRound> =>
+    maintainLog(rt.store, rt.clock, { retentionDays });
   const partitionOf = async (table: string, id: string): Promise<string> => {
     const [row] = await rt.store.sql.unsafe(`select tableoid::regclass::text as p from ${table} where id = $1`, [id]);
     return (row as unknown as { p: string } | undefined)?.p ?? 'gone';
@@ -40,14 +51,23 @@ describe.each(STORE_KINDS)('decision log partitions and retention (%s)', (kind) 
     const rows = await rt.store.sql.unsafe(`explain (costs off) ${query}`, params as never[]);
     return rows.map((r) => (r as Record<string, string>)['QUERY PLAN']).join('\n');
   };
-  const scannedPartitions = (text: string) => [...new Set([...text.matchAll(/on (decisions_\w+)/g)].map((m) => m[1]!.replace(/_(pkey|account|approval)\w*$/, '')))].sort();
+  const scannedPartitions = (text: string) =>
+    [
+      ...new Set(
+        [...text.matchAll(/on (decisions_\w+)/g)].map((m) => m[1]!.replace(/_(pkey|account|approval)\w*$/, '')),
+      ),
+    ].sort();
 
   it('an insert before any partition lands in the default one; the first round makes today and two days ahead and moves it', async () => {
     const early = await decide(rt, { agent_id: 'p-early', action: 'orders.read' });
     expect(await partitionOf('decisions', early.id)).toBe('decisions_default');
     const first = await round();
     expect(first.created.filter((c) => c.table === 'decisions').map((c) => c.day)).toEqual([day(0), day(1), day(2)]);
-    expect(first.created.map((c) => c.table).sort()).toEqual([...Array(3).fill('decisions'), ...Array(3).fill('events'), ...Array(3).fill('webhook_deliveries')]);
+    expect(first.created.map((c) => c.table).sort()).toEqual([
+      ...Array(3).fill('decisions'),
+      ...Array(3).fill('events'),
+      ...Array(3).fill('webhook_deliveries'),
+    ]);
     expect(await partitionOf('decisions', early.id)).toBe(`decisions_p${day(0).replaceAll('-', '')}`);
     expect((await rt.getOk(`/v1/decisions/${early.id}`)).id).toBe(early.id);
     // A second round has nothing to do.
@@ -58,7 +78,11 @@ describe.each(STORE_KINDS)('decision log partitions and retention (%s)', (kind) 
     rt.clock.advance(86_400);
     await round();
     const second = await decide(rt, { agent_id: 'p-plan', action: 'orders.read' });
-    const byId = await plan('select * from decisions where account_id = $1 and environment = $2 and id = $3', [rt.accountId, 'test', second.id]);
+    const byId = await plan('select * from decisions where account_id = $1 and environment = $2 and id = $3', [
+      rt.accountId,
+      'test',
+      second.id,
+    ]);
     expect(scannedPartitions(byId)).toEqual([`decisions_p${day(1).replaceAll('-', '')}`]);
     // The export's query (runtime/store/decisions.ts exportDecisionPage) for one day: one partition, not every day and not the default.
     const { lo, hi } = idRange('dec', START + DAY_MS, START + DAY_MS + 3_600_000);
@@ -81,7 +105,13 @@ describe.each(STORE_KINDS)('decision log partitions and retention (%s)', (kind) 
     // Day 0 (START) already holds p-early's decision (TTL 300 s). Day 1: a decision awaiting approval, a held budget, a webhook.
     const long = await decide(rt, { agent_id: 'p-long', action: 'payments.wire' });
     expect(long.status).toBe('awaiting_approval');
-    const hook = json(await rt.call(rt.testKey, { method: 'POST', url: '/v1/webhooks', payload: { url: 'http://127.0.0.1:9/hooks', events: ['decision.allow'] } }));
+    const hook = json(
+      await rt.call(rt.testKey, {
+        method: 'POST',
+        url: '/v1/webhooks',
+        payload: { url: 'http://127.0.0.1:9/hooks', events: ['decision.allow'] },
+      }),
+    );
     const charged = await decide(rt, { agent_id: 'p-hold', action: 'payments.charge', amount: 25 });
     const [delivery] = (await rt.getOk(`/v1/webhooks/${hook.id}/deliveries`)).data;
     expect(delivery.status).toBe('pending');
@@ -116,12 +146,16 @@ describe.each(STORE_KINDS)('decision log partitions and retention (%s)', (kind) 
 
     // A read settles the overdue approval (review.timeout: denied): the held budget still keeps the day.
     expect((await rt.getOk(`/v1/decisions/${long.id}`)).reason).toBe('review.timeout');
-    expect((await round()).kept).toEqual(expect.arrayContaining([{ table: 'decisions', day: day(1), reason: 'held_budget' }]));
+    expect((await round()).kept).toEqual(
+      expect.arrayContaining([{ table: 'decisions', day: day(1), reason: 'held_budget' }]),
+    );
     // The budget sweep expires the hold (its decision's TTL passed long ago): now only the pending delivery keeps
     // day 1, in every table: the allow event is stored by reference, its body built from its decision.
     await rt.maintenance.runOnce();
     const swept = await round();
-    expect(swept.kept).toEqual(expect.arrayContaining([{ table: 'decisions', day: day(1), reason: 'pending_delivery' }]));
+    expect(swept.kept).toEqual(
+      expect.arrayContaining([{ table: 'decisions', day: day(1), reason: 'pending_delivery' }]),
+    );
     const events = (await rt.getOk('/v1/events?type=decision.allow')).data as Array<JsonObject>;
     expect(events.map((e) => e.data.decision.id)).toContain(charged.id);
     // The budget's usage is unaffected by the drop: it lives in its own tables.
@@ -184,7 +218,14 @@ describe.each(STORE_KINDS)('a pending decision keeps its day past retention unti
   let rt: TestRuntime;
   beforeAll(async () => {
     rt = await startRuntime(kind);
-    await rt.setPolicies([{ id: 'pol_wire', effect: 'review', actions: ['payments.wire'], approval: { required: true, timeout_seconds: 86_400 } }]);
+    await rt.setPolicies([
+      {
+        id: 'pol_wire',
+        effect: 'review',
+        actions: ['payments.wire'],
+        approval: { required: true, timeout_seconds: 86_400 },
+      },
+    ]);
   });
   afterAll(() => rt.close());
 
@@ -194,17 +235,29 @@ describe.each(STORE_KINDS)('a pending decision keeps its day past retention unti
     const day0 = Math.floor(START / DAY_MS) * DAY_MS;
     rt.clock.set(day0 + 23.5 * 3_600_000);
     await maintainLog(rt.store, rt.clock, { retentionDays: 1 });
-    const d = json(await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'p-late', action: 'payments.wire', ttl_seconds: 3600 } }));
+    const d = json(
+      await rt.call(rt.testKey, {
+        method: 'POST',
+        url: '/v1/decisions',
+        payload: { agent_id: 'p-late', action: 'payments.wire', ttl_seconds: 3600 },
+      }),
+    );
     expect(d.status).toBe('awaiting_approval');
     rt.clock.set(day0 + DAY_MS + 23 * 3_600_000 + 20 * 60_000);
     const reviewer = await rt.keyWith(['reviews:read', 'reviews:write']);
-    const approved = await rt.call(reviewer, { method: 'POST', url: `/v1/decisions/${d.id}/review`, payload: { verdict: 'approve', reviewer: 'alice' } });
+    const approved = await rt.call(reviewer, {
+      method: 'POST',
+      url: `/v1/decisions/${d.id}/review`,
+      payload: { verdict: 'approve', reviewer: 'alice' },
+    });
     expect(approved.statusCode, approved.body).toBe(200);
     expect(json(approved).status).toBe('pending');
 
     rt.clock.set(day0 + 2 * DAY_MS + 5 * 60_000);
     const kept = await maintainLog(rt.store, rt.clock, { retentionDays: 1 });
-    expect(kept.kept).toEqual(expect.arrayContaining([{ table: 'decisions', day: dayOf(day0), reason: 'pending_decision' }]));
+    expect(kept.kept).toEqual(
+      expect.arrayContaining([{ table: 'decisions', day: dayOf(day0), reason: 'pending_decision' }]),
+    );
     expect((await rt.getOk(`/v1/decisions/${d.id}`)).status).toBe('pending');
 
     rt.clock.set(day0 + 2 * DAY_MS + 25 * 60_000);

@@ -20,7 +20,15 @@ import { idTime } from '../../runtime/ids.js';
 import { openStore, type Store, type StoreOptions } from '../../runtime/store/connect.js';
 import { oldBuild } from '../helpers/old-build.js';
 import { createTestDatabase, STORE_KINDS, type StoreKind } from '../helpers/postgres.js';
-import { ensureBuilt, freePort, HOST, request, startServeProcess, stopServer, type ServeProcess } from '../helpers/server-process.js';
+import {
+  ensureBuilt,
+  freePort,
+  HOST,
+  request,
+  startServeProcess,
+  stopServer,
+  type ServeProcess,
+} from '../helpers/server-process.js';
 import type { JsonObject } from '../helpers/json.js';
 
 /**
@@ -53,7 +61,11 @@ async function newLocation(kind: StoreKind): Promise<Location> {
   }
   const dir = mkdtempSync(join(tmpdir(), 'authz-upgrade-'));
   const dataDir = join(dir, 'data');
-  return { env: { DATABASE_URL: '', AUTHZ_DATA_DIR: dataDir }, options: { dataDir }, remove: async () => rmSync(dir, { recursive: true, force: true }) };
+  return {
+    env: { DATABASE_URL: '', AUTHZ_DATA_DIR: dataDir },
+    options: { dataDir },
+    remove: async () => rmSync(dir, { recursive: true, force: true }),
+  };
 }
 
 /** Runs `f` on the store, opened by the current code (for the embedded store: only while no serve has it open). */
@@ -104,7 +116,13 @@ describe.each(STORE_KINDS)('upgrade in place from the released main (%s store)',
   /** `authz serve` of the given build (default: the current one) on the store; its base URL. */
   async function serve(bin?: string): Promise<string> {
     const port = await freePort();
-    const env = { ...location!.env, AUTHZ_ADMIN_TOKEN: ADMIN_TOKEN, AUTHZ_TEST_CLOCK: '1', AUTHZ_WEBHOOK_ALLOW_PRIVATE: '1', AUTHZ_MASTER_KEY: MASTER_KEY };
+    const env = {
+      ...location!.env,
+      AUTHZ_ADMIN_TOKEN: ADMIN_TOKEN,
+      AUTHZ_TEST_CLOCK: '1',
+      AUTHZ_WEBHOOK_ALLOW_PRIVATE: '1',
+      AUTHZ_MASTER_KEY: MASTER_KEY,
+    };
     running = await startServeProcess(port, env, 120_000, bin);
     return `http://${HOST}:${port}`;
   }
@@ -127,17 +145,30 @@ describe.each(STORE_KINDS)('upgrade in place from the released main (%s store)',
       return r.body;
     };
     /** Moves the test clock on (0: reads it); its time in ms. */
-    const advance = async (seconds: number) => Date.parse((await call(ADMIN_TOKEN, 'POST', '/admin/clock', { advance_seconds: seconds })).now);
+    const advance = async (seconds: number) =>
+      Date.parse((await call(ADMIN_TOKEN, 'POST', '/admin/clock', { advance_seconds: seconds })).now);
 
     const account = await call(ADMIN_TOKEN, 'POST', '/admin/accounts', { name: 'upgrade' });
-    const key = (await call(ADMIN_TOKEN, 'POST', `/admin/accounts/${account.id}/api-keys`, { environment: 'test', scopes: ['*'] })).key as string;
+    const key = (
+      await call(ADMIN_TOKEN, 'POST', `/admin/accounts/${account.id}/api-keys`, { environment: 'test', scopes: ['*'] })
+    ).key as string;
     // Another key than the one that asks (self-review is refused).
-    const reviewer = (await call(ADMIN_TOKEN, 'POST', `/admin/accounts/${account.id}/api-keys`, { environment: 'test', scopes: ['reviews:read', 'reviews:write'] })).key as string;
+    const reviewer = (
+      await call(ADMIN_TOKEN, 'POST', `/admin/accounts/${account.id}/api-keys`, {
+        environment: 'test',
+        scopes: ['reviews:read', 'reviews:write'],
+      })
+    ).key as string;
     for (const policy of [
       { name: 'read', effect: 'allow', actions: ['orders.read'] },
       { name: 'no-deletes', effect: 'deny', actions: ['orders.delete'] },
       { name: 'refunds', effect: 'review', actions: ['payments.refund'] },
-      { name: 'charges', effect: 'allow', actions: ['payments.charge'], budget: { unit: 'USD', limit: 100, period: 'yearly' } },
+      {
+        name: 'charges',
+        effect: 'allow',
+        actions: ['payments.charge'],
+        budget: { unit: 'USD', limit: 100, period: 'yearly' },
+      },
     ]) {
       await call(key, 'POST', '/v1/policies', policy);
     }
@@ -156,14 +187,18 @@ describe.each(STORE_KINDS)('upgrade in place from the released main (%s store)',
     const refund = await decide({ agent_id: 'up-c', action: 'payments.refund', ttl_seconds: 3600 });
     expect(refund.effect).toBe('review');
     made.push(refund.id);
-    expect((await call(reviewer, 'POST', `/v1/decisions/${refund.id}/review`, { verdict: 'approve', reviewer: 'alice' })).review).toMatchObject({ status: 'approved' });
+    expect(
+      (await call(reviewer, 'POST', `/v1/decisions/${refund.id}/review`, { verdict: 'approve', reviewer: 'alice' }))
+        .review,
+    ).toMatchObject({ status: 'approved' });
     const charge = await decide({ agent_id: 'up-d', action: 'payments.charge', amount: 40, ttl_seconds: 3600 });
     expect(charge.effect).toBe('allow');
     made.push(charge.id);
 
     // Let every delivery settle: once each has had its first attempt, the clock moves past the first retry
     // (30 s after it); after that second attempt no retry is due for minutes (5 min and more) and none is in flight.
-    const deliveries = async () => (await call(key, 'GET', `/v1/webhooks/${hook.id}/deliveries?limit=100`)).data as Json[];
+    const deliveries = async () =>
+      (await call(key, 'GET', `/v1/webhooks/${hook.id}/deliveries?limit=100`)).data as Json[];
     await until('a first attempt at every delivery', async () => {
       const list = await deliveries();
       return list.length >= made.length && list.every((d) => d.attempt >= 1) ? list : undefined;
@@ -172,7 +207,9 @@ describe.each(STORE_KINDS)('upgrade in place from the released main (%s store)',
     const settled = await until('a second attempt at every delivery, none due', async () => {
       const now = await advance(0);
       const list = await deliveries();
-      return list.every((d) => d.status === 'pending' && d.attempt >= 2 && Date.parse(d.next_attempt_at) > now) ? list : undefined;
+      return list.every((d) => d.status === 'pending' && d.attempt >= 2 && Date.parse(d.next_attempt_at) > now)
+        ? list
+        : undefined;
     });
     expect(settled.every((d) => d.attempts.every((a: Json) => a.status_code === null && a.error))).toBe(true);
     await stop();
@@ -239,17 +276,23 @@ describe.each(STORE_KINDS)('upgrade in place from the released main (%s store)',
       ((await call(key, 'GET', '/v1/events?limit=100')).data as Json[]).find((e) => e.data?.decision?.id === fresh.id),
     );
     const freshDelivery = await until("an attempt at the new event's delivery", async () =>
-      ((await call(key, 'GET', `/v1/webhooks/${hook.id}/deliveries?limit=100`)).data as Json[]).find((d) => d.event_id === freshEvent.id && d.attempt >= 1),
+      ((await call(key, 'GET', `/v1/webhooks/${hook.id}/deliveries?limit=100`)).data as Json[]).find(
+        (d) => d.event_id === freshEvent.id && d.attempt >= 1,
+      ),
     );
     expect(freshDelivery).toMatchObject({ status: 'pending', status_code: null });
     expect((await call(key, 'GET', '/v1/decisions?agent_id=up-a&limit=100')).data).toHaveLength(5);
     expect((await call(key, 'POST', `/v1/decisions/${charge.id}/confirm`, { amount: 40 })).status).toBe('confirmed');
-    expect((await call(key, 'GET', '/v1/budgets?agent_id=up-d')).data).toEqual([expect.objectContaining({ consumed: 40, held: 0 })]);
+    expect((await call(key, 'GET', '/v1/budgets?agent_id=up-d')).data).toEqual([
+      expect.objectContaining({ consumed: 40, held: 0 }),
+    ]);
     await stop();
 
     // The rows sit in their days' partitions; the legacy decision in the default one.
     await withStore(location, async (store) => {
-      const applied = (await store.sql<Array<{ name: string }>>`select name from schema_migrations order by name`).map((r) => r.name);
+      const applied = (await store.sql<Array<{ name: string }>>`select name from schema_migrations order by name`).map(
+        (r) => r.name,
+      );
       expect(applied.slice(-7)).toEqual([
         '017_event_references.sql',
         '018_agent_attributes.sql',
@@ -260,14 +303,23 @@ describe.each(STORE_KINDS)('upgrade in place from the released main (%s store)',
         '023_decision_output.sql',
       ]);
       for (const table of ['decisions', 'events', 'webhook_deliveries'] as const) {
-        const rows = await store.sql<Array<{ id: string; p: string }>>`select id, tableoid::regclass::text as p from ${store.sql(table)}`;
+        const rows = await store.sql<
+          Array<{ id: string; p: string }>
+        >`select id, tableoid::regclass::text as p from ${store.sql(table)}`;
         expect(rows.length).toBeGreaterThanOrEqual(made.length);
         for (const row of rows) expect(`${row.id}: ${row.p}`).toBe(`${row.id}: ${partitionOf(table, row.id)}`);
       }
-      const attempts = await store.sql<Array<{ id: string; p: string }>>`select delivery_id as id, tableoid::regclass::text as p from webhook_attempts`;
+      const attempts = await store.sql<
+        Array<{ id: string; p: string }>
+      >`select delivery_id as id, tableoid::regclass::text as p from webhook_attempts`;
       expect(attempts.length).toBeGreaterThan(settled.length);
-      for (const row of attempts) expect(`${row.id}: ${row.p}`).toBe(`${row.id}: ${partitionOf('webhook_attempts', row.id)}`);
-      const days = new Set((await store.sql<Array<{ p: string }>>`select distinct tableoid::regclass::text as p from decisions`).map((r) => r.p));
+      for (const row of attempts)
+        expect(`${row.id}: ${row.p}`).toBe(`${row.id}: ${partitionOf('webhook_attempts', row.id)}`);
+      const days = new Set(
+        (await store.sql<Array<{ p: string }>>`select distinct tableoid::regclass::text as p from decisions`).map(
+          (r) => r.p,
+        ),
+      );
       expect(days.has('decisions_default')).toBe(true);
       expect([...days].filter((p) => p !== 'decisions_default').length).toBeGreaterThanOrEqual(3);
     });

@@ -35,11 +35,19 @@ describe('request logs', () => {
     };
 
     // A decision (its answer carries a permit token).
-    const decided = track(await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'log-agent', action: 'orders.read' } }));
+    const decided = track(
+      await rt.call(rt.testKey, {
+        method: 'POST',
+        url: '/v1/decisions',
+        payload: { agent_id: 'log-agent', action: 'orders.read' },
+      }),
+    );
     expect(decided.statusCode).toBe(200);
     secrets.push(json(decided).permit_token);
     // A webhook endpoint (its answer carries the secret).
-    const hook = track(await rt.call(rt.testKey, { method: 'POST', url: '/v1/webhooks', payload: { url: 'http://127.0.0.1:9/hooks' } }));
+    const hook = track(
+      await rt.call(rt.testKey, { method: 'POST', url: '/v1/webhooks', payload: { url: 'http://127.0.0.1:9/hooks' } }),
+    );
     expect(hook.statusCode).toBe(201);
     secrets.push(json(hook).secret);
     // An API key made through the operator API (its answer carries the key).
@@ -56,14 +64,35 @@ describe('request logs', () => {
     // Errors: a key pasted into a query string (400), an unknown key (401), a wrong operator token (401), bad JSON (400).
     const unknownKey = `svc_test_sk_${'Z'.repeat(40)}`;
     secrets.push(unknownKey);
-    expect(track(await rt.call(rt.testKey, { method: 'GET', url: `/v1/decisions?api_key=${rt.testKey}` })).statusCode).toBe(400);
-    expect(track(await rt.call(unknownKey, { method: 'GET', url: '/v1/decisions' })).statusCode).toBe(401);
-    expect(track(await rt.app.inject({ method: 'POST', url: '/admin/accounts', headers: { authorization: `Bearer ${MASTER_KEY}` }, payload: { name: 'x' } })).statusCode).toBe(401);
     expect(
-      track(await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', headers: { 'content-type': 'application/json' }, payload: `{"agent_id": "${secrets[5]}"` }))
-        .statusCode,
+      track(await rt.call(rt.testKey, { method: 'GET', url: `/v1/decisions?api_key=${rt.testKey}` })).statusCode,
     ).toBe(400);
-    expect(track(await rt.app.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).statusCode).toBe(200);
+    expect(track(await rt.call(unknownKey, { method: 'GET', url: '/v1/decisions' })).statusCode).toBe(401);
+    expect(
+      track(
+        await rt.app.inject({
+          method: 'POST',
+          url: '/admin/accounts',
+          headers: { authorization: `Bearer ${MASTER_KEY}` },
+          payload: { name: 'x' },
+        }),
+      ).statusCode,
+    ).toBe(401);
+    expect(
+      track(
+        await rt.call(rt.testKey, {
+          method: 'POST',
+          url: '/v1/decisions',
+          headers: { 'content-type': 'application/json' },
+          payload: `{"agent_id": "${secrets[5]}"`,
+        }),
+      ).statusCode,
+    ).toBe(400);
+    expect(
+      track(
+        await rt.app.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${METRICS_TOKEN}` } }),
+      ).statusCode,
+    ).toBe(200);
   });
   afterAll(() => rt.close());
 
@@ -96,7 +125,9 @@ describe('request logs', () => {
 describe('logger options', () => {
   it('redacts secret fields and masks secret values in messages and errors', async () => {
     const lines: string[] = [];
-    const app = Fastify({ logger: loggerOptions({ level: 'info', stream: { write: (l) => void lines.push(l) }, secrets: [MASTER_KEY] }) });
+    const app = Fastify({
+      logger: loggerOptions({ level: 'info', stream: { write: (l) => void lines.push(l) }, secrets: [MASTER_KEY] }),
+    });
     const apiKey = `svc_live_sk_${'a1'.repeat(20)}`;
     const whsec = `whsec_${'b'.repeat(43)}`;
     app.log.info(
@@ -138,7 +169,10 @@ describe('logger options', () => {
 describe('request loggers made on their first line (runtime/http/lazy-logger.ts)', () => {
   it('writes only the enabled levels, each line with its request id and redaction; a child of it keeps both', async () => {
     const lines: string[] = [];
-    const app = Fastify({ logger: loggerOptions({ level: 'warn', stream: { write: (l) => void lines.push(l) } }), childLoggerFactory: lazyChildLogger });
+    const app = Fastify({
+      logger: loggerOptions({ level: 'warn', stream: { write: (l) => void lines.push(l) } }),
+      childLoggerFactory: lazyChildLogger,
+    });
     const apiKey = `svc_live_sk_${'c3'.repeat(20)}`;
     app.get('/probe', async (request) => {
       request.log.info('not written at warn');
@@ -147,7 +181,11 @@ describe('request loggers made on their first line (runtime/http/lazy-logger.ts)
       request.log.warn({ secret: apiKey }, `quoting ${apiKey}`);
       request.log.child({ step: 'inner' }).error('inner line');
       const log = request.log as typeof request.log & { isLevelEnabled(level: string): boolean };
-      return { enabled: log.isLevelEnabled('warn') && !log.isLevelEnabled('info'), level: request.log.level, written: lines.length - before };
+      return {
+        enabled: log.isLevelEnabled('warn') && !log.isLevelEnabled('info'),
+        level: request.log.level,
+        written: lines.length - before,
+      };
     });
     const r = await app.inject({ method: 'GET', url: '/probe' });
     await app.close();
@@ -163,7 +201,10 @@ describe('request loggers made on their first line (runtime/http/lazy-logger.ts)
 
   it('at info, a request logs its two lines with its request id as Fastify does', async () => {
     const lines: string[] = [];
-    const app = Fastify({ logger: loggerOptions({ level: 'info', stream: { write: (l) => void lines.push(l) } }), childLoggerFactory: lazyChildLogger });
+    const app = Fastify({
+      logger: loggerOptions({ level: 'info', stream: { write: (l) => void lines.push(l) } }),
+      childLoggerFactory: lazyChildLogger,
+    });
     app.get('/probe', async () => ({ ok: true }));
     const r = await app.inject({ method: 'GET', url: '/probe' });
     await app.close();

@@ -27,8 +27,18 @@ describe.each(STORE_KINDS)('metrics (%s)', (kind) => {
       { id: 'pol_read', effect: 'allow', actions: ['orders.read'] },
       { id: 'pol_delete', effect: 'deny', actions: ['orders.delete'] },
       { id: 'pol_review', effect: 'review', actions: ['orders.refund'] },
-      { id: 'pol_calls', effect: 'allow', actions: ['search.run'], budget: { unit: 'calls', limit: 10, period: 'daily' } },
-      { id: 'pol_batch', effect: 'allow', actions: ['batch.run'], budget: { unit: 'calls', limit: 100, period: 'daily' } },
+      {
+        id: 'pol_calls',
+        effect: 'allow',
+        actions: ['search.run'],
+        budget: { unit: 'calls', limit: 10, period: 'daily' },
+      },
+      {
+        id: 'pol_batch',
+        effect: 'allow',
+        actions: ['batch.run'],
+        budget: { unit: 'calls', limit: 100, period: 'daily' },
+      },
     ]);
   });
   afterAll(async () => {
@@ -52,7 +62,8 @@ describe.each(STORE_KINDS)('metrics (%s)', (kind) => {
     await decide('orders.refund');
     await decide('nothing.matches');
     const after = await scrape();
-    const delta = (name: string, labels: Record<string, string> = {}) => value(after, name, labels) - value(before, name, labels);
+    const delta = (name: string, labels: Record<string, string> = {}) =>
+      value(after, name, labels) - value(before, name, labels);
     expect(delta('authz_decisions_total', { effect: 'allow', reason: 'policy.matched' })).toBe(3);
     expect(delta('authz_decisions_total', { effect: 'deny', reason: 'policy.matched' })).toBe(2);
     expect(delta('authz_decisions_total', { effect: 'review', reason: 'policy.matched' })).toBe(1);
@@ -60,8 +71,12 @@ describe.each(STORE_KINDS)('metrics (%s)', (kind) => {
     expect(delta('authz_decision_duration_seconds_count')).toBe(7);
     expect(delta('authz_decision_duration_seconds_sum')).toBeGreaterThan(0);
     // Buckets down to half a millisecond; +Inf holds every observation.
-    expect(after.some((s) => s.name === 'authz_decision_duration_seconds_bucket' && s.labels.le === '0.0005')).toBe(true);
-    expect(value(after, 'authz_decision_duration_seconds_bucket', { le: '+Inf' })).toBe(value(after, 'authz_decision_duration_seconds_count'));
+    expect(after.some((s) => s.name === 'authz_decision_duration_seconds_bucket' && s.labels.le === '0.0005')).toBe(
+      true,
+    );
+    expect(value(after, 'authz_decision_duration_seconds_bucket', { le: '+Inf' })).toBe(
+      value(after, 'authz_decision_duration_seconds_count'),
+    );
     // Outcomes not seen yet are there at 0.
     expect(after.some((s) => s.name === 'authz_decisions_total' && s.labels.reason === 'agent.revoked')).toBe(true);
   });
@@ -85,16 +100,26 @@ describe.each(STORE_KINDS)('metrics (%s)', (kind) => {
     // Each of them had a calls budget to check: at least 20 checks, in at most as many statements.
     expect(delta('authz_store_batch_size_sum', 'limits')).toBeGreaterThanOrEqual(20);
     expect(delta('authz_store_batch_size_count', 'limits')).toBeGreaterThanOrEqual(1);
-    expect(delta('authz_store_batch_duration_seconds_count', 'limits')).toBe(delta('authz_store_batch_size_count', 'limits'));
-    expect(value(after, 'authz_store_batch_size_bucket', { batch: 'decisions', le: '+Inf' })).toBe(value(after, 'authz_store_batch_size_count', { batch: 'decisions' }));
+    expect(delta('authz_store_batch_duration_seconds_count', 'limits')).toBe(
+      delta('authz_store_batch_size_count', 'limits'),
+    );
+    expect(value(after, 'authz_store_batch_size_bucket', { batch: 'decisions', le: '+Inf' })).toBe(
+      value(after, 'authz_store_batch_size_count', { batch: 'decisions' }),
+    );
   });
 
   it('does not count a request refused before a decision (validation)', async () => {
     const before = await scrape();
-    const r = await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'a', action: 'Bad Action' } });
+    const r = await rt.call(rt.testKey, {
+      method: 'POST',
+      url: '/v1/decisions',
+      payload: { agent_id: 'a', action: 'Bad Action' },
+    });
     expect(r.statusCode).toBe(400);
     const after = await scrape();
-    expect(value(after, 'authz_decision_duration_seconds_count')).toBe(value(before, 'authz_decision_duration_seconds_count'));
+    expect(value(after, 'authz_decision_duration_seconds_count')).toBe(
+      value(before, 'authz_decision_duration_seconds_count'),
+    );
   });
 
   it('reports budget usage per policy and unit, summed over agents, without an agent label', async () => {
@@ -103,7 +128,13 @@ describe.each(STORE_KINDS)('metrics (%s)', (kind) => {
     await decide('search.run', 'budget-b');
     await decide('search.run', 'budget-c');
     const samples = await scrape();
-    const labels = { account_id: rt.accountId, environment: 'test', policy_id: 'pol_calls', unit: 'calls', period: 'daily' };
+    const labels = {
+      account_id: rt.accountId,
+      environment: 'test',
+      policy_id: 'pol_calls',
+      unit: 'calls',
+      period: 'daily',
+    };
     expect(value(samples, 'authz_budget_consumed', labels)).toBe(4);
     expect(value(samples, 'authz_budget_held', labels)).toBe(0);
     expect(value(samples, 'authz_budget_limit', labels)).toBe(10);
@@ -113,11 +144,18 @@ describe.each(STORE_KINDS)('metrics (%s)', (kind) => {
   });
 
   it('counts webhook deliveries by outcome and the lag of successes', async () => {
-    const endpoint = json(await rt.call(rt.testKey, { method: 'POST', url: '/v1/webhooks', payload: { url: receiver.url, events: ['decision.deny'] } }));
+    const endpoint = json(
+      await rt.call(rt.testKey, {
+        method: 'POST',
+        url: '/v1/webhooks',
+        payload: { url: receiver.url, events: ['decision.deny'] },
+      }),
+    );
     expect(endpoint.id).toMatch(/^we_/);
     await rt.services.dispatcher.runOnce(); // nothing of earlier tests is due for this endpoint
     const before = await scrape();
-    const delta = (after: Sample[], name: string, labels: Record<string, string> = {}) => value(after, name, labels) - value(before, name, labels);
+    const delta = (after: Sample[], name: string, labels: Record<string, string> = {}) =>
+      value(after, name, labels) - value(before, name, labels);
 
     // Two events, delivered 3 s (service clock) after they were created.
     await decide('orders.delete', 'hook-1');
@@ -171,21 +209,53 @@ describe('metrics token and registries', () => {
   });
 
   it('answers only the AUTHZ_METRICS_TOKEN bearer token', async () => {
-    for (const authorization of [undefined, 'Bearer wrong-token-0123456789', `Bearer ${guarded.testKey}`, `Bearer ${OTHER_TOKEN}`]) {
-      const r = await guarded.app.inject({ method: 'GET', url: '/metrics', headers: authorization ? { authorization } : {} });
+    for (const authorization of [
+      undefined,
+      'Bearer wrong-token-0123456789',
+      `Bearer ${guarded.testKey}`,
+      `Bearer ${OTHER_TOKEN}`,
+    ]) {
+      const r = await guarded.app.inject({
+        method: 'GET',
+        url: '/metrics',
+        headers: authorization ? { authorization } : {},
+      });
       expect(r.statusCode).toBe(401);
       expect(json(r).error.code).toBe('auth.invalid_metrics_token');
     }
-    const ok = await guarded.app.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${TOKEN}` } });
+    const ok = await guarded.app.inject({
+      method: 'GET',
+      url: '/metrics',
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
     expect(ok.statusCode).toBe(200);
     expect(ok.body).toContain('authz_decisions_total');
   });
 
   it('is off without AUTHZ_METRICS_TOKEN: 404 saying how to turn it on, and no tenant data', async () => {
-    await unset.setPolicies([{ id: 'pol_secret_budget', effect: 'allow', actions: ['search.run'], budget: { unit: 'calls', limit: 10, period: 'daily' } }]);
-    expect((await unset.call(unset.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'x', action: 'search.run' } })).statusCode).toBe(200);
+    await unset.setPolicies([
+      {
+        id: 'pol_secret_budget',
+        effect: 'allow',
+        actions: ['search.run'],
+        budget: { unit: 'calls', limit: 10, period: 'daily' },
+      },
+    ]);
+    expect(
+      (
+        await unset.call(unset.testKey, {
+          method: 'POST',
+          url: '/v1/decisions',
+          payload: { agent_id: 'x', action: 'search.run' },
+        })
+      ).statusCode,
+    ).toBe(200);
     for (const authorization of [undefined, `Bearer ${TOKEN}`, `Bearer ${unset.testKey}`]) {
-      const r = await unset.app.inject({ method: 'GET', url: '/metrics', headers: authorization ? { authorization } : {} });
+      const r = await unset.app.inject({
+        method: 'GET',
+        url: '/metrics',
+        headers: authorization ? { authorization } : {},
+      });
       expect(r.statusCode).toBe(404);
       expect(json(r).error.code).toBe('route.not_found');
       expect(json(r).error.message).toContain('AUTHZ_METRICS_TOKEN');
@@ -196,10 +266,20 @@ describe('metrics token and registries', () => {
 
   it('keeps one registry per app: decisions of one app do not show in another', async () => {
     await guarded.setPolicies([{ effect: 'allow', actions: ['orders.read'] }]);
-    const r = await guarded.call(guarded.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'x', action: 'orders.read' } });
+    const r = await guarded.call(guarded.testKey, {
+      method: 'POST',
+      url: '/v1/decisions',
+      payload: { agent_id: 'x', action: 'orders.read' },
+    });
     expect(r.statusCode).toBe(200);
-    const mine = parse((await guarded.app.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${TOKEN}` } })).body);
-    const theirs = parse((await other.app.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${OTHER_TOKEN}` } })).body);
+    const mine = parse(
+      (await guarded.app.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${TOKEN}` } }))
+        .body,
+    );
+    const theirs = parse(
+      (await other.app.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${OTHER_TOKEN}` } }))
+        .body,
+    );
     expect(value(mine, 'authz_decisions_total', { effect: 'allow', reason: 'policy.matched' })).toBe(1);
     expect(value(theirs, 'authz_decisions_total', { effect: 'allow', reason: 'policy.matched' })).toBe(0);
   });

@@ -31,7 +31,9 @@ describe('the OpenAPI document is valid OpenAPI 3.1 (swagger-parser)', () => {
     expect(Object.keys(checked.paths)).toEqual(Object.keys(doc.paths));
     // The answer components are resolved: the decision answer's schema carries the decision's fields.
     const decision = checked.paths['/v1/decisions'].post.responses['200'].content['application/json'].schema;
-    expect(Object.keys(decision.properties)).toEqual(expect.arrayContaining(['id', 'object', 'effect', 'review', 'metadata']));
+    expect(Object.keys(decision.properties)).toEqual(
+      expect.arrayContaining(['id', 'object', 'effect', 'review', 'metadata']),
+    );
     expect(decision.properties.review.oneOf[1].properties.status.enum).toEqual(['open', 'approved', 'denied']);
   });
 
@@ -43,13 +45,16 @@ describe('the OpenAPI document is valid OpenAPI 3.1 (swagger-parser)', () => {
 
   it('refuses a document with a Media Type Object that has a description (the fault it had)', async () => {
     const bad = structuredClone(doc);
-    bad.paths['/v1/decisions/export'].get.responses['200'].content['application/x-ndjson'].description = 'One JSON document per line';
+    bad.paths['/v1/decisions/export'].get.responses['200'].content['application/x-ndjson'].description =
+      'One JSON document per line';
     await expect(SwaggerParser.validate(bad as never)).rejects.toThrow(/x-ndjson/);
   });
 
   it('refuses a $ref to a component that does not exist', async () => {
     const bad = structuredClone(doc);
-    bad.paths['/v1/decisions'].post.responses['200'].content['application/json'].schema = { $ref: '#/components/schemas/NoSuchAnswer' };
+    bad.paths['/v1/decisions'].post.responses['200'].content['application/json'].schema = {
+      $ref: '#/components/schemas/NoSuchAnswer',
+    };
     await expect(SwaggerParser.validate(bad as never)).rejects.toThrow(/NoSuchAnswer/);
   });
 });

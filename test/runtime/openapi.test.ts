@@ -10,13 +10,23 @@ import { json, startRuntime, type TestRuntime } from './helpers/app.js';
 import type { JsonObject } from '../helpers/json.js';
 
 /** Routes that serve the document, the docs page and the dashboard (pages, not operations of the API). */
-const SELF = (url: string) => url === '/v1/openapi.json' || url === '/docs' || url.startsWith('/docs/') || url === '/dashboard' || url.startsWith('/dashboard/');
+const SELF = (url: string) =>
+  url === '/v1/openapi.json' ||
+  url === '/docs' ||
+  url.startsWith('/docs/') ||
+  url === '/dashboard' ||
+  url.startsWith('/dashboard/');
 
 const openapiPath = (url: string) => url.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
 
 describe('OpenAPI document', () => {
   let rt: TestRuntime;
-  const routes: Array<{ method: string; url: string; schema: JsonObject | undefined; scope: readonly string[] | undefined }> = [];
+  const routes: Array<{
+    method: string;
+    url: string;
+    schema: JsonObject | undefined;
+    scope: readonly string[] | undefined;
+  }> = [];
   let doc: JsonObject;
 
   beforeAll(async () => {
@@ -48,16 +58,26 @@ describe('OpenAPI document', () => {
     expect(typeof doc.info.version).toBe('string');
     expect(Object.keys(doc.paths).length).toBeGreaterThan(20);
     expect(doc.components.securitySchemes.apiKey).toEqual(expect.objectContaining({ type: 'http', scheme: 'bearer' }));
-    expect(doc.components.securitySchemes.adminToken).toEqual(expect.objectContaining({ type: 'http', scheme: 'bearer' }));
+    expect(doc.components.securitySchemes.adminToken).toEqual(
+      expect.objectContaining({ type: 'http', scheme: 'bearer' }),
+    );
   });
 
   it('lists every registered route (HEAD twins and the document/page routes aside)', () => {
     const api = routes.filter((r) => r.method !== 'HEAD' && !SELF(r.url));
     // Sanity: the enumeration saw the routes of every plugin.
-    for (const must of ['POST /v1/decisions', 'PUT /v1/bundle', 'POST /admin/accounts', 'GET /.well-known/jwks.json', 'GET /healthz']) {
+    for (const must of [
+      'POST /v1/decisions',
+      'PUT /v1/bundle',
+      'POST /admin/accounts',
+      'GET /.well-known/jwks.json',
+      'GET /healthz',
+    ]) {
       expect(api.map((r) => `${r.method} ${r.url}`)).toContain(must);
     }
-    const missing = api.filter((r) => !doc.paths[openapiPath(r.url)]?.[r.method.toLowerCase()]).map((r) => `${r.method} ${r.url}`);
+    const missing = api
+      .filter((r) => !doc.paths[openapiPath(r.url)]?.[r.method.toLowerCase()])
+      .map((r) => `${r.method} ${r.url}`);
     expect(missing).toEqual([]);
     // Nothing in the document that Fastify does not serve.
     const served = new Set(api.map((r) => `${r.method.toLowerCase()} ${openapiPath(r.url)}`));
@@ -74,10 +94,14 @@ describe('OpenAPI document', () => {
       const op = doc.paths[openapiPath(r.url)][r.method.toLowerCase()];
       const params = (op.parameters ?? []) as Array<{ in: string; name: string; required?: boolean }>;
       for (const name of [...r.url.matchAll(/:([A-Za-z0-9_]+)/g)].map((m) => m[1])) {
-        expect(params, `${r.method} ${r.url} path parameter ${name}`).toContainEqual(expect.objectContaining({ in: 'path', name, required: true }));
+        expect(params, `${r.method} ${r.url} path parameter ${name}`).toContainEqual(
+          expect.objectContaining({ in: 'path', name, required: true }),
+        );
       }
       for (const name of Object.keys(r.schema?.querystring?.properties ?? {})) {
-        expect(params, `${r.method} ${r.url} query ${name}`).toContainEqual(expect.objectContaining({ in: 'query', name }));
+        expect(params, `${r.method} ${r.url} query ${name}`).toContainEqual(
+          expect.objectContaining({ in: 'query', name }),
+        );
       }
       if (r.schema?.body) {
         const body = op.requestBody?.content?.['application/json']?.schema;
@@ -88,13 +112,23 @@ describe('OpenAPI document', () => {
       expect(Object.keys(op.responses).length, `${r.method} ${r.url} responses`).toBeGreaterThanOrEqual(2);
     }
     const decide = doc.paths['/v1/decisions'].post;
-    expect(decide.requestBody.content['application/json'].schema.properties.ttl_seconds).toMatchObject({ type: 'integer', minimum: 1, maximum: 3600 });
-    expect(decide.responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Decision' });
+    expect(decide.requestBody.content['application/json'].schema.properties.ttl_seconds).toMatchObject({
+      type: 'integer',
+      minimum: 1,
+      maximum: 3600,
+    });
+    expect(decide.responses['200'].content['application/json'].schema).toEqual({
+      $ref: '#/components/schemas/Decision',
+    });
     expect(decide.parameters).toContainEqual(expect.objectContaining({ in: 'header', name: 'Idempotency-Key' }));
     // Bodies checked in code are documented from the project's schemas.
-    expect(doc.paths['/v1/policies'].post.requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/PolicyFile_policy' });
+    expect(doc.paths['/v1/policies'].post.requestBody.content['application/json'].schema).toEqual({
+      $ref: '#/components/schemas/PolicyFile_policy',
+    });
     expect(doc.components.schemas.PolicyFile_policy.properties.effect).toBeDefined();
-    expect(doc.paths['/v1/bundle'].put.requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Bundle' });
+    expect(doc.paths['/v1/bundle'].put.requestBody.content['application/json'].schema).toEqual({
+      $ref: '#/components/schemas/Bundle',
+    });
   });
 
   it('resolves every $ref inside the document', () => {
@@ -128,7 +162,8 @@ describe('OpenAPI document', () => {
   it('is served without auth, and so is the docs page with its own assets', async () => {
     const page = await rt.app.inject({ method: 'GET', url: '/docs' });
     expect(page.statusCode).toBeLessThan(400);
-    const index = page.statusCode === 200 ? page : await rt.app.inject({ method: 'GET', url: page.headers.location as string });
+    const index =
+      page.statusCode === 200 ? page : await rt.app.inject({ method: 'GET', url: page.headers.location as string });
     expect(index.statusCode).toBe(200);
     expect(index.body).toContain('swagger-ui');
     // Every script and stylesheet the page loads is served here (no CDN).

@@ -41,7 +41,12 @@ describe('the outage guard (unhandled rejections)', () => {
       console.log('still running');
     `);
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout.trim().split('\n')).toEqual(['outage: CONNECTION_CLOSED', 'outage: 57P01', 'outage: 25006', 'still running']);
+    expect(r.stdout.trim().split('\n')).toEqual([
+      'outage: CONNECTION_CLOSED',
+      'outage: 57P01',
+      'outage: 25006',
+      'still running',
+    ]);
   });
 
   it('any other unhandled rejection still ends the process with its message', async () => {

@@ -27,7 +27,9 @@ describe.each(STORE_KINDS)('permit token end to end (runtime -> JWKS -> downstre
     await rt.setPolicies([readOrders]);
     await rt.setPolicies([readOrders], 'live');
     // Tenant B: another account of the same service, allowed the same actions.
-    await installPolicies(rt.services, rt.otherAccountId, 'test', [{ id: 'pol_b', name: 'b', state: 'enabled', priority: 100, ...readOrders } as Policy]);
+    await installPolicies(rt.services, rt.otherAccountId, 'test', [
+      { id: 'pol_b', name: 'b', state: 'enabled', priority: 100, ...readOrders } as Policy,
+    ]);
     await rt.app.listen({ port: 0, host: '127.0.0.1' });
     const address = rt.app.server.address();
     base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
@@ -36,20 +38,43 @@ describe.each(STORE_KINDS)('permit token end to end (runtime -> JWKS -> downstre
 
   /** The example service of `account` in `environment`; the runtime runs on a test clock, which the verifier follows. */
   const downstreamOf = (account: string, environment: 'test' | 'live') =>
-    buildDownstreamService({ jwksUrl: `${base}/.well-known/jwks.json`, issuer: rt.services.config.baseUrl, account, environment, verifier: { now: () => rt.clock.now() } });
+    buildDownstreamService({
+      jwksUrl: `${base}/.well-known/jwks.json`,
+      issuer: rt.services.config.baseUrl,
+      account,
+      environment,
+      verifier: { now: () => rt.clock.now() },
+    });
 
   const permitFor = async (key: string, action: string, resource: string): Promise<string> => {
-    const decision = json(await rt.call(key, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'support-1', action, resource } }));
+    const decision = json(
+      await rt.call(key, {
+        method: 'POST',
+        url: '/v1/decisions',
+        payload: { agent_id: 'support-1', action, resource },
+      }),
+    );
     expect(decision.effect, JSON.stringify(decision)).toBe('allow');
     return decision.permit_token as string;
   };
 
   it('admits the matching route only, and rejects tampering', async () => {
-    const decision = json(await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'support-1', action: 'payments.refund', resource: 'order:42' } }));
+    const decision = json(
+      await rt.call(rt.testKey, {
+        method: 'POST',
+        url: '/v1/decisions',
+        payload: { agent_id: 'support-1', action: 'payments.refund', resource: 'order:42' },
+      }),
+    );
     expect(decision.effect).toBe('allow');
     const downstream = await downstreamOf(rt.accountId, 'test');
     try {
-      const call = (url: string, token: string) => downstream.inject({ method: url.endsWith('refund') ? 'POST' : 'GET', url, headers: { authorization: `Bearer ${token}` } });
+      const call = (url: string, token: string) =>
+        downstream.inject({
+          method: url.endsWith('refund') ? 'POST' : 'GET',
+          url,
+          headers: { authorization: `Bearer ${token}` },
+        });
       const ok = await call('/orders/42/refund', decision.permit_token);
       expect(ok.statusCode, ok.body).toBe(200);
       expect(ok.json()).toMatchObject({ decision_id: decision.id, agent_id: 'support-1' });
@@ -72,7 +97,8 @@ describe.each(STORE_KINDS)('permit token end to end (runtime -> JWKS -> downstre
     const tenantALive = await downstreamOf(rt.accountId, 'live');
     const tenantB = await downstreamOf(rt.otherAccountId, 'test');
     try {
-      const read = (app: typeof tenantA, token: string) => app.inject({ method: 'GET', url: '/orders/1001', headers: { authorization: `Bearer ${token}` } });
+      const read = (app: typeof tenantA, token: string) =>
+        app.inject({ method: 'GET', url: '/orders/1001', headers: { authorization: `Bearer ${token}` } });
       const permitOfB = await permitFor(rt.otherKey, 'orders.read', 'order:1001');
       // Signed by the same key, for the same action and resource: only the account differs.
       const refusedAtA = await read(tenantA, permitOfB);

@@ -29,7 +29,11 @@ interface Case {
 
 const CASES: Case[] = [
   { name: 'the valid permit', expected: 'valid' },
-  { name: 'sid, obo and args as the service signs them', claims: () => ({ sid: 'run-1', obo: 'user-1', args: argsDigest({ path: 'a' }) }), expected: 'valid' },
+  {
+    name: 'sid, obo and args as the service signs them',
+    claims: () => ({ sid: 'run-1', obo: 'user-1', args: argsDigest({ path: 'a' }) }),
+    expected: 'valid',
+  },
   { name: 'an nbf that has come', claims: (now) => ({ nbf: now - 10 }), expected: 'valid' },
   { name: 'typ application/permit+jwt (RFC 7515 4.1.9)', header: { typ: 'application/permit+jwt' }, expected: 'valid' },
   { name: 'an unknown claim (dropped)', claims: () => ({ extra: 'x' }), expected: 'valid' },
@@ -48,7 +52,11 @@ const CASES: Case[] = [
   { name: 'another issuer', claims: () => ({ iss: 'http://127.0.0.1:1' }), expected: 'auth.signature_invalid' },
   { name: 'another account', claims: () => ({ acc: OTHER_ACCOUNT }), expected: 'auth.signature_invalid' },
   { name: 'the live environment', claims: () => ({ env: 'live' }), expected: 'auth.signature_invalid' },
-  { name: 'another account, and expired: the tenant first', claims: (now) => ({ acc: OTHER_ACCOUNT, exp: now - 10 }), expected: 'auth.signature_invalid' },
+  {
+    name: 'another account, and expired: the tenant first',
+    claims: (now) => ({ acc: OTHER_ACCOUNT, exp: now - 10 }),
+    expected: 'auth.signature_invalid',
+  },
   { name: 'expired', claims: (now) => ({ exp: now - 1 }), expected: 'auth.expired' },
   { name: 'expired before any date', claims: () => ({ exp: -1e300 }), expected: 'auth.expired' },
   { name: 'claims that are an array', payload: [1, 2], expected: 'auth.signature_invalid' },
@@ -59,80 +67,100 @@ const CASES: Case[] = [
   { name: 'an empty kid', header: { kid: '' }, expected: 'auth.signature_invalid' },
 ];
 
-describe.each(STORE_KINDS)('one permit check for POST /v1/permits/verify and the verifier library (%s store)', (kind) => {
-  let rt: TestRuntime;
-  let library: PermitVerifier;
+describe.each(STORE_KINDS)(
+  'one permit check for POST /v1/permits/verify and the verifier library (%s store)',
+  (kind) => {
+    let rt: TestRuntime;
+    let library: PermitVerifier;
 
-  beforeAll(async () => {
-    rt = await startRuntime(kind);
-    await rt.app.listen({ port: 0, host: '127.0.0.1' });
-    const address = rt.app.server.address();
-    const port = typeof address === 'object' && address ? address.port : 0;
-    library = createPermitVerifier({
-      jwksUrl: `http://127.0.0.1:${port}/.well-known/jwks.json`,
-      issuer: rt.services.config.baseUrl,
-      account: rt.accountId,
-      environment: 'test',
-      now: () => rt.clock.now(),
+    beforeAll(async () => {
+      rt = await startRuntime(kind);
+      await rt.app.listen({ port: 0, host: '127.0.0.1' });
+      const address = rt.app.server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      library = createPermitVerifier({
+        jwksUrl: `http://127.0.0.1:${port}/.well-known/jwks.json`,
+        issuer: rt.services.config.baseUrl,
+        account: rt.accountId,
+        environment: 'test',
+        now: () => rt.clock.now(),
+      });
     });
-  });
-  afterAll(() => rt?.close());
+    afterAll(() => rt?.close());
 
-  /** A token of the case, signed with the runtime's current key: only the case's changes differ from a permit the service would sign. */
-  function tokenOf(c: Case): string {
-    const now = Math.floor(rt.clock.now() / 1000);
-    const base = {
-      iss: rt.services.config.baseUrl,
-      sub: 'bot-1',
-      act: 'orders.read',
-      res: 'order:1',
-      eff: 'allow',
-      dec: 'dec_onecheck0000000000000001',
-      acc: rt.accountId,
-      env: 'test',
-      iat: now,
-      exp: now + 300,
-      jti: 'pmt_onecheck00000000000000001',
-    };
-    const payload = 'payload' in c ? c.payload : JSON.parse(JSON.stringify({ ...base, ...c.claims?.(now) }));
-    const signer = rt.services.ring.signer();
-    const input = `${b64({ alg: 'EdDSA', kid: signer.kid, typ: 'permit+jwt', ...c.header })}.${b64(payload)}`;
-    const signature = Buffer.alloc(sodium.crypto_sign_BYTES);
-    sodium.crypto_sign_detached(signature, Buffer.from(input), signer.signingKey);
-    return `${input}.${signature.toString('base64url')}`;
-  }
-
-  it('both verifiers answer every case alike, as expected', async () => {
-    for (const c of CASES) {
-      const token = tokenOf(c);
-      const route = await rt.call(rt.testKey, { method: 'POST', url: '/v1/permits/verify', payload: { token } });
-      const byLibrary = await library.verify(token).then(
-        (claims) => ({ code: 'valid', claims }),
-        (error: unknown) => {
-          if (!(error instanceof PermitError)) throw error;
-          return { code: error.code, claims: undefined };
-        },
-      );
-      expect(byLibrary.code, `library: ${c.name}`).toBe(c.expected);
-      if (c.expected === 'valid') {
-        expect(route.statusCode, `route: ${c.name}: ${route.body}`).toBe(200);
-        // decision.not_found: the claims are fine, their decision was never made (this token was signed here).
-        expect(json(route), c.name).toEqual({ object: 'permit_verification', valid: false, reason: 'decision.not_found', claims: byLibrary.claims });
-      } else {
-        expect(route.statusCode, `route: ${c.name}: ${route.body}`).toBe(401);
-        expect(json(route).error.code, `route: ${c.name}`).toBe(c.expected);
-      }
+    /** A token of the case, signed with the runtime's current key: only the case's changes differ from a permit the service would sign. */
+    function tokenOf(c: Case): string {
+      const now = Math.floor(rt.clock.now() / 1000);
+      const base = {
+        iss: rt.services.config.baseUrl,
+        sub: 'bot-1',
+        act: 'orders.read',
+        res: 'order:1',
+        eff: 'allow',
+        dec: 'dec_onecheck0000000000000001',
+        acc: rt.accountId,
+        env: 'test',
+        iat: now,
+        exp: now + 300,
+        jti: 'pmt_onecheck00000000000000001',
+      };
+      const payload = 'payload' in c ? c.payload : JSON.parse(JSON.stringify({ ...base, ...c.claims?.(now) }));
+      const signer = rt.services.ring.signer();
+      const input = `${b64({ alg: 'EdDSA', kid: signer.kid, typ: 'permit+jwt', ...c.header })}.${b64(payload)}`;
+      const signature = Buffer.alloc(sodium.crypto_sign_BYTES);
+      sodium.crypto_sign_detached(signature, Buffer.from(input), signer.signingKey);
+      return `${input}.${signature.toString('base64url')}`;
     }
-  });
 
-  it('a permit the service issued verifies on both, to the same claims', async () => {
-    await rt.setPolicies([{ effect: 'allow', actions: ['files.read'] }]);
-    const args = { path: 'notes/a.txt' };
-    const body = { agent_id: 'bot-2', action: 'files.read', session_id: 'run-7', on_behalf_of: 'user-3', args_digest: argsDigest(args) };
-    const decision = json(await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: body }));
-    const route = json(await rt.call(rt.testKey, { method: 'POST', url: '/v1/permits/verify', payload: { token: decision.permit_token } }));
-    const claims = await library.verify(decision.permit_token, { action: 'files.read', arguments: args });
-    expect(claims).toMatchObject({ sid: 'run-7', obo: 'user-3', args: argsDigest(args), dec: decision.id });
-    expect(route).toEqual({ object: 'permit_verification', valid: true, claims });
-  });
-});
+    it('both verifiers answer every case alike, as expected', async () => {
+      for (const c of CASES) {
+        const token = tokenOf(c);
+        const route = await rt.call(rt.testKey, { method: 'POST', url: '/v1/permits/verify', payload: { token } });
+        const byLibrary = await library.verify(token).then(
+          (claims) => ({ code: 'valid', claims }),
+          (error: unknown) => {
+            if (!(error instanceof PermitError)) throw error;
+            return { code: error.code, claims: undefined };
+          },
+        );
+        expect(byLibrary.code, `library: ${c.name}`).toBe(c.expected);
+        if (c.expected === 'valid') {
+          expect(route.statusCode, `route: ${c.name}: ${route.body}`).toBe(200);
+          // decision.not_found: the claims are fine, their decision was never made (this token was signed here).
+          expect(json(route), c.name).toEqual({
+            object: 'permit_verification',
+            valid: false,
+            reason: 'decision.not_found',
+            claims: byLibrary.claims,
+          });
+        } else {
+          expect(route.statusCode, `route: ${c.name}: ${route.body}`).toBe(401);
+          expect(json(route).error.code, `route: ${c.name}`).toBe(c.expected);
+        }
+      }
+    });
+
+    it('a permit the service issued verifies on both, to the same claims', async () => {
+      await rt.setPolicies([{ effect: 'allow', actions: ['files.read'] }]);
+      const args = { path: 'notes/a.txt' };
+      const body = {
+        agent_id: 'bot-2',
+        action: 'files.read',
+        session_id: 'run-7',
+        on_behalf_of: 'user-3',
+        args_digest: argsDigest(args),
+      };
+      const decision = json(await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: body }));
+      const route = json(
+        await rt.call(rt.testKey, {
+          method: 'POST',
+          url: '/v1/permits/verify',
+          payload: { token: decision.permit_token },
+        }),
+      );
+      const claims = await library.verify(decision.permit_token, { action: 'files.read', arguments: args });
+      expect(claims).toMatchObject({ sid: 'run-7', obo: 'user-3', args: argsDigest(args), dec: decision.id });
+      expect(route).toEqual({ object: 'permit_verification', valid: true, claims });
+    });
+  },
+);

@@ -12,7 +12,8 @@ import { decide as kitDecide } from '../helpers/kit.js';
 
 describe.each(STORE_KINDS)('permits that no longer stand (%s)', (kind) => {
   let rt: TestRuntime;
-  const post = async (url: string, payload?: Record<string, unknown>) => rt.call(rt.testKey, { method: 'POST', url, ...(payload ? { payload } : {}) });
+  const post = async (url: string, payload?: Record<string, unknown>) =>
+    rt.call(rt.testKey, { method: 'POST', url, ...(payload ? { payload } : {}) });
   const decide = (agent_id: string, action: string) => kitDecide(rt, { agent_id, action });
   const verify = async (token: string | null) => {
     const r = await post('/v1/permits/verify', { token });
@@ -37,9 +38,17 @@ describe.each(STORE_KINDS)('permits that no longer stand (%s)', (kind) => {
     const r = await verify(rejected.permit_token);
     expect(r).toEqual({
       status: 200,
-      body: { object: 'permit_verification', valid: false, reason: 'decision.rejected', claims: expect.objectContaining({ dec: rejected.id, sub: 'standing-bot-1' }) },
+      body: {
+        object: 'permit_verification',
+        valid: false,
+        reason: 'decision.rejected',
+        claims: expect.objectContaining({ dec: rejected.id, sub: 'standing-bot-1' }),
+      },
     });
-    expect(await verify(confirmed.permit_token)).toMatchObject({ status: 200, body: { valid: true, claims: { dec: confirmed.id } } });
+    expect(await verify(confirmed.permit_token)).toMatchObject({
+      status: 200,
+      body: { valid: true, claims: { dec: confirmed.id } },
+    });
     expect((await verify(confirmed.permit_token)).body).not.toHaveProperty('reason');
   });
 
@@ -47,7 +56,10 @@ describe.each(STORE_KINDS)('permits that no longer stand (%s)', (kind) => {
     const d = await decide('standing-bot-2', 'orders.read');
     expect((await verify(d.permit_token)).body.valid).toBe(true);
     expect((await post('/v1/agents/standing-bot-2/revoke')).statusCode).toBe(200);
-    expect(await verify(d.permit_token)).toMatchObject({ status: 200, body: { valid: false, reason: 'agent.revoked', claims: { sub: 'standing-bot-2' } } });
+    expect(await verify(d.permit_token)).toMatchObject({
+      status: 200,
+      body: { valid: false, reason: 'agent.revoked', claims: { sub: 'standing-bot-2' } },
+    });
     expect((await post('/v1/agents/standing-bot-2/restore')).statusCode).toBe(200);
     expect((await verify(d.permit_token)).body).toMatchObject({ valid: true });
   });
@@ -59,13 +71,18 @@ describe.each(STORE_KINDS)('permits that no longer stand (%s)', (kind) => {
     expect(d).toMatchObject({ effect: 'allow', policy_id: 'pol_standing' });
     expect((await verify(d.permit_token)).body.valid).toBe(true);
 
-    const put = (state: string) => rt.call(rt.testKey, { method: 'PUT', url: '/v1/policies/pol_standing', payload: { ...body, state } });
+    const put = (state: string) =>
+      rt.call(rt.testKey, { method: 'PUT', url: '/v1/policies/pol_standing', payload: { ...body, state } });
     expect((await put('disabled')).statusCode).toBe(200);
     expect((await verify(d.permit_token)).body).toMatchObject({ valid: false, reason: 'policy.disabled' });
     expect((await put('enabled')).statusCode).toBe(200);
     expect((await verify(d.permit_token)).body).toMatchObject({ valid: true });
     expect((await rt.call(rt.testKey, { method: 'DELETE', url: '/v1/policies/pol_standing' })).statusCode).toBe(200);
-    expect((await verify(d.permit_token)).body).toMatchObject({ valid: false, reason: 'policy.not_found', claims: { dec: d.id } });
+    expect((await verify(d.permit_token)).body).toMatchObject({
+      valid: false,
+      reason: 'policy.not_found',
+      claims: { dec: d.id },
+    });
   });
 
   it('a bad signature and an expired token stay 401, whatever became of the decision', async () => {

@@ -12,7 +12,8 @@ const b64 = (v: unknown) => Buffer.from(typeof v === 'string' ? v : JSON.stringi
 describe.each(STORE_KINDS)('permit tokens (%s)', (kind) => {
   let rt: TestRuntime;
   const decide = async (body: Record<string, unknown>, key = rt.testKey) => json(await postDecision(rt, body, key));
-  const verify = (token: string, key = rt.testKey) => rt.call(key, { method: 'POST', url: '/v1/permits/verify', payload: { token } });
+  const verify = (token: string, key = rt.testKey) =>
+    rt.call(key, { method: 'POST', url: '/v1/permits/verify', payload: { token } });
   const jwks = async () => json(await rt.call(null, { method: 'GET', url: '/.well-known/jwks.json' }));
 
   beforeAll(async () => {
@@ -102,8 +103,14 @@ describe.each(STORE_KINDS)('permit tokens (%s)', (kind) => {
       ['another key with the same kid', signedBy(foreign)],
       ['alg none', `${b64({ alg: 'none', typ: 'permit+jwt' })}.${p}.`],
       ['alg none with a signature', `${b64({ alg: 'none', kid: header.kid, typ: 'permit+jwt' })}.${p}.${s}`],
-      ['HS256 keyed with the public JWK', `${hsInput}.${createHmac('sha256', JSON.stringify(publicJwk)).update(hsInput).digest('base64url')}`],
-      ['HS256 keyed with the public x', `${hsInput}.${createHmac('sha256', Buffer.from(publicJwk.x, 'base64url')).update(hsInput).digest('base64url')}`],
+      [
+        'HS256 keyed with the public JWK',
+        `${hsInput}.${createHmac('sha256', JSON.stringify(publicJwk)).update(hsInput).digest('base64url')}`,
+      ],
+      [
+        'HS256 keyed with the public x',
+        `${hsInput}.${createHmac('sha256', Buffer.from(publicJwk.x, 'base64url')).update(hsInput).digest('base64url')}`,
+      ],
       ['empty', ' '],
       ['two parts', `${h}.${p}`],
       ['garbage', 'not-a-token'],
@@ -141,7 +148,11 @@ describe.each(STORE_KINDS)('permit tokens (%s)', (kind) => {
   it('rotates: old tokens verify until they expire, new ones carry the new kid, the old key leaves the JWKS after the grace', async () => {
     const before = await decide({ agent_id: 'bot-5', action: 'orders.read', ttl_seconds: 3600 });
     const oldKid = decodeProtectedHeader(before.permit_token).kid;
-    const r = await rt.call(null, { method: 'POST', url: '/admin/signing-keys/rotate', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    const r = await rt.call(null, {
+      method: 'POST',
+      url: '/admin/signing-keys/rotate',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    });
     expect(r.statusCode).toBe(200);
     const newKid = json(r).kid;
     expect(newKid).not.toBe(oldKid);
@@ -162,7 +173,9 @@ describe('signing keys at rest', () => {
     try {
       const clock = new ManualClock(START);
       const ring = await KeyRing.open(store.sql, clock, 'a-master-secret-of-some-length');
-      const [row] = await store.sql<Array<{ private_key: string; encrypted: boolean }>>`select private_key, encrypted from signing_keys`;
+      const [row] = await store.sql<
+        Array<{ private_key: string; encrypted: boolean }>
+      >`select private_key, encrypted from signing_keys`;
       expect(row!.encrypted).toBe(true);
       expect(row!.private_key).not.toMatch(/PRIVATE KEY/);
       await expect(KeyRing.open(store.sql, clock, undefined)).rejects.toThrow(/AUTHZ_MASTER_KEY/);
@@ -178,7 +191,10 @@ describe('signing keys at rest', () => {
     const store = await openTestStore('postgres');
     try {
       const clock = new ManualClock(START);
-      const [a, b] = await Promise.all([KeyRing.open(store.sql, clock, undefined), KeyRing.open(store.sql, clock, undefined)]);
+      const [a, b] = await Promise.all([
+        KeyRing.open(store.sql, clock, undefined),
+        KeyRing.open(store.sql, clock, undefined),
+      ]);
       expect(a.signer().kid).toBe(b.signer().kid);
     } finally {
       await store.dispose();
@@ -191,10 +207,18 @@ describe('permit tokens are not stored', () => {
     const rt = await startRuntime('postgres');
     try {
       await rt.setPolicies([{ effect: 'allow', actions: ['orders.read'] }]);
-      const d = json(await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'a', action: 'orders.read' } }));
+      const d = json(
+        await rt.call(rt.testKey, {
+          method: 'POST',
+          url: '/v1/decisions',
+          payload: { agent_id: 'a', action: 'orders.read' },
+        }),
+      );
       expect(typeof d.permit_token).toBe('string');
       expect((await rt.getOk(`/v1/decisions/${d.id}`)).permit_token).toBeNull();
-      const [row] = await rt.store.sql<Array<{ permit_token: string | null }>>`select permit_token from decisions where id = ${d.id}`;
+      const [row] = await rt.store.sql<
+        Array<{ permit_token: string | null }>
+      >`select permit_token from decisions where id = ${d.id}`;
       expect(row!.permit_token).toBeNull();
     } finally {
       await rt.close();

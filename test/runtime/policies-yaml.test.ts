@@ -43,7 +43,8 @@ function at(text: string, line: number, needle: string): { line: number; column:
 }
 
 /** The policy fields of a resource (what a policy file holds). */
-const policyFields = (resource: JsonObject) => Object.fromEntries(Object.entries(resource).filter(([k]) => !RESOURCE_FIELDS.includes(k)));
+const policyFields = (resource: JsonObject) =>
+  Object.fromEntries(Object.entries(resource).filter(([k]) => !RESOURCE_FIELDS.includes(k)));
 
 describe.each(STORE_KINDS)('policies as YAML (%s store)', (kind) => {
   let rt: TestRuntime;
@@ -65,19 +66,31 @@ describe.each(STORE_KINDS)('policies as YAML (%s store)', (kind) => {
     expect(acc.statusCode, acc.body).toBe(201);
     const id = json(acc).id as string;
     const keyWith = async (scopes: string[], environment: 'test' | 'live' = 'test') => {
-      const r = await rt.call(ADMIN_TOKEN, { method: 'POST', url: `/admin/accounts/${id}/api-keys`, payload: { environment, scopes } });
+      const r = await rt.call(ADMIN_TOKEN, {
+        method: 'POST',
+        url: `/admin/accounts/${id}/api-keys`,
+        payload: { environment, scopes },
+      });
       expect(r.statusCode, r.body).toBe(201);
       return json(r).key as string;
     };
     return { id, key: await keyWith(['*']), keyWith };
   }
 
-  const sendYaml = (key: string, method: 'POST' | 'PUT', url: string, text: string, headers: Record<string, string> = {}) =>
-    rt.call(key, { method, url, payload: text, headers: { 'content-type': 'application/yaml', ...headers } });
-  const postYaml = (key: string, text: string, headers?: Record<string, string>) => sendYaml(key, 'POST', '/v1/policies', text, headers);
-  const putYaml = (key: string, id: string, text: string, headers?: Record<string, string>) => sendYaml(key, 'PUT', `/v1/policies/${id}`, text, headers);
+  const sendYaml = (
+    key: string,
+    method: 'POST' | 'PUT',
+    url: string,
+    text: string,
+    headers: Record<string, string> = {},
+  ) => rt.call(key, { method, url, payload: text, headers: { 'content-type': 'application/yaml', ...headers } });
+  const postYaml = (key: string, text: string, headers?: Record<string, string>) =>
+    sendYaml(key, 'POST', '/v1/policies', text, headers);
+  const putYaml = (key: string, id: string, text: string, headers?: Record<string, string>) =>
+    sendYaml(key, 'PUT', `/v1/policies/${id}`, text, headers);
   const validateYaml = (key: string, text: string) => sendYaml(key, 'POST', '/v1/policies/validate', text);
-  const validateJson = (key: string, body: unknown) => rt.call(key, { method: 'POST', url: '/v1/policies/validate', payload: body as object });
+  const validateJson = (key: string, body: unknown) =>
+    rt.call(key, { method: 'POST', url: '/v1/policies/validate', payload: body as object });
   const createJson = async (key: string, body: Record<string, unknown>) => {
     const r = await rt.call(key, { method: 'POST', url: '/v1/policies', payload: body });
     expect(r.statusCode, r.body).toBe(201);
@@ -87,7 +100,8 @@ describe.each(STORE_KINDS)('policies as YAML (%s store)', (kind) => {
     return policy;
   };
   const getJson = (key: string, id: string) => rt.call(key, { method: 'GET', url: `/v1/policies/${id}` });
-  const getYaml = (key: string, id: string, accept = 'application/yaml') => rt.call(key, { method: 'GET', url: `/v1/policies/${id}`, headers: { accept } });
+  const getYaml = (key: string, id: string, accept = 'application/yaml') =>
+    rt.call(key, { method: 'GET', url: `/v1/policies/${id}`, headers: { accept } });
   const listPolicies = async (key: string) => {
     const r = await rt.call(key, { method: 'GET', url: '/v1/policies?limit=100' });
     expect(r.statusCode, r.body).toBe(200);
@@ -124,11 +138,15 @@ describe.each(STORE_KINDS)('policies as YAML (%s store)', (kind) => {
     expect(error.message).toBe(`invalid policy: line ${first.line}, column ${first.column}: ${first.message}`);
     return error as { code: string; message: string; details: Required<Detail>[] };
   };
-  const positions = (details: Detail[]) => details.map(({ path, line, column }) => ({ path, line, column })).sort((x, y) => x.path.localeCompare(y.path));
+  const positions = (details: Detail[]) =>
+    details.map(({ path, line, column }) => ({ path, line, column })).sort((x, y) => x.path.localeCompare(y.path));
 
   describe('GET with Accept: application/yaml', () => {
     // Every field given; a description long enough that YAML would fold it.
-    const FULL = { ...FULL_POLICY, description: `Support agents may refund small orders; ${'a long sentence that must not be folded, '.repeat(4)}end` };
+    const FULL = {
+      ...FULL_POLICY,
+      description: `Support agents may refund small orders; ${'a long sentence that must not be folded, '.repeat(4)}end`,
+    };
 
     it('answers the policy as a policy-file document: application/yaml, Vary: Accept, no resource fields', async () => {
       const { key } = await newAccount();
@@ -153,7 +171,14 @@ describe.each(STORE_KINDS)('policies as YAML (%s store)', (kind) => {
       const created = await createJson(key, { name: 'minimal', effect: 'allow', actions: ['orders.read'] });
       const r = await getYaml(key, created.id);
       expect(r.statusCode).toBe(200);
-      expect(parseYaml(r.body)).toEqual({ id: created.id, name: 'minimal', state: 'enabled', priority: 100, effect: 'allow', actions: ['orders.read'] });
+      expect(parseYaml(r.body)).toEqual({
+        id: created.id,
+        name: 'minimal',
+        state: 'enabled',
+        priority: 100,
+        effect: 'allow',
+        actions: ['orders.read'],
+      });
     });
 
     it('answers JSON by default, for JSON and for wildcards, with Vary: Accept too', async () => {
@@ -172,7 +197,11 @@ describe.each(STORE_KINDS)('policies as YAML (%s store)', (kind) => {
         'application/json, text/yaml',
       ];
       for (const accept of asJson) {
-        const r = await rt.call(key, { method: 'GET', url: `/v1/policies/${created.id}`, headers: accept === undefined ? {} : { accept } });
+        const r = await rt.call(key, {
+          method: 'GET',
+          url: `/v1/policies/${created.id}`,
+          headers: accept === undefined ? {} : { accept },
+        });
         expect(r.statusCode, String(accept)).toBe(200);
         expect(r.headers['content-type'], String(accept)).toMatch(/^application\/json/);
         expect(String(r.headers.vary)).toMatch(/\bAccept\b/i);
@@ -254,20 +283,33 @@ describe.each(STORE_KINDS)('policies as YAML (%s store)', (kind) => {
       expect(p.created_at).toMatch(ISO_MS);
       expect(json(await getJson(key, p.id))).toEqual(p);
 
-      const t = await postYaml(key, 'id: pol_text_yaml\nname: text-yaml\neffect: allow\nactions: [orders.read]\n', { 'content-type': 'text/yaml' });
+      const t = await postYaml(key, 'id: pol_text_yaml\nname: text-yaml\neffect: allow\nactions: [orders.read]\n', {
+        'content-type': 'text/yaml',
+      });
       expect(t.statusCode, t.body).toBe(201);
       expect(json(t)).toMatchObject({ id: 'pol_text_yaml', name: 'text-yaml', effect: 'allow' });
-      const c = await postYaml(key, 'name: charset-yaml\neffect: deny\nactions: [orders.delete]\n', { 'content-type': 'application/yaml; charset=utf-8' });
+      const c = await postYaml(key, 'name: charset-yaml\neffect: deny\nactions: [orders.delete]\n', {
+        'content-type': 'application/yaml; charset=utf-8',
+      });
       expect(c.statusCode, c.body).toBe(201);
-      expect((await listPolicies(key)).map((x) => x.name).sort()).toEqual(['charset-yaml', 'refunds-yaml', 'text-yaml']);
+      expect((await listPolicies(key)).map((x) => x.name).sort()).toEqual([
+        'charset-yaml',
+        'refunds-yaml',
+        'text-yaml',
+      ]);
       // The new policy decides at once.
-      const d = await rt.call(key, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'a-1', action: 'orders.read' } });
+      const d = await rt.call(key, {
+        method: 'POST',
+        url: '/v1/decisions',
+        payload: { agent_id: 'a-1', action: 'orders.read' },
+      });
       expect(json(d)).toMatchObject({ effect: 'allow', policy_id: 'pol_text_yaml' });
     });
 
     it('lists every problem with the line and column of the offending value (or unknown key)', async () => {
       const { key } = await newAccount();
-      const text = 'name: three-problems\neffect: maybe\npriority: high\nactions:\n  - orders.read\n  - Orders.Read\nacton: [x.y]\n';
+      const text =
+        'name: three-problems\neffect: maybe\npriority: high\nactions:\n  - orders.read\n  - Orders.Read\nacton: [x.y]\n';
       const error = expectInvalidYaml(await postYaml(key, text));
       expect(positions(error.details)).toEqual(
         positions([
@@ -284,7 +326,8 @@ describe.each(STORE_KINDS)('policies as YAML (%s store)', (kind) => {
 
     it('a missing field is reported at the mapping, wrong nested values at their own line', async () => {
       const { key } = await newAccount();
-      const text = '# no effect\nname: nested\nactions: [orders.read]\nbudget:\n  unit: USD\n  limit: -5\n  period: fortnightly\n';
+      const text =
+        '# no effect\nname: nested\nactions: [orders.read]\nbudget:\n  unit: USD\n  limit: -5\n  period: fortnightly\n';
       const error = expectInvalidYaml(await postYaml(key, text));
       const byPath = new Map(error.details.map((d) => [d.path, d]));
       expect(error.details.some((d) => /effect/.test(d.message) && d.line === 2 && d.column === 1)).toBe(true);
@@ -302,11 +345,15 @@ describe.each(STORE_KINDS)('policies as YAML (%s store)', (kind) => {
       ];
       for (const [text, line] of cases) {
         const error = expectInvalidYaml(await postYaml(key, text));
-        expect(error.details, text).toEqual([{ path: '/condition', message: expect.stringMatching(/~/), ...at(text, line, '~') }]);
+        expect(error.details, text).toEqual([
+          { path: '/condition', message: expect.stringMatching(/~/), ...at(text, line, '~') },
+        ]);
       }
       const unknownName = 'name: c5\neffect: allow\nactions: [orders.read]\ncondition: amount > 1 && foo > 3\n';
       const e5 = expectInvalidYaml(await postYaml(key, unknownName));
-      expect(e5.details).toEqual([{ path: '/condition', message: expect.stringMatching(/foo/), ...at(unknownName, 4, 'foo') }]);
+      expect(e5.details).toEqual([
+        { path: '/condition', message: expect.stringMatching(/foo/), ...at(unknownName, 4, 'foo') },
+      ]);
     });
 
     it('YAML syntax errors: the same code, with line and column', async () => {
@@ -329,17 +376,27 @@ describe.each(STORE_KINDS)('policies as YAML (%s store)', (kind) => {
       const { key } = await newAccount();
       const multi = 'name: a\neffect: allow\nactions: [a.b]\n---\nname: b\neffect: allow\nactions: [a.c]\n';
       const e = expectInvalidYaml(await postYaml(key, multi));
-      expect(e.details).toEqual([{ path: '/', message: expect.stringMatching(/2 YAML documents/), line: 5, column: 1 }]);
+      expect(e.details).toEqual([
+        { path: '/', message: expect.stringMatching(/2 YAML documents/), line: 5, column: 1 },
+      ]);
       for (const text of ['', '# nothing but a comment\n', '---\n']) {
         const empty = expectInvalidYaml(await postYaml(key, text));
-        expect(empty.details, JSON.stringify(text)).toEqual([{ path: '/', message: expect.stringMatching(/empty/), line: 1, column: 1 }]);
+        expect(empty.details, JSON.stringify(text)).toEqual([
+          { path: '/', message: expect.stringMatching(/empty/), line: 1, column: 1 },
+        ]);
       }
       for (const text of ['- name: a\n  effect: allow\n', 'just a string\n', '42\n']) {
         const notMap = expectInvalidYaml(await postYaml(key, text));
-        expect(notMap.details, text).toEqual([{ path: '/', message: expect.stringMatching(/mapping/), line: 1, column: 1 }]);
+        expect(notMap.details, text).toEqual([
+          { path: '/', message: expect.stringMatching(/mapping/), line: 1, column: 1 },
+        ]);
       }
-      const file = expectInvalidYaml(await postYaml(key, 'policies:\n  - name: a\n    effect: allow\n    actions: [a.b]\n'));
-      expect(file.details).toEqual([{ path: '/policies', message: expect.stringMatching(/PUT \/v1\/bundle/), line: 1, column: 1 }]);
+      const file = expectInvalidYaml(
+        await postYaml(key, 'policies:\n  - name: a\n    effect: allow\n    actions: [a.b]\n'),
+      );
+      expect(file.details).toEqual([
+        { path: '/policies', message: expect.stringMatching(/PUT \/v1\/bundle/), line: 1, column: 1 },
+      ]);
       expect(await listPolicies(key)).toEqual([]);
     });
 
@@ -348,7 +405,9 @@ describe.each(STORE_KINDS)('policies as YAML (%s store)', (kind) => {
       const first = await createJson(key, { name: 'taken', effect: 'allow', actions: ['orders.read'] });
       const text = '# second\nname: taken\neffect: deny\nactions: [orders.read]\n';
       const error = expectInvalidYaml(await postYaml(key, text));
-      expect(error.details).toEqual([{ path: '/name', message: expect.stringContaining(first.id), ...at(text, 2, 'taken') }]);
+      expect(error.details).toEqual([
+        { path: '/name', message: expect.stringContaining(first.id), ...at(text, 2, 'taken') },
+      ]);
     });
 
     it('a value the store cannot hold is 400 validation.invalid_field with its position', async () => {
@@ -376,12 +435,26 @@ describe.each(STORE_KINDS)('policies as YAML (%s store)', (kind) => {
   describe('PUT with a YAML body', () => {
     it('replaces the whole policy; omitted fields fall back to their defaults', async () => {
       const { key } = await newAccount();
-      const created = await createJson(key, { name: 'replace-me', description: 'before', priority: 5, effect: 'deny', agents: ['a-*'], actions: ['orders.read'] });
+      const created = await createJson(key, {
+        name: 'replace-me',
+        description: 'before',
+        priority: 5,
+        effect: 'deny',
+        agents: ['a-*'],
+        actions: ['orders.read'],
+      });
       rt.clock.advance(60);
       const r = await putYaml(key, created.id, 'name: replace-me\neffect: allow\nactions:\n  - orders.write\n');
       expect(r.statusCode, r.body).toBe(200);
       const updated = json(r);
-      expect(policyFields(updated)).toEqual({ id: created.id, name: 'replace-me', state: 'enabled', priority: 100, effect: 'allow', actions: ['orders.write'] });
+      expect(policyFields(updated)).toEqual({
+        id: created.id,
+        name: 'replace-me',
+        state: 'enabled',
+        priority: 100,
+        effect: 'allow',
+        actions: ['orders.write'],
+      });
       expect(updated.created_at).toBe(created.created_at);
       expect(Date.parse(updated.updated_at) - Date.parse(created.updated_at)).toBe(60_000);
       expect(json(await getJson(key, created.id))).toEqual(updated);
@@ -403,7 +476,9 @@ describe.each(STORE_KINDS)('policies as YAML (%s store)', (kind) => {
         ]),
       );
       const nameText = 'name: other-name\neffect: allow\nactions: [orders.read]\n';
-      expect(positions(expectInvalidYaml(await putYaml(key, p.id, nameText)).details)).toEqual([{ path: '/name', ...at(nameText, 1, 'other-name') }]);
+      expect(positions(expectInvalidYaml(await putYaml(key, p.id, nameText)).details)).toEqual([
+        { path: '/name', ...at(nameText, 1, 'other-name') },
+      ]);
       const budgetText = 'name: keep-me\neffect: allow\nactions: [orders.read]\nbudget:\n  unit: USD\n';
       const e4 = expectInvalidYaml(await putYaml(key, p.id, budgetText));
       for (const d of e4.details) expect(d.path.startsWith('/budget')).toBe(true);
@@ -413,7 +488,11 @@ describe.each(STORE_KINDS)('policies as YAML (%s store)', (kind) => {
 
     it('an unknown id is 404 policy.not_found and creates nothing', async () => {
       const { key } = await newAccount();
-      expectJsonError(await putYaml(key, 'pol_ghost', 'name: ghost\neffect: allow\nactions: [orders.read]\n'), 404, 'policy.not_found');
+      expectJsonError(
+        await putYaml(key, 'pol_ghost', 'name: ghost\neffect: allow\nactions: [orders.read]\n'),
+        404,
+        'policy.not_found',
+      );
       expect(await listPolicies(key)).toEqual([]);
     });
   });
@@ -495,14 +574,24 @@ describe.each(STORE_KINDS)('policies as YAML (%s store)', (kind) => {
       expect(json(r)).toMatchObject({ id: p.id, state: 'disabled' });
       expect(json(r).updated_at).not.toBe(p.updated_at);
       expect((await policyEvents(key)).map((e) => e.data.change)).toEqual(['disabled', 'created']);
-      const d = await rt.call(key, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'a-1', action: 'orders.read' } });
+      const d = await rt.call(key, {
+        method: 'POST',
+        url: '/v1/decisions',
+        payload: { agent_id: 'a-1', action: 'orders.read' },
+      });
       expect(json(d)).toMatchObject({ effect: 'deny', reason: 'policy.disabled' });
     });
 
     it('a GET YAML document creates the same policy in another account (POST as YAML)', async () => {
       const from = await newAccount();
       const to = await newAccount();
-      const p = await createJson(from.key, { id: 'pol_portable', name: 'portable', effect: 'review', actions: ['payments.refund'], condition: 'amount > 10' });
+      const p = await createJson(from.key, {
+        id: 'pol_portable',
+        name: 'portable',
+        effect: 'review',
+        actions: ['payments.refund'],
+        condition: 'amount > 10',
+      });
       const r = await postYaml(to.key, (await getYaml(from.key, p.id)).body);
       expect(r.statusCode, r.body).toBe(201);
       const { warnings, ...posted } = json(r) as JsonObject;
@@ -525,12 +614,22 @@ describe.each(STORE_KINDS)('policies as YAML (%s store)', (kind) => {
       ];
       for (const [method, url, text] of routes) {
         for (const type of ['application/yaml', 'text/yaml']) {
-          const r = await rt.call(key, { method: method as 'POST' | 'PUT', url, payload: text, headers: { 'content-type': type } });
+          const r = await rt.call(key, {
+            method: method as 'POST' | 'PUT',
+            url,
+            payload: text,
+            headers: { 'content-type': type },
+          });
           const error = expectJsonError(r, 415, 'validation.unsupported_media_type');
           expect(error.message, `${method} ${url}`).toBe('send the body as application/json');
         }
       }
-      for (const url of ['/v1/decisions?limit=100', '/v1/webhooks?limit=100', '/v1/agents?limit=100', '/v1/events?limit=100']) {
+      for (const url of [
+        '/v1/decisions?limit=100',
+        '/v1/webhooks?limit=100',
+        '/v1/agents?limit=100',
+        '/v1/events?limit=100',
+      ]) {
         const r = await rt.call(key, { method: 'GET', url });
         expect(json(r).data, url).toEqual([]);
       }
@@ -546,8 +645,14 @@ describe.each(STORE_KINDS)('policies as YAML (%s store)', (kind) => {
           ['PUT', `/v1/policies/${p.id}`],
           ['POST', '/v1/policies/validate'],
         ] as const) {
-          const error = expectJsonError(await rt.call(key, { method, url, payload: text, headers: { 'content-type': type } }), 415, 'validation.unsupported_media_type');
-          expect(error.message, `${type} ${method} ${url}`).toBe('send the body as application/json or application/yaml');
+          const error = expectJsonError(
+            await rt.call(key, { method, url, payload: text, headers: { 'content-type': type } }),
+            415,
+            'validation.unsupported_media_type',
+          );
+          expect(error.message, `${type} ${method} ${url}`).toBe(
+            'send the body as application/json or application/yaml',
+          );
         }
       }
       expect(await listPolicies(key)).toEqual([p]);
@@ -560,7 +665,12 @@ describe.each(STORE_KINDS)('policies as YAML (%s store)', (kind) => {
       const yamlR = await validateYaml(key, 'name: ok\neffect: allow\nactions: [orders.read]\n');
       expect(yamlR.statusCode, yamlR.body).toBe(200);
       expect(json(yamlR)).toEqual({ object: 'policy_validation', valid: true, diagnostics: [] });
-      const jsonR = await validateJson(key, { name: 'ok', effect: 'allow', actions: ['orders.read'], condition: 'amount < 5' });
+      const jsonR = await validateJson(key, {
+        name: 'ok',
+        effect: 'allow',
+        actions: ['orders.read'],
+        condition: 'amount < 5',
+      });
       expect(jsonR.statusCode, jsonR.body).toBe(200);
       expect(json(jsonR)).toEqual({ object: 'policy_validation', valid: true, diagnostics: [] });
     });
@@ -586,15 +696,23 @@ describe.each(STORE_KINDS)('policies as YAML (%s store)', (kind) => {
         expect(positions(asDetails), text).toEqual(positions(post.details));
         expect(new Set(asDetails.map((d) => d.message))).toEqual(new Set(post.details.map((d) => d.message)));
       }
-      const codes = async (text: string) => (json(await validateYaml(key, text)).diagnostics as Diagnostic[]).map((d) => d.code);
-      expect(await codes(bodies[0]!)).toEqual(['policy.invalid_field', 'policy.invalid_field', 'policy.invalid_field', 'policy.invalid_field']);
+      const codes = async (text: string) =>
+        (json(await validateYaml(key, text)).diagnostics as Diagnostic[]).map((d) => d.code);
+      expect(await codes(bodies[0]!)).toEqual([
+        'policy.invalid_field',
+        'policy.invalid_field',
+        'policy.invalid_field',
+        'policy.invalid_field',
+      ]);
       expect(await codes(bodies[1]!)).toEqual(['condition.syntax']);
       expect(await codes(bodies[2]!)).toEqual(['yaml.syntax']);
       // Sorted by position.
       const lines = (json(await validateYaml(key, bodies[0]!)).diagnostics as Diagnostic[]).map((d) => d.line);
       expect(lines).toEqual([2, 3, 6, 7]);
       // A JSON body: the same checks, without line and column.
-      const j = json(await validateJson(key, { name: 'json-bad', effect: 'allow', actions: ['Bad'], condition: 'amount <=' }));
+      const j = json(
+        await validateJson(key, { name: 'json-bad', effect: 'allow', actions: ['Bad'], condition: 'amount <=' }),
+      );
       expect(j.valid).toBe(false);
       expect(j.diagnostics).toEqual([
         { severity: 'error', code: 'policy.invalid_field', message: expect.stringMatching(/Bad/), path: '/actions/0' },
@@ -604,16 +722,31 @@ describe.each(STORE_KINDS)('policies as YAML (%s store)', (kind) => {
 
     it('a name another policy of the environment has: policy.duplicate_name at /name; its own name when it replaces that policy: valid', async () => {
       const { key, keyWith } = await newAccount();
-      const holder = await createJson(key, { id: 'pol_holder', name: 'taken', effect: 'allow', actions: ['orders.read'] });
+      const holder = await createJson(key, {
+        id: 'pol_holder',
+        name: 'taken',
+        effect: 'allow',
+        actions: ['orders.read'],
+      });
       await createJson(key, { id: 'pol_second', name: 'second', effect: 'allow', actions: ['orders.list'] });
       const text = '# a new policy\nname: taken\neffect: deny\nactions: [orders.delete]\n';
       expect(json(await validateYaml(key, text))).toEqual({
         object: 'policy_validation',
         valid: false,
-        diagnostics: [{ severity: 'error', code: 'policy.duplicate_name', message: expect.stringContaining(holder.id), path: '/name', ...at(text, 2, 'taken') }],
+        diagnostics: [
+          {
+            severity: 'error',
+            code: 'policy.duplicate_name',
+            message: expect.stringContaining(holder.id),
+            path: '/name',
+            ...at(text, 2, 'taken'),
+          },
+        ],
       });
       // The holder itself, changed: checked as its replacement (what PUT would store).
-      expect(json(await validateYaml(key, 'id: pol_holder\nname: taken\neffect: deny\nactions: [orders.delete]\n'))).toEqual({
+      expect(
+        json(await validateYaml(key, 'id: pol_holder\nname: taken\neffect: deny\nactions: [orders.delete]\n')),
+      ).toEqual({
         object: 'policy_validation',
         valid: true,
         diagnostics: [],
@@ -622,7 +755,9 @@ describe.each(STORE_KINDS)('policies as YAML (%s store)', (kind) => {
       const rename = 'id: pol_second\nname: taken\neffect: allow\nactions: [orders.list]\n';
       const v = json(await validateYaml(key, rename));
       expect(v.valid).toBe(false);
-      expect(v.diagnostics.map((d: Diagnostic) => [d.code, d.path, d.line, d.column])).toEqual([['policy.duplicate_name', '/name', 2, 7]]);
+      expect(v.diagnostics.map((d: Diagnostic) => [d.code, d.path, d.line, d.column])).toEqual([
+        ['policy.duplicate_name', '/name', 2, 7],
+      ]);
       // Names are per environment: the live environment and another account do not clash.
       const live = await keyWith(['*'], 'live');
       expect(json(await validateYaml(live, text)).valid).toBe(true);
@@ -634,9 +769,19 @@ describe.each(STORE_KINDS)('policies as YAML (%s store)', (kind) => {
       const { key } = await newAccount();
       // pol_wide shadows pol_narrow already: a lint of the environment that concerns neither body below.
       await createJson(key, { id: 'pol_wide', name: 'wide', priority: 10, effect: 'deny', actions: ['orders.*'] });
-      await createJson(key, { id: 'pol_narrow', name: 'narrow', priority: 100, effect: 'allow', actions: ['orders.read'] });
+      await createJson(key, {
+        id: 'pol_narrow',
+        name: 'narrow',
+        priority: 100,
+        effect: 'allow',
+        actions: ['orders.read'],
+      });
 
-      expect(json(await validateYaml(key, 'name: unrelated\neffect: allow\nactions: [billing.read]\n'))).toEqual({ object: 'policy_validation', valid: true, diagnostics: [] });
+      expect(json(await validateYaml(key, 'name: unrelated\neffect: allow\nactions: [billing.read]\n'))).toEqual({
+        object: 'policy_validation',
+        valid: true,
+        diagnostics: [],
+      });
 
       // Shadowed by an existing policy: a warning at the policy's root, valid all the same.
       const shadowed = '# shadowed\nname: list-orders\neffect: allow\nactions: [orders.list]\n';
@@ -644,7 +789,16 @@ describe.each(STORE_KINDS)('policies as YAML (%s store)', (kind) => {
       expect(v1).toEqual({
         object: 'policy_validation',
         valid: true,
-        diagnostics: [{ severity: 'warning', code: 'lint.shadowed', message: expect.stringContaining('pol_wide'), path: '/', line: 2, column: 1 }],
+        diagnostics: [
+          {
+            severity: 'warning',
+            code: 'lint.shadowed',
+            message: expect.stringContaining('pol_wide'),
+            path: '/',
+            line: 2,
+            column: 1,
+          },
+        ],
       });
 
       // Shadowing existing policies: a warning for each, naming both.
@@ -658,13 +812,18 @@ describe.each(STORE_KINDS)('policies as YAML (%s store)', (kind) => {
         // The body has no file name: none is shown.
         expect(d.message).not.toMatch(/body\.yaml|\.yaml:/);
       }
-      expect(v2.diagnostics.map((d: Diagnostic) => (d.message.includes('pol_wide') ? 'pol_wide' : d.message.includes('pol_narrow') ? 'pol_narrow' : '?')).sort()).toEqual([
-        'pol_narrow',
-        'pol_wide',
-      ]);
+      expect(
+        v2.diagnostics
+          .map((d: Diagnostic) =>
+            d.message.includes('pol_wide') ? 'pol_wide' : d.message.includes('pol_narrow') ? 'pol_narrow' : '?',
+          )
+          .sort(),
+      ).toEqual(['pol_narrow', 'pol_wide']);
 
       // Same priority, other effect: a conflict.
-      const same = json(await validateYaml(key, 'id: pol_same\nname: same\npriority: 10\neffect: review\nactions: [orders.*]\n'));
+      const same = json(
+        await validateYaml(key, 'id: pol_same\nname: same\npriority: 10\neffect: review\nactions: [orders.*]\n'),
+      );
       expect(same.valid).toBe(true);
       expect(same.diagnostics.map((d: Diagnostic) => d.code).sort()).toEqual(['lint.conflict', 'lint.shadowed']);
       for (const d of same.diagnostics as Diagnostic[]) {
@@ -673,15 +832,30 @@ describe.each(STORE_KINDS)('policies as YAML (%s store)', (kind) => {
       }
 
       // A condition that is always false.
-      const never = json(await validateYaml(key, 'name: never\neffect: allow\nactions: [billing.read]\ncondition: "1 > 2"\n'));
+      const never = json(
+        await validateYaml(key, 'name: never\neffect: allow\nactions: [billing.read]\ncondition: "1 > 2"\n'),
+      );
       expect(never).toEqual({
         object: 'policy_validation',
         valid: true,
-        diagnostics: [{ severity: 'warning', code: 'lint.never_matches', message: expect.any(String), path: '/', line: 1, column: 1 }],
+        diagnostics: [
+          {
+            severity: 'warning',
+            code: 'lint.never_matches',
+            message: expect.any(String),
+            path: '/',
+            line: 1,
+            column: 1,
+          },
+        ],
       });
 
       // A replacement is linted as such: pol_narrow at priority 5 is shadowed no more.
-      expect(json(await validateYaml(key, 'id: pol_narrow\nname: narrow\npriority: 5\neffect: allow\nactions: [orders.read]\n'))).toEqual({
+      expect(
+        json(
+          await validateYaml(key, 'id: pol_narrow\nname: narrow\npriority: 5\neffect: allow\nactions: [orders.read]\n'),
+        ),
+      ).toEqual({
         object: 'policy_validation',
         valid: true,
         diagnostics: [],
@@ -692,7 +866,9 @@ describe.each(STORE_KINDS)('policies as YAML (%s store)', (kind) => {
       expect(j).toEqual({
         object: 'policy_validation',
         valid: true,
-        diagnostics: [{ severity: 'warning', code: 'lint.shadowed', message: expect.stringContaining('pol_wide'), path: '/' }],
+        diagnostics: [
+          { severity: 'warning', code: 'lint.shadowed', message: expect.stringContaining('pol_wide'), path: '/' },
+        ],
       });
 
       // An error and no lints: lints run on a policy without errors.
@@ -703,7 +879,12 @@ describe.each(STORE_KINDS)('policies as YAML (%s store)', (kind) => {
 
     it('stores nothing and emits no event', async () => {
       const { key } = await newAccount();
-      const existing = await createJson(key, { id: 'pol_existing', name: 'existing', effect: 'allow', actions: ['orders.read'] });
+      const existing = await createJson(key, {
+        id: 'pol_existing',
+        name: 'existing',
+        effect: 'allow',
+        actions: ['orders.read'],
+      });
       const policiesBefore = await listPolicies(key);
       const eventsBefore = await events(key);
       const bundleBefore = json(await rt.call(key, { method: 'GET', url: '/v1/bundle' }));
@@ -716,8 +897,13 @@ describe.each(STORE_KINDS)('policies as YAML (%s store)', (kind) => {
         '',
       ];
       for (const text of bodies) expect((await validateYaml(key, text)).statusCode).toBe(200);
-      expect((await validateJson(key, { name: 'new-json', effect: 'deny', actions: ['billing.write'] })).statusCode).toBe(200);
-      expect((await validateJson(key, { id: 'pol_existing', name: 'existing', effect: 'deny', actions: ['orders.read'] })).statusCode).toBe(200);
+      expect(
+        (await validateJson(key, { name: 'new-json', effect: 'deny', actions: ['billing.write'] })).statusCode,
+      ).toBe(200);
+      expect(
+        (await validateJson(key, { id: 'pol_existing', name: 'existing', effect: 'deny', actions: ['orders.read'] }))
+          .statusCode,
+      ).toBe(200);
 
       expect(await listPolicies(key)).toEqual(policiesBefore);
       expect(json(await getJson(key, existing.id))).toEqual(existing);
@@ -725,9 +911,21 @@ describe.each(STORE_KINDS)('policies as YAML (%s store)', (kind) => {
       expect(await policyEvents(key)).toHaveLength(1);
       expect(json(await rt.call(key, { method: 'GET', url: '/v1/bundle' }))).toEqual(bundleBefore);
       // Decisions still see the stored policy only.
-      const d1 = json(await rt.call(key, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'a-1', action: 'orders.read' } }));
+      const d1 = json(
+        await rt.call(key, {
+          method: 'POST',
+          url: '/v1/decisions',
+          payload: { agent_id: 'a-1', action: 'orders.read' },
+        }),
+      );
       expect(d1).toMatchObject({ effect: 'allow', policy_id: 'pol_existing' });
-      const d2 = json(await rt.call(key, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'a-1', action: 'billing.read' } }));
+      const d2 = json(
+        await rt.call(key, {
+          method: 'POST',
+          url: '/v1/decisions',
+          payload: { agent_id: 'a-1', action: 'billing.read' },
+        }),
+      );
       expect(d2).toMatchObject({ effect: 'deny', reason: 'policy.not_found' });
       // A validated name is not reserved.
       expect((await postYaml(key, bodies[0]!)).statusCode).toBe(201);
@@ -739,10 +937,18 @@ describe.each(STORE_KINDS)('policies as YAML (%s store)', (kind) => {
       for (const scopes of [['policies:write'], ['decisions:read', 'decisions:write'], ['agents:read']]) {
         const k = await keyWith(scopes);
         expectJsonError(await validateYaml(k, text), 403, 'auth.scope_insufficient');
-        expectJsonError(await validateJson(k, { name: 'scoped', effect: 'allow', actions: ['orders.read'] }), 403, 'auth.scope_insufficient');
+        expectJsonError(
+          await validateJson(k, { name: 'scoped', effect: 'allow', actions: ['orders.read'] }),
+          403,
+          'auth.scope_insufficient',
+        );
       }
       const reader = await keyWith(['policies:read']);
-      expect(json(await validateYaml(reader, text))).toEqual({ object: 'policy_validation', valid: true, diagnostics: [] });
+      expect(json(await validateYaml(reader, text))).toEqual({
+        object: 'policy_validation',
+        valid: true,
+        diagnostics: [],
+      });
       expectJsonError(await validateYaml('sk_test_nope', text), 401, 'auth.invalid_key');
     });
   });
@@ -767,7 +973,9 @@ describe.each(STORE_KINDS)('policies as YAML (%s store)', (kind) => {
       // The same policy, with a comment: other text, so another request.
       const reused = await postYaml(key, `${text}# a comment\n`, { 'idempotency-key': idem });
       expectJsonError(reused, 400, 'idempotency.key_reused');
-      const other = await postYaml(key, 'name: idem-yaml-2\neffect: deny\nactions: [orders.delete]\n', { 'idempotency-key': idem });
+      const other = await postYaml(key, 'name: idem-yaml-2\neffect: deny\nactions: [orders.delete]\n', {
+        'idempotency-key': idem,
+      });
       expectJsonError(other, 400, 'idempotency.key_reused');
       // The same characters sent as a JSON string are another body, not a replay.
       const asJsonString = await rt.call(key, {

@@ -21,8 +21,10 @@ describe.each(STORE_KINDS)('policies API (%s store)', (kind) => {
   });
   afterAll(() => rt?.close());
 
-  const create = (body: unknown, key = rt.testKey) => rt.call(key, { method: 'POST', url: '/v1/policies', payload: body as object });
-  const replace = (id: string, body: unknown, key = rt.testKey) => rt.call(key, { method: 'PUT', url: `/v1/policies/${id}`, payload: body as object });
+  const create = (body: unknown, key = rt.testKey) =>
+    rt.call(key, { method: 'POST', url: '/v1/policies', payload: body as object });
+  const replace = (id: string, body: unknown, key = rt.testKey) =>
+    rt.call(key, { method: 'PUT', url: `/v1/policies/${id}`, payload: body as object });
   const getOne = (id: string, key = rt.testKey) => rt.call(key, { method: 'GET', url: `/v1/policies/${id}` });
   const remove = (id: string, key = rt.testKey) => rt.call(key, { method: 'DELETE', url: `/v1/policies/${id}` });
   const list = async (query = 'limit=100', key = rt.testKey) => {
@@ -30,8 +32,10 @@ describe.each(STORE_KINDS)('policies API (%s store)', (kind) => {
     expect(r.statusCode).toBe(200);
     return json(r) as { object: string; data: Array<JsonObject>; has_more: boolean };
   };
-  const decide = (agent_id: string, action: string, resource?: string, key = rt.testKey) => kitDecide(rt, { agent_id, action, ...(resource ? { resource } : {}) }, key);
-  const policyEvents = async (key = rt.testKey) => (await rt.getOk('/v1/events?type=policy.updated&limit=100', key)).data as Array<JsonObject>;
+  const decide = (agent_id: string, action: string, resource?: string, key = rt.testKey) =>
+    kitDecide(rt, { agent_id, action, ...(resource ? { resource } : {}) }, key);
+  const policyEvents = async (key = rt.testKey) =>
+    (await rt.getOk('/v1/events?type=policy.updated&limit=100', key)).data as Array<JsonObject>;
   /** A created policy's answer without its `warnings` (the lints of POST): the stored policy, as GET answers it. */
   const stored = (r: Parameters<typeof json>[0]) => {
     const { warnings, ...policy } = json(r) as JsonObject;
@@ -48,7 +52,15 @@ describe.each(STORE_KINDS)('policies API (%s store)', (kind) => {
       expect(json(r).warnings).toEqual([]);
       const p = stored(r);
       expect(p.id).toMatch(GENERATED_ID);
-      expect(p).toMatchObject({ object: 'policy', name: 'orders-read', state: 'enabled', priority: 100, effect: 'allow', actions: ['orders.read'], livemode: false });
+      expect(p).toMatchObject({
+        object: 'policy',
+        name: 'orders-read',
+        state: 'enabled',
+        priority: 100,
+        effect: 'allow',
+        actions: ['orders.read'],
+        livemode: false,
+      });
       expect(p.created_at).toMatch(ISO_MS);
       expect(p.updated_at).toBe(p.created_at);
       expect(p).not.toHaveProperty('agents');
@@ -78,11 +90,21 @@ describe.each(STORE_KINDS)('policies API (%s store)', (kind) => {
     });
 
     it('answers 409 for an id that exists, and changes nothing', async () => {
-      const first = await create({ id: 'pol_conflict_1', name: 'conflict-1', effect: 'allow', actions: ['conflict.read'] });
+      const first = await create({
+        id: 'pol_conflict_1',
+        name: 'conflict-1',
+        effect: 'allow',
+        actions: ['conflict.read'],
+      });
       expect(first.statusCode).toBe(201);
       const before = await bundleState();
       const eventsBefore = (await policyEvents()).length;
-      const again = await create({ id: 'pol_conflict_1', name: 'conflict-1b', effect: 'deny', actions: ['conflict.write'] });
+      const again = await create({
+        id: 'pol_conflict_1',
+        name: 'conflict-1b',
+        effect: 'deny',
+        actions: ['conflict.write'],
+      });
       expect(again.statusCode).toBe(409);
       expect(json(again).error.code).toBe('policy.already_exists');
       expect(json(again).error.request_id).toBe(again.headers['request-id']);
@@ -97,7 +119,9 @@ describe.each(STORE_KINDS)('policies API (%s store)', (kind) => {
       const first = await create({ name: 'lint-allow', priority: 40, effect: 'allow', actions: ['lintcheck.read'] });
       expect(json(first).warnings).toEqual([]);
       const second = { name: 'lint-deny', priority: 40, effect: 'deny', actions: ['lintcheck.read'] };
-      const validated = json(await rt.call(rt.testKey, { method: 'POST', url: '/v1/policies/validate', payload: second }));
+      const validated = json(
+        await rt.call(rt.testKey, { method: 'POST', url: '/v1/policies/validate', payload: second }),
+      );
       const expected = (validated.diagnostics as Array<JsonObject>).filter((d) => d.severity === 'warning');
       expect(expected.map((d) => d.code)).toEqual(['lint.conflict']);
       const r = await create(second);
@@ -105,7 +129,9 @@ describe.each(STORE_KINDS)('policies API (%s store)', (kind) => {
       const body = json(r);
       expect(body.warnings.map((d: JsonObject) => d.code)).toEqual(['lint.conflict']);
       // The same words (the message names the other policy, whose id is the same either way).
-      expect(body.warnings[0].message).toBe(expected[0]!.message.replace(/pol_[0-9A-Za-z]{24}/g, (id: string) => (id === json(first).id ? id : body.id)));
+      expect(body.warnings[0].message).toBe(
+        expected[0]!.message.replace(/pol_[0-9A-Za-z]{24}/g, (id: string) => (id === json(first).id ? id : body.id)),
+      );
       expect(body.warnings[0]).toMatchObject({ severity: 'warning', path: '/' });
       // The policy is stored all the same, and GET answers it without the warnings.
       expect(json(await getOne(body.id))).toEqual(stored(r));
@@ -130,7 +156,13 @@ describe.each(STORE_KINDS)('policies API (%s store)', (kind) => {
     };
 
     it('lists every problem: an unknown field, a bad action pattern and a bad condition', async () => {
-      const r = await create({ name: 'three-problems', effect: 'allow', acton: ['x.y'], actions: ['Orders.Read'], condition: 'amount <= ' });
+      const r = await create({
+        name: 'three-problems',
+        effect: 'allow',
+        acton: ['x.y'],
+        actions: ['Orders.Read'],
+        condition: 'amount <= ',
+      });
       const error = await expectInvalid(r);
       expect(error.details.map((d) => d.path).sort()).toEqual(['/actions/0', '/acton', '/condition']);
       expect(error.details.find((d) => d.path === '/acton')!.message).toMatch(/acton/);
@@ -138,7 +170,9 @@ describe.each(STORE_KINDS)('policies API (%s store)', (kind) => {
     });
 
     it('lists a missing required field and wrong types', async () => {
-      const error = await expectInvalid(await create({ name: 'no-effect', actions: ['a.b'], priority: 'high', state: 'paused' }));
+      const error = await expectInvalid(
+        await create({ name: 'no-effect', actions: ['a.b'], priority: 'high', state: 'paused' }),
+      );
       const paths = error.details.map((d) => d.path);
       expect(paths).toContain('/priority');
       expect(paths).toContain('/state');
@@ -150,7 +184,12 @@ describe.each(STORE_KINDS)('policies API (%s store)', (kind) => {
     });
 
     it('rejects malformed JSON with validation.invalid_json', async () => {
-      const r = await rt.call(rt.testKey, { method: 'POST', url: '/v1/policies', payload: '{"name": ', headers: { 'content-type': 'application/json' } });
+      const r = await rt.call(rt.testKey, {
+        method: 'POST',
+        url: '/v1/policies',
+        payload: '{"name": ',
+        headers: { 'content-type': 'application/json' },
+      });
       expect(r.statusCode).toBe(400);
       expect(json(r).error.code).toBe('validation.invalid_json');
     });
@@ -158,7 +197,9 @@ describe.each(STORE_KINDS)('policies API (%s store)', (kind) => {
     it('rejects a name that another policy of the environment has', async () => {
       const first = await create({ name: 'unique-name', effect: 'allow', actions: ['unique.read'] });
       expect(first.statusCode).toBe(201);
-      const error = await expectInvalid(await create({ name: 'unique-name', effect: 'deny', actions: ['unique.write'] }));
+      const error = await expectInvalid(
+        await create({ name: 'unique-name', effect: 'deny', actions: ['unique.write'] }),
+      );
       expect(error.details.some((d) => d.path === '/name' && /unique-name/.test(d.message))).toBe(true);
       // Renaming another policy to that name is refused too.
       const other = stored(await create({ name: 'another-name', effect: 'allow', actions: ['unique.list'] }));
@@ -174,7 +215,9 @@ describe.each(STORE_KINDS)('policies API (%s store)', (kind) => {
       const events = (await policyEvents()).length;
       await expectInvalid(await create({ name: 'rejected-1', effect: 'allow', actions: ['*.*.*'] }));
       await expectInvalid(await create({ name: 'rejected-2', effect: 'maybe', actions: ['rejected.read'] }));
-      await expectInvalid(await create({ name: 'rejected-3', effect: 'allow', actions: ['rejected.read'], condition: 'context.x ==' }));
+      await expectInvalid(
+        await create({ name: 'rejected-3', effect: 'allow', actions: ['rejected.read'], condition: 'context.x ==' }),
+      );
       expect(await list()).toEqual(before);
       expect(await bundleState()).toEqual(version);
       expect((await policyEvents()).length).toBe(events);
@@ -184,7 +227,12 @@ describe.each(STORE_KINDS)('policies API (%s store)', (kind) => {
 
     it('rejects an invalid replacement and keeps the stored policy', async () => {
       const p = stored(await create({ name: 'keep-me', effect: 'allow', actions: ['keep.read'] }));
-      const r = await replace(p.id, { name: 'keep-me', effect: 'allow', actions: ['keep.read'], budget: { unit: 'USD' } });
+      const r = await replace(p.id, {
+        name: 'keep-me',
+        effect: 'allow',
+        actions: ['keep.read'],
+        budget: { unit: 'USD' },
+      });
       const error = await expectInvalid(r);
       expect(error.details.some((d) => d.path.startsWith('/budget'))).toBe(true);
       expect(json(await getOne(p.id))).toEqual(p);
@@ -194,13 +242,29 @@ describe.each(STORE_KINDS)('policies API (%s store)', (kind) => {
   describe('replace, read, list, delete', () => {
     it('PUT replaces the whole policy (omitted fields fall back to their defaults)', async () => {
       const created = json(
-        await create({ name: 'replace-me', description: 'before', priority: 5, effect: 'deny', agents: ['a-*'], actions: ['replace.read'], resources: ['r:*'] }),
+        await create({
+          name: 'replace-me',
+          description: 'before',
+          priority: 5,
+          effect: 'deny',
+          agents: ['a-*'],
+          actions: ['replace.read'],
+          resources: ['r:*'],
+        }),
       );
       rt.clock.advance(60);
       const r = await replace(created.id, { name: 'replace-me', effect: 'allow', actions: ['replace.write'] });
       expect(r.statusCode).toBe(200);
       const updated = json(r);
-      expect(updated).toMatchObject({ id: created.id, object: 'policy', name: 'replace-me', state: 'enabled', priority: 100, effect: 'allow', actions: ['replace.write'] });
+      expect(updated).toMatchObject({
+        id: created.id,
+        object: 'policy',
+        name: 'replace-me',
+        state: 'enabled',
+        priority: 100,
+        effect: 'allow',
+        actions: ['replace.write'],
+      });
       expect(updated).not.toHaveProperty('description');
       expect(updated).not.toHaveProperty('agents');
       expect(updated).not.toHaveProperty('resources');
@@ -223,15 +287,30 @@ describe.each(STORE_KINDS)('policies API (%s store)', (kind) => {
 
     it('PUT accepts the id in the body when it equals the path, and refuses a different one', async () => {
       const created = stored(await create({ name: 'id-match', effect: 'allow', actions: ['idmatch.read'] }));
-      const same = await replace(created.id, { id: created.id, name: 'id-match', effect: 'allow', actions: ['idmatch.write'] });
+      const same = await replace(created.id, {
+        id: created.id,
+        name: 'id-match',
+        effect: 'allow',
+        actions: ['idmatch.write'],
+      });
       expect(same.statusCode).toBe(200);
       expect(json(same).actions).toEqual(['idmatch.write']);
-      const other = await replace(created.id, { id: 'pol_something_else', name: 'id-match', effect: 'deny', actions: ['idmatch.write'] });
+      const other = await replace(created.id, {
+        id: 'pol_something_else',
+        name: 'id-match',
+        effect: 'deny',
+        actions: ['idmatch.write'],
+      });
       expect(other.statusCode).toBe(400);
       expect(json(other).error.code).toBe('validation.invalid_policy');
       expect(json(other).error.details).toContainEqual(expect.objectContaining({ path: '/id' }));
       // The id mismatch is listed beside the body's other problems.
-      const both = await replace(created.id, { id: 'pol_something_else', name: 'id-match', effect: 'deny', actions: ['Bad'] });
+      const both = await replace(created.id, {
+        id: 'pol_something_else',
+        name: 'id-match',
+        effect: 'deny',
+        actions: ['Bad'],
+      });
       expect(both.statusCode).toBe(400);
       expect(
         json(both)
@@ -258,7 +337,8 @@ describe.each(STORE_KINDS)('policies API (%s store)', (kind) => {
 
     it('lists newest first with cursor pagination', async () => {
       const ids: string[] = [];
-      for (const n of [1, 2, 3]) ids.push(stored(await create({ name: `page-${n}`, effect: 'allow', actions: [`page.p${n}`] })).id);
+      for (const n of [1, 2, 3])
+        ids.push(stored(await create({ name: `page-${n}`, effect: 'allow', actions: [`page.p${n}`] })).id);
       const first = await list('limit=2');
       expect(first.object).toBe('list');
       expect(first.data.map((p) => p.id)).toEqual([ids[2], ids[1]]);
@@ -300,7 +380,9 @@ describe.each(STORE_KINDS)('policies API (%s store)', (kind) => {
       const again = await remove(created.id);
       expect(again.statusCode).toBe(404);
       expect(json(again).error.code).toBe('policy.not_found');
-      expect((await replace(created.id, { name: 'delete-me', effect: 'allow', actions: ['delete.read'] })).statusCode).toBe(404);
+      expect(
+        (await replace(created.id, { name: 'delete-me', effect: 'allow', actions: ['delete.read'] })).statusCode,
+      ).toBe(404);
       // The name is free again.
       expect((await create({ name: 'delete-me', effect: 'allow', actions: ['delete.read'] })).statusCode).toBe(201);
     });
@@ -308,7 +390,13 @@ describe.each(STORE_KINDS)('policies API (%s store)', (kind) => {
 
   describe('changes apply to the next decision and fire policy.updated', () => {
     it('create -> allow; disable -> policy.disabled; enable -> allow; delete -> policy.not_found', async () => {
-      const body = { name: 'lifecycle', effect: 'allow', agents: ['life-*'], actions: ['life.check'], resources: ['thing:*'] };
+      const body = {
+        name: 'lifecycle',
+        effect: 'allow',
+        agents: ['life-*'],
+        actions: ['life.check'],
+        resources: ['thing:*'],
+      };
       expect((await decide('life-1', 'life.check', 'thing:1')).reason).toBe('policy.not_found');
 
       const created = stored(await create(body));
@@ -316,16 +404,25 @@ describe.each(STORE_KINDS)('policies API (%s store)', (kind) => {
       expect(allow).toMatchObject({ effect: 'allow', reason: 'policy.matched', policy_id: created.id });
 
       expect((await replace(created.id, { ...body, state: 'disabled' })).statusCode).toBe(200);
-      expect(await decide('life-1', 'life.check', 'thing:1')).toMatchObject({ effect: 'deny', reason: 'policy.disabled' });
+      expect(await decide('life-1', 'life.check', 'thing:1')).toMatchObject({
+        effect: 'deny',
+        reason: 'policy.disabled',
+      });
 
       expect((await replace(created.id, { ...body, state: 'enabled' })).statusCode).toBe(200);
       expect(await decide('life-1', 'life.check', 'thing:1')).toMatchObject({ effect: 'allow', policy_id: created.id });
 
       expect((await replace(created.id, { ...body, resources: ['other:*'] })).statusCode).toBe(200);
-      expect(await decide('life-1', 'life.check', 'thing:1')).toMatchObject({ effect: 'deny', reason: 'resource.not_allowed' });
+      expect(await decide('life-1', 'life.check', 'thing:1')).toMatchObject({
+        effect: 'deny',
+        reason: 'resource.not_allowed',
+      });
 
       expect((await remove(created.id)).statusCode).toBe(200);
-      expect(await decide('life-1', 'life.check', 'thing:1')).toMatchObject({ effect: 'deny', reason: 'policy.not_found' });
+      expect(await decide('life-1', 'life.check', 'thing:1')).toMatchObject({
+        effect: 'deny',
+        reason: 'policy.not_found',
+      });
 
       const events = (await policyEvents()).filter((e) => e.data.policy.id === created.id).reverse();
       expect(events.map((e) => e.data.change)).toEqual(['created', 'disabled', 'enabled', 'updated', 'deleted']);
@@ -381,7 +478,9 @@ describe.each(STORE_KINDS)('policies API (%s store)', (kind) => {
       const r = await create({ name: 'scope-writer', effect: 'allow', actions: ['scopew.read'] }, writer);
       expect(r.statusCode).toBe(201);
       const id = json(r).id;
-      expect((await replace(id, { name: 'scope-writer', effect: 'deny', actions: ['scopew.read'] }, writer)).statusCode).toBe(200);
+      expect(
+        (await replace(id, { name: 'scope-writer', effect: 'deny', actions: ['scopew.read'] }, writer)).statusCode,
+      ).toBe(200);
       for (const g of [await getOne(id, writer), await rt.call(writer, { method: 'GET', url: '/v1/policies' })]) {
         expect(g.statusCode).toBe(403);
         expect(json(g).error.code).toBe('auth.scope_insufficient');
@@ -402,12 +501,19 @@ describe.each(STORE_KINDS)('policies API (%s store)', (kind) => {
 
   describe('isolation', () => {
     it("another account's policies are invisible and never affect decisions", async () => {
-      const theirs = await create({ id: 'pol_isolated', name: 'isolated', effect: 'allow', actions: ['iso.check'] }, rt.otherKey);
+      const theirs = await create(
+        { id: 'pol_isolated', name: 'isolated', effect: 'allow', actions: ['iso.check'] },
+        rt.otherKey,
+      );
       expect(theirs.statusCode).toBe(201);
       expect((await decide('iso-1', 'iso.check', undefined, rt.otherKey)).effect).toBe('allow');
 
       expect(await decide('iso-1', 'iso.check')).toMatchObject({ effect: 'deny', reason: 'policy.not_found' });
-      for (const r of [await getOne('pol_isolated'), await replace('pol_isolated', { name: 'isolated', effect: 'deny', actions: ['iso.check'] }), await remove('pol_isolated')]) {
+      for (const r of [
+        await getOne('pol_isolated'),
+        await replace('pol_isolated', { name: 'isolated', effect: 'deny', actions: ['iso.check'] }),
+        await remove('pol_isolated'),
+      ]) {
         expect(r.statusCode).toBe(404);
         expect(json(r).error.code).toBe('policy.not_found');
       }

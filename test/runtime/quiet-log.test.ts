@@ -22,18 +22,39 @@ describe.each(STORE_KINDS)('the quiet default log (%s)', (kind) => {
   let rt: TestRuntime;
 
   beforeAll(async () => {
-    rt = await startRuntime(kind, { app: { logger: loggerOptions({ level: QUIET_LOG_LEVEL, stream, secrets: [ADMIN_TOKEN] }), requestSummary: summary } });
+    rt = await startRuntime(kind, {
+      app: {
+        logger: loggerOptions({ level: QUIET_LOG_LEVEL, stream, secrets: [ADMIN_TOKEN] }),
+        requestSummary: summary,
+      },
+    });
     await rt.setPolicies([{ effect: 'allow', actions: ['orders.read'] }], 'live');
   });
   afterAll(() => rt?.close());
 
-  const decideLive = () => rt.call(rt.liveKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'quiet-bot', action: 'orders.read' } });
+  const decideLive = () =>
+    rt.call(rt.liveKey, {
+      method: 'POST',
+      url: '/v1/decisions',
+      payload: { agent_id: 'quiet-bot', action: 'orders.read' },
+    });
 
   it('answers and refusals write no line', async () => {
     expect((await decideLive()).statusCode).toBe(200);
-    expect((await rt.call(`svc_test_sk_${'Q'.repeat(40)}`, { method: 'GET', url: '/v1/decisions' })).statusCode).toBe(401);
+    expect((await rt.call(`svc_test_sk_${'Q'.repeat(40)}`, { method: 'GET', url: '/v1/decisions' })).statusCode).toBe(
+      401,
+    );
     expect((await rt.call(rt.testKey, { method: 'GET', url: '/v1/policies/pol_nope' })).statusCode).toBe(404);
-    expect((await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', headers: { 'content-type': 'application/json' }, payload: '{"agent_id":' })).statusCode).toBe(400);
+    expect(
+      (
+        await rt.call(rt.testKey, {
+          method: 'POST',
+          url: '/v1/decisions',
+          headers: { 'content-type': 'application/json' },
+          payload: '{"agent_id":',
+        })
+      ).statusCode,
+    ).toBe(400);
     expect(lines).toEqual([]);
   });
 
@@ -43,7 +64,8 @@ describe.each(STORE_KINDS)('the quiet default log (%s)', (kind) => {
       `insert into policies (account_id, environment, id, body, created_at, updated_at) values ($1, 'live', 'pol_quiet_corrupt', $2::jsonb, now(), now())`,
       [rt.accountId, '{"id":"pol_quiet_corrupt","name":"corrupt","effect":"maybe","actions":["orders.read"]}'],
     );
-    await rt.store.sql`update policy_sets set version = version + 1 where account_id = ${rt.accountId} and environment = 'live'`;
+    await rt.store
+      .sql`update policy_sets set version = version + 1 where account_id = ${rt.accountId} and environment = 'live'`;
     rt.services.policySets.clear();
     const failed = await decideLive();
     expect(failed.statusCode).toBe(503);
@@ -52,6 +74,8 @@ describe.each(STORE_KINDS)('the quiet default log (%s)', (kind) => {
     const line = JSON.parse(lines[0]!) as JsonObject;
     expect(line).toMatchObject({ level: 40, reqId: failed.headers['request-id'], msg: 'service unavailable' });
     expect(line.err?.message).toMatch(/polic/);
-    expect(summary.take('since the last summary', new Date(0))).toMatch(/ requests since the last summary: 5 \(2xx 1, 4xx 3, 5xx 1\); slowest \d+ ms$/);
+    expect(summary.take('since the last summary', new Date(0))).toMatch(
+      / requests since the last summary: 5 \(2xx 1, 4xx 3, 5xx 1\); slowest \d+ ms$/,
+    );
   });
 });

@@ -84,7 +84,9 @@ describe.each(STORE_KINDS)('rate limits (%s)', (kind) => {
   });
 
   it('several windows: each must pass, and a refused request consumes from none', async () => {
-    await install([{ id: 'pol_multi', effect: 'allow', actions: ['orders.read'], rate_limit: { per_second: 1, per_minute: 2 } }]);
+    await install([
+      { id: 'pol_multi', effect: 'allow', actions: ['orders.read'], rate_limit: { per_second: 1, per_minute: 2 } },
+    ]);
     const body = { agent_id: agent('multi'), action: 'orders.read' };
     expect(await statuses(1, body)).toEqual([200]);
     await expect429(body, 1); // per_second; per_minute is untouched by this refusal
@@ -126,7 +128,12 @@ describe.each(STORE_KINDS)('rate limits (%s)', (kind) => {
   });
 
   it('a policy change keeps the limiter state (same policy id) and applies new limits at once', async () => {
-    const policy: PolicyInput = { id: 'pol_change', effect: 'allow', actions: ['orders.read'], rate_limit: { per_minute: 2 } };
+    const policy: PolicyInput = {
+      id: 'pol_change',
+      effect: 'allow',
+      actions: ['orders.read'],
+      rate_limit: { per_minute: 2 },
+    };
     await install([policy]);
     const body = { agent_id: agent('change'), action: 'orders.read' };
     expect(await statuses(3, body)).toEqual([200, 200, 429]);
@@ -156,7 +163,11 @@ describe.each(STORE_KINDS)('platform limit per API key (%s)', (kind) => {
       () => rt.call(key, { method: 'GET', url: '/v1/budgets' }),
     ];
     for (const c of calls) expect((await c()).statusCode).toBe(200);
-    const r = await rt.call(key, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'k', action: 'orders.read' } });
+    const r = await rt.call(key, {
+      method: 'POST',
+      url: '/v1/decisions',
+      payload: { agent_id: 'k', action: 'orders.read' },
+    });
     expect(r.statusCode).toBe(429);
     expect(json(r).error.code).toBe('rate_limit.exceeded');
     expect(json(r).error.message).toContain('platform limit of 3 requests per second');

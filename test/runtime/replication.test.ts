@@ -56,7 +56,12 @@ describe('replication between runtimes on one PostgreSQL', () => {
     // own, so a revocation can only arrive through replication.
     const services = await openServices({ config: configFromEnv({}), store, clock: new ManualClock(START) });
     const app = await buildApp(services);
-    const replication = await startReplication(store, services.policySets, services.agentDirectory, listen ? NO_CHECK_MS : undefined);
+    const replication = await startReplication(
+      store,
+      services.policySets,
+      services.agentDirectory,
+      listen ? NO_CHECK_MS : undefined,
+    );
     const node: Node = {
       name,
       store: opened,
@@ -64,7 +69,10 @@ describe('replication between runtimes on one PostgreSQL', () => {
       app,
       replication,
       async call(options) {
-        const r = await app.inject({ ...options, headers: { authorization: `Bearer ${key}`, ...(options.headers ?? {}) } });
+        const r = await app.inject({
+          ...options,
+          headers: { authorization: `Bearer ${key}`, ...(options.headers ?? {}) },
+        });
         return { statusCode: r.statusCode, body: r.json() as JsonObject };
       },
     };
@@ -124,13 +132,17 @@ describe('replication between runtimes on one PostgreSQL', () => {
     await until(b, request, (d) => d.effect === 'allow' && d.policy_id === id);
     await until(c, request, (d) => d.effect === 'allow' && d.policy_id === id);
 
-    expect((await a.call({ method: 'PUT', url: `/v1/policies/${id}`, payload: { ...body, state: 'disabled' } })).statusCode).toBe(200);
+    expect(
+      (await a.call({ method: 'PUT', url: `/v1/policies/${id}`, payload: { ...body, state: 'disabled' } })).statusCode,
+    ).toBe(200);
     expect(await decide(a, request)).toMatchObject({ effect: 'deny', reason: 'policy.disabled' });
     await until(b, request, (d) => d.reason === 'policy.disabled');
     await until(c, request, (d) => d.reason === 'policy.disabled');
 
     // The other way round: a change through B reaches A.
-    expect((await b.call({ method: 'PUT', url: `/v1/policies/${id}`, payload: { ...body, state: 'enabled' } })).statusCode).toBe(200);
+    expect(
+      (await b.call({ method: 'PUT', url: `/v1/policies/${id}`, payload: { ...body, state: 'enabled' } })).statusCode,
+    ).toBe(200);
     await until(a, request, (d) => d.effect === 'allow');
     await until(c, request, (d) => d.effect === 'allow');
 
@@ -139,26 +151,49 @@ describe('replication between runtimes on one PostgreSQL', () => {
     await until(c, request, (d) => d.reason === 'policy.not_found');
 
     // Every runtime reports the same active set.
-    const hashes = await Promise.all([a, b, c].map(async (n) => (await n.call({ method: 'GET', url: '/v1/bundle' })).body.hash));
+    const hashes = await Promise.all(
+      [a, b, c].map(async (n) => (await n.call({ method: 'GET', url: '/v1/bundle' })).body.hash),
+    );
     expect(new Set(hashes).size).toBe(1);
   });
 
   it('several quick changes through A end with B on the last one', async () => {
-    const body = { id: 'pol_repl_burst', name: 'repl-burst', effect: 'allow', agents: ['repl-*'], actions: ['burst.run'] };
+    const body = {
+      id: 'pol_repl_burst',
+      name: 'repl-burst',
+      effect: 'allow',
+      agents: ['repl-*'],
+      actions: ['burst.run'],
+    };
     expect((await a.call({ method: 'POST', url: '/v1/policies', payload: body })).statusCode).toBe(201);
     for (const priority of [90, 80, 70, 60]) {
-      expect((await a.call({ method: 'PUT', url: '/v1/policies/pol_repl_burst', payload: { ...body, priority } })).statusCode).toBe(200);
+      expect(
+        (await a.call({ method: 'PUT', url: '/v1/policies/pol_repl_burst', payload: { ...body, priority } }))
+          .statusCode,
+      ).toBe(200);
     }
-    expect((await a.call({ method: 'PUT', url: '/v1/policies/pol_repl_burst', payload: { ...body, effect: 'review' } })).statusCode).toBe(200);
+    expect(
+      (await a.call({ method: 'PUT', url: '/v1/policies/pol_repl_burst', payload: { ...body, effect: 'review' } }))
+        .statusCode,
+    ).toBe(200);
     await until(b, { agent_id: 'repl-bot-2', action: 'burst.run' }, (d) => d.effect === 'review');
     // And it stays there (no older version overwrites it): once B has seen a later
     // change (NOTIFY delivers in commit order, so every notification of the burst
     // came before) and every load those notifications started has finished.
-    const sentinel = { id: 'pol_repl_sentinel', name: 'repl-sentinel', effect: 'allow', agents: ['repl-*'], actions: ['sentinel.run'] };
+    const sentinel = {
+      id: 'pol_repl_sentinel',
+      name: 'repl-sentinel',
+      effect: 'allow',
+      agents: ['repl-*'],
+      actions: ['sentinel.run'],
+    };
     expect((await a.call({ method: 'POST', url: '/v1/policies', payload: sentinel })).statusCode).toBe(201);
     await until(b, { agent_id: 'repl-bot-2', action: 'sentinel.run' }, (d) => d.policy_id === 'pol_repl_sentinel');
     await b.services.policySets.idle();
-    expect(await decide(b, { agent_id: 'repl-bot-2', action: 'burst.run' })).toMatchObject({ effect: 'review', policy_id: 'pol_repl_burst' });
+    expect(await decide(b, { agent_id: 'repl-bot-2', action: 'burst.run' })).toMatchObject({
+      effect: 'review',
+      policy_id: 'pol_repl_burst',
+    });
   });
 
   it('an agent revoked through A is denied agent.revoked through B (NOTIFY: its cache never expires on this clock), and restored likewise', async () => {

@@ -57,21 +57,39 @@ describe.each(STORE_KINDS)('request bodies (%s store)', (kind) => {
     routes = collector.routes.filter((r) => WRITES.has(r.method));
     examples = await prepareExamples(rt);
     const doc = json(await rt.app.inject({ method: 'GET', url: '/v1/openapi.json' }));
-    requestBodies = new Map(routes.map((r) => [r.key, doc.paths[openapiPath(r.url)]?.[r.method.toLowerCase()]?.requestBody]));
-    await ok('POST', '/v1/policies', { id: 'pol_bodies_allow', name: 'bodies-allow', effect: 'allow', actions: ['bodies.read'] });
+    requestBodies = new Map(
+      routes.map((r) => [r.key, doc.paths[openapiPath(r.url)]?.[r.method.toLowerCase()]?.requestBody]),
+    );
+    await ok('POST', '/v1/policies', {
+      id: 'pol_bodies_allow',
+      name: 'bodies-allow',
+      effect: 'allow',
+      actions: ['bodies.read'],
+    });
   });
   afterAll(() => rt?.close());
 
   const inject = (route: RouteInfo, params: Record<string, string>, auth: string, extra: InjectOptions = {}) =>
-    rt.app.inject({ method: route.method as 'POST', url: fillPath(route, params), ...extra, headers: { authorization: auth, ...(extra.headers ?? {}) } });
+    rt.app.inject({
+      method: route.method as 'POST',
+      url: fillPath(route, params),
+      ...extra,
+      headers: { authorization: auth, ...(extra.headers ?? {}) },
+    });
 
-  async function ok(method: 'GET' | 'POST' | 'PUT', url: string, payload?: object, auth = `Bearer ${rt.testKey}`): Promise<JsonObject> {
+  async function ok(
+    method: 'GET' | 'POST' | 'PUT',
+    url: string,
+    payload?: object,
+    auth = `Bearer ${rt.testKey}`,
+  ): Promise<JsonObject> {
     const r = await rt.app.inject({ method, url, headers: { authorization: auth }, ...(payload ? { payload } : {}) });
     expect(r.statusCode, `${method} ${url}: ${r.body}`).toBeLessThan(300);
     return json(r);
   }
   const bearer = () => `Bearer ${rt.testKey}`;
-  const statusOf = async (url: string, auth = bearer()) => (await rt.app.inject({ method: 'GET', url, headers: { authorization: auth } })).statusCode;
+  const statusOf = async (url: string, auth = bearer()) =>
+    (await rt.app.inject({ method: 'GET', url, headers: { authorization: auth } })).statusCode;
 
   /** A pending allow (the policy allowing bodies.read is created in beforeAll). */
   async function pendingDecision(): Promise<string> {
@@ -83,7 +101,8 @@ describe.each(STORE_KINDS)('request bodies (%s store)', (kind) => {
   /** Every route that takes no body (or an optional one) and how to run it on a fresh object. */
   const TARGETS: Record<string, () => Promise<Target>> = {
     'POST /v1/agents/:agent_id/revoke': async () => {
-      const agent = (await ok('POST', '/v1/decisions', { agent_id: unique('bodies-agent'), action: 'bodies.read' })).agent_id as string;
+      const agent = (await ok('POST', '/v1/decisions', { agent_id: unique('bodies-agent'), action: 'bodies.read' }))
+        .agent_id as string;
       return {
         params: { agent_id: agent },
         auth: bearer(),
@@ -94,17 +113,34 @@ describe.each(STORE_KINDS)('request bodies (%s store)', (kind) => {
       };
     },
     'POST /v1/agents/:agent_id/restore': async () => {
-      const agent = (await ok('POST', '/v1/decisions', { agent_id: unique('bodies-agent'), action: 'bodies.read' })).agent_id as string;
+      const agent = (await ok('POST', '/v1/decisions', { agent_id: unique('bodies-agent'), action: 'bodies.read' }))
+        .agent_id as string;
       await ok('POST', `/v1/agents/${agent}/revoke`);
-      return { params: { agent_id: agent }, auth: bearer(), check: async () => expect((await ok('GET', `/v1/agents/${agent}`)).status).toBe('active') };
+      return {
+        params: { agent_id: agent },
+        auth: bearer(),
+        check: async () => expect((await ok('GET', `/v1/agents/${agent}`)).status).toBe('active'),
+      };
     },
     'DELETE /v1/policies/:id': async () => {
-      const policy = await ok('POST', '/v1/policies', { name: unique('bodies-policy'), effect: 'deny', actions: ['bodies.delete'] });
-      return { params: { id: policy.id }, auth: bearer(), check: async () => expect(await statusOf(`/v1/policies/${policy.id}`)).toBe(404) };
+      const policy = await ok('POST', '/v1/policies', {
+        name: unique('bodies-policy'),
+        effect: 'deny',
+        actions: ['bodies.delete'],
+      });
+      return {
+        params: { id: policy.id },
+        auth: bearer(),
+        check: async () => expect(await statusOf(`/v1/policies/${policy.id}`)).toBe(404),
+      };
     },
     'DELETE /v1/webhooks/:id': async () => {
       const hook = await ok('POST', '/v1/webhooks', { url: 'http://127.0.0.1:9/bodies', events: ['*'] });
-      return { params: { id: hook.id }, auth: bearer(), check: async () => expect(await statusOf(`/v1/webhooks/${hook.id}`)).toBe(404) };
+      return {
+        params: { id: hook.id },
+        auth: bearer(),
+        check: async () => expect(await statusOf(`/v1/webhooks/${hook.id}`)).toBe(404),
+      };
     },
     'POST /v1/webhooks/:id/deliveries/:delivery_id/replay': async () => {
       const hook = await ok('POST', '/v1/webhooks', { url: 'http://127.0.0.1:9/bodies', events: ['decision.allow'] });
@@ -121,23 +157,45 @@ describe.each(STORE_KINDS)('request bodies (%s store)', (kind) => {
     },
     'POST /v1/decisions/:id/confirm': async () => {
       const id = await pendingDecision();
-      return { params: { id }, auth: bearer(), check: async () => expect((await ok('GET', `/v1/decisions/${id}`)).status).toBe('confirmed') };
+      return {
+        params: { id },
+        auth: bearer(),
+        check: async () => expect((await ok('GET', `/v1/decisions/${id}`)).status).toBe('confirmed'),
+      };
     },
     'POST /v1/decisions/:id/reject': async () => {
       const id = await pendingDecision();
-      return { params: { id }, auth: bearer(), check: async () => expect((await ok('GET', `/v1/decisions/${id}`)).status).toBe('rejected') };
+      return {
+        params: { id },
+        auth: bearer(),
+        check: async () => expect((await ok('GET', `/v1/decisions/${id}`)).status).toBe('rejected'),
+      };
     },
     'POST /v1/decisions/:id/permit': async () => {
       const id = await pendingDecision();
       return { params: { id }, auth: bearer(), check: async (r) => expect(json(r).permit_token).toMatch(/^eyJ/) };
     },
     'DELETE /admin/api-keys/:id': async () => {
-      const created = await ok('POST', `/admin/accounts/${rt.accountId}/api-keys`, { environment: 'test', scopes: ['*'] }, admin);
+      const created = await ok(
+        'POST',
+        `/admin/accounts/${rt.accountId}/api-keys`,
+        { environment: 'test', scopes: ['*'] },
+        admin,
+      );
       expect(await statusOf('/v1/policies', `Bearer ${created.key}`)).toBe(200);
-      return { params: { id: created.id }, auth: admin, check: async () => expect(await statusOf('/v1/policies', `Bearer ${created.key}`)).toBe(401) };
+      return {
+        params: { id: created.id },
+        auth: admin,
+        check: async () => expect(await statusOf('/v1/policies', `Bearer ${created.key}`)).toBe(401),
+      };
     },
     'POST /admin/api-keys/:id/rotate': async () => {
-      const created = await ok('POST', `/admin/accounts/${rt.accountId}/api-keys`, { environment: 'test', scopes: ['*'] }, admin);
+      const created = await ok(
+        'POST',
+        `/admin/accounts/${rt.accountId}/api-keys`,
+        { environment: 'test', scopes: ['*'] },
+        admin,
+      );
       return {
         params: { id: created.id },
         auth: admin,
@@ -178,7 +236,10 @@ describe.each(STORE_KINDS)('request bodies (%s store)', (kind) => {
   it('an empty body sent as application/json is no body: each body-less route does its work', async () => {
     const variants: Array<[string, InjectOptions]> = [
       ['empty, application/json', { headers: { 'content-type': 'application/json' }, payload: '' }],
-      ['whitespace, application/json; charset=utf-8', { headers: { 'content-type': 'application/json; charset=utf-8' }, payload: ' \r\n' }],
+      [
+        'whitespace, application/json; charset=utf-8',
+        { headers: { 'content-type': 'application/json; charset=utf-8' }, payload: ' \r\n' },
+      ],
       ['no body, no Content-Type', {}],
     ];
     for (const route of routes.filter(takesNoBody)) {
@@ -194,12 +255,17 @@ describe.each(STORE_KINDS)('request bodies (%s store)', (kind) => {
 
   it('a route that needs a body answers an empty application/json body as it answers no body', async () => {
     const needing = routes.filter((r) => !takesNoBody(r));
-    expect(needing.map((r) => r.key)).toEqual(expect.arrayContaining(['POST /v1/decisions', 'POST /v1/policies', 'PUT /v1/bundle', 'POST /admin/accounts']));
+    expect(needing.map((r) => r.key)).toEqual(
+      expect.arrayContaining(['POST /v1/decisions', 'POST /v1/policies', 'PUT /v1/bundle', 'POST /admin/accounts']),
+    );
     for (const route of needing) {
       const ex = examples.forRoute(route);
       const before = await stateDigest(rt.store.sql);
       const none = await inject(route, ex.params, ex.auth);
-      const empty = await inject(route, ex.params, ex.auth, { headers: { 'content-type': 'application/json' }, payload: '' });
+      const empty = await inject(route, ex.params, ex.auth, {
+        headers: { 'content-type': 'application/json' },
+        payload: '',
+      });
       const codeOfNone = expectContractAnswer(none, `${route.key} without a body`);
       expect(expectContractAnswer(empty, `${route.key} empty JSON body`), route.key).toBe(codeOfNone);
       // The same answer (POST /v1/policies/validate answers 200 with its diagnostics; the others an error).
@@ -221,10 +287,14 @@ describe.each(STORE_KINDS)('request bodies (%s store)', (kind) => {
         if (route.url.startsWith('/access/v1/')) {
           // AuthZEN routes read any body as JSON (docs/api.md#post-accessv1evaluation): never 415.
           const expected = payload.startsWith('{') ? 'validation.missing_field' : 'validation.invalid_json';
-          expect(expectContractAnswer(r, `${route.key} as ${type}`), `${route.key} as ${type}: ${r.body}`).toBe(expected);
+          expect(expectContractAnswer(r, `${route.key} as ${type}`), `${route.key} as ${type}: ${r.body}`).toBe(
+            expected,
+          );
           continue;
         }
-        expect(expectContractAnswer(r, `${route.key} as ${type}`), `${route.key} as ${type}: ${r.body}`).toBe('validation.unsupported_media_type');
+        expect(expectContractAnswer(r, `${route.key} as ${type}`), `${route.key} as ${type}: ${r.body}`).toBe(
+          'validation.unsupported_media_type',
+        );
         const message = json(r).error.message as string;
         expect(message, route.key).toContain('application/json');
         if (route.url.startsWith('/v1/policies')) expect(message, route.key).toContain('application/yaml');
@@ -235,7 +305,10 @@ describe.each(STORE_KINDS)('request bodies (%s store)', (kind) => {
 
   it('__proto__ and constructor.prototype in valid JSON: 400 validation.invalid_field naming the path, on every route that writes', async () => {
     const poisoned = (ex: unknown): Array<[string, string]> => {
-      const fields = ex !== null && typeof ex === 'object' && !Array.isArray(ex) && Object.keys(ex).length > 0 ? JSON.stringify(ex).slice(1, -1) : '';
+      const fields =
+        ex !== null && typeof ex === 'object' && !Array.isArray(ex) && Object.keys(ex).length > 0
+          ? JSON.stringify(ex).slice(1, -1)
+          : '';
       const withFields = (extra: string) => `{${fields ? `${fields},` : ''}${extra}}`;
       return [
         [withFields('"__proto__":{"polluted":1}'), '/__proto__'],
@@ -250,7 +323,10 @@ describe.each(STORE_KINDS)('request bodies (%s store)', (kind) => {
       const ex = examples.forRoute(route);
       for (const [text, path] of poisoned(ex.body)) {
         const before = await stateDigest(rt.store.sql);
-        const r = await inject(route, ex.params, ex.auth, { headers: { 'content-type': 'application/json' }, payload: text });
+        const r = await inject(route, ex.params, ex.auth, {
+          headers: { 'content-type': 'application/json' },
+          payload: text,
+        });
         const what = `${route.key} ${text.slice(-60)}`;
         expect(expectContractAnswer(r, what), `${what}: ${r.body}`).toBe('validation.invalid_field');
         const error = json(r).error;
@@ -263,9 +339,15 @@ describe.each(STORE_KINDS)('request bodies (%s store)', (kind) => {
   });
 
   it('revoke and restore accept no body or {} only: anything else is 400 and changes nothing', async () => {
-    const agent = (await ok('POST', '/v1/decisions', { agent_id: unique('bodies-agent'), action: 'bodies.read' })).agent_id as string;
+    const agent = (await ok('POST', '/v1/decisions', { agent_id: unique('bodies-agent'), action: 'bodies.read' }))
+      .agent_id as string;
     const post = (what: 'revoke' | 'restore', payload: string) =>
-      rt.app.inject({ method: 'POST', url: `/v1/agents/${agent}/${what}`, headers: { authorization: bearer(), 'content-type': 'application/json' }, payload });
+      rt.app.inject({
+        method: 'POST',
+        url: `/v1/agents/${agent}/${what}`,
+        headers: { authorization: bearer(), 'content-type': 'application/json' },
+        payload,
+      });
     for (const what of ['revoke', 'restore'] as const) {
       for (const payload of ['[]', '42', 'null', '"revoke"', 'true', '{"reason":"x"}', '{"status":"revoked"}']) {
         const before = await stateDigest(rt.store.sql);
@@ -286,7 +368,11 @@ describe.each(STORE_KINDS)('request bodies (%s store)', (kind) => {
       method: 'POST',
       url: '/v1/decisions',
       headers: { 'content-type': 'application/json' },
-      payload: JSON.stringify({ agent_id: unique('bodies-agent'), action: 'bodies.read', context: { constructor: 'x', prototype: { a: 1 }, proto: 1 } }),
+      payload: JSON.stringify({
+        agent_id: unique('bodies-agent'),
+        action: 'bodies.read',
+        context: { constructor: 'x', prototype: { a: 1 }, proto: 1 },
+      }),
     });
     expect(r.statusCode, r.body).toBe(200);
     expect(json(r).effect).toBe('allow');

@@ -16,10 +16,14 @@ describe('RequestSummary', () => {
     for (let i = 0; i < 1180; i++) s.record(200, 1.2);
     for (let i = 0; i < 24; i++) s.record(404, 0.8);
     s.record(503, 37.6);
-    expect(s.take('in the last 60 s', AT)).toBe('2026-11-26T16:01:00.000Z requests in the last 60 s: 1,205 (2xx 1,180, 4xx 24, 5xx 1); slowest 38 ms');
+    expect(s.take('in the last 60 s', AT)).toBe(
+      '2026-11-26T16:01:00.000Z requests in the last 60 s: 1,205 (2xx 1,180, 4xx 24, 5xx 1); slowest 38 ms',
+    );
     expect(s.take('in the last 60 s', AT)).toBeNull();
     s.record(302, 2);
-    expect(s.take('since the last summary', AT)).toBe('2026-11-26T16:01:00.000Z requests since the last summary: 1 (2xx 0, 3xx 1, 4xx 0, 5xx 0); slowest 2 ms');
+    expect(s.take('since the last summary', AT)).toBe(
+      '2026-11-26T16:01:00.000Z requests since the last summary: 1 (2xx 0, 3xx 1, 4xx 0, 5xx 0); slowest 2 ms',
+    );
   });
 
   it('writes a line every interval when requests came, and what is left at the stop', async () => {
@@ -39,6 +43,8 @@ describe('RequestSummary', () => {
     } finally {
       writer.stop();
     }
-    expect(lines.at(-1)).toMatch(/requests (in the last 0 s|since the last summary): 1 \(2xx 0, 4xx 1, 5xx 0\); slowest 1 ms$/);
+    expect(lines.at(-1)).toMatch(
+      /requests (in the last 0 s|since the last summary): 1 \(2xx 0, 4xx 1, 5xx 0\); slowest 1 ms$/,
+    );
   });
 });

@@ -63,8 +63,13 @@ describe.each(['postgres', 'embedded'] as const)('restart (%s store)', (kind) =>
     await createAccount(store.sql, 'main', new Date(START));
     rt = await startRuntime(kind, { store });
     const firstKey = rt.testKey;
-    const call = (r: TestRuntime, key: string, method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, payload?: object) =>
-      r.call(key, { method, url, ...(payload ? { payload } : {}) });
+    const call = (
+      r: TestRuntime,
+      key: string,
+      method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+      url: string,
+      payload?: object,
+    ) => r.call(key, { method, url, ...(payload ? { payload } : {}) });
 
     const created: Array<JsonObject> = [];
     for (const body of [
@@ -78,7 +83,11 @@ describe.each(['postgres', 'embedded'] as const)('restart (%s store)', (kind) =>
       created.push(json(r));
     }
     // An update, so the stored version is not the created one.
-    const updated = await call(rt, firstKey, 'PUT', `/v1/policies/${created[3]!.id}`, { name: 'review-exports', effect: 'review', actions: ['reports.export', 'reports.read'] });
+    const updated = await call(rt, firstKey, 'PUT', `/v1/policies/${created[3]!.id}`, {
+      name: 'review-exports',
+      effect: 'review',
+      actions: ['reports.export', 'reports.read'],
+    });
     expect(updated.statusCode).toBe(200);
     created[3] = json(updated);
 
@@ -106,10 +115,15 @@ describe.each(['postgres', 'embedded'] as const)('restart (%s store)', (kind) =>
     expect(confirmed.statusCode).toBe(200);
     expect(json(confirmed).status).toBe('confirmed');
     expect((await call(rt, firstKey, 'POST', '/v1/agents/bot-4/revoke')).statusCode).toBe(200);
-    expect(json(await call(rt, firstKey, 'POST', '/v1/decisions', requests[4]!))).toMatchObject({ effect: 'deny', reason: 'agent.revoked' });
+    expect(json(await call(rt, firstKey, 'POST', '/v1/decisions', requests[4]!))).toMatchObject({
+      effect: 'deny',
+      reason: 'agent.revoked',
+    });
 
     const before = {
-      decisions: await Promise.all(decisions.map(async (d) => json(await call(rt!, firstKey, 'GET', `/v1/decisions/${d.id}`)))),
+      decisions: await Promise.all(
+        decisions.map(async (d) => json(await call(rt!, firstKey, 'GET', `/v1/decisions/${d.id}`))),
+      ),
       policies: json(await call(rt, firstKey, 'GET', '/v1/policies?limit=100')),
       bundle: json(await call(rt, firstKey, 'GET', '/v1/bundle')),
       events: json(await call(rt, firstKey, 'GET', '/v1/events?limit=100')),
@@ -143,7 +157,8 @@ describe.each(['postgres', 'embedded'] as const)('restart (%s store)', (kind) =>
       expect(json(await call(rt, key, 'GET', '/v1/agents?limit=100'))).toEqual(before.agents);
     }
     // The create answer adds the lints of the moment (`warnings`); the stored policy is the rest.
-    for (const { warnings: _lints, ...p } of created) expect(json(await call(rt, firstKey, 'GET', `/v1/policies/${p.id}`))).toEqual(p);
+    for (const { warnings: _lints, ...p } of created)
+      expect(json(await call(rt, firstKey, 'GET', `/v1/policies/${p.id}`))).toEqual(p);
 
     // Decisions follow the stored policies (compiled from the store on first use).
     const again = [];
@@ -160,9 +175,17 @@ describe.each(['postgres', 'embedded'] as const)('restart (%s store)', (kind) =>
     expect(twice.statusCode).toBe(409);
     expect(json(twice).error.code).toBe('decision.already_confirmed');
     // Changes after the restart apply as before.
-    const enable = await call(rt, firstKey, 'PUT', `/v1/policies/${created[2]!.id}`, { name: 'paused-refunds', state: 'enabled', effect: 'allow', actions: ['payments.refund'] });
+    const enable = await call(rt, firstKey, 'PUT', `/v1/policies/${created[2]!.id}`, {
+      name: 'paused-refunds',
+      state: 'enabled',
+      effect: 'allow',
+      actions: ['payments.refund'],
+    });
     expect(enable.statusCode).toBe(200);
-    expect(json(await call(rt, firstKey, 'POST', '/v1/decisions', requests[2]!))).toMatchObject({ effect: 'allow', policy_id: created[2]!.id });
+    expect(json(await call(rt, firstKey, 'POST', '/v1/decisions', requests[2]!))).toMatchObject({
+      effect: 'allow',
+      policy_id: created[2]!.id,
+    });
     const events = json(await call(rt, firstKey, 'GET', '/v1/events?type=policy.updated&limit=100')).data;
     expect(events[0].data).toMatchObject({ change: 'enabled', policy: { id: created[2]!.id } });
   });
@@ -175,9 +198,17 @@ describe.each(['postgres', 'embedded'] as const)('restart (%s store)', (kind) =>
     ({ store } = await open(location));
     await createAccount(store.sql, 'main', new Date(START));
     rt = await startRuntime(kind, { store });
-    await rt.setPolicies([{ id: 'pol_cap', effect: 'allow', actions: ['x.go'], condition: "history.count('x.go', '1h') < 3" }]);
+    await rt.setPolicies([
+      { id: 'pol_cap', effect: 'allow', actions: ['x.go'], condition: "history.count('x.go', '1h') < 3" },
+    ]);
     const decide = async (r: TestRuntime) =>
-      json(await r.call(r.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'bot', session_id: 'run-1', action: 'x.go' } }));
+      json(
+        await r.call(r.testKey, {
+          method: 'POST',
+          url: '/v1/decisions',
+          payload: { agent_id: 'bot', session_id: 'run-1', action: 'x.go' },
+        }),
+      );
     expect((await decide(rt)).effect).toBe('allow');
     expect((await decide(rt)).effect).toBe('allow');
 

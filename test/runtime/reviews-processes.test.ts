@@ -58,7 +58,10 @@ describe('reviews across two runtimes on one PostgreSQL', () => {
       clock,
       reviews,
       async call(key, options) {
-        const r = await app.inject({ ...options, headers: { authorization: `Bearer ${key}`, ...(options.headers ?? {}) } });
+        const r = await app.inject({
+          ...options,
+          headers: { authorization: `Bearer ${key}`, ...(options.headers ?? {}) },
+        });
         return { statusCode: r.statusCode, body: r.json() as JsonObject };
       },
     };
@@ -75,7 +78,15 @@ describe('reviews across two runtimes on one PostgreSQL', () => {
       const account = await createAccount(setup.sql, 'main', new Date(START));
       accountId = account.id;
       agentKey = (await createApiKey(setup.sql, accountId, 'test', ['*'], new Date(START))).key;
-      reviewerKey = (await createApiKey(setup.sql, accountId, 'test', ['reviews:read', 'reviews:write', 'decisions:read'], new Date(START))).key;
+      reviewerKey = (
+        await createApiKey(
+          setup.sql,
+          accountId,
+          'test',
+          ['reviews:read', 'reviews:write', 'decisions:read'],
+          new Date(START),
+        )
+      ).key;
     } finally {
       await setup.close();
     }
@@ -139,7 +150,9 @@ describe('reviews across two runtimes on one PostgreSQL', () => {
 
   /** Holds GET ?wait=30 on `node` and waits until its waiter is registered; `held` is the answer to come. */
   async function hold(node: Node, id: string) {
-    const held = node.call(agentKey, { method: 'GET', url: `/v1/decisions/${id}?wait=30` }).then((r) => ({ ...r, at: performance.now() }));
+    const held = node
+      .call(agentKey, { method: 'GET', url: `/v1/decisions/${id}?wait=30` })
+      .then((r) => ({ ...r, at: performance.now() }));
     await expect.poll(() => node.services.reviewWaiters.size, { timeout: 5_000 }).toBe(1);
     // Wrapped: an async function returning the promise itself would wait for it.
     return { held };
@@ -150,20 +163,36 @@ describe('reviews across two runtimes on one PostgreSQL', () => {
       const d = await decide(a);
       const { held } = await hold(b, d.id);
       const sentAt = performance.now();
-      const r = await a.call(reviewerKey, { method: 'POST', url: `/v1/decisions/${d.id}/review`, payload: { verdict, reviewer: 'alice' } });
+      const r = await a.call(reviewerKey, {
+        method: 'POST',
+        url: `/v1/decisions/${d.id}/review`,
+        payload: { verdict, reviewer: 'alice' },
+      });
       const reviewedAt = performance.now();
       expect(r.statusCode).toBe(200);
       const answer = await held;
       latencies.push({ fromVerdictSent: answer.at - sentAt, fromVerdictAnswered: answer.at - reviewedAt });
       expect(answer.statusCode).toBe(200);
-      expect(answer.body).toMatchObject(verdict === 'approve' ? { status: 'pending', review: { status: 'approved' } } : { status: 'denied', reason: 'review.denied' });
+      expect(answer.body).toMatchObject(
+        verdict === 'approve'
+          ? { status: 'pending', review: { status: 'approved' } }
+          : { status: 'denied', reason: 'review.denied' },
+      );
       expect(b.services.reviewWaiters.size).toBe(0);
     }
     // And the other way round: waiting on A, the verdict through B.
     const d = await decide(b);
     const { held } = await hold(a, d.id);
     const sentAt = performance.now();
-    expect((await b.call(reviewerKey, { method: 'POST', url: `/v1/decisions/${d.id}/review`, payload: { verdict: 'approve', reviewer: 'bob' } })).statusCode).toBe(200);
+    expect(
+      (
+        await b.call(reviewerKey, {
+          method: 'POST',
+          url: `/v1/decisions/${d.id}/review`,
+          payload: { verdict: 'approve', reviewer: 'bob' },
+        })
+      ).statusCode,
+    ).toBe(200);
     const reviewedAt = performance.now();
     const answer = await held;
     latencies.push({ fromVerdictSent: answer.at - sentAt, fromVerdictAnswered: answer.at - reviewedAt });
@@ -184,14 +213,21 @@ describe('reviews across two runtimes on one PostgreSQL', () => {
     for (let i = 0; i < 5; i++) {
       const d = await decide(i % 2 === 0 ? a : b, 'tools.run');
       const [x, y] = await Promise.all(
-        [a, b].map((node, k) => node.call(reviewerKey, { method: 'POST', url: `/v1/decisions/${d.id}/review`, payload: { verdict: 'approve', reviewer: `r${k}` } })),
+        [a, b].map((node, k) =>
+          node.call(reviewerKey, {
+            method: 'POST',
+            url: `/v1/decisions/${d.id}/review`,
+            payload: { verdict: 'approve', reviewer: `r${k}` },
+          }),
+        ),
       );
       expect([x!.statusCode, y!.statusCode].sort()).toEqual([200, 409]);
       expect([x, y].find((r) => r!.statusCode === 409)!.body.error.code).toBe('decision.already_reviewed');
     }
     const budgets = (await a.call(agentKey, { method: 'GET', url: '/v1/budgets?agent_id=cross-bot' })).body.data;
     expect(budgets.find((u: ListedItem) => u.policy_id === 'pol_calls')).toMatchObject({ consumed: 5, held: 0 });
-    const events = (await b.call(agentKey, { method: 'GET', url: '/v1/events?type=decision.reviewed&limit=100' })).body.data;
+    const events = (await b.call(agentKey, { method: 'GET', url: '/v1/events?type=decision.reviewed&limit=100' })).body
+      .data;
     const calls = events.filter((e: EventItem) => e.data.decision.action === 'tools.run');
     expect(calls).toHaveLength(5);
   });

@@ -27,7 +27,8 @@ for (const kind of STORE_KINDS) {
     const agent = () => `review-bot-${++n}`;
 
     const decide = (action: string, key = agentKey) => kitDecide(rt, { agent_id: agent(), action }, key);
-    const review = (id: string, payload: Record<string, unknown>, key = reviewerKey) => rt.call(key, { method: 'POST', url: `/v1/decisions/${id}/review`, payload });
+    const review = (id: string, payload: Record<string, unknown>, key = reviewerKey) =>
+      rt.call(key, { method: 'POST', url: `/v1/decisions/${id}/review`, payload });
 
     beforeAll(async () => {
       rt = await startRuntime(kind);
@@ -47,11 +48,21 @@ for (const kind of STORE_KINDS) {
 
     it('review decisions carry an open review and keep their permit; allow and deny carry none', async () => {
       const d = await decide('payments.refund');
-      expect(d).toMatchObject({ effect: 'review', status: 'pending', approval_expires_at: null, review: { status: 'open', reviewer: null, note: null, reviewed_at: null } });
+      expect(d).toMatchObject({
+        effect: 'review',
+        status: 'pending',
+        approval_expires_at: null,
+        review: { status: 'open', reviewer: null, note: null, reviewed_at: null },
+      });
       expect(typeof d.permit_token).toBe('string');
       expect((await decide('orders.read')).review).toBeNull();
       expect((await decide('orders.delete')).review).toBeNull();
-      expect((await rt.getOk(`/v1/decisions/${d.id}`)).review).toEqual({ status: 'open', reviewer: null, note: null, reviewed_at: null });
+      expect((await rt.getOk(`/v1/decisions/${d.id}`)).review).toEqual({
+        status: 'open',
+        reviewer: null,
+        note: null,
+        reviewed_at: null,
+      });
     });
 
     it('lists open reviews oldest first and the reviewed newest first, page by page', async () => {
@@ -59,7 +70,11 @@ for (const kind of STORE_KINDS) {
       await rt.setPolicies([{ id: 'pol_live_review', effect: 'review', actions: ['payments.refund'] }], 'live');
       const made = [];
       for (let i = 0; i < 3; i++) {
-        const r = await rt.call(rt.liveKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: `live-bot-${i}`, action: 'payments.refund' } });
+        const r = await rt.call(rt.liveKey, {
+          method: 'POST',
+          url: '/v1/decisions',
+          payload: { agent_id: `live-bot-${i}`, action: 'payments.refund' },
+        });
         made.push(json(r).id as string);
       }
       const open = await rt.getOk('/v1/reviews', rt.liveKey);
@@ -72,21 +87,32 @@ for (const kind of STORE_KINDS) {
       expect(next.data.map((d: { id: string }) => d.id)).toEqual([made[2]]);
 
       const liveReviewer = await rt.keyWith(['reviews:write', 'reviews:read'], 'live');
-      for (const id of [made[0]!, made[2]!]) expect((await review(id, { verdict: 'approve', reviewer: 'alice' }, liveReviewer)).statusCode).toBe(200);
-      expect((await review(made[1]!, { verdict: 'deny', reviewer: 'bob', note: 'no' }, liveReviewer)).statusCode).toBe(200);
-      expect((await rt.getOk('/v1/reviews?status=approved', rt.liveKey)).data.map((d: { id: string }) => d.id)).toEqual([made[2], made[0]]);
+      for (const id of [made[0]!, made[2]!])
+        expect((await review(id, { verdict: 'approve', reviewer: 'alice' }, liveReviewer)).statusCode).toBe(200);
+      expect((await review(made[1]!, { verdict: 'deny', reviewer: 'bob', note: 'no' }, liveReviewer)).statusCode).toBe(
+        200,
+      );
+      expect((await rt.getOk('/v1/reviews?status=approved', rt.liveKey)).data.map((d: { id: string }) => d.id)).toEqual(
+        [made[2], made[0]],
+      );
       const denied = await rt.getOk('/v1/reviews?status=denied', rt.liveKey);
       expect(denied.data.map((d: { id: string }) => d.id)).toEqual([made[1]]);
       expect((await rt.getOk('/v1/reviews', rt.liveKey)).data).toEqual([]);
       // The test environment's queue is another one.
-      expect((await rt.getOk('/v1/reviews', rt.testKey)).data.every((d: { livemode: boolean }) => !d.livemode)).toBe(true);
+      expect((await rt.getOk('/v1/reviews', rt.testKey)).data.every((d: { livemode: boolean }) => !d.livemode)).toBe(
+        true,
+      );
       expect((await rt.call(rt.liveKey, { method: 'GET', url: '/v1/reviews?status=closed' })).statusCode).toBe(400);
     });
 
     it('a verdict on a decision that did not wait records the judgement and changes nothing else', async () => {
       const d = await decide('payments.refund');
       rt.clock.advance(5);
-      const r = await review(d.id, { verdict: 'deny', reviewer: 'alice@example.com', note: 'should not have refunded' });
+      const r = await review(d.id, {
+        verdict: 'deny',
+        reviewer: 'alice@example.com',
+        note: 'should not have refunded',
+      });
       expect(r.statusCode, r.body).toBe(200);
       const after = json(r);
       expect(after).toMatchObject({
@@ -95,14 +121,25 @@ for (const kind of STORE_KINDS) {
         reason: 'policy.matched',
         status: 'pending',
         expires_at: d.expires_at,
-        review: { status: 'denied', reviewer: 'alice@example.com', note: 'should not have refunded', reviewed_at: new Date(rt.clock.now()).toISOString() },
+        review: {
+          status: 'denied',
+          reviewer: 'alice@example.com',
+          note: 'should not have refunded',
+          reviewed_at: new Date(rt.clock.now()).toISOString(),
+        },
       });
       // The agent's permit still stands; its confirm still works.
-      const verified = json(await rt.call(rt.testKey, { method: 'POST', url: '/v1/permits/verify', payload: { token: d.permit_token } }));
+      const verified = json(
+        await rt.call(rt.testKey, { method: 'POST', url: '/v1/permits/verify', payload: { token: d.permit_token } }),
+      );
       expect(verified).toMatchObject({ valid: true });
-      expect(json(await rt.call(agentKey, { method: 'POST', url: `/v1/decisions/${d.id}/confirm` }))).toMatchObject({ status: 'confirmed' });
+      expect(json(await rt.call(agentKey, { method: 'POST', url: `/v1/decisions/${d.id}/confirm` }))).toMatchObject({
+        status: 'confirmed',
+      });
       // The reviewing key is stored for audit, and not answered.
-      const [stored] = await rt.store.sql<Array<{ reviewer_key_id: string | null }>>`select reviewer_key_id from decisions where id = ${d.id}`;
+      const [stored] = await rt.store.sql<
+        Array<{ reviewer_key_id: string | null }>
+      >`select reviewer_key_id from decisions where id = ${d.id}`;
       expect(stored!.reviewer_key_id).toMatch(/^key_/);
       expect(JSON.stringify(after)).not.toContain(stored!.reviewer_key_id!);
     });
@@ -121,8 +158,14 @@ for (const kind of STORE_KINDS) {
       expect(await code(d.id, { verdict: 'maybe', reviewer: 'a' })).toEqual([400, 'validation.invalid_field']);
       expect(await code(d.id, { verdict: 'approve' })).toEqual([400, 'validation.missing_field']);
       expect(await code(d.id, { verdict: 'approve', reviewer: '' })).toEqual([400, 'validation.invalid_field']);
-      expect(await code(d.id, { verdict: 'approve', reviewer: 'a', extra: 1 })).toEqual([400, 'validation.invalid_field']);
-      expect(await code(d.id, { verdict: 'approve', reviewer: 'a', note: 'x'.repeat(2001) })).toEqual([400, 'validation.invalid_field']);
+      expect(await code(d.id, { verdict: 'approve', reviewer: 'a', extra: 1 })).toEqual([
+        400,
+        'validation.invalid_field',
+      ]);
+      expect(await code(d.id, { verdict: 'approve', reviewer: 'a', note: 'x'.repeat(2001) })).toEqual([
+        400,
+        'validation.invalid_field',
+      ]);
       // None of that reviewed it.
       expect((await rt.getOk(`/v1/decisions/${d.id}`)).review.status).toBe('open');
       expect(await code(d.id, { verdict: 'approve', reviewer: 'alice' })).toEqual([200, undefined]);
@@ -132,7 +175,14 @@ for (const kind of STORE_KINDS) {
 
     it("a key of the deciding key's rotation chain (its successors, transitively) is the same reviewer: 403 review.self_review", async () => {
       const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
-      const made = json(await rt.call(null, { method: 'POST', url: `/admin/accounts/${rt.accountId}/api-keys`, headers: admin, payload: { environment: 'test', scopes: ['*'] } }));
+      const made = json(
+        await rt.call(null, {
+          method: 'POST',
+          url: `/admin/accounts/${rt.accountId}/api-keys`,
+          headers: admin,
+          payload: { environment: 'test', scopes: ['*'] },
+        }),
+      );
       const rotate = async (id: string) => {
         const r = await rt.call(null, { method: 'POST', url: `/admin/api-keys/${id}/rotate`, headers: admin });
         expect(r.statusCode, r.body).toBe(201);
@@ -183,28 +233,55 @@ for (const kind of STORE_KINDS) {
     });
 
     it('fires decision.reviewed (data: decision, review) to an endpoint on *, not to one on another list', async () => {
-      const all = json(await rt.call(rt.testKey, { method: 'POST', url: '/v1/webhooks', payload: { url: receiver.url, events: ['*'] } }));
-      const denies = json(await rt.call(rt.testKey, { method: 'POST', url: '/v1/webhooks', payload: { url: `${receiver.url}?denies`, events: ['decision.deny'] } }));
-      const listed = await rt.call(rt.testKey, { method: 'POST', url: '/v1/webhooks', payload: { url: `${receiver.url}?reviewed`, events: ['decision.reviewed'] } });
+      const all = json(
+        await rt.call(rt.testKey, {
+          method: 'POST',
+          url: '/v1/webhooks',
+          payload: { url: receiver.url, events: ['*'] },
+        }),
+      );
+      const denies = json(
+        await rt.call(rt.testKey, {
+          method: 'POST',
+          url: '/v1/webhooks',
+          payload: { url: `${receiver.url}?denies`, events: ['decision.deny'] },
+        }),
+      );
+      const listed = await rt.call(rt.testKey, {
+        method: 'POST',
+        url: '/v1/webhooks',
+        payload: { url: `${receiver.url}?reviewed`, events: ['decision.reviewed'] },
+      });
       expect(listed.statusCode, listed.body).toBe(201);
       const d = await decide('payments.refund');
       expect((await review(d.id, { verdict: 'approve', reviewer: 'carol', note: 'fine' })).statusCode).toBe(200);
 
-      const events = (await rt.getOk('/v1/events?type=decision.reviewed')).data.filter((e: EventItem) => e.data.decision.id === d.id);
+      const events = (await rt.getOk('/v1/events?type=decision.reviewed')).data.filter(
+        (e: EventItem) => e.data.decision.id === d.id,
+      );
       expect(events).toHaveLength(1);
       expect(events[0].data).toMatchObject({
-        decision: { id: d.id, effect: 'review', status: 'pending', review: { status: 'approved', reviewer: 'carol', note: 'fine' } },
+        decision: {
+          id: d.id,
+          effect: 'review',
+          status: 'pending',
+          review: { status: 'approved', reviewer: 'carol', note: 'fine' },
+        },
         review: { status: 'approved', reviewer: 'carol', note: 'fine', reviewed_at: expect.any(String) },
       });
       expect(events[0].data.decision.permit_token).toBeUndefined();
 
       await rt.services.dispatcher.runOnce();
-      const reviewed = receiver.received.filter((r) => r.body.type === 'decision.reviewed' && r.body.data.decision.id === d.id);
+      const reviewed = receiver.received.filter(
+        (r) => r.body.type === 'decision.reviewed' && r.body.data.decision.id === d.id,
+      );
       expect(reviewed.map((r) => r.body.id)).toEqual([events[0].id, events[0].id]);
-      const deliveriesOf = async (id: string) => (await rt.getOk(`/v1/webhooks/${id}/deliveries`)).data.map((x: { event_type: string }) => x.event_type);
+      const deliveriesOf = async (id: string) =>
+        (await rt.getOk(`/v1/webhooks/${id}/deliveries`)).data.map((x: { event_type: string }) => x.event_type);
       expect(await deliveriesOf(all.id)).toContain('decision.reviewed');
       expect(await deliveriesOf(denies.id)).not.toContain('decision.reviewed');
-      for (const id of [all.id, denies.id, json(listed).id]) await rt.call(rt.testKey, { method: 'DELETE', url: `/v1/webhooks/${id}` });
+      for (const id of [all.id, denies.id, json(listed).id])
+        await rt.call(rt.testKey, { method: 'DELETE', url: `/v1/webhooks/${id}` });
     });
 
     it("another account's decision ids answer 404 everywhere", async () => {
@@ -218,7 +295,10 @@ for (const kind of STORE_KINDS) {
       for (const r of answers) expect([r.statusCode, json(r).error.code]).toEqual([404, 'decision.not_found']);
       expect((await rt.getOk('/v1/reviews', otherReviewer)).data).toEqual([]);
       // The live environment of the same account is another tenant too.
-      expect((await review(d.id, { verdict: 'approve', reviewer: 'x' }, await rt.keyWith(['reviews:write'], 'live'))).statusCode).toBe(404);
+      expect(
+        (await review(d.id, { verdict: 'approve', reviewer: 'x' }, await rt.keyWith(['reviews:write'], 'live')))
+          .statusCode,
+      ).toBe(404);
       expect((await rt.getOk(`/v1/decisions/${d.id}`)).review.status).toBe('open');
     });
   });

@@ -31,7 +31,14 @@ describe('GET /', () => {
       expect(r.statusCode).toBe(200);
       expect(r.headers['content-type']).toMatch(/^application\/json/);
       const body = json(r);
-      expect(body).toMatchObject({ object: 'service', name: 'agent-authz', api_reference: '/docs', openapi: '/v1/openapi.json', dashboard: '/dashboard', health: '/healthz' });
+      expect(body).toMatchObject({
+        object: 'service',
+        name: 'agent-authz',
+        api_reference: '/docs',
+        openapi: '/v1/openapi.json',
+        dashboard: '/dashboard',
+        health: '/healthz',
+      });
       expect(body.version).toMatch(/^\d+\.\d+\.\d+/);
     }
     expect((await rt.app.inject({ method: 'GET', url: '/v1/openapi.json' })).statusCode).toBe(200);

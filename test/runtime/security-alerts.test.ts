@@ -18,7 +18,14 @@ describe.each(STORE_KINDS)('security alerts (%s)', (kind) => {
   beforeAll(async () => {
     rt = await startRuntime(kind, {
       config: {
-        alerts: { ...DEFAULT_ALERT_THRESHOLDS, denyThreshold: 3, invalidTokenThreshold: 2, volumeMin: 30, volumeFactor: 2, volumeBaselineWindows: 3 },
+        alerts: {
+          ...DEFAULT_ALERT_THRESHOLDS,
+          denyThreshold: 3,
+          invalidTokenThreshold: 2,
+          volumeMin: 30,
+          volumeFactor: 2,
+          volumeBaselineWindows: 3,
+        },
       },
     });
     await rt.setPolicies([
@@ -31,7 +38,12 @@ describe.each(STORE_KINDS)('security alerts (%s)', (kind) => {
   const decide = (agent: string, action: string) => postDecision(rt, { agent_id: agent, action });
   const alerts = async () => {
     await rt.services.alerts.idle();
-    return ((await rt.getOk('/v1/events?type=security.alert&limit=100')).data as Array<{ created_at: string; data: JsonObject }>).reverse();
+    return (
+      (await rt.getOk('/v1/events?type=security.alert&limit=100')).data as Array<{
+        created_at: string;
+        data: JsonObject;
+      }>
+    ).reverse();
   };
 
   it('deny_spike: more than the threshold of denies for one agent in a window, once per window', async () => {
@@ -43,7 +55,9 @@ describe.each(STORE_KINDS)('security alerts (%s)', (kind) => {
     await decide('spiky', 'orders.delete');
     await decide('spiky', 'orders.read'); // allows do not count
     let spikes = (await alerts()).filter((a) => a.data.alert === 'deny_spike');
-    expect(spikes.map((a) => a.data)).toEqual([{ alert: 'deny_spike', agent_id: 'spiky', count: 4, window_seconds: 60, threshold: 3 }]);
+    expect(spikes.map((a) => a.data)).toEqual([
+      { alert: 'deny_spike', agent_id: 'spiky', count: 4, window_seconds: 60, threshold: 3 },
+    ]);
     expect(spikes[0]!.created_at).toBe('2026-11-21T12:00:00.000Z');
     // The next window may alert again.
     rt.clock.advance(60);
@@ -55,11 +69,17 @@ describe.each(STORE_KINDS)('security alerts (%s)', (kind) => {
   it('invalid_permit_tokens: refused tokens per account and environment', async () => {
     rt.clock.set(Date.parse('2026-11-21T13:00:00.000Z'));
     for (let i = 0; i < 3; i++) {
-      const r = await rt.call(rt.testKey, { method: 'POST', url: '/v1/permits/verify', payload: { token: `not-a-token-${i}` } });
+      const r = await rt.call(rt.testKey, {
+        method: 'POST',
+        url: '/v1/permits/verify',
+        payload: { token: `not-a-token-${i}` },
+      });
       expect(r.statusCode).toBe(401);
     }
     const found = (await alerts()).filter((a) => a.data.alert === 'invalid_permit_tokens');
-    expect(found.map((a) => a.data)).toEqual([{ alert: 'invalid_permit_tokens', count: 3, window_seconds: 60, threshold: 2 }]);
+    expect(found.map((a) => a.data)).toEqual([
+      { alert: 'invalid_permit_tokens', count: 3, window_seconds: 60, threshold: 2 },
+    ]);
     // Other tenants have their own counts: the other account has no alert.
     expect((await rt.getOk('/v1/events?type=security.alert', rt.otherKey)).data).toEqual([]);
   });
@@ -75,7 +95,9 @@ describe.each(STORE_KINDS)('security alerts (%s)', (kind) => {
     rt.clock.set(start + 3 * 60_000);
     for (let i = 0; i < 31; i++) await decide(`vol-${i % 5}`, 'orders.read');
     const found = (await alerts()).filter((a) => a.data.alert === 'request_volume');
-    expect(found.map((a) => a.data)).toEqual([{ alert: 'request_volume', count: 31, window_seconds: 60, threshold: 30 }]);
+    expect(found.map((a) => a.data)).toEqual([
+      { alert: 'request_volume', count: 31, window_seconds: 60, threshold: 30 },
+    ]);
   });
 
   it('one alert per kind, subject and window across processes (the store decides)', async () => {

@@ -39,11 +39,25 @@ interface Server {
 const running = new Set<ChildProcess>();
 
 function spawnServe(dataDir: string, port: number) {
-  const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST, AUTHZ_DATA_DIR: dataDir, AUTHZ_ADMIN_TOKEN: ADMIN, LOG_LEVEL: 'warn' };
-  for (const name of ['DATABASE_URL', 'AUTHZ_MASTER_KEY', 'AUTHZ_MASTER_KEY_FILE', 'AUTHZ_TEST_CLOCK']) delete env[name];
-  const child = spawn(process.execPath, [join(ROOT, 'bin', 'authz.js'), 'serve'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    PORT: String(port),
+    HOST,
+    AUTHZ_DATA_DIR: dataDir,
+    AUTHZ_ADMIN_TOKEN: ADMIN,
+    LOG_LEVEL: 'warn',
+  };
+  for (const name of ['DATABASE_URL', 'AUTHZ_MASTER_KEY', 'AUTHZ_MASTER_KEY_FILE', 'AUTHZ_TEST_CLOCK'])
+    delete env[name];
+  const child = spawn(process.execPath, [join(ROOT, 'bin', 'authz.js'), 'serve'], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   running.add(child);
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => (running.delete(child), resolve(code))));
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('exit', (code) => (running.delete(child), resolve(code))),
+  );
   const stdout: string[] = [];
   let stderr = '';
   eachLine(child.stdout!, (line) => stdout.push(line));
@@ -102,9 +116,14 @@ function keyForms(pem: string): Buffer[] {
   const key = createPrivateKey(pem);
   const seed = Buffer.from((key.export({ format: 'jwk' }) as { d: string }).d, 'base64url');
   const der = key.export({ format: 'der', type: 'pkcs8' });
-  return [seed, seed.toString('hex'), seed.toString('base64').replace(/=+$/, ''), seed.toString('base64url'), der, der.toString('base64').replace(/=+$/, '')].map((x) =>
-    typeof x === 'string' ? Buffer.from(x) : x,
-  );
+  return [
+    seed,
+    seed.toString('hex'),
+    seed.toString('base64').replace(/=+$/, ''),
+    seed.toString('base64url'),
+    der,
+    der.toString('base64').replace(/=+$/, ''),
+  ].map((x) => (typeof x === 'string' ? Buffer.from(x) : x));
 }
 
 async function stop(server: Server): Promise<number | null> {
@@ -119,73 +138,92 @@ describe('authz serve: the embedded store is private and its secrets sealed', ()
     tmp = mkdtempSync(join(tmpdir(), 'authz-at-rest-'));
   });
   afterAll(async () => {
-    await Promise.all([...running].map((child) => new Promise<void>((resolve) => (child.once('exit', () => resolve()), child.kill('SIGKILL')))));
+    await Promise.all(
+      [...running].map(
+        (child) => new Promise<void>((resolve) => (child.once('exit', () => resolve()), child.kill('SIGKILL'))),
+      ),
+    );
     if (tmp) rmSync(tmp, { recursive: true, force: true });
   });
 
-  it('listens on HTTP only, keeps its files owner-only, generates a master key and stores no private key text', { timeout: 240_000 }, async () => {
-    const dataDir = join(tmp, 'data');
-    const keyFile = `${dataDir}.master-key`;
-    const server = await startServer(dataDir);
-    const out = server.startup.join('\n');
+  it(
+    'listens on HTTP only, keeps its files owner-only, generates a master key and stores no private key text',
+    { timeout: 240_000 },
+    async () => {
+      const dataDir = join(tmp, 'data');
+      const keyFile = `${dataDir}.master-key`;
+      const server = await startServer(dataDir);
+      const out = server.startup.join('\n');
 
-    // Start-up says what it does: the master key, then a line before and after opening the store.
-    expect(out).toContain(`Generated a master key in ${keyFile} (mode 0600)`);
-    const creating = server.startup.findIndex((l) => l === `Creating the embedded store in ${dataDir} (first start) ...`);
-    const ready = server.startup.findIndex((l) => /^Embedded store ready in \d+\.\d s\.$/.test(l));
-    expect(creating, out).toBeGreaterThanOrEqual(0);
-    expect(ready).toBeGreaterThan(creating);
-    expect(lstatSync(keyFile).mode & 0o777).toBe(0o600);
-    const masterKey = readFileSync(keyFile, 'utf8').trim();
-    expect(masterKey.length).toBeGreaterThanOrEqual(16);
+      // Start-up says what it does: the master key, then a line before and after opening the store.
+      expect(out).toContain(`Generated a master key in ${keyFile} (mode 0600)`);
+      const creating = server.startup.findIndex(
+        (l) => l === `Creating the embedded store in ${dataDir} (first start) ...`,
+      );
+      const ready = server.startup.findIndex((l) => /^Embedded store ready in \d+\.\d s\.$/.test(l));
+      expect(creating, out).toBeGreaterThanOrEqual(0);
+      expect(ready).toBeGreaterThan(creating);
+      expect(lstatSync(keyFile).mode & 0o777).toBe(0o600);
+      const masterKey = readFileSync(keyFile, 'utf8').trim();
+      expect(masterKey.length).toBeGreaterThanOrEqual(16);
 
-    // No way into the store but the HTTP API.
-    expect(listeningTcpPorts(server.child.pid!)).toEqual([server.port]);
-    expect(listeningUnixSockets(server.child.pid!)).toEqual([]);
+      // No way into the store but the HTTP API.
+      expect(listeningTcpPorts(server.child.pid!)).toEqual([server.port]);
+      expect(listeningUnixSockets(server.child.pid!)).toEqual([]);
 
-    expect(lstatSync(dataDir).mode & 0o777).toBe(0o700);
-    expect(looseModes(dataDir)).toEqual([]);
-    expect(filesHolding(dataDir, [Buffer.from('PRIVATE KEY')])).toEqual([]);
+      expect(lstatSync(dataDir).mode & 0o777).toBe(0o700);
+      expect(looseModes(dataDir)).toEqual([]);
+      expect(filesHolding(dataDir, [Buffer.from('PRIVATE KEY')])).toEqual([]);
 
-    const rotated = await fetch(`${server.base}/admin/signing-keys/rotate`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}` } });
-    expect(rotated.status).toBe(200);
-    const jwks = (await (await fetch(`${server.base}/.well-known/jwks.json`)).json()) as { keys: unknown[] };
-    expect(jwks.keys).toHaveLength(2);
-    expect(await stop(server)).toBe(0);
+      const rotated = await fetch(`${server.base}/admin/signing-keys/rotate`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${ADMIN}` },
+      });
+      expect(rotated.status).toBe(200);
+      const jwks = (await (await fetch(`${server.base}/.well-known/jwks.json`)).json()) as { keys: unknown[] };
+      expect(jwks.keys).toHaveLength(2);
+      expect(await stop(server)).toBe(0);
 
-    // After the stop (PGlite's shutdown checkpoint): still owner-only, and no key in any form.
-    expect(looseModes(dataDir)).toEqual([]);
-    const store = await openStore({ dataDir });
-    let rows: Array<{ private_key: string; encrypted: boolean }>;
-    try {
-      rows = await store.sql<Array<{ private_key: string; encrypted: boolean }>>`select private_key, encrypted from signing_keys`;
-    } finally {
-      await store.close();
-    }
-    expect(rows).toHaveLength(2);
-    const needles: Buffer[] = [Buffer.from('PRIVATE KEY')];
-    for (const row of rows) {
-      expect(row.encrypted).toBe(true);
-      expect(row.private_key).toMatch(/^aes-256-gcm:v2:/);
-      needles.push(...keyForms(openText(row.private_key, true, masterKey, 'the signing keys')));
-    }
-    expect(filesHolding(dataDir, needles)).toEqual([]);
-    expect(looseModes(dataDir)).toEqual([]);
-  });
+      // After the stop (PGlite's shutdown checkpoint): still owner-only, and no key in any form.
+      expect(looseModes(dataDir)).toEqual([]);
+      const store = await openStore({ dataDir });
+      let rows: Array<{ private_key: string; encrypted: boolean }>;
+      try {
+        rows = await store.sql<
+          Array<{ private_key: string; encrypted: boolean }>
+        >`select private_key, encrypted from signing_keys`;
+      } finally {
+        await store.close();
+      }
+      expect(rows).toHaveLength(2);
+      const needles: Buffer[] = [Buffer.from('PRIVATE KEY')];
+      for (const row of rows) {
+        expect(row.encrypted).toBe(true);
+        expect(row.private_key).toMatch(/^aes-256-gcm:v2:/);
+        needles.push(...keyForms(openText(row.private_key, true, masterKey, 'the signing keys')));
+      }
+      expect(filesHolding(dataDir, needles)).toEqual([]);
+      expect(looseModes(dataDir)).toEqual([]);
+    },
+  );
 
-  it('a start with another master key than the keys were sealed with stops with a clear message', { timeout: 120_000 }, async () => {
-    const dataDir = join(tmp, 'data');
-    const keyFile = `${dataDir}.master-key`;
-    writeFileSync(keyFile, 'another-master-key-entirely-0123456789\n', { mode: 0o644 });
-    const { exited, stdout, stderr } = spawnServe(dataDir, await freePort());
-    expect(await exited).toBe(2);
-    expect(stdout.join('\n')).toContain(`Master key: ${keyFile}`);
-    expect(stdout.join('\n')).toContain(`Opening the embedded store in ${dataDir} ...`);
-    // The message names the key file that was tried (AUTHZ_MASTER_KEY was never set).
-    expect(stderr().split('\n')[0]).toMatch(/^authz serve: the master key file /);
-    expect(stderr()).toContain(`the master key file ${keyFile} does not open the signing keys`);
-    expect(stderr().split('\n')[0]).not.toContain('AUTHZ_MASTER_KEY');
-    expect(stderr()).not.toMatch(/\n\s+at /);
-    expect(lstatSync(keyFile).mode & 0o777).toBe(0o600); // tightened when read
-  });
+  it(
+    'a start with another master key than the keys were sealed with stops with a clear message',
+    { timeout: 120_000 },
+    async () => {
+      const dataDir = join(tmp, 'data');
+      const keyFile = `${dataDir}.master-key`;
+      writeFileSync(keyFile, 'another-master-key-entirely-0123456789\n', { mode: 0o644 });
+      const { exited, stdout, stderr } = spawnServe(dataDir, await freePort());
+      expect(await exited).toBe(2);
+      expect(stdout.join('\n')).toContain(`Master key: ${keyFile}`);
+      expect(stdout.join('\n')).toContain(`Opening the embedded store in ${dataDir} ...`);
+      // The message names the key file that was tried (AUTHZ_MASTER_KEY was never set).
+      expect(stderr().split('\n')[0]).toMatch(/^authz serve: the master key file /);
+      expect(stderr()).toContain(`the master key file ${keyFile} does not open the signing keys`);
+      expect(stderr().split('\n')[0]).not.toContain('AUTHZ_MASTER_KEY');
+      expect(stderr()).not.toMatch(/\n\s+at /);
+      expect(lstatSync(keyFile).mode & 0o777).toBe(0o600); // tightened when read
+    },
+  );
 });

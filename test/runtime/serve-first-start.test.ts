@@ -20,7 +20,16 @@ import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, configFromEnv } from '../../runtime/config.js';
 import { createTestDatabase } from '../helpers/postgres.js';
-import { ensureBuilt, freePort, HOST, request, ROOT, startServeProcess, stopServer, type ServeProcess } from '../helpers/server-process.js';
+import {
+  ensureBuilt,
+  freePort,
+  HOST,
+  request,
+  ROOT,
+  startServeProcess,
+  stopServer,
+  type ServeProcess,
+} from '../helpers/server-process.js';
 import type { JsonObject } from '../helpers/json.js';
 
 const decision = { agent_id: 'support-bot-1', action: 'orders.read', resource: 'order:1001' };
@@ -65,7 +74,9 @@ describe('authz serve: the first start on an empty PostgreSQL', () => {
     const second = await start({ DATABASE_URL: db.url, AUTHZ_MASTER_KEY_FILE: key });
     const again = second.p.stdout.join('\n');
     expect(again).not.toMatch(/Created account|test key:|Loaded \d+ policies/);
-    expect(again).toContain(`Account "default": ${accountId} (its keys were printed at its first start; more with authz keys create --account ${accountId})`);
+    expect(again).toContain(
+      `Account "default": ${accountId} (its keys were printed at its first start; more with authz keys create --account ${accountId})`,
+    );
     expect((await request(second.base, testKey!, 'POST', '/v1/decisions', decision)).status).toBe(200);
     const sql = postgres(db.url, { max: 1, onnotice: () => {} });
     try {
@@ -78,7 +89,11 @@ describe('authz serve: the first start on an empty PostgreSQL', () => {
   it('AUTHZ_SEED=0: the database stays empty; AUTHZ_SEED must be 0 or 1, LOG_LEVEL a level', async () => {
     const db = await createTestDatabase();
     dbs.push(db);
-    const { p } = await start({ DATABASE_URL: db.url, AUTHZ_SEED: '0', AUTHZ_MASTER_KEY_FILE: join(tmp, 'unseeded.master-key') });
+    const { p } = await start({
+      DATABASE_URL: db.url,
+      AUTHZ_SEED: '0',
+      AUTHZ_MASTER_KEY_FILE: join(tmp, 'unseeded.master-key'),
+    });
     expect(p.stdout.join('\n')).not.toMatch(/Created account|key:|Loaded/);
     expect(p.stdout).toContain(
       'The store has no account (AUTHZ_SEED=0 seeds none): make one and its first key with authz keys create --account-name NAME (the operator API: AUTHZ_ADMIN_TOKEN).',
@@ -96,7 +111,9 @@ describe('authz serve: the first start on an empty PostgreSQL', () => {
     expect(configFromEnv({}).logLevel).toBeUndefined();
     expect(configFromEnv({ LOG_LEVEL: '' }).logLevel).toBeUndefined();
     expect(configFromEnv({ LOG_LEVEL: 'debug' }).logLevel).toBe('debug');
-    expect(() => configFromEnv({ LOG_LEVEL: 'verbose' })).toThrow(/LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent/);
+    expect(() => configFromEnv({ LOG_LEVEL: 'verbose' })).toThrow(
+      /LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent/,
+    );
   });
 });
 
@@ -117,7 +134,11 @@ describe('authz serve: a port in use', () => {
     try {
       const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST, AUTHZ_DATA_DIR: dataDir };
       delete env.DATABASE_URL;
-      const child = spawn(process.execPath, [join(ROOT, 'bin', 'authz.js'), 'serve'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, [join(ROOT, 'bin', 'authz.js'), 'serve'], {
+        cwd: ROOT,
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       let stdout = '';
       let stderr = '';
       child.stdout!.setEncoding('utf8').on('data', (c: string) => (stdout += c));
@@ -151,7 +172,9 @@ describe('authz serve: the log', () => {
     expect((await request(base, testKey, 'POST', '/v1/decisions', decision)).status).toBe(200);
     expect((await request(base, testKey, 'POST', '/v1/decisions', decision)).status).toBe(200);
     expect((await request(base, testKey, 'GET', '/v1/policies/pol_nope')).status).toBe(404);
-    expect((await request(base, 'svc_test_sk_unknownunknownunknownunknown00', 'GET', '/v1/decisions')).status).toBe(401);
+    expect((await request(base, 'svc_test_sk_unknownunknownunknownunknown00', 'GET', '/v1/decisions')).status).toBe(
+      401,
+    );
     await stopServer(p);
     return p.stdout.slice(printed);
   }
@@ -161,7 +184,9 @@ describe('authz serve: the log', () => {
     expect(lines.filter((l) => l.startsWith('{') && l.includes('"request completed"'))).toEqual([]);
     const summary = lines.filter((l) => / requests since the last summary: /.test(l));
     expect(summary).toHaveLength(1);
-    expect(summary[0]).toMatch(/^\d{4}-\d\d-\d\dT[\d:.]+Z requests since the last summary: 4 \(2xx 2, 4xx 2, 5xx 0\); slowest \d+ ms$/);
+    expect(summary[0]).toMatch(
+      /^\d{4}-\d\d-\d\dT[\d:.]+Z requests since the last summary: 4 \(2xx 2, 4xx 2, 5xx 0\); slowest \d+ ms$/,
+    );
   }, 120_000);
 
   it('LOG_LEVEL=info: a JSON line per request, no summary', async () => {

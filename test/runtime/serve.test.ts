@@ -35,15 +35,29 @@ const running = new Set<ChildProcess>();
  * free port by default; with 0 the server picks one and the port is read from
  * the "listening on" line.
  */
-async function startServer(dataDir: string, args: string[] = [], options: { port?: number; timeoutMs?: number } = {}): Promise<Server> {
+async function startServer(
+  dataDir: string,
+  args: string[] = [],
+  options: { port?: number; timeoutMs?: number } = {},
+): Promise<Server> {
   const timeoutMs = options.timeoutMs ?? 30_000;
   const port = options.port ?? (await freePort());
   let boundPort = port;
-  const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST, AUTHZ_DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    PORT: String(port),
+    HOST,
+    AUTHZ_DATA_DIR: dataDir,
+    LOG_LEVEL: 'warn',
+  };
   delete env.DATABASE_URL;
   delete env.AUTHZ_TEST_CLOCK;
   delete env.AUTHZ_ADMIN_TOKEN;
-  const child = spawn(process.execPath, [join(ROOT, 'bin', 'authz.js'), 'serve', ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [join(ROOT, 'bin', 'authz.js'), 'serve', ...args], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   running.add(child);
   const stdout: string[] = [];
   const stderr: string[] = [];
@@ -54,7 +68,15 @@ async function startServer(dataDir: string, args: string[] = [], options: { port
     });
   });
   const listening = new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no "listening" within ${timeoutMs} ms; stdout:\n${stdout.join('\n')}\nstderr:\n${stderr.join('')}`)), timeoutMs);
+    const timer = setTimeout(
+      () =>
+        reject(
+          new Error(
+            `no "listening" within ${timeoutMs} ms; stdout:\n${stdout.join('\n')}\nstderr:\n${stderr.join('')}`,
+          ),
+        ),
+      timeoutMs,
+    );
     eachLine(child.stdout!, (line) => {
       stdout.push(line);
       const listeningOn = /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(line);
@@ -67,7 +89,11 @@ async function startServer(dataDir: string, args: string[] = [], options: { port
     child.stderr!.setEncoding('utf8').on('data', (chunk: string) => stderr.push(chunk));
     void exited.then(({ code, signal }) => {
       clearTimeout(timer);
-      reject(new Error(`authz serve exited (${code ?? signal}) before listening; stdout:\n${stdout.join('\n')}\nstderr:\n${stderr.join('')}`));
+      reject(
+        new Error(
+          `authz serve exited (${code ?? signal}) before listening; stdout:\n${stdout.join('\n')}\nstderr:\n${stderr.join('')}`,
+        ),
+      );
     });
   });
   await listening;
@@ -75,7 +101,10 @@ async function startServer(dataDir: string, args: string[] = [], options: { port
 }
 
 /** SIGTERM, then the exit code and signal (failing when it has not exited after `withinMs`: a deadline, not a measure). */
-async function stopServer(server: Server, withinMs = 10_000): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+async function stopServer(
+  server: Server,
+  withinMs = 10_000,
+): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
   server.child.kill('SIGTERM');
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
@@ -88,8 +117,10 @@ async function stopServer(server: Server, withinMs = 10_000): Promise<{ code: nu
   }
 }
 
-const testKeyOf = (lines: string[]) => lines.map((l) => /test key: (svc_test_sk_[0-9A-Za-z]+)/.exec(l)?.[1]).find(Boolean);
-const liveKeyOf = (lines: string[]) => lines.map((l) => /live key: (svc_live_sk_[0-9A-Za-z]+)/.exec(l)?.[1]).find(Boolean);
+const testKeyOf = (lines: string[]) =>
+  lines.map((l) => /test key: (svc_test_sk_[0-9A-Za-z]+)/.exec(l)?.[1]).find(Boolean);
+const liveKeyOf = (lines: string[]) =>
+  lines.map((l) => /live key: (svc_live_sk_[0-9A-Za-z]+)/.exec(l)?.[1]).find(Boolean);
 
 async function api(server: Server, key: string, method: string, path: string, body?: unknown) {
   const r = await fetch(`${server.base}${path}`, {
@@ -118,10 +149,21 @@ describe('authz serve (child process, embedded store on disk)', () => {
 
   /** The infrastructure examples' bundle is the test environment's set (and the support policies are gone). */
   const expectBundleActive = async (server: Server, key: string) => {
-    expect(server.startup.join('\n')).toContain(`Loaded ${bundle.policies.length} policies from ${bundleFile} into the test environment`);
-    expect((await api(server, key, 'GET', '/v1/bundle')).body).toMatchObject({ hash: bundle.hash, policies: bundle.policies.length });
-    expect((await api(server, key, 'POST', '/v1/decisions', supportRead)).body).toMatchObject({ effect: 'deny', reason: 'policy.not_found' });
-    expect((await api(server, key, 'POST', '/v1/decisions', infraDeploy)).body).toMatchObject({ effect: 'allow', policy_id: 'pol_infra_deploy_nonprod' });
+    expect(server.startup.join('\n')).toContain(
+      `Loaded ${bundle.policies.length} policies from ${bundleFile} into the test environment`,
+    );
+    expect((await api(server, key, 'GET', '/v1/bundle')).body).toMatchObject({
+      hash: bundle.hash,
+      policies: bundle.policies.length,
+    });
+    expect((await api(server, key, 'POST', '/v1/decisions', supportRead)).body).toMatchObject({
+      effect: 'deny',
+      reason: 'policy.not_found',
+    });
+    expect((await api(server, key, 'POST', '/v1/decisions', infraDeploy)).body).toMatchObject({
+      effect: 'allow',
+      policy_id: 'pol_infra_deploy_nonprod',
+    });
   };
 
   beforeAll(() => {
@@ -132,7 +174,9 @@ describe('authz serve (child process, embedded store on disk)', () => {
   });
   afterAll(async () => {
     // A failed test must not leave a server behind: kill only the processes started here.
-    const left = [...running].map((child) => new Promise<void>((resolve) => (child.once('exit', () => resolve()), child.kill('SIGKILL'))));
+    const left = [...running].map(
+      (child) => new Promise<void>((resolve) => (child.once('exit', () => resolve()), child.kill('SIGKILL'))),
+    );
     await Promise.all(left);
     if (tmp) rmSync(tmp, { recursive: true, force: true });
   });
@@ -157,13 +201,22 @@ describe('authz serve (child process, embedded store on disk)', () => {
     // The newcomer's first curl.
     const decided = await api(first, testKey!, 'POST', '/v1/decisions', supportRead);
     expect(decided.status).toBe(200);
-    expect(decided.body).toMatchObject({ object: 'decision', effect: 'allow', reason: 'policy.matched', policy_id: 'pol_support_read_orders_customers', livemode: false });
+    expect(decided.body).toMatchObject({
+      object: 'decision',
+      effect: 'allow',
+      reason: 'policy.matched',
+      policy_id: 'pol_support_read_orders_customers',
+      livemode: false,
+    });
     expect(decided.body.id).toMatch(/^dec_/);
     expect(decided.headers.get('request-id')).toMatch(/^req_/);
     // The live environment has no policies: default deny.
     const live = await api(first, liveKey!, 'POST', '/v1/decisions', supportRead);
     expect(live.body).toMatchObject({ effect: 'deny', reason: 'policy.not_found', livemode: true });
-    expect((await api(first, 'svc_test_sk_notarealkeynotarealkeynotarealkey00', 'GET', `/v1/decisions/${decided.body.id}`)).status).toBe(401);
+    expect(
+      (await api(first, 'svc_test_sk_notarealkeynotarealkeynotarealkey00', 'GET', `/v1/decisions/${decided.body.id}`))
+        .status,
+    ).toBe(401);
 
     // It stops by itself on SIGTERM (exit code 0, not killed by the signal).
     expect(await stopServer(first)).toEqual({ code: 0, signal: null });
@@ -185,7 +238,9 @@ describe('authz serve (child process, embedded store on disk)', () => {
       evaluated_at: decided.body.evaluated_at,
     });
     // The seeded policies are still there and still decide.
-    expect((await api(second, testKey!, 'POST', '/v1/decisions', { ...supportRead, resource: 'order:1002' })).body).toMatchObject({
+    expect(
+      (await api(second, testKey!, 'POST', '/v1/decisions', { ...supportRead, resource: 'order:1002' })).body,
+    ).toMatchObject({
       effect: 'allow',
       policy_id: 'pol_support_read_orders_customers',
     });
@@ -198,7 +253,8 @@ describe('authz serve (child process, embedded store on disk)', () => {
     expect((await api(withBundle, testKey!, 'GET', `/v1/decisions/${decided.body.id}`)).status).toBe(200);
     // policy.updated for what changed: the examples' support policies deleted, the bundle's created once
     // (the start-up load fired one 'created' per example policy, the restart without --bundle none).
-    const events = (await api(withBundle, testKey!, 'GET', '/v1/events?type=policy.updated&limit=100')).body.data as Array<{ data: { change: string; policy: { id: string } } }>;
+    const events = (await api(withBundle, testKey!, 'GET', '/v1/events?type=policy.updated&limit=100')).body
+      .data as Array<{ data: { change: string; policy: { id: string } } }>;
     const changesOf = (id: string) =>
       events
         .filter((e) => e.data.policy.id === id)
@@ -213,7 +269,9 @@ describe('authz serve (child process, embedded store on disk)', () => {
     const fresh = await startServer(join(tmp, 'fresh-bundle'), ['--bundle', bundleFile], { port: 0 });
     expect(fresh.port).toBeGreaterThan(0);
     // The hint printed right after the "listening" line has the bound port too.
-    await expect.poll(() => fresh.stdout.find((l) => l.startsWith('Try: curl')), { timeout: 5_000 }).toContain(`http://${HOST}:${fresh.port}/v1/decisions`);
+    await expect
+      .poll(() => fresh.stdout.find((l) => l.startsWith('Try: curl')), { timeout: 5_000 })
+      .toContain(`http://${HOST}:${fresh.port}/v1/decisions`);
     const key = testKeyOf(fresh.startup);
     expect(key, fresh.startup.join('\n')).toBeDefined();
     expect(fresh.startup.join('\n')).not.toMatch(/from examples\//);
@@ -230,11 +288,17 @@ describe('authz serve (child process, embedded store on disk)', () => {
       const dataDir = join(tmp, 'never-created');
       const env: NodeJS.ProcessEnv = { ...process.env, PORT: '0', HOST, AUTHZ_DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
       delete env.DATABASE_URL;
-      const child = spawn(process.execPath, [join(ROOT, 'bin', 'authz.js'), 'serve', '--bundle', file], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, [join(ROOT, 'bin', 'authz.js'), 'serve', '--bundle', file], {
+        cwd: ROOT,
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       running.add(child);
       let stderr = '';
       child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-      const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => (running.delete(child), resolve(c))));
+      const code = await new Promise<number | null>((resolve) =>
+        child.once('exit', (c) => (running.delete(child), resolve(c))),
+      );
       expect(code).toBe(2);
       expect(stderr).toMatch(/^authz serve: cannot load --bundle /);
       expect(stderr).toMatch(message);

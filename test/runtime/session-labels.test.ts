@@ -19,7 +19,8 @@ const HOUR = 3600;
 
 describe.each(STORE_KINDS)('session labels (%s)', (kind) => {
   let rt: TestRuntime;
-  const addLabels = (id: string, body: object, key = rt.testKey) => rt.call(key, { method: 'POST', url: `${sessionPath(id)}/labels`, payload: body });
+  const addLabels = (id: string, body: object, key = rt.testKey) =>
+    rt.call(key, { method: 'POST', url: `${sessionPath(id)}/labels`, payload: body });
   const getSession = async (id: string) => (await rt.getOk(sessionPath(id))) as unknown as Session;
   const decide = (body: object) => kitDecide(rt, body);
 
@@ -41,12 +42,29 @@ describe.each(STORE_KINDS)('session labels (%s)', (kind) => {
       },
       // In ||: either label blocks an upload.
       { id: 'pol_upload', effect: 'allow', actions: ['files.upload'] },
-      { id: 'pol_upload_deny', effect: 'deny', priority: 10, actions: ['files.upload'], condition: "contains(session.labels, 'secret') || contains(session.labels, 'pii')" },
+      {
+        id: 'pol_upload_deny',
+        effect: 'deny',
+        priority: 10,
+        actions: ['files.upload'],
+        condition: "contains(session.labels, 'secret') || contains(session.labels, 'pii')",
+      },
       // A review awaiting approval adds its labels once approved.
-      { id: 'pol_web', effect: 'review', actions: ['web.fetch'], labels: ['external'], approval: { required: true, timeout_seconds: 600 } },
+      {
+        id: 'pol_web',
+        effect: 'review',
+        actions: ['web.fetch'],
+        labels: ['external'],
+        approval: { required: true, timeout_seconds: 600 },
+      },
       { id: 'pol_plain', effect: 'allow', actions: ['orders.read'] },
       // Ten tools, each labelling the session with a label of its own (the cap race).
-      ...Array.from({ length: 10 }, (_, i) => ({ id: `pol_race_${i}`, effect: 'allow' as const, actions: [`race.t${i}`], labels: [`race-${i}`] })),
+      ...Array.from({ length: 10 }, (_, i) => ({
+        id: `pol_race_${i}`,
+        effect: 'allow' as const,
+        actions: [`race.t${i}`],
+        labels: [`race-${i}`],
+      })),
     ]);
   });
   afterAll(() => rt.close());
@@ -55,7 +73,11 @@ describe.each(STORE_KINDS)('session labels (%s)', (kind) => {
     const id = sessionId('api');
     expectError(await rt.call(rt.testKey, { method: 'GET', url: sessionPath(id) }), 404, 'session.not_found');
     const at = new Date(rt.clock.now()).toISOString();
-    const r = await addLabels(id, { labels: ['private', 'pii', 'private'], agent_id: 'files-bot', detail: 'read /hr/salaries.csv' });
+    const r = await addLabels(id, {
+      labels: ['private', 'pii', 'private'],
+      agent_id: 'files-bot',
+      detail: 'read /hr/salaries.csv',
+    });
     expect(r.statusCode, r.body).toBe(200);
     expect(json(r)).toEqual({
       object: 'session',
@@ -71,7 +93,11 @@ describe.each(STORE_KINDS)('session labels (%s)', (kind) => {
     const again = json<Session>(await addLabels(id, { labels: ['private', 'untrusted'], agent_id: 'web-bot' }));
     expect(again.labels.map((l) => l.label)).toEqual(['pii', 'private', 'untrusted']);
     expect(again.labels[1]).toEqual({ label: 'private', added_at: at, source: 'api', detail: 'read /hr/salaries.csv' });
-    expect(again.labels[2]).toEqual({ label: 'untrusted', added_at: new Date(rt.clock.now()).toISOString(), source: 'api' });
+    expect(again.labels[2]).toEqual({
+      label: 'untrusted',
+      added_at: new Date(rt.clock.now()).toISOString(),
+      source: 'api',
+    });
     expect(await getSession(id)).toEqual(again);
     // Another environment and another account do not see it.
     expectError(await rt.call(rt.liveKey, { method: 'GET', url: sessionPath(id) }), 404, 'session.not_found');
@@ -80,12 +106,18 @@ describe.each(STORE_KINDS)('session labels (%s)', (kind) => {
 
   it('bad input: a bad label 400 naming it, more than 32 labels 400 validation.too_many_labels, a missing agent_id 400; scopes', async () => {
     const id = sessionId('bad');
-    const bad = expectError(await addLabels(id, { labels: ['ok', 'Private'], agent_id: 'a' }), 400, 'validation.invalid_field');
+    const bad = expectError(
+      await addLabels(id, { labels: ['ok', 'Private'], agent_id: 'a' }),
+      400,
+      'validation.invalid_field',
+    );
     expect(bad.message).toContain('"Private"');
     expect(bad.details).toEqual([{ path: '/labels/1', message: expect.stringContaining('[a-z][a-z0-9_.-]{0,63}') }]);
     expectError(await addLabels(id, { labels: ['x'.repeat(65)], agent_id: 'a' }), 400, 'validation.invalid_field');
     const many = Array.from({ length: 33 }, (_, i) => `l${i}`);
-    expect(expectError(await addLabels(id, { labels: many, agent_id: 'a' }), 400, 'validation.too_many_labels').message).toContain('at most 32');
+    expect(
+      expectError(await addLabels(id, { labels: many, agent_id: 'a' }), 400, 'validation.too_many_labels').message,
+    ).toContain('at most 32');
     expectError(await addLabels(id, { labels: ['ok'] }), 400, 'validation.missing_field');
     expectError(await addLabels(id, { labels: [], agent_id: 'a' }), 400, 'validation.invalid_field');
     // Nothing was added by any of them.
@@ -105,7 +137,11 @@ describe.each(STORE_KINDS)('session labels (%s)', (kind) => {
       expect(r.statusCode, r.body).toBe(200);
     }
     expect((await getSession(id)).labels).toHaveLength(256);
-    const full = expectError(await addLabels(id, { labels: ['l0', 'one-more'], agent_id: 'a' }), 409, 'session.too_many_labels');
+    const full = expectError(
+      await addLabels(id, { labels: ['l0', 'one-more'], agent_id: 'a' }),
+      409,
+      'session.too_many_labels',
+    );
     expect(full.message).toContain('256');
     expect((await getSession(id)).labels.map((l) => l.label)).not.toContain('one-more');
     expect((await addLabels(id, { labels: ['l0', 'l255'], agent_id: 'a' })).statusCode).toBe(200);
@@ -131,11 +167,17 @@ describe.each(STORE_KINDS)('session labels (%s)', (kind) => {
       { label: 'untrusted', added_at: inbox.evaluated_at, source: 'policy', decision_id: inbox.id },
     ]);
     const send = await decide({ agent_id: a, action: 'email.send', session_id: id });
-    expect(send).toMatchObject({ effect: 'review', policy_id: 'pol_send_review', metadata: { session_labels: ['private', 'untrusted'] } });
+    expect(send).toMatchObject({
+      effect: 'review',
+      policy_id: 'pol_send_review',
+      metadata: { session_labels: ['private', 'untrusted'] },
+    });
     // The same request in another session is allowed: labels belong to their session.
     expect((await decide({ agent_id: a, action: 'email.send', session_id: sessionId('other') })).effect).toBe('allow');
     // Read back, the decision keeps the set it was decided with.
-    expect((await rt.getOk(`/v1/decisions/${send.id}`)).metadata).toMatchObject({ session_labels: ['private', 'untrusted'] });
+    expect((await rt.getOk(`/v1/decisions/${send.id}`)).metadata).toMatchObject({
+      session_labels: ['private', 'untrusted'],
+    });
   });
 
   it('API labels count in conditions at the next decision, contains in ||', async () => {
@@ -143,10 +185,16 @@ describe.each(STORE_KINDS)('session labels (%s)', (kind) => {
     const a = agent('up');
     expect((await decide({ agent_id: a, action: 'files.upload', session_id: id })).effect).toBe('allow');
     await addLabels(id, { labels: ['pii'], agent_id: a });
-    expect(await decide({ agent_id: a, action: 'files.upload', session_id: id })).toMatchObject({ effect: 'deny', policy_id: 'pol_upload_deny' });
+    expect(await decide({ agent_id: a, action: 'files.upload', session_id: id })).toMatchObject({
+      effect: 'deny',
+      policy_id: 'pol_upload_deny',
+    });
     const other = sessionId('cond2');
     await addLabels(other, { labels: ['secret'], agent_id: a });
-    expect(await decide({ agent_id: a, action: 'files.upload', session_id: other })).toMatchObject({ effect: 'deny', metadata: { session_labels: ['secret'] } });
+    expect(await decide({ agent_id: a, action: 'files.upload', session_id: other })).toMatchObject({
+      effect: 'deny',
+      metadata: { session_labels: ['secret'] },
+    });
     // Without a session there are no labels.
     expect((await decide({ agent_id: a, action: 'files.upload' })).effect).toBe('allow');
   });
@@ -154,18 +202,31 @@ describe.each(STORE_KINDS)('session labels (%s)', (kind) => {
   it('a denied decision adds nothing; a full session denies a decision whose policy would add a new label (session.too_many_labels)', async () => {
     const id = sessionId('full');
     const a = agent('full');
-    for (let i = 0; i < 8; i++) await addLabels(id, { labels: Array.from({ length: 32 }, (_, j) => `f${i * 32 + j}`), agent_id: a });
+    for (let i = 0; i < 8; i++)
+      await addLabels(id, { labels: Array.from({ length: 32 }, (_, j) => `f${i * 32 + j}`), agent_id: a });
     const denied = await decide({ agent_id: a, action: 'files.read', session_id: id });
-    expect(denied).toMatchObject({ effect: 'deny', reason: 'session.too_many_labels', policy_id: 'pol_files', permit_token: null });
+    expect(denied).toMatchObject({
+      effect: 'deny',
+      reason: 'session.too_many_labels',
+      policy_id: 'pol_files',
+      permit_token: null,
+    });
     expect((await getSession(id)).labels.map((l) => l.label)).not.toContain('private');
     // A policy that adds nothing new, or none, still decides.
-    await rt.call(rt.testKey, { method: 'POST', url: `${sessionPath(sessionId('x'))}/labels`, payload: { labels: ['a'], agent_id: a } });
+    await rt.call(rt.testKey, {
+      method: 'POST',
+      url: `${sessionPath(sessionId('x'))}/labels`,
+      payload: { labels: ['a'], agent_id: a },
+    });
     expect((await decide({ agent_id: a, action: 'orders.read', session_id: id })).effect).toBe('allow');
     const one = sessionId('one-left');
-    for (let i = 0; i < 7; i++) await addLabels(one, { labels: Array.from({ length: 32 }, (_, j) => `g${i * 32 + j}`), agent_id: a });
+    for (let i = 0; i < 7; i++)
+      await addLabels(one, { labels: Array.from({ length: 32 }, (_, j) => `g${i * 32 + j}`), agent_id: a });
     await addLabels(one, { labels: Array.from({ length: 31 }, (_, j) => `h${j}`), agent_id: a });
     // 255 held: two new ones would pass 256.
-    expect((await decide({ agent_id: a, action: 'tools.many', session_id: one })).reason).toBe('session.too_many_labels');
+    expect((await decide({ agent_id: a, action: 'tools.many', session_id: one })).reason).toBe(
+      'session.too_many_labels',
+    );
     expect((await decide({ agent_id: a, action: 'files.read', session_id: one })).effect).toBe('allow');
     expect((await getSession(one)).labels).toHaveLength(256);
   });
@@ -173,21 +234,32 @@ describe.each(STORE_KINDS)('session labels (%s)', (kind) => {
   it('the cap is exact under concurrency: with one label left, ten decisions adding ten new labels at once give one allow and nine denials', async () => {
     const id = sessionId('cap-race');
     const a = agent('cap-race');
-    for (let i = 0; i < 7; i++) await addLabels(id, { labels: Array.from({ length: 32 }, (_, j) => `c${i * 32 + j}`), agent_id: a });
+    for (let i = 0; i < 7; i++)
+      await addLabels(id, { labels: Array.from({ length: 32 }, (_, j) => `c${i * 32 + j}`), agent_id: a });
     await addLabels(id, { labels: Array.from({ length: 31 }, (_, j) => `d${j}`), agent_id: a });
     // Each one, decided alone with 255 held, would pass: the store's check under the session's lock decides.
-    const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => decide({ agent_id: a, action: `race.t${i}`, session_id: id })));
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => decide({ agent_id: a, action: `race.t${i}`, session_id: id })),
+    );
     const allowed = answers.filter((d) => d.effect === 'allow');
     expect(allowed).toHaveLength(1);
     const denied = answers.filter((d) => d.effect === 'deny');
     expect(denied).toHaveLength(9);
-    for (const d of denied) expect(d).toMatchObject({ reason: 'session.too_many_labels', status: 'denied', permit_token: null });
+    for (const d of denied)
+      expect(d).toMatchObject({ reason: 'session.too_many_labels', status: 'denied', permit_token: null });
     expect(allowed[0]!.permit_token).toEqual(expect.any(String));
     const session = await getSession(id);
     expect(session.labels).toHaveLength(256);
-    expect(session.labels.filter((l) => l.label.startsWith('race-')).map((l) => l.decision_id)).toEqual([allowed[0]!.id]);
+    expect(session.labels.filter((l) => l.label.startsWith('race-')).map((l) => l.decision_id)).toEqual([
+      allowed[0]!.id,
+    ]);
     // Stored as answered: the denials are denials in the log too.
-    for (const d of denied) expect(await rt.getOk(`/v1/decisions/${d.id}`)).toMatchObject({ effect: 'deny', reason: 'session.too_many_labels', status: 'denied' });
+    for (const d of denied)
+      expect(await rt.getOk(`/v1/decisions/${d.id}`)).toMatchObject({
+        effect: 'deny',
+        reason: 'session.too_many_labels',
+        status: 'denied',
+      });
   });
 
   it("a review awaiting approval adds its policy's labels only once approved", async () => {
@@ -197,13 +269,23 @@ describe.each(STORE_KINDS)('session labels (%s)', (kind) => {
     expect(pending).toMatchObject({ effect: 'review', status: 'awaiting_approval' });
     expect((await getSession(id)).labels).toEqual([]);
     const reviewer = await rt.keyWith(['reviews:write']);
-    const r = await rt.call(reviewer, { method: 'POST', url: `/v1/decisions/${pending.id}/review`, payload: { verdict: 'approve', reviewer: 'alice' } });
+    const r = await rt.call(reviewer, {
+      method: 'POST',
+      url: `/v1/decisions/${pending.id}/review`,
+      payload: { verdict: 'approve', reviewer: 'alice' },
+    });
     expect(r.statusCode, r.body).toBe(200);
-    expect((await getSession(id)).labels).toEqual([{ label: 'external', added_at: expect.any(String), source: 'policy', decision_id: pending.id }]);
+    expect((await getSession(id)).labels).toEqual([
+      { label: 'external', added_at: expect.any(String), source: 'policy', decision_id: pending.id },
+    ]);
     // A denied review adds none.
     const other = sessionId('review-denied');
     const second = await decide({ agent_id: a, action: 'web.fetch', session_id: other });
-    await rt.call(reviewer, { method: 'POST', url: `/v1/decisions/${second.id}/review`, payload: { verdict: 'deny', reviewer: 'alice' } });
+    await rt.call(reviewer, {
+      method: 'POST',
+      url: `/v1/decisions/${second.id}/review`,
+      payload: { verdict: 'deny', reviewer: 'alice' },
+    });
     expect((await getSession(other)).labels).toEqual([]);
   });
 
@@ -218,7 +300,10 @@ describe.each(STORE_KINDS)('session labels (%s)', (kind) => {
     rt.clock.advance(5 * HOUR);
     // 25 hours without a decision: ended at once for readers, before any sweep.
     expectError(await rt.call(rt.testKey, { method: 'GET', url: sessionPath(id) }), 404, 'session.not_found');
-    expect(await decide({ agent_id: a, action: 'email.send', session_id: id })).toMatchObject({ effect: 'allow', metadata: { session_labels: [] } });
+    expect(await decide({ agent_id: a, action: 'email.send', session_id: id })).toMatchObject({
+      effect: 'allow',
+      metadata: { session_labels: [] },
+    });
     // The kept session's last decision was 5 hours ago.
     expect((await getSession(kept)).labels.map((l) => l.label)).toEqual(['private']);
     // That decision began the session again, counting from zero.
@@ -226,9 +311,13 @@ describe.each(STORE_KINDS)('session labels (%s)', (kind) => {
     rt.clock.advance(25 * HOUR);
     const swept = await rt.background.sessions.runOnce();
     expect(swept).toBeGreaterThanOrEqual(2);
-    const [{ count }] = await rt.store.sql<Array<{ count: string }>>`select count(*) from sessions where session_id in (${id}, ${kept})`;
+    const [{ count }] = await rt.store.sql<
+      Array<{ count: string }>
+    >`select count(*) from sessions where session_id in (${id}, ${kept})`;
     expect(Number(count)).toBe(0);
-    const [{ labels }] = await rt.store.sql<Array<{ labels: string }>>`select count(*) as labels from session_labels where session_id in (${id}, ${kept})`;
+    const [{ labels }] = await rt.store.sql<
+      Array<{ labels: string }>
+    >`select count(*) as labels from session_labels where session_id in (${id}, ${kept})`;
     expect(Number(labels)).toBe(0);
   });
 });

@@ -11,7 +11,11 @@ describe.each(STORE_KINDS)('runtime smoke (%s)', (kind) => {
   afterAll(() => rt.close());
 
   it('decides and reads back', async () => {
-    const r = await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'bot-1', action: 'orders.read' } });
+    const r = await rt.call(rt.testKey, {
+      method: 'POST',
+      url: '/v1/decisions',
+      payload: { agent_id: 'bot-1', action: 'orders.read' },
+    });
     expect(r.statusCode).toBe(200);
     const d = json(r);
     expect(d).toMatchObject({ effect: 'allow', reason: 'policy.matched', policy_id: 'pol_t0', status: 'pending' });

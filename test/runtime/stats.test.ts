@@ -15,7 +15,8 @@ for (const kind of STORE_KINDS) {
   describe(`overview figures (${kind})`, () => {
     let rt: TestRuntime;
 
-    const decide = (agent: string, action: string, key?: string, amount?: number) => kitDecide(rt, { agent_id: agent, action, ...(amount === undefined ? {} : { amount }) }, key);
+    const decide = (agent: string, action: string, key?: string, amount?: number) =>
+      kitDecide(rt, { agent_id: agent, action, ...(amount === undefined ? {} : { amount }) }, key);
 
     beforeAll(async () => {
       rt = await startRuntime(kind);
@@ -23,8 +24,18 @@ for (const kind of STORE_KINDS) {
         { id: 'pol_read', effect: 'allow', actions: ['orders.read'] },
         { id: 'pol_delete', effect: 'deny', actions: ['orders.delete'] },
         { id: 'pol_refund', effect: 'review', actions: ['payments.refund'] },
-        { id: 'pol_calls', effect: 'allow', actions: ['tools.run'], budget: { unit: 'calls', limit: 4, period: 'daily' } },
-        { id: 'pol_usd', effect: 'allow', actions: ['payments.charge'], budget: { unit: 'USD', limit: 100, period: 'daily' } },
+        {
+          id: 'pol_calls',
+          effect: 'allow',
+          actions: ['tools.run'],
+          budget: { unit: 'calls', limit: 4, period: 'daily' },
+        },
+        {
+          id: 'pol_usd',
+          effect: 'allow',
+          actions: ['payments.charge'],
+          budget: { unit: 'USD', limit: 100, period: 'daily' },
+        },
       ]);
       await rt.setPolicies([{ id: 'pol_other', effect: 'deny', actions: ['orders.delete'] }], 'live');
     });
@@ -67,7 +78,9 @@ for (const kind of STORE_KINDS) {
         { action: 'orders.delete', count: 3 },
         { action: 'files.write', count: 1 },
       ]);
-      expect((await rt.getOk('/v1/stats/decisions?minutes=5&top=1')).top_denied_actions).toEqual([{ action: 'orders.delete', count: 3 }]);
+      expect((await rt.getOk('/v1/stats/decisions?minutes=5&top=1')).top_denied_actions).toEqual([
+        { action: 'orders.delete', count: 3 },
+      ]);
       // The default window is an hour; a minute-long one holds the current minute only.
       expect((await rt.getOk('/v1/stats/decisions')).per_minute).toHaveLength(60);
       expect((await rt.getOk('/v1/stats/decisions?minutes=1')).totals).toEqual({ allow: 0, deny: 1, review: 1 });

@@ -27,7 +27,9 @@ async function otlpReceiver(): Promise<{ server: Server; url: string; spans: Otl
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       state.requests++;
-      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { resourceSpans: Array<{ scopeSpans: Array<{ spans: OtlpSpan[] }> }> };
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+        resourceSpans: Array<{ scopeSpans: Array<{ spans: OtlpSpan[] }> }>;
+      };
       for (const rs of body.resourceSpans) for (const ss of rs.scopeSpans) state.spans.push(...ss.spans);
       res.setHeader('content-type', 'application/json');
       res.end('{}');
@@ -62,7 +64,11 @@ for (const kind of STORE_KINDS) {
     });
 
     it('a request span, the decision span under it with its attributes, the store calls under that', async () => {
-      const r = await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'traced-1', action: 'orders.read' } });
+      const r = await rt.call(rt.testKey, {
+        method: 'POST',
+        url: '/v1/decisions',
+        payload: { agent_id: 'traced-1', action: 'orders.read' },
+      });
       const decision = json(r);
       await rt.services.tracing.flush();
       const spans = receiver.spans;
@@ -86,7 +92,9 @@ for (const kind of STORE_KINDS) {
       expect(Number(attr(requestSpan!, 'http.response.status_code'))).toBe(200);
       const children = spans.filter((s) => s.parentSpanId === decisionSpan!.spanId).map((s) => s.name);
       expect(children).toContain('store.write');
-      expect(new Set(spans.filter((s) => s.traceId === decisionSpan!.traceId).map((s) => s.name))).toEqual(new Set(['POST /v1/decisions', 'decision', ...children]));
+      expect(new Set(spans.filter((s) => s.traceId === decisionSpan!.traceId).map((s) => s.name))).toEqual(
+        new Set(['POST /v1/decisions', 'decision', ...children]),
+      );
       // Another route: a request span of its own trace, no decision span.
       await rt.call(rt.testKey, { method: 'GET', url: `/v1/decisions/${decision.id}` });
       await rt.services.tracing.flush();

@@ -68,17 +68,36 @@ describe.each(STORE_KINDS)('every event type is delivered (%s)', (kind) => {
   });
 
   it('signed, with the data of docs/webhooks-and-events.md#events, filtered per endpoint', async () => {
-    const all = json(await rt.call(rt.testKey, { method: 'POST', url: '/v1/webhooks', payload: { url: `${receiver.base}/all`, events: ['*'] } }));
-    const some = json(await rt.call(rt.testKey, { method: 'POST', url: '/v1/webhooks', payload: { url: `${receiver.base}/some`, events: ['budget.exceeded', 'security.alert'] } }));
+    const all = json(
+      await rt.call(rt.testKey, {
+        method: 'POST',
+        url: '/v1/webhooks',
+        payload: { url: `${receiver.base}/all`, events: ['*'] },
+      }),
+    );
+    const some = json(
+      await rt.call(rt.testKey, {
+        method: 'POST',
+        url: '/v1/webhooks',
+        payload: { url: `${receiver.base}/some`, events: ['budget.exceeded', 'security.alert'] },
+      }),
+    );
     const decide = (agent_id: string, action: string) => kitDecide(rt, { agent_id, action });
 
     // policy.updated (created) for each policy made through the API.
     const policies = [
-      { id: 'pol_reads', name: 'reads', effect: 'allow', actions: ['orders.read'], budget: { unit: 'calls', limit: 2, period: 'monthly', threshold_alert: 0.5 } },
+      {
+        id: 'pol_reads',
+        name: 'reads',
+        effect: 'allow',
+        actions: ['orders.read'],
+        budget: { unit: 'calls', limit: 2, period: 'monthly', threshold_alert: 0.5 },
+      },
       { id: 'pol_refunds', name: 'refunds', effect: 'review', actions: ['payments.refund'] },
       { id: 'pol_deletes', name: 'deletes', effect: 'deny', actions: ['orders.delete'] },
     ];
-    for (const payload of policies) expect((await rt.call(rt.testKey, { method: 'POST', url: '/v1/policies', payload })).statusCode).toBe(201);
+    for (const payload of policies)
+      expect((await rt.call(rt.testKey, { method: 'POST', url: '/v1/policies', payload })).statusCode).toBe(201);
 
     expect((await decide('evt-agent', 'orders.read')).effect).toBe('allow'); // agent.registered, decision.allow, budget.threshold (1 of 2)
     expect((await decide('evt-agent', 'orders.read')).effect).toBe('allow'); // budget.exceeded (2 of 2)
@@ -112,8 +131,16 @@ describe.each(STORE_KINDS)('every event type is delivered (%s)', (kind) => {
     expect(allEvents.map((e) => e.id).sort()).toEqual(stored.map((e) => e.id).sort());
 
     const one = (type: string) => allEvents.find((e) => e.type === type)!.data;
-    expect(one('decision.allow').decision).toMatchObject({ effect: 'allow', agent_id: 'evt-agent', action: 'orders.read' });
-    expect(one('decision.review').decision).toMatchObject({ effect: 'review', agent_id: 'evt-other', action: 'payments.refund' });
+    expect(one('decision.allow').decision).toMatchObject({
+      effect: 'allow',
+      agent_id: 'evt-agent',
+      action: 'orders.read',
+    });
+    expect(one('decision.review').decision).toMatchObject({
+      effect: 'review',
+      agent_id: 'evt-other',
+      action: 'payments.refund',
+    });
     const denies = allEvents.filter((e) => e.type === 'decision.deny').map((e) => e.data.decision);
     expect(denies.map((d) => [d.agent_id, d.action, d.reason])).toEqual(
       expect.arrayContaining([
@@ -123,7 +150,9 @@ describe.each(STORE_KINDS)('every event type is delivered (%s)', (kind) => {
       ]),
     );
     expect(denies).toHaveLength(5);
-    expect(Object.keys(one('decision.deny').decision)).toEqual(expect.arrayContaining(['id', 'effect', 'reason', 'agent_id', 'action', 'resource', 'evaluated_at']));
+    expect(Object.keys(one('decision.deny').decision)).toEqual(
+      expect.arrayContaining(['id', 'effect', 'reason', 'agent_id', 'action', 'resource', 'evaluated_at']),
+    );
     const budgetFields = {
       agent_id: 'evt-agent',
       policy_id: 'pol_reads',
@@ -133,7 +162,11 @@ describe.each(STORE_KINDS)('every event type is delivered (%s)', (kind) => {
       period: 'monthly',
       period_resets_at: '2026-12-01T00:00:00.000Z',
     };
-    expect(one('budget.threshold')).toMatchObject({ ...budgetFields, budget_consumed: 1, reason: 'budget.below_threshold' });
+    expect(one('budget.threshold')).toMatchObject({
+      ...budgetFields,
+      budget_consumed: 1,
+      reason: 'budget.below_threshold',
+    });
     expect(one('budget.exceeded')).toMatchObject({ ...budgetFields, budget_consumed: 2 });
     expect(
       allEvents
@@ -141,7 +174,10 @@ describe.each(STORE_KINDS)('every event type is delivered (%s)', (kind) => {
         .map((e) => e.data.agent_id)
         .sort(),
     ).toEqual(['evt-agent', 'evt-other']);
-    expect(one('agent.revoked')).toMatchObject({ agent_id: 'evt-other', agent: { agent_id: 'evt-other', status: 'revoked' } });
+    expect(one('agent.revoked')).toMatchObject({
+      agent_id: 'evt-other',
+      agent: { agent_id: 'evt-other', status: 'revoked' },
+    });
     expect(
       allEvents
         .filter((e) => e.type === 'policy.updated')
@@ -152,7 +188,13 @@ describe.each(STORE_KINDS)('every event type is delivered (%s)', (kind) => {
       ['pol_reads', 'created'],
       ['pol_refunds', 'created'],
     ]);
-    expect(one('security.alert')).toEqual({ alert: 'deny_spike', agent_id: 'evt-other', count: 3, window_seconds: 60, threshold: 2 });
+    expect(one('security.alert')).toEqual({
+      alert: 'deny_spike',
+      agent_id: 'evt-other',
+      count: 3,
+      window_seconds: 60,
+      threshold: 2,
+    });
     for (const e of allEvents) expect(e.account_id).toBe(rt.accountId);
   });
 });

@@ -43,7 +43,11 @@ describe('webhook delivery by two processes on one PostgreSQL', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     for (let i = 0; i < 2; i++) {
       const store = await openStore({ databaseUrl: db.url, max: 4 });
-      const services = await openServices({ config: { ...configFromEnv({}), keyRateLimit: 0 }, store, clock: new ManualClock(START) });
+      const services = await openServices({
+        config: { ...configFromEnv({}), keyRateLimit: 0 },
+        store,
+        clock: new ManualClock(START),
+      });
       nodes.push({ store, services, app: await buildApp(services) });
     }
   });
@@ -61,13 +65,23 @@ describe('webhook delivery by two processes on one PostgreSQL', () => {
 
   it('delivers a burst of 600 events exactly once each', async () => {
     const [a, b] = nodes as [(typeof nodes)[0], (typeof nodes)[0]];
-    const call = (n: typeof a, method: 'POST' | 'PUT', url: string, payload: object) => n.app.inject({ method, url, payload, headers: { authorization: `Bearer ${key}` } });
+    const call = (n: typeof a, method: 'POST' | 'PUT', url: string, payload: object) =>
+      n.app.inject({ method, url, payload, headers: { authorization: `Bearer ${key}` } });
     const port = (server.address() as { port: number }).port;
-    expect((await call(a, 'POST', '/v1/webhooks', { url: `http://127.0.0.1:${port}/hooks`, events: ['decision.allow'] })).statusCode).toBe(201);
-    expect((await call(a, 'POST', '/v1/policies', { name: 'all-reads', effect: 'allow', actions: ['orders.read'] })).statusCode).toBe(201);
+    expect(
+      (await call(a, 'POST', '/v1/webhooks', { url: `http://127.0.0.1:${port}/hooks`, events: ['decision.allow'] }))
+        .statusCode,
+    ).toBe(201);
+    expect(
+      (await call(a, 'POST', '/v1/policies', { name: 'all-reads', effect: 'allow', actions: ['orders.read'] }))
+        .statusCode,
+    ).toBe(201);
     // B compiles the set from the store on its first decision.
     const decisions = [];
-    for (let i = 0; i < 600; i++) decisions.push(call(i % 2 ? a : b, 'POST', '/v1/decisions', { agent_id: `burst-${i % 7}`, action: 'orders.read' }));
+    for (let i = 0; i < 600; i++)
+      decisions.push(
+        call(i % 2 ? a : b, 'POST', '/v1/decisions', { agent_id: `burst-${i % 7}`, action: 'orders.read' }),
+      );
     for (const r of await Promise.all(decisions)) expect(r.json().effect).toBe('allow');
 
     a.services.dispatcher.start();

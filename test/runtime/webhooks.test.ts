@@ -32,12 +32,14 @@ describe.each(STORE_KINDS)('webhooks (%s)', (kind) => {
   });
   beforeEach(async () => {
     // Each test starts with no endpoint and nothing due.
-    for (const e of (await rt.getOk('/v1/webhooks?limit=100')).data) await rt.call(rt.testKey, { method: 'DELETE', url: `/v1/webhooks/${e.id}` });
+    for (const e of (await rt.getOk('/v1/webhooks?limit=100')).data)
+      await rt.call(rt.testKey, { method: 'DELETE', url: `/v1/webhooks/${e.id}` });
     receiver.received.length = 0;
     receiver.status.code = 200;
   });
 
-  const register = async (body: Record<string, unknown>, key = rt.testKey) => rt.call(key, { method: 'POST', url: '/v1/webhooks', payload: body });
+  const register = async (body: Record<string, unknown>, key = rt.testKey) =>
+    rt.call(key, { method: 'POST', url: '/v1/webhooks', payload: body });
   const decide = (action: string, agent = 'hook-agent') => postDecision(rt, { agent_id: agent, action });
   const deliver = () => rt.services.dispatcher.runOnce();
 
@@ -45,7 +47,14 @@ describe.each(STORE_KINDS)('webhooks (%s)', (kind) => {
     const r = await register({ url: receiver.url, events: ['*'], description: 'all' });
     expect(r.statusCode).toBe(201);
     const endpoint = json(r);
-    expect(endpoint).toMatchObject({ object: 'webhook_endpoint', url: receiver.url, events: ['*'], status: 'enabled', description: 'all', livemode: false });
+    expect(endpoint).toMatchObject({
+      object: 'webhook_endpoint',
+      url: receiver.url,
+      events: ['*'],
+      status: 'enabled',
+      description: 'all',
+      livemode: false,
+    });
     expect(endpoint.id).toMatch(/^we_/);
     expect(endpoint.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
     const read = await rt.getOk(`/v1/webhooks/${endpoint.id}`);
@@ -79,18 +88,30 @@ describe.each(STORE_KINDS)('webhooks (%s)', (kind) => {
     await decide('orders.delete');
     await deliver();
     expect(receiver.received.map((x) => x.body.type)).toEqual(['decision.deny']);
-    expect(json(await rt.call(rt.testKey, { method: 'GET', url: `/v1/webhooks/${denyOnly.id}/deliveries` })).data).toHaveLength(1);
+    expect(
+      json(await rt.call(rt.testKey, { method: 'GET', url: `/v1/webhooks/${denyOnly.id}/deliveries` })).data,
+    ).toHaveLength(1);
 
     const unknown = await register({ url: receiver.url, events: ['decision.maybe'] });
     expect(unknown.statusCode).toBe(400);
     expect(json(unknown).error.code).toBe('validation.invalid_field');
-    for (const url of ['ftp://127.0.0.1/x', 'http://10.0.0.1/hook', 'http://169.254.169.254/latest/meta-data', 'not a url']) {
+    for (const url of [
+      'ftp://127.0.0.1/x',
+      'http://10.0.0.1/hook',
+      'http://169.254.169.254/latest/meta-data',
+      'not a url',
+    ]) {
       const bad = await register({ url });
       expect(bad.statusCode, url).toBe(400);
       expect(json(bad).error.code, url).toBe('validation.invalid_url');
     }
     // Live: https and public addresses only.
-    for (const url of [receiver.url, 'https://127.0.0.1/hook', 'https://[::ffff:127.0.0.1]/hook', 'https://0x7f000001/hook']) {
+    for (const url of [
+      receiver.url,
+      'https://127.0.0.1/hook',
+      'https://[::ffff:127.0.0.1]/hook',
+      'https://0x7f000001/hook',
+    ]) {
       const bad = await register({ url }, rt.liveKey);
       expect(bad.statusCode, url).toBe(400);
       expect(json(bad).error.code, url).toBe('validation.invalid_url');
@@ -118,14 +139,34 @@ describe.each(STORE_KINDS)('webhooks (%s)', (kind) => {
     }
     rt.clock.advance(30 * 86400);
     expect(await deliver()).toBe(0);
-    expect(receiver.received.map((x) => x.headers['x-service-delivery-attempt'])).toEqual(['1', '2', '3', '4', '5', '6', '7']);
+    expect(receiver.received.map((x) => x.headers['x-service-delivery-attempt'])).toEqual([
+      '1',
+      '2',
+      '3',
+      '4',
+      '5',
+      '6',
+      '7',
+    ]);
     expect(new Set(receiver.received.map((x) => x.body.id)).size).toBe(1);
 
     const [delivery] = (await rt.getOk(`/v1/webhooks/${endpoint.id}/deliveries`)).data;
-    expect(delivery).toMatchObject({ object: 'webhook_delivery', status: 'abandoned', attempt: 7, status_code: 500, next_attempt_at: null, event_type: 'decision.deny' });
+    expect(delivery).toMatchObject({
+      object: 'webhook_delivery',
+      status: 'abandoned',
+      attempt: 7,
+      status_code: 500,
+      next_attempt_at: null,
+      event_type: 'decision.deny',
+    });
     expect(delivery.id).toMatch(/^whd_/);
     expect(delivery.attempts.map((a: { attempt: number }) => a.attempt)).toEqual([1, 2, 3, 4, 5, 6, 7]);
-    const gaps = delivery.attempts.slice(0, 6).map((a: { started_at: string; next_attempt_at: string }) => (Date.parse(a.next_attempt_at) - Date.parse(a.started_at)) / 1000);
+    const gaps = delivery.attempts
+      .slice(0, 6)
+      .map(
+        (a: { started_at: string; next_attempt_at: string }) =>
+          (Date.parse(a.next_attempt_at) - Date.parse(a.started_at)) / 1000,
+      );
     expect(gaps).toEqual(delays);
     expect(delivery.attempts[6].next_attempt_at).toBeNull();
     expect(delivery.attempts[0]).toMatchObject({ status_code: 500, error: 'HTTP 500' });
@@ -133,14 +174,25 @@ describe.each(STORE_KINDS)('webhooks (%s)', (kind) => {
 
     // Replay: the same event again, now, as a new delivery.
     receiver.status.code = 204;
-    const replay = await rt.call(rt.testKey, { method: 'POST', url: `/v1/webhooks/${endpoint.id}/deliveries/${delivery.id}/replay` });
+    const replay = await rt.call(rt.testKey, {
+      method: 'POST',
+      url: `/v1/webhooks/${endpoint.id}/deliveries/${delivery.id}/replay`,
+    });
     expect(replay.statusCode).toBe(200);
-    expect(json(replay)).toMatchObject({ status: 'pending', replay_of: delivery.id, event_id: delivery.event_id, attempt: 0 });
+    expect(json(replay)).toMatchObject({
+      status: 'pending',
+      replay_of: delivery.id,
+      event_id: delivery.event_id,
+      attempt: 0,
+    });
     expect(await deliver()).toBe(1);
     expect(receiver.received.at(-1)!.body.id).toBe(delivery.event_id);
     const after = await rt.getOk(`/v1/webhooks/${endpoint.id}/deliveries`);
     expect(after.data[0]).toMatchObject({ id: json(replay).id, status: 'succeeded', status_code: 204, attempt: 1 });
-    const missing = await rt.call(rt.testKey, { method: 'POST', url: `/v1/webhooks/${endpoint.id}/deliveries/whd_nope/replay` });
+    const missing = await rt.call(rt.testKey, {
+      method: 'POST',
+      url: `/v1/webhooks/${endpoint.id}/deliveries/whd_nope/replay`,
+    });
     expect(json(missing).error.code).toBe('delivery.not_found');
   });
 
@@ -154,7 +206,11 @@ describe.each(STORE_KINDS)('webhooks (%s)', (kind) => {
     expect(d).toMatchObject({ status: 'pending', status_code: null });
     expect(d.error).toMatch(/ECONNREFUSED/);
 
-    const disabled = await rt.call(rt.testKey, { method: 'PUT', url: `/v1/webhooks/${endpoint.id}`, payload: { status: 'disabled', url: receiver.url } });
+    const disabled = await rt.call(rt.testKey, {
+      method: 'PUT',
+      url: `/v1/webhooks/${endpoint.id}`,
+      payload: { status: 'disabled', url: receiver.url },
+    });
     expect(json(disabled)).toMatchObject({ status: 'disabled', url: receiver.url });
     await decide('orders.read');
     expect((await rt.getOk(`/v1/webhooks/${endpoint.id}/deliveries`)).data).toHaveLength(1);
@@ -186,15 +242,27 @@ describe.each(STORE_KINDS)('webhooks (%s)', (kind) => {
     await register({ url: receiver.url, events: ['decision.deny'] });
     for (let i = 0; i < 40; i++) await decide('orders.delete', `slow-${i}`);
     // A stop grace past the 3 s timeout: the slow attempts in flight time out and are recorded, not cut off at stop.
-    const dispatcher = new WebhookDispatcher(rt.store.sql, rt.clock, { allowPrivate: false, perEndpoint: 4, timeoutMs: 3000, stopGraceMs: 10_000 });
+    const dispatcher = new WebhookDispatcher(rt.store.sql, rt.clock, {
+      allowPrivate: false,
+      perEndpoint: 4,
+      timeoutMs: 3000,
+      stopGraceMs: 10_000,
+    });
     const slowAttempts = async () => {
       const slow = (await rt.getOk('/v1/webhooks?limit=100')).data.find((e: { url: string }) => e.url === slowUrl);
-      return ((await rt.getOk(`/v1/webhooks/${slow.id}/deliveries?limit=100`)).data as Array<{ attempt: number; error: string; status: string }>).filter((d) => d.attempt > 0);
+      return (
+        (await rt.getOk(`/v1/webhooks/${slow.id}/deliveries?limit=100`)).data as Array<{
+          attempt: number;
+          error: string;
+          status: string;
+        }>
+      ).filter((d) => d.attempt > 0);
     };
     dispatcher.start();
     try {
       const started = Date.now();
-      while (receiver.received.length < 40 && Date.now() - started < 10_000) await new Promise((r) => setTimeout(r, 20));
+      while (receiver.received.length < 40 && Date.now() - started < 10_000)
+        await new Promise((r) => setTimeout(r, 20));
       // All 40 reached the healthy endpoint while the slow one's first attempts were
       // still hanging: none of them has finished (timed out) yet.
       expect(receiver.received).toHaveLength(40);
@@ -216,9 +284,16 @@ describe('pending deliveries survive a restart', () => {
   it('events stored before a stop are delivered by the next process', async () => {
     const receiver = await startReceiver();
     const first = await startRuntime('postgres');
-    const endpoint = json(await first.call(first.testKey, { method: 'POST', url: '/v1/webhooks', payload: { url: receiver.url } }));
+    const endpoint = json(
+      await first.call(first.testKey, { method: 'POST', url: '/v1/webhooks', payload: { url: receiver.url } }),
+    );
     await first.setPolicies([{ effect: 'allow', actions: ['orders.read'] }]);
-    for (let i = 0; i < 5; i++) await first.call(first.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'restart', action: 'orders.read' } });
+    for (let i = 0; i < 5; i++)
+      await first.call(first.testKey, {
+        method: 'POST',
+        url: '/v1/decisions',
+        payload: { agent_id: 'restart', action: 'orders.read' },
+      });
     await first.services.writer.idle();
     // Stopped before its dispatcher ever ran: everything is still pending in the store.
     await first.app.close();

@@ -35,22 +35,51 @@ const USERS = {
 };
 const [ANNA, BEN, CARL] = Object.keys(USERS) as [string, string, string];
 const user = (id: string) => ({ type: 'user', id });
-const todo = (id: string, owner?: string) => ({ type: 'todo', id, ...(owner ? { properties: { ownerID: owner } } : {}) });
+const todo = (id: string, owner?: string) => ({
+  type: 'todo',
+  id,
+  ...(owner ? { properties: { ownerID: owner } } : {}),
+});
 
 /** The Todo rules: viewer reads; editor also creates and changes or deletes its own; admin deletes any; evil_genius changes any. */
 const TODO_CASES = {
   evaluation: [
-    { request: { subject: user(CARL), action: { name: 'can_read_user' }, resource: { type: 'user', id: 'anna@example.test' } }, expected: true },
+    {
+      request: {
+        subject: user(CARL),
+        action: { name: 'can_read_user' },
+        resource: { type: 'user', id: 'anna@example.test' },
+      },
+      expected: true,
+    },
     { request: { subject: user(CARL), action: { name: 'can_read_todos' }, resource: todo('t-1') }, expected: true },
     { request: { subject: user(CARL), action: { name: 'can_create_todo' }, resource: todo('t-1') }, expected: false },
     { request: { subject: user(BEN), action: { name: 'can_create_todo' }, resource: todo('t-1') }, expected: true },
-    { request: { subject: user(BEN), action: { name: 'can_update_todo' }, resource: todo('t-2', 'ben@example.test') }, expected: true },
-    { request: { subject: user(BEN), action: { name: 'can_update_todo' }, resource: todo('t-3', 'anna@example.test') }, expected: false },
-    { request: { subject: user(BEN), action: { name: 'can_delete_todo' }, resource: todo('t-3', 'anna@example.test') }, expected: false },
-    { request: { subject: user(ANNA), action: { name: 'can_delete_todo' }, resource: todo('t-2', 'ben@example.test') }, expected: true },
-    { request: { subject: user(ANNA), action: { name: 'can_update_todo' }, resource: todo('t-4', 'carl@example.test') }, expected: true },
+    {
+      request: { subject: user(BEN), action: { name: 'can_update_todo' }, resource: todo('t-2', 'ben@example.test') },
+      expected: true,
+    },
+    {
+      request: { subject: user(BEN), action: { name: 'can_update_todo' }, resource: todo('t-3', 'anna@example.test') },
+      expected: false,
+    },
+    {
+      request: { subject: user(BEN), action: { name: 'can_delete_todo' }, resource: todo('t-3', 'anna@example.test') },
+      expected: false,
+    },
+    {
+      request: { subject: user(ANNA), action: { name: 'can_delete_todo' }, resource: todo('t-2', 'ben@example.test') },
+      expected: true,
+    },
+    {
+      request: { subject: user(ANNA), action: { name: 'can_update_todo' }, resource: todo('t-4', 'carl@example.test') },
+      expected: true,
+    },
     // Not a stored user: only the always-true rule holds.
-    { request: { subject: user('dXNlci1ub2JvZHk'), action: { name: 'can_read_todos' }, resource: todo('t-1') }, expected: false },
+    {
+      request: { subject: user('dXNlci1ub2JvZHk'), action: { name: 'can_read_todos' }, resource: todo('t-1') },
+      expected: false,
+    },
   ],
   evaluations: [
     {
@@ -65,14 +94,22 @@ const TODO_CASES = {
       request: {
         subject: user(CARL),
         resource: todo('t-1'),
-        evaluations: [{ action: { name: 'can_read_todos' } }, { action: { name: 'can_create_todo' } }, { subject: user(ANNA), action: { name: 'can_create_todo' } }],
+        evaluations: [
+          { action: { name: 'can_read_todos' } },
+          { action: { name: 'can_create_todo' } },
+          { subject: user(ANNA), action: { name: 'can_create_todo' } },
+        ],
       },
       expected: [{ decision: true }, { decision: false }, { decision: true }],
     },
   ],
 };
 /** The gateway's route checks: HTTP methods as actions, route templates as resources. */
-const route = (id: string, method: string, path: string) => ({ subject: { type: 'identity', id }, action: { name: method }, resource: { type: 'route', id: path } });
+const route = (id: string, method: string, path: string) => ({
+  subject: { type: 'identity', id },
+  action: { name: method },
+  resource: { type: 'route', id: path },
+});
 const GATEWAY_CASES = {
   evaluation: [
     { request: route(CARL, 'GET', '/todos'), expected: true },
@@ -89,7 +126,10 @@ describe('scripts/authzen-interop.mjs against authz serve', () => {
   let dir: string;
   const script = async (args: string[], env: NodeJS.ProcessEnv = {}) => {
     try {
-      const { stdout, stderr } = await run(process.execPath, [SCRIPT, ...args], { cwd: ROOT, env: { ...process.env, ...env } });
+      const { stdout, stderr } = await run(process.execPath, [SCRIPT, ...args], {
+        cwd: ROOT,
+        env: { ...process.env, ...env },
+      });
       return { code: 0, stdout, stderr };
     } catch (e) {
       const error = e as { code?: number; stdout?: string; stderr?: string };
@@ -122,7 +162,13 @@ describe('scripts/authzen-interop.mjs against authz serve', () => {
     const noKey = await script(['x.json'], { AUTHZ_API_KEY: '' });
     expect(noKey.code).toBe(2);
     expect(noKey.stderr).toContain('no API key');
-    const unreachable = await script(['--url', 'http://127.0.0.1:1', '--key', server.testKey, file('one.json', GATEWAY_CASES)]);
+    const unreachable = await script([
+      '--url',
+      'http://127.0.0.1:1',
+      '--key',
+      server.testKey,
+      file('one.json', GATEWAY_CASES),
+    ]);
     expect(unreachable.code).toBe(2);
     expect(unreachable.stderr).toContain('is the service running?');
   });
@@ -130,14 +176,23 @@ describe('scripts/authzen-interop.mjs against authz serve', () => {
   it('our own Todo and gateway files: every decision as the rules say on the stored attributes; a wrong expectation fails', async () => {
     const base = ['--url', server.base, '--key', server.testKey];
     const users = file('users.json', USERS);
-    const passed = await script([...base, '--attributes', users, '--quiet', file('todo.json', TODO_CASES), file('gateway.json', GATEWAY_CASES)]);
+    const passed = await script([
+      ...base,
+      '--attributes',
+      users,
+      '--quiet',
+      file('todo.json', TODO_CASES),
+      file('gateway.json', GATEWAY_CASES),
+    ]);
     expect(passed.code, passed.stdout + passed.stderr).toBe(0);
     expect(passed.stdout).toContain('stored the attributes of 3 subjects');
     expect(passed.stdout).toContain('todo.json: evaluation 10/10, evaluations 2/2');
     expect(passed.stdout).toContain('gateway.json: evaluation 6/6');
     expect(passed.stdout).not.toContain('FAIL');
     // The attributes decide: stored through the script, shown by the service.
-    const anna = await fetch(`${server.base}/v1/agents/${ANNA}`, { headers: { authorization: `Bearer ${server.testKey}` } });
+    const anna = await fetch(`${server.base}/v1/agents/${ANNA}`, {
+      headers: { authorization: `Bearer ${server.testKey}` },
+    });
     expect(((await anna.json()) as { attributes: unknown }).attributes).toEqual(USERS[ANNA as keyof typeof USERS]);
 
     // A wrong expectation (Carl, a viewer, may not create) is a FAIL with what came back, and exit 1.
@@ -158,19 +213,36 @@ describe('scripts/authzen-interop.mjs against authz serve', () => {
     ]);
     expect(promoted.code, promoted.stdout + promoted.stderr).toBe(0);
     expect(promoted.stdout).toContain('create.json: evaluation 1/1');
-    const noBlock = await script([...base, '--attributes', file('empty.md', '# nothing here\n'), file('create2.json', TODO_CASES)]);
+    const noBlock = await script([
+      ...base,
+      '--attributes',
+      file('empty.md', '# nothing here\n'),
+      file('create2.json', TODO_CASES),
+    ]);
     expect(noBlock.code).toBe(2);
     expect(noBlock.stderr).toContain('Attributes associated with users');
 
     // The working group's own files, read from the openid/authzen mirror when this machine has it.
     if (!existsSync(MIRROR)) {
-      console.log(`no openid/authzen mirror at ${MIRROR}: the working group's files were not run (our own cases above were)`);
+      console.log(
+        `no openid/authzen mirror at ${MIRROR}: the working group's files were not run (our own cases above were)`,
+      );
       return;
     }
-    const fromMirror = (path: string, name: string) => file(name, execFileSync('git', ['-C', MIRROR, 'show', `HEAD:${path}`], { encoding: 'utf8' }));
-    const scenario = fromMirror('interop/authzen-interop-website/docs/scenarios/todo-1.0-id/index.md', 'todo-1.0-id.md');
-    const todoFile = fromMirror('interop/authzen-todo-backend/test/decisions-authorization-api-1_0-02.json', 'decisions-authorization-api-1_0-02.json');
-    const gatewayFile = fromMirror('interop/authzen-api-gateways/test-harness/test/decisions.json', 'gateway-decisions.json');
+    const fromMirror = (path: string, name: string) =>
+      file(name, execFileSync('git', ['-C', MIRROR, 'show', `HEAD:${path}`], { encoding: 'utf8' }));
+    const scenario = fromMirror(
+      'interop/authzen-interop-website/docs/scenarios/todo-1.0-id/index.md',
+      'todo-1.0-id.md',
+    );
+    const todoFile = fromMirror(
+      'interop/authzen-todo-backend/test/decisions-authorization-api-1_0-02.json',
+      'decisions-authorization-api-1_0-02.json',
+    );
+    const gatewayFile = fromMirror(
+      'interop/authzen-api-gateways/test-harness/test/decisions.json',
+      'gateway-decisions.json',
+    );
     const wg = await script([...base, '--attributes', scenario, '--quiet', todoFile, gatewayFile]);
     console.log(wg.stdout);
     expect(wg.code, wg.stdout + wg.stderr).toBe(0);

@@ -7,7 +7,18 @@
  * embedded store's start-up lines printed).
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -34,7 +45,9 @@ describe('scripts/ensure-build.mjs on a fixture checkout', () => {
       status: r.status,
       stdout: r.stdout,
       stderr: r.stderr,
-      tscRuns: existsSync(join(root, 'tsc-runs')) ? readFileSync(join(root, 'tsc-runs'), 'utf8').trim().split('\n') : [],
+      tscRuns: existsSync(join(root, 'tsc-runs'))
+        ? readFileSync(join(root, 'tsc-runs'), 'utf8').trim().split('\n')
+        : [],
     };
   };
 
@@ -80,7 +93,12 @@ describe('scripts/ensure-build.mjs on a fixture checkout', () => {
     expect(r.tscRuns).toHaveLength(3);
     touch('tsconfig.json', t(0));
 
-    expect(run()).toEqual({ status: 0, stdout: '', stderr: '', tscRuns: ['-p tsconfig.build.json', '-p tsconfig.build.json', '-p tsconfig.build.json'] });
+    expect(run()).toEqual({
+      status: 0,
+      stdout: '',
+      stderr: '',
+      tscRuns: ['-p tsconfig.build.json', '-p tsconfig.build.json', '-p tsconfig.build.json'],
+    });
   });
 });
 
@@ -93,23 +111,49 @@ describe('npm start on this checkout with dist/ up to date', () => {
   afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
   it('compiles nothing and says what the embedded store does while it opens', { timeout: 180_000 }, async () => {
-    const check = spawnSync(process.execPath, [join(ROOT, 'scripts', 'ensure-build.mjs')], { cwd: ROOT, encoding: 'utf8' });
+    const check = spawnSync(process.execPath, [join(ROOT, 'scripts', 'ensure-build.mjs')], {
+      cwd: ROOT,
+      encoding: 'utf8',
+    });
     expect({ status: check.status, stderr: check.stderr }).toEqual({ status: 0, stderr: '' });
     const builtAt = statSync(SERVE_JS).mtimeMs;
 
     const port = await freePort();
     const dataDir = join(tmp, 'data');
-    const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST, AUTHZ_DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
-    for (const name of ['DATABASE_URL', 'AUTHZ_MASTER_KEY', 'AUTHZ_MASTER_KEY_FILE', 'AUTHZ_ADMIN_TOKEN', 'AUTHZ_TEST_CLOCK']) delete env[name];
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      PORT: String(port),
+      HOST,
+      AUTHZ_DATA_DIR: dataDir,
+      LOG_LEVEL: 'warn',
+    };
+    for (const name of [
+      'DATABASE_URL',
+      'AUTHZ_MASTER_KEY',
+      'AUTHZ_MASTER_KEY_FILE',
+      'AUTHZ_ADMIN_TOKEN',
+      'AUTHZ_TEST_CLOCK',
+    ])
+      delete env[name];
     // Its own process group, so the stop reaches npm's child too.
-    const child = spawn('npm', ['start', '--silent'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const child = spawn('npm', ['start', '--silent'], {
+      cwd: ROOT,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
     const lines: string[] = [];
     let stderr = '';
     eachLine(child.stdout!, (line) => lines.push(line));
     child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     try {
-      await expect.poll(() => lines.some((l) => l.includes(`listening on http://${HOST}:${port}`)), { timeout: 150_000, interval: 100 }).toBe(true);
+      await expect
+        .poll(() => lines.some((l) => l.includes(`listening on http://${HOST}:${port}`)), {
+          timeout: 150_000,
+          interval: 100,
+        })
+        .toBe(true);
       const creating = lines.indexOf(`Creating the embedded store in ${dataDir} (first start) ...`);
       expect(creating, lines.join('\n')).toBeGreaterThanOrEqual(0);
       expect(lines.slice(creating + 1).some((l) => /^Embedded store ready in \d+\.\d s\.$/.test(l))).toBe(true);

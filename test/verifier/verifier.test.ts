@@ -53,7 +53,8 @@ function makeKey(): TestKey {
   return { kid, privateKey, publicKey, jwk: { kty: 'OKP', crv: 'Ed25519', x, kid, use: 'sig', alg: 'EdDSA' } };
 }
 
-const b64url = (value: unknown): string => Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url');
+const b64url = (value: unknown): string =>
+  Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url');
 const nowSeconds = (): number => Math.floor(Date.now() / 1000);
 
 function claims(overrides: Record<string, unknown> = {}): Record<string, unknown> {
@@ -74,7 +75,11 @@ function claims(overrides: Record<string, unknown> = {}): Record<string, unknown
   };
 }
 
-function signToken(key: TestKey, payload: Record<string, unknown> = claims(), header: Record<string, unknown> = {}): string {
+function signToken(
+  key: TestKey,
+  payload: Record<string, unknown> = claims(),
+  header: Record<string, unknown> = {},
+): string {
   const input = `${b64url({ alg: 'EdDSA', kid: key.kid, typ: 'permit+jwt', ...header })}.${b64url(payload)}`;
   return `${input}.${sign(null, Buffer.from(input), key.privateKey).toString('base64url')}`;
 }
@@ -109,7 +114,9 @@ async function startJwksServer(keys: PublicJwk[]): Promise<JwksServer> {
     }
     state.requests++;
     if (state.status !== 200) {
-      res.writeHead(state.status, { 'content-type': 'application/json' }).end('{"error":{"code":"service.unavailable"}}');
+      res
+        .writeHead(state.status, { 'content-type': 'application/json' })
+        .end('{"error":{"code":"service.unavailable"}}');
       return;
     }
     res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'public, max-age=300' });
@@ -143,7 +150,11 @@ async function rejection(promise: Promise<unknown>): Promise<unknown> {
   throw new Error('expected a rejection');
 }
 
-async function expectCode(promise: Promise<unknown>, errorClass: typeof PermitError, code: string): Promise<PermitError> {
+async function expectCode(
+  promise: Promise<unknown>,
+  errorClass: typeof PermitError,
+  code: string,
+): Promise<PermitError> {
   const err = await rejection(promise);
   expect(err).toBeInstanceOf(errorClass);
   expect((err as PermitError).code).toBe(code);
@@ -234,7 +245,9 @@ describe('createPermitVerifier', () => {
       await expect(verifier({ now: () => exp * 1000 - 1 }).verify(token)).resolves.toMatchObject({ exp });
       await expectCode(verifier({ now: () => exp * 1000 }).verify(token), PermitExpiredError, 'auth.expired');
       await expectCode(verifier({ now: () => (exp + 60) * 1000 }).verify(token), PermitExpiredError, 'auth.expired');
-      await expect(verifier({ now: () => (exp + 4) * 1000, clockToleranceSeconds: 5 }).verify(token)).resolves.toMatchObject({ exp });
+      await expect(
+        verifier({ now: () => (exp + 4) * 1000, clockToleranceSeconds: 5 }).verify(token),
+      ).resolves.toMatchObject({ exp });
     });
 
     it('refuses a token before its nbf, inclusive, with the clock tolerance', async () => {
@@ -244,7 +257,9 @@ describe('createPermitVerifier', () => {
       const early = await expectInvalid(verifier({ now: () => nbf * 1000 - 1 }).verify(token));
       expect(early.message).toMatch(/not valid before \d{4}-.*\(nbf\)/);
       await expect(verifier({ now: () => nbf * 1000 }).verify(token)).resolves.not.toHaveProperty('nbf');
-      await expect(verifier({ now: () => (nbf - 4) * 1000, clockToleranceSeconds: 5 }).verify(token)).resolves.toMatchObject({ iat: payload.iat });
+      await expect(
+        verifier({ now: () => (nbf - 4) * 1000, clockToleranceSeconds: 5 }).verify(token),
+      ).resolves.toMatchObject({ iat: payload.iat });
       await expectInvalid(verifier({ now: () => (nbf - 6) * 1000, clockToleranceSeconds: 5 }).verify(token));
     });
 
@@ -273,7 +288,9 @@ describe('createPermitVerifier', () => {
       const last = alphabet.indexOf(token[token.length - 1]!);
       for (let delta = 1; delta < 16; delta++) {
         const respelled = token.slice(0, -1) + alphabet[(last & ~15) | ((last + delta) & 15)]!;
-        expect(Buffer.from(respelled.split('.')[2]!, 'base64url')).toEqual(Buffer.from(token.split('.')[2]!, 'base64url'));
+        expect(Buffer.from(respelled.split('.')[2]!, 'base64url')).toEqual(
+          Buffer.from(token.split('.')[2]!, 'base64url'),
+        );
         await expectInvalid(verifier().verify(respelled));
       }
       await expectInvalid(verifier().verify(`${token}=`));
@@ -395,7 +412,9 @@ describe('createPermitVerifier', () => {
         ['res', claims({ res: 12 })],
       ];
       for (const [claim, payload] of broken) {
-        const err = await expectInvalid(v.verify(signToken(keyA, JSON.parse(JSON.stringify(payload)) as Record<string, unknown>)));
+        const err = await expectInvalid(
+          v.verify(signToken(keyA, JSON.parse(JSON.stringify(payload)) as Record<string, unknown>)),
+        );
         expect(err.message, claim).toContain(`"${claim}"`);
       }
       await expectInvalid(v.verify(signToken(keyA, [1, 2] as unknown as Record<string, unknown>)));
@@ -427,10 +446,18 @@ describe('createPermitVerifier', () => {
       const err = await expectCode(v.verify(token, { action: 'orders.read' }), PermitMismatchError, 'permit.mismatch');
       expect(err.status).toBe(403);
       expect(err.message).toContain('payments.refund');
-      await expectCode(v.verify(token, { action: 'payments.refund', resource: 'order:100483' }), PermitMismatchError, 'permit.mismatch');
+      await expectCode(
+        v.verify(token, { action: 'payments.refund', resource: 'order:100483' }),
+        PermitMismatchError,
+        'permit.mismatch',
+      );
       await expectCode(v.verify(token, { resource: 'order:10048' }), PermitMismatchError, 'permit.mismatch');
       const { res: _res, ...noResource } = claims();
-      const err2 = await expectCode(v.verify(signToken(keyA, noResource), { resource: 'order:100482' }), PermitMismatchError, 'permit.mismatch');
+      const err2 = await expectCode(
+        v.verify(signToken(keyA, noResource), { resource: 'order:100482' }),
+        PermitMismatchError,
+        'permit.mismatch',
+      );
       expect(err2.message).toContain('no resource');
     });
 
@@ -442,9 +469,20 @@ describe('createPermitVerifier', () => {
       await expect(v.verify(token, { arguments: args })).rejects.toThrow(TypeError);
       await expect(v.verify(token, { arguments: args })).rejects.toThrow(/action/);
       await expect(v.verify(token, { resource: 'x', arguments: args } as never)).rejects.toThrow(TypeError);
-      await expect(v.verify(token, { action: 'files.read', arguments: args })).resolves.toMatchObject({ act: 'files.read', args: argsDigest(args) });
-      await expectCode(v.verify(token, { action: 'files.delete', arguments: args }), PermitMismatchError, 'permit.mismatch');
-      await expectCode(v.verify(token, { action: 'files.read', arguments: { path: 'notes/b.txt' } }), PermitMismatchError, 'permit.mismatch');
+      await expect(v.verify(token, { action: 'files.read', arguments: args })).resolves.toMatchObject({
+        act: 'files.read',
+        args: argsDigest(args),
+      });
+      await expectCode(
+        v.verify(token, { action: 'files.delete', arguments: args }),
+        PermitMismatchError,
+        'permit.mismatch',
+      );
+      await expectCode(
+        v.verify(token, { action: 'files.read', arguments: { path: 'notes/b.txt' } }),
+        PermitMismatchError,
+        'permit.mismatch',
+      );
       // Without arguments nothing changes: the action alone, or nothing, as before.
       await expect(v.verify(token, { action: 'files.read' })).resolves.toMatchObject({ act: 'files.read' });
       await expect(v.verify(token)).resolves.toMatchObject({ act: 'files.read' });
@@ -459,12 +497,30 @@ describe('createPermitVerifier', () => {
       const v = verifier();
       const forNull = signToken(keyA, claims({ act: 'tools.ping', args: argsDigest(null) }));
       const forNone = signToken(keyA, claims({ act: 'tools.ping', args: argsDigest(undefined) }));
-      await expect(v.verify(forNull, { action: 'tools.ping', arguments: null })).resolves.toMatchObject({ act: 'tools.ping' });
-      await expectCode(v.verify(forNull, { action: 'tools.ping', arguments: {} }), PermitMismatchError, 'permit.mismatch');
-      await expectCode(v.verify(forNull, { action: 'tools.ping', arguments: undefined }), PermitMismatchError, 'permit.mismatch');
-      await expect(v.verify(forNone, { action: 'tools.ping', arguments: undefined })).resolves.toMatchObject({ act: 'tools.ping' });
-      await expect(v.verify(forNone, { action: 'tools.ping', arguments: {} })).resolves.toMatchObject({ act: 'tools.ping' });
-      await expectCode(v.verify(forNone, { action: 'tools.ping', arguments: null }), PermitMismatchError, 'permit.mismatch');
+      await expect(v.verify(forNull, { action: 'tools.ping', arguments: null })).resolves.toMatchObject({
+        act: 'tools.ping',
+      });
+      await expectCode(
+        v.verify(forNull, { action: 'tools.ping', arguments: {} }),
+        PermitMismatchError,
+        'permit.mismatch',
+      );
+      await expectCode(
+        v.verify(forNull, { action: 'tools.ping', arguments: undefined }),
+        PermitMismatchError,
+        'permit.mismatch',
+      );
+      await expect(v.verify(forNone, { action: 'tools.ping', arguments: undefined })).resolves.toMatchObject({
+        act: 'tools.ping',
+      });
+      await expect(v.verify(forNone, { action: 'tools.ping', arguments: {} })).resolves.toMatchObject({
+        act: 'tools.ping',
+      });
+      await expectCode(
+        v.verify(forNone, { action: 'tools.ping', arguments: null }),
+        PermitMismatchError,
+        'permit.mismatch',
+      );
     });
 
     it('treats another account or environment as not valid here', async () => {
@@ -489,9 +545,15 @@ describe('createPermitVerifier', () => {
       expect(missing(base)).toThrow(/^createPermitVerifier: account and environment are required: .*anyAccount: true/);
       expect(missing({ ...base, account: TENANT.account })).toThrow(/^createPermitVerifier: environment is required/);
       expect(missing({ ...base, environment: 'live' })).toThrow(/^createPermitVerifier: account is required/);
-      expect(missing({ ...base, account: 'northpeak', environment: 'live' })).toThrow(/account must be an account id \("acc_\.\.\."\), not "northpeak"/);
-      expect(missing({ ...base, account: TENANT.account, environment: 'prod' })).toThrow(/environment must be "test" or "live", not "prod"/);
-      expect(missing({ ...base, account: TENANT.account, environment: 'live', anyAccount: true })).toThrow(/either account or anyAccount: true, not both/);
+      expect(missing({ ...base, account: 'northpeak', environment: 'live' })).toThrow(
+        /account must be an account id \("acc_\.\.\."\), not "northpeak"/,
+      );
+      expect(missing({ ...base, account: TENANT.account, environment: 'prod' })).toThrow(
+        /environment must be "test" or "live", not "prod"/,
+      );
+      expect(missing({ ...base, account: TENANT.account, environment: 'live', anyAccount: true })).toThrow(
+        /either account or anyAccount: true, not both/,
+      );
       expect(missing({ ...base, anyAccount: 'yes' })).toThrow(/anyAccount must be true or false/);
       expect(missing({ ...base, account: TENANT.account, environment: 'live', anyAccount: false })).not.toThrow();
     });
@@ -509,11 +571,19 @@ describe('createPermitVerifier', () => {
 
     it('anyAccount: true accepts every account and answers acc and env; an environment given still pins it', async () => {
       const any = createPermitVerifier({ jwksUrl: jwks.url, issuer: ISSUER, anyAccount: true });
-      expect(await any.verify(signToken(keyA, claims({ acc: OTHER, env: 'live' })))).toMatchObject({ acc: OTHER, env: 'live' });
+      expect(await any.verify(signToken(keyA, claims({ acc: OTHER, env: 'live' })))).toMatchObject({
+        acc: OTHER,
+        env: 'live',
+      });
       expect(await any.verify(signToken(keyA))).toMatchObject({ acc: TENANT.account, env: 'test' });
       // The per-call options keep working on a multi-tenant verifier.
       await expectInvalid(any.verify(signToken(keyA, claims({ acc: OTHER })), { account: TENANT.account }));
-      const anyLive = createPermitVerifier({ jwksUrl: jwks.url, issuer: ISSUER, anyAccount: true, environment: 'live' });
+      const anyLive = createPermitVerifier({
+        jwksUrl: jwks.url,
+        issuer: ISSUER,
+        anyAccount: true,
+        environment: 'live',
+      });
       expect((await anyLive.verify(signToken(keyA, claims({ acc: OTHER, env: 'live' })))).acc).toBe(OTHER);
       await expectInvalid(anyLive.verify(signToken(keyA)));
     });
@@ -583,12 +653,22 @@ describe('createPermitVerifier', () => {
   describe('options', () => {
     it('rejects bad options at creation', () => {
       expect(() => createPermitVerifier({ jwksUrl: 'not a url', issuer: ISSUER, ...TENANT })).toThrow(TypeError);
-      expect(() => createPermitVerifier({ jwksUrl: 'ftp://127.0.0.1/jwks.json', issuer: ISSUER, ...TENANT })).toThrow(TypeError);
+      expect(() => createPermitVerifier({ jwksUrl: 'ftp://127.0.0.1/jwks.json', issuer: ISSUER, ...TENANT })).toThrow(
+        TypeError,
+      );
       expect(() => createPermitVerifier({ jwksUrl: jwks.url, issuer: '', ...TENANT })).toThrow(TypeError);
-      expect(() => createPermitVerifier({ jwksUrl: jwks.url, issuer: ISSUER, cooldownMs: -1, ...TENANT })).toThrow(TypeError);
-      expect(() => createPermitVerifier({ jwksUrl: jwks.url, issuer: ISSUER, cacheMaxAgeMs: Number.NaN, ...TENANT })).toThrow(TypeError);
-      expect(() => createPermitVerifier({ jwksUrl: jwks.url, issuer: ISSUER, clockToleranceSeconds: -5, ...TENANT })).toThrow(TypeError);
-      expect(() => createPermitVerifier({ jwksUrl: jwks.url, issuer: ISSUER, audience: 'x' as never, ...TENANT })).toThrow(TypeError);
+      expect(() => createPermitVerifier({ jwksUrl: jwks.url, issuer: ISSUER, cooldownMs: -1, ...TENANT })).toThrow(
+        TypeError,
+      );
+      expect(() =>
+        createPermitVerifier({ jwksUrl: jwks.url, issuer: ISSUER, cacheMaxAgeMs: Number.NaN, ...TENANT }),
+      ).toThrow(TypeError);
+      expect(() =>
+        createPermitVerifier({ jwksUrl: jwks.url, issuer: ISSUER, clockToleranceSeconds: -5, ...TENANT }),
+      ).toThrow(TypeError);
+      expect(() =>
+        createPermitVerifier({ jwksUrl: jwks.url, issuer: ISSUER, audience: 'x' as never, ...TENANT }),
+      ).toThrow(TypeError);
     });
 
     it('accepts the JWKS URL as a URL object', async () => {
@@ -599,7 +679,8 @@ describe('createPermitVerifier', () => {
 
 describe('downstream service example', () => {
   const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
-  const refundToken = (orderId: string, overrides: Record<string, unknown> = {}) => signToken(keyA, claims({ act: 'payments.refund', res: `order:${orderId}`, ...overrides }));
+  const refundToken = (orderId: string, overrides: Record<string, unknown> = {}) =>
+    signToken(keyA, claims({ act: 'payments.refund', res: `order:${orderId}`, ...overrides }));
   const readToken = (orderId: string) => signToken(keyA, claims({ act: 'orders.read', res: `order:${orderId}` }));
 
   async function service(jwksUrl = jwks.url) {
@@ -608,10 +689,23 @@ describe('downstream service example', () => {
 
   it('admits a refund with a matching permit and echoes the decision and agent', async () => {
     const app = await service();
-    const res = await app.inject({ method: 'POST', url: '/orders/100482/refund', headers: bearer(refundToken('100482')) });
+    const res = await app.inject({
+      method: 'POST',
+      url: '/orders/100482/refund',
+      headers: bearer(refundToken('100482')),
+    });
     expect(res.statusCode).toBe(200);
-    expect(res.json()).toMatchObject({ order_id: '100482', decision_id: 'dec_8f3kq0a1b2c3d4e5f6g7h8i9', agent_id: 'support-bot-1', effect: 'allow' });
-    const review = await app.inject({ method: 'POST', url: '/orders/100482/refund', headers: bearer(refundToken('100482', { eff: 'review' })) });
+    expect(res.json()).toMatchObject({
+      order_id: '100482',
+      decision_id: 'dec_8f3kq0a1b2c3d4e5f6g7h8i9',
+      agent_id: 'support-bot-1',
+      effect: 'allow',
+    });
+    const review = await app.inject({
+      method: 'POST',
+      url: '/orders/100482/refund',
+      headers: bearer(refundToken('100482', { eff: 'review' })),
+    });
     expect(review.statusCode).toBe(200);
     expect(review.json()).toMatchObject({ effect: 'review' });
     await app.close();
@@ -619,7 +713,11 @@ describe('downstream service example', () => {
 
   it('admits an order read with a matching permit', async () => {
     const app = await service();
-    const res = await app.inject({ method: 'GET', url: '/orders/7', headers: { authorization: `bearer  ${readToken('7')}` } });
+    const res = await app.inject({
+      method: 'GET',
+      url: '/orders/7',
+      headers: { authorization: `bearer  ${readToken('7')}` },
+    });
     expect(res.statusCode).toBe(200);
     expect(res.json()).toMatchObject({ order_id: '7', agent_id: 'support-bot-1' });
     await app.close();
@@ -668,7 +766,11 @@ describe('downstream service example', () => {
       { method: 'POST' as const, url: '/orders/100482/refund', token: refundToken('100483') },
       { method: 'GET' as const, url: '/orders/100482', token: refundToken('100482') },
       { method: 'GET' as const, url: '/orders/100482', token: readToken('1004821') },
-      { method: 'GET' as const, url: '/orders/100482', token: signToken(keyA, claims({ act: 'orders.read', res: undefined })) },
+      {
+        method: 'GET' as const,
+        url: '/orders/100482',
+        token: signToken(keyA, claims({ act: 'orders.read', res: undefined })),
+      },
     ];
     for (const { method, url, token } of cases) {
       const res = await app.inject({ method, url, headers: bearer(token) });
@@ -680,11 +782,19 @@ describe('downstream service example', () => {
 
   it("answers 401 auth.signature_invalid for another tenant's permit or a permit of the other environment", async () => {
     const app = await service();
-    const foreign = signToken(keyA, claims({ act: 'orders.read', res: 'order:1001', acc: 'acc_tenantb000000000000002' }));
+    const foreign = signToken(
+      keyA,
+      claims({ act: 'orders.read', res: 'order:1001', acc: 'acc_tenantb000000000000002' }),
+    );
     const res = await app.inject({ method: 'GET', url: '/orders/1001', headers: bearer(foreign) });
     expect(res.statusCode).toBe(401);
     expect(res.json()).toMatchObject({ error: { code: 'auth.signature_invalid' } });
-    const live = await buildDownstreamService({ jwksUrl: jwks.url, issuer: ISSUER, account: TENANT.account, environment: 'live' });
+    const live = await buildDownstreamService({
+      jwksUrl: jwks.url,
+      issuer: ISSUER,
+      account: TENANT.account,
+      environment: 'live',
+    });
     const testPermit = await live.inject({ method: 'GET', url: '/orders/1001', headers: bearer(readToken('1001')) });
     expect(testPermit.statusCode).toBe(401);
     expect(testPermit.json()).toMatchObject({ error: { code: 'auth.signature_invalid' } });

@@ -109,7 +109,12 @@ export async function prepareCasbin(policies: readonly Policy[], options: Casbin
   const effect = options.effect ?? 'priority';
   const started = performance.now();
   const enabled = policies.filter((p) => p.state === 'enabled');
-  enabled.sort((a, b) => a.priority - b.priority || EFFECT_RANK[a.effect] - EFFECT_RANK[b.effect] || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  enabled.sort(
+    (a, b) =>
+      a.priority - b.priority ||
+      EFFECT_RANK[a.effect] - EFFECT_RANK[b.effect] ||
+      (a.id < b.id ? -1 : a.id > b.id ? 1 : 0),
+  );
   const rules: string[][] = [];
   for (const p of enabled) {
     const eft = p.effect === 'deny' ? 'deny' : 'allow';
@@ -124,7 +129,9 @@ export async function prepareCasbin(policies: readonly Policy[], options: Casbin
   const enforcer = await newEnforcer(newModelFromString(modelText(effect)), new MemoryAdapter(rules));
   const glob = makeGlobMatcher();
   await enforcer.addFunction('authzGlob', (subject: string, pattern: string) => glob(subject, pattern));
-  await enforcer.addFunction('authzResource', (resource: string | null, pattern: string) => (pattern === '' ? true : resource !== null && glob(resource, pattern)));
+  await enforcer.addFunction('authzResource', (resource: string | null, pattern: string) =>
+    pattern === '' ? true : resource !== null && glob(resource, pattern),
+  );
   const prepareMs = performance.now() - started;
   return {
     prepareMs,

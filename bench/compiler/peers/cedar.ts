@@ -70,7 +70,9 @@ export function policyToCedar(policy: Policy): string | null {
     if (policy.agents.length === 1 && !only!.includes('*')) {
       principal = `principal == Agent::${cedarString(only!)}`;
     } else {
-      const alts = policy.agents.map((g) => (g.includes('*') ? `context.agent like ${cedarString(g)}` : `principal == Agent::${cedarString(g)}`));
+      const alts = policy.agents.map((g) =>
+        g.includes('*') ? `context.agent like ${cedarString(g)}` : `principal == Agent::${cedarString(g)}`,
+      );
       when.push(alts.length === 1 ? alts[0]! : `(${alts.join(' || ')})`);
     }
   }
@@ -80,9 +82,15 @@ export function policyToCedar(policy: Policy): string | null {
     const exact = policy.actions.filter((a) => !a.includes('*'));
     const patterns = policy.actions.filter((a) => a.includes('*'));
     if (patterns.length === 0) {
-      action = exact.length === 1 ? `action == Action::${cedarString(exact[0]!)}` : `action in [${exact.map((a) => `Action::${cedarString(a)}`).join(', ')}]`;
+      action =
+        exact.length === 1
+          ? `action == Action::${cedarString(exact[0]!)}`
+          : `action in [${exact.map((a) => `Action::${cedarString(a)}`).join(', ')}]`;
     } else {
-      const alts = [...exact.map((a) => `action == Action::${cedarString(a)}`), ...patterns.map((p) => `context.action like ${cedarString(p)}`)];
+      const alts = [
+        ...exact.map((a) => `action == Action::${cedarString(a)}`),
+        ...patterns.map((p) => `context.action like ${cedarString(p)}`),
+      ];
       when.push(alts.length === 1 ? alts[0]! : `(${alts.join(' || ')})`);
     }
   }
@@ -133,7 +141,9 @@ export function prepareCedar(policies: readonly Policy[]): CedarPeer {
     prepareMs,
     evaluate(req: EvaluationInput): 'allow' | 'deny' {
       const hasResource = req.resource !== undefined && req.resource !== null;
-      const context: Context = hasResource ? { agent: req.agent_id, action: req.action, resource: req.resource! } : { agent: req.agent_id, action: req.action };
+      const context: Context = hasResource
+        ? { agent: req.agent_id, action: req.action, resource: req.resource! }
+        : { agent: req.agent_id, action: req.action };
       const answer = statefulIsAuthorized({
         principal: { type: 'Agent', id: req.agent_id },
         action: { type: 'Action', id: req.action },

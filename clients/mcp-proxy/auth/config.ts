@@ -39,12 +39,22 @@ export interface AuthConfig {
 export const DEFAULT_JWKS_CACHE_SECONDS = 300;
 /** Default longest token lifetime: 24 hours. */
 export const DEFAULT_MAX_TOKEN_LIFETIME_SECONDS = 86_400;
-const FIELDS = ['issuer', 'jwks_uri', 'audience', 'agent_claim', 'user_claim', 'scopes', 'jwks_cache_seconds', 'max_token_lifetime_seconds'];
+const FIELDS = [
+  'issuer',
+  'jwks_uri',
+  'audience',
+  'agent_claim',
+  'user_claim',
+  'scopes',
+  'jwks_cache_seconds',
+  'max_token_lifetime_seconds',
+];
 /** RFC 6749's scope-token: printable ASCII but space, `"` and `\`. */
 const SCOPE_TOKEN = /^[\x21\x23-\x5B\x5D-\x7E]+$/;
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-const isHttpUrl = (v: unknown): v is string => typeof v === 'string' && URL.canParse(v) && /^https?:$/.test(new URL(v).protocol);
+const isHttpUrl = (v: unknown): v is string =>
+  typeof v === 'string' && URL.canParse(v) && /^https?:$/.test(new URL(v).protocol);
 const claimName = (v: unknown): v is string => typeof v === 'string' && /^[A-Za-z0-9_.:-]{1,100}$/.test(v);
 
 /**
@@ -62,25 +72,34 @@ const claimName = (v: unknown): v is string => typeof v === 'string' && /^[A-Za-
 export function parseAuthConfig(raw: unknown, problems: string[]): AuthConfig | undefined {
   const before = problems.length;
   if (!isRecord(raw)) {
-    problems.push('auth: a mapping with issuer (required), jwks_uri, audience, agent_claim, user_claim, scopes, jwks_cache_seconds, max_token_lifetime_seconds');
+    problems.push(
+      'auth: a mapping with issuer (required), jwks_uri, audience, agent_claim, user_claim, scopes, jwks_cache_seconds, max_token_lifetime_seconds',
+    );
     return undefined;
   }
-  for (const key of Object.keys(raw)) if (!FIELDS.includes(key)) problems.push(`auth: unknown field "${key}" (known: ${FIELDS.join(', ')})`);
-  if (!isHttpUrl(raw.issuer)) problems.push("auth.issuer: required, the authorization server's issuer URL (http or https)");
-  if (raw.jwks_uri !== undefined && !isHttpUrl(raw.jwks_uri)) problems.push("auth.jwks_uri: an http(s) URL of the issuer's key set");
+  for (const key of Object.keys(raw))
+    if (!FIELDS.includes(key)) problems.push(`auth: unknown field "${key}" (known: ${FIELDS.join(', ')})`);
+  if (!isHttpUrl(raw.issuer))
+    problems.push("auth.issuer: required, the authorization server's issuer URL (http or https)");
+  if (raw.jwks_uri !== undefined && !isHttpUrl(raw.jwks_uri))
+    problems.push("auth.jwks_uri: an http(s) URL of the issuer's key set");
   if (raw.audience !== undefined && !(typeof raw.audience === 'string' && URL.canParse(raw.audience)))
     problems.push('auth.audience: an absolute URL, the resource the tokens are issued for (default: --public-url)');
   for (const field of ['agent_claim', 'user_claim'] as const) {
-    if (raw[field] !== undefined && !claimName(raw[field])) problems.push(`auth.${field}: a claim name (letters, digits, _ . : -)`);
+    if (raw[field] !== undefined && !claimName(raw[field]))
+      problems.push(`auth.${field}: a claim name (letters, digits, _ . : -)`);
   }
   const scopes = raw.scopes ?? [];
   if (!Array.isArray(scopes) || scopes.some((s) => typeof s !== 'string' || !SCOPE_TOKEN.test(s)))
     problems.push('auth.scopes: a list of scope names (no spaces), e.g. [mcp:tools]');
   const cache = raw.jwks_cache_seconds ?? DEFAULT_JWKS_CACHE_SECONDS;
-  if (typeof cache !== 'number' || !Number.isInteger(cache) || cache < 1 || cache > 86_400) problems.push('auth.jwks_cache_seconds: a whole number of seconds, 1..86400');
+  if (typeof cache !== 'number' || !Number.isInteger(cache) || cache < 1 || cache > 86_400)
+    problems.push('auth.jwks_cache_seconds: a whole number of seconds, 1..86400');
   const lifetime = raw.max_token_lifetime_seconds ?? DEFAULT_MAX_TOKEN_LIFETIME_SECONDS;
   if (typeof lifetime !== 'number' || !Number.isInteger(lifetime) || lifetime < 60 || lifetime > 31_536_000)
-    problems.push('auth.max_token_lifetime_seconds: a whole number of seconds, 60..31536000 (the longest exp - iat taken)');
+    problems.push(
+      'auth.max_token_lifetime_seconds: a whole number of seconds, 60..31536000 (the longest exp - iat taken)',
+    );
   if (problems.length > before) return undefined;
   return {
     issuer: raw.issuer as string,

@@ -110,7 +110,11 @@ export class TokenGate implements RequestGate {
     const path = new URL(req.url ?? '/', 'http://x').pathname.replace(/\/+$/, '');
     const publicPath = this.#bound().pathname.replace(/\/+$/, '');
     if (path !== PRM_PATH && path !== `${PRM_PATH}${publicPath}` && path !== `${PRM_PATH}/mcp`) return false;
-    const cors = { 'access-control-allow-origin': '*', 'access-control-allow-methods': 'GET, OPTIONS', 'access-control-allow-headers': '*' };
+    const cors = {
+      'access-control-allow-origin': '*',
+      'access-control-allow-methods': 'GET, OPTIONS',
+      'access-control-allow-headers': '*',
+    };
     if (req.method === 'OPTIONS') {
       res.writeHead(204, cors).end();
     } else if (req.method === 'GET' || req.method === 'HEAD') {
@@ -193,6 +197,12 @@ export class TokenGate implements RequestGate {
       'content-type': 'application/json',
       'www-authenticate': `Bearer ${all.map(([k, v]) => `${k}=${quoted(v)}`).join(', ')}`,
     });
-    res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32600, message: `${status === 401 ? 'Unauthorized' : 'Forbidden'}: ${message}` }, id: null }));
+    res.end(
+      JSON.stringify({
+        jsonrpc: '2.0',
+        error: { code: -32600, message: `${status === 401 ? 'Unauthorized' : 'Forbidden'}: ${message}` },
+        id: null,
+      }),
+    );
   }
 }

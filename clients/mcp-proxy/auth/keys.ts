@@ -51,7 +51,11 @@ const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 async function getJson(url: string, timeoutMs: number): Promise<{ status: number; body?: Record<string, unknown> }> {
   let res: Response;
   try {
-    res = await fetch(url, { headers: { accept: 'application/json' }, signal: AbortSignal.timeout(timeoutMs), redirect: 'error' });
+    res = await fetch(url, {
+      headers: { accept: 'application/json' },
+      signal: AbortSignal.timeout(timeoutMs),
+      redirect: 'error',
+    });
   } catch (e) {
     throw new KeysUnavailableError(`cannot reach ${url}: ${(e as Error).message}`);
   }
@@ -80,7 +84,10 @@ async function getJson(url: string, timeoutMs: number): Promise<{ status: number
 export function metadataUrls(issuer: string): string[] {
   const url = new URL(issuer);
   const path = url.pathname.replace(/\/+$/, '');
-  const urls = [`${url.origin}/.well-known/oauth-authorization-server${path}`, `${url.origin}${path}/.well-known/openid-configuration`];
+  const urls = [
+    `${url.origin}/.well-known/oauth-authorization-server${path}`,
+    `${url.origin}${path}/.well-known/openid-configuration`,
+  ];
   if (path !== '') urls.push(`${url.origin}/.well-known/openid-configuration${path}`);
   return urls;
 }
@@ -99,8 +106,12 @@ export async function discoverJwksUri(issuer: string, timeoutMs = 5_000): Promis
       tried.push(`${url} (HTTP ${status})`);
       continue;
     }
-    if (body.issuer !== issuer) throw new KeysUnavailableError(`the metadata at ${url} names the issuer ${JSON.stringify(body.issuer)}, not ${JSON.stringify(issuer)}`);
-    if (typeof body.jwks_uri !== 'string' || !URL.canParse(body.jwks_uri)) throw new KeysUnavailableError(`the metadata at ${url} has no jwks_uri`);
+    if (body.issuer !== issuer)
+      throw new KeysUnavailableError(
+        `the metadata at ${url} names the issuer ${JSON.stringify(body.issuer)}, not ${JSON.stringify(issuer)}`,
+      );
+    if (typeof body.jwks_uri !== 'string' || !URL.canParse(body.jwks_uri))
+      throw new KeysUnavailableError(`the metadata at ${url} has no jwks_uri`);
     return body.jwks_uri;
   }
   throw new KeysUnavailableError(`no authorization server metadata for ${issuer}: tried ${tried.join(', ')}`);
@@ -150,7 +161,8 @@ export class IssuerKeys {
 
   /** Reads the set once for all callers waiting on it. */
   #read(): Promise<void> {
-    if (!this.#local && this.#failure && this.#now() - this.#failure.at < RETRY_MS) return Promise.reject(this.#failure.error);
+    if (!this.#local && this.#failure && this.#now() - this.#failure.at < RETRY_MS)
+      return Promise.reject(this.#failure.error);
     this.#reading ??= this.#readOnce().finally(() => (this.#reading = undefined));
     return this.#reading;
   }
@@ -162,7 +174,8 @@ export class IssuerKeys {
       this.#jwksUri ??= await discoverJwksUri(this.#options.issuer, timeoutMs);
       const { status, body } = await getJson(this.#jwksUri, timeoutMs);
       if (!body) throw new KeysUnavailableError(`the key set at ${this.#jwksUri} answered HTTP ${status}`);
-      if (!Array.isArray(body.keys)) throw new KeysUnavailableError(`the key set at ${this.#jwksUri} has no "keys" list`);
+      if (!Array.isArray(body.keys))
+        throw new KeysUnavailableError(`the key set at ${this.#jwksUri} has no "keys" list`);
       this.#local = createLocalJWKSet(body as unknown as JSONWebKeySet);
       this.#readAt = this.#now();
       this.#failure = undefined;
@@ -172,7 +185,8 @@ export class IssuerKeys {
         this.#readAt = Math.max(this.#readAt, this.#now() - this.#options.cacheSeconds * 1000 + this.#cooldownMs);
         return;
       }
-      const failure = error instanceof KeysUnavailableError ? error : new KeysUnavailableError((error as Error).message);
+      const failure =
+        error instanceof KeysUnavailableError ? error : new KeysUnavailableError((error as Error).message);
       this.#failure = { at: this.#now(), error: failure };
       throw failure;
     }

@@ -15,7 +15,19 @@ import { IssuerKeys, KeysUnavailableError } from './keys.js';
 /** Seconds of leeway on `exp` and `nbf`. */
 export const CLOCK_LEEWAY_SECONDS = 60;
 /** Asymmetric signatures only: a key set never shares a secret with the proxy. */
-const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
+const ALGORITHMS = [
+  'RS256',
+  'RS384',
+  'RS512',
+  'PS256',
+  'PS384',
+  'PS512',
+  'ES256',
+  'ES384',
+  'ES512',
+  'EdDSA',
+  'Ed25519',
+];
 /** Longest agent_id / on_behalf_of the service takes. */
 const MAX_ID = 256;
 
@@ -69,8 +81,10 @@ export function grantedScopes(claims: JWTPayload): Set<string> {
  */
 function checkTimes(claims: JWTPayload, nowSeconds: number, maxLifetime: number): void {
   const { iat, exp } = claims;
-  if (iat !== undefined && (typeof iat !== 'number' || !Number.isFinite(iat))) throw new TokenRefusal('invalid_token', 'the token\'s "iat" claim is not a number');
-  if (iat !== undefined && iat > nowSeconds + CLOCK_LEEWAY_SECONDS) throw new TokenRefusal('invalid_token', 'the token was issued in the future (its "iat" is later than now)');
+  if (iat !== undefined && (typeof iat !== 'number' || !Number.isFinite(iat)))
+    throw new TokenRefusal('invalid_token', 'the token\'s "iat" claim is not a number');
+  if (iat !== undefined && iat > nowSeconds + CLOCK_LEEWAY_SECONDS)
+    throw new TokenRefusal('invalid_token', 'the token was issued in the future (its "iat" is later than now)');
   const lifetime = (exp as number) - (iat ?? nowSeconds);
   if (lifetime > maxLifetime) {
     throw new TokenRefusal(
@@ -84,18 +98,30 @@ const idValue = (v: unknown): v is string => typeof v === 'string' && v.trim() !
 
 /** jose's refusal in words a client can act on. */
 function refusalOf(error: unknown, config: AuthConfig, audience: string): TokenRefusal {
-  if (error instanceof KeysUnavailableError) return new TokenRefusal('unavailable', `the issuer's keys cannot be read: ${error.message}`);
+  if (error instanceof KeysUnavailableError)
+    return new TokenRefusal('unavailable', `the issuer's keys cannot be read: ${error.message}`);
   if (error instanceof errors.JWTExpired) return new TokenRefusal('invalid_token', 'the token has expired');
   if (error instanceof errors.JWTClaimValidationFailed) {
     if (error.claim === 'iss') return new TokenRefusal('invalid_token', `the token was not issued by ${config.issuer}`);
-    if (error.claim === 'aud') return new TokenRefusal('invalid_token', `the token is not for this resource: its audience must include ${audience}`);
+    if (error.claim === 'aud')
+      return new TokenRefusal(
+        'invalid_token',
+        `the token is not for this resource: its audience must include ${audience}`,
+      );
     if (error.claim === 'nbf') return new TokenRefusal('invalid_token', 'the token is not valid yet');
     return new TokenRefusal('invalid_token', `the token's "${error.claim}" claim is invalid: ${error.reason}`);
   }
-  if (error instanceof errors.JWKSNoMatchingKey) return new TokenRefusal('invalid_token', 'the token was not signed by a key of the issuer');
-  if (error instanceof errors.JWSSignatureVerificationFailed) return new TokenRefusal('invalid_token', "the token's signature is not valid");
-  if (error instanceof errors.JOSEAlgNotAllowed) return new TokenRefusal('invalid_token', "the token's signing algorithm is not accepted (an asymmetric one is required)");
-  if (error instanceof errors.JOSEError) return new TokenRefusal('invalid_token', `the token is not a valid JWT (${error.code})`);
+  if (error instanceof errors.JWKSNoMatchingKey)
+    return new TokenRefusal('invalid_token', 'the token was not signed by a key of the issuer');
+  if (error instanceof errors.JWSSignatureVerificationFailed)
+    return new TokenRefusal('invalid_token', "the token's signature is not valid");
+  if (error instanceof errors.JOSEAlgNotAllowed)
+    return new TokenRefusal(
+      'invalid_token',
+      "the token's signing algorithm is not accepted (an asymmetric one is required)",
+    );
+  if (error instanceof errors.JOSEError)
+    return new TokenRefusal('invalid_token', `the token is not a valid JWT (${error.code})`);
   return new TokenRefusal('invalid_token', `the token cannot be checked: ${(error as Error).message}`);
 }
 
@@ -161,10 +187,18 @@ export class TokenChecker {
       );
     }
     const user = claims[config.user_claim];
-    if (user !== undefined && !idValue(user)) throw new TokenRefusal('invalid_token', `the token's user claim "${config.user_claim}" is not a string of 1..${MAX_ID} characters`);
+    if (user !== undefined && !idValue(user))
+      throw new TokenRefusal(
+        'invalid_token',
+        `the token's user claim "${config.user_claim}" is not a string of 1..${MAX_ID} characters`,
+      );
     const granted = grantedScopes(claims);
     const missing = config.scopes.filter((s) => !granted.has(s));
-    if (missing.length > 0) throw new TokenRefusal('insufficient_scope', `the token lacks the scope${missing.length > 1 ? 's' : ''} ${missing.join(' ')}`);
+    if (missing.length > 0)
+      throw new TokenRefusal(
+        'insufficient_scope',
+        `the token lacks the scope${missing.length > 1 ? 's' : ''} ${missing.join(' ')}`,
+      );
     return { identity: { agentId, ...(user === undefined ? {} : { onBehalfOf: user }) }, claims };
   }
 }

@@ -54,7 +54,8 @@ export function parseOutputConfig(raw: unknown, problems: string[]): OutputConfi
     problems.push('output: a mapping with labels, server_labels, detect and/or phone_regions');
     return undefined;
   }
-  for (const key of Object.keys(raw)) if (!FIELDS.has(key)) problems.push(`output: unknown field "${key}" (known: ${[...FIELDS].join(', ')})`);
+  for (const key of Object.keys(raw))
+    if (!FIELDS.has(key)) problems.push(`output: unknown field "${key}" (known: ${[...FIELDS].join(', ')})`);
   const labels: OutputConfig['labels'] = [];
   const rawLabels = raw.labels ?? [];
   if (!Array.isArray(rawLabels)) problems.push('output.labels: a list of { tools: [...], labels: [...] }');
@@ -62,12 +63,14 @@ export function parseOutputConfig(raw: unknown, problems: string[]): OutputConfi
     rawLabels.forEach((entry: unknown, i) => {
       const at = `output.labels[${i}]`;
       if (!isRecord(entry)) return problems.push(`${at}: a mapping { tools: [...], labels: [...] }`);
-      for (const key of Object.keys(entry)) if (key !== 'tools' && key !== 'labels') problems.push(`${at}: unknown field "${key}" (known: tools, labels)`);
+      for (const key of Object.keys(entry))
+        if (key !== 'tools' && key !== 'labels') problems.push(`${at}: unknown field "${key}" (known: tools, labels)`);
       const tools = entry.tools;
       const names = entry.labels;
       const toolsOk = Array.isArray(tools) && tools.length > 0 && tools.every((t) => typeof t === 'string' && t !== '');
       if (!toolsOk) problems.push(`${at}.tools: a non-empty list of tool names or globs ("inbox_*")`);
-      const labelsOk = Array.isArray(names) && names.length > 0 && names.every((l) => typeof l === 'string' && LABEL_PATTERN.test(l));
+      const labelsOk =
+        Array.isArray(names) && names.length > 0 && names.every((l) => typeof l === 'string' && LABEL_PATTERN.test(l));
       if (!labelsOk) problems.push(`${at}.labels: a non-empty list of labels, each [a-z][a-z0-9_.-]{0,63}`);
       if (toolsOk && labelsOk) labels.push({ tools: tools as string[], labels: [...new Set(names as string[])] });
       return undefined;
@@ -76,11 +79,16 @@ export function parseOutputConfig(raw: unknown, problems: string[]): OutputConfi
   if (typeof serverLabels !== 'boolean') problems.push('output.server_labels: true or false');
   const detect: OutputConfig['detect'] = {};
   if (raw.detect !== undefined) {
-    if (!isRecord(raw.detect)) problems.push(`output.detect: a mapping from detectors (${Object.keys(DETECTORS).join(', ')}) to ${DETECT_MODES.join(' | ')}`);
+    if (!isRecord(raw.detect))
+      problems.push(
+        `output.detect: a mapping from detectors (${Object.keys(DETECTORS).join(', ')}) to ${DETECT_MODES.join(' | ')}`,
+      );
     else
       for (const [name, mode] of Object.entries(raw.detect)) {
-        if (!Object.hasOwn(DETECTORS, name)) problems.push(`output.detect: unknown detector "${name}" (known: ${Object.keys(DETECTORS).join(', ')})`);
-        else if (typeof mode !== 'string' || !DETECT_MODES.includes(mode as DetectMode)) problems.push(`output.detect.${name}: one of ${DETECT_MODES.join(', ')}`);
+        if (!Object.hasOwn(DETECTORS, name))
+          problems.push(`output.detect: unknown detector "${name}" (known: ${Object.keys(DETECTORS).join(', ')})`);
+        else if (typeof mode !== 'string' || !DETECT_MODES.includes(mode as DetectMode))
+          problems.push(`output.detect.${name}: one of ${DETECT_MODES.join(', ')}`);
         else detect[name as DetectorName] = mode as DetectMode;
       }
   }
@@ -88,5 +96,10 @@ export function parseOutputConfig(raw: unknown, problems: string[]): OutputConfi
   if (!Array.isArray(regions) || regions.some((r) => typeof r !== 'string' || !isSupportedCountry(r))) {
     problems.push('output.phone_regions: a list of ISO 3166 country codes (US, GB, DE...)');
   }
-  return { labels, server_labels: serverLabels === true, detect, phone_regions: Array.isArray(regions) ? (regions as CountryCode[]) : [...DEFAULT_PHONE_REGIONS] };
+  return {
+    labels,
+    server_labels: serverLabels === true,
+    detect,
+    phone_regions: Array.isArray(regions) ? (regions as CountryCode[]) : [...DEFAULT_PHONE_REGIONS],
+  };
 }

@@ -47,12 +47,22 @@ export class OutputGate {
    * result (as it came, or redacted) once its labels and findings are
    * recorded, or a block.
    */
-  async answer(method: string, tool: string | undefined, upstream: Record<string, unknown>, decisionId: string): Promise<OutputAnswer> {
+  async answer(
+    method: string,
+    tool: string | undefined,
+    upstream: Record<string, unknown>,
+    decisionId: string,
+  ): Promise<OutputAnswer> {
     let outcome: ReadOutcome;
     try {
       outcome = this.#reader.read(method, tool, upstream);
     } catch (error) {
-      return blocked(method, decisionId, `the result could not be read (${(error as Error).message})`, 'output.unreadable');
+      return blocked(
+        method,
+        decisionId,
+        `the result could not be read (${(error as Error).message})`,
+        'output.unreadable',
+      );
     }
     if (outcome.labels.length > 0 || outcome.findings.length > 0) {
       try {
@@ -63,7 +73,8 @@ export class OutputGate {
         return blocked(method, decisionId, `the result could not be recorded (${code})`, 'output.not_recorded');
       }
     }
-    if (outcome.blockedBy.length > 0) return blocked(method, decisionId, `${outcome.blockedBy.join(' and ')} in the result`, 'output.blocked');
+    if (outcome.blockedBy.length > 0)
+      return blocked(method, decisionId, `${outcome.blockedBy.join(' and ')} in the result`, 'output.blocked');
     return { result: outcome.result };
   }
 }
@@ -71,6 +82,13 @@ export class OutputGate {
 /** A blocked result: for a tool call a result with `isError`, else a JSON-RPC error. */
 function blocked(method: string, decisionId: string, why: string, reason: string): OutputAnswer {
   const text = `blocked by agent-authz: ${why}`;
-  if (method === 'tools/call') return { result: { content: [{ type: 'text', text }], isError: true, _meta: { [META_DECISION]: decisionId, [META_REASON]: reason } } };
+  if (method === 'tools/call')
+    return {
+      result: {
+        content: [{ type: 'text', text }],
+        isError: true,
+        _meta: { [META_DECISION]: decisionId, [META_REASON]: reason },
+      },
+    };
   return { error: { code: DENIED_CODE, message: text, data: { reason, decision_id: decisionId } } };
 }

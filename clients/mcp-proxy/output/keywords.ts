@@ -93,12 +93,20 @@ export class KeywordIndex {
     const passOf = (anchor: string): Pass => {
       let pass = passes.get(anchor);
       if (pass === undefined) {
-        pass = { anchor, after: new Array<Entry[] | null>(TABLE).fill(null), before: new Array<Entry[] | null>(TABLE).fill(null), alone: [], size: 0 };
+        pass = {
+          anchor,
+          after: new Array<Entry[] | null>(TABLE).fill(null),
+          before: new Array<Entry[] | null>(TABLE).fill(null),
+          alone: [],
+          size: 0,
+        };
         passes.set(anchor, pass);
       }
       return pass;
     };
-    for (const { text } of keywords) if (text === '' || [...text].some((c) => c.charCodeAt(0) > 127)) throw new Error(`a keyword is non-empty ASCII: ${JSON.stringify(text)}`);
+    for (const { text } of keywords)
+      if (text === '' || [...text].some((c) => c.charCodeAt(0) > 127))
+        throw new Error(`a keyword is non-empty ASCII: ${JSON.stringify(text)}`);
     // The anchors, chosen greedily (set cover): the character with the fewest expected occurrences per keyword it
     // anchors, among the keywords not anchored yet; a caseless keyword's letter is looked for in both cases.
     const key = (keyword: Keyword, c: string) => (keyword.caseless === true ? c.toLowerCase() : c);
@@ -108,7 +116,11 @@ export class KeywordIndex {
     };
     /** A keyword's anchor candidates: its characters, a caseless letter as both cases ("kK"). */
     const candidates = (keyword: Keyword) => [
-      ...new Set([...keyword.text].map((c) => (keyword.caseless === true && c.toLowerCase() !== c.toUpperCase() ? `${c.toLowerCase()}${c.toUpperCase()}` : c))),
+      ...new Set(
+        [...keyword.text].map((c) =>
+          keyword.caseless === true && c.toLowerCase() !== c.toUpperCase() ? `${c.toLowerCase()}${c.toUpperCase()}` : c,
+        ),
+      ),
     ];
     const left = new Set(keywords.map((_, i) => i));
     while (left.size > 0) {

@@ -48,7 +48,13 @@ function findEmails(text: string, out: Span[]): void {
     const tld = labels[labels.length - 1]!;
     // `user:password@host` in a URL is not an address.
     const before = text[start - 1];
-    if (before !== ':' && before !== '/' && labels.length >= 2 && labels.every((l) => l !== '' && !l.startsWith('-')) && /^[A-Za-z]{2,24}$/.test(tld)) {
+    if (
+      before !== ':' &&
+      before !== '/' &&
+      labels.length >= 2 &&
+      labels.every((l) => l !== '' && !l.startsWith('-')) &&
+      /^[A-Za-z]{2,24}$/.test(tld)
+    ) {
       out.push({ start, end, kind: 'pii', rule: 'email' });
       floor = end;
     }
@@ -137,7 +143,8 @@ function findPhones(text: string, regions: readonly CountryCode[], out: Span[]):
     if (checks >= PHONE_CHECKS_PER_TEXT) return true;
     checks++;
     let ok = false;
-    if (international) ok = parsePhoneNumberFromString(written.startsWith('00') ? `+${written.slice(2)}` : written)?.isValid() === true;
+    if (international)
+      ok = parsePhoneNumberFromString(written.startsWith('00') ? `+${written.slice(2)}` : written)?.isValid() === true;
     else
       for (const region of regions) {
         const number = parsePhoneNumberFromString(written, region);
@@ -177,7 +184,8 @@ const ISSUERS: ReadonlyArray<[RegExp, readonly number[]]> = [
   [/^3(?:0[0-5]|[68])/, [14, 15, 16]],
   [/^62/, [16, 17, 18, 19]],
 ];
-const issued = (digits: string) => ISSUERS.some(([prefix, lengths]) => prefix.test(digits) && lengths.includes(digits.length));
+const issued = (digits: string) =>
+  ISSUERS.some(([prefix, lengths]) => prefix.test(digits) && lengths.includes(digits.length));
 
 /**
  * Whether a digit string passes the Luhn checksum.
@@ -206,14 +214,20 @@ function findCards(text: string, out: Span[]): void {
     const digits = written.replace(/\D/g, '');
     const groups = groupsOf(written);
     // Unseparated, or grouped the way cards are printed (fours, or Amex's 4-6-5).
-    const grouped = groups === String(digits.length) || /^(?:4,)+\d$/.test(`${groups}`) || groups === '4,6,5' || groups === '4,6,4';
-    if (grouped && issued(digits) && luhn(digits)) out.push({ start: m.index, end: m.index + written.length, kind: 'pii', rule: 'card' });
+    const grouped =
+      groups === String(digits.length) || /^(?:4,)+\d$/.test(`${groups}`) || groups === '4,6,5' || groups === '4,6,4';
+    if (grouped && issued(digits) && luhn(digits))
+      out.push({ start: m.index, end: m.index + written.length, kind: 'pii', rule: 'card' });
   }
 }
 
 /** An IBAN candidate: country, check digits, then letters and digits with single spaces. */
 const IBAN_CANDIDATE = /(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]){10,30}/g;
-const IBAN_LENGTHS = new Map(Object.entries(getCountrySpecifications()).flatMap(([country, spec]) => (spec.chars ? [[country, spec.chars] as const] : [])));
+const IBAN_LENGTHS = new Map(
+  Object.entries(getCountrySpecifications()).flatMap(([country, spec]) =>
+    spec.chars ? [[country, spec.chars] as const] : [],
+  ),
+);
 
 function findIbans(text: string, out: Span[]): void {
   for (const m of text.matchAll(IBAN_CANDIDATE)) {

@@ -67,7 +67,9 @@ export function isTextualMime(mime: unknown): boolean {
   const type = mime.split(';')[0]!.trim().toLowerCase();
   return (
     type.startsWith('text/') ||
-    /^application\/(?:json|xml|yaml|x-yaml|javascript|ecmascript|x-www-form-urlencoded|graphql|sql|toml|csv|x-sh|ld\+json)$/.test(type) ||
+    /^application\/(?:json|xml|yaml|x-yaml|javascript|ecmascript|x-www-form-urlencoded|graphql|sql|toml|csv|x-sh|ld\+json)$/.test(
+      type,
+    ) ||
     /^application\/[\w.-]+\+(?:json|xml|yaml)$/.test(type)
   );
 }
@@ -108,7 +110,8 @@ export class OutputReader {
     const labels = new Set<string>(method === 'tools/call' && tool !== undefined ? this.toolLabels(tool) : []);
     if (this.#config.server_labels && isRecord(upstream._meta)) {
       const declared = upstream._meta[META_LABELS];
-      if (Array.isArray(declared)) for (const l of declared) if (typeof l === 'string' && LABEL_PATTERN.test(l)) labels.add(l);
+      if (Array.isArray(declared))
+        for (const l of declared) if (typeof l === 'string' && LABEL_PATTERN.test(l)) labels.add(l);
     }
     if (!detecting) return { labels: [...labels].slice(0, MAX_LABELS), findings: [], blockedBy: [], result: upstream };
 
@@ -124,11 +127,22 @@ export class OutputReader {
         const key = `${span.kind}\u0000${span.rule}`;
         const seen = counts.get(key);
         if (seen) seen.count++;
-        else counts.set(key, { kind: span.kind, rule: span.rule, count: 1, detector: span.kind === 'secret' ? 'secrets' : 'pii' });
+        else
+          counts.set(key, {
+            kind: span.kind,
+            rule: span.rule,
+            count: 1,
+            detector: span.kind === 'secret' ? 'secrets' : 'pii',
+          });
       }
     }
     const modeOf = (detector: DetectorName) => this.#config.detect[detector]!;
-    const findings: OutputFinding[] = [...counts.values()].map((c) => ({ kind: c.kind, rule: c.rule, count: c.count, action: modeOf(c.detector) }));
+    const findings: OutputFinding[] = [...counts.values()].map((c) => ({
+      kind: c.kind,
+      rule: c.rule,
+      count: c.count,
+      action: modeOf(c.detector),
+    }));
     for (const [rule, count] of skipped) findings.push({ kind: 'skipped', rule, count, action: 'skipped' });
     const found = new Set([...counts.values()].map((c) => c.detector));
     const blockedBy = [...found].filter((d) => modeOf(d) === 'block').map((d) => DETECTORS[d]);
@@ -137,7 +151,8 @@ export class OutputReader {
 
     for (const detector of found) labels.add(DETECTORS[detector]);
     const redacting = new Set([...found].filter((d) => modeOf(d) === 'redact').map((d) => DETECTORS[d] as string));
-    if (redacting.size === 0) return { labels: [...labels].slice(0, MAX_LABELS), findings: capped, blockedBy: [], result: upstream };
+    if (redacting.size === 0)
+      return { labels: [...labels].slice(0, MAX_LABELS), findings: capped, blockedBy: [], result: upstream };
     const result = structuredClone(upstream) as Json;
     // The copy's slots, in the same order as the upstream's.
     const copies = slotsOf(method, result, new Map());
@@ -148,7 +163,12 @@ export class OutputReader {
       });
     } catch (error) {
       if (!(error instanceof UnredactableError)) throw error;
-      return { labels: [], findings: capped.map((f) => (redacting.has(f.kind) ? { ...f, action: 'block' } : f)), blockedBy: [...redacting], result: upstream };
+      return {
+        labels: [],
+        findings: capped.map((f) => (redacting.has(f.kind) ? { ...f, action: 'block' } : f)),
+        blockedBy: [...redacting],
+        result: upstream,
+      };
     }
     return { labels: [...labels].slice(0, MAX_LABELS), findings: capped, blockedBy: [], result };
   }
@@ -171,13 +191,18 @@ function slotsOf(method: string, result: Json, skipped: Map<string, number>): Sl
     if (typeof r.text === 'string') slots.push({ text: r.text, json: false, write: (t) => (r.text = t) });
     else if (typeof r.blob === 'string') {
       if (!isTextualMime(r.mimeType)) return skip('blob');
-      slots.push({ text: Buffer.from(r.blob, 'base64').toString('utf8'), json: false, write: (t) => (r.blob = Buffer.from(t, 'utf8').toString('base64')) });
+      slots.push({
+        text: Buffer.from(r.blob, 'base64').toString('utf8'),
+        json: false,
+        write: (t) => (r.blob = Buffer.from(t, 'utf8').toString('base64')),
+      });
     }
     return undefined;
   };
   const content = (item: unknown) => {
     if (!isRecord(item)) return;
-    if (item.type === 'text' && typeof item.text === 'string') slots.push({ text: item.text, json: false, write: (t) => (item.text = t) });
+    if (item.type === 'text' && typeof item.text === 'string')
+      slots.push({ text: item.text, json: false, write: (t) => (item.text = t) });
     else if (item.type === 'resource' && isRecord(item.resource)) resource(item.resource);
     else if (item.type === 'image' || item.type === 'audio') skip(item.type);
     // resource_link: a reference, no content.

@@ -69,7 +69,9 @@ export const RULE_KEYWORDS: Record<string, { keywords?: readonly string[]; casel
       // Access key ids.
       ...['A3T', 'AKIA', 'AGPA', 'AIDA', 'AROA', 'AIPA', 'ANPA', 'ANVA', 'ASIA'],
       // Secret keys: (ACCESS|access|Access)_?(KEY|key|Key).
-      ...['SS', 'ss'].flatMap((access) => ['_', ''].flatMap((sep) => ['KEY', 'key', 'Key'].map((key) => `${access}${sep}${key}`))),
+      ...['SS', 'ss'].flatMap((access) =>
+        ['_', ''].flatMap((sep) => ['KEY', 'key', 'Key'].map((key) => `${access}${sep}${key}`)),
+      ),
       // Account ids.
       ...['ACCOUNT', 'account', 'Account'],
     ],
@@ -78,7 +80,10 @@ export const RULE_KEYWORDS: Record<string, { keywords?: readonly string[]; casel
   '@secretlint/secretlint-rule-privatekey': { keywords: ['PRIVATE KEY'] },
   '@secretlint/secretlint-rule-npm': { keywords: ['npm_'] },
   '@secretlint/secretlint-rule-basicauth': { keywords: ['@'] },
-  '@secretlint/secretlint-rule-slack': { keywords: ['xoxb-', 'xoxp-', 'xapp-', 'xoxa-', 'xoxo-', 'xoxr-'], caseless: ['hooks.slack.com'] },
+  '@secretlint/secretlint-rule-slack': {
+    keywords: ['xoxb-', 'xoxp-', 'xapp-', 'xoxa-', 'xoxo-', 'xoxr-'],
+    caseless: ['hooks.slack.com'],
+  },
   '@secretlint/secretlint-rule-sendgrid': { keywords: ['SG.'] },
   '@secretlint/secretlint-rule-shopify': { keywords: ['shppa_', 'shpca_', 'shpat_', 'shpss_'] },
   '@secretlint/secretlint-rule-github': { keywords: ['ghp_', 'gho_', 'ghu_', 'ghs_', 'ghr_', 'github_pat_'] },
@@ -91,7 +96,9 @@ export const RULE_KEYWORDS: Record<string, { keywords?: readonly string[]; casel
   '@secretlint/secretlint-rule-linear': { keywords: ['lin_api_'] },
   '@secretlint/secretlint-rule-notion': { keywords: ['ntn_'] },
   '@secretlint/secretlint-rule-1password': { keywords: ['ops_ey'] },
-  '@secretlint/secretlint-rule-database-connection-string': { caseless: ['mongodb:', 'mongodb+', 'mysql:', 'mysqlx:', 'postgres:', 'postgresql:'] },
+  '@secretlint/secretlint-rule-database-connection-string': {
+    caseless: ['mongodb:', 'mongodb+', 'mysql:', 'mysqlx:', 'postgres:', 'postgresql:'],
+  },
   '@secretlint/secretlint-rule-hashicorp-vault': { keywords: ['hvs.', 'hvb.', 'hvr.'] },
   '@secretlint/secretlint-rule-vercel': { keywords: ['vcp_', 'vci_', 'vca_', 'vcr_', 'vck_'] },
   '@secretlint/secretlint-rule-databricks': { keywords: ['dapi'] },
@@ -102,7 +109,11 @@ export const RULE_KEYWORDS: Record<string, { keywords?: readonly string[]; casel
 /** The preset's rules that scan text, each with the options it is run with. */
 const SCANNERS = rules
   .filter((rule) => rule.meta.id !== '@secretlint/secretlint-rule-filter-comments')
-  .map((rule) => ({ id: rule.meta.id, rule, options: rule.meta.id === '@secretlint/secretlint-rule-aws' ? { enableIDScanRule: true } : {} }));
+  .map((rule) => ({
+    id: rule.meta.id,
+    rule,
+    options: rule.meta.id === '@secretlint/secretlint-rule-aws' ? { enableIDScanRule: true } : {},
+  }));
 
 /** The ids of the preset's rules the detector runs. */
 export const SECRET_RULE_IDS: readonly string[] = SCANNERS.map((s) => s.id);
@@ -159,7 +170,12 @@ class SecretScanner {
       createTranslator: () => (messageId) => ({ message: '', messageId: String(messageId), data: undefined }),
       report: ({ message, range }) => {
         const rule = secretRuleName(message.messageId);
-        this.#sink.push({ start: range[0], end: rule === 'aws-secret-access-key' ? awsSecretEnd(this.#text, range) : range[1], kind: 'secret', rule });
+        this.#sink.push({
+          start: range[0],
+          end: rule === 'aws-secret-access-key' ? awsSecretEnd(this.#text, range) : range[1],
+          kind: 'secret',
+          rule,
+        });
       },
       ignore: () => undefined,
     };
@@ -167,7 +183,10 @@ class SecretScanner {
     const indexesOf = (id: string): number[] | undefined => {
       const entry = RULE_KEYWORDS[id];
       if (entry === undefined) return undefined;
-      const own = [...(entry.keywords ?? []).map((text) => ({ text })), ...(entry.caseless ?? []).map((text) => ({ text, caseless: true }))];
+      const own = [
+        ...(entry.keywords ?? []).map((text) => ({ text })),
+        ...(entry.caseless ?? []).map((text) => ({ text, caseless: true })),
+      ];
       all.push(...own);
       return own.map((_, i) => all.length - own.length + i);
     };
@@ -187,7 +206,9 @@ class SecretScanner {
     this.#text = text;
     try {
       // Every rule of the preset but the .p12 check (never reached: ext is .txt or .json) answers synchronously.
-      for (const { handler, keywords } of this.#handlers) if (present === undefined || keywords === undefined || keywords.some((k) => present[k])) void handler.file?.(source);
+      for (const { handler, keywords } of this.#handlers)
+        if (present === undefined || keywords === undefined || keywords.some((k) => present[k]))
+          void handler.file?.(source);
     } finally {
       this.#sink = [];
       this.#text = '';

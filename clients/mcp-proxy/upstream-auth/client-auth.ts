@@ -64,8 +64,13 @@ export function loadSigningKey(file: string, kid: string): SigningKey {
   if (key.asymmetricKeyType === 'ec' && details.namedCurve === 'prime256v1') return { key, alg: 'ES256', kid };
   if (key.asymmetricKeyType === 'rsa' && (details.modulusLength ?? 0) >= 2048) return { key, alg: 'RS256', kid };
   const bits = details.modulusLength ? ` of ${details.modulusLength} bits` : '';
-  const what = key.asymmetricKeyType === 'ec' ? `an EC key on ${details.namedCurve}` : `an ${String(key.asymmetricKeyType).toUpperCase()} key${bits}`;
-  throw new Error(`${file} holds ${what}: private_key_jwt signs with a P-256 key (ES256) or an RSA key of 2048 bits or more (RS256)`);
+  const what =
+    key.asymmetricKeyType === 'ec'
+      ? `an EC key on ${details.namedCurve}`
+      : `an ${String(key.asymmetricKeyType).toUpperCase()} key${bits}`;
+  throw new Error(
+    `${file} holds ${what}: private_key_jwt signs with a P-256 key (ES256) or an RSA key of 2048 bits or more (RS256)`,
+  );
 }
 
 /** `application/x-www-form-urlencoded` encoding of a client id or secret for HTTP Basic (RFC 6749 section 2.3.1). */

@@ -58,7 +58,8 @@ export class ClientCredentials {
 
   constructor(options: ClientCredentialsOptions) {
     const { config, secret, signingKey } = options;
-    if ((secret === undefined) === (signingKey === undefined)) throw new TypeError('ClientCredentials: a secret or a signingKey, one of them');
+    if ((secret === undefined) === (signingKey === undefined))
+      throw new TypeError('ClientCredentials: a secret or a signingKey, one of them');
     this.#o = options;
     this.#how = secret !== undefined ? { secret } : { signingKey: signingKey! };
     this.#resource = config.resource ?? options.upstream.href;
@@ -66,7 +67,8 @@ export class ClientCredentials {
     this.#now = options.now ?? Date.now;
     // A configured token endpoint: an assertion's aud is the issuer when the configuration names exactly one.
     const issuer = config.issuers?.length === 1 ? config.issuers[0] : undefined;
-    if (config.token_url !== undefined) this.#endpoint = { url: config.token_url, ...(issuer === undefined ? {} : { issuer }) };
+    if (config.token_url !== undefined)
+      this.#endpoint = { url: config.token_url, ...(issuer === undefined ? {} : { issuer }) };
   }
 
   /** Tokens obtained so far. */
@@ -105,14 +107,22 @@ export class ClientCredentials {
 
   async #obtain(wwwAuthenticate: string | null): Promise<string> {
     const { config, upstream } = this.#o;
-    this.#endpoint ??= await discoverTokenEndpoint(upstream, wwwAuthenticate, this.#fetch, { resource: this.#resource, issuers: config.issuers ?? [] });
+    this.#endpoint ??= await discoverTokenEndpoint(upstream, wwwAuthenticate, this.#fetch, {
+      resource: this.#resource,
+      issuers: config.issuers ?? [],
+    });
     const endpoint = this.#endpoint;
     if (!URL.canParse(endpoint.url) || !credentialsMayGoTo(new URL(endpoint.url))) {
-      throw new UpstreamAuthError(`the token endpoint ${endpoint.url} is neither https nor a loopback address: the client's credentials are not sent there`);
+      throw new UpstreamAuthError(
+        `the token endpoint ${endpoint.url} is neither https nor a loopback address: the client's credentials are not sent there`,
+      );
     }
     const form = new URLSearchParams({ grant_type: 'client_credentials', resource: this.#resource });
     if (config.scope !== undefined) form.set('scope', config.scope);
-    const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' };
+    const headers: Record<string, string> = {
+      'content-type': 'application/x-www-form-urlencoded',
+      accept: 'application/json',
+    };
     await authenticate(this.#how, config.client_id, endpoint, form, headers, this.#now());
     let response: Response;
     try {
@@ -124,17 +134,23 @@ export class ClientCredentials {
     const fields = typeof body === 'object' && body !== null ? (body as Record<string, unknown>) : {};
     if (!response.ok) {
       const why =
-        typeof fields.error === 'string' ? `${fields.error}${typeof fields.error_description === 'string' ? `: ${fields.error_description}` : ''}` : `HTTP ${response.status}`;
+        typeof fields.error === 'string'
+          ? `${fields.error}${typeof fields.error_description === 'string' ? `: ${fields.error_description}` : ''}`
+          : `HTTP ${response.status}`;
       throw new UpstreamAuthError(`the token endpoint ${endpoint.url} refused the client credentials (${why})`);
     }
     const { access_token: token, token_type: type, expires_in: expiresIn } = fields;
-    if (typeof token !== 'string' || token === '') throw new UpstreamAuthError(`the token endpoint ${endpoint.url} answered no access_token`);
+    if (typeof token !== 'string' || token === '')
+      throw new UpstreamAuthError(`the token endpoint ${endpoint.url} answered no access_token`);
     if (type !== undefined && (typeof type !== 'string' || type.toLowerCase() !== 'bearer'))
-      throw new UpstreamAuthError(`the token endpoint ${endpoint.url} answered a ${String(type)} token, not a Bearer one`);
+      throw new UpstreamAuthError(
+        `the token endpoint ${endpoint.url} answered a ${String(type)} token, not a Bearer one`,
+      );
     this.#issued++;
     const lifetime = typeof expiresIn === 'number' && Number.isFinite(expiresIn) ? expiresIn : undefined;
     // Without expires_in the token is kept until the upstream refuses it.
-    const until = lifetime === undefined ? Number.POSITIVE_INFINITY : this.#now() + (lifetime - EXPIRY_MARGIN_SECONDS) * 1000;
+    const until =
+      lifetime === undefined ? Number.POSITIVE_INFINITY : this.#now() + (lifetime - EXPIRY_MARGIN_SECONDS) * 1000;
     this.#cached = { token, until };
     return token;
   }
@@ -155,7 +171,10 @@ function withToken(init: RequestInit | undefined, token: string | undefined): Re
  *
  * @throws UpstreamAuthError (from the returned fetch) when a token cannot be obtained.
  */
-export function authorizedFetch(tokens: ClientCredentials, base: FetchLike = (url, init) => fetch(url, init)): FetchLike {
+export function authorizedFetch(
+  tokens: ClientCredentials,
+  base: FetchLike = (url, init) => fetch(url, init),
+): FetchLike {
   return async (url, init) => {
     const sent = tokens.active ? await tokens.token() : undefined;
     const first = await base(url, withToken(init, sent));

@@ -36,7 +36,16 @@ export interface UpstreamAuthConfig {
   scope?: string;
 }
 
-const FIELDS = new Set(['client_id', 'client_secret_env', 'private_key_file', 'key_id', 'issuer', 'token_url', 'resource', 'scope']);
+const FIELDS = new Set([
+  'client_id',
+  'client_secret_env',
+  'private_key_file',
+  'key_id',
+  'issuer',
+  'token_url',
+  'resource',
+  'scope',
+]);
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const nonEmpty = (v: unknown, max = 1024): v is string => typeof v === 'string' && v.trim() !== '' && v.length <= max;
 const isHttpUrl = (v: unknown): v is string => nonEmpty(v) && URL.canParse(v) && /^https?:$/.test(new URL(v).protocol);
@@ -60,21 +69,28 @@ function credentialsUrlProblem(field: string, url: string): string | undefined {
 export function parseUpstreamAuth(raw: unknown, problems: string[]): UpstreamAuthConfig | undefined {
   if (raw === undefined) return undefined;
   if (!isRecord(raw)) {
-    problems.push('upstream_auth: a mapping with client_id, client_secret_env or private_key_file and key_id, issuer or token_url, and optionally resource and scope');
+    problems.push(
+      'upstream_auth: a mapping with client_id, client_secret_env or private_key_file and key_id, issuer or token_url, and optionally resource and scope',
+    );
     return undefined;
   }
   const before = problems.length;
-  for (const key of Object.keys(raw)) if (!FIELDS.has(key)) problems.push(`upstream_auth: unknown field "${key}" (known: ${[...FIELDS].join(', ')})`);
+  for (const key of Object.keys(raw))
+    if (!FIELDS.has(key)) problems.push(`upstream_auth: unknown field "${key}" (known: ${[...FIELDS].join(', ')})`);
   if (!nonEmpty(raw.client_id)) problems.push('upstream_auth.client_id: required, a non-empty string');
   credentialProblems(raw, problems);
-  const issuers = raw.issuer === undefined ? undefined : Array.isArray(raw.issuer) ? (raw.issuer as unknown[]) : [raw.issuer];
+  const issuers =
+    raw.issuer === undefined ? undefined : Array.isArray(raw.issuer) ? (raw.issuer as unknown[]) : [raw.issuer];
   if (issuers !== undefined) {
     if (issuers.length === 0 || !issuers.every(isHttpUrl))
-      problems.push("upstream_auth.issuer: an http(s) URL or a non-empty list of them (the authorization servers' issuer identifiers)");
+      problems.push(
+        "upstream_auth.issuer: an http(s) URL or a non-empty list of them (the authorization servers' issuer identifiers)",
+      );
     else for (const issuer of issuers) pushIf(problems, credentialsUrlProblem('issuer', issuer));
   }
   if (raw.token_url !== undefined) {
-    if (!isHttpUrl(raw.token_url)) problems.push("upstream_auth.token_url: an http(s) URL (the authorization server's token endpoint)");
+    if (!isHttpUrl(raw.token_url))
+      problems.push("upstream_auth.token_url: an http(s) URL (the authorization server's token endpoint)");
     else pushIf(problems, credentialsUrlProblem('token_url', raw.token_url));
   }
   if (issuers === undefined && raw.token_url === undefined) {
@@ -82,8 +98,10 @@ export function parseUpstreamAuth(raw: unknown, problems: string[]): UpstreamAut
       'upstream_auth: name the authorization server the upstream may send the proxy to (issuer: a URL or a list of them) or its token endpoint (token_url); discovery never trusts another',
     );
   }
-  if (raw.resource !== undefined && !isHttpUrl(raw.resource)) problems.push("upstream_auth.resource: an http(s) URL (the upstream's resource identifier; default its URL)");
-  if (raw.scope !== undefined && !nonEmpty(raw.scope)) problems.push('upstream_auth.scope: a non-empty string of space-separated scopes');
+  if (raw.resource !== undefined && !isHttpUrl(raw.resource))
+    problems.push("upstream_auth.resource: an http(s) URL (the upstream's resource identifier; default its URL)");
+  if (raw.scope !== undefined && !nonEmpty(raw.scope))
+    problems.push('upstream_auth.scope: a non-empty string of space-separated scopes');
   if (problems.length > before) return undefined;
   const optional = (field: string, as = field) => (raw[field] === undefined ? {} : { [as]: raw[field] as string });
   return {
@@ -98,21 +116,33 @@ export function parseUpstreamAuth(raw: unknown, problems: string[]): UpstreamAut
   };
 }
 
-const pushIf = (problems: string[], problem: string | undefined) => void (problem !== undefined && problems.push(problem));
+const pushIf = (problems: string[], problem: string | undefined) =>
+  void (problem !== undefined && problems.push(problem));
 
 /** Exactly one way to authenticate: a secret's variable, or a private key file with its key id. */
 function credentialProblems(raw: Record<string, unknown>, problems: string[]): void {
   const secret = raw.client_secret_env;
   const keyFile = raw.private_key_file;
   if (secret === undefined && keyFile === undefined) {
-    problems.push('upstream_auth: required, client_secret_env (the variable that holds the client secret) or private_key_file and key_id (private_key_jwt)');
+    problems.push(
+      'upstream_auth: required, client_secret_env (the variable that holds the client secret) or private_key_file and key_id (private_key_jwt)',
+    );
   }
-  if (secret !== undefined && keyFile !== undefined) problems.push('upstream_auth: client_secret_env or private_key_file, not both (one way to authenticate the client)');
+  if (secret !== undefined && keyFile !== undefined)
+    problems.push(
+      'upstream_auth: client_secret_env or private_key_file, not both (one way to authenticate the client)',
+    );
   if (secret !== undefined && (!nonEmpty(secret, 256) || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(secret))) {
     problems.push('upstream_auth.client_secret_env: the name of the environment variable that holds the client secret');
   }
-  if (keyFile !== undefined && !nonEmpty(keyFile)) problems.push('upstream_auth.private_key_file: the path of a PEM private key (P-256 for ES256, RSA for RS256)');
-  if (raw.key_id !== undefined && !nonEmpty(raw.key_id, 256)) problems.push('upstream_auth.key_id: a non-empty string, the key\'s "kid"');
-  if (keyFile !== undefined && raw.key_id === undefined) problems.push('upstream_auth.key_id: required with private_key_file, the "kid" the authorization server knows the key by');
-  if (keyFile === undefined && raw.key_id !== undefined) problems.push('upstream_auth.key_id: goes with private_key_file');
+  if (keyFile !== undefined && !nonEmpty(keyFile))
+    problems.push('upstream_auth.private_key_file: the path of a PEM private key (P-256 for ES256, RSA for RS256)');
+  if (raw.key_id !== undefined && !nonEmpty(raw.key_id, 256))
+    problems.push('upstream_auth.key_id: a non-empty string, the key\'s "kid"');
+  if (keyFile !== undefined && raw.key_id === undefined)
+    problems.push(
+      'upstream_auth.key_id: required with private_key_file, the "kid" the authorization server knows the key by',
+    );
+  if (keyFile === undefined && raw.key_id !== undefined)
+    problems.push('upstream_auth.key_id: goes with private_key_file');
 }

@@ -50,7 +50,9 @@ const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
  */
 export function resourceMetadataOf(header: string | null | undefined): string | undefined {
   if (!header) return undefined;
-  const match = /(?:^|[\s,])resource_metadata\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]+))/i.exec(header.replace(/^\s*Bearer\s+/i, ' '));
+  const match = /(?:^|[\s,])resource_metadata\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]+))/i.exec(
+    header.replace(/^\s*Bearer\s+/i, ' '),
+  );
   const value = match ? (match[1]?.replace(/\\(.)/g, '$1') ?? match[2]) : undefined;
   return value !== undefined && URL.canParse(value) ? value : undefined;
 }
@@ -62,7 +64,10 @@ function wellKnown(url: URL, name: string): string {
 }
 
 /** The JSON object at the first of `urls` that answers 200 with one; undefined when none does. */
-async function firstJson(fetchFn: FetchLike, urls: string[]): Promise<{ url: string; body: Record<string, unknown> } | undefined> {
+async function firstJson(
+  fetchFn: FetchLike,
+  urls: string[],
+): Promise<{ url: string; body: Record<string, unknown> } | undefined> {
   for (const url of [...new Set(urls)]) {
     let response: Response;
     try {
@@ -104,18 +109,32 @@ export interface DiscoveryTrust {
  * console.log(endpoint.url, endpoint.issuer); // => https://login.example.com/token https://login.example.com
  * ```
  */
-export async function discoverTokenEndpoint(upstream: URL, wwwAuthenticate: string | null, fetchFn: FetchLike, trust: DiscoveryTrust): Promise<TokenEndpoint> {
+export async function discoverTokenEndpoint(
+  upstream: URL,
+  wwwAuthenticate: string | null,
+  fetchFn: FetchLike,
+  trust: DiscoveryTrust,
+): Promise<TokenEndpoint> {
   const declared = resourceMetadataOf(wwwAuthenticate);
-  const prmUrls = declared ? [declared] : [wellKnown(upstream, 'oauth-protected-resource'), `${upstream.origin}/.well-known/oauth-protected-resource`];
+  const prmUrls = declared
+    ? [declared]
+    : [wellKnown(upstream, 'oauth-protected-resource'), `${upstream.origin}/.well-known/oauth-protected-resource`];
   const prm = await firstJson(fetchFn, prmUrls);
-  if (!prm) throw new DiscoveryError(`no protected resource metadata for ${upstream.href} (tried ${prmUrls.join(', ')})`);
+  if (!prm)
+    throw new DiscoveryError(`no protected resource metadata for ${upstream.href} (tried ${prmUrls.join(', ')})`);
   const { resource, authorization_servers: servers } = prm.body;
-  if (typeof resource !== 'string' || resource === '') throw new DiscoveryError(`the protected resource metadata at ${prm.url} names no resource (RFC 9728 section 3.3): refused`);
+  if (typeof resource !== 'string' || resource === '')
+    throw new DiscoveryError(
+      `the protected resource metadata at ${prm.url} names no resource (RFC 9728 section 3.3): refused`,
+    );
   if (!sameResource(resource, trust.resource)) {
-    throw new DiscoveryError(`the protected resource metadata at ${prm.url} names the resource ${resource}, not the upstream's ${trust.resource} (RFC 9728 section 3.3): refused`);
+    throw new DiscoveryError(
+      `the protected resource metadata at ${prm.url} names the resource ${resource}, not the upstream's ${trust.resource} (RFC 9728 section 3.3): refused`,
+    );
   }
   const named = Array.isArray(servers) ? servers.filter((s): s is string => typeof s === 'string') : [];
-  if (named.length === 0) throw new DiscoveryError(`the protected resource metadata at ${prm.url} names no authorization server`);
+  if (named.length === 0)
+    throw new DiscoveryError(`the protected resource metadata at ${prm.url} names no authorization server`);
   const chosen = allowedServer(named, trust.issuers);
   if (chosen === undefined) {
     throw new DiscoveryError(
@@ -136,13 +155,31 @@ async function authorizationServerEndpoint(issuer: string, fetchFn: FetchLike): 
   const appended = `${url.href.replace(/\/+$/, '')}/.well-known/openid-configuration`;
   const asUrls = [wellKnown(url, 'oauth-authorization-server'), wellKnown(url, 'openid-configuration'), appended];
   const metadata = await firstJson(fetchFn, asUrls);
-  if (!metadata) throw new DiscoveryError(`no metadata for the authorization server ${issuer} (tried ${[...new Set(asUrls)].join(', ')})`);
-  const { issuer: named, token_endpoint: tokenEndpoint, token_endpoint_auth_methods_supported: methods, token_endpoint_auth_signing_alg_values_supported: algs } = metadata.body;
-  if (typeof named !== 'string') throw new DiscoveryError(`the metadata at ${metadata.url} names no issuer (RFC 8414 section 3.3): refused`);
-  if (issuerKey(named) !== issuerKey(issuer)) throw new DiscoveryError(`the metadata at ${metadata.url} names the issuer ${named}, not ${issuer} (RFC 8414 section 3.3): refused`);
-  if (typeof tokenEndpoint !== 'string' || !URL.canParse(tokenEndpoint)) throw new DiscoveryError(`the metadata at ${metadata.url} has no token_endpoint`);
+  if (!metadata)
+    throw new DiscoveryError(
+      `no metadata for the authorization server ${issuer} (tried ${[...new Set(asUrls)].join(', ')})`,
+    );
+  const {
+    issuer: named,
+    token_endpoint: tokenEndpoint,
+    token_endpoint_auth_methods_supported: methods,
+    token_endpoint_auth_signing_alg_values_supported: algs,
+  } = metadata.body;
+  if (typeof named !== 'string')
+    throw new DiscoveryError(`the metadata at ${metadata.url} names no issuer (RFC 8414 section 3.3): refused`);
+  if (issuerKey(named) !== issuerKey(issuer))
+    throw new DiscoveryError(
+      `the metadata at ${metadata.url} names the issuer ${named}, not ${issuer} (RFC 8414 section 3.3): refused`,
+    );
+  if (typeof tokenEndpoint !== 'string' || !URL.canParse(tokenEndpoint))
+    throw new DiscoveryError(`the metadata at ${metadata.url} has no token_endpoint`);
   const strings = (v: unknown) => (Array.isArray(v) ? v.filter((m): m is string => typeof m === 'string') : undefined);
   const authMethods = strings(methods);
   const signingAlgs = strings(algs);
-  return { url: tokenEndpoint, issuer: named, ...(authMethods ? { authMethods } : {}), ...(signingAlgs ? { signingAlgs } : {}) };
+  return {
+    url: tokenEndpoint,
+    issuer: named,
+    ...(authMethods ? { authMethods } : {}),
+    ...(signingAlgs ? { signingAlgs } : {}),
+  };
 }

@@ -29,15 +29,24 @@ export { credentialsMayGoTo } from './trust.js';
  * const { fetch } = upstreamAuthFetch(config.upstream_auth, new URL('http://127.0.0.1:9001/mcp'), process.env);
  * ```
  */
-export function upstreamAuthFetch(config: UpstreamAuthConfig, upstream: URL | undefined, env: NodeJS.ProcessEnv): { fetch: FetchLike; tokens: ClientCredentials } {
+export function upstreamAuthFetch(
+  config: UpstreamAuthConfig,
+  upstream: URL | undefined,
+  env: NodeJS.ProcessEnv,
+): { fetch: FetchLike; tokens: ClientCredentials } {
   if (upstream === undefined)
-    throw new ProxyConfigError('upstream_auth', ['upstream_auth: goes with --upstream-url (an upstream over Streamable HTTP); a stdio upstream takes no token']);
+    throw new ProxyConfigError('upstream_auth', [
+      'upstream_auth: goes with --upstream-url (an upstream over Streamable HTTP); a stdio upstream takes no token',
+    ]);
   const tokens = new ClientCredentials({ config, upstream, ...credentialsOf(config, env) });
   return { fetch: authorizedFetch(tokens), tokens };
 }
 
 /** The client's secret or signing key, as the configuration says where to find it. */
-function credentialsOf(config: UpstreamAuthConfig, env: NodeJS.ProcessEnv): { secret: string } | { signingKey: SigningKey } {
+function credentialsOf(
+  config: UpstreamAuthConfig,
+  env: NodeJS.ProcessEnv,
+): { secret: string } | { signingKey: SigningKey } {
   if (config.private_key_file !== undefined) {
     try {
       return { signingKey: loadSigningKey(config.private_key_file, config.key_id!) };
@@ -46,6 +55,9 @@ function credentialsOf(config: UpstreamAuthConfig, env: NodeJS.ProcessEnv): { se
     }
   }
   const secret = env[config.client_secret_env!];
-  if (!secret) throw new ProxyConfigError('upstream_auth', [`upstream_auth.client_secret_env: the variable ${config.client_secret_env} is not set (it holds the client secret)`]);
+  if (!secret)
+    throw new ProxyConfigError('upstream_auth', [
+      `upstream_auth.client_secret_env: the variable ${config.client_secret_env} is not set (it holds the client secret)`,
+    ]);
   return { secret };
 }

@@ -83,14 +83,22 @@ export async function api(method, path, { body, contentType = 'application/json'
   /** @type {Record<string, string>} */
   const headers = { authorization: `Bearer ${session.key()}`, accept };
   if (body !== undefined) headers['content-type'] = contentType;
-  const response = await fetch(path, { method, headers, body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body) });
+  const response = await fetch(path, {
+    method,
+    headers,
+    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+  });
   const text = await response.text();
   const isJson = (response.headers.get('content-type') ?? '').includes('json');
   /** @type {unknown} */
   const data = isJson && text ? JSON.parse(text) : text;
   if (!response.ok) {
-    const error = new ApiError(response.status, isJson ? /** @type {{ error?: ErrorFields }} */ (data).error : undefined);
-    if (response.status === 401 && error.code === 'auth.invalid_key') session.refused('The API key was refused (revoked or unknown); sign in again.');
+    const error = new ApiError(
+      response.status,
+      isJson ? /** @type {{ error?: ErrorFields }} */ (data).error : undefined,
+    );
+    if (response.status === 401 && error.code === 'auth.invalid_key')
+      session.refused('The API key was refused (revoked or unknown); sign in again.');
     throw error;
   }
   return data;

@@ -151,7 +151,11 @@ export async function openDecision(id) {
   body.replaceChildren(h('p', {}, 'Loading…'));
   if (!dialog.open) dialog.showModal();
   try {
-    const [d, names, policies] = await Promise.all([api('GET', `/v1/decisions/${encodeURIComponent(id)}`), policyNames(), policyIndex()]);
+    const [d, names, policies] = await Promise.all([
+      api('GET', `/v1/decisions/${encodeURIComponent(id)}`),
+      policyNames(),
+      policyIndex(),
+    ]);
     body.replaceChildren(decisionDetail(/** @type {Decision} */ (d), names, policies));
   } catch (e) {
     body.replaceChildren(h('p', { class: 'error' }, describe(e)));

@@ -22,7 +22,8 @@
  */
 export function byId(id, type) {
   const el = document.getElementById(id);
-  if (!el || !(el instanceof (type ?? HTMLElement))) throw new Error(`the page has no #${id}${type ? ` of type ${type.name}` : ''}`);
+  if (!el || !(el instanceof (type ?? HTMLElement)))
+    throw new Error(`the page has no #${id}${type ? ` of type ${type.name}` : ''}`);
   return /** @type {T} */ (el);
 }
 
@@ -46,7 +47,8 @@ export function h(tag, attrs = {}, ...children) {
     } else if (v === true) el.setAttribute(k, '');
     else el.setAttribute(k, String(v));
   }
-  for (const c of children.flat()) if (c !== null && c !== undefined && c !== false) el.append(c instanceof Node ? c : String(c));
+  for (const c of children.flat())
+    if (c !== null && c !== undefined && c !== false) el.append(c instanceof Node ? c : String(c));
   return el;
 }
 
@@ -126,7 +128,12 @@ export function long(value) {
  * @returns {HTMLElement[]}
  */
 export function decisionLeadCells(d) {
-  return [timeCell(d.evaluated_at), h('td', {}, long(d.agent_id)), h('td', {}, long(d.action)), h('td', {}, d.resource == null ? '—' : long(d.resource))];
+  return [
+    timeCell(d.evaluated_at),
+    h('td', {}, long(d.agent_id)),
+    h('td', {}, long(d.action)),
+    h('td', {}, d.resource == null ? '—' : long(d.resource)),
+  ];
 }
 
 /**

@@ -30,7 +30,9 @@ function load() {
     try {
       let after = '';
       for (;;) {
-        const page = /** @type {import('./api.js').Page<Policy>} */ (await api('GET', `/v1/policies?limit=100${after}`));
+        const page = /** @type {import('./api.js').Page<Policy>} */ (
+          await api('GET', `/v1/policies?limit=100${after}`)
+        );
         for (const p of page.data) policies.set(p.id, p);
         const last = page.data[page.data.length - 1];
         if (!page.has_more || !last) break;
@@ -41,7 +43,12 @@ function load() {
       error = e;
     }
     /** @type {Loaded} */
-    const loaded = { at: Date.now(), policies, names: new Map([...policies.values()].map((p) => [p.id, p.name])), error };
+    const loaded = {
+      at: Date.now(),
+      policies,
+      names: new Map([...policies.values()].map((p) => [p.id, p.name])),
+      error,
+    };
     cache = loaded;
     return loaded;
   })().finally(() => {
@@ -111,6 +118,9 @@ export function policyRefs(ids, names) {
   return h(
     'span',
     { class: 'policies' },
-    ids.flatMap((id, i) => [h('span', { class: 'nowrap' }, policyRef(id, names), i < last ? ',' : ''), i < last ? ' ' : '']),
+    ids.flatMap((id, i) => [
+      h('span', { class: 'nowrap' }, policyRef(id, names), i < last ? ',' : ''),
+      i < last ? ' ' : '',
+    ]),
   );
 }

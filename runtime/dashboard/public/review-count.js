@@ -12,7 +12,9 @@ import { byId } from './dom.js';
 export async function refreshReviewCount() {
   const badge = byId('review-count');
   try {
-    const page = /** @type {import('./api.js').Page<unknown>} */ (await api('GET', '/v1/reviews?status=open&limit=100'));
+    const page = /** @type {import('./api.js').Page<unknown>} */ (
+      await api('GET', '/v1/reviews?status=open&limit=100')
+    );
     const n = `${page.data.length}${page.has_more ? '+' : ''}`;
     badge.textContent = n;
     badge.title = `${n} open review${n === '1' ? '' : 's'}`;

@@ -18,7 +18,8 @@ export const sessionHref = (id) => `#sessions/${encodeURIComponent(id)}`;
  * @param {string} id
  * @returns {HTMLAnchorElement}
  */
-export const sessionLink = (id) => h('a', { href: sessionHref(id), class: 'session-link', 'aria-label': `Session ${id}` }, long(id));
+export const sessionLink = (id) =>
+  h('a', { href: sessionHref(id), class: 'session-link', 'aria-label': `Session ${id}` }, long(id));
 
 /**
  * Labels as badges (`private`, `untrusted`), or an em dash for none.

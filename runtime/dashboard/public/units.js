@@ -32,7 +32,10 @@ export function formatNumber(n, unit) {
   if (/^[A-Z]{3}$/.test(unit)) {
     try {
       const currency = new Intl.NumberFormat('en', { style: 'currency', currency: unit }).resolvedOptions();
-      digits = { minimumFractionDigits: currency.minimumFractionDigits ?? 2, maximumFractionDigits: Math.max(currency.maximumFractionDigits ?? 2, 6) };
+      digits = {
+        minimumFractionDigits: currency.minimumFractionDigits ?? 2,
+        maximumFractionDigits: Math.max(currency.maximumFractionDigits ?? 2, 6),
+      };
     } catch {
       // Not a currency Intl knows: the number as it is.
     }
@@ -74,11 +77,19 @@ export function amountText(d, policies) {
   if (d.amount == null) return '—';
   const ids = d.metadata?.matched_policy_ids ?? [];
   const units = heldUnits(ids, policies);
-  if (units.length === 1) return h('span', { class: 'word', dataset: { unit: units[0] } }, formatAmount(d.amount, /** @type {string} */ (units[0])));
+  if (units.length === 1)
+    return h(
+      'span',
+      { class: 'word', dataset: { unit: units[0] } },
+      formatAmount(d.amount, /** @type {string} */ (units[0])),
+    );
   const plain = d.amount.toLocaleString('en', { maximumFractionDigits: 6 });
   const unread = ids.length > 0 && ids.every((id) => !policies.has(id));
   const [mark, why] = unread
-    ? [' (unit unknown)', 'the budgets of the matched policies name the unit, and this key may not read policies (policies:read)']
+    ? [
+        ' (unit unknown)',
+        'the budgets of the matched policies name the unit, and this key may not read policies (policies:read)',
+      ]
     : units.length
       ? [` ${units.join('/')}`, `in one of ${units.join(', ')}`]
       : [' (no unit)', 'no budget of a matched policy names its unit'];

@@ -34,12 +34,26 @@ export async function startAdapterService(kind: StoreKind): Promise<AdapterServi
       condition: 'amount <= 50',
       budget: { unit: 'USD', limit: 100, period: 'monthly', threshold_alert: 0.8 },
     },
-    { id: 'pol_refund_large', effect: 'review', agents: ['support-*'], actions: ['payments.refund'], resources: ['order:*'], condition: 'amount > 50' },
+    {
+      id: 'pol_refund_large',
+      effect: 'review',
+      agents: ['support-*'],
+      actions: ['payments.refund'],
+      resources: ['order:*'],
+      condition: 'amount > 50',
+    },
     { id: 'pol_delete', effect: 'deny', agents: ['support-*'], actions: ['customers.delete'] },
     // Labels (docs/adapters.md#labels-a-tool-result-carries): a tool declares what its results carry; mail is refused once the session holds private data.
     { id: 'pol_files_read', effect: 'allow', agents: ['support-*'], actions: ['files.read'] },
     { id: 'pol_mail', effect: 'allow', agents: ['support-*'], actions: ['email.send'] },
-    { id: 'pol_mail_after_private', effect: 'deny', priority: 10, agents: ['support-*'], actions: ['email.send'], condition: "contains(session.labels, 'private')" },
+    {
+      id: 'pol_mail_after_private',
+      effect: 'deny',
+      priority: 10,
+      agents: ['support-*'],
+      actions: ['email.send'],
+      condition: "contains(session.labels, 'private')",
+    },
   ]);
   await rt.app.listen({ port: 0, host: '127.0.0.1' });
   const base = `http://127.0.0.1:${(rt.app.server.address() as { port: number }).port}`;
@@ -48,8 +62,11 @@ export async function startAdapterService(kind: StoreKind): Promise<AdapterServi
     base,
     authz: new AuthzClient({ baseUrl: base, apiKey: rt.testKey, backoffMs: 10 }),
     inSession: (sessionId) => new AuthzClient({ baseUrl: base, apiKey: rt.testKey, backoffMs: 10, sessionId }),
-    decisionsOf: async (agentId) => (await rt.getOk(`/v1/decisions?agent_id=${encodeURIComponent(agentId)}`)).data as Array<JsonObject>,
+    decisionsOf: async (agentId) =>
+      (await rt.getOk(`/v1/decisions?agent_id=${encodeURIComponent(agentId)}`)).data as Array<JsonObject>,
     refundBudget: async (agentId) =>
-      ((await rt.getOk(`/v1/budgets?agent_id=${encodeURIComponent(agentId)}`)).data as Array<JsonObject>).find((b) => b.policy_id === 'pol_refund_small'),
+      ((await rt.getOk(`/v1/budgets?agent_id=${encodeURIComponent(agentId)}`)).data as Array<JsonObject>).find(
+        (b) => b.policy_id === 'pol_refund_small',
+      ),
   };
 }

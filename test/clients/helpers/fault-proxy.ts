@@ -46,7 +46,12 @@ const readAll = (stream: IncomingMessage): Promise<Buffer> =>
 export async function startFaultProxy(targetPort: number, targetHost = '127.0.0.1'): Promise<FaultProxy> {
   let drops = 0;
   let holds = 0;
-  let fails: { n: number; status: number; body: string; contentType: string } = { n: 0, status: 502, body: '', contentType: 'text/html' };
+  let fails: { n: number; status: number; body: string; contentType: string } = {
+    n: 0,
+    status: 502,
+    body: '',
+    contentType: 'text/html',
+  };
   const seen: SeenRequest[] = [];
 
   const server: Server = createServer((req, res) => {
@@ -68,18 +73,21 @@ export async function startFaultProxy(targetPort: number, targetHost = '127.0.0.
     if (fate === 'dropped') drops--;
     if (fate === 'held') holds--;
     entry.fate = fate;
-    const upstream = httpRequest({ host: targetHost, port: targetPort, method: req.method, path: req.url, headers: req.headers }, (answer) => {
-      if (fate === 'forwarded') {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-        return;
-      }
-      // The whole answer is read first: the service has finished the request.
-      void readAll(answer).then(() => {
-        if (fate === 'dropped') req.socket.destroy();
-        // held: nothing is sent; the client's own time limit ends the exchange.
-      });
-    });
+    const upstream = httpRequest(
+      { host: targetHost, port: targetPort, method: req.method, path: req.url, headers: req.headers },
+      (answer) => {
+        if (fate === 'forwarded') {
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(res);
+          return;
+        }
+        // The whole answer is read first: the service has finished the request.
+        void readAll(answer).then(() => {
+          if (fate === 'dropped') req.socket.destroy();
+          // held: nothing is sent; the client's own time limit ends the exchange.
+        });
+      },
+    );
     upstream.on('error', () => req.socket.destroy());
     req.pipe(upstream);
   });

@@ -50,7 +50,10 @@ describe('bundles', () => {
     ] as const) {
       const r = loadBundle({ ...clone(bundle), format_version: version });
       expect(r.ok).toBe(false);
-      if (!r.ok) expect(r.problems[0]!.message).toMatch(new RegExp(`format version ${version} is ${word} than the version this runtime reads \\(1\\)`));
+      if (!r.ok)
+        expect(r.problems[0]!.message).toMatch(
+          new RegExp(`format version ${version} is ${word} than the version this runtime reads \\(1\\)`),
+        );
     }
   });
 

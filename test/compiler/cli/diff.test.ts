@@ -31,7 +31,11 @@ const LARGE_REVIEW = `    priority: 100
 
 describe('authz diff', () => {
   it('exits 0 and says so when nothing changed (also for a reordered list and a respaced condition)', () => {
-    edit('support/policies.yaml', 'actions: ["orders.read", "customers.read"]', 'actions: ["customers.read", "orders.read"]');
+    edit(
+      'support/policies.yaml',
+      'actions: ["orders.read", "customers.read"]',
+      'actions: ["customers.read", "orders.read"]',
+    );
     edit('support/policies.yaml', 'condition: "amount > 50"', 'condition: "(amount>50)"');
     const r = runCli(['diff', 'old/support', 'new/support'], dir);
     expect(r.code).toBe(0);
@@ -40,7 +44,11 @@ describe('authz diff', () => {
   });
 
   it('lists a changed policy field by field and the action whose winner changes; exit 1', () => {
-    edit('support/policies.yaml', LARGE_REVIEW, LARGE_REVIEW.replace('priority: 100', 'priority: 5').replace('amount > 50', 'amount > 80'));
+    edit(
+      'support/policies.yaml',
+      LARGE_REVIEW,
+      LARGE_REVIEW.replace('priority: 100', 'priority: 5').replace('amount > 50', 'amount > 80'),
+    );
     const r = runCli(['diff', 'old/support', 'new/support'], dir);
     expect(r.code).toBe(1);
     expect(r.out).toContain(
@@ -59,7 +67,11 @@ describe('authz diff', () => {
   it('finds policies added and removed across the examples, bundle against folder, in JSON', () => {
     // Rename the id of one policy (removed + added) and turn another to shadow (it stops winning).
     edit('purchasing/legacy-catalog.yaml', 'id: pol_', 'id: pol_renamed_');
-    edit('support/policies.yaml', 'name: support-account-deletion-deny\n', 'name: support-account-deletion-deny\n    state: shadow\n');
+    edit(
+      'support/policies.yaml',
+      'name: support-account-deletion-deny\n',
+      'name: support-account-deletion-deny\n    state: shadow\n',
+    );
     expect(runCli(['compile', 'old', '-o', 'old.json'], dir).code).toBe(0);
     const r = runCli(['diff', 'old.json', 'new', '--format', 'json'], dir);
     expect(r.code).toBe(1);
@@ -68,7 +80,9 @@ describe('authz diff', () => {
     const removed = out.policies.removed.map((p: { id: string }) => p.id);
     expect(removed).toHaveLength(1);
     expect(out.policies.added.map((p: { id: string }) => p.id)).toEqual([removed[0].replace('pol_', 'pol_renamed_')]);
-    expect(out.policies.changed).toEqual([{ id: 'pol_support_account_deletion_deny', fields: [{ field: 'state', old: 'enabled', new: 'shadow' }] }]);
+    expect(out.policies.changed).toEqual([
+      { id: 'pol_support_account_deletion_deny', fields: [{ field: 'state', old: 'enabled', new: 'shadow' }] },
+    ]);
     // The winners, on the support set alone (across every example, the infrastructure guardrail on *.delete wins).
     expect(runCli(['compile', 'old/support', '-o', 'support.json'], dir).code).toBe(0);
     const support = JSON.parse(runCli(['diff', 'support.json', 'new/support', '--format', 'json'], dir).out);
@@ -91,17 +105,39 @@ describe('authz diff', () => {
     edit('support/policies.yaml', 'effect: deny', 'effect: perhaps');
     const r = runCli(['diff', 'old', 'new'], dir);
     expect(r.code).toBe(2);
-    expect(r.err).toMatch(/new does not compile:\n {2}new\/support\/policies\.yaml:\d+:\d+: effect must be one of allow, deny, review/);
+    expect(r.err).toMatch(
+      /new does not compile:\n {2}new\/support\/policies\.yaml:\d+:\d+: effect must be one of allow, deny, review/,
+    );
   });
 });
 
 describe('the actions diff probes', () => {
   it('derives concrete actions from each pattern, with <other> for a part no policy names', () => {
     const probes = probeActions(['pay.refund', 'pay.*', '*.read', 'other.list', '*']);
-    expect(probes.map((p) => p.label)).toEqual(['<other>.<other>', '<other>.read', 'other.read', 'pay.<other>', 'pay.list', 'pay.read', 'pay.refund', 'other.list'].sort());
+    expect(probes.map((p) => p.label)).toEqual(
+      [
+        '<other>.<other>',
+        '<other>.read',
+        'other.read',
+        'pay.<other>',
+        'pay.list',
+        'pay.read',
+        'pay.refund',
+        'other.list',
+      ].sort(),
+    );
     // "other" is a namespace here, so <other> is probed under another name.
-    expect(probes.find((p) => p.label === '<other>.read')).toEqual({ label: '<other>.read', action: 'other1.read', patterns: ['*', '*.read'] });
+    expect(probes.find((p) => p.label === '<other>.read')).toEqual({
+      label: '<other>.read',
+      action: 'other1.read',
+      patterns: ['*', '*.read'],
+    });
     expect(probes.find((p) => p.label === 'pay.read')?.patterns).toEqual(['*', '*.read', 'pay.*']);
-    expect(probeActions(['a.*', 'a.v1', 'a.v2', 'a.v3'], 2).map((p) => p.label)).toEqual(['a.<other>', 'a.v1', 'a.v2', 'a.v3']);
+    expect(probeActions(['a.*', 'a.v1', 'a.v2', 'a.v3'], 2).map((p) => p.label)).toEqual([
+      'a.<other>',
+      'a.v1',
+      'a.v2',
+      'a.v3',
+    ]);
   });
 });

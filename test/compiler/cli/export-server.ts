@@ -48,7 +48,10 @@ export async function startExportServer(options: ExportOptions): Promise<ExportS
     }
     const url = new URL(req.url ?? '/', 'http://x');
     if (url.pathname === '/v1/decisions' && url.searchParams.get('limit') === '1') {
-      res.writeHead(200, { 'content-type': 'application/json', ...(options.noDate ? {} : { date: now.toUTCString() }) });
+      res.writeHead(200, {
+        'content-type': 'application/json',
+        ...(options.noDate ? {} : { date: now.toUTCString() }),
+      });
       res.end(JSON.stringify({ object: 'list', data: [], has_more: false }));
       return;
     }

@@ -71,7 +71,9 @@ describe('authz test with history and labels', () => {
     expect(out).toContain('+ effect: deny');
     expect(out).toContain("history: history.sum('shop.buy', '1d', 'user') = 70");
     const json = JSON.parse(runCli(['test', dir, '--format', 'json']).out);
-    expect(json.suites[0].cases[0].history).toEqual([{ fn: 'sum', actions: ['shop.buy'], window: '1d', scope: 'user', match: [], value: 70 }]);
+    expect(json.suites[0].cases[0].history).toEqual([
+      { fn: 'sum', actions: ['shop.buy'], window: '1d', scope: 'user', match: [], value: 70 },
+    ]);
   });
 
   it('shows an unknown value when the scope needs a field the request lacks', () => {
@@ -115,41 +117,121 @@ describe('authz explain with history and labels', () => {
 
   it('prints the history values the candidate policies read, and uses them', () => {
     const dir = tempTree({ 'policies/p.yaml': POLICIES, 'history.yaml': HISTORY });
-    const allowed = runCli(['explain', 'policies', '--agent', 'a1', '--action', 'shop.buy', '--amount', '50', '--on-behalf-of', 'u1', '--history', 'history.yaml'], dir);
+    const allowed = runCli(
+      [
+        'explain',
+        'policies',
+        '--agent',
+        'a1',
+        '--action',
+        'shop.buy',
+        '--amount',
+        '50',
+        '--on-behalf-of',
+        'u1',
+        '--history',
+        'history.yaml',
+      ],
+      dir,
+    );
     expect(allowed.code).toBe(0);
     expect(allowed.out).toContain('decision: allow (policy.matched) by pol_shopping_per_user');
     expect(allowed.out).toContain("history: history.sum('shop.buy', '1d', 'user') = 50");
-    const denied = runCli(['explain', 'policies', '--agent', 'a1', '--action', 'shop.buy', '--amount', '51', '--on-behalf-of', 'u1', '--history', 'history.yaml'], dir);
+    const denied = runCli(
+      [
+        'explain',
+        'policies',
+        '--agent',
+        'a1',
+        '--action',
+        'shop.buy',
+        '--amount',
+        '51',
+        '--on-behalf-of',
+        'u1',
+        '--history',
+        'history.yaml',
+      ],
+      dir,
+    );
     expect(denied.out).toContain('decision: deny (policy.not_found)');
     expect(denied.out).toContain("(amount = 51, history.sum('shop.buy', '1d', 'user') = 50)");
     const json = JSON.parse(
-      runCli(['explain', 'policies', '--agent', 'a1', '--action', 'shop.buy', '--amount', '5', '--on-behalf-of', 'u2', '--history', 'history.yaml', '--format', 'json'], dir).out,
+      runCli(
+        [
+          'explain',
+          'policies',
+          '--agent',
+          'a1',
+          '--action',
+          'shop.buy',
+          '--amount',
+          '5',
+          '--on-behalf-of',
+          'u2',
+          '--history',
+          'history.yaml',
+          '--format',
+          'json',
+        ],
+        dir,
+      ).out,
     );
     // Entries without on_behalf_of are the request's user's (u2 here): 50 + 25; the one of 2 days ago is out of the window.
-    expect(json.history).toEqual([{ fn: 'sum', actions: ['shop.buy'], window: '1d', scope: 'user', match: [], value: 75 }]);
+    expect(json.history).toEqual([
+      { fn: 'sum', actions: ['shop.buy'], window: '1d', scope: 'user', match: [], value: 75 },
+    ]);
     expect(json.request).toEqual({ agent_id: 'a1', action: 'shop.buy', amount: 5, on_behalf_of: 'u2' });
   });
 
   it('takes the session and its labels', () => {
     const dir = tempTree({ 'policies/p.yaml': POLICIES });
-    const run = (...extra: string[]) => runCli(['explain', 'policies', '--agent', 'a1', '--action', 'mail.send', '--session', 's1', ...extra], dir);
+    const run = (...extra: string[]) =>
+      runCli(['explain', 'policies', '--agent', 'a1', '--action', 'mail.send', '--session', 's1', ...extra], dir);
     expect(run().out).toContain('decision: allow');
     const withLabels = run('--labels', 'untrusted,private');
     expect(withLabels.out).toContain('decision: deny (policy.not_found)');
     expect(withLabels.out).toContain('session.labels = ["untrusted","private"]');
     const json = JSON.parse(run('--labels', 'private', '--format', 'json').out);
-    expect(json.request).toEqual({ agent_id: 'a1', action: 'mail.send', session_id: 's1', session_labels: ['private'] });
-    const refunds = runCli(['explain', 'policies', '--agent', 'a1', '--action', 'billing.refund', '--session', 's1'], dir);
+    expect(json.request).toEqual({
+      agent_id: 'a1',
+      action: 'mail.send',
+      session_id: 's1',
+      session_labels: ['private'],
+    });
+    const refunds = runCli(
+      ['explain', 'policies', '--agent', 'a1', '--action', 'billing.refund', '--session', 's1'],
+      dir,
+    );
     expect(refunds.out).toContain("history: history.count('billing.refund', '1h') = 0");
   });
 
   it('refuses bad options and a bad history file', () => {
-    const dir = tempTree({ 'policies/p.yaml': POLICIES, 'bad.yaml': '- { action: shop.buy }\n', 'map.yaml': 'action: shop.buy\n' });
+    const dir = tempTree({
+      'policies/p.yaml': POLICIES,
+      'bad.yaml': '- { action: shop.buy }\n',
+      'map.yaml': 'action: shop.buy\n',
+    });
     const args = ['explain', 'policies', '--agent', 'a1', '--action', 'shop.buy'];
-    expect(runCli([...args, '--labels', 'ok,Not Ok'], dir)).toMatchObject({ code: 2, err: expect.stringContaining('"Not Ok" is not a label') });
-    expect(runCli([...args, '--session', ''], dir)).toMatchObject({ code: 2, err: expect.stringContaining('--session must be 1 to 256 characters') });
-    expect(runCli([...args, '--history', 'missing.yaml'], dir)).toMatchObject({ code: 2, err: expect.stringContaining('--history missing.yaml') });
-    expect(runCli([...args, '--history', 'bad.yaml'], dir)).toMatchObject({ code: 1, err: expect.stringMatching(/bad\.yaml:1:3: history\[0\]: missing required field "ago"/) });
-    expect(runCli([...args, '--history', 'map.yaml'], dir)).toMatchObject({ code: 1, err: expect.stringMatching(/map\.yaml:1:1: history must be array/) });
+    expect(runCli([...args, '--labels', 'ok,Not Ok'], dir)).toMatchObject({
+      code: 2,
+      err: expect.stringContaining('"Not Ok" is not a label'),
+    });
+    expect(runCli([...args, '--session', ''], dir)).toMatchObject({
+      code: 2,
+      err: expect.stringContaining('--session must be 1 to 256 characters'),
+    });
+    expect(runCli([...args, '--history', 'missing.yaml'], dir)).toMatchObject({
+      code: 2,
+      err: expect.stringContaining('--history missing.yaml'),
+    });
+    expect(runCli([...args, '--history', 'bad.yaml'], dir)).toMatchObject({
+      code: 1,
+      err: expect.stringMatching(/bad\.yaml:1:3: history\[0\]: missing required field "ago"/),
+    });
+    expect(runCli([...args, '--history', 'map.yaml'], dir)).toMatchObject({
+      code: 1,
+      err: expect.stringMatching(/map\.yaml:1:1: history must be array/),
+    });
   });
 });

@@ -56,7 +56,13 @@ describe('authz replay reads the export as a stream', () => {
       JSON.stringify(
         storedDecision(
           `dec_${i}`,
-          { agent_id: `support-bot-${i % 7}`, action: 'payments.refund', resource: `order:${i}`, amount: i % 4 === 0 ? 40 : 10, context: { channel: 'chat', note: PADDING } },
+          {
+            agent_id: `support-bot-${i % 7}`,
+            action: 'payments.refund',
+            resource: `order:${i}`,
+            amount: i % 4 === 0 ? 40 : 10,
+            context: { channel: 'chat', note: PADDING },
+          },
           { effect: 'allow', reason: 'policy.matched', policy_id: 'pol_support_refund_small_chat' },
         ),
       );
@@ -76,10 +82,26 @@ describe('authz replay reads the export as a stream', () => {
       },
     });
     const candidate = join(ROOT, 'test', 'compiler', 'cli', 'fixtures', 'small-refunds-30.yaml');
-    child = spawn(process.execPath, [join(ROOT, 'bin', 'authz.js'), 'replay', candidate, '--url', server.url, '--key', KEY, '--since', '2026-11-01', '--format', 'json'], {
-      cwd: ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    child = spawn(
+      process.execPath,
+      [
+        join(ROOT, 'bin', 'authz.js'),
+        'replay',
+        candidate,
+        '--url',
+        server.url,
+        '--key',
+        KEY,
+        '--since',
+        '2026-11-01',
+        '--format',
+        'json',
+      ],
+      {
+        cwd: ROOT,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let stdout = '';
     child.stdout!.setEncoding('utf8').on('data', (t: string) => void (stdout += t));
     eachLine(child.stderr!, (l) => progress.push(l));
@@ -90,7 +112,11 @@ describe('authz replay reads the export as a stream', () => {
     const out = JSON.parse(stdout);
     expect(out.replayed).toBe(TOTAL);
     expect(out.changed).toBe(TOTAL / 4);
-    expect(out.changes[0]).toEqual({ decision_id: 'dec_0', from: { effect: 'allow', reason: 'policy.matched' }, to: { effect: 'deny', reason: 'policy.not_found' } });
+    expect(out.changes[0]).toEqual({
+      decision_id: 'dec_0',
+      from: { effect: 'allow', reason: 'policy.matched' },
+      to: { effect: 'deny', reason: 'policy.not_found' },
+    });
     expect(out.changes.at(-1).decision_id).toBe(`dec_${TOTAL - 4}`);
     // The counts came while the export was held open, in order.
     // (a line every 10,000, and one more each second the count moves).
@@ -99,7 +125,9 @@ describe('authz replay reads the export as a stream', () => {
     expect(counts.filter((n) => n % 10_000 === 0)).toEqual([10_000, 20_000, 30_000, 40_000, 50_000]);
     expect(samples).toHaveLength(2);
     const grew = samples[1]! - samples[0]!;
-    console.log(`authz replay child RSS at ${FIRST_PAUSE} and ${TOTAL} decisions: ${samples.map((b) => (b / 2 ** 20).toFixed(1)).join(' -> ')} MiB`);
+    console.log(
+      `authz replay child RSS at ${FIRST_PAUSE} and ${TOTAL} decisions: ${samples.map((b) => (b / 2 ** 20).toFixed(1)).join(' -> ')} MiB`,
+    );
     expect(grew, `RSS ${samples.map((b) => (b / 2 ** 20).toFixed(0)).join(' -> ')} MiB`).toBeLessThan(40 * 2 ** 20);
   }, 120_000);
 });

@@ -9,7 +9,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { replayCommand } from '../../../compiler/cli/replay.js';
-import { compileSources, findYamlFiles, isPolicyFile, readSource, type EvaluationInput, type DecisionTable, evaluate } from '../../../compiler/index.js';
+import {
+  compileSources,
+  findYamlFiles,
+  isPolicyFile,
+  readSource,
+  type EvaluationInput,
+  type DecisionTable,
+  evaluate,
+} from '../../../compiler/index.js';
 import { KEY, startExportServer, storedDecision, type ExportOptions, type ExportServer } from './export-server.js';
 import { repoRoot } from './run-cli.js';
 
@@ -28,7 +36,10 @@ beforeAll(() => {
   const file = join(dir, 'candidate', 'policies.yaml');
   const text = readFileSync(file, 'utf8');
   expect(text).toContain('condition: "amount <= 50 && context.channel');
-  writeFileSync(file, text.replace('condition: "amount <= 50 && context.channel', 'condition: "amount <= 30 && context.channel'));
+  writeFileSync(
+    file,
+    text.replace('condition: "amount <= 50 && context.channel', 'condition: "amount <= 30 && context.channel'),
+  );
 });
 
 let server: ExportServer | undefined;
@@ -50,7 +61,8 @@ const read: EvaluationInput = { agent_id: 'support-bot-2', action: 'orders.read'
 /** Stored as the live policies decided it. */
 const decided = (id: string, request: EvaluationInput) => storedDecision(id, request, evaluate(live, request));
 /** Denied before the table with this reason. */
-const preTable = (id: string, request: EvaluationInput, reason: string) => storedDecision(id, request, { effect: 'deny', reason: reason as never, policy_id: null });
+const preTable = (id: string, request: EvaluationInput, reason: string) =>
+  storedDecision(id, request, { effect: 'deny', reason: reason as never, policy_id: null });
 
 /** Eight decisions: three change with the candidate (one of them pre-table). */
 const DECISIONS = [
@@ -69,10 +81,18 @@ async function serve(decisions: object[], options: Partial<ExportOptions> = {}):
   return server;
 }
 
-async function replay(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; out: string; err: string }> {
+async function replay(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ code: number; out: string; err: string }> {
   let out = '';
   let err = '';
-  const io = { out: (t: string) => void (out += `${t}\n`), err: (t: string) => void (err += `${t}\n`), isTTY: false, cwd: dir };
+  const io = {
+    out: (t: string) => void (out += `${t}\n`),
+    err: (t: string) => void (err += `${t}\n`),
+    isTTY: false,
+    cwd: dir,
+  };
   const code = await replayCommand(args, io, env);
   return { code, out, err };
 }
@@ -89,9 +109,22 @@ describe('authz replay', () => {
       replayed: 8,
       changed: 3,
       changes: [
-        { decision_id: 'dec_1', from: { effect: 'allow', reason: 'policy.matched' }, to: { effect: 'deny', reason: 'policy.not_found' } },
-        { decision_id: 'dec_3', from: { effect: 'allow', reason: 'policy.matched' }, to: { effect: 'deny', reason: 'policy.not_found' } },
-        { decision_id: 'dec_6', from: { effect: 'deny', reason: 'agent.revoked' }, to: { effect: 'allow', reason: 'policy.matched' }, pre_table: true },
+        {
+          decision_id: 'dec_1',
+          from: { effect: 'allow', reason: 'policy.matched' },
+          to: { effect: 'deny', reason: 'policy.not_found' },
+        },
+        {
+          decision_id: 'dec_3',
+          from: { effect: 'allow', reason: 'policy.matched' },
+          to: { effect: 'deny', reason: 'policy.not_found' },
+        },
+        {
+          decision_id: 'dec_6',
+          from: { effect: 'deny', reason: 'agent.revoked' },
+          to: { effect: 'allow', reason: 'policy.matched' },
+          pre_table: true,
+        },
       ],
     });
     expect(Object.keys(JSON.parse(r.out))).toEqual(['replayed', 'changed', 'changes']);
@@ -130,7 +163,11 @@ describe('authz replay', () => {
     await serve(DECISIONS);
     const r = await replay([...base(), '--limit', '5', '--format', 'json', '--quiet']);
     expect(r.code).toBe(1);
-    expect(JSON.parse(r.out)).toEqual({ replayed: 5, changed: 1, changes: [expect.objectContaining({ decision_id: 'dec_6', pre_table: true })] });
+    expect(JSON.parse(r.out)).toEqual({
+      replayed: 5,
+      changed: 1,
+      changes: [expect.objectContaining({ decision_id: 'dec_6', pre_table: true })],
+    });
     const last2 = await replay([...base(), '--limit', '2', '--format', 'json', '--quiet']);
     expect(JSON.parse(last2.out)).toEqual({ replayed: 2, changed: 0, changes: [] });
     expect(last2.code).toBe(0);
@@ -146,9 +183,13 @@ describe('authz replay', () => {
     const r = await replay(base());
     expect(r.code).toBe(1);
     const lines = r.out.trim().split('\n');
-    expect(lines[0]).toBe("replayed 25000 decisions of the last 7d (since 2026-11-14T10:00:00.000Z by the service's clock) against candidate: 9375 would change");
+    expect(lines[0]).toBe(
+      "replayed 25000 decisions of the last 7d (since 2026-11-14T10:00:00.000Z by the service's clock) against candidate: 9375 would change",
+    );
     expect(lines[1]).toBe('changes (from -> to):');
-    expect(lines[2]).toBe('  allow (policy.matched) -> deny (policy.not_found): 6250   e.g. dec_0, dec_2, dec_8, dec_10, dec_16');
+    expect(lines[2]).toBe(
+      '  allow (policy.matched) -> deny (policy.not_found): 6250   e.g. dec_0, dec_2, dec_8, dec_10, dec_16',
+    );
     expect(lines[3]).toBe(
       '  deny (agent.revoked) -> allow (policy.matched): 3125 [pre-table: denied before the table, replayed through it alone]   e.g. dec_5, dec_13, dec_21, dec_29, dec_37',
     );
@@ -181,7 +222,9 @@ describe('authz replay', () => {
     await serve(DECISIONS);
     // Only decisions denied before the table remain: those the table alone would let through.
     const r = await replay([live, '--url', server!.url, '--key', KEY, '--format', 'json', '--quiet']);
-    expect(JSON.parse(r.out).changes.map((c: { decision_id: string; pre_table?: boolean }) => [c.decision_id, c.pre_table])).toEqual([
+    expect(
+      JSON.parse(r.out).changes.map((c: { decision_id: string; pre_table?: boolean }) => [c.decision_id, c.pre_table]),
+    ).toEqual([
       ['dec_5', true],
       ['dec_6', true],
       ['dec_8', true],
@@ -196,8 +239,13 @@ describe('authz replay', () => {
   it('reads a bundle, and the key and URL from AUTHZ_API_KEY and AUTHZ_URL', async () => {
     await serve(DECISIONS);
     const { main } = await import('../../../compiler/cli/main.js');
-    expect(main(['compile', 'candidate', '-o', 'candidate.json'], { out: () => {}, err: () => {}, isTTY: false, cwd: dir })).toBe(0);
-    const r = await replay(['candidate.json', '--format', 'json', '--quiet'], { AUTHZ_API_KEY: KEY, AUTHZ_URL: `${server!.url}/` });
+    expect(
+      main(['compile', 'candidate', '-o', 'candidate.json'], { out: () => {}, err: () => {}, isTTY: false, cwd: dir }),
+    ).toBe(0);
+    const r = await replay(['candidate.json', '--format', 'json', '--quiet'], {
+      AUTHZ_API_KEY: KEY,
+      AUTHZ_URL: `${server!.url}/`,
+    });
     expect(JSON.parse(r.out)).toMatchObject({ replayed: 8, changed: 3 });
   });
 
@@ -209,7 +257,14 @@ describe('authz replay', () => {
     expect((await replay(['candidate', '--url', url])).code).toBe(2); // no key
     expect((await replay([...base(), '--since', 'last week'])).code).toBe(2);
     // A date that does not exist is refused (Date.parse would read 2026-02-30 as March 2), as are years outside 1970 to 9999.
-    for (const since of ['2026-02-30', '2026-02-29T10:00', '2026-04-31T00:00:00Z', '2026-01-01T24:00', '1969-12-31T23:59:59Z', '0000-01-01']) {
+    for (const since of [
+      '2026-02-30',
+      '2026-02-29T10:00',
+      '2026-04-31T00:00:00Z',
+      '2026-01-01T24:00',
+      '1969-12-31T23:59:59Z',
+      '0000-01-01',
+    ]) {
       const refused = await replay([...base(), '--since', since]);
       expect(refused, since).toMatchObject({ code: 2, out: '' });
       expect(refused.err, since).toContain(`--since must be a duration (30m, 12h, 7d) or an ISO time, not ${since}`);
@@ -228,11 +283,19 @@ describe('authz replay', () => {
     expect(malformed.err).toContain('line 2 of the export is not a decision: dec_x: no valid action');
     await server!.close();
 
-    server = await startExportServer({ lines: 2, line: (i) => (i === 0 ? JSON.stringify(DECISIONS[0]) : '{"id": "dec_') });
+    server = await startExportServer({
+      lines: 2,
+      line: (i) => (i === 0 ? JSON.stringify(DECISIONS[0]) : '{"id": "dec_'),
+    });
     expect((await replay([...base(), '--quiet'])).err).toContain('line 2 of the export is not JSON');
     await server!.close();
 
-    await serve([], { fail: { status: 403, body: JSON.stringify({ error: { code: 'auth.scope_insufficient', message: 'needs decisions:read' } }) } });
+    await serve([], {
+      fail: {
+        status: 403,
+        body: JSON.stringify({ error: { code: 'auth.scope_insufficient', message: 'needs decisions:read' } }),
+      },
+    });
     const scope = await replay([...base(), '--since', '2026-11-01']);
     expect(scope.code).toBe(2);
     expect(scope.err).toContain('GET /v1/decisions/export answered 403 auth.scope_insufficient: needs decisions:read');

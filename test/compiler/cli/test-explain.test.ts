@@ -43,7 +43,10 @@ describe('authz test', () => {
   });
 
   it('fails with a diff per failing case and exit 1', () => {
-    const broken = TESTS.replace('effect: review, policy: pol_refund_review', 'effect: allow, policy: pol_refund_small');
+    const broken = TESTS.replace(
+      'effect: review, policy: pol_refund_review',
+      'effect: allow, policy: pol_refund_small',
+    );
     const dir = tempTree({ 'policies.yaml': POLICIES, 'refunds.test.yaml': broken });
     const r = runCli(['test', '.'], dir);
     expect(r.code).toBe(1);
@@ -59,12 +62,22 @@ describe('authz test', () => {
     expect(r.out).toContain('coverage: 2/3 policies matched by at least one case');
     expect(r.out).toMatch(/not exercised: pol_unused \(policies\.yaml:\d+\)/);
     const json = JSON.parse(runCli(['test', '.', '--coverage', '--format', 'json'], dir).out);
-    expect(json.coverage).toEqual({ policies: 3, exercised: 2, percent: 66.6, not_exercised: ['pol_unused'], disabled_not_counted: 0 });
+    expect(json.coverage).toEqual({
+      policies: 3,
+      exercised: 2,
+      percent: 66.6,
+      not_exercised: ['pol_unused'],
+      disabled_not_counted: 0,
+    });
     expect(json.passed).toBe(3);
   });
 
   it('reports an invalid test file with positions and exits 1', () => {
-    const dir = tempTree({ 'policies.yaml': POLICIES, 'bad.test.yaml': 'cases:\n  - name: x\n    request: { agent_id: a, action: "pay*.x" }\n    expect: { effect: maybe }\n' });
+    const dir = tempTree({
+      'policies.yaml': POLICIES,
+      'bad.test.yaml':
+        'cases:\n  - name: x\n    request: { agent_id: a, action: "pay*.x" }\n    expect: { effect: maybe }\n',
+    });
     const r = runCli(['test', '.'], dir);
     expect(r.code).toBe(1);
     expect(r.out).toMatch(/bad\.test\.yaml:3:\d+: cases\[0\]\.request\.action must be namespace\.verb/);
@@ -89,14 +102,34 @@ describe('authz test', () => {
 describe('authz explain', () => {
   it('explains the decision policy by policy', () => {
     const dir = tempTree({ 'policies.yaml': POLICIES });
-    const r = runCli(['explain', '.', '--agent', 'support-1', '--action', 'payments.refund', '--resource', 'order:9', '--amount', '80', '--context', '{"channel":"chat"}'], dir);
+    const r = runCli(
+      [
+        'explain',
+        '.',
+        '--agent',
+        'support-1',
+        '--action',
+        'payments.refund',
+        '--resource',
+        'order:9',
+        '--amount',
+        '80',
+        '--context',
+        '{"channel":"chat"}',
+      ],
+      dir,
+    );
     expect(r.code).toBe(0);
     expect(r.out).toMatch(/^decision: review \(policy\.matched\) by pol_refund_review$/m);
-    expect(r.out).toMatch(/- pol_refund_small \(priority 10, allow\) dropped at condition: condition is false: .*\(amount = 80, context\.channel = "chat"\)/);
+    expect(r.out).toMatch(
+      /- pol_refund_small \(priority 10, allow\) dropped at condition: condition is false: .*\(amount = 80, context\.channel = "chat"\)/,
+    );
     expect(r.out).toMatch(/=> pol_refund_review \(priority 20, review\) matched/);
     expect(r.out).toContain('1 other policy does not match the agent or action (--all lists them)');
     const all = runCli(['explain', '.', '--agent', 'support-1', '--action', 'payments.refund', '--all'], dir);
-    expect(all.out).toMatch(/pol_unused .* dropped at action: action payments\.refund matches none of \[reports\.read\]/);
+    expect(all.out).toMatch(
+      /pol_unused .* dropped at action: action payments\.refund matches none of \[reports\.read\]/,
+    );
     expect(all.out).toMatch(/^decision: deny \(resource\.not_allowed\)$/m);
   });
 

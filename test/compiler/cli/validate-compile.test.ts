@@ -46,7 +46,14 @@ describe('authz validate', () => {
     const json = runCli(['validate', 'bad.yaml', '--format', 'json'], dir);
     const parsed = JSON.parse(json.out);
     expect(parsed).toMatchObject({ ok: false, errors: 2, warnings: 0 });
-    expect(parsed.diagnostics[0]).toMatchObject({ file: 'bad.yaml', line: 3, col: 13, severity: 'error', code: 'policy.invalid_field', path: '/policies/0/effect' });
+    expect(parsed.diagnostics[0]).toMatchObject({
+      file: 'bad.yaml',
+      line: 3,
+      col: 13,
+      severity: 'error',
+      code: 'policy.invalid_field',
+      path: '/policies/0/effect',
+    });
     const gh = runCli(['validate', 'bad.yaml', '--format', 'github'], dir);
     expect(gh.out).toContain('::error file=bad.yaml,line=3,col=13,title=policy.invalid_field::effect must be one of');
   });
@@ -71,7 +78,8 @@ describe('authz validate', () => {
       'deeper.yaml': 'policies:\n  - id: pol_a\n    effect: allow\n      actions: [a.b]\n',
       'less.yaml': 'policies:\n  - id: pol_b\n    effect: allow\n   actions: [a.b]\n',
       'tab.yaml': 'policies:\n  - id: pol_c\n\teffect: allow\n',
-      'unclosed.yaml': 'policies:\n  - id: pol_d\n    effect: allow\n    actions: ["a.b"\n  - id: pol_e\n    effect: deny\n',
+      'unclosed.yaml':
+        'policies:\n  - id: pol_d\n    effect: allow\n    actions: ["a.b"\n  - id: pol_e\n    effect: deny\n',
     });
     const r = runCli(['validate', '.'], dir);
     expect(r.code).toBe(1);
@@ -84,7 +92,9 @@ describe('authz validate', () => {
     expect(lines).toContain(
       'less.yaml:4:1: indentation: this line is indented less than the list item above it, or lacks its "- "; the keys of one list item start at the same column (the YAML parser: Sequence item without - indicator)',
     );
-    expect(lines.find((l) => l.startsWith('tab.yaml:3:1: '))).toMatch(/^tab\.yaml:3:1: indentation: a tab; YAML indents with spaces only \(the YAML parser: /);
+    expect(lines.find((l) => l.startsWith('tab.yaml:3:1: '))).toMatch(
+      /^tab\.yaml:3:1: indentation: a tab; YAML indents with spaces only \(the YAML parser: /,
+    );
     expect(lines.find((l) => l.startsWith('unclosed.yaml:5:3: '))).toMatch(
       /: a \[ or \{ opened above is not closed \(a missing \] or \}\?\) before this line \(the YAML parser: Flow sequence/,
     );
@@ -97,7 +107,9 @@ describe('authz validate', () => {
     expect(runCli(['validate', 'examples', '--bogus']).code).toBe(2);
     expect(runCli(['frobnicate']).code).toBe(2);
     expect(runCli([]).code).toBe(2);
-    expect(runCli(['validate', '--bogus']).err).toBe('authz validate: unknown option --bogus\nrun `authz validate --help` for its options and examples\n');
+    expect(runCli(['validate', '--bogus']).err).toBe(
+      'authz validate: unknown option --bogus\nrun `authz validate --help` for its options and examples\n',
+    );
   });
 });
 

@@ -5,7 +5,12 @@
  * `agent_attributes:`.
  */
 import { describe, expect, it } from 'vitest';
-import { analyzeCondition, checkCondition, parseCondition, type ConditionAst } from '../../../compiler/condition/index.js';
+import {
+  analyzeCondition,
+  checkCondition,
+  parseCondition,
+  type ConditionAst,
+} from '../../../compiler/condition/index.js';
 import type { EvaluationInput } from '../../../compiler/policy/types.js';
 import { runCli, tempTree } from '../cli/run-cli.js';
 
@@ -22,19 +27,34 @@ const codes = (text: string) => {
 
 describe('agent.attributes in conditions', () => {
   it('parses agent.attributes paths, and refuses agent alone or any other field of agent', () => {
-    expect(parseCondition("agent.attributes.team == 'support'").ast).toMatchObject({ kind: 'compare', left: { kind: 'path', root: 'agent', segments: ['attributes', 'team'] } });
+    expect(parseCondition("agent.attributes.team == 'support'").ast).toMatchObject({
+      kind: 'compare',
+      left: { kind: 'path', root: 'agent', segments: ['attributes', 'team'] },
+    });
     expect(parseCondition('agent.attributes == null').issues).toEqual([]);
     const status = parseCondition("agent.status == 'active'");
-    expect(status.issues).toEqual([expect.objectContaining({ code: 'condition.unknown_name', message: 'agent has only attributes: write agent.attributes.…', offset: 6 })]);
-    expect(parseCondition('agent == null').issues).toEqual([expect.objectContaining({ code: 'condition.unknown_name', offset: 0 })]);
+    expect(status.issues).toEqual([
+      expect.objectContaining({
+        code: 'condition.unknown_name',
+        message: 'agent has only attributes: write agent.attributes.…',
+        offset: 6,
+      }),
+    ]);
+    expect(parseCondition('agent == null').issues).toEqual([
+      expect.objectContaining({ code: 'condition.unknown_name', offset: 0 }),
+    ]);
     expect(parseCondition('agent.attributes.__proto__ == null').issues[0]?.code).toBe('condition.unknown_name');
     // A stored AST is checked the same way.
     const pos = { offset: 0, line: 1, col: 1 };
-    expect(checkCondition({ kind: 'path', root: 'agent', segments: ['id'], pos } as ConditionAst).map((i) => i.code)).toContain('condition.unknown_name');
+    expect(
+      checkCondition({ kind: 'path', root: 'agent', segments: ['id'], pos } as ConditionAst).map((i) => i.code),
+    ).toContain('condition.unknown_name');
   });
 
   it('types attributes like context values: any comparison is accepted, a condition must still be boolean', () => {
-    expect(codes("contains(agent.attributes.roles, 'editor') && context.resource.owner == agent.attributes.email")).toEqual([]);
+    expect(
+      codes("contains(agent.attributes.roles, 'editor') && context.resource.owner == agent.attributes.email"),
+    ).toEqual([]);
     expect(codes('agent.attributes.level > 2')).toEqual([]);
     expect(codes("agent.attributes.tier in ['gold', 'silver']")).toEqual([]);
     expect(codes('agent.attributes.vip')).toEqual([]);
@@ -43,11 +63,20 @@ describe('agent.attributes in conditions', () => {
   });
 
   it("reads the request's agent_attributes, with the missing-value rule of context.*", () => {
-    const morty = { ...base, agent_attributes: { email: 'morty@the-citadel.com', roles: ['editor'], level: 3, team: { name: 'smiths' } } };
+    const morty = {
+      ...base,
+      agent_attributes: { email: 'morty@the-citadel.com', roles: ['editor'], level: 3, team: { name: 'smiths' } },
+    };
     const own = "contains(agent.attributes.roles, 'editor') && context.resource.owner == agent.attributes.email";
     expect(holds(own, { ...morty, context: { resource: { owner: 'morty@the-citadel.com' } } })).toBe(true);
     expect(holds(own, { ...morty, context: { resource: { owner: 'rick@the-citadel.com' } } })).toBe(false);
-    expect(holds(own, { ...morty, agent_attributes: { ...morty.agent_attributes, roles: ['viewer'] }, context: { resource: { owner: 'morty@the-citadel.com' } } })).toBe(false);
+    expect(
+      holds(own, {
+        ...morty,
+        agent_attributes: { ...morty.agent_attributes, roles: ['viewer'] },
+        context: { resource: { owner: 'morty@the-citadel.com' } },
+      }),
+    ).toBe(false);
     expect(holds("agent.attributes.team.name == 'smiths'", morty)).toBe(true);
     expect(holds('agent.attributes.level >= 3', morty)).toBe(true);
     // Missing: every comparison is false, != included; == null is true.
@@ -85,7 +114,9 @@ describe('authz explain --agent-attributes and the tests agent_attributes', () =
     expect(denied.out).toContain('decision: deny');
     expect(denied.out).toContain('agent.attributes.roles = ["viewer"]');
     expect(runCli(args, dir).out).toContain('agent.attributes.roles missing');
-    const json = JSON.parse(runCli([...args, '--agent-attributes', '{"roles":["editor"]}', '--format', 'json'], dir).out);
+    const json = JSON.parse(
+      runCli([...args, '--agent-attributes', '{"roles":["editor"]}', '--format', 'json'], dir).out,
+    );
     expect(json.request.agent_attributes).toEqual({ roles: ['editor'] });
     // Not JSON, not an object: usage errors (exit 2).
     for (const bad of ['{nope', '[1]', 'null']) {
@@ -109,10 +140,19 @@ describe('authz explain --agent-attributes and the tests agent_attributes', () =
     expect(r.code, r.out + r.err).toBe(0);
     expect(r.out).toMatch(/^2 passed, 0 failed$/m);
     // The attributes decide: swapped, both cases fail.
-    const swapped = runCli(['test', '.'], tempTree({ 'policies.yaml': POLICIES, 'docs.test.yaml': tests.replace('[editor]', '[x]').replace('[viewer]', '[editor]') }));
+    const swapped = runCli(
+      ['test', '.'],
+      tempTree({
+        'policies.yaml': POLICIES,
+        'docs.test.yaml': tests.replace('[editor]', '[x]').replace('[viewer]', '[editor]'),
+      }),
+    );
     expect(swapped.out).toMatch(/^0 passed, 2 failed$/m);
     // agent_attributes must be an object.
-    const bad = runCli(['test', '.'], tempTree({ 'policies.yaml': POLICIES, 'docs.test.yaml': tests.replace('{ roles: [editor] }', 'editor') }));
+    const bad = runCli(
+      ['test', '.'],
+      tempTree({ 'policies.yaml': POLICIES, 'docs.test.yaml': tests.replace('{ roles: [editor] }', 'editor') }),
+    );
     expect(bad.code).not.toBe(0);
   });
 

@@ -43,7 +43,11 @@ describe('checkCondition', () => {
   });
 
   const errors: Array<[string, number, RegExp]> = [
-    ["amount < 'x'", 7, /'<' needs two numbers or two strings, but amount is a number \(or missing\) and 'x' is a string/],
+    [
+      "amount < 'x'",
+      7,
+      /'<' needs two numbers or two strings, but amount is a number \(or missing\) and 'x' is a string/,
+    ],
     ['agent_id > 5', 9, /'>' needs two numbers or two strings/],
     ['amount < null', 9, /null is null/],
     ['context.x < null', 12, /'<' needs two numbers or two strings, but null is null/],
@@ -98,7 +102,9 @@ describe('checkCondition', () => {
     expect(bad({ kind: 'path', root: 'context', segments: ['__proto__'], pos })).toContain('condition.unknown_name');
     expect(bad({ kind: 'path', root: 'context', segments: ['a b'], pos })).toContain('condition.unknown_name');
     expect(bad({ kind: 'call', fn: 'eval', args: [], pos })).toEqual(['condition.unknown_function']);
-    expect(bad({ kind: 'call', fn: 'contains', args: [{ kind: 'literal', value: 'a', pos }], pos })).toEqual(['condition.arity']);
+    expect(bad({ kind: 'call', fn: 'contains', args: [{ kind: 'literal', value: 'a', pos }], pos })).toEqual([
+      'condition.arity',
+    ]);
     expect(bad({ kind: 'weird', pos })).toEqual(['condition.type']);
     expect(bad({ kind: 'literal', value: { x: 1 }, pos })).toContain('condition.type');
     expect(bad({ kind: 'and', operands: [{ kind: 'literal', value: true, pos }], pos })).toEqual(['condition.type']);

@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { analyzeCondition, compileCondition, parseCondition, type ConditionAst } from '../../../compiler/condition/index.js';
+import {
+  analyzeCondition,
+  compileCondition,
+  parseCondition,
+  type ConditionAst,
+} from '../../../compiler/condition/index.js';
 import { globWork } from '../../../compiler/patterns/glob.js';
 import type { EvaluationInput } from '../../../compiler/policy/types.js';
 
@@ -10,8 +15,10 @@ function compiled(text: string): (input: EvaluationInput) => boolean {
 }
 
 const base: EvaluationInput = { agent_id: 'support-bot-1', action: 'payments.refund' };
-const withContext = (context: Record<string, unknown> | null | undefined, extra: Partial<EvaluationInput> = {}): EvaluationInput =>
-  context === undefined ? { ...base, ...extra } : { ...base, ...extra, context };
+const withContext = (
+  context: Record<string, unknown> | null | undefined,
+  extra: Partial<EvaluationInput> = {},
+): EvaluationInput => (context === undefined ? { ...base, ...extra } : { ...base, ...extra, context });
 
 /** Each row: condition, request, expected. */
 function table(rows: Array<[string, EvaluationInput, boolean]>) {

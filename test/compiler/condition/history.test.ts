@@ -17,7 +17,13 @@ import {
 } from '../../../compiler/condition/index.js';
 import { compileSources, createBundle, evaluate, loadBundle, type EvaluationInput } from '../../../compiler/index.js';
 import { historyProbesFor, historyReadings, tableHistoryProbes } from '../../../compiler/history/probes-of.js';
-import { durationSeconds, historyProbe, probeText, windowSeconds, type HistoryProbe } from '../../../compiler/history/probe.js';
+import {
+  durationSeconds,
+  historyProbe,
+  probeText,
+  windowSeconds,
+  type HistoryProbe,
+} from '../../../compiler/history/probe.js';
 import { historyValueOf, type EarlierDecision } from '../../../compiler/history/reference.js';
 
 /** Every problem of a condition: parse issues, else type issues. */
@@ -52,8 +58,20 @@ describe('history calls: compile errors at line and column', () => {
     ["history.count(['a.b', action], '1h') > 1", 'condition.not_literal', 1, 23, /actions must be a literal/],
     ["history.count('a.b', context.w) > 1", 'condition.not_literal', 1, 22, /window must be a literal/],
     ["history.count('a.b', '1h', context.s) > 1", 'condition.not_literal', 1, 28, /scope must be a literal/],
-    ["history.count('a.b', '1h', 'session', [resource]) > 1", 'condition.not_literal', 1, 40, /match must be a literal/],
-    ["history.count('a.b', '1h', 'session', 'resource') > 1", 'condition.history_match', 1, 39, /match must be a list of field names/],
+    [
+      "history.count('a.b', '1h', 'session', [resource]) > 1",
+      'condition.not_literal',
+      1,
+      40,
+      /match must be a literal/,
+    ],
+    [
+      "history.count('a.b', '1h', 'session', 'resource') > 1",
+      'condition.history_match',
+      1,
+      39,
+      /match must be a list of field names/,
+    ],
     ["history.count('A.b', '1h') > 1", 'condition.history_actions', 1, 15, /'A\.b' is not an action pattern/],
     ["history.count(['a.b', 'x'], '1h') > 1", 'condition.history_actions', 1, 23, /'x' is not an action pattern/],
     ["history.count([], '1h') > 1", 'condition.history_actions', 1, 15, /must not be empty/],
@@ -62,9 +80,27 @@ describe('history calls: compile errors at line and column', () => {
     ["history.count('a.b', '0s') > 1", 'condition.history_window', 1, 22, /from 1s to 90d/],
     ["history.count('a.b', '91d') > 1", 'condition.history_window', 1, 22, /not a window/],
     ["history.count('a.b', 3600) > 1", 'condition.history_window', 1, 22, /3600 is not a window/],
-    ["history.count('a.b', '1h', 'team') > 1", 'condition.history_scope', 1, 28, /unknown scope "team"; expected session, agent, user, environment/],
-    ["history.count('a.b', '1h', 'user', ['amount']) > 1", 'condition.history_match', 1, 37, /neither 'resource' nor 'context.<path>'/],
-    ["history.count('a.b', '1h', 'user', ['context.__proto__']) > 1", 'condition.history_match', 1, 37, /cannot be used as a context field name/],
+    [
+      "history.count('a.b', '1h', 'team') > 1",
+      'condition.history_scope',
+      1,
+      28,
+      /unknown scope "team"; expected session, agent, user, environment/,
+    ],
+    [
+      "history.count('a.b', '1h', 'user', ['amount']) > 1",
+      'condition.history_match',
+      1,
+      37,
+      /neither 'resource' nor 'context.<path>'/,
+    ],
+    [
+      "history.count('a.b', '1h', 'user', ['context.__proto__']) > 1",
+      'condition.history_match',
+      1,
+      37,
+      /cannot be used as a context field name/,
+    ],
     ["history.count('a.b', '1h', 'user', [1]) > 1", 'condition.history_match', 1, 37, /list of field names as strings/],
     ["amount > 1 &&\n  history.count('a.b',\n    '1x') > 1", 'condition.history_window', 3, 5, /"1x" is not a window/],
     ["history.count('a.b', '1h') > 'x'", 'condition.type', 1, 28, /needs two numbers or two strings/],
@@ -94,8 +130,20 @@ describe('history calls: compile errors at line and column', () => {
   });
 
   it('rejects a malformed history node read back from a file (checker)', () => {
-    const node = { kind: 'history', fn: 'count', args: [{ kind: 'literal', value: 'a.b', pos: { offset: 0, line: 1, col: 1 } }], pos: { offset: 0, line: 1, col: 1 } };
-    const compare = { kind: 'compare', op: '<', left: node, right: { kind: 'literal', value: 1, pos: node.pos }, pos: node.pos, opPos: node.pos } as unknown as ConditionAst;
+    const node = {
+      kind: 'history',
+      fn: 'count',
+      args: [{ kind: 'literal', value: 'a.b', pos: { offset: 0, line: 1, col: 1 } }],
+      pos: { offset: 0, line: 1, col: 1 },
+    };
+    const compare = {
+      kind: 'compare',
+      op: '<',
+      left: node,
+      right: { kind: 'literal', value: 1, pos: node.pos },
+      pos: node.pos,
+      opPos: node.pos,
+    } as unknown as ConditionAst;
     expect(checkCondition(compare).map((i) => i.code)).toEqual(['condition.arity']);
   });
 });
@@ -120,7 +168,11 @@ describe('arithmetic', () => {
   });
 
   it('is type-checked like comparisons', () => {
-    expect(only("amount + 'x' > 1")).toMatchObject({ code: 'condition.type', col: 10, message: expect.stringMatching(/'\+' needs two numbers, but 'x' is a string/) });
+    expect(only("amount + 'x' > 1")).toMatchObject({
+      code: 'condition.type',
+      col: 10,
+      message: expect.stringMatching(/'\+' needs two numbers, but 'x' is a string/),
+    });
     expect(only('resource * 2 > 1')).toMatchObject({ code: 'condition.type', col: 1 });
     expect(only('(amount > 1) - 1 > 0')).toMatchObject({ code: 'condition.type', col: 2 });
     expect(only('session.labels + 1 > 0')).toMatchObject({ code: 'condition.type', col: 1 });
@@ -143,7 +195,11 @@ describe('arithmetic', () => {
   });
 
   it("keeps '-' before a number's digits a sign where an operand is expected", () => {
-    expect(only('amount > - 5')).toMatchObject({ code: 'condition.syntax', col: 10, message: expect.stringMatching(/minus sign/) });
+    expect(only('amount > - 5')).toMatchObject({
+      code: 'condition.syntax',
+      col: 10,
+      message: expect.stringMatching(/minus sign/),
+    });
     expect(only('amount > -x')).toMatchObject({ code: 'condition.syntax' });
     expect(problems('[1, -2] == context.l')).toEqual([]);
   });
@@ -175,16 +231,18 @@ describe('probes', () => {
   });
 
   it('have a canonical text and windows in seconds', () => {
-    expect(probeText(historyProbe('exists', ['b.c', 'a.b'], '7d', 'session', ['resource']))).toBe("history.exists(['a.b', 'b.c'], '7d', 'session', ['resource'])");
+    expect(probeText(historyProbe('exists', ['b.c', 'a.b'], '7d', 'session', ['resource']))).toBe(
+      "history.exists(['a.b', 'b.c'], '7d', 'session', ['resource'])",
+    );
     expect(probeText(historyProbe('count', ['a.b'], '90d', 'session', []))).toBe("history.count('a.b', '90d')");
-    expect([windowSeconds('1s'), windowSeconds('90d'), windowSeconds('2160h'), windowSeconds('2161h'), windowSeconds('0s'), windowSeconds('01h')]).toEqual([
-      1,
-      7_776_000,
-      7_776_000,
-      undefined,
-      undefined,
-      undefined,
-    ]);
+    expect([
+      windowSeconds('1s'),
+      windowSeconds('90d'),
+      windowSeconds('2160h'),
+      windowSeconds('2161h'),
+      windowSeconds('0s'),
+      windowSeconds('01h'),
+    ]).toEqual([1, 7_776_000, 7_776_000, undefined, undefined, undefined]);
     expect(durationSeconds('0s')).toBe(0);
   });
 
@@ -211,13 +269,23 @@ describe('probes', () => {
       'denied|*|600|agent|',
       'count|claims.approve|604800|environment|resource',
     ]);
-    expect(keys({ agent_id: 'other', action: 'payments.capture' })).toEqual(['count|payments.refund|3600|session|', 'denied|*|600|agent|']);
+    expect(keys({ agent_id: 'other', action: 'payments.capture' })).toEqual([
+      'count|payments.refund|3600|session|',
+      'denied|*|600|agent|',
+    ]);
     expect(keys({ agent_id: 'bot-1', action: 'orders.read' })).toEqual([]);
     expect(
       tableHistoryProbes(table!)
         .map((p) => p.key)
         .sort(),
-    ).toEqual(['count|claims.approve|604800|environment|resource', 'count|payments.refund|3600|session|', 'denied|*|600|agent|', 'sum|payments.refund|86400|session|'].sort());
+    ).toEqual(
+      [
+        'count|claims.approve|604800|environment|resource',
+        'count|payments.refund|3600|session|',
+        'denied|*|600|agent|',
+        'sum|payments.refund|86400|session|',
+      ].sort(),
+    );
     const plain = compileSources([{ file: 'q.yaml', text: 'name: r\neffect: allow\nactions: [orders.read]\n' }]).table!;
     expect(tableHistoryProbes(plain)).toEqual([]);
     expect(historyProbesFor(plain, { agent_id: 'a', action: 'orders.read' })).toEqual([]);
@@ -227,17 +295,26 @@ describe('probes', () => {
     const at = (values: Record<string, number | null>) => (probe: HistoryProbe) => values[probe.key] ?? 0;
     const r = { agent_id: 'bot-1', action: 'payments.refund' };
     expect(evaluate(table!, { ...r, history: at({}) }).policy_id).toBe('pol_capped');
-    expect(evaluate(table!, { ...r, history: at({ 'count|payments.refund|3600|session|': 2 }) }).policy_id).toBe('pol_capped');
-    expect(evaluate(table!, { ...r, history: at({ 'count|payments.refund|3600|session|': 3 }) }).policy_id).toBe('pol_capped_again');
+    expect(evaluate(table!, { ...r, history: at({ 'count|payments.refund|3600|session|': 2 }) }).policy_id).toBe(
+      'pol_capped',
+    );
+    expect(evaluate(table!, { ...r, history: at({ 'count|payments.refund|3600|session|': 3 }) }).policy_id).toBe(
+      'pol_capped_again',
+    );
     expect(evaluate(table!, { ...r, history: at({ 'denied|*|600|agent|': 3 }) }).effect).toBe('deny');
     // No provider, or null: unknown, every comparison that reads it false.
     expect(evaluate(table!, r).reason).toBe('policy.not_found');
     expect(evaluate(table!, { ...r, history: () => null }).reason).toBe('policy.not_found');
     expect(evaluate(table!, { ...r, history: () => Number.NaN }).reason).toBe('policy.not_found');
     // The shadow policy reads its probe too.
-    const withApproval = evaluate(table!, { ...r, history: at({ 'count|claims.approve|604800|environment|resource': 1 }) });
+    const withApproval = evaluate(table!, {
+      ...r,
+      history: at({ 'count|claims.approve|604800|environment|resource': 1 }),
+    });
     expect(withApproval.shadow).toEqual({ effect: 'review', reason: 'policy.matched', policy_id: 'pol_trial' });
-    expect(historyReadings(table!, { ...r, history: at({ 'denied|*|600|agent|': 2 }) }).map((x) => [x.fn, x.value])).toEqual([
+    expect(
+      historyReadings(table!, { ...r, history: at({ 'denied|*|600|agent|': 2 }) }).map((x) => [x.fn, x.value]),
+    ).toEqual([
       ['count', 0],
       ['denied', 2],
       ['exists', 0],
@@ -246,14 +323,21 @@ describe('probes', () => {
 
   it('history.exists is a boolean: true above 0, false when unknown', () => {
     const exists = compileCondition(ast("history.exists('a.b', '1h')"));
-    expect([exists({ ...req, history: () => 1 }), exists({ ...req, history: () => 0 }), exists({ ...req, history: () => null }), exists(req)]).toEqual([true, false, false, false]);
+    expect([
+      exists({ ...req, history: () => 1 }),
+      exists({ ...req, history: () => 0 }),
+      exists({ ...req, history: () => null }),
+      exists(req),
+    ]).toEqual([true, false, false, false]);
     expect(compileCondition(ast("!history.exists('a.b', '1h')"))({ ...req, history: () => 2 })).toBe(false);
   });
 });
 
 describe('session.labels', () => {
   it('is a list conditions read with contains and in, in || too', () => {
-    const f = compileCondition(ast("contains(session.labels, 'private') && contains(session.labels, 'untrusted') || 'secret' in session.labels"));
+    const f = compileCondition(
+      ast("contains(session.labels, 'private') && contains(session.labels, 'untrusted') || 'secret' in session.labels"),
+    );
     expect(f({ ...req, session_labels: ['private', 'untrusted'] })).toBe(true);
     expect(f({ ...req, session_labels: ['private'] })).toBe(false);
     expect(f({ ...req, session_labels: ['secret'] })).toBe(true);
@@ -277,8 +361,16 @@ describe('the reference history computation', () => {
     effect: 'allow',
     at_ms: now - 60_000,
   };
-  const r: EvaluationInput = { agent_id: 'a1', action: 'shop.buy', session_id: 's1', on_behalf_of: 'u1', resource: 'cart:1', context: { claim: { id: 'c1' } } };
-  const value = (probe: HistoryProbe, earlier: EarlierDecision[], request = r) => historyValueOf(probe, request, earlier, now);
+  const r: EvaluationInput = {
+    agent_id: 'a1',
+    action: 'shop.buy',
+    session_id: 's1',
+    on_behalf_of: 'u1',
+    resource: 'cart:1',
+    context: { claim: { id: 'c1' } },
+  };
+  const value = (probe: HistoryProbe, earlier: EarlierDecision[], request = r) =>
+    historyValueOf(probe, request, earlier, now);
 
   it('counts within the window (its start included), per scope, per outcome', () => {
     const earlier: EarlierDecision[] = [
@@ -298,28 +390,51 @@ describe('the reference history computation', () => {
     expect(value(historyProbe('count', ['shop.buy'], '1h', 'environment', []), earlier)).toBe(5);
     expect(value(historyProbe('count', ['shop.*'], '1h', 'environment', []), earlier)).toBe(6);
     expect(value(historyProbe('denied', ['*'], '1h', 'session', []), earlier)).toBe(1);
-    expect(value(historyProbe('count', ['shop.buy'], '1h', 'session', []), earlier, { ...r, session_id: null })).toBeNull();
-    expect(value(historyProbe('count', ['shop.buy'], '1h', 'user', []), earlier, { ...r, on_behalf_of: undefined })).toBeNull();
+    expect(
+      value(historyProbe('count', ['shop.buy'], '1h', 'session', []), earlier, { ...r, session_id: null }),
+    ).toBeNull();
+    expect(
+      value(historyProbe('count', ['shop.buy'], '1h', 'user', []), earlier, { ...r, on_behalf_of: undefined }),
+    ).toBeNull();
   });
 
   it('sums confirmed amounts when set, else amounts, else nothing', () => {
-    const earlier: EarlierDecision[] = [base, { ...base, confirmed_amount: 4 }, { ...base, amount: null }, { ...base, effect: 'deny', amount: 100 }];
+    const earlier: EarlierDecision[] = [
+      base,
+      { ...base, confirmed_amount: 4 },
+      { ...base, amount: null },
+      { ...base, effect: 'deny', amount: 100 },
+    ];
     expect(value(historyProbe('sum', ['shop.buy'], '1d', 'session', []), earlier)).toBe(14);
   });
 
   it('matches resource and context fields; a field the request lacks matches nothing', () => {
-    const earlier: EarlierDecision[] = [base, { ...base, resource: 'cart:2' }, { ...base, context: { claim: { id: 'c2' } } }, { ...base, context: null }];
+    const earlier: EarlierDecision[] = [
+      base,
+      { ...base, resource: 'cart:2' },
+      { ...base, context: { claim: { id: 'c2' } } },
+      { ...base, context: null },
+    ];
     expect(value(historyProbe('count', ['shop.buy'], '1h', 'session', ['resource']), earlier)).toBe(3);
     expect(value(historyProbe('count', ['shop.buy'], '1h', 'session', ['context.claim.id']), earlier)).toBe(2);
-    expect(value(historyProbe('count', ['shop.buy'], '1h', 'session', ['resource', 'context.claim.id']), earlier)).toBe(1);
-    expect(value(historyProbe('count', ['shop.buy'], '1h', 'session', ['resource']), earlier, { ...r, resource: null })).toBe(0);
-    expect(value(historyProbe('count', ['shop.buy'], '1h', 'session', ['context.claim.id']), earlier, { ...r, context: {} })).toBe(0);
+    expect(value(historyProbe('count', ['shop.buy'], '1h', 'session', ['resource', 'context.claim.id']), earlier)).toBe(
+      1,
+    );
+    expect(
+      value(historyProbe('count', ['shop.buy'], '1h', 'session', ['resource']), earlier, { ...r, resource: null }),
+    ).toBe(0);
+    expect(
+      value(historyProbe('count', ['shop.buy'], '1h', 'session', ['context.claim.id']), earlier, { ...r, context: {} }),
+    ).toBe(0);
   });
 });
 
 describe('lints', () => {
   const lints = (condition: string, options: { retentionDays?: number | null } = {}, extra = '') =>
-    compileSources([{ file: 'p.yaml', text: `name: p\neffect: allow\nactions: [a.b]\ncondition: "${condition}"\n${extra}` }], options)
+    compileSources(
+      [{ file: 'p.yaml', text: `name: p\neffect: allow\nactions: [a.b]\ncondition: "${condition}"\n${extra}` }],
+      options,
+    )
       .diagnostics.filter((d) => d.code.startsWith('lint.'))
       .map((d) => d.code);
 
@@ -335,7 +450,9 @@ describe('lints', () => {
 
   it('an environment probe on every action', () => {
     expect(lints("history.count('*', '1h', 'environment') < 5")).toEqual(['lint.history_environment_wildcard']);
-    expect(lints("history.count(['a.b', '*'], '1h', 'environment') < 5")).toEqual(['lint.history_environment_wildcard']);
+    expect(lints("history.count(['a.b', '*'], '1h', 'environment') < 5")).toEqual([
+      'lint.history_environment_wildcard',
+    ]);
     expect(lints("history.count('*', '1h', 'agent') < 5")).toEqual([]);
     expect(lints("history.count('a.*', '1h', 'environment') < 5")).toEqual([]);
   });
@@ -346,12 +463,18 @@ describe('lints', () => {
     expect(lints(c, { retentionDays: 90 })).toEqual([]);
     expect(lints(c, { retentionDays: null })).toEqual([]);
     expect(lints(c, { retentionDays: 30 })).toEqual(['lint.history_beyond_retention']);
-    const [d] = compileSources([{ file: 'p.yaml', text: `name: p\neffect: allow\nactions: [a.b]\ncondition: "${c}"\n` }], { retentionDays: 30 }).diagnostics;
+    const [d] = compileSources(
+      [{ file: 'p.yaml', text: `name: p\neffect: allow\nactions: [a.b]\ncondition: "${c}"\n` }],
+      { retentionDays: 30 },
+    ).diagnostics;
     expect(d!.message).toMatch(/reads 60d of history, but the decision log keeps 30 days/);
   });
 
   it('labels on a deny policy', () => {
-    const codes = (effect: string) => compileSources([{ file: 'p.yaml', text: `name: p\neffect: ${effect}\nactions: [a.b]\nlabels: [private]\n` }]).diagnostics.map((d) => d.code);
+    const codes = (effect: string) =>
+      compileSources([
+        { file: 'p.yaml', text: `name: p\neffect: ${effect}\nactions: [a.b]\nlabels: [private]\n` },
+      ]).diagnostics.map((d) => d.code);
     expect(codes('deny')).toEqual(['lint.labels_ignored']);
     expect(codes('allow')).toEqual([]);
     expect(codes('review')).toEqual([]);
@@ -359,7 +482,8 @@ describe('lints', () => {
 });
 
 describe('the labels field', () => {
-  const read = (labels: string) => compileSources([{ file: 'p.yaml', text: `name: p\neffect: allow\nactions: [a.b]\nlabels: ${labels}\n` }]);
+  const read = (labels: string) =>
+    compileSources([{ file: 'p.yaml', text: `name: p\neffect: allow\nactions: [a.b]\nlabels: ${labels}\n` }]);
 
   it('is normalised to a sorted set', () => {
     expect(read('[untrusted, private]').policies[0]!.labels).toEqual(['private', 'untrusted']);
@@ -401,7 +525,9 @@ describe('bundles', () => {
     altered.probes.pol_capped[0].windowSeconds = 60;
     altered.probes.pol_capped[0].key = 'count|payments.refund|60|session|';
     const refused = loadBundle(altered);
-    expect(refused.ok || refused.problems[0]!.message).toMatch(/the history probes of policy pol_capped do not match its condition/);
+    expect(refused.ok || refused.problems[0]!.message).toMatch(
+      /the history probes of policy pol_capped do not match its condition/,
+    );
     const extra = structuredClone(bundle);
     extra.probes.pol_plain = bundle.probes.pol_capped;
     expect(loadBundle(extra).ok).toBe(false);
@@ -412,7 +538,9 @@ describe('bundles', () => {
     delete bundle.probes;
     const loaded = loadBundle(bundle);
     expect(loaded.ok && tableHistoryProbes(loaded.table).length).toBe(1);
-    const plain = createBundle(compileSources([{ file: 'q.yaml', text: 'name: r\neffect: allow\nactions: [orders.read]\n' }]).table!);
+    const plain = createBundle(
+      compileSources([{ file: 'q.yaml', text: 'name: r\neffect: allow\nactions: [orders.read]\n' }]).table!,
+    );
     expect('probes' in plain).toBe(false);
   });
 });

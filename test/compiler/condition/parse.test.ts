@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { conditionPaths, MAX_DEPTH, MAX_LENGTH, parseCondition, printCondition, type ConditionAst } from '../../../compiler/condition/index.js';
+import {
+  conditionPaths,
+  MAX_DEPTH,
+  MAX_LENGTH,
+  parseCondition,
+  printCondition,
+  type ConditionAst,
+} from '../../../compiler/condition/index.js';
 
 function ast(text: string): ConditionAst {
   const result = parseCondition(text);
@@ -57,7 +64,10 @@ describe('parseCondition: structure', () => {
 
   it('keeps chains flat and explicit grouping nested', () => {
     expect(ast('context.a && context.b && context.c')).toMatchObject({ kind: 'and', operands: [{}, {}, {}] });
-    expect(ast('context.a && (context.b && context.c)')).toMatchObject({ kind: 'and', operands: [{ kind: 'path' }, { kind: 'and' }] });
+    expect(ast('context.a && (context.b && context.c)')).toMatchObject({
+      kind: 'and',
+      operands: [{ kind: 'path' }, { kind: 'and' }],
+    });
   });
 
   it('reads literals: numbers, both quote styles, escapes, keywords, lists', () => {
@@ -82,14 +92,20 @@ describe('parseCondition: structure', () => {
     expect(list).toMatchObject({
       kind: 'compare',
       op: 'in',
-      right: { kind: 'list', items: [{ value: 1 }, { value: 'a' }, { root: 'amount' }, { segments: ['y', 'z'] }, { value: null }] },
+      right: {
+        kind: 'list',
+        items: [{ value: 1 }, { value: 'a' }, { root: 'amount' }, { segments: ['y', 'z'] }, { value: null }],
+      },
     });
     expect(ast('context.x in []')).toMatchObject({ right: { kind: 'list', items: [] } });
   });
 
   it('accepts keywords as field names and identifiers that start with keywords', () => {
     expect(ast('context.in.true.null == 1')).toMatchObject({ left: { segments: ['in', 'true', 'null'] } });
-    expect(ast('context.inbound == context.nullable')).toMatchObject({ left: { segments: ['inbound'] }, right: { segments: ['nullable'] } });
+    expect(ast('context.inbound == context.nullable')).toMatchObject({
+      left: { segments: ['inbound'] },
+      right: { segments: ['nullable'] },
+    });
   });
 
   it('parses calls with their arguments', () => {
@@ -184,13 +200,22 @@ describe('parseCondition: names, functions, arity', () => {
   });
 
   it('suggests the right spelling of a function', () => {
-    expect(only("startswith(resource, 'a')")).toMatchObject({ code: 'condition.unknown_function', message: expect.stringContaining('did you mean startsWith?') });
+    expect(only("startswith(resource, 'a')")).toMatchObject({
+      code: 'condition.unknown_function',
+      message: expect.stringContaining('did you mean startsWith?'),
+    });
     expect(only('amount(1)').code).toBe('condition.unknown_function');
   });
 
   it('checks arity', () => {
-    expect(only("matches(resource, 'a', 'b')")).toMatchObject({ code: 'condition.arity', message: 'matches takes 2 arguments but got 3' });
-    expect(only('contains()')).toMatchObject({ code: 'condition.arity', message: 'contains takes 2 arguments but got 0' });
+    expect(only("matches(resource, 'a', 'b')")).toMatchObject({
+      code: 'condition.arity',
+      message: 'matches takes 2 arguments but got 3',
+    });
+    expect(only('contains()')).toMatchObject({
+      code: 'condition.arity',
+      message: 'contains takes 2 arguments but got 0',
+    });
   });
 });
 
@@ -222,7 +247,13 @@ describe('parseCondition: limits', () => {
   });
 
   it('rejects pathological nesting at the first level past the limit, before parsing, without overflowing the stack (its time: bench/compiler)', () => {
-    for (const text of ['('.repeat(4000), '!'.repeat(4000), '['.repeat(4000), `${'('.repeat(2000)}x${')'.repeat(2000)}`, 'startsWith('.repeat(370)]) {
+    for (const text of [
+      '('.repeat(4000),
+      '!'.repeat(4000),
+      '['.repeat(4000),
+      `${'('.repeat(2000)}x${')'.repeat(2000)}`,
+      'startsWith('.repeat(370),
+    ]) {
       const result = parseCondition(text);
       expect(result.ast).toBeUndefined();
       expect(result.issues).toHaveLength(1);
@@ -257,8 +288,16 @@ describe('printCondition and conditionPaths', () => {
   });
 
   it('lists the paths read, once each, in order', () => {
-    expect(conditionPaths(ast("amount <= 50 && context.channel == 'chat' && amount > 1"))).toEqual(['amount', 'context.channel']);
-    expect(conditionPaths(ast("resource in [context.a.b, 'x'] || startsWith(agent_id, action)"))).toEqual(['resource', 'context.a.b', 'agent_id', 'action']);
+    expect(conditionPaths(ast("amount <= 50 && context.channel == 'chat' && amount > 1"))).toEqual([
+      'amount',
+      'context.channel',
+    ]);
+    expect(conditionPaths(ast("resource in [context.a.b, 'x'] || startsWith(agent_id, action)"))).toEqual([
+      'resource',
+      'context.a.b',
+      'agent_id',
+      'action',
+    ]);
     expect(conditionPaths(ast('true'))).toEqual([]);
   });
 });

@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { compileCondition, isConstantFalse, MAX_LENGTH, parseCondition, printCondition, type ConditionAst } from '../../../compiler/condition/index.js';
+import {
+  compileCondition,
+  isConstantFalse,
+  MAX_LENGTH,
+  parseCondition,
+  printCondition,
+  type ConditionAst,
+} from '../../../compiler/condition/index.js';
 import type { EvaluationInput } from '../../../compiler/policy/types.js';
 import { historyProbe, type HistoryFunction, type HistoryScope } from '../../../compiler/history/probe.js';
 
@@ -22,13 +29,20 @@ const FNS = ['startsWith', 'endsWith', 'contains', 'matches'] as const;
 const ARITH_OPS = ['+', '-', '*', '/'] as const;
 const HISTORY_FNS = ['count', 'sum', 'exists', 'denied'] as const;
 const lit = (value: Lit): ConditionAst => ({ kind: 'literal', value, pos });
-const strList = (items: string[]): ConditionAst => ({ kind: 'list', items: items.map((v) => ({ kind: 'literal', value: v, pos })), pos });
+const strList = (items: string[]): ConditionAst => ({
+  kind: 'list',
+  items: items.map((v) => ({ kind: 'literal', value: v, pos })),
+  pos,
+});
 
 /** History calls with valid literal arguments from small pools (so that probes repeat and values meet). */
 const historyCall: fc.Arbitrary<ConditionAst> = fc
   .tuple(
     fc.constantFrom(...HISTORY_FNS),
-    fc.oneof(fc.constantFrom('x.go', 'x.*', '*'), fc.uniqueArray(fc.constantFrom('x.go', 'y.go', 'x.*'), { minLength: 1, maxLength: 2 })),
+    fc.oneof(
+      fc.constantFrom('x.go', 'x.*', '*'),
+      fc.uniqueArray(fc.constantFrom('x.go', 'y.go', 'x.*'), { minLength: 1, maxLength: 2 }),
+    ),
     fc.constantFrom('1h', '60m', '1d'),
     fc.option(fc.constantFrom('session', 'agent', 'user', 'environment'), { nil: undefined }),
     fc.option(fc.constantFrom<string[]>([], ['resource'], ['context.a']), { nil: undefined }),
@@ -44,11 +58,21 @@ const historyCall: fc.Arbitrary<ConditionAst> = fc
 function astArbitrary(literalValue: fc.Arbitrary<Lit>, maxDepth: number): fc.Arbitrary<ConditionAst> {
   const literal = literalValue.map((value): ConditionAst => ({ kind: 'literal', value, pos }));
   const path = fc.oneof(
-    fc.constantFrom('agent_id', 'action', 'resource', 'amount').map((root): ConditionAst => ({ kind: 'path', root: root as 'amount', segments: [], pos })),
-    fc.array(fc.constantFrom(...FIELDS), { maxLength: 3 }).map((segments): ConditionAst => ({ kind: 'path', root: 'context', segments, pos })),
+    fc
+      .constantFrom('agent_id', 'action', 'resource', 'amount')
+      .map((root): ConditionAst => ({ kind: 'path', root: root as 'amount', segments: [], pos })),
+    fc
+      .array(fc.constantFrom(...FIELDS), { maxLength: 3 })
+      .map((segments): ConditionAst => ({ kind: 'path', root: 'context', segments, pos })),
   );
-  const leaf = fc.oneof(literal, path, fc.constant<ConditionAst>({ kind: 'path', root: 'session', segments: ['labels'], pos }));
-  const list = fc.array(leaf, { maxLength: 3 }).map((items): ConditionAst => ({ kind: 'list', items: items as never, pos }));
+  const leaf = fc.oneof(
+    literal,
+    path,
+    fc.constant<ConditionAst>({ kind: 'path', root: 'session', segments: ['labels'], pos }),
+  );
+  const list = fc
+    .array(leaf, { maxLength: 3 })
+    .map((items): ConditionAst => ({ kind: 'list', items: items as never, pos }));
   const { node } = fc.letrec<{ node: ConditionAst }>((tie) => ({
     node: fc.oneof(
       { depthSize: 'small', maxDepth },
@@ -59,9 +83,15 @@ function astArbitrary(literalValue: fc.Arbitrary<Lit>, maxDepth: number): fc.Arb
       fc
         .tuple(fc.constantFrom('and' as const, 'or' as const), fc.array(tie('node'), { minLength: 2, maxLength: 3 }))
         .map(([kind, operands]): ConditionAst => ({ kind, operands, pos })),
-      fc.tuple(fc.constantFrom(...OPS), tie('node'), fc.oneof(tie('node'), list)).map(([op, left, right]): ConditionAst => ({ kind: 'compare', op, left, right, pos, opPos: pos })),
-      fc.tuple(fc.constantFrom(...FNS), fc.oneof(tie('node'), list), tie('node')).map(([fn, a, b]): ConditionAst => ({ kind: 'call', fn, args: [a, b], pos })),
-      fc.tuple(fc.constantFrom(...ARITH_OPS), tie('node'), tie('node')).map(([op, left, right]): ConditionAst => ({ kind: 'arith', op, left, right, pos, opPos: pos })),
+      fc
+        .tuple(fc.constantFrom(...OPS), tie('node'), fc.oneof(tie('node'), list))
+        .map(([op, left, right]): ConditionAst => ({ kind: 'compare', op, left, right, pos, opPos: pos })),
+      fc
+        .tuple(fc.constantFrom(...FNS), fc.oneof(tie('node'), list), tie('node'))
+        .map(([fn, a, b]): ConditionAst => ({ kind: 'call', fn, args: [a, b], pos })),
+      fc
+        .tuple(fc.constantFrom(...ARITH_OPS), tie('node'), tie('node'))
+        .map(([op, left, right]): ConditionAst => ({ kind: 'arith', op, left, right, pos, opPos: pos })),
     ),
   }));
   return node;
@@ -71,7 +101,10 @@ const anyNumber = fc.oneof(
   fc.integer({ min: -1_000_000, max: 1_000_000 }),
   fc.double({ noNaN: true, noDefaultInfinity: true }).filter((n) => !Object.is(n, -0)),
 );
-const anyString = fc.oneof(fc.string({ maxLength: 6 }), fc.constantFrom("'", '"', '\\', '\n', '\t', "\\'", '\r\n', 'a*b', 'é😀'));
+const anyString = fc.oneof(
+  fc.string({ maxLength: 6 }),
+  fc.constantFrom("'", '"', '\\', '\n', '\t', "\\'", '\r\n', 'a*b', 'é😀'),
+);
 const anyLiteral: fc.Arbitrary<Lit> = fc.oneof(anyNumber, anyString, fc.boolean(), fc.constant(null));
 
 describe('round trip', () => {
@@ -167,7 +200,14 @@ function read(req: EvaluationInput, node: Extract<ConditionAst, { kind: 'path' }
   if (node.root === 'session') return req.session_labels ?? [];
   let v: unknown = req.context ?? MISSING;
   for (const seg of node.segments) {
-    if (v === MISSING || v === null || typeof v !== 'object' || Array.isArray(v) || !Object.prototype.hasOwnProperty.call(v, seg)) return MISSING;
+    if (
+      v === MISSING ||
+      v === null ||
+      typeof v !== 'object' ||
+      Array.isArray(v) ||
+      !Object.prototype.hasOwnProperty.call(v, seg)
+    )
+      return MISSING;
     v = (v as Record<string, unknown>)[seg];
   }
   return v === undefined ? MISSING : v;
@@ -200,9 +240,19 @@ function val(req: EvaluationInput, node: ConditionAst): V {
 /** The provider's value for the call, looked up by a probe built from the call's literal arguments. */
 function historyCount(req: EvaluationInput, node: Extract<ConditionAst, { kind: 'history' }>): V {
   const text = (n: ConditionAst | undefined): string[] =>
-    n === undefined ? [] : n.kind === 'literal' ? [n.value as string] : (n as { items: Array<{ value: string }> }).items.map((i) => i.value);
+    n === undefined
+      ? []
+      : n.kind === 'literal'
+        ? [n.value as string]
+        : (n as { items: Array<{ value: string }> }).items.map((i) => i.value);
   const [actions, window, scope, match] = node.args;
-  const probe = historyProbe(node.fn as HistoryFunction, text(actions), text(window)[0]!, (text(scope)[0] ?? 'session') as HistoryScope, text(match));
+  const probe = historyProbe(
+    node.fn as HistoryFunction,
+    text(actions),
+    text(window)[0]!,
+    (text(scope)[0] ?? 'session') as HistoryScope,
+    text(match),
+  );
   const v = req.history ? req.history(probe) : null;
   return typeof v === 'number' ? v : MISSING;
 }

@@ -29,7 +29,13 @@ describe('lint.shadow_duplicate', () => {
     budget: { unit: calls, limit: 10, period: daily }
 `;
     expect(lint(text)).toEqual([
-      { line: 9, severity: 'warning', message: expect.stringMatching(/^shadow policy pol_reads_v2 is identical to enabled policy pol_reads .*can never differ/) },
+      {
+        line: 9,
+        severity: 'warning',
+        message: expect.stringMatching(
+          /^shadow policy pol_reads_v2 is identical to enabled policy pol_reads .*can never differ/,
+        ),
+      },
     ]);
     // --strict turns it into an error, like every lint.
     expect(compileSources([{ file: 'p.yaml', text }], { strict: true }).table).toBeUndefined();
@@ -37,7 +43,9 @@ describe('lint.shadow_duplicate', () => {
 
   it('says so when only the budget or rate limit differs (shadow evaluation applies neither)', () => {
     const text = `${ENABLED}  - { name: reads-v2, state: shadow, effect: allow, agents: [bot-1, bot-2], actions: [orders.read, orders.list], condition: "amount <= 5 && context.tier == 'gold'", budget: { unit: calls, limit: 99, period: daily } }\n`;
-    expect(lint(text)).toEqual([{ line: 9, severity: 'warning', message: expect.stringContaining('only in rate_limit or budget') }]);
+    expect(lint(text)).toEqual([
+      { line: 9, severity: 'warning', message: expect.stringContaining('only in rate_limit or budget') },
+    ]);
   });
 
   it.each([

@@ -1,16 +1,25 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { actionPatternCovers, actionPatternMatches, actionPatternsOverlap, isValidAction, isValidActionPattern } from '../../../compiler/patterns/action.js';
+import {
+  actionPatternCovers,
+  actionPatternMatches,
+  actionPatternsOverlap,
+  isValidAction,
+  isValidActionPattern,
+} from '../../../compiler/patterns/action.js';
 
 describe('action strings and patterns', () => {
   it('accepts namespace.verb actions only', () => {
     for (const ok of ['payments.charge', 'a.b', 'ns_1.verb_2']) expect(isValidAction(ok)).toBe(true);
-    for (const bad of ['payments', 'Payments.charge', 'payments.*', '*', 'a.b.c', '1a.b', 'a.', '.b', 'a-b.c']) expect(isValidAction(bad)).toBe(false);
+    for (const bad of ['payments', 'Payments.charge', 'payments.*', '*', 'a.b.c', '1a.b', 'a.', '.b', 'a-b.c'])
+      expect(isValidAction(bad)).toBe(false);
   });
 
   it('accepts * alone or as either part in patterns', () => {
-    for (const ok of ['*', 'payments.*', '*.read', '*.*', 'payments.charge']) expect(isValidActionPattern(ok)).toBe(true);
-    for (const bad of ['payments', 'pay*.read', 'payments.re*', '**', 'a.b.c', '*.']) expect(isValidActionPattern(bad)).toBe(false);
+    for (const ok of ['*', 'payments.*', '*.read', '*.*', 'payments.charge'])
+      expect(isValidActionPattern(ok)).toBe(true);
+    for (const bad of ['payments', 'pay*.read', 'payments.re*', '**', 'a.b.c', '*.'])
+      expect(isValidActionPattern(bad)).toBe(false);
   });
 
   it('matches by part', () => {

@@ -34,7 +34,9 @@ describe('glob matching is linear in steps', () => {
       for (const subject of ['a'.repeat(N), `${'a'.repeat(N)}b`, `${'a'.repeat(N / 2)}b${'a'.repeat(N / 2)}`]) {
         const r = steps(() => globMatches(glob, subject));
         expect(r.value).toBe(subject.endsWith('b'));
-        expect(r.steps, `${stars} stars, subject ${subject.length}`).toBeLessThanOrEqual(C * (subject.length + pattern.length));
+        expect(r.steps, `${stars} stars, subject ${subject.length}`).toBeLessThanOrEqual(
+          C * (subject.length + pattern.length),
+        );
         expect(r.steps).toBeGreaterThan(0); // the counter counts
       }
     }
@@ -54,7 +56,8 @@ describe('glob matching is linear in steps', () => {
   });
 
   it('random patterns and subjects (property): steps <= 2 x (n + m)', () => {
-    const text = (alphabet: string[], max: number) => fc.array(fc.constantFrom(...alphabet), { maxLength: max }).map((a) => a.join(''));
+    const text = (alphabet: string[], max: number) =>
+      fc.array(fc.constantFrom(...alphabet), { maxLength: max }).map((a) => a.join(''));
     fc.assert(
       fc.property(text(['a', 'b', '*', 'aa', 'ab'], 300), text(['a', 'b', 'aab', 'aaaa'], 3000), (pattern, subject) => {
         const r = steps(() => globMatches(compileGlob(pattern), subject));
@@ -66,7 +69,14 @@ describe('glob matching is linear in steps', () => {
 });
 
 describe('matches() in conditions and whole evaluations stay linear', () => {
-  const request = (over: Partial<EvaluationInput>): EvaluationInput => ({ agent_id: 'x', action: 'orders.read', resource: null, amount: null, context: null, ...over });
+  const request = (over: Partial<EvaluationInput>): EvaluationInput => ({
+    agent_id: 'x',
+    action: 'orders.read',
+    resource: null,
+    amount: null,
+    context: null,
+    ...over,
+  });
 
   it("matches(context.s, '*a*a*...*b') and matches(context.s, context.g) on a 100k string", () => {
     const pattern = `${'*a'.repeat(500)}*b`;
@@ -87,7 +97,8 @@ describe('matches() in conditions and whole evaluations stay linear', () => {
     const globs = [`${'*a'.repeat(120)}*b`, `*${'a'.repeat(250)}b*`, 'a*a*a*a*a*a*a*a*c']; // agent globs: at most 256 characters
     const yaml = globs
       .map(
-        (g, i) => `- id: pol_g${i}\n  effect: allow\n  actions: ["orders.read", "*.write"]\n  agents: ["${g}"]\n  resources: ["${g}"]\n  condition: "matches(context.s, '${g}')"`,
+        (g, i) =>
+          `- id: pol_g${i}\n  effect: allow\n  actions: ["orders.read", "*.write"]\n  agents: ["${g}"]\n  resources: ["${g}"]\n  condition: "matches(context.s, '${g}')"`,
       )
       .join('\n');
     const compiled = compileSources([{ file: 'g.yaml', text: `policies:\n${yaml}\n` }]);

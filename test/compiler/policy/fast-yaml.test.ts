@@ -27,7 +27,10 @@ function sameAsFull(text: string): void {
   taken.fast++;
   expect(full.diagnostics).toEqual([]);
   raw.forEach((doc, k) => {
-    for (const pointer of doc.offsets.keys()) expect(fast.documents[k]!.locator.value(pointer), `${pointer} in\n${text}`).toEqual(full.documents[k]!.locator.value(pointer));
+    for (const pointer of doc.offsets.keys())
+      expect(fast.documents[k]!.locator.value(pointer), `${pointer} in\n${text}`).toEqual(
+        full.documents[k]!.locator.value(pointer),
+      );
   });
   // Positions asked beyond the known ones come from the full parser: the same answers.
   for (const [k, doc] of full.documents.entries()) {
@@ -64,7 +67,29 @@ const word = fc.oneof(
       'a\\b',
     ),
   },
-  { weight: 1, arbitrary: fc.constantFrom('0x1F', '1e3', '.inf', '#x', 'a #b', '', ' lead', 'trail ', 'a: b', '-', '- x', '{x}', '[x]', '*', '&a', '!t', '%p', '@a') },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom(
+      '0x1F',
+      '1e3',
+      '.inf',
+      '#x',
+      'a #b',
+      '',
+      ' lead',
+      'trail ',
+      'a: b',
+      '-',
+      '- x',
+      '{x}',
+      '[x]',
+      '*',
+      '&a',
+      '!t',
+      '%p',
+      '@a',
+    ),
+  },
 );
 
 /** A scalar written in one of the styles YAML allows (some invalid on purpose). */
@@ -83,20 +108,42 @@ const blockScalar = fc.tuple(
   fc
     .tuple(
       fc.constantFrom('line one', 'two  words', '# not a comment'),
-      fc.array(fc.constantFrom('line one', 'two  words', 'line one', '', '  deeper', '# not a comment'), { maxLength: 3 }),
+      fc.array(fc.constantFrom('line one', 'two  words', 'line one', '', '  deeper', '# not a comment'), {
+        maxLength: 3,
+      }),
     )
     .map(([a, rest]) => [a, ...rest]),
 );
 const comment = fc.constantFrom('', '', '', '', '', '  # note', ' #', '#x');
 
-type Val = { kind: 'inline'; text: string } | { kind: 'block'; header: string; lines: string[] } | { kind: 'list'; items: string[]; indentless: boolean };
+type Val =
+  | { kind: 'inline'; text: string }
+  | { kind: 'block'; header: string; lines: string[] }
+  | { kind: 'list'; items: string[]; indentless: boolean };
 const value: fc.Arbitrary<Val> = fc.oneof(
   fc.oneof(scalar, flowSeq, flowMap).map((text) => ({ kind: 'inline' as const, text })),
   blockScalar.map(([header, lines]) => ({ kind: 'block' as const, header, lines })),
-  fc.tuple(fc.array(scalar, { minLength: 1, maxLength: 3 }), fc.boolean()).map(([items, indentless]) => ({ kind: 'list' as const, items, indentless })),
+  fc
+    .tuple(fc.array(scalar, { minLength: 1, maxLength: 3 }), fc.boolean())
+    .map(([items, indentless]) => ({ kind: 'list' as const, items, indentless })),
 );
 const policy = fc.uniqueArray(
-  fc.tuple(fc.constantFrom('name', 'effect', 'actions', 'agents', 'condition', 'description', 'budget', 'priority', 'id', '"quoted key"'), value, comment),
+  fc.tuple(
+    fc.constantFrom(
+      'name',
+      'effect',
+      'actions',
+      'agents',
+      'condition',
+      'description',
+      'budget',
+      'priority',
+      'id',
+      '"quoted key"',
+    ),
+    value,
+    comment,
+  ),
   { minLength: 1, maxLength: 5, selector: ([k]) => k },
 );
 
@@ -117,11 +164,17 @@ function writeMap(entries: Array<[string, Val, string]>, indent: number, firstPr
 }
 
 const documentText = fc
-  .tuple(fc.array(policy, { minLength: 1, maxLength: 3 }), fc.constantFrom('list', 'single', 'multi'), fc.constantFrom('compact', 'dash-alone', 'flow'), fc.boolean())
+  .tuple(
+    fc.array(policy, { minLength: 1, maxLength: 3 }),
+    fc.constantFrom('list', 'single', 'multi'),
+    fc.constantFrom('compact', 'dash-alone', 'flow'),
+    fc.boolean(),
+  )
   .map(([policies, shape, itemStyle, leadingComment]) => {
     const lines: string[] = leadingComment ? ['# policies', ''] : [];
     if (shape === 'single') lines.push(...writeMap(policies[0]!, 0, null));
-    else if (shape === 'multi') policies.forEach((p, i) => lines.push(...(i > 0 ? ['---'] : []), ...writeMap(p, 0, null)));
+    else if (shape === 'multi')
+      policies.forEach((p, i) => lines.push(...(i > 0 ? ['---'] : []), ...writeMap(p, 0, null)));
     else {
       lines.push('policies:');
       for (const p of policies) {
@@ -141,7 +194,34 @@ const documentText = fc
   });
 
 const mutated = fc
-  .tuple(documentText, fc.nat(), fc.constantFrom('', ' ', ':', '-', '#', '"', "'", '[', ']', '\n', '&', '*', '|', '>', '{', ',', '\t', '  ', '\\', '?', '---\n'), fc.boolean())
+  .tuple(
+    documentText,
+    fc.nat(),
+    fc.constantFrom(
+      '',
+      ' ',
+      ':',
+      '-',
+      '#',
+      '"',
+      "'",
+      '[',
+      ']',
+      '\n',
+      '&',
+      '*',
+      '|',
+      '>',
+      '{',
+      ',',
+      '\t',
+      '  ',
+      '\\',
+      '?',
+      '---\n',
+    ),
+    fc.boolean(),
+  )
   .map(([text, at, ch, remove]) => {
     const i = at % (text.length + 1);
     return remove ? text.slice(0, i) + text.slice(i + 1) : text.slice(0, i) + ch + text.slice(i);
@@ -186,12 +266,23 @@ describe('fast YAML reading', () => {
     const text =
       'policies:\n  - name: ok\n    effect: allow\n    actions: [orders.read]\n  - name: bad\n    effect: maybe\n    actions: ["orders.read"]\n    condition: amount <= "50"\n';
     expect(parseYamlFast(text)).not.toBeNull();
-    const d = compileSources([{ file: 'p.yaml', text }]).diagnostics.map((x) => `${x.file}:${x.line}:${x.col} ${x.code}`);
+    const d = compileSources([{ file: 'p.yaml', text }]).diagnostics.map(
+      (x) => `${x.file}:${x.line}:${x.col} ${x.code}`,
+    );
     expect(d).toEqual(['p.yaml:6:13 policy.invalid_field', 'p.yaml:8:23 condition.type']);
   });
 
   it('leaves what is outside its subset to the full parser', () => {
-    for (const text of ['a: &x 1\nb: *x\n', 'a: !tag 1\n', 'a: 1\na: 2\n', 'a: [1,\n  2]\n', 'a: "\\x41"\n', 'a: b\n  c\n', 'a:\tb\n', 'a: 0x1F\n']) {
+    for (const text of [
+      'a: &x 1\nb: *x\n',
+      'a: !tag 1\n',
+      'a: 1\na: 2\n',
+      'a: [1,\n  2]\n',
+      'a: "\\x41"\n',
+      'a: b\n  c\n',
+      'a:\tb\n',
+      'a: 0x1F\n',
+    ]) {
       expect(parseYamlFast(text), text).toBeNull();
       sameAsFull(text);
     }

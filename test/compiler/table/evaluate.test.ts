@@ -81,11 +81,16 @@ describe('evaluate: steps 4-6 of the evaluation order', () => {
   });
 
   it('denies policy.not_found when candidates all drop out on their condition', () => {
-    expect(decide({ agent_id: 'support-7', action: 'payments.refund', resource: 'order:1' })).toMatchObject({ effect: 'deny', reason: 'policy.not_found' });
+    expect(decide({ agent_id: 'support-7', action: 'payments.refund', resource: 'order:1' })).toMatchObject({
+      effect: 'deny',
+      reason: 'policy.not_found',
+    });
   });
 
   it('denies resource.not_allowed when allow candidates all drop out on resource', () => {
-    expect(decide({ agent_id: 'support-7', action: 'payments.refund', resource: 'invoice:1', amount: 5 })).toMatchObject({
+    expect(
+      decide({ agent_id: 'support-7', action: 'payments.refund', resource: 'invoice:1', amount: 5 }),
+    ).toMatchObject({
       effect: 'deny',
       reason: 'resource.not_allowed',
     });
@@ -94,7 +99,11 @@ describe('evaluate: steps 4-6 of the evaluation order', () => {
   });
 
   it('denies policy.disabled when only a disabled policy would have matched', () => {
-    expect(decide({ agent_id: 'anyone', action: 'legacy.export' })).toMatchObject({ effect: 'deny', reason: 'policy.disabled', policy_id: null });
+    expect(decide({ agent_id: 'anyone', action: 'legacy.export' })).toMatchObject({
+      effect: 'deny',
+      reason: 'policy.disabled',
+      policy_id: null,
+    });
   });
 
   it('lets the lowest priority number win, and warns of the conflict', () => {
@@ -109,20 +118,38 @@ describe('evaluate: steps 4-6 of the evaluation order', () => {
     expect(d.policy_id).toBe('pol_read_orders_review');
     expect(d.matched).toEqual(['pol_read_orders_review', 'pol_read_orders']);
     expect(d.warnings).toHaveLength(1);
-    expect(d.warnings[0]).toMatchObject({ code: 'policy.conflict', policy_ids: ['pol_read_orders_review', 'pol_read_orders'] });
+    expect(d.warnings[0]).toMatchObject({
+      code: 'policy.conflict',
+      policy_ids: ['pol_read_orders_review', 'pol_read_orders'],
+    });
     expect(d.warnings[0]!.message).toContain('pol_read_orders_review');
   });
 
   it('treats a missing context key as a false comparison', () => {
-    expect(decide({ agent_id: 'x', action: 'reports.read', resource: 'report:1' })).toMatchObject({ effect: 'allow', matched: ['pol_reports'] });
-    const secret = decide({ agent_id: 'x', action: 'reports.read', resource: 'report:1', context: { classification: 'secret' } });
+    expect(decide({ agent_id: 'x', action: 'reports.read', resource: 'report:1' })).toMatchObject({
+      effect: 'allow',
+      matched: ['pol_reports'],
+    });
+    const secret = decide({
+      agent_id: 'x',
+      action: 'reports.read',
+      resource: 'report:1',
+      context: { classification: 'secret' },
+    });
     expect(secret).toMatchObject({ effect: 'deny', policy_id: 'pol_reports_deny_secret' });
     expect(secret.warnings[0]?.code).toBe('policy.conflict');
   });
 
   it('is not fooled by wildcard namespaces and verbs', () => {
-    expect(decide({ agent_id: 'x', action: 'reports.export', resource: 'report:1' })).toMatchObject({ effect: 'allow' });
-    expect(decide({ agent_id: 'x', action: 'reporting.read', resource: 'report:1' })).toMatchObject({ reason: 'policy.not_found' });
-    expect(decide({ agent_id: 'x', action: 'anything.delete' })).toMatchObject({ effect: 'deny', policy_id: 'pol_no_deletes' });
+    expect(decide({ agent_id: 'x', action: 'reports.export', resource: 'report:1' })).toMatchObject({
+      effect: 'allow',
+    });
+    expect(decide({ agent_id: 'x', action: 'reporting.read', resource: 'report:1' })).toMatchObject({
+      reason: 'policy.not_found',
+    });
+    expect(decide({ agent_id: 'x', action: 'anything.delete' })).toMatchObject({
+      effect: 'deny',
+      policy_id: 'pol_no_deletes',
+    });
   });
 });

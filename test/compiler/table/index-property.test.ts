@@ -60,7 +60,11 @@ function compile(values: object[]) {
 }
 
 /** Steps 4-6 of docs/policies.md#how-a-request-is-decided, written directly from its text, over plain policies. */
-function reference(policies: Policy[], request: EvaluationInput, holds: (p: Policy) => boolean): Omit<Evaluation, 'warnings'> & { conflict: boolean } {
+function reference(
+  policies: Policy[],
+  request: EvaluationInput,
+  holds: (p: Policy) => boolean,
+): Omit<Evaluation, 'warnings'> & { conflict: boolean } {
   const glob = (pattern: string, s: string) =>
     new RegExp(
       `^${pattern
@@ -73,46 +77,71 @@ function reference(policies: Policy[], request: EvaluationInput, holds: (p: Poli
     const [rn, rv] = request.action.split('.');
     return (ns === '*' || ns === rn) && (verb === '*' || verb === rv);
   };
-  const onAgentAction = policies.filter((p) => (!p.agents || p.agents.some((g) => glob(g, request.agent_id))) && p.actions.some(actionOk));
+  const onAgentAction = policies.filter(
+    (p) => (!p.agents || p.agents.some((g) => glob(g, request.agent_id))) && p.actions.some(actionOk),
+  );
   const candidates = onAgentAction.filter((p) => p.state === 'enabled');
   if (candidates.length === 0) {
-    return { effect: 'deny', reason: onAgentAction.length > 0 ? 'policy.disabled' : 'policy.not_found', policy_id: null, matched: [], conflict: false };
+    return {
+      effect: 'deny',
+      reason: onAgentAction.length > 0 ? 'policy.disabled' : 'policy.not_found',
+      policy_id: null,
+      matched: [],
+      conflict: false,
+    };
   }
-  const resourceOk = (p: Policy) => !p.resources || (request.resource != null && p.resources.some((g) => glob(g, request.resource!)));
+  const resourceOk = (p: Policy) =>
+    !p.resources || (request.resource != null && p.resources.some((g) => glob(g, request.resource!)));
   const survivors = candidates.filter((p) => resourceOk(p) && holds(p));
   if (survivors.length === 0) {
     const allows = candidates.filter((p) => p.effect === 'allow');
-    const reason = allows.length > 0 && allows.every((p) => !resourceOk(p)) ? 'resource.not_allowed' : 'policy.not_found';
+    const reason =
+      allows.length > 0 && allows.every((p) => !resourceOk(p)) ? 'resource.not_allowed' : 'policy.not_found';
     return { effect: 'deny', reason, policy_id: null, matched: [], conflict: false };
   }
   const rank = { deny: 0, review: 1, allow: 2 };
   survivors.sort((a, b) => a.priority - b.priority || rank[a.effect] - rank[b.effect] || (a.id < b.id ? -1 : 1));
   const winner = survivors[0]!;
-  return { effect: winner.effect, reason: 'policy.matched', policy_id: winner.id, matched: survivors, conflict: survivors.some((p) => p.effect !== winner.effect) };
+  return {
+    effect: winner.effect,
+    reason: 'policy.matched',
+    policy_id: winner.id,
+    matched: survivors,
+    conflict: survivors.some((p) => p.effect !== winner.effect),
+  };
 }
 
 describe('decision table index', () => {
   it('answers exactly as the linear scan and the reference written from the documented steps', () => {
     fc.assert(
-      fc.property(fc.array(policyArb, { minLength: 0, maxLength: 25 }), fc.array(requestArb, { minLength: 1, maxLength: 20 }), (values, requests) => {
-        const table = compile(values);
-        for (const request of requests) {
-          const indexed = evaluate(table, request);
-          expect(indexed).toEqual(evaluateLinear(table, request));
-          const ref = reference(
-            table.rows.map((r) => r.policy),
-            request,
-            (p) => table.byId.get(p.id)!.condition?.(request) ?? true,
-          );
-          expect({ effect: indexed.effect, reason: indexed.reason, policy_id: indexed.policy_id, matched: indexed.matched.map((p) => p.id) }).toEqual({
-            effect: ref.effect,
-            reason: ref.reason,
-            policy_id: ref.policy_id,
-            matched: ref.matched.map((p) => p.id),
-          });
-          expect(indexed.warnings.length > 0).toBe(ref.conflict);
-        }
-      }),
+      fc.property(
+        fc.array(policyArb, { minLength: 0, maxLength: 25 }),
+        fc.array(requestArb, { minLength: 1, maxLength: 20 }),
+        (values, requests) => {
+          const table = compile(values);
+          for (const request of requests) {
+            const indexed = evaluate(table, request);
+            expect(indexed).toEqual(evaluateLinear(table, request));
+            const ref = reference(
+              table.rows.map((r) => r.policy),
+              request,
+              (p) => table.byId.get(p.id)!.condition?.(request) ?? true,
+            );
+            expect({
+              effect: indexed.effect,
+              reason: indexed.reason,
+              policy_id: indexed.policy_id,
+              matched: indexed.matched.map((p) => p.id),
+            }).toEqual({
+              effect: ref.effect,
+              reason: ref.reason,
+              policy_id: ref.policy_id,
+              matched: ref.matched.map((p) => p.id),
+            });
+            expect(indexed.warnings.length > 0).toBe(ref.conflict);
+          }
+        },
+      ),
       { numRuns: 400 },
     );
   });

@@ -55,7 +55,9 @@ const editArb = fc.oneof(
   policyArb.map((value) => ({ kind: 'add' as const, value })),
   fc.tuple(fc.nat(), policyArb).map(([k, value]) => ({ kind: 'replace' as const, k, value })),
   fc.nat().map((k) => ({ kind: 'delete' as const, k })),
-  fc.tuple(fc.nat(), fc.constantFrom('enabled', 'disabled', 'shadow')).map(([k, state]) => ({ kind: 'state' as const, k, state })),
+  fc
+    .tuple(fc.nat(), fc.constantFrom('enabled', 'disabled', 'shadow'))
+    .map(([k, state]) => ({ kind: 'state' as const, k, state })),
 );
 
 let serial = 0;
@@ -72,9 +74,13 @@ function leafShape(leaf: AgentIndex | null | undefined): unknown {
   const sorted = <T>(entries: Array<[string, T]>) => entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return {
     exact: sorted([...leaf.exact].map(([k, rows]) => [k, ids(rows)])),
-    prefixed: sorted([...leaf.prefixed.byAffix].map(([k, es]) => [k, es.map((e) => `${e.row.policy.id}:${e.glob.source}`)])),
+    prefixed: sorted(
+      [...leaf.prefixed.byAffix].map(([k, es]) => [k, es.map((e) => `${e.row.policy.id}:${e.glob.source}`)]),
+    ),
     prefixLengths: leaf.prefixed.lengths,
-    suffixed: sorted([...leaf.suffixed.byAffix].map(([k, es]) => [k, es.map((e) => `${e.row.policy.id}:${e.glob.source}`)])),
+    suffixed: sorted(
+      [...leaf.suffixed.byAffix].map(([k, es]) => [k, es.map((e) => `${e.row.policy.id}:${e.glob.source}`)]),
+    ),
     suffixLengths: leaf.suffixed.lengths,
     globs: leaf.globs.map((e) => `${e.row.policy.id}:${e.glob.source}`),
     any: ids(leaf.any),
@@ -82,16 +88,26 @@ function leafShape(leaf: AgentIndex | null | undefined): unknown {
 }
 
 function trieShape(trie: ActionTrie): unknown {
-  const node = (n: ActionTrie['wildcard']) => n && { exact: [...n.exact].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, l]) => [k, leafShape(l)]), wildcard: leafShape(n.wildcard) };
-  return { exact: [...trie.exact].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, n]) => [k, node(n)]), wildcard: node(trie.wildcard) };
+  const node = (n: ActionTrie['wildcard']) =>
+    n && {
+      exact: [...n.exact].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, l]) => [k, leafShape(l)]),
+      wildcard: leafShape(n.wildcard),
+    };
+  return {
+    exact: [...trie.exact].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, n]) => [k, node(n)]),
+    wildcard: node(trie.wildcard),
+  };
 }
 
 function sameTables(patched: DecisionTable, built: DecisionTable, requests: readonly EvaluationInput[]): void {
   expect(patched.rows.map((r) => r.policy.id)).toEqual(built.rows.map((r) => r.policy.id));
   expect([...patched.byId.keys()].sort()).toEqual([...built.byId.keys()].sort());
-  for (let i = 1; i < patched.rows.length; i++) expect(patched.rows[i]!.index).toBeGreaterThan(patched.rows[i - 1]!.index);
+  for (let i = 1; i < patched.rows.length; i++)
+    expect(patched.rows[i]!.index).toBeGreaterThan(patched.rows[i - 1]!.index);
   expect(trieShape(patched.trie)).toEqual(trieShape(built.trie));
-  expect(patched.shadow?.rows.map((r) => r.policy.id) ?? null).toEqual(built.shadow?.rows.map((r) => r.policy.id) ?? null);
+  expect(patched.shadow?.rows.map((r) => r.policy.id) ?? null).toEqual(
+    built.shadow?.rows.map((r) => r.policy.id) ?? null,
+  );
   if (patched.shadow && built.shadow) expect(trieShape(patched.shadow.trie)).toEqual(trieShape(built.shadow.trie));
   for (const request of requests) {
     const want = evaluate(built, request);
@@ -122,7 +138,8 @@ describe('patched decision tables', () => {
               const old = items[edit.k % items.length]!;
               remove = [old.policy.id];
               if (edit.kind === 'replace') add = [read(edit.value, old.policy.id)];
-              if (edit.kind === 'state') add = [read({ ...old.policy, state: edit.state, id: undefined, name: undefined }, old.policy.id)];
+              if (edit.kind === 'state')
+                add = [read({ ...old.policy, state: edit.state, id: undefined, name: undefined }, old.policy.id)];
             }
             items = [...items.filter((i) => !remove.includes(i.policy.id)), ...add];
             const patched = patchTable(table, remove, add);
@@ -164,7 +181,12 @@ describe('patched decision tables', () => {
     let table: DecisionTable | null = compileItems(base, { lint: false }).table!;
     let n = 0;
     // Ids between pol_a and pol_z, each ranking just before the previous one: halving the gap each time.
-    for (; n < 59 && table; n++) table = patchTable(table, [], [read({ effect: 'allow', priority: 10, actions: ['a.b'] }, `pol_a${'0'.repeat(59 - n)}`)]);
+    for (; n < 59 && table; n++)
+      table = patchTable(
+        table,
+        [],
+        [read({ effect: 'allow', priority: 10, actions: ['a.b'] }, `pol_a${'0'.repeat(59 - n)}`)],
+      );
     expect(table).toBeNull();
     expect(n).toBeGreaterThan(40); // about 52 halvings of the gap between ranks 1 and 2
   });

@@ -58,33 +58,48 @@ function compile(values: Array<Record<string, unknown>>): DecisionTable {
 }
 
 /** What a decision is, without the shadow outcome, with policies by id. */
-const core = (e: Evaluation) => ({ effect: e.effect, reason: e.reason, policy_id: e.policy_id, matched: e.matched.map((p) => p.id), warnings: e.warnings });
+const core = (e: Evaluation) => ({
+  effect: e.effect,
+  reason: e.reason,
+  policy_id: e.policy_id,
+  matched: e.matched.map((p) => p.id),
+  warnings: e.warnings,
+});
 
 describe('shadow policies (property)', () => {
   it('leave the decision exactly as without them, and report the outcome with them enabled when it differs', () => {
     fc.assert(
-      fc.property(fc.array(policyArb, { minLength: 0, maxLength: 16 }), fc.array(requestArb, { minLength: 1, maxLength: 12 }), (values, requests) => {
-        const table = compile(values);
-        const ids = (pred: (state: unknown) => boolean) => values.map((v, i) => ({ ...v, id: `pol_p${i}` })).filter((v) => pred(v.state));
-        const without = compile(ids((s) => s !== 'shadow'));
-        const enabled = compile(ids(() => true).map((v) => (v.state === 'shadow' ? { ...v, state: 'enabled' } : v)));
-        const hasShadow = values.some((v) => v.state === 'shadow');
-        expect(table.shadow === null).toBe(!hasShadow);
-        const reloaded = loadBundle(JSON.parse(JSON.stringify(createBundle(table))));
-        if (!reloaded.ok) throw new Error(JSON.stringify(reloaded.problems));
-        for (const request of requests) {
-          const d = evaluate(table, request);
-          expect(core(d)).toEqual(core(evaluate(without, request)));
-          const withShadow = evaluate(enabled, request);
-          const differs = withShadow.effect !== d.effect || withShadow.reason !== d.reason;
-          expect(d.shadow).toEqual(differs ? { effect: withShadow.effect, reason: withShadow.reason, policy_id: withShadow.policy_id } : undefined);
-          expect(core(evaluateWithShadow(table, request))).toEqual(core(withShadow));
-          // The linear scan, explain and a bundle round-trip agree to the letter.
-          expect(evaluateLinear(table, request)).toEqual(d);
-          expect(explain(table, request).evaluation).toEqual(d);
-          expect(evaluate(reloaded.table, request)).toEqual(d);
-        }
-      }),
+      fc.property(
+        fc.array(policyArb, { minLength: 0, maxLength: 16 }),
+        fc.array(requestArb, { minLength: 1, maxLength: 12 }),
+        (values, requests) => {
+          const table = compile(values);
+          const ids = (pred: (state: unknown) => boolean) =>
+            values.map((v, i) => ({ ...v, id: `pol_p${i}` })).filter((v) => pred(v.state));
+          const without = compile(ids((s) => s !== 'shadow'));
+          const enabled = compile(ids(() => true).map((v) => (v.state === 'shadow' ? { ...v, state: 'enabled' } : v)));
+          const hasShadow = values.some((v) => v.state === 'shadow');
+          expect(table.shadow === null).toBe(!hasShadow);
+          const reloaded = loadBundle(JSON.parse(JSON.stringify(createBundle(table))));
+          if (!reloaded.ok) throw new Error(JSON.stringify(reloaded.problems));
+          for (const request of requests) {
+            const d = evaluate(table, request);
+            expect(core(d)).toEqual(core(evaluate(without, request)));
+            const withShadow = evaluate(enabled, request);
+            const differs = withShadow.effect !== d.effect || withShadow.reason !== d.reason;
+            expect(d.shadow).toEqual(
+              differs
+                ? { effect: withShadow.effect, reason: withShadow.reason, policy_id: withShadow.policy_id }
+                : undefined,
+            );
+            expect(core(evaluateWithShadow(table, request))).toEqual(core(withShadow));
+            // The linear scan, explain and a bundle round-trip agree to the letter.
+            expect(evaluateLinear(table, request)).toEqual(d);
+            expect(explain(table, request).evaluation).toEqual(d);
+            expect(evaluate(reloaded.table, request)).toEqual(d);
+          }
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -103,7 +118,13 @@ describe('shadow policies', () => {
 
   it('changes no decision, and says what the shadow ones would decide', () => {
     const d = evaluate(table, { ...refund, amount: 500 });
-    expect(core(d)).toEqual({ effect: 'allow', reason: 'policy.matched', policy_id: 'pol_refunds', matched: ['pol_refunds'], warnings: [] });
+    expect(core(d)).toEqual({
+      effect: 'allow',
+      reason: 'policy.matched',
+      policy_id: 'pol_refunds',
+      matched: ['pol_refunds'],
+      warnings: [],
+    });
     expect(d.shadow).toEqual({ effect: 'review', reason: 'policy.matched', policy_id: 'pol_big_refunds' });
   });
 
@@ -111,7 +132,9 @@ describe('shadow policies', () => {
     const d = evaluate(table, { ...refund, amount: 5 });
     expect(d).not.toHaveProperty('shadow');
     // The same effect and reason from another policy is no divergence either.
-    const same = tableFromYaml(`${SET}  - { name: refunds-v2, state: shadow, priority: 1, effect: allow, actions: [payments.refund] }\n`);
+    const same = tableFromYaml(
+      `${SET}  - { name: refunds-v2, state: shadow, priority: 1, effect: allow, actions: [payments.refund] }\n`,
+    );
     expect(evaluate(same, { ...refund, amount: 5 })).not.toHaveProperty('shadow');
     expect(evaluateWithShadow(same, { ...refund, amount: 5 }).policy_id).toBe('pol_refunds_v2');
   });
@@ -137,7 +160,13 @@ describe('shadow policies', () => {
   it('cost nothing where there are none: no shadow part, no shadow field', () => {
     const plain = tableFromYaml('name: reads\neffect: allow\nactions: [orders.read]\n');
     expect(plain.shadow).toBeNull();
-    expect(Object.keys(evaluate(plain, { agent_id: 'a', action: 'orders.read' }))).toEqual(['effect', 'reason', 'policy_id', 'matched', 'warnings']);
+    expect(Object.keys(evaluate(plain, { agent_id: 'a', action: 'orders.read' }))).toEqual([
+      'effect',
+      'reason',
+      'policy_id',
+      'matched',
+      'warnings',
+    ]);
   });
 
   it('are marked in explain, with where they drop out when enabled', () => {
@@ -155,7 +184,10 @@ describe('shadow policies', () => {
     const position = bundle.policies.findIndex((p) => p.id === 'pol_credits');
     const row = bundle.table.rows.indexOf(position);
     const tampered = structuredClone(bundle);
-    tampered.table.actions.exact.credits = { exact: { issue: { exact: {}, prefixed: {}, suffixed: {}, globs: [], any: [row] } }, wildcard: null };
+    tampered.table.actions.exact.credits = {
+      exact: { issue: { exact: {}, prefixed: {}, suffixed: {}, globs: [], any: [row] } },
+      wildcard: null,
+    };
     const loaded = loadBundle(tampered);
     expect(loaded.ok).toBe(false);
     expect(!loaded.ok && loaded.problems[0]!.message).toMatch(/indexes row \d+, a shadow policy, for enforcement/);

@@ -49,6 +49,8 @@ export function expectContractAnswer(r: LightMyRequestResponse, what: string): s
   }
   const documented = documentedErrors();
   expect(documented.has(error.code as string), `undocumented error code ${String(error.code)}: ${context}`).toBe(true);
-  expect(r.statusCode, `status of ${String(error.code)} differs from the docs/errors.md table: ${context}`).toBe(documented.get(error.code as string));
+  expect(r.statusCode, `status of ${String(error.code)} differs from the docs/errors.md table: ${context}`).toBe(
+    documented.get(error.code as string),
+  );
   return error.code as string;
 }

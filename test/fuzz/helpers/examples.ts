@@ -55,12 +55,27 @@ export async function prepareExamples(rt: TestRuntime): Promise<Examples> {
     return json(r);
   };
   const policy = await call('POST', '/v1/policies', POLICY);
-  const webhook = await call('POST', '/v1/webhooks', { url: 'http://127.0.0.1:9/fuzz', events: ['*'], description: 'fuzz' });
-  const decisionBody = { agent_id: 'fuzz-agent-1', action: 'orders.read', resource: 'order:1', amount: 5, context: { channel: 'chat', n: 1, tags: ['a'] }, ttl_seconds: 600 };
+  const webhook = await call('POST', '/v1/webhooks', {
+    url: 'http://127.0.0.1:9/fuzz',
+    events: ['*'],
+    description: 'fuzz',
+  });
+  const decisionBody = {
+    agent_id: 'fuzz-agent-1',
+    action: 'orders.read',
+    resource: 'order:1',
+    amount: 5,
+    context: { channel: 'chat', n: 1, tags: ['a'] },
+    ttl_seconds: 600,
+  };
   const decision = await call('POST', '/v1/decisions', decisionBody);
   if (decision.effect !== 'allow') throw new Error(`prepareExamples: the seed decision is ${decision.effect}`);
   // A session with a label (GET /v1/sessions/:session_id reads it).
-  await call('POST', '/v1/sessions/fuzz-run-1/labels', { labels: ['private'], agent_id: 'fuzz-agent-1', detail: 'seed' });
+  await call('POST', '/v1/sessions/fuzz-run-1/labels', {
+    labels: ['private'],
+    agent_id: 'fuzz-agent-1',
+    detail: 'seed',
+  });
   const events = await call('GET', '/v1/events?limit=1');
   const deliveries = await call('GET', `/v1/webhooks/${webhook.id}/deliveries?limit=1`);
   const compiled = compileSources([{ file: 'bundle.yaml', text: BUNDLE_YAML }]);
@@ -77,11 +92,19 @@ export async function prepareExamples(rt: TestRuntime): Promise<Examples> {
 
   const byKey: Record<string, Omit<Example, 'auth'> & { auth?: string }> = {
     'POST /v1/decisions': { params: {}, query: '', body: decisionBody },
-    'GET /v1/decisions': { params: {}, query: `limit=5&agent_id=fuzz-agent-1&starting_after=${decision.id}`, body: undefined },
+    'GET /v1/decisions': {
+      params: {},
+      query: `limit=5&agent_id=fuzz-agent-1&starting_after=${decision.id}`,
+      body: undefined,
+    },
     'GET /v1/decisions/:id': { params: { id: decision.id }, query: '', body: undefined },
     'GET /v1/decisions/export': { params: {}, query: 'since=2026-01-01T00:00:00.000Z', body: undefined },
     'POST /v1/decisions/preview': { params: {}, query: '', body: decisionBody },
-    'POST /v1/actions/possible': { params: {}, query: '', body: { agent_id: 'fuzz-agent-1', actions: ['orders.read'] } },
+    'POST /v1/actions/possible': {
+      params: {},
+      query: '',
+      body: { agent_id: 'fuzz-agent-1', actions: ['orders.read'] },
+    },
     'POST /v1/decisions/:id/confirm': { params: { id: decision.id }, query: '', body: { amount: 1 } },
     'POST /v1/decisions/:id/reject': { params: { id: decision.id }, query: '', body: {} },
     'POST /v1/policies': { params: {}, query: '', body: { ...POLICY, name: 'fuzz-policy-2' } },
@@ -98,17 +121,37 @@ export async function prepareExamples(rt: TestRuntime): Promise<Examples> {
     'GET /v1/budgets/remaining': { params: {}, query: 'agent_id=fuzz-agent-1&session_id=fuzz-run-1', body: undefined },
     'GET /v1/events': { params: {}, query: 'type=decision.allow&limit=2', body: undefined },
     'GET /v1/events/:id': { params: { id: events.data[0].id }, query: '', body: undefined },
-    'POST /v1/webhooks': { params: {}, query: '', body: { url: 'http://127.0.0.1:9/other', events: ['decision.deny', 'agent.revoked'], description: 'x' } },
+    'POST /v1/webhooks': {
+      params: {},
+      query: '',
+      body: { url: 'http://127.0.0.1:9/other', events: ['decision.deny', 'agent.revoked'], description: 'x' },
+    },
     'GET /v1/webhooks': { params: {}, query: '', body: undefined },
     'GET /v1/webhooks/:id': { params: { id: webhook.id }, query: '', body: undefined },
-    'PUT /v1/webhooks/:id': { params: { id: webhook.id }, query: '', body: { url: 'http://127.0.0.1:9/changed', events: ['*'], description: null, status: 'disabled' } },
+    'PUT /v1/webhooks/:id': {
+      params: { id: webhook.id },
+      query: '',
+      body: { url: 'http://127.0.0.1:9/changed', events: ['*'], description: null, status: 'disabled' },
+    },
     'DELETE /v1/webhooks/:id': { params: { id: webhook.id }, query: '', body: undefined },
     'GET /v1/webhooks/:id/deliveries': { params: { id: webhook.id }, query: 'limit=1', body: undefined },
-    'POST /v1/webhooks/:id/deliveries/:delivery_id/replay': { params: { id: webhook.id, delivery_id: deliveries.data[0].id }, query: '', body: undefined },
+    'POST /v1/webhooks/:id/deliveries/:delivery_id/replay': {
+      params: { id: webhook.id, delivery_id: deliveries.data[0].id },
+      query: '',
+      body: undefined,
+    },
     'POST /v1/permits/verify': { params: {}, query: '', body: { token: decision.permit_token } },
     'GET /v1/sessions/:session_id': { params: { session_id: 'fuzz-run-1' }, query: '', body: undefined },
-    'POST /v1/sessions/:session_id/labels': { params: { session_id: 'fuzz-run-1' }, query: '', body: { labels: ['untrusted'], agent_id: 'fuzz-agent-1' } },
-    'POST /v1/decisions/:id/output': { params: { id: decision.id }, query: '', body: { labels: ['pii'], findings: [{ kind: 'pii', rule: 'email', count: 1, action: 'label' }] } },
+    'POST /v1/sessions/:session_id/labels': {
+      params: { session_id: 'fuzz-run-1' },
+      query: '',
+      body: { labels: ['untrusted'], agent_id: 'fuzz-agent-1' },
+    },
+    'POST /v1/decisions/:id/output': {
+      params: { id: decision.id },
+      query: '',
+      body: { labels: ['pii'], findings: [{ kind: 'pii', rule: 'email', count: 1, action: 'label' }] },
+    },
     'POST /admin/accounts': { params: {}, query: '', body: { name: 'fuzz' }, auth: `Bearer ${ADMIN_TOKEN}` },
     'POST /admin/accounts/:account_id/api-keys': {
       params: { account_id: rt.accountId },
@@ -116,7 +159,12 @@ export async function prepareExamples(rt: TestRuntime): Promise<Examples> {
       body: { environment: 'test', scopes: ['decisions:read'] },
       auth: `Bearer ${ADMIN_TOKEN}`,
     },
-    'DELETE /admin/api-keys/:id': { params: { id: spareKey.id }, query: '', body: undefined, auth: `Bearer ${ADMIN_TOKEN}` },
+    'DELETE /admin/api-keys/:id': {
+      params: { id: spareKey.id },
+      query: '',
+      body: undefined,
+      auth: `Bearer ${ADMIN_TOKEN}`,
+    },
     'POST /admin/signing-keys/rotate': { params: {}, query: '', body: undefined, auth: `Bearer ${ADMIN_TOKEN}` },
   };
 
@@ -125,7 +173,12 @@ export async function prepareExamples(rt: TestRuntime): Promise<Examples> {
       const known = byKey[route.key];
       const auth = known?.auth ?? (route.url.startsWith('/admin/') ? `Bearer ${ADMIN_TOKEN}` : bearer);
       if (known) return { ...known, auth };
-      return { params: Object.fromEntries(route.params.map((p) => [p, 'x_unknown'])), query: '', body: route.method === 'GET' || route.method === 'HEAD' ? undefined : {}, auth };
+      return {
+        params: Object.fromEntries(route.params.map((p) => [p, 'x_unknown'])),
+        query: '',
+        body: route.method === 'GET' || route.method === 'HEAD' ? undefined : {},
+        auth,
+      };
     },
   };
 }

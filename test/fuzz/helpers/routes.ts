@@ -30,7 +30,13 @@ export function collectRoutes(): RouteCollector {
       for (const method of methods) {
         const url = route.url;
         const params = [...url.matchAll(/:([A-Za-z0-9_]+)/g)].map((m) => m[1]!);
-        routes.push({ method, url, params, key: `${method} ${url}`, ...(route.bodyLimit !== undefined ? { bodyLimit: route.bodyLimit } : {}) });
+        routes.push({
+          method,
+          url,
+          params,
+          key: `${method} ${url}`,
+          ...(route.bodyLimit !== undefined ? { bodyLimit: route.bodyLimit } : {}),
+        });
       }
     },
   };

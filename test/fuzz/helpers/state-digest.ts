@@ -39,7 +39,9 @@ async function tables(sql: SqlOrTx): Promise<TableInfo[]> {
         from information_schema.tables t
         where t.table_schema = 'public' and t.table_type = 'BASE TABLE'
         order by t.table_name`;
-      return rows.filter((r) => !EXCLUDED_TABLES.has(r.table_name)).map((r) => ({ name: r.table_name, hasAccount: r.has_account, hasEnvironment: r.has_environment }));
+      return rows
+        .filter((r) => !EXCLUDED_TABLES.has(r.table_name))
+        .map((r) => ({ name: r.table_name, hasAccount: r.has_account, hasEnvironment: r.has_environment }));
     })();
     tableCache.set(sql, cached);
   }
@@ -62,6 +64,9 @@ export async function stateDigest(sql: SqlOrTx, tenant?: Tenant): Promise<StateD
       const filter = where.length > 0 ? `where ${where.join(' and ')}` : '';
       return `select '${t.name}' as name, count(*)::int as n, md5(coalesce(string_agg(x::text, E'\\n' order by x::text), '')) as h from "${t.name}" x ${filter}`;
     });
-  const rows = await sql.unsafe<Array<{ name: string; n: number; h: string }>>(parts.join('\nunion all\n'), tenant ? [tenant.accountId, tenant.environment] : []);
+  const rows = await sql.unsafe<Array<{ name: string; n: number; h: string }>>(
+    parts.join('\nunion all\n'),
+    tenant ? [tenant.accountId, tenant.environment] : [],
+  );
   return Object.fromEntries(rows.map((r) => [r.name, `${r.n}:${r.h}`]));
 }

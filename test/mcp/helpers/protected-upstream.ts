@@ -18,7 +18,14 @@
  *   metadata, say) that records what was asked of it.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { decodeProtectedHeader, jwtVerify, type CryptoKey, type JWTPayload, type KeyObject, type ProtectedHeaderParameters } from 'jose';
+import {
+  decodeProtectedHeader,
+  jwtVerify,
+  type CryptoKey,
+  type JWTPayload,
+  type KeyObject,
+  type ProtectedHeaderParameters,
+} from 'jose';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { z } from 'zod';
@@ -129,15 +136,19 @@ export class StandInAuthServer {
       token_endpoint: this.options.tokenEndpoint ?? `${this.url}/token`,
       grant_types_supported: ['client_credentials'],
       ...(this.options.authMethods ? { token_endpoint_auth_methods_supported: this.options.authMethods } : {}),
-      ...(this.options.signingAlgs ? { token_endpoint_auth_signing_alg_values_supported: this.options.signingAlgs } : {}),
+      ...(this.options.signingAlgs
+        ? { token_endpoint_auth_signing_alg_values_supported: this.options.signingAlgs }
+        : {}),
     };
   }
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = new URL(req.url ?? '/', this.url).pathname;
     const suffix = this.options.issuerPath ?? '';
-    if (req.method === 'GET' && path === `/.well-known/oauth-authorization-server${suffix}` && !this.options.openidOnly) return json(res, 200, this.#metadata());
-    if (req.method === 'GET' && path === `/.well-known/openid-configuration${suffix}`) return json(res, 200, { ...this.#metadata(), jwks_uri: `${this.url}/jwks` });
+    if (req.method === 'GET' && path === `/.well-known/oauth-authorization-server${suffix}` && !this.options.openidOnly)
+      return json(res, 200, this.#metadata());
+    if (req.method === 'GET' && path === `/.well-known/openid-configuration${suffix}`)
+      return json(res, 200, { ...this.#metadata(), jwks_uri: `${this.url}/jwks` });
     if (req.method !== 'POST' || path !== '/token') return json(res, 404, { error: 'not_found' });
     const form = Object.fromEntries(new URLSearchParams(await bodyOf(req)));
     let via: TokenRequest['via'] = 'none';
@@ -146,19 +157,29 @@ export class StandInAuthServer {
     const basic = /^Basic (.+)$/i.exec(req.headers.authorization ?? '');
     if (basic) {
       const [id, pass] = Buffer.from(basic[1]!, 'base64').toString('utf8').split(':');
-      [via, clientId, secret] = ['basic', decodeURIComponent(id!.replace(/\+/g, ' ')), decodeURIComponent((pass ?? '').replace(/\+/g, ' '))];
+      [via, clientId, secret] = [
+        'basic',
+        decodeURIComponent(id!.replace(/\+/g, ' ')),
+        decodeURIComponent((pass ?? '').replace(/\+/g, ' ')),
+      ];
     } else if (form.client_assertion !== undefined) {
       via = 'jwt';
       const received = await this.#assertion(form.client_assertion);
       this.assertions.push(received);
-      clientId = typeof received.claims?.iss === 'string' && received.claims.sub === received.claims.iss ? received.claims.iss : undefined;
+      clientId =
+        typeof received.claims?.iss === 'string' && received.claims.sub === received.claims.iss
+          ? received.claims.iss
+          : undefined;
     } else if (form.client_id !== undefined) {
       [via, clientId, secret] = ['post', form.client_id, form.client_secret];
     }
     if (secret !== undefined) this.secrets.push(secret);
     const { client_id: _id, client_secret: _secret, client_assertion: _assertion, ...rest } = form;
     this.requests.push({ via, clientId, form: rest });
-    const authenticated = via === 'jwt' ? clientId !== undefined && form.client_assertion_type === JWT_BEARER : secret === this.options.secret;
+    const authenticated =
+      via === 'jwt'
+        ? clientId !== undefined && form.client_assertion_type === JWT_BEARER
+        : secret === this.options.secret;
     if (this.refuse || clientId !== this.options.clientId || !authenticated)
       return json(res, 401, { error: 'invalid_client', error_description: 'unknown client or wrong secret' });
     if (form.grant_type !== 'client_credentials') return json(res, 400, { error: 'unsupported_grant_type' });
@@ -270,22 +291,42 @@ export class ProtectedUpstream {
     const path = new URL(req.url ?? '/', this.origin).pathname;
     if (req.method === 'GET' && path === '/.well-known/oauth-protected-resource/mcp') {
       const { resource = this.url, authorizationServers = [this.options.auth.issuer] } = this.options;
-      return json(res, 200, { resource, authorization_servers: authorizationServers, bearer_methods_supported: ['header'] });
+      return json(res, 200, {
+        resource,
+        authorization_servers: authorizationServers,
+        bearer_methods_supported: ['header'],
+      });
     }
     if (path !== '/mcp') return json(res, 404, { error: 'not_found' });
     const text = await bodyOf(req);
     const body: unknown = text === '' ? undefined : JSON.parse(text);
     const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
     const admitted = token !== undefined && this.options.auth.valid(token);
-    const rpc = typeof body === 'object' && body !== null && 'method' in body ? String((body as { method: unknown }).method) : undefined;
-    this.requests.push({ method: req.method ?? '', path, headers: { ...req.headers }, ...(rpc === undefined ? {} : { rpc }), admitted });
+    const rpc =
+      typeof body === 'object' && body !== null && 'method' in body
+        ? String((body as { method: unknown }).method)
+        : undefined;
+    this.requests.push({
+      method: req.method ?? '',
+      path,
+      headers: { ...req.headers },
+      ...(rpc === undefined ? {} : { rpc }),
+      admitted,
+    });
     if (!admitted) {
       const metadata = this.options.resourceMetadata ?? `${this.origin}/.well-known/oauth-protected-resource/mcp`;
-      const challenge = this.options.advertise === false ? 'Bearer' : `Bearer resource_metadata="${metadata}"${token === undefined ? '' : ', error="invalid_token"'}`;
+      const challenge =
+        this.options.advertise === false
+          ? 'Bearer'
+          : `Bearer resource_metadata="${metadata}"${token === undefined ? '' : ', error="invalid_token"'}`;
       return json(res, 401, { error: 'invalid_token' }, { 'www-authenticate': challenge });
     }
     const server = new McpServer({ name: 'protected-tools', version: '1.0.0' });
-    server.registerTool('echo', { description: 'Echoes its text', inputSchema: { text: z.string() } }, ({ text: t }) => ({ content: [{ type: 'text', text: t }] }));
+    server.registerTool(
+      'echo',
+      { description: 'Echoes its text', inputSchema: { text: z.string() } },
+      ({ text: t }) => ({ content: [{ type: 'text', text: t }] }),
+    );
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     res.on('close', () => {
       void transport.close();

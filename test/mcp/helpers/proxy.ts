@@ -26,7 +26,9 @@ const BUILT = [
 /** dist/ with the proxy, the verifier and the agent examples, built when missing or older than their sources. */
 export function ensureProxyBuilt(): void {
   ensureBuilt();
-  const newest = Math.max(...['clients', 'permit-verifier', join('examples', 'agents')].map((d) => newestSource(join(ROOT, d))));
+  const newest = Math.max(
+    ...['clients', 'permit-verifier', join('examples', 'agents')].map((d) => newestSource(join(ROOT, d))),
+  );
   if (BUILT.every((f) => existsSync(f) && statSync(f).mtimeMs >= newest)) return;
   try {
     execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'pipe' });
@@ -65,7 +67,8 @@ export function recorded(file: string): RecordedCall[] {
 /** The environment of the proxy (and through it of the tool server): PATH and friends, plus `extra`. */
 export function childEnv(extra: Record<string, string>): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('AUTHZ_') && k !== 'DATABASE_URL') env[k] = v;
+  for (const [k, v] of Object.entries(process.env))
+    if (v !== undefined && !k.startsWith('AUTHZ_') && k !== 'DATABASE_URL') env[k] = v;
   return { ...env, ...extra };
 }
 
@@ -79,7 +82,11 @@ export interface StdioProxy {
 /**
  * `node bin/authz.js mcp-proxy <args> -- node tools-server.mjs` (or another fixture `server`), connected to an SDK client over stdio.
  */
-export async function startStdioProxy(args: string[], env: Record<string, string>, server = TOOLS_SERVER): Promise<StdioProxy> {
+export async function startStdioProxy(
+  args: string[],
+  env: Record<string, string>,
+  server = TOOLS_SERVER,
+): Promise<StdioProxy> {
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [BIN, 'mcp-proxy', ...args, '--', process.execPath, server],
@@ -98,7 +105,12 @@ export async function startStdioProxy(args: string[], env: Record<string, string
 }
 
 /** A child process that prints one JSON line when ready: the line, and the process. */
-export async function startPrinting(command: string, args: string[], env: Record<string, string>, pick: (line: string) => string | undefined) {
+export async function startPrinting(
+  command: string,
+  args: string[],
+  env: Record<string, string>,
+  pick: (line: string) => string | undefined,
+) {
   const child = spawn(command, args, { env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
   const output: string[] = [];
   const value = await new Promise<string>((resolve, reject) => {
@@ -130,11 +142,19 @@ export async function httpClient(url: string): Promise<Client> {
 }
 
 /** Runs the proxy to its exit (start-up checks): the exit code and stderr. */
-export function runProxyToExit(args: string[], env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
+export function runProxyToExit(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number | null; stderr: string }> {
   return new Promise((resolve) => {
-    const child = execFile(process.execPath, [BIN, 'mcp-proxy', ...args], { env: childEnv(env), timeout: 20_000 }, (error, _stdout, stderr) => {
-      resolve({ code: error ? ((error as { code?: number }).code ?? null) : 0, stderr });
-    });
+    const child = execFile(
+      process.execPath,
+      [BIN, 'mcp-proxy', ...args],
+      { env: childEnv(env), timeout: 20_000 },
+      (error, _stdout, stderr) => {
+        resolve({ code: error ? ((error as { code?: number }).code ?? null) : 0, stderr });
+      },
+    );
     child.stdin?.end();
   });
 }

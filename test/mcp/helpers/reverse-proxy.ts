@@ -35,7 +35,12 @@ export async function startReverseProxy(innerPort: number, prefix: string): Prom
       return;
     }
     forwarded.push(path);
-    const headers = { ...req.headers, host: `127.0.0.1:${innerPort}`, 'x-forwarded-host': req.headers.host ?? '', 'x-forwarded-proto': 'http' };
+    const headers = {
+      ...req.headers,
+      host: `127.0.0.1:${innerPort}`,
+      'x-forwarded-host': req.headers.host ?? '',
+      'x-forwarded-proto': 'http',
+    };
     const inner = request({ host: '127.0.0.1', port: innerPort, method: req.method, path, headers }, (answer) => {
       res.writeHead(answer.statusCode ?? 502, answer.headers);
       answer.pipe(res);

@@ -36,7 +36,10 @@ function serviceSources(dir = join(ROOT, 'runtime')): string[] {
     const rel = relative(ROOT, path).split('\\').join('/');
     if (entry.isDirectory()) {
       if (rel !== 'runtime/dashboard') files.push(...serviceSources(path));
-    } else if (entry.name.endsWith('.ts') && !['runtime/cli/keys.ts', 'runtime/cli/push.ts', 'runtime/cli/http-client.ts'].includes(rel)) {
+    } else if (
+      entry.name.endsWith('.ts') &&
+      !['runtime/cli/keys.ts', 'runtime/cli/push.ts', 'runtime/cli/http-client.ts'].includes(rel)
+    ) {
       files.push(path);
     }
   }
@@ -47,7 +50,11 @@ function serviceSources(dir = join(ROOT, 'runtime')): string[] {
 function variablesRead(source: string): string[] {
   const text = source.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:])\/\/.*$/gm, '$1');
   const found = new Set<string>();
-  for (const re of [/\benv\.([A-Z][A-Z0-9_]+)/g, /\benv\[['"]([A-Z][A-Z0-9_]+)['"]\]/g, /\bint\(env, '([A-Z][A-Z0-9_]+)'/g]) {
+  for (const re of [
+    /\benv\.([A-Z][A-Z0-9_]+)/g,
+    /\benv\[['"]([A-Z][A-Z0-9_]+)['"]\]/g,
+    /\bint\(env, '([A-Z][A-Z0-9_]+)'/g,
+  ]) {
     for (const m of text.matchAll(re)) found.add(m[1]!);
   }
   return [...found];
@@ -92,7 +99,20 @@ describe('authz <command> --help', () => {
           .map((m) => [m[1], m[2]].filter(Boolean).join(' ')),
       ),
     ];
-    expect(listed).toEqual(['validate', 'compile', 'test', 'explain', 'diff', 'serve', 'keys create', 'keys revoke', 'keys rotate', 'push', 'replay', 'mcp-proxy']);
+    expect(listed).toEqual([
+      'validate',
+      'compile',
+      'test',
+      'explain',
+      'diff',
+      'serve',
+      'keys create',
+      'keys revoke',
+      'keys rotate',
+      'push',
+      'replay',
+      'mcp-proxy',
+    ]);
     for (const command of listed) {
       for (const flag of ['--help', '-h']) {
         const r = await authz(...command.split(' '), flag);
@@ -125,7 +145,16 @@ describe('authz <command> --help', () => {
   it('authz serve --help lists every environment variable the service reads, each with its default', async () => {
     const read = new Set(serviceSources().flatMap((f) => variablesRead(readFileSync(f, 'utf8'))));
     // The scan finds what it should (a sample of the kinds of reading).
-    for (const name of ['PORT', 'DATABASE_URL', 'AUTHZ_ADMIN_TOKEN', 'AUTHZ_MAX_POLICIES', 'AUTHZ_SEED', 'LOG_LEVEL', 'OTEL_SERVICE_NAME']) expect(read).toContain(name);
+    for (const name of [
+      'PORT',
+      'DATABASE_URL',
+      'AUTHZ_ADMIN_TOKEN',
+      'AUTHZ_MAX_POLICIES',
+      'AUTHZ_SEED',
+      'LOG_LEVEL',
+      'OTEL_SERVICE_NAME',
+    ])
+      expect(read).toContain(name);
     const { stdout, code } = await authz('serve', '--help');
     expect(code).toBe(0);
     const listed = new Map(

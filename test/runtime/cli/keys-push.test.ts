@@ -32,7 +32,10 @@ interface Run {
   err: string;
 }
 
-async function run(command: (argv: readonly string[], io?: CommandIo) => Promise<number>, argv: string[]): Promise<Run> {
+async function run(
+  command: (argv: readonly string[], io?: CommandIo) => Promise<number>,
+  argv: string[],
+): Promise<Run> {
   const out: string[] = [];
   const err: string[] = [];
   const code = await command(argv, { out: (t) => out.push(t), err: (t) => err.push(t) });
@@ -87,10 +90,18 @@ describe.each(STORE_KINDS)('authz keys and authz push (%s store)', (kind) => {
   const push = (...argv: string[]) => run(pushCommand, [...argv, '--url', url]);
 
   /** A request over HTTP with the key as bearer token. */
-  async function api(key: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: JsonObject }> {
+  async function api(
+    key: string,
+    method: string,
+    path: string,
+    body?: unknown,
+  ): Promise<{ status: number; body: JsonObject }> {
     const r = await fetch(`${url}${path}`, {
       method,
-      headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        authorization: `Bearer ${key}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
     return { status: r.status, body: (await r.json()) as JsonObject };
@@ -128,7 +139,15 @@ describe.each(STORE_KINDS)('authz keys and authz push (%s store)', (kind) => {
     });
 
     it('--environment live --scopes: a live key with only those scopes', async () => {
-      const r = await keys('create', '--account', rt.accountId, '--environment', 'live', '--scopes', 'decisions:write, decisions:read');
+      const r = await keys(
+        'create',
+        '--account',
+        rt.accountId,
+        '--environment',
+        'live',
+        '--scopes',
+        'decisions:write, decisions:read',
+      );
       const { key } = printedKey(r);
       expect(key).toMatch(/^svc_live_sk_/);
       expect(r.out).toContain('scopes:      decisions:write,decisions:read');
@@ -181,7 +200,9 @@ describe.each(STORE_KINDS)('authz keys and authz push (%s store)', (kind) => {
       expect(asJson.code, asJson.err).toBe(0);
       expect(JSON.parse(asJson.out)).toMatchObject({ object: 'api_key', account_id: accountId });
       expect(asJson.err).toBe(`using the existing account ${accountId} (cli-reused)`);
-      const [{ n }] = await rt.store.sql<Array<{ n: number }>>`select count(*)::int as n from accounts where name = 'cli-reused'`;
+      const [{ n }] = await rt.store.sql<
+        Array<{ n: number }>
+      >`select count(*)::int as n from accounts where name = 'cli-reused'`;
       expect(n).toBe(1);
       expect((await api(key, 'GET', '/v1/policies')).status).toBe(200);
     });
@@ -190,7 +211,12 @@ describe.each(STORE_KINDS)('authz keys and authz push (%s store)', (kind) => {
       const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
       const ids: string[] = [];
       for (let i = 0; i < 2; i++) {
-        const r = await rt.app.inject({ method: 'POST', url: '/admin/accounts', headers: admin, payload: { name: 'cli-twin' } });
+        const r = await rt.app.inject({
+          method: 'POST',
+          url: '/admin/accounts',
+          headers: admin,
+          payload: { name: 'cli-twin' },
+        });
         expect(r.statusCode).toBe(201);
         ids.push(json(r).id);
       }
@@ -198,7 +224,9 @@ describe.each(STORE_KINDS)('authz keys and authz push (%s store)', (kind) => {
       const r = await keys('create', '--account-name', 'cli-twin');
       expect(r.code).toBe(1);
       expect(r.out).toBe('');
-      expect(r.err).toMatch(/^authz keys create: 2 accounts are named "cli-twin": acc_\w+, acc_\w+; give the one to use with --account acc_\.\.\.$/);
+      expect(r.err).toMatch(
+        /^authz keys create: 2 accounts are named "cli-twin": acc_\w+, acc_\w+; give the one to use with --account acc_\.\.\.$/,
+      );
       for (const id of ids) expect(r.err).toContain(id);
       expect(await rt.store.sql<Array<{ n: number }>>`select count(*)::int as n from api_keys`).toEqual(keysBefore);
       // GET /admin/accounts?name= lists them (oldest first; these two were made at the same instant of the test clock).
@@ -247,21 +275,41 @@ describe.each(STORE_KINDS)('authz keys and authz push (%s store)', (kind) => {
       expect((await keys('rotate', 'key_a', 'key_b')).code).toBe(2);
       const unknown = await keys('frobnicate');
       expect(unknown.code).toBe(2);
-      expect(unknown.err).toBe('authz keys: unknown subcommand "frobnicate"\nrun `authz keys --help` for its options and examples');
-      const noToken = await withoutEnv('AUTHZ_ADMIN_TOKEN', () => run(keysCommand, ['create', '--account', rt.accountId, '--url', url]));
+      expect(unknown.err).toBe(
+        'authz keys: unknown subcommand "frobnicate"\nrun `authz keys --help` for its options and examples',
+      );
+      const noToken = await withoutEnv('AUTHZ_ADMIN_TOKEN', () =>
+        run(keysCommand, ['create', '--account', rt.accountId, '--url', url]),
+      );
       expect(noToken.code).toBe(2);
       expect(noToken.err).toMatch(/AUTHZ_ADMIN_TOKEN/);
     });
 
     it('a wrong operator token: exit 1 with 401 auth.invalid_admin_token', async () => {
-      const r = await run(keysCommand, ['create', '--account', rt.accountId, '--url', url, '--admin-token', 'not-the-token']);
+      const r = await run(keysCommand, [
+        'create',
+        '--account',
+        rt.accountId,
+        '--url',
+        url,
+        '--admin-token',
+        'not-the-token',
+      ]);
       expect(r.code).toBe(1);
       expect(r.err).toMatch(/401 auth\.invalid_admin_token/);
     });
 
     it('an unreachable service: exit 1 saying so', async () => {
       const port = await closedPort();
-      const r = await run(keysCommand, ['create', '--account', rt.accountId, '--url', `http://127.0.0.1:${port}`, '--admin-token', ADMIN_TOKEN]);
+      const r = await run(keysCommand, [
+        'create',
+        '--account',
+        rt.accountId,
+        '--url',
+        `http://127.0.0.1:${port}`,
+        '--admin-token',
+        ADMIN_TOKEN,
+      ]);
       expect(r.code).toBe(1);
       expect(r.err).toContain(`cannot reach http://127.0.0.1:${port}`);
     });
@@ -286,7 +334,21 @@ describe.each(STORE_KINDS)('authz keys and authz push (%s store)', (kind) => {
 
   describe('keys rotate KEY_ID', () => {
     it('gives a new working key like the old one; the old one is refused at once', async () => {
-      const old = JSON.parse((await keys('create', '--account', rt.accountId, '--environment', 'live', '--scopes', 'decisions:write,policies:read', '--format', 'json')).out);
+      const old = JSON.parse(
+        (
+          await keys(
+            'create',
+            '--account',
+            rt.accountId,
+            '--environment',
+            'live',
+            '--scopes',
+            'decisions:write,policies:read',
+            '--format',
+            'json',
+          )
+        ).out,
+      );
       expect((await decide(old.key)).status).toBe(200); // cached as valid
       const r = await keys('rotate', old.id);
       const { id, key } = printedKey(r);
@@ -306,7 +368,13 @@ describe.each(STORE_KINDS)('authz keys and authz push (%s store)', (kind) => {
       const r = await keys('rotate', old.id, '--format', 'json');
       expect(r.code, r.err).toBe(0);
       const body = JSON.parse(r.out);
-      expect(body).toMatchObject({ object: 'api_key', account_id: rt.accountId, environment: 'test', scopes: ['*'], replaces: old.id });
+      expect(body).toMatchObject({
+        object: 'api_key',
+        account_id: rt.accountId,
+        environment: 'test',
+        scopes: ['*'],
+        replaces: old.id,
+      });
       expect((await decide(body.key)).status).toBe(200);
       await expectRefused(old.key);
     });
@@ -339,7 +407,9 @@ describe.each(STORE_KINDS)('authz keys and authz push (%s store)', (kind) => {
       const before = (await (await fetch(`${url}/.well-known/jwks.json`)).json()) as { keys: Array<{ kid: string }> };
       const r = await keys('rotate');
       expect(r.code, r.err).toBe(0);
-      const kid = /^rotated: new signing key (\S+); the previous key stays in the JWKS until its tokens expire$/.exec(r.out)?.[1];
+      const kid = /^rotated: new signing key (\S+); the previous key stays in the JWKS until its tokens expire$/.exec(
+        r.out,
+      )?.[1];
       expect(kid, r.out).toBeDefined();
       expect(before.keys.map((k) => k.kid)).not.toContain(kid);
       const after = (await (await fetch(`${url}/.well-known/jwks.json`)).json()) as { keys: Array<{ kid: string }> };
@@ -359,17 +429,29 @@ describe.each(STORE_KINDS)('authz keys and authz push (%s store)', (kind) => {
         asked.push(question);
         return answer;
       };
-      const code = await pushCommand([...argv, '--url', url], { out: (t) => out.push(t), err: (t) => err.push(t) }, confirm);
+      const code = await pushCommand(
+        [...argv, '--url', url],
+        { out: (t) => out.push(t), err: (t) => err.push(t) },
+        confirm,
+      );
       return { code, out: out.join('\n'), err: err.join('\n'), asked };
     };
-    const activeIds = async () => ((await api(rt.testKey, 'GET', '/v1/policies?limit=100')).body.data as Array<{ id: string }>).map((p) => p.id).sort();
+    const activeIds = async () =>
+      ((await api(rt.testKey, 'GET', '/v1/policies?limit=100')).body.data as Array<{ id: string }>)
+        .map((p) => p.id)
+        .sort();
 
     it('a push that would remove policies, without a terminal and without --yes: exit 1, lists them, changes nothing', async () => {
       await rt.setPolicies([{ id: 'pol_main_only', effect: 'allow', actions: ['cli.check'] }]);
       const before = await activeIds();
       const r = await push(bundleFile, '--key', rt.testKey);
       expect(r.code).toBe(1);
-      expect(r.out).toMatch(new RegExp(`^policies: ${bundle.policies.length} added, 1 removed, 0 changed \\(.*examples\\.json -> ${url}\\)$`, 'm'));
+      expect(r.out).toMatch(
+        new RegExp(
+          `^policies: ${bundle.policies.length} added, 1 removed, 0 changed \\(.*examples\\.json -> ${url}\\)$`,
+          'm',
+        ),
+      );
       expect(r.out).toMatch(/^ {2}- pol_main_only \(allow, priority 100, actions \[cli\.check\]\)$/m);
       expect(r.out).toMatch(/^ {2}\+ pol_support_refund_small_chat \(/m);
       expect(r.err).toMatch(/would remove 1 policy .*nothing was pushed.*--yes/);
@@ -391,7 +473,9 @@ describe.each(STORE_KINDS)('authz keys and authz push (%s store)', (kind) => {
 
     it('shows what changes field by field, and asks nothing when nothing is removed', async () => {
       const changed = join(dir, 'changed.json');
-      const policies = bundle.policies.map((p) => (p.id === 'pol_support_refund_small_chat' ? { ...p, priority: 7 } : p));
+      const policies = bundle.policies.map((p) =>
+        p.id === 'pol_support_refund_small_chat' ? { ...p, priority: 7 } : p,
+      );
       const compiled = compileItems(policies.map((policy) => readPolicyValue(policy).items[0]!));
       writeFileSync(changed, JSON.stringify(createBundle(compiled.table!)));
       const r = await pushAsking(false, changed, '--key', rt.testKey);
@@ -403,7 +487,17 @@ describe.each(STORE_KINDS)('authz keys and authz push (%s store)', (kind) => {
 
     it("shows the bundle's lints (a conflict at the same priority) before pushing it", async () => {
       const conflicting = join(dir, 'conflicting.json');
-      const policies = [...bundle.policies, { id: 'pol_cli_conflict', name: 'cli-conflict', state: 'enabled', priority: 100, effect: 'deny', actions: ['orders.read'] }];
+      const policies = [
+        ...bundle.policies,
+        {
+          id: 'pol_cli_conflict',
+          name: 'cli-conflict',
+          state: 'enabled',
+          priority: 100,
+          effect: 'deny',
+          actions: ['orders.read'],
+        },
+      ];
       const compiled = compileItems(policies.map((policy) => readPolicyValue(policy).items[0]!));
       const lints = compiled.diagnostics.filter((d) => d.code === 'lint.conflict');
       expect(lints.length).toBeGreaterThan(0);
@@ -471,7 +565,9 @@ describe.each(STORE_KINDS)('authz keys and authz push (%s store)', (kind) => {
         expect(r.code).toBe(1);
         const lines = r.err.split('\n');
         expect(lines[0]).toMatch(/^authz push: 401 auth\.invalid_key: /);
-        expect(lines.slice(1)).toEqual([`authz push: nothing was pushed: ${url} refused the key (from --key, else AUTHZ_API_KEY); check it is a key of that service, not revoked`]);
+        expect(lines.slice(1)).toEqual([
+          `authz push: nothing was pushed: ${url} refused the key (from --key, else AUTHZ_API_KEY); check it is a key of that service, not revoked`,
+        ]);
         expect(r.out).toBe('');
       }
     });
@@ -479,7 +575,14 @@ describe.each(STORE_KINDS)('authz keys and authz push (%s store)', (kind) => {
     it('a service that cannot be reached: exit 1 naming the URL tried and where it came from, nothing about scopes', async () => {
       const port = await closedPort();
       for (const yes of [[], ['--yes']]) {
-        const r = await run(pushCommand, [bundleFile, '--key', rt.testKey, '--url', `http://127.0.0.1:${port}`, ...yes]);
+        const r = await run(pushCommand, [
+          bundleFile,
+          '--key',
+          rt.testKey,
+          '--url',
+          `http://127.0.0.1:${port}`,
+          ...yes,
+        ]);
         expect(r.code).toBe(1);
         const lines = r.err.split('\n');
         expect(lines[0]).toMatch(new RegExp(`^authz push: cannot reach http://127\\.0\\.0\\.1:${port}: `));
@@ -499,7 +602,9 @@ describe.each(STORE_KINDS)('authz keys and authz push (%s store)', (kind) => {
     it('a key without policies:read: exit 1 (it cannot show the changes), nothing pushed; with --yes it pushes', async () => {
       const before = (await api(rt.testKey, 'GET', '/v1/bundle')).body.hash;
       const one = join(dir, 'one.json');
-      const compiled = compileItems([readPolicyValue({ id: 'pol_only_one', effect: 'allow', actions: ['one.read'] }).items[0]!]);
+      const compiled = compileItems([
+        readPolicyValue({ id: 'pol_only_one', effect: 'allow', actions: ['one.read'] }).items[0]!,
+      ]);
       const oneBundle = createBundle(compiled.table!);
       writeFileSync(one, JSON.stringify(oneBundle));
       const writeOnly = await rt.keyWith(['policies:write']);
@@ -527,7 +632,9 @@ describe.each(STORE_KINDS)('authz keys and authz push (%s store)', (kind) => {
       expect(missing.err).toMatch(/cannot read .*nope\.json/);
       const noKey = await withoutEnv('AUTHZ_API_KEY', () => push(bundleFile));
       expect(noKey.code).toBe(2);
-      expect(noKey.err).toBe('authz push: give --key or set AUTHZ_API_KEY\nrun `authz push --help` for its options and examples');
+      expect(noKey.err).toBe(
+        'authz push: give --key or set AUTHZ_API_KEY\nrun `authz push --help` for its options and examples',
+      );
       expect((await push('--key', rt.testKey)).code).toBe(2);
       expect((await push(bundleFile, bundleFile, '--key', rt.testKey)).code).toBe(2);
     });
@@ -535,14 +642,22 @@ describe.each(STORE_KINDS)('authz keys and authz push (%s store)', (kind) => {
 
   describe('POST /admin/api-keys/:id/rotate', () => {
     const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
-    const rotate = (id: string, headers: Record<string, string> = admin) => rt.app.inject({ method: 'POST', url: `/admin/api-keys/${id}/rotate`, headers });
+    const rotate = (id: string, headers: Record<string, string> = admin) =>
+      rt.app.inject({ method: 'POST', url: `/admin/api-keys/${id}/rotate`, headers });
     const newKey = async (environment: 'test' | 'live', scopes: string[]) => {
-      const r = await rt.app.inject({ method: 'POST', url: `/admin/accounts/${rt.accountId}/api-keys`, headers: admin, payload: { environment, scopes } });
+      const r = await rt.app.inject({
+        method: 'POST',
+        url: `/admin/accounts/${rt.accountId}/api-keys`,
+        headers: admin,
+        payload: { environment, scopes },
+      });
       expect(r.statusCode).toBe(201);
       return json(r);
     };
     const row = async (id: string) => {
-      const [r] = await rt.store.sql<Array<{ revoked_at: Date | null; environment: string; scopes: string[]; account_id: string }>>`
+      const [r] = await rt.store.sql<
+        Array<{ revoked_at: Date | null; environment: string; scopes: string[]; account_id: string }>
+      >`
         select revoked_at, environment, scopes, account_id from api_keys where id = ${id}`;
       return r!;
     };
@@ -552,12 +667,32 @@ describe.each(STORE_KINDS)('authz keys and authz push (%s store)', (kind) => {
       const r = await rotate(old.id);
       expect(r.statusCode, r.body).toBe(201);
       const body = json(r);
-      expect(Object.keys(body)).toEqual(['id', 'object', 'key', 'account_id', 'environment', 'scopes', 'created_at', 'replaces']);
-      expect(body).toMatchObject({ object: 'api_key', account_id: rt.accountId, environment: 'live', scopes: ['decisions:write', 'budgets:read'], replaces: old.id });
+      expect(Object.keys(body)).toEqual([
+        'id',
+        'object',
+        'key',
+        'account_id',
+        'environment',
+        'scopes',
+        'created_at',
+        'replaces',
+      ]);
+      expect(body).toMatchObject({
+        object: 'api_key',
+        account_id: rt.accountId,
+        environment: 'live',
+        scopes: ['decisions:write', 'budgets:read'],
+        replaces: old.id,
+      });
       expect(body.id).not.toBe(old.id);
       expect(body.key).toMatch(/^svc_live_sk_/);
       expect((await row(old.id)).revoked_at).toBeInstanceOf(Date);
-      expect(await row(body.id)).toMatchObject({ revoked_at: null, environment: 'live', scopes: ['decisions:write', 'budgets:read'], account_id: rt.accountId });
+      expect(await row(body.id)).toMatchObject({
+        revoked_at: null,
+        environment: 'live',
+        scopes: ['decisions:write', 'budgets:read'],
+        account_id: rt.accountId,
+      });
       expect((await rt.call(old.key, { method: 'GET', url: '/v1/budgets' })).statusCode).toBe(401);
       expect((await rt.call(body.key, { method: 'GET', url: '/v1/budgets' })).statusCode).toBe(200);
     });
@@ -567,7 +702,9 @@ describe.each(STORE_KINDS)('authz keys and authz push (%s store)', (kind) => {
       expect(unknown.statusCode).toBe(404);
       expect(json(unknown).error.code).toBe('api_key.not_found');
       const old = await newKey('test', ['*']);
-      expect((await rt.app.inject({ method: 'DELETE', url: `/admin/api-keys/${old.id}`, headers: admin })).statusCode).toBe(200);
+      expect(
+        (await rt.app.inject({ method: 'DELETE', url: `/admin/api-keys/${old.id}`, headers: admin })).statusCode,
+      ).toBe(200);
       const revoked = await rotate(old.id);
       expect(revoked.statusCode).toBe(404);
       expect(json(revoked).error.code).toBe('api_key.not_found');
@@ -597,7 +734,9 @@ describe.each(STORE_KINDS)('authz keys and authz push (%s store)', (kind) => {
           if new.scopes = array['agents:read'] then raise exception 'refused by test trigger'; end if;
           return new;
         end $$`);
-      await rt.store.sql.unsafe('create trigger refuse_cli_test_key before insert on api_keys for each row execute function refuse_cli_test_key()');
+      await rt.store.sql.unsafe(
+        'create trigger refuse_cli_test_key before insert on api_keys for each row execute function refuse_cli_test_key()',
+      );
       try {
         const r = await rotate(old.id);
         expect(r.statusCode).toBe(500);

@@ -41,7 +41,10 @@ describe.each(STORE_KINDS)('AgentDirectory (%s store)', (kind) => {
     // Trusted for 2 s: no read, the copy it holds.
     expect(directory.lookup(accountId, 'test', id)).toEqual({ status: 'active', attributes: { roles: ['viewer'] } });
     clock.advance(2);
-    expect(await directory.lookup(accountId, 'test', id)).toEqual({ status: 'active', attributes: { roles: ['editor'] } });
+    expect(await directory.lookup(accountId, 'test', id)).toEqual({
+      status: 'active',
+      attributes: { roles: ['editor'] },
+    });
   });
 
   it('a read under way when this process writes the agent does not put the older state back', async () => {
@@ -64,7 +67,10 @@ describe.each(STORE_KINDS)('AgentDirectory (%s store)', (kind) => {
     const again = directory.lookup(accountId, 'test', other);
     directory.setStatus(accountId, 'test', other, 'revoked', { roles: ['editor'] });
     await again;
-    expect(directory.lookup(accountId, 'test', other)).toEqual({ status: 'revoked', attributes: { roles: ['editor'] } });
+    expect(directory.lookup(accountId, 'test', other)).toEqual({
+      status: 'revoked',
+      attributes: { roles: ['editor'] },
+    });
   });
 
   it('a read under way when another process changed the agent (NOTIFY) is not kept: the next lookup reads again', async () => {

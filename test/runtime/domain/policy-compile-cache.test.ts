@@ -34,7 +34,9 @@ describe('PolicyCompileCache', () => {
     const { policies, requests } = generatePolicySet(500, 3);
     const cache = new PolicyCompileCache();
     cache.compile(policies);
-    const changed: Policy[] = policies.map((p, i) => (i === 17 ? { ...p, effect: p.effect === 'deny' ? 'allow' : 'deny', priority: 1 } : p));
+    const changed: Policy[] = policies.map((p, i) =>
+      i === 17 ? { ...p, effect: p.effect === 'deny' ? 'allow' : 'deny', priority: 1 } : p,
+    );
     const cached = cache.compile(changed).table!;
     const fresh = compileStored(changed).table!;
     for (const r of requests) expect(evaluate(cached, r)).toEqual(evaluate(fresh, r));
@@ -67,8 +69,14 @@ describe.each(STORE_KINDS)('policy changes reuse the set this process holds (%s)
     const other = await openServices({ config: rt.services.config, store: rt.store, clock: rt.clock });
     const otherApp = await buildApp(other);
     const create = (app: typeof rt.app, name: string) =>
-      app.inject({ method: 'POST', url: '/v1/policies', headers: { authorization: `Bearer ${rt.testKey}` }, payload: { name, effect: 'allow', actions: [`${name}.run`] } });
-    const decide = (app: typeof rt.app, action: string) => postDecision(callerOf(app, rt.testKey), { agent_id: 'a1', action });
+      app.inject({
+        method: 'POST',
+        url: '/v1/policies',
+        headers: { authorization: `Bearer ${rt.testKey}` },
+        payload: { name, effect: 'allow', actions: [`${name}.run`] },
+      });
+    const decide = (app: typeof rt.app, action: string) =>
+      postDecision(callerOf(app, rt.testKey), { agent_id: 'a1', action });
     try {
       expect((await create(rt.app, 'first')).statusCode).toBe(201);
       // The other process loads the set (version 1), then this one moves on to version 2.
@@ -80,7 +88,8 @@ describe.each(STORE_KINDS)('policy changes reuse the set this process holds (%s)
       expect((await create(rt.app, 'fourth')).statusCode).toBe(201);
       const listed = (await rt.getOk('/v1/policies?limit=100')).data.map((p: Policy) => p.name).sort();
       expect(listed).toEqual(['first', 'fourth', 'second', 'third']);
-      for (const action of ['first.run', 'second.run', 'third.run', 'fourth.run']) expect(json(await decide(rt.app, action)).effect).toBe('allow');
+      for (const action of ['first.run', 'second.run', 'third.run', 'fourth.run'])
+        expect(json(await decide(rt.app, action)).effect).toBe('allow');
       const bundle = await rt.getOk('/v1/bundle');
       const stored = (await rt.getOk('/v1/policies?limit=100')).data.map((p: Record<string, unknown>) => {
         const { object: _o, livemode: _l, created_at: _c, updated_at: _u, ...policy } = p;
@@ -109,11 +118,37 @@ describe.each(STORE_KINDS)('a one-policy change patches the table this process h
     const { id: _id, ...body } = target;
     const steps: Array<() => Promise<number>> = [
       async () =>
-        (await rt.call(rt.testKey, { method: 'POST', url: '/v1/policies', payload: { name: 'extra', priority: 3, effect: 'deny', actions: ['ns1.*'], agents: ['agent-0000*'] } }))
-          .statusCode,
-      async () => (await rt.call(rt.testKey, { method: 'PUT', url: `/v1/policies/${target.id}`, payload: { ...body, effect: 'deny', priority: 1 } })).statusCode,
-      async () => (await rt.call(rt.testKey, { method: 'PUT', url: `/v1/policies/${target.id}`, payload: { ...body, state: 'shadow' } })).statusCode,
-      async () => (await rt.call(rt.testKey, { method: 'PUT', url: `/v1/policies/${target.id}`, payload: { ...body, state: 'disabled' } })).statusCode,
+        (
+          await rt.call(rt.testKey, {
+            method: 'POST',
+            url: '/v1/policies',
+            payload: { name: 'extra', priority: 3, effect: 'deny', actions: ['ns1.*'], agents: ['agent-0000*'] },
+          })
+        ).statusCode,
+      async () =>
+        (
+          await rt.call(rt.testKey, {
+            method: 'PUT',
+            url: `/v1/policies/${target.id}`,
+            payload: { ...body, effect: 'deny', priority: 1 },
+          })
+        ).statusCode,
+      async () =>
+        (
+          await rt.call(rt.testKey, {
+            method: 'PUT',
+            url: `/v1/policies/${target.id}`,
+            payload: { ...body, state: 'shadow' },
+          })
+        ).statusCode,
+      async () =>
+        (
+          await rt.call(rt.testKey, {
+            method: 'PUT',
+            url: `/v1/policies/${target.id}`,
+            payload: { ...body, state: 'disabled' },
+          })
+        ).statusCode,
       async () => (await rt.call(rt.testKey, { method: 'DELETE', url: `/v1/policies/${target.id}` })).statusCode,
     ];
     for (const step of steps) {

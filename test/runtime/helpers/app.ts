@@ -43,7 +43,10 @@ export interface TestRuntime {
   /** Creates a key of the main account with the given scopes. */
   keyWith(scopes: Scope[], environment?: 'test' | 'live'): Promise<string>;
   /** Replaces the environment's policies. */
-  setPolicies(policies: Array<Partial<Policy> & Pick<Policy, 'effect' | 'actions'>>, environment?: 'test' | 'live'): Promise<void>;
+  setPolicies(
+    policies: Array<Partial<Policy> & Pick<Policy, 'effect' | 'actions'>>,
+    environment?: 'test' | 'live',
+  ): Promise<void>;
   /** inject with the key as a bearer token. */
   call(key: string | null, options: InjectOptions): Promise<LightMyRequestResponse>;
   /** GET that must answer 200; the parsed body. */
@@ -65,8 +68,16 @@ export async function startRuntime(kind: StoreKind, options: TestRuntimeOptions 
   const clock = new ManualClock(START);
   // The manual clock stands still: a test's many requests would all fall in one
   // second of the platform limit, so it is raised (its own tests set it).
-  const config: Config = { ...configFromEnv({ AUTHZ_ADMIN_TOKEN: ADMIN_TOKEN, AUTHZ_KEY_RATE_LIMIT: '1000000' }), ...options.config };
-  const services = await openServices({ config, store, clock, ...(options.permits ? { permits: options.permits } : {}) });
+  const config: Config = {
+    ...configFromEnv({ AUTHZ_ADMIN_TOKEN: ADMIN_TOKEN, AUTHZ_KEY_RATE_LIMIT: '1000000' }),
+    ...options.config,
+  };
+  const services = await openServices({
+    config,
+    store,
+    clock,
+    ...(options.permits ? { permits: options.permits } : {}),
+  });
   const app = await buildApp(services, options.app);
   // As `authz serve` starts them, rounds far apart (the budget sweep each minute, the others hourly, no
   // decision log round at start): tests make their rounds (runOnce, maintainLog) on the manual clock.
@@ -98,11 +109,16 @@ export async function startRuntime(kind: StoreKind, options: TestRuntimeOptions 
       return (await createApiKey(store.sql, accountId, environment, scopes, at)).key;
     },
     async setPolicies(policies, environment = 'test') {
-      const full = policies.map((p, i) => ({ id: `pol_t${i}`, name: `t${i}`, state: 'enabled', priority: 100, ...p }) as Policy);
+      const full = policies.map(
+        (p, i) => ({ id: `pol_t${i}`, name: `t${i}`, state: 'enabled', priority: 100, ...p }) as Policy,
+      );
       await installPolicies(services, accountId, environment, full);
     },
     call(key, opts) {
-      return app.inject({ ...opts, headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...(opts.headers ?? {}) } });
+      return app.inject({
+        ...opts,
+        headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...(opts.headers ?? {}) },
+      });
     },
     async getOk<T = JsonObject>(url: string, key = testKey): Promise<T> {
       const r = await runtime.call(key, { method: 'GET', url });

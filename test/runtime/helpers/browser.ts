@@ -9,9 +9,14 @@ import { existsSync } from 'node:fs';
 import { chromium, type Browser } from 'playwright-core';
 
 export function chromiumPath(): string {
-  const candidates = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'].filter((p): p is string => Boolean(p));
+  const candidates = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'].filter(
+    (p): p is string => Boolean(p),
+  );
   const found = candidates.find((p) => existsSync(p));
-  if (!found) throw new Error(`no chromium at ${candidates.join(', ')}: install Debian's chromium (.ci/run does) or set CHROMIUM_PATH`);
+  if (!found)
+    throw new Error(
+      `no chromium at ${candidates.join(', ')}: install Debian's chromium (.ci/run does) or set CHROMIUM_PATH`,
+    );
   return found;
 }
 

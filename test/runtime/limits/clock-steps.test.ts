@@ -71,7 +71,9 @@ describe.each(STORE_KINDS)('a service clock that steps back (%s)', (kind) => {
 
   it('a step back of days: the limiter admits again within one interval; after Retry-After a request passes', async () => {
     // per_minute 3: one request every 20 s.
-    await rt.setPolicies([{ id: 'pol_days', effect: 'allow', actions: ['orders.read'], rate_limit: { per_minute: 3 } }]);
+    await rt.setPolicies([
+      { id: 'pol_days', effect: 'allow', actions: ['orders.read'], rate_limit: { per_minute: 3 } },
+    ]);
     const body = { agent_id: agent('days'), action: 'orders.read' };
     rt.clock.set(START + 7 * DAY_S * 1000);
     expect(await statuses(3, body)).toEqual([200, 200, 200]);
@@ -89,7 +91,9 @@ describe.each(STORE_KINDS)('a service clock that steps back (%s)', (kind) => {
   });
 
   it('a step back of seconds: admitted again after one interval, not after the step', async () => {
-    await rt.setPolicies([{ id: 'pol_secs', effect: 'allow', actions: ['orders.read'], rate_limit: { per_second: 5 } }]);
+    await rt.setPolicies([
+      { id: 'pol_secs', effect: 'allow', actions: ['orders.read'], rate_limit: { per_second: 5 } },
+    ]);
     const body = { agent_id: agent('secs'), action: 'orders.read' };
     rt.clock.set(START + 10 * DAY_S * 1000);
     expect(await statuses(6, body)).toEqual([200, 200, 200, 200, 200, 429]);
@@ -113,7 +117,8 @@ describe.each(STORE_KINDS)('the platform limit across a step back (%s)', (kind) 
     const key = await rt.keyWith(['*']);
     rt.clock.set(START + 7 * DAY_S * 1000);
     let status = 200;
-    for (let i = 0; i <= LIMIT && status === 200; i++) status = (await rt.call(key, { method: 'GET', url: '/v1/policies' })).statusCode;
+    for (let i = 0; i <= LIMIT && status === 200; i++)
+      status = (await rt.call(key, { method: 'GET', url: '/v1/policies' })).statusCode;
     expect(status).toBe(429);
 
     rt.clock.set(START);
@@ -152,7 +157,12 @@ describe.each(STORE_KINDS)('two processes whose clocks disagree share one key li
 
   /** A system clock running `skewMs` behind real time, which believes it is right (a machine's clock). */
   const skewed = (skewMs: number): RealTimeClock => ({ now: () => Date.now() - skewMs, realTimeOffsetMs: () => 0 });
-  const principal = (): Principal => ({ keyId: `key_${agent('skew')}`, accountId: 'acc_skew', environment: 'test', scopes: ['*'] });
+  const principal = (): Principal => ({
+    keyId: `key_${agent('skew')}`,
+    accountId: 'acc_skew',
+    environment: 'test',
+    scopes: ['*'],
+  });
   const admitted = async (limits: Limits, p: Principal): Promise<boolean> => {
     try {
       await limits.admitKey(p);
@@ -220,12 +230,21 @@ describe.each(STORE_KINDS)('the test clock offset is stored (%s)', (kind) => {
   afterAll(() => store?.dispose());
 
   const start = async () => {
-    const services = await openServices({ config: configFromEnv({ AUTHZ_ADMIN_TOKEN: ADMIN_TOKEN, AUTHZ_TEST_CLOCK: '1' }), store });
+    const services = await openServices({
+      config: configFromEnv({ AUTHZ_ADMIN_TOKEN: ADMIN_TOKEN, AUTHZ_TEST_CLOCK: '1' }),
+      store,
+    });
     const app = await buildApp(services);
     return {
       services,
       app,
-      advance: (seconds: number) => app.inject({ method: 'POST', url: '/admin/clock', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { advance_seconds: seconds } }),
+      advance: (seconds: number) =>
+        app.inject({
+          method: 'POST',
+          url: '/admin/clock',
+          headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+          payload: { advance_seconds: seconds },
+        }),
       async close() {
         await app.close();
         await services.limits.idle();

@@ -28,7 +28,11 @@ describe('KeyLeases', () => {
     const leases = new KeyLeases(39);
     expect(leases.leaseSize).toBe(1);
     const a = leases.admit('key_1', 0);
-    expect(a).toMatchObject({ kind: 'store', lease: 1, check: { key: 'key:key_1', interval_ms: 1000 / 39, window_ms: 1000 } });
+    expect(a).toMatchObject({
+      kind: 'store',
+      lease: 1,
+      check: { key: 'key:key_1', interval_ms: 1000 / 39, window_ms: 1000 },
+    });
     expect(leases.admit('key_1', 0).kind).toBe('store');
   });
 
@@ -41,7 +45,11 @@ describe('KeyLeases', () => {
     const leases = new KeyLeases(100);
     expect(leases.leaseSize).toBe(5);
     const first = leases.admit('key_1', 0);
-    expect(first).toMatchObject({ kind: 'store', lease: 5, check: { key: 'key:key_1', interval_ms: 50, window_ms: 1000 } });
+    expect(first).toMatchObject({
+      kind: 'store',
+      lease: 5,
+      check: { key: 'key:key_1', interval_ms: 50, window_ms: 1000 },
+    });
     // A second request while the lease is in the store waits for it.
     const waiting = leases.admit('key_1', 0);
     expect(waiting.kind).toBe('wait');
@@ -140,7 +148,8 @@ describe.each(STORE_KINDS)('platform limit with leases (%s)', (kind) => {
   });
   afterAll(() => rt.close());
 
-  const decide = (key: string, app = rt.app) => postDecision(callerOf(app, key), { agent_id: 'lease-agent', action: 'orders.read' });
+  const decide = (key: string, app = rt.app) =>
+    postDecision(callerOf(app, key), { agent_id: 'lease-agent', action: 'orders.read' });
 
   it('passes exactly the bucket one request after another, then refuses with the exact Retry-After; one interval later exactly one more passes', async () => {
     rt.clock.advance(10);
@@ -175,7 +184,9 @@ describe.each(STORE_KINDS)('platform limit with leases (%s)', (kind) => {
     const other = await openServices({ config: rt.services.config, store: rt.store, clock: rt.clock });
     const otherApp = await buildApp(other);
     try {
-      const codes = (await Promise.all(Array.from({ length: LIMIT + 50 }, (_, i) => decide(key, i % 2 ? rt.app : otherApp)))).map((r) => r.statusCode);
+      const codes = (
+        await Promise.all(Array.from({ length: LIMIT + 50 }, (_, i) => decide(key, i % 2 ? rt.app : otherApp)))
+      ).map((r) => r.statusCode);
       const passed = codes.filter((c) => c === 200).length;
       expect(codes.every((c) => c === 200 || c === 429)).toBe(true);
       expect(passed).toBeLessThanOrEqual(LIMIT);

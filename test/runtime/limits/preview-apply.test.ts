@@ -104,8 +104,14 @@ function key(scope: BudgetScope, agentId: string, sessionId: string, user: strin
   return { agent_id: '', session_id: '', on_behalf_of: user };
 }
 
-const sameRow = (a: { policy_id: string; agent_id: string | null; session_id: string | null; on_behalf_of: string | null }, b: BudgetCheck) =>
-  a.policy_id === b.policy_id && (a.agent_id ?? '') === b.agent_id && (a.session_id ?? '') === b.session_id && (a.on_behalf_of ?? '') === b.on_behalf_of;
+const sameRow = (
+  a: { policy_id: string; agent_id: string | null; session_id: string | null; on_behalf_of: string | null },
+  b: BudgetCheck,
+) =>
+  a.policy_id === b.policy_id &&
+  (a.agent_id ?? '') === b.agent_id &&
+  (a.session_id ?? '') === b.session_id &&
+  (a.on_behalf_of ?? '') === b.on_behalf_of;
 
 /** The answer without the history values (apply lists them, empty here; preview reads no history). */
 function withoutHistory(outcome: LimitOutcome): LimitOutcome {
@@ -128,90 +134,112 @@ describe.each(STORE_KINDS)('preview and apply agree on random budgets and reques
     const seen = { ok: 0, budget_exceeded: 0, rate_limited: 0, expiredHolds: 0, confirms: 0, rejects: 0 };
     let run = 0;
 
-    const property = fc.asyncProperty(fc.array(term, { minLength: 1, maxLength: MAX_TERMS }), fc.array(step, { minLength: 6, maxLength: 24 }), async (terms, steps) => {
-      // A fresh account per run (shrinking included): nothing of an earlier run counts.
-      const account = `acct_preview_${kind}_${++run}`;
-      let now = START;
-      /** Decisions whose holds may still be confirmed or rejected: id, expiry, the smallest hold per unit. */
-      const open: Array<{ id: string; expiresMs: number; units: Record<string, number> }> = [];
-      let seq = 0;
-      for (const s of steps) {
-        now += s.advance * 1000;
-        if (s.action === 'sweep') {
-          await releaseExpiredHolds(sql, now, { accountId: account, environment: 'test' });
-          continue;
-        }
-        if (s.action === 'confirm' || s.action === 'reject') {
-          const live = open.filter((d) => d.expiresMs > now);
-          if (live.length === 0) continue;
-          const d = live[s.pick % live.length]!;
-          open.splice(open.indexOf(d), 1);
-          const amounts = s.part ? Object.fromEntries(Object.entries(d.units).map(([unit, held]) => [unit, Math.floor(held * 2) / 4])) : null;
-          await resolveHolds(sql, account, 'test', d.id, s.action === 'confirm', null, now, s.action === 'confirm' ? amounts : null);
-          seen[s.action === 'confirm' ? 'confirms' : 'rejects']++;
-          continue;
-        }
+    const property = fc.asyncProperty(
+      fc.array(term, { minLength: 1, maxLength: MAX_TERMS }),
+      fc.array(step, { minLength: 6, maxLength: 24 }),
+      async (terms, steps) => {
+        // A fresh account per run (shrinking included): nothing of an earlier run counts.
+        const account = `acct_preview_${kind}_${++run}`;
+        let now = START;
+        /** Decisions whose holds may still be confirmed or rejected: id, expiry, the smallest hold per unit. */
+        const open: Array<{ id: string; expiresMs: number; units: Record<string, number> }> = [];
+        let seq = 0;
+        for (const s of steps) {
+          now += s.advance * 1000;
+          if (s.action === 'sweep') {
+            await releaseExpiredHolds(sql, now, { accountId: account, environment: 'test' });
+            continue;
+          }
+          if (s.action === 'confirm' || s.action === 'reject') {
+            const live = open.filter((d) => d.expiresMs > now);
+            if (live.length === 0) continue;
+            const d = live[s.pick % live.length]!;
+            open.splice(open.indexOf(d), 1);
+            const amounts = s.part
+              ? Object.fromEntries(Object.entries(d.units).map(([unit, held]) => [unit, Math.floor(held * 2) / 4]))
+              : null;
+            await resolveHolds(
+              sql,
+              account,
+              'test',
+              d.id,
+              s.action === 'confirm',
+              null,
+              now,
+              s.action === 'confirm' ? amounts : null,
+            );
+            seen[s.action === 'confirm' ? 'confirms' : 'rejects']++;
+            continue;
+          }
 
-        const agentId = `bot-${s.agent}`;
-        const budgets: BudgetCheck[] = terms
-          .map((t, j) => ({ t, j }))
-          .filter(({ j }) => s.uses[j] || (j === 0 && !s.uses.slice(0, terms.length).some(Boolean)))
-          .map(({ t, j }) => ({
-            policy_id: `pol_${j}`,
-            unit: t.unit,
-            ...PERIOD,
-            limit: t.limits[s.limitIx[j]!]!,
-            threshold: t.threshold,
-            scope: t.scope,
-            ...key(t.scope, agentId, `run-${s.session}`, `user-${s.user}`),
-            cost: t.unit === 'calls' ? 1 : s.costs[j]!,
-          }));
-        const request: LimitRequest = {
-          account_id: account,
-          environment: 'test',
-          agent_id: agentId,
-          decision_id: `dec_${++seq}`,
-          expires_at: new Date(now + s.ttlS * 1000).toISOString(),
-          // One limiter of 2 per minute for the whole run.
-          rates: s.rate ? [{ key: 'pol_rate', interval_ms: 30_000, window_ms: 60_000 }] : [],
-          budgets,
-        };
-        const [expired] = await sql<Array<{ n: number }>>`
+          const agentId = `bot-${s.agent}`;
+          const budgets: BudgetCheck[] = terms
+            .map((t, j) => ({ t, j }))
+            .filter(({ j }) => s.uses[j] || (j === 0 && !s.uses.slice(0, terms.length).some(Boolean)))
+            .map(({ t, j }) => ({
+              policy_id: `pol_${j}`,
+              unit: t.unit,
+              ...PERIOD,
+              limit: t.limits[s.limitIx[j]!]!,
+              threshold: t.threshold,
+              scope: t.scope,
+              ...key(t.scope, agentId, `run-${s.session}`, `user-${s.user}`),
+              cost: t.unit === 'calls' ? 1 : s.costs[j]!,
+            }));
+          const request: LimitRequest = {
+            account_id: account,
+            environment: 'test',
+            agent_id: agentId,
+            decision_id: `dec_${++seq}`,
+            expires_at: new Date(now + s.ttlS * 1000).toISOString(),
+            // One limiter of 2 per minute for the whole run.
+            rates: s.rate ? [{ key: 'pol_rate', interval_ms: 30_000, window_ms: 60_000 }] : [],
+            budgets,
+          };
+          const [expired] = await sql<Array<{ n: number }>>`
           select count(*)::int as n from budget_holds h where h.account_id = ${account} and h.status = 'held'
             and h.expires_at <= to_timestamp(${now}::float8 / 1000)`;
-        if (expired!.n > 0) seen.expiredHolds++;
+          if (expired!.n > 0) seen.expiredHolds++;
 
-        const preview = await previewLimits(sql, request, now, null);
-        const before = await usageOfKeys(sql, account, 'test', now, budgets);
-        const [applied] = await applyLimitBatch(sql, [request], now, null);
-        const context = `request ${JSON.stringify(request)} at ${new Date(now).toISOString()}`;
-        expect(withoutHistory(applied!), context).toEqual(preview);
-        seen[preview.outcome as 'ok' | 'budget_exceeded' | 'rate_limited']++;
+          const preview = await previewLimits(sql, request, now, null);
+          const before = await usageOfKeys(sql, account, 'test', now, budgets);
+          const [applied] = await applyLimitBatch(sql, [request], now, null);
+          const context = `request ${JSON.stringify(request)} at ${new Date(now).toISOString()}`;
+          expect(withoutHistory(applied!), context).toEqual(preview);
+          seen[preview.outcome as 'ok' | 'budget_exceeded' | 'rate_limited']++;
 
-        // The remaining reading (GET /v1/budgets/remaining) is of the same rows, expired holds left out alike.
-        const rowOf = (b: BudgetCheck) => before.find((r) => sameRow(r, b));
-        if (preview.outcome === 'budget_exceeded') {
-          const b = budgets.find((x) => sameRow(preview.budget, x))!;
-          const row = rowOf(b);
-          expect({ consumed: row?.consumed ?? 0, held: row?.held ?? 0 }, context).toEqual({ consumed: preview.budget.consumed, held: preview.budget.held });
-          expect(row === undefined ? b.limit : row.remaining, context).toBeLessThan(b.cost);
-        }
-        if (preview.outcome === 'ok') {
-          expect(preview.budgets.length).toBe(budgets.length);
-          budgets.forEach((b, k) => {
+          // The remaining reading (GET /v1/budgets/remaining) is of the same rows, expired holds left out alike.
+          const rowOf = (b: BudgetCheck) => before.find((r) => sameRow(r, b));
+          if (preview.outcome === 'budget_exceeded') {
+            const b = budgets.find((x) => sameRow(preview.budget, x))!;
             const row = rowOf(b);
-            const left: Pick<BudgetUsage, 'consumed' | 'held'> = preview.budgets[k]!;
-            const consumed = row?.consumed ?? 0;
-            const held = row?.held ?? 0;
-            expect({ consumed: left.consumed, held: left.held }, context).toEqual(isHeldUnit(b.unit) ? { consumed, held: held + b.cost } : { consumed: consumed + b.cost, held });
-            if (row) expect(row.remaining, context).toBeGreaterThanOrEqual(b.cost);
-          });
-          const units: Record<string, number> = {};
-          for (const b of budgets) if (isHeldUnit(b.unit)) units[b.unit] = Math.min(units[b.unit] ?? Infinity, b.cost);
-          if (Object.keys(units).length > 0) open.push({ id: request.decision_id!, expiresMs: now + s.ttlS * 1000, units });
+            expect({ consumed: row?.consumed ?? 0, held: row?.held ?? 0 }, context).toEqual({
+              consumed: preview.budget.consumed,
+              held: preview.budget.held,
+            });
+            expect(row === undefined ? b.limit : row.remaining, context).toBeLessThan(b.cost);
+          }
+          if (preview.outcome === 'ok') {
+            expect(preview.budgets.length).toBe(budgets.length);
+            budgets.forEach((b, k) => {
+              const row = rowOf(b);
+              const left: Pick<BudgetUsage, 'consumed' | 'held'> = preview.budgets[k]!;
+              const consumed = row?.consumed ?? 0;
+              const held = row?.held ?? 0;
+              expect({ consumed: left.consumed, held: left.held }, context).toEqual(
+                isHeldUnit(b.unit) ? { consumed, held: held + b.cost } : { consumed: consumed + b.cost, held },
+              );
+              if (row) expect(row.remaining, context).toBeGreaterThanOrEqual(b.cost);
+            });
+            const units: Record<string, number> = {};
+            for (const b of budgets)
+              if (isHeldUnit(b.unit)) units[b.unit] = Math.min(units[b.unit] ?? Infinity, b.cost);
+            if (Object.keys(units).length > 0)
+              open.push({ id: request.decision_id!, expiresMs: now + s.ttlS * 1000, units });
+          }
         }
-      }
-    });
+      },
+    );
     const seed = process.env.FC_SEED === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(process.env.FC_SEED);
     const result = await fc.check(property, { numRuns: 40, seed });
     expect(result.failed, `replay with FC_SEED=${seed}\n${fc.defaultReportMessage(result) ?? ''}`).toBe(false);

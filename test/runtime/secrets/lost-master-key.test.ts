@@ -12,7 +12,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, STORE_KINDS, type StoreKind } from '../../helpers/postgres.js';
-import { eachLine, ensureBuilt, freePort, HOST, ROOT, startServeProcess, stopServer } from '../../helpers/server-process.js';
+import {
+  eachLine,
+  ensureBuilt,
+  freePort,
+  HOST,
+  ROOT,
+  startServeProcess,
+  stopServer,
+} from '../../helpers/server-process.js';
 
 /** The environment of one store: embedded under `dataDir`, or PostgreSQL at `url` with the key file in `dataDir`'s place. */
 function storeEnv(kind: StoreKind, dataDir: string, url: string | undefined): NodeJS.ProcessEnv {
@@ -23,9 +31,14 @@ function storeEnv(kind: StoreKind, dataDir: string, url: string | undefined): No
 async function serveExits(env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const port = await freePort();
   const full: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST, LOG_LEVEL: 'warn' };
-  for (const k of ['DATABASE_URL', 'AUTHZ_MASTER_KEY', 'AUTHZ_MASTER_KEY_FILE', 'AUTHZ_TEST_CLOCK', 'AUTHZ_DATA_DIR']) delete full[k];
+  for (const k of ['DATABASE_URL', 'AUTHZ_MASTER_KEY', 'AUTHZ_MASTER_KEY_FILE', 'AUTHZ_TEST_CLOCK', 'AUTHZ_DATA_DIR'])
+    delete full[k];
   Object.assign(full, env);
-  const child = spawn(process.execPath, [join(ROOT, 'bin', 'authz.js'), 'serve'], { cwd: ROOT, env: full, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [join(ROOT, 'bin', 'authz.js'), 'serve'], {
+    cwd: ROOT,
+    env: full,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const stdout: string[] = [];
   let stderr = '';
   eachLine(child.stdout!, (line) => {
@@ -51,7 +64,11 @@ describe.each(STORE_KINDS)('a lost master key (%s store)', (kind) => {
     keyFile = `${dataDir}.master-key`;
     if (kind === 'postgres') db = await createTestDatabase();
     // A first start generates the key file and seals the signing key with it.
-    const first = await startServeProcess(await freePort(), { ...storeEnv(kind, dataDir, db?.url), AUTHZ_MASTER_KEY: '' }, 120_000);
+    const first = await startServeProcess(
+      await freePort(),
+      { ...storeEnv(kind, dataDir, db?.url), AUTHZ_MASTER_KEY: '' },
+      120_000,
+    );
     expect(first.stdout.join('\n')).toContain(`Generated a master key in ${keyFile}`);
     await stopServer(first);
   }, 180_000);
@@ -60,23 +77,27 @@ describe.each(STORE_KINDS)('a lost master key (%s store)', (kind) => {
     if (tmp) rmSync(tmp, { recursive: true, force: true });
   });
 
-  it('without the key file and AUTHZ_MASTER_KEY: exit 2 naming the file and the variable, and no key file is written', { timeout: 120_000 }, async () => {
-    rmSync(keyFile);
-    const run = await serveExits(storeEnv(kind, dataDir, db?.url));
-    expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(2);
-    expect(run.stderr).toContain(keyFile);
-    expect(run.stderr).toContain('AUTHZ_MASTER_KEY is not set');
-    expect(run.stderr).toMatch(/sealed/);
-    expect(run.stderr).not.toMatch(/\n\s+at /);
-    expect(run.stdout).not.toContain('Generated a master key');
-    expect(existsSync(keyFile)).toBe(false);
-    // An explicit AUTHZ_MASTER_KEY_FILE that is missing: named as such, not written either.
-    const elsewhere = join(tmp, 'elsewhere.key');
-    const again = await serveExits({ ...storeEnv(kind, dataDir, db?.url), AUTHZ_MASTER_KEY_FILE: elsewhere });
-    expect(again.code).toBe(2);
-    expect(again.stderr).toContain(elsewhere);
-    expect(existsSync(elsewhere)).toBe(false);
-  });
+  it(
+    'without the key file and AUTHZ_MASTER_KEY: exit 2 naming the file and the variable, and no key file is written',
+    { timeout: 120_000 },
+    async () => {
+      rmSync(keyFile);
+      const run = await serveExits(storeEnv(kind, dataDir, db?.url));
+      expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(2);
+      expect(run.stderr).toContain(keyFile);
+      expect(run.stderr).toContain('AUTHZ_MASTER_KEY is not set');
+      expect(run.stderr).toMatch(/sealed/);
+      expect(run.stderr).not.toMatch(/\n\s+at /);
+      expect(run.stdout).not.toContain('Generated a master key');
+      expect(existsSync(keyFile)).toBe(false);
+      // An explicit AUTHZ_MASTER_KEY_FILE that is missing: named as such, not written either.
+      const elsewhere = join(tmp, 'elsewhere.key');
+      const again = await serveExits({ ...storeEnv(kind, dataDir, db?.url), AUTHZ_MASTER_KEY_FILE: elsewhere });
+      expect(again.code).toBe(2);
+      expect(again.stderr).toContain(elsewhere);
+      expect(existsSync(elsewhere)).toBe(false);
+    },
+  );
 
   it('a wrong key names what was tried: the key file, or AUTHZ_MASTER_KEY', { timeout: 120_000 }, async () => {
     writeFileSync(keyFile, 'not-the-key-these-were-sealed-with-0123\n', { mode: 0o600 });
@@ -85,7 +106,10 @@ describe.each(STORE_KINDS)('a lost master key (%s store)', (kind) => {
     const firstLine = fromFile.stderr.split('\n')[0]!;
     expect(firstLine).toContain(`the master key file ${keyFile} does not open the signing keys`);
     expect(firstLine).not.toContain('AUTHZ_MASTER_KEY');
-    const fromEnv = await serveExits({ ...storeEnv(kind, dataDir, db?.url), AUTHZ_MASTER_KEY: 'not-the-key-these-were-sealed-with-0123' });
+    const fromEnv = await serveExits({
+      ...storeEnv(kind, dataDir, db?.url),
+      AUTHZ_MASTER_KEY: 'not-the-key-these-were-sealed-with-0123',
+    });
     expect(fromEnv.code).toBe(2);
     expect(fromEnv.stderr.split('\n')[0]).toContain('AUTHZ_MASTER_KEY does not open the signing keys');
     expect(fromEnv.stderr.split('\n')[0]).not.toContain(keyFile);

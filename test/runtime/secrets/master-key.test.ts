@@ -20,7 +20,9 @@ describe('master key', () => {
 
   it('defaults the key file to <AUTHZ_DATA_DIR>.master-key, or AUTHZ_MASTER_KEY_FILE', () => {
     expect(configFromEnv({ AUTHZ_DATA_DIR: join(dir, 'data') }).masterKeyFile).toBe(join(dir, 'data.master-key'));
-    expect(configFromEnv({ AUTHZ_DATA_DIR: join(dir, 'data'), AUTHZ_MASTER_KEY_FILE: join(dir, 'k') }).masterKeyFile).toBe(join(dir, 'k'));
+    expect(
+      configFromEnv({ AUTHZ_DATA_DIR: join(dir, 'data'), AUTHZ_MASTER_KEY_FILE: join(dir, 'k') }).masterKeyFile,
+    ).toBe(join(dir, 'k'));
   });
 
   it('generates a key file once (0600, its new directory 0700) and reads it back after', () => {
@@ -41,14 +43,21 @@ describe('master key', () => {
 
   it('prefers AUTHZ_MASTER_KEY and then touches no file', () => {
     const file = join(dir, 'unused-key');
-    expect(resolveMasterKey('from-the-environment-0123', file)).toEqual({ secret: 'from-the-environment-0123', source: 'env' });
+    expect(resolveMasterKey('from-the-environment-0123', file)).toEqual({
+      secret: 'from-the-environment-0123',
+      source: 'env',
+    });
     expect(() => lstatSync(file)).toThrow(/ENOENT/);
   });
 
   it('tightens a key file others can read, and refuses one too short to be a key', () => {
     const loose = join(dir, 'loose-key');
     writeFileSync(loose, '  an-operator-chosen-key-0123  \n', { mode: 0o644 });
-    expect(resolveMasterKey(undefined, loose)).toEqual({ secret: 'an-operator-chosen-key-0123', source: 'file', path: loose });
+    expect(resolveMasterKey(undefined, loose)).toEqual({
+      secret: 'an-operator-chosen-key-0123',
+      source: 'file',
+      path: loose,
+    });
     expect(lstatSync(loose).mode & 0o777).toBe(0o600);
 
     const short = join(dir, 'short-key');

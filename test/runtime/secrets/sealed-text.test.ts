@@ -13,7 +13,8 @@ const PEM = '-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIP\n-----END PRIVA
 /** Written by the v1 code (runtime/secrets/sealed-text.ts before v2) under LEGACY_SECRET. */
 const LEGACY_SECRET = 'legacy-master-key-0123456789';
 const LEGACY_PLAIN = '-----BEGIN PRIVATE KEY-----\nv1 fixture\n-----END PRIVATE KEY-----\n';
-const LEGACY_V1 = 'aes-256-gcm:v1:46N73j5gpKPFg-aU:dFBcjDRAMTW3B0WsAszUfg:UmIAGPJrnIkYn-Um_2QGGVz3pvhN05QaX6borUxMRGXeEfUDZEpLrMtC5IZL3XzmhhCRIxVdBbNEbTfaHPb1cw4';
+const LEGACY_V1 =
+  'aes-256-gcm:v1:46N73j5gpKPFg-aU:dFBcjDRAMTW3B0WsAszUfg:UmIAGPJrnIkYn-Um_2QGGVz3pvhN05QaX6borUxMRGXeEfUDZEpLrMtC5IZL3XzmhhCRIxVdBbNEbTfaHPb1cw4';
 
 describe('sealed text', () => {
   it('writes v2 envelopes (salted) that open with the same key', () => {
@@ -49,7 +50,9 @@ describe('sealed text', () => {
     expect(() => openText(otherSalt, true, SECRET, 'x')).toThrow(/does not open/);
     const body = Buffer.from(parts[5]!, 'base64url');
     body[0] ^= 1;
-    expect(() => openText([...parts.slice(0, 5), body.toString('base64url')].join(':'), true, SECRET, 'x')).toThrow(/does not open/);
+    expect(() => openText([...parts.slice(0, 5), body.toString('base64url')].join(':'), true, SECRET, 'x')).toThrow(
+      /does not open/,
+    );
     expect(() => openText('aes-256-gcm:v9:a:b:c', true, SECRET, 'x')).toThrow(/unknown stored format/);
   });
 

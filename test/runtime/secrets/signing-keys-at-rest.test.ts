@@ -21,7 +21,12 @@ function sealV1(plain: string, secret: string): string {
   const iv = randomBytes(12);
   const cipher = createCipheriv('aes-256-gcm', key, iv);
   const body = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
-  return ['aes-256-gcm:v1', iv.toString('base64url'), cipher.getAuthTag().toString('base64url'), body.toString('base64url')].join(':');
+  return [
+    'aes-256-gcm:v1',
+    iv.toString('base64url'),
+    cipher.getAuthTag().toString('base64url'),
+    body.toString('base64url'),
+  ].join(':');
 }
 
 type Row = { kid: string; private_key: string; encrypted: boolean };
@@ -81,6 +86,8 @@ describe.each(STORE_KINDS)('signing keys of older stores (%s)', (kind) => {
     expect(row!.private_key).toMatch(/^aes-256-gcm:v2:/);
     expect(row!.private_key).not.toBe(v1);
     // A wrong master key does not open it.
-    await expect(KeyRing.open(store.sql, clock, 'another-master-key-0123456789')).rejects.toThrow(/does not open the signing keys/);
+    await expect(KeyRing.open(store.sql, clock, 'another-master-key-0123456789')).rejects.toThrow(
+      /does not open the signing keys/,
+    );
   });
 });

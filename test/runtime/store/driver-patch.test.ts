@@ -15,10 +15,18 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { driverConnectionFile, driverPatched, PATCH_MARKER } from '../../../runtime/store/driver-patch.js';
 import { createTestDatabase } from '../../helpers/postgres.js';
-import { ensureBuilt, freePort, ROOT, startServeProcess, stopServer, type ServeProcess } from '../../helpers/server-process.js';
+import {
+  ensureBuilt,
+  freePort,
+  ROOT,
+  startServeProcess,
+  stopServer,
+  type ServeProcess,
+} from '../../helpers/server-process.js';
 
 const run = promisify(execFile);
-const WARNING = /authz serve: warning: postgres\.js at (\S+) lacks patches\/postgres\+3\.4\.9\.patch .*run `npx patch-package`/;
+const WARNING =
+  /authz serve: warning: postgres\.js at (\S+) lacks patches\/postgres\+3\.4\.9\.patch .*run `npx patch-package`/;
 
 /**
  * A copy of this build (package.json, bin, dist; data folders linked) whose
@@ -34,7 +42,10 @@ async function unpatchedInstall(dir: string): Promise<string> {
     if (name === 'postgres' || name.startsWith('.')) continue;
     symlinkSync(join(ROOT, 'node_modules', name), join(dir, 'node_modules', name));
   }
-  cpSync(join(ROOT, 'node_modules', 'postgres'), join(dir, 'node_modules', 'postgres'), { recursive: true, dereference: true });
+  cpSync(join(ROOT, 'node_modules', 'postgres'), join(dir, 'node_modules', 'postgres'), {
+    recursive: true,
+    dereference: true,
+  });
   await run('git', ['apply', '-R', '-p1', join(ROOT, 'patches', 'postgres+3.4.9.patch')], { cwd: dir });
   return join(dir, 'bin', 'authz.js');
 }
@@ -83,7 +94,12 @@ describe('authz serve and the driver patch', () => {
   const stderrOfServe = async (bin?: string): Promise<string> => {
     const db = await createTestDatabase();
     dbs.push(db);
-    const p = await startServeProcess(await freePort(), { DATABASE_URL: db.url, AUTHZ_ADMIN_TOKEN: 'admin-token-for-driver-patch-0123456789' }, 30_000, bin);
+    const p = await startServeProcess(
+      await freePort(),
+      { DATABASE_URL: db.url, AUTHZ_ADMIN_TOKEN: 'admin-token-for-driver-patch-0123456789' },
+      30_000,
+      bin,
+    );
     started.push(p);
     await stopServer(p);
     return p.stderr.join('');

@@ -28,7 +28,13 @@ import { readFunctionFiles } from '../../../runtime/store/function-files.js';
 import { applyFunctions, functionsDir, migrate, migrationsDir } from '../../../runtime/store/migrate.js';
 import { catalog } from '../../helpers/catalog.js';
 import { commitOf } from '../../helpers/old-build.js';
-import { createTestDatabase, openTestStore, STORE_KINDS, type StoreKind, type TestStore } from '../../helpers/postgres.js';
+import {
+  createTestDatabase,
+  openTestStore,
+  STORE_KINDS,
+  type StoreKind,
+  type TestStore,
+} from '../../helpers/postgres.js';
 import { ROOT } from '../../helpers/server-process.js';
 
 /** The last main whose numbered migrations defined the functions themselves (001-017): the released one. */
@@ -77,7 +83,8 @@ function oldTree(dir: string, ref: string): { migrations: string; functions: str
     if (paths === '') return null;
     const out = join(dir, folder);
     mkdirSync(out);
-    for (const path of paths.split('\n')) writeFileSync(join(out, path.split('/').pop()!), git(['show', `${commit}:${path}`]));
+    for (const path of paths.split('\n'))
+      writeFileSync(join(out, path.split('/').pop()!), git(['show', `${commit}:${path}`]));
     return out;
   };
   return { migrations: copy('migrations')!, functions: copy('functions') };
@@ -113,16 +120,30 @@ describe("one file per SQL function (the package's files)", () => {
     const sources = packageSources();
     expect(sources).toContain('runtime/store/migrations/016_budget_scopes.sql');
     expect(sources).toContain('runtime/store/limits.ts');
-    const definitions = sources.flatMap((file) => definedIn(file, readFileSync(join(ROOT, file), 'utf8')).map((name) => ({ name, file })));
+    const definitions = sources.flatMap((file) =>
+      definedIn(file, readFileSync(join(ROOT, file), 'utf8')).map((name) => ({ name, file })),
+    );
     // Anywhere but runtime/store/functions/<name>.sql is a second definition (or one the runner never applies).
     expect(definitions.filter((d) => d.file !== `runtime/store/functions/${d.name}.sql`)).toEqual([]);
     expect(definitions.map((d) => d.name).sort()).toEqual(FUNCTION_NAMES);
   });
 
   it('finds a definition in SQL and in a TypeScript string, not in a comment or in prose', () => {
-    expect(definedIn('x.sql', '-- create function authz_old(x int)\nCREATE OR REPLACE FUNCTION public."authz_apply_limits" (batch jsonb)')).toEqual(['authz_apply_limits']);
-    expect(definedIn('x.ts', 'await tx.unsafe(`create function authz_usage_json(u budget_usage) returns jsonb ...`);')).toEqual(['authz_usage_json']);
-    expect(definedIn('x.ts', '/** one `create or replace function <name>(...)` each */ const s = `create or replace function ${name}(...)`;')).toEqual([]);
+    expect(
+      definedIn(
+        'x.sql',
+        '-- create function authz_old(x int)\nCREATE OR REPLACE FUNCTION public."authz_apply_limits" (batch jsonb)',
+      ),
+    ).toEqual(['authz_apply_limits']);
+    expect(
+      definedIn('x.ts', 'await tx.unsafe(`create function authz_usage_json(u budget_usage) returns jsonb ...`);'),
+    ).toEqual(['authz_usage_json']);
+    expect(
+      definedIn(
+        'x.ts',
+        '/** one `create or replace function <name>(...)` each */ const s = `create or replace function ${name}(...)`;',
+      ),
+    ).toEqual([]);
   });
 
   it('orders a function after those it calls', () => {
@@ -146,7 +167,9 @@ describe.each(STORE_KINDS)('function files (%s)', (kind) => {
     const procs = await store.sql<Array<{ name: string }>>`
       select proname as name from pg_proc where pronamespace = 'public'::regnamespace order by 1`;
     expect(procs.map((p) => p.name)).toEqual(FUNCTION_NAMES);
-    const rows = await store.sql<Array<{ name: string; sha256: string }>>`select name, sha256 from schema_functions order by name`;
+    const rows = await store.sql<
+      Array<{ name: string; sha256: string }>
+    >`select name, sha256 from schema_functions order by name`;
     expect(rows).toEqual(
       readFunctionFiles(functionsDir())
         .map((f) => ({ name: f.name, sha256: f.hash }))
@@ -160,32 +183,38 @@ describe.each(STORE_KINDS)('function files (%s)', (kind) => {
     [OLD_MAIN, '017_event_references.sql', false],
     [PARTITIONS_MAIN, '014_shadow.sql', false],
     [FILES_MAIN, '018_agent_attributes.sql', true],
-  ])("a fresh store has the schema of one migrated by %s's migrations (up to %s) and then upgraded", async (ref, last, withFiles) => {
-    const dir = mkdtempSync(join(tmpdir(), 'authz-old-migrations-'));
-    const old = await scratchStore(kind);
-    try {
-      const tree = oldTree(dir, ref);
-      expect(tree.functions !== null).toBe(withFiles);
-      const applied = await migrate(old.store.sql, { dir: tree.migrations, functionsDir: tree.functions });
-      expect(applied.at(-1)).toBe(last);
-      // The old migrations' own function bodies, which the upgrade must replace.
-      const before = await catalog(old.store.sql);
-      expect(Object.keys(before.functions)).toContain('authz_apply_limits(batch jsonb, now_ms double precision, rate_offset_ms double precision)');
-      // The current build starts on it: later migrations, then every function file.
-      await migrate(old.store.sql);
-      const upgraded = await catalog(old.store.sql);
-      const fresh = await catalog(store.sql);
-      expect(Object.keys(fresh.functions).length).toBe(FUNCTION_NAMES.length);
-      expect(before.functions).not.toEqual(fresh.functions);
-      expect(upgraded).toEqual(fresh);
-      // And it records the files it holds, as a fresh store does: nothing is applied again at the next start.
-      const recorded = (sql: Sql) => sql<Array<{ name: string; sha256: string }>>`select name, sha256 from schema_functions order by name`;
-      expect(await recorded(old.store.sql)).toEqual(await recorded(store.sql));
-    } finally {
-      await old.dispose();
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
+  ])(
+    "a fresh store has the schema of one migrated by %s's migrations (up to %s) and then upgraded",
+    async (ref, last, withFiles) => {
+      const dir = mkdtempSync(join(tmpdir(), 'authz-old-migrations-'));
+      const old = await scratchStore(kind);
+      try {
+        const tree = oldTree(dir, ref);
+        expect(tree.functions !== null).toBe(withFiles);
+        const applied = await migrate(old.store.sql, { dir: tree.migrations, functionsDir: tree.functions });
+        expect(applied.at(-1)).toBe(last);
+        // The old migrations' own function bodies, which the upgrade must replace.
+        const before = await catalog(old.store.sql);
+        expect(Object.keys(before.functions)).toContain(
+          'authz_apply_limits(batch jsonb, now_ms double precision, rate_offset_ms double precision)',
+        );
+        // The current build starts on it: later migrations, then every function file.
+        await migrate(old.store.sql);
+        const upgraded = await catalog(old.store.sql);
+        const fresh = await catalog(store.sql);
+        expect(Object.keys(fresh.functions).length).toBe(FUNCTION_NAMES.length);
+        expect(before.functions).not.toEqual(fresh.functions);
+        expect(upgraded).toEqual(fresh);
+        // And it records the files it holds, as a fresh store does: nothing is applied again at the next start.
+        const recorded = (sql: Sql) =>
+          sql<Array<{ name: string; sha256: string }>>`select name, sha256 from schema_functions order by name`;
+        expect(await recorded(old.store.sql)).toEqual(await recorded(store.sql));
+      } finally {
+        await old.dispose();
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
 
   describe('a folder of function files', () => {
     let dir: string;
@@ -205,19 +234,29 @@ describe.each(STORE_KINDS)('function files (%s)', (kind) => {
       await scratch?.dispose();
       rmSync(dir, { recursive: true, force: true });
     });
-    const call = async (query: string) => ((await scratch.store.sql.unsafe(query)) as unknown as Array<{ v: unknown }>)[0]!.v;
+    const call = async (query: string) =>
+      ((await scratch.store.sql.unsafe(query)) as unknown as Array<{ v: unknown }>)[0]!.v;
 
     it('applies them after the migrations, callee first; again only those whose text changed', async () => {
       // t_double (SQL: checked at creation) calls t_base: t_base must exist first, though it sorts after.
-      writeFileSync(join(functions, 't_double.sql'), '-- Twice t_base.\ncreate or replace function t_double(x int) returns int language sql as $$ select t_base(x) * 2 $$;\n');
-      writeFileSync(join(functions, 't_base.sql'), 'create or replace function t_base(x int) returns int language sql as $$ select x + 1 $$;\n');
+      writeFileSync(
+        join(functions, 't_double.sql'),
+        '-- Twice t_base.\ncreate or replace function t_double(x int) returns int language sql as $$ select t_base(x) * 2 $$;\n',
+      );
+      writeFileSync(
+        join(functions, 't_base.sql'),
+        'create or replace function t_base(x int) returns int language sql as $$ select x + 1 $$;\n',
+      );
       writeFileSync(join(functions, 'notes.txt'), 'not a function file');
       expect(readFunctionFiles(functions).map((f) => f.name)).toEqual(['t_base', 't_double']);
       expect(await migrate(scratch.store.sql, { dir: migrations, functionsDir: functions })).toEqual(['001_t.sql']);
       expect(await call('select t_double(1) as v')).toBe(4);
       expect(await applyFunctions(scratch.store.sql, functions)).toEqual([]);
 
-      writeFileSync(join(functions, 't_base.sql'), 'create or replace function t_base(x int) returns int language sql as $$ select x + 10 $$;\n');
+      writeFileSync(
+        join(functions, 't_base.sql'),
+        'create or replace function t_base(x int) returns int language sql as $$ select x + 10 $$;\n',
+      );
       expect(await applyFunctions(scratch.store.sql, functions)).toEqual(['t_base']);
       expect(await call('select t_double(1) as v')).toBe(22);
       // A comment is text too: applied again (harmless), then settled.
@@ -238,13 +277,19 @@ describe.each(STORE_KINDS)('function files (%s)', (kind) => {
     });
 
     it('a migration includes a function file it needs while it runs', async () => {
-      writeFileSync(join(migrations, '002_uses.sql'), 'create table t_more (n int);\n\\ir ../functions/t_base.sql\ninsert into t_more values (t_base(1));\n');
+      writeFileSync(
+        join(migrations, '002_uses.sql'),
+        'create table t_more (n int);\n\\ir ../functions/t_base.sql\ninsert into t_more values (t_base(1));\n',
+      );
       expect(await migrate(scratch.store.sql, { dir: migrations, functionsDir: functions })).toEqual(['002_uses.sql']);
       expect(await call('select n as v from t_more')).toBe(11);
     });
 
     it('forgets a file removed (its function dropped by a migration)', async () => {
-      writeFileSync(join(functions, 't_gone.sql'), 'create or replace function t_gone() returns int language sql as $$ select 1 $$;\n');
+      writeFileSync(
+        join(functions, 't_gone.sql'),
+        'create or replace function t_gone() returns int language sql as $$ select 1 $$;\n',
+      );
       expect(await applyFunctions(scratch.store.sql, functions)).toEqual(['t_gone']);
       rmSync(join(functions, 't_gone.sql'));
       writeFileSync(join(migrations, '003_drop.sql'), 'drop function t_gone();\n');
@@ -256,18 +301,35 @@ describe.each(STORE_KINDS)('function files (%s)', (kind) => {
     it('refuses a file that defines another name, or more than one function, and calls in a circle', async () => {
       const bad = join(dir, 'bad');
       mkdirSync(bad);
-      writeFileSync(join(bad, 't_one.sql'), 'create or replace function t_two() returns int language sql as $$ select 1 $$;\n');
-      expect(() => readFunctionFiles(bad)).toThrow(/t_one\.sql must hold one statement "create or replace function t_one/);
+      writeFileSync(
+        join(bad, 't_one.sql'),
+        'create or replace function t_two() returns int language sql as $$ select 1 $$;\n',
+      );
+      expect(() => readFunctionFiles(bad)).toThrow(
+        /t_one\.sql must hold one statement "create or replace function t_one/,
+      );
       writeFileSync(join(bad, 't_one.sql'), 'create function t_one() returns int language sql as $$ select 1 $$;\n');
       expect(() => readFunctionFiles(bad)).toThrow(/must hold one statement/);
-      writeFileSync(join(bad, 't_one.sql'), 'create or replace function t_one() returns int language plpgsql as $$ begin return t_two(); end $$;\n');
-      writeFileSync(join(bad, 't_two.sql'), 'create or replace function t_two() returns int language plpgsql as $$ begin return t_one(); end $$;\n');
+      writeFileSync(
+        join(bad, 't_one.sql'),
+        'create or replace function t_one() returns int language plpgsql as $$ begin return t_two(); end $$;\n',
+      );
+      writeFileSync(
+        join(bad, 't_two.sql'),
+        'create or replace function t_two() returns int language plpgsql as $$ begin return t_one(); end $$;\n',
+      );
       expect(() => readFunctionFiles(bad)).toThrow(/in a circle: t_one -> t_two; t_two -> t_one/);
       // A failing file applies nothing of its batch.
       const failing = join(dir, 'failing');
       mkdirSync(failing);
-      writeFileSync(join(failing, 't_a.sql'), 'create or replace function t_a() returns int language sql as $$ select 1 $$;\n');
-      writeFileSync(join(failing, 't_b.sql'), 'create or replace function t_b() returns int language sql as $$ select * from t_no_such_table $$;\n');
+      writeFileSync(
+        join(failing, 't_a.sql'),
+        'create or replace function t_a() returns int language sql as $$ select 1 $$;\n',
+      );
+      writeFileSync(
+        join(failing, 't_b.sql'),
+        'create or replace function t_b() returns int language sql as $$ select * from t_no_such_table $$;\n',
+      );
       await expect(applyFunctions(scratch.store.sql, failing)).rejects.toThrow(/t_no_such_table/);
       expect(await call(`select to_regproc('t_a')::text as v`)).toBeNull();
     });
@@ -281,7 +343,10 @@ describe('postgres: two processes start at once', () => {
     const b = await openStore({ databaseUrl: db.url, max: 2 });
     try {
       await migrate(a.sql, { functionsDir: null });
-      const [ra, rb] = await Promise.all([applyFunctions(a.sql, functionsDir()), applyFunctions(b.sql, functionsDir())]);
+      const [ra, rb] = await Promise.all([
+        applyFunctions(a.sql, functionsDir()),
+        applyFunctions(b.sql, functionsDir()),
+      ]);
       expect([...ra, ...rb].sort()).toEqual(FUNCTION_NAMES);
       // And a start that finds them applied returns once they are.
       const [ma, mb] = await Promise.all([migrate(a.sql), migrate(b.sql)]);

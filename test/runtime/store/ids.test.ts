@@ -49,7 +49,10 @@ function randomCharCounts(ids: string[]): Map<string, number> {
 describe('the examples of runtime/ids.ts', () => {
   it('hold: the id of 2026-11-26 and the id range of 2026-11-21', () => {
     expect(new Date(idTime('dec_0Vc61Q613aQJNECs8Lrjz8HE')!).toISOString()).toBe('2026-11-26T16:09:07.381Z');
-    expect(idRange('dec', Date.parse('2026-11-21'), Date.parse('2026-11-22'))).toEqual({ lo: 'dec_0VbYqoN6', hi: 'dec_0VbehKxU' });
+    expect(idRange('dec', Date.parse('2026-11-21'), Date.parse('2026-11-22'))).toEqual({
+      lo: 'dec_0VbYqoN6',
+      hi: 'dec_0VbehKxU',
+    });
   });
 });
 
@@ -103,7 +106,9 @@ describe.each(STORE_KINDS)('newId and authz_new_id (%s store)', (kind) => {
 
   it("the SQL partition bound authz_id_floor is idRange's lower bound at the same time", async () => {
     for (const ms of TIMES) {
-      const [row] = await store.sql<{ lo: string }[]>`select authz_id_floor('whd', ${new Date(ms).toISOString()}::timestamptz) as lo`;
+      const [row] = await store.sql<
+        { lo: string }[]
+      >`select authz_id_floor('whd', ${new Date(ms).toISOString()}::timestamptz) as lo`;
       expect(row!.lo).toBe(idRange('whd', ms, ms + 1).lo);
     }
   });
@@ -120,7 +125,11 @@ describe.each(STORE_KINDS)('newId and authz_new_id (%s store)', (kind) => {
     }
     const shuffled = [...made].reverse(); // not in the order they were made
     const inJs = shuffled.map((m) => m.id).sort(byteOrder);
-    const inSql = (await store.sql<{ id: string }[]>`select id from unnest(${shuffled.map((m) => m.id)}::text[]) as u(id) order by id collate "C"`).map((r) => r.id);
+    const inSql = (
+      await store.sql<
+        { id: string }[]
+      >`select id from unnest(${shuffled.map((m) => m.id)}::text[]) as u(id) order by id collate "C"`
+    ).map((r) => r.id);
     expect(inSql).toEqual(inJs);
     const timeOf = new Map(made.map((m) => [m.id, m.ms]));
     const times = inJs.map((id) => timeOf.get(id)!);
@@ -135,7 +144,11 @@ describe.each(STORE_KINDS)('newId and authz_new_id (%s store)', (kind) => {
 
   it('draws the random part from all 62 characters without a visible bias, on both sides, and never repeats', async () => {
     const at = new Date(T0).toISOString();
-    const sqlIds = (await store.sql<{ id: string }[]>`select authz_new_id('req', ${at}::timestamptz) as id from generate_series(1, 2000)`).map((r) => r.id);
+    const sqlIds = (
+      await store.sql<
+        { id: string }[]
+      >`select authz_new_id('req', ${at}::timestamptz) as id from generate_series(1, 2000)`
+    ).map((r) => r.id);
     const tsIds = Array.from({ length: 2000 }, () => newId('req', T0));
     for (const ids of [sqlIds, tsIds]) {
       expect(new Set(ids).size).toBe(ids.length);

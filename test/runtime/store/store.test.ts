@@ -31,7 +31,9 @@ describe.each(STORE_KINDS)('%s store', (kind) => {
   });
 
   it('records every migration once; a second run applies nothing', async () => {
-    const rows = await store.sql<{ name: string; applied_at: Date }[]>`select name, applied_at from schema_migrations order by name`;
+    const rows = await store.sql<
+      { name: string; applied_at: Date }[]
+    >`select name, applied_at from schema_migrations order by name`;
     expect(rows.map((r) => r.name)).toEqual(ALL_MIGRATIONS);
     expect(rows[0]!.applied_at).toBeInstanceOf(Date);
     expect(await migrate(store.sql)).toEqual([]);
@@ -43,7 +45,16 @@ describe.each(STORE_KINDS)('%s store', (kind) => {
     const rows = await store.sql<{ table_name: string }[]>`
       select table_name from information_schema.tables where table_schema = 'public' order by table_name`;
     expect(rows.map((r) => r.table_name)).toEqual(
-      expect.arrayContaining(['accounts', 'agents', 'api_keys', 'decisions', 'events', 'policies', 'policy_sets', 'schema_migrations']),
+      expect.arrayContaining([
+        'accounts',
+        'agents',
+        'api_keys',
+        'decisions',
+        'events',
+        'policies',
+        'policy_sets',
+        'schema_migrations',
+      ]),
     );
   });
 
@@ -124,7 +135,9 @@ describe.each(STORE_KINDS)('%s store', (kind) => {
       select count(*) as n, ${got[0]!.seq}::bigint + 1 as v from decisions where account_id = 'acc_multi'`;
     expect(n).toBe(5);
     expect(v).toBe(got[0]!.seq + 1);
-    const [after] = await store.sql<{ seq: number }[]>`select seq from decisions where seq > ${got[3]!.seq} and account_id = 'acc_multi'`;
+    const [after] = await store.sql<
+      { seq: number }[]
+    >`select seq from decisions where seq > ${got[3]!.seq} and account_id = 'acc_multi'`;
     expect(after!.seq).toBe(got[4]!.seq);
   });
 

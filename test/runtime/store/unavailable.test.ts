@@ -48,7 +48,11 @@ describe('store unavailable (PostgreSQL)', () => {
 
   it('a refused connection is unavailable, also wrapped (cause, AggregateError); query errors are not', async () => {
     const port = await freePort();
-    const nowhere = postgres(`postgres://postgres@127.0.0.1:${port}/x`, { max: 1, onnotice: () => {}, connect_timeout: 5 });
+    const nowhere = postgres(`postgres://postgres@127.0.0.1:${port}/x`, {
+      max: 1,
+      onnotice: () => {},
+      connect_timeout: 5,
+    });
     const refused = await errorOf(nowhere`select 1`.execute());
     await nowhere.end({ timeout: 1 });
     expect((refused as { code: string }).code).toBe('ECONNREFUSED');
@@ -92,7 +96,10 @@ describe('store unavailable (PostgreSQL)', () => {
       }
       console.log(JSON.stringify(rounds));
     `;
-    const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script, db.url], { cwd: ROOT, timeout: 20_000 });
+    const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script, db.url], {
+      cwd: ROOT,
+      timeout: 20_000,
+    });
     const rounds = JSON.parse(stdout.trim()) as [string, string][];
     expect(rounds).toHaveLength(5);
     for (const [first, second] of rounds) {

@@ -43,7 +43,10 @@ async function startStreamer(total: number): Promise<Streamer> {
     }
     req.resume();
     req.on('end', () => {
-      res.writeHead(200, { 'content-type': 'text/plain', ...(Number.isFinite(total) && total > 0 ? { 'content-length': String(total) } : {}) });
+      res.writeHead(200, {
+        'content-type': 'text/plain',
+        ...(Number.isFinite(total) && total > 0 ? { 'content-length': String(total) } : {}),
+      });
       if (total === 0) {
         res.flushHeaders();
         return;
@@ -113,7 +116,11 @@ describe('reading a webhook answer (sendWebhook)', () => {
 
   it('a short answer is read to its end and the connection is reused', async () => {
     const s = await streamer(1000);
-    for (let i = 0; i < 3; i++) expect(await sendWebhook(s.url, Buffer.from('{}'), {}, RULES, 10_000)).toMatchObject({ status_code: 200, error: null });
+    for (let i = 0; i < 3; i++)
+      expect(await sendWebhook(s.url, Buffer.from('{}'), {}, RULES, 10_000)).toMatchObject({
+        status_code: 200,
+        error: null,
+      });
     expect(s.stats.requests).toBe(3);
     expect(s.stats.connections.size).toBe(1);
     expect(s.stats.closed).toBe(false);
@@ -154,14 +161,28 @@ describe.each(STORE_KINDS)('huge and endless webhook answers through the dispatc
   ])('%s answer: the delivery succeeds and its attempt records the status', async (_name, total) => {
     const s = await startStreamer(total);
     open.push(s);
-    const created = await rt.call(rt.testKey, { method: 'POST', url: '/v1/webhooks', payload: { url: s.url, events: ['decision.allow'] } });
+    const created = await rt.call(rt.testKey, {
+      method: 'POST',
+      url: '/v1/webhooks',
+      payload: { url: s.url, events: ['decision.allow'] },
+    });
     expect(created.statusCode).toBe(201);
     const endpoint = json(created);
-    expect((await rt.call(rt.testKey, { method: 'POST', url: '/v1/decisions', payload: { agent_id: 'big-answers', action: 'orders.read' } })).statusCode).toBe(200);
+    expect(
+      (
+        await rt.call(rt.testKey, {
+          method: 'POST',
+          url: '/v1/decisions',
+          payload: { agent_id: 'big-answers', action: 'orders.read' },
+        })
+      ).statusCode,
+    ).toBe(200);
     expect(await rt.services.dispatcher.runOnce()).toBe(1);
     const [delivery] = (await rt.getOk(`/v1/webhooks/${endpoint.id}/deliveries`)).data;
     expect(delivery).toMatchObject({ status: 'succeeded', attempt: 1, status_code: 200, error: null });
-    expect(delivery.attempts).toEqual([expect.objectContaining({ attempt: 1, status_code: 200, error: null, next_attempt_at: null })]);
+    expect(delivery.attempts).toEqual([
+      expect.objectContaining({ attempt: 1, status_code: 200, error: null, next_attempt_at: null }),
+    ]);
     expect(s.stats.written).toBeLessThan(BUFFERS_AT_MOST);
     expect((await rt.call(rt.testKey, { method: 'DELETE', url: `/v1/webhooks/${endpoint.id}` })).statusCode).toBe(200);
   });

@@ -11,7 +11,8 @@ const BODY =
   '{"id":"evt_01J9Z8","object":"event","type":"decision.deny","created_at":"2025-01-02T03:04:05.678Z","account_id":"acc_1","livemode":false,"data":{"decision":{"id":"dec_1"}}}';
 
 /** Computed here, independently of the module under test. */
-const reference = (body: string | Uint8Array, secret: string) => `sha256=${createHmac('sha256', Buffer.from(secret, 'utf8')).update(body).digest('hex')}`;
+const reference = (body: string | Uint8Array, secret: string) =>
+  `sha256=${createHmac('sha256', Buffer.from(secret, 'utf8')).update(body).digest('hex')}`;
 
 describe('signWebhookBody', () => {
   it('is sha256= and the lower-case hex HMAC-SHA256 of the body keyed with the whole secret string', () => {
@@ -21,7 +22,9 @@ describe('signWebhookBody', () => {
   });
 
   it('matches the RFC 4231 test case 2 vector (key "Jefe")', () => {
-    expect(signWebhookBody('what do ya want for nothing?', 'Jefe')).toBe('sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843');
+    expect(signWebhookBody('what do ya want for nothing?', 'Jefe')).toBe(
+      'sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843',
+    );
   });
 
   it('hashes a string as UTF-8, the same as its bytes', () => {
@@ -110,7 +113,9 @@ describe('verifyWebhookSignature', () => {
         const signature = signWebhookBody(body, secret);
         expect(signature).toBe(reference(body, secret));
         expect(verifyWebhookSignature(body, signature, secret)).toBe(true);
-        expect(verifyWebhookSignature(Buffer.from(body), signature.toUpperCase().replace('SHA256=', 'sha256='), secret)).toBe(true);
+        expect(
+          verifyWebhookSignature(Buffer.from(body), signature.toUpperCase().replace('SHA256=', 'sha256='), secret),
+        ).toBe(true);
       }),
       { numRuns: 300 },
     );
@@ -137,10 +142,15 @@ describe('verifyWebhookSignature', () => {
 
   it('refuses a signature made with another secret (property)', () => {
     fc.assert(
-      fc.property(fc.string({ maxLength: 256 }), fc.string({ minLength: 1, maxLength: 64 }), fc.string({ minLength: 1, maxLength: 64 }), (body, a, b) => {
-        fc.pre(a !== b);
-        expect(verifyWebhookSignature(body, signWebhookBody(body, a), b)).toBe(false);
-      }),
+      fc.property(
+        fc.string({ maxLength: 256 }),
+        fc.string({ minLength: 1, maxLength: 64 }),
+        fc.string({ minLength: 1, maxLength: 64 }),
+        (body, a, b) => {
+          fc.pre(a !== b);
+          expect(verifyWebhookSignature(body, signWebhookBody(body, a), b)).toBe(false);
+        },
+      ),
       { numRuns: 200 },
     );
   });
@@ -148,7 +158,13 @@ describe('verifyWebhookSignature', () => {
 
 describe('agent-authz/webhooks', () => {
   it('re-exports exactly the service signature functions and the Standard Webhooks ones', () => {
-    expect(Object.keys(publicEntry).sort()).toEqual(['DEFAULT_TOLERANCE_SECONDS', 'signStandardWebhook', 'signWebhookBody', 'verifyStandardWebhook', 'verifyWebhookSignature']);
+    expect(Object.keys(publicEntry).sort()).toEqual([
+      'DEFAULT_TOLERANCE_SECONDS',
+      'signStandardWebhook',
+      'signWebhookBody',
+      'verifyStandardWebhook',
+      'verifyWebhookSignature',
+    ]);
     expect(publicEntry.verifyWebhookSignature).toBe(verifyWebhookSignature);
     expect(publicEntry.signWebhookBody).toBe(signWebhookBody);
     expect(publicEntry.verifyStandardWebhook).toBe(standard.verifyStandardWebhook);

@@ -38,13 +38,16 @@ describe.each(STORE_KINDS)('Standard Webhooks endpoints (%s)', (kind) => {
     await receiver?.close();
   });
   beforeEach(async () => {
-    for (const e of (await rt.getOk('/v1/webhooks?limit=100')).data) await rt.call(rt.testKey, { method: 'DELETE', url: `/v1/webhooks/${e.id}` });
+    for (const e of (await rt.getOk('/v1/webhooks?limit=100')).data)
+      await rt.call(rt.testKey, { method: 'DELETE', url: `/v1/webhooks/${e.id}` });
     receiver.received.length = 0;
     rt.clock.set(Date.now());
   });
 
-  const register = (body: Record<string, unknown>) => rt.call(rt.testKey, { method: 'POST', url: '/v1/webhooks', payload: body });
-  const change = (id: string, body: Record<string, unknown>) => rt.call(rt.testKey, { method: 'PUT', url: `/v1/webhooks/${id}`, payload: body });
+  const register = (body: Record<string, unknown>) =>
+    rt.call(rt.testKey, { method: 'POST', url: '/v1/webhooks', payload: body });
+  const change = (id: string, body: Record<string, unknown>) =>
+    rt.call(rt.testKey, { method: 'PUT', url: `/v1/webhooks/${id}`, payload: body });
   const decide = () => kitDecide(rt, { agent_id: 'sw-bot', action: 'orders.read' });
   /** One decision, delivered: what the receiver got. */
   const deliverOne = async (): Promise<Received> => {
@@ -65,7 +68,9 @@ describe.each(STORE_KINDS)('Standard Webhooks endpoints (%s)', (kind) => {
 
     const x = await deliverOne();
     // The X-Service-Signature of docs/webhooks-and-events.md#delivery, unchanged: hex HMAC of the body keyed with the whole secret.
-    expect(x.headers['x-service-signature']).toBe(`sha256=${createHmac('sha256', endpoint.secret).update(x.raw).digest('hex')}`);
+    expect(x.headers['x-service-signature']).toBe(
+      `sha256=${createHmac('sha256', endpoint.secret).update(x.raw).digest('hex')}`,
+    );
     expect(verifyWebhookSignature(x.raw, x.headers['x-service-signature'], endpoint.secret)).toBe(true);
     // The Standard Webhooks headers.
     expect(x.headers['webhook-id']).toBe(x.body.id);
@@ -78,7 +83,9 @@ describe.each(STORE_KINDS)('Standard Webhooks endpoints (%s)', (kind) => {
     const other = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
     expect(packageVerdict(other, x)).toBeInstanceOf(Error);
     expect(verifyStandardWebhook(x.raw, x.headers, other)).toBe(false);
-    expect(packageVerdict(endpoint.secret, { ...x, raw: x.raw.replace('"sw-bot"', '"sw-bot2"') })).toBeInstanceOf(Error);
+    expect(packageVerdict(endpoint.secret, { ...x, raw: x.raw.replace('"sw-bot"', '"sw-bot2"') })).toBeInstanceOf(
+      Error,
+    );
   });
 
   it('a delivery made 10 minutes ago (a replay of a captured one) is refused; a retry or replay now is signed anew', async () => {
@@ -98,7 +105,14 @@ describe.each(STORE_KINDS)('Standard Webhooks endpoints (%s)', (kind) => {
     rt.clock.set(Date.now());
     const [delivery] = (await rt.getOk(`/v1/webhooks/${endpoint.id}/deliveries`)).data;
     receiver.received.length = 0;
-    expect((await rt.call(rt.testKey, { method: 'POST', url: `/v1/webhooks/${endpoint.id}/deliveries/${delivery.id}/replay` })).statusCode).toBe(200);
+    expect(
+      (
+        await rt.call(rt.testKey, {
+          method: 'POST',
+          url: `/v1/webhooks/${endpoint.id}/deliveries/${delivery.id}/replay`,
+        })
+      ).statusCode,
+    ).toBe(200);
     expect(await rt.services.dispatcher.runOnce()).toBe(1);
     const again = receiver.received[0]!;
     expect(again.headers['webhook-id']).toBe(old.headers['webhook-id']);
@@ -126,10 +140,14 @@ describe.each(STORE_KINDS)('Standard Webhooks endpoints (%s)', (kind) => {
 
   it('an endpoint whose secret predates it (base64url) cannot turn it on; a wrong type is a 400', async () => {
     const endpoint = json(await register({ url: receiver.url, events: ['decision.allow'] }));
-    await rt.store.sql`update webhook_endpoints set secret = ${'whsec_' + Buffer.alloc(32, 0xfb).toString('base64url')} where id = ${endpoint.id}`;
+    await rt.store
+      .sql`update webhook_endpoints set secret = ${'whsec_' + Buffer.alloc(32, 0xfb).toString('base64url')} where id = ${endpoint.id}`;
     const refused = await change(endpoint.id, { standard_webhooks: true });
     expect(refused.statusCode).toBe(400);
-    expect(json(refused).error).toMatchObject({ code: 'validation.invalid_field', details: [{ path: '/standard_webhooks' }] });
+    expect(json(refused).error).toMatchObject({
+      code: 'validation.invalid_field',
+      details: [{ path: '/standard_webhooks' }],
+    });
     expect((await rt.getOk(`/v1/webhooks/${endpoint.id}`)).standard_webhooks).toBe(false);
     expect((await register({ url: receiver.url, standard_webhooks: 'yes' })).statusCode).toBe(400);
     expect((await change(endpoint.id, { standard_webhooks: 1 })).statusCode).toBe(400);
@@ -155,7 +173,14 @@ describe('verifyStandardWebhook and signStandardWebhook (agent-authz/webhooks)',
     expect(verifyStandardWebhook(Buffer.from(body), headers(), secret, { now })).toBe(true);
     expect(verifyStandardWebhook(body, new Headers(headers()), secret, { now })).toBe(true);
     // Several signatures, space-separated (a secret being rolled): one match suffices.
-    expect(verifyStandardWebhook(body, headers({ 'webhook-signature': `v1,AAAA v1a,x ${headers()['webhook-signature']}` }), secret, { now })).toBe(true);
+    expect(
+      verifyStandardWebhook(
+        body,
+        headers({ 'webhook-signature': `v1,AAAA v1a,x ${headers()['webhook-signature']}` }),
+        secret,
+        { now },
+      ),
+    ).toBe(true);
   });
 
   it('refuses old and future timestamps, other bodies, ids and secrets, and missing or malformed headers', () => {
@@ -164,12 +189,21 @@ describe('verifyStandardWebhook and signStandardWebhook (agent-authz/webhooks)',
     expect(verifyStandardWebhook(body, headers(), secret, { now: now + 301_000, toleranceSeconds: 600 })).toBe(true);
     expect(verifyStandardWebhook(`${body} `, headers(), secret, { now })).toBe(false);
     expect(verifyStandardWebhook(body, headers({ 'webhook-id': 'evt_2' }), secret, { now })).toBe(false);
-    expect(verifyStandardWebhook(body, headers(), `whsec_${Buffer.alloc(24, 1).toString('base64')}`, { now })).toBe(false);
+    expect(verifyStandardWebhook(body, headers(), `whsec_${Buffer.alloc(24, 1).toString('base64')}`, { now })).toBe(
+      false,
+    );
     for (const name of ['webhook-id', 'webhook-timestamp', 'webhook-signature']) {
       expect(verifyStandardWebhook(body, headers({ [name]: undefined }), secret, { now })).toBe(false);
     }
     expect(verifyStandardWebhook(body, headers({ 'webhook-timestamp': `${ts}.5` }), secret, { now })).toBe(false);
-    expect(verifyStandardWebhook(body, headers({ 'webhook-signature': headers()['webhook-signature'].replace('v1,', 'v2,') }), secret, { now })).toBe(false);
+    expect(
+      verifyStandardWebhook(
+        body,
+        headers({ 'webhook-signature': headers()['webhook-signature'].replace('v1,', 'v2,') }),
+        secret,
+        { now },
+      ),
+    ).toBe(false);
   });
 
   it('throws for a secret that is not whsec_ + base64 (a configuration error)', () => {

@@ -10,7 +10,13 @@ import dns from 'node:dns';
 import http from 'node:http';
 import type { AddressInfo, LookupFunction } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { addressProblem, checkWebhookUrl, guardedLookup, resolveProblem, type UrlRules } from '../../../runtime/webhooks/url-policy.js';
+import {
+  addressProblem,
+  checkWebhookUrl,
+  guardedLookup,
+  resolveProblem,
+  type UrlRules,
+} from '../../../runtime/webhooks/url-policy.js';
 
 const LIVE: UrlRules = { environment: 'live', allowPrivate: false };
 const TEST: UrlRules = { environment: 'test', allowPrivate: false };
@@ -171,7 +177,9 @@ describe('checkWebhookUrl: the SSRF table', () => {
     expect(reason('https://0x7f000001/')).toMatch(/127\.0\.0\.1 is a loopback address/);
     expect(reason('https://10.1.2.3/')).toMatch(/10\.1\.2\.3 is a private address.*AUTHZ_WEBHOOK_ALLOW_PRIVATE/);
     expect(reason('https://169.254.169.254/', LIVE_PRIVATE)).toMatch(/link-local/);
-    expect(reason('https://[::ffff:7f00:1]/')).toMatch(/IPv4-mapped address embedding 127\.0\.0\.1, a loopback address/);
+    expect(reason('https://[::ffff:7f00:1]/')).toMatch(
+      /IPv4-mapped address embedding 127\.0\.0\.1, a loopback address/,
+    );
     expect(reason('https://[fd00:ec2::254]/', LIVE_PRIVATE)).toMatch(/metadata/);
   });
 
@@ -232,7 +240,18 @@ describe('addressProblem', () => {
   });
 
   it('the cloud metadata, link-local, multicast and unspecified addresses stay forbidden with allowPrivate in both environments', () => {
-    for (const a of ['169.254.169.254', '100.100.100.200', 'fd00:ec2::254', 'fe80::1', '224.0.0.1', 'ff02::1', '0.0.0.0', '::', '255.255.255.255', '240.0.0.1']) {
+    for (const a of [
+      '169.254.169.254',
+      '100.100.100.200',
+      'fd00:ec2::254',
+      'fe80::1',
+      '224.0.0.1',
+      'ff02::1',
+      '0.0.0.0',
+      '::',
+      '255.255.255.255',
+      '240.0.0.1',
+    ]) {
       expect(addressProblem(a, TEST_PRIVATE), a).not.toBeNull();
       expect(addressProblem(a, LIVE_PRIVATE), a).not.toBeNull();
     }
@@ -241,7 +260,8 @@ describe('addressProblem', () => {
 
 type Resolved = Array<{ address: string; family: number }>;
 const family = (address: string) => (address.includes(':') ? 6 : 4);
-const answers = (...addresses: string[]): Resolved => addresses.map((address) => ({ address, family: family(address) }));
+const answers = (...addresses: string[]): Resolved =>
+  addresses.map((address) => ({ address, family: family(address) }));
 
 describe('resolveProblem (registration) with an injected lookup', () => {
   const fake = (table: Record<string, Resolved>) => {
@@ -282,7 +302,9 @@ describe('resolveProblem (registration) with an injected lookup', () => {
   });
 
   it('a name that does not resolve is a reason', async () => {
-    expect(await resolveProblem('nowhere.test', TEST_PRIVATE, lookup)).toMatch(/nowhere\.test does not resolve \(ENOTFOUND\)/);
+    expect(await resolveProblem('nowhere.test', TEST_PRIVATE, lookup)).toMatch(
+      /nowhere\.test does not resolve \(ENOTFOUND\)/,
+    );
     expect(await resolveProblem('empty.test', TEST_PRIVATE, lookup)).toMatch(/does not resolve/);
   });
 
@@ -304,7 +326,11 @@ describe('resolveProblem (registration) with an injected lookup', () => {
 /** A fake of node's dns.lookup answering from a function of the host; records the options it got. */
 function fakeDnsLookup(answer: (host: string) => Resolved | Error) {
   const calls: Array<{ host: string; options: dns.LookupOptions }> = [];
-  const impl = (host: string, options: dns.LookupOptions, callback: (err: NodeJS.ErrnoException | null, addresses: dns.LookupAddress[]) => void) => {
+  const impl = (
+    host: string,
+    options: dns.LookupOptions,
+    callback: (err: NodeJS.ErrnoException | null, addresses: dns.LookupAddress[]) => void,
+  ) => {
     calls.push({ host, options });
     const a = answer(host);
     // Asynchronous, as the real one.
@@ -359,7 +385,9 @@ describe('guardedLookup (delivery) with an injected dns lookup', () => {
 
   it('loopback follows the environment', async () => {
     expect((await callLookup(guardedLookup(TEST, lookup), 'loopback.test', {})).address).toBe('127.0.0.1');
-    expect((await callLookup(guardedLookup(LIVE, lookup), 'loopback.test', {})).err?.code).toBe('WEBHOOK_ADDRESS_FORBIDDEN');
+    expect((await callLookup(guardedLookup(LIVE, lookup), 'loopback.test', {})).err?.code).toBe(
+      'WEBHOOK_ADDRESS_FORBIDDEN',
+    );
   });
 
   it('a resolution error is passed on as is', async () => {
@@ -413,10 +441,21 @@ describe('guardedLookup with the real dns.lookup (localhost only)', () => {
     const { port } = server.address() as AddressInfo;
     const request = (rules: UrlRules) =>
       new Promise<{ status?: number; code?: string }>((resolve) => {
-        const req = http.request({ host: 'localhost', port, path: '/hook', method: 'POST', family: 4, agent: false, lookup: guardedLookup(rules) }, (res) => {
-          res.resume();
-          res.on('end', () => resolve(res.statusCode === undefined ? {} : { status: res.statusCode }));
-        });
+        const req = http.request(
+          {
+            host: 'localhost',
+            port,
+            path: '/hook',
+            method: 'POST',
+            family: 4,
+            agent: false,
+            lookup: guardedLookup(rules),
+          },
+          (res) => {
+            res.resume();
+            res.on('end', () => resolve(res.statusCode === undefined ? {} : { status: res.statusCode }));
+          },
+        );
         req.on('error', (e: NodeJS.ErrnoException) => resolve(e.code === undefined ? {} : { code: e.code }));
         req.end('{}');
       });

@@ -46,14 +46,26 @@ export function agentsView(root) {
           'td',
           { class: 'actions' },
           a.status === 'revoked'
-            ? h('button', { type: 'button', onclick: () => setStatus(a, 'restore'), 'aria-label': `Restore ${a.agent_id}` }, 'Restore')
-            : h('button', { type: 'button', onclick: () => setStatus(a, 'revoke'), 'aria-label': `Revoke ${a.agent_id}` }, 'Revoke'),
+            ? h(
+                'button',
+                { type: 'button', onclick: () => setStatus(a, 'restore'), 'aria-label': `Restore ${a.agent_id}` },
+                'Restore',
+              )
+            : h(
+                'button',
+                { type: 'button', onclick: () => setStatus(a, 'revoke'), 'aria-label': `Revoke ${a.agent_id}` },
+                'Revoke',
+              ),
         ),
       ),
     );
     body.replaceChildren(
       list.items.length
-        ? table('Agents seen in this environment, newest first', ['Agent', 'Status', 'First seen (UTC)', 'Revoked (UTC)', ''], rows)
+        ? table(
+            'Agents seen in this environment, newest first',
+            ['Agent', 'Status', 'First seen (UTC)', 'Revoked (UTC)', ''],
+            rows,
+          )
         : h('p', {}, 'No agent has made a request in this environment yet.'),
       moreButton(list, render),
     );

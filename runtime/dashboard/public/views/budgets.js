@@ -17,7 +17,8 @@ import { budgetUsage } from '../units.js';
 export function keyCell(b) {
   const scope = b.scope ?? 'agent';
   if (scope === 'user') return h('td', { 'data-key': 'user' }, 'user ', long(b.on_behalf_of ?? ''));
-  if (scope === 'session') return h('td', { 'data-key': 'session' }, long(b.agent_id ?? ''), ' / session ', long(b.session_id ?? ''));
+  if (scope === 'session')
+    return h('td', { 'data-key': 'session' }, long(b.agent_id ?? ''), ' / session ', long(b.session_id ?? ''));
   return h('td', { 'data-key': 'agent' }, long(b.agent_id ?? ''));
 }
 
@@ -62,7 +63,11 @@ export function budgetsView(root) {
     });
     body.replaceChildren(
       items.length
-        ? table('Budget usage this period', ['Policy', 'Scope', 'Counted for', 'Usage', 'Period', 'Period ends (UTC)', 'Status'], rows)
+        ? table(
+            'Budget usage this period',
+            ['Policy', 'Scope', 'Counted for', 'Usage', 'Period', 'Period ends (UTC)', 'Status'],
+            rows,
+          )
         : h('p', {}, 'No budget has been used this period.'),
     );
   };

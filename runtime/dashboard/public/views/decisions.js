@@ -11,7 +11,16 @@ import { amountText } from '../units.js';
 /** @typedef {import('../api.js').Decision} Decision */
 
 const POLL_MS = 2000;
-const REASONS = ['policy.matched', 'policy.not_found', 'policy.disabled', 'resource.not_allowed', 'budget.exceeded', 'agent.revoked', 'review.denied', 'review.timeout'];
+const REASONS = [
+  'policy.matched',
+  'policy.not_found',
+  'policy.disabled',
+  'resource.not_allowed',
+  'budget.exceeded',
+  'agent.revoked',
+  'review.denied',
+  'review.timeout',
+];
 
 /**
  * A badge when the decision's outcome with the shadow policies enabled differs; its title says how.
@@ -74,7 +83,11 @@ export function decisionsView(root) {
     );
     body.replaceChildren(
       shown.items.length
-        ? table('Decisions, newest first', ['Time (UTC)', 'Agent', 'Action', 'Resource', 'Amount', 'Effect', 'Reason', 'Policy', 'Status', ''], rows)
+        ? table(
+            'Decisions, newest first',
+            ['Time (UTC)', 'Agent', 'Action', 'Resource', 'Amount', 'Effect', 'Reason', 'Policy', 'Status', ''],
+            rows,
+          )
         : h('p', {}, 'No decisions match.'),
       moreButton(shown, render),
     );

@@ -131,7 +131,8 @@ const shownTotal = (stats, effect) => chartMinutes(stats.per_minute).reduce((n, 
  * @param {unknown} e
  * @param {string} what
  */
-const unavailable = (e, what) => failure(e instanceof ApiError && e.status === 403 ? `${what}: this key may not read it (${e.code}).` : describe(e));
+const unavailable = (e, what) =>
+  failure(e instanceof ApiError && e.status === 403 ? `${what}: this key may not read it (${e.code}).` : describe(e));
 
 /**
  * Draws the overview into `root`; answers a function that stops its refreshing.
@@ -189,14 +190,23 @@ export function overviewView(root) {
           ? table(
               'Agents denied most (last hour)',
               ['Agent', 'Denies'],
-              s.top_denied_agents.map((a) => h('tr', { dataset: { agent: a.agent_id } }, h('td', {}, long(a.agent_id)), h('td', {}, String(a.count)))),
+              s.top_denied_agents.map((a) =>
+                h(
+                  'tr',
+                  { dataset: { agent: a.agent_id } },
+                  h('td', {}, long(a.agent_id)),
+                  h('td', {}, String(a.count)),
+                ),
+              ),
             )
           : h('p', {}, 'No agent was denied in the last hour.'),
         s.top_denied_actions.length
           ? table(
               'Actions denied most (last hour)',
               ['Action', 'Denies'],
-              s.top_denied_actions.map((a) => h('tr', { dataset: { action: a.action } }, h('td', {}, long(a.action)), h('td', {}, String(a.count)))),
+              s.top_denied_actions.map((a) =>
+                h('tr', { dataset: { action: a.action } }, h('td', {}, long(a.action)), h('td', {}, String(a.count))),
+              ),
             )
           : '',
       );
@@ -257,13 +267,24 @@ export function overviewView(root) {
                   h('td', {}, long(d.agent_id)),
                   h('td', {}, long(d.action)),
                   h('td', {}, policyRef(d.policy_id, policies)),
-                  h('td', {}, d.status === 'awaiting_approval' ? `waits until ${time(d.approval_expires_at)}` : 'already allowed (after the fact)'),
+                  h(
+                    'td',
+                    {},
+                    d.status === 'awaiting_approval'
+                      ? `waits until ${time(d.approval_expires_at)}`
+                      : 'already allowed (after the fact)',
+                  ),
                   h('td', {}, detailsButton(d.id)),
                 ),
               ),
             )
           : h('p', {}, 'No review is waiting.'),
-        h('p', {}, `${more > 0 || page.has_more ? `${more}${page.has_more ? '+' : ''} more. ` : ''}`, h('a', { href: '#reviews' }, 'All reviews')),
+        h(
+          'p',
+          {},
+          `${more > 0 || page.has_more ? `${more}${page.has_more ? '+' : ''} more. ` : ''}`,
+          h('a', { href: '#reviews' }, 'All reviews'),
+        ),
       );
     } else reviews.replaceChildren(unavailable(open.reason, 'Reviews'));
     updated.textContent = updatedNow();
@@ -272,10 +293,30 @@ export function overviewView(root) {
   root.replaceChildren(
     h('h2', {}, 'Overview'),
     updated,
-    h('section', { class: 'panel', 'aria-labelledby': 'overview-chart-title' }, h('h3', { id: 'overview-chart-title' }, 'Decisions per minute'), chart),
-    h('section', { 'aria-labelledby': 'overview-denied-title' }, h('h3', { id: 'overview-denied-title' }, 'Denied most'), denied),
-    h('section', { 'aria-labelledby': 'overview-budgets-title' }, h('h3', { id: 'overview-budgets-title' }, 'Budgets nearest their limits'), budgets),
-    h('section', { 'aria-labelledby': 'overview-reviews-title' }, h('h3', { id: 'overview-reviews-title' }, 'Open reviews, agents waiting first'), reviews),
+    h(
+      'section',
+      { class: 'panel', 'aria-labelledby': 'overview-chart-title' },
+      h('h3', { id: 'overview-chart-title' }, 'Decisions per minute'),
+      chart,
+    ),
+    h(
+      'section',
+      { 'aria-labelledby': 'overview-denied-title' },
+      h('h3', { id: 'overview-denied-title' }, 'Denied most'),
+      denied,
+    ),
+    h(
+      'section',
+      { 'aria-labelledby': 'overview-budgets-title' },
+      h('h3', { id: 'overview-budgets-title' }, 'Budgets nearest their limits'),
+      budgets,
+    ),
+    h(
+      'section',
+      { 'aria-labelledby': 'overview-reviews-title' },
+      h('h3', { id: 'overview-reviews-title' }, 'Open reviews, agents waiting first'),
+      reviews,
+    ),
   );
   load();
   const timer = setInterval(() => {

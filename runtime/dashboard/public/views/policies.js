@@ -39,7 +39,11 @@ function diagnosticsList(diagnostics) {
     { class: 'diagnostics' },
     diagnostics.map((d) => {
       const where = d.line ? `line ${d.line}, column ${d.column ?? 1}` : (d.path ?? '/');
-      return h('li', { class: d.severity === 'warning' ? 'warning' : 'error' }, `${where}: ${d.severity ?? 'error'}: ${d.code ? `${d.code}: ` : ''}${d.message}`);
+      return h(
+        'li',
+        { class: d.severity === 'warning' ? 'warning' : 'error' },
+        `${where}: ${d.severity ?? 'error'}: ${d.code ? `${d.code}: ` : ''}${d.message}`,
+      );
     }),
   );
 }
@@ -57,7 +61,12 @@ const CAP = 10_000;
  * @returns {Policy[]}
  */
 export function byPriority(policies) {
-  return [...policies].sort((a, b) => (a.priority ?? 100) - (b.priority ?? 100) || EFFECT_RANK[a.effect] - EFFECT_RANK[b.effect] || a.name.localeCompare(b.name));
+  return [...policies].sort(
+    (a, b) =>
+      (a.priority ?? 100) - (b.priority ?? 100) ||
+      EFFECT_RANK[a.effect] - EFFECT_RANK[b.effect] ||
+      a.name.localeCompare(b.name),
+  );
 }
 
 /**
@@ -131,7 +140,9 @@ export function policiesView(root) {
     const problems = h('div', { id: 'policy-diagnostics', 'aria-live': 'polite' });
     const check = async () => {
       try {
-        const r = /** @type {Validation} */ (await api('POST', '/v1/policies/validate', { body: area.value, contentType: 'application/yaml' }));
+        const r = /** @type {Validation} */ (
+          await api('POST', '/v1/policies/validate', { body: area.value, contentType: 'application/yaml' })
+        );
         problems.replaceChildren(h('h4', {}, r.valid ? 'Valid' : 'Invalid'), diagnosticsList(r.diagnostics));
       } catch (e) {
         problems.replaceChildren(h('h4', {}, 'Invalid'), diagnosticsList(problemsOf(e)));
@@ -153,7 +164,9 @@ export function policiesView(root) {
       openId = null;
       detail.replaceChildren();
       render();
-      /** @type {HTMLElement | null} */ (body.querySelector(`button[aria-label="YAML of ${CSS.escape(p.name)}"]`))?.focus();
+      /** @type {HTMLElement | null} */ (
+        body.querySelector(`button[aria-label="YAML of ${CSS.escape(p.name)}"]`)
+      )?.focus();
     };
     detail.replaceChildren(
       h('h3', {}, `Policy ${p.name}`),
@@ -185,7 +198,11 @@ export function policiesView(root) {
         h('td', {}, patterns(p.agents, 'any agent')),
         h('td', {}, patterns(p.actions, 'any action')),
         h('td', {}, patterns(p.resources, 'any resource')),
-        h('td', {}, p.condition ? h('code', { class: 'condition' }, long(p.condition)) : h('span', { class: 'muted' }, 'none')),
+        h(
+          'td',
+          {},
+          p.condition ? h('code', { class: 'condition' }, long(p.condition)) : h('span', { class: 'muted' }, 'none'),
+        ),
         h('td', {}, h('span', { class: `state ${p.state}` }, p.state)),
         timeCell(p.updated_at),
         h(
@@ -195,9 +212,26 @@ export function policiesView(root) {
             'div',
             { class: 'buttons' },
             p.state === 'enabled'
-              ? h('button', { type: 'button', onclick: () => setState(p, 'disabled'), 'aria-label': `Disable ${p.name}` }, 'Disable')
-              : h('button', { type: 'button', onclick: () => setState(p, 'enabled'), 'aria-label': `Enable ${p.name}` }, 'Enable'),
-            h('button', { type: 'button', onclick: () => open(p), 'aria-label': `YAML of ${p.name}`, 'aria-expanded': String(p.id === openId) }, 'YAML'),
+              ? h(
+                  'button',
+                  { type: 'button', onclick: () => setState(p, 'disabled'), 'aria-label': `Disable ${p.name}` },
+                  'Disable',
+                )
+              : h(
+                  'button',
+                  { type: 'button', onclick: () => setState(p, 'enabled'), 'aria-label': `Enable ${p.name}` },
+                  'Enable',
+                ),
+            h(
+              'button',
+              {
+                type: 'button',
+                onclick: () => open(p),
+                'aria-label': `YAML of ${p.name}`,
+                'aria-expanded': String(p.id === openId),
+              },
+              'YAML',
+            ),
           ),
         ),
       ),
@@ -209,7 +243,18 @@ export function policiesView(root) {
       list.items.length
         ? table(
             'Policies in the order they win: priority (lowest first), then deny, review, allow',
-            ['Priority', 'Name and id', 'Effect', 'Agents', 'Actions', 'Resources', 'Condition', 'State', 'Updated (UTC)', ''],
+            [
+              'Priority',
+              'Name and id',
+              'Effect',
+              'Agents',
+              'Actions',
+              'Resources',
+              'Condition',
+              'State',
+              'Updated (UTC)',
+              '',
+            ],
             rows,
           )
         : h('p', {}, 'No policies in this environment.'),

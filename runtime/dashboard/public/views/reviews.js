@@ -48,8 +48,10 @@ export function queueOrder(open) {
 export function verdictError(e, verdict) {
   const not = `Not ${verdict === 'approve' ? 'approved' : 'denied'}`;
   const reviewerKey = 'sign in with a reviewer key (scopes reviews:read and reviews:write)';
-  if (e instanceof ApiError && e.code === 'review.self_review') return `${not} (${e.code}): this key made the decision, and no key reviews its own decisions; ${reviewerKey}.`;
-  if (e instanceof ApiError && e.code === 'auth.scope_insufficient') return `${not} (${e.code}): this key may not review; ${reviewerKey}.`;
+  if (e instanceof ApiError && e.code === 'review.self_review')
+    return `${not} (${e.code}): this key made the decision, and no key reviews its own decisions; ${reviewerKey}.`;
+  if (e instanceof ApiError && e.code === 'auth.scope_insufficient')
+    return `${not} (${e.code}): this key may not review; ${reviewerKey}.`;
   return `${not}: ${describe(e)}`;
 }
 
@@ -65,7 +67,12 @@ export function verdictError(e, verdict) {
  */
 export function reviewsView(root, target = []) {
   const [targetId, targetVerdict] = target;
-  const reviewer = h('input', { id: 'reviewer-name', type: 'text', autocomplete: 'name', value: sessionStorage.getItem(REVIEWER_STORE) ?? '' });
+  const reviewer = h('input', {
+    id: 'reviewer-name',
+    type: 'text',
+    autocomplete: 'name',
+    value: sessionStorage.getItem(REVIEWER_STORE) ?? '',
+  });
   reviewer.addEventListener('input', () => sessionStorage.setItem(REVIEWER_STORE, reviewer.value.trim()));
   const status = h(
     'select',
@@ -120,7 +127,9 @@ export function reviewsView(root, target = []) {
     const note = (notes.get(d.id) ?? '').trim();
     try {
       const after = /** @type {Decision} */ (
-        await api('POST', `/v1/decisions/${encodeURIComponent(d.id)}/review`, { body: { verdict, reviewer: name, ...(note ? { note } : {}) } })
+        await api('POST', `/v1/decisions/${encodeURIComponent(d.id)}/review`, {
+          body: { verdict, reviewer: name, ...(note ? { note } : {}) },
+        })
       );
       notes.delete(d.id);
       say(`Decision ${d.id} ${after.review?.status ?? verdict}${after.effect === 'deny' ? ` (${after.reason})` : ''}.`);
@@ -133,7 +142,14 @@ export function reviewsView(root, target = []) {
 
   /** @param {Decision} d */
   const verdictCell = (d) => {
-    const note = h('input', { type: 'text', class: 'note', 'aria-label': `Note for ${d.id}`, placeholder: 'note', value: notes.get(d.id) ?? '', maxlength: 2000 });
+    const note = h('input', {
+      type: 'text',
+      class: 'note',
+      'aria-label': `Note for ${d.id}`,
+      placeholder: 'note',
+      value: notes.get(d.id) ?? '',
+      maxlength: 2000,
+    });
     note.addEventListener('input', () => notes.set(d.id, note.value));
     const message = errors.get(d.id);
     return h(
@@ -143,8 +159,16 @@ export function reviewsView(root, target = []) {
       h(
         'div',
         { class: 'buttons' },
-        h('button', { type: 'button', class: 'approve', onclick: () => decideOn(d, 'approve'), 'aria-label': `Approve ${d.id}` }, 'Approve'),
-        h('button', { type: 'button', class: 'deny', onclick: () => decideOn(d, 'deny'), 'aria-label': `Deny ${d.id}` }, 'Deny'),
+        h(
+          'button',
+          { type: 'button', class: 'approve', onclick: () => decideOn(d, 'approve'), 'aria-label': `Approve ${d.id}` },
+          'Approve',
+        ),
+        h(
+          'button',
+          { type: 'button', class: 'deny', onclick: () => decideOn(d, 'deny'), 'aria-label': `Deny ${d.id}` },
+          'Deny',
+        ),
         detailsButton(d.id),
       ),
       h('p', { class: 'row-error error', role: 'alert', hidden: !message }, message ?? ''),
@@ -171,36 +195,77 @@ export function reviewsView(root, target = []) {
           'session ',
           sessionLink(d.session_id),
           d.metadata?.session_labels
-            ? h('div', { class: 'decided-with', title: 'The labels of the session this decision was decided with' }, 'labels: ', labelBadges(d.metadata.session_labels))
+            ? h(
+                'div',
+                { class: 'decided-with', title: 'The labels of the session this decision was decided with' },
+                'labels: ',
+                labelBadges(d.metadata.session_labels),
+              )
             : '',
         )
       : '';
   /** @param {Decision} d */
-  const contextOf = (d) => (d.context ? h('details', { class: 'context' }, h('summary', {}, 'context'), h('pre', { class: 'context' }, JSON.stringify(d.context, null, 2))) : '');
+  const contextOf = (d) =>
+    d.context
+      ? h(
+          'details',
+          { class: 'context' },
+          h('summary', {}, 'context'),
+          h('pre', { class: 'context' }, JSON.stringify(d.context, null, 2)),
+        )
+      : '';
   /** A time that may wrap between its date and its time of day, never inside either. @param {string | null | undefined} iso */
   const when = (iso) => words(time(iso));
   /** @param {Decision} d */
-  const rowAttrs = (d) => ({ dataset: { id: d.id, reviewState: d.review?.status ?? 'none', kind: d.approval_expires_at ? 'approval' : 'after-the-fact' } });
+  const rowAttrs = (d) => ({
+    dataset: {
+      id: d.id,
+      reviewState: d.review?.status ?? 'none',
+      kind: d.approval_expires_at ? 'approval' : 'after-the-fact',
+    },
+  });
 
   const renderOpen = () => {
     const { waiting, afterwards } = queueOrder(open.items);
-    const waitingRows = waiting.map((d) => h('tr', rowAttrs(d), h('td', { class: 'deadline' }, when(d.approval_expires_at)), ...askedCells(d), verdictCell(d)));
-    const afterRows = afterwards.map((d) => h('tr', rowAttrs(d), h('td', {}, when(d.evaluated_at)), ...askedCells(d), verdictCell(d)));
+    const waitingRows = waiting.map((d) =>
+      h(
+        'tr',
+        rowAttrs(d),
+        h('td', { class: 'deadline' }, when(d.approval_expires_at)),
+        ...askedCells(d),
+        verdictCell(d),
+      ),
+    );
+    const afterRows = afterwards.map((d) =>
+      h('tr', rowAttrs(d), h('td', {}, when(d.evaluated_at)), ...askedCells(d), verdictCell(d)),
+    );
     const columns = ['Agent', 'Action', 'Resource', 'Amount', 'Matched policies', 'Verdict (note optional)'];
     body.replaceChildren(
       h(
         'section',
         { id: 'reviews-waiting', 'aria-labelledby': 'reviews-waiting-title' },
         h('h3', { id: 'reviews-waiting-title' }, `Waiting for approval (${waiting.length})`),
-        h('p', { class: 'muted' }, 'An agent waits on each of these: approve or deny before the deadline, or the action is denied (review.timeout). Soonest deadline first.'),
-        waiting.length ? table({ labelledBy: 'reviews-waiting-title' }, ['Deadline (UTC)', ...columns], waitingRows) : h('p', {}, 'No agent is waiting for an approval.'),
+        h(
+          'p',
+          { class: 'muted' },
+          'An agent waits on each of these: approve or deny before the deadline, or the action is denied (review.timeout). Soonest deadline first.',
+        ),
+        waiting.length
+          ? table({ labelledBy: 'reviews-waiting-title' }, ['Deadline (UTC)', ...columns], waitingRows)
+          : h('p', {}, 'No agent is waiting for an approval.'),
       ),
       h(
         'section',
         { id: 'reviews-after', 'aria-labelledby': 'reviews-after-title' },
         h('h3', { id: 'reviews-after-title' }, `After the fact (${afterwards.length})`),
-        h('p', { class: 'muted' }, 'Actions already allowed: a verdict records your judgement and changes nothing else. Oldest first.'),
-        afterwards.length ? table({ labelledBy: 'reviews-after-title' }, ['Asked (UTC)', ...columns], afterRows) : h('p', {}, 'No review after the fact is open.'),
+        h(
+          'p',
+          { class: 'muted' },
+          'Actions already allowed: a verdict records your judgement and changes nothing else. Oldest first.',
+        ),
+        afterwards.length
+          ? table({ labelledBy: 'reviews-after-title' }, ['Asked (UTC)', ...columns], afterRows)
+          : h('p', {}, 'No review after the fact is open.'),
       ),
       open.truncated ? h('p', { class: 'muted' }, `Showing the oldest ${OPEN_CAP} open reviews only.`) : '',
     );
@@ -226,7 +291,13 @@ export function reviewsView(root, target = []) {
     );
     const title = `${shown[0]?.toUpperCase()}${shown.slice(1)} reviews, newest first`;
     body.replaceChildren(
-      done.items.length ? table(title, ['Reviewed (UTC)', 'Agent', 'Action', 'Resource', 'Amount', 'Matched policies', 'Review', ''], rows) : h('p', {}, `No ${shown} reviews.`),
+      done.items.length
+        ? table(
+            title,
+            ['Reviewed (UTC)', 'Agent', 'Action', 'Resource', 'Amount', 'Matched policies', 'Review', ''],
+            rows,
+          )
+        : h('p', {}, `No ${shown} reviews.`),
       moreButton(done, renderDone),
     );
   };
@@ -252,7 +323,10 @@ export function reviewsView(root, target = []) {
     shown = mine;
     try {
       if (mine === 'open') {
-        const [read, index] = await Promise.all([readAll('/v1/reviews?status=open', (/** @type {Decision} */ d) => d.id, OPEN_CAP), policyIndex()]);
+        const [read, index] = await Promise.all([
+          readAll('/v1/reviews?status=open', (/** @type {Decision} */ d) => d.id, OPEN_CAP),
+          policyIndex(),
+        ]);
         if (shown !== mine) return;
         open = /** @type {{ items: Decision[], truncated: boolean }} */ (read);
         policies = index;
@@ -296,7 +370,11 @@ export function reviewsView(root, target = []) {
       reviewer,
       h('label', { for: 'review-status' }, 'Show'),
       status,
-      h('span', { class: 'muted' }, 'Answering needs a reviewer key (scopes reviews:read and reviews:write), not the key the agents decide with.'),
+      h(
+        'span',
+        { class: 'muted' },
+        'Answering needs a reviewer key (scopes reviews:read and reviews:write), not the key the agents decide with.',
+      ),
     ),
     body,
   );

@@ -51,12 +51,22 @@ export function sessionsView(root, rest = []) {
     e.preventDefault();
     if (input.value.trim()) location.hash = sessionHref(input.value.trim());
   };
-  const form = h('form', { class: 'filters', onsubmit: go }, h('label', { for: 'session-id' }, 'Session id'), input, h('button', { type: 'submit' }, 'Show'));
+  const form = h(
+    'form',
+    { class: 'filters', onsubmit: go },
+    h('label', { for: 'session-id' }, 'Session id'),
+    input,
+    h('button', { type: 'submit' }, 'Show'),
+  );
   if (!id) {
     root.replaceChildren(
       h('h2', {}, 'Sessions'),
       form,
-      h('p', { class: 'muted' }, 'A session is one agent run: the decisions with one session_id (the MCP gateway names it). Open one from a decision or a review, or by its id.'),
+      h(
+        'p',
+        { class: 'muted' },
+        'A session is one agent run: the decisions with one session_id (the MCP gateway names it). Open one from a decision or a review, or by its id.',
+      ),
     );
     return () => {};
   }
@@ -96,7 +106,11 @@ export function sessionsView(root, rest = []) {
     labels.replaceChildren(
       h('h3', { id: 'session-labels-title' }, 'Labels: what the session has read'),
       labelRows.length
-        ? table({ labelledBy: 'session-labels-title' }, ['Label', 'Source', 'Where from', 'Decision', 'Detail', 'Added (UTC)'], labelRows)
+        ? table(
+            { labelledBy: 'session-labels-title' },
+            ['Label', 'Source', 'Where from', 'Decision', 'Detail', 'Added (UTC)'],
+            labelRows,
+          )
         : h('p', {}, 'No labels: nothing this session read was labelled.'),
     );
     const rows = list.items.map((d) =>
@@ -113,7 +127,11 @@ export function sessionsView(root, rest = []) {
     );
     decisionsBody.replaceChildren(
       rows.length
-        ? table({ labelledBy: 'session-decisions-title' }, ['Time (UTC)', 'Agent', 'Action', 'Resource', 'Effect', 'Status', 'Decided with', 'Result labelled', ''], rows)
+        ? table(
+            { labelledBy: 'session-decisions-title' },
+            ['Time (UTC)', 'Agent', 'Action', 'Resource', 'Effect', 'Status', 'Decided with', 'Result labelled', ''],
+            rows,
+          )
         : h('p', {}, 'No decisions in this session.'),
       moreButton(list, render),
     );
@@ -156,7 +174,12 @@ export function sessionsView(root, rest = []) {
     updated,
     summary,
     labels,
-    h('section', { id: 'session-decisions', 'aria-labelledby': 'session-decisions-title' }, h('h3', { id: 'session-decisions-title' }, 'Decisions, newest first'), decisionsBody),
+    h(
+      'section',
+      { id: 'session-decisions', 'aria-labelledby': 'session-decisions-title' },
+      h('h3', { id: 'session-decisions-title' }, 'Decisions, newest first'),
+      decisionsBody,
+    ),
   );
   return () => clearInterval(timer);
 }

@@ -64,14 +64,33 @@ export function webhooksView(root) {
           timeCell(d.next_attempt_at),
           h('td', {}, attemptsHistory(d)),
           h('td', {}, d.replay_of ? long(`replay of ${d.replay_of}`) : ''),
-          h('td', { class: 'actions' }, h('button', { type: 'button', onclick: () => replay(d), 'aria-label': `Replay ${d.id}` }, 'Replay')),
+          h(
+            'td',
+            { class: 'actions' },
+            h('button', { type: 'button', onclick: () => replay(d), 'aria-label': `Replay ${d.id}` }, 'Replay'),
+          ),
         ),
       );
       deliveries.replaceChildren(
         h('h3', { class: 'wrap' }, `Deliveries to ${endpoint.url}`),
         h('button', { type: 'button', onclick: () => showDeliveries(endpoint) }, 'Refresh'),
         list.items.length
-          ? table('Deliveries, newest first', ['Created (UTC)', 'Event', 'Event id', 'Status', 'HTTP', 'Error', 'Next attempt (UTC)', 'History', '', ''], rows)
+          ? table(
+              'Deliveries, newest first',
+              [
+                'Created (UTC)',
+                'Event',
+                'Event id',
+                'Status',
+                'HTTP',
+                'Error',
+                'Next attempt (UTC)',
+                'History',
+                '',
+                '',
+              ],
+              rows,
+            )
           : h('p', {}, 'No deliveries yet.'),
         moreButton(list, render),
       );
@@ -104,7 +123,15 @@ export function webhooksView(root) {
         h('td', {}, long(w.events.join(', '))),
         h('td', {}, h('span', { class: `state ${w.status}` }, w.status)),
         h('td', {}, w.description == null ? '' : long(w.description)),
-        h('td', { class: 'actions' }, h('button', { type: 'button', onclick: () => showDeliveries(w), 'aria-label': `Deliveries of ${w.url}` }, 'Deliveries')),
+        h(
+          'td',
+          { class: 'actions' },
+          h(
+            'button',
+            { type: 'button', onclick: () => showDeliveries(w), 'aria-label': `Deliveries of ${w.url}` },
+            'Deliveries',
+          ),
+        ),
       ),
     );
     body.replaceChildren(
