@@ -150,9 +150,7 @@ export async function deleteEndedSessions(
     delete from sessions d using (
       select s.account_id, s.environment, s.session_id from sessions s
       where s.seen_at < ${cut}
-        and not exists (select 1 from decisions x
-                        where x.account_id = s.account_id and x.environment = s.environment and x.session_id = s.session_id
-                          and x.evaluated_at >= ${cut})
+        and not authz_session_live(s.account_id, s.environment, s.session_id, s.seen_at, ${cut})
       order by s.seen_at limit ${limit}
       for update of s skip locked
     ) e

@@ -15,7 +15,6 @@ declare
   now_ts constant timestamptz := p_now;
   cut constant timestamptz := p_now - make_interval(secs => idle_seconds);
   seen timestamptz;
-  last_decision timestamptz;
   fresh text[];
   held int;
 begin
@@ -25,16 +24,11 @@ begin
   select s.seen_at into seen from sessions s
   where s.account_id = p_account and s.environment = p_environment and s.session_id = p_session
   for update;
-  if seen < cut then
-    select d.evaluated_at into last_decision from decisions d
-    where d.account_id = p_account and d.environment = p_environment and d.session_id = p_session
-    order by d.seq desc limit 1;
-    if last_decision is null or last_decision < cut then
-      delete from session_labels l
-      where l.account_id = p_account and l.environment = p_environment and l.session_id = p_session;
-      update sessions s set started_at = now_ts, seen_at = now_ts
-      where s.account_id = p_account and s.environment = p_environment and s.session_id = p_session;
-    end if;
+  if not authz_session_live(p_account, p_environment, p_session, seen, cut) then
+    delete from session_labels l
+    where l.account_id = p_account and l.environment = p_environment and l.session_id = p_session;
+    update sessions s set started_at = now_ts, seen_at = now_ts
+    where s.account_id = p_account and s.environment = p_environment and s.session_id = p_session;
   end if;
   select coalesce(array_agg(distinct x.label), '{}') into fresh from unnest(p_labels) as x(label)
   where not exists (select 1 from session_labels l

@@ -13,10 +13,7 @@ declare
   cut constant timestamptz := to_timestamp(now_ms / 1000.0) - make_interval(secs => idle_s);
 begin
   return (
-    select case when s.seen_at >= cut or coalesce((
-          select d.evaluated_at from decisions d
-          where d.account_id = s.account_id and d.environment = s.environment and d.session_id = s.session_id
-          order by d.seq desc limit 1) >= cut, false)
+    select case when authz_session_live(s.account_id, s.environment, s.session_id, s.seen_at, cut)
         then array(select l.label from session_labels l
                    where l.account_id = s.account_id and l.environment = s.environment and l.session_id = s.session_id
                    order by l.added_at, l.label)

@@ -62,7 +62,7 @@ function definedIn(file: string, text: string): string[] {
 function packageSources(): string[] {
   return execFileSync('git', ['ls-files', '*.ts', '*.js', '*.mjs', '*.sql'], { cwd: ROOT, encoding: 'utf8' })
     .split('\n')
-    .filter((f) => /^(runtime|compiler|clients|verifier|webhooks|bin|scripts|examples)\//.test(f));
+    .filter((f) => /^(runtime|compiler|clients|permit-verifier|webhook-receiver|bin|scripts|examples)\//.test(f));
 }
 
 const FUNCTION_NAMES = readdirSync(functionsDir())
