@@ -26,7 +26,7 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 function trackedSources(): string[] {
   return execFileSync('git', ['ls-files', '*.ts', '*.js'], { cwd: ROOT, encoding: 'utf8' })
     .split('\n')
-    .filter((f) => /^(runtime|compiler|bench|examples|clients|verifier|webhooks)\//.test(f) && !f.includes('/public/'));
+    .filter((f) => /^(runtime|compiler|bench|examples|clients|permit-verifier|webhook-receiver)\//.test(f) && !f.includes('/public/'));
 }
 
 /**
@@ -42,7 +42,7 @@ function trackedSources(): string[] {
 function shippedSources(): string[] {
   return execFileSync('git', ['ls-files', '*.ts', '*.js'], { cwd: ROOT, encoding: 'utf8' })
     .split('\n')
-    .filter((f) => /^(runtime|compiler|clients|verifier|webhooks)\//.test(f));
+    .filter((f) => /^(runtime|compiler|clients|permit-verifier|webhook-receiver)\//.test(f));
 }
 
 describe('import graph', () => {
