@@ -26,7 +26,11 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 function trackedSources(): string[] {
   return execFileSync('git', ['ls-files', '*.ts', '*.js'], { cwd: ROOT, encoding: 'utf8' })
     .split('\n')
-    .filter((f) => /^(runtime|compiler|bench|examples|clients|permit-verifier|webhook-receiver)\//.test(f) && !f.includes('/public/'));
+    .filter(
+      (f) =>
+        /^(runtime|compiler|bench|examples|clients|permit-verifier|webhook-receiver)\//.test(f) &&
+        !f.includes('/public/'),
+    );
 }
 
 /**
