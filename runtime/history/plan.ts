@@ -109,6 +109,9 @@ function scopeKey(scope: HistoryProbe['scope'], s: HistorySubject): string | nul
   }
 }
 
+/** The bit of each scope in an entry's `scopes` (migration 024: each scope's index holds its bit's entries). */
+const SCOPE_BITS = { session: 1, agent: 2, user: 4, environment: 8 } as const;
+
 const lockKey = (t: Tenant, scope: string, key: string | null) =>
   [t.accountId, t.environment, scope, key ?? ''].join('\x1f');
 
@@ -170,6 +173,7 @@ export function planHistory(
       match_values: matchValues,
       evaluated_at_ms: options.nowMs,
       keep_until_ms: options.nowMs + keepSeconds * 1000,
+      scopes: seeing.reduce((bits, p) => bits | SCOPE_BITS[p.scope], 0),
     };
   }
   return { probes, checks, entry, locks: [...locks].sort() };

@@ -48,6 +48,8 @@ export interface HistoryRecord {
   match_values: Record<string, unknown>;
   evaluated_at_ms: number;
   keep_until_ms: number;
+  /** The scopes whose functions see the entry (migration 024): 1 session, 2 agent, 4 user, 8 environment. */
+  scopes: number;
 }
 
 /** What a request of the limits gate carries of history (store/limits.ts LimitRequest.history). */
@@ -104,8 +106,8 @@ export async function denyHistory(
 
 /** Deletes up to `batch` entries no window needs any more (keep_until before `nowMs`); how many. */
 export async function pruneHistory(sql: SqlOrTx, nowMs: number, batch = 5000): Promise<number> {
-  const rows = await sql`delete from history_entries where id in (
-    select id from history_entries where keep_until < to_timestamp(${nowMs}::float8 / 1000) limit ${batch})
+  const rows = await sql`delete from history_entries where ctid = any (array(
+    select ctid from history_entries where keep_until < to_timestamp(${nowMs}::float8 / 1000) limit ${batch}))
     returning 1`;
   return rows.length;
 }

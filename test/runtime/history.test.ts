@@ -229,6 +229,48 @@ describe.each(STORE_KINDS)('history in conditions (%s)', (kind) => {
     expect(await effects([{ agent_id: a, session_id: s, action: 'mail.send', context: {} }])).toEqual(['allow']);
   });
 
+  it('an entry is indexed for the scopes whose functions see it; named actions and patterns, and MATCH on a list, count what the reference counts', async () => {
+    await install([
+      { id: 'pol_sa', effect: 'allow', actions: ['sc.a'], condition: "history.count('sc.a', '1h') < 100" },
+      { id: 'pol_sb', effect: 'allow', actions: ['sc.b'], condition: "history.count('sc.*', '1h', 'agent') < 100" },
+      {
+        id: 'pol_sc',
+        effect: 'allow',
+        actions: ['sc.c'],
+        condition: "history.count('sc.c', '1h', 'session', ['context.tags']) < 100",
+      },
+    ]);
+    const a = agent('scopes');
+    const s = agent('scopes-session');
+    const scopesOf = async (decisionId: string) =>
+      (
+        await rt.store.sql<
+          Array<{ scopes: number }>
+        >`select scopes from history_entries where decision_id = ${decisionId}`
+      ).map((r) => r.scopes);
+    const historyOf = (d: { metadata?: unknown }) => (d.metadata as JsonObject).history[0].value as number;
+    // sc.a: seen by the session function (1) and the agent pattern (2); sc.b by the agent pattern alone.
+    const first = await decide(rt, { agent_id: a, session_id: s, action: 'sc.a' });
+    expect(await scopesOf(first.id)).toEqual([3]);
+    const second = await decide(rt, { agent_id: a, session_id: s, action: 'sc.a' });
+    expect(historyOf(second)).toBe(1);
+    const b = await decide(rt, { agent_id: a, action: 'sc.b' });
+    expect([historyOf(b), ...(await scopesOf(b.id))]).toEqual([2, 2]);
+    // A list compares whole: ['x', 'y'] is not ['x'] (containment would count it).
+    const tagged = (tags: string[]) => decide(rt, { agent_id: a, session_id: s, action: 'sc.c', context: { tags } });
+    expect(historyOf(await tagged(['x', 'y']))).toBe(0);
+    const again = await tagged(['x', 'y']);
+    expect([historyOf(again), ...(await scopesOf(again.id))]).toEqual([1, 3]);
+    expect(historyOf(await tagged(['x']))).toBe(0);
+    expect(historyOf(await tagged(['x', 'y']))).toBe(2);
+    // The agent pattern saw every one of them.
+    expect(historyOf(await decide(rt, { agent_id: a, action: 'sc.b' }))).toBe(7);
+    // Each scope's index holds only its bit's entries (migration 024's partial indexes): no session bit without a session.
+    const [wrong] = await rt.store.sql<Array<{ n: number }>>`
+      select count(*)::int as n from history_entries where agent_id = ${a} and session_id is null and (scopes & 1) <> 0`;
+    expect(wrong!.n).toBe(0);
+  });
+
   it('400 validation.missing_field for a request a candidate session or user probe applies to without that field; other actions are unaffected', async () => {
     await install([
       { id: 'pol_s', effect: 'allow', actions: ['s.go'], condition: "history.count('s.go', '1h') < 3" },

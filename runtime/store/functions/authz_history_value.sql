@@ -10,36 +10,82 @@
 -- Check: {scope: session|agent|user|environment, key (the scope's value; null
 -- for environment), actions: [pattern...], window_s, measure: count|sum|denied,
 -- match: {field: value}}. Each scope reads through its own index of
--- history_entries (migration 021).
+-- history_entries (migration 024), which holds the entries its functions saw
+-- (`scopes` bit) by scope key, action and time: a check over named actions
+-- (no `*`, the common case) reads only those actions' entries within the
+-- window, its tests written inline (kind, MATCH by containment when every
+-- value is a string, number or boolean); a pattern reads the key's entries
+-- and tests each with authz_history_sees.
 create or replace function authz_history_value(account text, env text, c jsonb, at_ms double precision)
 returns numeric
 language plpgsql stable as $$
 declare
   since constant timestamptz := to_timestamp(at_ms / 1000.0) - make_interval(secs => (c->>'window_s')::float8);
   k constant text := c->>'key';
+  summed constant boolean := c->>'measure' = 'sum';
+  wanted constant text := case when c->>'measure' = 'denied' then 'denied' else 'counted' end;
+  m constant jsonb := case when jsonb_typeof(c->'match') = 'object' and c->'match' <> '{}'::jsonb then c->'match' end;
+  plain_m boolean := true;
+  exacts text[];
   total numeric;
 begin
+  select array_agg(p) into exacts from jsonb_array_elements_text(c->'actions') p;
+  if exists (select 1 from unnest(exacts) p where position('*' in p) > 0) then
+    exacts := null;
+  end if;
+  if m is not null then
+    plain_m := not exists (select 1 from jsonb_each(m) f where jsonb_typeof(f.value) in ('object', 'array', 'null'));
+  end if;
+  if exacts is not null then
+    case c->>'scope'
+      when 'session' then
+        select case when summed then coalesce(sum(coalesce(e.confirmed_amount, e.amount, 0)), 0) else count(*) end into total
+        from history_entries e
+        where e.account_id = account and e.environment = env and e.session_id = k and (e.scopes & 1) <> 0
+          and e.action = any (exacts) and e.evaluated_at >= since and e.kind = wanted
+          and (m is null or (plain_m and e.match_values @> m) or (not plain_m and authz_history_sees(c, e.action, e.kind, e.match_values)));
+      when 'agent' then
+        select case when summed then coalesce(sum(coalesce(e.confirmed_amount, e.amount, 0)), 0) else count(*) end into total
+        from history_entries e
+        where e.account_id = account and e.environment = env and e.agent_id = k and (e.scopes & 2) <> 0
+          and e.action = any (exacts) and e.evaluated_at >= since and e.kind = wanted
+          and (m is null or (plain_m and e.match_values @> m) or (not plain_m and authz_history_sees(c, e.action, e.kind, e.match_values)));
+      when 'user' then
+        select case when summed then coalesce(sum(coalesce(e.confirmed_amount, e.amount, 0)), 0) else count(*) end into total
+        from history_entries e
+        where e.account_id = account and e.environment = env and e.on_behalf_of = k and (e.scopes & 4) <> 0
+          and e.action = any (exacts) and e.evaluated_at >= since and e.kind = wanted
+          and (m is null or (plain_m and e.match_values @> m) or (not plain_m and authz_history_sees(c, e.action, e.kind, e.match_values)));
+      else
+        select case when summed then coalesce(sum(coalesce(e.confirmed_amount, e.amount, 0)), 0) else count(*) end into total
+        from history_entries e
+        where e.account_id = account and e.environment = env and (e.scopes & 8) <> 0
+          and e.action = any (exacts) and e.evaluated_at >= since and e.kind = wanted
+          and (m is null or (plain_m and e.match_values @> m) or (not plain_m and authz_history_sees(c, e.action, e.kind, e.match_values)));
+    end case;
+    return total;
+  end if;
   case c->>'scope'
     when 'session' then
-      select case when c->>'measure' = 'sum' then coalesce(sum(coalesce(e.confirmed_amount, e.amount, 0)), 0) else count(*) end into total
+      select case when summed then coalesce(sum(coalesce(e.confirmed_amount, e.amount, 0)), 0) else count(*) end into total
       from history_entries e
-      where e.account_id = account and e.environment = env and e.session_id = k and e.evaluated_at >= since
-        and authz_history_sees(c, e.action, e.kind, e.match_values);
+      where e.account_id = account and e.environment = env and e.session_id = k and (e.scopes & 1) <> 0
+        and e.evaluated_at >= since and authz_history_sees(c, e.action, e.kind, e.match_values);
     when 'agent' then
-      select case when c->>'measure' = 'sum' then coalesce(sum(coalesce(e.confirmed_amount, e.amount, 0)), 0) else count(*) end into total
+      select case when summed then coalesce(sum(coalesce(e.confirmed_amount, e.amount, 0)), 0) else count(*) end into total
       from history_entries e
-      where e.account_id = account and e.environment = env and e.agent_id = k and e.evaluated_at >= since
-        and authz_history_sees(c, e.action, e.kind, e.match_values);
+      where e.account_id = account and e.environment = env and e.agent_id = k and (e.scopes & 2) <> 0
+        and e.evaluated_at >= since and authz_history_sees(c, e.action, e.kind, e.match_values);
     when 'user' then
-      select case when c->>'measure' = 'sum' then coalesce(sum(coalesce(e.confirmed_amount, e.amount, 0)), 0) else count(*) end into total
+      select case when summed then coalesce(sum(coalesce(e.confirmed_amount, e.amount, 0)), 0) else count(*) end into total
       from history_entries e
-      where e.account_id = account and e.environment = env and e.on_behalf_of = k and e.evaluated_at >= since
-        and authz_history_sees(c, e.action, e.kind, e.match_values);
+      where e.account_id = account and e.environment = env and e.on_behalf_of = k and (e.scopes & 4) <> 0
+        and e.evaluated_at >= since and authz_history_sees(c, e.action, e.kind, e.match_values);
     else
-      select case when c->>'measure' = 'sum' then coalesce(sum(coalesce(e.confirmed_amount, e.amount, 0)), 0) else count(*) end into total
+      select case when summed then coalesce(sum(coalesce(e.confirmed_amount, e.amount, 0)), 0) else count(*) end into total
       from history_entries e
-      where e.account_id = account and e.environment = env and e.evaluated_at >= since
-        and authz_history_sees(c, e.action, e.kind, e.match_values);
+      where e.account_id = account and e.environment = env and (e.scopes & 8) <> 0
+        and e.evaluated_at >= since and authz_history_sees(c, e.action, e.kind, e.match_values);
   end case;
   return total;
 end $$;
