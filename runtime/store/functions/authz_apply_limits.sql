@@ -97,6 +97,8 @@ declare
   hv numeric;
   stale boolean;
   lock_key bigint;
+  has_rates boolean;
+  has_budgets boolean;
 begin
   perform set_config('synchronous_commit', 'off', true);
 
@@ -177,18 +179,23 @@ begin
   end loop;
 
   for req, idx in select value, ordinality::int from jsonb_array_elements(batch) with ordinality loop
-    -- Every limiter must pass, else none moves.
-    result := authz_rate_judge(req, rate_now, rate_keys, rate_tats);
-    if result is not null then
-      i := idx;
-      return next;
-      continue;
+    -- Every limiter must pass, else none moves. (Each loop over a request's rates
+    -- or budgets is a query: a request without them skips it.)
+    has_rates := jsonb_typeof(req->'rates') = 'array' and jsonb_array_length(req->'rates') > 0;
+    has_budgets := jsonb_typeof(req->'budgets') = 'array' and jsonb_array_length(req->'budgets') > 0;
+    if has_rates then
+      result := authz_rate_judge(req, rate_now, rate_keys, rate_tats);
+      if result is not null then
+        i := idx;
+        return next;
+        continue;
+      end if;
+      for x in select value from jsonb_array_elements(req->'rates') loop
+        pos := array_position(rate_keys, concat_ws(chr(31), req->>'account_id', req->>'environment', x->>'key'));
+        rate_tats[pos] := greatest(rate_tats[pos], rate_now) + (x->>'interval_ms')::float8;
+        rate_moved[pos] := true;
+      end loop;
     end if;
-    for x in select value from jsonb_array_elements(req->'rates') loop
-      pos := array_position(rate_keys, concat_ws(chr(31), req->>'account_id', req->>'environment', x->>'key'));
-      rate_tats[pos] := greatest(rate_tats[pos], rate_now) + (x->>'interval_ms')::float8;
-      rate_moved[pos] := true;
-    end loop;
 
     -- The history this request was evaluated with must still give its outcome.
     hist := case when jsonb_typeof(req->'history') = 'object' then req->'history' end;
@@ -214,45 +221,47 @@ begin
     -- judged on the batch's copy of it.
     denied := null;
     row_ix := '{}';
-    for x in select value from jsonb_array_elements(req->'budgets') loop
-      pos := array_position(row_keys, concat_ws(chr(31), req->>'account_id', req->>'environment', x->>'policy_id', x->>'scope',
-        x->>'agent_id', x->>'session_id', x->>'on_behalf_of', x->>'unit', x->>'period', ((x->>'period_start')::timestamptz)::text));
-      row_ix := row_ix || pos;
-      u := brows[pos];
-      cost := (x->>'cost')::numeric;
-      if authz_budget_exceeds(u, cost) then
-        denied := jsonb_build_object('budget', authz_usage_json(u), 'cost', cost);
-        exit;
-      end if;
-    end loop;
-    if denied is not null then
-      if hist is not null then
-        perform authz_history_record(req, 'denied');
-      end if;
-      i := idx;
-      result := denied || jsonb_build_object('outcome', 'budget_exceeded', 'history', hvalues);
-      return next;
-      continue;
-    end if;
-
     applied := '[]';
-    n := 0;
-    for x in select value from jsonb_array_elements(req->'budgets') loop
-      n := n + 1;
-      cost := (x->>'cost')::numeric;
-      u := authz_budget_take(brows[row_ix[n]], cost);
-      if authz_budget_held(u.unit) then
-        hold_decisions := hold_decisions || (req->>'decision_id');
-        hold_rows := hold_rows || row_ix[n];
-        hold_amounts := hold_amounts || cost;
-        hold_expiries := hold_expiries || (req->>'expires_at')::timestamptz;
-        hold_agents := hold_agents || (req->>'agent_id');
+    if has_budgets then
+      for x in select value from jsonb_array_elements(req->'budgets') loop
+        pos := array_position(row_keys, concat_ws(chr(31), req->>'account_id', req->>'environment', x->>'policy_id', x->>'scope',
+          x->>'agent_id', x->>'session_id', x->>'on_behalf_of', x->>'unit', x->>'period', ((x->>'period_start')::timestamptz)::text));
+        row_ix := row_ix || pos;
+        u := brows[pos];
+        cost := (x->>'cost')::numeric;
+        if authz_budget_exceeds(u, cost) then
+          denied := jsonb_build_object('budget', authz_usage_json(u), 'cost', cost);
+          exit;
+        end if;
+      end loop;
+      if denied is not null then
+        if hist is not null then
+          perform authz_history_record(req, 'denied');
+        end if;
+        i := idx;
+        result := denied || jsonb_build_object('outcome', 'budget_exceeded', 'history', hvalues);
+        return next;
+        continue;
       end if;
-      u := authz_budget_events(u, now_ts, req->>'agent_id');
-      brows[row_ix[n]] := u;
-      changed[row_ix[n]] := true;
-      applied := applied || authz_usage_json(u);
-    end loop;
+
+      n := 0;
+      for x in select value from jsonb_array_elements(req->'budgets') loop
+        n := n + 1;
+        cost := (x->>'cost')::numeric;
+        u := authz_budget_take(brows[row_ix[n]], cost);
+        if authz_budget_held(u.unit) then
+          hold_decisions := hold_decisions || (req->>'decision_id');
+          hold_rows := hold_rows || row_ix[n];
+          hold_amounts := hold_amounts || cost;
+          hold_expiries := hold_expiries || (req->>'expires_at')::timestamptz;
+          hold_agents := hold_agents || (req->>'agent_id');
+        end if;
+        u := authz_budget_events(u, now_ts, req->>'agent_id');
+        brows[row_ix[n]] := u;
+        changed[row_ix[n]] := true;
+        applied := applied || authz_usage_json(u);
+      end loop;
+    end if;
     if hist is not null then
       perform authz_history_record(req, null);
     end if;

@@ -29,12 +29,11 @@ declare
   exacts text[];
   total numeric;
 begin
-  select array_agg(p) into exacts from jsonb_array_elements_text(c->'actions') p;
-  if exists (select 1 from unnest(exacts) p where position('*' in p) > 0) then
-    exacts := null;
-  end if;
+  -- One query for the actions (null when one is a pattern); the MATCH test is a simple expression.
+  select case when bool_or(position('*' in p) > 0) then null else array_agg(p) end into exacts
+  from jsonb_array_elements_text(c->'actions') p;
   if m is not null then
-    plain_m := not exists (select 1 from jsonb_each(m) f where jsonb_typeof(f.value) in ('object', 'array', 'null'));
+    plain_m := not jsonb_path_exists(m, 'strict $.* ? (@.type() == "object" || @.type() == "array" || @.type() == "null")');
   end if;
   if exacts is not null then
     case c->>'scope'
