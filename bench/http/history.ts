@@ -9,7 +9,10 @@
  * and a label" figure). While the
  * history allow runs, 200 concurrent requests against
  * `history.count('race.go', '1h') < 5` in one fresh session must give exactly
- * 5 allows. Prints the figures as JSON (bench/REPORT.md gives them).
+ * 5 allows. With each scenario's req/s, the CPU each request cost the server
+ * process and PostgreSQL (/proc: bench/http/cpu.ts), which contention from other
+ * work on the machine moves far less than req/s. Prints the figures as JSON
+ * (bench/REPORT.md gives them).
  *
  *   node dist/bench/http/history.js [--duration 8] [--rounds 2] [--connections 50] [--sessions 2000]
  */
@@ -20,6 +23,7 @@ import postgres from 'postgres';
 import { startCluster } from '../../scripts/pg-cluster.js';
 import { startServe } from './serve-target.js';
 import { stopTarget } from './target.js';
+import { clusterPids, cpuOf } from './cpu.js';
 
 const { values } = parseArgs({
   options: {
@@ -147,10 +151,14 @@ async function main(): Promise<void> {
       };
     };
     const figures: Record<string, number[]> = {};
+    const cpu: Record<string, { server_us: number[]; postgres_us: number[] }> = {};
+    const serverPid = serve.child.pid!;
     const races: Array<{ allows: number; others: string[] }> = [];
     for (let round = 0; round < rounds; round++) {
       for (const s of SCENARIOS) {
         await load(s.action, 2);
+        const pgPids = clusterPids(cluster.dataDir);
+        const [server0, pg0] = [cpuOf([serverPid]), cpuOf(pgPids)];
         const running = load(s.action, duration);
         // The race, under the history allow's load.
         if (s.action === 'hist.counted') {
@@ -160,6 +168,10 @@ async function main(): Promise<void> {
         const r = await running;
         if (r.non2xx + r.errors > 0) throw new Error(`${s.name}: ${r.non2xx} non-2xx, ${r.errors} errors`);
         (figures[s.name] ??= []).push(r.requests.average);
+        const answered = r.requests.total + 200 * Number(s.action === 'hist.counted');
+        const c = (cpu[s.name] ??= { server_us: [], postgres_us: [] });
+        c.server_us.push(Math.round(((cpuOf([serverPid]) - server0) * 1000) / answered));
+        c.postgres_us.push(Math.round(((cpuOf(pgPids) - pg0) * 1000) / answered));
       }
     }
     const [countRows] = await (async () => {
@@ -184,6 +196,7 @@ async function main(): Promise<void> {
           sessions,
           loadavg: loadavg(),
           figures: out,
+          cpu_per_request: cpu,
           allow_ratio: ratio('allow, history.count 1h session', 'allow, no history'),
           deny_ratio: ratio('deny, history.count 1h session', 'deny, no history'),
           history_label_ratio: ratio('allow, history.count 1h session + one label', 'allow, no history'),
