@@ -13,7 +13,8 @@
  *    the median execution time, the plan's shape (indexes named by their parent
  *    index, partitions counted) and its shared buffers.
  * 2b. Each secondary index dropped in turn, in a transaction rolled back: the
- *    queries whose plan used it and the insert, again (`--drop-runs` runs after a
+ *    insert (beside the insert with it, measured just before) and the queries
+ *    whose plan used it (`--drop-runs` runs; 1, the default: one run, no
  *    warm-up); then decisions_list and decisions_by_time dropped together, with
  *    the lists and the export ordered by id; then no secondary index (the
  *    insert's floor).
@@ -34,6 +35,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import postgres from 'postgres';
 import { newId } from '../runtime/ids.js';
+import { dayOf, partitionName } from '../runtime/store/log-partitions.js';
 import { functionsDir, migrate, migrationsDir } from '../runtime/store/migrate.js';
 import { startCluster } from '../scripts/pg-cluster.js';
 import { loadDecisions } from './decision-log-indexes-load.js';
@@ -54,7 +56,9 @@ const ROWS = Number(values.rows ?? 10_000_000);
 const RUNS = Number(values.runs ?? 5);
 const BATCHES = Number(values.batches ?? 200);
 const SPLIT = values.split ?? '024';
-/** Runs per query with an index dropped (some of them read the whole log). */
+/** Runs per query with an index dropped (some of them read the whole log); 1: one run, no warm-up. */
+/** Batches inserted before the measured ones (index pages back in shared buffers after a query read the whole log). */
+const WARM_BATCHES = 50;
 const DROP_RUNS = Number(values['drop-runs'] ?? 1);
 const DAYS = 30;
 const AGENTS = 5_000;
@@ -121,7 +125,8 @@ class RolledBack extends Error {}
 /** EXPLAIN (ANALYZE, BUFFERS) the query: one warm-up, then RUNS runs; the median run's figures (a write: rolled back). */
 async function measure(db: Db, q: BenchQuery, parents: Map<string, string>, n = RUNS): Promise<Measured> {
   const runs: Array<{ ms: number; planningMs: number; plan: Plan }> = [];
-  for (let i = 0; i <= n; i++) {
+  // No warm-up for the single runs of the drop tests (some of them read the whole log).
+  for (let i = n === 1 ? 1 : 0; i <= n; i++) {
     const explain = async (tx: Db) => {
       const [row] = await tx.unsafe<ExplainRow[]>(`explain (analyze, buffers, format json) ${q.sql}`);
       return row!['QUERY PLAN'][0]!;
@@ -185,11 +190,11 @@ function decisionRow(i: number, nowMs: number): Record<string, unknown> {
   };
 }
 
-/** BATCHES batches of 50 through authz_write_decisions (after 10 warm-up batches): median us per decision, WAL bytes per decision. */
+/** BATCHES batches of 50 through authz_write_decisions (after WARM_BATCHES): median us per decision, WAL bytes per decision. */
 async function insertCost(sql: Db): Promise<{ usPerRow: number; walPerRow: number }> {
   const times: number[] = [];
   let wal0 = 0n;
-  for (let b = -10; b < BATCHES; b++) {
+  for (let b = -WARM_BATCHES; b < BATCHES; b++) {
     if (b === 0) wal0 = await walBytes(sql);
     const now = Date.now();
     const rows = Array.from({ length: 50 }, (_, i) => decisionRow(b * 50 + i, now));
@@ -256,21 +261,41 @@ async function phase(
   parents: Map<string, string>,
   runs = RUNS,
 ): Promise<Phase> {
-  const measured = new Map<string, Measured>();
   const started = load();
+  const measured = new Map<string, Measured>();
   for (const q of queries) {
     const m = await measure(db, q, parents, runs);
     measured.set(q.name, m);
     log(`  [${name}] ${q.name}: ${m.ms.toFixed(3)} ms (${m.buffers} buffers) ${m.shape}`);
   }
-  // After a checkpoint (the same full-page images each time), in a transaction rolled back (the log stays as loaded).
+  const insert = await insertNow(db, name);
+  return { queries: measured, insert, load: `${started} .. ${load()}` };
+}
+
+type Insert = Phase['insert'];
+
+/** The insert's cost now: after a checkpoint (the same full-page images each time), in a transaction rolled back (the log stays as loaded). */
+async function insertNow(db: Db, name: string): Promise<Insert> {
   await db`checkpoint`;
   const insert = await rolledBack(db, (tx) => insertCost(tx));
+  if (!('savepoint' in db)) await vacuumInserted(db);
   log(
     `  [${name}] insert: ${insert.usPerRow.toFixed(1)} us/decision, ${insert.walPerRow.toFixed(0)} WAL bytes/decision`,
   );
-  return { queries: measured, insert, load: `${started} .. ${load()}` };
+  return insert;
 }
+
+/**
+ * VACUUM of today's partition, where the rolled-back inserts left their dead rows and index entries (at the
+ * newest end of every index, where the lists start reading); after every transaction that inserted.
+ */
+async function vacuumInserted(sql: postgres.Sql): Promise<void> {
+  await sql.unsafe(`vacuum ${partitionName('decisions', dayOf(Date.now()))}`);
+}
+
+/** "insert x -> y us/decision, WAL x -> y B/decision". */
+const insertChange = (x: Insert, y: Insert) =>
+  `insert ${x.usPerRow.toFixed(1)} -> ${y.usPerRow.toFixed(1)} us/decision, WAL ${x.walPerRow.toFixed(0)} -> ${y.walPerRow.toFixed(0)} B/decision`;
 
 /** Whether a plan shape names this index. */
 const uses = (m: Measured, index: string) => new RegExp(`\\b${index}\\b`).test(m.shape);
@@ -319,13 +344,15 @@ async function main(): Promise<void> {
     const indexes = (await decisionIndexes(sql)).filter((i) => i !== 'decisions_pkey');
     for (const index of indexes) {
       const used = queries.filter((q) => uses(a.queries.get(q.name)!, index));
+      // The insert with the index measured just before the one without it (the same cache state).
+      const withIt = await insertNow(sql, `with ${index}`);
       const without = await rolledBack(sql, async (tx) => {
         await tx.unsafe(`drop index ${index}`);
         return phase(tx, used, `without ${index}`, parents, DROP_RUNS);
       });
+      await vacuumInserted(sql);
       lines.push(
-        `**${index}** (insert ${a.insert.usPerRow.toFixed(1)} -> ${without.insert.usPerRow.toFixed(1)} us/decision, ` +
-          `WAL ${a.insert.walPerRow.toFixed(0)} -> ${without.insert.walPerRow.toFixed(0)} B/decision)`,
+        `**${index}** (${insertChange(withIt, without.insert)})`,
         '',
         ...(used.length ? [...HEAD, ...rows(used, a, without)] : ['No query used it.']),
         '',
@@ -333,27 +360,29 @@ async function main(): Promise<void> {
     }
 
     // 3. Lists and the export ordered by id: decisions_list and decisions_by_time dropped (rolled back).
+    // (The queries that used them are measured without them above.)
     const pair = ['decisions_list', 'decisions_by_time'];
-    const used = queries.filter((q) => pair.some((i) => uses(a.queries.get(q.name)!, i)));
+    const withPair = await insertNow(sql, 'with both');
     const idOrdered = await rolledBack(sql, async (tx) => {
       for (const i of pair) await tx.unsafe(`drop index ${i}`);
-      return phase(tx, [...used, ...byId], 'ordered by id', parents, DROP_RUNS);
+      return phase(tx, byId, 'ordered by id', parents, RUNS);
     });
+    await vacuumInserted(sql);
     lines.push(
-      `### Ordered by id: without ${pair.join(' and ')} (insert ${a.insert.usPerRow.toFixed(1)} -> ` +
-        `${idOrdered.insert.usPerRow.toFixed(1)} us/decision, WAL ${a.insert.walPerRow.toFixed(0)} -> ` +
-        `${idOrdered.insert.walPerRow.toFixed(0)} B/decision)`,
+      `### Ordered by id: without ${pair.join(' and ')} (${insertChange(withPair, idOrdered.insert)})`,
       '',
       ...HEAD,
-      ...rows([...used, ...byId], a, idOrdered),
+      ...rows(byId, a, idOrdered),
       '',
     );
 
     // 4. The floor: no secondary index at all (rolled back).
+    const withAll = await insertNow(sql, 'with all');
     const bare = await rolledBack(sql, async (tx) => {
       for (const i of indexes) await tx.unsafe(`drop index ${i}`);
       return phase(tx, [], 'primary key only', parents);
     });
+    await vacuumInserted(sql);
 
     // 5. The migrations from SPLIT on, then every query again.
     const m0 = performance.now();
@@ -376,10 +405,10 @@ async function main(): Promise<void> {
       '| --- | ---: | ---: | --- | --- |',
       ...rows(queries, a, b),
       '',
-      '| insert | before | after | primary key only |',
-      '| --- | ---: | ---: | ---: |',
-      `| PostgreSQL time per decision | ${a.insert.usPerRow.toFixed(1)} us | ${b.insert.usPerRow.toFixed(1)} us | ${bare.insert.usPerRow.toFixed(1)} us |`,
-      `| WAL bytes per decision | ${a.insert.walPerRow.toFixed(0)} | ${b.insert.walPerRow.toFixed(0)} | ${bare.insert.walPerRow.toFixed(0)} |`,
+      '| insert | before | after | every index (again) | primary key only (just after) |',
+      '| --- | ---: | ---: | ---: | ---: |',
+      `| PostgreSQL time per decision | ${[a, b, { insert: withAll }, bare].map((p) => `${p.insert.usPerRow.toFixed(1)} us`).join(' | ')} |`,
+      `| WAL bytes per decision | ${[a, b, { insert: withAll }, bare].map((p) => p.insert.walPerRow.toFixed(0)).join(' | ')} |`,
       '',
       `Index sizes before: ${sizesBefore}.`,
       '',
