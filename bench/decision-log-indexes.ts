@@ -6,7 +6,7 @@
  * 1. A throwaway PostgreSQL cluster (durable), migrated up to the migration
  *    before `--split`; `--rows` decisions (default 10,000,000) loaded in SQL
  *    over 30 days (bench/decision-log-indexes-load.ts), VACUUM (ANALYZE).
- * 2. Each query (queries.ts of this bench: the statements of
+ * 2. Each query (bench/decision-log-indexes-queries.ts: the statements of
  *    runtime/store/decisions.ts, reviews.ts, sessions.ts, stats.ts,
  *    log-partitions.ts and functions/authz_session_live.sql, with literal
  *    values) under EXPLAIN (ANALYZE, BUFFERS): one warm-up, then `--runs` runs;
