@@ -18,7 +18,7 @@
  *    warm-up); then decisions_list and decisions_by_time dropped together, with
  *    the lists and the export ordered by id; then no secondary index (the
  *    insert's floor).
- * 3. The insert: `--batches` batches of 50 decisions (the same mix) through
+ * 3. The insert (bench/decision-log-indexes-insert.ts): `--batches` batches of 50 decisions (the same mix) through
  *    authz_write_decisions (decisions only, no events), each under EXPLAIN
  *    ANALYZE, after a CHECKPOINT, in a transaction rolled back: median time per
  *    batch / 50, and WAL bytes per decision.
@@ -34,10 +34,10 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import postgres from 'postgres';
-import { newId } from '../runtime/ids.js';
 import { dayOf, partitionName } from '../runtime/store/log-partitions.js';
 import { functionsDir, migrate, migrationsDir } from '../runtime/store/migrate.js';
 import { startCluster } from '../scripts/pg-cluster.js';
+import { AGENTS, insertCost, type Db } from './decision-log-indexes-insert.js';
 import { loadDecisions } from './decision-log-indexes-load.js';
 import { benchQueries, type BenchQuery } from './decision-log-indexes-queries.js';
 
@@ -57,11 +57,8 @@ const RUNS = Number(values.runs ?? 5);
 const BATCHES = Number(values.batches ?? 200);
 const SPLIT = values.split ?? '024';
 /** Runs per query with an index dropped (some of them read the whole log); 1: one run, no warm-up. */
-/** Batches inserted before the measured ones (index pages back in shared buffers after a query read the whole log). */
-const WARM_BATCHES = 50;
 const DROP_RUNS = Number(values['drop-runs'] ?? 1);
 const DAYS = 30;
-const AGENTS = 5_000;
 const SESSIONS = 50_000;
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
@@ -104,8 +101,6 @@ function shape(node: Plan, parents: Map<string, string>): string {
   }
   return `${s} > ${[...groups].map(([t, n]) => (n > 1 ? `${n}x ${t}` : t)).join(' + ')}`;
 }
-
-type Db = postgres.Sql | postgres.TransactionSql;
 
 /** Runs `fn` and undoes what it did: in a transaction (or, inside one, a savepoint) rolled back. */
 async function rolledBack<T>(db: Db, fn: (tx: postgres.TransactionSql) => Promise<T>): Promise<T> {
@@ -150,74 +145,6 @@ async function measure(db: Db, q: BenchQuery, parents: Map<string, string>, n = 
     buffers: `${hit}${read ? ` + ${read} read` : ''}`,
     plan: median.plan,
   };
-}
-
-/** One decision of the load's mix, made now (as the service writes it: DecisionRow as JSON). */
-function decisionRow(i: number, nowMs: number): Record<string, unknown> {
-  const r = (k: number) => Math.floor(Math.random() * k);
-  const e = r(1000);
-  const effect = e < 100 ? 'deny' : e < 130 ? 'review' : 'allow';
-  const reason =
-    effect === 'deny' ? ['policy.not_found', 'policy.matched', 'budget.exceeded'][r(3)]! : 'policy.matched';
-  const at = new Date(nowMs).toISOString();
-  return {
-    account_id: 'acc_bench_a',
-    environment: 'live',
-    id: newId('dec', nowMs),
-    agent_id: `agent-${r(AGENTS)}`,
-    action: `tool.${r(60)}`,
-    resource: `res:${r(10_000)}`,
-    amount: null,
-    context: { channel: 'mcp', ip: `10.0.${r(256)}.${r(256)}` },
-    effect,
-    reason,
-    policy_id: 'pol_0001',
-    matched_policy_ids: ['pol_0001'],
-    warnings: [],
-    status: effect === 'deny' ? 'denied' : effect === 'review' ? 'awaiting_approval' : 'pending',
-    evaluated_at: at,
-    expires_at: new Date(nowMs + 300_000).toISOString(),
-    ttl_seconds: 300,
-    session_id: r(100) < 60 ? `sess-new-${i % 500}` : null,
-    on_behalf_of: r(100) < 30 ? `user-${r(20_000)}` : null,
-    args_digest: null,
-    key_id: 'key_bench_0',
-    shadow: r(100) === 0 ? { effect: 'deny', reason: 'policy.matched', policy_id: 'pol_shadow' } : null,
-    review_status: effect === 'review' ? 'open' : null,
-    approval_expires_at: effect === 'review' ? new Date(nowMs + 3_600_000).toISOString() : null,
-    session_labels: null,
-    history: null,
-  };
-}
-
-/** BATCHES batches of 50 through authz_write_decisions (after WARM_BATCHES): median us per decision, WAL bytes per decision. */
-async function insertCost(sql: Db): Promise<{ usPerRow: number; walPerRow: number }> {
-  const times: number[] = [];
-  let wal0 = 0n;
-  for (let b = -WARM_BATCHES; b < BATCHES; b++) {
-    if (b === 0) wal0 = await walBytes(sql);
-    const now = Date.now();
-    const rows = Array.from({ length: 50 }, (_, i) => decisionRow(b * 50 + i, now));
-    const [row] = await sql.unsafe<ExplainRow[]>(
-      `explain (analyze, format json) select authz_write_decisions($1::text::jsonb, '[]'::jsonb, '[]'::jsonb, '[]'::jsonb)`,
-      [JSON.stringify(rows)],
-    );
-    const out = row!['QUERY PLAN'][0]!;
-    if (b >= 0) times.push(out['Execution Time'] as number);
-  }
-  const wal = await walBytes(sql);
-  times.sort((a, b) => a - b);
-  return {
-    usPerRow: (times[Math.floor(times.length / 2)]! * 1000) / 50,
-    walPerRow: Number(wal - wal0) / (BATCHES * 50),
-  };
-}
-
-async function walBytes(sql: Db): Promise<bigint> {
-  const [{ lsn }] = await sql<
-    Array<{ lsn: string }>
-  >`select (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::text as lsn`;
-  return BigInt(lsn.split('.')[0]!);
 }
 
 /** The (partitioned) indexes of decisions, by name. */
@@ -277,7 +204,7 @@ type Insert = Phase['insert'];
 /** The insert's cost now: after a checkpoint (the same full-page images each time), in a transaction rolled back (the log stays as loaded). */
 async function insertNow(db: Db, name: string): Promise<Insert> {
   await db`checkpoint`;
-  const insert = await rolledBack(db, (tx) => insertCost(tx));
+  const insert = await rolledBack(db, (tx) => insertCost(tx, BATCHES));
   if (!('savepoint' in db)) await vacuumInserted(db);
   log(
     `  [${name}] insert: ${insert.usPerRow.toFixed(1)} us/decision, ${insert.walPerRow.toFixed(0)} WAL bytes/decision`,
