@@ -1,0 +1,28 @@
+-- Decision events derived from their decisions (issue 51): a decision.allow /
+-- decision.deny event no longer has an `events` row of its own unless an enabled
+-- endpoint subscribes to its type (its deliveries need one to name). The event
+-- is derived from its decision: id 'evt_' || the decision id's suffix (the same
+-- time part, so the same day's partition), created_at its evaluated_at, its body
+-- built when read (runtime/events/references.ts). GET /v1/events lists the
+-- events rows and these derived events together (runtime/store/events.ts).
+--
+-- The decisions written before this migration have by-reference event rows
+-- (migration 017) with ids of their own, listed as they are: only the decisions
+-- numbered after `derived_events_after` (their `seq`) have derived events. The
+-- decisions table is locked (SHARE: writers in flight finish first, none starts)
+-- while the boundary is read and authz_write_decisions replaced, in this
+-- migration's transaction: every decision written after it is written by the
+-- new function, whichever version of the service calls it.
+--
+-- The list is ordered by id (ids sort by the time they were made, runtime/ids.ts),
+-- which the events table and the decisions' primary key share: the list index of
+-- events orders by id instead of seq.
+lock table decisions in share mode;
+
+alter table decision_log_state add column derived_events_after bigint not null default 0;
+update decision_log_state set derived_events_after = coalesce((select max(seq) from decisions), 0);
+
+\ir ../functions/authz_write_decisions.sql
+
+drop index events_list;
+create index events_list on events (account_id, environment, id);
