@@ -8,6 +8,8 @@ import type { Environment } from '../tenant.js';
 import type { SqlOrTx } from './connect.js';
 import { pageQuery, type Page, type PageParams } from './pagination.js';
 
+type Fragment = ReturnType<SqlOrTx>;
+
 export interface EventRow {
   id: string;
   account_id: string;
@@ -60,14 +62,14 @@ const decisionIdOf = (eventId: string) => (eventId.startsWith('evt_') ? `dec_${e
 /** The decision rows with a derived event (allow or deny when decided, written after migration 024), as events. */
 const DERIVED = (sql: SqlOrTx, accountId: string, environment: Environment) => sql`
   select 'evt_' || substr(d.id, 5) as id, d.account_id, d.environment, 'decision.' || d.effect as type,
-    d.evaluated_at as created_at, null::jsonb as data, d.id as decision_id
+    d.evaluated_at as created_at, null::jsonb as data, d.id as decision_id, 1 as src, d.seq
   from decisions d
   where d.account_id = ${accountId} and d.environment = ${environment} and d.review_status is null
     and d.seq > (select derived_events_after from decision_log_state)`;
 
-/** Events rows, those that only anchor a derived event's deliveries (listed from its decision) left out. */
+/** Events rows, but those that only anchor a derived event's deliveries (listed from its decision). */
 const STORED = (sql: SqlOrTx, accountId: string, environment: Environment) => sql`
-  select e.id, e.account_id, e.environment, e.type, e.created_at, e.data, e.decision_id
+  select e.id, e.account_id, e.environment, e.type, e.created_at, e.data, e.decision_id, 0 as src, e.seq
   from events e
   where e.account_id = ${accountId} and e.environment = ${environment}
     and (e.decision_id is null or e.id <> 'evt_' || substr(e.decision_id, 5))`;
@@ -83,16 +85,20 @@ export async function findEvent(
     (select id, account_id, environment, type, created_at, data, decision_id from events
      where account_id = ${accountId} and environment = ${environment} and id = ${id})
     union all
-    (${DERIVED(sql, accountId, environment)} and d.id = ${decisionIdOf(id)})
+    (select id, account_id, environment, type, created_at, data, decision_id
+     from (${DERIVED(sql, accountId, environment)} and d.id = ${decisionIdOf(id)}) derived)
     limit 1`;
   return row;
 }
 
 /**
- * Events newest first, by id (ids sort by the time they were made): the events
- * rows and the derived decision events, each read through an index in id order
- * (events_list, decisions_pkey), merged. `starting_after` is any event of the
- * environment (whatever `type`); its id is the bound of both sides.
+ * Events newest first: by time (`created_at`; a derived event's is its
+ * decision's `evaluated_at`), then, in one millisecond, the events rows before
+ * the derived decision events (older: an agent's registration, a budget's
+ * event, are stored before the decision that caused them), each in the order
+ * it was stored (`seq`). Both sides are read through an index in that order
+ * (events_list, decisions_by_time) and merged. `starting_after` is any event of
+ * the environment (whatever `type`): its place in that order bounds both sides.
  */
 export async function listEvents(
   sql: SqlOrTx,
@@ -102,23 +108,35 @@ export async function listEvents(
   type?: string,
 ): Promise<Page<StoredEventRow>> {
   const withDerived = type === undefined || DERIVED_EVENT_TYPES.includes(type);
-  const known = (cursor: string) => sql`(exists (
-      select 1 from events where account_id = ${accountId} and environment = ${environment} and id = ${cursor})
-    or exists (${DERIVED(sql, accountId, environment)} and d.id = ${decisionIdOf(cursor)}))`;
   return pageQuery<StoredEventRow>(
     page,
-    (cursor, limit) => {
+    async (cursor, limit) => {
+      // The cursor's place: (created_at, side, seq); none when it names no event (then no row at all).
+      const place =
+        cursor === null
+          ? sql``
+          : sql`with cursor as (
+              select at, src, seq from (
+                (select created_at as at, src, seq from (${STORED(sql, accountId, environment)} and e.id = ${cursor}) s)
+                union all
+                (select created_at, src, seq from (${DERIVED(sql, accountId, environment)} and d.id = ${decisionIdOf(cursor)}) r)
+              ) c limit 1)`;
+      // The first condition alone can bound an index scan; the second places the rows of the cursor's time.
+      const after = (time: Fragment, src: Fragment, seq: Fragment) =>
+        cursor === null
+          ? sql``
+          : sql`and ${time} <= (select at from cursor) and (${time}, ${src}, ${seq}) < (select at, src, seq from cursor)`;
       const stored = sql`${STORED(sql, accountId, environment)}
-        ${type === undefined ? sql`` : sql`and e.type = ${type}`}
-        ${cursor === null ? sql`` : sql`and e.id < ${cursor} and ${known(cursor)}`}
-        order by e.id desc limit ${limit}`;
+        ${type === undefined ? sql`` : sql`and e.type = ${type}`} ${after(sql`e.created_at`, sql`0`, sql`e.seq`)}
+        order by e.created_at desc, e.seq desc limit ${limit}`;
       const derived = sql`${DERIVED(sql, accountId, environment)}
-        ${type === undefined ? sql`` : sql`and d.effect = ${type.slice('decision.'.length)}`}
-        ${cursor === null ? sql`` : sql`and d.id < ${`dec_${cursor.slice(4)}`} and ${known(cursor)}`}
-        order by d.id desc limit ${limit}`;
-      return sql<StoredEventRow[]>`
+        ${type === undefined ? sql`` : sql`and d.effect = ${type.slice('decision.'.length)}`} ${after(sql`d.evaluated_at`, sql`1`, sql`d.seq`)}
+        order by d.evaluated_at desc, d.seq desc limit ${limit}`;
+      const rows = await sql<Array<StoredEventRow & { src: number; seq: string }>>`
+        ${place}
         select * from ((${stored}) ${withDerived ? sql`union all (${derived})` : sql``}) merged
-        order by id desc limit ${limit}`;
+        order by created_at desc, src desc, seq desc limit ${limit}`;
+      return rows.map(({ src: _src, seq: _seq, ...row }) => row);
     },
     (cursor) => findEvent(sql, accountId, environment, cursor).then((row) => row !== undefined),
   );
