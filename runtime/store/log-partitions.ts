@@ -180,7 +180,8 @@ export async function dropLogPartition(
 /**
  * Deletes up to `batch` rows of `table`'s default partition written before
  * `cutoffMs` that are no longer live (the default holds rows of days without a
- * partition and rows with ids older than the time-sortable format). Returns the
+ * partition and rows with ids older than the time-sortable format): a decision
+ * stays while an event that names it has a pending delivery. Returns the
  * number deleted.
  */
 export async function trimDefaultPartition(
@@ -200,6 +201,9 @@ export async function trimDefaultPartition(
           and d.status <> 'awaiting_approval' and not (d.status = 'pending' and d.expires_at > ${now})
           and not exists (select 1 from budget_holds h where h.account_id = d.account_id and h.environment = d.environment
                           and h.decision_id = d.id and h.status = 'held')
+          -- The body of an event that names it and still has a delivery to make (migrations 017, 024).
+          and d.id not in (select e.decision_id from webhook_deliveries w join events e on e.id = w.event_id
+                           where w.status = 'pending' and e.decision_id is not null)
         limit ${batch}))`;
     return rows.count;
   }

@@ -293,7 +293,7 @@ describe.each(STORE_KINDS)('upgrade in place from the released main (%s store)',
       const applied = (await store.sql<Array<{ name: string }>>`select name from schema_migrations order by name`).map(
         (r) => r.name,
       );
-      expect(applied.slice(-7)).toEqual([
+      expect(applied.slice(-8)).toEqual([
         '017_event_references.sql',
         '018_agent_attributes.sql',
         '019_key_rotation_chain.sql',
@@ -301,6 +301,7 @@ describe.each(STORE_KINDS)('upgrade in place from the released main (%s store)',
         '021_history.sql',
         '022_session_labels.sql',
         '023_decision_output.sql',
+        '024_derived_decision_events.sql',
       ]);
       for (const table of ['decisions', 'events', 'webhook_deliveries'] as const) {
         const rows = await store.sql<

@@ -14,9 +14,10 @@
 -- migration's transaction: every decision written after it is written by the
 -- new function, whichever version of the service calls it.
 --
--- The list is ordered by id (ids sort by the time they were made, runtime/ids.ts),
--- which the events table and the decisions' primary key share: the list index of
--- events orders by id instead of seq.
+-- The list is ordered by time, then (in one millisecond) events rows before
+-- derived events, then the order each was stored in: (created_at, seq) for the
+-- events, (evaluated_at, seq) for the decisions, whose decisions_by_time index
+-- reads them in that order; the list index of events becomes the same.
 lock table decisions in share mode;
 
 alter table decision_log_state add column derived_events_after bigint not null default 0;
@@ -25,4 +26,4 @@ update decision_log_state set derived_events_after = coalesce((select max(seq) f
 \ir ../functions/authz_write_decisions.sql
 
 drop index events_list;
-create index events_list on events (account_id, environment, id);
+create index events_list on events (account_id, environment, created_at, seq);
