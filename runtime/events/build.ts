@@ -57,7 +57,13 @@ export function eventRow(
  */
 export function decisionEvent(row: DecisionRow): EventRow | null {
   if (row.effect !== 'review') return null;
-  return eventRow('decision.review', row.account_id, row.environment, row.evaluated_at.getTime(), decisionEventData(row));
+  return eventRow(
+    'decision.review',
+    row.account_id,
+    row.environment,
+    row.evaluated_at.getTime(),
+    decisionEventData(row),
+  );
 }
 
 /**

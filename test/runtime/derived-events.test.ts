@@ -86,7 +86,11 @@ const POLICIES = [
   { effect: 'allow' as const, actions: ['orders.read'] },
   { effect: 'review' as const, actions: ['orders.read'], resources: ['order:vip-*'] },
   { effect: 'deny' as const, actions: ['orders.delete'] },
-  { effect: 'allow' as const, actions: ['orders.pay'], budget: { unit: 'calls', limit: 1000, period: 'daily' as const } },
+  {
+    effect: 'allow' as const,
+    actions: ['orders.pay'],
+    budget: { unit: 'calls', limit: 1000, period: 'daily' as const },
+  },
 ];
 
 describe.each(STORE_KINDS)('derived decision events (%s)', (kind) => {
@@ -136,8 +140,13 @@ describe.each(STORE_KINDS)('derived decision events (%s)', (kind) => {
       await rt.call(rt.testKey, { method: 'POST', url: '/v1/webhooks', payload: { url: receiver.url, events: ['*'] } }),
     );
     expect(
-      (await rt.call(rt.testKey, { method: 'PUT', url: `/v1/webhooks/${disabled.id}`, payload: { status: 'disabled' } }))
-        .statusCode,
+      (
+        await rt.call(rt.testKey, {
+          method: 'PUT',
+          url: `/v1/webhooks/${disabled.id}`,
+          payload: { status: 'disabled' },
+        })
+      ).statusCode,
     ).toBe(200);
     const before = new Set((await decisionRows(rt)).map((r) => r.id));
 
@@ -234,7 +243,11 @@ describe.each(STORE_KINDS)('paging over derived decision events (%s)', (kind) =>
     const made = [...legacy];
     for (let i = 0; i < 45; i++) {
       if (i === 30)
-        await rt.call(rt.testKey, { method: 'PUT', url: `/v1/webhooks/${endpoint.id}`, payload: { status: 'disabled' } });
+        await rt.call(rt.testKey, {
+          method: 'PUT',
+          url: `/v1/webhooks/${endpoint.id}`,
+          payload: { status: 'disabled' },
+        });
       const kindOf = Math.floor(random() * 3);
       const body =
         kindOf === 0
