@@ -108,7 +108,7 @@ export async function listEvents(
   type?: string,
 ): Promise<Page<StoredEventRow>> {
   const withDerived = type === undefined || DERIVED_EVENT_TYPES.includes(type);
-  return pageQuery<StoredEventRow>(
+  return pageQuery(
     page,
     async (cursor, limit) => {
       // The cursor's place: (created_at, side, seq); none when it names no event (then no row at all).
@@ -132,11 +132,11 @@ export async function listEvents(
       const derived = sql`${DERIVED(sql, accountId, environment)}
         ${type === undefined ? sql`` : sql`and d.effect = ${type.slice('decision.'.length)}`} ${after(sql`d.evaluated_at`, sql`1`, sql`d.seq`)}
         order by d.evaluated_at desc, d.seq desc limit ${limit}`;
-      const rows = await sql<Array<StoredEventRow & { src: number; seq: string }>>`
+      const rows = await sql<Array<StoredEventRow & { src: number; seq: number }>>`
         ${place}
         select * from ((${stored}) ${withDerived ? sql`union all (${derived})` : sql``}) merged
         order by created_at desc, src desc, seq desc limit ${limit}`;
-      return rows.map(({ src: _src, seq: _seq, ...row }) => row);
+      return rows.map(({ src: _src, ...row }) => row);
     },
     (cursor) => findEvent(sql, accountId, environment, cursor).then((row) => row !== undefined),
   );

@@ -1,5 +1,5 @@
 /**
- * Cursor pagination (docs/api.md#lists): newest first (by `seq`; events by id), `limit` 1..100,
+ * Cursor pagination (docs/api.md#lists): newest first by `seq`, `limit` 1..100,
  * `starting_after` = the id of the last item of the previous page. One more row
  * than asked is read to tell `has_more`. A `starting_after` that names nothing
  * of the list (in this account and environment) is an UnknownCursorError (the
@@ -26,13 +26,12 @@ export class UnknownCursorError extends Error {
 /**
  * One page of `query`; `cursorExists` is asked only when a cursor gave no row
  * at all (the cursor was the last item, or names nothing: then UnknownCursorError).
- * The rows' `seq` (the order of most lists), when they carry one, is left out.
  *
  * @example
  * pageQuery(page, (cursor, limit) => sql`select ... where seq < (select seq ... id = ${cursor}) limit ${limit}`,
  *   (cursor) => exists(sql`select 1 from agents where ... and agent_id = ${cursor}`));
  */
-export async function pageQuery<T extends object>(
+export async function pageQuery<T extends { seq: number }>(
   page: PageParams,
   query: (cursor: string | null, limit: number) => Promise<T[]>,
   cursorExists: (cursor: string) => Promise<boolean>,
@@ -41,11 +40,7 @@ export async function pageQuery<T extends object>(
   if (rows.length === 0 && page.startingAfter !== null && !(await cursorExists(page.startingAfter)))
     throw new UnknownCursorError(page.startingAfter);
   const has_more = rows.length > page.limit;
-  const data = rows.slice(0, page.limit).map((row) => {
-    const { seq: _seq, ...rest } = row as T & { seq?: number };
-    return rest as Omit<T, 'seq'>;
-  });
-  return { data, has_more };
+  return { data: rows.slice(0, page.limit).map(({ seq: _seq, ...rest }) => rest as Omit<T, 'seq'>), has_more };
 }
 
 /** Whether a `select 1 ...` found a row. */
