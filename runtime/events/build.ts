@@ -47,7 +47,7 @@ export function eventRow(
  * (its permit token left out: a bearer credential is never stored). Only a
  * review decision's event is a row of its own, with its body (a verdict changes
  * the decision's effect, reason and expiry): the allow and deny events are
- * derived from their decisions (migration 024, store/events.ts), with their
+ * derived from their decisions (migration 025, store/events.ts), with their
  * body built by `decisionEventData` when read (events/references.ts), and null
  * is returned for them.
  *

@@ -2,7 +2,7 @@
  * Decision events that name their decision instead of holding a body get their
  * bodies here, when they are read: by GET /v1/events and by the webhook
  * dispatcher. They are the allow and deny events derived from their decisions
- * (migration 024; an events row only when subscribed, which the deliveries
+ * (migration 025; an events row only when subscribed, which the deliveries
  * name) and those stored by reference before it (migration 017). One query for
  * all the decisions a page or a claim names.
  */

@@ -1,7 +1,7 @@
 /**
  * The events of an environment: the `events` table, written in the same
  * transaction as the change that caused it, and the decision.allow /
- * decision.deny events derived from their decisions (migration 024), listed
+ * decision.deny events derived from their decisions (migration 025), listed
  * together newest first.
  */
 import type { Environment } from '../tenant.js';
@@ -21,7 +21,7 @@ export interface EventRow {
 
 /**
  * An event as stored or derived: a decision.allow / decision.deny event holds no
- * body (`data` null) but names its decision (migrations 017 and 024);
+ * body (`data` null) but names its decision (migrations 017 and 025);
  * runtime/events/references.ts builds the body when the event is read.
  */
 export interface StoredEventRow extends Omit<EventRow, 'data'> {
@@ -59,7 +59,7 @@ async function insertChunk(sql: SqlOrTx, events: readonly EventRow[]): Promise<v
 /** The decision a derived event id names (`dec_` and its suffix); the other ids name none. */
 const decisionIdOf = (eventId: string) => (eventId.startsWith('evt_') ? `dec_${eventId.slice(4)}` : '');
 
-/** The decision rows with a derived event (allow or deny when decided, written after migration 024), as events. */
+/** The decision rows with a derived event (allow or deny when decided, written after migration 025), as events. */
 const DERIVED = (sql: SqlOrTx, accountId: string, environment: Environment) => sql`
   select 'evt_' || substr(d.id, 5) as id, d.account_id, d.environment, 'decision.' || d.effect as type,
     d.evaluated_at as created_at, null::jsonb as data, d.id as decision_id, 1 as src, d.seq

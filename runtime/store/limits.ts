@@ -104,7 +104,7 @@ export type LimitOutcome =
 /**
  * A decision stored with its limits when they change nothing of it
  * (functions/authz_decide_batch.sql): the row, its decision.review event
- * (null for allow and deny: derived from the decision, migration 024), and the
+ * (null for allow and deny: derived from the decision, migration 025), and the
  * history values it was built with (the gate's must be the same).
  */
 export interface DecisionWrite {

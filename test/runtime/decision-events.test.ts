@@ -1,7 +1,7 @@
 /**
  * A decision's event carries the decision as GET /v1/decisions/:id showed it
  * when decided. Allow and deny events are derived from their decisions
- * (migration 024) and built when read (runtime/events/references.ts), so they
+ * (migration 025) and built when read (runtime/events/references.ts), so they
  * must show the decision as decided even after it was confirmed or rejected.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,5 +1,5 @@
 /**
- * Decision events derived from their decisions (issue 51, migration 024), on
+ * Decision events derived from their decisions (issue 51, migration 025), on
  * both stores: a decision.allow / decision.deny event has an `events` row only
  * when an enabled endpoint subscribes to its type (the row its deliveries name,
  * id `evt_` + the decision id's suffix), yet GET /v1/events lists and finds
@@ -208,7 +208,7 @@ describe.each(STORE_KINDS)('derived decision events (%s)', (kind) => {
   });
 });
 
-// Its own store: the boundary of migration 024 is moved here, which the other tests would see.
+// Its own store: the boundary of migration 025 is moved here, which the other tests would see.
 describe.each(STORE_KINDS)('paging over derived decision events (%s)', (kind) => {
   let rt: TestRuntime;
   beforeAll(async () => {
@@ -218,7 +218,7 @@ describe.each(STORE_KINDS)('paging over derived decision events (%s)', (kind) =>
   afterAll(() => rt.close());
 
   it('pages over a mixed log exactly: no duplicate, no gap, newest first, for any page sizes and type', async () => {
-    // Decisions from before migration 024 keep the by-reference rows they were stored with (migration 017):
+    // Decisions from before migration 025 keep the by-reference rows they were stored with (migration 017):
     // made here as it made them, then the boundary moved past them.
     const legacy = [];
     for (let i = 0; i < 4; i++)

@@ -6,7 +6,7 @@
 -- others were known already).
 --
 -- A decision.allow / decision.deny event is derived from its decision (issue 51,
--- migration 024): its id is 'evt_' || the decision id's suffix, its time the
+-- migration 025): its id is 'evt_' || the decision id's suffix, its time the
 -- decision's, its body built when read (runtime/events/references.ts), and
 -- GET /v1/events lists it from the decisions table (runtime/store/events.ts). It
 -- has an `events` row only when an enabled endpoint of its account and
@@ -14,7 +14,7 @@
 -- what the deliveries name, and the fan-out trigger (authz_fan_out_events) makes
 -- them in this same statement. A review decision's event (decision.review) keeps
 -- its body by value, as passed in `decision_events` (a verdict changes the
--- decision); by-reference rows passed there (a caller of before migration 024)
+-- decision); by-reference rows passed there (a caller of before migration 025)
 -- are left out: the decisions give them.
 --
 -- decisions: [DecisionRow as JSON]; decision_events, agent_events: [event row];
