@@ -15,7 +15,7 @@ import { addSessionLabels, type SessionAdd } from '../store/sessions.js';
 import { deniedForFullSession } from './session-labels.js';
 
 export interface PendingWrite {
-  /** Stored with its decision.* event (events/build.ts). */
+  /** Stored with its decision.review event, if a review (allow and deny events are derived: events/build.ts). */
   decision: DecisionRow;
   /** Set when the agent was not known to be in the store. */
   newAgent?: NewAgent;
@@ -41,7 +41,13 @@ export class DecisionWriter {
         for (const w of pending) if (w.newAgent) agents.set(agentKey(w.newAgent), w.newAgent);
         const newAgents = [...agents.values()];
         const write = (tx: SqlOrTx, decisions: readonly DecisionRow[]) =>
-          writeDecisionBatch(tx, decisions, decisions.map(decisionEvent), newAgents, newAgents.map(registrationEvent));
+          writeDecisionBatch(
+            tx,
+            decisions,
+            decisions.flatMap((d) => decisionEvent(d) ?? []),
+            newAgents,
+            newAgents.map(registrationEvent),
+          );
         const withSession = pending.flatMap((w, i) => (w.session ? [i] : []));
         let decisions = pending.map((w) => w.decision);
         // Labels join their sessions atomically with the decisions that add them; a session

@@ -21,7 +21,7 @@ export class EventService {
     return event!;
   }
 
-  /** Decision events stored by reference get their bodies (events/references.ts). */
+  /** Decision events that name their decision get their bodies (events/references.ts). */
   private async withBodies(rows: readonly StoredEventRow[]): Promise<EventRow[]> {
     const bodies = await eventBodies(this.sql, rows);
     return rows.map(({ decision_id: _ref, ...row }, i) => ({ ...row, data: bodies[i]! }));

@@ -13,7 +13,7 @@ import type { PolicyChange } from '../domain/policy-change.js';
 import { policyInEvent } from '../presenters/policy.js';
 import type { AgentRow } from '../store/agents.js';
 import type { DecisionRow, NewAgent } from '../store/decisions.js';
-import type { EventRow, StoredEventRow } from '../store/events.js';
+import type { EventRow } from '../store/events.js';
 import type { Environment, Tenant } from '../tenant.js';
 
 export const EVENT_TYPES = [
@@ -44,26 +44,26 @@ export function eventRow(
 
 /**
  * `decision.allow|deny|review`: `data.decision` is the decision as answered
- * (its permit token left out: a bearer credential is never stored). Allow and
- * deny events are stored by reference (migration 017: `data` null, `decision_id`
- * set) and get their body from `decisionEventData` when read
- * (events/references.ts); a review decision's event keeps its body, since a
- * verdict changes the decision's effect, reason and expiry.
+ * (its permit token left out: a bearer credential is never stored). Only a
+ * review decision's event is a row of its own, with its body (a verdict changes
+ * the decision's effect, reason and expiry): the allow and deny events are
+ * derived from their decisions (migration 025, store/events.ts), with their
+ * body built by `decisionEventData` when read (events/references.ts), and null
+ * is returned for them.
+ *
+ * @example
+ * decisionEvent(allowRow); // => null (derived from the decision)
+ * decisionEvent(reviewRow)!.type; // => 'decision.review'
  */
-export function decisionEvent(row: DecisionRow): StoredEventRow {
-  const type = `decision.${row.effect}` as const;
-  if (row.effect === 'review')
-    return eventRow(type, row.account_id, row.environment, row.evaluated_at.getTime(), decisionEventData(row));
-  // One row object per decision on the hot path: no body, its decision named instead.
-  return {
-    id: newId('evt', row.evaluated_at.getTime()),
-    account_id: row.account_id,
-    environment: row.environment,
-    type,
-    created_at: row.evaluated_at,
-    data: null,
-    decision_id: row.id,
-  };
+export function decisionEvent(row: DecisionRow): EventRow | null {
+  if (row.effect !== 'review') return null;
+  return eventRow(
+    'decision.review',
+    row.account_id,
+    row.environment,
+    row.evaluated_at.getTime(),
+    decisionEventData(row),
+  );
 }
 
 /**

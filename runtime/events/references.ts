@@ -1,7 +1,10 @@
 /**
- * Decision events stored by reference (migration 017) get their bodies here,
- * when they are read: by GET /v1/events and by the webhook dispatcher. One
- * query for all the decisions a page or a claim names.
+ * Decision events that name their decision instead of holding a body get their
+ * bodies here, when they are read: by GET /v1/events and by the webhook
+ * dispatcher. They are the allow and deny events derived from their decisions
+ * (migration 025; an events row only when subscribed, which the deliveries
+ * name) and those stored by reference before it (migration 017). One query for
+ * all the decisions a page or a claim names.
  */
 import type { SqlOrTx } from '../store/connect.js';
 import { findDecisionsByKeys, type DecisionRow } from '../store/decisions.js';
@@ -16,14 +19,14 @@ export interface EventBodyRef {
   decision_id?: string | null;
 }
 
-/** Thrown when a referenced decision is gone (it never should be: retention drops a day's decisions with its events). */
+/** Thrown when a referenced decision is gone (it never should be: retention keeps a day's decisions while its events have deliveries to make). */
 export class MissingDecisionError extends Error {}
 
 const keyOf = (accountId: string, environment: string, id: string) => `${accountId}\u0000${environment}\u0000${id}`;
 
 /**
  * The body of every event of `rows`: its own `data`, or for a decision event
- * stored by reference, built from its decision (events/build.ts decisionEventData).
+ * that names its decision, built from it (events/build.ts decisionEventData).
  *
  * @example
  * const bodies = await eventBodies(sql, page.data); // bodies[i] is page.data[i]'s data

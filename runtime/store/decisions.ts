@@ -1,7 +1,7 @@
 /** Decisions: written in batches (group commit), read and resolved one by one. */
 import type { Environment, Tenant } from '../tenant.js';
 import type { SqlOrTx } from './connect.js';
-import type { StoredEventRow } from './events.js';
+import type { EventRow } from './events.js';
 import type { HistoryReading } from './history.js';
 import { exists, pageQuery, type Page, type PageParams } from './pagination.js';
 
@@ -101,16 +101,17 @@ export interface NewAgent {
 /**
  * One statement (so one round trip, atomically): registers the new agents (each
  * exactly once across processes: ON CONFLICT DO NOTHING, its event only when
- * this statement inserted the row), inserts the decisions and their events.
- * Event bodies come built (runtime/events/build.ts). Permit tokens are never
- * stored. Returns the agents this batch registered, as `account:environment:agent_id`.
+ * this statement inserted the row), inserts the decisions and their
+ * decision.review events (bodies built: runtime/events/build.ts); the allow and
+ * deny events are derived from the decisions, with a row only when subscribed
+ * (functions/authz_write_decisions.sql). Permit tokens are never stored. Returns the agents this batch registered, as `account:environment:agent_id`.
  */
 export async function writeDecisionBatch(
   sql: SqlOrTx,
   decisions: readonly DecisionRow[],
-  decisionEvents: readonly StoredEventRow[],
+  decisionEvents: readonly EventRow[],
   agents: readonly NewAgent[],
-  agentEvents: readonly StoredEventRow[],
+  agentEvents: readonly EventRow[],
 ): Promise<Set<string>> {
   // One definition of the write (functions/authz_write_decisions.sql), also used by authz_decide_batch.
   const rows = await sql<Array<{ registered: string | null }>>`
@@ -140,7 +141,7 @@ export async function findDecision(
 
 /**
  * The decisions named by `keys` (any accounts), in one query: the bodies of
- * decision events stored by reference (runtime/events/references.ts).
+ * decision events that name their decision (runtime/events/references.ts).
  */
 export async function findDecisionsByKeys(
   sql: SqlOrTx,

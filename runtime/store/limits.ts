@@ -6,7 +6,7 @@
 import type { Environment } from '../tenant.js';
 import type { SqlOrTx } from './connect.js';
 import type { DecisionRow } from './decisions.js';
-import type { StoredEventRow } from './events.js';
+import type { EventRow } from './events.js';
 import type { HistoryGate } from './history.js';
 
 export interface RateCheck {
@@ -103,12 +103,13 @@ export type LimitOutcome =
 
 /**
  * A decision stored with its limits when they change nothing of it
- * (functions/authz_decide_batch.sql): the row, its decision.* event, and the
+ * (functions/authz_decide_batch.sql): the row, its decision.review event
+ * (null for allow and deny: derived from the decision, migration 025), and the
  * history values it was built with (the gate's must be the same).
  */
 export interface DecisionWrite {
   decision: DecisionRow;
-  event: StoredEventRow;
+  event: EventRow | null;
   history: readonly number[];
 }
 

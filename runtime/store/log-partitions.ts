@@ -17,7 +17,7 @@ export const DAY_MS = 86_400_000;
 
 /** The tables with partitions of their own (webhook_attempts follows webhook_deliveries). */
 export type LogTable = 'decisions' | 'events' | 'webhook_deliveries';
-/** In the order a day is dropped: decisions last, since events stored by reference read them (migration 017). */
+/** In the order a day is dropped: decisions last, since the events that name their decision read them (migrations 017, 025). */
 export const LOG_TABLES: readonly LogTable[] = ['events', 'webhook_deliveries', 'decisions'];
 
 const PREFIX: Record<LogTable, string> = { decisions: 'dec', events: 'evt', webhook_deliveries: 'whd' };
@@ -112,7 +112,7 @@ export async function partitionLiveness(
     const [held] =
       await sql`select 1 from budget_holds where status = 'held' and decision_id collate "C" >= ${lo} and decision_id collate "C" < ${hi} limit 1`;
     if (held) return { reason: 'held_budget', untilMs: null };
-    // Allow and deny events are stored by reference (migration 017): their bodies are built from these rows,
+    // Allow and deny events name their decision (migrations 017, 025): their bodies are built from these rows,
     // so the day's decisions stay while one of the day's events still has a delivery to make.
     const events = await dayIds(sql, 'events', day);
     const [delivering] =
@@ -180,7 +180,8 @@ export async function dropLogPartition(
 /**
  * Deletes up to `batch` rows of `table`'s default partition written before
  * `cutoffMs` that are no longer live (the default holds rows of days without a
- * partition and rows with ids older than the time-sortable format). Returns the
+ * partition and rows with ids older than the time-sortable format): a decision
+ * stays while an event that names it has a pending delivery. Returns the
  * number deleted.
  */
 export async function trimDefaultPartition(
@@ -200,6 +201,9 @@ export async function trimDefaultPartition(
           and d.status <> 'awaiting_approval' and not (d.status = 'pending' and d.expires_at > ${now})
           and not exists (select 1 from budget_holds h where h.account_id = d.account_id and h.environment = d.environment
                           and h.decision_id = d.id and h.status = 'held')
+          -- The body of an event that names it and still has a delivery to make (migrations 017, 025).
+          and d.id not in (select e.decision_id from webhook_deliveries w join events e on e.id = w.event_id
+                           where w.status = 'pending' and e.decision_id is not null)
         limit ${batch}))`;
     return rows.count;
   }

@@ -105,7 +105,7 @@ export interface ClaimedDelivery {
   event_id: string;
   event_type: string;
   event_created_at: Date;
-  /** Null for a decision event stored by reference (migration 017): `decision_id` names its decision. */
+  /** Null for a decision event that names its decision (migrations 017, 025): `decision_id`. */
   event_data: Record<string, unknown> | null;
   decision_id: string | null;
 }

@@ -193,10 +193,15 @@ describe.each(STORE_KINDS)('decision log partitions and retention (%s)', (kind) 
     expect(listed).toEqual([behind.id, ahead.id]);
     expect((await rt.getOk(`/v1/decisions/${behind.id}`)).id).toBe(behind.id);
 
-    // Forward again past both: the old rows go, by their partition (ahead) or trimmed from the default (behind).
-    // (The earlier test's endpoint got these decisions' events: given up first, or their deliveries would keep the days.)
-    await rt.store.sql`update webhook_deliveries set status = 'abandoned' where status = 'pending'`;
+    // Forward again past both. The earlier test's endpoint got these decisions' events, whose pending
+    // deliveries keep them, the decisions too (their bodies), in a partition or in the default one.
     rt.clock.set(START + 100 * DAY_MS);
+    await round();
+    const behindEvent = `evt_${behind.id.slice(4)}`;
+    expect(await partitionOf('decisions', behind.id)).toBe('decisions_default');
+    expect((await rt.getOk(`/v1/events/${behindEvent}`)).data.decision.id).toBe(behind.id);
+    // Given up: the old rows go, by their partition (ahead) or trimmed from the default (behind).
+    await rt.store.sql`update webhook_deliveries set status = 'abandoned' where status = 'pending'`;
     const far = await round();
     expect(far.dropped).toEqual(expect.arrayContaining([{ table: 'decisions', day: aheadDay }]));
     expect(far.trimmed).toBeGreaterThanOrEqual(1);

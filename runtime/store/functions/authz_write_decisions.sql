@@ -1,9 +1,21 @@
 -- The one statement that stores decisions (runtime/store/decisions.ts
 -- writeDecisionBatch, the decision writer's group commit; authz_decide_batch,
 -- a decision written with its limits): the agents seen for the first time and
--- their agent.registered events, the decisions, and their decision.* events
--- (by reference: migration 017). Returns "account:environment:agent" of each
--- agent this call registered (the others were known already).
+-- their agent.registered events, the decisions, and their decision.* events.
+-- Returns "account:environment:agent" of each agent this call registered (the
+-- others were known already).
+--
+-- A decision.allow / decision.deny event is derived from its decision (issue 51,
+-- migration 025): its id is 'evt_' || the decision id's suffix, its time the
+-- decision's, its body built when read (runtime/events/references.ts), and
+-- GET /v1/events lists it from the decisions table (runtime/store/events.ts). It
+-- has an `events` row only when an enabled endpoint of its account and
+-- environment subscribes to its type: that row (no body, `decision_id` set) is
+-- what the deliveries name, and the fan-out trigger (authz_fan_out_events) makes
+-- them in this same statement. A review decision's event (decision.review) keeps
+-- its body by value, as passed in `decision_events` (a verdict changes the
+-- decision); by-reference rows passed there (a caller of before migration 025)
+-- are left out: the decisions give them.
 --
 -- decisions: [DecisionRow as JSON]; decision_events, agent_events: [event row];
 -- agents: [{account_id, environment, agent_id, first_seen_at}].
@@ -46,10 +58,24 @@ begin
       returning 1
     ), decision_rows as (
       insert into events (id, account_id, environment, type, created_at, data, decision_id)
-      select e.v->>'id', e.v->>'account_id', e.v->>'environment', e.v->>'type', (e.v->>'created_at')::timestamptz,
-        nullif(e.v->'data', 'null'::jsonb), e.v->>'decision_id'
-      from jsonb_array_elements(decision_events) with ordinality as e(v, ord)
-      order by e.ord
+      select e.id, e.account_id, e.environment, e.type, e.created_at, e.data, e.decision_id
+      from (
+        select e.v->>'id' as id, e.v->>'account_id' as account_id, e.v->>'environment' as environment,
+          e.v->>'type' as type, (e.v->>'created_at')::timestamptz as created_at, e.v->'data' as data,
+          null::text as decision_id
+        from jsonb_array_elements(coalesce(decision_events, '[]'::jsonb)) as e(v)
+        where jsonb_typeof(e.v) = 'object' and jsonb_typeof(e.v->'data') = 'object'
+        union all
+        -- Derived decision events that an enabled endpoint subscribes to: their deliveries need an event row.
+        select 'evt_' || substr(x.id, 5), x.account_id, x.environment, 'decision.' || x.effect, x.evaluated_at, null, x.id
+        from jsonb_to_recordset(decisions)
+          as x(account_id text, environment text, id text, effect text, evaluated_at timestamptz, review_status text)
+        where x.review_status is null and exists (
+          select 1 from webhook_endpoints w
+          where w.account_id = x.account_id and w.environment = x.environment and w.status = 'enabled'
+            and ('*' = any (w.events) or 'decision.' || x.effect = any (w.events)))
+      ) e
+      order by e.id
       returning 1
     )
     -- Data-modifying CTEs run to completion whether or not they are read.
