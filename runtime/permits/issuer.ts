@@ -9,6 +9,13 @@ import type { KeyRing } from './key-ring.js';
 import { permitClaims, permitSigningInput, signPermit } from './sign.js';
 import type { SignWorker } from './sign-worker.js';
 
+/**
+ * The issuer of the ring's current signer, for the decisions of `issuer` (the
+ * tokens' `iss`); with `worker`, the signature is the thread's (a promise).
+ *
+ * @example
+ * const token = await ringPermitIssuer(ring, 'http://127.0.0.1:8080', sharedSignWorker()).issue(row);
+ */
 export function ringPermitIssuer(ring: KeyRing, issuer: string, worker?: SignWorker): PermitIssuer {
   if (!worker)
     return {

@@ -98,7 +98,13 @@ export class SignWorker {
     });
   }
 
-  /** Ends the thread; what it had not answered is signed here. */
+  /**
+   * Ends the thread; what it had not answered is signed here, and so is every
+   * token after.
+   *
+   * @example
+   * await signer.close(); // signer.sign(...) still answers, on the main thread
+   */
   async close(): Promise<void> {
     const worker = this.worker;
     this.fail();
@@ -165,7 +171,13 @@ export class SignWorker {
 
 let shared: SignWorker | null = null;
 
-/** The process's one signing thread (started at the first call): every key ring of the process shares it. */
+/**
+ * The process's one signing thread (started at the first call): every key ring
+ * of the process shares it, and it keeps the key of every kid it was sent.
+ *
+ * @example
+ * const token = await sharedSignWorker().sign(permitSigningInput(claims, key.kid), key);
+ */
 export function sharedSignWorker(): SignWorker {
   return (shared ??= new SignWorker());
 }
