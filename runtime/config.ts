@@ -60,6 +60,8 @@ export interface Config {
   requestTimeoutMs: number;
   /** AUTHZ_RETENTION_DAYS (default 90): days of decisions, events and deliveries kept (whole days dropped after that); null ("0" or "off"): kept forever. */
   retentionDays: number | null;
+  /** AUTHZ_SIGN_WORKER=1: permit tokens are signed by a worker thread, a batch per event-loop turn (runtime/permits/sign-worker.ts); default off. */
+  signWorker: boolean;
 }
 
 export const PROCESS_ROLES = ['all', 'api', 'dispatcher'] as const;
@@ -178,6 +180,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
     seed: seedFlag(env.AUTHZ_SEED),
     maxConnections: int(env, 'AUTHZ_MAX_CONNECTIONS', 10_000, 1, 10_000_000),
     requestTimeoutMs: int(env, 'AUTHZ_REQUEST_TIMEOUT_MS', 10_000, 100, 600_000),
+    signWorker: env.AUTHZ_SIGN_WORKER === '1',
   };
   if (env.DATABASE_URL) config.databaseUrl = env.DATABASE_URL;
   if (env.LOG_LEVEL) {

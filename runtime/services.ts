@@ -14,6 +14,7 @@ import { WebhookDispatcher } from './webhooks/dispatcher.js';
 import { SecurityAlerts } from './alerts/security-alerts.js';
 import { ringPermitIssuer } from './permits/issuer.js';
 import { KeyRing } from './permits/key-ring.js';
+import { sharedSignWorker } from './permits/sign-worker.js';
 import { ServiceMetrics } from './metrics/service-metrics.js';
 import type { Store } from './store/connect.js';
 import { NO_TRACING, type Tracing } from './telemetry/tracing.js';
@@ -124,7 +125,8 @@ function buildServices(
     maxInFlight: inFlight,
     observeBatch: metrics.storeBatch('limits'),
   });
-  const permitIssuer = options.permits ?? ringPermitIssuer(ring, config.baseUrl);
+  const permitIssuer =
+    options.permits ?? ringPermitIssuer(ring, config.baseUrl, config.signWorker ? sharedSignWorker() : undefined);
   const apiKeys = new ApiKeyCache(sql, clock);
   const reviewWaiters = new ReviewWaiters();
   const sessions = new SessionService(sql, clock, config.sessionIdleHours);

@@ -94,6 +94,11 @@ export const SERVE_VARIABLES: readonly ServeVariable[] = [
   },
   { name: 'OTEL_SERVICE_NAME', fallback: 'agent-authz', what: "the traces' service name (with AUTHZ_OTEL=1)" },
   {
+    name: 'AUTHZ_SIGN_WORKER',
+    fallback: 'unset',
+    what: '1: permit tokens signed by a worker thread (an experiment; same tokens)',
+  },
+  {
     name: 'AUTHZ_ALERT_DENY_THRESHOLD',
     fallback: String(A.denyThreshold),
     what: 'security alert: denials of one agent in the window',

@@ -143,6 +143,6 @@ export class AccessRequestService {
       if (error instanceof ApiError && error.status < 500) return null;
       throw error;
     }
-    return { ...confirmed, permit_token: this.deps.permits.issue(confirmed) };
+    return { ...confirmed, permit_token: await this.deps.permits.issue(confirmed) };
   }
 }

@@ -131,8 +131,11 @@ export interface ApprovalTimeouts {
 }
 
 export interface PermitIssuer {
-  /** The permit token of an allow or review decision (null when tokens are not issued). */
-  issue(decision: DecisionRow): string | null;
+  /**
+   * The permit token of an allow or review decision (null when tokens are not
+   * issued); a promise when another thread signs it (AUTHZ_SIGN_WORKER=1).
+   */
+  issue(decision: DecisionRow): string | null | Promise<string | null>;
 }
 
 /** No tokens (the bench's "allow without token" figure). */

@@ -279,6 +279,7 @@ export class DecisionService {
     // The token is a bearer credential: it is answered once and stored nowhere (a
     // decisions:read key must not be able to obtain permits). A decision awaiting
     // approval has none until it is approved (POST /v1/decisions/:id/permit).
+    // Signed meanwhile when another thread signs it (AUTHZ_SIGN_WORKER=1): awaited after the write.
     let token = row.effect === 'deny' || awaiting ? null : this.deps.permits.issue(row);
     if (!stored) {
       // Allowed now (a review awaiting approval: on approval, domain/approvals.ts): its policy's labels join the session.
@@ -313,7 +314,7 @@ export class DecisionService {
     if (status === 'unknown') agents.setStatus(accountId, environment, input.agent_id, 'active', NO_ATTRIBUTES);
     this.deps.alerts.decision(accountId, environment, input.agent_id, row.effect);
     if (row.shadow) this.deps.shadowDiverged?.(row.shadow.policy_id);
-    row.permit_token = token;
+    row.permit_token = token instanceof Promise ? await token : token;
     return row;
   }
 
@@ -451,7 +452,7 @@ export class DecisionService {
   async replayPermits(principal: Principal, ids: readonly string[]): Promise<Array<string | null>> {
     await this.deps.limits.admitKey(principal);
     const tokens: Array<string | null> = [];
-    for (const id of ids) tokens.push(this.deps.permits.issue(await this.get(principal, id)));
+    for (const id of ids) tokens.push(await this.deps.permits.issue(await this.get(principal, id)));
     return tokens;
   }
 

@@ -53,9 +53,20 @@ export function permitSigningInput(claims: PermitClaims, kid: string): string {
   return `${encodedHeader(kid)}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}`;
 }
 
+/**
+ * The compact JWS of a signing input: the input, '.', its Ed25519 signature
+ * (base64url) under `signingKey` (libsodium's 64-byte form, KeyMaterial.signingKey).
+ *
+ * @example
+ * const key = generateKeyMaterial();
+ * signedToken('eyJhbGciOiJFZERTQSJ9.e30', key.signingKey).split('.').length; // => 3
+ */
+export function signedToken(signingInput: string, signingKey: Buffer): string {
+  sodium.crypto_sign_detached(signature, Buffer.from(signingInput), signingKey);
+  return `${signingInput}.${signature.toString('base64url')}`;
+}
+
 export function signPermit(claims: PermitClaims, ring: KeyRing): string {
   const key = ring.signer();
-  const signingInput = permitSigningInput(claims, key.kid);
-  sodium.crypto_sign_detached(signature, Buffer.from(signingInput), key.signingKey);
-  return `${signingInput}.${signature.toString('base64url')}`;
+  return signedToken(permitSigningInput(claims, key.kid), key.signingKey);
 }

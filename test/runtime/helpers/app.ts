@@ -69,7 +69,12 @@ export async function startRuntime(kind: StoreKind, options: TestRuntimeOptions 
   // The manual clock stands still: a test's many requests would all fall in one
   // second of the platform limit, so it is raised (its own tests set it).
   const config: Config = {
-    ...configFromEnv({ AUTHZ_ADMIN_TOKEN: ADMIN_TOKEN, AUTHZ_KEY_RATE_LIMIT: '1000000' }),
+    // AUTHZ_SIGN_WORKER passes through: the permit tests run again with tokens signed by the worker thread.
+    ...configFromEnv({
+      AUTHZ_ADMIN_TOKEN: ADMIN_TOKEN,
+      AUTHZ_KEY_RATE_LIMIT: '1000000',
+      AUTHZ_SIGN_WORKER: process.env.AUTHZ_SIGN_WORKER,
+    }),
     ...options.config,
   };
   const services = await openServices({
