@@ -27,13 +27,12 @@ import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import postgres from 'postgres';
 import { packageRoot } from '../../compiler/index.js';
-import { ManualClock } from '../../runtime/clock.js';
 import type { PermitIssuer } from '../../runtime/domain/decision-ports.js';
 import { ringPermitIssuer } from '../../runtime/permits/issuer.js';
 import { generateKeyMaterial } from '../../runtime/permits/key-material.js';
 import type { KeyRing } from '../../runtime/permits/key-ring.js';
 import { SignWorker } from '../../runtime/permits/sign-worker.js';
-import type { DecisionRow } from '../../runtime/store/decisions.js';
+import { benchDecision } from './decision-row.js';
 import { startCluster } from '../../scripts/pg-cluster.js';
 import { cpuOf, mainThreadCpuOf } from '../http/cpu.js';
 import { startServe, type ServeTarget } from '../http/serve-target.js';
@@ -63,40 +62,7 @@ function mainThreadNs(): number {
   return Number(readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'utf8').split(' ')[0]);
 }
 
-const clock = new ManualClock(Date.now());
-const decision = (i: number): DecisionRow => ({
-  account_id: 'acc_bench',
-  environment: 'test',
-  id: `dec_${String(i).padStart(24, '0')}`,
-  agent_id: 'bench-1',
-  action: 'orders.read',
-  resource: 'order:1',
-  amount: null,
-  context: null,
-  effect: 'allow',
-  reason: 'policy.matched',
-  policy_id: 'pol_bench',
-  matched_policy_ids: ['pol_bench'],
-  warnings: [],
-  status: 'pending',
-  evaluated_at: new Date(clock.now()),
-  expires_at: new Date(clock.now() + 300_000),
-  ttl_seconds: 300,
-  permit_token: null,
-  resolved_at: null,
-  confirmed_amount: null,
-  session_id: null,
-  on_behalf_of: null,
-  args_digest: null,
-  key_id: null,
-  shadow: null,
-  review_status: null,
-  reviewer: null,
-  review_note: null,
-  reviewed_at: null,
-  reviewer_key_id: null,
-  approval_expires_at: null,
-});
+const decision = benchDecision;
 
 interface Micro {
   mainUs: number;

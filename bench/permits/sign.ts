@@ -9,48 +9,14 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { importPKCS8, SignJWT } from 'jose';
 import { packageRoot } from '../../compiler/index.js';
-import { ManualClock } from '../../runtime/clock.js';
 import { generateKeyMaterial } from '../../runtime/permits/key-material.js';
 import { permitClaims, permitSigningInput, signPermit } from '../../runtime/permits/sign.js';
 import type { KeyRing } from '../../runtime/permits/key-ring.js';
-import type { DecisionRow } from '../../runtime/store/decisions.js';
+import { benchDecision } from './decision-row.js';
 
 const material = generateKeyMaterial();
 const ring = { signer: () => material } as unknown as KeyRing;
-const clock = new ManualClock(Date.now());
-const decision = (i: number): DecisionRow => ({
-  account_id: 'acc_bench',
-  environment: 'test',
-  id: `dec_${String(i).padStart(24, '0')}`,
-  agent_id: 'bench-1',
-  action: 'orders.read',
-  resource: 'order:1',
-  amount: null,
-  context: null,
-  effect: 'allow',
-  reason: 'policy.matched',
-  policy_id: 'pol_bench',
-  matched_policy_ids: ['pol_bench'],
-  warnings: [],
-  status: 'pending',
-  evaluated_at: new Date(clock.now()),
-  expires_at: new Date(clock.now() + 300_000),
-  ttl_seconds: 300,
-  permit_token: null,
-  resolved_at: null,
-  confirmed_amount: null,
-  session_id: null,
-  on_behalf_of: null,
-  args_digest: null,
-  key_id: null,
-  shadow: null,
-  review_status: null,
-  reviewer: null,
-  review_note: null,
-  reviewed_at: null,
-  reviewer_key_id: null,
-  approval_expires_at: null,
-});
+const decision = benchDecision;
 
 async function time(label: string, n: number, run: (i: number) => unknown): Promise<number> {
   for (let i = 0; i < 500; i++) await run(i);

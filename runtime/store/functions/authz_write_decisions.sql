@@ -55,7 +55,8 @@ begin
              status text, evaluated_at timestamptz, expires_at timestamptz, ttl_seconds int,
              session_id text, on_behalf_of text, args_digest text, key_id text, shadow jsonb,
              review_status text, approval_expires_at timestamptz, session_labels text[], history jsonb)
-      returning 1
+      returning decisions.account_id, decisions.environment, decisions.id, decisions.effect, decisions.evaluated_at,
+        decisions.review_status
     ), decision_rows as (
       insert into events (id, account_id, environment, type, created_at, data, decision_id)
       select e.id, e.account_id, e.environment, e.type, e.created_at, e.data, e.decision_id
@@ -68,8 +69,7 @@ begin
         union all
         -- Derived decision events that an enabled endpoint subscribes to: their deliveries need an event row.
         select 'evt_' || substr(x.id, 5), x.account_id, x.environment, 'decision.' || x.effect, x.evaluated_at, null, x.id
-        from jsonb_to_recordset(decisions)
-          as x(account_id text, environment text, id text, effect text, evaluated_at timestamptz, review_status text)
+        from new_decisions x
         where x.review_status is null and exists (
           select 1 from webhook_endpoints w
           where w.account_id = x.account_id and w.environment = x.environment and w.status = 'enabled'
