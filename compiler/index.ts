@@ -64,6 +64,7 @@ export type { ParseResult } from './condition/ast.js';
 
 // Action strings and glob patterns.
 export { actionPatternMatches, isValidAction } from './patterns/action.js';
+export { jsonEqual } from './condition/compile.js';
 // Actions from outside names: a name as an action part, and the AuthZEN action rule (shared with the MCP proxy).
 export {
   actionPart,

@@ -62,6 +62,8 @@ export interface Config {
   retentionDays: number | null;
   /** AUTHZ_SIGN_WORKER=1: permit tokens are signed by a worker thread, a batch per event-loop turn (runtime/permits/sign-worker.ts); default off. */
   signWorker: boolean;
+  /** AUTHZ_HISTORY_LEASES=0: every decision's history goes through the limits gate (runtime/history/leases.ts); default on. */
+  historyLeases: boolean;
 }
 
 export const PROCESS_ROLES = ['all', 'api', 'dispatcher'] as const;
@@ -181,6 +183,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
     maxConnections: int(env, 'AUTHZ_MAX_CONNECTIONS', 10_000, 1, 10_000_000),
     requestTimeoutMs: int(env, 'AUTHZ_REQUEST_TIMEOUT_MS', 10_000, 100, 600_000),
     signWorker: env.AUTHZ_SIGN_WORKER === '1',
+    historyLeases: env.AUTHZ_HISTORY_LEASES !== '0',
   };
   if (env.DATABASE_URL) config.databaseUrl = env.DATABASE_URL;
   if (env.LOG_LEVEL) {

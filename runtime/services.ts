@@ -9,6 +9,7 @@ import { DecisionService } from './domain/decisions.js';
 import { PolicySets } from './domain/policy-sets.js';
 import type { PermitIssuer } from './domain/decision-ports.js';
 import { History } from './history/history.js';
+import { HistoryLeases } from './history/leases.js';
 import { Limits } from './spend-limits/limits.js';
 import { WebhookDispatcher } from './webhooks/dispatcher.js';
 import { SecurityAlerts } from './alerts/security-alerts.js';
@@ -145,7 +146,7 @@ function buildServices(
     redact: config.redactContext,
     tracing,
     shadowDiverged: (policyId) => metrics.shadowDiverged(policyId),
-    history: new History(sql),
+    history: new History(sql, config.historyLeases ? new HistoryLeases(sql) : null),
     retentionDays: config.retentionDays,
   });
   const budgets = new BudgetService({ sql, clock, policySets });

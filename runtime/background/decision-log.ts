@@ -34,6 +34,10 @@ import {
   type LogTable,
 } from '../store/log-partitions.js';
 import { pruneHistory } from '../store/history.js';
+import { pruneLeases } from '../store/history-leases.js';
+
+/** A history lease not renewed for this long is deleted (its holders renew them every 30 s while they use them). */
+const LEASE_STALE_SECONDS = 600;
 import { nextTurn } from '../shared/sliced.js';
 import { startTask, type Upkeep } from './task.js';
 
@@ -98,6 +102,8 @@ export async function maintainLog(
     round.historyPruned += n;
     if (store.kind === 'embedded') await nextTurn();
   }
+  // History leases nobody holds, or whose process stopped renewing them (runtime/history/leases.ts).
+  await pruneLeases(store.sql, LEASE_STALE_SECONDS, batch);
   if (cutoffMs === null) return round;
 
   for (const { table, day } of await listLogPartitions(store.sql)) {

@@ -88,6 +88,8 @@ export interface DecisionLimits {
    * when nothing applies.
    */
   apply(context: LimitContext): Promise<AppliedLimits>;
+  /** Whether these policies' rate limits or budgets apply to the agent now (the store judges them, in the limits gate). */
+  judgesInStore(matched: readonly Policy[], agentId: string, nowMs: number): boolean;
   /** What `apply` would answer now for the policies' limits and budgets, using nothing (a rate limit as a value). */
   preview(
     context: Omit<LimitContext, 'decisionId' | 'expiresAt'>,

@@ -38,6 +38,7 @@ import {
   type History,
 } from '../history/history.js';
 import { planHistory, type HistoryPlan } from '../history/plan.js';
+import type { LeasedWrite } from '../history/leases.js';
 import { confirmHistory } from '../store/history.js';
 import { newId } from '../ids.js';
 import { decisionEvent } from '../events/build.js';
@@ -62,7 +63,7 @@ import type { Environment, Principal } from '../tenant.js';
 import { NO_ATTRIBUTES, type AgentDirectory, type KnownStatus } from './agent-directory.js';
 import type { ApprovalTimeouts, DecisionLimits, LimitVerdict, PermitIssuer } from './decision-ports.js';
 import { isLive, isOverdue, type DecisionOutcome as Outcome, type DecisionPreview } from './decision-state.js';
-import type { DecisionWriter } from './decision-writer.js';
+import type { DecisionWriter, PendingWrite } from './decision-writer.js';
 import type { CompiledSet, PolicySets } from './policy-sets.js';
 import { newLabels, type SessionService } from './session-labels.js';
 
@@ -110,8 +111,10 @@ interface Prepared {
   /** Decided before the table (revoked agent, exhausted budget), or null. */
   settled: Outcome | null;
   plan: HistoryPlan | null;
-  /** The plan's values as read (empty without probes). */
+  /** The plan's values as read (empty without probes, and when `leased`: read from memory when evaluated). */
   values: number[];
+  /** This process held the leases of every history key of the plan when it was prepared (runtime/history/leases.ts). */
+  leased: boolean;
   /** The session's labels (null: no candidate policy reads or adds labels). */
   sessionLabels: string[] | null;
   /** They are this process's remembered ones (re-checked by the gate), not read now. */
@@ -182,12 +185,10 @@ export class DecisionService {
     const prepared = await this.prepare(principal, input, nowMs, true);
     const { status, plan } = prepared;
     let values = prepared.values;
-    let evaluated: Evaluated;
-    let verdict: LimitVerdict;
-    let approvalExpiresAt: Date | null;
+    let evaluated!: Evaluated;
+    let verdict!: LimitVerdict;
+    let approvalExpiresAt!: Date | null;
     let stored: DecisionRow | null = null;
-    /** The rate limits (and the key's) counted this decision already (a history retry). */
-    let admitted = false;
     const build = (e: Evaluated, outcome: Outcome, approvalUntil: Date | null, vals: readonly number[]) =>
       this.row(principal, input, {
         id,
@@ -200,79 +201,95 @@ export class DecisionService {
         values: vals,
         sessionLabels: e.sessionLabels,
       });
-    // Optimistic history (runtime/history/history.ts): evaluated with the values read, judged again
-    // by the gate under the scope keys' locks; other values there: evaluated again with them.
-    for (let attempt = 0; ; attempt++) {
-      evaluated = this.judge(prepared, values);
-      // Approval before the action: the decision (and its holds) last until the approval deadline.
-      approvalExpiresAt =
-        evaluated.approvalSeconds === null ? null : new Date(nowMs + evaluated.approvalSeconds * 1000);
-      const holdUntil = approvalExpiresAt ?? expiresAt;
-      const gate =
-        plan &&
-        historyGate(
-          plan,
-          nowMs,
-          this.historyRanges(prepared, values, evaluated, attempt === 0),
-          evaluated.outcome.effect === 'deny' ? 'denied' : 'counted',
+    // History under leases this process holds (runtime/history/leases.ts): decided from memory and
+    // written with its entry, without the limits gate; null when the gate decides it.
+    const leased =
+      plan && prepared.leased ? await this.decideLeased(principal, input, prepared, id, nowMs, build) : null;
+    if (leased?.stored) {
+      ({ evaluated, values, approvalExpiresAt } = leased);
+      verdict = leased.verdict;
+      stored = leased.stored;
+    } else if (plan) {
+      // The gate ends the leases of the keys it decides: this process's memory of them is dropped.
+      this.deps.history.leases?.yieldTo(plan);
+      if (leased && plan.probes.length > 0) values = await this.deps.history.read(principal, plan, nowMs, true);
+    }
+    if (!stored)
+      // Optimistic history (runtime/history/history.ts): evaluated with the values read, judged again
+      // by the gate under the scope keys' locks; other values there: evaluated again with them.
+      for (let attempt = 0, admitted = leased !== null && leased.stored === null && leased.admitted; ; attempt++) {
+        evaluated = this.judge(prepared, values);
+        // Approval before the action: the decision (and its holds) last until the approval deadline.
+        approvalExpiresAt =
+          evaluated.approvalSeconds === null ? null : new Date(nowMs + evaluated.approvalSeconds * 1000);
+        const holdUntil = approvalExpiresAt ?? expiresAt;
+        const gate =
+          plan &&
+          historyGate(
+            plan,
+            nowMs,
+            this.historyRanges(prepared, values, evaluated, attempt === 0),
+            evaluated.outcome.effect === 'deny' ? 'denied' : 'counted',
+          );
+        // The decision as it stands if its limits change nothing: stored with them, one round trip
+        // (built only when the limits go to the store).
+        let candidate: DecisionRow | null = null;
+        const [e, until, vals] = [evaluated, approvalExpiresAt, values];
+        const write = () => {
+          candidate = this.speculative(status, build(e, e.outcome, until, vals), e);
+          return (
+            candidate && {
+              decision: candidate,
+              event: decisionEvent(candidate),
+              history: plan ? checkedValues(plan, vals) : [],
+            }
+          );
+        };
+        const labels =
+          prepared.labelsGuessed && input.session_id
+            ? this.deps.sessions!.check(input.session_id, prepared.sessionLabels ?? [])
+            : null;
+        // Step 7 (and the key's platform limit, for every decision): one store call.
+        const applied = await inStore('store.limits', () =>
+          limits.apply({
+            ...limitSubject(principal, input, evaluated.matched, nowMs),
+            decisionId: id,
+            expiresAt: holdUntil,
+            ...(approvalExpiresAt ? { deferCalls: true } : {}),
+            ...(gate ? { history: gate } : {}),
+            ...(admitted ? { ratesAdmitted: true } : {}),
+            ...(labels ? { labels } : {}),
+            write,
+          }),
         );
-      // The decision as it stands if its limits change nothing: stored with them, one round trip
-      // (built only when the limits go to the store).
-      let candidate: DecisionRow | null = null;
-      const [e, until, vals] = [evaluated, approvalExpiresAt, values];
-      const write = () => {
-        candidate = this.speculative(status, build(e, e.outcome, until, vals), e);
-        return (
-          candidate && {
-            decision: candidate,
-            event: decisionEvent(candidate),
-            history: plan ? checkedValues(plan, vals) : [],
-          }
-        );
-      };
-      const labels =
-        prepared.labelsGuessed && input.session_id
-          ? this.deps.sessions!.check(input.session_id, prepared.sessionLabels ?? [])
-          : null;
-      // Step 7 (and the key's platform limit, for every decision): one store call.
-      const applied = await inStore('store.limits', () =>
-        limits.apply({
-          ...limitSubject(principal, input, evaluated.matched, nowMs),
-          decisionId: id,
-          expiresAt: holdUntil,
-          ...(approvalExpiresAt ? { deferCalls: true } : {}),
-          ...(gate ? { history: gate } : {}),
-          ...(admitted ? { ratesAdmitted: true } : {}),
-          ...(labels ? { labels } : {}),
-          write,
-        }),
-      );
-      if ('staleLabels' in applied) {
-        // Another process (or the API, or the gateway) changed the session's labels: evaluate with them (nothing moved).
-        Object.assign(prepared, { sessionLabels: applied.staleLabels, labelsGuessed: false });
-        prepared.request.session_labels = applied.staleLabels;
+        if ('staleLabels' in applied) {
+          // Another process (or the API, or the gateway) changed the session's labels: evaluate with them (nothing moved).
+          Object.assign(prepared, { sessionLabels: applied.staleLabels, labelsGuessed: false });
+          prepared.request.session_labels = applied.staleLabels;
+          if (attempt + 1 >= HISTORY_ATTEMPTS)
+            throw new ServiceUnavailableError(
+              'the session labels this decision reads kept changing while it was decided; retry',
+            );
+          continue;
+        }
+        admitted = true;
+        if (!('stale' in applied)) {
+          verdict = applied.verdict;
+          if (plan && applied.history) values = gatedValues(plan, applied.history);
+          if (applied.written) stored = candidate;
+          break;
+        }
+        values = gatedValues(plan!, applied.stale);
         if (attempt + 1 >= HISTORY_ATTEMPTS)
           throw new ServiceUnavailableError(
-            'the session labels this decision reads kept changing while it was decided; retry',
+            'the history this decision reads kept changing while it was decided; retry',
           );
-        continue;
       }
-      admitted = true;
-      if (!('stale' in applied)) {
-        verdict = applied.verdict;
-        if (plan && applied.history) values = gatedValues(plan, applied.history);
-        if (applied.written) stored = candidate;
-        break;
-      }
-      values = gatedValues(plan!, applied.stale);
-      if (attempt + 1 >= HISTORY_ATTEMPTS)
-        throw new ServiceUnavailableError('the history this decision reads kept changing while it was decided; retry');
-    }
     let outcome = evaluated.outcome;
     if (verdict && 'deny' in verdict)
       outcome = { ...outcome, effect: 'deny', reason: verdict.deny, policy_id: verdict.policy_id };
     else if (verdict) outcome = { ...outcome, warnings: [...outcome.warnings, ...verdict.warnings] };
-    if (plan && plan.probes.length > 0)
+    if (plan && plan.probes.length > 0 && !leased?.stored)
       this.deps.history.learn(principal, plan, values, outcome.effect === 'deny' ? 'denied' : 'counted');
     const awaiting = approvalExpiresAt !== null && outcome.effect === 'review';
     let row = stored ?? build(evaluated, outcome, approvalExpiresAt, values);
@@ -282,24 +299,8 @@ export class DecisionService {
     // Signed meanwhile when another thread signs it (AUTHZ_SIGN_WORKER=1): awaited after the write.
     let token = row.effect === 'deny' || awaiting ? null : this.deps.permits.issue(row);
     if (!stored) {
-      // Allowed now (a review awaiting approval: on approval, domain/approvals.ts): its policy's labels join the session.
-      const session = this.sessionWrite(row, evaluated, awaiting);
-      const written = await inStore('store.write', () =>
-        this.deps.writer.write({
-          decision: row,
-          ...(status === 'unknown'
-            ? {
-                newAgent: {
-                  account_id: accountId,
-                  environment,
-                  agent_id: input.agent_id,
-                  first_seen_at: row.evaluated_at,
-                },
-              }
-            : {}),
-          ...(session ? { session } : {}),
-        }),
-      );
+      const pending = this.pendingWrite(principal, input, status, row, evaluated, null);
+      const written = await inStore('store.write', () => this.deps.writer.write(pending));
       // Its labels would have taken a full session past 256 (another decision filled it meanwhile): stored denied.
       if (written.decision !== row) [row, token] = [written.decision, null];
     }
@@ -316,6 +317,81 @@ export class DecisionService {
     if (row.shadow) this.deps.shadowDiverged?.(row.shadow.policy_id);
     row.permit_token = token instanceof Promise ? await token : token;
     return row;
+  }
+
+  /**
+   * A decision whose history keys this process holds the leases of
+   * (runtime/history/leases.ts): its values read from memory, evaluated and its
+   * entry recorded in one synchronous step, then stored with the entry in one
+   * statement (the leases' epochs checked). Not for a decision whose limits,
+   * budgets or session labels the gate must judge: those, a lease lost on the
+   * way, and a write whose lease ended answer `stored: null` and go through the
+   * gate (`admitted`: the key's platform limit counted it already).
+   */
+  private async decideLeased(
+    principal: Principal,
+    input: DecisionInput,
+    prepared: Prepared,
+    id: string,
+    nowMs: number,
+    build: (e: Evaluated, outcome: Outcome, approvalUntil: Date | null, vals: readonly number[]) => DecisionRow,
+  ): Promise<
+    | {
+        stored: DecisionRow;
+        evaluated: Evaluated;
+        values: number[];
+        approvalExpiresAt: Date | null;
+        verdict: LimitVerdict;
+      }
+    | { stored: null; admitted: boolean }
+  > {
+    const { limits, history } = this.deps;
+    const leases = history.leases!;
+    const plan = prepared.plan!;
+    const gated = (e: Evaluated) =>
+      prepared.sessionLabels !== null || limits.judgesInStore(e.matched, input.agent_id, nowMs);
+    const fromMemory = (before: { values: number[]; evaluated: Evaluated } | null) => {
+      const values = leases.values(plan, principal, nowMs);
+      if (values === null) return null;
+      if (before && values.every((v, i) => v === before.values[i])) return before;
+      return { values, evaluated: this.judge(prepared, values) };
+    };
+    let first = fromMemory(null);
+    if (first === null || gated(first.evaluated)) {
+      leases.yieldTo(plan);
+      return { stored: null, admitted: false };
+    }
+    const approvalUntil = (e: Evaluated) =>
+      e.approvalSeconds === null ? null : new Date(nowMs + e.approvalSeconds * 1000);
+    const expiresAt = new Date(nowMs + (input.ttl_seconds ?? DEFAULT_TTL_SECONDS) * 1000);
+    // The key's platform limit (a store call only when this process holds none of its tokens).
+    const applied = await limits.apply({
+      ...limitSubject(principal, input, first.evaluated.matched, nowMs),
+      decisionId: id,
+      expiresAt: approvalUntil(first.evaluated) ?? expiresAt,
+      ...(first.evaluated.approvalSeconds !== null ? { deferCalls: true } : {}),
+    });
+    if (!('verdict' in applied)) return { stored: null, admitted: true };
+    // From here to the write's submission, synchronous: no other decision reads the memory in between.
+    const now = fromMemory(first);
+    if (
+      now === null ||
+      (now !== first && (gated(now.evaluated) || sameness(now.evaluated) !== sameness(first.evaluated)))
+    ) {
+      leases.yieldTo(plan);
+      return { stored: null, admitted: true };
+    }
+    first = now;
+    const { evaluated, values } = first;
+    const approvalExpiresAt = approvalUntil(evaluated);
+    const kind = evaluated.outcome.effect === 'deny' ? 'denied' : 'counted';
+    const leasedWrite = leases.record(plan, principal, id, kind);
+    const row = build(evaluated, evaluated.outcome, approvalExpiresAt, values);
+    const written = await this.deps.writer.write(
+      this.pendingWrite(principal, input, prepared.status, row, evaluated, leasedWrite),
+    );
+    if (written.leaseEnded) return { stored: null, admitted: true };
+    return { stored: written.decision, evaluated, values, approvalExpiresAt, verdict: applied.verdict };
   }
 
   /** The decision row of an evaluation, as stored (its context without the redacted paths). */
@@ -371,6 +447,38 @@ export class DecisionService {
   }
 
   /** What the decision writes to its session: the winning policy's labels the session lacks, when allowed now; or its opening. */
+  /**
+   * A decision's write: with its agent's registration when the agent is new, the
+   * session work of its policy's labels (allowed now; a review awaiting
+   * approval: on approval, domain/approvals.ts), and its history entry when
+   * decided from leases.
+   */
+  private pendingWrite(
+    principal: Principal,
+    input: DecisionInput,
+    status: KnownStatus,
+    row: DecisionRow,
+    evaluated: Evaluated,
+    history: LeasedWrite | null,
+  ): PendingWrite {
+    const session = this.sessionWrite(row, evaluated, row.status === 'awaiting_approval');
+    return {
+      decision: row,
+      ...(status === 'unknown'
+        ? {
+            newAgent: {
+              account_id: principal.accountId,
+              environment: principal.environment,
+              agent_id: input.agent_id,
+              first_seen_at: row.evaluated_at,
+            },
+          }
+        : {}),
+      ...(session ? { session } : {}),
+      ...(history ? { history } : {}),
+    };
+  }
+
   private sessionWrite(row: DecisionRow, evaluated: Evaluated, awaiting: boolean) {
     const adds = row.effect === 'deny' || awaiting ? [] : newLabels(evaluated.sessionLabels ?? [], evaluated.adds);
     return this.deps.sessions?.forWrite(row, adds) ?? null;
@@ -622,8 +730,13 @@ export class DecisionService {
       retentionDays: this.deps.retentionDays ?? null,
       nowMs,
     });
-    // A decision may start from a remembered guess (its gate judges it); a preview reads.
-    const values = plan && plan.probes.length > 0 ? await this.deps.history.read(principal, plan, nowMs, guess) : [];
+    // A decision under history leases this process holds (taken now when it can) reads their memory
+    // when it is evaluated (decideLeased); else it starts from a remembered guess (its gate judges it);
+    // a preview reads.
+    const leases = this.deps.history.leases;
+    const leased = guess && plan !== null && leases !== null && (await leases.hold(plan, nowMs));
+    const values =
+      plan && plan.probes.length > 0 && !leased ? await this.deps.history.read(principal, plan, nowMs, guess) : [];
     // The session's labels, read only when a candidate policy reads or adds them (domain/session-labels.ts).
     // A decision may start from the labels remembered (its gate re-checks them); a preview reads.
     const found =
@@ -637,6 +750,7 @@ export class DecisionService {
       settled,
       plan,
       values,
+      leased,
       sessionLabels: found?.labels ?? null,
       labelsGuessed: found?.guessed ?? false,
     };

@@ -22,6 +22,7 @@ import {
 } from '../store/history.js';
 import type { Tenant } from '../tenant.js';
 import type { HistoryPlan } from './plan.js';
+import type { HistoryLeases } from './leases.js';
 
 export type { HistoryReading } from '../store/history.js';
 
@@ -42,7 +43,14 @@ export class History {
    */
   private readonly guesses = new Map<string, number>();
 
-  constructor(private readonly sql: Sql) {}
+  /**
+   * @param leases The history leases this process may hold (runtime/history/leases.ts); null: every
+   * decision's history goes through the limits gate.
+   */
+  constructor(
+    private readonly sql: Sql,
+    readonly leases: HistoryLeases | null = null,
+  ) {}
 
   /** The plan's probes' values at `atMs`, in its order (a missing MATCH field: 0, not read); with `guess`, the remembered guesses when every check has one (a decision, whose gate judges them; never a preview). */
   async read(tenant: Tenant, plan: HistoryPlan, atMs: number, guess: boolean): Promise<number[]> {

@@ -38,6 +38,8 @@ export interface HistoryPlan {
   entry: Omit<HistoryRecord, 'kind'> | null;
   /** Scope keys locked in the gate: those the probes read and those that see the entry, sorted, unique. */
   locks: string[];
+  /** Some `history.denied` probe sees the entry: a denied decision's entry counts somewhere (else only an allowed one's does). */
+  deniedSeen: boolean;
 }
 
 /** What a table's probes need, computed once per table. */
@@ -176,5 +178,5 @@ export function planHistory(
       scopes: seeing.reduce((bits, p) => bits | SCOPE_BITS[p.scope], 0),
     };
   }
-  return { probes, checks, entry, locks: [...locks].sort() };
+  return { probes, checks, entry, locks: [...locks].sort(), deniedSeen: seeing.some((p) => p.measure === 'denied') };
 }

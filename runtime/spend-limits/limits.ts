@@ -82,6 +82,10 @@ export class Limits implements DecisionLimits {
     return this.exhaustedAgents.blocking(principal.accountId, principal.environment, subject, nowMs, policy);
   }
 
+  judgesInStore(matched: readonly Policy[], agentId: string, nowMs: number): boolean {
+    return policyRates(matched, agentId).length > 0 || policyBudgets(matched, nowMs).length > 0;
+  }
+
   async apply(context: LimitContext): Promise<AppliedLimits> {
     const { principal, agentId, matched, nowMs } = context;
     const history = context.history ?? null;

@@ -99,12 +99,24 @@ export interface NewAgent {
 }
 
 /**
+ * Decisions decided from history leases (runtime/history/leases.ts): their
+ * entries, and the leases' epochs, which must still stand when they are written
+ * (functions/authz_write_leased.sql; else SQLSTATE AZL01, LEASE_ENDED, and nothing is written).
+ */
+export interface LeasedHistory {
+  entries: readonly object[];
+  fences: ReadonlyArray<{ lock_key: string; epoch: string }>;
+  /** Entries of other decisions these were decided from: each must be stored (by then, or by this statement). */
+  after: ReadonlyArray<{ account_id: string; environment: string; decision_id: string }>;
+}
+
+/**
  * One statement (so one round trip, atomically): registers the new agents (each
  * exactly once across processes: ON CONFLICT DO NOTHING, its event only when
  * this statement inserted the row), inserts the decisions and their
  * decision.review events (bodies built: runtime/events/build.ts); the allow and
  * deny events are derived from the decisions, with a row only when subscribed
- * (functions/authz_write_decisions.sql). Permit tokens are never stored. Returns the agents this batch registered, as `account:environment:agent_id`.
+ * (functions/authz_write_decisions.sql); with `leased`, their history entries too. Permit tokens are never stored. Returns the agents this batch registered, as `account:environment:agent_id`.
  */
 export async function writeDecisionBatch(
   sql: SqlOrTx,
@@ -112,11 +124,19 @@ export async function writeDecisionBatch(
   decisionEvents: readonly EventRow[],
   agents: readonly NewAgent[],
   agentEvents: readonly EventRow[],
+  leased: LeasedHistory | null = null,
 ): Promise<Set<string>> {
-  // One definition of the write (functions/authz_write_decisions.sql), also used by authz_decide_batch.
+  // One definition of the write (functions/authz_write_decisions.sql), also used by authz_decide_batch
+  // and, after the leases' check and the entries, by authz_write_leased.
+  const args = sql`${sql.json(decisions as never)}::jsonb, ${sql.json(decisionEvents as never)}::jsonb,
+      ${sql.json(agents as never)}::jsonb, ${sql.json(agentEvents as never)}::jsonb`;
   const rows = await sql<Array<{ registered: string | null }>>`
-    select authz_write_decisions(${sql.json(decisions as never)}::jsonb, ${sql.json(decisionEvents as never)}::jsonb,
-      ${sql.json(agents as never)}::jsonb, ${sql.json(agentEvents as never)}::jsonb) as registered`;
+    select ${
+      leased === null
+        ? sql`authz_write_decisions(${args})`
+        : sql`authz_write_leased(${args}, ${sql.json(leased.entries as never)}::jsonb, ${sql.json(leased.fences as never)}::jsonb,
+            ${sql.json(leased.after as never)}::jsonb)`
+    } as registered`;
   return new Set(rows.map((r) => r.registered).filter((r): r is string => r !== null));
 }
 

@@ -49,7 +49,8 @@
 -- one global order (after the limiters and budget rows), so a read and the
 -- record it leads to are atomic with respect to every decision of those keys,
 -- on any number of processes. Each entry is inserted at once: the next request
--- of the batch sees it.
+-- of the batch sees it. The leases of those keys end (authz_history_revoke):
+-- a process that decided them from memory reads them again.
 --
 -- Counters commit without waiting for the WAL flush: the decision written right
 -- after (synchronous commit) flushes the WAL past them before its answer is sent.
@@ -177,6 +178,11 @@ begin
   loop
     perform pg_advisory_xact_lock(lock_key);
   end loop;
+  -- Their leases end (migration 026): their holders' memory no longer has all of their history.
+  if jsonb_path_exists(batch, '$[*].history.locks[*]') then
+    perform authz_history_revoke(array(
+      select distinct l from jsonb_array_elements(batch) q, jsonb_array_elements_text(coalesce(q->'history'->'locks', '[]')) l));
+  end if;
 
   for req, idx in select value, ordinality::int from jsonb_array_elements(batch) with ordinality loop
     -- Every limiter must pass, else none moves. (Each loop over a request's rates

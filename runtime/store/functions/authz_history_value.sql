@@ -5,7 +5,10 @@
 -- before `at_ms` (at_ms - window <= evaluated_at, as compiler/history/reference.ts
 -- has it; no upper bound: an entry recorded before this read counts even when
 -- its evaluated_at is a little later, another process's clock) and that the
--- check sees (authz_history_sees).
+-- check sees (authz_history_sees). An entry past its keep_until (kept no
+-- longer than the longest window, or the log's retention, when it was recorded)
+-- counts no more, pruned or not: the value does not depend on when the upkeep
+-- ran, and a lease holder's memory (runtime/history/leases.ts) gives the same.
 --
 -- Check: {scope: session|agent|user|environment, key (the scope's value; null
 -- for environment), actions: [pattern...], window_s, measure: count|sum|denied,
@@ -20,7 +23,8 @@ create or replace function authz_history_value(account text, env text, c jsonb, 
 returns numeric
 language plpgsql stable as $$
 declare
-  since constant timestamptz := to_timestamp(at_ms / 1000.0) - make_interval(secs => (c->>'window_s')::float8);
+  at_ts constant timestamptz := to_timestamp(at_ms / 1000.0);
+  since constant timestamptz := at_ts - make_interval(secs => (c->>'window_s')::float8);
   k constant text := c->>'key';
   summed constant boolean := c->>'measure' = 'sum';
   wanted constant text := case when c->>'measure' = 'denied' then 'denied' else 'counted' end;
@@ -41,25 +45,25 @@ begin
         select case when summed then coalesce(sum(coalesce(e.confirmed_amount, e.amount, 0)), 0) else count(*) end into total
         from history_entries e
         where e.account_id = account and e.environment = env and e.session_id = k and (e.scopes & 1) <> 0
-          and e.action = any (exacts) and e.evaluated_at >= since and e.kind = wanted
+          and e.action = any (exacts) and e.evaluated_at >= since and e.keep_until >= at_ts and e.kind = wanted
           and (m is null or (plain_m and e.match_values @> m) or (not plain_m and authz_history_sees(c, e.action, e.kind, e.match_values)));
       when 'agent' then
         select case when summed then coalesce(sum(coalesce(e.confirmed_amount, e.amount, 0)), 0) else count(*) end into total
         from history_entries e
         where e.account_id = account and e.environment = env and e.agent_id = k and (e.scopes & 2) <> 0
-          and e.action = any (exacts) and e.evaluated_at >= since and e.kind = wanted
+          and e.action = any (exacts) and e.evaluated_at >= since and e.keep_until >= at_ts and e.kind = wanted
           and (m is null or (plain_m and e.match_values @> m) or (not plain_m and authz_history_sees(c, e.action, e.kind, e.match_values)));
       when 'user' then
         select case when summed then coalesce(sum(coalesce(e.confirmed_amount, e.amount, 0)), 0) else count(*) end into total
         from history_entries e
         where e.account_id = account and e.environment = env and e.on_behalf_of = k and (e.scopes & 4) <> 0
-          and e.action = any (exacts) and e.evaluated_at >= since and e.kind = wanted
+          and e.action = any (exacts) and e.evaluated_at >= since and e.keep_until >= at_ts and e.kind = wanted
           and (m is null or (plain_m and e.match_values @> m) or (not plain_m and authz_history_sees(c, e.action, e.kind, e.match_values)));
       else
         select case when summed then coalesce(sum(coalesce(e.confirmed_amount, e.amount, 0)), 0) else count(*) end into total
         from history_entries e
         where e.account_id = account and e.environment = env and (e.scopes & 8) <> 0
-          and e.action = any (exacts) and e.evaluated_at >= since and e.kind = wanted
+          and e.action = any (exacts) and e.evaluated_at >= since and e.keep_until >= at_ts and e.kind = wanted
           and (m is null or (plain_m and e.match_values @> m) or (not plain_m and authz_history_sees(c, e.action, e.kind, e.match_values)));
     end case;
     return total;
@@ -69,22 +73,22 @@ begin
       select case when summed then coalesce(sum(coalesce(e.confirmed_amount, e.amount, 0)), 0) else count(*) end into total
       from history_entries e
       where e.account_id = account and e.environment = env and e.session_id = k and (e.scopes & 1) <> 0
-        and e.evaluated_at >= since and authz_history_sees(c, e.action, e.kind, e.match_values);
+        and e.evaluated_at >= since and e.keep_until >= at_ts and authz_history_sees(c, e.action, e.kind, e.match_values);
     when 'agent' then
       select case when summed then coalesce(sum(coalesce(e.confirmed_amount, e.amount, 0)), 0) else count(*) end into total
       from history_entries e
       where e.account_id = account and e.environment = env and e.agent_id = k and (e.scopes & 2) <> 0
-        and e.evaluated_at >= since and authz_history_sees(c, e.action, e.kind, e.match_values);
+        and e.evaluated_at >= since and e.keep_until >= at_ts and authz_history_sees(c, e.action, e.kind, e.match_values);
     when 'user' then
       select case when summed then coalesce(sum(coalesce(e.confirmed_amount, e.amount, 0)), 0) else count(*) end into total
       from history_entries e
       where e.account_id = account and e.environment = env and e.on_behalf_of = k and (e.scopes & 4) <> 0
-        and e.evaluated_at >= since and authz_history_sees(c, e.action, e.kind, e.match_values);
+        and e.evaluated_at >= since and e.keep_until >= at_ts and authz_history_sees(c, e.action, e.kind, e.match_values);
     else
       select case when summed then coalesce(sum(coalesce(e.confirmed_amount, e.amount, 0)), 0) else count(*) end into total
       from history_entries e
       where e.account_id = account and e.environment = env and (e.scopes & 8) <> 0
-        and e.evaluated_at >= since and authz_history_sees(c, e.action, e.kind, e.match_values);
+        and e.evaluated_at >= since and e.keep_until >= at_ts and authz_history_sees(c, e.action, e.kind, e.match_values);
   end case;
   return total;
 end $$;

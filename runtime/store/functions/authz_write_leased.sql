@@ -1,0 +1,54 @@
+-- Decisions whose history was decided from a lease (migration 026,
+-- runtime/history/leases.ts), stored with their history entries in one
+-- statement:
+-- 1. the scope keys are locked (in one global order, as the limits gate and a
+--    new holder lock them), so this waits for an earlier write of the same keys
+--    by the same holder to commit;
+-- 2. every lease the batch decided from must still be at the epoch it was taken
+--    with;
+-- 3. the entries are inserted, and every entry the decisions were decided from
+--    that was not stored when they were (`after`) must be stored now;
+-- 4. the decisions (authz_write_decisions, whose result this returns).
+-- When 2 or 3 fails, nothing is written and the call fails with SQLSTATE AZL01:
+-- the caller decides those decisions again through the limits gate.
+--
+-- entries: [{account_id, environment, decision_id, agent_id, session_id,
+-- on_behalf_of, action, kind, amount, match_values, evaluated_at_ms,
+-- keep_until_ms, scopes}]; fences: [{lock_key, epoch}]; after:
+-- [{account_id, environment, decision_id}].
+create or replace function authz_write_leased(decisions jsonb, decision_events jsonb, agents jsonb, agent_events jsonb,
+                                              entries jsonb, fences jsonb, after jsonb)
+returns setof text
+language plpgsql as $$
+declare
+  lock_hash bigint;
+  keys text[];
+  epochs bigint[];
+begin
+  select coalesce(array_agg(distinct f->>'lock_key'), '{}'), coalesce(array_agg(distinct (f->>'epoch')::bigint), '{}')
+  into keys, epochs
+  from jsonb_array_elements(fences) f;
+  for lock_hash in select distinct hashtextextended(k, 0) from unnest(keys) k order by 1 loop
+    perform pg_advisory_xact_lock(lock_hash);
+  end loop;
+  -- Epochs are unique across leases (one sequence), so each key's row at its epoch is one row matching both lists.
+  if cardinality(epochs) <> cardinality(keys)
+     or (select count(*) from history_leases l where l.lock_key = any (keys) and l.epoch = any (epochs)) <> cardinality(keys) then
+    raise exception using errcode = 'AZL01', message = 'a history lease this batch decided from has ended';
+  end if;
+  insert into history_entries (account_id, environment, decision_id, agent_id, session_id, on_behalf_of, action, kind,
+                               amount, match_values, evaluated_at, keep_until, scopes)
+  select e.account_id, e.environment, e.decision_id, e.agent_id, e.session_id, e.on_behalf_of, e.action, e.kind,
+         e.amount, coalesce(e.match_values, '{}'), to_timestamp(e.evaluated_at_ms / 1000.0),
+         to_timestamp(e.keep_until_ms / 1000.0), e.scopes
+  from jsonb_to_recordset(entries) as e(account_id text, environment text, decision_id text, agent_id text, session_id text,
+    on_behalf_of text, action text, kind text, amount numeric, match_values jsonb, evaluated_at_ms float8,
+    keep_until_ms float8, scopes smallint);
+  if jsonb_array_length(after) > 0 and exists (
+    select 1 from jsonb_to_recordset(after) as a(account_id text, environment text, decision_id text)
+    where not exists (select 1 from history_entries h
+                      where h.account_id = a.account_id and h.environment = a.environment and h.decision_id = a.decision_id)) then
+    raise exception using errcode = 'AZL01', message = 'an entry this batch decided from was not stored';
+  end if;
+  return query select authz_write_decisions(decisions, decision_events, agents, agent_events);
+end $$;
