@@ -730,17 +730,21 @@ export class DecisionService {
       retentionDays: this.deps.retentionDays ?? null,
       nowMs,
     });
-    // A decision under history leases this process holds (taken now when it can) reads their memory
-    // when it is evaluated (decideLeased); else it starts from a remembered guess (its gate judges it);
-    // a preview reads.
-    const leases = this.deps.history.leases;
-    const leased = guess && plan !== null && leases !== null && (await leases.hold(plan, nowMs));
-    const values =
-      plan && plan.probes.length > 0 && !leased ? await this.deps.history.read(principal, plan, nowMs, guess) : [];
     // The session's labels, read only when a candidate policy reads or adds them (domain/session-labels.ts).
     // A decision may start from the labels remembered (its gate re-checks them); a preview reads.
     const found =
       settled === null ? ((await this.deps.sessions?.forDecision(principal, set.table, input, guess)) ?? null) : null;
+    // A decision under history leases this process holds (taken now when it can) reads their memory
+    // when it is evaluated (decideLeased); not one whose labels the gate judges. Else it starts from a
+    // remembered guess (its gate judges it); a preview reads.
+    const leases = this.deps.history.leases;
+    let leased = false;
+    if (guess && plan !== null && leases !== null && found === null) {
+      const held = leases.hold(plan, nowMs);
+      leased = typeof held === 'boolean' ? held : await held;
+    }
+    const values =
+      plan && plan.probes.length > 0 && !leased ? await this.deps.history.read(principal, plan, nowMs, guess) : [];
     if (found !== null) request.session_labels = found.labels;
     return {
       environment: principal.environment,

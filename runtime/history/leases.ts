@@ -123,7 +123,12 @@ function targetOf(lockKey: string): LeaseTarget {
   };
 }
 
-/** A check's value over a key's entries at `atMs`, as authz_history_value computes it from the store. */
+/**
+ * A check's value over a key's entries at `atMs`, as authz_history_value computes it from the store.
+ *
+ * @example
+ * leasedValue(entries, { scope: 'session', key: 'run-1', actions: ['payments.refund'], window_s: 3600, measure: 'count', match: {} }, Date.now());
+ */
 export function leasedValue(entries: readonly LeasedEntry[], c: HistoryCheck, atMs: number): number {
   const since = atMs - c.window_s * 1000;
   const wanted = c.measure === 'denied' ? 'denied' : 'counted';
@@ -166,9 +171,15 @@ export class HistoryLeases {
    * Whether this process holds (after taking, when it can) the lease of every
    * scope key of the plan; false sends the decision through the gate.
    */
-  async hold(plan: HistoryPlan, nowMs: number): Promise<boolean> {
+  hold(plan: HistoryPlan, nowMs: number): boolean | Promise<boolean> {
     this.maybeUpkeep(nowMs);
     if (plan.locks.length === 0) return false;
+    // Every key held (the common case): no promise.
+    if (plan.locks.every((k) => this.held.has(k))) return true;
+    return this.takeAll(plan, nowMs);
+  }
+
+  private async takeAll(plan: HistoryPlan, nowMs: number): Promise<boolean> {
     for (const key of plan.locks) {
       if (this.held.has(key)) continue;
       const until = this.cooling.get(key);

@@ -96,7 +96,12 @@ function scopeFilter(sql: SqlOrTx, t: LeaseTarget) {
   }
 }
 
-/** Of `leases`, those `holder` still holds at their epochs (their renewed_at set to now); the others have ended. */
+/**
+ * Of `leases`, those `holder` still holds at their epochs (their renewed_at set to now); the others have ended.
+ *
+ * @example
+ * const still = await renewLeases(sql, 'proc_1', [{ lock_key: 'acct_1\x1ftest\x1fsession\x1frun-1', epoch: '42' }]);
+ */
 export async function renewLeases(sql: SqlOrTx, holder: string, leases: readonly HeldLease[]): Promise<Set<string>> {
   if (leases.length === 0) return new Set();
   const rows = await sql<Array<{ lock_key: string }>>`
@@ -107,7 +112,12 @@ export async function renewLeases(sql: SqlOrTx, holder: string, leases: readonly
   return new Set(rows.map((r) => r.lock_key));
 }
 
-/** Lets go of leases (their memory dropped): a later holder takes them with a new epoch. */
+/**
+ * Lets go of leases (their memory dropped): a later holder takes them with a new epoch.
+ *
+ * @example
+ * await releaseLeases(sql, 'proc_1', [{ lock_key: 'acct_1\x1ftest\x1fsession\x1frun-1', epoch: '42' }]);
+ */
 export async function releaseLeases(sql: SqlOrTx, holder: string, leases: readonly HeldLease[]): Promise<void> {
   if (leases.length === 0) return;
   await sql`
@@ -121,6 +131,9 @@ export async function releaseLeases(sql: SqlOrTx, holder: string, leases: readon
  * them for `staleSeconds` (the database's clock, which renews them: a process
  * that died); how many. Safe whenever: a holder's write needs its row at its
  * epoch, and epochs never repeat.
+ *
+ * @example
+ * const deleted = await pruneLeases(sql, 600);
  */
 export async function pruneLeases(sql: SqlOrTx, staleSeconds: number, batch = 5000): Promise<number> {
   const rows = await sql`delete from history_leases where lock_key = any (array(

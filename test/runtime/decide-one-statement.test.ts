@@ -48,7 +48,7 @@ describe.each(STORE_KINDS)('a decision written with its limits (%s)', (kind) => 
   };
   const install = (policies: PolicyInput[]) => rt.setPolicies(policies);
 
-  it('a known agent: calls and USD budgets and history.count each cost one statement, the decision stored as answered', async () => {
+  it('a known agent: calls and USD budgets and history.count each cost one statement (history under its lease: the writer\'s), the decision stored as answered', async () => {
     await install([
       {
         id: 'pol_calls',
@@ -70,10 +70,12 @@ describe.each(STORE_KINDS)('a decision written with its limits (%s)', (kind) => 
       answers.push(await decide(rt, { agent_id: a, action: 'hist.go', session_id: 'run-one-statement' }));
     const after = await batches();
     expect(answers.map((d) => d.effect)).toEqual(['allow', 'allow', 'allow', 'allow', 'allow', 'deny']);
-    // Only the session's first decision went through the decision writer (it opens the session);
-    // every other decision rode its limits' statement.
-    expect(after.decisions.items - before.decisions.items).toBe(1);
-    expect(after.limits.items - before.limits.items).toBe(answers.length);
+    // The budgeted decisions rode their limits' statement; the history decisions were decided from the
+    // session's history lease (docs/history.md#leases) and written by the decision writer with their
+    // entries, one statement each, without the limits gate.
+    expect(after.limits.items - before.limits.items).toBe(2);
+    expect(after.decisions.items - before.decisions.items).toBe(4);
+    expect(after.decisions.statements - before.decisions.statements).toBe(4);
     for (const answer of answers) await expectStoredAsAnswered(answer);
     expect((answers[5]!.metadata as JsonObject).history[0].value).toBe(3);
     // The budgets moved as before: one call consumed, 2.5 USD held.
