@@ -21,16 +21,14 @@ create or replace function authz_write_leased(decisions jsonb, decision_events j
 returns setof text
 language plpgsql as $$
 declare
-  lock_hash bigint;
   keys text[];
   epochs bigint[];
 begin
   select coalesce(array_agg(distinct f->>'lock_key'), '{}'), coalesce(array_agg(distinct (f->>'epoch')::bigint), '{}')
   into keys, epochs
   from jsonb_array_elements(fences) f;
-  for lock_hash in select distinct hashtextextended(k, 0) from unnest(keys) k order by 1 loop
-    perform pg_advisory_xact_lock(lock_hash);
-  end loop;
+  -- One statement (not one per key): the locks are taken in the sorted rows' order.
+  perform pg_advisory_xact_lock(s.h) from (select distinct hashtextextended(k, 0) as h from unnest(keys) k order by 1) s;
   -- Epochs are unique across leases (one sequence), so each key's row at its epoch is one row matching both lists.
   if cardinality(epochs) <> cardinality(keys)
      or (select count(*) from history_leases l where l.lock_key = any (keys) and l.epoch = any (epochs)) <> cardinality(keys) then
