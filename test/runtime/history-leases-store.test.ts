@@ -6,7 +6,10 @@
  * decimal amounts, confirmed or not; entries past their keep_until), the value
  * `leasedValue` computes from the entries `takeLease` read equals the one
  * `readHistory` (authz_history_value) reads from the store; `takeLease` moves
- * the epoch and refuses a key with more entries than its cap; `pruneLeases`
+ * the epoch and refuses a key with more entries than its cap; a leased write
+ * (authz_write_leased) stores its entries only when every lease it names
+ * stands at its epoch and every entry it was decided from is stored, else
+ * fails with SQLSTATE AZL01 writing nothing; `pruneLeases`
  * deletes leases nobody holds or whose holder stopped renewing them; and
  * `sumDecimals` adds decimal texts exactly.
  */
@@ -14,7 +17,8 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { leasedValue } from '../../runtime/history/leases.js';
 import { sumDecimals } from '../../runtime/history/decimal.js';
-import { pruneLeases, takeLease, type LeaseTarget } from '../../runtime/store/history-leases.js';
+import { LEASE_ENDED, pruneLeases, takeLease, type LeaseTarget } from '../../runtime/store/history-leases.js';
+import { writeDecisionBatch } from '../../runtime/store/decisions.js';
 import { readHistory, type HistoryCheck } from '../../runtime/store/history.js';
 import { STORE_KINDS, openTestStore, type TestStore } from '../helpers/postgres.js';
 
@@ -252,6 +256,76 @@ describe.each(STORE_KINDS)('history leases in the store (%s)', (kind) => {
     ).toEqual(rows);
     // An entry past its keep_until is not read.
     expect((await takeLease(store.sql, 'four', t, BASE + 3_600_001, 10))!.entries).toEqual([]);
+  });
+
+  it('authz_write_leased: entries stored when every lease stands at its epoch and every entry named in `after` is stored; else AZL01 and nothing', async () => {
+    const account = 'acct_write';
+    const [s1, s2] = [target(account, 'session', 's1'), target(account, 'session', 's2')];
+    const e1 = (await takeLease(store.sql, 'me', s1, BASE, 10))!.epoch;
+    const e2 = (await takeLease(store.sql, 'me', s2, BASE, 10))!.epoch;
+    const row = (id: string, session = 's1') => ({
+      account_id: account,
+      environment: 'test',
+      decision_id: id,
+      agent_id: 'a1',
+      session_id: session,
+      on_behalf_of: null,
+      action: 'ns.a',
+      kind: 'counted',
+      amount: 0.1,
+      match_values: { f: 'a' },
+      evaluated_at_ms: BASE,
+      keep_until_ms: BASE + 3_600_000,
+      scopes: 1,
+    });
+    const ref = (id: string) => ({ account_id: account, environment: 'test', decision_id: id });
+    const write = (entries: object[], fences: Array<{ lock_key: string; epoch: string }>, after: object[] = []) =>
+      writeDecisionBatch(store.sql, [], [], [], [], { entries, fences, after } as never);
+    const ended = async (call: Promise<unknown>) => {
+      const error = await call.then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect((error as { code?: string } | null)?.code).toBe(LEASE_ENDED);
+    };
+    const ids = async () =>
+      (
+        await store.sql<Array<{ decision_id: string }>>`select decision_id from history_entries
+        where account_id = ${account} order by 1`
+      ).map((r) => r.decision_id);
+    await write([row('d1')], [{ lock_key: s1.lockKey, epoch: e1 }]);
+    // An entry decided from d1 (stored) and from d2 (stored by the same statement).
+    await write([row('d2'), row('d3')], [{ lock_key: s1.lockKey, epoch: e1 }], [ref('d1'), ref('d2')]);
+    expect(await ids()).toEqual(['d1', 'd2', 'd3']);
+    // Decided from an entry never stored (its write failed).
+    await ended(write([row('d4')], [{ lock_key: s1.lockKey, epoch: e1 }], [ref('d_lost')]));
+    // A fence at an ended epoch, alone or beside one that stands; a key without a lease.
+    await ended(write([row('d5')], [{ lock_key: s1.lockKey, epoch: String(BigInt(e1) - 1n) }]));
+    await ended(
+      write(
+        [row('d6'), row('d7', 's2')],
+        [
+          { lock_key: s1.lockKey, epoch: e1 },
+          { lock_key: s2.lockKey, epoch: e1 },
+        ],
+      ),
+    );
+    await ended(write([row('d8')], [{ lock_key: lockKey(account, 'agent', 'a9'), epoch: e1 }]));
+    expect(await ids()).toEqual(['d1', 'd2', 'd3']);
+    await write(
+      [row('d6'), row('d7', 's2')],
+      [
+        { lock_key: s1.lockKey, epoch: e1 },
+        { lock_key: s2.lockKey, epoch: e2 },
+      ],
+    );
+    // Another holder takes s1: the first holder's epoch has ended.
+    await takeLease(store.sql, 'other', s1, BASE, 10);
+    await ended(write([row('d9')], [{ lock_key: s1.lockKey, epoch: e1 }]));
+    const stored = await store.sql`select decision_id, amount::text as amount, match_values, scopes from history_entries
+      where account_id = ${account} and decision_id = 'd7'`;
+    expect(stored).toEqual([{ decision_id: 'd7', amount: '0.1', match_values: { f: 'a' }, scopes: 1 }]);
+    expect(await ids()).toEqual(['d1', 'd2', 'd3', 'd6', 'd7']);
   });
 
   it('pruneLeases deletes leases nobody holds and those not renewed for staleSeconds, and keeps the others', async () => {

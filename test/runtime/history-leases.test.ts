@@ -16,7 +16,8 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { History } from '../../runtime/history/history.js';
-import { LEASE_DEFAULTS, type HistoryLeases } from '../../runtime/history/leases.js';
+import { HistoryLeases, LEASE_DEFAULTS } from '../../runtime/history/leases.js';
+import { planHistory } from '../../runtime/history/plan.js';
 import { takeLease } from '../../runtime/store/history-leases.js';
 import { openStore } from '../../runtime/store/connect.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
@@ -271,6 +272,58 @@ describe.each(STORE_KINDS)('history leases (%s)', (kind) => {
     expect(read(await go(s))).toEqual(['deny', 3]);
     expect(await leaseOf(rt, s)).toMatchObject({ holder: leases.holder });
     expect(await countedOf(rt, s)).toHaveLength(3);
+  });
+
+  it('in one process: writes queued behind a failed one, decided from its memory, are not sent; each names the pending entries it counted', async () => {
+    await rt.setPolicies([
+      { id: 'pol_go', effect: 'allow', actions: ['x.go'], condition: "history.count('x.go', '1h') < 9" },
+    ]);
+    const { table } = await rt.services.policySets.get(rt.accountId, 'test');
+    const s = agent('queued');
+    const tenant = { accountId: rt.accountId, environment: 'test' as const };
+    const now = rt.clock.now();
+    const request = {
+      agent_id: 'q',
+      action: 'x.go',
+      resource: null,
+      amount: null,
+      session_id: s,
+      on_behalf_of: null,
+      context: null,
+    };
+    const subject = {
+      agentId: 'q',
+      sessionId: s,
+      onBehalfOf: null,
+      action: 'x.go',
+      resource: null,
+      amount: null,
+      context: null,
+    };
+    const plan = planHistory(table, request, subject, tenant, { reads: true, retentionDays: null, nowMs: now })!;
+    const own = new HistoryLeases(rt.store.sql);
+    expect(await own.hold(plan, now)).toBe(true);
+    const epoch = (await leaseOf(rt, s))!.epoch;
+    expect(own.values(plan, tenant, now)).toEqual([0]);
+    const w1 = own.record(plan, tenant, 'dec_q1', 'counted');
+    expect(own.values(plan, tenant, now)).toEqual([1]);
+    const w2 = own.record(plan, tenant, 'dec_q2', 'counted');
+    expect(w1.fences).toEqual([{ lock_key: sessionKey(rt, s), epoch }]);
+    expect([w1.after, w2.after.map((a) => a.decision_id)]).toEqual([[], ['dec_q1']]);
+    expect(w2.entry).toMatchObject({ decision_id: 'dec_q2', session_id: s, action: 'x.go', kind: 'counted' });
+    // Stored: no longer pending.
+    w1.stored();
+    const w3 = own.record(plan, tenant, 'dec_q3', 'counted');
+    expect(w3.after.map((a) => a.decision_id)).toEqual(['dec_q2']);
+    // w2's write failed: the memory is dropped, w3 (decided from it) is not sent, and the key cools down.
+    expect(w2.valid()).toBe(true);
+    w2.failed();
+    expect([w1.valid(), w2.valid(), w3.valid()]).toEqual([false, false, false]);
+    expect(own.values(plan, tenant, now)).toBeNull();
+    expect(await own.hold(plan, now)).toBe(false);
+    pastCooldown();
+    expect(await own.hold(plan, now)).toBe(true);
+    expect(own.values(plan, tenant, now)).toEqual([0]);
   });
 
   it.each([true, false])(
