@@ -7,57 +7,32 @@
  * amount, a review denied, another holder taking the lease (the write fails
  * its epoch check and is decided again through the gate); the upkeep renews
  * held leases, drops a lease whose epoch moved and lets idle ones go;
- * AUTHZ_HISTORY_LEASES=0 writes no lease and stays exact. On PostgreSQL, two
- * runtimes alternating on one session, one by one and concurrently, allow
- * exactly as many as the condition does.
+ * AUTHZ_HISTORY_LEASES=0 writes no lease and stays exact. Two holders:
+ * test/runtime/history-leases-processes.test.ts.
  *
  * The cooldown before a process takes a key again (LEASE_DEFAULTS.cooldownMs)
  * runs on performance.now(): the tests move it forward instead of waiting.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { History } from '../../runtime/history/history.js';
-import { HistoryLeases, LEASE_DEFAULTS } from '../../runtime/history/leases.js';
-import { planHistory } from '../../runtime/history/plan.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LEASE_DEFAULTS, type HistoryLeases } from '../../runtime/history/leases.js';
 import { takeLease } from '../../runtime/store/history-leases.js';
-import { openStore } from '../../runtime/store/connect.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
-import { agent, decide, type DecisionAnswer } from '../helpers/kit.js';
-import type { JsonObject } from '../helpers/json.js';
+import { agent, decide } from '../helpers/kit.js';
 import { startRuntime, type TestRuntime } from './helpers/app.js';
+import {
+  countedOf,
+  entriesOf,
+  leaseOf,
+  leasesOf,
+  performanceClock,
+  read,
+  sessionKey,
+  valueOf,
+} from './helpers/history-leases.js';
 
-/** The history leases of the runtime's decision service (null with AUTHZ_HISTORY_LEASES=0). */
-const leasesOf = (rt: TestRuntime): HistoryLeases | null =>
-  (rt.services.decisions as unknown as { deps: { history: History } }).deps.history.leases;
-
-const sessionKey = (rt: TestRuntime, session: string) => [rt.accountId, 'test', 'session', session].join('\x1f');
-
-async function leaseOf(rt: TestRuntime, session: string) {
-  const rows = await rt.store.sql<Array<{ holder: string | null; epoch: string; renewed_at: Date }>>`
-    select holder, epoch::text as epoch, renewed_at from history_leases where lock_key = ${sessionKey(rt, session)}`;
-  return rows[0];
-}
-
-const entriesOf = (rt: TestRuntime, session: string) =>
-  rt.store.sql<Array<{ decision_id: string; kind: string; amount: string | null; confirmed_amount: string | null }>>`
-    select decision_id, kind, amount::text as amount, confirmed_amount::text as confirmed_amount
-    from history_entries where session_id = ${session} order by decision_id`;
-
-/** The session's entries count and sum reads (a denied decision's, when kept, only history.denied does). */
-const countedOf = async (rt: TestRuntime, session: string) =>
-  (await entriesOf(rt, session)).filter((e) => e.kind === 'counted');
-
-const valueOf = (d: DecisionAnswer) => (d.metadata as JsonObject).history[0].value as number;
-const read = (d: DecisionAnswer) => [d.effect, valueOf(d)];
-
-// performance.now(), moved forward by `shift` ms.
-let shift = 0;
-const realNow = performance.now.bind(performance);
+const clock = performanceClock();
 /** The process's monotonic clock moves past the lease cooldown: it takes the keys it let go of again. */
-const pastCooldown = () => (shift += LEASE_DEFAULTS.cooldownMs + 1);
-beforeAll(() => {
-  vi.spyOn(performance, 'now').mockImplementation(() => realNow() + shift);
-});
-afterAll(() => vi.restoreAllMocks());
+const pastCooldown = () => clock.advance(LEASE_DEFAULTS.cooldownMs + 1);
 
 describe.each(STORE_KINDS)('history leases (%s)', (kind) => {
   let rt: TestRuntime;
@@ -120,11 +95,11 @@ describe.each(STORE_KINDS)('history leases (%s)', (kind) => {
     const retaken = (await leaseOf(rt, s))!;
     expect(retaken.holder).toBe(leases.holder);
     expect(BigInt(retaken.epoch)).toBeGreaterThan(BigInt(moved!.epoch));
-    // Idle past LEASE_DEFAULTS.idleMs: let go (no holder, same epoch), and no longer in memory.
-    shift += LEASE_DEFAULTS.idleMs + 1;
+    // Idle past LEASE_DEFAULTS.idleMs: let go (no holder), and no longer in memory.
+    clock.advance(LEASE_DEFAULTS.idleMs + 1);
     await leases.upkeep(rt.clock.now());
     expect(leases.size).toBe(0);
-    expect(await leaseOf(rt, s)).toMatchObject({ holder: null, epoch: retaken.epoch });
+    expect(await leaseOf(rt, s)).toMatchObject({ holder: null });
     expect(read(await go(s))).toEqual(['allow', 2]);
   });
 
@@ -274,58 +249,6 @@ describe.each(STORE_KINDS)('history leases (%s)', (kind) => {
     expect(await countedOf(rt, s)).toHaveLength(3);
   });
 
-  it('in one process: writes queued behind a failed one, decided from its memory, are not sent; each names the pending entries it counted', async () => {
-    await rt.setPolicies([
-      { id: 'pol_go', effect: 'allow', actions: ['x.go'], condition: "history.count('x.go', '1h') < 9" },
-    ]);
-    const { table } = await rt.services.policySets.get(rt.accountId, 'test');
-    const s = agent('queued');
-    const tenant = { accountId: rt.accountId, environment: 'test' as const };
-    const now = rt.clock.now();
-    const request = {
-      agent_id: 'q',
-      action: 'x.go',
-      resource: null,
-      amount: null,
-      session_id: s,
-      on_behalf_of: null,
-      context: null,
-    };
-    const subject = {
-      agentId: 'q',
-      sessionId: s,
-      onBehalfOf: null,
-      action: 'x.go',
-      resource: null,
-      amount: null,
-      context: null,
-    };
-    const plan = planHistory(table, request, subject, tenant, { reads: true, retentionDays: null, nowMs: now })!;
-    const own = new HistoryLeases(rt.store.sql);
-    expect(await own.hold(plan, now)).toBe(true);
-    const epoch = (await leaseOf(rt, s))!.epoch;
-    expect(own.values(plan, tenant, now)).toEqual([0]);
-    const w1 = own.record(plan, tenant, 'dec_q1', 'counted');
-    expect(own.values(plan, tenant, now)).toEqual([1]);
-    const w2 = own.record(plan, tenant, 'dec_q2', 'counted');
-    expect(w1.fences).toEqual([{ lock_key: sessionKey(rt, s), epoch }]);
-    expect([w1.after, w2.after.map((a) => a.decision_id)]).toEqual([[], ['dec_q1']]);
-    expect(w2.entry).toMatchObject({ decision_id: 'dec_q2', session_id: s, action: 'x.go', kind: 'counted' });
-    // Stored: no longer pending.
-    w1.stored();
-    const w3 = own.record(plan, tenant, 'dec_q3', 'counted');
-    expect(w3.after.map((a) => a.decision_id)).toEqual(['dec_q2']);
-    // w2's write failed: the memory is dropped, w3 (decided from it) is not sent, and the key cools down.
-    expect(w2.valid()).toBe(true);
-    w2.failed();
-    expect([w1.valid(), w2.valid(), w3.valid()]).toEqual([false, false, false]);
-    expect(own.values(plan, tenant, now)).toBeNull();
-    expect(await own.hold(plan, now)).toBe(false);
-    pastCooldown();
-    expect(await own.hold(plan, now)).toBe(true);
-    expect(own.values(plan, tenant, now)).toEqual([0]);
-  });
-
   it.each([true, false])(
     '200 concurrent decisions against history.count < 5 in one session: exactly 5 allows (leases %s)',
     async (on) => {
@@ -355,69 +278,4 @@ describe.each(STORE_KINDS)('history leases (%s)', (kind) => {
     },
     120_000,
   );
-});
-
-describe('history leases across two runtimes on one PostgreSQL', () => {
-  let a: TestRuntime;
-  let b: TestRuntime;
-  beforeAll(async () => {
-    a = await startRuntime('postgres');
-    await a.setPolicies([
-      { id: 'pol_seven', effect: 'allow', actions: ['x.go'], condition: "history.count('x.go', '1h') < 7" },
-    ]);
-    // Its own pool, services and lease holder on the same database, as a second `authz serve` has.
-    const store = await openStore({ databaseUrl: a.store.url!, max: 5 });
-    b = await startRuntime('postgres', { store: Object.assign(store, { dispose: () => store.close() }) });
-  }, 60_000);
-  afterAll(async () => {
-    await b?.close();
-    await b?.store.dispose();
-    await a?.close();
-  });
-  afterEach(() => expect(leasesOf(a)!.holder).not.toBe(leasesOf(b)!.holder));
-
-  const go = (rt: TestRuntime, session: string) =>
-    decide(rt, { agent_id: agent('two'), session_id: session, action: 'x.go' });
-
-  it('alternating one by one: each takes the lease from the other, and exactly 7 are allowed, each reading the count before it', async () => {
-    const s = agent('alternate');
-    const answers: DecisionAnswer[] = [];
-    answers.push(await go(a, s));
-    expect(await leaseOf(a, s)).toMatchObject({ holder: leasesOf(a)!.holder });
-    answers.push(await go(b, s));
-    expect(await leaseOf(a, s)).toMatchObject({ holder: leasesOf(b)!.holder });
-    for (let i = 2; i < 12; i++) answers.push(await go(i % 2 === 0 ? a : b, s));
-    expect(answers.map(read)).toEqual([
-      ...[0, 1, 2, 3, 4, 5, 6].map((v) => ['allow', v]),
-      ...Array.from({ length: 5 }, () => ['deny', 7]),
-    ]);
-    expect(await countedOf(a, s)).toHaveLength(7);
-  });
-
-  it('200 concurrent decisions over both runtimes: exactly 7 allows', async () => {
-    const s = agent('concurrent');
-    const answers = await Promise.all(Array.from({ length: 200 }, (_, i) => go(i % 2 === 0 ? a : b, s)));
-    const allowed = answers.filter((d) => d.effect === 'allow');
-    expect(allowed.map(valueOf).sort()).toEqual([0, 1, 2, 3, 4, 5, 6]);
-    for (const d of answers) if (d.effect === 'deny') expect(valueOf(d)).toBe(7);
-    expect(await countedOf(a, s)).toHaveLength(7);
-    for (const rt of [a, b]) expect(read(await go(rt, s))).toEqual(['deny', 7]);
-  }, 120_000);
-
-  it('rounds of 6 concurrent decisions (3 per runtime), each after the cooldown so both decide from leases: exactly 7 allows', async () => {
-    const s = agent('rounds');
-    const answers: DecisionAnswer[] = [];
-    for (let round = 0; round < 4; round++) {
-      pastCooldown();
-      answers.push(...(await Promise.all(Array.from({ length: 6 }, (_, i) => go(i % 2 === 0 ? a : b, s)))));
-    }
-    expect(
-      answers
-        .filter((d) => d.effect === 'allow')
-        .map(valueOf)
-        .sort(),
-    ).toEqual([0, 1, 2, 3, 4, 5, 6]);
-    for (const d of answers) if (d.effect === 'deny') expect(valueOf(d)).toBe(7);
-    expect(await countedOf(a, s)).toHaveLength(7);
-  }, 120_000);
 });
