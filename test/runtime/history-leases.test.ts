@@ -95,11 +95,13 @@ describe.each(STORE_KINDS)('history leases (%s)', (kind) => {
     const retaken = (await leaseOf(rt, s))!;
     expect(retaken.holder).toBe(leases.holder);
     expect(BigInt(retaken.epoch)).toBeGreaterThan(BigInt(moved!.epoch));
-    // Idle past LEASE_DEFAULTS.idleMs: let go (no holder), and no longer in memory.
+    // Idle past LEASE_DEFAULTS.idleMs: let go (no holder, a new epoch), and no longer in memory.
     clock.advance(LEASE_DEFAULTS.idleMs + 1);
     await leases.upkeep(rt.clock.now());
     expect(leases.size).toBe(0);
-    expect(await leaseOf(rt, s)).toMatchObject({ holder: null });
+    const released = (await leaseOf(rt, s))!;
+    expect(released.holder).toBeNull();
+    expect(released.epoch).not.toBe(retaken.epoch);
     expect(read(await go(s))).toEqual(['allow', 2]);
   });
 
