@@ -9,7 +9,7 @@
  * alternating decisions on one session, one by one and concurrently, allow
  * exactly as many as `history.count('x.go', '1h') < 7` does.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HistoryLeases, LEASE_DEFAULTS } from '../../runtime/history/leases.js';
 import { openStore } from '../../runtime/store/connect.js';
 import { writeDecisionBatch } from '../../runtime/store/decisions.js';
@@ -123,13 +123,13 @@ describe('history leases across two runtimes on one PostgreSQL', () => {
     await b?.store.dispose();
     await a?.close();
   });
-  afterEach(() => expect(leasesOf(a)!.holder).not.toBe(leasesOf(b)!.holder));
 
   const go = (rt: TestRuntime, session: string) =>
     decide(rt, { agent_id: agent('two'), session_id: session, action: 'x.go' });
 
   it('alternating one by one: each takes the lease from the other, and exactly 7 are allowed, each reading the count before it', async () => {
     const s = agent('alternate');
+    expect(leasesOf(a)!.holder).not.toBe(leasesOf(b)!.holder);
     const answers: DecisionAnswer[] = [];
     answers.push(await go(a, s));
     expect(await leaseOf(a, s)).toMatchObject({ holder: leasesOf(a)!.holder });
