@@ -113,7 +113,10 @@ export async function renewLeases(sql: SqlOrTx, holder: string, leases: readonly
 }
 
 /**
- * Lets go of leases (their memory dropped): a later holder takes them with a new epoch.
+ * Lets go of leases (their memory dropped), with a new epoch: a write this
+ * holder decided under one and has not stored yet fails (the limits gate moves
+ * only held leases' epochs, so it could otherwise decide the key meanwhile
+ * without that write, and the write be stored after it).
  *
  * @example
  * await releaseLeases(sql, 'proc_1', [{ lock_key: 'acct_1\x1ftest\x1fsession\x1frun-1', epoch: '42' }]);
@@ -121,7 +124,7 @@ export async function renewLeases(sql: SqlOrTx, holder: string, leases: readonly
 export async function releaseLeases(sql: SqlOrTx, holder: string, leases: readonly HeldLease[]): Promise<void> {
   if (leases.length === 0) return;
   await sql`
-    update history_leases l set holder = null
+    update history_leases l set holder = null, epoch = nextval('history_lease_epochs')
     from unnest(${leases.map((l) => l.lock_key)}::text[], ${leases.map((l) => l.epoch)}::bigint[]) as h(lock_key, epoch)
     where l.lock_key = h.lock_key and l.epoch = h.epoch and l.holder = ${holder}`;
 }

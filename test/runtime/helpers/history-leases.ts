@@ -1,0 +1,88 @@
+/**
+ * What the history lease tests (test/runtime/history-leases*.test.ts) share: a
+ * runtime's lease holder, a session key's history_leases row and entries, a
+ * decision's first history reading, a plan for a session decision (to drive a
+ * HistoryLeases directly), and performance.now() moved forward (the lease
+ * cooldown and idleness run on it) instead of waiting.
+ */
+import { afterAll, beforeAll, vi } from 'vitest';
+import type { History } from '../../../runtime/history/history.js';
+import type { HistoryLeases } from '../../../runtime/history/leases.js';
+import { planHistory, type HistoryPlan } from '../../../runtime/history/plan.js';
+import type { Tenant } from '../../../runtime/tenant.js';
+import type { DecisionAnswer } from '../../helpers/kit.js';
+import type { JsonObject } from '../../helpers/json.js';
+import type { TestRuntime } from './app.js';
+
+/** The history leases of the runtime's decision service (null with AUTHZ_HISTORY_LEASES=0). */
+export const leasesOf = (rt: TestRuntime): HistoryLeases | null =>
+  (rt.services.decisions as unknown as { deps: { history: History } }).deps.history.leases;
+
+/** The lock key of a session of the runtime's account (test environment), as history_leases names it. */
+export const sessionKey = (rt: TestRuntime, session: string): string =>
+  [rt.accountId, 'test', 'session', session].join('\x1f');
+
+/** The history_leases row of the session's key, if any. */
+export async function leaseOf(rt: TestRuntime, session: string) {
+  const rows = await rt.store.sql<Array<{ holder: string | null; epoch: string; renewed_at: Date }>>`
+    select holder, epoch::text as epoch, renewed_at from history_leases where lock_key = ${sessionKey(rt, session)}`;
+  return rows[0];
+}
+
+/** The session's history entries, by decision id. */
+export const entriesOf = (rt: TestRuntime, session: string) =>
+  rt.store.sql<Array<{ decision_id: string; kind: string; amount: string | null; confirmed_amount: string | null }>>`
+    select decision_id, kind, amount::text as amount, confirmed_amount::text as confirmed_amount
+    from history_entries where session_id = ${session} order by decision_id`;
+
+/** The session's entries count and sum read (a denied decision's, when kept, only history.denied reads). */
+export const countedOf = async (rt: TestRuntime, session: string) =>
+  (await entriesOf(rt, session)).filter((e) => e.kind === 'counted');
+
+/** The value of a decision's first metadata.history reading. */
+export const valueOf = (d: DecisionAnswer): number => (d.metadata as JsonObject).history[0].value as number;
+/** [effect, first history value]. */
+export const read = (d: DecisionAnswer): [string, number] => [d.effect, valueOf(d)];
+
+/** The plan of a decision of `action` in `session` (agent `q`), under the runtime's current policies. */
+export async function sessionPlan(
+  rt: TestRuntime,
+  session: string,
+  action: string,
+): Promise<{ plan: HistoryPlan; tenant: Tenant; now: number }> {
+  const { table } = await rt.services.policySets.get(rt.accountId, 'test');
+  const tenant: Tenant = { accountId: rt.accountId, environment: 'test' };
+  const now = rt.clock.now();
+  const fields = { resource: null, amount: null, on_behalf_of: null, context: null };
+  const request = { agent_id: 'q', action, session_id: session, ...fields };
+  const subject = {
+    agentId: 'q',
+    sessionId: session,
+    onBehalfOf: null,
+    action,
+    resource: null,
+    amount: null,
+    context: null,
+  };
+  const plan = planHistory(table, request, subject, tenant, { reads: true, retentionDays: null, nowMs: now });
+  if (plan === null) throw new Error(`no history plan for ${action}`);
+  return { plan, tenant, now };
+}
+
+/**
+ * Moves performance.now() forward for the test file (installed in its
+ * beforeAll, restored in its afterAll): `advance(ms)`.
+ */
+export function performanceClock(): { advance(ms: number): void } {
+  let shift = 0;
+  const realNow = performance.now.bind(performance);
+  beforeAll(() => {
+    vi.spyOn(performance, 'now').mockImplementation(() => realNow() + shift);
+  });
+  afterAll(() => vi.restoreAllMocks());
+  return {
+    advance(ms) {
+      shift += ms;
+    },
+  };
+}
