@@ -129,7 +129,13 @@ export function historyGate(
   plan.checks.forEach((c, i) => {
     if (c !== null) checks.push({ ...c, ...bounds[i]! });
   });
-  return { at_ms: atMs, checks, record: plan.entry && { ...plan.entry, kind }, locks: plan.locks };
+  // A denied decision's entry is kept only when a `history.denied` function sees it (as under a lease:
+  // nothing else reads it); `counted_only` tells the gate not to keep it when a budget denies the decision.
+  const record =
+    plan.entry === null || (kind === 'denied' && !plan.deniedSeen)
+      ? null
+      : { ...plan.entry, kind, ...(plan.deniedSeen ? {} : { counted_only: true as const }) };
+  return { at_ms: atMs, checks, record, locks: plan.locks };
 }
 
 /** The gate's values (of the checks it was sent) back in the plan's order (a missing MATCH field: 0). */

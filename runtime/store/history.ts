@@ -50,6 +50,8 @@ export interface HistoryRecord {
   keep_until_ms: number;
   /** The scopes whose functions see the entry (migration 024): 1 session, 2 agent, 4 user, 8 environment. */
   scopes: number;
+  /** No `history.denied` function sees it: not kept when the gate denies the decision (a budget). */
+  counted_only?: true;
 }
 
 /** What a request of the limits gate carries of history (store/limits.ts LimitRequest.history). */

@@ -272,9 +272,43 @@ describe.each(STORE_KINDS)('history leases (%s)', (kind) => {
         expect(allowed.map(valueOf).sort()).toEqual([0, 1, 2, 3, 4]);
         for (const a of answers) if (a.effect === 'deny') expect(valueOf(a)).toBe(5);
         expect(await countedOf(target, s)).toHaveLength(5);
+        // No history.denied function sees z.go: the denials leave no entry, on either path.
+        const denied = await target.store.sql<Array<{ n: number }>>`
+          select count(*)::int as n from history_entries where session_id = ${s} and kind = 'denied'`;
+        expect(denied[0]!.n).toBe(0);
         const rows = await target.store.sql<Array<{ n: number }>>`select count(*)::int as n from history_leases`;
         if (on) expect(rows[0]!.n).toBeGreaterThan(0);
         else expect(rows[0]!.n).toBe(0);
+      } finally {
+        if (!on) await target.close();
+      }
+    },
+    120_000,
+  );
+
+  it.each([true, false])(
+    'a denied decision leaves an entry only when a history.denied function sees it, on either path (leases %s)',
+    async (on) => {
+      const target = on ? rt : await startRuntime(kind, { config: { historyLeases: false } });
+      try {
+        await target.setPolicies([
+          { id: 'pol_q', effect: 'allow', actions: ['q.go'], condition: "history.count('q.go', '1h') < 1" },
+          { id: 'pol_w', effect: 'allow', actions: ['w.go'], condition: "history.count('w.go', '1h') < 1" },
+          { id: 'pol_w_denied', effect: 'deny', actions: ['w.look'], condition: "history.denied('w.go', '1h') > 5" },
+        ]);
+        const s = agent('denials');
+        const effects: string[] = [];
+        for (const action of ['q.go', 'q.go', 'w.go', 'w.go', 'w.go'])
+          effects.push((await decide(target, { agent_id: agent('d'), session_id: s, action })).effect);
+        expect(effects).toEqual(['allow', 'deny', 'allow', 'deny', 'deny']);
+        const kept = await target.store.sql<Array<{ action: string; kind: string; n: number }>>`
+          select action, kind, count(*)::int as n from history_entries where session_id = ${s}
+          group by 1, 2 order by 1, 2`;
+        expect(kept).toEqual([
+          { action: 'q.go', kind: 'counted', n: 1 },
+          { action: 'w.go', kind: 'counted', n: 1 },
+          { action: 'w.go', kind: 'denied', n: 2 },
+        ]);
       } finally {
         if (!on) await target.close();
       }

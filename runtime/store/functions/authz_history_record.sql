@@ -1,7 +1,8 @@
 -- Records a request's history entry (docs/history.md), if it carries one
 -- (req->'history'->'record': {agent_id, session_id, on_behalf_of, action, kind,
--- amount, match_values, evaluated_at_ms, keep_until_ms, scopes}); `kind`, when given,
--- overrides the entry's (a budget denied the request: 'denied'). `scopes`: the
+-- amount, match_values, evaluated_at_ms, keep_until_ms, scopes, counted_only}); `kind`, when given,
+-- overrides the entry's (a budget denied the request: 'denied'); a denied entry
+-- with `counted_only` (no history.denied function sees it) is not kept. `scopes`: the
 -- bits of the scopes whose functions see it (migration 024; absent: all four).
 -- One entry per decision: a decision recorded again is left as it was. Called
 -- by authz_apply_limits with the request's scope keys locked.
@@ -15,6 +16,10 @@ declare
   r constant jsonb := req->'history'->'record';
 begin
   if jsonb_typeof(r) <> 'object' or r is null then
+    return;
+  end if;
+  -- A denied decision's entry that no history.denied function sees is not kept (nothing reads it).
+  if coalesce(kind, r->>'kind') = 'denied' and coalesce((r->>'counted_only')::boolean, false) then
     return;
   end if;
   insert into history_entries (account_id, environment, decision_id, agent_id, session_id, on_behalf_of, action, kind,
