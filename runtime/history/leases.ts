@@ -133,11 +133,13 @@ export function leasedValue(entries: readonly LeasedEntry[], c: HistoryCheck, at
   const since = atMs - c.window_s * 1000;
   const wanted = c.measure === 'denied' ? 'denied' : 'counted';
   const match = Object.entries(c.match);
+  // Named actions (no `*`, the common case): string equality, no pattern parsing per entry.
+  const named = c.actions.every((p) => !p.includes('*'));
   let count = 0;
   const amounts: string[] = [];
   for (const e of entries) {
     if (e.kind !== wanted || e.evaluated_at_ms < since || e.keep_until_ms < atMs) continue;
-    if (!c.actions.some((p) => actionPatternMatches(p, e.action))) continue;
+    if (!(named ? c.actions.includes(e.action) : c.actions.some((p) => actionPatternMatches(p, e.action)))) continue;
     if (!match.every(([f, v]) => Object.hasOwn(e.match_values, f) && jsonEqual(e.match_values[f], v))) continue;
     if (c.measure === 'sum') {
       const amount = e.confirmed_amount ?? e.amount;

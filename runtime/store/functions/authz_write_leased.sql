@@ -34,6 +34,7 @@ begin
      or (select count(*) from history_leases l where l.lock_key = any (keys) and l.epoch = any (epochs)) <> cardinality(keys) then
     raise exception using errcode = 'AZL01', message = 'a history lease this batch decided from has ended';
   end if;
+  if jsonb_array_length(entries) > 0 then
   insert into history_entries (account_id, environment, decision_id, agent_id, session_id, on_behalf_of, action, kind,
                                amount, match_values, evaluated_at, keep_until, scopes)
   select e.account_id, e.environment, e.decision_id, e.agent_id, e.session_id, e.on_behalf_of, e.action, e.kind,
@@ -42,6 +43,7 @@ begin
   from jsonb_to_recordset(entries) as e(account_id text, environment text, decision_id text, agent_id text, session_id text,
     on_behalf_of text, action text, kind text, amount numeric, match_values jsonb, evaluated_at_ms float8,
     keep_until_ms float8, scopes smallint);
+  end if;
   if jsonb_array_length(after) > 0 and exists (
     select 1 from jsonb_to_recordset(after) as a(account_id text, environment text, decision_id text)
     where not exists (select 1 from history_entries h
