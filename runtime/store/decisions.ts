@@ -134,7 +134,8 @@ export async function writeDecisionBatch(
     select ${
       leased === null
         ? sql`authz_write_decisions(${args})`
-        : sql`authz_write_leased(${args}, ${sql.json(leased.entries as never)}::jsonb, ${sql.json(leased.fences as never)}::jsonb,
+        : sql`authz_write_leased(${args}, ${sql.json(leased.entries as never)}::jsonb,
+            ${[...new Set(leased.fences.map((f) => f.lock_key))]}::text[], ${[...new Set(leased.fences.map((f) => f.epoch))]}::bigint[],
             ${sql.json(leased.after as never)}::jsonb)`
     } as registered`;
   return new Set(rows.map((r) => r.registered).filter((r): r is string => r !== null));

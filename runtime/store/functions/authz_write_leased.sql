@@ -14,24 +14,18 @@
 --
 -- entries: [{account_id, environment, decision_id, agent_id, session_id,
 -- on_behalf_of, action, kind, amount, match_values, evaluated_at_ms,
--- keep_until_ms, scopes}]; fences: [{lock_key, epoch}]; after:
--- [{account_id, environment, decision_id}].
+-- keep_until_ms, scopes}]; lock_keys, epochs: each lease's key and epoch
+-- (distinct keys, one epoch each); after: [{account_id, environment, decision_id}].
 create or replace function authz_write_leased(decisions jsonb, decision_events jsonb, agents jsonb, agent_events jsonb,
-                                              entries jsonb, fences jsonb, after jsonb)
+                                              entries jsonb, lock_keys text[], epochs bigint[], after jsonb)
 returns setof text
 language plpgsql as $$
-declare
-  keys text[];
-  epochs bigint[];
 begin
-  select coalesce(array_agg(distinct f->>'lock_key'), '{}'), coalesce(array_agg(distinct (f->>'epoch')::bigint), '{}')
-  into keys, epochs
-  from jsonb_array_elements(fences) f;
   -- One statement (not one per key): the locks are taken in the sorted rows' order.
-  perform pg_advisory_xact_lock(s.h) from (select distinct hashtextextended(k, 0) as h from unnest(keys) k order by 1) s;
+  perform pg_advisory_xact_lock(s.h) from (select distinct hashtextextended(k, 0) as h from unnest(lock_keys) k order by 1) s;
   -- Epochs are unique across leases (one sequence), so each key's row at its epoch is one row matching both lists.
-  if cardinality(epochs) <> cardinality(keys)
-     or (select count(*) from history_leases l where l.lock_key = any (keys) and l.epoch = any (epochs)) <> cardinality(keys) then
+  if cardinality(epochs) <> cardinality(lock_keys)
+     or (select count(*) from history_leases l where l.lock_key = any (lock_keys) and l.epoch = any (epochs)) <> cardinality(lock_keys) then
     raise exception using errcode = 'AZL01', message = 'a history lease this batch decided from has ended';
   end if;
   if jsonb_array_length(entries) > 0 then
