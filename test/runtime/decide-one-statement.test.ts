@@ -48,7 +48,7 @@ describe.each(STORE_KINDS)('a decision written with its limits (%s)', (kind) => 
   };
   const install = (policies: PolicyInput[]) => rt.setPolicies(policies);
 
-  it('a known agent: calls and USD budgets and history.count each cost one statement (history under its lease: the writer\'s), the decision stored as answered', async () => {
+  it("a known agent: calls and USD budgets and history.count each cost one statement (history under its lease: the writer's), the decision stored as answered", async () => {
     await install([
       {
         id: 'pol_calls',
