@@ -99,6 +99,11 @@ export const SERVE_VARIABLES: readonly ServeVariable[] = [
     what: '1: permit tokens signed by a worker thread (an experiment; same tokens)',
   },
   {
+    name: 'AUTHZ_HISTORY_LEASES',
+    fallback: '1',
+    what: '0: every history decision through the limits gate, none decided from history leases (docs/history.md)',
+  },
+  {
     name: 'AUTHZ_ALERT_DENY_THRESHOLD',
     fallback: String(A.denyThreshold),
     what: 'security alert: denials of one agent in the window',
