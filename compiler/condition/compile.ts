@@ -104,7 +104,21 @@ function ownField(v: unknown, s: string): unknown {
   return (v as { constructor?: unknown }).constructor === Object || isPlainRecord(v) ? x : undefined;
 }
 
-/** Rule 3: deep equality of JSON values. */
+/**
+ * Rule 3: deep equality of JSON values (arrays in order, objects by their own
+ * keys; a value nested deeper than the limit is never equal).
+ *
+ * @param a - a JSON value.
+ * @param b - another.
+ * @returns whether they are equal.
+ *
+ * @example
+ * ```ts
+ * import { jsonEqual } from 'agent-authz/compiler';
+ *
+ * console.log(jsonEqual({ a: [1, 2] }, { a: [1, 2] }), jsonEqual({ a: 1 }, { a: '1' })); // => true false
+ * ```
+ */
 export function jsonEqual(a: unknown, b: unknown, depth = 0): boolean {
   if (a === b) return true;
   if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null || depth >= MAX_EQUAL_DEPTH)
