@@ -743,8 +743,13 @@ export class DecisionService {
       const held = leases.hold(plan, nowMs);
       leased = typeof held === 'boolean' ? held : await held;
     }
+    // Not under leases now but every key still held (a decision whose labels the gate judges): the memory's
+    // values are the gate's first guess, exact unless another process moved them.
     const values =
-      plan && plan.probes.length > 0 && !leased ? await this.deps.history.read(principal, plan, nowMs, guess) : [];
+      plan && plan.probes.length > 0 && !leased
+        ? ((guess ? leases?.values(plan, principal, nowMs) : null) ??
+          (await this.deps.history.read(principal, plan, nowMs, guess)))
+        : [];
     if (found !== null) request.session_labels = found.labels;
     return {
       environment: principal.environment,
