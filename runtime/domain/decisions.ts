@@ -229,7 +229,7 @@ export class DecisionService {
             plan,
             nowMs,
             this.historyRanges(prepared, values, evaluated, attempt === 0),
-            evaluated.outcome.effect === 'deny' ? 'denied' : 'counted',
+            entryKind(evaluated.outcome),
           );
         // The decision as it stands if its limits change nothing: stored with them, one round trip
         // (built only when the limits go to the store).
@@ -290,7 +290,7 @@ export class DecisionService {
       outcome = { ...outcome, effect: 'deny', reason: verdict.deny, policy_id: verdict.policy_id };
     else if (verdict) outcome = { ...outcome, warnings: [...outcome.warnings, ...verdict.warnings] };
     if (plan && plan.probes.length > 0 && !leased?.stored)
-      this.deps.history.learn(principal, plan, values, outcome.effect === 'deny' ? 'denied' : 'counted');
+      this.deps.history.learn(principal, plan, values, entryKind(outcome));
     const awaiting = approvalExpiresAt !== null && outcome.effect === 'review';
     let row = stored ?? build(evaluated, outcome, approvalExpiresAt, values);
     // The token is a bearer credential: it is answered once and stored nowhere (a
@@ -326,7 +326,8 @@ export class DecisionService {
    * statement (the leases' epochs checked). Not for a decision whose limits,
    * budgets or session labels the gate must judge: those, a lease lost on the
    * way, and a write whose lease ended answer `stored: null` and go through the
-   * gate (`admitted`: the key's platform limit counted it already).
+   * gate (`admitted`: the key's platform limit counted it already), which the
+   * caller yields the keys to.
    */
   private async decideLeased(
     principal: Principal,
@@ -351,16 +352,13 @@ export class DecisionService {
     const gated = (e: Evaluated) =>
       prepared.sessionLabels !== null || limits.judgesInStore(e.matched, input.agent_id, nowMs);
     const fromMemory = (before: { values: number[]; evaluated: Evaluated } | null) => {
-      const values = leases.values(plan, principal, nowMs);
+      const values = leases.values(plan, nowMs);
       if (values === null) return null;
       if (before && values.every((v, i) => v === before.values[i])) return before;
       return { values, evaluated: this.judge(prepared, values) };
     };
     let first = fromMemory(null);
-    if (first === null || gated(first.evaluated)) {
-      leases.yieldTo(plan);
-      return { stored: null, admitted: false };
-    }
+    if (first === null || gated(first.evaluated)) return { stored: null, admitted: false };
     const approvalUntil = (e: Evaluated) =>
       e.approvalSeconds === null ? null : new Date(nowMs + e.approvalSeconds * 1000);
     const expiresAt = new Date(nowMs + (input.ttl_seconds ?? DEFAULT_TTL_SECONDS) * 1000);
@@ -377,15 +375,12 @@ export class DecisionService {
     if (
       now === null ||
       (now !== first && (gated(now.evaluated) || sameness(now.evaluated) !== sameness(first.evaluated)))
-    ) {
-      leases.yieldTo(plan);
+    )
       return { stored: null, admitted: true };
-    }
     first = now;
     const { evaluated, values } = first;
     const approvalExpiresAt = approvalUntil(evaluated);
-    const kind = evaluated.outcome.effect === 'deny' ? 'denied' : 'counted';
-    const leasedWrite = leases.record(plan, principal, id, kind);
+    const leasedWrite = leases.record(plan, principal, id, entryKind(evaluated.outcome));
     const row = build(evaluated, evaluated.outcome, approvalExpiresAt, values);
     const written = await this.deps.writer.write(
       this.pendingWrite(principal, input, prepared.status, row, evaluated, leasedWrite),
@@ -747,7 +742,7 @@ export class DecisionService {
     // values are the gate's first guess, exact unless another process moved them.
     const values =
       plan && plan.probes.length > 0 && !leased
-        ? ((guess ? leases?.values(plan, principal, nowMs) : null) ??
+        ? ((guess ? leases?.values(plan, nowMs) : null) ??
           (await this.deps.history.read(principal, plan, nowMs, guess)))
         : [];
     if (found !== null) request.session_labels = found.labels;
@@ -822,6 +817,9 @@ export class DecisionService {
     return ranges(plan, values, (v) => (v === values ? base : sameness(this.judge(prepared, v))), exact);
   }
 }
+
+/** The kind of history entry a decision of this outcome leaves: a denial's is `denied`, an allow's or review's `counted`. */
+const entryKind = (outcome: Outcome): 'counted' | 'denied' => (outcome.effect === 'deny' ? 'denied' : 'counted');
 
 /** A store call without tracing: no wrapper allocated per decision. */
 const untraced = <T>(_name: string, call: () => Promise<T>): Promise<T> => call();

@@ -21,7 +21,7 @@ import {
   type HistoryReading,
 } from '../store/history.js';
 import type { Tenant } from '../tenant.js';
-import type { HistoryPlan } from './plan.js';
+import { entryFor, type HistoryPlan } from './plan.js';
 import type { HistoryLeases } from './leases.js';
 
 export type { HistoryReading } from '../store/history.js';
@@ -129,13 +129,7 @@ export function historyGate(
   plan.checks.forEach((c, i) => {
     if (c !== null) checks.push({ ...c, ...bounds[i]! });
   });
-  // A denied decision's entry is kept only when a `history.denied` function sees it (as under a lease:
-  // nothing else reads it); `counted_only` tells the gate not to keep it when a budget denies the decision.
-  const record =
-    plan.entry === null || (kind === 'denied' && !plan.deniedSeen)
-      ? null
-      : { ...plan.entry, kind, ...(plan.deniedSeen ? {} : { counted_only: true as const }) };
-  return { at_ms: atMs, checks, record, locks: plan.locks };
+  return { at_ms: atMs, checks, record: entryFor(plan, kind), locks: plan.locks };
 }
 
 /** The gate's values (of the checks it was sent) back in the plan's order (a missing MATCH field: 0). */

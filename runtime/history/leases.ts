@@ -31,10 +31,10 @@ import {
   type LeasedEntry,
   type LeaseTarget,
 } from '../store/history-leases.js';
-import type { HistoryCheck } from '../store/history.js';
+import type { HistoryCheck, HistoryRecord } from '../store/history.js';
 import type { Environment, Tenant } from '../tenant.js';
 import { sumDecimals } from './decimal.js';
-import type { HistoryPlan } from './plan.js';
+import { entryFor, type HistoryPlan } from './plan.js';
 
 export interface LeaseOptions {
   /** Entries one key may have and still be held (a busier key goes through the gate). */
@@ -68,22 +68,8 @@ interface Held {
   usedAt: number;
 }
 
-/** A history entry as authz_write_leased inserts it. */
-export interface LeasedEntryRow {
-  account_id: string;
-  environment: Environment;
-  decision_id: string;
-  agent_id: string;
-  session_id: string | null;
-  on_behalf_of: string | null;
-  action: string;
-  kind: 'counted' | 'denied';
-  amount: number | null;
-  match_values: Record<string, unknown>;
-  evaluated_at_ms: number;
-  keep_until_ms: number;
-  scopes: number;
-}
+/** A history entry as authz_write_leased inserts it: the limits gate's record, with its decision. */
+export type LeasedEntryRow = HistoryRecord & { account_id: string; environment: Environment; decision_id: string };
 
 /** What a decision decided from leases carries to its write. */
 export interface LeasedWrite {
@@ -100,16 +86,6 @@ export interface LeasedWrite {
   /** Its write is stored: its entry is no longer pending. */
   stored(): void;
 }
-
-const SCOPES = [
-  [1, 'session'],
-  [2, 'agent'],
-  [4, 'user'],
-  [8, 'environment'],
-] as const;
-
-const lockKeyOf = (t: Tenant, scope: string, key: string | null) =>
-  [t.accountId, t.environment, scope, key ?? ''].join('\x1f');
 
 function targetOf(lockKey: string): LeaseTarget {
   const [accountId, environment, scope, ...rest] = lockKey.split('\x1f');
@@ -218,13 +194,11 @@ export class HistoryLeases {
   }
 
   /** The plan's values at `atMs` from memory, in its order (a missing MATCH field: 0); null unless every key is held. Synchronous. */
-  values(plan: HistoryPlan, tenant: Tenant, atMs: number): number[] | null {
+  values(plan: HistoryPlan, atMs: number): number[] | null {
     if (!plan.locks.every((k) => this.held.has(k))) return null;
-    return plan.checks.map((c) => {
-      if (c === null) return 0;
-      const held = this.held.get(lockKeyOf(tenant, c.scope, c.key))!;
-      return leasedValue(held.entries, c, atMs);
-    });
+    return plan.checks.map((c, i) =>
+      c === null ? 0 : leasedValue(this.held.get(plan.checkKeys[i]!)!.entries, c, atMs),
+    );
   }
 
   /**
@@ -240,47 +214,26 @@ export class HistoryLeases {
       h.usedAt = now;
       for (const id of h.pending) after.add(id);
     }
-    let entry: LeasedEntryRow | null = null;
-    // A denied decision's entry is kept only when a `history.denied` function sees it: nothing else reads it.
-    const e = kind === 'denied' && !plan.deniedSeen ? null : plan.entry;
-    if (e !== null) {
-      entry = {
-        account_id: tenant.accountId,
-        environment: tenant.environment,
-        decision_id: decisionId,
-        agent_id: e.agent_id,
-        session_id: e.session_id,
-        on_behalf_of: e.on_behalf_of,
-        action: e.action,
-        kind,
-        amount: e.amount,
-        match_values: e.match_values,
-        evaluated_at_ms: e.evaluated_at_ms,
-        keep_until_ms: e.keep_until_ms,
-        scopes: e.scopes,
-      };
+    const record = entryFor(plan, kind);
+    const entry: LeasedEntryRow | null = record && {
+      ...record,
+      account_id: tenant.accountId,
+      environment: tenant.environment,
+      decision_id: decisionId,
+    };
+    if (record !== null) {
       const remembered: LeasedEntry = {
         decision_id: decisionId,
-        action: e.action,
+        action: record.action,
         kind,
-        amount: e.amount === null ? null : JSON.stringify(e.amount),
+        amount: record.amount === null ? null : JSON.stringify(record.amount),
         confirmed_amount: null,
-        match_values: e.match_values,
-        evaluated_at_ms: e.evaluated_at_ms,
-        keep_until_ms: e.keep_until_ms,
+        match_values: record.match_values,
+        evaluated_at_ms: record.evaluated_at_ms,
+        keep_until_ms: record.keep_until_ms,
       };
-      for (const [bit, scope] of SCOPES) {
-        if ((e.scopes & bit) === 0) continue;
-        const value =
-          scope === 'session'
-            ? e.session_id
-            : scope === 'user'
-              ? e.on_behalf_of
-              : scope === 'agent'
-                ? e.agent_id
-                : null;
-        if (scope !== 'environment' && value === null) continue;
-        const seeing = this.held.get(lockKeyOf(tenant, scope, value))!;
+      for (const key of plan.entryKeys) {
+        const seeing = this.held.get(key)!;
         seeing.entries.push(remembered);
         seeing.pending.add(decisionId);
       }

@@ -38,8 +38,26 @@ export interface HistoryPlan {
   entry: Omit<HistoryRecord, 'kind'> | null;
   /** Scope keys locked in the gate: those the probes read and those that see the entry, sorted, unique. */
   locks: string[];
+  /** Per check: its scope key (one of `locks`), or null with the check. */
+  checkKeys: ReadonlyArray<string | null>;
+  /** The scope keys that see the entry (those of its `scopes`), each one of `locks`. */
+  entryKeys: readonly string[];
   /** Some `history.denied` probe sees the entry: a denied decision's entry counts somewhere (else only an allowed one's does). */
   deniedSeen: boolean;
+}
+
+/**
+ * The entry a decision of this outcome leaves, or null: none when no probe
+ * sees it, and a denied decision's only when a `history.denied` probe does
+ * (nothing else reads it). `counted_only`: a counted entry the limits gate
+ * must not keep when a budget denies the decision.
+ *
+ * @example
+ * const record = entryFor(plan, 'denied'); // null unless a history.denied probe sees it
+ */
+export function entryFor(plan: HistoryPlan, kind: 'counted' | 'denied'): HistoryRecord | null {
+  if (plan.entry === null || (kind === 'denied' && !plan.deniedSeen)) return null;
+  return { ...plan.entry, kind, ...(plan.deniedSeen ? {} : { counted_only: true as const }) };
 }
 
 /** What a table's probes need, computed once per table. */
@@ -140,6 +158,7 @@ export function planHistory(
   const seeing = probesSeeing(t, subject.action).filter((p) => scopeKey(p.scope, subject) !== undefined);
   if (probes.length === 0 && seeing.length === 0) return null;
   const locks = new Set<string>();
+  const checkKeys: Array<string | null> = [];
   const checks = probes.map((p): HistoryCheck | null => {
     const key = scopeKey(p.scope, subject);
     if (key === undefined) {
@@ -150,15 +169,21 @@ export function planHistory(
     const match: Record<string, unknown> = {};
     for (const field of p.match) {
       const value = matchValue(field, subject);
-      if (value === undefined) return null;
+      if (value === undefined) {
+        checkKeys.push(null);
+        return null;
+      }
       match[field] = value;
     }
-    locks.add(lockKey(tenant, p.scope, key));
+    const checkKey = lockKey(tenant, p.scope, key);
+    locks.add(checkKey);
+    checkKeys.push(checkKey);
     return { scope: p.scope, key, actions: p.actions, window_s: p.windowSeconds, measure: p.measure, match };
   });
   let entry: HistoryPlan['entry'] = null;
+  const entryKeys = [...new Set(seeing.map((p) => lockKey(tenant, p.scope, scopeKey(p.scope, subject)!)))];
+  for (const k of entryKeys) locks.add(k);
   if (seeing.length > 0) {
-    for (const p of seeing) locks.add(lockKey(tenant, p.scope, scopeKey(p.scope, subject)!));
     const matchValues: Record<string, unknown> = {};
     for (const field of t.matchFields) {
       const value = matchValue(field, subject);
@@ -178,5 +203,13 @@ export function planHistory(
       scopes: seeing.reduce((bits, p) => bits | SCOPE_BITS[p.scope], 0),
     };
   }
-  return { probes, checks, entry, locks: [...locks].sort(), deniedSeen: seeing.some((p) => p.measure === 'denied') };
+  return {
+    probes,
+    checks,
+    entry,
+    locks: [...locks].sort(),
+    checkKeys,
+    entryKeys,
+    deniedSeen: seeing.some((p) => p.measure === 'denied'),
+  };
 }

@@ -96,6 +96,11 @@ function scopeFilter(sql: SqlOrTx, t: LeaseTarget) {
   }
 }
 
+/** The rows (`l`) of `leases` that `holder` still holds at their epochs: an update's FROM and WHERE. */
+const heldBy = (sql: SqlOrTx, holder: string, leases: readonly HeldLease[]) =>
+  sql`from unnest(${leases.map((l) => l.lock_key)}::text[], ${leases.map((l) => l.epoch)}::bigint[]) as h(lock_key, epoch)
+    where l.lock_key = h.lock_key and l.epoch = h.epoch and l.holder = ${holder}`;
+
 /**
  * Of `leases`, those `holder` still holds at their epochs (their renewed_at set to now); the others have ended.
  *
@@ -105,9 +110,7 @@ function scopeFilter(sql: SqlOrTx, t: LeaseTarget) {
 export async function renewLeases(sql: SqlOrTx, holder: string, leases: readonly HeldLease[]): Promise<Set<string>> {
   if (leases.length === 0) return new Set();
   const rows = await sql<Array<{ lock_key: string }>>`
-    update history_leases l set renewed_at = now()
-    from unnest(${leases.map((l) => l.lock_key)}::text[], ${leases.map((l) => l.epoch)}::bigint[]) as h(lock_key, epoch)
-    where l.lock_key = h.lock_key and l.epoch = h.epoch and l.holder = ${holder}
+    update history_leases l set renewed_at = now() ${heldBy(sql, holder, leases)}
     returning l.lock_key`;
   return new Set(rows.map((r) => r.lock_key));
 }
@@ -124,9 +127,7 @@ export async function renewLeases(sql: SqlOrTx, holder: string, leases: readonly
 export async function releaseLeases(sql: SqlOrTx, holder: string, leases: readonly HeldLease[]): Promise<void> {
   if (leases.length === 0) return;
   await sql`
-    update history_leases l set holder = null, epoch = nextval('history_lease_epochs')
-    from unnest(${leases.map((l) => l.lock_key)}::text[], ${leases.map((l) => l.epoch)}::bigint[]) as h(lock_key, epoch)
-    where l.lock_key = h.lock_key and l.epoch = h.epoch and l.holder = ${holder}`;
+    update history_leases l set holder = null, epoch = nextval('history_lease_epochs') ${heldBy(sql, holder, leases)}`;
 }
 
 /**

@@ -8,6 +8,7 @@
  *   that status and code; returns the `error` object;
  * - `postDecision(rt, body, key?, headers?)`: `POST /v1/decisions` with the runtime's test key;
  * - `decide(rt, body, key?, headers?)`: the same, expected to answer 200; the parsed decision;
+ * - `review(rt, key, id, verdict)`: a reviewer's verdict on a decision awaiting approval, expected to answer 200;
  * - `callerOf(app, key)`: a Caller over another app of the same store (a second process).
  *
  * @example
@@ -97,6 +98,22 @@ export async function decide(
   const r = await postDecision(rt, body, key, headers);
   expect(r.statusCode, r.body).toBe(200);
   return r.json() as DecisionAnswer;
+}
+
+/** `POST /v1/decisions/:id/review` by reviewer alice with a `reviews:write` key, that must answer 200. */
+export async function review(
+  rt: Caller,
+  key: string,
+  decisionId: string,
+  verdict: 'approve' | 'deny',
+): Promise<LightMyRequestResponse> {
+  const r = await rt.call(key, {
+    method: 'POST',
+    url: `/v1/decisions/${decisionId}/review`,
+    payload: { verdict, reviewer: 'alice' },
+  });
+  expect(r.statusCode, r.body).toBe(200);
+  return r;
 }
 
 /** An event as `GET /v1/events` lists it (docs/webhooks-and-events.md#events), by the fields tests read. */

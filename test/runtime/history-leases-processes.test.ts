@@ -48,9 +48,9 @@ describe.each(STORE_KINDS)("one process's lease memory (%s)", (kind) => {
     const own = new HistoryLeases(rt.store.sql);
     expect(await own.hold(plan, now)).toBe(true);
     const epoch = (await leaseOf(rt, s))!.epoch;
-    expect(own.values(plan, tenant, now)).toEqual([0]);
+    expect(own.values(plan, now)).toEqual([0]);
     const w1 = own.record(plan, tenant, 'dec_q1', 'counted');
-    expect(own.values(plan, tenant, now)).toEqual([1]);
+    expect(own.values(plan, now)).toEqual([1]);
     const w2 = own.record(plan, tenant, 'dec_q2', 'counted');
     expect(w1.fences).toEqual([{ lock_key: sessionKey(rt, s), epoch }]);
     expect([w1.after, w2.after.map((a) => a.decision_id)]).toEqual([[], ['dec_q1']]);
@@ -63,11 +63,11 @@ describe.each(STORE_KINDS)("one process's lease memory (%s)", (kind) => {
     expect(w2.valid()).toBe(true);
     w2.failed();
     expect([w1.valid(), w2.valid(), w3.valid()]).toEqual([false, false, false]);
-    expect(own.values(plan, tenant, now)).toBeNull();
+    expect(own.values(plan, now)).toBeNull();
     expect(await own.hold(plan, now)).toBe(false);
     pastCooldown();
     expect(await own.hold(plan, now)).toBe(true);
-    expect(own.values(plan, tenant, now)).toEqual([0]);
+    expect(own.values(plan, now)).toEqual([0]);
   });
 
   it('a lease let go of (here idle) while a write decided under it is queued: after the gate decided the key elsewhere, that write fails (AZL01)', async () => {
@@ -78,7 +78,7 @@ describe.each(STORE_KINDS)("one process's lease memory (%s)", (kind) => {
     const { plan, tenant, now } = await sessionPlan(rt, s, 'x.go');
     const own = new HistoryLeases(rt.store.sql, { ...LEASE_DEFAULTS, idleMs: 0 });
     expect(await own.hold(plan, now)).toBe(true);
-    expect(own.values(plan, tenant, now)).toEqual([0]);
+    expect(own.values(plan, now)).toEqual([0]);
     const w = own.record(plan, tenant, 'dec_w', 'counted');
     clock.advance(1);
     await own.upkeep(now);

@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LEASE_DEFAULTS, type HistoryLeases } from '../../runtime/history/leases.js';
 import { takeLease } from '../../runtime/store/history-leases.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
-import { agent, decide } from '../helpers/kit.js';
+import { agent, decide, review } from '../helpers/kit.js';
 import { startRuntime, type TestRuntime } from './helpers/app.js';
 import {
   countedOf,
@@ -195,12 +195,7 @@ describe.each(STORE_KINDS)('history leases (%s)', (kind) => {
     const held = (await leaseOf(rt, s))!;
     expect(held.holder).toBe(leases.holder);
     const reviewer = await rt.keyWith(['reviews:write']);
-    const verdict = await rt.call(reviewer, {
-      method: 'POST',
-      url: `/v1/decisions/${pending.id}/review`,
-      payload: { verdict: 'deny', reviewer: 'alice' },
-    });
-    expect(verdict.statusCode, verdict.body).toBe(200);
+    await review(rt, reviewer, pending.id, 'deny');
     expect((await entriesOf(rt, s)).map((e) => e.kind)).toEqual(['denied']);
     const ended = (await leaseOf(rt, s))!;
     expect(ended.holder).toBeNull();

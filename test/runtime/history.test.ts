@@ -13,7 +13,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Policy } from '../../compiler/policy/types.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
-import { agent, decide, expectError, postDecision } from '../helpers/kit.js';
+import { agent, decide, expectError, postDecision, review } from '../helpers/kit.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
 import type { JsonObject } from '../helpers/json.js';
 import { pruneHistory } from '../../runtime/store/history.js';
@@ -101,12 +101,7 @@ describe.each(STORE_KINDS)('history in conditions (%s)', (kind) => {
     expect(pending.status).toBe('awaiting_approval');
     expect((await decide(rt, { agent_id: b, action: 'payments.check' })).effect).toBe('allow');
     const reviewer = await rt.keyWith(['reviews:write']);
-    const verdict = await rt.call(reviewer, {
-      method: 'POST',
-      url: `/v1/decisions/${pending.id}/review`,
-      payload: { verdict: 'deny', reviewer: 'alice' },
-    });
-    expect(verdict.statusCode, verdict.body).toBe(200);
+    await review(rt, reviewer, pending.id, 'deny');
     expect(await entriesOf(pending.id)).toEqual([{ kind: 'denied' }]);
     expect((await decide(rt, { agent_id: b, action: 'payments.check' })).effect).toBe('deny');
   });

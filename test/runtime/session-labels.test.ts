@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
-import { agent, decide as kitDecide, expectError } from '../helpers/kit.js';
+import { agent, decide as kitDecide, expectError, review } from '../helpers/kit.js';
 import type { Session } from '../../clients/typescript/wire.js';
 
 const sessionPath = (id: string) => `/v1/sessions/${encodeURIComponent(id)}`;
@@ -269,12 +269,7 @@ describe.each(STORE_KINDS)('session labels (%s)', (kind) => {
     expect(pending).toMatchObject({ effect: 'review', status: 'awaiting_approval' });
     expect((await getSession(id)).labels).toEqual([]);
     const reviewer = await rt.keyWith(['reviews:write']);
-    const r = await rt.call(reviewer, {
-      method: 'POST',
-      url: `/v1/decisions/${pending.id}/review`,
-      payload: { verdict: 'approve', reviewer: 'alice' },
-    });
-    expect(r.statusCode, r.body).toBe(200);
+    await review(rt, reviewer, pending.id, 'approve');
     expect((await getSession(id)).labels).toEqual([
       { label: 'external', added_at: expect.any(String), source: 'policy', decision_id: pending.id },
     ]);
