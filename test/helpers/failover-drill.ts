@@ -114,6 +114,9 @@ interface Answered {
   effect: string;
   agent: string;
   amount: number | null;
+  /** When it was sent and answered (performance.now()), to place a lost one in its round. */
+  sentAt: number;
+  answeredAt: number;
 }
 
 /** Polls `done` every 10 ms until true; throws `what` after `ms`, or at once when `failed()` says why. */
@@ -228,6 +231,7 @@ export async function runFailoverDrill(options: DrillOptions): Promise<DrillResu
               ? { agent_id: `docs-${i % 20}`, action: 'docs.read', resource: `doc:${i}` }
               : { agent_id: `docs-${i % 20}`, action: 'files.delete', resource: `file:${i}` };
         const sentWithoutPrimary = noPrimarySince !== undefined;
+        const sentAt = performance.now();
         let r: Reply;
         try {
           r = await api('POST', '/v1/decisions', body);
@@ -248,6 +252,8 @@ export async function runFailoverDrill(options: DrillOptions): Promise<DrillResu
           effect: r.body.effect,
           agent: body.agent_id as string,
           amount: (body.amount as number | undefined) ?? null,
+          sentAt,
+          answeredAt: performance.now(),
         };
         answered.push(a);
         if (slot < 4 && a.effect === 'allow') confirmQueue.push(a);
@@ -310,6 +316,20 @@ export async function runFailoverDrill(options: DrillOptions): Promise<DrillResu
     };
 
     const rounds: RoundResult[] = [];
+    /** Each round's kill and promotion (performance.now()), to place a lost decision. */
+    const marks: Array<{ round: number; kill: number; promoted: number }> = [];
+    const placed = (a: Answered) => {
+      const signed = (ms: number) => `${ms < 0 ? '-' : '+'}${Math.abs(Math.round(ms))} ms`;
+      // Relative to the nearest kill (a decision of the round being checked: its kill may still be ahead).
+      const at = (t: number) => {
+        const m = marks.reduce<(typeof marks)[number] | undefined>(
+          (best, x) => (!best || Math.abs(t - x.kill) < Math.abs(t - best.kill) ? x : best),
+          undefined,
+        );
+        return m ? `round ${m.round}'s kill ${signed(t - m.kill)}, its promotion ${signed(t - m.promoted)}` : '';
+      };
+      return `sent at ${at(a.sentAt)}; answered at ${at(a.answeredAt)}`;
+    };
     for (let round = 1; round <= options.rounds; round++) {
       const answeredAtStart = answered.length;
       const confirmedAtStart = confirmed.size;
@@ -344,6 +364,7 @@ export async function runFailoverDrill(options: DrillOptions): Promise<DrillResu
       await pair.promote();
       promotedAt = performance.now();
       const promoteMs = promotedAt - promoteStart;
+      marks.push({ round, kill: killedAt, promoted: promotedAt });
       firstAnswerAt = undefined;
       const afterPromotion = answered.length;
       await waitFor(
@@ -398,7 +419,7 @@ export async function runFailoverDrill(options: DrillOptions): Promise<DrillResu
         for (const a of answered) {
           const s = stored.get(a.id);
           if (!s || s.effect !== a.effect || s.agent_id !== a.agent || s.amount !== a.amount)
-            lost.push(`${a.id} ${a.effect} ${a.agent}: ${s ? JSON.stringify(s) : 'missing'}`);
+            lost.push(`${a.id} ${a.effect} ${a.agent}: ${s ? JSON.stringify(s) : 'missing'} (${placed(a)})`);
         }
         for (const [id, amount] of confirmed) {
           const s = stored.get(id);
