@@ -263,7 +263,7 @@ describe('authz serve (child process, embedded store on disk)', () => {
     expect(changesOf('pol_support_read_orders_customers')).toEqual(['created', 'deleted']);
     expect(changesOf('pol_infra_deploy_nonprod')).toEqual(['created']);
     expect((await stopServer(withBundle)).code).toBe(0);
-  });
+  }, 90_000); // three start-ups of the embedded store, one after another: a hang guard, not a speed limit
 
   it('--bundle FILE on a fresh data dir seeds the keys and loads that bundle instead of the examples (PORT=0: the printed URL has the bound port)', async () => {
     const fresh = await startServer(join(tmp, 'fresh-bundle'), ['--bundle', bundleFile], { port: 0 });
