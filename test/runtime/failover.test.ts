@@ -128,7 +128,8 @@ describe('the replica pair: once the standby is made synchronous, a commit on th
         if (i > 400) throw new Error('the standby did not become sync in pg_stat_replication');
         await sleep(25);
       }
-      await sleep(1000);
+      // Polled for a second: the old makeSynchronous (pg_stat_replication alone, every 50 ms) resolved within it.
+      for (const until = Date.now() + 1000; !made && Date.now() < until;) await sleep(25);
       // The standby stopped from receiving: a commit now returns without it (the hazard)...
       pause(receiver!.pid);
       expect(
