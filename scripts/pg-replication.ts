@@ -7,9 +7,10 @@
  *
  * - `initdb` makes the first primary (wal_level replica, synchronous_commit on);
  *   `pg_basebackup -R -X stream` seeds the standby from it; then the primary's
- *   `synchronous_standby_names = '*'` (ALTER SYSTEM) and a wait until
- *   pg_stat_replication reports the standby `sync`: from then on a commit
- *   returns only once the standby has the WAL.
+ *   `synchronous_standby_names = '*'` (ALTER SYSTEM, reload), a wait until
+ *   pg_stat_replication reports the standby `sync`, then a CHECKPOINT (so the
+ *   checkpointer has taken the reload too: `makeSynchronous`): from then on a
+ *   commit returns only once the standby has the WAL.
  * - `killPrimary()` SIGKILLs the primary's postmaster and every one of its
  *   processes (a machine that dies, not a clean shutdown); `promote()` runs
  *   `pg_ctl promote` on the standby. The promoted node has no synchronous
@@ -18,6 +19,12 @@
  *   `reseedStandby()` makes a new standby from it on the dead node's port and
  *   makes that one synchronous again.
  *
+ * To look into a failure: `AUTHZ_PG_PAIR_KEEP_LOGS=<dir>` keeps each node's
+ * server log (lines stamped with ms, pid and process type) and each killed
+ * primary's pg_wal (for pg_waldump) in `<dir>/<the pair's directory name>/`;
+ * `AUTHZ_PG_PAIR_DEBUG=1` logs at DEBUG2 (each process's reload, every standby
+ * reply). The failover drill writes `authz serve`'s stderr to `<dir>` too.
+ *
  * Tools come from PATH (symlinks followed) or `/usr/lib/postgresql/<newest>/bin`;
  * as root they run as the `postgres` user (scripts/pg-cluster.ts). Missing
  * tools fail with a message naming them.
@@ -25,7 +32,10 @@
 import { execFile } from 'node:child_process';
 import {
   chownSync,
+  copyFileSync,
+  cpSync,
   existsSync,
+  mkdirSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
@@ -33,7 +43,7 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
-import { delimiter, dirname, join } from 'node:path';
+import { basename, delimiter, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import postgres from 'postgres';
 import { freePort, postgresUser, systemTool } from './pg-cluster.js';
@@ -100,8 +110,13 @@ export interface ReplicaPair {
   killPrimary(): Promise<void>;
   /** `pg_ctl promote -w` of the standby, which becomes the primary (without a synchronous standby). */
   promote(): Promise<void>;
-  /** A new standby from the primary on the free port (`pg_basebackup -R`), made synchronous; resolves once it is `sync`. */
+  /** A new standby from the primary on the free port (`pg_basebackup -R`), made synchronous (`makeSynchronous`). */
   reseedStandby(): Promise<void>;
+  /**
+   * `synchronous_standby_names = '*'` on the primary (ALTER SYSTEM, reload); resolves once the
+   * standby is `sync` in pg_stat_replication and every commit on the primary waits for it.
+   */
+  makeSynchronous(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -117,6 +132,8 @@ export function replicationSettings(durable: boolean): string[] {
     // A standby that lost its primary retries quickly (default 5 s).
     "wal_retrieve_retry_interval = '200ms'",
     ...(durable ? [] : ['fsync = off', 'full_page_writes = off']),
+    "log_line_prefix = '%m [%p] %b '",
+    ...(process.env.AUTHZ_PG_PAIR_DEBUG ? ['log_min_messages = debug2'] : []),
   ];
 }
 
@@ -214,6 +231,7 @@ export async function startReplicaPair(options: ReplicationOptions = {}): Promis
     }
   };
   const stopAll = () => {
+    const keep = process.env.AUTHZ_PG_PAIR_KEEP_LOGS;
     for (const node of nodes) {
       const pid = postmasterPid(node);
       if (pid !== undefined && alive(pid)) {
@@ -227,6 +245,11 @@ export async function startReplicaPair(options: ReplicationOptions = {}): Promis
       }
     }
     nodes.clear();
+    if (keep) {
+      const to = join(keep, basename(dir));
+      mkdirSync(to, { recursive: true });
+      for (const f of readdirSync(dir)) if (f.endsWith('.log')) copyFileSync(join(dir, f), join(to, f));
+    }
     rmSync(dir, { recursive: true, force: true });
   };
   process.once('exit', stopAll);
@@ -264,7 +287,16 @@ export async function startReplicaPair(options: ReplicationOptions = {}): Promis
     await startNode(node);
     return node;
   };
-  /** Makes the primary's standby synchronous and waits (bounded poll) until pg_stat_replication says so. */
+  /**
+   * Makes the primary's standby synchronous; resolves once a commit on the primary waits for it.
+   * pg_stat_replication says `sync` as soon as the walsender has taken the reload, but a commit
+   * waits only once the checkpointer has taken it too: the checkpointer alone sets the shared
+   * flag that commits read (SyncRepUpdateSyncStandbysDefined), and until then they return without
+   * the standby. So, once a new session reports `sync` (the postmaster had signalled the
+   * checkpointer before it forked that session), a CHECKPOINT: the checkpointer takes a pending
+   * reload before it starts a checkpoint, and CHECKPOINT returns once one started after it
+   * was asked for has finished.
+   */
   const makeSynchronous = async () => {
     await query(primary!.port, "alter system set synchronous_standby_names = '*'");
     await query(primary!.port, 'select pg_reload_conf()');
@@ -273,10 +305,11 @@ export async function startReplicaPair(options: ReplicationOptions = {}): Promis
         primary!.port,
         'select sync_state, state from pg_stat_replication',
       );
-      if (rows.some((r) => r.sync_state === 'sync' && r.state === 'streaming')) return;
+      if (rows.some((r) => r.sync_state === 'sync' && r.state === 'streaming')) break;
       if (i > 600) throw new Error(`the standby did not become synchronous: ${JSON.stringify(rows)}`);
       await new Promise((r) => setTimeout(r, 50));
     }
+    await query(primary!.port, 'checkpoint');
   };
 
   try {
@@ -324,6 +357,11 @@ export async function startReplicaPair(options: ReplicationOptions = {}): Promis
       const dead = primary!;
       await killNode(dead);
       nodes.delete(dead);
+      const keep = process.env.AUTHZ_PG_PAIR_KEEP_LOGS;
+      if (keep)
+        cpSync(join(dead.dataDir, 'pg_wal'), join(keep, basename(dir), `${basename(dead.dataDir)}-pg_wal`), {
+          recursive: true,
+        });
       rmSync(dead.dataDir, { recursive: true, force: true });
     },
     async promote() {
@@ -337,6 +375,7 @@ export async function startReplicaPair(options: ReplicationOptions = {}): Promis
       standby = await seed(primary!, port);
       await makeSynchronous();
     },
+    makeSynchronous,
     async stop() {
       process.removeListener('exit', stopAll);
       stopAll();

@@ -25,6 +25,8 @@
  * sent after the kill and answered before the promotion began is kept in
  * `allowsWithoutPrimary`. The drill only observes: its callers judge.
  */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import postgres from 'postgres';
 import { startReplicaPair, type ReplicaPair } from '../../scripts/pg-replication.js';
 import { confirmLoad, type QueuedConfirm } from './confirm-load.js';
@@ -487,6 +489,9 @@ export async function runFailoverDrill(options: DrillOptions): Promise<DrillResu
     stop = true;
     await Promise.all(workers);
     if (server) await stopServer(server);
+    // Kept beside the nodes' logs (scripts/pg-replication.ts, AUTHZ_PG_PAIR_KEEP_LOGS) to look into a failure.
+    const keep = process.env.AUTHZ_PG_PAIR_KEEP_LOGS;
+    if (keep && server) writeFileSync(join(keep, `serve-${process.pid}-${Date.now()}.stderr`), server.stderr.join(''));
     await pair?.stop();
   }
 }

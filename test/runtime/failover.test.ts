@@ -78,6 +78,84 @@ describe('target_session_attrs=read-write on a primary and a hot standby (the pa
   });
 });
 
+describe('the replica pair: once the standby is made synchronous, a commit on the primary waits for it', () => {
+  // pg_stat_replication says `sync` once the walsender took the reload, but commits wait only once the
+  // checkpointer took it too (it alone sets the flag they read): a checkpointer that is slow to run (a
+  // loaded machine) left a window in which the drill's load could be answered without the standby.
+  it('makeSynchronous does not resolve while the checkpointer has not taken the reload (commits would not wait yet)', async () => {
+    const pair = await startReplicaPair({ log: () => {} });
+    const primary = postgres(pair.primaryUrl(), { max: 2, onnotice: () => {} });
+    const standby = postgres(`postgres://postgres@127.0.0.1:${pair.standbyPort()}/postgres`, {
+      max: 1,
+      onnotice: () => {},
+    });
+    const stopped = new Set<number>();
+    const pause = (pid: number) => {
+      process.kill(pid, 'SIGSTOP');
+      stopped.add(pid);
+    };
+    const resume = (pid: number) => {
+      process.kill(pid, 'SIGCONT');
+      stopped.delete(pid);
+    };
+    const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+    /** Whether `p` settles within `ms`. */
+    const settlesWithin = (p: Promise<unknown>, ms: number) =>
+      Promise.race([p.then(() => true), sleep(ms).then(() => false)]);
+    const syncState = async () =>
+      (await primary<Array<{ sync_state: string }>>`select sync_state from pg_stat_replication`)[0]?.sync_state;
+    try {
+      await primary`create table t (n int)`;
+      // The standby asynchronous again (as a promoted node's is until its reseed), the checkpointer included.
+      await primary.unsafe('alter system reset synchronous_standby_names');
+      await primary.unsafe('select pg_reload_conf()');
+      for (let i = 0; (await syncState()) !== 'async'; i++) {
+        if (i > 200) throw new Error('the standby stayed synchronous');
+        await sleep(25);
+      }
+      await primary.unsafe('checkpoint');
+      const [checkpointer] = await primary<Array<{ pid: number }>>`
+        select pid from pg_stat_activity where backend_type = 'checkpointer'`;
+      const [receiver] = await standby<Array<{ pid: number }>>`select pid from pg_stat_wal_receiver`;
+
+      // A checkpointer that does not run for a while (SIGSTOP): the walsender alone takes the reload.
+      pause(checkpointer!.pid);
+      let made = false;
+      const making = pair.makeSynchronous().then(() => {
+        made = true;
+      });
+      for (let i = 0; (await syncState()) !== 'sync'; i++) {
+        if (i > 400) throw new Error('the standby did not become sync in pg_stat_replication');
+        await sleep(25);
+      }
+      // Polled for a second: the old makeSynchronous (pg_stat_replication alone, every 50 ms) resolved within it.
+      for (const until = Date.now() + 1000; !made && Date.now() < until;) await sleep(25);
+      // The standby stopped from receiving: a commit now returns without it (the hazard)...
+      pause(receiver!.pid);
+      expect(
+        await settlesWithin(primary`insert into t values (1)`, 5000),
+        'a commit before the checkpointer took the reload',
+      ).toBe(true);
+      // ...so makeSynchronous must not have resolved yet.
+      expect(made, 'makeSynchronous resolved while commits did not wait for the standby').toBe(false);
+
+      resume(checkpointer!.pid);
+      await making;
+      const commit = primary`insert into t values (2)`;
+      expect(await settlesWithin(commit, 1500), 'a commit returned without the standby after makeSynchronous').toBe(
+        false,
+      );
+      resume(receiver!.pid);
+      await commit;
+    } finally {
+      for (const pid of stopped) process.kill(pid, 'SIGCONT');
+      await primary.end({ timeout: 1 });
+      await standby.end({ timeout: 1 });
+      await pair.stop();
+    }
+  }, 120_000);
+});
+
 describe('failover: the primary SIGKILLed under load, the standby promoted, ten times', () => {
   beforeAll(() => {
     ensureBuilt();
