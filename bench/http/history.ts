@@ -6,7 +6,10 @@
  * `history.count(ACTION, '1h') < 1e9` (session scope: every allow is recorded)
  * against the same allow without a condition, and likewise a deny; and an
  * allow whose policy also adds one label to its session (issue 51's "history
- * and a label" figure). While the
+ * and a label" figure), in sessions of its own: a decision whose labels the
+ * gate judges ends the history leases of its session's keys, so sharing the
+ * sessions would charge the history scenarios after it for retaking every
+ * lease (`--label-sessions shared` measures that worst case). While the
  * history allow runs, 200 concurrent requests against
  * `history.count('race.go', '1h') < 5` in one fresh session must give exactly
  * 5 allows. With each scenario's req/s, the CPU each request cost the server
@@ -14,7 +17,7 @@
  * work on the machine moves far less than req/s. Prints the figures as JSON
  * (bench/REPORT.md gives them).
  *
- *   node dist/bench/http/history.js [--duration 8] [--rounds 2] [--connections 50] [--sessions 2000]
+ *   node dist/bench/http/history.js [--duration 8] [--rounds 2] [--connections 50] [--sessions 2000] [--label-sessions own|shared]
  */
 import { parseArgs } from 'node:util';
 import { loadavg } from 'node:os';
@@ -31,12 +34,15 @@ const { values } = parseArgs({
     rounds: { type: 'string' },
     connections: { type: 'string' },
     sessions: { type: 'string' },
+    'label-sessions': { type: 'string' },
   },
 });
 const duration = Number(values.duration ?? 8);
 const rounds = Number(values.rounds ?? 2);
 const connections = Number(values.connections ?? 50);
 const sessions = Number(values.sessions ?? 2000);
+const labelSessions = values['label-sessions'] ?? 'own';
+if (labelSessions !== 'own' && labelSessions !== 'shared') throw new Error('--label-sessions: own or shared');
 
 const POLICIES = [
   {
@@ -127,7 +133,7 @@ async function main(): Promise<void> {
                 agent_id: `bench-${n % 50}`,
                 action,
                 resource: 'order:1',
-                session_id: `s-${n++ % sessions}`,
+                session_id: `${action === 'hist.labelled' && labelSessions === 'own' ? 'l' : 's'}-${n++ % sessions}`,
               }),
             }),
           },
@@ -194,6 +200,7 @@ async function main(): Promise<void> {
           duration,
           rounds,
           sessions,
+          label_sessions: labelSessions,
           loadavg: loadavg(),
           figures: out,
           cpu_per_request: cpu,
