@@ -23,18 +23,11 @@
 import { randomUUID } from 'node:crypto';
 import { actionPatternMatches, jsonEqual } from '../../compiler/index.js';
 import type { Sql } from '../store/connect.js';
-import {
-  releaseLeases,
-  renewLeases,
-  takeLease,
-  type HeldLease,
-  type LeasedEntry,
-  type LeaseTarget,
-} from '../store/history-leases.js';
+import { releaseLeases, renewLeases, takeLease, type HeldLease, type LeasedEntry } from '../store/history-leases.js';
 import type { HistoryCheck, HistoryRecord } from '../store/history.js';
 import type { Environment, Tenant } from '../tenant.js';
 import { sumDecimals } from './decimal.js';
-import { entryFor, type HistoryPlan } from './plan.js';
+import { entryFor, lockTarget, type HistoryPlan } from './plan.js';
 
 export interface LeaseOptions {
   /** Entries one key may have and still be held (a busier key goes through the gate). */
@@ -85,18 +78,6 @@ export interface LeasedWrite {
   failed(): void;
   /** Its write is stored: its entry is no longer pending. */
   stored(): void;
-}
-
-function targetOf(lockKey: string): LeaseTarget {
-  const [accountId, environment, scope, ...rest] = lockKey.split('\x1f');
-  const key = rest.join('\x1f');
-  return {
-    lockKey,
-    accountId: accountId!,
-    environment: environment as Environment,
-    scope: scope as LeaseTarget['scope'],
-    key: scope === 'environment' ? null : key,
-  };
 }
 
 /**
@@ -177,7 +158,7 @@ export class HistoryLeases {
   }
 
   private async take(lockKey: string, nowMs: number): Promise<Held | null> {
-    const lease = await takeLease(this.sql, this.holder, targetOf(lockKey), nowMs, this.options.maxEntries);
+    const lease = await takeLease(this.sql, this.holder, lockTarget(lockKey), nowMs, this.options.maxEntries);
     if (lease === null) {
       this.cool(lockKey);
       return null;

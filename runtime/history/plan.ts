@@ -15,7 +15,8 @@ import {
 } from '../../compiler/index.js';
 import { MissingFieldError } from '../errors/api-error.js';
 import type { HistoryCheck, HistoryRecord } from '../store/history.js';
-import type { Tenant } from '../tenant.js';
+import type { LeaseTarget } from '../store/history-leases.js';
+import type { Environment, Tenant } from '../tenant.js';
 
 /** The request fields history reads. */
 export interface HistorySubject {
@@ -132,8 +133,26 @@ function scopeKey(scope: HistoryProbe['scope'], s: HistorySubject): string | nul
 /** The bit of each scope in an entry's `scopes` (migration 024: each scope's index holds its bit's entries). */
 const SCOPE_BITS = { session: 1, agent: 2, user: 4, environment: 8 } as const;
 
-const lockKey = (t: Tenant, scope: string, key: string | null) =>
+/** A scope key as the limits gate locks it and a lease names it: `<account>\x1f<environment>\x1f<scope>\x1f<value>`. */
+const lockKey = (t: Tenant, scope: HistoryProbe['scope'], key: string | null) =>
   [t.accountId, t.environment, scope, key ?? ''].join('\x1f');
+
+/**
+ * The parts of a scope key of a plan (`locks`, `checkKeys`, `entryKeys`), read back: what a lease on it is taken for.
+ *
+ * @example
+ * lockTarget('acc_1\x1ftest\x1fsession\x1frun-1'); // { lockKey: ..., accountId: 'acc_1', environment: 'test', scope: 'session', key: 'run-1' }
+ */
+export function lockTarget(key: string): LeaseTarget {
+  const [accountId, environment, scope, ...rest] = key.split('\x1f');
+  return {
+    lockKey: key,
+    accountId: accountId!,
+    environment: environment as Environment,
+    scope: scope as LeaseTarget['scope'],
+    key: scope === 'environment' ? null : rest.join('\x1f'),
+  };
+}
 
 /**
  * The history of one decision. `reads`: whether its candidate policies' probes
