@@ -351,11 +351,14 @@ export class DecisionService {
     const plan = prepared.plan!;
     const gated = (e: Evaluated) =>
       prepared.sessionLabels !== null || limits.judgesInStore(e.matched, input.agent_id, nowMs);
-    const fromMemory = (before: { values: number[]; evaluated: Evaluated } | null) => {
-      const values = leases.values(plan, nowMs);
-      if (values === null) return null;
+    const fromMemory = (before: { values: number[]; evaluated: Evaluated; stamp: number } | null) => {
+      const stamp = leases.stamp(plan);
+      if (stamp === null) return null;
+      // Nothing recorded or dropped under its keys since: the same values (no second read).
+      if (before && stamp === before.stamp) return before;
+      const values = leases.values(plan, nowMs)!;
       if (before && values.every((v, i) => v === before.values[i])) return before;
-      return { values, evaluated: this.judge(prepared, values) };
+      return { values, evaluated: this.judge(prepared, values), stamp };
     };
     let first = fromMemory(null);
     if (first === null || gated(first.evaluated)) return { stored: null, admitted: false };

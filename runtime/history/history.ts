@@ -89,9 +89,12 @@ const guessKey = (t: Tenant, c: HistoryCheck) => `${t.accountId}\x1f${t.environm
 
 /** The evaluation's `history` provider over the plan's values. */
 export function historyValues(plan: HistoryPlan, values: readonly number[]): HistoryValues {
-  const byKey = new Map<string, number>();
-  plan.probes.forEach((p, i) => byKey.set(p.key, values[i]!));
-  return (probe) => byKey.get(probe.key) ?? null;
+  // A plan has a few probes: a scan, no map built per evaluation.
+  const { probes } = plan;
+  return (probe) => {
+    for (let i = 0; i < probes.length; i++) if (probes[i]!.key === probe.key) return values[i]!;
+    return null;
+  };
 }
 
 /**

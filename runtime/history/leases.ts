@@ -21,12 +21,11 @@
  * decided from that memory are not sent (`valid`).
  */
 import { randomUUID } from 'node:crypto';
-import { actionPatternMatches, jsonEqual } from '../../compiler/index.js';
 import type { Sql } from '../store/connect.js';
-import { releaseLeases, renewLeases, takeLease, type HeldLease, type LeasedEntry } from '../store/history-leases.js';
-import type { HistoryCheck, HistoryRecord } from '../store/history.js';
+import { releaseLeases, renewLeases, takeLease, type HeldLease } from '../store/history-leases.js';
+import type { HistoryRecord } from '../store/history.js';
 import type { Environment, Tenant } from '../tenant.js';
-import { sumDecimals } from './decimal.js';
+import { EntryLog } from './entry-log.js';
 import { entryFor, lockTarget, type HistoryPlan } from './plan.js';
 
 export interface LeaseOptions {
@@ -54,11 +53,15 @@ export const LEASE_DEFAULTS: LeaseOptions = {
 interface Held {
   lockKey: string;
   epoch: string;
-  entries: LeasedEntry[];
+  /** Its lease as a write names it (one object per lease taken, shared by every write decided from it). */
+  fence: HeldLease;
+  entries: EntryLog;
   /** Its entries recorded in memory whose writes are not stored yet (decision ids). */
   pending: Set<string>;
   /** performance.now() of its last use. */
   usedAt: number;
+  /** When its entries last changed (HistoryLeases' counter): see {@link HistoryLeases.stamp}. */
+  changed: number;
 }
 
 /** A history entry as authz_write_leased inserts it: the limits gate's record, with its decision. */
@@ -80,30 +83,33 @@ export interface LeasedWrite {
   stored(): void;
 }
 
-/**
- * A check's value over a key's entries at `atMs`, as authz_history_value computes it from the store.
- *
- * @example
- * leasedValue(entries, { scope: 'session', key: 'run-1', actions: ['payments.refund'], window_s: 3600, measure: 'count', match: {} }, Date.now());
- */
-export function leasedValue(entries: readonly LeasedEntry[], c: HistoryCheck, atMs: number): number {
-  const since = atMs - c.window_s * 1000;
-  const wanted = c.measure === 'denied' ? 'denied' : 'counted';
-  const match = Object.entries(c.match);
-  // Named actions (no `*`, the common case): string equality, no pattern parsing per entry.
-  const named = c.actions.every((p) => !p.includes('*'));
-  let count = 0;
-  const amounts: string[] = [];
-  for (const e of entries) {
-    if (e.kind !== wanted || e.evaluated_at_ms < since || e.keep_until_ms < atMs) continue;
-    if (!(named ? c.actions.includes(e.action) : c.actions.some((p) => actionPatternMatches(p, e.action)))) continue;
-    if (!match.every(([f, v]) => Object.hasOwn(e.match_values, f) && jsonEqual(e.match_values[f], v))) continue;
-    if (c.measure === 'sum') {
-      const amount = e.confirmed_amount ?? e.amount;
-      if (amount !== null) amounts.push(amount);
-    } else count++;
+const NO_ENTRIES: LeasedWrite['after'] = [];
+
+/** A write decided from held leases (one object, its methods on the prototype: one per leased decision). */
+class HeldWrite implements LeasedWrite {
+  readonly fences: HeldLease[];
+
+  constructor(
+    private readonly leases: HistoryLeases,
+    private readonly helds: readonly Held[],
+    private readonly decisionId: string,
+    readonly entry: LeasedEntryRow | null,
+    readonly after: LeasedWrite['after'],
+  ) {
+    this.fences = helds.map((h) => h.fence);
   }
-  return c.measure === 'sum' ? sumDecimals(amounts) : count;
+
+  valid(): boolean {
+    return this.helds.every((h) => this.leases.holds(h));
+  }
+
+  failed(): void {
+    this.leases.drop(this.helds.map((h) => h.lockKey));
+  }
+
+  stored(): void {
+    for (const h of this.helds) h.pending.delete(this.decisionId);
+  }
 }
 
 export class HistoryLeases {
@@ -114,6 +120,8 @@ export class HistoryLeases {
   /** Key -> performance.now() before which it is not taken again. */
   private readonly cooling = new Map<string, number>();
   private lastUpkeep = performance.now();
+  /** Counts changes to the memory (Held.changed). */
+  private changes = 0;
   private upkeeping = false;
 
   constructor(
@@ -166,20 +174,35 @@ export class HistoryLeases {
     const held: Held = {
       lockKey,
       epoch: lease.epoch,
-      entries: lease.entries,
+      fence: { lock_key: lockKey, epoch: lease.epoch },
+      entries: EntryLog.of(lease.entries),
       pending: new Set(),
       usedAt: performance.now(),
+      changed: ++this.changes,
     };
     this.held.set(lockKey, held);
     return held;
   }
 
+  /**
+   * A number that changes whenever the memory the plan's values are read from
+   * changes (an entry recorded or dropped, a key taken again); null unless every
+   * key is held. Equal stamps: {@link values} at the same time gives the same values.
+   */
+  stamp(plan: HistoryPlan): number | null {
+    let stamp = 0;
+    for (const k of plan.locks) {
+      const h = this.held.get(k);
+      if (h === undefined) return null;
+      if (h.changed > stamp) stamp = h.changed;
+    }
+    return stamp;
+  }
+
   /** The plan's values at `atMs` from memory, in its order (a missing MATCH field: 0); null unless every key is held. Synchronous. */
   values(plan: HistoryPlan, atMs: number): number[] | null {
     if (!plan.locks.every((k) => this.held.has(k))) return null;
-    return plan.checks.map((c, i) =>
-      c === null ? 0 : leasedValue(this.held.get(plan.checkKeys[i]!)!.entries, c, atMs),
-    );
+    return plan.checks.map((c, i) => (c === null ? 0 : this.held.get(plan.checkKeys[i]!)!.entries.value(c, atMs)));
   }
 
   /**
@@ -189,22 +212,23 @@ export class HistoryLeases {
    */
   record(plan: HistoryPlan, tenant: Tenant, decisionId: string, kind: 'counted' | 'denied'): LeasedWrite {
     const now = performance.now();
-    const helds = plan.locks.map((k) => this.held.get(k)!);
-    const after = new Set<string>();
-    for (const h of helds) {
+    const helds: Held[] = [];
+    let after: Set<string> | null = null;
+    for (const k of plan.locks) {
+      const h = this.held.get(k)!;
       h.usedAt = now;
-      for (const id of h.pending) after.add(id);
+      helds.push(h);
+      if (h.pending.size > 0) for (const id of h.pending) (after ??= new Set()).add(id);
     }
     const record = entryFor(plan, kind);
-    const entry: LeasedEntryRow | null = record && {
-      ...record,
-      account_id: tenant.accountId,
-      environment: tenant.environment,
-      decision_id: decisionId,
-    };
+    let entry: LeasedEntryRow | null = null;
     if (record !== null) {
-      const remembered: LeasedEntry = {
-        decision_id: decisionId,
+      // The record is this decision's own (entryFor makes a new one): completed in place.
+      entry = record as LeasedEntryRow;
+      entry.account_id = tenant.accountId;
+      entry.environment = tenant.environment;
+      entry.decision_id = decisionId;
+      const remembered = {
         action: record.action,
         kind,
         amount: record.amount === null ? null : JSON.stringify(record.amount),
@@ -213,26 +237,28 @@ export class HistoryLeases {
         evaluated_at_ms: record.evaluated_at_ms,
         keep_until_ms: record.keep_until_ms,
       };
+      const changed = ++this.changes;
       for (const key of plan.entryKeys) {
         const seeing = this.held.get(key)!;
         seeing.entries.push(remembered);
         seeing.pending.add(decisionId);
+        seeing.changed = changed;
       }
     }
-    return {
+    return new HeldWrite(
+      this,
+      helds,
+      decisionId,
       entry,
-      fences: helds.map((h) => ({ lock_key: h.lockKey, epoch: h.epoch })),
-      after: [...after].map((id) => ({
-        account_id: tenant.accountId,
-        environment: tenant.environment,
-        decision_id: id,
-      })),
-      valid: () => helds.every((h) => this.held.get(h.lockKey) === h),
-      failed: () => this.drop(helds.map((h) => h.lockKey)),
-      stored: () => {
-        for (const h of helds) h.pending.delete(decisionId);
-      },
-    };
+      after === null
+        ? NO_ENTRIES
+        : [...after].map((id) => ({ account_id: tenant.accountId, environment: tenant.environment, decision_id: id })),
+    );
+  }
+
+  /** Whether `h` is still the memory this process holds of its key (for its writes: {@link HeldWrite}). */
+  holds(h: Held): boolean {
+    return this.held.get(h.lockKey) === h;
   }
 
   /** The gate is about to decide these keys (it ends their leases in the store): their memory is dropped. */
@@ -276,7 +302,7 @@ export class HistoryLeases {
     const idle: Held[] = [];
     const kept: Held[] = [];
     for (const h of this.held.values()) {
-      h.entries = h.entries.filter((e) => e.keep_until_ms >= nowMs);
+      if (h.entries.dropExpired(nowMs)) h.changed = ++this.changes;
       if (now - h.usedAt > this.options.idleMs || h.entries.length > this.options.maxEntries) idle.push(h);
       else kept.push(h);
     }

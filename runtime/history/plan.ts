@@ -57,9 +57,26 @@ export interface HistoryPlan {
  * const record = entryFor(plan, 'denied'); // null unless a history.denied probe sees it
  */
 export function entryFor(plan: HistoryPlan, kind: 'counted' | 'denied'): HistoryRecord | null {
-  if (plan.entry === null || (kind === 'denied' && !plan.deniedSeen)) return null;
-  return { ...plan.entry, kind, ...(plan.deniedSeen ? {} : { counted_only: true as const }) };
+  const e = plan.entry;
+  if (e === null || (kind === 'denied' && !plan.deniedSeen)) return null;
+  // Field by field, not spread: one per recorded decision.
+  const record: HistoryRecord = {
+    agent_id: e.agent_id,
+    session_id: e.session_id,
+    on_behalf_of: e.on_behalf_of,
+    action: e.action,
+    kind,
+    amount: e.amount,
+    match_values: e.match_values,
+    evaluated_at_ms: e.evaluated_at_ms,
+    keep_until_ms: e.keep_until_ms,
+    scopes: e.scopes,
+  };
+  if (!plan.deniedSeen) record.counted_only = true;
+  return record;
 }
+
+const NO_MATCH_VALUES: Record<string, unknown> = Object.freeze({});
 
 /** What a table's probes need, computed once per table. */
 interface TableHistory {
@@ -135,7 +152,7 @@ const SCOPE_BITS = { session: 1, agent: 2, user: 4, environment: 8 } as const;
 
 /** A scope key as the limits gate locks it and a lease names it: `<account>\x1f<environment>\x1f<scope>\x1f<value>`. */
 const lockKey = (t: Tenant, scope: HistoryProbe['scope'], key: string | null) =>
-  [t.accountId, t.environment, scope, key ?? ''].join('\x1f');
+  `${t.accountId}\x1f${t.environment}\x1f${scope}\x1f${key ?? ''}`;
 
 /**
  * The parts of a scope key of a plan (`locks`, `checkKeys`, `entryKeys`), read back: what a lease on it is taken for.
@@ -203,7 +220,8 @@ export function planHistory(
   const entryKeys = [...new Set(seeing.map((p) => lockKey(tenant, p.scope, scopeKey(p.scope, subject)!)))];
   for (const k of entryKeys) locks.add(k);
   if (seeing.length > 0) {
-    const matchValues: Record<string, unknown> = {};
+    // No MATCH field in the table (the common case): one shared empty object, not one kept per entry in a lease's memory.
+    const matchValues: Record<string, unknown> = t.matchFields.length === 0 ? NO_MATCH_VALUES : {};
     for (const field of t.matchFields) {
       const value = matchValue(field, subject);
       if (value !== undefined) matchValues[field] = value;

@@ -4,7 +4,7 @@
  * history entries inserted with SQL and random checks (count, sum, denied;
  * windows; action names and patterns; MATCH on scalar, object and list values;
  * decimal amounts, confirmed or not; entries past their keep_until), the value
- * `leasedValue` computes from the entries `takeLease` read equals the one
+ * an `EntryLog` of the entries `takeLease` read computes equals the one
  * `readHistory` (authz_history_value) reads from the store; `takeLease` moves
  * the epoch and refuses a key with more entries than its cap; a leased write
  * (authz_write_leased) stores its entries only when every lease it names
@@ -15,7 +15,7 @@
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { leasedValue } from '../../runtime/history/leases.js';
+import { EntryLog } from '../../runtime/history/entry-log.js';
 import { sumDecimals } from '../../runtime/history/decimal.js';
 import { LEASE_ENDED, pruneLeases, takeLease, type LeaseTarget } from '../../runtime/store/history-leases.js';
 import { writeDecisionBatch } from '../../runtime/store/decisions.js';
@@ -157,7 +157,7 @@ describe.each(STORE_KINDS)('history leases in the store (%s)', (kind) => {
   });
   afterAll(() => store.dispose());
 
-  it('leasedValue over the entries takeLease read equals readHistory (authz_history_value), for random entries and checks', async () => {
+  it('EntryLog.value over the entries takeLease read equals readHistory (authz_history_value), for random entries and checks', async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.array(entry, { maxLength: 50 }),
@@ -191,7 +191,7 @@ describe.each(STORE_KINDS)('history leases in the store (%s)', (kind) => {
             storeChecks.forEach((c, i) => {
               const lease = leases.get(lockKey(account, c.scope, c.key))!;
               expect(lease).not.toBeNull();
-              expect(leasedValue(lease!.entries, c, at), `${JSON.stringify(c)} at BASE+${at - BASE}`).toBe(
+              expect(EntryLog.of(lease!.entries).value(c, at), `${JSON.stringify(c)} at BASE+${at - BASE}`).toBe(
                 fromStore[i],
               );
             });

@@ -1,0 +1,146 @@
+/**
+ * A lease holder's memory of a key (runtime/history/entry-log.ts), kept column
+ * by column: for random entries and checks, its value equals a reference
+ * computed entry by entry from the contract's rules (written here, not the
+ * module's code); dropping the entries past their keep_until at T changes no
+ * value read at T or later, and the log keeps working as it shrinks and grows
+ * again. That its value equals the store's (authz_history_value) on both
+ * stores is history-leases-store.test.ts.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { actionPatternMatches, jsonEqual } from '../../compiler/index.js';
+import { sumDecimals } from '../../runtime/history/decimal.js';
+import { EntryLog, type LoggedEntry } from '../../runtime/history/entry-log.js';
+import type { HistoryCheck } from '../../runtime/store/history.js';
+
+const BASE = Date.parse('2026-11-21T10:00:00.000Z');
+const VALUES: unknown[] = ['a', 'b', 1, null, { x: 1 }, [1, 2]];
+const match = fc.dictionary(fc.constantFrom('f', 'g'), fc.constantFrom(...VALUES), { maxKeys: 2 });
+
+const entry: fc.Arbitrary<LoggedEntry> = fc
+  .record({
+    action: fc.constantFrom('ns.a', 'ns.b', 'mx.a', 'mx.c', 'other.go'),
+    kind: fc.constantFrom('counted' as const, 'counted' as const, 'denied' as const),
+    amount: fc.option(fc.constantFrom('0.1', '0.2', '1', '-0.5', '1e-7'), { nil: null }),
+    confirmed: fc.option(fc.constantFrom('0.3', '2.25', '0'), { nil: null, freq: 3 }),
+    match,
+    at: fc.integer({ min: -3_600_000, max: 60_000 }),
+    keep: fc.integer({ min: 0, max: 7_200_000 }),
+  })
+  .map((e) => ({
+    action: e.action,
+    kind: e.kind,
+    amount: e.amount,
+    confirmed_amount: e.confirmed,
+    match_values: e.match,
+    evaluated_at_ms: BASE + e.at,
+    keep_until_ms: BASE + e.at + e.keep,
+  }));
+
+const check: fc.Arbitrary<HistoryCheck> = fc.record({
+  scope: fc.constant('session' as const),
+  key: fc.constant('s1'),
+  actions: fc.uniqueArray(fc.constantFrom('ns.a', 'ns.b', 'mx.c', 'ns.*', '*.a', '*', 'none.x'), {
+    minLength: 1,
+    maxLength: 2,
+  }),
+  window_s: fc.constantFrom(60, 600, 3600, 86400),
+  measure: fc.constantFrom('count' as const, 'sum' as const, 'denied' as const),
+  match: fc.oneof({ weight: 3, arbitrary: fc.constant({}) }, { weight: 2, arbitrary: match }),
+});
+
+/** The contract's rule, entry by entry. */
+function reference(entries: readonly LoggedEntry[], c: HistoryCheck, atMs: number): number {
+  const seen = entries.filter(
+    (e) =>
+      e.kind === (c.measure === 'denied' ? 'denied' : 'counted') &&
+      e.evaluated_at_ms >= atMs - c.window_s * 1000 &&
+      e.keep_until_ms >= atMs &&
+      c.actions.some((p) => actionPatternMatches(p, e.action)) &&
+      Object.entries(c.match).every(([f, v]) => Object.hasOwn(e.match_values, f) && jsonEqual(e.match_values[f], v)),
+  );
+  if (c.measure !== 'sum') return seen.length;
+  return sumDecimals(seen.flatMap((e) => e.confirmed_amount ?? e.amount ?? []));
+}
+
+describe('EntryLog', () => {
+  it('a value equals the reference over the same entries, for random entries, checks and times', () => {
+    fc.assert(
+      fc.property(
+        fc.array(entry, { maxLength: 80 }),
+        fc.array(check, { minLength: 1, maxLength: 6 }),
+        fc.integer({ min: -600_000, max: 900_000 }),
+        (entries, checks, offset) => {
+          const log = EntryLog.of(entries);
+          expect(log.length).toBe(entries.length);
+          // A random time, and the edges: an entry's keep_until, a window's start at an entry.
+          const times = [
+            BASE + offset,
+            ...entries.slice(0, 3).flatMap((e) => [e.keep_until_ms, e.evaluated_at_ms + checks[0]!.window_s * 1000]),
+          ];
+          for (const at of times)
+            for (const c of checks)
+              expect(log.value(c, at), `${JSON.stringify(c)} at ${at - BASE}`).toBe(reference(entries, c, at));
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('dropping the entries past their keep_until at T changes no value at T or later; it shrinks and grows again', () => {
+    fc.assert(
+      fc.property(
+        fc.array(entry, { maxLength: 80 }),
+        fc.array(entry, { maxLength: 40 }),
+        fc.array(check, { minLength: 1, maxLength: 6 }),
+        fc.integer({ min: -600_000, max: 900_000 }),
+        fc.integer({ min: 0, max: 600_000 }),
+        fc.nat(),
+        (entries, later, checks, dropAt, after, edge) => {
+          const log = EntryLog.of(entries);
+          // Half the time T is an entry's keep_until (which still counts at T), and the values are read at T.
+          const T =
+            entries.length > 0 && edge % 2 === 0 ? entries[edge % entries.length]!.keep_until_ms : BASE + dropAt;
+          if (edge % 4 === 0) after = 0;
+          const live = entries.filter((e) => e.keep_until_ms >= T);
+          expect(log.dropExpired(T)).toBe(live.length !== entries.length);
+          expect(log.length).toBe(live.length);
+          for (const e of later) log.push(e);
+          const all = [...live, ...later];
+          expect(log.length).toBe(all.length);
+          for (const c of checks) {
+            expect(log.value(c, T + after), JSON.stringify(c)).toBe(reference([...entries, ...later], c, T + after));
+            expect(log.value(c, T + after)).toBe(reference(all, c, T + after));
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('an action no entry has: 0 without reading the entries', () => {
+    const log = EntryLog.of([
+      {
+        action: 'ns.a',
+        kind: 'counted',
+        amount: '1',
+        confirmed_amount: null,
+        match_values: {},
+        evaluated_at_ms: BASE,
+        keep_until_ms: BASE + 3_600_000,
+      },
+    ]);
+    const c: HistoryCheck = {
+      scope: 'session',
+      key: 's1',
+      actions: ['ns.b'],
+      window_s: 3600,
+      measure: 'count',
+      match: {},
+    };
+    expect(log.value(c, BASE)).toBe(0);
+    expect(log.value({ ...c, actions: ['ns.*'] }, BASE)).toBe(1);
+    expect(log.value({ ...c, actions: ['ns.*'], measure: 'sum' }, BASE)).toBe(1);
+  });
+});
