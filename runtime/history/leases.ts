@@ -23,7 +23,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Sql } from '../store/connect.js';
 import { releaseLeases, renewLeases, takeLease, type HeldLease } from '../store/history-leases.js';
-import type { HistoryRecord } from '../store/history.js';
+import type { LeasedEntryRow } from '../store/decisions.js';
 import type { Environment, Tenant } from '../tenant.js';
 import { EntryLog } from './entry-log.js';
 import { entryFor, lockTarget, type HistoryPlan } from './plan.js';
@@ -64,8 +64,7 @@ interface Held {
   changed: number;
 }
 
-/** A history entry as authz_write_leased inserts it: the limits gate's record, with its decision. */
-export type LeasedEntryRow = HistoryRecord & { account_id: string; environment: Environment; decision_id: string };
+export type { LeasedEntryRow } from '../store/decisions.js';
 
 /** What a decision decided from leases carries to its write. */
 export interface LeasedWrite {

@@ -2,7 +2,7 @@
 import type { Environment, Tenant } from '../tenant.js';
 import type { SqlOrTx } from './connect.js';
 import type { EventRow } from './events.js';
-import type { HistoryReading } from './history.js';
+import type { HistoryReading, HistoryRecord } from './history.js';
 import { exists, pageQuery, type Page, type PageParams } from './pagination.js';
 
 export type DecisionStatus = 'pending' | 'confirmed' | 'rejected' | 'denied' | 'awaiting_approval';
@@ -98,13 +98,37 @@ export interface NewAgent {
   first_seen_at: Date;
 }
 
+/** A history entry as authz_write_leased inserts it: the limits gate's record, with its decision. */
+export type LeasedEntryRow = HistoryRecord & { account_id: string; environment: Environment; decision_id: string };
+
+/**
+ * An entry as authz_write_leased reads it: its fields in a fixed order (that
+ * function's `entries`). Positional, not an object: PostgreSQL parses every
+ * byte of the JSON, and the keys were half of an entry's.
+ */
+const entryTuple = (e: LeasedEntryRow) => [
+  e.account_id,
+  e.environment,
+  e.decision_id,
+  e.agent_id,
+  e.session_id,
+  e.on_behalf_of,
+  e.action,
+  e.kind,
+  e.amount,
+  e.match_values,
+  e.evaluated_at_ms,
+  e.keep_until_ms,
+  e.scopes,
+];
+
 /**
  * Decisions decided from history leases (runtime/history/leases.ts): their
  * entries, and the leases' epochs, which must still stand when they are written
  * (functions/authz_write_leased.sql; else SQLSTATE AZL01, LEASE_ENDED, and nothing is written).
  */
 export interface LeasedHistory {
-  entries: readonly object[];
+  entries: readonly LeasedEntryRow[];
   fences: ReadonlyArray<{ lock_key: string; epoch: string }>;
   /** Entries of other decisions these were decided from: each must be stored (by then, or by this statement). */
   after: ReadonlyArray<{ account_id: string; environment: string; decision_id: string }>;
@@ -134,7 +158,7 @@ export async function writeDecisionBatch(
     select ${
       leased === null
         ? sql`authz_write_decisions(${args})`
-        : sql`authz_write_leased(${args}, ${sql.json(leased.entries as never)}::jsonb,
+        : sql`authz_write_leased(${args}, ${sql.json(leased.entries.map(entryTuple) as never)}::jsonb,
             ${[...new Set(leased.fences.map((f) => f.lock_key))]}::text[], ${[...new Set(leased.fences.map((f) => f.epoch))]}::bigint[],
             ${sql.json(leased.after as never)}::jsonb)`
     } as registered`;

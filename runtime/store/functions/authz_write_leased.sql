@@ -19,9 +19,11 @@
 -- about a third of the batches, 2,000 rows each, with 2,000 sessions; 16 us of
 -- PostgreSQL CPU per decision). The lookups here are by primary key.
 --
--- entries: [{account_id, environment, decision_id, agent_id, session_id,
+-- entries: [[account_id, environment, decision_id, agent_id, session_id,
 -- on_behalf_of, action, kind, amount, match_values, evaluated_at_ms,
--- keep_until_ms, scopes}]; lock_keys, epochs: each lease's key and epoch
+-- keep_until_ms, scopes]], positional (runtime/store/decisions.ts entryTuple:
+-- the JSON is parsed byte by byte, and as objects the keys were half of it);
+-- lock_keys, epochs: each lease's key and epoch
 -- (distinct keys, one epoch each); after: [{account_id, environment, decision_id}].
 create or replace function authz_write_leased(decisions jsonb, decision_events jsonb, agents jsonb, agent_events jsonb,
                                               entries jsonb, lock_keys text[], epochs bigint[], after jsonb)
@@ -40,12 +42,10 @@ begin
   if jsonb_array_length(entries) > 0 then
   insert into history_entries (account_id, environment, decision_id, agent_id, session_id, on_behalf_of, action, kind,
                                amount, match_values, evaluated_at, keep_until, scopes)
-  select e.account_id, e.environment, e.decision_id, e.agent_id, e.session_id, e.on_behalf_of, e.action, e.kind,
-         e.amount, coalesce(e.match_values, '{}'), to_timestamp(e.evaluated_at_ms / 1000.0),
-         to_timestamp(e.keep_until_ms / 1000.0), e.scopes
-  from jsonb_to_recordset(entries) as e(account_id text, environment text, decision_id text, agent_id text, session_id text,
-    on_behalf_of text, action text, kind text, amount numeric, match_values jsonb, evaluated_at_ms float8,
-    keep_until_ms float8, scopes smallint);
+  select e->>0, e->>1, e->>2, e->>3, e->>4, e->>5, e->>6, e->>7, (e->>8)::numeric,
+         case when jsonb_typeof(e->9) = 'object' then e->9 else '{}' end,
+         to_timestamp((e->>10)::float8 / 1000.0), to_timestamp((e->>11)::float8 / 1000.0), (e->>12)::smallint
+  from jsonb_array_elements(entries) as x(e);
   end if;
   if jsonb_array_length(after) > 0 and exists (
     select 1 from jsonb_to_recordset(after) as a(account_id text, environment text, decision_id text)
