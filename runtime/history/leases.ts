@@ -64,8 +64,6 @@ interface Held {
   changed: number;
 }
 
-export type { LeasedEntryRow } from '../store/decisions.js';
-
 /** What a decision decided from leases carries to its write. */
 export interface LeasedWrite {
   /** Its entry (null: no function sees it). */

@@ -1,7 +1,7 @@
 /**
  * A lease holder's memory of a key (runtime/history/entry-log.ts), kept column
  * by column: for random entries and checks, its value equals a reference
- * computed entry by entry from the contract's rules (written here, not the
+ * computed entry by entry from docs/history.md#what-counts (written here, not the
  * module's code); dropping the entries past their keep_until at T changes no
  * value read at T or later, and the log keeps working as it shrinks and grows
  * again. That its value equals the store's (authz_history_value) on both
@@ -50,7 +50,7 @@ const check: fc.Arbitrary<HistoryCheck> = fc.record({
   match: fc.oneof({ weight: 3, arbitrary: fc.constant({}) }, { weight: 2, arbitrary: match }),
 });
 
-/** The contract's rule, entry by entry. */
+/** The rule of docs/history.md#what-counts and #what-is-kept-and-for-how-long, entry by entry. */
 function reference(entries: readonly LoggedEntry[], c: HistoryCheck, atMs: number): number {
   const seen = entries.filter(
     (e) =>
