@@ -132,16 +132,17 @@ export class EntryLog {
     if (!any) return 0;
     const { at, until, action } = this;
     let count = 0;
-    const amounts: string[] = [];
+    const amounts: string[] | null = sum ? [] : null;
     for (let i = 0; i < this.size; i++) {
       if (this.denied[i] !== denied || at[i]! < since || until[i]! < atMs || wanted[action[i]!] === 0) continue;
       if (fields.length > 0 && !matchesAll(this.matches[i]!, c.match, fields)) continue;
-      if (sum) {
+      if (amounts === null) count++;
+      else {
         const amount = this.confirmed[i] ?? this.amounts[i]!;
         if (amount !== null) amounts.push(amount);
-      } else count++;
+      }
     }
-    return sum ? sumDecimals(amounts) : count;
+    return amounts === null ? count : sumDecimals(amounts);
   }
 
   private nameId(name: string): number {

@@ -52,8 +52,7 @@ export const LEASE_DEFAULTS: LeaseOptions = {
 /** A key this process holds: its epoch and entries (those whose scopes include the key's). */
 interface Held {
   lockKey: string;
-  epoch: string;
-  /** Its lease as a write names it (one object per lease taken, shared by every write decided from it). */
+  /** Its lease at the epoch it was taken with, as a write names it (shared by every write decided from it). */
   fence: HeldLease;
   entries: EntryLog;
   /** Its entries recorded in memory whose writes are not stored yet (decision ids). */
@@ -170,7 +169,6 @@ export class HistoryLeases {
     }
     const held: Held = {
       lockKey,
-      epoch: lease.epoch,
       fence: { lock_key: lockKey, epoch: lease.epoch },
       entries: EntryLog.of(lease.entries),
       pending: new Set(),
@@ -307,12 +305,12 @@ export class HistoryLeases {
     await releaseLeases(
       this.sql,
       this.holder,
-      idle.map((h) => ({ lock_key: h.lockKey, epoch: h.epoch })),
+      idle.map((h) => h.fence),
     );
     const renewed = await renewLeases(
       this.sql,
       this.holder,
-      kept.map((h) => ({ lock_key: h.lockKey, epoch: h.epoch })),
+      kept.map((h) => h.fence),
     );
     for (const h of kept) if (!renewed.has(h.lockKey) && this.held.get(h.lockKey) === h) this.held.delete(h.lockKey);
   }

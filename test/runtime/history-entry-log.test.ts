@@ -13,42 +13,11 @@ import { actionPatternMatches, jsonEqual } from '../../compiler/index.js';
 import { sumDecimals } from '../../runtime/history/decimal.js';
 import { EntryLog, type LoggedEntry } from '../../runtime/history/entry-log.js';
 import type { HistoryCheck } from '../../runtime/store/history.js';
+import { BASE, check as sharedCheck, entry as sharedEntry, loggedEntry } from './helpers/history-entries.js';
 
-const BASE = Date.parse('2026-11-21T10:00:00.000Z');
-const VALUES: unknown[] = ['a', 'b', 1, null, { x: 1 }, [1, 2]];
-const match = fc.dictionary(fc.constantFrom('f', 'g'), fc.constantFrom(...VALUES), { maxKeys: 2 });
-
-const entry: fc.Arbitrary<LoggedEntry> = fc
-  .record({
-    action: fc.constantFrom('ns.a', 'ns.b', 'mx.a', 'mx.c', 'other.go'),
-    kind: fc.constantFrom('counted' as const, 'counted' as const, 'denied' as const),
-    amount: fc.option(fc.constantFrom('0.1', '0.2', '1', '-0.5', '1e-7'), { nil: null }),
-    confirmed: fc.option(fc.constantFrom('0.3', '2.25', '0'), { nil: null, freq: 3 }),
-    match,
-    at: fc.integer({ min: -3_600_000, max: 60_000 }),
-    keep: fc.integer({ min: 0, max: 7_200_000 }),
-  })
-  .map((e) => ({
-    action: e.action,
-    kind: e.kind,
-    amount: e.amount,
-    confirmed_amount: e.confirmed,
-    match_values: e.match,
-    evaluated_at_ms: BASE + e.at,
-    keep_until_ms: BASE + e.at + e.keep,
-  }));
-
-const check: fc.Arbitrary<HistoryCheck> = fc.record({
-  scope: fc.constant('session' as const),
-  key: fc.constant('s1'),
-  actions: fc.uniqueArray(fc.constantFrom('ns.a', 'ns.b', 'mx.c', 'ns.*', '*.a', '*', 'none.x'), {
-    minLength: 1,
-    maxLength: 2,
-  }),
-  window_s: fc.constantFrom(60, 600, 3600, 86400),
-  measure: fc.constantFrom('count' as const, 'sum' as const, 'denied' as const),
-  match: fc.oneof({ weight: 3, arbitrary: fc.constant({}) }, { weight: 2, arbitrary: match }),
-});
+// The store's property test's entries, as the memory holds them; its checks, read under one session key.
+const entry: fc.Arbitrary<LoggedEntry> = sharedEntry.map(loggedEntry);
+const check: fc.Arbitrary<HistoryCheck> = sharedCheck.map((c) => ({ ...c, scope: 'session', key: 's1' }));
 
 /** The rule of docs/history.md#what-counts and #what-is-kept-and-for-how-long, entry by entry. */
 function reference(entries: readonly LoggedEntry[], c: HistoryCheck, atMs: number): number {
