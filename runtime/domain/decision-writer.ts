@@ -80,6 +80,7 @@ export class DecisionWriter {
             : {
                 entries: leased.flatMap((h) => (h.entry ? [h.entry] : [])),
                 fences: leased.flatMap((h) => h.fences),
+                locked: leased.flatMap((h) => (h.locks ? h.fences.map((f) => f.lock_key) : [])),
                 after: leased.flatMap((h) => h.after),
               },
         );

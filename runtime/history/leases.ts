@@ -69,6 +69,12 @@ export interface LeasedWrite {
   entry: LeasedEntryRow | null;
   /** Every lease it was decided from, at its epoch. */
   fences: HeldLease[];
+  /**
+   * Whether its write locks its keys (it leaves an entry, or names one in
+   * `after`); else the epochs are only checked: it changes no key
+   * (functions/authz_write_leased.sql).
+   */
+  locks: boolean;
   /** The entries it was decided from whose writes were not stored yet: its write fails unless they are stored by then. */
   after: Array<{ account_id: string; environment: Environment; decision_id: string }>;
   /** Whether the memory it was decided from is still this process's (else it is not sent). */
@@ -84,6 +90,7 @@ const NO_ENTRIES: LeasedWrite['after'] = [];
 /** A write decided from held leases (one object, its methods on the prototype: one per leased decision). */
 class HeldWrite implements LeasedWrite {
   readonly fences: HeldLease[];
+  readonly locks: boolean;
 
   constructor(
     private readonly leases: HistoryLeases,
@@ -93,6 +100,7 @@ class HeldWrite implements LeasedWrite {
     readonly after: LeasedWrite['after'],
   ) {
     this.fences = helds.map((h) => h.fence);
+    this.locks = entry !== null || after.length > 0;
   }
 
   valid(): boolean {

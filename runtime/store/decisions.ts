@@ -130,6 +130,8 @@ const entryTuple = (e: LeasedEntryRow) => [
 export interface LeasedHistory {
   entries: readonly LeasedEntryRow[];
   fences: ReadonlyArray<{ lock_key: string; epoch: string }>;
+  /** The fences' keys to lock: those of the decisions that leave an entry or name one in `after` (the others are only checked). */
+  locked: readonly string[];
   /** Entries of other decisions these were decided from: each must be stored (by then, or by this statement). */
   after: ReadonlyArray<{ account_id: string; environment: string; decision_id: string }>;
 }
@@ -160,7 +162,7 @@ export async function writeDecisionBatch(
         ? sql`authz_write_decisions(${args})`
         : sql`authz_write_leased(${args}, ${sql.json(leased.entries.map(entryTuple) as never)}::jsonb,
             ${[...new Set(leased.fences.map((f) => f.lock_key))]}::text[], ${[...new Set(leased.fences.map((f) => f.epoch))]}::bigint[],
-            ${sql.json(leased.after as never)}::jsonb)`
+            ${[...new Set(leased.locked)]}::text[], ${sql.json(leased.after as never)}::jsonb)`
     } as registered`;
   return new Set(rows.map((r) => r.registered).filter((r): r is string => r !== null));
 }

@@ -7,7 +7,9 @@
  * write be stored after the limits gate of another runtime decided the key.
  * On PostgreSQL, two runtimes (each its own pool, services and holder)
  * alternating decisions on one session, one by one and concurrently, allow
- * exactly as many as `history.count('x.go', '1h') < 7` does.
+ * exactly as many as `history.count('x.go', '1h') < 7` does; a leased
+ * allow's write waits for the key's lock, a leased deny that leaves no entry
+ * does not.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HistoryLeases, LEASE_DEFAULTS } from '../../runtime/history/leases.js';
@@ -49,9 +51,21 @@ describe.each(STORE_KINDS)("one process's lease memory (%s)", (kind) => {
     expect(await own.hold(plan, now)).toBe(true);
     const epoch = (await leaseOf(rt, s))!.epoch;
     expect(own.values(plan, now)).toEqual([0]);
+    // A denial no history.denied sees leaves no entry: with nothing pending, its write only checks the epoch.
+    const d0 = own.record(plan, tenant, 'dec_q0', 'denied');
+    expect([d0.entry, d0.after, d0.locks]).toEqual([null, [], false]);
     const w1 = own.record(plan, tenant, 'dec_q1', 'counted');
     expect(own.values(plan, now)).toEqual([1]);
     const w2 = own.record(plan, tenant, 'dec_q2', 'counted');
+    // An entry, or pending entries named in `after`: the write locks the key.
+    const d1 = own.record(plan, tenant, 'dec_qd', 'denied');
+    expect([w1.locks, w2.locks, d1.entry, d1.after.map((a) => a.decision_id), d1.locks]).toEqual([
+      true,
+      true,
+      null,
+      ['dec_q1', 'dec_q2'],
+      true,
+    ]);
     expect(w1.fences).toEqual([{ lock_key: sessionKey(rt, s), epoch }]);
     expect([w1.after, w2.after.map((a) => a.decision_id)]).toEqual([[], ['dec_q1']]);
     expect(w2.entry).toMatchObject({ decision_id: 'dec_q2', session_id: s, action: 'x.go', kind: 'counted' });
@@ -95,6 +109,7 @@ describe.each(STORE_KINDS)("one process's lease memory (%s)", (kind) => {
     const error = await writeDecisionBatch(rt.store.sql, [], [], [], [], {
       entries: [w.entry!],
       fences: w.fences,
+      locked: w.fences.map((f) => f.lock_key),
       after: w.after,
     }).then(
       () => null,
@@ -113,6 +128,7 @@ describe('history leases across two runtimes on one PostgreSQL', () => {
     a = await startRuntime('postgres');
     await a.setPolicies([
       { id: 'pol_seven', effect: 'allow', actions: ['x.go'], condition: "history.count('x.go', '1h') < 7" },
+      { id: 'pol_refuse', effect: 'deny', actions: ['x.no'], condition: "history.count('x.go', '1h') >= 0" },
     ]);
     // Its own pool, services and lease holder on the same database, as a second `authz serve` has.
     const store = await openStore({ databaseUrl: a.store.url!, max: 5 });
@@ -141,6 +157,39 @@ describe('history leases across two runtimes on one PostgreSQL', () => {
       ...Array.from({ length: 5 }, () => ['deny', 7]),
     ]);
     expect(await countedOf(a, s)).toHaveLength(7);
+  });
+
+  it("while another transaction holds the session's key (as another process's gate does while it decides it): a leased allow's write waits; a leased deny leaving no entry is stored", async () => {
+    const s = agent('locked');
+    expect(read(await go(a, s))).toEqual(['allow', 0]);
+    expect(await leaseOf(a, s)).toMatchObject({ holder: leasesOf(a)!.holder });
+    const waiting = async () =>
+      (
+        await a.store.sql<Array<{ n: number }>>`select count(*)::int as n from pg_locks
+          where locktype = 'advisory' and not granted and database = (select oid from pg_database where datname = current_database())`
+      )[0]!.n;
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let holding!: () => void;
+    const held = new Promise<void>((resolve) => (holding = resolve));
+    const gate = a.store.sql.begin(async (tx) => {
+      await tx`select pg_advisory_xact_lock(hashtextextended(${sessionKey(a, s)}, 0))`;
+      holding();
+      await released;
+    });
+    await held;
+    // Decided from the lease, nothing pending: its write checks the epoch without the lock.
+    const refused = await decide(a, { agent_id: agent('two'), session_id: s, action: 'x.no' });
+    expect(read(refused)).toEqual(['deny', 1]);
+    let settled = false;
+    const allow = go(a, s).finally(() => (settled = true));
+    while (!settled && (await waiting()) === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(settled).toBe(false);
+    release();
+    await gate;
+    expect(read(await allow)).toEqual(['allow', 1]);
+    expect(await leaseOf(a, s)).toMatchObject({ holder: leasesOf(a)!.holder });
+    expect(await countedOf(a, s)).toHaveLength(2);
   });
 
   it('200 concurrent decisions over both runtimes: exactly 7 allows', async () => {

@@ -200,7 +200,12 @@ describe.each(STORE_KINDS)('history leases in the store (%s)', (kind) => {
     });
     const ref = (id: string) => ({ account_id: account, environment: 'test', decision_id: id });
     const write = (entries: object[], fences: Array<{ lock_key: string; epoch: string }>, after: object[] = []) =>
-      writeDecisionBatch(store.sql, [], [], [], [], { entries, fences, after } as never);
+      writeDecisionBatch(store.sql, [], [], [], [], {
+        entries,
+        fences,
+        locked: fences.map((f) => f.lock_key),
+        after,
+      } as never);
     const ended = async (call: Promise<unknown>) => {
       const error = await call.then(
         () => null,
@@ -248,6 +253,39 @@ describe.each(STORE_KINDS)('history leases in the store (%s)', (kind) => {
     expect(await ids()).toEqual(['d1', 'd2', 'd3', 'd6', 'd7']);
   });
 
+  it('authz_write_leased without entries or `after`, its keys not locked: stored while the lease stands at its epoch; AZL01 and nothing once it moved', async () => {
+    const account = 'acct_unlocked';
+    await store.sql`insert into accounts (id, name, created_at) values (${account}, 'unlocked', now())`;
+    const s1 = target(account, 'session', 's1');
+    const e1 = (await takeLease(store.sql, 'me', s1, BASE, 10))!.epoch;
+    // What the write stores: here a new agent (its registration), named after the epoch it was decided at.
+    const write = (epoch: string) =>
+      writeDecisionBatch(
+        store.sql,
+        [],
+        [],
+        [{ account_id: account, environment: 'test', agent_id: `a_${epoch}`, first_seen_at: new Date(BASE) }],
+        [],
+        { entries: [], fences: [{ lock_key: s1.lockKey, epoch }], locked: [], after: [] },
+      );
+    const agents = async () =>
+      (
+        await store.sql<
+          Array<{ agent_id: string }>
+        >`select agent_id from agents where account_id = ${account} order by 1`
+      ).map((r) => r.agent_id);
+    await write(e1);
+    const e2 = (await takeLease(store.sql, 'other', s1, BASE, 10))!.epoch;
+    const error = await write(e1).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect((error as { code?: string } | null)?.code).toBe(LEASE_ENDED);
+    expect(await agents()).toEqual([`a_${e1}`]);
+    await write(e2);
+    expect(await agents()).toEqual([`a_${e1}`, `a_${e2}`].sort());
+  });
+
   it('pruneLeases deletes leases nobody holds and those not renewed for staleSeconds, and keeps the others', async () => {
     await store.sql`delete from history_leases`;
     await store.sql`insert into history_leases (lock_key, holder, epoch, renewed_at) values
@@ -264,6 +302,67 @@ describe.each(STORE_KINDS)('history leases in the store (%s)', (kind) => {
     expect(await pruneLeases(store.sql, 600, 2)).toBe(2);
     expect(await pruneLeases(store.sql, 600, 2)).toBe(1);
     expect(await store.sql`select count(*)::int as n from history_leases`).toEqual([{ n: 0 }]);
+  });
+});
+
+describe('authz_write_leased and the key locks, on PostgreSQL (a second connection waits)', () => {
+  let store: TestStore;
+  beforeAll(async () => {
+    store = await openTestStore('postgres');
+  });
+  afterAll(() => store.dispose());
+
+  it('while another transaction holds a key: a write with an entry waits for it; one without entries or `after` (not locking) does not', async () => {
+    const account = 'acct_locks';
+    const s1 = target(account, 'session', 's1');
+    const epoch = (await takeLease(store.sql, 'me', s1, BASE, 10))!.epoch;
+    const fences = [{ lock_key: s1.lockKey, epoch }];
+    const entry = {
+      account_id: account,
+      environment: 'test' as const,
+      decision_id: 'd_locked',
+      agent_id: 'a1',
+      session_id: 's1',
+      on_behalf_of: null,
+      action: 'ns.a',
+      kind: 'counted' as const,
+      amount: null,
+      match_values: {},
+      evaluated_at_ms: BASE,
+      keep_until_ms: BASE + 3_600_000,
+      scopes: 1,
+    };
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let holding!: () => void;
+    const held = new Promise<void>((resolve) => (holding = resolve));
+    // The gate's lock on the key (functions/authz_apply_limits.sql takes the same one), held until released.
+    const gate = store.sql.begin(async (tx) => {
+      await tx`select pg_advisory_xact_lock(hashtextextended(${s1.lockKey}, 0))`;
+      holding();
+      await released;
+    });
+    await held;
+    const waiting = async () =>
+      (
+        await store.sql<Array<{ n: number }>>`select count(*)::int as n from pg_locks
+        where locktype = 'advisory' and not granted and database = (select oid from pg_database where datname = current_database())`
+      )[0]!.n;
+    const locking = writeDecisionBatch(store.sql, [], [], [], [], {
+      entries: [entry] as never,
+      fences,
+      locked: [s1.lockKey],
+      after: [],
+    });
+    while ((await waiting()) === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    // Stored while the locking write waits for the key.
+    await writeDecisionBatch(store.sql, [], [], [], [], { entries: [], fences, locked: [], after: [] });
+    expect(await waiting()).toBe(1);
+    release();
+    await gate;
+    await locking;
+    const ids = await store.sql`select decision_id from history_entries where account_id = ${account}`;
+    expect(ids).toEqual([{ decision_id: 'd_locked' }]);
   });
 });
 

@@ -1,9 +1,10 @@
 -- Decisions whose history was decided from a lease (migration 026,
 -- runtime/history/leases.ts), stored with their history entries in one
 -- statement:
--- 1. the scope keys are locked (in one global order, as the limits gate and a
---    new holder lock them), so this waits for an earlier write of the same keys
---    by the same holder to commit;
+-- 1. the keys in `locked` are locked (in one global order, as the limits gate
+--    and a new holder lock them), so this waits for an earlier write of the same
+--    keys by the same holder to commit: the keys of every decision that leaves
+--    an entry or names one in `after` (migration 028);
 -- 2. every lease the batch decided from must still be at the epoch it was taken
 --    with;
 -- 3. the entries are inserted, and every entry the decisions were decided from
@@ -11,6 +12,14 @@
 -- 4. the decisions (authz_write_decisions, whose result this returns).
 -- When 2 or 3 fails, nothing is written and the call fails with SQLSTATE AZL01:
 -- the caller decides those decisions again through the limits gate.
+--
+-- A decision that leaves no entry and names none in `after` (a deny that no
+-- history.denied sees) needs only step 2, without the lock: it changes no key,
+-- and every change to a leased key's history (the gate, a confirm, a review's
+-- denial, a new holder) moves its epoch in the same transaction, so an epoch
+-- that still stands when checked means the store held, at that moment, the
+-- history the decision read (docs/history.md#leases). Waiting for the lock made
+-- it wait for another batch's commit whenever the two shared a session.
 --
 -- enable_seqscan off: each connection keeps the plans PL/pgSQL made at its first
 -- calls, which are made while history_leases is still nearly empty (the leases
@@ -23,17 +32,21 @@
 -- on_behalf_of, action, kind, amount, match_values, evaluated_at_ms,
 -- keep_until_ms, scopes]], positional (runtime/store/decisions.ts entryTuple:
 -- the JSON is parsed byte by byte, and as objects the keys were half of it);
--- lock_keys, epochs: each lease's key and epoch
--- (distinct keys, one epoch each); after: [{account_id, environment, decision_id}].
+-- lock_keys, epochs: each lease's key and epoch (distinct keys, one epoch each);
+-- locked: the keys to lock (some of lock_keys);
+-- after: [{account_id, environment, decision_id}].
 create or replace function authz_write_leased(decisions jsonb, decision_events jsonb, agents jsonb, agent_events jsonb,
-                                              entries jsonb, lock_keys text[], epochs bigint[], after jsonb)
+                                              entries jsonb, lock_keys text[], epochs bigint[], locked text[],
+                                              after jsonb)
 returns setof text
 language plpgsql
 set enable_seqscan = off
 as $$
 begin
   -- One statement (not one per key): the locks are taken in the sorted rows' order.
-  perform pg_advisory_xact_lock(s.h) from (select distinct hashtextextended(k, 0) as h from unnest(lock_keys) k order by 1) s;
+  if cardinality(locked) > 0 then
+    perform pg_advisory_xact_lock(s.h) from (select distinct hashtextextended(k, 0) as h from unnest(locked) k order by 1) s;
+  end if;
   -- Epochs are unique across leases (one sequence), so each key's row at its epoch is one row matching both lists.
   if cardinality(epochs) <> cardinality(lock_keys)
      or (select count(*) from history_leases l where l.lock_key = any (lock_keys) and l.epoch = any (epochs)) <> cardinality(lock_keys) then
