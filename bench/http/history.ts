@@ -1,7 +1,7 @@
 /**
  * `node dist/bench/http/history.js`: what history in conditions costs on
  * `authz serve` (PostgreSQL, its defaults, 200 policies), 50 connections
- * (docs/history.md). Four scenarios, interleaved over `--rounds` rounds, each
+ * (docs/history.md). Five scenarios, interleaved over `--rounds` rounds, each
  * request in one of `--sessions` sessions: an allow whose winning policy reads
  * `history.count(ACTION, '1h') < 1e9` (session scope: every allow is recorded)
  * against the same allow without a condition, and likewise a deny; and an
@@ -13,7 +13,8 @@
  * history allow's load (in its warm-up, before the measured window, so that
  * the race's gate decisions are not charged to its figure), 200 concurrent
  * requests against `history.count('race.go', '1h') < 5` in one fresh session
- * must give exactly 5 allows. With each scenario's req/s, the CPU each request cost the server
+ * must give exactly 5 allows. Each pair measured side by side, in alternating
+ * order (roundOrder). With each scenario's req/s, the CPU each request cost the server
  * process and PostgreSQL (/proc: bench/http/cpu.ts), which contention from other
  * work on the machine moves far less than req/s. Prints the figures as JSON
  * (bench/REPORT.md gives them).
@@ -95,10 +96,23 @@ const POLICIES = [
 const SCENARIOS = [
   { name: 'allow, no history', action: 'hist.plain', effect: 'allow' },
   { name: 'allow, history.count 1h session', action: 'hist.counted', effect: 'allow' },
-  { name: 'allow, history.count 1h session + one label', action: 'hist.labelled', effect: 'allow' },
   { name: 'deny, no history', action: 'hist.refused', effect: 'deny' },
   { name: 'deny, history.count 1h session', action: 'hist.refusedcounted', effect: 'deny' },
+  { name: 'allow, history.count 1h session + one label', action: 'hist.labelled', effect: 'allow' },
 ] as const;
+type Scenario = (typeof SCENARIOS)[number];
+
+/**
+ * The scenarios of round `round`: each figure beside the one it is divided by,
+ * in one order in even rounds and the other in odd ones (ABBA), so that what
+ * drifts over a run (the tables grow, the machine's other work) and what a
+ * scenario leaves behind for the next (autovacuum after the label scenario's
+ * session updates) fall on both sides alike. The label scenario comes last.
+ */
+function roundOrder(round: number): Scenario[] {
+  const [plainAllow, allow, plainDeny, deny, label] = SCENARIOS;
+  return round % 2 === 0 ? [plainAllow, allow, plainDeny, deny, label] : [allow, plainAllow, deny, plainDeny, label];
+}
 
 async function main(): Promise<void> {
   const cluster = await startCluster({ durable: true, log: () => {} });
@@ -162,7 +176,7 @@ async function main(): Promise<void> {
     const serverPid = serve.child.pid!;
     const races: Array<{ allows: number; others: string[] }> = [];
     for (let round = 0; round < rounds; round++) {
-      for (const s of SCENARIOS) {
+      for (const s of roundOrder(round)) {
         // Warm-up. The race runs under the history allow's load here, before its measured window: its 200
         // decisions of one session go through the limits gate one after another (a new key, contended),
         // and would otherwise be charged to the figure it is measured beside.
@@ -190,11 +204,17 @@ async function main(): Promise<void> {
       await db.end();
       return rows;
     })();
-    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+    const median = (xs: number[]) => {
+      const sorted = [...xs].sort((a, b) => a - b);
+      const mid = Math.floor(sorted.length / 2);
+      return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+    };
     const out = Object.fromEntries(
       Object.entries(figures).map(([k, v]) => [k, { rps: v.map(Math.round), median: Math.round(median(v)) }]),
     );
-    const ratio = (a: string, b: string) => Number((median(figures[a]!) / median(figures[b]!)).toFixed(3));
+    const round3 = (x: number) => Number(x.toFixed(3));
+    const ratio = (a: string, b: string) => round3(median(figures[a]!) / median(figures[b]!));
+    const perRound = (a: string, b: string) => figures[a]!.map((v, i) => round3(v / figures[b]![i]!));
     console.log(
       JSON.stringify(
         {
@@ -210,12 +230,13 @@ async function main(): Promise<void> {
           allow_ratio: ratio('allow, history.count 1h session', 'allow, no history'),
           deny_ratio: ratio('deny, history.count 1h session', 'deny, no history'),
           history_label_ratio: ratio('allow, history.count 1h session + one label', 'allow, no history'),
-          per_round_allow_ratio: figures['allow, history.count 1h session']!.map((v, i) =>
-            Number((v / figures['allow, no history']![i]!).toFixed(3)),
-          ),
-          per_round_deny_ratio: figures['deny, history.count 1h session']!.map((v, i) =>
-            Number((v / figures['deny, no history']![i]!).toFixed(3)),
-          ),
+          per_round_allow_ratio: perRound('allow, history.count 1h session', 'allow, no history'),
+          per_round_deny_ratio: perRound('deny, history.count 1h session', 'deny, no history'),
+          // The median of the rounds' ratios: each pair measured back to back, so slower changes cancel.
+          median_round_allow_ratio: round3(median(perRound('allow, history.count 1h session', 'allow, no history'))),
+          median_round_deny_ratio: round3(median(perRound('deny, history.count 1h session', 'deny, no history'))),
+          // Rounds 0, 2, ...: the figure without history measured first; 1, 3, ...: the one with it.
+          history_first_rounds: Array.from({ length: rounds }, (_, i) => i).filter((i) => i % 2 === 1),
           races,
           history_entries: countRows,
         },
