@@ -215,6 +215,8 @@ async function main(): Promise<void> {
     const round3 = (x: number) => Number(x.toFixed(3));
     const ratio = (a: string, b: string) => round3(median(figures[a]!) / median(figures[b]!));
     const perRound = (a: string, b: string) => figures[a]!.map((v, i) => round3(v / figures[b]![i]!));
+    const allowRounds = perRound('allow, history.count 1h session', 'allow, no history');
+    const denyRounds = perRound('deny, history.count 1h session', 'deny, no history');
     console.log(
       JSON.stringify(
         {
@@ -230,11 +232,11 @@ async function main(): Promise<void> {
           allow_ratio: ratio('allow, history.count 1h session', 'allow, no history'),
           deny_ratio: ratio('deny, history.count 1h session', 'deny, no history'),
           history_label_ratio: ratio('allow, history.count 1h session + one label', 'allow, no history'),
-          per_round_allow_ratio: perRound('allow, history.count 1h session', 'allow, no history'),
-          per_round_deny_ratio: perRound('deny, history.count 1h session', 'deny, no history'),
+          per_round_allow_ratio: allowRounds,
+          per_round_deny_ratio: denyRounds,
           // The median of the rounds' ratios: each pair measured back to back, so slower changes cancel.
-          median_round_allow_ratio: round3(median(perRound('allow, history.count 1h session', 'allow, no history'))),
-          median_round_deny_ratio: round3(median(perRound('deny, history.count 1h session', 'deny, no history'))),
+          median_round_allow_ratio: round3(median(allowRounds)),
+          median_round_deny_ratio: round3(median(denyRounds)),
           // Rounds 0, 2, ...: the figure without history measured first; 1, 3, ...: the one with it.
           history_first_rounds: Array.from({ length: rounds }, (_, i) => i).filter((i) => i % 2 === 1),
           races,

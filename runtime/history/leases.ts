@@ -90,7 +90,6 @@ const NO_ENTRIES: LeasedWrite['after'] = [];
 /** A write decided from held leases (one object, its methods on the prototype: one per leased decision). */
 class HeldWrite implements LeasedWrite {
   readonly fences: HeldLease[];
-  readonly locks: boolean;
 
   constructor(
     private readonly leases: HistoryLeases,
@@ -100,7 +99,10 @@ class HeldWrite implements LeasedWrite {
     readonly after: LeasedWrite['after'],
   ) {
     this.fences = helds.map((h) => h.fence);
-    this.locks = entry !== null || after.length > 0;
+  }
+
+  get locks(): boolean {
+    return this.entry !== null || this.after.length > 0;
   }
 
   valid(): boolean {

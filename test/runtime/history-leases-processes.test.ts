@@ -15,14 +15,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HistoryLeases, LEASE_DEFAULTS } from '../../runtime/history/leases.js';
 import { openStore } from '../../runtime/store/connect.js';
 import { writeDecisionBatch } from '../../runtime/store/decisions.js';
-import { LEASE_ENDED } from '../../runtime/store/history-leases.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { agent, decide, type DecisionAnswer } from '../helpers/kit.js';
 import { startRuntime, type TestRuntime } from './helpers/app.js';
 import {
   countedOf,
+  expectLeaseEnded,
+  holdKeyLock,
   leaseOf,
   leasesOf,
+  lockWaiters,
   performanceClock,
   read,
   sessionKey,
@@ -106,17 +108,15 @@ describe.each(STORE_KINDS)("one process's lease memory (%s)", (kind) => {
     } finally {
       await off.close();
     }
-    const error = await writeDecisionBatch(rt.store.sql, [], [], [], [], {
-      entries: [w.entry!],
-      fences: w.fences,
-      locked: w.fences.map((f) => f.lock_key),
-      after: w.after,
-    }).then(
-      () => null,
-      (e: unknown) => e,
-    );
     // Decided at 0 from memory while the gate allowed another at 0: storing it would make two under `< 1`.
-    expect((error as { code?: string } | null)?.code).toBe(LEASE_ENDED);
+    await expectLeaseEnded(
+      writeDecisionBatch(rt.store.sql, [], [], [], [], {
+        entries: [w.entry!],
+        fences: w.fences,
+        locked: w.fences.map((f) => f.lock_key),
+        after: w.after,
+      }),
+    );
     expect(await countedOf(rt, s)).toHaveLength(1);
   });
 });
@@ -163,30 +163,15 @@ describe('history leases across two runtimes on one PostgreSQL', () => {
     const s = agent('locked');
     expect(read(await go(a, s))).toEqual(['allow', 0]);
     expect(await leaseOf(a, s)).toMatchObject({ holder: leasesOf(a)!.holder });
-    const waiting = async () =>
-      (
-        await a.store.sql<Array<{ n: number }>>`select count(*)::int as n from pg_locks
-          where locktype = 'advisory' and not granted and database = (select oid from pg_database where datname = current_database())`
-      )[0]!.n;
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
-    let holding!: () => void;
-    const held = new Promise<void>((resolve) => (holding = resolve));
-    const gate = a.store.sql.begin(async (tx) => {
-      await tx`select pg_advisory_xact_lock(hashtextextended(${sessionKey(a, s)}, 0))`;
-      holding();
-      await released;
-    });
-    await held;
+    const gate = await holdKeyLock(a.store.sql, sessionKey(a, s));
     // Decided from the lease, nothing pending: its write checks the epoch without the lock.
     const refused = await decide(a, { agent_id: agent('two'), session_id: s, action: 'x.no' });
     expect(read(refused)).toEqual(['deny', 1]);
     let settled = false;
     const allow = go(a, s).finally(() => (settled = true));
-    while (!settled && (await waiting()) === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    while (!settled && (await lockWaiters(a.store.sql)) === 0) await new Promise((resolve) => setTimeout(resolve, 5));
     expect(settled).toBe(false);
-    release();
-    await gate;
+    await gate.release();
     expect(read(await allow)).toEqual(['allow', 1]);
     expect(await leaseOf(a, s)).toMatchObject({ holder: leasesOf(a)!.holder });
     expect(await countedOf(a, s)).toHaveLength(2);

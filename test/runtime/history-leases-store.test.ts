@@ -17,11 +17,12 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EntryLog } from '../../runtime/history/entry-log.js';
 import { sumDecimals } from '../../runtime/history/decimal.js';
-import { LEASE_ENDED, pruneLeases, takeLease, type LeaseTarget } from '../../runtime/store/history-leases.js';
+import { pruneLeases, takeLease, type LeaseTarget } from '../../runtime/store/history-leases.js';
 import { writeDecisionBatch } from '../../runtime/store/decisions.js';
 import { readHistory, type HistoryCheck } from '../../runtime/store/history.js';
 import { STORE_KINDS, openTestStore, type TestStore } from '../helpers/postgres.js';
 import { AMOUNTS, BASE, check, entry, loggedEntry, type Entry, type Scope } from './helpers/history-entries.js';
+import { expectLeaseEnded as ended, holdKeyLock, lockWaiters } from './helpers/history-leases.js';
 
 const KEYS: Record<Scope, Array<string | null>> = {
   session: ['s1', 's2'],
@@ -206,13 +207,6 @@ describe.each(STORE_KINDS)('history leases in the store (%s)', (kind) => {
         locked: fences.map((f) => f.lock_key),
         after,
       } as never);
-    const ended = async (call: Promise<unknown>) => {
-      const error = await call.then(
-        () => null,
-        (e: unknown) => e,
-      );
-      expect((error as { code?: string } | null)?.code).toBe(LEASE_ENDED);
-    };
     const ids = async () =>
       (
         await store.sql<Array<{ decision_id: string }>>`select decision_id from history_entries
@@ -276,11 +270,7 @@ describe.each(STORE_KINDS)('history leases in the store (%s)', (kind) => {
       ).map((r) => r.agent_id);
     await write(e1);
     const e2 = (await takeLease(store.sql, 'other', s1, BASE, 10))!.epoch;
-    const error = await write(e1).then(
-      () => null,
-      (e: unknown) => e,
-    );
-    expect((error as { code?: string } | null)?.code).toBe(LEASE_ENDED);
+    await ended(write(e1));
     expect(await agents()).toEqual([`a_${e1}`]);
     await write(e2);
     expect(await agents()).toEqual([`a_${e1}`, `a_${e2}`].sort());
@@ -332,34 +322,19 @@ describe('authz_write_leased and the key locks, on PostgreSQL (a second connecti
       keep_until_ms: BASE + 3_600_000,
       scopes: 1,
     };
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
-    let holding!: () => void;
-    const held = new Promise<void>((resolve) => (holding = resolve));
     // The gate's lock on the key (functions/authz_apply_limits.sql takes the same one), held until released.
-    const gate = store.sql.begin(async (tx) => {
-      await tx`select pg_advisory_xact_lock(hashtextextended(${s1.lockKey}, 0))`;
-      holding();
-      await released;
-    });
-    await held;
-    const waiting = async () =>
-      (
-        await store.sql<Array<{ n: number }>>`select count(*)::int as n from pg_locks
-        where locktype = 'advisory' and not granted and database = (select oid from pg_database where datname = current_database())`
-      )[0]!.n;
+    const gate = await holdKeyLock(store.sql, s1.lockKey);
     const locking = writeDecisionBatch(store.sql, [], [], [], [], {
       entries: [entry] as never,
       fences,
       locked: [s1.lockKey],
       after: [],
     });
-    while ((await waiting()) === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    while ((await lockWaiters(store.sql)) === 0) await new Promise((resolve) => setTimeout(resolve, 5));
     // Stored while the locking write waits for the key.
     await writeDecisionBatch(store.sql, [], [], [], [], { entries: [], fences, locked: [], after: [] });
-    expect(await waiting()).toBe(1);
-    release();
-    await gate;
+    expect(await lockWaiters(store.sql)).toBe(1);
+    await gate.release();
     await locking;
     const ids = await store.sql`select decision_id from history_entries where account_id = ${account}`;
     expect(ids).toEqual([{ decision_id: 'd_locked' }]);

@@ -2,13 +2,17 @@
  * What the history lease tests (test/runtime/history-leases*.test.ts) share: a
  * runtime's lease holder, a session key's history_leases row and entries, a
  * decision's first history reading, a plan for a session decision (to drive a
- * HistoryLeases directly), and performance.now() moved forward (the lease
- * cooldown and idleness run on it) instead of waiting.
+ * HistoryLeases directly), performance.now() moved forward (the lease
+ * cooldown and idleness run on it) instead of waiting, a scope key's lock held
+ * as the limits gate holds it and the lock waits PostgreSQL shows, and a leased
+ * write refused with AZL01.
  */
-import { afterAll, beforeAll, vi } from 'vitest';
+import { afterAll, beforeAll, expect, vi } from 'vitest';
 import type { History } from '../../../runtime/history/history.js';
 import type { HistoryLeases } from '../../../runtime/history/leases.js';
 import { planHistory, type HistoryPlan } from '../../../runtime/history/plan.js';
+import type { Sql } from '../../../runtime/store/connect.js';
+import { LEASE_ENDED } from '../../../runtime/store/history-leases.js';
 import type { Tenant } from '../../../runtime/tenant.js';
 import type { DecisionAnswer } from '../../helpers/kit.js';
 import type { JsonObject } from '../../helpers/json.js';
@@ -85,4 +89,44 @@ export function performanceClock(): { advance(ms: number): void } {
       shift += ms;
     },
   };
+}
+
+/**
+ * A transaction holding the advisory lock of a scope key, as the limits gate
+ * (functions/authz_apply_limits.sql) and a new lease holder take it, until
+ * `release()` (which resolves once it has ended).
+ */
+export async function holdKeyLock(sql: Sql, lockKey: string): Promise<{ release(): Promise<void> }> {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  let holding!: () => void;
+  const held = new Promise<void>((resolve) => (holding = resolve));
+  const tx = sql.begin(async (t) => {
+    await t`select pg_advisory_xact_lock(hashtextextended(${lockKey}, 0))`;
+    holding();
+    await released;
+  });
+  await held;
+  return {
+    release: async () => {
+      release();
+      await tx;
+    },
+  };
+}
+
+/** How many advisory locks of this database some transaction waits for (PostgreSQL's pg_locks). */
+export async function lockWaiters(sql: Sql): Promise<number> {
+  const [row] = await sql<Array<{ n: number }>>`select count(*)::int as n from pg_locks
+    where locktype = 'advisory' and not granted and database = (select oid from pg_database where datname = current_database())`;
+  return row!.n;
+}
+
+/** The call fails with SQLSTATE AZL01 (LEASE_ENDED): a lease it was decided from has ended. */
+export async function expectLeaseEnded(call: Promise<unknown>): Promise<void> {
+  const error = await call.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  expect((error as { code?: string } | null)?.code).toBe(LEASE_ENDED);
 }
