@@ -33,7 +33,7 @@ import {
   gatedValues,
   historyGate,
   historyReadings,
-  historyValues,
+  HistoryInput,
   ranges,
   type History,
 } from '../history/history.js';
@@ -115,6 +115,8 @@ interface Prepared {
   values: number[];
   /** This process held the leases of every history key of the plan when it was prepared (runtime/history/leases.ts). */
   leased: boolean;
+  /** The `history` provider of `request` (null: no probe), given each evaluation's values. */
+  historyInput: HistoryInput | null;
   /** The session's labels (null: no candidate policy reads or adds labels). */
   sessionLabels: string[] | null;
   /** They are this process's remembered ones (re-checked by the gate), not read now. */
@@ -749,6 +751,8 @@ export class DecisionService {
           (await this.deps.history.read(principal, plan, nowMs, guess)))
         : [];
     if (found !== null) request.session_labels = found.labels;
+    const historyInput = plan && plan.probes.length > 0 ? new HistoryInput(plan) : null;
+    if (historyInput) request.history = historyInput.provider;
     return {
       environment: principal.environment,
       set,
@@ -758,6 +762,7 @@ export class DecisionService {
       plan,
       values,
       leased,
+      historyInput,
       sessionLabels: found?.labels ?? null,
       labelsGuessed: found?.guessed ?? false,
     };
@@ -765,12 +770,10 @@ export class DecisionService {
 
   /** Steps 2-6 with these history values: revoked agent, exhausted budget, the compiled table. Synchronous. */
   private judge(prepared: Prepared, values: readonly number[]): Evaluated {
-    const { set, status, settled, plan } = prepared;
+    const { set, status, settled } = prepared;
     if (settled) return { outcome: settled, matched: [], status, approvalSeconds: null, sessionLabels: null, adds: [] };
-    const evaluation = evaluate(
-      set.table,
-      plan && plan.probes.length > 0 ? { ...prepared.request, history: historyValues(plan, values) } : prepared.request,
-    );
+    prepared.historyInput?.use(values);
+    const evaluation = evaluate(set.table, prepared.request);
     const outcome: Outcome = {
       effect: evaluation.effect,
       reason: evaluation.reason,

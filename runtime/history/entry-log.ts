@@ -38,6 +38,8 @@ export class EntryLog {
   /** The log's distinct actions (a key sees few). */
   private names: string[] = [];
   private nameIds = new Map<string, number>();
+  /** Per actions list, its flags over `names` when the log had `names` actions ({@link wanted}). */
+  private wantedBy = new Map<readonly string[], { names: number; flags: Uint8Array | null }>();
 
   /**
    * A log of these entries, in their order.
@@ -115,34 +117,52 @@ export class EntryLog {
    * log.value({ scope: 'session', key: 'run-1', actions: ['payments.refund'], window_s: 3600, measure: 'count', match: {} }, Date.now());
    */
   value(c: HistoryCheck, atMs: number): number {
+    const wanted = this.wanted(c.actions);
+    if (wanted === null) return 0;
     const since = atMs - c.window_s * 1000;
     const denied = c.measure === 'denied' ? 1 : 0;
-    const sum = c.measure === 'sum';
     const fields = Object.keys(c.match);
-    // Which of the log's actions the check names (or its patterns match): a flag per action id.
-    const wanted = new Uint8Array(this.names.length);
+    const { at, until, action } = this;
+    if (c.measure !== 'sum') {
+      let count = 0;
+      for (let i = 0; i < this.size; i++) {
+        if (this.denied[i] !== denied || at[i]! < since || until[i]! < atMs || wanted[action[i]!] === 0) continue;
+        if (fields.length > 0 && !matchesAll(this.matches[i]!, c.match, fields)) continue;
+        count++;
+      }
+      return count;
+    }
+    const amounts: string[] = [];
+    for (let i = 0; i < this.size; i++) {
+      if (this.denied[i] !== 0 || at[i]! < since || until[i]! < atMs || wanted[action[i]!] === 0) continue;
+      if (fields.length > 0 && !matchesAll(this.matches[i]!, c.match, fields)) continue;
+      const amount = this.confirmed[i] ?? this.amounts[i]!;
+      if (amount !== null) amounts.push(amount);
+    }
+    return sumDecimals(amounts);
+  }
+
+  /**
+   * Which of the log's actions these (a check's, or their patterns) name: a
+   * flag per action id, or null for none. Kept per actions list (a probe's,
+   * the same array for every check of it) until the log sees a new action.
+   */
+  private wanted(actions: readonly string[]): Uint8Array | null {
+    const known = this.wantedBy.get(actions);
+    if (known !== undefined && known.names === this.names.length) return known.flags;
+    const flags = new Uint8Array(this.names.length);
     let any = false;
     for (let id = 0; id < this.names.length; id++) {
       const name = this.names[id]!;
-      if (c.actions.some((p) => (p.includes('*') ? actionPatternMatches(p, name) : p === name))) {
-        wanted[id] = 1;
+      if (actions.some((p) => (p.includes('*') ? actionPatternMatches(p, name) : p === name))) {
+        flags[id] = 1;
         any = true;
       }
     }
-    if (!any) return 0;
-    const { at, until, action } = this;
-    let count = 0;
-    const amounts: string[] | null = sum ? [] : null;
-    for (let i = 0; i < this.size; i++) {
-      if (this.denied[i] !== denied || at[i]! < since || until[i]! < atMs || wanted[action[i]!] === 0) continue;
-      if (fields.length > 0 && !matchesAll(this.matches[i]!, c.match, fields)) continue;
-      if (amounts === null) count++;
-      else {
-        const amount = this.confirmed[i] ?? this.amounts[i]!;
-        if (amount !== null) amounts.push(amount);
-      }
-    }
-    return amounts === null ? count : sumDecimals(amounts);
+    // A few probes read a key: a handful of lists (bounded anyway).
+    if (this.wantedBy.size >= 64) this.wantedBy.clear();
+    this.wantedBy.set(actions, { names: this.names.length, flags: any ? flags : null });
+    return any ? flags : null;
   }
 
   private nameId(name: string): number {

@@ -87,12 +87,30 @@ export class History {
 
 const guessKey = (t: Tenant, c: HistoryCheck) => `${t.accountId}\x1f${t.environment}\x1f${JSON.stringify(c)}`;
 
-/** The evaluation's `history` provider over the plan's values. */
-export function historyValues(plan: HistoryPlan, values: readonly number[]): HistoryValues {
-  // A plan has a few probes: a scan, no map built per evaluation.
-  const { probes } = plan;
-  return (probe) => {
-    for (let i = 0; i < probes.length; i++) if (probes[i]!.key === probe.key) return values[i]!;
+/**
+ * The evaluation's `history` provider over the plan's values, made once per
+ * decision and given the values of each evaluation ({@link HistoryInput.use}):
+ * the request it is part of is built once, not copied per evaluation.
+ *
+ * @example
+ * const input = new HistoryInput(plan);
+ * const request = { ...evaluationInput, history: input.provider };
+ * input.use([3]); // evaluate(table, request) now reads 3 for the plan's probe
+ */
+export class HistoryInput {
+  private values: readonly number[] = [];
+
+  constructor(private readonly plan: HistoryPlan) {}
+
+  /** The values the next evaluation reads, in the plan's order. */
+  use(values: readonly number[]): void {
+    this.values = values;
+  }
+
+  /** The provider (a plan has a few probes: a scan, no map). */
+  readonly provider: HistoryValues = (probe) => {
+    const { probes } = this.plan;
+    for (let i = 0; i < probes.length; i++) if (probes[i]!.key === probe.key) return this.values[i]!;
     return null;
   };
 }

@@ -87,6 +87,10 @@ interface TableHistory {
   matchFields: readonly string[];
   /** Per action: the probes whose actions match it. */
   byAction: Map<string, readonly HistoryProbe[]>;
+  /** Per action, then agent: the candidate policies' probes (historyProbesFor depends on these two alone). */
+  candidates: Map<string, Map<string, readonly HistoryProbe[]>>;
+  /** How many lists `candidates` holds (bounded). */
+  candidateLists: number;
 }
 
 const tables = new WeakMap<DecisionTable, TableHistory>();
@@ -100,6 +104,8 @@ function tableHistory(table: DecisionTable): TableHistory {
       longestSeconds: Math.max(0, ...probes.map((p) => p.windowSeconds)),
       matchFields: [...new Set(probes.flatMap((p) => p.match))].sort(),
       byAction: new Map(),
+      candidates: new Map(),
+      candidateLists: 0,
     };
     tables.set(table, t);
   }
@@ -114,6 +120,25 @@ function probesSeeing(t: TableHistory, action: string): readonly HistoryProbe[] 
     if (t.byAction.size < 10_000) t.byAction.set(action, seeing);
   }
   return seeing;
+}
+
+/** The candidate policies' probes of the request (historyProbesFor: its candidates are by agent and action). */
+function candidateProbes(t: TableHistory, table: DecisionTable, request: EvaluationInput): readonly HistoryProbe[] {
+  let byAgent = t.candidates.get(request.action);
+  let probes = byAgent?.get(request.agent_id);
+  if (probes === undefined) {
+    probes = historyProbesFor(table, request);
+    // Many distinct agents and actions must not grow this without bound.
+    if (t.candidateLists >= 10_000) {
+      t.candidates.clear();
+      t.candidateLists = 0;
+      byAgent = undefined;
+    }
+    if (byAgent === undefined) t.candidates.set(request.action, (byAgent = new Map()));
+    byAgent.set(request.agent_id, probes);
+    t.candidateLists++;
+  }
+  return probes;
 }
 
 /**
@@ -190,9 +215,12 @@ export function planHistory(
 ): HistoryPlan | null {
   const t = tableHistory(table);
   if (t.probes.length === 0) return null;
-  const probes = options.reads ? historyProbesFor(table, request) : [];
+  const probes = options.reads ? candidateProbes(t, table, request) : [];
   const seeing = probesSeeing(t, subject.action).filter((p) => scopeKey(p.scope, subject) !== undefined);
   if (probes.length === 0 && seeing.length === 0) return null;
+  // Each scope's key built once per decision (probes and the entry share them).
+  const keys: Partial<Record<HistoryProbe['scope'], string>> = {};
+  const keyOf = (scope: HistoryProbe['scope'], value: string | null) => (keys[scope] ??= lockKey(tenant, scope, value));
   const locks = new Set<string>();
   const checkKeys: Array<string | null> = [];
   const checks = probes.map((p): HistoryCheck | null => {
@@ -202,7 +230,7 @@ export function planHistory(
       const message = `${field} is required: a candidate policy reads history.${p.fn}(${p.actions.map((a) => `'${a}'`).join(', ')}, '${p.window}', '${p.scope}'), counted per ${p.scope}`;
       throw new MissingFieldError(message, { details: [{ path: `/${field}`, message }] });
     }
-    const match: Record<string, unknown> = {};
+    const match: Record<string, unknown> = p.match.length === 0 ? NO_MATCH_VALUES : {};
     for (const field of p.match) {
       const value = matchValue(field, subject);
       if (value === undefined) {
@@ -211,13 +239,13 @@ export function planHistory(
       }
       match[field] = value;
     }
-    const checkKey = lockKey(tenant, p.scope, key);
+    const checkKey = keyOf(p.scope, key);
     locks.add(checkKey);
     checkKeys.push(checkKey);
     return { scope: p.scope, key, actions: p.actions, window_s: p.windowSeconds, measure: p.measure, match };
   });
   let entry: HistoryPlan['entry'] = null;
-  const entryKeys = [...new Set(seeing.map((p) => lockKey(tenant, p.scope, scopeKey(p.scope, subject)!)))];
+  const entryKeys = [...new Set(seeing.map((p) => keyOf(p.scope, scopeKey(p.scope, subject)!)))];
   for (const k of entryKeys) locks.add(k);
   if (seeing.length > 0) {
     // No MATCH field in the table (the common case): one shared empty object, not one kept per entry in a lease's memory.

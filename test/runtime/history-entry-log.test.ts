@@ -112,4 +112,41 @@ describe('EntryLog', () => {
     expect(log.value({ ...c, actions: ['ns.*'] }, BASE)).toBe(1);
     expect(log.value({ ...c, actions: ['ns.*'], measure: 'sum' }, BASE)).toBe(1);
   });
+
+  it('one check read again as the log learns new actions: each read counts the actions its patterns name by then', () => {
+    const at = (action: string, kind: 'counted' | 'denied' = 'counted'): LoggedEntry => ({
+      action,
+      kind,
+      amount: null,
+      confirmed_amount: null,
+      match_values: {},
+      evaluated_at_ms: BASE,
+      keep_until_ms: BASE + 3_600_000,
+    });
+    const log = EntryLog.of([at('ns.a')]);
+    // The same check object (a probe's actions array) for every read, as the decision path passes it.
+    const c: HistoryCheck = {
+      scope: 'session',
+      key: 's1',
+      actions: ['ns.b', 'x.*'],
+      window_s: 3600,
+      measure: 'count',
+      match: {},
+    };
+    const denied: HistoryCheck = { ...c, measure: 'denied' };
+    expect(log.value(c, BASE)).toBe(0);
+    log.push(at('ns.b'));
+    expect(log.value(c, BASE)).toBe(1);
+    log.push(at('ns.c'));
+    log.push(at('x.y'));
+    expect(log.value(c, BASE)).toBe(2);
+    expect(log.value(denied, BASE)).toBe(0);
+    log.push(at('ns.b', 'denied'));
+    expect([log.value(c, BASE), log.value(denied, BASE)]).toEqual([2, 1]);
+    // Dropped and grown again: the actions seen before keep their flags.
+    expect(log.dropExpired(BASE + 3_600_001)).toBe(true);
+    expect(log.value(c, BASE + 3_600_001)).toBe(0);
+    log.push({ ...at('ns.b'), evaluated_at_ms: BASE + 3_600_001, keep_until_ms: BASE + 7_200_000 });
+    expect(log.value(c, BASE + 3_600_001)).toBe(1);
+  });
 });
