@@ -32,12 +32,16 @@ export class EntryLog {
   private action = new Uint32Array(INITIAL);
   /** 1: denied, 0: counted. */
   private denied = new Uint8Array(INITIAL);
-  private amounts: Array<string | null> = [];
-  private confirmed: Array<string | null> = [];
-  private matches: Array<Record<string, unknown>> = [];
+  // Mostly empty (no amount, none confirmed, no MATCH value): no array until an entry has one, so a
+  // long-held key's memory is a few typed arrays that the collector does not walk slot by slot.
+  private readonly amounts = new SparseColumn<string | null>(null);
+  private readonly confirmed = new SparseColumn<string | null>(null);
+  private readonly matches = new SparseColumn<Record<string, unknown>>(NO_VALUES);
   /** The log's distinct actions (a key sees few). */
   private names: string[] = [];
   private nameIds = new Map<string, number>();
+  /** The id of the action last pushed. */
+  private lastName = 0;
   /** Per actions list, its flags over `names` when the log had `names` actions ({@link wanted}). */
   private wantedBy = new Map<readonly string[], { names: number; flags: Uint8Array | null }>();
 
@@ -73,9 +77,9 @@ export class EntryLog {
     this.until[i] = e.keep_until_ms;
     this.action[i] = this.nameId(e.action);
     this.denied[i] = e.kind === 'denied' ? 1 : 0;
-    this.amounts[i] = e.amount;
-    this.confirmed[i] = e.confirmed_amount;
-    this.matches[i] = e.match_values;
+    this.amounts.set(i, e.amount);
+    this.confirmed.set(i, e.confirmed_amount);
+    this.matches.set(i, e.match_values);
   }
 
   /**
@@ -93,15 +97,17 @@ export class EntryLog {
         this.until[kept] = this.until[i]!;
         this.action[kept] = this.action[i]!;
         this.denied[kept] = this.denied[i]!;
-        this.amounts[kept] = this.amounts[i]!;
-        this.confirmed[kept] = this.confirmed[i]!;
-        this.matches[kept] = this.matches[i]!;
+        this.amounts.set(kept, this.amounts.get(i));
+        this.confirmed.set(kept, this.confirmed.get(i));
+        this.matches.set(kept, this.matches.get(i));
       }
       kept++;
     }
     if (kept === this.size) return false;
     this.size = kept;
-    this.amounts.length = this.confirmed.length = this.matches.length = kept;
+    this.amounts.truncate(kept);
+    this.confirmed.truncate(kept);
+    this.matches.truncate(kept);
     if (kept * 4 < this.at.length && this.at.length > INITIAL) this.grow(Math.max(INITIAL, kept * 2));
     return true;
   }
@@ -122,12 +128,14 @@ export class EntryLog {
     const since = atMs - c.window_s * 1000;
     const denied = c.measure === 'denied' ? 1 : 0;
     const fields = Object.keys(c.match);
+    // No entry holds a MATCH value: none holds the check's.
+    if (fields.length > 0 && !this.matches.any) return 0;
     const { at, until, action } = this;
     if (c.measure !== 'sum') {
       let count = 0;
       for (let i = 0; i < this.size; i++) {
         if (this.denied[i] !== denied || at[i]! < since || until[i]! < atMs || wanted[action[i]!] === 0) continue;
-        if (fields.length > 0 && !matchesAll(this.matches[i]!, c.match, fields)) continue;
+        if (fields.length > 0 && !matchesAll(this.matches.get(i), c.match, fields)) continue;
         count++;
       }
       return count;
@@ -135,8 +143,8 @@ export class EntryLog {
     const amounts: string[] = [];
     for (let i = 0; i < this.size; i++) {
       if (this.denied[i] !== 0 || at[i]! < since || until[i]! < atMs || wanted[action[i]!] === 0) continue;
-      if (fields.length > 0 && !matchesAll(this.matches[i]!, c.match, fields)) continue;
-      const amount = this.confirmed[i] ?? this.amounts[i]!;
+      if (fields.length > 0 && !matchesAll(this.matches.get(i), c.match, fields)) continue;
+      const amount = this.confirmed.get(i) ?? this.amounts.get(i);
       if (amount !== null) amounts.push(amount);
     }
     return sumDecimals(amounts);
@@ -166,12 +174,15 @@ export class EntryLog {
   }
 
   private nameId(name: string): number {
+    // A key's entries are mostly of one action: the last one's id without hashing the name.
+    if (this.names.length > 0 && this.names[this.lastName] === name) return this.lastName;
     let id = this.nameIds.get(name);
     if (id === undefined) {
       id = this.names.length;
       this.names.push(name);
       this.nameIds.set(name, id);
     }
+    this.lastName = id;
     return id;
   }
 
@@ -185,6 +196,44 @@ export class EntryLog {
     this.until = resize(this.until, (n) => new Float64Array(n));
     this.action = resize(this.action, (n) => new Uint32Array(n));
     this.denied = resize(this.denied, (n) => new Uint8Array(n));
+  }
+}
+
+const NO_VALUES: Record<string, unknown> = Object.freeze({});
+
+/** Whether an entry's value is its column's default: null, or an object without keys. */
+function isDefault(v: unknown): boolean {
+  if (v === null) return true;
+  if (typeof v !== 'object') return false;
+  for (const _ in v) return false;
+  return true;
+}
+
+/** A column of mostly default values: no array until one is not (each set in index order, as the log pushes). */
+class SparseColumn<T> {
+  private values: T[] | null = null;
+
+  constructor(private readonly fallback: T) {}
+
+  /** Whether some value is not the default. */
+  get any(): boolean {
+    return this.values !== null;
+  }
+
+  get(i: number): T {
+    return this.values === null ? this.fallback : this.values[i]!;
+  }
+
+  set(i: number, v: T): void {
+    if (this.values === null) {
+      if (isDefault(v)) return;
+      this.values = new Array<T>(i).fill(this.fallback);
+    }
+    this.values[i] = v;
+  }
+
+  truncate(n: number): void {
+    if (this.values !== null) this.values.length = n;
   }
 }
 

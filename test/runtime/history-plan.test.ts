@@ -18,7 +18,7 @@ const POLICIES = [
 ].join('\n');
 
 const tenant: Tenant = { accountId: 'acc_plan', environment: 'test' };
-const table = (): DecisionTable => compileSources([{ file: 'p.yaml', text: POLICIES }]).table;
+const table = (): DecisionTable => compileSources([{ file: 'p.yaml', text: POLICIES }]).table!;
 
 function plan(t: DecisionTable, agent: string, session: string) {
   const request = {
