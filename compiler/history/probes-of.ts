@@ -14,6 +14,15 @@ import type { HistoryFunction, HistoryProbe, HistoryScope } from './probe.js';
 const NONE: readonly HistoryProbe[] = Object.freeze([]);
 const byTable = new WeakMap<DecisionTable, readonly HistoryProbe[]>();
 
+/** A table's candidate probes already found, per action then agent (the candidates depend on these two alone). */
+interface Found {
+  byAction: Map<string, Map<string, readonly HistoryProbe[]>>;
+  /** How many lists it holds: many distinct agents and actions must not grow it without bound. */
+  lists: number;
+}
+const MAX_FOUND = 10_000;
+const foundByTable = new WeakMap<DecisionTable, Found>();
+
 function addProbes(rows: readonly PolicyRow[], into: Map<string, HistoryProbe>, enabledOnly: boolean): void {
   for (let i = 0; i < rows.length; i++) {
     const row = rows[i]!;
@@ -25,7 +34,8 @@ function addProbes(rows: readonly PolicyRow[], into: Map<string, HistoryProbe>, 
 /**
  * The probes of the candidate policies (enforced and shadow rows whose agent
  * and action match the request; disabled ones never evaluate), unique by key;
- * empty when none reads history.
+ * empty when none reads history. Remembered per table, action and agent (the
+ * candidates depend on those alone), so a table's busy requests find them once.
  *
  * @example
  * ```ts
@@ -43,11 +53,29 @@ function addProbes(rows: readonly PolicyRow[], into: Map<string, HistoryProbe>, 
  */
 export function historyProbesFor(table: DecisionTable, request: EvaluationInput): readonly HistoryProbe[] {
   if (tableHistoryProbes(table).length === 0) return NONE;
+  let found = foundByTable.get(table);
+  if (found === undefined) foundByTable.set(table, (found = { byAction: new Map(), lists: 0 }));
+  let byAgent = found.byAction.get(request.action);
+  const known = byAgent?.get(request.agent_id);
+  if (known !== undefined) return known;
+  const probes = candidateProbes(table, request);
+  if (found.lists >= MAX_FOUND) {
+    found.byAction.clear();
+    found.lists = 0;
+    byAgent = undefined;
+  }
+  if (byAgent === undefined) found.byAction.set(request.action, (byAgent = new Map()));
+  byAgent.set(request.agent_id, probes);
+  found.lists++;
+  return probes;
+}
+
+function candidateProbes(table: DecisionTable, request: EvaluationInput): readonly HistoryProbe[] {
   const found = new Map<string, HistoryProbe>();
   addProbes(collectCandidates(table.trie, request.agent_id, request.action), found, true);
   if (table.shadow !== null)
     addProbes(collectCandidates(table.shadow.trie, request.agent_id, request.action), found, true);
-  return found.size === 0 ? NONE : [...found.values()];
+  return found.size === 0 ? NONE : Object.freeze([...found.values()]);
 }
 
 /**

@@ -2,7 +2,7 @@
  * A held scope key's history entries in memory (runtime/history/leases.ts),
  * kept column by column: what every read compares (times, kind, action) in
  * typed arrays, the rest (amounts, MATCH values) in plain arrays read only by
- * the checks that need them.
+ * the checks that need them, made only once an entry has such a value.
  *
  * Why columns: a key is read on every decision of it, and its entries arrive
  * one by one over the window, so as objects they lie scattered over the heap
@@ -15,6 +15,7 @@ import { actionPatternMatches, jsonEqual } from '../../compiler/index.js';
 import type { LeasedEntry } from '../store/history-leases.js';
 import type { HistoryCheck } from '../store/history.js';
 import { sumDecimals } from './decimal.js';
+import { NO_MATCH_VALUES } from './plan.js';
 
 /** An entry as the log takes it (what {@link EntryLog.value} reads of it). */
 export type LoggedEntry = Pick<
@@ -36,7 +37,7 @@ export class EntryLog {
   // long-held key's memory is a few typed arrays that the collector does not walk slot by slot.
   private readonly amounts = new SparseColumn<string | null>(null);
   private readonly confirmed = new SparseColumn<string | null>(null);
-  private readonly matches = new SparseColumn<Record<string, unknown>>(NO_VALUES);
+  private readonly matches = new SparseColumn<Record<string, unknown>>(NO_MATCH_VALUES);
   /** The log's distinct actions (a key sees few). */
   private names: string[] = [];
   private nameIds = new Map<string, number>();
@@ -131,23 +132,18 @@ export class EntryLog {
     // No entry holds a MATCH value: none holds the check's.
     if (fields.length > 0 && !this.matches.any) return 0;
     const { at, until, action } = this;
-    if (c.measure !== 'sum') {
-      let count = 0;
-      for (let i = 0; i < this.size; i++) {
-        if (this.denied[i] !== denied || at[i]! < since || until[i]! < atMs || wanted[action[i]!] === 0) continue;
-        if (fields.length > 0 && !matchesAll(this.matches.get(i), c.match, fields)) continue;
-        count++;
-      }
-      return count;
-    }
-    const amounts: string[] = [];
+    let count = 0;
+    const amounts: string[] | null = c.measure === 'sum' ? [] : null;
     for (let i = 0; i < this.size; i++) {
-      if (this.denied[i] !== 0 || at[i]! < since || until[i]! < atMs || wanted[action[i]!] === 0) continue;
+      if (this.denied[i] !== denied || at[i]! < since || until[i]! < atMs || wanted[action[i]!] === 0) continue;
       if (fields.length > 0 && !matchesAll(this.matches.get(i), c.match, fields)) continue;
-      const amount = this.confirmed.get(i) ?? this.amounts.get(i);
-      if (amount !== null) amounts.push(amount);
+      if (amounts === null) count++;
+      else {
+        const amount = this.confirmed.get(i) ?? this.amounts.get(i);
+        if (amount !== null) amounts.push(amount);
+      }
     }
-    return sumDecimals(amounts);
+    return amounts === null ? count : sumDecimals(amounts);
   }
 
   /**
@@ -198,8 +194,6 @@ export class EntryLog {
     this.denied = resize(this.denied, (n) => new Uint8Array(n));
   }
 }
-
-const NO_VALUES: Record<string, unknown> = Object.freeze({});
 
 /** Whether an entry's value is its column's default: null, or an object without keys. */
 function isDefault(v: unknown): boolean {

@@ -76,7 +76,8 @@ export function entryFor(plan: HistoryPlan, kind: 'counted' | 'denied'): History
   return record;
 }
 
-const NO_MATCH_VALUES: Record<string, unknown> = Object.freeze({});
+/** No MATCH values: one shared empty object (a check's, an entry's), not one per decision or per entry in memory. */
+export const NO_MATCH_VALUES: Record<string, unknown> = Object.freeze({});
 
 /** What a table's probes need, computed once per table. */
 interface TableHistory {
@@ -87,10 +88,6 @@ interface TableHistory {
   matchFields: readonly string[];
   /** Per action: the probes whose actions match it. */
   byAction: Map<string, readonly HistoryProbe[]>;
-  /** Per action, then agent: the candidate policies' probes (historyProbesFor depends on these two alone). */
-  candidates: Map<string, Map<string, readonly HistoryProbe[]>>;
-  /** How many lists `candidates` holds (bounded). */
-  candidateLists: number;
 }
 
 const tables = new WeakMap<DecisionTable, TableHistory>();
@@ -104,8 +101,6 @@ function tableHistory(table: DecisionTable): TableHistory {
       longestSeconds: Math.max(0, ...probes.map((p) => p.windowSeconds)),
       matchFields: [...new Set(probes.flatMap((p) => p.match))].sort(),
       byAction: new Map(),
-      candidates: new Map(),
-      candidateLists: 0,
     };
     tables.set(table, t);
   }
@@ -120,25 +115,6 @@ function probesSeeing(t: TableHistory, action: string): readonly HistoryProbe[] 
     if (t.byAction.size < 10_000) t.byAction.set(action, seeing);
   }
   return seeing;
-}
-
-/** The candidate policies' probes of the request (historyProbesFor: its candidates are by agent and action). */
-function candidateProbes(t: TableHistory, table: DecisionTable, request: EvaluationInput): readonly HistoryProbe[] {
-  let byAgent = t.candidates.get(request.action);
-  let probes = byAgent?.get(request.agent_id);
-  if (probes === undefined) {
-    probes = historyProbesFor(table, request);
-    // Many distinct agents and actions must not grow this without bound.
-    if (t.candidateLists >= 10_000) {
-      t.candidates.clear();
-      t.candidateLists = 0;
-      byAgent = undefined;
-    }
-    if (byAgent === undefined) t.candidates.set(request.action, (byAgent = new Map()));
-    byAgent.set(request.agent_id, probes);
-    t.candidateLists++;
-  }
-  return probes;
 }
 
 /**
@@ -215,7 +191,7 @@ export function planHistory(
 ): HistoryPlan | null {
   const t = tableHistory(table);
   if (t.probes.length === 0) return null;
-  const probes = options.reads ? candidateProbes(t, table, request) : [];
+  const probes = options.reads ? historyProbesFor(table, request) : [];
   const seeing = probesSeeing(t, subject.action).filter((p) => scopeKey(p.scope, subject) !== undefined);
   if (probes.length === 0 && seeing.length === 0) return null;
   // Each scope's key built once per decision (probes and the entry share them).
