@@ -200,7 +200,13 @@ async function main(): Promise<void> {
     const [countRows] = await (async () => {
       const db = postgres(databaseUrl, { max: 1, onnotice: () => {} });
       const rows =
-        await db`select count(*)::int as entries, pg_total_relation_size('history_entries')::bigint as bytes from history_entries`;
+        // The gate's rows (table and indexes), and the leased entries' index entries in the decisions (migration 029).
+        await db`select (select count(*)::int from history_entries) as entries,
+          (select count(*)::int from history_gate_entries) as gate_entries,
+          pg_total_relation_size('history_gate_entries')::bigint as gate_bytes,
+          (select coalesce(sum(pg_relation_size(t.relid)), 0)::bigint
+             from unnest(array['decisions_history_by_session', 'decisions_history_by_agent', 'decisions_history_by_user',
+               'decisions_history_by_environment']) i, pg_partition_tree(i::regclass) t) as decision_index_bytes`;
       await db.end();
       return rows;
     })();

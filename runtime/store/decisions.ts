@@ -102,25 +102,17 @@ export interface NewAgent {
 export type LeasedEntryRow = HistoryRecord & { account_id: string; environment: Environment; decision_id: string };
 
 /**
- * An entry as authz_write_leased reads it: its fields in a fixed order (that
- * function's `entries`). Positional, not an object: PostgreSQL parses every
- * byte of the JSON, and the keys were half of an entry's.
+ * A decision row with its history entry's columns (migration 029): its scopes, whether it is denied, its MATCH
+ * values and how long it is kept. The rest of the entry is the decision's own (agent, session, user, action,
+ * amount, evaluated_at: runtime/history/plan.ts makes the entry from the same request and clock reading).
  */
-const entryTuple = (e: LeasedEntryRow) => [
-  e.account_id,
-  e.environment,
-  e.decision_id,
-  e.agent_id,
-  e.session_id,
-  e.on_behalf_of,
-  e.action,
-  e.kind,
-  e.amount,
-  e.match_values,
-  e.evaluated_at_ms,
-  e.keep_until_ms,
-  e.scopes,
-];
+const withEntry = (d: DecisionRow, e: LeasedEntryRow) => ({
+  ...d,
+  h_scopes: e.scopes,
+  h_denied: e.kind === 'denied' ? true : null,
+  h_match: Object.keys(e.match_values).length === 0 ? null : e.match_values,
+  h_keep_s: (e.keep_until_ms - e.evaluated_at_ms) / 1000,
+});
 
 /**
  * Decisions decided from history leases (runtime/history/leases.ts): their
@@ -153,14 +145,22 @@ export async function writeDecisionBatch(
   leased: LeasedHistory | null = null,
 ): Promise<Set<string>> {
   // One definition of the write (functions/authz_write_decisions.sql), also used by authz_decide_batch
-  // and, after the leases' check and the entries, by authz_write_leased.
-  const args = sql`${sql.json(decisions as never)}::jsonb, ${sql.json(decisionEvents as never)}::jsonb,
+  // and, after the leases' check, by authz_write_leased (each entry as columns of its decision's row).
+  let written: readonly object[] = decisions;
+  if (leased !== null && leased.entries.length > 0) {
+    const entries = new Map(leased.entries.map((e) => [e.decision_id, e]));
+    written = decisions.map((d) => {
+      const e = entries.get(d.id);
+      return e === undefined ? d : withEntry(d, e);
+    });
+  }
+  const args = sql`${sql.json(written as never)}::jsonb, ${sql.json(decisionEvents as never)}::jsonb,
       ${sql.json(agents as never)}::jsonb, ${sql.json(agentEvents as never)}::jsonb`;
   const rows = await sql<Array<{ registered: string | null }>>`
     select ${
       leased === null
         ? sql`authz_write_decisions(${args})`
-        : sql`authz_write_leased(${args}, ${sql.json(leased.entries.map(entryTuple) as never)}::jsonb,
+        : sql`authz_write_leased(${args},
             ${[...new Set(leased.fences.map((f) => f.lock_key))]}::text[], ${[...new Set(leased.fences.map((f) => f.epoch))]}::bigint[],
             ${[...new Set(leased.locked)]}::text[], ${sql.json(leased.after as never)}::jsonb)`
     } as registered`;

@@ -1,9 +1,12 @@
 /**
- * History entries in the store (migration 021, docs/history.md): the values of
- * history probes read before a decision is evaluated, an entry's amount on
- * confirm and its kind on a review's denial, and the upkeep's pruning. The
- * entries themselves are written by the limits gate (authz_apply_limits.sql
- * with authz_history_record.sql), under the scope keys' locks.
+ * History entries in the store (migrations 021 and 029, docs/history.md): the
+ * values of history probes read before a decision is evaluated, a gate entry's
+ * amount on confirm and its kind on a review's denial, and the upkeep's
+ * pruning. The limits gate writes its entries to history_gate_entries
+ * (authz_apply_limits.sql with authz_history_record.sql), under the scope
+ * keys' locks; a decision decided from leases carries its entry in its own row
+ * (store/decisions.ts writeDecisionBatch), whose amount, confirmed amount and
+ * review are the entry's. The view history_entries reads both.
  */
 import type { Environment } from '../tenant.js';
 import type { SqlOrTx } from './connect.js';
@@ -83,7 +86,10 @@ export async function readHistory(
   return rows.map((r) => Number(r.v));
 }
 
-/** A confirmed decision's entry: `history.sum` adds its confirmed amount from now on. */
+/**
+ * A confirmed decision's gate entry: `history.sum` adds its confirmed amount from now on (an entry in the
+ * decision's row reads the decision's confirmed_amount).
+ */
 export async function confirmHistory(
   sql: SqlOrTx,
   accountId: string,
@@ -91,25 +97,31 @@ export async function confirmHistory(
   decisionId: string,
   amount: number | null,
 ): Promise<void> {
-  await sql`update history_entries set confirmed_amount = ${amount === null ? null : String(amount)}::numeric
+  await sql`update history_gate_entries set confirmed_amount = ${amount === null ? null : String(amount)}::numeric
     where account_id = ${accountId} and environment = ${environment} and decision_id = ${decisionId}`;
 }
 
-/** A review denied or timed out: its entry counts for `history.denied` from now on, no longer for count and sum. */
+/**
+ * A review denied or timed out: its gate entry counts for `history.denied` from now on, no longer for count
+ * and sum (an entry in the decision's row: store/reviews.ts writeReview sets h_denied with the verdict).
+ */
 export async function denyHistory(
   sql: SqlOrTx,
   accountId: string,
   environment: Environment,
   decisionId: string,
 ): Promise<void> {
-  await sql`update history_entries set kind = 'denied'
+  await sql`update history_gate_entries set kind = 'denied'
     where account_id = ${accountId} and environment = ${environment} and decision_id = ${decisionId}`;
 }
 
-/** Deletes up to `batch` entries no window needs any more (keep_until before `nowMs`); how many. */
+/**
+ * Deletes up to `batch` gate entries no window needs any more (keep_until before `nowMs`); how many. (An entry
+ * in its decision's row goes with the decision log's partition, and counts nowhere past its keep_until.)
+ */
 export async function pruneHistory(sql: SqlOrTx, nowMs: number, batch = 5000): Promise<number> {
-  const rows = await sql`delete from history_entries where ctid = any (array(
-    select ctid from history_entries where keep_until < to_timestamp(${nowMs}::float8 / 1000) limit ${batch}))
+  const rows = await sql`delete from history_gate_entries where ctid = any (array(
+    select ctid from history_gate_entries where keep_until < to_timestamp(${nowMs}::float8 / 1000) limit ${batch}))
     returning 1`;
   return rows.length;
 }

@@ -28,10 +28,12 @@ export async function writeReview(tx: Tx, row: DecisionRow): Promise<DecisionRow
       review_status = ${row.review_status}, reviewer = ${row.reviewer}, review_note = ${row.review_note},
       reviewed_at = ${row.reviewed_at}, reviewer_key_id = ${row.reviewer_key_id},
       effect = ${row.effect}, reason = ${row.reason}, policy_id = ${row.policy_id}, status = ${row.status},
-      expires_at = ${row.expires_at}
+      expires_at = ${row.expires_at},
+      -- A review denied or timed out: its entry, when its row carries one (migration 029), is denied from now on.
+      h_denied = case when h_scopes is not null and ${row.effect} = 'deny' then true else h_denied end
     where account_id = ${row.account_id} and environment = ${row.environment} and id = ${row.id}
     returning ${COLUMNS(tx)}`;
-  // A review denied or timed out counts for history.denied from now on (docs/history.md).
+  // A review denied or timed out counts for history.denied from now on (docs/history.md); a gate entry is its own row.
   if (row.effect === 'deny') await denyHistory(tx, row.account_id, row.environment, row.id);
   return stored!;
 }

@@ -18,11 +18,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EntryLog } from '../../runtime/history/entry-log.js';
 import { sumDecimals } from '../../runtime/history/decimal.js';
 import { pruneLeases, takeLease, type LeaseTarget } from '../../runtime/store/history-leases.js';
-import { writeDecisionBatch } from '../../runtime/store/decisions.js';
+import { writeDecisionBatch, type LeasedEntryRow } from '../../runtime/store/decisions.js';
 import { readHistory, type HistoryCheck } from '../../runtime/store/history.js';
+import { newId } from '../../runtime/ids.js';
 import { STORE_KINDS, openTestStore, type TestStore } from '../helpers/postgres.js';
 import { AMOUNTS, BASE, check, entry, loggedEntry, type Entry, type Scope } from './helpers/history-entries.js';
-import { expectLeaseEnded as ended, holdKeyLock, lockWaiters } from './helpers/history-leases.js';
+import { decisionOf, expectLeaseEnded as ended, holdKeyLock, lockWaiters } from './helpers/history-leases.js';
 
 const KEYS: Record<Scope, Array<string | null>> = {
   session: ['s1', 's2'],
@@ -40,8 +41,22 @@ const target = (account: string, scope: Scope, key: string | null): LeaseTarget 
   key,
 });
 
-/** Inserts the entries (and the same ones under another environment and account, which no check of the account sees). */
-async function insert(store: TestStore, account: string, entries: readonly Entry[]): Promise<void> {
+/**
+ * Inserts the entries (and the same ones under another environment and account, which no check of the account
+ * sees): as gate entries (history_gate_entries rows), or with `split` every other one as columns of its decision's
+ * row, as a leased write stores it (migration 029; its id made at its evaluated_at, as the service makes it).
+ */
+async function insert(store: TestStore, account: string, entries: readonly Entry[], split = false): Promise<void> {
+  if (split) {
+    const inRows = entries.filter((_, i) => i % 2 === 1);
+    await insert(
+      store,
+      account,
+      entries.map((e, i) => (i % 2 === 1 ? null : e)).filter((e): e is Entry => e !== null),
+    );
+    await insertDecisions(store, account, inRows);
+    return;
+  }
   const rows = entries.flatMap((e, i) =>
     [
       [account, 'test'],
@@ -60,7 +75,7 @@ async function insert(store: TestStore, account: string, entries: readonly Entry
   );
   if (rows.length === 0) return;
   await store.sql`
-    insert into history_entries (account_id, environment, decision_id, agent_id, session_id, on_behalf_of, action, kind,
+    insert into history_gate_entries (account_id, environment, decision_id, agent_id, session_id, on_behalf_of, action, kind,
                                  amount, confirmed_amount, match_values, evaluated_at, keep_until, scopes)
     select account_id, environment, decision_id, agent_id, session_id, on_behalf_of, action, kind, amount::numeric,
            confirmed_amount::numeric, match_values, to_timestamp(evaluated_at_ms / 1000.0),
@@ -69,6 +84,60 @@ async function insert(store: TestStore, account: string, entries: readonly Entry
       decision_id text, agent_id text, session_id text, on_behalf_of text, action text, kind text, amount text,
       confirmed_amount text, match_values jsonb, evaluated_at_ms float8, keep_until_ms float8, scopes smallint)`;
 }
+
+/** Entries as columns of decision rows (see insert). */
+async function insertDecisions(store: TestStore, account: string, entries: readonly Entry[]): Promise<void> {
+  const rows = entries.flatMap((e) => {
+    const id = newId('dec', BASE + e.at);
+    return [
+      [account, 'test'],
+      [account, 'live'],
+      [`${account}_other`, 'test'],
+    ].map(([acct, env]) => ({
+      account_id: acct,
+      environment: env,
+      id,
+      agent_id: e.agent,
+      session_id: e.session,
+      on_behalf_of: e.user,
+      action: e.action,
+      effect: e.kind === 'denied' ? 'deny' : 'allow',
+      amount: e.amount,
+      confirmed_amount: e.confirmed,
+      evaluated_at_ms: BASE + e.at,
+      h_scopes: e.scopes,
+      h_denied: e.kind === 'denied',
+      h_match: Object.keys(e.match).length === 0 ? null : e.match,
+      h_keep_s: e.keep / 1000,
+    }));
+  });
+  if (rows.length === 0) return;
+  await store.sql`
+    insert into decisions (account_id, environment, id, agent_id, session_id, on_behalf_of, action, effect, reason,
+                           matched_policy_ids, warnings, status, amount, confirmed_amount, evaluated_at, expires_at,
+                           ttl_seconds, h_scopes, h_denied, h_match, h_keep_s)
+    select account_id, environment, id, agent_id, session_id, on_behalf_of, action, effect, 'policy.matched', '{}',
+           '[]', 'pending', amount::float8, confirmed_amount::float8, to_timestamp(evaluated_at_ms / 1000.0),
+           to_timestamp(evaluated_at_ms / 1000.0 + 300), 300, h_scopes, h_denied, h_match, h_keep_s
+    from jsonb_to_recordset(${store.sql.json(rows as never)}::jsonb) as e(account_id text, environment text, id text,
+      agent_id text, session_id text, on_behalf_of text, action text, effect text, amount text, confirmed_amount text,
+      evaluated_at_ms float8, h_scopes smallint, h_denied boolean, h_match jsonb, h_keep_s float8)`;
+}
+
+/** The entries of `entries` a check of `scope` and `key` reads (its scope's bit, its key). */
+const ofKey = (entries: readonly Entry[], scope: Scope, key: string | null) =>
+  entries.filter((e) => {
+    switch (scope) {
+      case 'session':
+        return (e.scopes & 1) !== 0 && e.session !== null && e.session === key;
+      case 'agent':
+        return (e.scopes & 2) !== 0 && e.agent === key;
+      case 'user':
+        return (e.scopes & 4) !== 0 && e.user !== null && e.user === key;
+      case 'environment':
+        return (e.scopes & 8) !== 0;
+    }
+  });
 
 describe.each(STORE_KINDS)('history leases in the store (%s)', (kind) => {
   let store: TestStore;
@@ -86,7 +155,8 @@ describe.each(STORE_KINDS)('history leases in the store (%s)', (kind) => {
         fc.array(fc.integer({ min: 0, max: 900_000 }), { minLength: 1, maxLength: 3 }),
         async (entries, checks, offsets) => {
           const account = `acct_p${++run}`;
-          await insert(store, account, entries);
+          // Half as the gate's rows, half as columns of decision rows: the view history_entries reads both.
+          await insert(store, account, entries, true);
           // The lease is taken before the reads: entries past their keep_until at a read are in memory, yet count no more.
           const takenAt = BASE - 60_000;
           // Reads at random times and at the edges: an entry's keep_until, a window's start.
@@ -115,6 +185,9 @@ describe.each(STORE_KINDS)('history leases in the store (%s)', (kind) => {
               expect(EntryLog.of(lease!.entries).value(c, at), `${JSON.stringify(c)} at BASE+${at - BASE}`).toBe(
                 fromStore[i],
               );
+              // Both equal the value of the entries as drawn (whichever way each was stored).
+              const drawn = EntryLog.of(ofKey(entries, c.scope, c.key).map(loggedEntry));
+              expect(fromStore[i], `${JSON.stringify(c)} at BASE+${at - BASE}, drawn`).toBe(drawn.value(c, at));
             });
           }
         },
@@ -184,7 +257,7 @@ describe.each(STORE_KINDS)('history leases in the store (%s)', (kind) => {
     const [s1, s2] = [target(account, 'session', 's1'), target(account, 'session', 's2')];
     const e1 = (await takeLease(store.sql, 'me', s1, BASE, 10))!.epoch;
     const e2 = (await takeLease(store.sql, 'me', s2, BASE, 10))!.epoch;
-    const row = (id: string, session = 's1') => ({
+    const row = (id: string, session = 's1'): LeasedEntryRow => ({
       account_id: account,
       environment: 'test',
       decision_id: id,
@@ -200,8 +273,12 @@ describe.each(STORE_KINDS)('history leases in the store (%s)', (kind) => {
       scopes: 1,
     });
     const ref = (id: string) => ({ account_id: account, environment: 'test', decision_id: id });
-    const write = (entries: object[], fences: Array<{ lock_key: string; epoch: string }>, after: object[] = []) =>
-      writeDecisionBatch(store.sql, [], [], [], [], {
+    const write = (
+      entries: LeasedEntryRow[],
+      fences: Array<{ lock_key: string; epoch: string }>,
+      after: object[] = [],
+    ) =>
+      writeDecisionBatch(store.sql, entries.map(decisionOf), [], [], [], {
         entries,
         fences,
         locked: fences.map((f) => f.lock_key),
@@ -307,9 +384,9 @@ describe('authz_write_leased and the key locks, on PostgreSQL (a second connecti
     const s1 = target(account, 'session', 's1');
     const epoch = (await takeLease(store.sql, 'me', s1, BASE, 10))!.epoch;
     const fences = [{ lock_key: s1.lockKey, epoch }];
-    const entry = {
+    const entry: LeasedEntryRow = {
       account_id: account,
-      environment: 'test' as const,
+      environment: 'test',
       decision_id: 'd_locked',
       agent_id: 'a1',
       session_id: 's1',
@@ -324,8 +401,8 @@ describe('authz_write_leased and the key locks, on PostgreSQL (a second connecti
     };
     // The gate's lock on the key (functions/authz_apply_limits.sql takes the same one), held until released.
     const gate = await holdKeyLock(store.sql, s1.lockKey);
-    const locking = writeDecisionBatch(store.sql, [], [], [], [], {
-      entries: [entry] as never,
+    const locking = writeDecisionBatch(store.sql, [decisionOf(entry)], [], [], [], {
+      entries: [entry],
       fences,
       locked: [s1.lockKey],
       after: [],

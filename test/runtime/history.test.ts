@@ -16,7 +16,7 @@ import { STORE_KINDS } from '../helpers/postgres.js';
 import { agent, decide, expectError, postDecision, review } from '../helpers/kit.js';
 import { json, startRuntime, type TestRuntime } from './helpers/app.js';
 import type { JsonObject } from '../helpers/json.js';
-import { pruneHistory } from '../../runtime/store/history.js';
+import { pruneHistory, readHistory } from '../../runtime/store/history.js';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -380,22 +380,56 @@ describe.each(STORE_KINDS)('history in conditions (%s)', (kind) => {
     expect(await preview()).toMatchObject({ effect: 'deny', history: [{ value: 2 }] });
   });
 
-  it('a decision no probe can see leaves nothing; the upkeep prunes entries past the longest window', async () => {
+  it("a decision no probe can see leaves nothing; an entry counts nowhere past the longest window, and the upkeep prunes the gate's", async () => {
     await install([
       { id: 'pol_k', effect: 'allow', actions: ['k.go'], condition: "history.count('k.go', '2h', 'session') < 100" },
+      // A rate limit: decided through the limits gate, whose entries are rows of their own (migration 029).
+      {
+        id: 'pol_kg',
+        effect: 'allow',
+        actions: ['kg.go'],
+        condition: "history.count('kg.go', '2h', 'session') < 100",
+        rate_limit: { per_minute: 1000 },
+      },
       { id: 'pol_other', effect: 'allow', actions: ['other.go'] },
     ]);
     const a = agent('prune');
     const noSession = await decide(rt, { agent_id: a, action: 'other.go' });
     expect(await entriesOf(noSession.id)).toEqual([]);
-    const seen = await decide(rt, { agent_id: a, session_id: 'sess-prune', action: 'k.go' });
-    expect(await entriesOf(seen.id)).toEqual([{ kind: 'counted' }]);
+    // Decided from a lease: its entry is columns of its decision's row; decided through the gate: a row of its own.
+    const leased = await decide(rt, { agent_id: a, session_id: 'sess-prune', action: 'k.go' });
+    const gated = await decide(rt, { agent_id: a, session_id: 'sess-prune-gate', action: 'kg.go' });
+    expect(await entriesOf(leased.id)).toEqual([{ kind: 'counted' }]);
+    expect(await entriesOf(gated.id)).toEqual([{ kind: 'counted' }]);
+    const gateRows = () =>
+      rt.store
+        .sql`select decision_id from history_gate_entries where decision_id in ${rt.store.sql([leased.id, gated.id])}`;
+    expect(await gateRows()).toEqual([{ decision_id: gated.id }]);
+    // A longer window than the policies had when the entries were written still sees nothing past their keep_until.
+    const counts = () =>
+      readHistory(
+        rt.store.sql,
+        rt.accountId,
+        'test',
+        ['sess-prune', 'sess-prune-gate'].map((key) => ({
+          scope: 'session' as const,
+          key,
+          actions: ['k.go', 'kg.go'],
+          window_s: 86_400,
+          measure: 'count' as const,
+          match: {},
+        })),
+        rt.clock.now(),
+      );
     rt.clock.advance(7199);
     await pruneHistory(rt.store.sql, rt.clock.now());
-    expect(await entriesOf(seen.id)).toHaveLength(1);
+    expect(await gateRows()).toHaveLength(1);
+    expect(await counts()).toEqual([1, 1]);
     rt.clock.advance(2);
+    expect(await counts()).toEqual([0, 0]);
     await rt.background.log.runOnce();
-    expect(await entriesOf(seen.id)).toEqual([]);
+    expect(await gateRows()).toEqual([]);
+    expect(await counts()).toEqual([0, 0]);
   });
 
   it('authz replay replays with the history the stored decisions had, in order, the window reaching back before --since', async () => {

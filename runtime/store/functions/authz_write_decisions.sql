@@ -17,7 +17,9 @@
 -- decision); by-reference rows passed there (a caller of before migration 025)
 -- are left out: the decisions give them.
 --
--- decisions: [DecisionRow as JSON]; decision_events, agent_events: [event row];
+-- decisions: [DecisionRow as JSON, with h_scopes, h_denied, h_match, h_keep_s
+-- when it carries its history entry (authz_write_leased, migration 029)];
+-- decision_events, agent_events: [event row];
 -- agents: [{account_id, environment, agent_id, first_seen_at}].
 create or replace function authz_write_decisions(decisions jsonb, decision_events jsonb, agents jsonb, agent_events jsonb)
 returns setof text
@@ -45,16 +47,19 @@ begin
     ), new_decisions as (
       insert into decisions (account_id, environment, id, agent_id, action, resource, amount, context, effect, reason,
         policy_id, matched_policy_ids, warnings, status, evaluated_at, expires_at, ttl_seconds, permit_token,
-        session_id, on_behalf_of, args_digest, key_id, shadow, review_status, approval_expires_at, session_labels, history)
+        session_id, on_behalf_of, args_digest, key_id, shadow, review_status, approval_expires_at, session_labels, history,
+        h_scopes, h_denied, h_match, h_keep_s)
       select x.account_id, x.environment, x.id, x.agent_id, x.action, x.resource, x.amount, x.context, x.effect, x.reason,
         x.policy_id, x.matched_policy_ids, x.warnings, x.status, x.evaluated_at, x.expires_at, x.ttl_seconds, null,
-        x.session_id, x.on_behalf_of, x.args_digest, x.key_id, x.shadow, x.review_status, x.approval_expires_at, x.session_labels, x.history
+        x.session_id, x.on_behalf_of, x.args_digest, x.key_id, x.shadow, x.review_status, x.approval_expires_at, x.session_labels, x.history,
+        x.h_scopes, x.h_denied, x.h_match, x.h_keep_s
       from jsonb_to_recordset(decisions)
         as x(account_id text, environment text, id text, agent_id text, action text, resource text, amount float8,
              context jsonb, effect text, reason text, policy_id text, matched_policy_ids text[], warnings jsonb,
              status text, evaluated_at timestamptz, expires_at timestamptz, ttl_seconds int,
              session_id text, on_behalf_of text, args_digest text, key_id text, shadow jsonb,
-             review_status text, approval_expires_at timestamptz, session_labels text[], history jsonb)
+             review_status text, approval_expires_at timestamptz, session_labels text[], history jsonb,
+             h_scopes smallint, h_denied boolean, h_match jsonb, h_keep_s float8)
       returning decisions.account_id, decisions.environment, decisions.id, decisions.effect, decisions.evaluated_at,
         decisions.review_status
     ), decision_rows as (

@@ -7,10 +7,12 @@
 --    an entry or names one in `after` (migration 028);
 -- 2. every lease the batch decided from must still be at the epoch it was taken
 --    with;
--- 3. the entries are inserted, and every entry the decisions were decided from
---    that was not stored when they were (`after`) must be stored now;
--- 4. the decisions (authz_write_decisions, whose result this returns).
--- When 2 or 3 fails, nothing is written and the call fails with SQLSTATE AZL01:
+-- 3. the decisions (authz_write_decisions, whose result this returns), each
+--    entry as columns of its decision's row (h_scopes, h_denied, h_match,
+--    h_keep_s: migration 029);
+-- 4. every entry the decisions were decided from that was not stored when they
+--    were (`after`) must be stored now, by an earlier write or this one.
+-- When 2 or 4 fails, nothing is written and the call fails with SQLSTATE AZL01:
 -- the caller decides those decisions again through the limits gate.
 --
 -- A decision that leaves no entry and names none in `after` (a deny that no
@@ -27,20 +29,20 @@
 -- sequential scan kept reading every lease of the table for each batch (measured:
 -- about a third of the batches, 2,000 rows each, with 2,000 sessions; 16 us of
 -- PostgreSQL CPU per decision). The lookups here are by primary key.
+-- plan_cache_mode force_generic_plan: the `after` check's plan for given ids
+-- would prune the decisions' partitions when made, so PostgreSQL would plan it
+-- again at every call (authz_history_value.sql).
 --
--- entries: [[account_id, environment, decision_id, agent_id, session_id,
--- on_behalf_of, action, kind, amount, match_values, evaluated_at_ms,
--- keep_until_ms, scopes]], positional (runtime/store/decisions.ts entryTuple:
--- the JSON is parsed byte by byte, and as objects the keys were half of it);
 -- lock_keys, epochs: each lease's key and epoch (distinct keys, one epoch each);
 -- locked: the keys to lock (some of lock_keys);
 -- after: [{account_id, environment, decision_id}].
 create or replace function authz_write_leased(decisions jsonb, decision_events jsonb, agents jsonb, agent_events jsonb,
-                                              entries jsonb, lock_keys text[], epochs bigint[], locked text[],
+                                              lock_keys text[], epochs bigint[], locked text[],
                                               after jsonb)
 returns setof text
 language plpgsql
 set enable_seqscan = off
+set plan_cache_mode = force_generic_plan
 as $$
 begin
   -- One statement (not one per key): the locks are taken in the sorted rows' order.
@@ -52,19 +54,15 @@ begin
      or (select count(*) from history_leases l where l.lock_key = any (lock_keys) and l.epoch = any (epochs)) <> cardinality(lock_keys) then
     raise exception using errcode = 'AZL01', message = 'a history lease this batch decided from has ended';
   end if;
-  if jsonb_array_length(entries) > 0 then
-  insert into history_entries (account_id, environment, decision_id, agent_id, session_id, on_behalf_of, action, kind,
-                               amount, match_values, evaluated_at, keep_until, scopes)
-  select e->>0, e->>1, e->>2, e->>3, e->>4, e->>5, e->>6, e->>7, (e->>8)::numeric,
-         case when jsonb_typeof(e->9) = 'object' then e->9 else '{}' end,
-         to_timestamp((e->>10)::float8 / 1000.0), to_timestamp((e->>11)::float8 / 1000.0), (e->>12)::smallint
-  from jsonb_array_elements(entries) as x(e);
-  end if;
+  return query select authz_write_decisions(decisions, decision_events, agents, agent_events);
+  -- An entry is a gate's row or its decision's columns (migration 029); each looked up by its own key.
   if jsonb_array_length(after) > 0 and exists (
     select 1 from jsonb_to_recordset(after) as a(account_id text, environment text, decision_id text)
-    where not exists (select 1 from history_entries h
-                      where h.account_id = a.account_id and h.environment = a.environment and h.decision_id = a.decision_id)) then
+    where not exists (select 1 from history_gate_entries g
+                      where g.decision_id = a.decision_id and g.account_id = a.account_id and g.environment = a.environment)
+      and not exists (select 1 from decisions d
+                      where d.account_id = a.account_id and d.environment = a.environment and d.id = a.decision_id
+                        and d.h_scopes is not null)) then
     raise exception using errcode = 'AZL01', message = 'an entry this batch decided from was not stored';
   end if;
-  return query select authz_write_decisions(decisions, decision_events, agents, agent_events);
 end $$;

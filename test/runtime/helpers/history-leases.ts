@@ -5,13 +5,14 @@
  * HistoryLeases directly), performance.now() moved forward (the lease
  * cooldown and idleness run on it) instead of waiting, a scope key's lock held
  * as the limits gate holds it and the lock waits PostgreSQL shows, and a leased
- * write refused with AZL01.
+ * write refused with AZL01, and the decision row a leased entry is written in.
  */
 import { afterAll, beforeAll, expect, vi } from 'vitest';
 import type { History } from '../../../runtime/history/history.js';
 import type { HistoryLeases } from '../../../runtime/history/leases.js';
 import { planHistory, type HistoryPlan } from '../../../runtime/history/plan.js';
 import type { Sql } from '../../../runtime/store/connect.js';
+import type { DecisionRow, LeasedEntryRow } from '../../../runtime/store/decisions.js';
 import { LEASE_ENDED } from '../../../runtime/store/history-leases.js';
 import type { Tenant } from '../../../runtime/tenant.js';
 import type { DecisionAnswer } from '../../helpers/kit.js';
@@ -130,3 +131,41 @@ export async function expectLeaseEnded(call: Promise<unknown>): Promise<void> {
   );
   expect((error as { code?: string } | null)?.code).toBe(LEASE_ENDED);
 }
+
+/**
+ * The decision a leased entry belongs to (migration 029: the entry is written as columns of its decision's row):
+ * the entry's agent, session, user, action, amount and time; allowed, or denied for a denied entry.
+ */
+export const decisionOf = (e: LeasedEntryRow): DecisionRow => ({
+  account_id: e.account_id,
+  environment: e.environment,
+  id: e.decision_id,
+  agent_id: e.agent_id,
+  action: e.action,
+  resource: null,
+  amount: e.amount,
+  context: null,
+  effect: e.kind === 'denied' ? 'deny' : 'allow',
+  reason: e.kind === 'denied' ? 'policy.denied' : 'policy.matched',
+  policy_id: null,
+  matched_policy_ids: [],
+  warnings: [],
+  status: e.kind === 'denied' ? 'denied' : 'pending',
+  evaluated_at: new Date(e.evaluated_at_ms),
+  expires_at: new Date(e.evaluated_at_ms + 300_000),
+  ttl_seconds: 300,
+  permit_token: null,
+  resolved_at: null,
+  confirmed_amount: null,
+  session_id: e.session_id,
+  on_behalf_of: e.on_behalf_of,
+  args_digest: null,
+  key_id: null,
+  shadow: null,
+  review_status: null,
+  reviewer: null,
+  review_note: null,
+  reviewed_at: null,
+  reviewer_key_id: null,
+  approval_expires_at: null,
+});
