@@ -30,7 +30,19 @@ const HISTORY_POLICY = {
   condition: "history.count('hist.counted', '1h') < 1000000000",
   labels: ['bench.read'],
 };
-/** Sessions the history kind's decisions rotate over (each opened once, its label added once). */
+/**
+ * The same without the label: decided from the session's history lease, its entry written as columns of its
+ * decision's row (migration 029) rather than through the limits gate.
+ */
+const LEASED_POLICY = {
+  ...HISTORY_POLICY,
+  id: 'pol_wc_history_leased',
+  name: 'wc-history-leased',
+  actions: ['hist.leased'],
+  condition: "history.count('hist.leased', '1h') < 1000000000",
+  labels: [],
+};
+/** Sessions the history kinds' decisions rotate over (each opened once, its label added once). */
 const SESSIONS = 1000;
 
 const KINDS: Array<[string, object]> = [
@@ -43,7 +55,11 @@ const KINDS: Array<[string, object]> = [
   ],
   [
     `allow, history.count 1h session + one label (${SESSIONS} sessions)`,
-    { agent_id: 'bench-1', action: 'hist.counted', resource: 'order:1', session_id: '' },
+    { agent_id: 'bench-1', action: 'hist.counted', resource: 'order:1', session_id: 'wc-' },
+  ],
+  [
+    `allow, history.count 1h session, from its lease (${SESSIONS} sessions)`,
+    { agent_id: 'bench-1', action: 'hist.leased', resource: 'order:1', session_id: 'wl-' },
   ],
 ];
 
@@ -72,12 +88,14 @@ async function main(): Promise<void> {
   try {
     const target = await startTarget(['--database-url', cluster.url]);
     const sql = postgres(cluster.url, { max: 1, onnotice: () => {} });
-    const added = await fetch(`http://127.0.0.1:${target.port}/v1/policies`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${target.key}` },
-      body: JSON.stringify(HISTORY_POLICY),
-    });
-    if (added.status !== 201) throw new Error(`history policy: ${added.status} ${await added.text()}`);
+    for (const policy of [HISTORY_POLICY, LEASED_POLICY]) {
+      const added = await fetch(`http://127.0.0.1:${target.port}/v1/policies`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${target.key}` },
+        body: JSON.stringify(policy),
+      });
+      if (added.status !== 201) throw new Error(`history policy: ${added.status} ${await added.text()}`);
+    }
     let sent = 0;
     const lines = [
       `Per decision, ${N.toLocaleString('en-US')} decisions of each kind through HTTP on one server process (PostgreSQL, throwaway cluster; the bench policies of bench/http). Rows: n_tup_ins / n_tup_upd of pg_stat_user_tables; bytes: pg_total_relation_size (heap, TOAST and indexes; partitions summed into their table); WAL: pg_current_wal_lsn() difference.`,
@@ -94,14 +112,14 @@ async function main(): Promise<void> {
         amount: N,
         headers: { 'content-type': 'application/json', authorization: `Bearer ${target.key}` },
         body: JSON.stringify(body),
-        // The history kind: each request in one of SESSIONS sessions.
+        // The history kinds: each request in one of SESSIONS sessions (the body's session_id their prefix).
         ...('session_id' in body
           ? {
               requests: [
                 {
                   setupRequest: (req) => ({
                     ...req,
-                    body: JSON.stringify({ ...body, session_id: `wc-${sent++ % SESSIONS}` }),
+                    body: JSON.stringify({ ...body, session_id: `${body.session_id as string}${sent++ % SESSIONS}` }),
                   }),
                 },
               ],

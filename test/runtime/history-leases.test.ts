@@ -231,7 +231,8 @@ describe.each(STORE_KINDS)('history leases (%s)', (kind) => {
     expect(taken!.entries).toHaveLength(2);
     expect(taken!.epoch).not.toBe(mine.epoch);
     // An entry another process stored meanwhile (a gate entry: its own row).
-    await rt.store.sql`insert into history_gate_entries (account_id, environment, decision_id, agent_id, session_id, action,
+    await rt.store
+      .sql`insert into history_gate_entries (account_id, environment, decision_id, agent_id, session_id, action,
         kind, evaluated_at, keep_until, scopes)
       values (${rt.accountId}, 'test', 'dec_other', 'other-agent', ${s}, 'x.go', 'counted',
         to_timestamp(${now}::float8 / 1000), to_timestamp(${now + 3_600_000}::float8 / 1000), 15)`;
