@@ -35,12 +35,11 @@ const HISTORY_POLICY = {
  * decision's row (migration 029) rather than through the limits gate.
  */
 const LEASED_POLICY = {
-  ...HISTORY_POLICY,
+  ...Object.fromEntries(Object.entries(HISTORY_POLICY).filter(([k]) => k !== 'labels')),
   id: 'pol_wc_history_leased',
   name: 'wc-history-leased',
   actions: ['hist.leased'],
   condition: "history.count('hist.leased', '1h') < 1000000000",
-  labels: [],
 };
 /** Sessions the history kinds' decisions rotate over (each opened once, its label added once). */
 const SESSIONS = 1000;
