@@ -54,6 +54,8 @@ interface Held {
   lockKey: string;
   /** Its lease at the epoch it was taken with, as a write names it (shared by every write decided from it). */
   fence: HeldLease;
+  /** How far back (s) before it was taken its memory has every entry: the longest window of the plans it was taken for. */
+  reach: number;
   entries: EntryLog;
   /** Its entries recorded in memory whose writes are not stored yet (decision ids). */
   pending: Set<string>;
@@ -147,14 +149,23 @@ export class HistoryLeases {
   hold(plan: HistoryPlan, nowMs: number): boolean | Promise<boolean> {
     this.maybeUpkeep(nowMs);
     if (plan.locks.length === 0) return false;
-    // Every key held (the common case): no promise.
-    if (plan.locks.every((k) => this.held.has(k))) return true;
+    // Every key held, its memory reaching back far enough (the common case): no promise.
+    if (plan.locks.every((k) => this.covers(k, plan.reach))) return true;
     return this.takeAll(plan, nowMs);
+  }
+
+  /**
+   * Whether this process holds the key with memory of every entry from `reach` seconds before it took it: a key
+   * taken for shorter windows is taken again (its store read went back only as far as they did).
+   */
+  private covers(key: string, reach: number): boolean {
+    const h = this.held.get(key);
+    return h !== undefined && h.reach >= reach;
   }
 
   private async takeAll(plan: HistoryPlan, nowMs: number): Promise<boolean> {
     for (const key of plan.locks) {
-      if (this.held.has(key)) continue;
+      if (this.covers(key, plan.reach)) continue;
       const until = this.cooling.get(key);
       if (until !== undefined) {
         if (performance.now() < until) return false;
@@ -163,16 +174,18 @@ export class HistoryLeases {
       if (this.held.size + this.taking.size >= this.options.maxKeys && !this.taking.has(key)) return false;
       let taking = this.taking.get(key);
       if (!taking) {
-        taking = this.take(key, nowMs).finally(() => this.taking.delete(key));
+        // Taken again for a longer reach: never shorter than what it had.
+        const reach = Math.max(plan.reach, this.held.get(key)?.reach ?? 0);
+        taking = this.take(key, nowMs, reach).finally(() => this.taking.delete(key));
         this.taking.set(key, taking);
       }
       if ((await taking) === null) return false;
     }
-    return plan.locks.every((k) => this.held.has(k));
+    return plan.locks.every((k) => this.covers(k, plan.reach));
   }
 
-  private async take(lockKey: string, nowMs: number): Promise<Held | null> {
-    const lease = await takeLease(this.sql, this.holder, lockTarget(lockKey), nowMs, this.options.maxEntries);
+  private async take(lockKey: string, nowMs: number, reach: number): Promise<Held | null> {
+    const lease = await takeLease(this.sql, this.holder, lockTarget(lockKey), nowMs, this.options.maxEntries, reach);
     if (lease === null) {
       this.cool(lockKey);
       return null;
@@ -180,6 +193,7 @@ export class HistoryLeases {
     const held: Held = {
       lockKey,
       fence: { lock_key: lockKey, epoch: lease.epoch },
+      reach,
       entries: EntryLog.of(lease.entries),
       pending: new Set(),
       usedAt: performance.now(),

@@ -45,6 +45,8 @@ export interface HistoryPlan {
   entryKeys: readonly string[];
   /** Some `history.denied` probe sees the entry: a denied decision's entry counts somewhere (else only an allowed one's does). */
   deniedSeen: boolean;
+  /** How far back its checks read (s): the longest window among them, 0 without any. */
+  reach: number;
 }
 
 /**
@@ -252,5 +254,6 @@ export function planHistory(
     checkKeys,
     entryKeys,
     deniedSeen: seeing.some((p) => p.measure === 'denied'),
+    reach: checks.reduce((most, c) => (c !== null && c.window_s > most ? c.window_s : most), 0),
   };
 }

@@ -44,11 +44,14 @@ class TooMany extends Error {}
 
 /**
  * Takes the lease of `target` for `holder` (whoever held it loses it) and reads
- * the key's entries not yet past their keep_until, in one transaction under the
- * key's advisory lock; null, and no lease, when it has more than `cap` entries.
+ * the key's entries not yet past their keep_until and made at most `reachSeconds`
+ * (and a minute) before `nowMs`, in one transaction under the key's advisory
+ * lock; null, and no lease, when it has more than `cap` entries. The reach bounds
+ * the read to the decision log's partitions of that time: a leased entry stays in
+ * its decision's row until its partition is dropped (migration 029).
  *
  * @example
- * const lease = await takeLease(sql, 'inst_1', { lockKey: 'acct_1\x1ftest\x1fsession\x1frun-1', accountId: 'acct_1', environment: 'test', scope: 'session', key: 'run-1' }, Date.now(), 10_000);
+ * const lease = await takeLease(sql, 'inst_1', { lockKey: 'acct_1\x1ftest\x1fsession\x1frun-1', accountId: 'acct_1', environment: 'test', scope: 'session', key: 'run-1' }, Date.now(), 10_000, 3600);
  */
 export async function takeLease(
   sql: Sql,
@@ -56,7 +59,9 @@ export async function takeLease(
   target: LeaseTarget,
   nowMs: number,
   cap: number,
+  reachSeconds: number,
 ): Promise<{ epoch: string; entries: LeasedEntry[] } | null> {
+  const sinceMs = nowMs - reachSeconds * 1000 - 60_000;
   try {
     return await sql.begin(async (tx) => {
       await tx`select pg_advisory_xact_lock(hashtextextended(${target.lockKey}, 0))`;
@@ -72,6 +77,8 @@ export async function takeLease(
         from history_entries
         where account_id = ${target.accountId} and environment = ${target.environment} and ${scopeFilter(tx, target)}
           and keep_until >= to_timestamp(${nowMs}::float8 / 1000)
+          and evaluated_at >= to_timestamp(${sinceMs}::float8 / 1000)
+          and log_id >= authz_id_floor('dec', to_timestamp(${sinceMs}::float8 / 1000) - interval '1 minute')
         limit ${cap + 1}`;
       if (entries.length > cap) throw new TooMany();
       return { epoch: lease!.epoch, entries: [...entries] };

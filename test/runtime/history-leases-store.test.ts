@@ -25,6 +25,9 @@ import { STORE_KINDS, openTestStore, type TestStore } from '../helpers/postgres.
 import { AMOUNTS, BASE, check, entry, loggedEntry, type Entry, type Scope } from './helpers/history-entries.js';
 import { decisionOf, expectLeaseEnded as ended, holdKeyLock, lockWaiters } from './helpers/history-leases.js';
 
+/** The longest window the random checks have: a lease taken for it reads every entry they can count. */
+const DAY_S = 86_400;
+
 const KEYS: Record<Scope, Array<string | null>> = {
   session: ['s1', 's2'],
   agent: ['a1', 'a2'],
@@ -167,7 +170,7 @@ describe.each(STORE_KINDS)('history leases in the store (%s)', (kind) => {
             const key = KEYS[c.scope][c.key % KEYS[c.scope].length]!;
             const k = lockKey(account, c.scope, key);
             if (!leases.has(k))
-              leases.set(k, await takeLease(store.sql, 'holder', target(account, c.scope, key), takenAt, 1000));
+              leases.set(k, await takeLease(store.sql, 'holder', target(account, c.scope, key), takenAt, 1000, DAY_S));
           }
           const storeChecks: HistoryCheck[] = checks.map((c) => ({
             scope: c.scope,
@@ -199,7 +202,7 @@ describe.each(STORE_KINDS)('history leases in the store (%s)', (kind) => {
   it('takeLease: a new epoch and holder each time, the key read under it; none above the cap', async () => {
     const account = 'acct_take';
     const t = target(account, 'session', 's1');
-    const first = await takeLease(store.sql, 'one', t, BASE, 10);
+    const first = await takeLease(store.sql, 'one', t, BASE, 10, DAY_S);
     expect(first).toEqual({ epoch: expect.any(String), entries: [] });
     await insert(store, account, [
       {
@@ -229,7 +232,7 @@ describe.each(STORE_KINDS)('history leases in the store (%s)', (kind) => {
         keep: 3_600_000,
       },
     ]);
-    const second = await takeLease(store.sql, 'two', t, BASE, 10);
+    const second = await takeLease(store.sql, 'two', t, BASE, 10, DAY_S);
     expect(BigInt(second!.epoch)).toBeGreaterThan(BigInt(first!.epoch));
     // Only the entry whose session functions see it (scopes bit 1).
     expect(second!.entries).toEqual([
@@ -243,20 +246,23 @@ describe.each(STORE_KINDS)('history leases in the store (%s)', (kind) => {
     const rows = await store.sql<Array<{ holder: string; epoch: string }>>`
       select holder, epoch::text as epoch from history_leases where lock_key = ${t.lockKey}`;
     expect(rows).toEqual([{ holder: 'two', epoch: second!.epoch }]);
-    expect(await takeLease(store.sql, 'three', t, BASE, 0)).toBeNull();
+    expect(await takeLease(store.sql, 'three', t, BASE, 0, DAY_S)).toBeNull();
     // Refused: the lease it would have taken was not (the transaction rolled back).
     expect(
       await store.sql`select holder, epoch::text as epoch from history_leases where lock_key = ${t.lockKey}`,
     ).toEqual(rows);
     // An entry past its keep_until is not read.
-    expect((await takeLease(store.sql, 'four', t, BASE + 3_600_001, 10))!.entries).toEqual([]);
+    expect((await takeLease(store.sql, 'four', t, BASE + 3_600_001, 10, DAY_S))!.entries).toEqual([]);
+    // Nor one made before the reach the lease is taken for (and a minute): kept, but no window of that reach sees it.
+    expect((await takeLease(store.sql, 'five', t, BASE + 3_000_000, 10, 3000))!.entries).toHaveLength(1);
+    expect((await takeLease(store.sql, 'six', t, BASE + 3_000_000, 10, 2939))!.entries).toEqual([]);
   });
 
   it('authz_write_leased: entries stored when every lease stands at its epoch and every entry named in `after` is stored; else AZL01 and nothing', async () => {
     const account = 'acct_write';
     const [s1, s2] = [target(account, 'session', 's1'), target(account, 'session', 's2')];
-    const e1 = (await takeLease(store.sql, 'me', s1, BASE, 10))!.epoch;
-    const e2 = (await takeLease(store.sql, 'me', s2, BASE, 10))!.epoch;
+    const e1 = (await takeLease(store.sql, 'me', s1, BASE, 10, DAY_S))!.epoch;
+    const e2 = (await takeLease(store.sql, 'me', s2, BASE, 10, DAY_S))!.epoch;
     const row = (id: string, session = 's1'): LeasedEntryRow => ({
       account_id: account,
       environment: 'test',
@@ -316,7 +322,7 @@ describe.each(STORE_KINDS)('history leases in the store (%s)', (kind) => {
       ],
     );
     // Another holder takes s1: the first holder's epoch has ended.
-    await takeLease(store.sql, 'other', s1, BASE, 10);
+    await takeLease(store.sql, 'other', s1, BASE, 10, DAY_S);
     await ended(write([row('d9')], [{ lock_key: s1.lockKey, epoch: e1 }]));
     const stored = await store.sql`select decision_id, amount::text as amount, match_values, scopes from history_entries
       where account_id = ${account} and decision_id = 'd7'`;
@@ -328,7 +334,7 @@ describe.each(STORE_KINDS)('history leases in the store (%s)', (kind) => {
     const account = 'acct_unlocked';
     await store.sql`insert into accounts (id, name, created_at) values (${account}, 'unlocked', now())`;
     const s1 = target(account, 'session', 's1');
-    const e1 = (await takeLease(store.sql, 'me', s1, BASE, 10))!.epoch;
+    const e1 = (await takeLease(store.sql, 'me', s1, BASE, 10, DAY_S))!.epoch;
     // What the write stores: here a new agent (its registration), named after the epoch it was decided at.
     const write = (epoch: string) =>
       writeDecisionBatch(
@@ -346,7 +352,7 @@ describe.each(STORE_KINDS)('history leases in the store (%s)', (kind) => {
         >`select agent_id from agents where account_id = ${account} order by 1`
       ).map((r) => r.agent_id);
     await write(e1);
-    const e2 = (await takeLease(store.sql, 'other', s1, BASE, 10))!.epoch;
+    const e2 = (await takeLease(store.sql, 'other', s1, BASE, 10, DAY_S))!.epoch;
     await ended(write(e1));
     expect(await agents()).toEqual([`a_${e1}`]);
     await write(e2);
@@ -382,7 +388,7 @@ describe('authz_write_leased and the key locks, on PostgreSQL (a second connecti
   it('while another transaction holds a key: a write with an entry waits for it; one without entries or `after` (not locking) does not', async () => {
     const account = 'acct_locks';
     const s1 = target(account, 'session', 's1');
-    const epoch = (await takeLease(store.sql, 'me', s1, BASE, 10))!.epoch;
+    const epoch = (await takeLease(store.sql, 'me', s1, BASE, 10, DAY_S))!.epoch;
     const fences = [{ lock_key: s1.lockKey, epoch }];
     const entry: LeasedEntryRow = {
       account_id: account,

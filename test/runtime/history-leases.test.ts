@@ -14,7 +14,7 @@
  * runs on performance.now(): the tests move it forward instead of waiting.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LEASE_DEFAULTS, type HistoryLeases } from '../../runtime/history/leases.js';
+import { HistoryLeases, LEASE_DEFAULTS } from '../../runtime/history/leases.js';
 import { takeLease } from '../../runtime/store/history-leases.js';
 import { STORE_KINDS } from '../helpers/postgres.js';
 import { agent, decide, review } from '../helpers/kit.js';
@@ -27,6 +27,7 @@ import {
   performanceClock,
   read,
   sessionKey,
+  sessionPlan,
   valueOf,
 } from './helpers/history-leases.js';
 
@@ -227,6 +228,7 @@ describe.each(STORE_KINDS)('history leases (%s)', (kind) => {
       { lockKey: key, accountId: rt.accountId, environment: 'test', scope: 'session', key: s },
       now,
       1000,
+      3600,
     );
     expect(taken!.entries).toHaveLength(2);
     expect(taken!.epoch).not.toBe(mine.epoch);
@@ -311,4 +313,25 @@ describe.each(STORE_KINDS)('history leases (%s)', (kind) => {
     },
     120_000,
   );
+
+  it('a key taken for a short window is taken again, reaching further back, for a longer one', async () => {
+    await rt.setPolicies([
+      { id: 'pol_go', effect: 'allow', actions: ['r.go'] },
+      { id: 'pol_short', effect: 'allow', actions: ['r.short'], condition: "history.count('r.go', '1h') < 100" },
+      { id: 'pol_long', effect: 'allow', actions: ['r.long'], condition: "history.count('r.go', '2h') < 100" },
+    ]);
+    const s = agent('reach');
+    // Kept for 2 h (the longest window), stored in its decision's row.
+    await go(s, 'r.go');
+    rt.clock.advance(90 * 60);
+    // Another process's memory: its store read reaches back as far as the windows it was taken for.
+    const other = new HistoryLeases(rt.store.sql);
+    const short = await sessionPlan(rt, s, 'r.short');
+    expect(await other.hold(short.plan, short.now)).toBe(true);
+    expect(other.values(short.plan, short.now)).toEqual([0]);
+    const long = await sessionPlan(rt, s, 'r.long');
+    expect(await other.hold(long.plan, long.now)).toBe(true);
+    expect(other.values(long.plan, long.now)).toEqual([1]);
+    pastCooldown();
+  });
 });

@@ -44,9 +44,9 @@ create index decisions_history_by_environment on decisions (account_id, environm
 
 -- Every history entry. log_id: for an entry of the decisions, its decision id
 -- (their partition key, byte order); for a gate entry 'dec_~', above every
--- decision id. So a lower bound on log_id (authz_history_value) prunes the
--- decisions' partitions and drops no gate entry (a gate entry's id need not be
--- as old as its evaluated_at: an approval records its decision's later).
+-- decision id. So a lower bound on log_id (authz_history_value, a lease's
+-- first read) prunes the decisions' partitions and is never what drops a gate
+-- entry: the gate's table is read by its own indexes and pruned by keep_until.
 create view history_entries as
   select g.account_id, g.environment, g.decision_id, 'dec_~'::text as log_id, g.agent_id, g.session_id,
     g.on_behalf_of, g.action, g.kind, g.amount, g.confirmed_amount, g.match_values, g.evaluated_at, g.keep_until,
