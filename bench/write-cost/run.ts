@@ -18,28 +18,28 @@ import { startTarget, stopTarget } from '../http/target.js';
 const { values } = parseArgs({ options: { decisions: { type: 'string' }, out: { type: 'string' } } });
 const N = Number(values.decisions ?? 20_000);
 
-/** The history and label kind's policy (added through the API): one history.count in a 1 h session window, one label. */
-const HISTORY_POLICY = {
-  id: 'pol_wc_history',
-  name: 'wc-history',
+/**
+ * The leased history kind's policy (added through the API): one history.count in a 1 h session window, decided
+ * from the session's history lease, its entry written as columns of its decision's row (migration 029).
+ */
+const LEASED_POLICY = {
+  id: 'pol_wc_history_leased',
+  name: 'wc-history-leased',
   effect: 'allow',
   state: 'enabled',
   priority: 100,
   agents: ['bench-*'],
+  actions: ['hist.leased'],
+  condition: "history.count('hist.leased', '1h') < 1000000000",
+};
+/** The history and label kind's: the same on its own action, adding one label (so decided through the limits gate). */
+const HISTORY_POLICY = {
+  ...LEASED_POLICY,
+  id: 'pol_wc_history',
+  name: 'wc-history',
   actions: ['hist.counted'],
   condition: "history.count('hist.counted', '1h') < 1000000000",
   labels: ['bench.read'],
-};
-/**
- * The same without the label: decided from the session's history lease, its entry written as columns of its
- * decision's row (migration 029) rather than through the limits gate.
- */
-const LEASED_POLICY = {
-  ...Object.fromEntries(Object.entries(HISTORY_POLICY).filter(([k]) => k !== 'labels')),
-  id: 'pol_wc_history_leased',
-  name: 'wc-history-leased',
-  actions: ['hist.leased'],
-  condition: "history.count('hist.leased', '1h') < 1000000000",
 };
 /** Sessions the history kinds' decisions rotate over (each opened once, its label added once). */
 const SESSIONS = 1000;

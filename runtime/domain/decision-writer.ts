@@ -78,7 +78,7 @@ export class DecisionWriter {
           leased.length === 0
             ? null
             : {
-                entries: leased.flatMap((h) => (h.entry ? [h.entry] : [])),
+                entries: pending.map((w) => w.history?.entry ?? null),
                 fences: leased.flatMap((h) => h.fences),
                 locked: leased.flatMap((h) => (h.locks ? h.fences.map((f) => f.lock_key) : [])),
                 after: leased.flatMap((h) => h.after),

@@ -23,7 +23,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Sql } from '../store/connect.js';
 import { releaseLeases, renewLeases, takeLease, type HeldLease } from '../store/history-leases.js';
-import type { LeasedEntryRow } from '../store/decisions.js';
+import type { HistoryRecord } from '../store/history.js';
 import type { Environment, Tenant } from '../tenant.js';
 import { EntryLog } from './entry-log.js';
 import { entryFor, lockTarget, type HistoryPlan } from './plan.js';
@@ -64,6 +64,9 @@ interface Held {
   /** When its entries last changed (HistoryLeases' counter): see {@link HistoryLeases.stamp}. */
   changed: number;
 }
+
+/** A leased decision's entry, naming its decision (written as columns of that decision's row: store/decisions.ts). */
+export type LeasedEntryRow = HistoryRecord & { account_id: string; environment: Environment; decision_id: string };
 
 /** What a decision decided from leases carries to its write. */
 export interface LeasedWrite {

@@ -98,15 +98,12 @@ export interface NewAgent {
   first_seen_at: Date;
 }
 
-/** A history entry as authz_write_leased inserts it: the limits gate's record, with its decision. */
-export type LeasedEntryRow = HistoryRecord & { account_id: string; environment: Environment; decision_id: string };
-
 /**
  * A decision row with its history entry's columns (migration 029): its scopes, whether it is denied, its MATCH
  * values and how long it is kept. The rest of the entry is the decision's own (agent, session, user, action,
  * amount, evaluated_at: runtime/history/plan.ts makes the entry from the same request and clock reading).
  */
-const withEntry = (d: DecisionRow, e: LeasedEntryRow) => ({
+const withEntry = (d: DecisionRow, e: HistoryRecord) => ({
   ...d,
   h_scopes: e.scopes,
   h_denied: e.kind === 'denied' ? true : null,
@@ -120,7 +117,8 @@ const withEntry = (d: DecisionRow, e: LeasedEntryRow) => ({
  * (functions/authz_write_leased.sql; else SQLSTATE AZL01, LEASE_ENDED, and nothing is written).
  */
 export interface LeasedHistory {
-  entries: readonly LeasedEntryRow[];
+  /** Each decision's entry, by position in the batch's decisions (null: it leaves none). */
+  entries: ReadonlyArray<HistoryRecord | null>;
   fences: ReadonlyArray<{ lock_key: string; epoch: string }>;
   /** The fences' keys to lock: those of the decisions that leave an entry or name one in `after` (the others are only checked). */
   locked: readonly string[];
@@ -146,14 +144,8 @@ export async function writeDecisionBatch(
 ): Promise<Set<string>> {
   // One definition of the write (functions/authz_write_decisions.sql), also used by authz_decide_batch
   // and, after the leases' check, by authz_write_leased (each entry as columns of its decision's row).
-  let written: readonly object[] = decisions;
-  if (leased !== null && leased.entries.length > 0) {
-    const entries = new Map(leased.entries.map((e) => [e.decision_id, e]));
-    written = decisions.map((d) => {
-      const e = entries.get(d.id);
-      return e === undefined ? d : withEntry(d, e);
-    });
-  }
+  const entries = leased?.entries;
+  const written = entries ? decisions.map((d, i) => (entries[i] ? withEntry(d, entries[i]) : d)) : decisions;
   const args = sql`${sql.json(written as never)}::jsonb, ${sql.json(decisionEvents as never)}::jsonb,
       ${sql.json(agents as never)}::jsonb, ${sql.json(agentEvents as never)}::jsonb`;
   const rows = await sql<Array<{ registered: string | null }>>`

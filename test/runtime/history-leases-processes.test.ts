@@ -30,6 +30,7 @@ import {
   sessionKey,
   sessionPlan,
   valueOf,
+  decisionOf,
 } from './helpers/history-leases.js';
 
 const clock = performanceClock();
@@ -110,12 +111,26 @@ describe.each(STORE_KINDS)("one process's lease memory (%s)", (kind) => {
     }
     // Decided at 0 from memory while the gate allowed another at 0: storing it would make two under `< 1`.
     await expectLeaseEnded(
-      writeDecisionBatch(rt.store.sql, [], [], [], [], {
-        entries: [w.entry!],
-        fences: w.fences,
-        locked: w.fences.map((f) => f.lock_key),
-        after: w.after,
-      }),
+      writeDecisionBatch(
+        rt.store.sql,
+        [
+          decisionOf({
+            ...w.entry!,
+            account_id: tenant.accountId,
+            environment: tenant.environment,
+            decision_id: 'dec_w',
+          }),
+        ],
+        [],
+        [],
+        [],
+        {
+          entries: [w.entry!],
+          fences: w.fences,
+          locked: w.fences.map((f) => f.lock_key),
+          after: w.after,
+        },
+      ),
     );
     expect(await countedOf(rt, s)).toHaveLength(1);
   });

@@ -18,12 +18,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EntryLog } from '../../runtime/history/entry-log.js';
 import { sumDecimals } from '../../runtime/history/decimal.js';
 import { pruneLeases, takeLease, type LeaseTarget } from '../../runtime/store/history-leases.js';
-import { writeDecisionBatch, type LeasedEntryRow } from '../../runtime/store/decisions.js';
+import { writeDecisionBatch } from '../../runtime/store/decisions.js';
 import { readHistory, type HistoryCheck } from '../../runtime/store/history.js';
 import { newId } from '../../runtime/ids.js';
 import { STORE_KINDS, openTestStore, type TestStore } from '../helpers/postgres.js';
 import { AMOUNTS, BASE, check, entry, loggedEntry, type Entry, type Scope } from './helpers/history-entries.js';
 import { decisionOf, expectLeaseEnded as ended, holdKeyLock, lockWaiters } from './helpers/history-leases.js';
+import type { LeasedEntryRow } from '../../runtime/history/leases.js';
 
 /** The longest window the random checks have: a lease taken for it reads every entry they can count. */
 const DAY_S = 86_400;
@@ -44,28 +45,34 @@ const target = (account: string, scope: Scope, key: string | null): LeaseTarget 
   key,
 });
 
+/** Each entry's copies: the account's, and the same under another environment and account (no check of the account sees them). */
+const copies = (account: string) => [
+  [account, 'test'],
+  [account, 'live'],
+  [`${account}_other`, 'test'],
+];
+
 /**
- * Inserts the entries (and the same ones under another environment and account, which no check of the account
- * sees): as gate entries (history_gate_entries rows), or with `split` every other one as columns of its decision's
- * row, as a leased write stores it (migration 029; its id made at its evaluated_at, as the service makes it).
+ * Inserts the entries and their copies: as gate entries (history_gate_entries rows), or with `split` every other one
+ * as columns of its decision's row, written by the leased write (migration 029; its id made at its evaluated_at, as
+ * the service makes it).
  */
 async function insert(store: TestStore, account: string, entries: readonly Entry[], split = false): Promise<void> {
   if (split) {
-    const inRows = entries.filter((_, i) => i % 2 === 1);
     await insert(
       store,
       account,
-      entries.map((e, i) => (i % 2 === 1 ? null : e)).filter((e): e is Entry => e !== null),
+      entries.filter((_, i) => i % 2 === 0),
     );
-    await insertDecisions(store, account, inRows);
+    await insertDecisions(
+      store,
+      account,
+      entries.filter((_, i) => i % 2 === 1),
+    );
     return;
   }
   const rows = entries.flatMap((e, i) =>
-    [
-      [account, 'test'],
-      [account, 'live'],
-      [`${account}_other`, 'test'],
-    ].map(([acct, env]) => ({
+    copies(account).map(([acct, env]) => ({
       account_id: acct,
       environment: env,
       decision_id: `dec_${account}_${i}`,
@@ -88,43 +95,41 @@ async function insert(store: TestStore, account: string, entries: readonly Entry
       confirmed_amount text, match_values jsonb, evaluated_at_ms float8, keep_until_ms float8, scopes smallint)`;
 }
 
-/** Entries as columns of decision rows (see insert). */
+/** Entries as columns of their decisions' rows, written as a leased write writes them (writeDecisionBatch), confirmed ones confirmed. */
 async function insertDecisions(store: TestStore, account: string, entries: readonly Entry[]): Promise<void> {
   const rows = entries.flatMap((e) => {
     const id = newId('dec', BASE + e.at);
-    return [
-      [account, 'test'],
-      [account, 'live'],
-      [`${account}_other`, 'test'],
-    ].map(([acct, env]) => ({
-      account_id: acct,
-      environment: env,
-      id,
+    return copies(account).map(([acct, env]): LeasedEntryRow => ({
+      account_id: acct!,
+      environment: env as 'test' | 'live',
+      decision_id: id,
       agent_id: e.agent,
       session_id: e.session,
       on_behalf_of: e.user,
       action: e.action,
-      effect: e.kind === 'denied' ? 'deny' : 'allow',
-      amount: e.amount,
-      confirmed_amount: e.confirmed,
+      kind: e.kind,
+      amount: e.amount === null ? null : Number(e.amount),
+      match_values: e.match,
       evaluated_at_ms: BASE + e.at,
-      h_scopes: e.scopes,
-      h_denied: e.kind === 'denied',
-      h_match: Object.keys(e.match).length === 0 ? null : e.match,
-      h_keep_s: e.keep / 1000,
+      keep_until_ms: BASE + e.at + e.keep,
+      scopes: e.scopes,
     }));
   });
   if (rows.length === 0) return;
-  await store.sql`
-    insert into decisions (account_id, environment, id, agent_id, session_id, on_behalf_of, action, effect, reason,
-                           matched_policy_ids, warnings, status, amount, confirmed_amount, evaluated_at, expires_at,
-                           ttl_seconds, h_scopes, h_denied, h_match, h_keep_s)
-    select account_id, environment, id, agent_id, session_id, on_behalf_of, action, effect, 'policy.matched', '{}',
-           '[]', 'pending', amount::float8, confirmed_amount::float8, to_timestamp(evaluated_at_ms / 1000.0),
-           to_timestamp(evaluated_at_ms / 1000.0 + 300), 300, h_scopes, h_denied, h_match, h_keep_s
-    from jsonb_to_recordset(${store.sql.json(rows as never)}::jsonb) as e(account_id text, environment text, id text,
-      agent_id text, session_id text, on_behalf_of text, action text, effect text, amount text, confirmed_amount text,
-      evaluated_at_ms float8, h_scopes smallint, h_denied boolean, h_match jsonb, h_keep_s float8)`;
+  await writeDecisionBatch(store.sql, rows.map(decisionOf), [], [], [], {
+    entries: rows,
+    fences: [],
+    locked: [],
+    after: [],
+  });
+  // The confirmed ones, as a confirm sets it (the decision's confirmed_amount is its entry's).
+  const confirmed = entries.flatMap((e) => copies(account).map(() => e.confirmed));
+  const set = rows.flatMap((r, i) => (confirmed[i] === null ? [] : [{ ...r, confirmed: confirmed[i] }]));
+  if (set.length === 0) return;
+  await store.sql`update decisions d set confirmed_amount = c.confirmed
+    from jsonb_to_recordset(${store.sql.json(set as never)}::jsonb)
+      as c(account_id text, environment text, decision_id text, confirmed float8)
+    where d.account_id = c.account_id and d.environment = c.environment and d.id = c.decision_id`;
 }
 
 /** The entries of `entries` a check of `scope` and `key` reads (its scope's bit, its key). */

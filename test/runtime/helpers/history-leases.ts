@@ -9,10 +9,11 @@
  */
 import { afterAll, beforeAll, expect, vi } from 'vitest';
 import type { History } from '../../../runtime/history/history.js';
-import type { HistoryLeases } from '../../../runtime/history/leases.js';
+import type { HistoryLeases, LeasedEntryRow } from '../../../runtime/history/leases.js';
 import { planHistory, type HistoryPlan } from '../../../runtime/history/plan.js';
 import type { Sql } from '../../../runtime/store/connect.js';
-import type { DecisionRow, LeasedEntryRow } from '../../../runtime/store/decisions.js';
+import type { DecisionRow } from '../../../runtime/store/decisions.js';
+import { benchDecision } from '../../../bench/permits/decision-row.js';
 import { LEASE_ENDED } from '../../../runtime/store/history-leases.js';
 import type { Tenant } from '../../../runtime/tenant.js';
 import type { DecisionAnswer } from '../../helpers/kit.js';
@@ -133,10 +134,11 @@ export async function expectLeaseEnded(call: Promise<unknown>): Promise<void> {
 }
 
 /**
- * The decision a leased entry belongs to (migration 029: the entry is written as columns of its decision's row):
- * the entry's agent, session, user, action, amount and time; allowed, or denied for a denied entry.
+ * The decision a leased entry belongs to: the permit benches' decision row with the entry's agent, session, user,
+ * action, amount and time; allowed, or denied for a denied entry.
  */
 export const decisionOf = (e: LeasedEntryRow): DecisionRow => ({
+  ...benchDecision(0),
   account_id: e.account_id,
   environment: e.environment,
   id: e.decision_id,
@@ -144,28 +146,13 @@ export const decisionOf = (e: LeasedEntryRow): DecisionRow => ({
   action: e.action,
   resource: null,
   amount: e.amount,
-  context: null,
   effect: e.kind === 'denied' ? 'deny' : 'allow',
   reason: e.kind === 'denied' ? 'policy.denied' : 'policy.matched',
   policy_id: null,
   matched_policy_ids: [],
-  warnings: [],
   status: e.kind === 'denied' ? 'denied' : 'pending',
   evaluated_at: new Date(e.evaluated_at_ms),
   expires_at: new Date(e.evaluated_at_ms + 300_000),
-  ttl_seconds: 300,
-  permit_token: null,
-  resolved_at: null,
-  confirmed_amount: null,
   session_id: e.session_id,
   on_behalf_of: e.on_behalf_of,
-  args_digest: null,
-  key_id: null,
-  shadow: null,
-  review_status: null,
-  reviewer: null,
-  review_note: null,
-  reviewed_at: null,
-  reviewer_key_id: null,
-  approval_expires_at: null,
 });
